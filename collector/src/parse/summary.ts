@@ -1,0 +1,116 @@
+/**
+ * The `pglog parse --summary` report: counters of the whole input, events by kind, entries
+ * by severity and database, and the top query templates by total time. Pure: fed events
+ * and the parser's counters, it holds no I/O and bounded memory per template.
+ */
+import { EVENT_KINDS, type EventKind, type PglogEvent } from '../protocol/events.ts';
+import { DurationStats } from '../stats/histogram.ts';
+import type { ParseCounters } from './log-parser.ts';
+
+export const TOP_TEMPLATES = 50;
+
+export interface TemplateSummary {
+  fingerprint: string;
+  query: string;
+  calls: number;
+  total_ms: number;
+  mean_ms: number;
+  stddev_ms: number;
+  min_ms: number;
+  max_ms: number;
+  p95_ms: number;
+}
+
+export interface ParseSummary {
+  bytes: number;
+  lines: number;
+  entries: number;
+  truncated: number;
+  malformed: number;
+  replacements: number;
+  nul_removed: number;
+  events: Record<EventKind, number>;
+  severities: Record<string, number>;
+  databases: Record<string, number>;
+  templates: TemplateSummary[];
+}
+
+interface TemplateAccumulator {
+  query: string;
+  /** Statements logged without a duration still count as calls. */
+  calls: number;
+  durations: DurationStats;
+}
+
+export class SummaryBuilder {
+  private readonly events = Object.fromEntries(EVENT_KINDS.map((k) => [k, 0])) as Record<EventKind, number>;
+  private readonly severities = new Map<string, number>();
+  private readonly databases = new Map<string, number>();
+  private readonly templates = new Map<string, TemplateAccumulator>();
+
+  add(event: PglogEvent): void {
+    this.events[event.kind]++;
+    increment(this.severities, event.severity);
+    if (event.database !== null) increment(this.databases, event.database);
+    if (event.kind !== 'statement') return;
+    let template = this.templates.get(event.fingerprint);
+    if (template === undefined) {
+      template = { query: event.normalized, calls: 0, durations: new DurationStats() };
+      this.templates.set(event.fingerprint, template);
+    }
+    template.calls++;
+    if (event.duration_ms !== null) template.durations.add(event.duration_ms);
+  }
+
+  build(counters: ParseCounters, top = TOP_TEMPLATES): ParseSummary {
+    const templates = [...this.templates.entries()]
+      .map(([fingerprint, t]) => templateSummary(fingerprint, t))
+      .sort((a, b) => b.total_ms - a.total_ms || b.calls - a.calls || compare(a.fingerprint, b.fingerprint))
+      .slice(0, top);
+    return {
+      bytes: counters.bytes,
+      lines: counters.lines,
+      entries: counters.entries,
+      truncated: counters.truncated,
+      malformed: counters.malformed,
+      replacements: counters.replacements,
+      nul_removed: counters.nulRemoved,
+      events: { ...this.events },
+      severities: sortedObject(this.severities),
+      databases: sortedObject(this.databases),
+      templates,
+    };
+  }
+}
+
+function templateSummary(fingerprint: string, t: TemplateAccumulator): TemplateSummary {
+  const d = t.durations;
+  return {
+    fingerprint,
+    query: t.query,
+    calls: t.calls,
+    total_ms: round3(d.sum),
+    mean_ms: round3(d.average),
+    stddev_ms: round3(d.stddev),
+    min_ms: d.count === 0 ? 0 : round3(d.min),
+    max_ms: d.count === 0 ? 0 : round3(d.max),
+    p95_ms: round3(d.quantile(0.95)),
+  };
+}
+
+function increment(map: Map<string, number>, key: string): void {
+  map.set(key, (map.get(key) ?? 0) + 1);
+}
+
+function sortedObject(map: Map<string, number>): Record<string, number> {
+  return Object.fromEntries([...map.entries()].sort(([a], [b]) => compare(a, b)));
+}
+
+function compare(a: string, b: string): number {
+  return a < b ? -1 : a > b ? 1 : 0;
+}
+
+/** Durations are logged with microsecond precision: three decimals of a millisecond. */
+function round3(x: number): number {
+  return Math.round(x * 1000) / 1000;
+}
