@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # Installs the Debian packages that tests, benchmarks and the demo use: a real PostgreSQL 15
 # server (its package carries auto_explain and pg_stat_statements), pgbench, pgBadger (the benchmark's
-# reference) and the compressors the parser reads. Idempotent: apt is only touched when a
+# reference) the compressors the parser reads, and GNU time (peak RSS in benchmarks). Idempotent: apt is only touched when a
 # package is missing.
 set -euo pipefail
-packages=(postgresql-15 postgresql-client-15 pgbadger gzip bzip2)
+packages=(postgresql-15 postgresql-client-15 pgbadger gzip bzip2 time)
 missing=()
 for p in "${packages[@]}"; do
   if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed'; then

@@ -1,0 +1,131 @@
+/**
+ * `make bench` (parser part): line splitting and full parsing throughput on one large real
+ * stderr log, every contender in one run, side by side, with ratios.
+ *
+ *   node bench/parse-bench.ts --log FILE [--out docs/benchmarks.md] [--runs N] [--prefix P]
+ *
+ * Each contender runs as its own process under GNU time, so its peak RSS is its own; the
+ * file is read once first so every contender starts from the page cache. The median of
+ * --runs runs counts (pgBadger, the slowest by far, runs once).
+ */
+import { execFileSync, spawnSync } from 'node:child_process';
+import { readFileSync, statSync, writeFileSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir, cpus } from 'node:os';
+import { join } from 'node:path';
+import { parseArgs } from 'node:util';
+
+const { values } = parseArgs({
+  options: {
+    log: { type: 'string' },
+    out: { type: 'string' },
+    runs: { type: 'string', default: '3' },
+    prefix: { type: 'string', default: '%m [%p] %q%u@%d ' },
+  },
+});
+if (values.log === undefined) throw new Error('usage: parse-bench.ts --log FILE [--out FILE] [--runs N]');
+const log = values.log;
+const runs = Number(values.runs);
+const prefix = values.prefix;
+const root = new URL('..', import.meta.url).pathname;
+const node = process.execPath;
+const bytes = statSync(log).size;
+const work = mkdtempSync(join(tmpdir(), 'pglog-bench-'));
+
+interface Contender {
+  name: string;
+  what: string;
+  command: string[];
+  runs: number;
+  /** Lines or entries the contender reports, from its own output. */
+  count: (stdout: string) => { lines?: number; entries?: number };
+}
+
+const nodeScript = (name: string): string[] => [node, join(root, 'bench/contenders', name)];
+const contenders: Contender[] = [
+  { name: 'wc -l', what: 'memchr line counting (upper bound)', command: ['wc', '-l', log], runs, count: (s) => ({ lines: Number(s.trim().split(/\s+/)[0]) }) },
+  { name: 'readline', what: 'Node readline, a string per line', command: [...nodeScript('readline.ts'), log], runs, count: (s) => JSON.parse(s) as { lines: number } },
+  { name: 'split2', what: 'split2 transform, a string per line', command: [...nodeScript('split2.ts'), log], runs, count: (s) => JSON.parse(s) as { lines: number } },
+  { name: 'pglog LineSplitter', what: 'Buffer lines, no decoding', command: [...nodeScript('line-splitter.ts'), log], runs, count: (s) => JSON.parse(s) as { lines: number } },
+  {
+    name: 'pglog parse', what: 'split, assemble, parse, decode, normalize, summarize',
+    command: [join(root, 'collector/bin/pglog'), 'parse', '--summary', '--format', 'stderr', '--prefix', prefix, log], runs,
+    count: (s) => { const j = JSON.parse(s) as { lines: number; entries: number }; return { lines: j.lines, entries: j.entries }; },
+  },
+  {
+    name: 'pgbadger -j 1', what: 'pgBadger (Debian), one process, text report',
+    command: ['pgbadger', '-j', '1', '-f', 'stderr', '-p', prefix, '-x', 'text', '-o', join(work, 'pgbadger.txt'), '--quiet', log], runs: 1,
+    count: () => ({}),
+  },
+];
+
+interface Result { name: string; what: string; seconds: number; rssMb: number; lines: number | null; entries: number | null }
+
+function runOnce(c: Contender): { seconds: number; rssMb: number; stdout: string } {
+  const timeFile = join(work, 'time.txt');
+  const started = process.hrtime.bigint();
+  const child = spawnSync('/usr/bin/time', ['-f', '%M', '-o', timeFile, ...c.command], { maxBuffer: 64 * 1024 * 1024, encoding: 'utf8' });
+  const seconds = Number(process.hrtime.bigint() - started) / 1e9;
+  if (child.status !== 0) throw new Error(`${c.name} failed (${child.status}): ${child.stderr}`);
+  const rssKb = Number(readFileSync(timeFile, 'utf8').trim().split('\n').pop());
+  return { seconds, rssMb: rssKb / 1024, stdout: child.stdout };
+}
+
+function median(xs: number[]): number {
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.floor(s.length / 2)]!;
+}
+
+process.stderr.write(`parse-bench: ${log} (${(bytes / 1e6).toFixed(0)} MB), warming the page cache\n`);
+execFileSync('cat', [log], { stdio: ['ignore', 'ignore', 'inherit'] });
+const results: Result[] = [];
+let entries: number | null = null;
+for (const c of contenders) {
+  const samples = Array.from({ length: c.runs }, () => runOnce(c));
+  const seconds = median(samples.map((s) => s.seconds));
+  const rssMb = Math.max(...samples.map((s) => s.rssMb));
+  const counted = c.count(samples[0]!.stdout);
+  if (counted.entries !== undefined) entries = counted.entries;
+  results.push({ name: c.name, what: c.what, seconds, rssMb, lines: counted.lines ?? null, entries: counted.entries ?? null });
+  process.stderr.write(`  ${c.name.padEnd(20)} ${(bytes / 1e6 / seconds).toFixed(1).padStart(8)} MB/s  ${rssMb.toFixed(0).padStart(5)} MB RSS  (${seconds.toFixed(2)} s)\n`);
+}
+rmSync(work, { recursive: true, force: true });
+
+const by = (name: string): Result => results.find((r) => r.name === name)!;
+const rate = (r: Result): number => bytes / 1e6 / r.seconds;
+const ratio = (a: string, b: string): string => (rate(by(a)) / rate(by(b))).toFixed(2);
+const lineCounts = new Set(results.filter((r) => r.lines !== null).map((r) => r.lines));
+const table = [
+  '| contender | what it does | MB/s | entries/s | peak RSS (MB) | seconds |',
+  '|---|---|---:|---:|---:|---:|',
+  ...results.map((r) => `| ${r.name} | ${r.what} | ${rate(r).toFixed(1)} | ${entries === null || !['pglog parse', 'pgbadger -j 1'].includes(r.name) ? '' : Math.round(entries / r.seconds).toLocaleString('en-US')} | ${r.rssMb.toFixed(0)} | ${r.seconds.toFixed(2)} |`),
+];
+const ratios = [
+  `| LineSplitter / wc -l | ${ratio('pglog LineSplitter', 'wc -l')} | target ≥ 0.25 |`,
+  `| LineSplitter / readline | ${ratio('pglog LineSplitter', 'readline')} | target ≥ 4 |`,
+  `| LineSplitter / split2 | ${ratio('pglog LineSplitter', 'split2')} | |`,
+  `| pglog parse / pgbadger -j 1 | ${ratio('pglog parse', 'pgbadger -j 1')} | target ≥ 25 |`,
+  `| pglog parse peak RSS | ${by('pglog parse').rssMb.toFixed(0)} MB | target < 200 MB |`,
+];
+const section = [
+  '<!-- parse-bench:start -->',
+  '## Log parsing (`make bench`: bench/parse-bench.ts)',
+  '',
+  `Input: a real PostgreSQL 15 stderr log generated by scripts/loggen (pgbench load, every statement logged, plans, errors), ${(bytes / 1e6).toFixed(0)} MB, ${by('wc -l').lines?.toLocaleString('en-US')} lines, ${entries?.toLocaleString('en-US')} entries; page cache warm; median of ${runs} runs (pgBadger: 1). Machine: ${cpus().length} × ${cpus()[0]?.model ?? 'unknown CPU'}, Node ${process.version}. Measured ${new Date().toISOString().slice(0, 10)}.`,
+  '',
+  ...table,
+  '',
+  '| ratio | value | |',
+  '|---|---:|---|',
+  ...ratios,
+  '',
+  lineCounts.size === 1 ? 'Every line counter agreed on the number of lines.' : `Line counts differ between contenders: ${[...lineCounts].join(', ')}.`,
+  '<!-- parse-bench:end -->',
+].join('\n');
+process.stdout.write(`${section}\n`);
+if (values.out !== undefined) {
+  let doc = '';
+  try { doc = readFileSync(values.out, 'utf8'); } catch { doc = '# Benchmarks\n\nMeasured by `make bench`; each section is rewritten by its benchmark.\n'; }
+  const re = /<!-- parse-bench:start -->[\s\S]*<!-- parse-bench:end -->/;
+  writeFileSync(values.out, re.test(doc) ? doc.replace(re, section) : `${doc.trimEnd()}\n\n${section}\n`);
+  process.stderr.write(`parse-bench: wrote ${values.out}\n`);
+}
