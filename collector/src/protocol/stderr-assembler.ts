@@ -1,0 +1,199 @@
+/**
+ * stderr log format: `<log_line_prefix>SEVERITY:  message`, continuation lines of a multi-line
+ * message start with the tab PostgreSQL inserts after every newline, and DETAIL / HINT /
+ * CONTEXT / STATEMENT / QUERY / LOCATION come as prefixed lines of their own, right after the
+ * line that started the entry (same pid). All of them make one record.
+ *
+ * Lines that fit nothing (no prefix, no leading tab, or an auxiliary line with no entry of
+ * that pid before it) are not dropped: each becomes a record of its own, counted in
+ * stats.malformed. A line without prefix gets severity `UNKNOWN` and the whole line as message;
+ * an orphan auxiliary line keeps its prefix fields and its word (e.g. `DETAIL`) as severity.
+ */
+import { emptyRecord } from './record.ts';
+import type { AssemblerStats, EntryAssembler, LogRecord, RecordSink } from './record.ts';
+import { DEFAULT_MAX_ENTRY_BYTES } from './line-splitter.ts';
+import type { CompiledPrefix } from './prefix.ts';
+import { FIRST_AUX, SEVERITY_WORDS, SEV_CONTEXT, SEV_DETAIL, SEV_HINT, SEV_LOCATION, SEV_QUERY, SEV_STATEMENT, parseVerboseSqlstate } from './severity.ts';
+
+/** Severity of records made from lines that are not (part of) a PostgreSQL entry. */
+export const UNKNOWN_SEVERITY = 'UNKNOWN';
+
+const NL = Buffer.from('\n');
+const EMPTY = Buffer.alloc(0);
+
+// Sections of an entry (where continuation lines go).
+export const S_MESSAGE = 0, S_DETAIL = 1, S_HINT = 2, S_CONTEXT = 3, S_STATEMENT = 4, S_QUERY = 5, S_LOCATION = 6;
+const NSECTIONS = 7;
+
+/** Section of an auxiliary severity code. */
+export function auxSection(sev: number): number {
+  switch (sev) {
+    case SEV_DETAIL: return S_DETAIL;
+    case SEV_HINT: return S_HINT;
+    case SEV_CONTEXT: return S_CONTEXT;
+    case SEV_STATEMENT: return S_STATEMENT;
+    case SEV_QUERY: return S_QUERY;
+    case SEV_LOCATION: return S_LOCATION;
+    default: return S_MESSAGE;
+  }
+}
+
+/**
+ * Collects the lines of one entry into a record: text pieces per section, joined once when
+ * the entry is emitted, with the entry cap applied to the entry's total line bytes.
+ */
+export class EntryBuilder {
+  rec: LogRecord | null = null;
+  private readonly parts: Buffer[][] = [];
+  private used = 0;
+  private sec = S_MESSAGE;
+  private size = 0;
+  private readonly max: number;
+  private readonly sink: RecordSink;
+  readonly stats: AssemblerStats;
+
+  constructor(max: number, sink: RecordSink, stats: AssemblerStats) {
+    this.max = max;
+    this.sink = sink;
+    this.stats = stats;
+    for (let i = 0; i < NSECTIONS; i++) this.parts.push([]);
+  }
+
+  /** Starts an entry whose first line is `lineLen` bytes long and whose message begins with `text`. */
+  begin(rec: LogRecord, lineLen: number, text: Buffer, truncatedLine: boolean): void {
+    this.rec = rec;
+    this.size = 0;
+    this.sec = S_MESSAGE;
+    if (truncatedLine) rec.truncated = true;
+    this.add(S_MESSAGE, lineLen, text, false);
+  }
+
+  /** An auxiliary line: opens (or continues, after a newline) section `sec`. */
+  section(sec: number, lineLen: number, text: Buffer, next: number, truncatedLine: boolean): void {
+    const rec = this.rec!;
+    rec.end = next;
+    if (truncatedLine) rec.truncated = true;
+    this.sec = sec;
+    this.add(sec, lineLen, text, (this.used & (1 << sec)) !== 0);
+  }
+
+  /** A continuation of the current section: after a newline (tab lines) or directly (split lines). */
+  append(lineLen: number, text: Buffer, next: number, newline: boolean, truncatedLine: boolean): void {
+    const rec = this.rec!;
+    rec.end = next;
+    if (truncatedLine) rec.truncated = true;
+    this.add(this.sec, lineLen, text, newline);
+  }
+
+  private add(sec: number, lineLen: number, text: Buffer, newline: boolean): void {
+    const rec = this.rec!;
+    const size = this.size + lineLen;
+    if (size > this.max) {
+      if (this.size >= this.max) { rec.truncated = true; this.size = size; return; }
+      const over = size - this.max;
+      text = over >= text.length ? EMPTY : text.subarray(0, text.length - over);
+      rec.truncated = true;
+    }
+    this.size = size;
+    const list = this.parts[sec]!;
+    if (newline) list.push(NL);
+    list.push(text);
+    this.used |= 1 << sec;
+  }
+
+  /** Emits the entry (if any). */
+  emit(): void {
+    const rec = this.rec;
+    if (rec === null) return;
+    this.rec = null;
+    const used = this.used;
+    this.used = 0;
+    const parts = this.parts;
+    if (used & 1) rec.message = join(parts[S_MESSAGE]!);
+    if (used !== 1) {
+      if (used & (1 << S_DETAIL)) rec.detail = join(parts[S_DETAIL]!);
+      if (used & (1 << S_HINT)) rec.hint = join(parts[S_HINT]!);
+      if (used & (1 << S_CONTEXT)) rec.context = join(parts[S_CONTEXT]!);
+      if (used & (1 << S_STATEMENT)) rec.statement = join(parts[S_STATEMENT]!);
+      if (used & (1 << S_QUERY)) rec.internalQuery = join(parts[S_QUERY]!);
+      if (used & (1 << S_LOCATION)) rec.location = join(parts[S_LOCATION]!).toString('latin1');
+    }
+    if (rec.truncated) this.stats.truncated++;
+    this.stats.entries++;
+    this.sink(rec);
+  }
+}
+
+function join(list: Buffer[]): Buffer {
+  const b = list.length === 1 ? list[0]! : Buffer.concat(list);
+  list.length = 0;
+  return b;
+}
+
+export class StderrAssembler implements EntryAssembler {
+  readonly stats: AssemblerStats = { entries: 0, truncated: 0, malformed: 0 };
+  private readonly prefix: CompiledPrefix;
+  private readonly b: EntryBuilder;
+
+  constructor(prefix: CompiledPrefix, sink: RecordSink, maxEntryBytes: number = DEFAULT_MAX_ENTRY_BYTES) {
+    this.prefix = prefix;
+    this.b = new EntryBuilder(maxEntryBytes, sink, this.stats);
+  }
+
+  pushLine(bytes: Buffer, from: number, to: number, offset: number, next: number, truncated: boolean): void {
+    const b = this.b;
+    if (from < to && bytes[from] === 0x09) {
+      if (b.rec !== null) {
+        b.append(to - from, bytes.subarray(from + 1, to), next, true, truncated);
+        return;
+      }
+      this.malformed(bytes, from, to, offset, next, truncated);
+      return;
+    }
+    const prefix = this.prefix;
+    if (prefix.match(bytes, from, to) < 0) {
+      this.malformed(bytes, from, to, offset, next, truncated);
+      return;
+    }
+    const sev = prefix.severity;
+    let text = prefix.textStart;
+    if (sev >= FIRST_AUX) {
+      const cur = b.rec;
+      if (cur !== null && (!prefix.hasPid || prefix.pid(bytes) === cur.pid)) {
+        b.section(auxSection(sev), to - from, bytes.subarray(text, to), next, truncated);
+        return;
+      }
+      b.emit();
+      const rec = emptyRecord(offset, next, SEVERITY_WORDS[sev]!, EMPTY);
+      prefix.fill(bytes, rec);
+      rec.truncated = truncated;
+      b.begin(rec, 0, EMPTY, truncated);
+      b.section(auxSection(sev), to - from, bytes.subarray(text, to), next, truncated);
+      this.stats.malformed++;
+      b.emit();
+      return;
+    }
+    b.emit();
+    const rec = emptyRecord(offset, next, SEVERITY_WORDS[sev]!, EMPTY);
+    prefix.fill(bytes, rec);
+    const v = parseVerboseSqlstate(bytes, text, to);
+    if (v >= 0) {
+      rec.sqlstate ??= bytes.toString('latin1', text, text + 5);
+      text = v;
+    }
+    b.begin(rec, to - from, bytes.subarray(text, to), truncated);
+  }
+
+  private malformed(bytes: Buffer, from: number, to: number, offset: number, next: number, truncated: boolean): void {
+    const b = this.b;
+    b.emit();
+    this.stats.malformed++;
+    const rec = emptyRecord(offset, next, UNKNOWN_SEVERITY, EMPTY);
+    b.begin(rec, to - from, bytes.subarray(from, to), truncated);
+    b.emit();
+  }
+
+  flush(): void {
+    this.b.emit();
+  }
+}
