@@ -38,10 +38,10 @@ export interface StatementEvent extends EventCommon {
   /** null when the server logged the statement without a duration (log_statement). */
   duration_ms: number | null;
   protocol: 'simple' | 'extended';
-  /** Prepared statement / portal name for the extended protocol (`<unnamed>` included). */
+  /** Prepared statement / portal name for the extended protocol, as logged (`<unnamed>`, `S_1`, `S_1/C_2`; without `fetch from`). */
   statement_name: string | null;
   query: string;
-  /** `parameters: $1 = '...'` detail of the extended protocol, as logged. */
+  /** The extended protocol's `parameters:` detail, as logged after `parameters: ` (`$1 = '5', $2 = 'x'`). */
   parameters: string | null;
   normalized: string;
   fingerprint: string;
@@ -51,7 +51,8 @@ export interface StatementEvent extends EventCommon {
 export interface PlanEvent extends EventCommon {
   kind: 'plan';
   duration_ms: number;
-  format: 'text' | 'json';
+  /** auto_explain.log_format. */
+  format: 'text' | 'json' | 'yaml' | 'xml';
   query: string;
   normalized: string;
   fingerprint: string;
@@ -71,10 +72,17 @@ export interface ErrorEvent extends EventCommon {
   fingerprint: string | null;
 }
 
+/**
+ * `waiting`: "still waiting for"; `acquired`: granted after waiting; `deadlock_avoided`: "avoided
+ * deadlock for ... by rearranging queue order" (still waiting); `deadlock_detected`: "detected
+ * deadlock while waiting for" (the wait ends with the deadlock ERROR); `failed`: "failed to
+ * acquire" (the wait ended otherwise, e.g. lock_timeout or cancel).
+ */
+export type LockWaitState = 'waiting' | 'acquired' | 'deadlock_avoided' | 'deadlock_detected' | 'failed';
+
 export interface LockWaitEvent extends EventCommon {
   kind: 'lock_wait';
-  /** `waiting` for "still waiting for", `acquired` once granted. */
-  state: 'waiting' | 'acquired';
+  state: LockWaitState;
   waiting_pid: number;
   lock_mode: string;
   /** What is locked: transaction, virtual transaction, relation, tuple, advisory lock, ... */

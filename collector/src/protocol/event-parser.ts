@@ -1,0 +1,249 @@
+/**
+ * LogRecord → typed event. A pure function of one record: nothing is carried from one record
+ * to the next, so the collector can resume at any entry boundary and get the same events.
+ *
+ * Cheap by construction: the message's first bytes are checked on the Buffer to pick the one
+ * parser that can apply; each text field is decoded once, with the encoding of the record's
+ * database. Numbers are parsed defensively: a malformed message becomes an `other` event
+ * (never NaN, never a throw).
+ *
+ * Decisions:
+ * - only executions are `statement` events (simple `statement:`, extended `execute`), so the
+ *   statement count is the number of executed statements; `parse`/`bind` steps and a bare
+ *   `duration:` are `other` events with a subtype and the duration;
+ * - ERROR, FATAL, PANIC and WARNING are `error` events, except `deadlock detected` (SQLSTATE
+ *   40P01 or that message), which is a `deadlock` event with the processes of its DETAIL;
+ * - the lock messages "avoided deadlock", "detected deadlock while waiting" and "failed to
+ *   acquire" are `lock_wait` events with their own states (see LockWaitState in events.ts).
+ */
+import type { Decoder } from './decode.ts';
+import type { EventCommon, OtherEvent, PglogEvent } from './events.ts';
+import { parseCheckpoint } from './messages/checkpoint.ts';
+import { parseConnection, parseDisconnection } from './messages/connection.ts';
+import { parseDeadlockDetail, parseLockQueue, parseLockWait } from './messages/locks.ts';
+import { parseAutoanalyze, parseAutovacuum } from './messages/maintenance.ts';
+import { parsePlan } from './messages/plan.ts';
+import { parseStatementMessage } from './messages/statement.ts';
+import { startsWithBytes } from './messages/text.ts';
+import { TemplateCache } from './normalize.ts';
+import type { LogRecord } from './record.ts';
+import { toIsoTimestamp } from './timestamp.ts';
+
+export interface EventParserOptions {
+  decoder: Decoder;
+  /** Shared across parsers so each template is hashed once; a private one by default. */
+  templates?: TemplateCache | undefined;
+}
+
+const B_DURATION = Buffer.from('duration: ');
+const B_STATEMENT = Buffer.from('statement: ');
+const B_EXECUTE = Buffer.from('execute ');
+const B_PROCESS = Buffer.from('process ');
+const B_CHECKPOINT = Buffer.from('checkpoint ');
+const B_RESTARTPOINT = Buffer.from('restartpoint ');
+const B_CONNECTION = Buffer.from('connection ');
+const B_REPLICATION = Buffer.from('replication connection ');
+const B_DISCONNECTION = Buffer.from('disconnection: ');
+const B_AUTOMATIC = Buffer.from('automatic ');
+const B_TEMPFILE = Buffer.from('temporary file: ');
+const B_DEADLOCK = Buffer.from('deadlock detected');
+
+const TEMP_FILE = /^temporary file: path "(.*)", size (\d+)$/;
+
+type Kind = 'none' | 'statement' | 'lock' | 'checkpoint' | 'connection' | 'disconnection' | 'maintenance' | 'temp_file';
+
+/** Which parser may apply, from the first bytes of the message (no decoding). */
+function classify(m: Buffer): Kind {
+  switch (m[0] ?? 0) {
+    case 100: // d
+      if (startsWithBytes(m, B_DURATION)) return 'statement';
+      return startsWithBytes(m, B_DISCONNECTION) ? 'disconnection' : 'none';
+    case 115: // s
+      return startsWithBytes(m, B_STATEMENT) ? 'statement' : 'none';
+    case 101: // e
+      return startsWithBytes(m, B_EXECUTE) ? 'statement' : 'none';
+    case 112: // p
+      return startsWithBytes(m, B_PROCESS) ? 'lock' : 'none';
+    case 99: // c
+      if (startsWithBytes(m, B_CHECKPOINT)) return 'checkpoint';
+      return startsWithBytes(m, B_CONNECTION) ? 'connection' : 'none';
+    case 114: // r
+      if (startsWithBytes(m, B_RESTARTPOINT)) return 'checkpoint';
+      return startsWithBytes(m, B_REPLICATION) ? 'connection' : 'none';
+    case 97: // a
+      return startsWithBytes(m, B_AUTOMATIC) ? 'maintenance' : 'none';
+    case 116: // t
+      return startsWithBytes(m, B_TEMPFILE) ? 'temp_file' : 'none';
+    default:
+      return 'none';
+  }
+}
+
+function isErrorSeverity(severity: string): boolean {
+  return severity === 'ERROR' || severity === 'FATAL' || severity === 'PANIC' || severity === 'WARNING';
+}
+
+export class EventParser {
+  private readonly decoder: Decoder;
+  private readonly templates: TemplateCache;
+
+  constructor(options: EventParserOptions) {
+    this.decoder = options.decoder;
+    this.templates = options.templates ?? new TemplateCache();
+  }
+
+  /** The event of one record. Never throws. */
+  parse(record: LogRecord): PglogEvent {
+    const common = this.common(record);
+    let message: string | null = null;
+    try {
+      message = this.text(record.message) ?? '';
+      return this.classified(record, common, message);
+    } catch {
+      // Not expected (every parser is defensive); an entry is never lost to a parser bug.
+      return this.other(record, common, message ?? this.text(record.message) ?? '', null, null);
+    }
+  }
+
+  private text(bytes: Buffer | null): string | null {
+    return bytes === null ? null : this.decodeIn(bytes);
+  }
+
+  private decodeIn(bytes: Buffer): string | null {
+    return this.decoder.decode(bytes, this.database);
+  }
+
+  /** The record being parsed's database (set by `common`). */
+  private database: Buffer | null = null;
+
+  private common(r: LogRecord): EventCommon {
+    this.database = r.database;
+    const d = this.decoder;
+    return {
+      offset: r.start,
+      end: r.end,
+      ts: r.time === null ? null : toIsoTimestamp(r.time),
+      pid: r.pid,
+      database: d.decodeName(r.database),
+      user: d.decodeName(r.user),
+      application: d.decodeName(r.application),
+      remote_host: r.remoteHost,
+      session_id: r.sessionId,
+      session_line: r.sessionLine,
+      backend_type: r.backendType,
+      query_id: r.queryId,
+      severity: r.severity,
+      sqlstate: r.sqlstate,
+      truncated: r.truncated,
+    };
+  }
+
+  private fingerprintOf(sql: string | null): string | null {
+    return sql === null ? null : this.templates.template(sql).fingerprint;
+  }
+
+  private other(r: LogRecord, c: EventCommon, message: string, subtype: string | null, duration: number | null): OtherEvent {
+    return {
+      kind: 'other', ...c, message,
+      detail: this.text(r.detail), hint: this.text(r.hint), context: this.text(r.context),
+      statement: this.text(r.statement), subtype, duration_ms: duration,
+    };
+  }
+
+  private classified(r: LogRecord, c: EventCommon, message: string): PglogEvent {
+    if (isErrorSeverity(r.severity)) return this.error(r, c, message);
+    switch (classify(r.message)) {
+      case 'none':
+        return this.other(r, c, message, null, null);
+      case 'statement':
+        return this.statement(r, c, message);
+      case 'lock': {
+        const w = parseLockWait(message);
+        if (w === null) return this.other(r, c, message, null, null);
+        const queue = parseLockQueue(this.text(r.detail));
+        return {
+          kind: 'lock_wait', ...c, state: w.state, waiting_pid: w.pid, lock_mode: w.mode,
+          lock_type: w.type, lock_object: w.object, wait_ms: w.waitMs,
+          holder_pids: queue.holders, waiter_pids: queue.waiters, statement: this.text(r.statement),
+        };
+      }
+      case 'checkpoint': {
+        const k = parseCheckpoint(message);
+        if (k === null) return this.other(r, c, message, null, null);
+        const { kind, ...fields } = k;
+        return { kind: 'checkpoint', ...c, checkpoint_kind: kind, ...fields };
+      }
+      case 'connection': {
+        const k = parseConnection(message);
+        if (k === null) return this.other(r, c, message, null, null);
+        return {
+          kind: 'connection', ...c, phase: k.phase, host: k.host ?? r.remoteHost,
+          port: k.port ?? r.remotePort, identity: k.identity, method: k.method, details: k.details,
+        };
+      }
+      case 'disconnection': {
+        const k = parseDisconnection(message);
+        if (k === null) return this.other(r, c, message, null, null);
+        return { kind: 'disconnection', ...c, session_ms: k.sessionMs, host: k.host ?? r.remoteHost, port: k.port ?? r.remotePort };
+      }
+      case 'maintenance': {
+        const v = parseAutovacuum(message);
+        if (v !== null) return { kind: 'autovacuum', ...c, ...v };
+        const a = parseAutoanalyze(message);
+        if (a !== null) return { kind: 'autoanalyze', ...c, ...a };
+        return this.other(r, c, message, null, null);
+      }
+      case 'temp_file': {
+        const t = TEMP_FILE.exec(message);
+        const size = t === null ? NaN : Number(t[2]);
+        if (t === null || !Number.isSafeInteger(size)) return this.other(r, c, message, null, null);
+        const statement = this.text(r.statement);
+        return {
+          kind: 'temp_file', ...c, path: t[1] ?? '', size_bytes: size, statement,
+          fingerprint: this.fingerprintOf(statement),
+        };
+      }
+    }
+  }
+
+  private statement(r: LogRecord, c: EventCommon, message: string): PglogEvent {
+    const s = parseStatementMessage(message);
+    if (s === null) return this.other(r, c, message, null, null);
+    switch (s.type) {
+      case 'statement': {
+        const t = this.templates.template(s.query);
+        const detail = s.protocol === 'extended' ? this.text(r.detail) : null;
+        const parameters = detail !== null && detail.startsWith('parameters: ') ? detail.slice(12) : null;
+        return {
+          kind: 'statement', ...c, duration_ms: s.duration, protocol: s.protocol, statement_name: s.name,
+          query: s.query, parameters, normalized: t.normalized, fingerprint: t.fingerprint,
+        };
+      }
+      case 'step':
+        return this.other(r, c, message, s.step, s.duration);
+      case 'duration':
+        return this.other(r, c, message, 'duration', s.duration);
+      case 'plan': {
+        const p = parsePlan(s.body);
+        const query = p.query ?? this.text(r.statement) ?? '';
+        const t = this.templates.template(query);
+        return {
+          kind: 'plan', ...c, duration_ms: s.duration, format: p.format, query,
+          normalized: t.normalized, fingerprint: t.fingerprint, plan: s.body,
+        };
+      }
+    }
+  }
+
+  private error(r: LogRecord, c: EventCommon, message: string): PglogEvent {
+    const statement = this.text(r.statement);
+    if (r.sqlstate === '40P01' || startsWithBytes(r.message, B_DEADLOCK)) {
+      return { kind: 'deadlock', ...c, message, processes: parseDeadlockDetail(this.text(r.detail)), statement };
+    }
+    return {
+      kind: 'error', ...c, message, detail: this.text(r.detail), hint: this.text(r.hint),
+      context: this.text(r.context), statement, internal_query: this.text(r.internalQuery),
+      fingerprint: this.fingerprintOf(statement),
+    };
+  }
+}

@@ -1,0 +1,92 @@
+/**
+ * Autovacuum and autoanalyze reports (log_autovacuum_min_duration), vacuumlazy.c/analyze.c:
+ *
+ *   automatic [aggressive ]vacuum [to prevent wraparound ]of table "db.schema.table": index scans: 1
+ *   pages: 0 removed, 443 remain, 443 scanned (100.00% of total)        (PG15+; PG13/14: "... skipped due to pins, N skipped frozen")
+ *   tuples: 1000 removed, 100000 remain, 0 are dead but not yet removable
+ *   ...
+ *   avg read rate: 0.000 MB/s, avg write rate: 12.345 MB/s
+ *   buffer usage: 900 hits, 0 misses, 10 dirtied                        (PG16+: "N hits, N reads, N dirtied")
+ *   WAL usage: 1000 records, 10 full page images, 123456 bytes
+ *   system usage: CPU: user: 0.01 s, system: 0.00 s, elapsed: 0.10 s
+ *
+ *   automatic analyze of table "db.schema.table"
+ *   ... the same usage lines
+ *
+ * Each line is looked for on its own; missing ones give nulls. PG16+ "reads" are reported as
+ * `buffer_misses` (the same thing: blocks not found in shared buffers).
+ */
+import type { MaintenanceStats } from '../events.ts';
+import { int, num } from './text.ts';
+
+export interface VacuumMessage extends MaintenanceStats {
+  aggressive: boolean;
+  wraparound: boolean;
+  index_scans: number | null;
+  pages_removed: number | null;
+  pages_remain: number | null;
+  pages_scanned: number | null;
+  tuples_removed: number | null;
+  tuples_remain: number | null;
+  tuples_dead_not_removable: number | null;
+  wal_records: number | null;
+  wal_fpi: number | null;
+  wal_bytes: number | null;
+}
+
+const VACUUM = /^automatic (aggressive )?vacuum (to prevent wraparound )?of table "(.*)": index scans: (\d+)/;
+const ANALYZE = /^automatic analyze of table "(.*)"/;
+const PAGES = /pages: (\d+) removed, (\d+) remain(?:, (\d+) scanned)?/;
+const TUPLES = /tuples: (\d+) removed, (\d+) remain, (\d+) are dead but not yet removable/;
+const BUFFERS = /buffer usage: (\d+) hits, (\d+) (?:misses|reads), (\d+) dirtied/;
+const RATES = /avg read rate: (\d+(?:\.\d+)?) MB\/s, avg write rate: (\d+(?:\.\d+)?) MB\/s/;
+const WAL = /WAL usage: (\d+) records, (\d+) full page images, (\d+) bytes/;
+const SYSTEM = /system usage: CPU: user: (\d+(?:\.\d+)?) s, system: (\d+(?:\.\d+)?) s, elapsed: (\d+(?:\.\d+)?) s/;
+
+function usage(table: string, message: string): MaintenanceStats {
+  const b = BUFFERS.exec(message);
+  const r = RATES.exec(message);
+  const s = SYSTEM.exec(message);
+  return {
+    table,
+    buffer_hits: b === null ? null : int(b[1]),
+    buffer_misses: b === null ? null : int(b[2]),
+    buffer_dirtied: b === null ? null : int(b[3]),
+    read_rate_mbs: r === null ? null : num(r[1]),
+    write_rate_mbs: r === null ? null : num(r[2]),
+    cpu_user_s: s === null ? null : num(s[1]),
+    cpu_system_s: s === null ? null : num(s[2]),
+    elapsed_s: s === null ? null : num(s[3]),
+  };
+}
+
+export function parseAutovacuum(message: string): VacuumMessage | null {
+  const firstLine = message.split('\n', 1)[0] ?? '';
+  const v = VACUUM.exec(firstLine);
+  if (v === null) return null;
+  const p = PAGES.exec(message);
+  const t = TUPLES.exec(message);
+  const w = WAL.exec(message);
+  return {
+    ...usage(v[3] ?? '', message),
+    aggressive: v[1] !== undefined,
+    wraparound: v[2] !== undefined,
+    index_scans: int(v[4]),
+    pages_removed: p === null ? null : int(p[1]),
+    pages_remain: p === null ? null : int(p[2]),
+    pages_scanned: p === null ? null : int(p[3]),
+    tuples_removed: t === null ? null : int(t[1]),
+    tuples_remain: t === null ? null : int(t[2]),
+    tuples_dead_not_removable: t === null ? null : int(t[3]),
+    wal_records: w === null ? null : int(w[1]),
+    wal_fpi: w === null ? null : int(w[2]),
+    wal_bytes: w === null ? null : int(w[3]),
+  };
+}
+
+export function parseAutoanalyze(message: string): MaintenanceStats | null {
+  const firstLine = message.split('\n', 1)[0] ?? '';
+  const a = ANALYZE.exec(firstLine);
+  if (a === null) return null;
+  return usage(a[1] ?? '', message);
+}

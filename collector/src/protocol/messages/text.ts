@@ -1,0 +1,38 @@
+/** Small defensive helpers shared by the message parsers: malformed input gives null, never NaN or a throw. */
+
+/** A finite number from captured text, or null. */
+export function num(text: string | undefined): number | null {
+  if (text === undefined || text === '') return null;
+  const v = Number(text);
+  return Number.isFinite(v) ? v : null;
+}
+
+/** A non-negative safe integer from captured text, or null. */
+export function int(text: string | undefined): number | null {
+  const v = num(text);
+  return v !== null && Number.isSafeInteger(v) && v >= 0 ? v : null;
+}
+
+/** The number in the first capture group of `re` over `text`, or null. */
+export function numAfter(text: string, re: RegExp): number | null {
+  const m = re.exec(text);
+  return m === null ? null : num(m[1]);
+}
+
+/** Comma-separated integers (`1, 2, 3`); non-numbers skipped. */
+export function intList(text: string): number[] {
+  const out: number[] = [];
+  for (const part of text.split(',')) {
+    const v = int(part.trim());
+    if (v !== null) out.push(v);
+  }
+  return out;
+}
+
+/** True when `bytes` starts with the ASCII bytes of `prefix` (precomputed as a Buffer). */
+export function startsWithBytes(bytes: Buffer, prefix: Buffer): boolean {
+  const n = prefix.length;
+  if (bytes.length < n) return false;
+  for (let i = 0; i < n; i++) if (bytes[i] !== prefix[i]) return false;
+  return true;
+}
