@@ -30,9 +30,9 @@ for (let i = 0; i < WORD_BYTES.length; i++) {
 }
 
 /**
- * Parses `WORD:  ` at `bytes[pos]` (before `to`). Returns the severity code (an index into
- * SEVERITY_WORDS) and sets `severityEnd` to the index after the two spaces, or returns -1.
- * A line cut right after the colon (`WORD:` or `WORD: ` at the end) is accepted too.
+ * Parses `WORD:  ` (colon, two spaces) at `bytes[pos]` (before `to`). Returns the severity
+ * code (an index into SEVERITY_WORDS) and sets `severityEnd` to the index after the two
+ * spaces, or returns -1.
  */
 export function parseSeverity(bytes: Buffer, pos: number, to: number): number {
   if (pos >= to) return -1;
@@ -42,18 +42,14 @@ export function parseSeverity(bytes: Buffer, pos: number, to: number): number {
     const code = cands[k]!;
     const w = WORD_BYTES[code]!;
     const wl = w.length;
-    if (pos + wl >= to || bytes[pos + wl] !== 0x3a) continue;
+    if (pos + wl + 3 > to || bytes[pos + wl] !== 0x3a) continue;
     let ok = true;
     for (let j = 1; j < wl; j++) {
       if (bytes[pos + j] !== w[j]) { ok = false; break; }
     }
     if (!ok) continue;
-    let e = pos + wl + 1;
-    if (e < to) {
-      if (bytes[e] !== 0x20) continue;
-      e++;
-      if (e < to && bytes[e] === 0x20) e++;
-    }
+    const e = pos + wl + 3;
+    if (e > to || bytes[e - 2] !== 0x20 || bytes[e - 1] !== 0x20) continue;
     severityEnd = e;
     return code;
   }
