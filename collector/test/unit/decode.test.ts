@@ -7,8 +7,8 @@ import { isPglogError } from '../../src/errors.ts';
 
 const HELLO = 'Привет, мир';
 
-describe('canonicalEncoding', () => {
-  test('canonical names and aliases, case-insensitive', () => {
+void describe('canonicalEncoding', () => {
+  void test('canonical names and aliases, case-insensitive', () => {
     const cases: [string, string][] = [
       ['UTF8', 'UTF8'], ['utf-8', 'UTF8'], ['unicode', 'UTF8'], ['win1251', 'WIN1251'],
       ['windows-1251', 'WIN1251'], ['CP1251', 'WIN1251'], ['koi8-r', 'KOI8R'], ['KOI8', 'KOI8R'],
@@ -19,11 +19,11 @@ describe('canonicalEncoding', () => {
     for (const [alias, name] of cases) assert.equal(canonicalEncoding(alias), name, alias);
   });
 
-  test('every supported encoding resolves to itself', () => {
+  void test('every supported encoding resolves to itself', () => {
     for (const name of SUPPORTED_ENCODINGS) assert.equal(canonicalEncoding(name), name);
   });
 
-  test('unknown and undecodable encodings: ENCODING_UNSUPPORTED naming it and the list', () => {
+  void test('unknown and undecodable encodings: ENCODING_UNSUPPORTED naming it and the list', () => {
     for (const name of ['klingon', 'EUC_TW', 'MULE_INTERNAL', 'JOHAB', 'EUC_JIS_2004', '']) {
       assert.throws(() => canonicalEncoding(name), (e: unknown) => {
         assert.ok(isPglogError(e));
@@ -36,10 +36,10 @@ describe('canonicalEncoding', () => {
   });
 });
 
-describe('Decoder', () => {
+void describe('Decoder', () => {
   const config = { defaultEncoding: 'UTF8', databases: { win: 'WIN1251', koi: 'koi8-r', 'база': 'WIN1251', legacy: 'SQL_ASCII', lat: 'LATIN1' } };
 
-  test('Cyrillic in WIN1251 and KOI8R decodes to the exact string, per database', () => {
+  void test('Cyrillic in WIN1251 and KOI8R decodes to the exact string, per database', () => {
     const d = new Decoder(config);
     assert.equal(d.decode(iconv.encode(HELLO, 'windows-1251'), Buffer.from('win')), HELLO);
     assert.equal(d.decode(iconv.encode(HELLO, 'koi8-r'), Buffer.from('koi')), HELLO);
@@ -48,7 +48,7 @@ describe('Decoder', () => {
     assert.equal(d.replacements, 0);
   });
 
-  test('a database name logged in its own encoding or in UTF-8 both match', () => {
+  void test('a database name logged in its own encoding or in UTF-8 both match', () => {
     const d = new Decoder(config);
     const text = iconv.encode(HELLO, 'windows-1251');
     assert.equal(d.decode(text, iconv.encode('база', 'windows-1251')), HELLO);
@@ -57,14 +57,14 @@ describe('Decoder', () => {
     assert.equal(d.encodingOf(Buffer.from('unknown')), 'UTF8');
   });
 
-  test('ASCII fast path in any ASCII-compatible encoding', () => {
+  void test('ASCII fast path in any ASCII-compatible encoding', () => {
     const d = new Decoder(config);
     assert.equal(d.decode(Buffer.from('select 1'), Buffer.from('koi')), 'select 1');
     assert.equal(d.decode(Buffer.alloc(0), Buffer.from('win')), '');
     assert.equal(d.decode(null, Buffer.from('win')), null);
   });
 
-  test('invalid UTF-8 is replaced and counted exactly; a genuine U+FFFD is not counted', () => {
+  void test('invalid UTF-8 is replaced and counted exactly; a genuine U+FFFD is not counted', () => {
     const d = new Decoder(config);
     assert.equal(d.decode(Buffer.from([0x61, 0xff, 0x62, 0xc3]), null), 'a\uFFFDb\uFFFD');
     assert.equal(d.replacements, 2);
@@ -74,13 +74,13 @@ describe('Decoder', () => {
     assert.equal(d.replacements, 3);
   });
 
-  test('an unmapped byte of a single-byte encoding is replaced and counted', () => {
+  void test('an unmapped byte of a single-byte encoding is replaced and counted', () => {
     const d = new Decoder(config);
     assert.equal(d.decode(Buffer.from([0x41, 0x98]), Buffer.from('win')), 'A\uFFFD'); // 0x98 is undefined in WIN1251
     assert.equal(d.replacements, 1);
   });
 
-  test('NUL bytes are removed and counted, in every encoding', () => {
+  void test('NUL bytes are removed and counted, in every encoding', () => {
     const d = new Decoder(config);
     assert.equal(d.decode(Buffer.from('a\0b\0\0c'), null), 'abc');
     assert.equal(d.nulRemoved, 3);
@@ -91,21 +91,21 @@ describe('Decoder', () => {
     assert.equal(d.replacements, 0);
   });
 
-  test('SQL_ASCII: UTF-8 when valid, else Latin-1 byte per character, nothing counted', () => {
+  void test('SQL_ASCII: UTF-8 when valid, else Latin-1 byte per character, nothing counted', () => {
     const d = new Decoder(config);
     assert.equal(d.decode(Buffer.from(HELLO), Buffer.from('legacy')), HELLO);
     assert.equal(d.decode(Buffer.from([0x63, 0xe9]), Buffer.from('legacy')), 'cé');
     assert.equal(d.replacements, 0);
   });
 
-  test('names: UTF-8 when valid, else the default encoding', () => {
+  void test('names: UTF-8 when valid, else the default encoding', () => {
     const d = new Decoder({ defaultEncoding: 'WIN1251', databases: {} });
     assert.equal(d.decodeName(Buffer.from('приложение')), 'приложение');
     assert.equal(d.decodeName(iconv.encode('база', 'windows-1251')), 'база');
     assert.equal(d.decodeName(null), null);
   });
 
-  test('East Asian encodings', () => {
+  void test('East Asian encodings', () => {
     const d = new Decoder({ defaultEncoding: 'UTF8', databases: { jp: 'EUC_JP', cn: 'GB18030', kr: 'EUC_KR', sj: 'SJIS' } });
     assert.equal(d.decode(iconv.encode('日本語のテキスト', 'euc-jp'), Buffer.from('jp')), '日本語のテキスト');
     assert.equal(d.decode(iconv.encode('中文文本', 'gb18030'), Buffer.from('cn')), '中文文本');
@@ -115,7 +115,7 @@ describe('Decoder', () => {
     assert.equal(d.replacements, 0);
   });
 
-  test('never throws; replacements are never negative; output has no NUL', () => {
+  void test('never throws; replacements are never negative; output has no NUL', () => {
     const d = new Decoder(config);
     const dbs = [null, 'win', 'koi', 'legacy', 'lat', 'x'];
     fc.assert(fc.property(fc.uint8Array({ maxLength: 64 }), fc.constantFrom(...dbs), (bytes, db) => {

@@ -5,7 +5,7 @@ import { fingerprintOf, normalizeQuery, TemplateCache } from '../../src/protocol
 
 const fp = (sql: string): string => fingerprintOf(normalizeQuery(sql));
 
-describe('normalizeQuery', () => {
+void describe('normalizeQuery', () => {
   const cases: [string, string][] = [
     ['SELECT * FROM t WHERE id = 42', 'select * from t where id = ?'],
     ['select *\n  from T where ID=-42.5e3 -- trailing\n;', 'select * from t where id = ?'],
@@ -36,15 +36,15 @@ describe('normalizeQuery', () => {
     ['   ;  ', ''],
   ];
   for (const [sql, expected] of cases) {
-    test(JSON.stringify(sql), () => {
+    void test(JSON.stringify(sql), () => {
       assert.equal(normalizeQuery(sql), expected);
       assert.equal(normalizeQuery(expected), expected, 'normalized text is a fixed point');
     });
   }
 });
 
-describe('fingerprints', () => {
-  test('pinned vectors: any change to normalization or hashing fails here (stored interface)', () => {
+void describe('fingerprints', () => {
+  void test('pinned vectors: any change to normalization or hashing fails here (stored interface)', () => {
     assert.equal(fingerprintOf(''), 'e3b0c44298fc1c14');
     assert.equal(fingerprintOf('select * from t where id = ?'), '88e41652b573c403');
     assert.equal(fp('SELECT * FROM t WHERE id = 42'), '88e41652b573c403');
@@ -52,7 +52,7 @@ describe('fingerprints', () => {
     assert.equal(fp('select имя from таблица where x in (1,2,3)'), '60e6df8c590c404e');
   });
 
-  test('16 lowercase hex digits', () => {
+  void test('16 lowercase hex digits', () => {
     fc.assert(fc.property(fc.string(), (s) => assert.match(fingerprintOf(s), /^[0-9a-f]{16}$/)));
   });
 
@@ -79,13 +79,13 @@ describe('fingerprints', () => {
     return template.replace(/%/g, () => values[k++ % values.length]!);
   };
 
-  test('statements differing only in literals share a fingerprint', () => {
+  void test('statements differing only in literals share a fingerprint', () => {
     fc.assert(fc.property(fc.constantFrom(...TEMPLATES), fc.array(literal, { minLength: 1, maxLength: 8 }), fc.array(literal, { minLength: 1, maxLength: 8 }), (t, a, b) => {
       assert.equal(fp(fill(t, a)), fp(fill(t, b)), `${fill(t, a)}\n${fill(t, b)}`);
     }), { numRuns: 3000 });
   });
 
-  test('whitespace and comments between tokens do not matter', () => {
+  void test('whitespace and comments between tokens do not matter', () => {
     const gap = fc.constantFrom(' ', '  ', '\n\t', ' /* c */ ', ' -- x\n', '\r\n', ' /* /* n */ */\n');
     fc.assert(fc.property(fc.constantFrom(...TEMPLATES), fc.array(gap, { minLength: 30, maxLength: 30 }), (t, gaps) => {
       const sql = fill(t, ['1']);
@@ -95,7 +95,7 @@ describe('fingerprints', () => {
     }), { numRuns: 1000 });
   });
 
-  test('IN lists, VALUES rows and arrays of any length collapse', () => {
+  void test('IN lists, VALUES rows and arrays of any length collapse', () => {
     fc.assert(fc.property(fc.array(fc.integer(), { minLength: 1, maxLength: 50 }), fc.array(fc.integer(), { minLength: 1, maxLength: 50 }), (a, b) => {
       assert.equal(fp(`SELECT * FROM t WHERE id IN (${a.join(', ')})`), fp(`SELECT * FROM t WHERE id IN (${b.join(',')})`));
       assert.equal(fp(`INSERT INTO t VALUES ${a.map((x) => `(${x}, 'v')`).join(', ')}`), fp(`INSERT INTO t VALUES ${b.map((x) => `(${x}, 'w')`).join(',')}`));
@@ -103,7 +103,7 @@ describe('fingerprints', () => {
     }));
   });
 
-  test('different structure, different fingerprint', () => {
+  void test('different structure, different fingerprint', () => {
     const distinct = [
       'SELECT * FROM t WHERE id = 1', 'SELECT * FROM u WHERE id = 1', 'SELECT * FROM t WHERE id > 1',
       'SELECT a FROM t WHERE id = 1', 'SELECT * FROM t WHERE id = 1 AND b = 2', 'SELECT * FROM "T" WHERE id = 1',
@@ -114,7 +114,7 @@ describe('fingerprints', () => {
     assert.equal(new Set(distinct.map(fp)).size, distinct.length);
   });
 
-  test('never throws on arbitrary text; output is a fixed point on SQL-ish text', () => {
+  void test('never throws on arbitrary text; output is a fixed point on SQL-ish text', () => {
     fc.assert(fc.property(fc.string({ unit: 'binary' }), (s) => {
       assert.equal(typeof normalizeQuery(s), 'string');
     }), { numRuns: 3000 });
@@ -126,8 +126,8 @@ describe('fingerprints', () => {
   });
 });
 
-describe('TemplateCache', () => {
-  test('returns normalized text and fingerprint; bounded', () => {
+void describe('TemplateCache', () => {
+  void test('returns normalized text and fingerprint; bounded', () => {
     const cache = new TemplateCache(3);
     const t = cache.template('SELECT * FROM t WHERE id = 42');
     assert.deepEqual(t, { normalized: 'select * from t where id = ?', fingerprint: '88e41652b573c403' });

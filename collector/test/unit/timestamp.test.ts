@@ -3,39 +3,39 @@ import { test } from 'node:test';
 import fc from 'fast-check';
 import { toIsoTimestamp } from '../../src/protocol/timestamp.ts';
 
-test('UTC and GMT: Z, fraction kept as logged', () => {
+void test('UTC and GMT: Z, fraction kept as logged', () => {
   assert.equal(toIsoTimestamp('2024-01-02 03:04:05.123 UTC'), '2024-01-02T03:04:05.123Z');
   assert.equal(toIsoTimestamp('2024-01-02 03:04:05 GMT'), '2024-01-02T03:04:05Z');
   assert.equal(toIsoTimestamp('2024-01-02 03:04:05.123 Z'), '2024-01-02T03:04:05.123Z');
 });
 
-test('numeric zones', () => {
+void test('numeric zones', () => {
   assert.equal(toIsoTimestamp('2024-01-02 03:04:05.123 +03'), '2024-01-02T03:04:05.123+03:00');
   assert.equal(toIsoTimestamp('2024-01-02 03:04:05 -0330'), '2024-01-02T03:04:05-03:30');
   assert.equal(toIsoTimestamp('2024-01-02 03:04:05 +05:30'), '2024-01-02T03:04:05+05:30');
   assert.equal(toIsoTimestamp('2024-01-02 03:04:05 +00'), '2024-01-02T03:04:05Z');
 });
 
-test('common abbreviations', () => {
+void test('common abbreviations', () => {
   assert.equal(toIsoTimestamp('2024-01-02 03:04:05.123 MSK'), '2024-01-02T03:04:05.123+03:00');
   assert.equal(toIsoTimestamp('2024-07-02 03:04:05 CEST'), '2024-07-02T03:04:05+02:00');
   assert.equal(toIsoTimestamp('2024-01-02 03:04:05 PST'), '2024-01-02T03:04:05-08:00');
   assert.equal(toIsoTimestamp('2024-01-02 03:04:05 JST'), '2024-01-02T03:04:05+09:00');
 });
 
-test('ambiguous or unknown zones and odd shapes: as logged', () => {
+void test('ambiguous or unknown zones and odd shapes: as logged', () => {
   for (const t of ['2024-01-02 03:04:05 IST', '2024-01-02 03:04:05 CST', '2024-01-02 03:04:05 XYZT',
     '2024-01-02 03:04:05', '2024-01-02 03:04:05.', 'garbage', '', '2024-13-02x03:04:05 UTC', '2024-01-02 03:04:05 +99']) {
     assert.equal(toIsoTimestamp(t), t, t);
   }
 });
 
-test('%n epoch seconds', () => {
+void test('%n epoch seconds', () => {
   assert.equal(toIsoTimestamp('1700000000.123'), '2023-11-14T22:13:20.123Z');
   assert.equal(toIsoTimestamp('1700000000'), '2023-11-14T22:13:20Z');
 });
 
-test('never throws; result is the input or ISO-shaped', () => {
+void test('never throws; result is the input or ISO-shaped', () => {
   fc.assert(fc.property(fc.string(), (s) => {
     const r = toIsoTimestamp(s);
     assert.ok(r === s || /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?(Z|[+-]\d\d:\d\d)$/.test(r), r);
