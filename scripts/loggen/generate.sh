@@ -105,6 +105,7 @@ trap 'exit 130' INT
 trap 'exit 143' TERM
 
 STAGE=$(mktemp -d "$(dirname "$OUT")/.$(basename "$OUT").tmp.XXXXXX")
+chmod 0755 "$STAGE"
 # The socket path must stay short (108 bytes): always under /tmp.
 WORK=$(mktemp -d /tmp/pglog-loggen.XXXXXX)
 
@@ -567,7 +568,7 @@ SQL
     SELECT d.datname, coalesce(sum(s.calls), 0)
     FROM pg_database AS d
     LEFT JOIN pg_stat_statements AS s ON s.dbid = d.oid AND s.toplevel AND s.userid <> 'loggen_admin'::regrole
-    WHERE d.datallowconn
+    WHERE NOT d.datistemplate
     GROUP BY d.datname ORDER BY d.datname")
   local dealloc; dealloc=$(admin postgres -c 'SELECT dealloc FROM pg_stat_statements_info')
   [ "$dealloc" = 0 ] || die "pg_stat_statements evicted entries (dealloc=$dealloc): counts would be wrong"
@@ -636,6 +637,7 @@ SQL
   # ---- copy the logs and write this run's part of the manifest ----
   mkdir -p "$STAGE/$name"
   cp "$L/postgresql.log" "$L/postgresql.csv" "$L/postgresql.json" "$STAGE/$name/"
+  chmod 0644 "$STAGE/$name"/postgresql.*
   local cyr_json=() pg_json
   for d in "${CYR_DBS[@]}"; do
     cyr_json+=("$(jstr "$d"): {\"encoding\": $(jstr "${DB_ENCODING[$d]}"), \"identifiers\": $(jstrs "${CYR_IDENTIFIERS[@]}"), \"literals\": $(jstrs "${CYR_LITERALS[@]}"), \"messages\": $(jstrs "${CYR_MESSAGES[@]}"), \"pgbench_parameters\": $(jstrs "Иван Петров")}")
@@ -682,7 +684,7 @@ SQL
       "checkpoints": {"requested": $CHECKPOINTS, "shutdown": 1, "total_in_log": $((CHECKPOINTS + 1))},
       "auto_explain_plans": {"text": $PLANS_TEXT, "json": $PLANS_JSON, "databases": {"text": ["bench", "cyr_win1251"], "json": ["bench", "cyr_koi8r"]}},
       "autovacuum": {"tables_awaited": $av_json, "note": "each awaited table has at least one 'automatic vacuum' and one 'automatic analyze' entry; other tables (pgbench_*, catalogs) add more, in numbers that vary"},
-      "server_stats": {"pg_stat_database_deadlocks_temp_files": $(jstr "$stat_rows"), "pg_stat_bgwriter_checkpoints_req": ${ckpt_req:-null}, "pg_stat_statements_dealloc": $dealloc}
+      "server_stats": {"pg_stat_database": {"deadlocks": ${stat_rows%%|*}, "temp_files": ${stat_rows##*|}}, "pg_stat_bgwriter": {"checkpoints_req": ${ckpt_req:-null}}, "pg_stat_statements_info": {"dealloc": $dealloc}}
     }
 EOF
   say "run $name: ok: $total_pgss statement executions, $(du -sh "$STAGE/$name" | cut -f1) of logs, $((SECONDS - t0)) s"
@@ -716,13 +718,15 @@ autovacuum = on"
     [ "$size" -lt "$target" ] || break
     [ $((SECONDS - t0)) -lt "$budget" ] || break
     round=$((round + 1))
-    case $((round % 4)) in 1) mode=simple ;; 2) mode=extended ;; 3) mode=prepared ;; 0) mode=simple ;; esac
+    # mostly simple protocol, some extended and prepared, and connect-per-transaction rounds
+    case $((round % 5)) in 1|3) mode=simple ;; 2) mode=extended ;; 4) mode=prepared ;; 0) mode=simple ;; esac
     local extra=()
-    [ $((round % 4)) = 0 ] && extra=(-C)
-    pg env PGAPPNAME="pgbench_$mode" "$PGBIN/pgbench" -n -U app -M "$mode" -c 4 -j 2 -T 10 "${extra[@]}" \
+    [ $((round % 5)) = 0 ] && extra=(-C)
+    pg env PGAPPNAME="pgbench_$mode" "$PGBIN/pgbench" -n -U app -M "$mode" -c 4 -j 2 -T 5 "${extra[@]}" \
       -f "$HERE/tpcb-partitioned.pgbench" -s "$PGBENCH_SCALE" bench >"$RUN_DIR/round.out" 2>&1 </dev/null &
     local bp=$!; BG_PIDS+=("$bp")
-    run_session bench_noise
+    # errors, plain statements and connections next to the pgbench load
+    while kill -0 "$bp" 2>/dev/null; do run_session bench_noise; sleep 0.2; done
     wait "$bp" || { cat "$RUN_DIR/round.out" >&2; die "pgbench failed in bench round $round"; }
     BG_PIDS=()
     size=$(stat -c %s "$log")
@@ -732,6 +736,7 @@ autovacuum = on"
   local real; real=$(stat -c %s "$log")
   mkdir -p "$STAGE/stderr"
   cp "$log" "$STAGE/stderr/postgresql.log"
+  chmod 0644 "$STAGE/stderr/postgresql.log"
   local copies=1
   while [ "$(stat -c %s "$STAGE/stderr/postgresql.log")" -lt "$target" ]; do
     cat "$log" >>"$STAGE/stderr/postgresql.log"; copies=$((copies + 1))
@@ -749,6 +754,7 @@ autovacuum = on"
   "bytes": $total,
   "real_log_bytes": $real,
   "copies": $copies,
+  "rounds": $round,
   "real_seconds": $((SECONDS - t0)),
   "note": "the file is the real log concatenated 'copies' times (timestamps restart at each copy) when real generation ran out of its time budget"
 }
