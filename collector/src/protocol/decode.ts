@@ -204,12 +204,13 @@ export class Decoder {
 
   /**
    * Decodes a database, user or application name: UTF-8 when the bytes are valid UTF-8
-   * (the usual case, and ASCII), otherwise the default encoding.
+   * (the usual case, and ASCII), otherwise the encoding of `database` (the entry's database:
+   * a session's names usually come in its encoding), or the default encoding without one.
    */
-  decodeName(bytes: Buffer | null): string | null {
+  decodeName(bytes: Buffer | null, database: Buffer | null = null): string | null {
     if (bytes === null) return null;
     if (bytes.indexOf(0) === -1 && isUtf8(bytes)) return bytes.toString('utf8');
-    return this.decodeWith(bytes, this.defaultCodec);
+    return this.decodeWith(bytes, this.codecFor(database));
   }
 
   private codecFor(database: Buffer | null): Codec {

@@ -98,10 +98,12 @@ void describe('Decoder', () => {
     assert.equal(d.replacements, 0);
   });
 
-  void test('names: UTF-8 when valid, else the default encoding', () => {
-    const d = new Decoder({ defaultEncoding: 'WIN1251', databases: {} });
+  void test('names: UTF-8 when valid, else the encoding of the entry\'s database, else the default', () => {
+    const d = new Decoder({ defaultEncoding: 'WIN1251', databases: { koi: 'KOI8R', 'база': 'KOI8R' } });
     assert.equal(d.decodeName(Buffer.from('приложение')), 'приложение');
     assert.equal(d.decodeName(iconv.encode('база', 'windows-1251')), 'база');
+    assert.equal(d.decodeName(iconv.encode('юзер', 'koi8-r'), Buffer.from('koi')), 'юзер');
+    assert.equal(d.decodeName(iconv.encode('база', 'koi8-r'), iconv.encode('база', 'koi8-r')), 'база');
     assert.equal(d.decodeName(null), null);
   });
 

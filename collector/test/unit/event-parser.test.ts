@@ -392,6 +392,10 @@ void describe('everything else and decoding', () => {
     assert.equal(err.message, 'отношение "заказы" не существует');
     assert.equal(err.statement, 'SELECT * FROM заказы');
     assert.equal(err.database, 'koi');
+    r.user = iconv.encode('иван', 'koi8-r');
+    r.application = iconv.encode('приложение', 'koi8-r');
+    const named = parser().parse(r);
+    assert.deepEqual([named.user, named.application], ['иван', 'приложение']);
   });
 
   void test('invalid UTF-8 and NULs are counted by the decoder', () => {
