@@ -1,19 +1,22 @@
 /**
  * Guessing the log format and log_line_prefix from the first bytes of a log.
  *
- * detectFormat: over the sample's complete lines, counts lines that read as jsonlog (a JSON
- * object), csvlog (a row starting with a timestamp, with a pid and a severity in their
- * columns) and syslog (a syslog header); the format with most lines wins when it covers at
- * least half the lines. Otherwise stderr, when one of the known prefixes fits.
+ * detectFormat: the share of the sample's complete lines that are JSON objects (jsonlog) or
+ * carry a syslog header (syslog), and the share of csv rows with a pid and a known severity
+ * in their columns (csvlog); the best share wins when it is at least one half. Otherwise
+ * stderr, when one of the known prefixes fits.
  *
- * detectPrefix: the known prefix matching the most lines (prefix + severity); ties go to the
- * prefix with more escapes (the more specific one).
+ * detectPrefix: the known prefix matching the most lines (prefix + severity). Ties go to the
+ * prefix that matched more lines in full (not cut at %q), then to the one with more escapes.
+ * A sample with only background-process lines cannot tell '%m [%p] ' from
+ * '%m [%p] %q%u@%d ': the shorter one is chosen then.
  */
-import { CsvRowReader, looksLikeCsvRow } from './csv-assembler.ts';
+import { CsvAssembler } from './csv-assembler.ts';
+import { LineSplitter } from './line-splitter.ts';
 import { compilePrefix } from './prefix.ts';
 import type { CompiledPrefix } from './prefix.ts';
 import type { LogFormat } from './record.ts';
-import { FIRST_AUX, parseSeverity } from './severity.ts';
+import { MAIN_SEVERITIES } from './severity.ts';
 import { parseSyslogHeader } from './syslog-assembler.ts';
 import type { SyslogHeader } from './syslog-assembler.ts';
 
@@ -82,24 +85,23 @@ function lines(sample: Buffer, limit: number): [number, number][] {
 
 const LINE_LIMIT = 500;
 
-function countCsvRows(sample: Buffer, ls: [number, number][]): number {
-  const r = new CsvRowReader();
-  let n = 0;
-  for (const [s, e] of ls) {
-    if (!looksLikeCsvRow(sample, s, e)) continue;
-    // A row may go on over the next lines: read what this line has.
-    const k = r.read(sample, s, e);
-    if (k < 12) {
-      if (!r.open) continue;
-      n++; // an entry whose message holds newlines: its first columns were fine so far
-      continue;
-    }
-    const pidOk = r.fe[3]! > r.fs[3]! && /^\d+$/.test(sample.toString('latin1', r.fs[3], r.fe[3]));
-    const sev = parseSeverity(Buffer.concat([sample.subarray(r.fs[11], r.fe[11]), Buffer.from(':')]), 0, r.fe[11]! - r.fs[11]! + 1);
-    if (pidOk && sev >= 0 && sev < FIRST_AUX) n++;
-  }
-  return n;
+/** csvlog rows in the sample: [rows with a pid and a known severity, all complete rows]. */
+function csvRows(sample: Buffer): [number, number] {
+  let good = 0;
+  let all = 0;
+  const a = new CsvAssembler((r) => {
+    all++;
+    if (r.pid !== null && MAIN.has(r.severity)) good++;
+  });
+  const s = new LineSplitter((b, f, t, o, n, tr) => a.pushLine(b, f, t, o, n, tr));
+  const end = sample.lastIndexOf(10);
+  s.push(end < 0 ? sample : sample.subarray(0, end + 1));
+  s.end();
+  // No flush: a row still open at the end of the sample is not counted.
+  return [good, all];
 }
+
+const MAIN = new Set<string>(MAIN_SEVERITIES);
 
 export function detectFormat(sample: Buffer): LogFormat | null {
   const ls = lines(sample, LINE_LIMIT);
@@ -110,11 +112,14 @@ export function detectFormat(sample: Buffer): LogFormat | null {
     if (sample[s] === 0x7b && sample[e - 1] === 0x7d) json++;
     else if (parseSyslogHeader(sample, s, e, h) >= 0) syslog++;
   }
-  const csv = countCsvRows(sample, ls);
-  const best = Math.max(json, csv, syslog);
-  if (best > 0 && best * 2 >= ls.length) {
-    if (best === json) return 'jsonlog';
-    if (best === csv) return 'csvlog';
+  const [good, rows] = csvRows(sample);
+  const fj = json / ls.length;
+  const fs = syslog / ls.length;
+  const fc = rows > 0 ? good / rows : 0;
+  const best = Math.max(fj, fs, fc);
+  if (best >= 0.5) {
+    if (best === fj) return 'jsonlog';
+    if (best === fc) return 'csvlog';
     return 'syslog';
   }
   return detectPrefix(sample, 'stderr') !== null ? 'stderr' : null;
@@ -138,15 +143,24 @@ export function detectPrefix(sample: Buffer, format: 'stderr' | 'syslog'): strin
   }
   let best: string | null = null;
   let bestScore = 0;
+  let bestFull = -1;
   let bestEscapes = -1;
   for (const p of KNOWN_PREFIXES) {
     const cp = compiledPrefix(p);
     let score = 0;
-    for (let i = 0; i < starts.length; i++) if (cp.match(sample, starts[i]!, ends[i]!) >= 0) score++;
+    let full = 0;
+    for (let i = 0; i < starts.length; i++) {
+      if (cp.match(sample, starts[i]!, ends[i]!) >= 0) {
+        score++;
+        if (!cp.cutAtQ) full++;
+      }
+    }
     const escapes = (p.match(/%[^%]/g) ?? []).length;
-    if (score > bestScore || (score === bestScore && score > 0 && escapes > bestEscapes)) {
+    if (score === 0) continue;
+    if (score > bestScore || (score === bestScore && (full > bestFull || (full === bestFull && escapes > bestEscapes)))) {
       best = p;
       bestScore = score;
+      bestFull = full;
       bestEscapes = escapes;
     }
   }

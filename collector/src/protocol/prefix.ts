@@ -252,6 +252,8 @@ export class CompiledPrefix {
   severity = -1;
   /** Index after `SEVERITY:  ` of the last successful match. */
   textStart = 0;
+  /** The last successful match stopped at %q (a process without client connection). */
+  cutAtQ = false;
 
   constructor(source: string) {
     this.source = source;
@@ -358,6 +360,7 @@ export class CompiledPrefix {
         if (sev >= 0) {
           this.severity = sev;
           this.textStart = severityEnd;
+          this.cutAtQ = true;
           return i;
         }
         continue;
@@ -396,6 +399,7 @@ export class CompiledPrefix {
     if (sev < 0) return -1;
     this.severity = sev;
     this.textStart = severityEnd;
+    this.cutAtQ = false;
     return i;
   }
 
@@ -415,6 +419,7 @@ export class CompiledPrefix {
         this.setVar(op, b, i, p);
         this.severity = sev;
         this.textStart = severityEnd;
+        this.cutAtQ = false;
         return p;
       }
       return -1;

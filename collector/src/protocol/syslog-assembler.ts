@@ -15,8 +15,11 @@
  * An entry's lines must be adjacent: a continuation whose pid is not the pid of the entry
  * being assembled (another process's line came in between) becomes a record of its own,
  * counted in stats.malformed, like a line without syslog header or without prefix
- * (severity `UNKNOWN`, the whole line as message). Other `#NNN` escapes inside the text are
- * left as written.
+ * (severity `UNKNOWN`, the whole line as message).
+ *
+ * `#011` inside the text (a tab of the message, escaped by rsyslog) is turned back into a
+ * tab; other `#NNN` escapes are left as written (they stand for control characters that
+ * PostgreSQL messages rarely hold, and a literal `#012` would be changed wrongly).
  */
 import { emptyRecord } from './record.ts';
 import type { AssemblerStats, EntryAssembler, RecordSink } from './record.ts';
@@ -123,6 +126,22 @@ function tabAt(b: Buffer, i: number, to: number): number {
   return 0;
 }
 
+/** `b[s, e)` with every `#011` turned into a tab: a view when there is none. */
+export function unescapeTabs(b: Buffer, s: number, e: number): Buffer {
+  let i = s;
+  for (; i + 4 <= e; i++) if (b[i] === 0x23 && b[i + 1] === 0x30 && b[i + 2] === 0x31 && b[i + 3] === 0x31) break;
+  if (i + 4 > e) return b.subarray(s, e);
+  const out = Buffer.allocUnsafe(e - s);
+  let o = 0;
+  for (let j = s; j < e; j++) {
+    if (b[j] === 0x23 && j + 4 <= e && b[j + 1] === 0x30 && b[j + 2] === 0x31 && b[j + 3] === 0x31) {
+      out[o++] = 0x09;
+      j += 3;
+    } else out[o++] = b[j]!;
+  }
+  return out.subarray(0, o);
+}
+
 export class SyslogAssembler implements EntryAssembler {
   readonly stats: AssemblerStats = { entries: 0, truncated: 0, malformed: 0 };
   private readonly prefix: CompiledPrefix;
@@ -155,19 +174,19 @@ export class SyslogAssembler implements EntryAssembler {
         return;
       }
       if (tab > 0) {
-        b.append(len, bytes.subarray(body + tab, to), next, true, truncated);
+        b.append(len, unescapeTabs(bytes, body + tab, to), next, true, truncated);
         return;
       }
       const prefix = this.prefix;
       if (prefix.match(bytes, body, to) >= 0 && prefix.severity >= FIRST_AUX) {
-        b.section(auxSection(prefix.severity), len, bytes.subarray(prefix.textStart, to), next, truncated);
+        b.section(auxSection(prefix.severity), len, unescapeTabs(bytes, prefix.textStart, to), next, truncated);
         return;
       }
       if (h.seq < 0) {
         this.malformed(bytes, from, to, offset, next, truncated);
         return;
       }
-      b.append(len, bytes.subarray(body, to), next, false, truncated);
+      b.append(len, unescapeTabs(bytes, body, to), next, false, truncated);
       return;
     }
     const prefix = this.prefix;
@@ -179,14 +198,14 @@ export class SyslogAssembler implements EntryAssembler {
     let text = prefix.textStart;
     if (sev >= FIRST_AUX) {
       if (same && h.seq < 0) {
-        b.section(auxSection(sev), len, bytes.subarray(text, to), next, truncated);
+        b.section(auxSection(sev), len, unescapeTabs(bytes, text, to), next, truncated);
         return;
       }
       b.emit();
       const rec = emptyRecord(offset, next, SEVERITY_WORDS[sev]!, EMPTY);
       this.fill(bytes, rec);
       b.begin(rec, 0, EMPTY, truncated);
-      b.section(auxSection(sev), len, bytes.subarray(text, to), next, truncated);
+      b.section(auxSection(sev), len, unescapeTabs(bytes, text, to), next, truncated);
       this.stats.malformed++;
       b.emit();
       this.curPid = -1;
@@ -202,7 +221,7 @@ export class SyslogAssembler implements EntryAssembler {
     }
     this.curPid = h.pid;
     this.curSeq = h.seq;
-    b.begin(rec, len, bytes.subarray(text, to), truncated);
+    b.begin(rec, len, unescapeTabs(bytes, text, to), truncated);
   }
 
   private fill(bytes: Buffer, rec: ReturnType<typeof emptyRecord>): void {

@@ -38,8 +38,8 @@ function cutAt(data: Buffer, cuts: number[]): Buffer[] {
   return out;
 }
 
-describe('LineSplitter', () => {
-  it('splits on LF, strips CR before LF, reports offsets', () => {
+void describe('LineSplitter', () => {
+  void it('splits on LF, strips CR before LF, reports offsets', () => {
     const { lines, s } = split([Buffer.from('a\r\nbb\n\nccc\rd\n')]);
     assert.deepEqual(lines, [
       { text: 'a', offset: 0, next: 3, truncated: false },
@@ -51,7 +51,7 @@ describe('LineSplitter', () => {
     assert.equal(s.bytes, 13);
   });
 
-  it('delivers a last line without terminator on end(), keeping a lone CR', () => {
+  void it('delivers a last line without terminator on end(), keeping a lone CR', () => {
     const { lines } = split([Buffer.from('x\nlast\r')], undefined, 100);
     assert.deepEqual(lines, [
       { text: 'x', offset: 100, next: 102, truncated: false },
@@ -59,12 +59,12 @@ describe('LineSplitter', () => {
     ]);
   });
 
-  it('handles CR and LF in different chunks', () => {
+  void it('handles CR and LF in different chunks', () => {
     const { lines } = split([Buffer.from('abc\r'), Buffer.from('\ndef\r'), Buffer.from('\n')]);
     assert.deepEqual(lines.map((l) => [l.text, l.offset, l.next]), [['abc', 0, 5], ['def', 5, 10]]);
   });
 
-  it('passes NUL and high bytes through untouched', () => {
+  void it('passes NUL and high bytes through untouched', () => {
     const data = Buffer.from([0, 1, 0xff, 0xcf, 10, 0, 10]);
     const got: Buffer[] = [];
     const s = new LineSplitter((b, f, t) => got.push(Buffer.from(b.subarray(f, t))));
@@ -74,7 +74,7 @@ describe('LineSplitter', () => {
     assert.deepEqual(got, [Buffer.from([0, 1, 0xff, 0xcf]), Buffer.from([0])]);
   });
 
-  it('gives the same lines for any chunking (property)', () => {
+  void it('gives the same lines for any chunking (property)', () => {
     fc.assert(fc.property(
       fc.array(fc.constantFrom('a', 'b', '\r', '\n', '\r\n', 'xyz', '\u00ff', '\0'), { maxLength: 60 }),
       fc.array(fc.nat(200), { maxLength: 12 }),
@@ -90,7 +90,7 @@ describe('LineSplitter', () => {
     ), { numRuns: 2000 });
   });
 
-  it('truncates at the cap, counts, and goes on', () => {
+  void it('truncates at the cap, counts, and goes on', () => {
     const { lines, s } = split([Buffer.from('0123456789\nab\n0123'), Buffer.from('456789\r\n')], 4);
     assert.deepEqual(lines, [
       { text: '0123', offset: 0, next: 11, truncated: true },
@@ -100,12 +100,12 @@ describe('LineSplitter', () => {
     assert.equal(s.truncatedLines, 2);
   });
 
-  it('does not count a final CR against the cap', () => {
+  void it('does not count a final CR against the cap', () => {
     const { lines } = split([Buffer.from('abc'), Buffer.from('d\r'), Buffer.from('\n')], 4);
     assert.deepEqual(lines, [{ text: 'abcd', offset: 0, next: 6, truncated: false }]);
   });
 
-  it('joins a 50 MB line arriving in 16 KB chunks in linear time', () => {
+  void it('joins a 50 MB line arriving in 16 KB chunks in linear time', () => {
     const size = 50 * 1024 * 1024;
     const chunk = Buffer.alloc(16 * 1024, 0x61);
     let got = -1;
@@ -120,12 +120,12 @@ describe('LineSplitter', () => {
     console.log(`# 50 MB line in 16 KB chunks: ${ms.toFixed(0)} ms`);
   });
 
-  it('keeps memory bounded for a 200 MB line without newline under the default cap', () => {
+  void it('keeps memory bounded for a 200 MB line without newline under the default cap', () => {
     const chunk = Buffer.alloc(16 * 1024, 0x62);
     let got = -1;
     let truncated = false;
     let next = -1;
-    const s = new LineSplitter((b, f, t, _o, n, tr) => { got = t - f; truncated = tr; next = n; });
+    const s = new LineSplitter((_b, f, t, _o, n, tr) => { got = t - f; truncated = tr; next = n; });
     const before = process.memoryUsage().arrayBuffers;
     let peak = 0;
     const total = 200 * 1024 * 1024;
@@ -143,7 +143,7 @@ describe('LineSplitter', () => {
     assert.ok(peak < 64 * 1024 * 1024, `arrayBuffers grew by ${peak} bytes`);
   });
 
-  it('rejects a bad cap', () => {
+  void it('rejects a bad cap', () => {
     assert.throws(() => new LineSplitter(() => undefined, { maxEntryBytes: 0 }), RangeError);
   });
 });

@@ -30,14 +30,14 @@ function unsupported(prefix: string, re: RegExp): void {
   assert.throws(() => compilePrefix(prefix), (e: unknown) => isPglogError(e) && e.code === 'PREFIX_UNSUPPORTED' && re.test(e.message));
 }
 
-describe('compilePrefix', () => {
-  it('parses the PostgreSQL default %m [%p]', () => {
+void describe('compilePrefix', () => {
+  void it('parses the PostgreSQL default %m [%p]', () => {
     assert.deepEqual(parse('%m [%p] ', '2024-01-02 03:04:05.678 UTC [4242] LOG:  database system is ready'), {
       f: { time: '2024-01-02 03:04:05.678 UTC', pid: 4242 }, severity: 'LOG', text: 'database system is ready',
     });
   });
 
-  it('accepts %q both cut (background process) and full (session)', () => {
+  void it('accepts %q both cut (background process) and full (session)', () => {
     const p = '%m [%p] %q%u@%d ';
     assert.deepEqual(parse(p, '2024-01-02 03:04:05.678 UTC [11] LOG:  checkpoint starting: time')?.f, { time: '2024-01-02 03:04:05.678 UTC', pid: 11 });
     const s = parse(p, '2024-01-02 03:04:05.678 UTC [12] alice@shop ERROR:  boom');
@@ -46,17 +46,17 @@ describe('compilePrefix', () => {
     assert.deepEqual(parse(p, '2024-01-02 03:04:05.678 UTC [13] LOG:  mail a@b x')?.text, 'mail a@b x');
   });
 
-  it('prints session-only escapes empty for background processes (no %q)', () => {
+  void it('prints session-only escapes empty for background processes (no %q)', () => {
     const r = parse('%m [%p] %u@%d app=%a ', '2024-01-02 03:04:05.678 UTC [7] @ app= LOG:  autovacuum launcher started');
     assert.deepEqual(r?.f, { time: '2024-01-02 03:04:05.678 UTC', pid: 7 });
   });
 
-  it('turns [unknown] into null', () => {
+  void it('turns [unknown] into null', () => {
     const r = parse('%m [%p] %u@%d ', '2024-01-02 03:04:05.678 UTC [7] [unknown]@[unknown] LOG:  connection received: host=[local]');
     assert.deepEqual(r?.f, { time: '2024-01-02 03:04:05.678 UTC', pid: 7 });
   });
 
-  it('parses every escape', () => {
+  void it('parses every escape', () => {
     const prefix = '%t|%m|%n|%p|%P|%l|%s|%c|%v|%x|%e|%Q|%b|%i|%r|%h|%a|%u|%d|%% ';
     const line = '2024-01-02 03:04:05 MSK|2024-01-02 03:04:05.123 -0330|1704153845.123|77|66|5|2024-01-01 00:00:00 +03|65e6ed01.4d|3/17|745|23505|-3122138129829876453|parallel worker|idle in transaction|10.1.2.3(5432)|10.1.2.3|my app, v2|bob|db one|% ERROR:  x';
     assert.deepEqual(parse(prefix, line), {
@@ -69,16 +69,16 @@ describe('compilePrefix', () => {
     });
   });
 
-  it('reads %r as host(port) or [local]', () => {
+  void it('reads %r as host(port) or [local]', () => {
     assert.deepEqual(parse('%r ', '[local] LOG:  x')?.f, { remoteHost: '[local]' });
     assert.deepEqual(parse('%r ', '::1(40000) LOG:  x')?.f, { remoteHost: '::1', remotePort: '40000' });
   });
 
-  it('accepts empty %P and %v', () => {
+  void it('accepts empty %P and %v', () => {
     assert.deepEqual(parse('[%p:%P:%v] ', '[5::] LOG:  x')?.f, { pid: 5 });
   });
 
-  it('handles padded escapes (right- and left-justified, wider values, empty values)', () => {
+  void it('handles padded escapes (right- and left-justified, wider values, empty values)', () => {
     assert.deepEqual(parse('%10p|%-8u|%-6d ', '        42|bob     |shop   LOG:  x')?.f, { pid: 42, user: 'bob', database: 'shop' });
     assert.deepEqual(parse('%3p|%-3u|%d ', '123456|alice|d LOG:  x')?.f, { pid: 123456, user: 'alice', database: 'd' });
     assert.deepEqual(parse('[%-5P] %-10u ', '[     ]            LOG:  x')?.f, {});
@@ -86,16 +86,16 @@ describe('compilePrefix', () => {
     assert.equal(parse('%-10p %u ', '42 bob LOG:  x'), null);
   });
 
-  it('backtracks when a variable field contains its delimiter', () => {
+  void it('backtracks when a variable field contains its delimiter', () => {
     assert.deepEqual(parse('app=%a,user=%u [%p] ', 'app=a,user=b [x],user=alice [5] LOG:  x')?.f, { application: 'a', user: 'b [x],user=alice', pid: 5 });
     assert.deepEqual(parse('%a:%p ', 'psql:x:12 LOG:  x')?.f, { application: 'psql:x', pid: 12 });
   });
 
-  it('accepts a variable field at the end of the prefix, ended by the severity', () => {
+  void it('accepts a variable field at the end of the prefix, ended by the severity', () => {
     assert.deepEqual(parse('%p %b', '12 client backendLOG:  x')?.f, { pid: 12, backendType: 'client backend' });
   });
 
-  it('knows every severity and the auxiliary lines', () => {
+  void it('knows every severity and the auxiliary lines', () => {
     for (const w of SEVERITY_WORDS) assert.equal(parse('[%p] ', `[1] ${w}:  text`)?.severity, w);
     assert.equal(parse('[%p] ', '[1] LOGS:  text'), null);
     assert.equal(parse('[%p] ', '[1] LOG: text'), null);
@@ -103,25 +103,25 @@ describe('compilePrefix', () => {
     assert.equal(parse('[%p] ', '[1] ERROR:  ')?.text, '');
   });
 
-  it('rejects lines that do not fit', () => {
+  void it('rejects lines that do not fit', () => {
     const p = '%m [%p] ';
     for (const line of ['', 'garbage', '2024-01-02 03:04:05 UTC [1] LOG:  no ms', '2024-01-02 03:04:05.123 UTC [x] LOG:  bad pid', '\tcontinuation', '2024-01-02 03:04:05.123 UTC [1] hello']) {
       assert.equal(parse(p, line), null, line);
     }
   });
 
-  it('throws PREFIX_UNSUPPORTED with the position for unknown escapes', () => {
+  void it('throws PREFIX_UNSUPPORTED with the position for unknown escapes', () => {
     unsupported('%m [%p] %z ', /%z at position 8/);
     unsupported('%-10y', /%y at position 0/);
   });
 
-  it('throws PREFIX_UNSUPPORTED for ambiguous prefixes', () => {
+  void it('throws PREFIX_UNSUPPORTED for ambiguous prefixes', () => {
     unsupported('%u%d ', /position 0 .*position 2/);
     unsupported('%a%p ', /cannot be told apart/);
     unsupported('%u%q@%d ', /%q/);
   });
 
-  it('never throws on arbitrary bytes (property)', () => {
+  void it('never throws on arbitrary bytes (property)', () => {
     const prefixes = ['%m [%p] %q%u@%d ', '%t [%p]: [%l-1] user=%u,db=%d,app=%a,client=%h ', '%10p %-5u %a:', ''].map(compilePrefix);
     fc.assert(fc.property(fc.uint8Array({ maxLength: 200 }), (arr) => {
       const b = Buffer.from(arr);

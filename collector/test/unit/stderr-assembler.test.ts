@@ -6,8 +6,8 @@ const PREFIX = '%m [%p] %q%u@%d ';
 const opts = { prefix: PREFIX };
 const data = fixture('asm-stderr.log');
 
-describe('stderr assembler', () => {
-  it('assembles the fixture: one record per ereport, auxiliary lines attached', () => {
+void describe('stderr assembler', () => {
+  void it('assembles the fixture: one record per ereport, auxiliary lines attached', () => {
     const { records, stats } = assemble('stderr', data, opts);
     assert.equal(records.length, 10);
     assert.deepEqual(stats, { entries: 10, truncated: 0, malformed: 0 });
@@ -34,22 +34,22 @@ describe('stderr assembler', () => {
     assert.equal(records[9]!.end, data.length);
   });
 
-  it('gives the same records however the input is cut', async () => {
-    await checkChunking('stderr', data, opts);
+  void it('gives the same records however the input is cut', () => {
+    checkChunking('stderr', data, opts);
   });
 
-  it('resumes at every entry boundary', async () => {
-    await checkResume('stderr', data, opts);
+  void it('resumes at every entry boundary', () => {
+    checkResume('stderr', data, opts);
   });
 
-  it('reads CRLF logs like LF logs', () => {
+  void it('reads CRLF logs like LF logs', () => {
     const crlf = Buffer.from(data.toString('latin1').replace(/\n/g, '\r\n'), 'latin1');
     const a = assemble('stderr', data, opts).records.map((r) => ({ ...plain(r), start: 0, end: 0 }));
     const b = assemble('stderr', crlf, opts).records.map((r) => ({ ...plain(r), start: 0, end: 0 }));
     assert.deepEqual(b, a);
   });
 
-  it('keeps unprefixed lines as UNKNOWN records and orphan auxiliary lines as their own record', () => {
+  void it('keeps unprefixed lines as UNKNOWN records and orphan auxiliary lines as their own record', () => {
     const log = Buffer.from([
       '\tstray continuation',
       '2024-03-05 10:00:01.001 UTC [5] LOG:  a',
@@ -75,7 +75,7 @@ describe('stderr assembler', () => {
     assert.equal(records[4]!.user?.toString(), 'u');
   });
 
-  it('reads the SQLSTATE of log_error_verbosity = verbose and the LOCATION line', () => {
+  void it('reads the SQLSTATE of log_error_verbosity = verbose and the LOCATION line', () => {
     const log = Buffer.from([
       '2024-03-05 10:00:01.001 UTC [5] u@d ERROR:  42P01: relation "x" does not exist',
       '2024-03-05 10:00:01.001 UTC [5] u@d LOCATION:  parserOpenTable, parse_relation.c:1392',
@@ -89,7 +89,7 @@ describe('stderr assembler', () => {
     assert.equal(r!.statement?.toString(), 'select * from x');
   });
 
-  it('cuts entries at the cap, skips the rest of them and goes on', () => {
+  void it('cuts entries at the cap, skips the rest of them and goes on', () => {
     const big = '2024-03-05 10:00:01.001 UTC [5] LOG:  statement: ' + 'x'.repeat(100);
     const log = Buffer.from([big, '\t' + 'y'.repeat(100), '\tmore', '2024-03-05 10:00:01.001 UTC [5] LOG:  next', ''].join('\n'));
     const { records, stats } = assemble('stderr', log, { prefix: PREFIX, maxEntryBytes: 120 });
@@ -103,16 +103,16 @@ describe('stderr assembler', () => {
     assert.deepEqual(stats, { entries: 2, truncated: 1, malformed: 0 });
   });
 
-  it('marks an entry whose line the splitter cut', () => {
+  void it('marks an entry whose line the splitter cut', () => {
     const log = Buffer.from('2024-03-05 10:00:01.001 UTC [5] LOG:  ' + 'z'.repeat(300) + '\n2024-03-05 10:00:01.001 UTC [5] LOG:  ok\n');
     const { records, stats } = assemble('stderr', log, { prefix: PREFIX, maxEntryBytes: 100 });
     assert.deepEqual(records.map((r) => r.truncated), [true, false]);
     assert.equal(stats.truncated, 1);
   });
 
-  it('passes NUL and invalid bytes through, never throws on garbage', async () => {
+  void it('passes NUL and invalid bytes through, never throws on garbage', () => {
     const log = Buffer.concat([Buffer.from('2024-03-05 10:00:01.001 UTC [5] LOG:  a'), Buffer.from([0, 0xff, 0xfe, 0]), Buffer.from('\n')]);
     assert.deepEqual(assemble('stderr', log, opts).records[0]!.message, Buffer.from([0x61, 0, 0xff, 0xfe, 0]));
-    await checkGarbage('stderr', opts, data);
+    checkGarbage('stderr', opts, data);
   });
 });
