@@ -164,10 +164,13 @@ export class Decoder {
   private readonly configured = new Map<string, Codec>();
   private replaced = 0;
   private nuls = 0;
+  private lastDatabase: Buffer | null = null;
+  private lastCodec: Codec;
 
   /** Validates every configured encoding: throws ENCODING_UNSUPPORTED on an unknown one. */
   constructor(config: EncodingConfig) {
     this.defaultCodec = codecOf(config.defaultEncoding);
+    this.lastCodec = this.defaultCodec;
     for (const [db, enc] of Object.entries(config.databases)) {
       const codec = codecOf(enc);
       // The name as UTF-8 bytes, and as bytes of its own encoding (a WIN1251 database's
@@ -215,6 +218,15 @@ export class Decoder {
 
   private codecFor(database: Buffer | null): Codec {
     if (database === null || this.configured.size === 0) return this.defaultCodec;
+    // The fields of one entry are decoded one after another with the same Buffer.
+    if (database === this.lastDatabase) return this.lastCodec;
+    const codec = this.lookup(database);
+    this.lastDatabase = database;
+    this.lastCodec = codec;
+    return codec;
+  }
+
+  private lookup(database: Buffer): Codec {
     const key = database.toString('latin1');
     let codec = this.byName.get(key);
     if (codec === undefined) {

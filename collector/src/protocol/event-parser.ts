@@ -17,7 +17,7 @@
  *   acquire" are `lock_wait` events with their own states (see LockWaitState in events.ts).
  */
 import type { Decoder } from './decode.ts';
-import type { EventCommon, OtherEvent, PglogEvent } from './events.ts';
+import type { EventCommon, EventKind, OtherEvent, PglogEvent } from './events.ts';
 import { parseCheckpoint } from './messages/checkpoint.ts';
 import { parseConnection, parseDisconnection } from './messages/connection.ts';
 import { parseDeadlockDetail, parseLockQueue, parseLockWait } from './messages/locks.ts';
@@ -94,14 +94,14 @@ export class EventParser {
 
   /** The event of one record. Never throws. */
   parse(record: LogRecord): PglogEvent {
-    const common = this.common(record);
+    this.database = record.database;
     let message: string | null = null;
     try {
       message = this.text(record.message) ?? '';
-      return this.classified(record, common, message);
+      return this.classified(record, message);
     } catch {
       // Not expected (every parser is defensive); an entry is never lost to a parser bug.
-      return this.other(record, common, message ?? this.text(record.message) ?? '', null, null);
+      return this.other(record, message ?? this.text(record.message) ?? '', null, null);
     }
   }
 
@@ -113,13 +113,18 @@ export class EventParser {
     return this.decoder.decode(bytes, this.database);
   }
 
-  /** The record being parsed's database (set by `common`). */
+  /** The database of the record being parsed (set first thing in `parse`). */
   private database: Buffer | null = null;
 
-  private common(r: LogRecord): EventCommon {
-    this.database = r.database;
+  /**
+   * The fields every event carries, with its kind first. Events are built as
+   * `{ ...this.base(r, kind), ...fields }`: a spread in first position is V8's fast object
+   * clone, several times cheaper than copying the common fields into a literal after `kind`.
+   */
+  private base<K extends EventKind>(r: LogRecord, kind: K): EventCommon & { kind: K } {
     const d = this.decoder;
     return {
+      kind,
       offset: r.start,
       end: r.end,
       ts: r.time === null ? null : toIsoTimestamp(r.time),
@@ -142,106 +147,99 @@ export class EventParser {
     return sql === null ? null : this.templates.template(sql).fingerprint;
   }
 
-  private other(r: LogRecord, c: EventCommon, message: string, subtype: string | null, duration: number | null): OtherEvent {
-    return {
-      kind: 'other', ...c, message,
+  private other(r: LogRecord, message: string, subtype: string | null, duration: number | null): OtherEvent {
+    return { ...this.base(r, 'other'), message,
       detail: this.text(r.detail), hint: this.text(r.hint), context: this.text(r.context),
       statement: this.text(r.statement), subtype, duration_ms: duration,
     };
   }
 
-  private classified(r: LogRecord, c: EventCommon, message: string): PglogEvent {
-    if (isErrorSeverity(r.severity)) return this.error(r, c, message);
+  private classified(r: LogRecord, message: string): PglogEvent {
+    if (isErrorSeverity(r.severity)) return this.error(r, message);
     switch (classify(r.message)) {
       case 'none':
-        return this.other(r, c, message, null, null);
+        return this.other(r, message, null, null);
       case 'statement':
-        return this.statement(r, c, message);
+        return this.statement(r, message);
       case 'lock': {
         const w = parseLockWait(message);
-        if (w === null) return this.other(r, c, message, null, null);
+        if (w === null) return this.other(r, message, null, null);
         const queue = parseLockQueue(this.text(r.detail));
-        return {
-          kind: 'lock_wait', ...c, state: w.state, waiting_pid: w.pid, lock_mode: w.mode,
+        return { ...this.base(r, 'lock_wait'), state: w.state, waiting_pid: w.pid, lock_mode: w.mode,
           lock_type: w.type, lock_object: w.object, wait_ms: w.waitMs,
           holder_pids: queue.holders, waiter_pids: queue.waiters, statement: this.text(r.statement),
         };
       }
       case 'checkpoint': {
         const k = parseCheckpoint(message);
-        if (k === null) return this.other(r, c, message, null, null);
+        if (k === null) return this.other(r, message, null, null);
         const { kind, ...fields } = k;
-        return { kind: 'checkpoint', ...c, checkpoint_kind: kind, ...fields };
+        return { ...this.base(r, 'checkpoint'), checkpoint_kind: kind, ...fields };
       }
       case 'connection': {
         const k = parseConnection(message);
-        if (k === null) return this.other(r, c, message, null, null);
-        return {
-          kind: 'connection', ...c, phase: k.phase, host: k.host ?? r.remoteHost,
+        if (k === null) return this.other(r, message, null, null);
+        return { ...this.base(r, 'connection'), phase: k.phase, host: k.host ?? r.remoteHost,
           port: k.port ?? r.remotePort, identity: k.identity, method: k.method, details: k.details,
         };
       }
       case 'disconnection': {
         const k = parseDisconnection(message);
-        if (k === null) return this.other(r, c, message, null, null);
-        return { kind: 'disconnection', ...c, session_ms: k.sessionMs, host: k.host ?? r.remoteHost, port: k.port ?? r.remotePort };
+        if (k === null) return this.other(r, message, null, null);
+        return { ...this.base(r, 'disconnection'), session_ms: k.sessionMs, host: k.host ?? r.remoteHost, port: k.port ?? r.remotePort };
       }
       case 'maintenance': {
         const v = parseAutovacuum(message);
-        if (v !== null) return { kind: 'autovacuum', ...c, ...v };
+        if (v !== null) return { ...this.base(r, 'autovacuum'), ...v };
         const a = parseAutoanalyze(message);
-        if (a !== null) return { kind: 'autoanalyze', ...c, ...a };
-        return this.other(r, c, message, null, null);
+        if (a !== null) return { ...this.base(r, 'autoanalyze'), ...a };
+        return this.other(r, message, null, null);
       }
       case 'temp_file': {
         const t = TEMP_FILE.exec(message);
         const size = t === null ? NaN : Number(t[2]);
-        if (t === null || !Number.isSafeInteger(size)) return this.other(r, c, message, null, null);
+        if (t === null || !Number.isSafeInteger(size)) return this.other(r, message, null, null);
         const statement = this.text(r.statement);
-        return {
-          kind: 'temp_file', ...c, path: t[1] ?? '', size_bytes: size, statement,
+        return { ...this.base(r, 'temp_file'), path: t[1] ?? '', size_bytes: size, statement,
           fingerprint: this.fingerprintOf(statement),
         };
       }
     }
   }
 
-  private statement(r: LogRecord, c: EventCommon, message: string): PglogEvent {
+  private statement(r: LogRecord, message: string): PglogEvent {
     const s = parseStatementMessage(message);
-    if (s === null) return this.other(r, c, message, null, null);
+    if (s === null) return this.other(r, message, null, null);
     switch (s.type) {
       case 'statement': {
         const t = this.templates.template(s.query);
         const detail = s.protocol === 'extended' ? this.text(r.detail) : null;
         const parameters = detail !== null && detail.startsWith('parameters: ') ? detail.slice(12) : null;
-        return {
-          kind: 'statement', ...c, duration_ms: s.duration, protocol: s.protocol, statement_name: s.name,
+        return { ...this.base(r, 'statement'), duration_ms: s.duration, protocol: s.protocol, statement_name: s.name,
           query: s.query, parameters, normalized: t.normalized, fingerprint: t.fingerprint,
         };
       }
       case 'step':
-        return this.other(r, c, message, s.step, s.duration);
+        return this.other(r, message, s.step, s.duration);
       case 'duration':
-        return this.other(r, c, message, 'duration', s.duration);
+        return this.other(r, message, 'duration', s.duration);
       case 'plan': {
         const p = parsePlan(s.body);
         const query = p.query ?? this.text(r.statement) ?? '';
         const t = this.templates.template(query);
-        return {
-          kind: 'plan', ...c, duration_ms: s.duration, format: p.format, query,
+        return { ...this.base(r, 'plan'), duration_ms: s.duration, format: p.format, query,
           normalized: t.normalized, fingerprint: t.fingerprint, plan: s.body,
         };
       }
     }
   }
 
-  private error(r: LogRecord, c: EventCommon, message: string): PglogEvent {
+  private error(r: LogRecord, message: string): PglogEvent {
     const statement = this.text(r.statement);
     if (r.sqlstate === '40P01' || startsWithBytes(r.message, B_DEADLOCK)) {
-      return { kind: 'deadlock', ...c, message, processes: parseDeadlockDetail(this.text(r.detail)), statement };
+      return { ...this.base(r, 'deadlock'), message, processes: parseDeadlockDetail(this.text(r.detail)), statement };
     }
-    return {
-      kind: 'error', ...c, message, detail: this.text(r.detail), hint: this.text(r.hint),
+    return { ...this.base(r, 'error'), message, detail: this.text(r.detail), hint: this.text(r.hint),
       context: this.text(r.context), statement, internal_query: this.text(r.internalQuery),
       fingerprint: this.fingerprintOf(statement),
     };

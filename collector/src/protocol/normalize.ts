@@ -208,6 +208,8 @@ let prevWord = '';
 let depth = 0;
 let valuesEnd = -1;
 let valuesComma = false;
+/** Constants (not `$n` parameters) replaced in the last normalization. */
+let literals = 0;
 const gOpen: number[] = [];
 const gKind: number[] = [];
 const gSimple: boolean[] = [];
@@ -305,6 +307,7 @@ export function normalizeQuery(sql: string): string {
   depth = 0;
   valuesEnd = -1;
   valuesComma = false;
+  literals = 0;
   const n = sql.length;
   let i = 0;
   while (i < n) {
@@ -330,6 +333,7 @@ export function normalizeQuery(sql: string): string {
         const l = c | 0x20;
         if (next === 39 && (l === 101 || l === 98 || l === 120 || l === 110)) { // E' B' X' N'
           i = skipString(sql, i, l === 101);
+          literals++;
           emit(T_PH, '?');
           continue;
         }
@@ -337,7 +341,8 @@ export function normalizeQuery(sql: string): string {
           const q = sql.charCodeAt(i + 1);
           if (q === 39) {
             i = skipString(sql, i + 1, false);
-              emit(T_PH, '?');
+            literals++;
+            emit(T_PH, '?');
             continue;
           }
           if (q === 34) {
@@ -354,12 +359,14 @@ export function normalizeQuery(sql: string): string {
     }
     if (isDigit(c) || (c === 46 && isDigit(sql.charCodeAt(i + 1)))) {
       i = skipNumber(sql, i);
+      literals++;
       emit(T_PH, '?');
       continue;
     }
     switch (c) {
       case 39: // '
         i = skipString(sql, i, false);
+        literals++;
         emit(T_PH, '?');
         continue;
       case 34: { // "
@@ -383,7 +390,8 @@ export function normalizeQuery(sql: string): string {
             const tag = sql.slice(i, j + 1);
             const end = sql.indexOf(tag, j + 1);
             i = end === -1 ? n : end + tag.length;
-              emit(T_PH, '?');
+            literals++;
+            emit(T_PH, '?');
             continue;
           }
         }
@@ -481,6 +489,9 @@ export function fingerprintOf(normalized: string): string {
   return hash('sha256', normalized, 'hex').slice(0, 16);
 }
 
+/** Longest SQL text kept verbatim by TemplateCache (bounds its memory). */
+const MAX_VERBATIM_CHARS = 2048;
+
 export interface QueryTemplate {
   normalized: string;
   fingerprint: string;
@@ -493,13 +504,22 @@ export interface QueryTemplate {
 export class TemplateCache {
   private readonly maxEntries: number;
   private readonly fingerprints = new Map<string, string>();
+  /**
+   * SQL text → template, for texts without constants (only `$n` parameters, or none): the
+   * extended protocol repeats those verbatim, so they skip normalization. Texts with
+   * literals rarely repeat exactly and are not kept.
+   */
+  private readonly verbatim = new Map<string, QueryTemplate>();
 
   constructor(maxEntries = 10_000) {
     this.maxEntries = Math.max(1, Math.floor(maxEntries));
   }
 
   template(sql: string): QueryTemplate {
+    const known = this.verbatim.get(sql);
+    if (known !== undefined) return known;
     const normalized = normalizeQuery(sql);
+    const cacheable = literals === 0 && sql.length <= MAX_VERBATIM_CHARS;
     let fingerprint = this.fingerprints.get(normalized);
     if (fingerprint === undefined) {
       fingerprint = fingerprintOf(normalized);
@@ -509,7 +529,15 @@ export class TemplateCache {
       }
       this.fingerprints.set(normalized, fingerprint);
     }
-    return { normalized, fingerprint };
+    const t = { normalized, fingerprint };
+    if (cacheable) {
+      if (this.verbatim.size >= this.maxEntries) {
+        const oldest = this.verbatim.keys().next();
+        if (oldest.done !== true) this.verbatim.delete(oldest.value);
+      }
+      this.verbatim.set(sql, t);
+    }
+    return t;
   }
 
   /** Distinct templates held. */

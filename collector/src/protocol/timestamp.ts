@@ -79,8 +79,20 @@ function fromEpoch(text: string): string | null {
   return iso.slice(0, 19) + (frac === '' ? '' : `.${frac}`) + 'Z';
 }
 
+let lastText = '';
+let lastIso = '';
+
 /** A log timestamp as ISO 8601 with offset when the zone is known; otherwise as logged. */
 export function toIsoTimestamp(text: string): string {
+  // Consecutive entries often share a timestamp (%t has whole seconds).
+  if (text === lastText) return lastIso;
+  const iso = convert(text);
+  lastText = text;
+  lastIso = iso;
+  return iso;
+}
+
+function convert(text: string): string {
   // yyyy-mm-dd hh:mm:ss[.fff] ZONE
   if (text.length >= 19 && text.charCodeAt(4) === 45 && text.charCodeAt(10) === 32) {
     if (!allDigits(text, 0, 4) || !allDigits(text, 5, 7) || !allDigits(text, 8, 10)

@@ -135,4 +135,15 @@ void describe('TemplateCache', () => {
     assert.equal(cache.size, 3);
     assert.deepEqual(cache.template('SELECT * FROM t WHERE id = 7'), t);
   });
+
+  void test('texts without constants are reused verbatim; results equal a fresh normalization', () => {
+    const cache = new TemplateCache(2);
+    const sqls = ['SELECT * FROM t WHERE id = $1', 'SELECT 1', 'SELECT now()', 'UPDATE t SET a = $1 WHERE b = $2', "SELECT 'x'"];
+    for (let round = 0; round < 3; round++) {
+      for (const sql of sqls) {
+        const normalized = normalizeQuery(sql);
+        assert.deepEqual(cache.template(sql), { normalized, fingerprint: fingerprintOf(normalized) });
+      }
+    }
+  });
 });
