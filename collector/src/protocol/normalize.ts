@@ -206,14 +206,22 @@ let out = '';
 let prevT = T_NONE;
 let prevWord = '';
 let depth = 0;
-let valuesEnd = -1;
+/**
+ * Output before the current segment. A segment starts after the opening bracket of every list
+ * that may collapse, so collapsing drops whole segments instead of slicing (and so copying)
+ * the text before it: normalization stays linear however many lists a statement has.
+ */
+const segs: string[] = [];
+let nseg = 0;
+/** `nseg` right after a collapsed `values (...)`: a `,` then may start a further row. */
+let valuesSeg = -1;
 let valuesComma = false;
 /** Constants (not `$n` parameters) replaced in the last normalization. */
 let literals = 0;
-const gOpen: number[] = [];
+/** `nseg` at the start of a list's content. */
+const gSeg: number[] = [];
 const gKind: number[] = [];
 const gSimple: boolean[] = [];
-const gTrunc: number[] = [];
 
 function spaceBefore(t: number, text: string): boolean {
   if (prevT === T_NONE || prevT === T_OPEN || prevT === T_DOT) return false;
@@ -233,7 +241,7 @@ function spaceBefore(t: number, text: string): boolean {
 
 function emit(t: number, text: string): void {
   if (depth > 0 && t !== T_PH && t !== T_COMMA) gSimple[depth - 1] = false;
-  valuesComma = t === T_COMMA && out.length === valuesEnd;
+  valuesComma = t === T_COMMA && out.length === 0 && nseg === valuesSeg;
   if (spaceBefore(t, text)) out += t === T_PH ? ' ?' : ' ' + text;
   else out += text;
   prevT = t;
@@ -254,10 +262,13 @@ function open(text: string): void {
   const parentSimple = depth > 0 ? gSimple[depth - 1]! : false;
   emit(T_OPEN, text);
   if (kind === G_ARRAY && parentArray) gSimple[depth - 1] = parentSimple;
-  gOpen[depth] = out.length;
+  if (kind !== G_NONE) {
+    segs[nseg++] = out;
+    out = '';
+  }
+  gSeg[depth] = nseg;
   gKind[depth] = kind;
   gSimple[depth] = true;
-  gTrunc[depth] = kind === G_VALUES_MORE ? valuesEnd : -1;
   depth++;
 }
 
@@ -268,19 +279,24 @@ function close(text: string): void {
   }
   const g = depth - 1;
   const kind = gKind[g]!;
-  const collapse = kind !== G_NONE && gSimple[g]! && out.length > gOpen[g]! && (text === ']') === (kind === G_ARRAY);
+  const collapse = kind !== G_NONE && gSimple[g]! && (nseg > gSeg[g]! || out.length > 0) && (text === ']') === (kind === G_ARRAY);
   depth--;
   if (!collapse) {
     emit(T_CLOSE, text);
     if (depth > 0) gSimple[depth - 1] = false;
     return;
   }
+  // Drop the list's content; for a further VALUES row also the `, (` segment before it.
+  nseg = gSeg[g]! - 1;
   if (kind === G_VALUES_MORE) {
-    out = out.slice(0, gTrunc[g]);
-    valuesEnd = out.length;
+    out = '';
   } else {
-    out = out.slice(0, gOpen[g]) + '...' + text;
-    if (kind === G_VALUES) valuesEnd = out.length;
+    out = segs[nseg]! + '...' + text;
+    if (kind === G_VALUES) {
+      segs[nseg++] = out;
+      out = '';
+      valuesSeg = nseg;
+    }
   }
   prevT = T_CLOSE;
   prevWord = '';
@@ -305,7 +321,8 @@ export function normalizeQuery(sql: string): string {
   prevT = T_NONE;
   prevWord = '';
   depth = 0;
-  valuesEnd = -1;
+  nseg = 0;
+  valuesSeg = -1;
   valuesComma = false;
   literals = 0;
   const n = sql.length;
@@ -471,7 +488,8 @@ export function normalizeQuery(sql: string): string {
     i++;
     emit(T_OTHER, String.fromCharCode(c));
   }
-  let result = out;
+  let result = nseg === 0 ? out : segs.slice(0, nseg).join('') + out;
+  if (segs.length > 0) segs.length = 0;
   while (result.endsWith(';')) result = result.slice(0, -1);
   out = '';
   return result;
