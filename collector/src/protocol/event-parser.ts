@@ -86,6 +86,8 @@ function isErrorSeverity(severity: string): boolean {
 export class EventParser {
   private readonly decoder: Decoder;
   private readonly templates: TemplateCache;
+  /** The database of the record being parsed (set first thing in `parse`): its text fields decode with its encoding. */
+  private database: Buffer | null = null;
 
   constructor(options: EventParserOptions) {
     this.decoder = options.decoder;
@@ -106,15 +108,8 @@ export class EventParser {
   }
 
   private text(bytes: Buffer | null): string | null {
-    return bytes === null ? null : this.decodeIn(bytes);
-  }
-
-  private decodeIn(bytes: Buffer): string | null {
     return this.decoder.decode(bytes, this.database);
   }
-
-  /** The database of the record being parsed (set first thing in `parse`). */
-  private database: Buffer | null = null;
 
   /**
    * The fields every event carries, with its kind first. Events are built as
@@ -148,8 +143,8 @@ export class EventParser {
   }
 
   private other(r: LogRecord, message: string, subtype: string | null, duration: number | null): OtherEvent {
-    return { ...this.base(r, 'other'), message,
-      detail: this.text(r.detail), hint: this.text(r.hint), context: this.text(r.context),
+    return {
+      ...this.base(r, 'other'), message, detail: this.text(r.detail), hint: this.text(r.hint), context: this.text(r.context),
       statement: this.text(r.statement), subtype, duration_ms: duration,
     };
   }
