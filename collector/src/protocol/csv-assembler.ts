@@ -17,6 +17,7 @@
 import { emptyRecord } from './record.ts';
 import type { AssemblerStats, EntryAssembler, LogRecord, RecordSink } from './record.ts';
 import { DEFAULT_MAX_ENTRY_BYTES } from './line-splitter.ts';
+import { FieldCache, latin1 } from './prefix.ts';
 import { UNKNOWN_SEVERITY } from './stderr-assembler.ts';
 
 const QUOTE = 0x22;
@@ -30,6 +31,17 @@ const C_TIME = 0, C_USER = 1, C_DB = 2, C_PID = 3, C_FROM = 4, C_SESSION = 5, C_
   C_HINT = 15, C_IQUERY = 16, C_CONTEXT = 18, C_QUERY = 19, C_LOCATION = 21, C_APP = 22,
   C_BTYPE = 23, C_LEADER = 24, C_QUERYID = 25;
 const MAX_COLUMNS = 32;
+/** Columns whose text repeats from row to row: their strings are reused (FieldCache). */
+const CACHED = new Uint8Array(MAX_COLUMNS);
+for (const k of [C_FROM, C_SESSION, C_TAG, C_START, C_TXID, C_SEVERITY, C_SQLSTATE, C_BTYPE, C_QUERYID]) CACHED[k] = 1;
+
+function isDigits(s: string, from: number): boolean {
+  for (let i = from; i < s.length; i++) {
+    const c = s.charCodeAt(i);
+    if (c < 0x30 || c > 0x39) return false;
+  }
+  return true;
+}
 
 /**
  * Reads the fields of one row in `b[s, e)`. Field k is `b[fs[k], fe[k])`; `fx[k]` is 1 when
@@ -54,13 +66,16 @@ export class CsvRowReader {
         let j = i + 1;
         let esc = 0;
         let close = -1;
-        while (j < e) {
-          if (b[j] === QUOTE) {
-            if (j + 1 < e && b[j + 1] === QUOTE) { esc = 1; j += 2; continue; }
-            close = j;
-            break;
-          }
-          j++;
+        for (;;) {
+          // Short fields: a loop; long ones: memchr. No quote before `e`: still open at the row's end.
+          let q = -1;
+          const stop = j + 24 < e ? j + 24 : e;
+          for (let x = j; x < stop; x++) if (b[x] === QUOTE) { q = x; break; }
+          if (q < 0 && stop < e) q = b.indexOf(QUOTE, stop);
+          if (q < 0 || q >= e) break;
+          if (q + 1 < e && b[q + 1] === QUOTE) { esc = 1; j = q + 2; continue; }
+          close = q;
+          break;
         }
         fs[k] = i + 1;
         fx[k] = esc;
@@ -125,6 +140,7 @@ export class CsvAssembler implements EntryAssembler {
   private readonly sink: RecordSink;
   private readonly max: number;
   private readonly reader = new CsvRowReader();
+  private readonly cache: FieldCache[] = [];
   /** An entry spanning lines: its pieces (with "\n" between), start, size. */
   private pieces: Buffer[] = [];
   private inEntry = false;
@@ -140,6 +156,7 @@ export class CsvAssembler implements EntryAssembler {
   constructor(sink: RecordSink, maxEntryBytes: number = DEFAULT_MAX_ENTRY_BYTES) {
     this.sink = sink;
     this.max = maxEntryBytes;
+    for (let k = 0; k < MAX_COLUMNS; k++) this.cache.push(new FieldCache());
   }
 
   pushLine(bytes: Buffer, from: number, to: number, offset: number, next: number, truncated: boolean): void {
@@ -197,75 +214,85 @@ export class CsvAssembler implements EntryAssembler {
   }
 
   private emitRow(b: Buffer, start: number, end: number, truncated: boolean, unterminated: boolean, from: number, to: number): void {
-    const r = this.reader;
-    const n = r.count;
-    const fs = r.fs, fe = r.fe, fx = r.fx;
-    const text = (k: number): Buffer | null => {
-      if (k >= n) return null;
-      const s = fs[k]!, e = fe[k]!;
-      if (e <= s) return null;
-      return fx[k] === 1 ? unescape(b, s, e) : b.subarray(s, e);
-    };
-    const str = (k: number): string | null => {
-      if (k >= n) return null;
-      const s = fs[k]!, e = fe[k]!;
-      if (e <= s) return null;
-      return fx[k] === 1 ? unescape(b, s, e).toString('latin1') : b.toString('latin1', s, e);
-    };
-    const int = (k: number): number | null => {
-      if (k >= n) return null;
-      const s = fs[k]!, e = fe[k]!;
-      if (e <= s) return null;
-      let v = 0;
-      for (let i = s; i < e; i++) {
-        const c = b[i]!;
-        if (c < 0x30 || c > 0x39) return null;
-        v = v * 10 + (c - 0x30);
-      }
-      return v;
-    };
+    const n = this.reader.count;
     let rec: LogRecord;
     if (n <= C_MESSAGE) {
       // Not a csvlog row: keep the raw bytes.
       rec = emptyRecord(start, end, UNKNOWN_SEVERITY, b.subarray(from, to));
       this.stats.malformed++;
     } else {
-      rec = emptyRecord(start, end, str(C_SEVERITY) ?? UNKNOWN_SEVERITY, text(C_MESSAGE) ?? EMPTY);
-      rec.time = str(C_TIME);
-      rec.user = text(C_USER);
-      rec.database = text(C_DB);
-      rec.pid = int(C_PID);
-      const fromField = str(C_FROM);
+      rec = emptyRecord(start, end, this.str(b, C_SEVERITY) ?? UNKNOWN_SEVERITY, this.text(b, C_MESSAGE) ?? EMPTY);
+      rec.time = this.str(b, C_TIME);
+      rec.user = this.text(b, C_USER);
+      rec.database = this.text(b, C_DB);
+      rec.pid = this.int(b, C_PID);
+      const fromField = this.str(b, C_FROM);
       if (fromField !== null) {
         const colon = fromField.lastIndexOf(':');
-        if (colon > 0 && /^\d+$/.test(fromField.slice(colon + 1))) {
+        if (colon > 0 && colon < fromField.length - 1 && isDigits(fromField, colon + 1)) {
           rec.remoteHost = fromField.slice(0, colon);
           rec.remotePort = fromField.slice(colon + 1);
         } else rec.remoteHost = fromField;
       }
-      rec.sessionId = str(C_SESSION);
-      rec.sessionLine = int(C_LINE);
-      rec.commandTag = str(C_TAG);
-      rec.sessionStart = str(C_START);
-      rec.vxid = str(C_VXID);
-      rec.txid = str(C_TXID);
-      rec.sqlstate = str(C_SQLSTATE);
-      rec.detail = text(C_DETAIL);
-      rec.hint = text(C_HINT);
-      rec.internalQuery = text(C_IQUERY);
-      rec.context = text(C_CONTEXT);
-      rec.statement = text(C_QUERY);
-      rec.location = str(C_LOCATION);
-      rec.application = text(C_APP);
-      rec.backendType = str(C_BTYPE);
-      rec.leaderPid = int(C_LEADER);
-      rec.queryId = str(C_QUERYID);
+      rec.sessionId = this.str(b, C_SESSION);
+      rec.sessionLine = this.int(b, C_LINE);
+      rec.commandTag = this.str(b, C_TAG);
+      rec.sessionStart = this.str(b, C_START);
+      rec.vxid = this.str(b, C_VXID);
+      rec.txid = this.str(b, C_TXID);
+      rec.sqlstate = this.str(b, C_SQLSTATE);
+      if (n > C_DETAIL) {
+        rec.detail = this.text(b, C_DETAIL);
+        rec.hint = this.text(b, C_HINT);
+        rec.internalQuery = this.text(b, C_IQUERY);
+        rec.context = this.text(b, C_CONTEXT);
+        rec.statement = this.text(b, C_QUERY);
+        rec.location = this.str(b, C_LOCATION);
+        rec.application = this.text(b, C_APP);
+        rec.backendType = this.str(b, C_BTYPE);
+        rec.leaderPid = this.int(b, C_LEADER);
+        rec.queryId = this.str(b, C_QUERYID);
+      }
       if (unterminated) this.stats.malformed++;
     }
     rec.truncated = truncated;
     if (truncated) this.stats.truncated++;
     this.stats.entries++;
     this.sink(rec);
+  }
+
+  /** Column k as bytes: a view, a new Buffer when it holds `""`, a shared one for repeated names. */
+  private text(b: Buffer, k: number): Buffer | null {
+    const r = this.reader;
+    if (k >= r.count) return null;
+    const s = r.fs[k]!, e = r.fe[k]!;
+    if (e <= s) return null;
+    if (r.fx[k] === 1) return unescape(b, s, e);
+    if (k === C_USER || k === C_DB || k === C_APP) return this.cache[k]!.buffer(b, s, e);
+    return b.subarray(s, e);
+  }
+
+  private str(b: Buffer, k: number): string | null {
+    const r = this.reader;
+    if (k >= r.count) return null;
+    const s = r.fs[k]!, e = r.fe[k]!;
+    if (e <= s) return null;
+    if (r.fx[k] === 1) return unescape(b, s, e).toString('latin1');
+    return CACHED[k] === 1 ? this.cache[k]!.string(b, s, e) : latin1(b, s, e);
+  }
+
+  private int(b: Buffer, k: number): number | null {
+    const r = this.reader;
+    if (k >= r.count) return null;
+    const s = r.fs[k]!, e = r.fe[k]!;
+    if (e <= s) return null;
+    let v = 0;
+    for (let i = s; i < e; i++) {
+      const c = b[i]!;
+      if (c < 0x30 || c > 0x39) return null;
+      v = v * 10 + (c - 0x30);
+    }
+    return v;
   }
 
   flush(): void {

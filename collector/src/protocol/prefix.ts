@@ -84,6 +84,56 @@ const MAX_TRIES = 16;
 
 const UNKNOWN = Buffer.from('[unknown]', 'latin1');
 
+/** Buffer's latin1Slice (what toString('latin1', s, e) ends in, without its argument checks). */
+interface Latin1Slicer { latin1Slice(start: number, end: number): string }
+export function latin1(b: Buffer, s: number, e: number): string {
+  return (b as unknown as Latin1Slicer).latin1Slice(s, e);
+}
+
+/**
+ * The value made from a field's bytes last time, reused while the bytes stay the same (user,
+ * database, session id, backend type ... repeat from line to line): saves an allocation.
+ */
+export class FieldCache {
+  private readonly bytes = Buffer.alloc(64);
+  private len = -1;
+  str: string | null = null;
+  buf: Buffer | null = null;
+
+  /** True when b[s, e) is what the cache holds. */
+  hit(b: Buffer, s: number, e: number): boolean {
+    const n = e - s;
+    if (n !== this.len) return false;
+    const c = this.bytes;
+    for (let i = n - 1; i >= 0; i--) if (c[i] !== b[s + i]) return false;
+    return true;
+  }
+
+  string(b: Buffer, s: number, e: number): string {
+    if (this.hit(b, s, e)) return this.str!;
+    const v = latin1(b, s, e);
+    this.store(b, s, e);
+    this.str = v;
+    return v;
+  }
+
+  buffer(b: Buffer, s: number, e: number): Buffer {
+    if (this.hit(b, s, e)) return this.buf!;
+    // A copy: the cached value must not keep the whole chunk alive.
+    const v = Buffer.from(b.subarray(s, e));
+    this.store(b, s, e);
+    this.buf = v;
+    return v;
+  }
+
+  private store(b: Buffer, s: number, e: number): void {
+    const n = e - s;
+    if (n > this.bytes.length) { this.len = -1; return; }
+    b.copy(this.bytes, 0, s, e);
+    this.len = n;
+  }
+}
+
 /** `YYYY-MM-DD HH:MM:SS[.mmm] TZ` at i; returns the end or -1. TZ: letters, or +hh / -hhmm. */
 function matchTime(b: Buffer, i: number, to: number, ms: boolean): number {
   const n = ms ? 24 : 20; // up to and including the space before the zone
@@ -248,6 +298,7 @@ export class CompiledPrefix {
   /** Value spans [start, end) per field of the last match; -1 when absent. */
   private readonly spans = new Int32Array(NFIELDS * 2);
   private tries = 0;
+  private readonly cache: FieldCache[] = [];
   /** Severity code (see severity.ts) of the last successful match. */
   severity = -1;
   /** Index after `SEVERITY:  ` of the last successful match. */
@@ -262,6 +313,7 @@ export class CompiledPrefix {
     for (const op of this.ops) if (op.field >= 0) set.add(op.field);
     this.fields = [...set];
     this.hasPid = set.has(F_PID);
+    for (let f = 0; f < NFIELDS; f++) this.cache.push(new FieldCache());
   }
 
   /**
@@ -291,46 +343,44 @@ export class CompiledPrefix {
   fill(bytes: Buffer, target: PrefixFields): void {
     const sp = this.spans;
     const fields = this.fields;
+    const cache = this.cache;
     for (let k = 0; k < fields.length; k++) {
       const f = fields[k]!;
       const s = sp[f * 2]!;
       const e = sp[f * 2 + 1]!;
       const empty = s < 0 || e <= s;
       switch (f) {
-        case F_TIME: target.time = empty ? null : bytes.toString('latin1', s, e); break;
+        case F_TIME: target.time = empty ? null : latin1(bytes, s, e); break;
         case F_PID: target.pid = parseIntSpan(bytes, s, e); break;
-        case F_USER: target.user = empty ? null : textField(bytes, s, e); break;
-        case F_DB: target.database = empty ? null : textField(bytes, s, e); break;
-        case F_APP: target.application = empty ? null : textField(bytes, s, e); break;
-        case F_HOST: target.remoteHost = empty ? null : bytes.toString('latin1', s, e); break;
+        case F_USER: target.user = empty ? null : textField(cache[f]!, bytes, s, e); break;
+        case F_DB: target.database = empty ? null : textField(cache[f]!, bytes, s, e); break;
+        case F_APP: target.application = empty ? null : textField(cache[f]!, bytes, s, e); break;
+        case F_HOST: target.remoteHost = empty ? null : cache[f]!.string(bytes, s, e); break;
         case F_REMOTE:
           if (empty) {
             if (!this.fields.includes(F_HOST)) target.remoteHost = null;
             target.remotePort = null;
-          } else if (bytes[e - 1] === 0x29) {
-            const open = bytes.lastIndexOf(0x28, e - 1);
+          } else {
+            const open = bytes[e - 1] === 0x29 ? bytes.lastIndexOf(0x28, e - 1) : -1;
             if (open >= s) {
-              target.remoteHost = bytes.toString('latin1', s, open);
-              target.remotePort = bytes.toString('latin1', open + 1, e - 1);
+              target.remoteHost = cache[f]!.string(bytes, s, open);
+              target.remotePort = latin1(bytes, open + 1, e - 1);
             } else {
-              target.remoteHost = bytes.toString('latin1', s, e);
+              target.remoteHost = cache[f]!.string(bytes, s, e);
               target.remotePort = null;
             }
-          } else {
-            target.remoteHost = bytes.toString('latin1', s, e);
-            target.remotePort = null;
           }
           break;
-        case F_SESSION: target.sessionId = empty ? null : bytes.toString('latin1', s, e); break;
+        case F_SESSION: target.sessionId = empty ? null : cache[f]!.string(bytes, s, e); break;
         case F_LINE: target.sessionLine = parseIntSpan(bytes, s, e); break;
-        case F_TAG: target.commandTag = empty ? null : bytes.toString('latin1', s, e); break;
-        case F_START: target.sessionStart = empty ? null : bytes.toString('latin1', s, e); break;
-        case F_VXID: target.vxid = empty ? null : bytes.toString('latin1', s, e); break;
-        case F_TXID: target.txid = empty ? null : bytes.toString('latin1', s, e); break;
-        case F_BTYPE: target.backendType = empty ? null : bytes.toString('latin1', s, e); break;
+        case F_TAG: target.commandTag = empty ? null : cache[f]!.string(bytes, s, e); break;
+        case F_START: target.sessionStart = empty ? null : cache[f]!.string(bytes, s, e); break;
+        case F_VXID: target.vxid = empty ? null : latin1(bytes, s, e); break;
+        case F_TXID: target.txid = empty ? null : cache[f]!.string(bytes, s, e); break;
+        case F_BTYPE: target.backendType = empty ? null : cache[f]!.string(bytes, s, e); break;
         case F_LEADER: target.leaderPid = parseIntSpan(bytes, s, e); break;
-        case F_QUERYID: target.queryId = empty ? null : bytes.toString('latin1', s, e); break;
-        case F_SQLSTATE: target.sqlstate = empty ? null : bytes.toString('latin1', s, e); break;
+        case F_QUERYID: target.queryId = empty ? null : cache[f]!.string(bytes, s, e); break;
+        case F_SQLSTATE: target.sqlstate = empty ? null : cache[f]!.string(bytes, s, e); break;
         default: break;
       }
     }
@@ -446,10 +496,10 @@ export class CompiledPrefix {
   }
 }
 
-/** A user, database or application name: a view into the line, `[unknown]` as null. */
-function textField(b: Buffer, s: number, e: number): Buffer | null {
+/** A user, database or application name (`[unknown]` as null); repeated names share one Buffer. */
+function textField(cache: FieldCache, b: Buffer, s: number, e: number): Buffer | null {
   if (e - s === 9 && b[s] === 0x5b && b.compare(UNKNOWN, 0, 9, s, e) === 0) return null;
-  return b.subarray(s, e);
+  return cache.buffer(b, s, e);
 }
 
 /** Compiles a log_line_prefix; throws PglogError('PREFIX_UNSUPPORTED') for what cannot be parsed. */

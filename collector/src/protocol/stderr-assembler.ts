@@ -44,7 +44,8 @@ export function auxSection(sev: number): number {
  */
 export class EntryBuilder {
   rec: LogRecord | null = null;
-  private readonly parts: Buffer[][] = [];
+  /** Per section: nothing, one piece, or pieces to join. */
+  private readonly secs: (Buffer | Buffer[] | null)[] = [];
   private used = 0;
   private sec = S_MESSAGE;
   private size = 0;
@@ -56,7 +57,7 @@ export class EntryBuilder {
     this.max = max;
     this.sink = sink;
     this.stats = stats;
-    for (let i = 0; i < NSECTIONS; i++) this.parts.push([]);
+    for (let i = 0; i < NSECTIONS; i++) this.secs.push(null);
   }
 
   /** Starts an entry whose first line is `lineLen` bytes long and whose message begins with `text`. */
@@ -95,10 +96,16 @@ export class EntryBuilder {
       rec.truncated = true;
     }
     this.size = size;
-    const list = this.parts[sec]!;
-    if (newline) list.push(NL);
-    list.push(text);
-    this.used |= 1 << sec;
+    const cur = this.secs[sec]!;
+    if ((this.used & (1 << sec)) === 0) {
+      this.secs[sec] = newline ? [NL, text] : text;
+      this.used |= 1 << sec;
+    } else if (Array.isArray(cur)) {
+      if (newline) cur.push(NL);
+      cur.push(text);
+    } else {
+      this.secs[sec] = newline ? [cur, NL, text] : [cur, text];
+    }
   }
 
   /** Emits the entry (if any). */
@@ -108,26 +115,25 @@ export class EntryBuilder {
     this.rec = null;
     const used = this.used;
     this.used = 0;
-    const parts = this.parts;
-    if (used & 1) rec.message = join(parts[S_MESSAGE]!);
-    if (used !== 1) {
-      if (used & (1 << S_DETAIL)) rec.detail = join(parts[S_DETAIL]!);
-      if (used & (1 << S_HINT)) rec.hint = join(parts[S_HINT]!);
-      if (used & (1 << S_CONTEXT)) rec.context = join(parts[S_CONTEXT]!);
-      if (used & (1 << S_STATEMENT)) rec.statement = join(parts[S_STATEMENT]!);
-      if (used & (1 << S_QUERY)) rec.internalQuery = join(parts[S_QUERY]!);
-      if (used & (1 << S_LOCATION)) rec.location = join(parts[S_LOCATION]!).toString('latin1');
+    if (used & 1) rec.message = this.take(S_MESSAGE);
+    if (used > 1) {
+      if (used & (1 << S_DETAIL)) rec.detail = this.take(S_DETAIL);
+      if (used & (1 << S_HINT)) rec.hint = this.take(S_HINT);
+      if (used & (1 << S_CONTEXT)) rec.context = this.take(S_CONTEXT);
+      if (used & (1 << S_STATEMENT)) rec.statement = this.take(S_STATEMENT);
+      if (used & (1 << S_QUERY)) rec.internalQuery = this.take(S_QUERY);
+      if (used & (1 << S_LOCATION)) rec.location = this.take(S_LOCATION).toString('latin1');
     }
     if (rec.truncated) this.stats.truncated++;
     this.stats.entries++;
     this.sink(rec);
   }
-}
 
-function join(list: Buffer[]): Buffer {
-  const b = list.length === 1 ? list[0]! : Buffer.concat(list);
-  list.length = 0;
-  return b;
+  private take(sec: number): Buffer {
+    const v = this.secs[sec]!;
+    this.secs[sec] = null;
+    return Array.isArray(v) ? Buffer.concat(v) : v;
+  }
 }
 
 export class StderrAssembler implements EntryAssembler {
