@@ -11,6 +11,8 @@
 # result is built in a temporary directory next to DIR and moved into place only when complete
 # and verified. See docs/loggen.md.
 set -euo pipefail
+# Logs hold bytes in several encodings: grep, sed, awk and sort must work on bytes.
+export LC_ALL=C
 
 PGBIN=${PGLOG_PGBIN:-/usr/lib/postgresql/15/bin}
 LOGGEN_USER=${PGLOG_LOGGEN_USER:-pglog-loggen}
@@ -203,6 +205,7 @@ pg() {
 # (log_min_duration_statement = -1 for that role) nor counted (excluded by userid).
 admin() {
   local db=$1; shift
+  conn loggen_admin
   pg env PGAPPNAME=loggen_admin "$PGBIN/psql" -X -q -At -v ON_ERROR_STOP=1 -U loggen_admin -d "$db" "$@" </dev/null
 }
 
@@ -212,13 +215,13 @@ admin() {
 # Every call adds exactly ONE statement (psql -f sends each ';'-terminated statement as its
 # own simple-protocol Query message).
 # ---------------------------------------------------------------------------------------------
-declare -A STMTS=() ERRS=() FATALS=() WARNS=() SESS_DB=() SESS_USER=() SESS_APP=()
+declare -A STMTS=() ERRS=() ERRS_DB=() FATALS=() WARNS=() SESS_DB=() SESS_USER=() SESS_APP=()
 PLANS_TEXT=0; PLANS_JSON=0; TEMP_FILES=0; CHECKPOINTS=0; DEADLOCKS=0; LOCK_PAIRS=0; SCRIPTED=0
 CUR=""; CUR_DB=""
 PGBENCH_JSON=()
 
 reset_counts() {
-  STMTS=(); ERRS=(); FATALS=(); WARNS=(); SESS_DB=(); SESS_USER=(); SESS_APP=()
+  STMTS=(); ERRS=(); ERRS_DB=(); FATALS=(); WARNS=(); SESS_DB=(); SESS_USER=(); SESS_APP=()
   PLANS_TEXT=0; PLANS_JSON=0; TEMP_FILES=0; CHECKPOINTS=0; DEADLOCKS=0; LOCK_PAIRS=0; SCRIPTED=0
   PGBENCH_JSON=()
 }
@@ -236,7 +239,16 @@ _add() {
 }
 _stmt_src() { if [ $# -gt 0 ]; then printf '%s' "$1"; else cat; fi; }
 ok()   { _add "$(_stmt_src "$@")"; STMTS[$CUR_DB]=$(( ${STMTS[$CUR_DB]:-0} + 1 )); SCRIPTED=$((SCRIPTED + 1)); }
-err()  { local st=$1; shift; _add "$(_stmt_src "$@")"; ERRS[$st]=$(( ${ERRS[$st]:-0} + 1 )); }
+err()  {
+  local st=$1; shift; _add "$(_stmt_src "$@")"
+  ERRS[$st]=$(( ${ERRS[$st]:-0} + 1 )); ERRS_DB[$CUR_DB/$st]=$(( ${ERRS_DB[$CUR_DB/$st]:-0} + 1 ))
+}
+# conn APP [RECEIVED [AUTHORIZED [DISCONNECTED]]]: the connections the load opens, kept in a
+# file so that background subshells and command substitutions count too.
+conn() {
+  local r=${2:-1}; local a=${3:-$r}; local d=${4:-$a}
+  echo "$1 $r $a $d" >>"$RUN_DIR/connections.txt"
+}
 warn() { local st=$1; shift; ok "$@"; WARNS[$st]=$(( ${WARNS[$st]:-0} + 1 )); }
 plan() { local fmt=$1; shift; ok "$@"; if [ "$fmt" = json ]; then PLANS_JSON=$((PLANS_JSON + 1)); else PLANS_TEXT=$((PLANS_TEXT + 1)); fi; }
 
@@ -247,6 +259,7 @@ wait_until() {
 
 run_session() {
   local n=$1
+  conn "${SESS_APP[$n]}"
   pg env PGAPPNAME="${SESS_APP[$n]}" "$PGBIN/psql" -X -q -v ON_ERROR_STOP=0 -U "${SESS_USER[$n]}" -d "${SESS_DB[$n]}" \
     -f "$RUN_DIR/sessions/$n.sql" >"$RUN_DIR/sessions/$n.out" 2>&1 </dev/null \
     || die "session $n could not run: $(tail -n 3 "$RUN_DIR/sessions/$n.out")"
@@ -259,20 +272,28 @@ wait_bg() {
   [ "$rc" -eq 0 ] || die "a background session failed"
 }
 
-# pgbench_run DB PROTOCOL CLIENTS TX_PER_CLIENT STMTS_PER_TX SCRIPT [extra pgbench args]
-pgbench_run() {
+# pgbench_account DB PROTOCOL CLIENTS TX_PER_CLIENT STMTS_PER_TX SCRIPT [extra pgbench args]:
+# what a pgbench run will do (statements, connections: one per client, or one per transaction
+# with -C, plus pgbench's own first connection).
+pgbench_account() {
   local db=$1 proto=$2 clients=$3 tx=$4 per=$5 script=$6; shift 6
   local connect=false; case " $* " in *" -C "*) connect=true ;; esac
+  local n=$((clients * tx * per))
+  STMTS[$db]=$(( ${STMTS[$db]:-0} + n ))
+  PGBENCH_JSON+=("{\"database\": \"$db\", \"protocol\": \"$proto\", \"script\": \"$script\", \"clients\": $clients, \"transactions_per_client\": $tx, \"statements_per_transaction\": $per, \"connect_per_transaction\": $connect, \"statements\": $n}")
+  if [ "$connect" = true ]; then conn "pgbench_$proto" $((clients * tx + 1)); else conn "pgbench_$proto" $((clients + 1)); fi
+}
+# pgbench_exec: same arguments; runs pgbench and checks it did all its transactions.
+pgbench_exec() {
+  local db=$1 proto=$2 clients=$3 tx=$4 per=$5 script=$6; shift 6
   local out="$RUN_DIR/pgbench-$db-$proto-$RANDOM.out"
   pg env PGAPPNAME="pgbench_$proto" "$PGBIN/pgbench" -n -U app -M "$proto" -c "$clients" -j "$clients" -t "$tx" \
     -f "$HERE/$script" "$@" "$db" >"$out" 2>&1 </dev/null || { tail -n 20 "$out" >&2; die "pgbench failed ($db, $proto)"; }
   local done_tx; done_tx=$(sed -n 's/^number of transactions actually processed: \([0-9]*\).*/\1/p' "$out")
   [ "$done_tx" = $((clients * tx)) ] || { cat "$out" >&2; die "pgbench processed '$done_tx' transactions, expected $((clients * tx))"; }
   if grep -q 'number of failed transactions: [1-9]' "$out"; then die "pgbench reported failed transactions: $out"; fi
-  local n=$((clients * tx * per))
-  STMTS[$db]=$(( ${STMTS[$db]:-0} + n ))
-  PGBENCH_JSON+=("{\"database\": \"$db\", \"protocol\": \"$proto\", \"script\": \"$script\", \"clients\": $clients, \"transactions_per_client\": $tx, \"statements_per_transaction\": $per, \"connect_per_transaction\": $connect, \"statements\": $n}")
 }
+pgbench_run() { pgbench_account "$@"; pgbench_exec "$@"; }
 
 # ---------------------------------------------------------------------------------------------
 # JSON helpers (all keys and most values are ASCII; strings never hold control characters)
@@ -289,6 +310,15 @@ jmap() {
     printf '"%s": %s' "$k" "${m[$k]}"
   done
   printf '}'
+}
+# jnested NAME: an associative array keyed "outer/inner" with integer values, as nested objects.
+jnested() {
+  local -n nm=$1
+  local k
+  for k in "${!nm[@]}"; do echo "$k ${nm[$k]}"; done | LC_ALL=C sort | awk '
+    { split($1, p, "/"); if (p[1] != cur) { if (cur != "") printf "}, "; else printf "{"; printf "\"%s\": {", p[1]; cur = p[1]; n = 0 }
+      if (n++) printf ", "; printf "\"%s\": %s", p[2], $2 }
+    END { if (cur == "") printf "{}"; else printf "}}" }'
 }
 jjoin() { local first=1 s; printf '['; for s in "$@"; do [ $first = 1 ] || printf ', '; first=0; printf '%s' "$s"; done; printf ']'; }
 
@@ -354,6 +384,8 @@ scenario_run() {
 
   # Bookkeeping before the counted part: neither logged (log_min_duration_statement = -1 in
   # these sessions) nor counted (pg_stat_statements is reset afterwards).
+  : >"$RUN_DIR/connections.txt"
+  conn loggen_admin
   pg env PGOPTIONS='-c log_min_duration_statement=-1' PGAPPNAME=loggen_admin "$PGBIN/psql" -X -q -v ON_ERROR_STOP=1 \
     -U postgres -d postgres >/dev/null </dev/null \
     -c 'CREATE ROLE loggen_admin LOGIN SUPERUSER' \
@@ -373,6 +405,7 @@ scenario_run() {
 
   say "run $name: pgbench -i -s $PGBENCH_SCALE"
   local init_out="$RUN_DIR/pgbench-init.out"
+  conn pgbench_init
   pg env PGAPPNAME=pgbench_init "$PGBIN/pgbench" -i -s "$PGBENCH_SCALE" -U app bench >"$init_out" 2>&1 </dev/null \
     || { cat "$init_out" >&2; die "pgbench -i failed"; }
   # pgbench 15 -i (steps dtgvp) sends exactly these top-level statements: drop tables (1),
@@ -405,12 +438,10 @@ scenario_run() {
   run_session checkpoint1
 
   say "run $name: pgbench simple protocol (background) + scripted sessions"
-  (pgbench_run bench simple 4 350 7 tpcb-partitioned.pgbench -s "$PGBENCH_SCALE") &
+  pgbench_account bench simple 4 350 7 tpcb-partitioned.pgbench -s "$PGBENCH_SCALE"
+  pgbench_exec bench simple 4 350 7 tpcb-partitioned.pgbench -s "$PGBENCH_SCALE" &
   local bench_pid=$!
   BG_PIDS+=("$bench_pid")
-  # the subshell's counters are lost: account for them here
-  STMTS[bench]=$(( ${STMTS[bench]:-0} + 4 * 350 * 7 ))
-  PGBENCH_JSON+=("{\"database\": \"bench\", \"protocol\": \"simple\", \"script\": \"tpcb-partitioned.pgbench\", \"clients\": 4, \"transactions_per_client\": 350, \"statements_per_transaction\": 7, \"connect_per_transaction\": false, \"statements\": $((4 * 350 * 7))}")
 
   session errors bench app psql_errors
   ok 'SELECT count(*) FROM pgbench_branches;'
@@ -520,10 +551,12 @@ SQL
   # Failed connections (FATAL): unknown database, wrong password.
   pg env PGAPPNAME=psql_fatal "$PGBIN/psql" -X -w -U app -d no_such_db -c 'SELECT 1' >/dev/null 2>&1 </dev/null \
     && die "connecting to no_such_db unexpectedly worked"
-  FATALS[3D000]=$(( ${FATALS[3D000]:-0} + 1 ))
+  FATALS[3D000]=$(( ${FATALS[3D000]:-0} + 1 )); ERRS_DB[no_such_db/3D000]=1
+  conn psql_fatal 1 1 0  # received and authorized, then FATAL: no disconnection entry
   pg env PGAPPNAME=psql_fatal PGPASSWORD=wrong-password "$PGBIN/psql" -X -w -U badpass -d bench -c 'SELECT 1' >/dev/null 2>&1 </dev/null \
     && die "wrong password unexpectedly accepted"
-  FATALS[28P01]=$(( ${FATALS[28P01]:-0} + 1 ))
+  FATALS[28P01]=$(( ${FATALS[28P01]:-0} + 1 )); ERRS_DB[bench/28P01]=1
+  conn psql_fatal 1 0 0  # received only
 
   # Many updates: autovacuum + autoanalyze on av_target.
   session av_updates bench app psql_updates
@@ -572,14 +605,8 @@ SQL
     GROUP BY d.datname ORDER BY d.datname")
   local dealloc; dealloc=$(admin postgres -c 'SELECT dealloc FROM pg_stat_statements_info')
   [ "$dealloc" = 0 ] || die "pg_stat_statements evicted entries (dealloc=$dealloc): counts would be wrong"
-  # backend statistics are flushed when sessions end; give the last ones a moment
-  local stat_rows="" i
-  for i in $(seq 1 50); do
-    stat_rows=$(admin postgres -F '|' -c "SELECT pg_stat_clear_snapshot()" -c "SELECT sum(deadlocks), sum(temp_files) FROM pg_stat_database")
-    stat_rows=${stat_rows##*$'\n'}
-    [ "$stat_rows" = "$DEADLOCKS|$TEMP_FILES" ] && break
-    sleep 0.1
-  done
+  # (backend statistics were flushed when the load's sessions ended, seconds ago)
+  local stat_rows; stat_rows=$(admin postgres -F '|' -c "SELECT sum(deadlocks), sum(temp_files) FROM pg_stat_database")
   local ckpt_req; ckpt_req=$(admin postgres -c 'SELECT checkpoints_req FROM pg_stat_bgwriter')
 
   stop_cluster
@@ -621,6 +648,22 @@ SQL
   compare_severity ERROR ERRS "$j"
   compare_severity FATAL FATALS "$j"
   compare_severity WARNING WARNS "$j"
+  declare -A SEEN_DB=()
+  while read -r c st; do [ -n "${st:-}" ] && SEEN_DB[$st]=$c; done < <(
+    { grep -a '"error_severity":"\(ERROR\|FATAL\)"' "$j" || true; } \
+      | sed -n 's/.*"dbname":"\([^"]*\)".*"error_severity":"[A-Z]*","state_code":"\([0-9A-Z]*\)".*/\1\/\2/p' | sort | uniq -c)
+  [ "$(jnested SEEN_DB)" = "$(jnested ERRS_DB)" ] \
+    || die "run $name: errors by database: expected $(jnested ERRS_DB), found $(jnested SEEN_DB)"
+  local conn_r conn_a conn_d
+  read -r conn_r conn_a conn_d < <(awk '{ r += $2; a += $3; d += $4 } END { print r, a, d }' "$RUN_DIR/connections.txt")
+  check_count "connection received" "$conn_r" "$(grep -a -c '"message":"connection received: ' "$j" || true)"
+  check_count "connection authorized" "$conn_a" "$(grep -a -c '"message":"connection authorized: ' "$j" || true)"
+  check_count "disconnection" "$conn_d" "$(grep -a -c '"message":"disconnection: ' "$j" || true)"
+  local conn_apps; conn_apps=$(awk '{ r[$1] += $2; a[$1] += $3; d[$1] += $4 } END { for (k in r) print k, r[k], a[k], d[k] }' "$RUN_DIR/connections.txt" \
+    | LC_ALL=C sort | awk 'BEGIN { printf "{" } { if (NR > 1) printf ", "; printf "\"%s\": {\"received\": %s, \"authorized\": %s, \"disconnections\": %s}", $1, $2, $3, $4 } END { printf "}" }')
+  local seen_apps; seen_apps=$({ grep -a -o '"message":"connection authorized: [^"]*application_name=[a-z_0-9]*' "$j" || true; } | sed 's/.*application_name=//' | sort | uniq -c | awk '{ print $2, $1 }')
+  [ "$seen_apps" = "$(awk '$3 > 0 { a[$1] += $3 } END { for (k in a) print k, a[k] }' "$RUN_DIR/connections.txt" | sort)" ] \
+    || die "run $name: authorized connections by application differ: $seen_apps"
   grep -a -q '"message":"automatic vacuum of table ' "$j" || die "run $name: no automatic vacuum entry"
   grep -a -q '"message":"automatic analyze of table ' "$j" || die "run $name: no automatic analyze entry"
   local enc s f
@@ -677,6 +720,8 @@ SQL
         ]
       },
       "errors": {"ERROR": $(jmap ERRS), "FATAL": $(jmap FATALS)},
+      "errors_by_database": $(jnested ERRS_DB),
+      "connections": {"received": $conn_r, "authorized": $conn_a, "disconnections": $conn_d, "by_application": $conn_apps, "note": "every attempt logs 'connection received'; the wrong password never reaches 'connection authorized'; the unknown database is authorized, then FATAL, without a 'disconnection' entry; pgbench opens one connection of its own besides its clients"},
       "warnings": $(jmap WARNS),
       "deadlocks": $DEADLOCKS,
       "lock_waits": {"pairs": $LOCK_PAIRS, "still_waiting": $LOCK_PAIRS, "acquired": $LOCK_PAIRS, "note": "one row lock (ShareLock on transaction), one relation lock (AccessShareLock on relation), one from the deadlock's surviving session"},
