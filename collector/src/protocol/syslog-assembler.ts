@@ -79,23 +79,15 @@ export function parseSyslogHeader(b: Buffer, from: number, to: number, h: Syslog
   h.timeTo = i;
   if (i >= to || b[i] !== SP) return -1;
   i++;
-  // host
-  const hs = i;
-  while (i < to && b[i] !== SP) i++;
-  if (i === hs || i >= to) return -1;
-  i++;
-  // ident[pid]:
-  const is = i;
-  while (i < to && b[i] !== 0x5b && b[i] !== SP && b[i] !== 0x3a) i++;
-  if (i === is || i >= to || b[i] !== 0x5b) return -1;
-  i++;
-  let pid = 0;
-  const ps = i;
-  while (i < to && isDigit(b[i])) pid = pid * 10 + (b[i++]! - 0x30);
-  if (i === ps || i + 2 > to || b[i] !== 0x5d || b[i + 1] !== 0x3a) return -1;
-  i += 2;
-  if (i < to && b[i] === SP) i++;
-  h.pid = pid;
+  // host (some daemons leave it out), then ident[pid]:
+  let t = parseIdent(b, i, to, h);
+  if (t < 0) {
+    while (i < to && b[i] !== SP) i++;
+    if (i >= to) return -1;
+    t = parseIdent(b, i + 1, to, h);
+    if (t < 0) return -1;
+  }
+  i = t;
   h.seq = -1;
   h.part = -1;
   // [N-M]
@@ -115,6 +107,22 @@ export function parseSyslogHeader(b: Buffer, from: number, to: number, h: Syslog
       }
     }
   }
+  return i;
+}
+
+/** `ident[pid]: ` at i: sets h.pid, returns the index after it or -1. */
+function parseIdent(b: Buffer, i: number, to: number, h: SyslogHeader): number {
+  const is = i;
+  while (i < to && b[i] !== 0x5b && b[i] !== SP && b[i] !== 0x3a) i++;
+  if (i === is || i >= to || b[i] !== 0x5b) return -1;
+  i++;
+  let pid = 0;
+  const ps = i;
+  while (i < to && isDigit(b[i])) pid = pid * 10 + (b[i++]! - 0x30);
+  if (i === ps || i + 2 > to || b[i] !== 0x5d || b[i + 1] !== 0x3a) return -1;
+  i += 2;
+  if (i < to && b[i] === SP) i++;
+  h.pid = pid;
   return i;
 }
 

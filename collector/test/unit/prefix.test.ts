@@ -42,6 +42,11 @@ void describe('compilePrefix', () => {
     assert.deepEqual(parse(p, '2024-01-02 03:04:05.678 UTC [11] LOG:  checkpoint starting: time')?.f, { time: '2024-01-02 03:04:05.678 UTC', pid: 11 });
     const s = parse(p, '2024-01-02 03:04:05.678 UTC [12] alice@shop ERROR:  boom');
     assert.deepEqual(s, { f: { time: '2024-01-02 03:04:05.678 UTC', pid: 12, user: 'alice', database: 'shop' }, severity: 'ERROR', text: 'boom' });
+    const c = compilePrefix(p);
+    const bg = Buffer.from('2024-01-02 03:04:05.678 UTC [11] LOG:  x');
+    assert.ok(c.match(bg, 0, bg.length) >= 0 && c.cutAtQ);
+    const ss = Buffer.from('2024-01-02 03:04:05.678 UTC [12] a@b LOG:  x');
+    assert.ok(c.match(ss, 0, ss.length) >= 0 && !c.cutAtQ);
     // A session whose message happens to contain '@'.
     assert.deepEqual(parse(p, '2024-01-02 03:04:05.678 UTC [13] LOG:  mail a@b x')?.text, 'mail a@b x');
   });

@@ -36,6 +36,7 @@ void describe('syslog assembler', () => {
       '2024-01-02T03:04:06Z db1 postgres[78]: #011second#011line',
       '2024-01-02T03:04:06Z db1 postgres[78]: 2024-01-02 03:04:06.000 UTC [78] HINT:  try again',
       '2024-01-02T03:04:06Z db1 postgres[79]: #011not ours',
+      'Jan  2 03:04:07 postgres[80]: 2024-01-02 03:04:07.000 UTC [80] LOG:  no host in the header',
       'not syslog at all',
       '',
     ].join('\n'));
@@ -44,6 +45,7 @@ void describe('syslog assembler', () => {
       [77, 'LOG', 'duration: 2 ms  statement: select 1\nfrom t', null],
       [78, 'ERROR', 'bad\nsecond\tline', 'try again'],
       [null, 'UNKNOWN', '2024-01-02T03:04:06Z db1 postgres[79]: #011not ours', null],
+      [80, 'LOG', 'no host in the header', null],
       [null, 'UNKNOWN', 'not syslog at all', null],
     ]);
     assert.equal(records[0]!.time, '2024-01-02 03:04:05.123 UTC');
