@@ -5,7 +5,6 @@
  * pure-JavaScript ones decode byte by byte into arrays and are an order of magnitude slower).
  */
 import { spawn } from 'node:child_process';
-import { createReadStream } from 'node:fs';
 import { open } from 'node:fs/promises';
 import { PassThrough, type Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
@@ -58,7 +57,8 @@ async function openFile(path: string): Promise<Readable> {
   // Open eagerly so a missing or unreadable file fails here with its own error.
   try {
     const handle = await open(path, 'r');
-    return createReadStream('', { fd: handle.fd, highWaterMark: READ_CHUNK, autoClose: true });
+    // The stream owns the handle and closes it when done or destroyed.
+    return handle.createReadStream({ highWaterMark: READ_CHUNK });
   } catch (e) {
     throw unreadable(path, e);
   }

@@ -27,7 +27,7 @@ const LOG = Buffer.from([
 
 interface Summary {
   bytes: number; lines: number; entries: number; truncated: number; malformed: number; replacements: number; nul_removed: number;
-  events: Record<string, number>; severities: Record<string, number>; databases: Record<string, number>;
+  events: Record<string, number> & { statement: number; other: number; error: number; checkpoint: number }; severities: Record<string, number>; databases: Record<string, number>;
   templates: { fingerprint: string; query: string; calls: number; total_ms: number; mean_ms: number; stddev_ms: number; min_ms: number; max_ms: number; p95_ms: number }[];
 }
 
