@@ -87,6 +87,9 @@ STAGE=""
 WORK=""
 SERVER_DATA=""
 BG_PIDS=()
+# fd 3 stays the script's own stderr: a signal may run the EXIT trap while stderr is
+# redirected into a session's output file.
+exec 3>&2
 cleanup() {
   local rc=$?
   trap - EXIT INT TERM
@@ -101,15 +104,37 @@ cleanup() {
   [ -n "$STAGE" ] && rm -rf "$STAGE"
   [ "$rc" -eq 0 ] || say "failed (exit $rc); no result was written to $OUT"
   exit "$rc"
-}
+} >&3 2>&3
 trap cleanup EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
 
+# Leftovers of generators that were killed hard (SIGKILL): stop their clusters, remove them.
+for owner in /tmp/pglog-loggen.*/owner.pid; do
+  [ -f "$owner" ] || continue
+  stale=$(dirname "$owner")
+  if [ ! -d "/proc/$(cat "$owner" 2>/dev/null || echo none)" ]; then
+    say "removing the leftovers of a killed run: $stale"
+    for pidfile in "$stale"/*/data/postmaster.pid; do
+      [ -f "$pidfile" ] || continue
+      postmaster=$(head -n 1 "$pidfile")
+      [[ "$postmaster" =~ ^[0-9]+$ ]] && kill -QUIT "$postmaster" 2>/dev/null || true
+    done
+    rm -rf "$stale" 2>/dev/null || true
+  fi
+done
+for stale in "$(dirname "$OUT")/.$(basename "$OUT").tmp."*; do
+  if [ -f "$stale/owner.pid" ] && [ ! -d "/proc/$(cat "$stale/owner.pid" 2>/dev/null || echo none)" ]; then
+    rm -rf "$stale" 2>/dev/null || true
+  fi
+done
+
 STAGE=$(mktemp -d "$(dirname "$OUT")/.$(basename "$OUT").tmp.XXXXXX")
+echo $$ >"$STAGE/owner.pid"
 chmod 0755 "$STAGE"
 # The socket path must stay short (108 bytes): always under /tmp.
 WORK=$(mktemp -d /tmp/pglog-loggen.XXXXXX)
+echo $$ >"$WORK/owner.pid"
 
 AS=()
 if [ "$(id -u)" -eq 0 ]; then
@@ -833,6 +858,7 @@ if command -v node >/dev/null 2>&1; then
   node -e 'JSON.parse(require("fs").readFileSync(process.argv[1], "utf8"))' "$STAGE/manifest.json" \
     || die "internal: manifest.json is not valid JSON"
 fi
+rm -f "$STAGE/owner.pid"
 echo "$GEN_HASH" >"$STAGE/.loggen-stamp"
 
 # Move into place: the stamp travels with the complete result, so a killed run never leaves
