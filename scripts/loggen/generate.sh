@@ -79,6 +79,18 @@ if [ -f "$STAMP" ] && [ "$(cat "$STAMP")" = "$GEN_HASH" ]; then
   say "up to date: $OUT"
   exit 0
 fi
+# One generator per DIR at a time; the second one finds the first one's result.
+command -v flock >/dev/null || die "flock (util-linux) is needed"
+exec 9>"$OUT.lock"
+flock 9
+if [ -f "$STAMP" ] && [ "$(cat "$STAMP")" = "$GEN_HASH" ]; then
+  say "up to date: $OUT (made by a concurrent run)"
+  exit 0
+fi
+# Never replace a directory that is not an earlier result of this script.
+if [ -e "$OUT" ] && [ ! -f "$STAMP" ] && [ -n "$(ls -A "$OUT" 2>/dev/null)" ]; then
+  die "$OUT exists and is not a loggen result (no .loggen-stamp): refusing to replace it"
+fi
 
 # ---------------------------------------------------------------------------------------------
 # Temporary directories, unprivileged user, cleanup
