@@ -140,6 +140,69 @@ function codecOf(name: string): Codec {
 }
 
 const REPLACEMENT = '\uFFFD';
+const NUL = '\u0000';
+
+/** Buffer's utf8Slice (what toString('utf8', s, e) ends in, without its argument checks). */
+interface Utf8Slicer { utf8Slice(start: number, end: number): string }
+function utf8(b: Buffer, s: number, e: number): string {
+  return (b as unknown as Utf8Slicer).utf8Slice(s, e);
+}
+
+/**
+ * True when a string decoded from UTF-8 needs nothing more: no NUL (only a 0 byte decodes to
+ * U+0000) and no U+FFFD (what every invalid sequence decodes to). String searches, much
+ * cheaper than scanning the bytes again (and a one-byte string has no U+FFFD to find).
+ */
+function cleanUtf8(s: string): boolean {
+  return s.indexOf(NUL) === -1 && s.indexOf(REPLACEMENT) === -1;
+}
+
+/** Names remembered by `decodeName` (database, user and application names repeat). */
+const NAME_SLOTS = 8;
+/** Longest name remembered (PostgreSQL names are at most 63 bytes; application names too). */
+const NAME_MAX = 64;
+
+/**
+ * The strings of the last clean (valid UTF-8, NUL-free) names by their bytes. Such a name
+ * decodes the same with every encoding and counts nothing, so its string can be reused: no
+ * decoding, and one string per name (whose hash a Map computes once).
+ */
+class NameCache {
+  private readonly bytes: Buffer[] = [];
+  private readonly lens = new Int32Array(NAME_SLOTS).fill(-1);
+  private readonly strs: string[] = [];
+  private next = 0;
+
+  constructor() {
+    for (let i = 0; i < NAME_SLOTS; i++) {
+      this.bytes.push(Buffer.alloc(NAME_MAX));
+      this.strs.push('');
+    }
+  }
+
+  get(b: Buffer): string | null {
+    const n = b.length;
+    const lens = this.lens;
+    for (let k = 0; k < NAME_SLOTS; k++) {
+      if (lens[k] !== n) continue;
+      const c = this.bytes[k]!;
+      let i = n - 1;
+      while (i >= 0 && c[i] === b[i]) i--;
+      if (i < 0) return this.strs[k]!;
+    }
+    return null;
+  }
+
+  set(b: Buffer, s: string): void {
+    const n = b.length;
+    if (n > NAME_MAX) return;
+    const k = this.next;
+    this.next = k + 1 === NAME_SLOTS ? 0 : k + 1;
+    b.copy(this.bytes[k]!, 0, 0, n);
+    this.lens[k] = n;
+    this.strs[k] = s;
+  }
+}
 const UTF8_REPLACEMENT = Buffer.from([0xef, 0xbf, 0xbd]);
 const GB18030_REPLACEMENT = Buffer.from([0x84, 0x31, 0xa4, 0x37]);
 /** Bound on the per-name lookup cache (distinct database names seen). */
@@ -166,6 +229,7 @@ export class Decoder {
   private nuls = 0;
   private lastDatabase: Buffer | null = null;
   private lastCodec: Codec;
+  private readonly names = new NameCache();
 
   /** Validates every configured encoding: throws ENCODING_UNSUPPORTED on an unknown one. */
   constructor(config: EncodingConfig) {
@@ -202,7 +266,28 @@ export class Decoder {
   /** Decodes text of an entry of `database` (null: the default encoding). Never throws. */
   decode(bytes: Buffer | null, database: Buffer | null): string | null {
     if (bytes === null) return null;
-    return this.decodeWith(bytes, this.codecFor(database));
+    const codec = this.codecFor(database);
+    if (codec.kind === 'utf8') {
+      const s = utf8(bytes, 0, bytes.length);
+      if (cleanUtf8(s)) return s;
+    }
+    return this.decodeWith(bytes, codec);
+  }
+
+  /**
+   * `bytes[s, e)` decoded, when that needs no replacement and removes no NUL (so it counts
+   * nothing); otherwise null and the caller decodes the whole text with decode(). For parsers
+   * that take a field apart on its bytes and decode only the pieces they keep. The pieces must
+   * start and end at ASCII bytes, which are whole characters in every supported encoding.
+   */
+  decodeClean(bytes: Buffer, s: number, e: number, database: Buffer | null): string | null {
+    const codec = this.codecFor(database);
+    if (codec.kind === 'utf8') {
+      const v = utf8(bytes, s, e);
+      return cleanUtf8(v) ? v : null;
+    }
+    const sub = bytes.subarray(s, e);
+    return sub.indexOf(0) === -1 && isAscii(sub) ? sub.toString('latin1') : null;
   }
 
   /**
@@ -212,7 +297,14 @@ export class Decoder {
    */
   decodeName(bytes: Buffer | null, database: Buffer | null = null): string | null {
     if (bytes === null) return null;
-    if (bytes.indexOf(0) === -1 && isUtf8(bytes)) return bytes.toString('utf8');
+    const known = this.names.get(bytes);
+    if (known !== null) return known;
+    const s = utf8(bytes, 0, bytes.length);
+    if (cleanUtf8(s)) {
+      this.names.set(bytes, s);
+      return s;
+    }
+    if (bytes.indexOf(0) === -1 && isUtf8(bytes)) return s; // a genuine U+FFFD
     return this.decodeWith(bytes, this.codecFor(database));
   }
 
@@ -244,7 +336,7 @@ export class Decoder {
     let bytes = input;
     if (bytes.indexOf(0) !== -1) bytes = this.removeNuls(bytes);
     if (codec.kind === 'utf8') {
-      const s = bytes.toString('utf8');
+      const s = utf8(bytes, 0, bytes.length);
       if (isUtf8(bytes)) return s;
       this.replaced += countChar(s, REPLACEMENT) - countBytes(bytes, UTF8_REPLACEMENT);
       return s;

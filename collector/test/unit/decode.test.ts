@@ -107,6 +107,57 @@ void describe('Decoder', () => {
     assert.equal(d.decodeName(null), null);
   });
 
+  void test('names are reused by their bytes, never across encodings; bad names are counted every time', () => {
+    const d = new Decoder({ defaultEncoding: 'UTF8', databases: { win: 'WIN1251' } });
+    const win = Buffer.from('win');
+    const names = Array.from({ length: 20 }, (_, k) => `name${k}`);
+    for (let round = 0; round < 3; round++) {
+      for (const n of names) assert.equal(d.decodeName(Buffer.from(n), win), n);
+    }
+    const bad = Buffer.from([0x61, 0xff, 0x00]);
+    assert.equal(d.decodeName(bad), 'a\uFFFD');
+    assert.equal(d.decodeName(Buffer.from(bad)), 'a\uFFFD');
+    assert.deepEqual([d.replacements, d.nulRemoved], [2, 2]);
+    // Valid UTF-8 is decoded as such whatever the database; other bytes with its encoding.
+    const cyr = iconv.encode('база', 'windows-1251');
+    assert.equal(d.decodeName(cyr, win), 'база');
+    assert.equal(d.decodeName(Buffer.from(cyr), null), '\uFFFD'.repeat(4));
+    assert.equal(d.decodeName(Buffer.from('x\uFFFDy'), win), 'x\uFFFDy');
+    // Reused strings follow the bytes, not the Buffer object.
+    const b = Buffer.from('alpha');
+    assert.equal(d.decodeName(b), 'alpha');
+    b.write('omega');
+    assert.equal(d.decodeName(b), 'omega');
+  });
+
+  void test('decodeClean: a span when it decodes without loss, else null and nothing counted', () => {
+    const d = new Decoder({ defaultEncoding: 'UTF8', databases: { win: 'WIN1251', legacy: 'SQL_ASCII' } });
+    const text = Buffer.from('abc: жук');
+    assert.equal(d.decodeClean(text, 5, text.length, null), 'жук');
+    assert.equal(d.decodeClean(text, 0, 3, Buffer.from('win')), 'abc');
+    assert.equal(d.decodeClean(text, 5, text.length, Buffer.from('win')), null);
+    assert.equal(d.decodeClean(text, 5, text.length, Buffer.from('legacy')), null);
+    assert.equal(d.decodeClean(Buffer.from('a\0b'), 0, 3, null), null);
+    assert.equal(d.decodeClean(Buffer.from('a\0b'), 0, 3, Buffer.from('win')), null);
+    assert.equal(d.decodeClean(Buffer.from([0x61, 0xff]), 0, 2, null), null);
+    assert.equal(d.decodeClean(Buffer.from('\uFFFD'), 0, 3, null), null);
+    assert.equal(d.decodeClean(text, 2, 2, null), '');
+    assert.deepEqual([d.replacements, d.nulRemoved], [0, 0]);
+    fc.assert(fc.property(fc.uint8Array({ maxLength: 32 }), fc.constantFrom(null, 'win', 'legacy'), (bytes, db) => {
+      const b = Buffer.from(bytes);
+      const name = db === null ? null : Buffer.from(db);
+      const v = d.decodeClean(b, 0, b.length, name);
+      const counted = d.replacements + d.nulRemoved;
+      const full = new Decoder({ defaultEncoding: 'UTF8', databases: { win: 'WIN1251', legacy: 'SQL_ASCII' } });
+      const s = full.decode(b, name);
+      assert.equal(d.replacements + d.nulRemoved, counted);
+      if (v !== null) {
+        assert.equal(v, s);
+        assert.equal(full.replacements + full.nulRemoved, 0);
+      }
+    }), { numRuns: 2000 });
+  });
+
   void test('East Asian encodings', () => {
     const d = new Decoder({ defaultEncoding: 'UTF8', databases: { jp: 'EUC_JP', cn: 'GB18030', kr: 'EUC_KR', sj: 'SJIS' } });
     assert.equal(d.decode(iconv.encode('日本語のテキスト', 'euc-jp'), Buffer.from('jp')), '日本語のテキスト');
