@@ -81,15 +81,33 @@ function fromEpoch(text: string): string | null {
 
 let lastText = '';
 let lastIso = '';
+/**
+ * The last dated conversion with a fraction, by parts: consecutive `%m` timestamps mostly
+ * differ only in their milliseconds, so the date, the clock up to the seconds and the zone are
+ * checked against these and the fraction is put between the converted parts.
+ */
+let lastSeconds = ''; // `yyyy-mm-dd hh:mm:ss` as logged
+let lastZone = ''; // ` ZONE`, the space included
+let lastHead = ''; // `yyyy-mm-ddThh:mm:ss`
+let lastOffset = '';
 
 /** A log timestamp as ISO 8601 with offset when the zone is known; otherwise as logged. */
 export function toIsoTimestamp(text: string): string {
   // Consecutive entries often share a timestamp (%t has whole seconds).
   if (text === lastText) return lastIso;
-  const iso = convert(text);
+  const iso = sameSecond(text) ?? convert(text);
   lastText = text;
   lastIso = iso;
   return iso;
+}
+
+/** The conversion of a timestamp of the same second and zone as the last one with a fraction, or null. */
+function sameSecond(text: string): string | null {
+  if (lastSeconds === '' || text.charCodeAt(19) !== 46 || !text.startsWith(lastSeconds)) return null;
+  let i = 20;
+  while (i < text.length && isDigit(text.charCodeAt(i))) i++;
+  if (i === 20 || text.length - i !== lastZone.length || !text.endsWith(lastZone)) return null;
+  return lastHead + text.slice(19, i) + lastOffset;
 }
 
 function convert(text: string): string {
@@ -109,6 +127,12 @@ function convert(text: string): string {
     if (text.charCodeAt(i) !== 32) return text;
     const offset = offsetOf(text.slice(i + 1));
     if (offset === null) return text;
+    if (i > 19) {
+      lastSeconds = text.slice(0, 19);
+      lastZone = text.slice(i);
+      lastHead = `${text.slice(0, 10)}T${text.slice(11, 19)}`;
+      lastOffset = offset;
+    }
     return `${text.slice(0, 10)}T${clock}${offset}`;
   }
   return fromEpoch(text) ?? text;
