@@ -17,13 +17,13 @@
  *   acquire" are `lock_wait` events with their own states (see LockWaitState in events.ts).
  */
 import type { Decoder } from './decode.ts';
-import type { EventCommon, EventKind, OtherEvent, PglogEvent } from './events.ts';
+import type { EventCommon, EventKind, OtherEvent, PglogEvent, StatementEvent } from './events.ts';
 import { parseCheckpoint } from './messages/checkpoint.ts';
 import { parseConnection, parseDisconnection } from './messages/connection.ts';
 import { parseDeadlockDetail, parseLockQueue, parseLockWait } from './messages/locks.ts';
 import { parseAutoanalyze, parseAutovacuum } from './messages/maintenance.ts';
 import { parsePlan } from './messages/plan.ts';
-import { parseStatementMessage } from './messages/statement.ts';
+import { parseStatementMessage, SCAN_BIND, SCAN_NONE, SCAN_PARSE, SCAN_STATEMENT, scanStatement, StatementSpans } from './messages/statement.ts';
 import { startsWithBytes } from './messages/text.ts';
 import { TemplateCache } from './normalize.ts';
 import type { LogRecord } from './record.ts';
@@ -47,10 +47,11 @@ const B_DISCONNECTION = Buffer.from('disconnection: ');
 const B_AUTOMATIC = Buffer.from('automatic ');
 const B_TEMPFILE = Buffer.from('temporary file: ');
 const B_DEADLOCK = Buffer.from('deadlock detected');
+const B_PARAMETERS = Buffer.from('parameters: ');
 
 const TEMP_FILE = /^temporary file: path "(.*)", size (\d+)$/;
 
-type Kind = 'none' | 'statement' | 'lock' | 'checkpoint' | 'connection' | 'disconnection' | 'maintenance' | 'temp_file';
+type Kind = 'error' | 'none' | 'statement' | 'lock' | 'checkpoint' | 'connection' | 'disconnection' | 'maintenance' | 'temp_file';
 
 /** Which parser may apply, from the first bytes of the message (no decoding). */
 function classify(m: Buffer): Kind {
@@ -88,6 +89,9 @@ export class EventParser {
   private readonly templates: TemplateCache;
   /** The database of the record being parsed (set first thing in `parse`): its text fields decode with its encoding. */
   private database: Buffer | null = null;
+  /** The decoded message of the record being parsed, once decoded (each text is decoded once: decoding counts). */
+  private message: string | null = null;
+  private readonly spans = new StatementSpans();
 
   constructor(options: EventParserOptions) {
     this.decoder = options.decoder;
@@ -97,13 +101,12 @@ export class EventParser {
   /** The event of one record. Never throws. */
   parse(record: LogRecord): PglogEvent {
     this.database = record.database;
-    let message: string | null = null;
+    this.message = null;
     try {
-      message = this.text(record.message) ?? '';
-      return this.classified(record, message);
+      return this.classified(record);
     } catch {
       // Not expected (every parser is defensive); an entry is never lost to a parser bug.
-      return this.other(record, message ?? this.text(record.message) ?? '', null, null);
+      return this.other(record, this.message ?? this.text(record.message) ?? '', null, null);
     }
   }
 
@@ -149,9 +152,25 @@ export class EventParser {
     };
   }
 
-  private classified(r: LogRecord, message: string): PglogEvent {
-    if (isErrorSeverity(r.severity)) return this.error(r, message);
-    switch (classify(r.message)) {
+  private classified(r: LogRecord): PglogEvent {
+    const kind = isErrorSeverity(r.severity) ? 'error' : classify(r.message);
+    const scan = kind === 'statement' ? scanStatement(r.message, this.spans) : SCAN_NONE;
+    if (scan === SCAN_STATEMENT) {
+      const event = this.scannedStatement(r, this.spans);
+      if (event !== null) return event;
+    }
+    const d = this.decoder;
+    const lost = d.nulRemoved + d.replacements;
+    const message = this.text(r.message) ?? '';
+    this.message = message;
+    if (scan > SCAN_STATEMENT && d.nulRemoved + d.replacements === lost) {
+      // A step or a bare duration: an `other` event with the full message. Decoded exactly (no
+      // byte removed or replaced), its text has the structure scanStatement read on the bytes.
+      return this.other(r, message, scan === SCAN_PARSE ? 'parse' : scan === SCAN_BIND ? 'bind' : 'duration', this.spans.duration);
+    }
+    switch (kind) {
+      case 'error':
+        return this.error(r, message);
       case 'none':
         return this.other(r, message, null, null);
       case 'statement':
@@ -200,6 +219,36 @@ export class EventParser {
         };
       }
     }
+  }
+
+  /**
+   * A statement execution from the spans of scanStatement: only the name and the SQL are
+   * decoded. Null (nothing decoded, nothing counted) when they do not decode cleanly; the
+   * caller then decodes the whole message and parses that, which gives the same event.
+   */
+  private scannedStatement(r: LogRecord, sp: StatementSpans): StatementEvent | null {
+    const m = r.message;
+    const d = this.decoder;
+    const query = d.decodeClean(m, sp.queryStart, sp.queryEnd, this.database);
+    if (query === null) return null;
+    let name: string | null = null;
+    let parameters: string | null = null;
+    if (sp.nameStart >= 0) {
+      name = d.decodeClean(m, sp.nameStart, sp.nameEnd, this.database);
+      if (name === null) return null;
+      const detail = r.detail;
+      if (detail !== null) {
+        if (startsWithBytes(detail, B_PARAMETERS)) parameters = d.decodeClean(detail, B_PARAMETERS.length, detail.length, this.database);
+        if (parameters === null) {
+          const text = this.text(detail) ?? '';
+          parameters = text.startsWith('parameters: ') ? text.slice(12) : null;
+        }
+      }
+    }
+    const t = this.templates.template(query);
+    return { ...this.base(r, 'statement'), duration_ms: sp.duration, protocol: name === null ? 'simple' : 'extended',
+      statement_name: name, query, parameters, normalized: t.normalized, fingerprint: t.fingerprint,
+    };
   }
 
   private statement(r: LogRecord, message: string): PglogEvent {

@@ -5,6 +5,7 @@ import iconv from 'iconv-lite';
 import { Decoder, type EncodingConfig } from '../../src/protocol/decode.ts';
 import { EventParser } from '../../src/protocol/event-parser.ts';
 import { EVENT_KINDS, type PglogEvent } from '../../src/protocol/events.ts';
+import { parseStatementMessage } from '../../src/protocol/messages/statement.ts';
 import { fingerprintOf, normalizeQuery, TemplateCache } from '../../src/protocol/normalize.ts';
 import { emptyRecord, type LogRecord } from '../../src/protocol/record.ts';
 
@@ -129,6 +130,81 @@ void describe('statements', () => {
       assert.equal(e.message, m);
       assert.ok(e.duration_ms === null);
     }
+  });
+});
+
+void describe('statements read on the bytes', () => {
+  /** The event must be what the text parser makes of the decoded message, counters included. */
+  function agrees(message: Buffer, detail: Buffer | null, database: string | null): void {
+    const decoder = new Decoder(ENCODINGS);
+    const r = record(message, database === null ? {} : { database });
+    r.detail = detail;
+    const e = new EventParser({ decoder }).parse(r);
+    const reference = new Decoder(ENCODINGS);
+    const db = database === null ? null : Buffer.from(database);
+    const text = reference.decode(message, db) ?? '';
+    // Which parser applies is told from the message's first bytes (before NULs are removed).
+    const statementLike = ['duration: ', 'statement: ', 'execute '].some((w) => message.subarray(0, w.length).equals(Buffer.from(w)));
+    const s = statementLike ? parseStatementMessage(text) : null;
+    const what = JSON.stringify(text);
+    if (s?.type === 'statement') {
+      const x = expectKind(e, 'statement');
+      assert.deepEqual([x.duration_ms, x.protocol, x.statement_name, x.query], [s.duration, s.protocol, s.name, s.query], what);
+      if (s.protocol === 'extended') {
+        const d = reference.decode(detail, db);
+        assert.equal(x.parameters, d !== null && d.startsWith('parameters: ') ? d.slice(12) : null, what);
+      }
+    } else if (s?.type === 'step' || s?.type === 'duration') {
+      const x = expectKind(e, 'other');
+      assert.deepEqual([x.message, x.subtype, x.duration_ms], [text, s.type === 'step' ? s.step : 'duration', s.duration], what);
+      reference.decode(detail, db);
+    } else if (s === null) {
+      const x = expectKind(e, 'other');
+      assert.deepEqual([x.message, x.subtype, x.duration_ms], [text, null, null], what);
+      reference.decode(detail, db);
+    } else {
+      expectKind(e, 'plan');
+      return;
+    }
+    assert.deepEqual([decoder.replacements, decoder.nulRemoved], [reference.replacements, reference.nulRemoved], what);
+  }
+
+  void test('durations are the numbers the text gives, exactly', () => {
+    for (const d of ['0', '0.0', '0.001', '1.5', '00.10', '123456789.123456', '999999999999999', '0.1234567890123', '.5', '5.', '1e3', '1234567890123456', ' 1', '1..2', '-1', 'Infinity', '0x10']) {
+      agrees(Buffer.from(`duration: ${d} ms  statement: SELECT 1`), null, null);
+      agrees(Buffer.from(`duration: ${d} ms`), null, null);
+    }
+    fc.assert(fc.property(fc.stringMatching(/^[0-9]{1,16}(\.[0-9]{1,16})?$/), (d) => {
+      agrees(Buffer.from(`duration: ${d} ms  execute S_1: SELECT 1`), null, null);
+    }), { numRuns: 3000 });
+  });
+
+  void test('names, SQL, NULs, invalid bytes and other encodings: the same event as from the text', () => {
+    // Latin-1 text for raw bytes (\xff is the byte 0xff: invalid UTF-8, Cyrillic in WIN1251).
+    const cases = ['execute S:\0 x: SELECT 1', 'execute S_1:\0', 'execute S_1:', 'execute <unnamed>: ', 'execute fetch from S_1/C_2: SELECT 1',
+      'duration: 3 ms  parse S:\0 x', 'duration: 3 ms\0', 'duration: 3 ms  bind S_1:', 'duration: 1 ms  statement: SELECT \0 1',
+      'statement: SELECT \xff', 'duration: 2.5 ms  execute S_\xff: SELECT 1', 'execute S_\xff\xff:\0 x: \xff'].map((c) => Buffer.from(c, 'latin1'));
+    cases.push(Buffer.from('execute S_1: SELECT \uFFFD'), Buffer.from('execute \u0436: \u0436'));
+    for (const message of cases) {
+      for (const db of [null, 'win']) {
+        agrees(message, Buffer.from("parameters: $1 = '\0'"), db);
+        agrees(message, Buffer.from('param\0eters: x'), db);
+        agrees(message, Buffer.from('parameters: \xff', 'latin1'), db);
+      }
+    }
+    const piece = fc.oneof(
+      fc.constantFrom('duration: ', '1.5', ' ms', '  ', 'statement: ', 'execute ', 'fetch from ', 'parse ', 'bind ', 'plan:\n',
+        '<unnamed>', 'S_1/C_2', ':', ': ', ' ', '\0', 'SELECT 1', 'é', 'ж'),
+      fc.string({ maxLength: 6 }),
+    ).map((t) => Buffer.from(t));
+    const raw = fc.uint8Array({ maxLength: 6 }).map((b) => Buffer.from(b));
+    const body = fc.array(fc.oneof(piece, piece, raw), { maxLength: 8 }).map((a) => Buffer.concat(a));
+    const start = fc.constantFrom('', 'statement: ', 'execute ', 'execute fetch from ', 'duration: 0.25 ms  statement: ',
+      'duration: 0.25 ms  execute ', 'duration: 3 ms  parse ', 'duration: 3 ms  bind ', 'duration: 7.5 ms', 'duration: 1 ms  ');
+    const detail = fc.option(fc.oneof(body, body.map((b) => Buffer.concat([Buffer.from('parameters: '), b]))), { nil: null });
+    fc.assert(fc.property(start, body, detail, fc.constantFrom(null, 'win', 'koi', 'app'), (s, b, d, db) => {
+      agrees(Buffer.concat([Buffer.from(s), b]), d, db);
+    }), { numRuns: 10000 });
   });
 });
 
