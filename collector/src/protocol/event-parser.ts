@@ -115,9 +115,10 @@ export class EventParser {
   }
 
   /**
-   * The fields every event carries, with its kind first. Events are built as
-   * `{ ...this.base(r, kind), ...fields }`: a spread in first position is V8's fast object
-   * clone, several times cheaper than copying the common fields into a literal after `kind`.
+   * The fields every event carries, with its kind first. Rare events are built as
+   * `{ ...this.base(r, kind), ...fields }` (a spread in first position is V8's fast object
+   * clone); the frequent ones (statement, other) spell out every field in one literal, which
+   * allocates once and is twice as fast again. Both give the same property order.
    */
   private base<K extends EventKind>(r: LogRecord, kind: K): EventCommon & { kind: K } {
     const d = this.decoder;
@@ -146,8 +147,14 @@ export class EventParser {
   }
 
   private other(r: LogRecord, message: string, subtype: string | null, duration: number | null): OtherEvent {
+    const d = this.decoder;
+    const db = r.database;
     return {
-      ...this.base(r, 'other'), message, detail: this.text(r.detail), hint: this.text(r.hint), context: this.text(r.context),
+      kind: 'other', offset: r.start, end: r.end, ts: r.time === null ? null : toIsoTimestamp(r.time), pid: r.pid,
+      database: d.decodeName(db, db), user: d.decodeName(r.user, db), application: d.decodeName(r.application, db),
+      remote_host: r.remoteHost, session_id: r.sessionId, session_line: r.sessionLine, backend_type: r.backendType,
+      query_id: r.queryId, severity: r.severity, sqlstate: r.sqlstate, truncated: r.truncated,
+      message, detail: this.text(r.detail), hint: this.text(r.hint), context: this.text(r.context),
       statement: this.text(r.statement), subtype, duration_ms: duration,
     };
   }
@@ -246,7 +253,13 @@ export class EventParser {
       }
     }
     const t = this.templates.template(query);
-    return { ...this.base(r, 'statement'), duration_ms: sp.duration, protocol: name === null ? 'simple' : 'extended',
+    const db = r.database;
+    return {
+      kind: 'statement', offset: r.start, end: r.end, ts: r.time === null ? null : toIsoTimestamp(r.time), pid: r.pid,
+      database: d.decodeName(db, db), user: d.decodeName(r.user, db), application: d.decodeName(r.application, db),
+      remote_host: r.remoteHost, session_id: r.sessionId, session_line: r.sessionLine, backend_type: r.backendType,
+      query_id: r.queryId, severity: r.severity, sqlstate: r.sqlstate, truncated: r.truncated,
+      duration_ms: sp.duration, protocol: name === null ? 'simple' : 'extended',
       statement_name: name, query, parameters, normalized: t.normalized, fingerprint: t.fingerprint,
     };
   }
