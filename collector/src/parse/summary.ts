@@ -42,22 +42,60 @@ interface TemplateAccumulator {
   durations: DurationStats;
 }
 
+/** A count kept in a Map by reference, so that adding one is a single lookup (or none, see Tally). */
+interface Count {
+  n: number;
+}
+
+/**
+ * Counts per key. Consecutive events mostly repeat the last key (one severity, one database,
+ * the same string objects), so the last key's count is kept at hand.
+ */
+class Tally {
+  private readonly counts = new Map<string, Count>();
+  private lastKey: string | null = null;
+  private last: Count = { n: 0 };
+
+  add(key: string): void {
+    if (key === this.lastKey) {
+      this.last.n++;
+      return;
+    }
+    let c = this.counts.get(key);
+    if (c === undefined) {
+      c = { n: 0 };
+      this.counts.set(key, c);
+    }
+    c.n++;
+    this.lastKey = key;
+    this.last = c;
+  }
+
+  entries(): [string, number][] {
+    return [...this.counts].map(([k, c]) => [k, c.n]);
+  }
+}
+
 export class SummaryBuilder {
-  private readonly events = Object.fromEntries(EVENT_KINDS.map((k) => [k, 0])) as Record<EventKind, number>;
-  private readonly severities = new Map<string, number>();
-  private readonly databases = new Map<string, number>();
+  private readonly events = new Tally();
+  private readonly severities = new Tally();
+  private readonly databases = new Tally();
   private readonly templates = new Map<string, TemplateAccumulator>();
+  private lastFingerprint = '';
+  private lastTemplate: TemplateAccumulator | null = null;
 
   add(event: PglogEvent): void {
-    this.events[event.kind]++;
-    increment(this.severities, event.severity);
-    if (event.database !== null) increment(this.databases, event.database);
+    this.events.add(event.kind);
+    this.severities.add(event.severity);
+    if (event.database !== null) this.databases.add(event.database);
     if (event.kind !== 'statement') return;
-    let template = this.templates.get(event.fingerprint);
-    if (template === undefined) {
+    let template = event.fingerprint === this.lastFingerprint ? this.lastTemplate : this.templates.get(event.fingerprint);
+    if (template == null) {
       template = { query: event.normalized, calls: 0, durations: new DurationStats() };
       this.templates.set(event.fingerprint, template);
     }
+    this.lastFingerprint = event.fingerprint;
+    this.lastTemplate = template;
     template.calls++;
     if (event.duration_ms !== null) template.durations.add(event.duration_ms);
   }
@@ -75,9 +113,9 @@ export class SummaryBuilder {
       malformed: counters.malformed,
       replacements: counters.replacements,
       nul_removed: counters.nulRemoved,
-      events: { ...this.events },
-      severities: sortedObject(this.severities),
-      databases: sortedObject(this.databases),
+      events: eventCounts(this.events),
+      severities: sortedObject(this.severities.entries()),
+      databases: sortedObject(this.databases.entries()),
       templates,
     };
   }
@@ -98,12 +136,15 @@ function templateSummary(fingerprint: string, t: TemplateAccumulator): TemplateS
   };
 }
 
-function increment(map: Map<string, number>, key: string): void {
-  map.set(key, (map.get(key) ?? 0) + 1);
+/** Every kind, in EVENT_KINDS order, with its count (0 when none was seen). */
+function eventCounts(tally: Tally): Record<EventKind, number> {
+  const counts = Object.fromEntries(EVENT_KINDS.map((k) => [k, 0])) as Record<EventKind, number>;
+  for (const [k, n] of tally.entries()) counts[k as EventKind] += n;
+  return counts;
 }
 
-function sortedObject(map: Map<string, number>): Record<string, number> {
-  return Object.fromEntries([...map.entries()].sort(([a], [b]) => compare(a, b)));
+function sortedObject(entries: [string, number][]): Record<string, number> {
+  return Object.fromEntries(entries.sort(([a], [b]) => compare(a, b)));
 }
 
 function compare(a: string, b: string): number {
