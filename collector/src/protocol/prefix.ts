@@ -296,7 +296,7 @@ export class CompiledPrefix {
   /** Fields the prefix can fill (either form). */
   private readonly fields: readonly number[];
   /** Value spans [start, end) per field of the last match; -1 when absent. */
-  private readonly spans = new Int32Array(NFIELDS * 2);
+  private readonly spans = new Int32Array(NFIELDS * 2).fill(-1);
   private tries = 0;
   private readonly cache: FieldCache[] = [];
   /** Severity code (see severity.ts) of the last successful match. */
@@ -322,7 +322,14 @@ export class CompiledPrefix {
    * `textStart` are set and the fields can be read with fill() / pid().
    */
   match(bytes: Buffer, from: number, to: number): number {
-    this.spans.fill(-1);
+    // Only the prefix's own fields are ever set or read.
+    const sp = this.spans;
+    const fields = this.fields;
+    for (let k = 0; k < fields.length; k++) {
+      const f = fields[k]!;
+      sp[f * 2] = -1;
+      sp[f * 2 + 1] = -1;
+    }
     this.tries = 0;
     return this.run(this.ops, 0, bytes, from, to);
   }
@@ -350,7 +357,8 @@ export class CompiledPrefix {
       const e = sp[f * 2 + 1]!;
       const empty = s < 0 || e <= s;
       switch (f) {
-        case F_TIME: target.time = empty ? null : latin1(bytes, s, e); break;
+        // Many lines share a timestamp (a busy server logs dozens per millisecond).
+        case F_TIME: target.time = empty ? null : cache[f]!.string(bytes, s, e); break;
         case F_PID: target.pid = parseIntSpan(bytes, s, e); break;
         case F_USER: target.user = empty ? null : textField(cache[f]!, bytes, s, e); break;
         case F_DB: target.database = empty ? null : textField(cache[f]!, bytes, s, e); break;
