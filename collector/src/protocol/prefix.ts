@@ -128,8 +128,10 @@ export class FieldCache {
 
   private store(b: Buffer, s: number, e: number): void {
     const n = e - s;
-    if (n > this.bytes.length) { this.len = -1; return; }
-    b.copy(this.bytes, 0, s, e);
+    const c = this.bytes;
+    if (n > c.length) { this.len = -1; return; }
+    // A loop: for a few bytes, much cheaper than the native copy.
+    for (let i = 0; i < n; i++) c[i] = b[s + i]!;
     this.len = n;
   }
 }
