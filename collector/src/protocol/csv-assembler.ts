@@ -33,7 +33,7 @@ const C_TIME = 0, C_USER = 1, C_DB = 2, C_PID = 3, C_FROM = 4, C_SESSION = 5, C_
 const MAX_COLUMNS = 32;
 /** Columns whose text repeats from row to row: their strings are reused (FieldCache). */
 const CACHED = new Uint8Array(MAX_COLUMNS);
-for (const k of [C_FROM, C_SESSION, C_TAG, C_START, C_TXID, C_SEVERITY, C_SQLSTATE, C_BTYPE, C_QUERYID]) CACHED[k] = 1;
+for (const k of [C_TIME, C_FROM, C_SESSION, C_TAG, C_START, C_TXID, C_SEVERITY, C_SQLSTATE, C_BTYPE, C_QUERYID]) CACHED[k] = 1;
 
 function isDigits(s: string, from: number): boolean {
   for (let i = from; i < s.length; i++) {
@@ -152,6 +152,10 @@ export class CsvAssembler implements EntryAssembler {
   private truncated = false;
   /** A line of the open entry was cut by the splitter: its quote state is a guess. */
   private lostParity = false;
+  /** The last connection_from column and the host and port read from it. */
+  private lastFrom: string | null = null;
+  private lastHost: string | null = null;
+  private lastPort: string | null = null;
 
   constructor(sink: RecordSink, maxEntryBytes: number = DEFAULT_MAX_ENTRY_BYTES) {
     this.sink = sink;
@@ -228,11 +232,20 @@ export class CsvAssembler implements EntryAssembler {
       rec.pid = this.int(b, C_PID);
       const fromField = this.str(b, C_FROM);
       if (fromField !== null) {
-        const colon = fromField.lastIndexOf(':');
-        if (colon > 0 && colon < fromField.length - 1 && isDigits(fromField, colon + 1)) {
-          rec.remoteHost = fromField.slice(0, colon);
-          rec.remotePort = fromField.slice(colon + 1);
-        } else rec.remoteHost = fromField;
+        // The same string as the last row's (the column cache): the same host and port.
+        if (fromField !== this.lastFrom) {
+          const colon = fromField.lastIndexOf(':');
+          if (colon > 0 && colon < fromField.length - 1 && isDigits(fromField, colon + 1)) {
+            this.lastHost = fromField.slice(0, colon);
+            this.lastPort = fromField.slice(colon + 1);
+          } else {
+            this.lastHost = fromField;
+            this.lastPort = null;
+          }
+          this.lastFrom = fromField;
+        }
+        rec.remoteHost = this.lastHost;
+        rec.remotePort = this.lastPort;
       }
       rec.sessionId = this.str(b, C_SESSION);
       rec.sessionLine = this.int(b, C_LINE);
