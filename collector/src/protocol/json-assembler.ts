@@ -72,11 +72,30 @@ function scalarOf(text: string, key: string): string | null {
   return i > s ? text.slice(s, i) : null;
 }
 
-export function recordFromJson(o: Json, text: string, start: number, end: number): LogRecord {
+/**
+ * The bytes of a name field, reused while the name stays the same from line to line (a copy
+ * per line otherwise): the bytes of the last value per field.
+ */
+export class NameBytes {
+  private last: string | null = null;
+  private bytes: Buffer | null = null;
+
+  of(v: unknown): Buffer | null {
+    if (typeof v !== 'string') return bytesOf(v);
+    if (v !== this.last) {
+      this.last = v;
+      this.bytes = bytesOf(v);
+    }
+    return this.bytes;
+  }
+}
+
+export function recordFromJson(o: Json, text: string, start: number, end: number,
+  names: readonly [NameBytes, NameBytes, NameBytes] = [new NameBytes(), new NameBytes(), new NameBytes()]): LogRecord {
   const rec = emptyRecord(start, end, strOf(o.error_severity) ?? UNKNOWN_SEVERITY, bytesOf(o.message) ?? EMPTY);
   rec.time = strOf(o.timestamp);
-  rec.user = bytesOf(o.user);
-  rec.database = bytesOf(o.dbname);
+  rec.user = names[0].of(o.user);
+  rec.database = names[1].of(o.dbname);
   rec.pid = intOf(o.pid);
   rec.remoteHost = strOf(o.remote_host);
   rec.remotePort = strOf(o.remote_port);
@@ -96,7 +115,7 @@ export function recordFromJson(o: Json, text: string, start: number, end: number
   const file = strOf(o.file_name);
   const line = strOf(o.file_line_num);
   if (file !== null) rec.location = func !== null ? `${func}, ${file}:${line ?? ''}` : `${file}:${line ?? ''}`;
-  rec.application = bytesOf(o.application_name);
+  rec.application = names[2].of(o.application_name);
   rec.backendType = strOf(o.backend_type);
   rec.leaderPid = intOf(o.leader_pid);
   rec.queryId = o.query_id === undefined ? null : queryIdOf(text);
@@ -106,6 +125,7 @@ export function recordFromJson(o: Json, text: string, start: number, end: number
 export class JsonAssembler implements EntryAssembler {
   readonly stats: AssemblerStats = { entries: 0, truncated: 0, malformed: 0 };
   private readonly sink: RecordSink;
+  private readonly names: [NameBytes, NameBytes, NameBytes] = [new NameBytes(), new NameBytes(), new NameBytes()];
 
   constructor(sink: RecordSink) {
     this.sink = sink;
@@ -121,7 +141,7 @@ export class JsonAssembler implements EntryAssembler {
       } catch {
         o = undefined;
       }
-      if (typeof o === 'object' && o !== null && !Array.isArray(o)) rec = recordFromJson(o as Json, text, offset, next);
+      if (typeof o === 'object' && o !== null && !Array.isArray(o)) rec = recordFromJson(o as Json, text, offset, next, this.names);
       else this.stats.malformed++;
     }
     if (rec === null) {
