@@ -76,8 +76,14 @@ class Tally {
   }
 }
 
+/** Position of each kind in EVENT_KINDS. */
+const KIND_INDEX: ReadonlyMap<string, number> = new Map(EVENT_KINDS.map((k, i) => [k, i]));
+
 export class SummaryBuilder {
-  private readonly events = new Tally();
+  /** Per kind (EVENT_KINDS order); the last kind's index kept at hand, as kinds alternate among a few. */
+  private readonly events = new Float64Array(EVENT_KINDS.length);
+  private lastKind = '';
+  private lastKindIndex = 0;
   private readonly severities = new Tally();
   private readonly databases = new Tally();
   private readonly templates = new Map<string, TemplateAccumulator>();
@@ -85,7 +91,12 @@ export class SummaryBuilder {
   private lastTemplate: TemplateAccumulator | null = null;
 
   add(event: PglogEvent): void {
-    this.events.add(event.kind);
+    const kind = event.kind;
+    if (kind !== this.lastKind) {
+      this.lastKind = kind;
+      this.lastKindIndex = KIND_INDEX.get(kind) ?? 0;
+    }
+    this.events[this.lastKindIndex]! += 1;
     this.severities.add(event.severity);
     if (event.database !== null) this.databases.add(event.database);
     if (event.kind !== 'statement') return;
@@ -137,10 +148,8 @@ function templateSummary(fingerprint: string, t: TemplateAccumulator): TemplateS
 }
 
 /** Every kind, in EVENT_KINDS order, with its count (0 when none was seen). */
-function eventCounts(tally: Tally): Record<EventKind, number> {
-  const counts = Object.fromEntries(EVENT_KINDS.map((k) => [k, 0])) as Record<EventKind, number>;
-  for (const [k, n] of tally.entries()) counts[k as EventKind] += n;
-  return counts;
+function eventCounts(counts: Float64Array): Record<EventKind, number> {
+  return Object.fromEntries(EVENT_KINDS.map((k, i) => [k, counts[i]!])) as Record<EventKind, number>;
 }
 
 function sortedObject(entries: [string, number][]): Record<string, number> {
