@@ -22,6 +22,8 @@ void describe('normalizeQuery', () => {
     ['SELECT /* a /* nested */ comment */ 1 -- end', 'select ?'],
     ['SELECT "Foo"."Bar", "we""ird" FROM "Schema".t', 'select "Foo"."Bar", "we""ird" from "Schema".t'],
     ["SELECT Имя, \"Фамилия\" FROM Таблица WHERE Поле = 'привет'", 'select имя, "Фамилия" from таблица where поле = ?'],
+    ['SELECT İ, ΑΣ.Β, ÀB_Ç1 FROM "Ünï"', 'select i̇, ας.β, àb_ç1 from "Ünï"'],
+    ["SELECT 'é', Ü", 'select ?, ü'],
     ['SELECT true, FALSE, NULL', 'select true, false, null'],
     ["SELECT '2024-01-01'::date, interval '1 day', x::text", 'select ?::date, interval ?, x::text'],
     ['SELECT a[1:2], j->>\'k\', j #> \'{a}\', x<>-1, y||\'s\'', 'select a[?:?], j ->> ?, j #> ?, x <> ?, y || ?'],
@@ -50,6 +52,11 @@ void describe('fingerprints', () => {
     assert.equal(fp('SELECT * FROM t WHERE id = 42'), '88e41652b573c403');
     assert.equal(fp("UPDATE pgbench_accounts SET abalance = abalance + -4711 WHERE aid = 87;"), '97690197335858e3');
     assert.equal(fp('select имя from таблица where x in (1,2,3)'), '60e6df8c590c404e');
+  });
+
+  void test('a lone surrogate (no decoder makes one) is U+FFFD in the text, as in the fingerprint', () => {
+    assert.equal(normalizeQuery('SELECT "a\ud800" FROM b\udc00'), 'select "a\ufffd" from b\ufffd');
+    assert.equal(fp('SELECT "a\ud800"'), fingerprintOf('select "a\ud800"'));
   });
 
   void test('16 lowercase hex digits', () => {
@@ -151,6 +158,17 @@ void describe('TemplateCache', () => {
     for (let i = 0; i < 10; i++) cache.template(`SELECT c${i} FROM t`);
     assert.equal(cache.size, 3);
     assert.deepEqual(cache.template('SELECT * FROM t WHERE id = 7'), t);
+  });
+
+  void test('any text: the template equals a fresh normalization and its fingerprint', () => {
+    const cache = new TemplateCache(8);
+    const sqlish = fc.string({ unit: fc.constantFrom('a', 'B', '1', ' ', "'", '"', '$', '(', ')', ',', ';', '-', '+', 'é', 'И', 'in', 'values', '$1', '/*', '*/'), maxLength: 40 });
+    fc.assert(fc.property(fc.array(sqlish, { minLength: 1, maxLength: 20 }), (sqls) => {
+      for (const sql of [...sqls, ...sqls]) {
+        const normalized = normalizeQuery(sql);
+        assert.deepEqual(cache.template(sql), { normalized, fingerprint: fingerprintOf(normalized) }, JSON.stringify(sql));
+      }
+    }), { numRuns: 500 });
   });
 
   void test('texts without constants are reused verbatim; results equal a fresh normalization', () => {
