@@ -84,10 +84,11 @@ let lastIso = '';
 /**
  * The last dated conversion with a fraction, by parts: consecutive `%m` timestamps mostly
  * differ only in their milliseconds, so the date, the clock up to the seconds and the zone are
- * checked against these and the fraction is put between the converted parts.
+ * compared with that timestamp's (character by character: both are flat strings) and the
+ * fraction is put between the converted parts.
  */
-let lastSeconds = ''; // `yyyy-mm-dd hh:mm:ss` as logged
-let lastZone = ''; // ` ZONE`, the space included
+let lastDated = ''; // `yyyy-mm-dd hh:mm:ss.fff ZONE` as logged
+let lastFractionEnd = 0; // index of the space before the zone in lastDated
 let lastHead = ''; // `yyyy-mm-ddThh:mm:ss`
 let lastOffset = '';
 
@@ -103,11 +104,14 @@ export function toIsoTimestamp(text: string): string {
 
 /** The conversion of a timestamp of the same second and zone as the last one with a fraction, or null. */
 function sameSecond(text: string): string | null {
-  if (lastSeconds === '' || text.charCodeAt(19) !== 46 || !text.startsWith(lastSeconds)) return null;
-  let i = 20;
-  while (i < text.length && isDigit(text.charCodeAt(i))) i++;
-  if (i === 20 || text.length - i !== lastZone.length || !text.endsWith(lastZone)) return null;
-  return lastHead + text.slice(19, i) + lastOffset;
+  const last = lastDated;
+  const n = text.length;
+  if (n !== last.length || n === 0 || text.charCodeAt(19) !== 46) return null;
+  for (let k = 18; k >= 0; k--) if (text.charCodeAt(k) !== last.charCodeAt(k)) return null;
+  const end = lastFractionEnd;
+  for (let k = 20; k < end; k++) if (!isDigit(text.charCodeAt(k))) return null;
+  for (let k = end; k < n; k++) if (text.charCodeAt(k) !== last.charCodeAt(k)) return null;
+  return lastHead + text.slice(19, end) + lastOffset;
 }
 
 function convert(text: string): string {
@@ -128,8 +132,8 @@ function convert(text: string): string {
     const offset = offsetOf(text.slice(i + 1));
     if (offset === null) return text;
     if (i > 19) {
-      lastSeconds = text.slice(0, 19);
-      lastZone = text.slice(i);
+      lastDated = text;
+      lastFractionEnd = i;
       lastHead = `${text.slice(0, 10)}T${text.slice(11, 19)}`;
       lastOffset = offset;
     }
