@@ -28,7 +28,7 @@ const EMPTY = Buffer.alloc(0);
 /** Column indexes. */
 const C_TIME = 0, C_USER = 1, C_DB = 2, C_PID = 3, C_FROM = 4, C_SESSION = 5, C_LINE = 6, C_TAG = 7,
   C_START = 8, C_VXID = 9, C_TXID = 10, C_SEVERITY = 11, C_SQLSTATE = 12, C_MESSAGE = 13, C_DETAIL = 14,
-  C_HINT = 15, C_IQUERY = 16, C_CONTEXT = 18, C_QUERY = 19, C_LOCATION = 21, C_APP = 22,
+  C_HINT = 15, C_IQUERY = 16, C_IQUERY_POS = 17, C_CONTEXT = 18, C_QUERY = 19, C_QUERY_POS = 20, C_LOCATION = 21, C_APP = 22,
   C_BTYPE = 23, C_LEADER = 24, C_QUERYID = 25;
 const MAX_COLUMNS = 32;
 /** Columns whose text repeats from row to row: their strings are reused (FieldCache). */
@@ -260,6 +260,8 @@ export class CsvAssembler implements EntryAssembler {
         rec.internalQuery = this.text(b, C_IQUERY);
         rec.context = this.text(b, C_CONTEXT);
         rec.statement = this.text(b, C_QUERY);
+        rec.internalPosition = this.int(b, C_IQUERY_POS);
+        rec.cursorPosition = this.int(b, C_QUERY_POS);
         rec.location = this.str(b, C_LOCATION);
         rec.application = this.text(b, C_APP);
         rec.backendType = this.str(b, C_BTYPE);

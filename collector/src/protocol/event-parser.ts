@@ -100,7 +100,7 @@ export class EventParser {
 
   /** The event of one record. Never throws. */
   parse(record: LogRecord): PglogEvent {
-    this.database = record.database;
+    this.database = record.database ?? maintenanceDatabase(record.message);
     this.message = null;
     try {
       return this.classified(record);
@@ -128,9 +128,9 @@ export class EventParser {
       end: r.end,
       ts: r.time === null ? null : toIsoTimestamp(r.time),
       pid: r.pid,
-      database: d.decodeName(r.database, r.database),
-      user: d.decodeName(r.user, r.database),
-      application: d.decodeName(r.application, r.database),
+      database: d.decodeName(this.database, this.database),
+      user: d.decodeName(r.user, this.database),
+      application: d.decodeName(r.application, this.database),
       remote_host: r.remoteHost,
       session_id: r.sessionId,
       session_line: r.sessionLine,
@@ -148,7 +148,7 @@ export class EventParser {
 
   private other(r: LogRecord, message: string, subtype: string | null, duration: number | null): OtherEvent {
     const d = this.decoder;
-    const db = r.database;
+    const db = this.database;
     return {
       kind: 'other', offset: r.start, end: r.end, ts: r.time === null ? null : toIsoTimestamp(r.time), pid: r.pid,
       database: d.decodeName(db, db), user: d.decodeName(r.user, db), application: d.decodeName(r.application, db),
@@ -253,7 +253,7 @@ export class EventParser {
       }
     }
     const t = this.templates.template(query);
-    const db = r.database;
+    const db = this.database;
     return {
       kind: 'statement', offset: r.start, end: r.end, ts: r.time === null ? null : toIsoTimestamp(r.time), pid: r.pid,
       database: d.decodeName(db, db), user: d.decodeName(r.user, db), application: d.decodeName(r.application, db),
@@ -298,7 +298,24 @@ export class EventParser {
     }
     return { ...this.base(r, 'error'), message, detail: this.text(r.detail), hint: this.text(r.hint),
       context: this.text(r.context), statement, internal_query: this.text(r.internalQuery),
+      cursor_position: r.cursorPosition, internal_position: r.internalPosition,
       fingerprint: this.fingerprintOf(statement),
     };
   }
+}
+
+const B_OF_TABLE = Buffer.from(' of table "');
+
+/**
+ * Autovacuum workers log without a session, so csvlog, jsonlog and the prefix have no database
+ * for them; their message names it (`automatic vacuum of table "db.schema.table"`), and the
+ * table name is in that database's encoding.
+ */
+function maintenanceDatabase(message: Buffer): Buffer | null {
+  if (message.length < 24 || message[0] !== 0x61 || !startsWithBytes(message, B_AUTOMATIC)) return null;
+  const at = message.indexOf(B_OF_TABLE, B_AUTOMATIC.length);
+  if (at < 0 || at > 64) return null;
+  const from = at + B_OF_TABLE.length;
+  const dot = message.indexOf(0x2e, from);
+  return dot > from ? message.subarray(from, dot) : null;
 }

@@ -68,6 +68,10 @@ export interface ErrorEvent extends EventCommon {
   context: string | null;
   statement: string | null;
   internal_query: string | null;
+  /** 1-based character position of the error in `statement` (csv `query_pos`; the ` at character N` of stderr). */
+  cursor_position: number | null;
+  /** 1-based character position of the error in `internal_query`. */
+  internal_position: number | null;
   /** Fingerprint of `statement`, when there is one, so errors group with their templates. */
   fingerprint: string | null;
 }

@@ -111,6 +111,8 @@ export function recordFromJson(o: Json, text: string, start: number, end: number
   rec.internalQuery = bytesOf(o.internal_query);
   rec.context = bytesOf(o.context);
   rec.statement = bytesOf(o.statement);
+  rec.cursorPosition = intOf(o.cursor_position);
+  rec.internalPosition = intOf(o.internal_position);
   const func = strOf(o.func_name);
   const file = strOf(o.file_name);
   const line = strOf(o.file_line_num);

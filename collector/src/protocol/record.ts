@@ -44,6 +44,13 @@ export interface LogRecord {
   statement: Buffer | null;
   /** Internal query (QUERY: line, csv `internal_query`). */
   internalQuery: Buffer | null;
+  /**
+   * Character position of the error in `statement` (csv `query_pos`, json `cursor_position`;
+   * in stderr and syslog the ` at character N` the server appends to the message).
+   */
+  cursorPosition: number | null;
+  /** Character position in `internalQuery` (csv `internal_query_pos`, json `internal_position`). */
+  internalPosition: number | null;
   /** Source location (LOCATION: line with log_error_verbosity=verbose). */
   location: string | null;
   /** True when the entry was cut at the entry cap; the rest of it was skipped, not kept. */
@@ -57,7 +64,8 @@ export function emptyRecord(start: number, end: number, severity: string, messag
     remoteHost: null, remotePort: null, sessionId: null, sessionLine: null, commandTag: null,
     sessionStart: null, vxid: null, txid: null, backendType: null, leaderPid: null,
     queryId: null, severity, sqlstate: null, message, detail: null, hint: null,
-    context: null, statement: null, internalQuery: null, location: null, truncated: false,
+    context: null, statement: null, internalQuery: null, cursorPosition: null, internalPosition: null,
+    location: null, truncated: false,
   };
 }
 

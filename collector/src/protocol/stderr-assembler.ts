@@ -42,6 +42,26 @@ export function auxSection(sev: number): number {
  * Collects the lines of one entry into a record: text pieces per section, joined once when
  * the entry is emitted, with the entry cap applied to the entry's total line bytes.
  */
+const AT_CHARACTER = Buffer.from(' at character ');
+
+/**
+ * stderr and syslog append ` at character N` to the message when the error has a position
+ * (elog.c: the cursor position, else the internal query's); csvlog and jsonlog carry it as a
+ * field. Moving it into the record makes messages the same in every format.
+ */
+function takePosition(rec: LogRecord): void {
+  const m = rec.message;
+  let i = m.length;
+  while (i > 0 && m[i - 1]! >= 0x30 && m[i - 1]! <= 0x39) i--;
+  if (i === m.length || m.length - i > 9) return;
+  const at = i - AT_CHARACTER.length;
+  if (at < 0 || m.compare(AT_CHARACTER, 0, AT_CHARACTER.length, at, i) !== 0) return;
+  const position = Number(m.toString('latin1', i, m.length));
+  if (rec.internalQuery !== null && rec.statement === null) rec.internalPosition = position;
+  else rec.cursorPosition = position;
+  rec.message = m.subarray(0, at);
+}
+
 export class EntryBuilder {
   rec: LogRecord | null = null;
   /** Per section: nothing, one piece, or pieces to join. */
@@ -124,6 +144,7 @@ export class EntryBuilder {
       if (used & (1 << S_QUERY)) rec.internalQuery = this.take(S_QUERY);
       if (used & (1 << S_LOCATION)) rec.location = this.take(S_LOCATION).toString('latin1');
     }
+    if (!rec.truncated) takePosition(rec);
     if (rec.truncated) this.stats.truncated++;
     this.stats.entries++;
     this.sink(rec);

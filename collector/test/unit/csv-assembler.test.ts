@@ -23,7 +23,7 @@ void describe('csvlog assembler', () => {
       sessionStart: '2024-03-05 10:00:00 UTC', vxid: '3/3', txid: '745', backendType: 'client backend', leaderPid: null, queryId: '0',
       severity: 'ERROR', sqlstate: '23505', message: 'b:duplicate key value violates unique constraint "t_pkey"',
       detail: 'b:Key (a)=(1) already exists.', hint: null, context: null, statement: 'b:INSERT INTO t VALUES (1,\n\t2);',
-      internalQuery: null, location: null, truncated: false,
+      internalQuery: null, cursorPosition: null, internalPosition: null, location: null, truncated: false,
     });
     assert.equal(records[2]!.queryId, '-3122138129829876453');
     assert.equal(records[6]!.remoteHost, '[local]');

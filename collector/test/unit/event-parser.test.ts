@@ -515,3 +515,35 @@ void describe('everything else and decoding', () => {
     }), { numRuns: 5000 });
   });
 });
+
+describe('autovacuum workers (no session database)', () => {
+  test('the database named in the message decodes the table name and becomes the event database', () => {
+    const parser = new EventParser({ decoder: new Decoder(ENCODINGS) });
+    const message = Buffer.concat([
+      Buffer.from('automatic analyze of table "win.public.'),
+      iconv.encode('клиенты', 'win1251'),
+      Buffer.from('"\navg read rate: 0.000 MB/s, avg write rate: 0.000 MB/s\nbuffer usage: 10 hits, 0 misses, 0 dirtied\nsystem usage: CPU: user: 0.00 s, system: 0.00 s, elapsed: 0.00 s'),
+    ]);
+    const e = parser.parse(record(message));
+    assert.equal(e.kind, 'autoanalyze');
+    assert.equal(e.database, 'win');
+    assert.equal(e.kind === 'autoanalyze' ? e.table : null, 'win.public.клиенты');
+  });
+
+  test('an entry that has a database keeps it', () => {
+    const parser = new EventParser({ decoder: new Decoder(ENCODINGS) });
+    const e = parser.parse(record('automatic vacuum of table "other.public.t": index scans: 0', { database: 'koi' }));
+    assert.equal(e.database, 'koi');
+  });
+});
+
+describe('error positions', () => {
+  test('cursor and internal positions of the record are on the error event', () => {
+    const parser = new EventParser({ decoder: new Decoder(ENCODINGS) });
+    const r = record('syntax error at or near "SELEC"', { severity: 'ERROR', statement: 'SELEC 1' });
+    r.cursorPosition = 1;
+    const e = parser.parse(r);
+    assert.equal(e.kind === 'error' ? e.cursor_position : undefined, 1);
+    assert.equal(e.kind === 'error' ? e.internal_position : undefined, null);
+  });
+});

@@ -116,3 +116,22 @@ void describe('stderr assembler', () => {
     checkGarbage('stderr', opts, data);
   });
 });
+
+void describe('error positions in stderr', () => {
+  void it('moves the " at character N" the server appends into cursorPosition', () => {
+    const log = Buffer.from([
+      '2024-03-05 10:00:01.004 UTC [202] alice@shop ERROR:  syntax error at or near "SELEC" at character 1',
+      '2024-03-05 10:00:01.004 UTC [202] alice@shop STATEMENT:  SELEC 1',
+      '2024-03-05 10:00:01.005 UTC [203] alice@shop LOG:  process 203 still waiting for AccessShareLock on relation 1 of database 2 after 100.085 ms at character 22',
+      '2024-03-05 10:00:01.006 UTC [204] alice@shop ERROR:  the text mentions at character x',
+      '',
+    ].join('\n'));
+    const { records } = assemble('stderr', log, opts);
+    assert.equal(records[0]!.message.toString(), 'syntax error at or near "SELEC"');
+    assert.equal(records[0]!.cursorPosition, 1);
+    assert.equal(records[1]!.message.toString(), 'process 203 still waiting for AccessShareLock on relation 1 of database 2 after 100.085 ms');
+    assert.equal(records[1]!.cursorPosition, 22);
+    assert.equal(records[2]!.message.toString(), 'the text mentions at character x');
+    assert.equal(records[2]!.cursorPosition, null);
+  });
+});
