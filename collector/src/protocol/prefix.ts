@@ -21,28 +21,13 @@
  * alone says too little to tell a prefixed line from message text.
  */
 import { PglogError } from '../errors.ts';
+import type { LogRecord } from './record.ts';
 import { parseSeverity, severityEnd } from './severity.ts';
 
 /** The LogRecord fields a prefix can carry. */
-export interface PrefixFields {
-  time: string | null;
-  pid: number | null;
-  user: Buffer | null;
-  database: Buffer | null;
-  application: Buffer | null;
-  remoteHost: string | null;
-  remotePort: string | null;
-  sessionId: string | null;
-  sessionLine: number | null;
-  commandTag: string | null;
-  sessionStart: string | null;
-  vxid: string | null;
-  txid: string | null;
-  backendType: string | null;
-  leaderPid: number | null;
-  queryId: string | null;
-  sqlstate: string | null;
-}
+export type PrefixFields = Pick<LogRecord, 'time' | 'pid' | 'user' | 'database' | 'application' | 'remoteHost' |
+  'remotePort' | 'sessionId' | 'sessionLine' | 'commandTag' | 'sessionStart' | 'vxid' | 'txid' | 'backendType' |
+  'leaderPid' | 'queryId' | 'sqlstate'>;
 
 // Field slots.
 const F_TIME = 0, F_PID = 1, F_USER = 2, F_DB = 3, F_APP = 4, F_HOST = 5, F_REMOTE = 6,

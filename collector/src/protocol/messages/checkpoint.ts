@@ -10,26 +10,13 @@
  * Every field is looked for on its own, so versions that add, drop or reorder parts still
  * parse: whatever is missing is null.
  */
+import type { CheckpointEvent, EventCommon } from '../events.ts';
 import { int, num } from './text.ts';
 
-export interface CheckpointMessage {
-  kind: 'checkpoint' | 'restartpoint';
-  phase: 'starting' | 'complete';
-  reason: string | null;
-  buffers_written: number | null;
-  buffers_pct: number | null;
-  wal_added: number | null;
-  wal_removed: number | null;
-  wal_recycled: number | null;
-  write_s: number | null;
-  sync_s: number | null;
-  total_s: number | null;
-  sync_files: number | null;
-  longest_sync_s: number | null;
-  average_sync_s: number | null;
-  distance_kb: number | null;
-  estimate_kb: number | null;
-}
+/** A checkpoint event's own fields; `kind` becomes the event's `checkpoint_kind`. */
+export type CheckpointMessage = Omit<CheckpointEvent, keyof EventCommon | 'kind' | 'checkpoint_kind'> & {
+  kind: CheckpointEvent['checkpoint_kind'];
+};
 
 const HEAD = /^(checkpoint|restartpoint) (starting|complete):/;
 const BUFFERS = /wrote (\d+) buffers \((\d+(?:\.\d+)?)%\)/;

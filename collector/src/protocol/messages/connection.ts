@@ -8,16 +8,11 @@
  *   connection ready: setup total=12.345 ms, fork=1.234 ms, authentication=5.678 ms   (newest servers)
  *   disconnection: session time: 0:00:01.234 user=alice database=app host=10.0.0.1 port=51234
  */
+import type { ConnectionEvent, EventCommon } from '../events.ts';
 import { num } from './text.ts';
 
-export interface ConnectionMessage {
-  phase: 'received' | 'authenticated' | 'authorized' | 'ready';
-  host: string | null;
-  port: string | null;
-  identity: string | null;
-  method: string | null;
-  details: string;
-}
+/** A connection event's own fields. */
+export type ConnectionMessage = Omit<ConnectionEvent, keyof EventCommon | 'kind'>;
 
 export interface DisconnectionMessage {
   sessionMs: number;

@@ -16,23 +16,11 @@
  * Each line is looked for on its own; missing ones give nulls. PG16+ "reads" are reported as
  * `buffer_misses` (the same thing: blocks not found in shared buffers).
  */
-import type { MaintenanceStats } from '../events.ts';
+import type { AutovacuumEvent, EventCommon, MaintenanceStats } from '../events.ts';
 import { int, num } from './text.ts';
 
-export interface VacuumMessage extends MaintenanceStats {
-  aggressive: boolean;
-  wraparound: boolean;
-  index_scans: number | null;
-  pages_removed: number | null;
-  pages_remain: number | null;
-  pages_scanned: number | null;
-  tuples_removed: number | null;
-  tuples_remain: number | null;
-  tuples_dead_not_removable: number | null;
-  wal_records: number | null;
-  wal_fpi: number | null;
-  wal_bytes: number | null;
-}
+/** An autovacuum event's own fields. */
+export type VacuumMessage = Omit<AutovacuumEvent, keyof EventCommon | 'kind'>;
 
 const VACUUM = /^automatic (aggressive )?vacuum (to prevent wraparound )?of table "(.*)": index scans: (\d+)/;
 const ANALYZE = /^automatic analyze of table "(.*)"/;
