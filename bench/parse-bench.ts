@@ -36,8 +36,8 @@ interface Contender {
   what: string;
   command: string[];
   runs: number;
-  /** Lines or entries the contender reports, from its own output. */
-  count: (stdout: string) => { lines?: number; entries?: number };
+  /** Lines or entries the contender reports, from its own output; `seconds` when it times itself. */
+  count: (stdout: string) => { lines?: number; entries?: number; seconds?: number };
 }
 
 const nodeScript = (name: string): string[] => [node, join(root, 'bench/contenders', name)];
@@ -45,7 +45,8 @@ const contenders: Contender[] = [
   { name: 'wc -l', what: 'memchr line counting (upper bound)', command: ['wc', '-l', log], runs, count: (s) => ({ lines: Number(s.trim().split(/\s+/)[0]) }) },
   { name: 'readline', what: 'Node readline, a string per line', command: [...nodeScript('readline.ts'), log], runs, count: (s) => JSON.parse(s) as { lines: number } },
   { name: 'split2', what: 'split2 transform, a string per line', command: [...nodeScript('split2.ts'), log], runs, count: (s) => JSON.parse(s) as { lines: number } },
-  { name: 'pglog LineSplitter', what: 'Buffer lines, no decoding', command: [...nodeScript('line-splitter.ts'), log], runs, count: (s) => JSON.parse(s) as { lines: number } },
+  { name: 'pglog LineSplitter', what: 'Buffer lines, no decoding (reading as pglog parse does)', command: [...nodeScript('line-splitter.ts'), log], runs, count: (s) => JSON.parse(s) as { lines: number } },
+  { name: 'LineSplitter, in memory', what: 'the same, file already in memory: splitting alone, self-timed', command: [...nodeScript('line-splitter-memory.ts'), log], runs, count: (s) => JSON.parse(s) as { lines: number; seconds: number } },
   {
     name: 'pglog parse', what: 'split, assemble, parse, decode, normalize, summarize',
     command: [join(root, 'collector/bin/pglog'), 'parse', '--summary', '--format', 'stderr', '--prefix', prefix, log], runs,
@@ -80,7 +81,7 @@ execFileSync('cat', [log], { stdio: ['ignore', 'ignore', 'inherit'] });
 const results: Result[] = [];
 let entries: number | null = null;
 for (const c of contenders) {
-  const samples = Array.from({ length: c.runs }, () => runOnce(c));
+  const samples = Array.from({ length: c.runs }, () => runOnce(c)).map((s) => ({ ...s, seconds: c.count(s.stdout).seconds ?? s.seconds }));
   const seconds = median(samples.map((s) => s.seconds));
   const rssMb = Math.max(...samples.map((s) => s.rssMb));
   const counted = c.count(samples[0]!.stdout);
@@ -103,6 +104,7 @@ const ratios = [
   `| LineSplitter / wc -l | ${ratio('pglog LineSplitter', 'wc -l')} | target ≥ 0.25 |`,
   `| LineSplitter / readline | ${ratio('pglog LineSplitter', 'readline')} | target ≥ 4 |`,
   `| LineSplitter / split2 | ${ratio('pglog LineSplitter', 'split2')} | |`,
+  `| LineSplitter in memory / wc -l | ${ratio('LineSplitter, in memory', 'wc -l')} | splitting alone |`,
   `| pglog parse / pgbadger -j 1 | ${ratio('pglog parse', 'pgbadger -j 1')} | target ≥ 25 |`,
   `| pglog parse peak RSS | ${by('pglog parse').rssMb.toFixed(0)} MB | target < 200 MB |`,
 ];

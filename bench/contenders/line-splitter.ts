@@ -1,10 +1,12 @@
-// pglog's LineSplitter alone: bytes to line boundaries, a handler that only counts.
-import { createReadStream } from 'node:fs';
+// pglog's LineSplitter alone: bytes to line boundaries, a handler that only counts. Reads the
+// file the way `pglog parse` does (collector/src/parse/input.ts, 256 KiB chunks).
+import { PassThrough } from 'node:stream';
+import { readInput } from '../../collector/src/parse/input.ts';
 import { LineSplitter } from '../../collector/src/protocol/line-splitter.ts';
 
 const file = process.argv[2]!;
 let lines = 0;
 const splitter = new LineSplitter(() => { lines++; });
-for await (const chunk of createReadStream(file, { highWaterMark: 64 * 1024 })) splitter.push(chunk as Buffer);
+for await (const chunk of readInput(file, new PassThrough())) splitter.push(chunk);
 splitter.end();
 process.stdout.write(JSON.stringify({ lines }) + '\n');
