@@ -30,7 +30,7 @@ BENCH_MB     ?= 500
 help: ## Show this help
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  \033[36m%-14s\033[0m %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
-node: $(NODE) ## Install the pinned Node.js $(NODE_VERSION) into .tools/
+node: $(NODE) ## Install the pinned Node.js (NODE_VERSION in this Makefile) into .tools/
 
 $(NODE): scripts/install-node.sh
 	@scripts/install-node.sh $(NODE_VERSION) $(TOOLS)
