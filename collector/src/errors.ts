@@ -10,6 +10,7 @@ export const ERROR_CODES = [
   'ENCODING_UNSUPPORTED', // an encoding name PostgreSQL or iconv-lite does not know
   'INPUT_UNREADABLE', // a file that cannot be opened, decompressed or read
   'USAGE', // bad command line
+  'CONFIG_INVALID', // a targets file (or other configuration) that fails validation
 ] as const;
 export type ErrorCode = (typeof ERROR_CODES)[number];
 
