@@ -8,6 +8,14 @@ import { DurationStats } from '../stats/histogram.ts';
 import type { ParseCounters } from './log-parser.ts';
 
 export const TOP_TEMPLATES = 50;
+/**
+ * Distinct templates tracked one by one. Beyond this, statements of new templates share one
+ * overflow entry, so a log of ever-different statements cannot grow the summary's memory
+ * without bound (each tracked template costs a few hundred bytes).
+ */
+export const MAX_TRACKED_TEMPLATES = 100_000;
+/** The overflow entry's fingerprint: no real fingerprint (16 hex digits) looks like it. */
+export const OVERFLOW_FINGERPRINT = 'overflow';
 
 export interface TemplateSummary {
   fingerprint: string;
@@ -89,6 +97,20 @@ export class SummaryBuilder {
   private readonly templates = new Map<string, TemplateAccumulator>();
   private lastFingerprint = '';
   private lastTemplate: TemplateAccumulator | null = null;
+  private readonly maxTemplates: number;
+
+  constructor(maxTemplates = MAX_TRACKED_TEMPLATES) {
+    this.maxTemplates = maxTemplates;
+  }
+
+  private overflow(): TemplateAccumulator {
+    let t = this.templates.get(OVERFLOW_FINGERPRINT);
+    if (t === undefined) {
+      t = { query: `(statements of templates beyond the first ${this.maxTemplates})`, calls: 0, durations: new DurationStats() };
+      this.templates.set(OVERFLOW_FINGERPRINT, t);
+    }
+    return t;
+  }
 
   add(event: PglogEvent): void {
     const kind = event.kind;
@@ -102,8 +124,12 @@ export class SummaryBuilder {
     if (event.kind !== 'statement') return;
     let template = event.fingerprint === this.lastFingerprint ? this.lastTemplate : this.templates.get(event.fingerprint);
     if (template == null) {
-      template = { query: event.normalized, calls: 0, durations: new DurationStats() };
-      this.templates.set(event.fingerprint, template);
+      if (this.templates.size < this.maxTemplates) {
+        template = { query: event.normalized, calls: 0, durations: new DurationStats() };
+        this.templates.set(event.fingerprint, template);
+      } else {
+        template = this.overflow();
+      }
     }
     this.lastFingerprint = event.fingerprint;
     this.lastTemplate = template;
