@@ -1,0 +1,251 @@
+/**
+ * The `PostgresTarget` resource (group `pglog.io`, version `v1alpha1`): one SSH-reachable
+ * server running one or more PostgreSQL instances.
+ *
+ * The same types describe an object read from a standalone targets file
+ * (`pglog collect --targets FILE`, see docs/targets.md) and the custom resource in the
+ * cluster. They are the *normalized* form: every field that has a default is present, with the
+ * default applied, so code below the loader never re-implements defaulting. A field whose
+ * comment says "Default: ..." may be left out by the user.
+ *
+ * The doc comments become the CRD's OpenAPI descriptions (`kubectl explain`), so they speak to
+ * the person writing the object.
+ */
+
+/** `apiVersion` of every pglog resource in this version. */
+export const API_VERSION = 'pglog.io/v1alpha1';
+/** `kind` of a target object. */
+export const TARGET_KIND = 'PostgresTarget';
+
+/** The log formats pglog parses (PostgreSQL's `log_destination`). */
+export const LOG_FORMATS = ['stderr', 'csvlog', 'jsonlog'] as const;
+export type LogFormat = (typeof LOG_FORMATS)[number];
+
+/** How a target's streams reach the collector; `auto` lets the operator choose by rate. */
+export const TRANSPORTS = ['auto', 'inproc', 'proxy'] as const;
+export type Transport = (typeof TRANSPORTS)[number];
+/** The transport actually in use (what `auto` resolved to). */
+export type ActiveTransport = Exclude<Transport, 'auto'>;
+
+/** Where a targets file is read: paths to key files (standalone) or a Secret (cluster). */
+export type TargetsMode = 'standalone' | 'cluster';
+
+/** Defaults applied to fields the user leaves out. */
+export const TARGET_DEFAULTS = {
+  port: 22,
+  transport: 'auto',
+  logDirectory: 'log',
+  logFormat: 'stderr',
+  logLinePrefix: '%m [%p] ',
+  defaultEncoding: 'UTF8',
+  sqlSocketDirectory: '/var/run/postgresql',
+  sqlPort: 5432,
+  sqlDatabase: 'postgres',
+  collect: { logs: true, activity: false, locks: false, statements: false },
+} as const satisfies {
+  port: number; transport: Transport; logDirectory: string; logFormat: LogFormat; logLinePrefix: string;
+  defaultEncoding: string; sqlSocketDirectory: string; sqlPort: number; sqlDatabase: string; collect: TargetCollect;
+};
+
+/** A whole `PostgresTarget` object. */
+export interface PostgresTarget {
+  /** Always `pglog.io/v1alpha1`. */
+  apiVersion: typeof API_VERSION;
+  /** Always `PostgresTarget`. */
+  kind: typeof TARGET_KIND;
+  metadata: TargetMetadata;
+  spec: PostgresTargetSpec;
+  /** Written by pglog (operator and collector), never by the user; absent in a targets file. */
+  status?: PostgresTargetStatus;
+}
+
+/** The subset of Kubernetes object metadata pglog reads. */
+export interface TargetMetadata {
+  /**
+   * Name of the target: a DNS-1123 label (lower-case letters, digits and `-`, at most 63
+   * characters, starting and ending with a letter or digit). Unique within its namespace. It
+   * is the `target` column of the store's views and the `target` label of metrics.
+   */
+  name: string;
+  /** Namespace (a DNS-1123 label). Optional in a targets file. */
+  namespace?: string;
+  /** Labels, as in Kubernetes: a `CollectorPool` may select targets by label. */
+  labels?: Record<string, string>;
+  /** Annotations, as in Kubernetes; pglog does not interpret them. */
+  annotations?: Record<string, string>;
+}
+
+/** What to collect from a server and how to reach it. */
+export interface PostgresTargetSpec {
+  /** Host name or IP address of the SSH server. */
+  host: string;
+  /** TCP port of the SSH server, 1-65535. Default: 22. */
+  port: number;
+  /** SSH user name. SQL sessions (when enabled) default to the same PostgreSQL role. */
+  user: string;
+  /** SSH credentials: key files in a targets file, a Secret in the cluster. Exactly one form. */
+  ssh: SshCredentials;
+  /** Name of the `CollectorPool` that collects this target. Ignored in standalone mode. */
+  pool?: string;
+  /**
+   * `inproc` (the collector's own SSH client), `proxy` (the OpenSSH sidecar), or `auto` (move
+   * between them by measured rate, with hysteresis). Default: `auto`.
+   */
+  transport: Transport;
+  /** The PostgreSQL instances (clusters) on this server; at least one, unique names. */
+  instances: PostgresInstance[];
+  /** What to collect from every instance of this target. Default: logs only. */
+  collect: TargetCollect;
+}
+
+/** SSH key and known_hosts as files on the collector's machine (standalone mode only). */
+export interface SshKeyFiles {
+  /**
+   * Path of the private key (OpenSSH or PEM format). A relative path is relative to the
+   * directory of the targets file; the loader resolves it to an absolute path.
+   */
+  privateKeyFile: string;
+  /**
+   * Path of a known_hosts file holding the server's host key; the host key is always checked.
+   * Relative like `privateKeyFile`.
+   */
+  knownHostsFile: string;
+}
+
+/** SSH key and known_hosts from a Secret in the target's namespace (cluster mode only). */
+export interface SshSecretRef {
+  /**
+   * The Secret holding the private key under the key `id_ed25519` or `id_rsa`, and the
+   * server's host key under `known_hosts`.
+   */
+  secretRef: SecretReference;
+}
+
+/** A Secret in the same namespace as the object that refers to it. */
+export interface SecretReference {
+  /** Name of the Secret (a DNS-1123 subdomain). */
+  name: string;
+}
+
+export type SshCredentials = SshKeyFiles | SshSecretRef;
+
+/** One PostgreSQL instance (cluster) on the server. */
+export interface PostgresInstance {
+  /**
+   * Name of the instance, a DNS-1123 label unique within the target (`main`, `15-main`). It is
+   * the `instance` column of the store's views.
+   */
+  name: string;
+  /** Absolute path of the instance's data directory (`data_directory`) on the server. */
+  dataDirectory: string;
+  /**
+   * The server's `log_directory`: absolute, or relative to `dataDirectory` as in
+   * postgresql.conf. The loader resolves it to an absolute path. Default: `log`.
+   */
+  logDirectory: string;
+  /** Format of the log files: `stderr`, `csvlog` or `jsonlog`. Default: `stderr`. */
+  logFormat: LogFormat;
+  /**
+   * The server's `log_line_prefix`, exactly as in postgresql.conf (used to parse `stderr`
+   * logs). Default: `%m [%p] ` (PostgreSQL's own default).
+   */
+  logLinePrefix: string;
+  /** Encodings of the log text, per database. */
+  encodings: InstanceEncodings;
+  /**
+   * How to open SQL sessions to this instance (for activity, locks and statements), through
+   * the SSH connection to the server's Unix socket. Default: the values of its fields.
+   */
+  sql: InstanceSql;
+}
+
+/** Which encoding the text of each database's log entries is in. */
+export interface InstanceEncodings {
+  /**
+   * PostgreSQL encoding name (`UTF8`, `WIN1251`, `KOI8R`, `LATIN1`, ... or a usual alias such
+   * as `windows-1251`), for entries of databases not listed in `databases` and of no database.
+   * The loader stores the canonical name. Default: `UTF8`.
+   */
+  default: string;
+  /** Database name → encoding of that database, canonical names as for `default`. Default: none. */
+  databases: Record<string, string>;
+}
+
+/** Where and as whom SQL sessions connect (a Unix socket forwarded over SSH). */
+export interface InstanceSql {
+  /** Directory of the server's Unix socket (`unix_socket_directories`). Default: `/var/run/postgresql`. */
+  socketDirectory: string;
+  /** The instance's `port` (names the socket file `.s.PGSQL.<port>`), 1-65535. Default: 5432. */
+  port: number;
+  /** Database to connect to. Default: `postgres`. */
+  database: string;
+  /** PostgreSQL role to connect as. Default: `spec.user` (peer authentication over the socket). */
+  user: string;
+}
+
+/** What to collect. */
+export interface TargetCollect {
+  /** Read the server logs. Default: true. */
+  logs: boolean;
+  /** Sample `pg_stat_activity` over SQL. Default: false. */
+  activity: boolean;
+  /** Sample blocking chains from `pg_locks` over SQL. Default: false. */
+  locks: boolean;
+  /** Sample `pg_stat_statements` over SQL (the extension must be installed). Default: false. */
+  statements: boolean;
+}
+
+/** Observed state, written by the operator (`shard`, `transport`) and the owning collector. */
+export interface PostgresTargetStatus {
+  /** Index of the shard (and of the pod in the pool's StatefulSet) that owns this target. */
+  shard?: number;
+  /** The transport in use: `inproc` or `proxy`. */
+  transport?: ActiveTransport;
+  /** Smoothed read rates over all instances of the target. */
+  rates?: TargetRates;
+  /** How far collection is behind the end of the logs. */
+  lag?: TargetLag;
+  /** Time of the newest entry written to the store (RFC 3339). */
+  lastEntryTime?: string;
+  /** Conditions such as `Ready` and `Connected`, as in Kubernetes. */
+  conditions?: TargetCondition[];
+  /** The `metadata.generation` this status describes. */
+  observedGeneration?: number;
+}
+
+/** Smoothed read rates. */
+export interface TargetRates {
+  /** Bytes of log read per second. */
+  bytesPerSecond: number;
+  /** Log lines read per second. */
+  linesPerSecond: number;
+}
+
+/** Collection lag. */
+export interface TargetLag {
+  /** Bytes between the committed offsets and the ends of the log files. */
+  bytes: number;
+  /** Seconds between the newest committed entry and now. */
+  seconds: number;
+}
+
+/** A condition, with the fields of Kubernetes' `metav1.Condition`. */
+export interface TargetCondition {
+  /** `Ready`, `Connected`, ... (CamelCase). */
+  type: string;
+  /** `True`, `False` or `Unknown`. */
+  status: 'True' | 'False' | 'Unknown';
+  /** The `metadata.generation` the condition was set for. */
+  observedGeneration?: number;
+  /** When the status last changed (RFC 3339). */
+  lastTransitionTime: string;
+  /** CamelCase reason; for errors, the `PglogError` code. */
+  reason: string;
+  /** Human-readable details. */
+  message: string;
+}
+
+/** Whether the credentials are the standalone form (key files). */
+export function isSshKeyFiles(ssh: SshCredentials): ssh is SshKeyFiles {
+  return 'privateKeyFile' in ssh;
+}
