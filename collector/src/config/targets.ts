@@ -294,7 +294,7 @@ class DocumentValidator {
       for (const [db, enc] of Object.entries(m)) {
         const e = db === '' ? this.fail([...q, db], 'empty database name') : this.encoding(enc, [...q, db]);
         if (e === undefined) ok = false;
-        else out[db] = e;
+        else setOwn(out, db, e);
       }
       return ok ? out : undefined;
     });
@@ -487,6 +487,11 @@ class DocumentValidator {
   }
 }
 
+/** `o[key] = value` that also works for a database named `__proto__`. */
+function setOwn(o: Record<string, string>, key: string, value: string): void {
+  Object.defineProperty(o, key, { value, enumerable: true, writable: true, configurable: true });
+}
+
 /** A Kubernetes qualified name: `[DNS-1123 subdomain/]name`. */
 function qualifiedName(key: string): boolean {
   const slash = key.indexOf('/');
@@ -540,7 +545,11 @@ function describe(value: unknown): string {
   return `a value of type ${typeof value === 'object' ? (value.constructor?.name ?? 'object') : typeof value}`;
 }
 
-/** The allowed field closest to a misspelt one (case-insensitive edit distance), if close enough. */
+/**
+ * The allowed field a misspelt one most likely means: the closest by case-insensitive edit
+ * distance if close enough, else the only one that contains it or is contained in it
+ * (`knownHosts` → `knownHostsFile`, `prefix` → `logLinePrefix`).
+ */
 function closest(key: string, allowed: readonly string[]): string | undefined {
   const k = key.toLowerCase();
   let best: string | undefined;
@@ -552,7 +561,12 @@ function closest(key: string, allowed: readonly string[]): string | undefined {
       bestDistance = d;
     }
   }
-  return best;
+  if (best !== undefined) return best;
+  const containing = allowed.filter((a) => {
+    const l = a.toLowerCase();
+    return (k.length >= 4 && l.includes(k)) || (l.length >= 4 && k.includes(l));
+  });
+  return containing.length === 1 ? containing[0] : undefined;
 }
 
 /** Optimal string alignment distance (Levenshtein plus adjacent transpositions). */
