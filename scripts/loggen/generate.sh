@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# shellcheck source-path=SCRIPTDIR
 # loggen: generates REAL PostgreSQL 15 logs for pglog's tests and benchmarks.
 #
 #   scripts/loggen/generate.sh --out DIR              test logs: DIR/A, DIR/B, DIR/manifest.json

@@ -74,8 +74,10 @@ make_work_dir() {
   chmod 0700 "$WORK"
 }
 
-# Run a command as the cluster's OS user, from a directory that user can read.
-as_pg() { (cd "$WORK" && "${AS[@]}" "$@"); }
+# Run a command as the cluster's OS user, from a directory that user can read. Without fd 9
+# (generate.sh's lock on DIR.lock): a cluster orphaned by a SIGKILL must not hold the lock,
+# or the next run for the same DIR would wait for it forever instead of removing it.
+as_pg() { (cd "$WORK" && "${AS[@]}" "$@") 9>&-; }
 
 # ---------------------------------------------------------------------------------------------
 # Cluster
