@@ -29,13 +29,8 @@ export interface TemplateSummary {
   p95_ms: number;
 }
 
-export interface ParseSummary {
-  bytes: number;
-  lines: number;
-  entries: number;
-  truncated: number;
-  malformed: number;
-  replacements: number;
+/** The parser's counters (snake_case, as the rest of the JSON) and what the events add. */
+export interface ParseSummary extends Omit<ParseCounters, 'nulRemoved'> {
   nul_removed: number;
   events: Record<EventKind, number>;
   severities: Record<string, number>;
