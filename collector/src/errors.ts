@@ -11,6 +11,7 @@ export const ERROR_CODES = [
   'INPUT_UNREADABLE', // a file that cannot be opened, decompressed or read
   'USAGE', // bad command line
   'CONFIG_INVALID', // a targets file (or other configuration) that fails validation
+  'STORE_ENCODING', // a value the COPY BINARY encoder cannot encode for its column type
 ] as const;
 export type ErrorCode = (typeof ERROR_CODES)[number];
 

@@ -1,0 +1,278 @@
+/**
+ * Encoder for PostgreSQL's binary COPY format (`COPY ... FROM STDIN WITH (FORMAT binary)`).
+ * Pure: no I/O. The store writer sends `header()`, then any number of `encodeRows()` batches,
+ * then `trailer()` through one COPY.
+ *
+ * Every batch is written into one scratch Buffer that is reused between batches and doubles
+ * when a batch does not fit; nothing is allocated per row or per field (no 1-4 byte Buffers
+ * for lengths and NULL markers, which would each hold an 8 KB pool slab). Each batch is then
+ * copied once into a Buffer the caller owns, so it may be handed to a stream that keeps it
+ * until the socket has written it. See docs/decisions/0004-copy-binary-encoder.md.
+ *
+ * Values are checked at this boundary: a value of the wrong JavaScript type or out of range for
+ * its column, or text the server would refuse (NUL characters), throws
+ * PglogError('STORE_ENCODING') naming the row, the column and the type, and the batch is
+ * discarded whole, so nothing of a bad batch is ever sent. The database must use the UTF8
+ * encoding: text is sent as UTF-8 bytes (lone UTF-16 surrogates become U+FFFD).
+ *
+ * JavaScript values per column type (`null` or `undefined` is SQL NULL in every column):
+ *   int2, int4   number (an integer in range)
+ *   int8         bigint, or number (a safe integer)
+ *   float8       number (NaN, Infinity and -0 included)
+ *   bool         boolean
+ *   text         string without NUL characters
+ *   bytea        Uint8Array (Buffer)
+ *   timestamptz  Date (millisecond precision), or bigint: microseconds since 1970-01-01 UTC
+ *   jsonb        string holding JSON text (not checked for syntax: the server does that);
+ *                no NUL characters and no `\u0000` escapes, which jsonb refuses
+ */
+import { PglogError } from '../errors.ts';
+
+export const COLUMN_TYPES = ['int2', 'int4', 'int8', 'float8', 'bool', 'text', 'bytea', 'timestamptz', 'jsonb'] as const;
+export type ColumnType = (typeof COLUMN_TYPES)[number];
+
+/** Signature `PGCOPY\n\377\r\n\0`, int32 flags 0, int32 header extension length 0. */
+const HEADER = Buffer.from([
+  0x50, 0x47, 0x43, 0x4f, 0x50, 0x59, 0x0a, 0xff, 0x0d, 0x0a, 0x00,
+  0, 0, 0, 0,
+  0, 0, 0, 0,
+]);
+/** A field count of -1 ends the data. */
+const TRAILER = Buffer.from([0xff, 0xff]);
+
+/** PostgreSQL's timestamps count microseconds from 2000-01-01 00:00:00 UTC. */
+const PG_EPOCH_UNIX_MS = 946_684_800_000;
+const PG_EPOCH_UNIX_US = 946_684_800_000_000n;
+/** The valid timestamp range relative to 2000-01-01 (MIN_TIMESTAMP, END_TIMESTAMP in timestamp.h). */
+const PG_MIN_TIMESTAMP = -211_813_488_000_000_000n;
+const PG_END_TIMESTAMP = 9_223_371_331_200_000_000n;
+const INT8_MIN = -(2n ** 63n);
+const INT8_MAX = 2n ** 63n - 1n;
+const TWO_32 = 4_294_967_296;
+
+const DEFAULT_INITIAL_SIZE = 64 * 1024;
+
+export interface CopyBinaryEncoderOptions {
+  /** Initial size of the scratch buffer in bytes (default 64 KiB); it doubles as needed. */
+  initialSize?: number;
+}
+
+export class CopyBinaryEncoder {
+  readonly types: readonly ColumnType[];
+  private buf: Buffer;
+  private off = 0;
+
+  constructor(types: readonly ColumnType[], options: CopyBinaryEncoderOptions = {}) {
+    if (types.length === 0 || types.length > 1600) {
+      throw new PglogError('STORE_ENCODING', `a COPY BINARY row needs 1 to 1600 columns, got ${types.length}`);
+    }
+    types.forEach((t, i) => {
+      if (!(COLUMN_TYPES as readonly string[]).includes(t)) {
+        throw new PglogError('STORE_ENCODING', `column ${i}: unsupported type ${JSON.stringify(t)} (supported: ${COLUMN_TYPES.join(', ')})`);
+      }
+    });
+    this.types = [...types];
+    const size = options.initialSize ?? DEFAULT_INITIAL_SIZE;
+    if (!Number.isSafeInteger(size) || size < 16) {
+      throw new PglogError('STORE_ENCODING', `initialSize must be an integer of at least 16 bytes, got ${size}`);
+    }
+    this.buf = Buffer.allocUnsafeSlow(size);
+  }
+
+  /** The file header; send once before the first batch. Shared: do not modify. */
+  header(): Buffer {
+    return HEADER;
+  }
+
+  /** The file trailer; send once after the last batch. Shared: do not modify. */
+  trailer(): Buffer {
+    return TRAILER;
+  }
+
+  /** Current size of the scratch buffer (grows, never shrinks). */
+  get capacity(): number {
+    return this.buf.length;
+  }
+
+  /**
+   * Encodes the tuples of one batch (no header, no trailer) into a new Buffer the caller owns.
+   * Throws PglogError('STORE_ENCODING') for the first value that cannot be encoded.
+   */
+  encodeRows(rows: readonly (readonly unknown[])[]): Buffer {
+    this.off = 0;
+    const n = this.types.length;
+    for (let r = 0; r < rows.length; r++) {
+      const row = rows[r];
+      if (!Array.isArray(row)) {
+        throw new PglogError('STORE_ENCODING', `row ${r}: expected an array of ${n} values, got ${describe(row)}`);
+      }
+      if (row.length !== n) {
+        throw new PglogError('STORE_ENCODING', `row ${r}: expected ${n} values, got ${row.length}`);
+      }
+      this.ensure(2);
+      this.off = this.buf.writeInt16BE(n, this.off);
+      for (let c = 0; c < n; c++) this.writeField(r, c, row[c] as unknown);
+    }
+    const out = Buffer.allocUnsafeSlow(this.off);
+    this.buf.copy(out, 0, 0, this.off);
+    return out;
+  }
+
+  private writeField(r: number, c: number, v: unknown): void {
+    if (v === null || v === undefined) {
+      this.ensure(4);
+      this.off = this.buf.writeInt32BE(-1, this.off);
+      return;
+    }
+    const type = this.types[c] as ColumnType;
+    switch (type) {
+      case 'int2':
+        if (typeof v !== 'number' || !Number.isInteger(v) || v < -32768 || v > 32767) throw bad(r, c, type, v, 'an integer from -32768 to 32767');
+        this.ensure(6);
+        this.off = this.buf.writeInt32BE(2, this.off);
+        this.off = this.buf.writeInt16BE(v, this.off);
+        return;
+      case 'int4':
+        if (typeof v !== 'number' || !Number.isInteger(v) || v < -2147483648 || v > 2147483647) throw bad(r, c, type, v, 'an integer from -2147483648 to 2147483647');
+        this.ensure(8);
+        this.off = this.buf.writeInt32BE(4, this.off);
+        this.off = this.buf.writeInt32BE(v, this.off);
+        return;
+      case 'int8':
+        if (typeof v === 'number') {
+          if (!Number.isSafeInteger(v)) throw bad(r, c, type, v, 'a bigint, or a number that is a safe integer');
+          this.writeInt64FromNumber(v);
+          return;
+        }
+        if (typeof v !== 'bigint' || v < INT8_MIN || v > INT8_MAX) throw bad(r, c, type, v, 'a bigint from -2^63 to 2^63-1, or a safe integer number');
+        this.writeInt64(v);
+        return;
+      case 'float8':
+        if (typeof v !== 'number') throw bad(r, c, type, v, 'a number');
+        this.ensure(12);
+        this.off = this.buf.writeInt32BE(8, this.off);
+        this.off = this.buf.writeDoubleBE(v, this.off);
+        return;
+      case 'bool':
+        if (typeof v !== 'boolean') throw bad(r, c, type, v, 'a boolean');
+        this.ensure(5);
+        this.off = this.buf.writeInt32BE(1, this.off);
+        this.buf[this.off++] = v ? 1 : 0;
+        return;
+      case 'text':
+        if (typeof v !== 'string') throw bad(r, c, type, v, 'a string');
+        if (v.includes('\0')) throw bad(r, c, type, v, 'a string without NUL characters (PostgreSQL text cannot hold them)');
+        this.writeUtf8(v, 0);
+        return;
+      case 'bytea':
+        if (!(v instanceof Uint8Array)) throw bad(r, c, type, v, 'a Uint8Array or Buffer');
+        this.ensure(4 + v.length);
+        this.off = this.buf.writeInt32BE(v.length, this.off);
+        this.buf.set(v, this.off);
+        this.off += v.length;
+        return;
+      case 'timestamptz':
+        this.writeTimestamp(r, c, v);
+        return;
+      case 'jsonb':
+        if (typeof v !== 'string') throw bad(r, c, type, v, 'a string of JSON text');
+        if (v.includes('\0') || hasEscapedNul(v)) throw bad(r, c, type, v, 'JSON text without NUL characters or \\u0000 escapes (jsonb cannot hold them)');
+        this.writeUtf8(v, 1);
+        return;
+      default: {
+        const never: never = type;
+        throw new PglogError('STORE_ENCODING', `column ${c}: unsupported type ${String(never)}`);
+      }
+    }
+  }
+
+  /** Length, then the optional jsonb version byte, then the UTF-8 bytes of `s`. */
+  private writeUtf8(s: string, version: 0 | 1): void {
+    // A UTF-16 code unit never takes more than 3 UTF-8 bytes (a surrogate pair: 4 for 2).
+    this.ensure(5 + s.length * 3);
+    const lengthAt = this.off;
+    let at = lengthAt + 4;
+    if (version === 1) this.buf[at++] = 1;
+    const written = s.length === 0 ? 0 : this.buf.write(s, at, 'utf8');
+    at += written;
+    this.buf.writeInt32BE(at - lengthAt - 4, lengthAt);
+    this.off = at;
+  }
+
+  private writeTimestamp(r: number, c: number, v: unknown): void {
+    let us: bigint;
+    if (v instanceof Date) {
+      const ms = v.getTime();
+      if (Number.isNaN(ms)) throw bad(r, c, 'timestamptz', v, 'a valid Date');
+      const rel = (ms - PG_EPOCH_UNIX_MS) * 1000;
+      // Every Date in years 1685-2255 fits a safe integer of microseconds: no bigint needed.
+      if (Number.isSafeInteger(rel)) {
+        this.writeInt64FromNumber(rel);
+        return;
+      }
+      us = BigInt(ms - PG_EPOCH_UNIX_MS) * 1000n;
+    } else if (typeof v === 'bigint') {
+      us = v - PG_EPOCH_UNIX_US;
+    } else {
+      throw bad(r, c, 'timestamptz', v, 'a Date, or a bigint of microseconds since 1970-01-01 UTC');
+    }
+    if (us < PG_MIN_TIMESTAMP || us >= PG_END_TIMESTAMP) {
+      throw bad(r, c, 'timestamptz', v, 'a time from 4714-11-24 BC to 294276-12-31 AD (PostgreSQL\'s timestamp range)');
+    }
+    this.writeInt64(us);
+  }
+
+  private writeInt64(v: bigint): void {
+    this.ensure(12);
+    this.off = this.buf.writeInt32BE(8, this.off);
+    this.off = this.buf.writeBigInt64BE(v, this.off);
+  }
+
+  /** `v` is a safe integer: written as two 32-bit halves, without a bigint. */
+  private writeInt64FromNumber(v: number): void {
+    this.ensure(12);
+    const high = Math.floor(v / TWO_32);
+    this.off = this.buf.writeInt32BE(8, this.off);
+    this.off = this.buf.writeInt32BE(high, this.off);
+    this.off = this.buf.writeUInt32BE(v - high * TWO_32, this.off);
+  }
+
+  private ensure(bytes: number): void {
+    const need = this.off + bytes;
+    if (need <= this.buf.length) return;
+    let size = this.buf.length * 2;
+    while (size < need) size *= 2;
+    const next = Buffer.allocUnsafeSlow(size);
+    this.buf.copy(next, 0, 0, this.off);
+    this.buf = next;
+  }
+}
+
+/** True when JSON text holds a `\u0000` escape (a backslash that is not itself escaped). */
+function hasEscapedNul(s: string): boolean {
+  for (let i = s.indexOf('\\u0000'); i !== -1; i = s.indexOf('\\u0000', i + 1)) {
+    let backslashes = 0;
+    for (let j = i; j >= 0 && s.charCodeAt(j) === 0x5c; j--) backslashes++;
+    if (backslashes % 2 === 1) return true;
+  }
+  return false;
+}
+
+function bad(r: number, c: number, type: ColumnType, v: unknown, expected: string): PglogError {
+  return new PglogError('STORE_ENCODING', `row ${r}, column ${c} (${type}): expected ${expected}, got ${describe(v)}`);
+}
+
+function describe(v: unknown): string {
+  if (v === null) return 'null';
+  switch (typeof v) {
+    case 'number': return `number ${v}`;
+    case 'bigint': return `bigint ${v}n`;
+    case 'boolean': return `boolean ${v}`;
+    case 'string': return v.length <= 40 ? `string ${JSON.stringify(v)}` : `string of ${v.length} characters`;
+    case 'object': return v instanceof Date ? `Date ${Number.isNaN(v.getTime()) ? 'Invalid Date' : v.toISOString()}` : `object ${v.constructor?.name ?? 'Object'}`;
+    case 'undefined': return 'undefined';
+    case 'function': return 'function';
+    case 'symbol': return 'symbol';
+    default: return typeof v;
+  }
+}
