@@ -12,6 +12,7 @@ export const ERROR_CODES = [
   'USAGE', // bad command line
   'CONFIG_INVALID', // a targets file (or other configuration) that fails validation
   'STORE_ENCODING', // a value the COPY BINARY encoder cannot encode for its column type
+  'STORE_MIGRATION', // a store schema migration that cannot be applied, was edited after release, or is older than the store
 ] as const;
 export type ErrorCode = (typeof ERROR_CODES)[number];
 
