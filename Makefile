@@ -12,7 +12,7 @@ NODE         := $(NODE_HOME)/bin/node
 STAMP        := node_modules/.pglog-installed
 
 export PATH             := $(NODE_HOME)/bin:$(CURDIR)/node_modules/.bin:$(PATH)
-# Native addons (later: ssh2's crypto binding) must build against the pinned Node's headers.
+# Native addons (ssh2's AES-GCM crypto binding, built by `npm ci`) must build against the pinned Node's headers.
 export npm_config_nodedir := $(NODE_HOME)
 export npm_config_cache   := $(CACHE)/npm
 export npm_config_update_notifier := false
@@ -36,7 +36,7 @@ $(NODE): scripts/install-node.sh
 	@scripts/install-node.sh $(NODE_VERSION) $(TOOLS)
 	@touch $@
 
-$(STAMP): $(NODE) package.json package-lock.json collector/package.json operator/package.json
+$(STAMP): $(NODE) package.json package-lock.json collector/package.json operator/package.json | system-deps
 	npm ci --no-audit --no-fund --loglevel=error
 	@touch $@
 

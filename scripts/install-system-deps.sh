@@ -1,10 +1,13 @@
 #!/usr/bin/env bash
 # Installs the Debian packages that tests, benchmarks and the demo use: a real PostgreSQL 15
 # server (its package carries auto_explain and pg_stat_statements), pgbench, pgBadger (the benchmark's
-# reference) the compressors the parser reads, and GNU time (peak RSS in benchmarks). Idempotent: apt is only touched when a
-# package is missing.
+# reference) the compressors the parser reads, GNU time (peak RSS in benchmarks), a real OpenSSH
+# server and client (the collector's integration tests and the demo run sshd on loopback
+# addresses), logrotate (rename and copytruncate rotation in tests), and the compiler toolchain
+# that builds ssh2's optional native crypto binding at `npm ci`. Idempotent: apt is only touched
+# when a package is missing.
 set -euo pipefail
-packages=(postgresql-15 postgresql-client-15 pgbadger gzip bzip2 time)
+packages=(postgresql-15 postgresql-client-15 pgbadger gzip bzip2 time openssh-server openssh-client logrotate procps make g++ python3)
 missing=()
 for p in "${packages[@]}"; do
   if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed'; then

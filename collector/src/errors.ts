@@ -13,6 +13,18 @@ export const ERROR_CODES = [
   'CONFIG_INVALID', // a targets file (or other configuration) that fails validation
   'STORE_ENCODING', // a value the COPY BINARY encoder cannot encode for its column type
   'STORE_MIGRATION', // a store schema migration that cannot be applied, was edited after release, or is older than the store
+  'STORE_UNAVAILABLE', // the store cannot be reached or a transaction failed for a reason other than the rows (retried)
+  'STORE_FENCED', // a newer owner (higher assignment epoch) holds the read position: this collector must stop that stream
+  'STORE_REJECTED', // the store refused a row (quarantined with the reason; the rest of the batch commits)
+  'SSH_CONNECT_FAILED', // TCP connect, key exchange or the connection itself failed (retried with backoff)
+  'SSH_HOST_KEY_UNKNOWN', // the server's host key is not in known_hosts (refused: fail closed)
+  'SSH_HOST_KEY_CHANGED', // known_hosts holds a different key for the server (refused: fail closed)
+  'SSH_AUTH_FAILED', // the server refused the private key
+  'SSH_KEY_INVALID', // the private key file cannot be read or parsed
+  'SSH_TIMEOUT', // the server stopped answering (keepalive or connect timeout)
+  'SSH_CHANNEL_FAILED', // the server refused to open a session channel or to run a command
+  'REMOTE_COMMAND_FAILED', // a command on the server exited with an error (e.g. the log directory cannot be read)
+  'LOG_POSITION_LOST', // the committed log file is gone and no copy of it was found: bytes were skipped
 ] as const;
 export type ErrorCode = (typeof ERROR_CODES)[number];
 
