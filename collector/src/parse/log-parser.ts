@@ -45,10 +45,12 @@ export class LogParser {
   private readonly assembler: EntryAssembler;
   private readonly decoder: Decoder;
   private readonly events: EventParser;
+  private readonly format: LogFormat;
   private truncatedEntries = 0;
 
   constructor(options: LogParserOptions, onEvent: EventHandler) {
     const maxEntryBytes = options.maxEntryBytes ?? DEFAULT_MAX_ENTRY_BYTES;
+    this.format = options.format;
     this.decoder = new Decoder(options.encodings);
     this.events = new EventParser({ decoder: this.decoder, templates: options.templates ?? new TemplateCache() });
     const onRecord = (record: LogRecord): void => {
@@ -66,6 +68,20 @@ export class LogParser {
 
   push(chunk: Buffer): void {
     this.splitter.push(chunk);
+  }
+
+  /**
+   * The stream went idle (a followed log stopped growing): emits the entry still being
+   * assembled when it can only be complete. A stderr or syslog entry ends only when the next
+   * entry's first line arrives, so without this the newest entry of a quiet server would wait
+   * for the next one; PostgreSQL's logging collector writes each message with one write, so a
+   * whole line followed by silence is a whole entry. csvlog and jsonlog records end at their
+   * own line end and are never held back; a line still missing its terminator is never flushed.
+   */
+  flushIdle(): void {
+    if (this.format === 'csvlog' || this.format === 'jsonlog') return;
+    if (this.splitter.pendingBytes > 0) return;
+    this.assembler.flush();
   }
 
   /** End of input: emits the last line and the entry still being assembled. */

@@ -5,7 +5,9 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { describe, test } from 'node:test';
 import fc from 'fast-check';
-import { parseChunks, type ParseSetup } from '../helpers/parse.ts';
+import { parseChunks, UTF8_ONLY, type ParseSetup } from '../helpers/parse.ts';
+import { LogParser } from '../../src/parse/log-parser.ts';
+import type { PglogEvent } from '../../src/protocol/events.ts';
 
 const fixture = (name: string): Buffer => readFileSync(new URL(`../fixtures/${name}`, import.meta.url));
 
@@ -55,3 +57,53 @@ for (const c of CASES) {
     });
   });
 }
+
+// A followed log goes quiet between entries: the collector flushes on idle so the newest
+// entry is committed without waiting for the next one, and never emits half a line.
+describe('flushIdle', () => {
+  const bytes = fixture('pipeline-stderr.log');
+  const setup = CASES[0]!.setup;
+  const whole = parseChunks(setup, bytes);
+
+  // PostgreSQL's logging collector writes a whole ereport (message, DETAIL, HINT, STATEMENT
+  // lines) with one write, so a log goes quiet only at entry ends: those are the idle points.
+  test('idle at every entry end of a stderr log: everything up to it is out, and the events are those of one pass', () => {
+    for (const idleAt of whole.events.map((e) => e.end)) {
+      const events: PglogEvent[] = [];
+      const parser = new LogParser({ format: 'stderr', prefix: setup.prefix, encodings: setup.encodings ?? UTF8_ONLY }, (e) => events.push(e));
+      parser.push(bytes.subarray(0, idleAt));
+      parser.flushIdle();
+      assert.equal(events.length, whole.events.filter((e) => e.end <= idleAt).length, `idle at ${idleAt}`);
+      parser.push(bytes.subarray(idleAt));
+      parser.end();
+      assert.deepEqual(events, whole.events, `idle at ${idleAt}`);
+    }
+  });
+
+  test('a line without its terminator is never flushed', () => {
+    const events: PglogEvent[] = [];
+    const parser = new LogParser({ format: 'stderr', prefix: setup.prefix, encodings: setup.encodings ?? UTF8_ONLY }, (e) => events.push(e));
+    const cut = bytes.indexOf(10) + 5; // 5 bytes into the second line
+    parser.push(bytes.subarray(0, cut));
+    parser.flushIdle();
+    const first = events.length;
+    parser.push(bytes.subarray(cut));
+    parser.end();
+    assert.deepEqual(events, whole.events);
+    assert.ok(first <= 1);
+  });
+
+  test('csvlog and jsonlog hold nothing back, so idle changes nothing', () => {
+    for (const c of CASES.slice(1)) {
+      const b = fixture(c.file);
+      const events: PglogEvent[] = [];
+      const parser = new LogParser({ format: c.setup.format, encodings: c.setup.encodings ?? UTF8_ONLY }, (e) => events.push(e));
+      const mid = b.indexOf(10, b.length >> 1) + 1;
+      parser.push(b.subarray(0, mid));
+      parser.flushIdle();
+      parser.push(b.subarray(mid));
+      parser.end();
+      assert.deepEqual(events, parseChunks(c.setup, b).events, c.name);
+    }
+  });
+});
