@@ -1,0 +1,294 @@
+/**
+ * Gathers the events of every stream of the process into batches and commits them, each
+ * batch with the read positions it reaches, in one store transaction.
+ *
+ * A batch is cut by rows, bytes or time, whichever comes first. While one batch commits, the
+ * next one fills. A batch the store cannot take (it is down, a transaction failed) is kept
+ * and retried with capped, jittered backoff, never dropped: its offsets are not committed
+ * until its events are. Memory is bounded by a budget for the whole process and one per
+ * target: a stream whose events would go over it waits in `waitForRoom()` before reading on,
+ * which is what makes a slow store pause the remote `tail` (the SSH window stays closed).
+ */
+import { PglogError } from '../errors.ts';
+import type { PglogEvent } from '../protocol/events.ts';
+import type { BatchItem, CommitResult, SourceRef, StoreBatch, StorePosition } from '../store/store-writer.ts';
+import { backoffDelay } from './retry.ts';
+
+export interface BatcherOptions {
+  /** Commit once this many events are pending. */
+  maxRows: number;
+  /** Commit once the pending entries hold this many bytes of log. */
+  maxBytes: number;
+  /** Commit at most this long after the oldest pending event arrived. */
+  maxDelayMs: number;
+  /** Process-wide bound on bytes held for the store (pending plus committing). */
+  budgetBytes: number;
+  /** Bound on bytes held for one target. */
+  targetBudgetBytes: number;
+  /** Backoff between retries of a batch the store did not take. */
+  retryBaseMs: number;
+  retryCapMs: number;
+}
+
+export const DEFAULT_BATCHER_OPTIONS: BatcherOptions = {
+  maxRows: 5_000,
+  maxBytes: 4 * 1024 * 1024,
+  maxDelayMs: 1_000,
+  budgetBytes: 256 * 1024 * 1024,
+  targetBudgetBytes: 32 * 1024 * 1024,
+  retryBaseMs: 500,
+  retryCapMs: 15_000,
+};
+
+/** What commits a batch: the StoreWriter (a fake in unit tests). */
+export interface BatchCommitter {
+  commit(batch: StoreBatch, epochs: ReadonlyMap<string, number>): Promise<CommitResult>;
+}
+
+export interface BatcherHooks {
+  /** A batch committed; `oldestReadAt` is when its oldest entry was read (commit latency). */
+  committed?(result: CommitResult, info: { rows: number; bytes: number; oldestReadAt: number; ms: number }): void;
+  /** A batch failed and will be retried after `delayMs`. */
+  retrying?(error: unknown, attempt: number, delayMs: number): void;
+  /** A newer owner holds this stream's position: the stream must stop. */
+  fenced?(target: string, instance: string, epoch: number): void;
+}
+
+/** Key of one stream (a target's instance) in maps. */
+export function streamKey(target: string, instance: string): string {
+  return `${target}\u0000${instance}`;
+}
+
+/** Bytes charged for an event: the log bytes of its entry plus the object's own overhead. */
+const EVENT_OVERHEAD_BYTES = 256;
+export function eventCost(event: PglogEvent): number {
+  return event.end - event.offset + EVENT_OVERHEAD_BYTES;
+}
+
+interface Pending {
+  items: BatchItem[];
+  positions: Map<string, StorePosition>;
+  bytes: number;
+  byTarget: Map<string, number>;
+  firstAt: number;
+  oldestReadAt: number;
+}
+
+function emptyPending(): Pending {
+  return { items: [], positions: new Map(), bytes: 0, byTarget: new Map(), firstAt: 0, oldestReadAt: 0 };
+}
+
+export class Batcher {
+  private readonly committer: BatchCommitter;
+  private readonly options: BatcherOptions;
+  private readonly hooks: BatcherHooks;
+  private readonly now: () => number;
+  private readonly random: () => number;
+  private pending: Pending = emptyPending();
+  /** Bytes per target held by the pending batch and the one being committed. */
+  private readonly heldByTarget = new Map<string, number>();
+  private held = 0;
+  private readonly epochs = new Map<string, number>();
+  private readonly fencedKeys = new Set<string>();
+  private roomWaiters: Array<{ target: string; resolve: () => void }> = [];
+  private wake: (() => void) | null = null;
+  private wakeRetry: (() => void) | null = null;
+  private flushWaiters: Array<() => void> = [];
+  private flushRequested = false;
+  private stopping = false;
+  private giveUpAt = Infinity;
+  private readonly worker: Promise<void>;
+  private committing = false;
+
+  constructor(committer: BatchCommitter, options: Partial<BatcherOptions> = {}, hooks: BatcherHooks = {}, clock: { now?: () => number; random?: () => number } = {}) {
+    this.committer = committer;
+    this.options = { ...DEFAULT_BATCHER_OPTIONS, ...options };
+    this.hooks = hooks;
+    this.now = clock.now ?? Date.now;
+    this.random = clock.random ?? Math.random;
+    this.worker = this.run();
+  }
+
+  /** Bytes held for the store, pending and committing. */
+  get heldBytes(): number { return this.held; }
+  heldBytesOf(target: string): number { return this.heldByTarget.get(target) ?? 0; }
+  /** Events waiting for the next batch. */
+  get pendingRows(): number { return this.pending.items.length; }
+
+  /**
+   * Hands over the events a stream parsed and the position they reach (an entry boundary):
+   * committed together. `epoch` is the stream's fencing token from its claim.
+   */
+  add(source: SourceRef, events: readonly PglogEvent[], position: StorePosition, epoch: number, readAt: number): void {
+    const key = streamKey(source.target, source.instance);
+    if (this.fencedKeys.has(key)) {
+      throw new PglogError('STORE_FENCED', `${source.target}/${source.instance}: a newer owner holds this stream's read position; not collecting it here`);
+    }
+    if (this.stopping && this.now() > this.giveUpAt) return;
+    this.epochs.set(key, epoch);
+    const p = this.pending;
+    if (p.items.length === 0 && p.positions.size === 0) {
+      p.firstAt = this.now();
+      p.oldestReadAt = readAt;
+    }
+    let cost = 0;
+    for (const event of events) {
+      p.items.push({ source, event, readAt });
+      cost += eventCost(event);
+    }
+    p.positions.set(key, position);
+    p.bytes += cost;
+    p.byTarget.set(source.target, (p.byTarget.get(source.target) ?? 0) + cost);
+    this.held += cost;
+    this.heldByTarget.set(source.target, (this.heldByTarget.get(source.target) ?? 0) + cost);
+    if (this.due()) this.wake?.();
+  }
+
+  /** True when a stream of `target` may read on without going over a budget. */
+  hasRoom(target: string): boolean {
+    return this.held < this.options.budgetBytes && this.heldBytesOf(target) < this.options.targetBudgetBytes;
+  }
+
+  /** Resolves once `target` has room (at once when it has); the stream's backpressure point. */
+  waitForRoom(target: string, signal?: AbortSignal): Promise<void> {
+    if (this.hasRoom(target) || signal?.aborted === true) return Promise.resolve();
+    // Full pending batch: commit it now rather than waiting for the timer.
+    this.flushRequested = true;
+    this.wake?.();
+    return new Promise((resolve) => {
+      const waiter = { target, resolve: (): void => { signal?.removeEventListener('abort', onAbort); resolve(); } };
+      const onAbort = (): void => {
+        this.roomWaiters = this.roomWaiters.filter((w) => w !== waiter);
+        resolve();
+      };
+      signal?.addEventListener('abort', onAbort, { once: true });
+      this.roomWaiters.push(waiter);
+    });
+  }
+
+  /** Commits everything added so far; resolves when it is committed (or the batcher stopped). */
+  flush(): Promise<void> {
+    if (this.isEmpty() && !this.committing) return Promise.resolve();
+    this.flushRequested = true;
+    this.wake?.();
+    return new Promise((resolve) => this.flushWaiters.push(resolve));
+  }
+
+  /**
+   * Commits what is pending and stops. Retries of an unavailable store go on until
+   * `deadline` (ms since epoch); what is still uncommitted then is left to the read positions:
+   * the next start reads it again from the last committed offset, so nothing is lost.
+   */
+  async stop(deadline: number): Promise<void> {
+    this.stopping = true;
+    this.giveUpAt = deadline;
+    this.flushRequested = true;
+    this.wake?.();
+    this.wakeRetry?.();
+    await this.worker;
+    for (const w of this.roomWaiters) w.resolve();
+    this.roomWaiters = [];
+  }
+
+  private isEmpty(): boolean {
+    return this.pending.items.length === 0 && this.pending.positions.size === 0;
+  }
+
+  private due(): boolean {
+    const p = this.pending;
+    if (this.isEmpty()) return false;
+    return this.flushRequested || p.items.length >= this.options.maxRows || p.bytes >= this.options.maxBytes ||
+      this.now() - p.firstAt >= this.options.maxDelayMs;
+  }
+
+  private sleep(ms: number): Promise<void> {
+    return new Promise((resolve) => {
+      const timer = setTimeout(() => { this.wake = null; resolve(); }, ms);
+      this.wake = (): void => { clearTimeout(timer); this.wake = null; resolve(); };
+    });
+  }
+
+  /** A retry wait that new events do not cut short (only stop() does). */
+  private sleepBeforeRetry(ms: number): Promise<void> {
+    return new Promise((resolve) => {
+      const timer = setTimeout(() => { this.wakeRetry = null; resolve(); }, ms);
+      this.wakeRetry = (): void => { clearTimeout(timer); this.wakeRetry = null; resolve(); };
+    });
+  }
+
+  private async run(): Promise<void> {
+    for (;;) {
+      if (this.isEmpty()) {
+        this.flushRequested = false;
+        for (const w of this.flushWaiters.splice(0)) w();
+        if (this.stopping) return;
+        await this.sleep(this.options.maxDelayMs);
+        continue;
+      }
+      if (!this.due()) {
+        await this.sleep(Math.max(1, this.pending.firstAt + this.options.maxDelayMs - this.now()));
+        continue;
+      }
+      const batch = this.pending;
+      this.pending = emptyPending();
+      const done = await this.commitWithRetry(batch);
+      this.release(batch);
+      if (!done) {
+        // Stopped while the store was away: nothing more can be committed.
+        this.pending = emptyPending();
+        for (const w of this.flushWaiters.splice(0)) w();
+        return;
+      }
+    }
+  }
+
+  /** Commits one batch, retrying until it commits or the stop deadline passes. */
+  private async commitWithRetry(batch: Pending): Promise<boolean> {
+    const storeBatch: StoreBatch = { items: batch.items, positions: [...batch.positions.values()] };
+    const epochs = new Map<string, number>();
+    for (const key of batch.positions.keys()) epochs.set(key, this.epochs.get(key) ?? 0);
+    this.committing = true;
+    try {
+      for (let attempt = 1; ; attempt++) {
+        const started = this.now();
+        try {
+          const result = await this.committer.commit(storeBatch, epochs);
+          for (const f of result.fenced) {
+            this.fencedKeys.add(streamKey(f.target, f.instance));
+            this.hooks.fenced?.(f.target, f.instance, f.epoch);
+          }
+          this.hooks.committed?.(result, { rows: batch.items.length, bytes: batch.bytes, oldestReadAt: batch.oldestReadAt, ms: this.now() - started });
+          return true;
+        } catch (e) {
+          const delay = backoffDelay(attempt, this.options.retryBaseMs, this.options.retryCapMs, this.random);
+          if (this.stopping && this.now() + delay > this.giveUpAt) {
+            this.hooks.retrying?.(e, attempt, -1);
+            return false;
+          }
+          // Any failure is retried, not only STORE_UNAVAILABLE: dropping the batch would lose
+          // data, and the hook reports the error as what it is.
+          this.hooks.retrying?.(e, attempt, delay);
+          await this.sleepBeforeRetry(delay);
+        }
+      }
+    } finally {
+      this.committing = false;
+    }
+  }
+
+  private release(batch: Pending): void {
+    this.held -= batch.bytes;
+    for (const [target, bytes] of batch.byTarget) {
+      const left = (this.heldByTarget.get(target) ?? 0) - bytes;
+      if (left <= 0) this.heldByTarget.delete(target);
+      else this.heldByTarget.set(target, left);
+    }
+    if (this.roomWaiters.length === 0) return;
+    const still: typeof this.roomWaiters = [];
+    for (const w of this.roomWaiters) {
+      if (this.hasRoom(w.target)) w.resolve();
+      else still.push(w);
+    }
+    this.roomWaiters = still;
+  }
+}

@@ -1,0 +1,157 @@
+/**
+ * `pglog collect` configuration: parsed and validated once from the command line (and the
+ * store URL from the environment when not given), then passed down as one plain object.
+ * Nothing below the entry point reads argv or the environment.
+ */
+import { parseArgs } from 'node:util';
+import { PglogError } from '../errors.ts';
+import { DEFAULT_MAX_ENTRY_BYTES } from '../protocol/line-splitter.ts';
+import { DEFAULT_BATCHER_OPTIONS, type BatcherOptions } from './batcher.ts';
+
+export const COLLECT_USAGE = `usage: pglog collect --targets FILE [--store URL | --store-file FILE] [OPTIONS]
+  Streams the logs of every PostgresTarget in FILE (a YAML stream) over SSH into the store.
+  The store URL may also come from the environment variable PGLOG_STORE_URL (keeps a password
+  out of the process list).
+  --targets FILE            targets file (see docs/targets.md)
+  --store URL               store PostgreSQL URL (postgres://user:pass@host/db)
+  --store-file FILE         a file whose first line is the store URL
+  --listen HOST:PORT        /metrics, /healthz, /readyz (default 127.0.0.1:9187; 'off' to disable)
+  --log-level LEVEL         trace|debug|info|warn|error (default info)
+  --start-at WHERE          beginning|end: where to start a log never collected before (default beginning)
+  --batch-rows N            commit after N events (default ${DEFAULT_BATCHER_OPTIONS.maxRows})
+  --batch-bytes SIZE        ... or after SIZE of log (default 4MiB)
+  --batch-ms MS             ... or MS after the oldest pending event (default ${DEFAULT_BATCHER_OPTIONS.maxDelayMs})
+  --memory-budget SIZE      bytes held for the store, whole process (default 256MiB)
+  --target-memory-budget SIZE  ... per target (default 32MiB)
+  --max-entry-bytes SIZE    longer entries are truncated and counted (default 10MiB)
+  --retention-days N        drop event partitions older than N days (default: keep)
+  --stop-timeout MS         on SIGTERM/SIGINT: flush and exit within MS (default 10000)
+  --keepalive-ms MS         SSH keepalive interval (default 5000; 3 missed answers end the connection)
+  SIZE takes a number of bytes or a unit: 512KiB, 64MiB, 1GiB (KB/MB/GB are read as powers of 1024).`;
+
+export interface CollectConfig {
+  targetsFile: string;
+  storeUrl: string;
+  listen: { host: string; port: number } | null;
+  logLevel: 'trace' | 'debug' | 'info' | 'warn' | 'error';
+  startAt: 'beginning' | 'end';
+  batcher: BatcherOptions;
+  maxEntryBytes: number;
+  retentionDays: number | null;
+  stopTimeoutMs: number;
+  keepaliveIntervalMs: number;
+}
+
+const LOG_LEVELS = ['trace', 'debug', 'info', 'warn', 'error'] as const;
+
+/** `pglog collect` arguments → configuration. `env` is the process environment (entry point only). */
+export function parseCollectArgs(argv: string[], env: Readonly<Record<string, string | undefined>>, readFile: (path: string) => string): CollectConfig {
+  let values;
+  try {
+    ({ values } = parseArgs({
+      args: argv,
+      allowPositionals: false,
+      options: {
+        targets: { type: 'string' },
+        store: { type: 'string' },
+        'store-file': { type: 'string' },
+        listen: { type: 'string' },
+        'log-level': { type: 'string' },
+        'start-at': { type: 'string' },
+        'batch-rows': { type: 'string' },
+        'batch-bytes': { type: 'string' },
+        'batch-ms': { type: 'string' },
+        'memory-budget': { type: 'string' },
+        'target-memory-budget': { type: 'string' },
+        'max-entry-bytes': { type: 'string' },
+        'retention-days': { type: 'string' },
+        'stop-timeout': { type: 'string' },
+        'keepalive-ms': { type: 'string' },
+      },
+    }));
+  } catch (e) {
+    throw new PglogError('USAGE', `collect: ${(e as Error).message}`);
+  }
+  if (values.targets === undefined) throw new PglogError('USAGE', 'collect: --targets FILE is required');
+  const storeUrl = storeUrlFrom(values.store, values['store-file'], env, readFile);
+  const logLevel = values['log-level'] ?? 'info';
+  if (!(LOG_LEVELS as readonly string[]).includes(logLevel)) {
+    throw new PglogError('USAGE', `collect: --log-level must be one of ${LOG_LEVELS.join(', ')}, got '${logLevel}'`);
+  }
+  const startAt = values['start-at'] ?? 'beginning';
+  if (startAt !== 'beginning' && startAt !== 'end') throw new PglogError('USAGE', `collect: --start-at must be beginning or end, got '${startAt}'`);
+  const batcher: BatcherOptions = {
+    ...DEFAULT_BATCHER_OPTIONS,
+    maxRows: count(values['batch-rows'], '--batch-rows', DEFAULT_BATCHER_OPTIONS.maxRows, 1),
+    maxBytes: size(values['batch-bytes'], '--batch-bytes', DEFAULT_BATCHER_OPTIONS.maxBytes),
+    maxDelayMs: count(values['batch-ms'], '--batch-ms', DEFAULT_BATCHER_OPTIONS.maxDelayMs, 1),
+    budgetBytes: size(values['memory-budget'], '--memory-budget', DEFAULT_BATCHER_OPTIONS.budgetBytes),
+    targetBudgetBytes: size(values['target-memory-budget'], '--target-memory-budget', DEFAULT_BATCHER_OPTIONS.targetBudgetBytes),
+  };
+  if (batcher.targetBudgetBytes > batcher.budgetBytes) {
+    throw new PglogError('USAGE', `collect: --target-memory-budget (${batcher.targetBudgetBytes}) must not exceed --memory-budget (${batcher.budgetBytes})`);
+  }
+  const retention = values['retention-days'];
+  return {
+    targetsFile: values.targets,
+    storeUrl,
+    listen: listenFrom(values.listen ?? '127.0.0.1:9187'),
+    logLevel: logLevel as CollectConfig['logLevel'],
+    startAt,
+    batcher,
+    maxEntryBytes: size(values['max-entry-bytes'], '--max-entry-bytes', DEFAULT_MAX_ENTRY_BYTES),
+    retentionDays: retention === undefined ? null : count(retention, '--retention-days', 0, 1),
+    stopTimeoutMs: count(values['stop-timeout'], '--stop-timeout', 10_000, 100),
+    keepaliveIntervalMs: count(values['keepalive-ms'], '--keepalive-ms', 5_000, 100),
+  };
+}
+
+function storeUrlFrom(flag: string | undefined, file: string | undefined, env: Readonly<Record<string, string | undefined>>, readFile: (path: string) => string): string {
+  if (flag !== undefined && file !== undefined) throw new PglogError('USAGE', 'collect: give --store or --store-file, not both');
+  let url: string | undefined = flag;
+  if (file !== undefined) {
+    try {
+      url = readFile(file).split('\n')[0]?.trim();
+    } catch (e) {
+      throw new PglogError('USAGE', `collect: cannot read --store-file ${file}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`);
+    }
+  }
+  url ??= env.PGLOG_STORE_URL;
+  if (url === undefined || url === '') throw new PglogError('USAGE', 'collect: no store: give --store URL, --store-file FILE or set PGLOG_STORE_URL');
+  if (!/^postgres(ql)?:\/\//.test(url)) throw new PglogError('USAGE', 'collect: the store URL must start with postgres:// or postgresql://');
+  return url;
+}
+
+function listenFrom(text: string): CollectConfig['listen'] {
+  if (text === 'off') return null;
+  const m = /^(?:\[([^\]]+)\]|([^:]*)):(\d{1,5})$/.exec(text);
+  const port = m === null ? NaN : Number(m[3]);
+  if (m === null || port > 65535) throw new PglogError('USAGE', `collect: --listen must be HOST:PORT or off, got '${text}'`);
+  return { host: m[1] ?? (m[2] === '' ? '0.0.0.0' : m[2]!), port };
+}
+
+function count(text: string | undefined, flag: string, fallback: number, min: number): number {
+  if (text === undefined) return fallback;
+  const n = Number(text);
+  if (!Number.isSafeInteger(n) || n < min) throw new PglogError('USAGE', `collect: ${flag} must be a whole number of at least ${min}, got '${text}'`);
+  return n;
+}
+
+const UNITS: Record<string, number> = { '': 1, b: 1, k: 1024, kb: 1024, kib: 1024, m: 1024 ** 2, mb: 1024 ** 2, mib: 1024 ** 2, g: 1024 ** 3, gb: 1024 ** 3, gib: 1024 ** 3 };
+
+/** `64MiB` → bytes; KB/MB/GB are read as powers of 1024, as PostgreSQL does. */
+export function parseSize(text: string): number | null {
+  const m = /^(\d+(?:\.\d+)?)\s*([a-zA-Z]*)$/.exec(text.trim());
+  if (m === null) return null;
+  const unit = UNITS[m[2]!.toLowerCase()];
+  if (unit === undefined) return null;
+  const n = Math.floor(Number(m[1]) * unit);
+  return Number.isSafeInteger(n) && n > 0 ? n : null;
+}
+
+function size(text: string | undefined, flag: string, fallback: number): number {
+  if (text === undefined) return fallback;
+  const n = parseSize(text);
+  if (n === null) throw new PglogError('USAGE', `collect: ${flag} must be a size such as 4MiB or 1048576, got '${text}'`);
+  return n;
+}
