@@ -1,0 +1,348 @@
+/**
+ * The collector's Prometheus metrics (design §5, docs/metrics.md): one registry per process,
+ * prefix `pglog_`, Node.js runtime metrics (event-loop delay, GC by kind, heap, RSS) plus the
+ * collector's own.
+ *
+ * Callers never spell a metric or label name: each metric has a typed method taking the
+ * label values as arguments. Per target and instance the label values used are remembered,
+ * so `forgetTarget` can remove every series of a target that left the shard (prom-client
+ * removes a series only by its full label set).
+ */
+import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
+import type { ErrorCode } from '../errors.ts';
+import type { EventKind } from '../protocol/events.ts';
+
+export const METRIC_PREFIX = 'pglog_';
+
+export const PARSE_PROBLEMS = ['malformed', 'truncated', 'replacement', 'nul_removed'] as const;
+/** malformed entry, entry truncated at the size cap, invalid bytes replaced while decoding, NUL bytes removed. */
+export type ParseProblem = (typeof PARSE_PROBLEMS)[number];
+export const BATCH_OUTCOMES = ['committed', 'retried', 'fenced'] as const;
+export type BatchOutcome = (typeof BATCH_OUTCOMES)[number];
+export const TRANSPORTS = ['inproc', 'proxy'] as const;
+export type Transport = (typeof TRANSPORTS)[number];
+
+export interface CollectorMetricsOptions {
+  /** Sampling resolution of the event-loop delay histogram, ms (default 10). */
+  eventLoopMonitoringPrecision?: number;
+  /** Collect the Node.js runtime metrics (default true). */
+  defaultMetrics?: boolean;
+  /** Clock for `pglog_lag_seconds`, ms since the epoch (default Date.now). */
+  now?: () => number;
+}
+
+// COPY of one batch: from a millisecond (a few rows on a local store) to ten seconds (a store
+// under pressure); the retry and fencing paths are counted separately.
+const COPY_SECONDS_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
+// Read → committed spans batching delay plus COPY, and minutes while the store is down.
+const COMMIT_LATENCY_BUCKETS = [0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300];
+const BATCH_ROWS_BUCKETS = [1, 10, 50, 100, 500, 1000, 5000, 10_000, 50_000, 100_000];
+const BATCH_BYTES_BUCKETS = [1024, 4096, 16_384, 65_536, 262_144, 1_048_576, 4_194_304, 16_777_216, 67_108_864];
+// GC pauses of a Node.js process: mostly sub-millisecond scavenges, rarely 100 ms+ mark-compacts.
+const GC_SECONDS_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1];
+
+type InstanceLabels = { target: string; instance: string };
+/** The `code` label of error counters: a PglogError code, or UNKNOWN for any other error. */
+export type ErrorLabel = ErrorCode | 'UNKNOWN';
+
+/** The metric objects; the handles write to them. */
+interface Instruments {
+  readBytes: Counter<'target' | 'instance'>;
+  readLines: Counter<'target' | 'instance'>;
+  events: Counter<'target' | 'instance' | 'kind'>;
+  parseProblems: Counter<'target' | 'instance' | 'problem'>;
+  skippedBytes: Counter<'target' | 'instance'>;
+  lagBytes: Gauge<'target' | 'instance'>;
+  lagSeconds: Gauge<'target' | 'instance'>;
+  connected: Gauge<'target'>;
+  transport: Gauge<'target' | 'transport'>;
+  pendingBytesTarget: Gauge<'target'>;
+  reconnects: Counter<'target'>;
+  errors: Counter<'target' | 'code'>;
+}
+
+/** The series of one instance, and the label values it used (to remove them all later). */
+class InstanceSeries {
+  private readonly m: Instruments;
+  readonly labels: InstanceLabels;
+  private readonly kindLabels = new Map<EventKind, InstanceLabels & { kind: EventKind }>();
+  private readonly problemLabels = new Map<ParseProblem, InstanceLabels & { problem: ParseProblem }>();
+  newestCommittedMs: number | null = null;
+
+  constructor(m: Instruments, target: string, instance: string) {
+    this.m = m;
+    this.labels = { target, instance };
+  }
+
+  kind(kind: EventKind): InstanceLabels & { kind: EventKind } {
+    let labels = this.kindLabels.get(kind);
+    if (labels === undefined) {
+      labels = { ...this.labels, kind };
+      this.kindLabels.set(kind, labels);
+    }
+    return labels;
+  }
+
+  problem(problem: ParseProblem): InstanceLabels & { problem: ParseProblem } {
+    let labels = this.problemLabels.get(problem);
+    if (labels === undefined) {
+      labels = { ...this.labels, problem };
+      this.problemLabels.set(problem, labels);
+    }
+    return labels;
+  }
+
+  /** Called at scrape time: lag_seconds keeps growing while nothing is committed. */
+  updateLagSeconds(nowMs: number): void {
+    if (this.newestCommittedMs === null) this.m.lagSeconds.remove(this.labels);
+    else this.m.lagSeconds.set(this.labels, Math.max(0, (nowMs - this.newestCommittedMs) / 1000));
+  }
+
+  remove(): void {
+    for (const metric of [this.m.readBytes, this.m.readLines, this.m.skippedBytes, this.m.lagBytes, this.m.lagSeconds]) {
+      metric.remove(this.labels);
+    }
+    for (const labels of this.kindLabels.values()) this.m.events.remove(labels);
+    for (const labels of this.problemLabels.values()) this.m.parseProblems.remove(labels);
+  }
+}
+
+/** The series of one target, and the error codes it used. */
+class TargetSeries {
+  private readonly m: Instruments;
+  readonly labels: { target: string };
+  private readonly codeLabels = new Map<ErrorLabel, { target: string; code: ErrorLabel }>();
+  pendingBytes = 0;
+
+  constructor(m: Instruments, target: string) {
+    this.m = m;
+    this.labels = { target };
+  }
+
+  code(code: ErrorLabel): { target: string; code: ErrorLabel } {
+    let labels = this.codeLabels.get(code);
+    if (labels === undefined) {
+      labels = { target: this.labels.target, code };
+      this.codeLabels.set(code, labels);
+    }
+    return labels;
+  }
+
+  remove(): void {
+    this.m.connected.remove(this.labels);
+    this.m.pendingBytesTarget.remove(this.labels);
+    this.m.reconnects.remove(this.labels);
+    for (const t of TRANSPORTS) this.m.transport.remove({ target: this.labels.target, transport: t });
+    for (const labels of this.codeLabels.values()) this.m.errors.remove(labels);
+  }
+}
+
+export class CollectorMetrics {
+  readonly registry: Registry;
+  private readonly m: Instruments;
+  private readonly instances = new Map<string, Map<string, InstanceSeries>>();
+  private readonly targets = new Map<string, TargetSeries>();
+  private readonly quarantinedRows: Counter<'table'>;
+  private readonly pausedStreamsGauge: Gauge;
+  private readonly storeErrors: Counter<'code'>;
+  private readonly batches: Counter<'outcome'>;
+  private readonly batchRows: Histogram;
+  private readonly batchBytes: Histogram;
+  private readonly copyDuration: Histogram;
+  private readonly commitLatency: Histogram;
+
+  constructor(options: CollectorMetricsOptions = {}) {
+    const registry = new Registry();
+    this.registry = registry;
+    const now = options.now ?? Date.now;
+    if (options.defaultMetrics !== false) {
+      collectDefaultMetrics({
+        register: registry,
+        prefix: METRIC_PREFIX,
+        eventLoopMonitoringPrecision: options.eventLoopMonitoringPrecision ?? 10,
+        gcDurationBuckets: GC_SECONDS_BUCKETS,
+      });
+    }
+    const registers = [registry];
+    const p = METRIC_PREFIX;
+    const allInstances = (): InstanceSeries[] => [...this.instances.values()].flatMap((byName) => [...byName.values()]);
+    const allTargets = (): TargetSeries[] => [...this.targets.values()];
+    this.m = {
+      readBytes: new Counter({ name: `${p}read_bytes_total`, help: 'Bytes read from the log, per target and instance.', labelNames: ['target', 'instance'], registers }),
+      readLines: new Counter({ name: `${p}read_lines_total`, help: 'Lines read from the log, per target and instance.', labelNames: ['target', 'instance'], registers }),
+      events: new Counter({ name: `${p}events_total`, help: 'Log entries parsed, by event kind.', labelNames: ['target', 'instance', 'kind'], registers }),
+      parseProblems: new Counter({
+        name: `${p}parse_problems_total`,
+        help: 'Parse problems: malformed entries, entries truncated at the size cap, invalid bytes replaced, NUL bytes removed.',
+        labelNames: ['target', 'instance', 'problem'], registers,
+      }),
+      skippedBytes: new Counter({ name: `${p}skipped_bytes_total`, help: 'Log bytes never read because the committed position was lost.', labelNames: ['target', 'instance'], registers }),
+      lagBytes: new Gauge({ name: `${p}lag_bytes`, help: 'End of the log file minus the committed offset.', labelNames: ['target', 'instance'], registers }),
+      lagSeconds: new Gauge({
+        name: `${p}lag_seconds`, help: 'Now minus the time of the newest committed log entry.', labelNames: ['target', 'instance'], registers,
+        collect: () => { const t = now(); for (const i of allInstances()) i.updateLagSeconds(t); },
+      }),
+      connected: new Gauge({ name: `${p}target_connected`, help: '1 while the SSH connection to the target is up, else 0.', labelNames: ['target'], registers }),
+      transport: new Gauge({ name: `${p}target_transport`, help: '1 for the transport the target is read through (inproc or proxy), 0 for the others.', labelNames: ['target', 'transport'], registers }),
+      pendingBytesTarget: new Gauge({ name: `${p}pending_bytes_target`, help: 'Bytes held in memory for the store, per target.', labelNames: ['target'], registers }),
+      reconnects: new Counter({ name: `${p}reconnects_total`, help: 'SSH reconnections per target.', labelNames: ['target'], registers }),
+      errors: new Counter({ name: `${p}errors_total`, help: 'Errors per target by PglogError code.', labelNames: ['target', 'code'], registers }),
+    };
+    new Gauge({
+      name: `${p}pending_bytes`, help: 'Bytes held in memory for the store, all targets.', registers,
+      collect() { this.set(allTargets().reduce((sum, t) => sum + t.pendingBytes, 0)); },
+    });
+    this.pausedStreamsGauge = new Gauge({ name: `${p}paused_streams`, help: 'Streams paused by backpressure (the store is slower than the logs).', registers });
+    this.quarantinedRows = new Counter({ name: `${p}quarantined_rows_total`, help: 'Rows the store refused, kept in pglog.quarantine, by table.', labelNames: ['table'], registers });
+    this.storeErrors = new Counter({ name: `${p}store_errors_total`, help: 'Store errors by PglogError code.', labelNames: ['code'], registers });
+    this.batches = new Counter({ name: `${p}batches_total`, help: 'Batches by outcome: committed, retried, fenced (a newer owner holds the position).', labelNames: ['outcome'], registers });
+    this.batchRows = new Histogram({ name: `${p}batch_rows`, help: 'Rows per committed batch.', buckets: BATCH_ROWS_BUCKETS, registers });
+    this.batchBytes = new Histogram({ name: `${p}batch_bytes`, help: 'Log bytes per committed batch.', buckets: BATCH_BYTES_BUCKETS, registers });
+    this.copyDuration = new Histogram({ name: `${p}copy_duration_seconds`, help: 'Duration of one batch COPY and commit.', buckets: COPY_SECONDS_BUCKETS, registers });
+    this.commitLatency = new Histogram({ name: `${p}commit_latency_seconds`, help: 'Time from reading a log entry to committing it to the store.', buckets: COMMIT_LATENCY_BUCKETS, registers });
+    for (const outcome of BATCH_OUTCOMES) this.batches.inc({ outcome }, 0); // every outcome visible from the start
+  }
+
+  private instance(target: string, instance: string): InstanceSeries {
+    let byName = this.instances.get(target);
+    if (byName === undefined) {
+      byName = new Map();
+      this.instances.set(target, byName);
+    }
+    let series = byName.get(instance);
+    if (series === undefined) {
+      series = new InstanceSeries(this.m, target, instance);
+      byName.set(instance, series);
+    }
+    return series;
+  }
+
+  private target(target: string): TargetSeries {
+    let series = this.targets.get(target);
+    if (series === undefined) {
+      series = new TargetSeries(this.m, target);
+      this.targets.set(target, series);
+    }
+    return series;
+  }
+
+  // ---------------------------------------------------------------- per instance
+
+  readBytes(target: string, instance: string, bytes: number): void {
+    this.m.readBytes.inc(this.instance(target, instance).labels, bytes);
+  }
+
+  readLines(target: string, instance: string, lines: number): void {
+    this.m.readLines.inc(this.instance(target, instance).labels, lines);
+  }
+
+  events(target: string, instance: string, kind: EventKind, count = 1): void {
+    this.m.events.inc(this.instance(target, instance).kind(kind), count);
+  }
+
+  parseProblems(target: string, instance: string, problem: ParseProblem, count = 1): void {
+    this.m.parseProblems.inc(this.instance(target, instance).problem(problem), count);
+  }
+
+  /** Bytes of the log that will never be read (the committed position was lost). */
+  skippedBytes(target: string, instance: string, bytes: number): void {
+    this.m.skippedBytes.inc(this.instance(target, instance).labels, bytes);
+  }
+
+  /** End of the log file minus the committed offset. */
+  lagBytes(target: string, instance: string, bytes: number): void {
+    this.m.lagBytes.set(this.instance(target, instance).labels, bytes);
+  }
+
+  /**
+   * Time of the newest committed log entry (ms since the epoch). `pglog_lag_seconds` is now
+   * minus this, computed at scrape time; null (unknown) removes the series.
+   */
+  newestCommittedEntry(target: string, instance: string, timeMs: number | null): void {
+    this.instance(target, instance).newestCommittedMs = timeMs;
+  }
+
+  // ---------------------------------------------------------------- per target
+
+  targetConnected(target: string, connected: boolean): void {
+    this.m.connected.set(this.target(target).labels, connected ? 1 : 0);
+  }
+
+  /** 1 for the active transport, 0 for the others (so a dashboard sees the switch). */
+  targetTransport(target: string, active: Transport): void {
+    this.target(target);
+    for (const t of TRANSPORTS) this.m.transport.set({ target, transport: t }, t === active ? 1 : 0);
+  }
+
+  reconnect(target: string): void {
+    this.m.reconnects.inc(this.target(target).labels);
+  }
+
+  error(target: string, code: ErrorLabel): void {
+    this.m.errors.inc(this.target(target).code(code));
+  }
+
+  /** Bytes this target's streams hold in memory for the store; pglog_pending_bytes is their sum. */
+  pendingBytes(target: string, bytes: number): void {
+    const series = this.target(target);
+    series.pendingBytes = bytes;
+    this.m.pendingBytesTarget.set(series.labels, bytes);
+  }
+
+  /**
+   * Removes every series labelled with this target (it left the shard). Stop its streams
+   * first: a later call for the target starts its series again.
+   */
+  forgetTarget(target: string): void {
+    for (const series of this.instances.get(target)?.values() ?? []) series.remove();
+    this.instances.delete(target);
+    this.targets.get(target)?.remove();
+    this.targets.delete(target);
+  }
+
+  // ---------------------------------------------------------------- process-wide
+
+  /** +1 when a stream pauses for backpressure, -1 when it resumes. */
+  pausedStreams(delta: number): void {
+    this.pausedStreamsGauge.inc(delta);
+  }
+
+  quarantined(table: string, rows: number): void {
+    this.quarantinedRows.inc({ table }, rows);
+  }
+
+  storeError(code: ErrorLabel): void {
+    this.storeErrors.inc({ code });
+  }
+
+  /** A committed batch: its size, the COPY's duration, and read → committed latency of its oldest entry. */
+  batchCommitted(rows: number, bytes: number, copySeconds: number, commitLatencySeconds: number): void {
+    this.batches.inc({ outcome: 'committed' });
+    this.batchRows.observe(rows);
+    this.batchBytes.observe(bytes);
+    this.copyDuration.observe(copySeconds);
+    this.commitLatency.observe(Math.max(0, commitLatencySeconds));
+  }
+
+  batchRetried(): void {
+    this.batches.inc({ outcome: 'retried' });
+  }
+
+  /** A batch refused because a newer owner (higher epoch) holds the read position. */
+  batchFenced(): void {
+    this.batches.inc({ outcome: 'fenced' });
+  }
+
+  /** The exposition text (what /metrics serves). */
+  metricsText(): Promise<string> {
+    return this.registry.metrics();
+  }
+
+  get contentType(): string {
+    return this.registry.contentType;
+  }
+}
+
+export function createCollectorMetrics(options?: CollectorMetricsOptions): CollectorMetrics {
+  return new CollectorMetrics(options);
+}
