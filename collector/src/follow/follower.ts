@@ -1,0 +1,330 @@
+/**
+ * LogFollower: the log of one PostgreSQL instance as a stream of file bytes with exact
+ * positions, over any RemoteShell (ssh2, the sidecar, a local shell in tests).
+ *
+ *   probe (list files, active file, head checksums) ─> planner ─> segment script ─> items
+ *
+ * Each segment reads one file from one offset; when it ends (end of a rotated-away file,
+ * rotation, truncation, the file gone) the follower probes again and the planner decides what
+ * comes next. The consumer's offset is always `file` item offset + data bytes since, so any
+ * entry boundary it commits can be resumed exactly with `follow(position)`.
+ *
+ * Backpressure: stdout is read through async iteration only when the consumer pulls the next
+ * item, so a consumer that does not pull stops the transport's reading and the remote command.
+ *
+ * Identity upgrades: a file first seen shorter than HEAD_BYTES gets a stronger identity as it
+ * grows. `currentFile()` returns the file of the last `file` item with the best identity known
+ * (same path, same inode); commit positions with it.
+ */
+import type { LogFormat } from '../config/target-types.ts';
+import { isPglogError, PglogError } from '../errors.ts';
+import { runRemote, type RemoteProcess, type RemoteShell } from '../transport/remote-shell.ts';
+import { formatIdentity, parseIdentity } from './identity.ts';
+import { planNext, type Plan, type ReadStep } from './planner.ts';
+import { buildProbeScript, parseProbeOutput, type ChecksumRequest, type ProbeResult } from './probe-script.ts';
+import { buildSegmentScript, parseSegmentStatus, SEGMENT_EXIT, type SegmentStatus } from './segment-script.ts';
+import type { FollowedFile, FollowItem, FollowPosition } from './types.ts';
+
+export type { FollowedFile, FollowItem, FollowPosition } from './types.ts';
+
+export interface LogFollowerOptions {
+  target: string;
+  instance: string;
+  /** The instance's data directory (where `current_logfiles` is). */
+  dataDirectory: string;
+  /** Absolute log directory. */
+  logDirectory: string;
+  logFormat: LogFormat;
+  /** How often an idle segment looks for growth. Default 200 ms. */
+  pollIntervalMs?: number;
+  /** Silence after which an `idle` item is yielded while following. Default 500 ms. */
+  idleMs?: number;
+  /** How often an idle segment checks whether another file became active. Default 1000 ms. */
+  rotationCheckMs?: number;
+  /** How often an idle segment writes a heartbeat (`size`), so a closed channel ends it. Default 2000 ms. */
+  heartbeatMs?: number;
+  /** Between probes while there is nothing to read (no file yet, next file still empty). Default 1000 ms. */
+  waitMs?: number;
+  /** Where the very first start (no position) begins in the active file. Default 'beginning'. */
+  startAt?: 'beginning' | 'end';
+}
+
+/** Bounded so a chatty failing command cannot grow memory. */
+const MAX_DIAGNOSTIC_CHARS = 4096;
+const MAX_PROBE_ROUNDS = 4;
+
+type SegmentEnd = 'replan' | 'gone' | 'aborted';
+
+export class LogFollower {
+  private readonly shell: RemoteShell;
+  private readonly o: Required<LogFollowerOptions>;
+  private current: FollowedFile | null = null;
+
+  constructor(shell: RemoteShell, options: LogFollowerOptions) {
+    this.shell = shell;
+    this.o = {
+      pollIntervalMs: 200,
+      idleMs: 500,
+      rotationCheckMs: 1000,
+      heartbeatMs: 2000,
+      waitMs: 1000,
+      startAt: 'beginning',
+      ...options,
+    };
+  }
+
+  /** The file being read with its best identity so far (null before the first `file` item). */
+  currentFile(): FollowedFile | null {
+    return this.current;
+  }
+
+  /**
+   * Follows the log from `start` (null: the active file, see `startAt`) until `signal` aborts
+   * or the consumer stops iterating (either ends the remote command). Throws a PglogError when
+   * the transport or a remote command fails; the consumer follows again from its own position.
+   */
+  async *follow(start: FollowPosition | null, signal: AbortSignal): AsyncGenerator<FollowItem, void, undefined> {
+    let position = start;
+    let announced = false;
+    try {
+      while (!signal.aborted) {
+        const plan = await this.plan(position, signal);
+        if (plan.kind === 'wait') {
+          if (plan.drained && announced) {
+            announced = false;
+            yield { kind: 'end-of-file' };
+          }
+          await sleep(this.o.waitMs, signal);
+          continue;
+        }
+        const step = plan.read;
+        if (!plan.continues) {
+          if (announced && plan.gap === null) yield { kind: 'end-of-file' };
+          if (plan.gap !== null) yield { kind: 'gap', ...plan.gap };
+          position = { file: step.file, offset: step.offset };
+          this.current = step.file;
+          announced = true;
+          yield { kind: 'file', file: step.file, offset: step.offset };
+        } else if (!announced && position !== null) {
+          // A resume: the consumer starts a parser at its own position.
+          this.current = position.file;
+          announced = true;
+          yield { kind: 'file', file: position.file, offset: position.offset };
+        }
+        if (position === null) throw new Error('unreachable: a read without a position');
+        const reading = { position };
+        const end = yield* this.readSegment(step, reading, signal);
+        position = reading.position;
+        if (end === 'aborted') return;
+        if (end === 'gone') await sleep(this.o.pollIntervalMs, signal);
+      }
+    } catch (e) {
+      if (signal.aborted) return;
+      throw e;
+    }
+  }
+
+  private where(): string {
+    return `${this.o.target}/${this.o.instance}`;
+  }
+
+  private async plan(position: FollowPosition | null, signal: AbortSignal): Promise<Exclude<Plan, { kind: 'checksums' }>> {
+    const requests: ChecksumRequest[] = [];
+    const id = position === null ? null : parseIdentity(position.file.identity);
+    // Most plans need our own head checksum: ask for it in the first round.
+    if (position !== null && id !== null) requests.push({ path: position.file.path, length: id.headLength });
+    for (let round = 0; round < MAX_PROBE_ROUNDS; round++) {
+      const plan = planNext(position, await this.probe(requests, signal), { startAt: this.o.startAt });
+      if (plan.kind !== 'checksums') return plan;
+      for (const r of plan.requests) if (!requests.some((q) => q.path === r.path && q.length === r.length)) requests.push(r);
+    }
+    // The directory kept changing under the probes: look again after a pause.
+    return { kind: 'wait', reason: 'log files kept changing while probing', drained: false };
+  }
+
+  private async probe(checksums: readonly ChecksumRequest[], signal: AbortSignal): Promise<ProbeResult> {
+    const script = buildProbeScript({ logDirectory: this.o.logDirectory, dataDirectory: this.o.dataDirectory, format: this.o.logFormat, checksums });
+    const { stdout, stderr, exit } = await runRemote(this.shell, script, { signal });
+    if (exit.code !== 0) {
+      const why = stderr.trim() || (exit.code === null ? `ended by signal ${exit.signal ?? 'unknown'}` : `exit status ${exit.code}`);
+      throw new PglogError('REMOTE_COMMAND_FAILED', `${this.where()}: cannot list ${this.o.logDirectory}: ${why.slice(0, MAX_DIAGNOSTIC_CHARS)}`);
+    }
+    try {
+      return parseProbeOutput(stdout, this.o.logFormat);
+    } catch (e) {
+      throw new PglogError('REMOTE_COMMAND_FAILED', `${this.where()}: unexpected output listing ${this.o.logDirectory}: ${(e as Error).message}`, { cause: e });
+    }
+  }
+
+  /**
+   * Runs one segment script and yields its bytes. `reading.position` advances with every
+   * byte yielded (and takes identity upgrades), so it is exact whenever the consumer pulls.
+   */
+  private async *readSegment(step: ReadStep, reading: { position: FollowPosition }, signal: AbortSignal): AsyncGenerator<FollowItem, SegmentEnd, undefined> {
+    const logical = parseIdentity(reading.position.file.identity);
+    const script = buildSegmentScript({
+      path: step.path,
+      inode: step.inode,
+      offset: step.offset,
+      follow: step.follow,
+      headLength: logical?.headLength ?? 0,
+      logDirectory: this.o.logDirectory,
+      dataDirectory: this.o.dataDirectory,
+      format: this.o.logFormat,
+      pollIntervalMs: this.o.pollIntervalMs,
+      rotationCheckMs: this.o.rotationCheckMs,
+      heartbeatMs: this.o.heartbeatMs,
+    });
+    const describe = (): string => `${this.where()}: reading ${step.path} (inode ${step.inode}) from offset ${step.offset}`;
+    let proc: RemoteProcess;
+    try {
+      proc = await this.shell.spawn(script, { signal });
+    } catch (e) {
+      if (signal.aborted) return 'aborted';
+      throw e;
+    }
+    const statuses = new StatusLines();
+    proc.stderr.on('data', (b: Buffer) => statuses.push(b));
+    const stderrEnded = new Promise<void>((resolve) => {
+      proc.stderr.once('close', resolve);
+      proc.stderr.once('end', resolve);
+    });
+    proc.exit.catch(() => { /* awaited below, or abandoned when the consumer stops */ });
+    let onAbort = (): void => { /* replaced below */ };
+    const aborted = new Promise<'abort'>((resolve) => {
+      onAbort = () => resolve('abort');
+      if (signal.aborted) resolve('abort');
+      else signal.addEventListener('abort', onAbort, { once: true });
+    });
+    const out = proc.stdout[Symbol.asyncIterator]() as AsyncIterator<Buffer>;
+    let pending: Promise<IteratorResult<Buffer>> | null = null;
+    let idleTimer: NodeJS.Timeout | undefined;
+    const emit = function* (this: LogFollower): Generator<FollowItem> {
+      for (const status of statuses.take()) {
+        if (status.kind === 'size') yield { kind: 'size', size: status.size };
+        else if (status.kind === 'head' && logical !== null && status.length > (parseIdentity(reading.position.file.identity)?.headLength ?? 0)) {
+          const file = { path: reading.position.file.path, identity: formatIdentity({ inode: logical.inode, headLength: status.length, crc: status.crc }) };
+          reading.position = { file, offset: reading.position.offset };
+          this.current = file;
+        }
+      }
+    }.bind(this);
+    try {
+      let quietSince = false;
+      for (;;) {
+        if (pending === null) {
+          pending = out.next();
+          pending.catch(() => { /* raced below; never left unhandled */ });
+        }
+        const idle = step.follow && !quietSince
+          ? new Promise<'idle'>((resolve) => { idleTimer = setTimeout(() => resolve('idle'), this.o.idleMs); })
+          : null;
+        const raced = await Promise.race([pending, statuses.changed(), aborted, ...(idle === null ? [] : [idle])]);
+        clearTimeout(idleTimer);
+        yield* emit();
+        if (raced === 'abort') return 'aborted';
+        if (raced === 'idle') {
+          quietSince = true;
+          yield { kind: 'idle' };
+          continue;
+        }
+        if (raced === 'status') continue;
+        pending = null;
+        if (raced.done === true) break;
+        const chunk = raced.value;
+        reading.position = { file: reading.position.file, offset: reading.position.offset + chunk.length };
+        quietSince = false;
+        yield { kind: 'data', chunk };
+      }
+      const exit = await Promise.race([proc.exit, aborted]);
+      if (exit === 'abort') return 'aborted';
+      await Promise.race([stderrEnded, aborted]);
+      yield* emit();
+      switch (exit.code) {
+        case SEGMENT_EXIT.endOfFile:
+        case SEGMENT_EXIT.rotated:
+        case SEGMENT_EXIT.truncated:
+          return 'replan';
+        case SEGMENT_EXIT.gone:
+          return 'gone';
+        case null:
+        default: {
+          const how = exit.code === null ? `ended by signal ${exit.signal ?? '(none: the channel closed)'}` : `exited with status ${exit.code}`;
+          const text = statuses.diagnostics();
+          throw new PglogError('REMOTE_COMMAND_FAILED', `${describe()} failed: ${how}${text === '' ? '' : `: ${text}`}`);
+        }
+      }
+    } catch (e) {
+      if (signal.aborted) return 'aborted';
+      if (isPglogError(e)) throw e;
+      throw new PglogError('REMOTE_COMMAND_FAILED', `${describe()} failed: ${(e as Error).message}`, { cause: e });
+    } finally {
+      clearTimeout(idleTimer);
+      signal.removeEventListener('abort', onAbort);
+      proc.close();
+    }
+  }
+}
+
+/** The segment script's stderr: `PGLOG` status lines, and anything else kept for error messages. */
+class StatusLines {
+  private partial = '';
+  private queue: SegmentStatus[] = [];
+  private text = '';
+  private wake: (() => void) | null = null;
+  private signal: Promise<'status'> | null = null;
+
+  push(bytes: Buffer): void {
+    const lines = (this.partial + bytes.toString('utf8')).split('\n');
+    this.partial = (lines.pop() ?? '').slice(-MAX_DIAGNOSTIC_CHARS);
+    for (const line of lines) {
+      const status = parseSegmentStatus(line);
+      if (status === null) {
+        if (this.text.length < MAX_DIAGNOSTIC_CHARS) this.text += (this.text === '' ? '' : '; ') + line.slice(0, MAX_DIAGNOSTIC_CHARS);
+      } else if (status.kind === 'size' || status.kind === 'head') {
+        // Only the newest size matters; never let a stalled consumer pile them up.
+        const last = this.queue.at(-1);
+        if (last !== undefined && last.kind === status.kind) this.queue[this.queue.length - 1] = status;
+        else this.queue.push(status);
+      } else {
+        this.queue.push(status);
+        if (this.queue.length > 64) this.queue.shift();
+      }
+    }
+    if (this.queue.length > 0 && this.wake !== null) {
+      this.wake();
+      this.wake = null;
+      this.signal = null;
+    }
+  }
+
+  /** Resolves when a status line is waiting. */
+  changed(): Promise<'status'> {
+    if (this.queue.length > 0) return Promise.resolve('status');
+    this.signal ??= new Promise((resolve) => { this.wake = () => resolve('status'); });
+    return this.signal;
+  }
+
+  take(): SegmentStatus[] {
+    const taken = this.queue;
+    this.queue = [];
+    return taken;
+  }
+
+  diagnostics(): string {
+    return (this.text + (this.partial === '' ? '' : (this.text === '' ? '' : '; ') + this.partial)).trim();
+  }
+}
+
+function sleep(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    if (signal.aborted) { resolve(); return; }
+    const done = (): void => {
+      clearTimeout(timer);
+      signal.removeEventListener('abort', done);
+      resolve();
+    };
+    const timer = setTimeout(done, ms);
+    signal.addEventListener('abort', done, { once: true });
+  });
+}
