@@ -1,0 +1,61 @@
+/**
+ * Fixed-width text tables for a terminal: a header, a rule, aligned columns. One column may
+ * be flexible: it takes the width the others leave, and text longer than its column is cut
+ * with "…". Widths count code points (no attempt at East Asian double-width glyphs). Pure.
+ */
+
+export interface Column {
+  header: string;
+  align: 'left' | 'right';
+  /** Takes the remaining width (at most one column; the last one reads best). */
+  flex?: boolean;
+  /** Cap for a fixed column's width; longer cells are cut. */
+  maxWidth?: number;
+}
+
+const GAP = '  ';
+/** A flexible column never gets narrower than this, even if the table then exceeds the width. */
+const MIN_FLEX_WIDTH = 20;
+
+function length(s: string): number {
+  let n = 0;
+  for (const _ of s) n++;
+  return n;
+}
+
+/** `s` cut to `width` code points, the last one replaced by "…" when something was cut. */
+export function cut(s: string, width: number): string {
+  if (width <= 0) return '';
+  if (length(s) <= width) return s;
+  return `${Array.from(s).slice(0, width - 1).join('')}…`;
+}
+
+/** Text on one line: runs of whitespace (newlines, tabs) become one space, control characters go. */
+export function oneLine(s: string): string {
+  // eslint-disable-next-line no-control-regex -- removing control characters is the point
+  return s.replace(/\s+/g, ' ').replace(/[\u0000-\u001f\u007f-\u009f]/g, '').trim();
+}
+
+function pad(s: string, width: number, align: 'left' | 'right'): string {
+  const fill = ' '.repeat(Math.max(0, width - length(s)));
+  return align === 'left' ? s + fill : fill + s;
+}
+
+/** Renders rows of cells (already formatted text) into lines no wider than `width` where possible. */
+export function renderTable(columns: readonly Column[], rows: readonly (readonly string[])[], width: number): string {
+  const natural = columns.map((c, i) => {
+    const widest = Math.max(length(c.header), ...rows.map((r) => length(r[i] ?? '')));
+    return c.maxWidth === undefined ? widest : Math.min(widest, Math.max(c.maxWidth, length(c.header)));
+  });
+  const flexIndex = columns.findIndex((c) => c.flex === true);
+  const widths = [...natural];
+  if (flexIndex >= 0) {
+    const others = natural.reduce((sum, w, i) => (i === flexIndex ? sum : sum + w), 0) + GAP.length * (columns.length - 1);
+    widths[flexIndex] = Math.min(natural[flexIndex] ?? 0, Math.max(MIN_FLEX_WIDTH, width - others));
+  }
+  const line = (cells: readonly string[]): string =>
+    columns.map((c, i) => pad(cut(cells[i] ?? '', widths[i] ?? 0), widths[i] ?? 0, c.align)).join(GAP).trimEnd();
+  const out = [line(columns.map((c) => c.header)), line(widths.map((w) => '─'.repeat(w)))];
+  for (const r of rows) out.push(line(r));
+  return out.join('\n');
+}

@@ -1,0 +1,70 @@
+/** What `pglog report` asks the store for, and what it gets back. */
+
+export interface ReportFilter {
+  /** Window [since, until). */
+  since: Date;
+  until: Date;
+  /** Only this target (server) / database, when not null. */
+  target: string | null;
+  database: string | null;
+  /** Rows per section. */
+  limit: number;
+}
+
+/** One query template on one server and database, over the window. Times in ms. */
+export interface StatementStats {
+  target: string;
+  database: string | null;
+  fingerprint: string | null;
+  /** One representative text of the template, shortened. */
+  query: string;
+  calls: number;
+  total_ms: number;
+  mean_ms: number;
+  /** Population standard deviation (as pg_stat_statements reports it). */
+  stddev_ms: number;
+  min_ms: number;
+  max_ms: number;
+  /** 95th percentile, interpolated (percentile_cont). */
+  p95_ms: number;
+}
+
+/** One error message (by SQLSTATE and text) on one server and database. */
+export interface ErrorStats {
+  target: string;
+  database: string | null;
+  severity: string;
+  sqlstate: string | null;
+  message: string;
+  count: number;
+  first_seen: Date;
+  last_seen: Date;
+}
+
+/** Lock waits on one server and database by lock type. */
+export interface LockWaitStats {
+  target: string;
+  database: string | null;
+  lock_type: string | null;
+  /** Lock wait messages: "still waiting", "acquired", deadlock and failure reports. */
+  count: number;
+  /** Of those, "acquired ... after N ms": each one closes a wait. */
+  acquired: number;
+  /** Sum of the waits that ended with the lock acquired (each wait counted once). */
+  total_wait_ms: number;
+  /** The longest wait reported by any message. */
+  max_wait_ms: number | null;
+}
+
+/** A section's rows (at most the limit) and how many groups the window had in all. */
+export interface ReportSection<T> {
+  rows: T[];
+  groups: number;
+}
+
+export interface Report {
+  filter: ReportFilter;
+  statements: ReportSection<StatementStats>;
+  errors: ReportSection<ErrorStats>;
+  lockWaits: ReportSection<LockWaitStats>;
+}
