@@ -19,6 +19,8 @@ import { BufferedOutput } from './output.ts';
 export const REPORT_USAGE = `usage: pglog report --store URL [--since DURATION|TIME] [--until DURATION|TIME]
                     [--target NAME] [--database NAME] [--limit N] [--json]
   --store     PostgreSQL URL of the pglog store, e.g. postgres://user:pw@host/pglog
+              (default: the environment variable PGLOG_STORE_URL, which keeps a
+              password out of the process list)
   --since     start of the window: a duration before now (30s, 15m, 1h, 2d, 1w) or an
               ISO timestamp (2024-05-01T10:00:00Z; UTC when no offset is given); default 1h
   --until     end of the window, the same forms; default now
@@ -49,7 +51,8 @@ const DEFAULT_WIDTH = 160;
 /** An unreachable store fails the command within this time instead of hanging. */
 const CONNECT_TIMEOUT_MS = 10_000;
 
-export function parseReportArgs(argv: string[]): ReportArgs {
+/** `env` is the process environment, read only for PGLOG_STORE_URL (entry point passes it). */
+export function parseReportArgs(argv: string[], env: Readonly<Record<string, string | undefined>> = {}): ReportArgs {
   let parsed;
   try {
     parsed = parseArgs({
@@ -69,7 +72,8 @@ export function parseReportArgs(argv: string[]): ReportArgs {
     throw new PglogError('USAGE', `${scrubText((e as Error).message)}\n${REPORT_USAGE}`);
   }
   const { values } = parsed;
-  if (values.store === undefined || values.store === '') throw new PglogError('USAGE', `--store URL is required\n${REPORT_USAGE}`);
+  const storeUrl = values.store ?? env.PGLOG_STORE_URL;
+  if (storeUrl === undefined || storeUrl === '') throw new PglogError('USAGE', `no store: give --store URL or set PGLOG_STORE_URL\n${REPORT_USAGE}`);
   const limit = values.limit === undefined ? DEFAULT_LIMIT : Number(values.limit);
   if (!Number.isSafeInteger(limit) || limit < 1 || limit > MAX_LIMIT) {
     throw new PglogError('USAGE', `--limit ${values.limit}: expected an integer from 1 to ${MAX_LIMIT}`);
@@ -78,7 +82,7 @@ export function parseReportArgs(argv: string[]): ReportArgs {
   const until = values.until === undefined ? { agoMs: 0 } : parseTimeBound(values.until, '--until');
   if ('at' in since && 'at' in until) resolveWindow(since, until, 0); // a reversed window is a usage error before connecting
   return {
-    storeUrl: values.store,
+    storeUrl,
     since,
     until,
     target: values.target ?? null,

@@ -41,19 +41,19 @@ after(async () => {
   await server.close();
 });
 
-test('listens on the port it was given (0: a free one) and says so in the log', () => {
+test('listens on the port it was given (0: a free one) and says so in the log', { timeout: 30_000 }, () => {
   assert.equal(server.address.host, '127.0.0.1');
   assert.ok(server.address.port > 0);
   assert.ok(logLines.some((l) => l.includes('"http server listening"') && l.includes(`"port":${server.address.port}`)));
 });
 
-test('/healthz answers 200 while the event loop runs', async () => {
+test('/healthz answers 200 while the event loop runs', { timeout: 30_000 }, async () => {
   const r = await call(server.address.port, 'GET', '/healthz');
   assert.equal(r.status, 200);
   assert.equal(r.body, 'ok\n');
 });
 
-test('/readyz is 503 with the reasons, then 200 when ready', async () => {
+test('/readyz is 503 with the reasons, then 200 when ready', { timeout: 30_000 }, async () => {
   let r = await call(server.address.port, 'GET', '/readyz');
   assert.equal(r.status, 503);
   assert.equal(r.body, 'store: not connected yet\ntargets: 0 of 2 streaming\n');
@@ -63,7 +63,7 @@ test('/readyz is 503 with the reasons, then 200 when ready', async () => {
   assert.equal(r.body, 'ready\n');
 });
 
-test('/metrics serves the registry with its content type', async () => {
+test('/metrics serves the registry with its content type', { timeout: 30_000 }, async () => {
   metrics.readBytes('db1', 'main', 42);
   const r = await call(server.address.port, 'GET', '/metrics');
   assert.equal(r.status, 200);
@@ -71,7 +71,7 @@ test('/metrics serves the registry with its content type', async () => {
   assert.match(r.body, /^pglog_read_bytes_total\{target="db1",instance="main"\} 42$/m);
 });
 
-test('HEAD gets the headers without a body; other methods 405; unknown paths 404', async () => {
+test('HEAD gets the headers without a body; other methods 405; unknown paths 404', { timeout: 30_000 }, async () => {
   const head = await call(server.address.port, 'HEAD', '/metrics');
   assert.equal(head.status, 200);
   assert.equal(head.body, '');
@@ -83,7 +83,7 @@ test('HEAD gets the headers without a body; other methods 405; unknown paths 404
   assert.equal(missing.status, 404);
 });
 
-test('a second server on a taken port fails with a message naming the address', async () => {
+test('a second server on a taken port fails with a message naming the address', { timeout: 30_000 }, async () => {
   await assert.rejects(
     startHttpServer({ host: '127.0.0.1', port: server.address.port, metrics, ready: () => readiness, log }),
     /cannot listen on 127\.0\.0\.1:\d+ for \/metrics: .*EADDRINUSE/,

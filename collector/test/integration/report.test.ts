@@ -5,12 +5,16 @@ import assert from 'node:assert/strict';
 import { Writable } from 'node:stream';
 import pg from 'pg';
 import { parseReportArgs, runReport } from '../../src/cli/report-command.ts';
+import { isPglogError } from '../../src/errors.ts';
 import { migrate } from '../../src/store/migrate.ts';
 import { startPostgres, type TestPostgres } from '../helpers/postgres.ts';
 
 let server: TestPostgres;
 let storeUrl: string;
 let emptyUrl: string;
+
+/** Every test's waits are bounded (a hung store must fail the test, not stall the run). */
+const BOUNDED = { timeout: 60_000 };
 
 const SINCE = '2024-05-01T10:00:00Z';
 const UNTIL = '2024-05-01T11:00:00Z';
@@ -82,7 +86,7 @@ before(async () => {
   } finally {
     await client.end();
   }
-});
+}, { timeout: 180_000 });
 
 after(async () => {
   await server?.stop();
@@ -111,7 +115,7 @@ interface JsonReport {
   groups: Record<string, number>;
 }
 
-test('JSON: templates by total time with exact calls, totals, mean, stddev, min, max and p95', async () => {
+test('JSON: templates by total time with exact calls, totals, mean, stddev, min, max and p95', BOUNDED, async () => {
   const r = await report(['--store', storeUrl, '--since', SINCE, '--until', UNTIL, '--json']);
   assert.equal(r.stderr, '');
   assert.equal(r.code, 0);
@@ -133,7 +137,7 @@ test('JSON: templates by total time with exact calls, totals, mean, stddev, min,
   assert.equal(json.groups.statements, 4);
 });
 
-test('JSON: errors by SQLSTATE and message with counts and first/last seen; lock waits counted once', async () => {
+test('JSON: errors by SQLSTATE and message with counts and first/last seen; lock waits counted once', BOUNDED, async () => {
   const json = JSON.parse((await report(['--store', storeUrl, '--since', SINCE, '--until', UNTIL, '--json'])).stdout) as JsonReport;
   assert.deepEqual(json.errors, [
     { target: 'db1', database: 'app', severity: 'ERROR', sqlstate: '23505', message: 'duplicate key value violates unique constraint "orders_pkey"', count: 3, first_seen: '2024-05-01T10:01:00.000Z', last_seen: '2024-05-01T10:59:00.000Z' },
@@ -147,7 +151,7 @@ test('JSON: errors by SQLSTATE and message with counts and first/last seen; lock
   assert.deepEqual(json.groups, { statements: 4, errors: 3, lock_waits: 2 });
 });
 
-test('filters: --target and --database narrow every section; --limit keeps the top rows and the group count', async () => {
+test('filters: --target and --database narrow every section; --limit keeps the top rows and the group count', BOUNDED, async () => {
   const json = JSON.parse((await report(['--store', storeUrl, '--since', SINCE, '--until', UNTIL, '--target', 'db1', '--database', 'app', '--json'])).stdout) as JsonReport;
   assert.deepEqual(json.statements.map((s) => s.fingerprint), ['aaaa000000000000', 'bbbb000000000000']);
   assert.deepEqual(json.errors.map((e) => e.sqlstate), ['23505', '28P01']);
@@ -159,7 +163,7 @@ test('filters: --target and --database narrow every section; --limit keeps the t
   assert.deepEqual([none.statements, none.errors, none.lock_waits], [[], [], []]);
 });
 
-test('tables: the same numbers, formatted and aligned', async () => {
+test('tables: the same numbers, formatted and aligned', BOUNDED, async () => {
   const r = await report(['--store', storeUrl, '--since', SINCE, '--until', UNTIL]);
   assert.equal(r.code, 0);
   const lines = r.stdout.split('\n');
@@ -173,7 +177,7 @@ test('tables: the same numbers, formatted and aligned', async () => {
   assert.match(lines.find((l) => /^db1 +app +relation/.test(l)) ?? '', /^db1 +app +relation +2 +0 +0\.000 ms +1\.00 s$/);
 });
 
-test('an empty window says so in every section', async () => {
+test('an empty window says so in every section', BOUNDED, async () => {
   const r = await report(['--store', storeUrl, '--since', '2020-01-01', '--until', '2020-01-02']);
   assert.equal(r.code, 0);
   for (const s of ['Top query templates by total time', 'Errors by SQLSTATE and message', 'Lock waits by lock type']) {
@@ -181,7 +185,7 @@ test('an empty window says so in every section', async () => {
   }
 });
 
-test('an unreachable store: exit 1, a message naming host and database, never the password', async () => {
+test('an unreachable store: exit 1, a message naming host and database, never the password', BOUNDED, async () => {
   const url = `postgresql://pglog:CANARYPW@/pglogstore?host=${encodeURIComponent(`${server.socketDir}-missing`)}&port=5432`;
   const r = await report(['--store', url, '--since', '1h']);
   assert.equal(r.code, 1);
@@ -190,11 +194,25 @@ test('an unreachable store: exit 1, a message naming host and database, never th
   assert.doesNotMatch(r.stderr, /CANARYPW/);
 });
 
-test('a wrong database or a database without the pglog views: exit 1 with the reason', async () => {
+test('a wrong database or a database without the pglog views: exit 1 with the reason', BOUNDED, async () => {
   const missing = await report(['--store', server.url.replace('/postgres?', '/nosuchdb?'), '--since', '1h']);
   assert.equal(missing.code, 1);
   assert.match(missing.stderr, /cannot connect to the store \(.*database nosuchdb.*\): database "nosuchdb" does not exist/);
   const empty = await report(['--store', emptyUrl, '--since', '1h']);
   assert.equal(empty.code, 1);
   assert.match(empty.stderr, /the store \(.*database empty.*\) has no pglog views/);
+});
+
+test('arguments: defaults, PGLOG_STORE_URL, and usage errors before any connection', BOUNDED, () => {
+  const a = parseReportArgs(['--store', 'postgres://h/db']);
+  assert.deepEqual(a, { storeUrl: 'postgres://h/db', since: { agoMs: 3_600_000 }, until: { agoMs: 0 }, target: null, database: null, limit: 20, json: false });
+  assert.equal(parseReportArgs([], { PGLOG_STORE_URL: 'postgres://env/db' }).storeUrl, 'postgres://env/db');
+  assert.equal(parseReportArgs(['--store', 'postgres://flag/db'], { PGLOG_STORE_URL: 'postgres://env/db' }).storeUrl, 'postgres://flag/db');
+  const usage = (re: RegExp) => (e: unknown): boolean => isPglogError(e) && e.code === 'USAGE' && re.test(e.message);
+  assert.throws(() => parseReportArgs([]), usage(/no store: give --store URL or set PGLOG_STORE_URL/));
+  assert.throws(() => parseReportArgs(['--store', 'x', '--limit', '0']), usage(/--limit 0: expected an integer from 1 to 10000/));
+  assert.throws(() => parseReportArgs(['--store', 'x', '--since', 'soon']), usage(/--since soon/));
+  assert.throws(() => parseReportArgs(['--store', 'x', '--since', '2024-05-02', '--until', '2024-05-01']), usage(/is not before --until/));
+  assert.throws(() => parseReportArgs(['--store', 'x', '--bogus']), usage(/bogus/));
+  assert.throws(() => parseReportArgs(['--store', 'x', 'positional']), usage(/positional/));
 });
