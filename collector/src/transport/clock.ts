@@ -1,0 +1,30 @@
+/**
+ * Time as the transport's pure parts see it, so tests can drive backoff and connect pacing
+ * with a fake clock instead of waiting.
+ */
+
+export interface Clock {
+  /** Milliseconds on a monotonic scale. */
+  now(): number;
+  /** Resolves after `ms`; rejects with `signal.reason` if aborted first. */
+  sleep(ms: number, signal?: AbortSignal): Promise<void>;
+}
+
+export const realClock: Clock = {
+  now: () => performance.now(),
+  sleep: (ms, signal) => new Promise<void>((resolve, reject) => {
+    if (signal?.aborted === true) {
+      reject(signal.reason as Error);
+      return;
+    }
+    const onAbort = (): void => {
+      clearTimeout(timer);
+      reject(signal?.reason as Error);
+    };
+    const timer = setTimeout(() => {
+      signal?.removeEventListener('abort', onAbort);
+      resolve();
+    }, Math.max(0, ms));
+    signal?.addEventListener('abort', onAbort, { once: true });
+  }),
+};
