@@ -1,0 +1,335 @@
+/**
+ * The in-process SSH transport: one ssh2 Client per server, shared by every stream of every
+ * PostgreSQL instance on it (each stream is one session channel).
+ *
+ * - Connects lazily on the first spawn and again on demand after a loss, never before the
+ *   jittered backoff has passed (a refused host key or key goes straight to the cap).
+ * - Handshakes are paced process-wide by a shared ConnectLimiter.
+ * - The host key is checked against known_hosts inside key exchange (fail closed), so no
+ *   command is ever sent to, and no byte read from, a server that was not recognized.
+ * - Keepalives detect a dead or hung server; every command of the lost connection then fails
+ *   with the cause (SSH_TIMEOUT, SSH_CONNECT_FAILED) so its stream can resume elsewhere.
+ * - At most maxSessions channels are open at once (OpenSSH's MaxSessions refuses more);
+ *   further spawns wait in order for a slot.
+ */
+import { Client, type ClientChannel, type CipherAlgorithm } from 'ssh2';
+import { PglogError } from '../errors.ts';
+import { Backoff, type BackoffOptions } from './backoff.ts';
+import { realClock, type Clock } from './clock.ts';
+import type { ConnectLimiter } from './connect-limiter.ts';
+import { knownKeyTypes, parseKnownHosts, sshKeyType, verifyHostKey, type KnownHosts } from './known-hosts.ts';
+import type { RemoteProcess, RemoteShell } from './remote-shell.ts';
+import { Semaphore } from './semaphore.ts';
+import { clientAlgorithms, PREFERRED_CIPHERS } from './ssh-algorithms.ts';
+import { describeEndpoint, isLastingSshFailure, toSshError, type SshEndpoint } from './ssh-errors.ts';
+import { SshRemoteProcess } from './ssh-process.ts';
+
+export type SshConnectionState = 'idle' | 'connecting' | 'ready' | 'backoff' | 'closed';
+
+export interface SshConnectionOptions {
+  /** Target name, for messages. */
+  target: string;
+  host: string;
+  port: number;
+  username: string;
+  /** The private key (OpenSSH or PEM). Never logged. */
+  privateKey: Buffer;
+  /** Where the key came from (file path or "secret NAME"), for messages. Default: "the private key of target NAME". */
+  privateKeySource?: string;
+  knownHosts: { text: string; source: string };
+  /** Handshake pacing shared by every connection of the process. */
+  limiter: ConnectLimiter;
+  /** Session channels open at once: the server's MaxSessions. Default 10 (OpenSSH's default). */
+  maxSessions?: number;
+  /** Default 5000 ms. */
+  keepaliveIntervalMs?: number;
+  /** Unanswered keepalives before the connection counts as lost. Default 3. */
+  keepaliveCountMax?: number;
+  /** TCP connect, key exchange and authentication together. Default 20000 ms. */
+  readyTimeoutMs?: number;
+  backoff?: BackoffOptions;
+  /** Cipher preference (benchmarks); default PREFERRED_CIPHERS. */
+  ciphers?: readonly CipherAlgorithm[];
+  clock?: Clock;
+  /** Every state change; `error` is the cause when the connection failed or was lost. */
+  onStateChange?(state: SshConnectionState, error?: PglogError): void;
+}
+
+/** How long close() waits for channels and the server to finish before cutting the socket. */
+const CLOSE_GRACE_MS = 2000;
+
+export class SshConnection implements RemoteShell {
+  private readonly o: SshConnectionOptions;
+  private readonly endpoint: SshEndpoint;
+  private readonly keySource: string;
+  private readonly knownHosts: KnownHosts;
+  private readonly sessions: Semaphore;
+  private readonly backoff: Backoff;
+  private readonly clock: Clock;
+  /** Aborted by close(): ends backoff waits, limiter waits and session waits. */
+  private readonly closing = new AbortController();
+  private readonly processes = new Set<SshRemoteProcess>();
+  private currentState: SshConnectionState = 'idle';
+  private client: Client | null = null;
+  private connecting: Promise<Client> | null = null;
+  private retryAt = -Infinity;
+  private spreadDone = false;
+  private closed: Promise<void> | null = null;
+  private error: PglogError | null = null;
+  private cipher: string | null = null;
+  private connectCount = 0;
+
+  constructor(options: SshConnectionOptions) {
+    this.o = options;
+    this.endpoint = { target: options.target, host: options.host, port: options.port, username: options.username };
+    this.keySource = options.privateKeySource ?? `the private key of target ${options.target}`;
+    this.knownHosts = parseKnownHosts(options.knownHosts.text, options.knownHosts.source);
+    this.sessions = new Semaphore(options.maxSessions ?? 10);
+    this.backoff = new Backoff(options.backoff);
+    this.clock = options.clock ?? realClock;
+  }
+
+  get state(): SshConnectionState {
+    return this.currentState;
+  }
+
+  /** The most recent connect failure or loss (kept after a successful reconnect, for status). */
+  get lastError(): PglogError | null {
+    return this.error;
+  }
+
+  /** Successful connections, the first included. */
+  get connects(): number {
+    return this.connectCount;
+  }
+
+  /** Successful connections after the first. */
+  get reconnects(): number {
+    return Math.max(0, this.connectCount - 1);
+  }
+
+  /** Cipher negotiated (client to server) by the latest key exchange, e.g. `aes128-gcm@openssh.com`. */
+  get negotiatedCipher(): string | null {
+    return this.cipher;
+  }
+
+  /** Session channels open now. */
+  get openSessions(): number {
+    return this.sessions.inUse;
+  }
+
+  /** Spawns waiting for a session slot. */
+  get waitingSessions(): number {
+    return this.sessions.waiting;
+  }
+
+  async spawn(command: string, options?: { signal?: AbortSignal | undefined }): Promise<RemoteProcess> {
+    if (this.closed !== null) throw this.closedError();
+    const signal = options?.signal === undefined ? this.closing.signal : AbortSignal.any([options.signal, this.closing.signal]);
+    const release = await this.sessions.acquire(signal);
+    try {
+      const client = await this.readyClient(signal);
+      const channel = await this.exec(client, command);
+      const proc = new SshRemoteProcess(channel, () => {
+        this.processes.delete(proc);
+        release();
+      });
+      this.processes.add(proc);
+      if (signal.aborted) {
+        proc.close();
+        throw signal.reason;
+      }
+      return proc;
+    } catch (e) {
+      release();
+      throw e;
+    }
+  }
+
+  /** Ends every command and the connection; later spawns reject. Idempotent. */
+  close(): Promise<void> {
+    this.closed ??= this.shutdown();
+    return this.closed;
+  }
+
+  private async shutdown(): Promise<void> {
+    const closedError = this.closedError();
+    this.setState('closed');
+    this.closing.abort(closedError);
+    this.sessions.rejectWaiters(closedError);
+    const client = this.client;
+    this.client = null;
+    const procs = [...this.processes];
+    for (const p of procs) p.close();
+    const graceEnd = this.clock.now() + CLOSE_GRACE_MS;
+    const sleepUntilGraceEnd = (): Promise<void> => realClock.sleep(graceEnd - this.clock.now());
+    await Promise.race([Promise.allSettled(procs.map((p) => p.exit)), sleepUntilGraceEnd()]);
+    if (client !== null) {
+      const gone = new Promise<void>((resolve) => client.once('close', () => resolve()));
+      client.end();
+      await Promise.race([gone, sleepUntilGraceEnd()]);
+      client.destroy();
+    }
+    for (const p of procs) p.fail(closedError);
+  }
+
+  private closedError(): PglogError {
+    return new PglogError('SSH_CONNECT_FAILED', `${describeEndpoint(this.endpoint)}: the connection was closed by the collector`);
+  }
+
+  private setState(state: SshConnectionState, error?: PglogError): void {
+    if (this.currentState === 'closed') return;
+    this.currentState = state;
+    this.o.onStateChange?.(state, error);
+  }
+
+  /** The connected client, connecting first if needed; concurrent callers share one attempt. */
+  private readyClient(signal: AbortSignal): Promise<Client> {
+    if (this.client !== null) return Promise.resolve(this.client);
+    if (this.connecting === null) {
+      const attempt = this.connectOnce().finally(() => {
+        this.connecting = null;
+      });
+      attempt.catch(() => undefined); // awaited by the spawns below; a lone rejection is not unhandled
+      this.connecting = attempt;
+    }
+    return raceAbort(this.connecting, signal);
+  }
+
+  private async connectOnce(): Promise<Client> {
+    const stop = this.closing.signal;
+    const wait = this.retryAt - this.clock.now();
+    if (wait > 0) await this.clock.sleep(wait, stop);
+    this.setState('connecting');
+    if (!this.spreadDone) {
+      this.spreadDone = true;
+      const spread = this.o.limiter.initialDelayMs();
+      if (spread > 0) await this.clock.sleep(spread, stop);
+    }
+    const release = await this.o.limiter.acquire(stop);
+    let client: Client;
+    try {
+      client = await this.handshake();
+    } catch (e) {
+      const error = toSshError(e, this.endpoint, this.keySource);
+      this.error = error;
+      this.retryAt = this.clock.now() + (isLastingSshFailure(error.code) ? this.backoff.nextAtCap() : this.backoff.next());
+      this.setState('backoff', error);
+      throw error;
+    } finally {
+      release();
+    }
+    if (this.closed !== null) {
+      client.destroy();
+      throw this.closedError();
+    }
+    this.client = client;
+    this.connectCount++;
+    this.backoff.connected(this.clock.now());
+    this.watch(client);
+    this.setState('ready');
+    return client;
+  }
+
+  /** TCP connect, key exchange with the host key check, authentication. */
+  private handshake(): Promise<Client> {
+    const client = new Client();
+    let refusal: PglogError | null = null;
+    client.on('handshake', (negotiated) => {
+      this.cipher = negotiated.cs.cipher;
+    });
+    return new Promise<Client>((resolve, reject) => {
+      let settled = false;
+      const fail = (e: unknown): void => {
+        if (settled) return;
+        settled = true;
+        client.destroy();
+        // A refused host key surfaces from ssh2 as a generic handshake error: report ours.
+        reject(refusal ?? toSshError(e, this.endpoint, this.keySource));
+      };
+      // ssh2 may emit more errors after the first; an EventEmitter without an 'error'
+      // listener would throw them, so this one stays for the client's lifetime.
+      client.on('error', fail);
+      client.once('close', () => fail(new PglogError('SSH_CONNECT_FAILED', `${describeEndpoint(this.endpoint)}: the server closed the connection during the handshake`)));
+      client.once('ready', () => {
+        settled = true;
+        resolve(client);
+      });
+      try {
+        client.connect({
+          host: this.o.host,
+          port: this.o.port,
+          username: this.o.username,
+          privateKey: this.o.privateKey,
+          hostVerifier: (key: Buffer): boolean => {
+            const verdict = verifyHostKey(this.knownHosts, this.o.host, this.o.port, sshKeyType(key) ?? 'unknown', key);
+            if (verdict.ok) return true;
+            refusal = new PglogError(verdict.code, `${describeEndpoint(this.endpoint)}: ${verdict.message}`);
+            return false;
+          },
+          algorithms: clientAlgorithms(knownKeyTypes(this.knownHosts, this.o.host, this.o.port), this.o.ciphers ?? PREFERRED_CIPHERS),
+          keepaliveInterval: this.o.keepaliveIntervalMs ?? 5000,
+          keepaliveCountMax: this.o.keepaliveCountMax ?? 3,
+          readyTimeout: this.o.readyTimeoutMs ?? 20_000,
+          // Never fall back to an agent or password prompts: the configured key or nothing.
+          tryKeyboard: false,
+        });
+      } catch (e) {
+        fail(e); // thrown synchronously: the key cannot be parsed
+      }
+    });
+  }
+
+  /** After the handshake: a loss fails every unfinished command with its cause. */
+  private watch(client: Client): void {
+    let cause: PglogError | null = null;
+    client.on('error', (e: unknown) => {
+      cause ??= toSshError(e, this.endpoint, this.keySource);
+    });
+    // ssh2 emits the client's 'close' before it ends the channels, so commands fail here
+    // before their stdout sees an end that could pass for a normal one.
+    client.once('close', () => {
+      if (this.client !== client) return;
+      this.client = null;
+      const error = cause ?? new PglogError('SSH_CONNECT_FAILED', `${describeEndpoint(this.endpoint)}: the server or the network closed the connection`);
+      this.error = error;
+      const now = this.clock.now();
+      this.backoff.disconnected(now);
+      this.retryAt = now + this.backoff.next();
+      for (const p of [...this.processes]) p.fail(error);
+      this.setState('backoff', error);
+    });
+  }
+
+  private exec(client: Client, command: string): Promise<ClientChannel> {
+    return new Promise<ClientChannel>((resolve, reject) => {
+      try {
+        client.exec(command, (err, channel) => {
+          if (err !== undefined && err !== null) reject(toSshError(err, this.endpoint, this.keySource));
+          else resolve(channel);
+        });
+      } catch (e) {
+        // ssh2 throws "Not connected" when the socket died before we noticed.
+        reject(new PglogError('SSH_CONNECT_FAILED', `${describeEndpoint(this.endpoint)}: the connection was lost before the command could start`, { cause: e }));
+      }
+    });
+  }
+}
+
+function raceAbort<T>(promise: Promise<T>, signal: AbortSignal): Promise<T> {
+  if (signal.aborted) return Promise.reject(signal.reason as Error);
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = (): void => reject(signal.reason as Error);
+    signal.addEventListener('abort', onAbort, { once: true });
+    promise.then(
+      (v) => {
+        signal.removeEventListener('abort', onAbort);
+        resolve(v);
+      },
+      (e: unknown) => {
+        signal.removeEventListener('abort', onAbort);
+        reject(e instanceof Error ? e : new Error(String(e)));
+      },
+    );
+  });
+}

@@ -1,0 +1,83 @@
+/**
+ * One remote command on an ssh2 session channel, as a RemoteProcess.
+ *
+ * stdout is the channel itself, not a copy: ssh2 grants the server more window only as the
+ * channel's readable buffer drains, so a paused consumer stops the remote writer after about
+ * one window (2 MiB) plus what the kernel buffers.
+ *
+ * stdin is deliberately left open (no EOF sent): ssh2 refuses to send a signal request on a
+ * channel whose writable side has ended, and close() needs to send TERM. Commands run here
+ * never read their standard input.
+ */
+import type { Readable } from 'node:stream';
+import type { ClientChannel } from 'ssh2';
+import type { PglogError } from '../errors.ts';
+import type { RemoteExit, RemoteProcess } from './remote-shell.ts';
+
+export class SshRemoteProcess implements RemoteProcess {
+  readonly stdout: Readable;
+  readonly stderr: Readable;
+  readonly exit: Promise<RemoteExit>;
+  private readonly channel: ClientChannel;
+  private readonly done: () => void;
+  private exitInfo: RemoteExit | null = null;
+  private settled = false;
+  private closing = false;
+  private resolveExit!: (exit: RemoteExit) => void;
+  private rejectExit!: (error: PglogError) => void;
+
+  /** `done` runs once when the process is over for the connection (its session slot is free). */
+  constructor(channel: ClientChannel, done: () => void) {
+    this.channel = channel;
+    this.done = done;
+    this.stdout = channel;
+    this.stderr = channel.stderr;
+    this.exit = new Promise<RemoteExit>((resolve, reject) => {
+      this.resolveExit = resolve;
+      this.rejectExit = reject;
+    });
+    // Callers that only read stdout must not crash the process with an unhandled rejection.
+    this.exit.catch(() => undefined);
+    // exit-status or exit-signal arrives after all of the command's output (same ordered
+    // connection), so from here on no byte of it can be lost with the connection.
+    channel.on('exit', (code: number | null, signal?: string) => {
+      this.exitInfo = typeof code === 'number' ? { code, signal: null } : { code: null, signal: signal ?? null };
+    });
+    // ssh2 emits 'close' only once stdout has ended (every byte handed to the consumer).
+    channel.on('close', () => this.settle());
+  }
+
+  /** Whether the command has reported how it ended (all its output has arrived). */
+  get finished(): boolean {
+    return this.exitInfo !== null;
+  }
+
+  close(): void {
+    if (this.closing || this.settled) return;
+    this.closing = true;
+    // OpenSSH (7.9+) delivers the signal to the command; then closing the channel hangs up
+    // whatever is left. Nobody reads after close(), so drain to let the channel finish.
+    this.channel.signal('TERM');
+    this.channel.close();
+    this.stdout.resume();
+    this.stderr.resume();
+  }
+
+  /**
+   * The connection under the command is gone. A command that had not finished fails with
+   * `error`; one that had finished keeps its result (its stdout still ends normally).
+   */
+  fail(error: PglogError): void {
+    if (this.settled || this.exitInfo !== null) return;
+    this.settled = true;
+    this.rejectExit(error);
+    this.done();
+  }
+
+  private settle(): void {
+    if (this.settled) return;
+    this.settled = true;
+    this.resolveExit(this.exitInfo ?? { code: null, signal: null });
+    this.done();
+  }
+}
