@@ -18,7 +18,7 @@
  */
 import type { LogFormat } from '../config/target-types.ts';
 import { isPglogError, PglogError } from '../errors.ts';
-import { runRemote, type RemoteProcess, type RemoteShell } from '../transport/remote-shell.ts';
+import { runRemote, type RemoteExit, type RemoteProcess, type RemoteShell } from '../transport/remote-shell.ts';
 import { formatIdentity, parseIdentity } from './identity.ts';
 import { planNext, type Plan, type ReadStep } from './planner.ts';
 import { buildProbeScript, parseProbeOutput, type ChecksumRequest, type ProbeResult } from './probe-script.ts';
@@ -183,22 +183,23 @@ export class LogFollower {
       if (signal.aborted) return 'aborted';
       throw e;
     }
-    const statuses = new StatusLines();
+    // Everything that can wake the reader is posted to one mailbox. (Racing promises against a
+    // long-lived one, like an abort promise, would retain every settled race and its chunk.)
+    const box = new Mailbox<Wake>();
+    const statuses = new StatusLines(() => box.post({ kind: 'status' }));
     proc.stderr.on('data', (b: Buffer) => statuses.push(b));
     const stderrEnded = new Promise<void>((resolve) => {
       proc.stderr.once('close', resolve);
       proc.stderr.once('end', resolve);
     });
-    proc.exit.catch(() => { /* awaited below, or abandoned when the consumer stops */ });
-    let onAbort = (): void => { /* replaced below */ };
-    const aborted = new Promise<'abort'>((resolve) => {
-      onAbort = () => resolve('abort');
-      if (signal.aborted) resolve('abort');
-      else signal.addEventListener('abort', onAbort, { once: true });
-    });
+    void proc.exit.then((exit) => box.post({ kind: 'exit', exit }), (error: unknown) => box.post({ kind: 'error', error }));
+    const onAbort = (): void => box.post({ kind: 'abort' });
+    if (signal.aborted) onAbort();
+    else signal.addEventListener('abort', onAbort, { once: true });
     const out = proc.stdout[Symbol.asyncIterator]() as AsyncIterator<Buffer>;
-    let pending: Promise<IteratorResult<Buffer>> | null = null;
+    let nextRequested = false;
     let idleTimer: NodeJS.Timeout | undefined;
+    let idleSeq = 0;
     const emit = function* (this: LogFollower): Generator<FollowItem> {
       for (const status of statuses.take()) {
         if (status.kind === 'size') yield { kind: 'size', size: status.size };
@@ -210,35 +211,45 @@ export class LogFollower {
       }
     }.bind(this);
     try {
-      let quietSince = false;
-      for (;;) {
-        if (pending === null) {
-          pending = out.next();
-          pending.catch(() => { /* raced below; never left unhandled */ });
+      let quiet = false;
+      let exit: RemoteExit | null = null;
+      let stdoutDone = false;
+      while (!stdoutDone || exit === null) {
+        if (!nextRequested && !stdoutDone) {
+          nextRequested = true;
+          out.next().then((result) => box.post({ kind: 'data', result }), (error: unknown) => box.post({ kind: 'error', error }));
         }
-        const idle = step.follow && !quietSince
-          ? new Promise<'idle'>((resolve) => { idleTimer = setTimeout(() => resolve('idle'), this.o.idleMs); })
-          : null;
-        const raced = await Promise.race([pending, statuses.changed(), aborted, ...(idle === null ? [] : [idle])]);
+        if (step.follow && !quiet && !stdoutDone) {
+          const seq = ++idleSeq;
+          idleTimer = setTimeout(() => box.post({ kind: 'idle', seq }), this.o.idleMs);
+        }
+        const wake = await box.take();
         clearTimeout(idleTimer);
         yield* emit();
-        if (raced === 'abort') return 'aborted';
-        if (raced === 'idle') {
-          quietSince = true;
-          yield { kind: 'idle' };
-          continue;
+        switch (wake.kind) {
+          case 'abort': return 'aborted';
+          case 'error': throw wake.error;
+          case 'status': break;
+          case 'exit': exit = wake.exit; break;
+          case 'idle':
+            if (wake.seq === idleSeq) {
+              quiet = true;
+              yield { kind: 'idle' };
+            }
+            break;
+          case 'data': {
+            nextRequested = false;
+            if (wake.result.done === true) { stdoutDone = true; break; }
+            const chunk = wake.result.value;
+            reading.position = { file: reading.position.file, offset: reading.position.offset + chunk.length };
+            quiet = false;
+            yield { kind: 'data', chunk };
+            break;
+          }
         }
-        if (raced === 'status') continue;
-        pending = null;
-        if (raced.done === true) break;
-        const chunk = raced.value;
-        reading.position = { file: reading.position.file, offset: reading.position.offset + chunk.length };
-        quietSince = false;
-        yield { kind: 'data', chunk };
       }
-      const exit = await Promise.race([proc.exit, aborted]);
-      if (exit === 'abort') return 'aborted';
-      await Promise.race([stderrEnded, aborted]);
+      // The exit status is known; the status lines that explain it may still be in flight.
+      await stderrEnded;
       yield* emit();
       switch (exit.code) {
         case SEGMENT_EXIT.endOfFile:
@@ -266,13 +277,47 @@ export class LogFollower {
   }
 }
 
+type Wake =
+  | { kind: 'data'; result: IteratorResult<Buffer> }
+  | { kind: 'exit'; exit: RemoteExit }
+  | { kind: 'error'; error: unknown }
+  | { kind: 'status' }
+  | { kind: 'idle'; seq: number }
+  | { kind: 'abort' };
+
+/** A queue with one waiting reader; repeated `status` and `abort` wakes collapse into one. */
+class Mailbox<T extends { kind: string }> {
+  private readonly queue: T[] = [];
+  private waiter: ((value: T) => void) | null = null;
+
+  post(value: T): void {
+    if (this.waiter !== null) {
+      const waiter = this.waiter;
+      this.waiter = null;
+      waiter(value);
+      return;
+    }
+    if ((value.kind === 'status' || value.kind === 'abort') && this.queue.some((q) => q.kind === value.kind)) return;
+    this.queue.push(value);
+  }
+
+  take(): Promise<T> {
+    const first = this.queue.shift();
+    if (first !== undefined) return Promise.resolve(first);
+    return new Promise((resolve) => { this.waiter = resolve; });
+  }
+}
+
 /** The segment script's stderr: `PGLOG` status lines, and anything else kept for error messages. */
 class StatusLines {
   private partial = '';
   private queue: SegmentStatus[] = [];
   private text = '';
-  private wake: (() => void) | null = null;
-  private signal: Promise<'status'> | null = null;
+  private readonly onStatus: () => void;
+
+  constructor(onStatus: () => void) {
+    this.onStatus = onStatus;
+  }
 
   push(bytes: Buffer): void {
     const lines = (this.partial + bytes.toString('utf8')).split('\n');
@@ -291,18 +336,7 @@ class StatusLines {
         if (this.queue.length > 64) this.queue.shift();
       }
     }
-    if (this.queue.length > 0 && this.wake !== null) {
-      this.wake();
-      this.wake = null;
-      this.signal = null;
-    }
-  }
-
-  /** Resolves when a status line is waiting. */
-  changed(): Promise<'status'> {
-    if (this.queue.length > 0) return Promise.resolve('status');
-    this.signal ??= new Promise((resolve) => { this.wake = () => resolve('status'); });
-    return this.signal;
+    if (this.queue.length > 0) this.onStatus();
   }
 
   take(): SegmentStatus[] {
