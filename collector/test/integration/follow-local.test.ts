@@ -13,6 +13,7 @@ import { promisify } from 'node:util';
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import { isPglogError } from '../../src/errors.ts';
+import { parseIdentity } from '../../src/follow/identity.ts';
 import { LogFollower, type LogFollowerOptions } from '../../src/follow/follower.ts';
 import type { FollowedFile, FollowItem, FollowPosition } from '../../src/follow/types.ts';
 import { LocalShell } from '../helpers/local-shell.ts';
@@ -148,7 +149,8 @@ describe('LogFollower on real files', () => {
     const dirs = instanceDirs();
     const path = join(dirs.log, 'postgresql.log');
     writeFileSync(path, lines('a', 0, 3));
-    const rec = new Recorder(follower(new LocalShell(), dirs), null);
+    const f = follower(new LocalShell(), dirs);
+    const rec = new Recorder(f, null);
     await rec.until(() => rec.bytesOf(path) === readFileSync(path).length, 'the first lines');
     for (let round = 1; round <= 5; round++) {
       appendFileSync(path, lines('a', round * 10, round));
@@ -158,6 +160,11 @@ describe('LogFollower on real files', () => {
     await rec.stop();
     assertExact(rec, path, readFileSync(path));
     assert.equal(rec.files[0]?.offset, 0);
+    // The identity, first taken over a short head, now covers 1024 bytes, as POSIX cksum has it.
+    assert.ok(parseIdentity(rec.files[0].file.identity)!.headLength < 1024);
+    const { stdout } = await run('/bin/sh', ['-c', 'head -c 1024 "$1" | cksum', 'sh', path]);
+    const ino = parseIdentity(rec.files[0].file.identity)!.inode;
+    assert.equal(f.currentFile()?.identity, `${ino}:1024:${stdout.split(' ')[0]}`);
   });
 
   it('follows PostgreSQL rotation to a new file name, reading the old file to its end first', async () => {
@@ -274,6 +281,32 @@ describe('LogFollower on real files', () => {
     assert.deepEqual(second.files.map((x) => x.offset), [boundary, 0]);
     assert.equal(Buffer.concat(second.files[0]!.chunks).toString(), readFileSync(`${live}.1`).subarray(boundary).toString());
     assert.equal(Buffer.concat(second.files[1]!.chunks).toString(), readFileSync(live).toString());
+  });
+
+  it('after a copytruncate while stopped, reads the rest of the file from the copy, then the live file from 0', async () => {
+    const dirs = instanceDirs(true);
+    const live = join(dirs.log, 'app.log');
+    writeFileSync(live, lines('c', 0, 30));
+    const f = follower(new LocalShell(), dirs);
+    const first = new Recorder(f, null);
+    await first.until(() => first.bytesOf(live) === readFileSync(live).length, 'the file');
+    await first.stop();
+    const position = { file: f.currentFile()!, offset: readFileSync(live).length };
+    appendFileSync(live, lines('c', 30, 12));
+    const conf = join(root, `logrotate-ct-down-${case_}.conf`);
+    writeFileSync(conf, `"${live}" {\n  copytruncate\n  rotate 5\n}\n`);
+    await run('logrotate', ['-f', '-s', join(root, `state-ct-down-${case_}`), conf]);
+    appendFileSync(live, lines('d', 0, 5));
+    const second = new Recorder(follower(new LocalShell(), dirs), position);
+    await second.until(() => second.files.length === 2 && second.files[1]!.bytes === readFileSync(live).length, 'the live file');
+    await second.stop();
+    // The logical file continues under its own name and offset: the copy's bytes are its bytes.
+    assert.equal(second.files[0]!.file.path, live);
+    assert.equal(second.files[0]!.offset, position.offset);
+    assert.equal(Buffer.concat(second.files[0]!.chunks).toString(), readFileSync(`${live}.1`).subarray(position.offset).toString());
+    assert.ok(second.files[0]!.ended);
+    assert.equal(Buffer.concat(second.files[1]!.chunks).toString(), readFileSync(live).toString());
+    assert.equal(second.gaps.length, 0);
   });
 
   it('reports a gap when the file was truncated in place with no copy, then reads it from 0', async () => {
