@@ -153,7 +153,7 @@ describe('LogFollower on real files', () => {
     const rec = new Recorder(f, null);
     await rec.until(() => rec.bytesOf(path) === readFileSync(path).length, 'the first lines');
     for (let round = 1; round <= 5; round++) {
-      appendFileSync(path, lines('a', round * 10, round));
+      appendFileSync(path, lines('a', round * 10, round * 3));
       await rec.until(() => rec.bytesOf(path) === readFileSync(path).length, `round ${round}`);
     }
     await rec.until(() => rec.kinds.includes('idle') && rec.kinds.includes('size'), 'idle and size items');
@@ -162,6 +162,7 @@ describe('LogFollower on real files', () => {
     assert.equal(rec.files[0]?.offset, 0);
     // The identity, first taken over a short head, now covers 1024 bytes, as POSIX cksum has it.
     assert.ok(parseIdentity(rec.files[0].file.identity)!.headLength < 1024);
+    assert.ok(readFileSync(path).length > 1024);
     const { stdout } = await run('/bin/sh', ['-c', 'head -c 1024 "$1" | cksum', 'sh', path]);
     const ino = parseIdentity(rec.files[0].file.identity)!.inode;
     assert.equal(f.currentFile()?.identity, `${ino}:1024:${stdout.split(' ')[0]}`);
