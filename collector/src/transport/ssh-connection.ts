@@ -34,7 +34,7 @@ export interface SshConnectionOptions {
   username: string;
   /** The private key (OpenSSH or PEM). Never logged. */
   privateKey: Buffer;
-  /** Where the key came from (file path or "secret NAME"), for messages. Default: "the private key of target NAME". */
+  /** Where the key came from (file path or "secret NAME"), for messages. Default: "key of target NAME". */
   privateKeySource?: string;
   knownHosts: { text: string; source: string };
   /** Handshake pacing shared by every connection of the process. */
@@ -82,7 +82,7 @@ export class SshConnection implements RemoteShell {
   constructor(options: SshConnectionOptions) {
     this.o = options;
     this.endpoint = { target: options.target, host: options.host, port: options.port, username: options.username };
-    this.keySource = options.privateKeySource ?? `the private key of target ${options.target}`;
+    this.keySource = options.privateKeySource ?? `key of target ${options.target}`;
     this.knownHosts = parseKnownHosts(options.knownHosts.text, options.knownHosts.source);
     this.sessions = new Semaphore(options.maxSessions ?? 10);
     this.backoff = new Backoff(options.backoff);

@@ -53,7 +53,7 @@ export function toSshError(e: unknown, where: SshEndpoint, keySource: string): P
   const make = (code: ErrorCode, message: string): PglogError => new PglogError(code, `${at}: ${message}`, { cause: e });
   if (isKeyParseError(e)) {
     const why = err.message.replace(/^Cannot parse privateKey:\s*/, '');
-    return make('SSH_KEY_INVALID', `the private key from ${keySource} cannot be used: ${why}`);
+    return make('SSH_KEY_INVALID', `the private key (${keySource}) cannot be used: ${why}`);
   }
   if (typeof err.reason === 'number' || err.message.startsWith('(SSH) Channel open failure')) {
     const reason = typeof err.reason === 'number' ? CHANNEL_OPEN_REASONS[err.reason] ?? `reason ${err.reason}` : 'refused';
@@ -64,7 +64,7 @@ export function toSshError(e: unknown, where: SshEndpoint, keySource: string): P
   }
   switch (err.level) {
     case 'client-authentication':
-      return make('SSH_AUTH_FAILED', `the server refused the private key from ${keySource} for user ${where.username}`);
+      return make('SSH_AUTH_FAILED', `the server refused the private key (${keySource}) for user ${where.username}`);
     case 'client-timeout':
       return make('SSH_TIMEOUT', err.message === 'Keepalive timeout'
         ? 'the server stopped answering keepalives (connection lost or server hung)'
