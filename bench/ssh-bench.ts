@@ -3,7 +3,7 @@
  * ssh2's native crypto binding and without it, and the OpenSSH client for reference, all in
  * one run against one local OpenSSH server (collector/test/helpers/sshd.ts).
  *
- *   node bench/ssh-bench.ts [--mb 512] [--runs 1] [--out FILE.md]
+ *   node bench/ssh-bench.ts [--mb 512] [--runs 3] [--out FILE.md]
  *
  * The remote command is `head -c N /dev/zero` (no file I/O); the client counts and drops the
  * bytes. Every measurement runs in its own child process (this file with --child), so that:
@@ -32,7 +32,7 @@ const MAC = 'hmac-sha2-256-etm@openssh.com';
 const { values } = parseArgs({
   options: {
     mb: { type: 'string', default: '512' },
-    runs: { type: 'string', default: '1' },
+    runs: { type: 'string', default: '3' },
     out: { type: 'string' },
     child: { type: 'boolean', default: false },
     cipher: { type: 'string' },

@@ -182,6 +182,15 @@ describe('ssh2 transport against OpenSSH', { timeout: 120_000 }, () => {
       }
       assert.ok(peak <= 2);
       assert.equal(connection.openSessions, 0, 'every slot released');
+
+      // Configured above the server's MaxSessions: the server refuses the third channel.
+      const overcommitted = connect(limited, { maxSessions: 3 });
+      const held = await within(30_000, 'two sessions', Promise.all([overcommitted.spawn('sleep 30'), overcommitted.spawn('sleep 30')]));
+      const refused = await expectCode(overcommitted.spawn('echo third'), 'SSH_CHANNEL_FAILED');
+      assert.match(refused.message, /MaxSessions/);
+      for (const p of held) p.close();
+      await within(30_000, 'closed sessions', Promise.all(held.map((p) => p.exit)));
+      assert.equal(overcommitted.openSessions, 0);
     } finally {
       await limited.dispose();
     }
