@@ -305,8 +305,12 @@ export class SshConnection implements RemoteShell {
     return new Promise<ClientChannel>((resolve, reject) => {
       try {
         client.exec(command, (err, channel) => {
-          if (err !== undefined && err !== null) reject(toSshError(err, this.endpoint, this.keySource));
-          else resolve(channel);
+          if (err === undefined || err === null) resolve(channel);
+          // A channel request cut off by a lost connection fails with the loss's cause
+          // (recorded before ssh2 fails the pending requests), not ssh2's "No response".
+          else if (this.closed !== null) reject(this.closedError());
+          else if (this.client !== client && this.error !== null) reject(this.error);
+          else reject(toSshError(err, this.endpoint, this.keySource));
         });
       } catch (e) {
         // ssh2 throws "Not connected" when the socket died before we noticed.
