@@ -18,6 +18,10 @@ export interface TestPostgres {
   url: string;
   /** Stops the server (immediate mode) and removes its directory; safe to call twice. */
   stop(): Promise<void>;
+  /** Stops the server (immediate mode, like a crash) but keeps its data, for `startServer`. */
+  stopServer(): Promise<void>;
+  /** Starts the server stopped by `stopServer` again: same data, socket and URL. */
+  startServer(): Promise<void>;
 }
 
 interface RunResult { stdout: string; stderr: string }
@@ -85,9 +89,10 @@ export async function startPostgres(): Promise<TestPostgres> {
 
   let started = false;
   let stopped = false;
+  let running = false; // false between stopServer() and startServer()
   const pgCtl = (...args: string[]): string[] => [...asUser, `${PG_BIN}/pg_ctl`, '-D', dataDir, ...args];
   const stopSync = (): void => {
-    if (!started || stopped) return;
+    if (!started || stopped || !running) return;
     const [file, ...args] = pgCtl('-m', 'immediate', 'stop') as [string, ...string[]];
     try {
       execFileSync(file, args, { cwd: dir, stdio: 'ignore' });
@@ -97,11 +102,27 @@ export async function startPostgres(): Promise<TestPostgres> {
   const onExit = (): void => { stopSync(); rmSync(dir, { recursive: true, force: true }); };
   process.once('exit', onExit);
 
+  async function startServer(): Promise<void> {
+    running = true;
+    try {
+      await run(pgCtl('-l', logFile, '-w', '-t', '60', 'start'), dir, 90_000);
+    } catch (e) {
+      let log = '';
+      try { log = readFileSync(logFile, 'utf8'); } catch { /* no log written */ }
+      throw new Error(`${(e as Error).message}\n--- server log ${logFile} ---\n${log}`, { cause: e });
+    }
+  }
+  const stopServer = async (): Promise<void> => {
+    if (!running || stopped) return;
+    await run(pgCtl('-m', 'immediate', '-w', 'stop'), dir);
+    running = false;
+  };
+
   const stop = async (): Promise<void> => {
     if (stopped) return;
     process.removeListener('exit', onExit);
     try {
-      if (started) await run(pgCtl('-m', 'immediate', '-w', 'stop'), dir);
+      if (started && running) await run(pgCtl('-m', 'immediate', '-w', 'stop'), dir);
     } finally {
       stopped = true;
       rmSync(dir, { recursive: true, force: true });
@@ -124,18 +145,12 @@ export async function startPostgres(): Promise<TestPostgres> {
       '',
     ].join('\n'));
     started = true; // from here on a failed start may still have left a postmaster running
-    try {
-      await run(pgCtl('-l', logFile, '-w', '-t', '60', 'start'), dir, 90_000);
-    } catch (e) {
-      let log = '';
-      try { log = readFileSync(logFile, 'utf8'); } catch { /* no log written */ }
-      throw new Error(`${(e as Error).message}\n--- server log ${logFile} ---\n${log}`, { cause: e });
-    }
+    await startServer();
   } catch (e) {
     await stop().catch(() => { /* the start error is the one to report */ });
     throw new Error(`startPostgres: could not start a test PostgreSQL in ${dir}: ${(e as Error).message}`, { cause: e });
   }
 
   const url = `postgresql://postgres@/postgres?host=${encodeURIComponent(socketDir)}&port=${port}`;
-  return { socketDir, port, url, stop };
+  return { socketDir, port, url, stop, stopServer, startServer };
 }
