@@ -1,0 +1,58 @@
+/**
+ * One `COPY ... FROM STDIN` through pg-copy-streams, fed from an iterator of Buffers.
+ *
+ * One chunk is in flight at a time: the next is produced (encoded) only once the previous
+ * has been handed to the socket, so a slow store holds at most one chunk in memory and
+ * backpressure reaches the producer. The COPY fails as soon as the server refuses it or the
+ * connection drops: the stream's 'error' ends any wait, including a write waiting for a
+ * socket that will never drain.
+ *
+ * Why not `pipeline(Readable.from(chunks), copyStream)`: after the server has refused the
+ * COPY, pg-copy-streams drops its connection reference, and a further write or destroy from
+ * the pipeline would touch it; here nothing is written once an error has been seen.
+ */
+import type pg from 'pg';
+import { from as copyFrom } from 'pg-copy-streams';
+
+export async function copyIn(client: pg.ClientBase, sql: string, chunks: Iterable<Buffer>): Promise<{ rows: number }> {
+  const stream = client.query(copyFrom(sql));
+  // In an object: set from the 'error' listener, which TypeScript's narrowing does not see.
+  const state: { failure: Error | null } = { failure: null };
+  let fail: (e: unknown) => void = () => { /* replaced below */ };
+  const failed = new Promise<never>((_, reject) => {
+    fail = reject;
+  });
+  // The race below observes `failed`; this keeps an error that arrives after the last await
+  // from being reported as an unhandled rejection.
+  failed.catch(() => { /* handled through the races */ });
+  stream.on('error', (e: Error) => {
+    state.failure ??= e;
+    fail(e);
+  });
+  try {
+    for (const chunk of chunks) {
+      if (state.failure !== null) break;
+      await Promise.race([
+        new Promise<void>((resolve, reject) => {
+          stream.write(chunk, (err) => {
+            if (err) reject(err);
+            else resolve();
+          });
+        }),
+        failed,
+      ]);
+    }
+  } catch (e) {
+    // The chunks could not be produced: abort the COPY (CopyFail) so the session is usable.
+    if (state.failure === null) stream.destroy(e instanceof Error ? e : new Error(String(e)));
+    throw e;
+  }
+  if (state.failure !== null) throw state.failure;
+  await Promise.race([
+    new Promise<void>((resolve) => {
+      stream.end(resolve);
+    }),
+    failed,
+  ]);
+  return { rows: stream.rowCount };
+}

@@ -1,0 +1,83 @@
+/**
+ * ISO 8601 timestamps as the parser writes them (protocol/timestamp.ts) → microseconds since
+ * 1970-01-01 UTC as a bigint, exactly (pure). `Date.parse` keeps only milliseconds, and the
+ * store keeps microseconds: `2024-01-02T03:04:05.123456+03:00` must arrive as ...123456, not
+ * ...123000. Fractions beyond microseconds are rounded (half up), as the server rounds them.
+ *
+ * Accepted: `YYYY-MM-DDTHH:MM:SS[.fraction](Z|±HH:MM)`, which is every timestamp whose zone
+ * the parser could convert. Anything else (the text as logged with an unknown zone) → null:
+ * the caller stores the time it read the entry instead and keeps the text.
+ */
+
+const ISO_RE = /^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2}):(\d{2})(?:\.(\d+))?(Z|[+-]\d{2}:\d{2})$/;
+
+const DAYS_IN_MONTH = [31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31];
+
+function daysIn(year: number, month: number): number {
+  if (month === 2 && (year % 4 === 0 && (year % 100 !== 0 || year % 400 === 0))) return 29;
+  return DAYS_IN_MONTH[month - 1] ?? 0;
+}
+
+/** Fraction digits → microseconds (0 .. 1_000_000: may carry into the next second). */
+function fractionMicros(digits: string): number {
+  if (digits.length <= 6) return Number(digits.padEnd(6, '0'));
+  const micros = Number(digits.slice(0, 6));
+  return digits.charCodeAt(6) >= 53 /* '5' */ ? micros + 1 : micros;
+}
+
+// Consecutive entries mostly share everything but the fraction: remember the last whole-second
+// part (date, clock and zone) and its value, so most calls skip the calendar arithmetic.
+let lastHead = '';
+let lastZone = '';
+let lastSecondsMs = 0;
+
+/** Microseconds since 1970 of an ISO 8601 timestamp with offset, or null when it is not one. */
+export function isoToMicros(text: string): bigint | null {
+  const m = ISO_RE.exec(text);
+  if (m === null) return null;
+  const head = text.slice(0, 19);
+  const zone = m[8] ?? '';
+  const frac = m[7] === undefined ? 0 : fractionMicros(m[7]);
+  let secondsMs: number;
+  if (head === lastHead && zone === lastZone) {
+    secondsMs = lastSecondsMs;
+  } else {
+    const year = Number(m[1]);
+    const month = Number(m[2]);
+    const day = Number(m[3]);
+    const hour = Number(m[4]);
+    const minute = Number(m[5]);
+    const second = Number(m[6]);
+    // Second 60 is a leap second: PostgreSQL accepts it as the next minute's first second.
+    if (month < 1 || month > 12 || day < 1 || day > daysIn(year, month) || hour > 23 || minute > 59 || second > 60) return null;
+    let offsetMinutes = 0;
+    if (zone !== 'Z') {
+      const oh = Number(zone.slice(1, 3));
+      const om = Number(zone.slice(4, 6));
+      if (oh > 15 || om > 59) return null;
+      offsetMinutes = (zone[0] === '-' ? -1 : 1) * (oh * 60 + om);
+    }
+    const date = new Date(0);
+    // setUTCFullYear, not Date.UTC: Date.UTC maps years 0-99 to 1900-1999.
+    date.setUTCFullYear(year, month - 1, day);
+    date.setUTCHours(hour, minute, second, 0);
+    secondsMs = date.getTime() - offsetMinutes * 60_000;
+    lastHead = head;
+    lastZone = zone;
+    lastSecondsMs = secondsMs;
+  }
+  return BigInt(secondsMs) * 1000n + BigInt(frac);
+}
+
+/** Microseconds since 1970 of a millisecond timestamp (e.g. `Date.now()`). */
+export function msToMicros(ms: number): bigint {
+  return BigInt(Math.trunc(ms)) * 1000n;
+}
+
+/** ISO 8601 (UTC) with all six fraction digits, for messages and quarantined rows. */
+export function microsToIso(us: bigint): string {
+  const ms = Number(us / 1000n) - (us % 1000n < 0n ? 1 : 0);
+  const micros = Number(((us % 1_000_000n) + 1_000_000n) % 1_000_000n);
+  const iso = new Date(ms).toISOString(); // ...ss.mmmZ
+  return `${iso.slice(0, -5)}.${String(micros).padStart(6, '0')}Z`;
+}

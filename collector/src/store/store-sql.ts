@@ -1,0 +1,157 @@
+/**
+ * The store writer's statements besides COPY, with their parameters built from plain values.
+ * Sets of rows go in as arrays through `unnest`, so each step is one statement whatever the
+ * batch size. Statements that lock rows take them in key order, so collectors committing
+ * overlapping streams or templates at the same time queue instead of deadlocking.
+ */
+import type pg from 'pg';
+import type { StorePosition } from './store-types.ts';
+
+export interface StreamEpoch { target: string; instance: string; epoch: number }
+
+/** Locks the claims of the given streams in key order; returns the stored epochs found. */
+export async function lockClaims(client: pg.ClientBase, streams: readonly { target: string; instance: string }[]): Promise<StreamEpoch[]> {
+  if (streams.length === 0) return [];
+  const res = await client.query<{ target: string; instance: string; epoch: string }>(
+    `SELECT c.target, c.instance, c.epoch::text AS epoch
+       FROM pglog.stream_claims c
+       JOIN unnest($1::text[], $2::text[]) AS k(target, instance) USING (target, instance)
+      ORDER BY c.target, c.instance
+        FOR UPDATE OF c`,
+    [streams.map((s) => s.target), streams.map((s) => s.instance)],
+  );
+  return res.rows.map((r) => ({ target: r.target, instance: r.instance, epoch: Number(r.epoch) }));
+}
+
+/** Creates claims for streams that were never claimed (epoch as given); existing ones stay. */
+export async function insertMissingClaims(client: pg.ClientBase, streams: readonly StreamEpoch[]): Promise<void> {
+  if (streams.length === 0) return;
+  await client.query(
+    `INSERT INTO pglog.stream_claims (target, instance, epoch)
+     SELECT * FROM unnest($1::text[], $2::text[], $3::int8[]) ORDER BY 1, 2
+     ON CONFLICT (target, instance) DO NOTHING`,
+    [streams.map((s) => s.target), streams.map((s) => s.instance), streams.map((s) => s.epoch)],
+  );
+}
+
+/** Standalone claim: the stored epoch + 1 (1 for a new stream), atomically. */
+export async function claimNext(client: pg.ClientBase, target: string, instance: string): Promise<number> {
+  const res = await client.query<{ epoch: string }>(
+    `INSERT INTO pglog.stream_claims AS c (target, instance, epoch) VALUES ($1, $2, 1)
+     ON CONFLICT (target, instance) DO UPDATE SET epoch = c.epoch + 1, claimed_at = now()
+     RETURNING epoch::text AS epoch`,
+    [target, instance],
+  );
+  return Number(res.rows[0]?.epoch);
+}
+
+/**
+ * Cluster claim: store `epoch` unless a higher one is stored. Returns the epoch stored
+ * afterwards: `epoch` itself, or the higher one that fences this owner.
+ */
+export async function claimEpoch(client: pg.ClientBase, target: string, instance: string, epoch: number): Promise<number> {
+  const res = await client.query<{ epoch: string }>(
+    `INSERT INTO pglog.stream_claims AS c (target, instance, epoch) VALUES ($1, $2, $3)
+     ON CONFLICT (target, instance) DO UPDATE SET epoch = EXCLUDED.epoch, claimed_at = now()
+       WHERE c.epoch <= EXCLUDED.epoch
+     RETURNING epoch::text AS epoch`,
+    [target, instance, epoch],
+  );
+  const stored = res.rows[0]?.epoch;
+  if (stored !== undefined) return Number(stored);
+  const now = await client.query<{ epoch: string }>(
+    'SELECT epoch::text AS epoch FROM pglog.stream_claims WHERE target = $1 AND instance = $2', [target, instance]);
+  return Number(now.rows[0]?.epoch ?? epoch);
+}
+
+export async function readPosition(client: pg.ClientBase, target: string, instance: string): Promise<StorePosition | null> {
+  const res = await client.query<{ file: string; file_identity: string | null; byte_offset: string }>(
+    `SELECT file, file_identity, byte_offset::text AS byte_offset
+       FROM pglog.read_position_state WHERE target = $1 AND instance = $2`,
+    [target, instance],
+  );
+  const r = res.rows[0];
+  if (r === undefined) return null;
+  return { target, instance, file: r.file, identity: r.file_identity ?? '', offset: Number(r.byte_offset) };
+}
+
+/**
+ * Writes the read positions, each with its owner's epoch. The epoch guard repeats the claim
+ * check (the claims are locked by this transaction): a position is never taken back by an
+ * owner older than the one that wrote it.
+ */
+export async function upsertPositions(client: pg.ClientBase, positions: readonly (StorePosition & { epoch: number })[]): Promise<void> {
+  if (positions.length === 0) return;
+  const sorted = [...positions].sort((a, b) => compareKeys(a, b));
+  await client.query(
+    `INSERT INTO pglog.read_position_state AS p (target, instance, file, file_identity, byte_offset, epoch, updated_at)
+     SELECT t, i, f, fi, o, e, now() FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::int8[], $6::int8[]) AS u(t, i, f, fi, o, e)
+     ON CONFLICT (target, instance) DO UPDATE
+       SET file = EXCLUDED.file, file_identity = EXCLUDED.file_identity, byte_offset = EXCLUDED.byte_offset,
+           epoch = EXCLUDED.epoch, updated_at = EXCLUDED.updated_at
+       WHERE p.epoch <= EXCLUDED.epoch`,
+    [
+      sorted.map((p) => p.target), sorted.map((p) => p.instance), sorted.map((p) => p.file),
+      sorted.map((p) => p.identity), sorted.map((p) => p.offset), sorted.map((p) => p.epoch),
+    ],
+  );
+}
+
+/** Query templates of a batch (already merged per fingerprint and sorted), first/last seen widened. */
+export async function upsertTemplates(client: pg.ClientBase, templates: readonly { fingerprint: string; normalized: string; first: bigint; last: bigint }[]): Promise<void> {
+  if (templates.length === 0) return;
+  // Microseconds since 1970 as int8 (exact), turned into timestamptz by the server.
+  await client.query(
+    `INSERT INTO pglog.query_templates AS q (fingerprint, normalized, first_seen, last_seen)
+     SELECT f, n, timestamptz 'epoch' + a * interval '1 microsecond', timestamptz 'epoch' + b * interval '1 microsecond'
+       FROM unnest($1::text[], $2::text[], $3::int8[], $4::int8[]) AS u(f, n, a, b)
+     ON CONFLICT (fingerprint) DO UPDATE
+       SET first_seen = LEAST(q.first_seen, EXCLUDED.first_seen), last_seen = GREATEST(q.last_seen, EXCLUDED.last_seen)
+       WHERE EXCLUDED.first_seen < q.first_seen OR EXCLUDED.last_seen > q.last_seen`,
+    [
+      templates.map((t) => t.fingerprint), templates.map((t) => t.normalized),
+      templates.map((t) => t.first.toString()), templates.map((t) => t.last.toString()),
+    ],
+  );
+}
+
+export interface QuarantineRecord {
+  target: string;
+  instance: string;
+  file: string | null;
+  fileOffset: number | null;
+  reason: string;
+  /** JSON text. */
+  row: string;
+}
+
+export async function insertQuarantine(client: pg.ClientBase, records: readonly QuarantineRecord[]): Promise<void> {
+  if (records.length === 0) return;
+  await client.query(
+    `INSERT INTO pglog.quarantine (target, instance, file, file_offset, reason, "row")
+     SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::int8[], $5::text[], $6::jsonb[])`,
+    [
+      records.map((r) => r.target), records.map((r) => r.instance), records.map((r) => r.file),
+      records.map((r) => r.fileOffset), records.map((r) => r.reason), records.map((r) => r.row),
+    ],
+  );
+}
+
+/** Partitions from the day before `day` to three days after it; returns the names created. */
+export async function ensurePartitions(client: pg.ClientBase, day: string): Promise<string[]> {
+  const res = await client.query<{ name: string }>(
+    'SELECT pglog.ensure_partitions($1::date - 1, 5) AS name', [day]);
+  return res.rows.map((r) => r.name);
+}
+
+/** Drops the daily partitions that end on or before `day`; returns their names. */
+export async function dropPartitionsBefore(client: pg.ClientBase, day: string): Promise<string[]> {
+  const res = await client.query<{ name: string }>('SELECT pglog.drop_partitions_before($1::date) AS name', [day]);
+  return res.rows.map((r) => r.name);
+}
+
+export function compareKeys(a: { target: string; instance: string }, b: { target: string; instance: string }): number {
+  if (a.target !== b.target) return a.target < b.target ? -1 : 1;
+  if (a.instance !== b.instance) return a.instance < b.instance ? -1 : 1;
+  return 0;
+}

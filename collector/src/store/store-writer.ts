@@ -1,0 +1,425 @@
+/**
+ * The store writer: batches of events and their read positions into the store, in one
+ * transaction each (design §1 "Offsets", §6; docs/store.md).
+ *
+ * commit(batch, epochs):
+ *   BEGIN
+ *   lock the claims of the batch's streams (FOR UPDATE, key order); a stream whose claim
+ *     holds another epoch than the one given is fenced: none of its rows, not its position
+ *   per event table: SAVEPOINT; COPY ... FROM STDIN WITH (FORMAT binary); RELEASE
+ *     a COPY refused for a reason in the data (SQLSTATE class 22, 23, 54) is rolled back to
+ *     its savepoint and split (bisect.ts) until the bad rows are known; they go to
+ *     pglog.quarantine with the reason, the rest commits. A row the encoder refuses is
+ *     quarantined the same way without being sent.
+ *   query templates (one upsert), quarantine records, read positions (epoch-guarded upsert)
+ *   COMMIT
+ * Any other failure (connection lost, server shutting down, statement_timeout, deadlock, a
+ * missing table) rolls everything back and throws PglogError STORE_UNAVAILABLE: the caller
+ * keeps the batch and retries it; the connection is dropped and made again on the next call.
+ *
+ * One dedicated connection, used by one operation at a time (commit, claim and maintain queue
+ * up). One COPY BINARY encoder per table, made once: its scratch buffer grows to the chunk
+ * size and is reused by every batch (docs/decisions/0004). COPY data is produced in chunks of
+ * about CHUNK_BYTES, each encoded only once the previous one was handed to the socket.
+ */
+import pg from 'pg';
+import { PglogError, isPglogError } from '../errors.ts';
+import { writeWithBisection } from './bisect.ts';
+import type { Rejection } from './bisect.ts';
+import { CopyBinaryEncoder } from './copy-binary.ts';
+import { copyIn } from './copy-stream.ts';
+import { EVENT_TABLES, TABLES } from './event-tables.ts';
+import type { EventTable, TableDef } from './event-tables.ts';
+import { mapEvent, mergeTemplates } from './event-rows.ts';
+import type { MappedRow, TemplateSighting } from './event-rows.ts';
+import { migrate } from './migrate.ts';
+import { encoderReason, quarantineRecord } from './quarantine.ts';
+import { copyLineOf, describeServerError, isDataRejection } from './sqlstate.ts';
+import {
+  claimEpoch, claimNext, compareKeys, dropPartitionsBefore, ensurePartitions, insertMissingClaims,
+  insertQuarantine, lockClaims, readPosition, upsertPositions, upsertTemplates,
+} from './store-sql.ts';
+import type { QuarantineRecord, StreamEpoch } from './store-sql.ts';
+import { streamKeyOf } from './store-types.ts';
+import type { CommitResult, StoreBatch, StorePosition } from './store-types.ts';
+import { describeStore, withoutPassword } from './store-url.ts';
+import { DEFAULT_MAX_TEXT_BYTES, MIN_MAX_TEXT_BYTES, noRepairs } from './text-clean.ts';
+
+export type { BatchItem, CommitResult, SourceRef, StoreBatch, StorePosition } from './store-types.ts';
+export { streamKeyOf } from './store-types.ts';
+
+export type StoreLog = (level: 'info' | 'warn' | 'error', msg: string, fields?: object) => void;
+
+export interface StoreWriterOptions {
+  /** postgresql:// URL of the store (may hold a password: it never appears in messages). */
+  url: string;
+  applicationName?: string;
+  /** Bound on making a connection (default 10 s). */
+  connectTimeoutMs?: number;
+  /** Server-side bound on each statement, and on a transaction left idle (default 120 s). */
+  statementTimeoutMs?: number;
+  /** Longest text value stored, in UTF-8 bytes (default 1 MiB, at least 4096). */
+  maxTextBytes?: number;
+  /** Days of events kept by maintain(); null or undefined keeps everything. */
+  retentionDays?: number | null;
+  log?: StoreLog;
+}
+
+/** COPY data is produced and sent in pieces of about this many bytes. */
+export const CHUNK_BYTES = 1024 * 1024;
+const ENCODER_INITIAL_BYTES = 2 * CHUNK_BYTES;
+
+export class StoreWriter {
+  private readonly url: string;
+  private readonly where: string;
+  private readonly applicationName: string;
+  private readonly connectTimeoutMs: number;
+  private readonly statementTimeoutMs: number;
+  private readonly maxTextBytes: number;
+  private readonly retentionDays: number | null;
+  private readonly log: StoreLog;
+  private readonly encoders: Readonly<Record<EventTable, CopyBinaryEncoder>>;
+  private client: pg.Client | null = null;
+  /** The tail of the queue of operations: each waits for the one before it. */
+  private queue: Promise<void> = Promise.resolve();
+  private closed = false;
+
+  private constructor(options: StoreWriterOptions) {
+    this.url = options.url;
+    this.where = describeStore(options.url);
+    this.applicationName = options.applicationName ?? 'pglog';
+    this.connectTimeoutMs = positive(options.connectTimeoutMs ?? 10_000, 'connectTimeoutMs');
+    this.statementTimeoutMs = positive(options.statementTimeoutMs ?? 120_000, 'statementTimeoutMs');
+    this.maxTextBytes = options.maxTextBytes ?? DEFAULT_MAX_TEXT_BYTES;
+    if (!Number.isSafeInteger(this.maxTextBytes) || this.maxTextBytes < MIN_MAX_TEXT_BYTES) {
+      throw new PglogError('CONFIG_INVALID', `store maxTextBytes must be an integer of at least ${MIN_MAX_TEXT_BYTES} (stored text keeps at least its first 1000 characters), got ${options.maxTextBytes}`);
+    }
+    this.retentionDays = options.retentionDays ?? null;
+    if (this.retentionDays !== null && (!Number.isSafeInteger(this.retentionDays) || this.retentionDays < 1)) {
+      throw new PglogError('CONFIG_INVALID', `store retentionDays must be a whole number of days, at least 1, got ${this.retentionDays}`);
+    }
+    this.log = options.log ?? (() => { /* not logged */ });
+    const encoders = {} as Record<EventTable, CopyBinaryEncoder>;
+    for (const t of EVENT_TABLES) encoders[t] = new CopyBinaryEncoder(TABLES[t].types, { initialSize: ENCODER_INITIAL_BYTES });
+    this.encoders = encoders;
+  }
+
+  /** Connects, applies the schema migrations and makes the partitions around today. */
+  static async open(options: StoreWriterOptions): Promise<StoreWriter> {
+    const writer = new StoreWriter(options);
+    try {
+      await writer.exclusive('migrating the store schema', async (client) => {
+        await migrate(client);
+      });
+      await writer.maintain();
+    } catch (e) {
+      await writer.close();
+      throw e;
+    }
+    return writer;
+  }
+
+  /**
+   * Claims a stream before reading it; returns the epoch to commit with and the committed
+   * position to resume from. Without `epoch` (standalone) the stored epoch + 1 is taken, so a
+   * zombie of an earlier process is fenced. With `epoch` (cluster: the shard's assignment
+   * epoch) it is stored unless a higher one is: then PglogError STORE_FENCED.
+   */
+  async claim(target: string, instance: string, epoch?: number): Promise<{ epoch: number; position: StorePosition | null }> {
+    if (epoch !== undefined && (!Number.isSafeInteger(epoch) || epoch < 0)) {
+      throw new PglogError('STORE_FENCED', `${target}/${instance}: an assignment epoch must be a whole number >= 0, got ${epoch}`);
+    }
+    return this.exclusive(`claiming ${target}/${instance}`, async (client) => {
+      await client.query('BEGIN');
+      try {
+        const stored = epoch === undefined ? await claimNext(client, target, instance) : await claimEpoch(client, target, instance, epoch);
+        if (epoch !== undefined && stored !== epoch) {
+          throw new PglogError('STORE_FENCED', `${target}/${instance}: the store holds assignment epoch ${stored}, newer than this owner's ${epoch}; another collector owns this stream`);
+        }
+        // Read after the claim: a commit of an older owner that held the claim's lock has
+        // finished by now, and its position is the one to resume from.
+        const position = await readPosition(client, target, instance);
+        await client.query('COMMIT');
+        return { epoch: stored, position };
+      } catch (e) {
+        await rollback(client);
+        throw e;
+      }
+    });
+  }
+
+  /**
+   * Commits a batch and its read positions in one transaction (see the top of this file).
+   * `epochs` maps `streamKeyOf(target, instance)` to the epoch the stream was claimed with; a
+   * stream missing from it is taken as epoch 0 (never claimed: its claim is made at 0).
+   */
+  async commit(batch: StoreBatch, epochs: ReadonlyMap<string, number>): Promise<CommitResult> {
+    const repairs = noRepairs();
+    let readTimeUsed = 0;
+    const streams = new Map<string, StreamEpoch>();
+    const addStream = (target: string, instance: string): void => {
+      const key = streamKeyOf(target, instance);
+      if (!streams.has(key)) streams.set(key, { target, instance, epoch: epochs.get(key) ?? 0 });
+    };
+    const mapped: Array<{ key: string; row: MappedRow; template: TemplateSighting | null }> = [];
+    for (const item of batch.items) {
+      addStream(item.source.target, item.source.instance);
+      const m = mapEvent(item.source, item.event, item.readAt, this.maxTextBytes, repairs);
+      if (m.readTimeUsed) readTimeUsed++;
+      mapped.push({ key: streamKeyOf(item.source.target, item.source.instance), row: m.row, template: m.template });
+    }
+    for (const p of batch.positions) addStream(p.target, p.instance);
+    const wanted = [...streams.values()].sort(compareKeys);
+
+    return this.exclusive('committing a batch', async (client) => {
+      await client.query('BEGIN');
+      try {
+        const fenced = await this.fence(client, wanted);
+        const fencedKeys = new Set(fenced.map((f) => streamKeyOf(f.target, f.instance)));
+        const byTable = new Map<EventTable, MappedRow[]>(EVENT_TABLES.map((t) => [t, []]));
+        const sightings: TemplateSighting[] = [];
+        for (const m of mapped) {
+          if (fencedKeys.has(m.key)) continue;
+          byTable.get(m.row.table)?.push(m.row);
+          if (m.template !== null) sightings.push(m.template);
+        }
+        const result: CommitResult = { rows: {}, quarantined: 0, fenced, copyMs: 0, bytes: 0, repairs, readTimeUsed };
+        const quarantine: QuarantineRecord[] = [];
+        for (const t of EVENT_TABLES) {
+          const rows = byTable.get(t) ?? [];
+          result.rows[t] = rows.length === 0 ? 0 : await this.copyTable(client, TABLES[t], rows, result, quarantine);
+        }
+        await upsertTemplates(client, mergeTemplates(sightings));
+        await insertQuarantine(client, quarantine);
+        const positions = batch.positions
+          .filter((p) => !fencedKeys.has(streamKeyOf(p.target, p.instance)))
+          .map((p) => ({ ...p, epoch: streams.get(streamKeyOf(p.target, p.instance))?.epoch ?? 0 }));
+        await upsertPositions(client, positions);
+        await client.query('COMMIT');
+        result.quarantined = quarantine.length;
+        if (quarantine.length > 0) {
+          this.log('warn', `${quarantine.length} row(s) refused by the store were put into pglog.quarantine`, { reasons: [...new Set(quarantine.map((q) => q.reason))].slice(0, 5) });
+        }
+        for (const f of fenced) {
+          this.log('warn', `${f.target}/${f.instance}: fenced by a newer owner (epoch ${f.epoch}); its events were not written`, { target: f.target, instance: f.instance, epoch: f.epoch });
+        }
+        return result;
+      } catch (e) {
+        await rollback(client);
+        throw e;
+      }
+    });
+  }
+
+  /**
+   * Makes the daily partitions from yesterday to three days ahead (UTC), and with a retention
+   * drops those older than `retentionDays` before today.
+   */
+  async maintain(now: Date = new Date()): Promise<{ created: string[]; dropped: string[] }> {
+    const day = utcDay(now, 0);
+    return this.exclusive('maintaining partitions', async (client) => {
+      const created = await ensurePartitions(client, day);
+      const dropped = this.retentionDays === null ? [] : await dropPartitionsBefore(client, utcDay(now, -this.retentionDays));
+      return { created, dropped };
+    });
+  }
+
+  /** Waits for the operation under way, then closes the connection. Idempotent. */
+  async close(): Promise<void> {
+    const last = this.queue;
+    this.closed = true;
+    await last;
+    const client = this.client;
+    this.client = null;
+    if (client !== null) await client.end().catch(() => { /* already gone */ });
+  }
+
+  /** Locks the claims of the streams; returns those whose stored epoch is not theirs. */
+  private async fence(client: pg.Client, wanted: readonly StreamEpoch[]): Promise<Array<{ target: string; instance: string; epoch: number }>> {
+    let stored = await lockClaims(client, wanted);
+    if (stored.length < wanted.length) {
+      const have = new Set(stored.map((s) => streamKeyOf(s.target, s.instance)));
+      await insertMissingClaims(client, wanted.filter((w) => !have.has(streamKeyOf(w.target, w.instance))));
+      stored = await lockClaims(client, wanted);
+    }
+    const storedBy = new Map(stored.map((s) => [streamKeyOf(s.target, s.instance), s.epoch]));
+    const fenced: Array<{ target: string; instance: string; epoch: number }> = [];
+    for (const w of wanted) {
+      const epoch = storedBy.get(streamKeyOf(w.target, w.instance)) ?? w.epoch;
+      if (epoch !== w.epoch) fenced.push({ target: w.target, instance: w.instance, epoch });
+    }
+    return fenced;
+  }
+
+  /** COPYs the rows of one table with bisection; returns the rows committed. */
+  private async copyTable(client: pg.Client, def: TableDef, rows: MappedRow[], result: CommitResult, quarantine: QuarantineRecord[]): Promise<number> {
+    const encoder = this.encoders[def.name];
+    const unencodable = new Set<MappedRow>();
+    const onUnencodable = (row: MappedRow, e: unknown): void => {
+      unencodable.add(row);
+      quarantine.push(quarantineRecord(row, `STORE_ENCODING: ${encoderReason(row, (e as Error).message)}`));
+    };
+    let committed = 0;
+    const outcome = await writeWithBisection(rows, async (part): Promise<Rejection | null> => {
+      const counted = { bytes: 0, rows: 0 };
+      await client.query('SAVEPOINT pglog_copy');
+      const started = performance.now();
+      try {
+        await copyIn(client, def.copySql, encodeChunks(encoder, part, unencodable, onUnencodable, counted));
+      } catch (e) {
+        result.copyMs += performance.now() - started;
+        if (!isDataRejection(e)) throw e;
+        await client.query('ROLLBACK TO SAVEPOINT pglog_copy');
+        return { reason: describeServerError(e), rowIndex: partIndexOfLine(part, unencodable, copyLineOf(e)) };
+      }
+      result.copyMs += performance.now() - started;
+      await client.query('RELEASE SAVEPOINT pglog_copy');
+      result.bytes += counted.bytes;
+      committed += counted.rows;
+      return null;
+    });
+    for (const { row, rejection } of outcome.rejected) quarantine.push(quarantineRecord(row, rejection.reason));
+    return committed;
+  }
+
+  /** Runs `fn` on the connection once the operations before it are done. */
+  private async exclusive<T>(what: string, fn: (client: pg.Client) => Promise<T>): Promise<T> {
+    const before = this.queue;
+    let done: () => void = () => { /* replaced below */ };
+    this.queue = new Promise<void>((resolve) => { done = resolve; });
+    await before;
+    try {
+      if (this.closed) throw new PglogError('STORE_UNAVAILABLE', `${what}: the writer to ${this.where} is closed`);
+      let client: pg.Client;
+      try {
+        client = await this.connection();
+      } catch (e) {
+        throw this.unavailable(`${what}: cannot connect to`, e);
+      }
+      try {
+        return await fn(client);
+      } catch (e) {
+        // Fencing and migration refusals are answers, not failures of the connection.
+        if (isPglogError(e) && e.code !== 'STORE_UNAVAILABLE') throw e;
+        this.discard(client);
+        throw isPglogError(e) ? e : this.unavailable(`${what} failed on`, e);
+      }
+    } finally {
+      done();
+    }
+  }
+
+  private async connection(): Promise<pg.Client> {
+    if (this.client !== null) return this.client;
+    const client = new pg.Client({
+      connectionString: this.url,
+      application_name: this.applicationName,
+      connectionTimeoutMillis: this.connectTimeoutMs,
+      statement_timeout: this.statementTimeoutMs,
+      // A collector that stops in the middle of a transaction must not hold its locks for long.
+      idle_in_transaction_session_timeout: this.statementTimeoutMs,
+      keepAlive: true,
+    });
+    // Without a listener an error between queries (the server went away) would crash the process.
+    client.on('error', (e) => {
+      this.log('warn', `the connection to ${this.where} failed: ${withoutPassword(e.message, this.url)}`);
+      if (this.client === client) this.client = null;
+    });
+    try {
+      await client.connect();
+    } catch (e) {
+      await client.end().catch(() => { /* never connected */ });
+      throw e;
+    }
+    this.client = client;
+    return client;
+  }
+
+  private discard(client: pg.Client): void {
+    if (this.client === client) this.client = null;
+    void client.end().catch(() => { /* already broken */ });
+  }
+
+  private unavailable(what: string, e: unknown): PglogError {
+    return new PglogError('STORE_UNAVAILABLE', withoutPassword(`${what} ${this.where}: ${describeServerError(e)}`, this.url), { cause: e });
+  }
+}
+
+/**
+ * The COPY data of `rows`: header, chunks of about CHUNK_BYTES, trailer. Rows the encoder
+ * refuses are reported and left out (and stay out of later attempts); the others of their
+ * chunk are encoded one by one.
+ */
+function* encodeChunks(
+  encoder: CopyBinaryEncoder,
+  rows: readonly MappedRow[],
+  skip: Set<MappedRow>,
+  onUnencodable: (row: MappedRow, e: unknown) => void,
+  counted: { bytes: number; rows: number },
+): Generator<Buffer> {
+  const header = encoder.header();
+  counted.bytes += header.length;
+  yield header;
+  let i = 0;
+  while (i < rows.length) {
+    const chunk: MappedRow[] = [];
+    let size = 0;
+    while (i < rows.length && (chunk.length === 0 || size < CHUNK_BYTES)) {
+      const row = rows[i++] as MappedRow;
+      if (skip.size > 0 && skip.has(row)) continue;
+      chunk.push(row);
+      size += row.size;
+    }
+    if (chunk.length === 0) continue;
+    let data: Buffer;
+    try {
+      data = encoder.encodeRows(chunk.map((r) => r.values));
+      counted.rows += chunk.length;
+    } catch (e) {
+      if (!isPglogError(e) || e.code !== 'STORE_ENCODING') throw e;
+      const parts: Buffer[] = [];
+      for (const row of chunk) {
+        try {
+          parts.push(encoder.encodeRows([row.values]));
+          counted.rows++;
+        } catch (rowError) {
+          if (!isPglogError(rowError) || rowError.code !== 'STORE_ENCODING') throw rowError;
+          onUnencodable(row, rowError);
+        }
+      }
+      data = Buffer.concat(parts);
+    }
+    counted.bytes += data.length;
+    if (data.length > 0) yield data;
+  }
+  const trailer = encoder.trailer();
+  counted.bytes += trailer.length;
+  yield trailer;
+}
+
+/** The index in `part` of the row sent as COPY line `line` (0-based), the unencodable ones skipped. */
+function partIndexOfLine(part: readonly MappedRow[], skipped: ReadonlySet<MappedRow>, line: number | null): number | null {
+  if (line === null) return null;
+  let sent = 0;
+  for (let i = 0; i < part.length; i++) {
+    if (skipped.has(part[i] as MappedRow)) continue;
+    if (sent === line) return i;
+    sent++;
+  }
+  return null;
+}
+
+async function rollback(client: pg.Client): Promise<void> {
+  await client.query('ROLLBACK').catch(() => { /* the connection may be gone: the transaction is then over anyway */ });
+}
+
+function positive(v: number, name: string): number {
+  if (!Number.isFinite(v) || v <= 0) throw new PglogError('CONFIG_INVALID', `store ${name} must be a positive number of milliseconds, got ${v}`);
+  return v;
+}
+
+/** `YYYY-MM-DD` of the UTC day `offsetDays` from `now`'s. */
+function utcDay(now: Date, offsetDays: number): string {
+  const d = new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), now.getUTCDate() + offsetDays));
+  return d.toISOString().slice(0, 10);
+}
