@@ -4,35 +4,46 @@
  * `store pglog@db:5432/pglog` instead, built from the parsed parts, never from the text.
  */
 
+interface StoreUrlParts { user: string; password: string; host: string; port: string; database: string }
+
+/**
+ * The parts of a `postgresql://` URL as libpq reads them. Parsed by hand: WHATWG `URL`
+ * refuses the libpq form with a user and no host (`postgresql://postgres@/db?host=/socket`).
+ */
+function parseStoreUrl(url: string): StoreUrlParts | null {
+  const m = /^postgres(?:ql)?:\/\/(?:([^:@/?]*)(?::([^@/?]*))?@)?([^/?]*)(?:\/([^?]*))?(?:\?(.*))?$/.exec(url);
+  if (m === null) return null;
+  const decode = (s: string | undefined): string => {
+    try { return decodeURIComponent(s ?? ''); } catch { return s ?? ''; }
+  };
+  const params = new URLSearchParams(m[5] ?? '');
+  const hostPort = m[3] ?? '';
+  // [v6::addr]:port, host:port, host
+  const hp = /^(\[[^\]]*\]|[^:]*)(?::(\d*))?$/.exec(hostPort);
+  const user = decode(m[1]);
+  return {
+    user,
+    password: decode(m[2]),
+    host: decode(hp?.[1]) || (params.get('host') ?? 'localhost'),
+    port: hp?.[2] || (params.get('port') ?? '5432'),
+    database: decode(m[4]) || user,
+  };
+}
+
 /** `store user@host:port/database` for messages; never contains the password. */
 export function describeStore(url: string): string {
-  let u: URL;
-  try {
-    u = new URL(url);
-  } catch {
-    return 'the store (its URL cannot be parsed: not shown, it may hold a password)';
-  }
-  if (u.protocol !== 'postgresql:' && u.protocol !== 'postgres:') return 'the store (not a postgresql:// URL: not shown)';
-  const decode = (s: string): string => {
-    try { return decodeURIComponent(s); } catch { return s; }
-  };
-  // libpq lets ?host= and ?port= name the host (a Unix socket directory) when the URL has none.
-  const host = u.hostname !== '' ? decode(u.hostname) : (u.searchParams.get('host') ?? 'localhost');
-  const port = u.port !== '' ? u.port : (u.searchParams.get('port') ?? '5432');
-  const user = u.username !== '' ? `${decode(u.username)}@` : '';
-  const database = decode(u.pathname.replace(/^\//, '')) || (u.username !== '' ? decode(u.username) : '');
-  return `store ${user}${host}:${port}/${database}`;
+  const p = parseStoreUrl(url);
+  if (p === null) return 'the store (its URL is not shown: not a postgresql:// URL, and it may hold a password)';
+  return `store ${p.user === '' ? '' : `${p.user}@`}${p.host}:${p.port}/${p.database}`;
 }
 
 /** `text` with the URL's password replaced by `***`, should a library ever quote the URL. */
 export function withoutPassword(text: string, url: string): string {
-  let password = '';
-  try { password = new URL(url).password; } catch { return text; }
-  if (password === '') return text;
-  let out = text.replaceAll(password, '***');
-  try {
-    const decoded = decodeURIComponent(password);
-    if (decoded !== '') out = out.replaceAll(decoded, '***');
-  } catch { /* not percent-encoded */ }
+  const m = /^[a-z]+:\/\/[^:@/?]*:([^@/?]+)@/.exec(url);
+  const raw = m?.[1];
+  if (raw === undefined) return text;
+  let out = text.replaceAll(raw, '***');
+  const decoded = parseStoreUrl(url)?.password ?? '';
+  if (decoded !== '') out = out.replaceAll(decoded, '***');
   return out;
 }
