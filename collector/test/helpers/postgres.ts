@@ -18,7 +18,7 @@ export interface TestPostgres {
   url: string;
   /** Stops the server (immediate mode) and removes its directory; safe to call twice. */
   stop(): Promise<void>;
-  /** Stops the server (immediate mode, like a crash) but keeps its data, for `startServer`. */
+  /** Stops the server (fast mode: sessions are ended, committed data kept) for `startServer`. */
   stopServer(): Promise<void>;
   /** Starts the server stopped by `stopServer` again: same data, socket and URL. */
   startServer(): Promise<void>;
@@ -114,7 +114,8 @@ export async function startPostgres(): Promise<TestPostgres> {
   }
   const stopServer = async (): Promise<void> => {
     if (!running || stopped) return;
-    await run(pgCtl('-m', 'immediate', '-w', 'stop'), dir);
+    // Fast, not immediate: with synchronous_commit off, an immediate stop loses the last commits.
+    await run(pgCtl('-m', 'fast', '-w', 'stop'), dir);
     running = false;
   };
 
