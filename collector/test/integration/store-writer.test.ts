@@ -153,7 +153,7 @@ test('every event kind lands in its table and the stable views, with the positio
   assert.deepEqual(other.rows, [...expectedOther].sort(([a], [b]) => (a < b ? -1 : 1)).map(([kind, n]) => ({ kind, n })));
   const plan = fixture.find((e) => e.kind === 'plan');
   assert.ok(plan?.kind === 'plan');
-  const planRow = await db.query(`SELECT payload->>'plan' AS plan FROM pglog.other_events WHERE kind = 'plan' AND file_offset = $1`, [plan.offset]);
+  const planRow = await db.query<{ plan: string }>(`SELECT payload->>'plan' AS plan FROM pglog.other_events WHERE kind = 'plan' AND file_offset = $1`, [plan.offset]);
   assert.equal(planRow.rows[0]?.plan, plan.plan);
 
   // Templates: statements and plans, first and last seen.
