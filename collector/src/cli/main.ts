@@ -2,13 +2,22 @@
  * The `pglog` command's entry point: the only place that reads process.argv, process.env
  * and the standard streams; everything below receives its configuration as arguments.
  */
+import { readFileSync } from 'node:fs';
 import { isPglogError } from '../errors.ts';
+import { COLLECT_USAGE, parseCollectArgs, runCollect } from './collect-command.ts';
 import { PARSE_USAGE, parseParseArgs, runParse } from './parse-command.ts';
+import { REPORT_USAGE, parseReportArgs, runReport } from './report-command.ts';
 
 const USAGE = `usage: pglog COMMAND [OPTIONS]
 
 commands:
+  collect   stream the logs of the servers in a targets file over SSH into the store
+  report    top query templates, errors and lock waits from the store
   parse     parse PostgreSQL log files offline (summary or typed events)
+
+${COLLECT_USAGE}
+
+${REPORT_USAGE}
 
 ${PARSE_USAGE}`;
 
@@ -17,6 +26,16 @@ async function main(argv: string[]): Promise<number> {
   switch (command) {
     case 'parse':
       return runParse(parseParseArgs(rest), { stdin: process.stdin, stdout: process.stdout, stderr: process.stderr });
+    case 'report':
+      return runReport(parseReportArgs(rest, process.env), { stdout: process.stdout, stderr: process.stderr });
+    case 'collect':
+      return runCollect(parseCollectArgs(rest, process.env, (f) => readFileSync(f, 'utf8')), {
+        stdout: process.stdout,
+        onStopRequest: (handler) => {
+          process.once('SIGTERM', handler);
+          process.once('SIGINT', handler);
+        },
+      });
     case undefined:
     case 'help':
     case '--help':

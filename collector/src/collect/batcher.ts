@@ -11,7 +11,7 @@
  */
 import { PglogError } from '../errors.ts';
 import type { PglogEvent } from '../protocol/events.ts';
-import type { BatchItem, CommitResult, SourceRef, StoreBatch, StorePosition } from '../store/store-writer.ts';
+import { streamKeyOf, type BatchItem, type CommitResult, type SourceRef, type StoreBatch, type StorePosition } from '../store/store-writer.ts';
 import { backoffDelay } from './retry.ts';
 
 export interface BatcherOptions {
@@ -46,17 +46,15 @@ export interface BatchCommitter {
 }
 
 export interface BatcherHooks {
-  /** A batch committed; `oldestReadAt` is when its oldest entry was read (commit latency). */
-  committed?(result: CommitResult, info: { rows: number; bytes: number; oldestReadAt: number; ms: number }): void;
+  /**
+   * A batch committed; `oldestReadAt` is when its oldest entry was read (commit latency);
+   * `newest` holds, per stream, the log time (ms) of the newest entry committed, where known.
+   */
+  committed?(result: CommitResult, info: { rows: number; bytes: number; oldestReadAt: number; ms: number; newest: ReadonlyArray<{ target: string; instance: string; ms: number }> }): void;
   /** A batch failed and will be retried after `delayMs`. */
   retrying?(error: unknown, attempt: number, delayMs: number): void;
   /** A newer owner holds this stream's position: the stream must stop. */
   fenced?(target: string, instance: string, epoch: number): void;
-}
-
-/** Key of one stream (a target's instance) in maps. */
-export function streamKey(target: string, instance: string): string {
-  return `${target}\u0000${instance}`;
 }
 
 /** Bytes charged for an event: the log bytes of its entry plus the object's own overhead. */
@@ -120,7 +118,7 @@ export class Batcher {
    * committed together. `epoch` is the stream's fencing token from its claim.
    */
   add(source: SourceRef, events: readonly PglogEvent[], position: StorePosition, epoch: number, readAt: number): void {
-    const key = streamKey(source.target, source.instance);
+    const key = streamKeyOf(source.target, source.instance);
     if (this.fencedKeys.has(key)) {
       throw new PglogError('STORE_FENCED', `${source.target}/${source.instance}: a newer owner holds this stream's read position; not collecting it here`);
     }
@@ -254,10 +252,10 @@ export class Batcher {
         try {
           const result = await this.committer.commit(storeBatch, epochs);
           for (const f of result.fenced) {
-            this.fencedKeys.add(streamKey(f.target, f.instance));
+            this.fencedKeys.add(streamKeyOf(f.target, f.instance));
             this.hooks.fenced?.(f.target, f.instance, f.epoch);
           }
-          this.hooks.committed?.(result, { rows: batch.items.length, bytes: batch.bytes, oldestReadAt: batch.oldestReadAt, ms: this.now() - started });
+          this.hooks.committed?.(result, { rows: batch.items.length, bytes: batch.bytes, oldestReadAt: batch.oldestReadAt, ms: this.now() - started, newest: newestPerStream(batch.items) });
           return true;
         } catch (e) {
           const delay = backoffDelay(attempt, this.options.retryBaseMs, this.options.retryCapMs, this.random);
@@ -291,4 +289,16 @@ export class Batcher {
     }
     this.roomWaiters = still;
   }
+}
+
+/** The log time of the last entry of each stream in a batch (entries arrive in log order). */
+function newestPerStream(items: readonly BatchItem[]): Array<{ target: string; instance: string; ms: number }> {
+  const last = new Map<string, BatchItem>();
+  for (const item of items) last.set(streamKeyOf(item.source.target, item.source.instance), item);
+  const out: Array<{ target: string; instance: string; ms: number }> = [];
+  for (const item of last.values()) {
+    const ms = item.event.ts === null ? NaN : Date.parse(item.event.ts);
+    if (!Number.isNaN(ms)) out.push({ target: item.source.target, instance: item.source.instance, ms });
+  }
+  return out;
 }

@@ -1,0 +1,95 @@
+/**
+ * `pglog collect --targets FILE --store URL`: the standalone collector. Reads and validates
+ * the targets file and every key file once, then runs until told to stop (SIGTERM/SIGINT,
+ * wired by main.ts), flushing within --stop-timeout.
+ */
+import { readFile } from 'node:fs/promises';
+import type { Writable } from 'node:stream';
+import { Collector, type TargetCredentials } from '../collect/collector.ts';
+import type { CollectConfig } from '../collect/collect-config.ts';
+import { isSshKeyFiles, type PostgresTarget } from '../config/target-types.ts';
+import { loadTargetsFile } from '../config/targets.ts';
+import { PglogError } from '../errors.ts';
+import { createLogger, redactUrl, registerSecret } from '../observability/logger.ts';
+import { startHttpServer } from '../observability/http-server.ts';
+import { createCollectorMetrics } from '../observability/metrics.ts';
+
+export { COLLECT_USAGE, parseCollectArgs } from '../collect/collect-config.ts';
+
+export interface CollectIO {
+  /** Where the JSON log goes (standard output). */
+  stdout: Writable;
+  /** Calls `handler` once when the process is asked to stop. */
+  onStopRequest(handler: () => void): void;
+}
+
+export async function runCollect(config: CollectConfig, io: CollectIO): Promise<number> {
+  registerStoreSecret(config.storeUrl);
+  const log = createLogger({ level: config.logLevel, destination: io.stdout });
+  const targets = await loadTargetsFile(config.targetsFile, { mode: 'standalone' });
+  if (targets.length === 0) throw new PglogError('CONFIG_INVALID', `${config.targetsFile}: no PostgresTarget objects`);
+  const credentials = await readCredentials(targets);
+  const metrics = createCollectorMetrics();
+  const collector = new Collector({ config, targets, credentials, log, metrics });
+
+  let stopRequested = false;
+  let resolveStop!: () => void;
+  const stopped = new Promise<void>((resolve) => { resolveStop = resolve; });
+  io.onStopRequest(() => {
+    if (stopRequested) return;
+    stopRequested = true;
+    log.info(`stop requested: flushing (at most ${config.stopTimeoutMs} ms)`);
+    resolveStop();
+  });
+
+  const http = config.listen === null ? null : await startHttpServer({
+    host: config.listen.host,
+    port: config.listen.port,
+    metrics,
+    ready: () => collector.readiness(),
+    log,
+  });
+  if (http !== null) log.info({ listen: http.address }, `metrics and health on http://${http.address.host}:${http.address.port}`);
+  log.info({ store: redactUrl(config.storeUrl), targets: targets.map((t) => t.metadata.name) }, 'pglog collect starting');
+
+  await Promise.race([collector.start(), stopped]);
+  await stopped;
+  const deadline = Date.now() + config.stopTimeoutMs;
+  await collector.stop(deadline - 250);
+  await http?.close();
+  log.info('pglog collect stopped');
+  return 0;
+}
+
+/** Reads every target's private key and known_hosts once; a missing or unreadable file stops start-up. */
+async function readCredentials(targets: readonly PostgresTarget[]): Promise<Map<string, TargetCredentials>> {
+  const out = new Map<string, TargetCredentials>();
+  for (const t of targets) {
+    const ssh = t.spec.ssh;
+    if (!isSshKeyFiles(ssh)) {
+      throw new PglogError('CONFIG_INVALID', `target ${t.metadata.name}: spec.ssh.secretRef needs the cluster; a targets file gives privateKeyFile and knownHostsFile`);
+    }
+    const privateKey = await readConfigFile(ssh.privateKeyFile, t.metadata.name, 'spec.ssh.privateKeyFile');
+    registerSecret(privateKey.toString('utf8').trim());
+    const knownHosts = await readConfigFile(ssh.knownHostsFile, t.metadata.name, 'spec.ssh.knownHostsFile');
+    out.set(t.metadata.name, { privateKey, knownHosts: { text: knownHosts.toString('utf8'), source: ssh.knownHostsFile } });
+  }
+  return out;
+}
+
+async function readConfigFile(path: string, target: string, field: string): Promise<Buffer> {
+  try {
+    return await readFile(path);
+  } catch (e) {
+    throw new PglogError('CONFIG_INVALID', `target ${target}: ${field} ${path} cannot be read: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`);
+  }
+}
+
+function registerStoreSecret(url: string): void {
+  try {
+    const password = decodeURIComponent(new URL(url).password);
+    if (password !== '') registerSecret(password);
+  } catch { /* not a URL the WHATWG parser takes: redactUrl still strips it from messages */ }
+  const param = /[?&]password=([^&]+)/.exec(url);
+  if (param?.[1] !== undefined) registerSecret(decodeURIComponent(param[1]));
+}

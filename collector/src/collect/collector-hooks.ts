@@ -1,0 +1,89 @@
+/**
+ * What the collector's parts report, turned into metrics and log lines: one place that knows
+ * both the hook shapes and the metric names, so streams and the batcher stay free of either.
+ */
+import { isPglogError } from '../errors.ts';
+import type { CollectorMetrics, ErrorLabel } from '../observability/metrics.ts';
+import type { Logger } from '../observability/logger.ts';
+import type { BatcherHooks } from './batcher.ts';
+import type { StreamHooks } from './instance-stream.ts';
+
+const codeOf = (e: unknown): ErrorLabel => (isPglogError(e) ? e.code : 'UNKNOWN');
+
+export function streamHooks(metrics: CollectorMetrics, log: Logger, target: string, instance: string): StreamHooks {
+  const tlog = log.child({ target, instance });
+  let paused = false;
+  let lastFailure = '';
+  return {
+    progress(delta, kinds) {
+      metrics.readBytes(target, instance, delta.bytes);
+      metrics.readLines(target, instance, delta.lines);
+      for (const [kind, n] of kinds) metrics.events(target, instance, kind, n);
+      if (delta.malformed > 0) metrics.parseProblems(target, instance, 'malformed', delta.malformed);
+      if (delta.truncated > 0) metrics.parseProblems(target, instance, 'truncated', delta.truncated);
+      if (delta.replacements > 0) metrics.parseProblems(target, instance, 'replacement', delta.replacements);
+      if (delta.nulRemoved > 0) metrics.parseProblems(target, instance, 'nul_removed', delta.nulRemoved);
+    },
+    lag(bytes) {
+      metrics.lagBytes(target, instance, bytes);
+    },
+    connected(up) {
+      if (up && lastFailure !== '') tlog.info(`${target}/${instance}: reading again`);
+      if (up) lastFailure = '';
+    },
+    failed(error, delayMs, position) {
+      const code = codeOf(error);
+      metrics.error(target, code);
+      if (code.startsWith('SSH_')) metrics.reconnect(target);
+      const message = (error as Error).message;
+      // The same failure over and over (a host that stays down) is logged once, then at debug.
+      const level = message === lastFailure ? 'debug' : 'warn';
+      lastFailure = message;
+      tlog[level]({ code, retryInMs: delayMs, file: position?.file.path, offset: position?.offset }, `${target}/${instance}: ${message}; following again in ${delayMs} ms`);
+    },
+    gap(item) {
+      if (item.bytes !== null) metrics.skippedBytes(target, instance, item.bytes);
+      metrics.error(target, 'LOG_POSITION_LOST');
+      tlog.error({ code: 'LOG_POSITION_LOST', file: item.file?.path, offset: item.fromOffset, bytes: item.bytes }, `${target}/${instance}: ${item.reason}`);
+    },
+    paused(on) {
+      if (on === paused) return;
+      paused = on;
+      metrics.pausedStreams(on ? 1 : -1);
+    },
+    file(file, offset) {
+      tlog.info({ file: file.path, offset }, `${target}/${instance}: reading ${file.path} from byte ${offset}`);
+    },
+  };
+}
+
+export function batcherHooks(metrics: CollectorMetrics, log: Logger, fence: (target: string, instance: string) => void): BatcherHooks {
+  let failing = false;
+  return {
+    committed(result, info) {
+      if (failing) log.info('store commits again');
+      failing = false;
+      metrics.batchCommitted(info.rows, info.bytes, result.copyMs / 1000, (Date.now() - info.oldestReadAt) / 1000);
+      for (const n of info.newest) metrics.newestCommittedEntry(n.target, n.instance, n.ms);
+      if (result.quarantined > 0) {
+        metrics.quarantined('any', result.quarantined);
+        log.warn({ code: 'STORE_REJECTED', rows: result.quarantined }, `the store refused ${result.quarantined} rows: kept in pglog.quarantine with the reason`);
+      }
+    },
+    retrying(error, attempt, delayMs) {
+      const code = codeOf(error);
+      metrics.storeError(code);
+      metrics.batchRetried();
+      const level = failing ? 'debug' : 'warn';
+      failing = true;
+      log[level]({ code, attempt, retryInMs: delayMs }, delayMs < 0
+        ? `store commit failed at stop: ${(error as Error).message}; the uncommitted part is read again at the next start`
+        : `store commit failed: ${(error as Error).message}; retrying in ${delayMs} ms`);
+    },
+    fenced(target, instance, epoch) {
+      metrics.batchFenced();
+      log.error({ target, instance, epoch, code: 'STORE_FENCED' }, `${target}/${instance}: another collector took this stream over (epoch ${epoch}); stopping it here`);
+      fence(target, instance);
+    },
+  };
+}

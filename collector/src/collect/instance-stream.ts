@@ -1,0 +1,238 @@
+/**
+ * One PostgreSQL instance's log, from the server into the batcher:
+ *
+ *   LogFollower (remote bytes, file switches) ─> LogParser (entries → events) ─> Batcher
+ *
+ * The stream owns its read position: the end of the last entry it parsed (an entry boundary)
+ * in the file it is reading. Every handover to the batcher carries that position, so the
+ * store commits offsets only together with the events before them. Whatever goes wrong (the
+ * connection drops, the server freezes, the store refuses for a while) the stream starts
+ * following again from that boundary after a jittered backoff: a partly received entry is
+ * simply read again, and nothing is handed over twice.
+ *
+ * Backpressure: the follower is pulled with `for await`; while the batcher has no room for
+ * this target the loop waits before pulling the next chunk, so the transport stops the remote
+ * side (ssh2 withholds window adjustments).
+ */
+import { isPglogError, PglogError } from '../errors.ts';
+import type { FollowedFile, FollowItem, FollowPosition } from '../follow/follower.ts';
+import { LogParser, type ParseCounters, ZERO_COUNTERS } from '../parse/log-parser.ts';
+import type { EncodingConfig } from '../protocol/decode.ts';
+import type { EventKind, PglogEvent } from '../protocol/events.ts';
+import type { TemplateCache } from '../protocol/normalize.ts';
+import type { LogFormat } from '../protocol/record.ts';
+import type { StorePosition } from '../store/store-writer.ts';
+import type { Batcher } from './batcher.ts';
+import { backoffDelay, sleep } from './retry.ts';
+
+/** What the stream needs of a follower (the LogFollower; a scripted fake in unit tests). */
+export interface Follower {
+  follow(start: FollowPosition | null, signal: AbortSignal): AsyncIterable<FollowItem>;
+  /** The file being read with its best identity so far (it grows with the file's head). */
+  currentFile(): FollowedFile | null;
+}
+
+/** What the stream reports (metrics and logs are wired here by the collector). */
+export interface StreamHooks {
+  /** Bytes and lines read, events by kind, parse problems: deltas since the last call. */
+  progress?(delta: ParseCounters, events: ReadonlyMap<EventKind, number>): void;
+  /** Bytes between the read position and the end of the file on the server. */
+  lag?(bytes: number): void;
+  /** The stream is reading (true) or waiting to retry (false). */
+  connected?(up: boolean): void;
+  /** A failure the stream recovers from by following again after `delayMs`. */
+  failed?(error: unknown, delayMs: number, position: FollowPosition | null): void;
+  /** Log bytes were skipped (the committed file is gone). */
+  gap?(item: Extract<FollowItem, { kind: 'gap' }>): void;
+  /** Paused for the store (true) or reading again (false). */
+  paused?(on: boolean): void;
+  /** A new file is being read. */
+  file?(file: FollowedFile, offset: number): void;
+}
+
+export interface InstanceStreamOptions {
+  target: string;
+  instance: string;
+  format: LogFormat;
+  prefix: string;
+  encodings: EncodingConfig;
+  maxEntryBytes: number;
+  templates: TemplateCache;
+  follower: Follower;
+  batcher: Batcher;
+  /** Takes ownership of the stream in the store: the fencing epoch and the committed position. */
+  claim(): Promise<{ epoch: number; position: StorePosition | null }>;
+  hooks?: StreamHooks;
+  retryBaseMs?: number;
+  retryCapMs?: number;
+  now?: () => number;
+}
+
+export class InstanceStream {
+  private readonly o: InstanceStreamOptions;
+  private readonly hooks: StreamHooks;
+  private readonly now: () => number;
+  private epoch = 0;
+  /** The file being read and the end of the last entry parsed in it. */
+  private file: FollowedFile | null = null;
+  private position = 0;
+  private parser: LogParser | null = null;
+  private reported: ParseCounters = ZERO_COUNTERS;
+  private parsed: PglogEvent[] = [];
+
+  constructor(options: InstanceStreamOptions) {
+    this.o = options;
+    this.hooks = options.hooks ?? {};
+    this.now = options.now ?? Date.now;
+  }
+
+  /** Where the stream would resume now: the end of the last entry it parsed. */
+  get resumePosition(): FollowPosition | null {
+    return this.file === null ? null : { file: this.file, offset: this.position };
+  }
+
+  /**
+   * Runs until `signal` aborts (a stop, or the stream was fenced). Never rejects for
+   * transient failures; rejects only with STORE_FENCED when another owner took the stream.
+   */
+  async run(signal: AbortSignal): Promise<void> {
+    const claimed = await this.claimWithRetry(signal);
+    if (claimed === null) return;
+    this.epoch = claimed.epoch;
+    if (claimed.position !== null) {
+      this.file = { path: claimed.position.file, identity: claimed.position.identity };
+      this.position = claimed.position.offset;
+    }
+    for (let attempt = 1; !signal.aborted; attempt++) {
+      let readSomething = false;
+      try {
+        for await (const item of this.o.follower.follow(this.resumePosition, signal)) {
+          if (signal.aborted) break;
+          if (!readSomething && item.kind === 'data') {
+            readSomething = true;
+            this.hooks.connected?.(true);
+          }
+          await this.handle(item, signal);
+        }
+      } catch (e) {
+        if (isPglogError(e) && e.code === 'STORE_FENCED') throw e;
+        if (signal.aborted) break;
+        // A partly received entry is read again from `position`.
+        this.parser = null;
+        this.parsed = [];
+        if (readSomething) attempt = 1;
+        const delay = backoffDelay(attempt, this.o.retryBaseMs ?? 1_000, this.o.retryCapMs ?? 30_000);
+        this.hooks.connected?.(false);
+        this.hooks.failed?.(e, delay, this.resumePosition);
+        await sleep(delay, signal);
+      }
+    }
+  }
+
+  private async claimWithRetry(signal: AbortSignal): Promise<{ epoch: number; position: StorePosition | null } | null> {
+    for (let attempt = 1; !signal.aborted; attempt++) {
+      try {
+        return await this.o.claim();
+      } catch (e) {
+        if (isPglogError(e) && e.code === 'STORE_FENCED') throw e;
+        const delay = backoffDelay(attempt, this.o.retryBaseMs ?? 1_000, this.o.retryCapMs ?? 30_000);
+        this.hooks.failed?.(e, delay, null);
+        await sleep(delay, signal);
+      }
+    }
+    return null;
+  }
+
+  private async handle(item: FollowItem, signal: AbortSignal): Promise<void> {
+    switch (item.kind) {
+      case 'file':
+        this.startFile(item.file, item.offset);
+        return;
+      case 'data': {
+        const parser = this.parser;
+        if (parser === null) throw new PglogError('REMOTE_COMMAND_FAILED', `${this.o.target}/${this.o.instance}: data arrived before the follower named its file`);
+        parser.push(item.chunk);
+        this.handOver();
+        if (!this.o.batcher.hasRoom(this.o.target)) {
+          this.hooks.paused?.(true);
+          await this.o.batcher.waitForRoom(this.o.target, signal);
+          this.hooks.paused?.(false);
+        }
+        return;
+      }
+      case 'idle':
+        this.parser?.flushIdle();
+        this.handOver();
+        return;
+      case 'end-of-file':
+        this.parser?.end();
+        this.handOver();
+        this.parser = null;
+        return;
+      case 'size':
+        this.hooks.lag?.(Math.max(0, item.size - this.position));
+        return;
+      case 'gap':
+        this.hooks.gap?.(item);
+        return;
+    }
+  }
+
+  private startFile(file: FollowedFile, offset: number): void {
+    this.file = file;
+    this.position = offset;
+    this.reported = ZERO_COUNTERS;
+    this.parser = new LogParser({
+      format: this.o.format,
+      prefix: this.o.prefix,
+      encodings: this.o.encodings,
+      maxEntryBytes: this.o.maxEntryBytes,
+      startOffset: offset,
+      templates: this.o.templates,
+    }, (event) => this.parsed.push(event));
+    this.hooks.file?.(file, offset);
+    // A new file (or a resume) is a position of its own: committed even before its first event.
+    this.o.batcher.add(this.source(), [], this.storePosition(), this.epoch, this.now());
+  }
+
+  /** Gives the events parsed so far and the position they reach to the batcher. */
+  private handOver(): void {
+    const delta = this.parser === null ? ZERO_COUNTERS : this.counterDelta(this.parser);
+    const events = this.parsed;
+    if (events.length > 0) {
+      this.parsed = [];
+      this.position = events[events.length - 1]!.end;
+      this.o.batcher.add(this.source(), events, this.storePosition(), this.epoch, this.now());
+    }
+    if (this.hooks.progress === undefined || (delta.bytes === 0 && events.length === 0)) return;
+    const kinds = new Map<EventKind, number>();
+    for (const e of events) kinds.set(e.kind, (kinds.get(e.kind) ?? 0) + 1);
+    this.hooks.progress(delta, kinds);
+  }
+
+  private counterDelta(parser: LogParser): ParseCounters {
+    const now = parser.counters;
+    const before = this.reported;
+    this.reported = now;
+    return {
+      bytes: now.bytes - before.bytes,
+      lines: now.lines - before.lines,
+      entries: now.entries - before.entries,
+      truncated: now.truncated - before.truncated,
+      malformed: now.malformed - before.malformed,
+      replacements: now.replacements - before.replacements,
+      nulRemoved: now.nulRemoved - before.nulRemoved,
+    };
+  }
+
+  private source(): { target: string; instance: string; file: string } {
+    return { target: this.o.target, instance: this.o.instance, file: this.file?.path ?? '' };
+  }
+
+  private storePosition(): StorePosition {
+    // The follower learns a file's identity better as its head fills up (see follow/).
+    const current = this.o.follower.currentFile();
+    const file = current !== null && this.file !== null && current.path === this.file.path ? current : this.file;
+    return { target: this.o.target, instance: this.o.instance, file: file?.path ?? '', identity: file?.identity ?? '', offset: this.position };
+  }
+}

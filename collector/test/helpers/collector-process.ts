@@ -1,0 +1,120 @@
+// Runs the real `pglog collect` as a child process (the launcher users run), with a targets
+// file written for the test's SSH servers and PostgreSQL instances, and keeps its JSON log.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { appendFileSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { PGLOG } from './cli.ts';
+
+export interface TargetInstanceSpec {
+  name: string;
+  dataDirectory: string;
+  logDirectory: string;
+  logFormat?: 'stderr' | 'csvlog' | 'jsonlog';
+  logLinePrefix?: string;
+  encodings?: { default?: string; databases?: Record<string, string> };
+}
+
+export interface TargetSpec {
+  name: string;
+  host: string;
+  port: number;
+  user: string;
+  privateKeyFile: string;
+  knownHostsFile: string;
+  instances: TargetInstanceSpec[];
+}
+
+/** Writes a targets file (a YAML stream; JSON is YAML) into `dir` and returns its path. */
+export function writeTargetsFile(dir: string, targets: readonly TargetSpec[]): string {
+  const docs = targets.map((t) => JSON.stringify({
+    apiVersion: 'pglog.io/v1alpha1',
+    kind: 'PostgresTarget',
+    metadata: { name: t.name },
+    spec: {
+      host: t.host,
+      port: t.port,
+      user: t.user,
+      transport: 'inproc',
+      ssh: { privateKeyFile: t.privateKeyFile, knownHostsFile: t.knownHostsFile },
+      instances: t.instances.map((i) => ({
+        name: i.name,
+        dataDirectory: i.dataDirectory,
+        logDirectory: i.logDirectory,
+        logFormat: i.logFormat ?? 'stderr',
+        logLinePrefix: i.logLinePrefix ?? '%m [%p] %q%u@%d ',
+        encodings: { default: i.encodings?.default ?? 'UTF8', databases: i.encodings?.databases ?? {} },
+      })),
+    },
+  }, null, 2));
+  const file = join(dir, 'targets.yaml');
+  writeFileSync(file, `${docs.join('\n---\n')}\n`);
+  return file;
+}
+
+export interface CollectorProcess {
+  readonly pid: number;
+  /** Everything the process wrote so far (JSON log lines and any stderr), across restarts. */
+  output(): string;
+  /** The JSON log lines parsed (lines that are not JSON are skipped). */
+  logRecords(): Array<Record<string, unknown>>;
+  /** Resolves when the process has exited. */
+  readonly exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+  kill(signal: NodeJS.Signals): void;
+  /** SIGTERM, then the exit status and how long it took. */
+  stop(): Promise<{ code: number | null; signal: NodeJS.Signals | null; ms: number }>;
+}
+
+export interface StartCollectorOptions {
+  targetsFile: string;
+  storeUrl: string;
+  /** Extra `pglog collect` arguments. */
+  args?: string[];
+  /** File that collects the output of this and earlier runs (one per test). */
+  outputFile?: string;
+}
+
+/** Starts `pglog collect`; the store URL goes through PGLOG_STORE_URL, as users should pass a password. */
+export function startCollector(options: StartCollectorOptions): CollectorProcess {
+  const outputFile = options.outputFile ?? join(mkdtempSync(join(tmpdir(), 'pglog-collect-')), 'output.log');
+  const child: ChildProcess = spawn(PGLOG, ['collect', '--targets', options.targetsFile, '--listen', 'off', '--log-level', 'debug', ...(options.args ?? [])], {
+    stdio: ['ignore', 'pipe', 'pipe'],
+    env: { ...process.env, PGLOG_STORE_URL: options.storeUrl },
+  });
+  const append = (b: Buffer): void => appendFileSync(outputFile, b);
+  child.stdout!.on('data', append);
+  child.stderr!.on('data', append);
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => {
+    child.on('close', (code, signal) => resolve({ code, signal }));
+  });
+  const output = (): string => { try { return readFileSync(outputFile, 'utf8'); } catch { return ''; } };
+  return {
+    pid: child.pid!,
+    output,
+    logRecords: () => output().split('\n').flatMap((line) => {
+      if (!line.startsWith('{')) return [];
+      try { return [JSON.parse(line) as Record<string, unknown>]; } catch { return []; }
+    }),
+    exited,
+    kill: (signal) => { child.kill(signal); },
+    stop: async () => {
+      const started = Date.now();
+      child.kill('SIGTERM');
+      const r = await exited;
+      return { ...r, ms: Date.now() - started };
+    },
+  };
+}
+
+/** Polls `check` until it returns true; fails with `what` and the last detail after `timeoutMs`. */
+export async function waitFor(check: () => Promise<boolean> | boolean, what: string, timeoutMs = 60_000, detail?: () => string | Promise<string>): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    if (await check()) return;
+    if (Date.now() > deadline) {
+      const d = detail === undefined ? '' : `\n${await detail()}`;
+      throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}${d}`);
+    }
+    await new Promise((r) => setTimeout(r, 250));
+  }
+}
