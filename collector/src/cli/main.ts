@@ -56,6 +56,9 @@ process.stdout.on('error', (e: NodeJS.ErrnoException) => {
 
 try {
   process.exitCode = await main(process.argv.slice(2));
+  // A collector that has flushed and closed what it could exits now, even if a socket of a
+  // frozen server still lingers: the stop deadline is a promise to the process supervisor.
+  if (process.argv[2] === 'collect') process.exit();
 } catch (e) {
   if (isPglogError(e)) {
     process.stderr.write(`pglog: ${e.message}\n`);

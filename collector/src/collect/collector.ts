@@ -23,7 +23,7 @@ import { SshConnection } from '../transport/ssh-connection.ts';
 import { Batcher } from './batcher.ts';
 import type { CollectConfig } from './collect-config.ts';
 import { InstanceStream } from './instance-stream.ts';
-import { backoffDelay, sleep } from './retry.ts';
+import { backoffDelay, settleWithin, sleep } from './retry.ts';
 import { streamHooks, batcherHooks } from './collector-hooks.ts';
 
 /** SSH credentials of one target, read from its files at start-up. */
@@ -183,10 +183,10 @@ export class Collector {
     this.abort.abort();
     const left = (): number => Math.max(0, deadline - Date.now());
     // Streams end as soon as their follower notices the abort; do not wait past half the time.
-    await Promise.race([Promise.allSettled(this.runs), sleep(left() / 2)]);
+    await settleWithin(Promise.allSettled(this.runs), left() / 2);
     await this.batcher?.stop(deadline);
-    await Promise.race([Promise.allSettled(this.connections.map((c) => c.close())), sleep(left())]);
+    await settleWithin(Promise.allSettled(this.connections.map((c) => c.close())), left());
     await this.maintenance;
-    await Promise.race([this.writer?.close(), sleep(left())]);
+    await settleWithin(this.writer?.close(), left());
   }
 }

@@ -17,3 +17,18 @@ export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
     signal?.addEventListener('abort', onAbort, { once: true });
   });
 }
+
+/**
+ * Waits for `promise` at most `ms`; resolves either way (a stop that must not hang on one
+ * part). The timer is cleared when the promise wins, so nothing keeps the process alive.
+ */
+export async function settleWithin(promise: Promise<unknown> | undefined, ms: number): Promise<void> {
+  if (promise === undefined) return;
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<void>((resolve) => { timer = setTimeout(resolve, Math.max(0, ms)); });
+  try {
+    await Promise.race([promise.then(() => undefined, () => undefined), timeout]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
