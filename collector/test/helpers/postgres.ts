@@ -6,9 +6,9 @@ import { execFile, execFileSync } from 'node:child_process';
 import { appendFileSync, chmodSync, chownSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { isRoot, SERVER_USER, serverUser } from './server-user.ts';
 
 export const PG_BIN = '/usr/lib/postgresql/15/bin';
-const SERVER_USER = 'pglog-loggen';
 
 export interface TestPostgres {
   /** The directory holding the server's socket: pass as `host` to pg. */
@@ -37,36 +37,6 @@ function run(argv: readonly string[], cwd: string, timeoutMs = 60_000): Promise<
       }
     });
   });
-}
-
-function isRoot(): boolean {
-  return process.getuid?.() === 0;
-}
-
-/** The server user's uid and gid, creating the user first when it is missing (as loggen does). */
-function serverUser(): { uid: number; gid: number } {
-  const lookup = (): { uid: number; gid: number } | null => {
-    try {
-      const uid = Number(execFileSync('id', ['-u', SERVER_USER], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim());
-      const gid = Number(execFileSync('id', ['-g', SERVER_USER], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim());
-      return { uid, gid };
-    } catch {
-      return null;
-    }
-  };
-  const found = lookup();
-  if (found !== null) return found;
-  try {
-    execFileSync('useradd', ['--system', '--no-create-home', SERVER_USER], { stdio: ['ignore', 'pipe', 'pipe'] });
-  } catch (e) {
-    // Another test process may have created it at the same moment.
-    const again = lookup();
-    if (again !== null) return again;
-    throw new Error(`cannot create the user ${SERVER_USER} to run PostgreSQL as: ${String(e)}`);
-  }
-  const created = lookup();
-  if (created === null) throw new Error(`useradd ${SERVER_USER} succeeded but id cannot find the user`);
-  return created;
 }
 
 /** Starts a fresh PostgreSQL 15 cluster; call `stop` when done (tests: `after(() => pg.stop())`). */

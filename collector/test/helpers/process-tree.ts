@@ -1,0 +1,70 @@
+// Signals to a process and all of its descendants, found through /proc (Linux). A process
+// group is not enough for servers like sshd: each connection's process calls setsid(), and so
+// does each session, so they leave the listener's group but stay its descendants.
+import { readdirSync, readFileSync } from 'node:fs';
+
+/** Parent pid of every live process, from /proc/<pid>/stat. */
+function parentsByPid(): Map<number, number> {
+  const parents = new Map<number, number>();
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    let stat: string;
+    try {
+      stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
+    } catch {
+      continue; // exited while we looked
+    }
+    // "pid (comm) state ppid ...": comm may hold spaces and parentheses, so split after the last ')'.
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    parents.set(Number(entry), Number(fields[1]));
+  }
+  return parents;
+}
+
+/** `root` and every live descendant of it (root first). */
+export function descendants(root: number): number[] {
+  const children = new Map<number, number[]>();
+  for (const [pid, ppid] of parentsByPid()) {
+    const list = children.get(ppid);
+    if (list === undefined) children.set(ppid, [pid]);
+    else list.push(pid);
+  }
+  const found = [root];
+  for (let i = 0; i < found.length; i++) {
+    for (const child of children.get(found[i] as number) ?? []) found.push(child);
+  }
+  return found;
+}
+
+function signal(pid: number, sig: NodeJS.Signals): void {
+  try {
+    process.kill(pid, sig);
+  } catch { /* already gone */ }
+}
+
+/**
+ * Stops `root` and its descendants with SIGSTOP, repeating until no new process appears (one
+ * may fork between listing and stopping); returns the stopped pids.
+ */
+export function stopTree(root: number): number[] {
+  const stopped = new Set<number>();
+  for (let round = 0; round < 100; round++) {
+    const pids = descendants(root).filter((pid) => !stopped.has(pid));
+    if (pids.length === 0) break;
+    for (const pid of pids) {
+      signal(pid, 'SIGSTOP');
+      stopped.add(pid);
+    }
+  }
+  return [...stopped];
+}
+
+/** SIGCONT to `root` and its descendants. */
+export function continueTree(root: number): void {
+  for (const pid of descendants(root)) signal(pid, 'SIGCONT');
+}
+
+/** Kills `root` and every descendant: stops them all first so none can fork a survivor. */
+export function killTree(root: number): void {
+  for (const pid of stopTree(root)) signal(pid, 'SIGKILL');
+}
