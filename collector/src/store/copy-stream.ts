@@ -1,9 +1,8 @@
 /**
  * One `COPY ... FROM STDIN` through pg-copy-streams, fed from an iterator of Buffers.
  *
- * One chunk is in flight at a time: the next is produced (encoded) only once the previous
- * has been handed to the socket, so a slow store holds at most one chunk in memory and
- * backpressure reaches the producer. The COPY fails as soon as the server refuses it or the
+ * One chunk is written at a time, and the next one is produced (encoded) while it is being
+ * sent: a slow store holds at most two chunks in memory, and backpressure reaches the producer. The COPY fails as soon as the server refuses it or the
  * connection drops: the stream's 'error' ends any wait, including a write waiting for a
  * socket that will never drain.
  *
@@ -29,19 +28,21 @@ export async function copyIn(client: pg.ClientBase, sql: string, chunks: Iterabl
     state.failure ??= e;
     fail(e);
   });
+  const write = (chunk: Buffer): Promise<void> => new Promise<void>((resolve, reject) => {
+    stream.write(chunk, (err) => {
+      if (err) reject(err);
+      else resolve();
+    });
+  });
   try {
+    // The next chunk is produced (by the iterator) while the last one is being sent.
+    let sending: Promise<void> | null = null;
     for (const chunk of chunks) {
+      if (sending !== null) await Promise.race([sending, failed]);
       if (state.failure !== null) break;
-      await Promise.race([
-        new Promise<void>((resolve, reject) => {
-          stream.write(chunk, (err) => {
-            if (err) reject(err);
-            else resolve();
-          });
-        }),
-        failed,
-      ]);
+      sending = write(chunk);
     }
+    if (sending !== null) await Promise.race([sending, failed]);
   } catch (e) {
     // The chunks could not be produced: abort the COPY (CopyFail) so the session is usable.
     if (state.failure === null) stream.destroy(e instanceof Error ? e : new Error(String(e)));

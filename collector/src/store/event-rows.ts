@@ -39,6 +39,18 @@ export interface RowMapping {
   readTimeUsed: boolean;
 }
 
+/** The table an event kind goes to. */
+export function tableOf(kind: PglogEvent['kind']): EventTable {
+  switch (kind) {
+    case 'statement': return 'statement_events';
+    case 'error': return 'error_events';
+    case 'lock_wait': return 'lock_wait_events';
+    case 'plan': case 'deadlock': case 'checkpoint': case 'autovacuum': case 'autoanalyze':
+    case 'temp_file': case 'connection': case 'disconnection': case 'other':
+      return 'other_events';
+  }
+}
+
 /** Fields of an event that are columns of other_events (or the row's ts): left out of the payload. */
 const OTHER_COLUMN_FIELDS: ReadonlySet<string> = new Set(['kind', 'severity', 'database', 'message', 'offset', 'ts']);
 

@@ -30,7 +30,7 @@ import { CopyBinaryEncoder } from './copy-binary.ts';
 import { copyIn } from './copy-stream.ts';
 import { EVENT_TABLES, TABLES } from './event-tables.ts';
 import type { EventTable, TableDef } from './event-tables.ts';
-import { mapEvent, mergeTemplates } from './event-rows.ts';
+import { mapEvent, mergeTemplates, tableOf } from './event-rows.ts';
 import type { MappedRow, TemplateSighting } from './event-rows.ts';
 import { migrate } from './migrate.ts';
 import { encoderReason, quarantineRecord } from './quarantine.ts';
@@ -41,9 +41,10 @@ import {
 } from './store-sql.ts';
 import type { QuarantineRecord, StreamEpoch } from './store-sql.ts';
 import { streamKeyOf } from './store-types.ts';
-import type { CommitResult, StoreBatch, StorePosition } from './store-types.ts';
+import type { BatchItem, CommitResult, StoreBatch, StorePosition } from './store-types.ts';
 import { describeStore, withoutPassword } from './store-url.ts';
 import { DEFAULT_MAX_TEXT_BYTES, MIN_MAX_TEXT_BYTES, noRepairs } from './text-clean.ts';
+import type { TextRepairs } from './text-clean.ts';
 
 export type { BatchItem, CommitResult, SourceRef, StoreBatch, StorePosition } from './store-types.ts';
 export { streamKeyOf } from './store-types.ts';
@@ -65,9 +66,14 @@ export interface StoreWriterOptions {
   log?: StoreLog;
 }
 
-/** COPY data is produced and sent in pieces of about this many bytes. */
-export const CHUNK_BYTES = 1024 * 1024;
-const ENCODER_INITIAL_BYTES = 2 * CHUNK_BYTES;
+/**
+ * COPY data is produced and sent in pieces of about this many bytes. Small enough that making
+ * the next piece (mapping and encoding, a few ms) takes less time than the server needs for
+ * what the socket buffer holds (~200 KB of a Unix socket), so the server does not wait on us;
+ * big enough that the cost per piece does not count.
+ */
+export const CHUNK_BYTES = 256 * 1024;
+const ENCODER_INITIAL_BYTES = 4 * CHUNK_BYTES;
 
 export class StoreWriter {
   private readonly url: string;
@@ -154,20 +160,12 @@ export class StoreWriter {
    * stream missing from it is taken as epoch 0 (never claimed: its claim is made at 0).
    */
   async commit(batch: StoreBatch, epochs: ReadonlyMap<string, number>): Promise<CommitResult> {
-    const repairs = noRepairs();
-    let readTimeUsed = 0;
     const streams = new Map<string, StreamEpoch>();
     const addStream = (target: string, instance: string): void => {
       const key = streamKeyOf(target, instance);
       if (!streams.has(key)) streams.set(key, { target, instance, epoch: epochs.get(key) ?? 0 });
     };
-    const mapped: Array<{ key: string; row: MappedRow; template: TemplateSighting | null }> = [];
-    for (const item of batch.items) {
-      addStream(item.source.target, item.source.instance);
-      const m = mapEvent(item.source, item.event, item.readAt, this.maxTextBytes, repairs);
-      if (m.readTimeUsed) readTimeUsed++;
-      mapped.push({ key: streamKeyOf(item.source.target, item.source.instance), row: m.row, template: m.template });
-    }
+    for (const item of batch.items) addStream(item.source.target, item.source.instance);
     for (const p of batch.positions) addStream(p.target, p.instance);
     const wanted = [...streams.values()].sort(compareKeys);
 
@@ -176,20 +174,19 @@ export class StoreWriter {
       try {
         const fenced = await this.fence(client, wanted);
         const fencedKeys = new Set(fenced.map((f) => streamKeyOf(f.target, f.instance)));
-        const byTable = new Map<EventTable, MappedRow[]>(EVENT_TABLES.map((t) => [t, []]));
-        const sightings: TemplateSighting[] = [];
-        for (const m of mapped) {
-          if (fencedKeys.has(m.key)) continue;
-          byTable.get(m.row.table)?.push(m.row);
-          if (m.template !== null) sightings.push(m.template);
+        const byTable = new Map<EventTable, Pending[]>(EVENT_TABLES.map((t) => [t, []]));
+        for (const item of batch.items) {
+          if (fencedKeys.size > 0 && fencedKeys.has(streamKeyOf(item.source.target, item.source.instance))) continue;
+          byTable.get(tableOf(item.event.kind))?.push({ item, row: null });
         }
-        const result: CommitResult = { rows: {}, quarantined: 0, fenced, copyMs: 0, bytes: 0, repairs, readTimeUsed };
+        const mapping: MappingContext = { maxTextBytes: this.maxTextBytes, repairs: noRepairs(), sightings: [], readTimeUsed: 0 };
+        const result: CommitResult = { rows: {}, quarantined: 0, fenced, copyMs: 0, bytes: 0 };
         const quarantine: QuarantineRecord[] = [];
         for (const t of EVENT_TABLES) {
           const rows = byTable.get(t) ?? [];
-          result.rows[t] = rows.length === 0 ? 0 : await this.copyTable(client, TABLES[t], rows, result, quarantine);
+          result.rows[t] = rows.length === 0 ? 0 : await this.copyTable(client, TABLES[t], rows, mapping, result, quarantine);
         }
-        await upsertTemplates(client, mergeTemplates(sightings));
+        await upsertTemplates(client, mergeTemplates(mapping.sightings));
         await insertQuarantine(client, quarantine);
         const positions = batch.positions
           .filter((p) => !fencedKeys.has(streamKeyOf(p.target, p.instance)))
@@ -197,6 +194,8 @@ export class StoreWriter {
         await upsertPositions(client, positions);
         await client.query('COMMIT');
         result.quarantined = quarantine.length;
+        result.repairs = mapping.repairs;
+        result.readTimeUsed = mapping.readTimeUsed;
         if (quarantine.length > 0) {
           this.log('warn', `${quarantine.length} row(s) refused by the store were put into pglog.quarantine`, { reasons: [...new Set(quarantine.map((q) => q.reason))].slice(0, 5) });
         }
@@ -252,11 +251,11 @@ export class StoreWriter {
   }
 
   /** COPYs the rows of one table with bisection; returns the rows committed. */
-  private async copyTable(client: pg.Client, def: TableDef, rows: MappedRow[], result: CommitResult, quarantine: QuarantineRecord[]): Promise<number> {
+  private async copyTable(client: pg.Client, def: TableDef, rows: Pending[], mapping: MappingContext, result: CommitResult, quarantine: QuarantineRecord[]): Promise<number> {
     const encoder = this.encoders[def.name];
-    const unencodable = new Set<MappedRow>();
-    const onUnencodable = (row: MappedRow, e: unknown): void => {
-      unencodable.add(row);
+    const unencodable = new Set<Pending>();
+    const onUnencodable = (p: Pending, row: MappedRow, e: unknown): void => {
+      unencodable.add(p);
       quarantine.push(quarantineRecord(row, `STORE_ENCODING: ${encoderReason(row, (e as Error).message)}`));
     };
     let committed = 0;
@@ -265,7 +264,7 @@ export class StoreWriter {
       await client.query('SAVEPOINT pglog_copy');
       const started = performance.now();
       try {
-        await copyIn(client, def.copySql, encodeChunks(encoder, part, unencodable, onUnencodable, counted));
+        await copyIn(client, def.copySql, encodeChunks(encoder, part, mapping, unencodable, onUnencodable, counted));
       } catch (e) {
         result.copyMs += performance.now() - started;
         if (!isDataRejection(e)) throw e;
@@ -278,7 +277,7 @@ export class StoreWriter {
       committed += counted.rows;
       return null;
     });
-    for (const { row, rejection } of outcome.rejected) quarantine.push(quarantineRecord(row, rejection.reason));
+    for (const { row, rejection } of outcome.rejected) quarantine.push(quarantineRecord(rowOf(row, mapping), rejection.reason));
     return committed;
   }
 
@@ -346,45 +345,75 @@ export class StoreWriter {
 }
 
 /**
+ * A batch item on its way into its table. It is mapped to its row when first encoded, that is
+ * during the COPY, so the mapping overlaps with the server's work on the chunks before; the
+ * row is kept for the attempts of a bisection.
+ */
+interface Pending { item: BatchItem; row: MappedRow | null }
+
+interface MappingContext {
+  maxTextBytes: number;
+  repairs: TextRepairs;
+  sightings: TemplateSighting[];
+  readTimeUsed: number;
+}
+
+function rowOf(p: Pending, ctx: MappingContext): MappedRow {
+  if (p.row !== null) return p.row;
+  const m = mapEvent(p.item.source, p.item.event, p.item.readAt, ctx.maxTextBytes, ctx.repairs);
+  if (m.template !== null) ctx.sightings.push(m.template);
+  if (m.readTimeUsed) ctx.readTimeUsed++;
+  p.row = m.row;
+  return m.row;
+}
+
+/**
  * The COPY data of `rows`: header, chunks of about CHUNK_BYTES, trailer. Rows the encoder
  * refuses are reported and left out (and stay out of later attempts); the others of their
  * chunk are encoded one by one.
  */
 function* encodeChunks(
   encoder: CopyBinaryEncoder,
-  rows: readonly MappedRow[],
-  skip: Set<MappedRow>,
-  onUnencodable: (row: MappedRow, e: unknown) => void,
+  rows: readonly Pending[],
+  mapping: MappingContext,
+  skip: Set<Pending>,
+  onUnencodable: (p: Pending, row: MappedRow, e: unknown) => void,
   counted: { bytes: number; rows: number },
 ): Generator<Buffer> {
   const header = encoder.header();
   counted.bytes += header.length;
   yield header;
   let i = 0;
+  const chunk: Pending[] = [];
+  const values: unknown[][] = [];
   while (i < rows.length) {
-    const chunk: MappedRow[] = [];
+    chunk.length = 0;
+    values.length = 0;
     let size = 0;
     while (i < rows.length && (chunk.length === 0 || size < CHUNK_BYTES)) {
-      const row = rows[i++] as MappedRow;
-      if (skip.size > 0 && skip.has(row)) continue;
-      chunk.push(row);
+      const p = rows[i++] as Pending;
+      if (skip.size > 0 && skip.has(p)) continue;
+      const row = rowOf(p, mapping);
+      chunk.push(p);
+      values.push(row.values);
       size += row.size;
     }
     if (chunk.length === 0) continue;
     let data: Buffer;
     try {
-      data = encoder.encodeRows(chunk.map((r) => r.values));
+      data = encoder.encodeRows(values);
       counted.rows += chunk.length;
     } catch (e) {
       if (!isPglogError(e) || e.code !== 'STORE_ENCODING') throw e;
       const parts: Buffer[] = [];
-      for (const row of chunk) {
+      for (const p of chunk) {
+        const row = rowOf(p, mapping);
         try {
           parts.push(encoder.encodeRows([row.values]));
           counted.rows++;
         } catch (rowError) {
           if (!isPglogError(rowError) || rowError.code !== 'STORE_ENCODING') throw rowError;
-          onUnencodable(row, rowError);
+          onUnencodable(p, row, rowError);
         }
       }
       data = Buffer.concat(parts);
@@ -398,11 +427,11 @@ function* encodeChunks(
 }
 
 /** The index in `part` of the row sent as COPY line `line` (0-based), the unencodable ones skipped. */
-function partIndexOfLine(part: readonly MappedRow[], skipped: ReadonlySet<MappedRow>, line: number | null): number | null {
+function partIndexOfLine(part: readonly Pending[], skipped: ReadonlySet<Pending>, line: number | null): number | null {
   if (line === null) return null;
   let sent = 0;
   for (let i = 0; i < part.length; i++) {
-    if (skipped.has(part[i] as MappedRow)) continue;
+    if (skipped.has(part[i] as Pending)) continue;
     if (sent === line) return i;
     sent++;
   }
