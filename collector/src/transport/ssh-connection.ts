@@ -21,7 +21,7 @@ import { knownKeyTypes, parseKnownHosts, sshKeyType, verifyHostKey, type KnownHo
 import type { RemoteProcess, RemoteShell } from './remote-shell.ts';
 import { Semaphore } from './semaphore.ts';
 import { clientAlgorithms, PREFERRED_CIPHERS } from './ssh-algorithms.ts';
-import { describeEndpoint, isLastingSshFailure, toSshError, type SshEndpoint } from './ssh-errors.ts';
+import { describeEndpoint, isChannelOpenRefusal, isLastingSshFailure, toSshError, type SshEndpoint } from './ssh-errors.ts';
 import { SshRemoteProcess } from './ssh-process.ts';
 
 export type SshConnectionState = 'idle' | 'connecting' | 'ready' | 'backoff' | 'closed';
@@ -54,6 +54,9 @@ export interface SshConnectionOptions {
   /** Every state change; `error` is the cause when the connection failed or was lost. */
   onStateChange?(state: SshConnectionState, error?: PglogError): void;
 }
+
+/** Pauses between retries of a refused channel open (see openSession). */
+const CHANNEL_OPEN_RETRY_DELAYS_MS = [50, 100, 200, 400];
 
 /** How long close() waits for channels and the server to finish before cutting the socket. */
 const CLOSE_GRACE_MS = 2000;
@@ -129,7 +132,7 @@ export class SshConnection implements RemoteShell {
     const release = await this.sessions.acquire(signal);
     try {
       const client = await this.readyClient(signal);
-      const channel = await this.exec(client, command);
+      const channel = await this.openSession(client, command);
       const proc = new SshRemoteProcess(channel, () => {
         this.processes.delete(proc);
         release();
@@ -299,6 +302,25 @@ export class SshConnection implements RemoteShell {
       for (const p of [...this.processes]) p.fail(error);
       this.setState('backoff', error);
     });
+  }
+
+  /**
+   * Runs `command` on a new session channel. OpenSSH frees a session only when it garbage-
+   * collects the closed channel, which can come after it reads our next CHANNEL_OPEN in the
+   * same batch: a channel opened right after another closed may be refused although our count
+   * is within MaxSessions. Refusals are retried briefly; a server whose MaxSessions really is
+   * lower than ours still fails, after about 0.75 s.
+   */
+  private async openSession(client: Client, command: string): Promise<ClientChannel> {
+    for (const delayMs of CHANNEL_OPEN_RETRY_DELAYS_MS) {
+      try {
+        return await this.exec(client, command);
+      } catch (e) {
+        if (!(e instanceof PglogError) || !isChannelOpenRefusal(e.cause) || this.client !== client) throw e;
+        await this.clock.sleep(delayMs, this.closing.signal);
+      }
+    }
+    return this.exec(client, command);
   }
 
   private exec(client: Client, command: string): Promise<ClientChannel> {

@@ -45,6 +45,12 @@ export function isKeyParseError(e: unknown): boolean {
   return m.startsWith('Cannot parse privateKey') || m.startsWith('privateKey value does not contain');
 }
 
+/** Whether the server refused to open a channel (CHANNEL_OPEN_FAILURE), as opposed to refusing a request on it. */
+export function isChannelOpenRefusal(e: unknown): boolean {
+  const err = asSsh2Error(e);
+  return typeof err.reason === 'number' || err.message.startsWith('(SSH) Channel open failure');
+}
+
 /** Maps an error from ssh2's Client (connect, keepalive, exec) to a PglogError. */
 export function toSshError(e: unknown, where: SshEndpoint, keySource: string): PglogError {
   if (isPglogError(e)) return e;
@@ -55,7 +61,7 @@ export function toSshError(e: unknown, where: SshEndpoint, keySource: string): P
     const why = err.message.replace(/^Cannot parse privateKey:\s*/, '');
     return make('SSH_KEY_INVALID', `the private key (${keySource}) cannot be used: ${why}`);
   }
-  if (typeof err.reason === 'number' || err.message.startsWith('(SSH) Channel open failure')) {
+  if (isChannelOpenRefusal(e)) {
     const reason = typeof err.reason === 'number' ? CHANNEL_OPEN_REASONS[err.reason] ?? `reason ${err.reason}` : 'refused';
     return make('SSH_CHANNEL_FAILED', `the server refused a session channel (${reason}); its MaxSessions may be below the configured maxSessions`);
   }

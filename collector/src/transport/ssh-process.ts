@@ -14,6 +14,9 @@ import type { ClientChannel } from 'ssh2';
 import type { PglogError } from '../errors.ts';
 import type { RemoteExit, RemoteProcess } from './remote-shell.ts';
 
+/** How long close() waits for the command to end on TERM before closing the channel. */
+const HANG_UP_AFTER_MS = 1000;
+
 export class SshRemoteProcess implements RemoteProcess {
   readonly stdout: Readable;
   readonly stderr: Readable;
@@ -23,6 +26,7 @@ export class SshRemoteProcess implements RemoteProcess {
   private exitInfo: RemoteExit | null = null;
   private settled = false;
   private closing = false;
+  private hangUpTimer: NodeJS.Timeout | undefined;
   private resolveExit!: (exit: RemoteExit) => void;
   private rejectExit!: (error: PglogError) => void;
 
@@ -52,15 +56,25 @@ export class SshRemoteProcess implements RemoteProcess {
     return this.exitInfo !== null;
   }
 
+  /**
+   * Sends TERM (OpenSSH 7.9+ delivers it to the command, unless the login is root or the
+   * command is forced); the server then reports the exit and closes the channel itself. A
+   * command that outlives HANG_UP_AFTER_MS (the signal was refused, or arrived while sshd's
+   * child was still between fork and exec) gets TERM again and the channel is closed, which
+   * hangs it up: its next write fails. Nobody reads after close(), so both outputs are drained
+   * to let the channel finish.
+   */
   close(): void {
     if (this.closing || this.settled) return;
     this.closing = true;
-    // OpenSSH (7.9+) delivers the signal to the command; then closing the channel hangs up
-    // whatever is left. Nobody reads after close(), so drain to let the channel finish.
     this.channel.signal('TERM');
-    this.channel.close();
     this.stdout.resume();
     this.stderr.resume();
+    this.hangUpTimer = setTimeout(() => {
+      this.channel.signal('TERM');
+      this.channel.close();
+    }, HANG_UP_AFTER_MS);
+    this.hangUpTimer.unref();
   }
 
   /**
@@ -70,6 +84,7 @@ export class SshRemoteProcess implements RemoteProcess {
   fail(error: PglogError): void {
     if (this.settled || this.exitInfo !== null) return;
     this.settled = true;
+    clearTimeout(this.hangUpTimer);
     this.rejectExit(error);
     this.done();
   }
@@ -77,6 +92,7 @@ export class SshRemoteProcess implements RemoteProcess {
   private settle(): void {
     if (this.settled) return;
     this.settled = true;
+    clearTimeout(this.hangUpTimer);
     this.resolveExit(this.exitInfo ?? { code: null, signal: null });
     this.done();
   }
