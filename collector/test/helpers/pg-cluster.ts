@@ -1,0 +1,145 @@
+// A throwaway PostgreSQL 15 cluster in a temporary directory, listening only on a Unix socket
+// there (no TCP port, so parallel test files never collide). PostgreSQL refuses to run as
+// root, so as root (here and in CI) it runs as the unprivileged server user (server-user.ts).
+// postgres.ts (a plain server for store tests) and log-server.ts (a monitored server that logs
+// like production) are both built on this.
+import { execFile, execFileSync } from 'node:child_process';
+import { appendFileSync, chmodSync, chownSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { isRoot, serverUser } from './server-user.ts';
+
+export const PG_BIN = '/usr/lib/postgresql/15/bin';
+
+export interface ClusterSpec {
+  /** Name prefix of the temporary directory. */
+  dirPrefix: string;
+  /** Who runs the server; default: the server user as root, else the current user (null). */
+  owner?: { uid: number; gid: number } | null;
+  /** Lines appended to postgresql.conf. */
+  settings?: string[];
+}
+
+export interface Cluster {
+  /** The cluster's private directory (data, socket, startup log). */
+  readonly dir: string;
+  readonly dataDir: string;
+  readonly socketDir: string;
+  readonly port: number;
+  /** A libpq connection URL for the superuser `postgres`, database `postgres`. */
+  readonly url: string;
+  urlFor(database: string): string;
+  /** Starts the (stopped) server: same data, socket and URL. */
+  start(): Promise<void>;
+  /** Stops the server if it runs; `immediate` is like a crash. */
+  stop(mode?: 'immediate' | 'fast'): Promise<void>;
+  /** Runs pg_ctl as the server's owner with these arguments (after -D). */
+  pgCtl(args: string[]): Promise<void>;
+  /** Stops the server (immediate) and removes the directory; safe to call twice. */
+  dispose(): Promise<void>;
+}
+
+interface Owner { uid: number; gid: number }
+
+function run(argv: readonly string[], cwd: string, owner: Owner | null, timeoutMs = 60_000): Promise<void> {
+  const [file, ...args] = argv as [string, ...string[]];
+  const ids = owner === null ? {} : { uid: owner.uid, gid: owner.gid };
+  return new Promise((resolve, reject) => {
+    execFile(file, args, { cwd, timeout: timeoutMs, encoding: 'utf8', ...ids }, (err, stdout, stderr) => {
+      if (err !== null) {
+        reject(new Error(`${argv.join(' ')} failed: ${err.message}\n--- stdout ---\n${stdout}\n--- stderr ---\n${stderr}`));
+      } else {
+        resolve();
+      }
+    });
+  });
+}
+
+/** Creates a fresh cluster (initdb, UTF8, locale C, trust) and starts it. */
+export async function startCluster(spec: ClusterSpec): Promise<Cluster> {
+  const owner: Owner | null = spec.owner !== undefined ? spec.owner : isRoot() ? serverUser() : null;
+  const dir = mkdtempSync(join(tmpdir(), spec.dirPrefix));
+  const dataDir = join(dir, 'data');
+  const socketDir = join(dir, 'socket');
+  const startupLog = join(dir, 'server.log');
+  const port = 5432;
+  mkdirSync(socketDir);
+  chmodSync(dir, 0o700);
+  chmodSync(socketDir, 0o700);
+  if (owner !== null) {
+    chownSync(dir, owner.uid, owner.gid);
+    chownSync(socketDir, owner.uid, owner.gid);
+  }
+
+  let initialized = false; // from then on a failed start may still have left a postmaster running
+  let running = false;
+  let disposed = false;
+  const pgCtlArgv = (args: string[]): string[] => [`${PG_BIN}/pg_ctl`, '-D', dataDir, ...args];
+  const pgCtl = (args: string[]): Promise<void> => run(pgCtlArgv(args), dir, owner);
+
+  // Should the test process exit without running `after` hooks, do not leave a server behind.
+  const onExit = (): void => {
+    if (initialized && running) {
+      const [file, ...args] = pgCtlArgv(['-m', 'immediate', 'stop']) as [string, ...string[]];
+      try {
+        execFileSync(file, args, { cwd: dir, stdio: 'ignore', ...(owner ?? {}) });
+      } catch { /* already gone */ }
+    }
+    rmSync(dir, { recursive: true, force: true });
+  };
+  process.once('exit', onExit);
+
+  const start = async (): Promise<void> => {
+    if (disposed) throw new Error(`the PostgreSQL in ${dir} was disposed`);
+    running = true;
+    try {
+      await run(pgCtlArgv(['-l', startupLog, '-w', '-t', '60', 'start']), dir, owner, 90_000);
+    } catch (e) {
+      let log = '';
+      try { log = readFileSync(startupLog, 'utf8'); } catch { /* no log written */ }
+      throw new Error(`${(e as Error).message}\n--- server log ${startupLog} ---\n${log}`, { cause: e });
+    }
+  };
+  const stop = async (mode: 'immediate' | 'fast' = 'immediate'): Promise<void> => {
+    if (!running || disposed) return;
+    await pgCtl(['-m', mode, '-w', 'stop']);
+    running = false;
+  };
+  const dispose = async (): Promise<void> => {
+    if (disposed) return;
+    process.removeListener('exit', onExit);
+    try {
+      if (initialized && running) await pgCtl(['-m', 'immediate', '-w', 'stop']);
+    } finally {
+      disposed = true;
+      rmSync(dir, { recursive: true, force: true });
+    }
+  };
+
+  try {
+    await run([`${PG_BIN}/initdb`, '-D', dataDir, '-U', 'postgres', '--auth=trust', '-E', 'UTF8', '--locale=C', '--no-sync', '--no-instructions'], dir, owner);
+    appendFileSync(join(dataDir, 'postgresql.conf'), [
+      '',
+      '# pglog test harness',
+      "listen_addresses = ''",
+      `unix_socket_directories = '${socketDir}'`,
+      `port = ${port}`,
+      'fsync = off',
+      'synchronous_commit = off',
+      'full_page_writes = off',
+      'max_connections = 20',
+      'shared_buffers = 16MB',
+      ...(spec.settings ?? []),
+      '',
+    ].join('\n'));
+    initialized = true;
+    await start();
+  } catch (e) {
+    await dispose().catch(() => { /* the start error is the one to report */ });
+    throw new Error(`could not start a test PostgreSQL in ${dir}: ${(e as Error).message}`, { cause: e });
+  }
+
+  const urlFor = (database: string): string =>
+    `postgresql://postgres@/${encodeURIComponent(database)}?host=${encodeURIComponent(socketDir)}&port=${port}`;
+  return { dir, dataDir, socketDir, port, url: urlFor('postgres'), urlFor, start, stop, pgCtl, dispose };
+}
