@@ -211,7 +211,7 @@ describe('ssh2 transport against OpenSSH', { timeout: 120_000 }, () => {
 
   test('a paused consumer stops the remote writer; resuming completes the stream', async () => {
     const connection = connect(server);
-    const total = 200_000_000;
+    const total = 64 * 1024 * 1024;
     const proc = await within(30_000, 'spawn', connection.spawn(`yes | head -c ${total}`));
     proc.stdout.pause();
     // Wait until nothing more arrives: the window is used up and withheld.
@@ -276,7 +276,9 @@ describe('ssh2 transport against OpenSSH', { timeout: 120_000 }, () => {
       const keepaliveIntervalMs = 300;
       const keepaliveCountMax = 2;
       const a = connect(frozen, { target: 'frozen', keepaliveIntervalMs, keepaliveCountMax });
-      const b = connect(server, { target: 'healthy', keepaliveIntervalMs, keepaliveCountMax });
+      // Default keepalives: the point is that A's loss does not touch B, not B's own detection
+      // (small limits on B could trip on a loaded CI machine).
+      const b = connect(server, { target: 'healthy' });
       const stuck = await within(30_000, 'spawn', a.spawn('sleep 30'));
       stuck.stdout.resume();
       stuck.stderr.resume();
