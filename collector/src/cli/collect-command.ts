@@ -72,7 +72,7 @@ async function readCredentials(targets: readonly PostgresTarget[]): Promise<Map<
     const privateKey = await readConfigFile(ssh.privateKeyFile, t.metadata.name, 'spec.ssh.privateKeyFile');
     registerSecret(privateKey.toString('utf8').trim());
     const knownHosts = await readConfigFile(ssh.knownHostsFile, t.metadata.name, 'spec.ssh.knownHostsFile');
-    out.set(t.metadata.name, { privateKey, knownHosts: { text: knownHosts.toString('utf8'), source: ssh.knownHostsFile } });
+    out.set(t.metadata.name, { privateKey, privateKeySource: ssh.privateKeyFile, knownHosts: { text: knownHosts.toString('utf8'), source: ssh.knownHostsFile } });
   }
   return out;
 }

@@ -29,6 +29,8 @@ import { streamHooks, batcherHooks } from './collector-hooks.ts';
 /** SSH credentials of one target, read from its files at start-up. */
 export interface TargetCredentials {
   privateKey: Buffer;
+  /** Where the key came from (a file path), for messages; never the key itself. */
+  privateKeySource: string;
   knownHosts: { text: string; source: string };
 }
 
@@ -90,6 +92,7 @@ export class Collector {
         port: target.spec.port,
         username: target.spec.user,
         privateKey: creds.privateKey,
+        privateKeySource: creds.privateKeySource,
         knownHosts: creds.knownHosts,
         keepaliveIntervalMs: config.keepaliveIntervalMs,
         limiter,

@@ -1,11 +1,12 @@
+import { fullJitterDelay } from '../transport/backoff.ts';
+
 /**
- * Capped exponential backoff with full jitter (a uniformly random wait between 0 and the
- * capped exponential step), so that many streams failing at the same moment (a store restart,
+ * The wait before retry number `attempt` (1, 2, ...): capped exponential backoff with full
+ * jitter (the transport's), so that many streams failing at the same moment (a store restart,
  * a network blip) do not retry in lockstep.
  */
 export function backoffDelay(attempt: number, baseMs: number, capMs: number, random: () => number = Math.random): number {
-  const step = Math.min(capMs, baseMs * 2 ** Math.min(30, Math.max(0, attempt - 1)));
-  return Math.round(step * random());
+  return fullJitterDelay(Math.max(0, attempt - 1), baseMs, capMs, random);
 }
 
 /** Resolves after `ms`, or at once when `signal` aborts (never rejects). */
