@@ -9,7 +9,7 @@ import type { PglogEvent } from '../protocol/events.ts';
 import { isoToMicros, msToMicros } from './iso-time.ts';
 import type { EventTable } from './event-tables.ts';
 import type { SourceRef } from './store-types.ts';
-import { cleanText } from './text-clean.ts';
+import { cleanText, noRepairs } from './text-clean.ts';
 import type { TextRepairs } from './text-clean.ts';
 
 export interface MappedRow {
@@ -24,19 +24,45 @@ export interface MappedRow {
   kind: PglogEvent['kind'];
 }
 
-/** A query template seen in a batch, for pglog.query_templates. */
-export interface TemplateSighting {
-  fingerprint: string;
-  normalized: string;
-  /** Microseconds since 1970. */
-  at: bigint;
+/**
+ * The query templates seen in a batch, merged per fingerprint (first and last time seen), for
+ * pglog.query_templates. A template's text is cleaned once, when first seen.
+ */
+export class TemplateSet {
+  private readonly byFingerprint = new Map<string, { fingerprint: string; normalized: string; first: bigint; last: bigint }>();
+
+  see(fingerprint: string, normalized: string, at: bigint, maxTextBytes: number, repairs: TextRepairs): void {
+    if (fingerprint === '') return;
+    const t = this.byFingerprint.get(fingerprint);
+    if (t === undefined) {
+      this.byFingerprint.set(fingerprint, {
+        fingerprint: cleanText(fingerprint, maxTextBytes, repairs), normalized: cleanText(normalized, maxTextBytes, repairs), first: at, last: at,
+      });
+    } else if (at < t.first) t.first = at;
+    else if (at > t.last) t.last = at;
+  }
+
+  get size(): number {
+    return this.byFingerprint.size;
+  }
+
+  /** Sorted by fingerprint, so concurrent collectors upsert shared templates in the same order (no deadlock). */
+  sorted(): Array<{ fingerprint: string; normalized: string; first: bigint; last: bigint }> {
+    return [...this.byFingerprint.values()].sort((a, b) => (a.fingerprint < b.fingerprint ? -1 : a.fingerprint > b.fingerprint ? 1 : 0));
+  }
 }
 
-export interface RowMapping {
-  row: MappedRow;
-  template: TemplateSighting | null;
-  /** The row's ts is the read time, not the logged time. */
-  readTimeUsed: boolean;
+/** What mapping needs besides the event, and what it tells back. */
+export interface RowContext {
+  maxTextBytes: number;
+  repairs: TextRepairs;
+  templates: TemplateSet;
+  /** Rows whose ts is the read time, not the logged time (counted up). */
+  readTimeUsed: number;
+}
+
+export function rowContext(maxTextBytes: number): RowContext {
+  return { maxTextBytes, repairs: noRepairs(), templates: new TemplateSet(), readTimeUsed: 0 };
 }
 
 /** The table an event kind goes to. */
@@ -54,73 +80,91 @@ export function tableOf(kind: PglogEvent['kind']): EventTable {
 /** Fields of an event that are columns of other_events (or the row's ts): left out of the payload. */
 const OTHER_COLUMN_FIELDS: ReadonlySet<string> = new Set(['kind', 'severity', 'database', 'message', 'offset', 'ts']);
 
-/** Fixed per-field overhead of the binary format (length word) plus a number's bytes. */
-const FIELD_OVERHEAD = 8;
+/** Fixed part of a row's size estimate: length words, numbers, short texts. */
+const ROW_OVERHEAD = 160;
 
-export function mapEvent(source: SourceRef, event: PglogEvent, readAt: number, maxTextBytes: number, repairs: TextRepairs): RowMapping {
-  let size = 0;
-  const text = (s: string | null): string | null => {
-    if (s === null) return null;
-    const out = cleanText(s, maxTextBytes, repairs);
-    size += out.length + FIELD_OVERHEAD;
-    return out;
-  };
+// The source's three texts are the same for every event of a stream: cleaned once per source.
+let lastSource: SourceRef | null = null;
+let lastSourceMax = 0;
+let lastSourceText: [string, string, string] = ['', '', ''];
+
+function sourceText(source: SourceRef, ctx: RowContext): [string, string, string] {
+  if (source !== lastSource || ctx.maxTextBytes !== lastSourceMax) {
+    lastSourceText = [cleanText(source.target, ctx.maxTextBytes, ctx.repairs), cleanText(source.instance, ctx.maxTextBytes, ctx.repairs), cleanText(source.file, ctx.maxTextBytes, ctx.repairs)];
+    lastSource = source;
+    lastSourceMax = ctx.maxTextBytes;
+  }
+  return lastSourceText;
+}
+
+function orNull(s: string | null, ctx: RowContext): string | null {
+  return s === null ? null : cleanText(s, ctx.maxTextBytes, ctx.repairs);
+}
+
+/**
+ * The row of one event. Templates of statements and plans are added to `ctx.templates`;
+ * text repairs and rows stamped with the read time are counted in `ctx`.
+ */
+export function mapEvent(source: SourceRef, event: PglogEvent, readAt: number, ctx: RowContext): MappedRow {
   const parsed = event.ts === null ? null : isoToMicros(event.ts);
-  const ts = parsed ?? msToMicros(readAt);
-  const tsLogged = parsed !== null ? null : text(event.ts ?? '');
-  const target = text(source.target);
-  const instance = text(source.instance);
-  const file = text(source.file);
-  const database = text(event.database);
-  const base = { source, offset: event.offset, kind: event.kind };
-  const fixed = FIELD_OVERHEAD * 6;
+  let ts: bigint;
+  let tsLogged: string | null = null;
+  if (parsed !== null) ts = parsed;
+  else {
+    ts = msToMicros(readAt);
+    tsLogged = cleanText(event.ts ?? '', ctx.maxTextBytes, ctx.repairs);
+    ctx.readTimeUsed++;
+  }
+  const [target, instance, file] = sourceText(source, ctx);
+  const database = orNull(event.database, ctx);
+  const max = ctx.maxTextBytes;
 
   switch (event.kind) {
     case 'statement': {
+      const query = cleanText(event.query, max, ctx.repairs);
+      const parameters = orNull(event.parameters, ctx);
       const values = [
-        ts, target, instance, database, text(event.user), text(event.application), event.pid,
-        event.duration_ms, text(event.fingerprint), text(event.query), event.protocol, text(event.parameters),
+        ts, target, instance, database, orNull(event.user, ctx), orNull(event.application, ctx), event.pid,
+        event.duration_ms, orNull(event.fingerprint, ctx), query, event.protocol, parameters,
         file, event.offset, tsLogged,
       ];
-      return {
-        row: { table: 'statement_events', values, size: size + fixed, ...base },
-        template: sighting(event.fingerprint, event.normalized, ts, maxTextBytes, repairs),
-        readTimeUsed: parsed === null,
-      };
+      ctx.templates.see(event.fingerprint, event.normalized, ts, max, ctx.repairs);
+      const size = ROW_OVERHEAD + query.length + (parameters?.length ?? 0);
+      return { table: 'statement_events', values, size, source, offset: event.offset, kind: event.kind };
     }
     case 'error': {
       const values = [
-        ts, target, instance, database, text(event.user), text(event.severity), text(event.sqlstate),
-        text(event.message), text(event.detail), text(event.hint), text(event.context), text(event.statement),
-        text(event.fingerprint), file, event.offset, tsLogged,
+        ts, target, instance, database, orNull(event.user, ctx), orNull(event.severity, ctx), orNull(event.sqlstate, ctx),
+        orNull(event.message, ctx), orNull(event.detail, ctx), orNull(event.hint, ctx), orNull(event.context, ctx),
+        orNull(event.statement, ctx), orNull(event.fingerprint, ctx), file, event.offset, tsLogged,
       ];
-      return { row: { table: 'error_events', values, size: size + fixed, ...base }, template: null, readTimeUsed: parsed === null };
+      return { table: 'error_events', values, size: ROW_OVERHEAD + textSize(values), source, offset: event.offset, kind: event.kind };
     }
     case 'lock_wait': {
       const values = [
-        ts, target, instance, database, event.waiting_pid, event.state, text(event.lock_type),
-        text(event.lock_mode), text(event.lock_object), event.wait_ms, file, event.offset, tsLogged,
+        ts, target, instance, database, event.waiting_pid, event.state, orNull(event.lock_type, ctx),
+        orNull(event.lock_mode, ctx), orNull(event.lock_object, ctx), event.wait_ms, file, event.offset, tsLogged,
       ];
-      return { row: { table: 'lock_wait_events', values, size: size + fixed, ...base }, template: null, readTimeUsed: parsed === null };
+      return { table: 'lock_wait_events', values, size: ROW_OVERHEAD + textSize(values), source, offset: event.offset, kind: event.kind };
     }
     case 'plan': case 'deadlock': case 'checkpoint': case 'autovacuum': case 'autoanalyze':
     case 'temp_file': case 'connection': case 'disconnection': case 'other': {
-      const message = event.kind === 'other' || event.kind === 'deadlock' ? text(event.message) : null;
-      const payload = JSON.stringify(payloadOf(event, maxTextBytes, repairs));
-      size += payload.length + FIELD_OVERHEAD;
+      const message = event.kind === 'other' || event.kind === 'deadlock' ? cleanText(event.message, max, ctx.repairs) : null;
+      const payload = JSON.stringify(payloadOf(event, max, ctx.repairs));
       const values = [
-        ts, target, instance, event.kind, text(event.severity), database, message, payload,
+        ts, target, instance, event.kind, orNull(event.severity, ctx), database, message, payload,
         file, event.offset, tsLogged,
       ];
-      const template = event.kind === 'plan' ? sighting(event.fingerprint, event.normalized, ts, maxTextBytes, repairs) : null;
-      return { row: { table: 'other_events', values, size: size + fixed, ...base }, template, readTimeUsed: parsed === null };
+      if (event.kind === 'plan') ctx.templates.see(event.fingerprint, event.normalized, ts, max, ctx.repairs);
+      return { table: 'other_events', values, size: ROW_OVERHEAD + textSize(values), source, offset: event.offset, kind: event.kind };
     }
   }
 }
 
-function sighting(fingerprint: string, normalized: string, at: bigint, maxTextBytes: number, repairs: TextRepairs): TemplateSighting | null {
-  if (fingerprint === '') return null;
-  return { fingerprint: cleanText(fingerprint, maxTextBytes, repairs), normalized: cleanText(normalized, maxTextBytes, repairs), at };
+function textSize(values: readonly unknown[]): number {
+  let n = 0;
+  for (const v of values) if (typeof v === 'string') n += v.length;
+  return n;
 }
 
 /** The event without the fields that are other_events columns, every string cleaned. */
@@ -143,19 +187,4 @@ export function cleanJson(v: unknown, maxTextBytes: number, repairs: TextRepairs
   }
   if (typeof v === 'bigint') return v.toString();
   return v;
-}
-
-/** Sightings of one batch merged per fingerprint (first and last time seen), sorted by fingerprint. */
-export function mergeTemplates(sightings: Iterable<TemplateSighting>): Array<{ fingerprint: string; normalized: string; first: bigint; last: bigint }> {
-  const by = new Map<string, { fingerprint: string; normalized: string; first: bigint; last: bigint }>();
-  for (const s of sightings) {
-    const t = by.get(s.fingerprint);
-    if (t === undefined) by.set(s.fingerprint, { fingerprint: s.fingerprint, normalized: s.normalized, first: s.at, last: s.at });
-    else {
-      if (s.at < t.first) t.first = s.at;
-      if (s.at > t.last) t.last = s.at;
-    }
-  }
-  // Sorted so that concurrent collectors upsert shared templates in the same order (no deadlock).
-  return [...by.values()].sort((a, b) => (a.fingerprint < b.fingerprint ? -1 : a.fingerprint > b.fingerprint ? 1 : 0));
 }

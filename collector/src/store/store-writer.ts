@@ -30,8 +30,8 @@ import { CopyBinaryEncoder } from './copy-binary.ts';
 import { copyIn } from './copy-stream.ts';
 import { EVENT_TABLES, TABLES } from './event-tables.ts';
 import type { EventTable, TableDef } from './event-tables.ts';
-import { mapEvent, mergeTemplates, tableOf } from './event-rows.ts';
-import type { MappedRow, TemplateSighting } from './event-rows.ts';
+import { mapEvent, rowContext, tableOf } from './event-rows.ts';
+import type { MappedRow, RowContext } from './event-rows.ts';
 import { migrate } from './migrate.ts';
 import { encoderReason, quarantineRecord } from './quarantine.ts';
 import { copyLineOf, describeServerError, isDataRejection } from './sqlstate.ts';
@@ -43,8 +43,7 @@ import type { QuarantineRecord, StreamEpoch } from './store-sql.ts';
 import { streamKeyOf } from './store-types.ts';
 import type { BatchItem, CommitResult, StoreBatch, StorePosition } from './store-types.ts';
 import { describeStore, withoutPassword } from './store-url.ts';
-import { DEFAULT_MAX_TEXT_BYTES, MIN_MAX_TEXT_BYTES, noRepairs } from './text-clean.ts';
-import type { TextRepairs } from './text-clean.ts';
+import { DEFAULT_MAX_TEXT_BYTES, MIN_MAX_TEXT_BYTES } from './text-clean.ts';
 
 export type { BatchItem, CommitResult, SourceRef, StoreBatch, StorePosition } from './store-types.ts';
 export { streamKeyOf } from './store-types.ts';
@@ -179,14 +178,14 @@ export class StoreWriter {
           if (fencedKeys.size > 0 && fencedKeys.has(streamKeyOf(item.source.target, item.source.instance))) continue;
           byTable.get(tableOf(item.event.kind))?.push({ item, row: null });
         }
-        const mapping: MappingContext = { maxTextBytes: this.maxTextBytes, repairs: noRepairs(), sightings: [], readTimeUsed: 0 };
+        const mapping = rowContext(this.maxTextBytes);
         const result: CommitResult = { rows: {}, quarantined: 0, fenced, copyMs: 0, bytes: 0 };
         const quarantine: QuarantineRecord[] = [];
         for (const t of EVENT_TABLES) {
           const rows = byTable.get(t) ?? [];
           result.rows[t] = rows.length === 0 ? 0 : await this.copyTable(client, TABLES[t], rows, mapping, result, quarantine);
         }
-        await upsertTemplates(client, mergeTemplates(mapping.sightings));
+        await upsertTemplates(client, mapping.templates.sorted());
         await insertQuarantine(client, quarantine);
         const positions = batch.positions
           .filter((p) => !fencedKeys.has(streamKeyOf(p.target, p.instance)))
@@ -251,7 +250,7 @@ export class StoreWriter {
   }
 
   /** COPYs the rows of one table with bisection; returns the rows committed. */
-  private async copyTable(client: pg.Client, def: TableDef, rows: Pending[], mapping: MappingContext, result: CommitResult, quarantine: QuarantineRecord[]): Promise<number> {
+  private async copyTable(client: pg.Client, def: TableDef, rows: Pending[], mapping: RowContext, result: CommitResult, quarantine: QuarantineRecord[]): Promise<number> {
     const encoder = this.encoders[def.name];
     const unencodable = new Set<Pending>();
     const onUnencodable = (p: Pending, row: MappedRow, e: unknown): void => {
@@ -351,20 +350,9 @@ export class StoreWriter {
  */
 interface Pending { item: BatchItem; row: MappedRow | null }
 
-interface MappingContext {
-  maxTextBytes: number;
-  repairs: TextRepairs;
-  sightings: TemplateSighting[];
-  readTimeUsed: number;
-}
-
-function rowOf(p: Pending, ctx: MappingContext): MappedRow {
-  if (p.row !== null) return p.row;
-  const m = mapEvent(p.item.source, p.item.event, p.item.readAt, ctx.maxTextBytes, ctx.repairs);
-  if (m.template !== null) ctx.sightings.push(m.template);
-  if (m.readTimeUsed) ctx.readTimeUsed++;
-  p.row = m.row;
-  return m.row;
+function rowOf(p: Pending, ctx: RowContext): MappedRow {
+  p.row ??= mapEvent(p.item.source, p.item.event, p.item.readAt, ctx);
+  return p.row;
 }
 
 /**
@@ -375,7 +363,7 @@ function rowOf(p: Pending, ctx: MappingContext): MappedRow {
 function* encodeChunks(
   encoder: CopyBinaryEncoder,
   rows: readonly Pending[],
-  mapping: MappingContext,
+  mapping: RowContext,
   skip: Set<Pending>,
   onUnencodable: (p: Pending, row: MappedRow, e: unknown) => void,
   counted: { bytes: number; rows: number },

@@ -6,9 +6,9 @@ import { readFileSync } from 'node:fs';
 import { EVENT_KINDS } from '../../src/protocol/events.ts';
 import type { PglogEvent, StatementEvent } from '../../src/protocol/events.ts';
 import { CopyBinaryEncoder } from '../../src/store/copy-binary.ts';
-import { mapEvent, mergeTemplates } from '../../src/store/event-rows.ts';
+import { mapEvent, rowContext, TemplateSet } from '../../src/store/event-rows.ts';
 import { EVENT_TABLES, TABLES } from '../../src/store/event-tables.ts';
-import { cutMarker, noRepairs } from '../../src/store/text-clean.ts';
+import { cutMarker } from '../../src/store/text-clean.ts';
 import { quarantineRecord } from '../../src/store/quarantine.ts';
 import { parseChunks } from '../helpers/parse.ts';
 
@@ -47,7 +47,7 @@ test('the fixture has every kind but autoanalyze; each maps to its table with va
   const expected: Record<string, string> = { statement: 'statement_events', error: 'error_events', lock_wait: 'lock_wait_events' };
   const encoders = Object.fromEntries(EVENT_TABLES.map((t) => [t, new CopyBinaryEncoder(TABLES[t].types)]));
   for (const e of fixture) {
-    const { row } = mapEvent(SOURCE, e, READ_AT, MAX, noRepairs());
+    const row = mapEvent(SOURCE, e, READ_AT, rowContext(MAX));
     assert.equal(row.table, expected[e.kind] ?? 'other_events', e.kind);
     assert.equal(row.values.length, TABLES[row.table].columns.length);
     assert.doesNotThrow(() => encoders[row.table]?.encodeRows([row.values]), `${e.kind} encodes`);
@@ -59,9 +59,10 @@ test('the fixture has every kind but autoanalyze; each maps to its table with va
 });
 
 test('a statement row holds the statement\'s fields, and its template is sighted', () => {
-  const m = mapEvent(SOURCE, statement(), READ_AT, MAX, noRepairs());
+  const ctx = rowContext(MAX);
+  const row = mapEvent(SOURCE, statement(), READ_AT, ctx);
   const t = 'statement_events';
-  const v = m.row.values;
+  const v = row.values;
   assert.deepEqual(
     Object.fromEntries(TABLES[t].columns.map((c) => [c, column(t, v, c)])),
     {
@@ -70,19 +71,19 @@ test('a statement row holds the statement\'s fields, and its template is sighted
       file: SOURCE.file, file_offset: 100, ts_logged: null,
     },
   );
-  assert.deepEqual(m.template, { fingerprint: 'abc123', normalized: 'select $1', at: 1795267773120456n });
-  assert.equal(m.readTimeUsed, false);
+  assert.deepEqual(ctx.templates.sorted(), [{ fingerprint: 'abc123', normalized: 'select $1', first: 1795267773120456n, last: 1795267773120456n }]);
+  assert.equal(ctx.readTimeUsed, 0);
 });
 
 test('error and lock wait rows', () => {
   const err = byKind('error');
-  const e = mapEvent(SOURCE, err, READ_AT, MAX, noRepairs()).row.values;
+  const e = mapEvent(SOURCE, err, READ_AT, rowContext(MAX)).values;
   assert.equal(column('error_events', e, 'message'), err.message);
   assert.equal(column('error_events', e, 'hint'), err.hint);
   assert.equal(column('error_events', e, 'severity'), 'ERROR');
   assert.equal(column('error_events', e, 'username'), err.user);
   const lock = byKind('lock_wait');
-  const l = mapEvent(SOURCE, lock, READ_AT, MAX, noRepairs()).row.values;
+  const l = mapEvent(SOURCE, lock, READ_AT, rowContext(MAX)).values;
   assert.equal(column('lock_wait_events', l, 'state'), lock.state);
   assert.equal(column('lock_wait_events', l, 'pid'), lock.waiting_pid);
   assert.equal(column('lock_wait_events', l, 'wait_ms'), lock.wait_ms);
@@ -91,39 +92,42 @@ test('error and lock wait rows', () => {
 
 test('other events keep the event in the payload, without the fields that are columns', () => {
   const plan = byKind('plan');
-  const m = mapEvent(SOURCE, plan, READ_AT, MAX, noRepairs());
-  const v = m.row.values;
+  const ctx = rowContext(MAX);
+  const v = mapEvent(SOURCE, plan, READ_AT, ctx).values;
   assert.equal(column('other_events', v, 'kind'), 'plan');
   assert.equal(column('other_events', v, 'message'), null);
   const payload = JSON.parse(column('other_events', v, 'payload') as string) as Record<string, unknown>;
   assert.equal(payload.plan, plan.plan);
   assert.equal(payload.duration_ms, plan.duration_ms);
   for (const k of ['kind', 'severity', 'database', 'message', 'offset', 'ts']) assert.ok(!(k in payload), k);
-  assert.equal(m.template?.fingerprint, plan.fingerprint);
+  assert.deepEqual(ctx.templates.sorted().map((x) => x.fingerprint), [plan.fingerprint]);
   const deadlock = byKind('deadlock');
-  const d = mapEvent(SOURCE, deadlock, READ_AT, MAX, noRepairs()).row.values;
+  const d = mapEvent(SOURCE, deadlock, READ_AT, rowContext(MAX)).values;
   assert.equal(column('other_events', d, 'message'), deadlock.message);
   assert.deepEqual((JSON.parse(column('other_events', d, 'payload') as string) as { processes: unknown }).processes, deadlock.processes);
 });
 
 test('without a usable ts the row takes the read time and keeps the text as logged', () => {
-  const unknownZone = mapEvent(SOURCE, statement({ ts: '2026-11-21 13:29:33.120 IST' }), READ_AT, MAX, noRepairs());
-  assert.equal(column('statement_events', unknownZone.row.values, 'ts'), BigInt(READ_AT) * 1000n);
-  assert.equal(column('statement_events', unknownZone.row.values, 'ts_logged'), '2026-11-21 13:29:33.120 IST');
-  assert.equal(unknownZone.readTimeUsed, true);
-  const none = mapEvent(SOURCE, statement({ ts: null }), READ_AT, MAX, noRepairs());
-  assert.equal(column('statement_events', none.row.values, 'ts'), BigInt(READ_AT) * 1000n);
-  assert.equal(column('statement_events', none.row.values, 'ts_logged'), '');
+  const ctx = rowContext(MAX);
+  const unknownZone = mapEvent(SOURCE, statement({ ts: '2026-11-21 13:29:33.120 IST' }), READ_AT, ctx);
+  assert.equal(column('statement_events', unknownZone.values, 'ts'), BigInt(READ_AT) * 1000n);
+  assert.equal(column('statement_events', unknownZone.values, 'ts_logged'), '2026-11-21 13:29:33.120 IST');
+  assert.equal(ctx.readTimeUsed, 1);
+  const none = mapEvent(SOURCE, statement({ ts: null }), READ_AT, ctx);
+  assert.equal(column('statement_events', none.values, 'ts'), BigInt(READ_AT) * 1000n);
+  assert.equal(column('statement_events', none.values, 'ts_logged'), '');
+  assert.equal(ctx.readTimeUsed, 2);
 });
 
 test('NULs and lone surrogates are cleaned and counted, in columns and in the payload', () => {
-  const repairs = noRepairs();
-  const m = mapEvent(SOURCE, statement({ query: 'SELECT \0 1\0', parameters: "$1 = '\ud800'" }), READ_AT, MAX, repairs);
-  assert.equal(column('statement_events', m.row.values, 'query'), 'SELECT  1');
-  assert.equal(column('statement_events', m.row.values, 'parameters'), "$1 = '\ufffd'");
+  const ctx = rowContext(MAX);
+  const { repairs } = ctx;
+  const m = mapEvent(SOURCE, statement({ query: 'SELECT \0 1\0', parameters: "$1 = '\ud800'" }), READ_AT, ctx);
+  assert.equal(column('statement_events', m.values, 'query'), 'SELECT  1');
+  assert.equal(column('statement_events', m.values, 'parameters'), "$1 = '\ufffd'");
   assert.deepEqual(repairs, { nulRemoved: 2, invalidReplaced: 1, cut: 0 });
   const other = { ...byKind('other'), message: 'bad\0byte', detail: 'x\udc00' };
-  const o = mapEvent(SOURCE, other, READ_AT, MAX, repairs).row.values;
+  const o = mapEvent(SOURCE, other, READ_AT, ctx).values;
   assert.equal(column('other_events', o, 'message'), 'badbyte');
   const payload = column('other_events', o, 'payload') as string;
   assert.ok(!payload.includes('\\u0000'));
@@ -132,35 +136,34 @@ test('NULs and lone surrogates are cleaned and counted, in columns and in the pa
 });
 
 test('long text is capped at maxTextBytes, in columns and inside the payload', () => {
-  const repairs = noRepairs();
+  const ctx = rowContext(8192);
   const big = `SELECT '${'é'.repeat(20_000)}'`;
-  const m = mapEvent(SOURCE, statement({ query: big }), READ_AT, 8192, repairs);
-  const q = column('statement_events', m.row.values, 'query') as string;
+  const q = column('statement_events', mapEvent(SOURCE, statement({ query: big }), READ_AT, ctx).values, 'query') as string;
   assert.ok(Buffer.byteLength(q) <= 8192);
   assert.ok(q.endsWith(cutMarker(Buffer.byteLength(big))));
   assert.ok(big.startsWith(q.slice(0, 1000)));
   const plan = { ...byKind('plan'), plan: 'x'.repeat(100_000) };
-  const p = JSON.parse(column('other_events', mapEvent(SOURCE, plan, READ_AT, 8192, repairs).row.values, 'payload') as string) as { plan: string };
+  const p = JSON.parse(column('other_events', mapEvent(SOURCE, plan, READ_AT, ctx).values, 'payload') as string) as { plan: string };
   assert.ok(Buffer.byteLength(p.plan) <= 8192);
-  assert.equal(repairs.cut, 2);
+  assert.equal(ctx.repairs.cut, 2);
 });
 
 test('templates merge per fingerprint with first and last sighting, sorted', () => {
-  const merged = mergeTemplates([
-    { fingerprint: 'b', normalized: 'B', at: 5n },
-    { fingerprint: 'a', normalized: 'A', at: 9n },
-    { fingerprint: 'b', normalized: 'B', at: 2n },
-    { fingerprint: 'b', normalized: 'B', at: 7n },
-  ]);
-  assert.deepEqual(merged, [
+  const set = new TemplateSet();
+  const r = rowContext(MAX).repairs;
+  set.see('b', 'B', 5n, MAX, r);
+  set.see('a', 'A', 9n, MAX, r);
+  set.see('b', 'B', 2n, MAX, r);
+  set.see('b', 'B', 7n, MAX, r);
+  set.see('', 'no fingerprint: not a template', 1n, MAX, r);
+  assert.deepEqual(set.sorted(), [
     { fingerprint: 'a', normalized: 'A', first: 9n, last: 9n },
     { fingerprint: 'b', normalized: 'B', first: 2n, last: 7n },
   ]);
 });
 
 test('a quarantine record names the table and column and keeps the row as JSON', () => {
-  const m = mapEvent(SOURCE, statement({ query: 'q'.repeat(200_000) }), READ_AT, MAX, noRepairs());
-  const rec = quarantineRecord(m.row, 'SQLSTATE 23514: new row violates check constraint "x"');
+  const rec = quarantineRecord(mapEvent(SOURCE, statement({ query: 'q'.repeat(200_000) }), READ_AT, rowContext(MAX)), 'SQLSTATE 23514: new row violates check constraint "x"');
   assert.equal(rec.reason, 'statement_events: SQLSTATE 23514: new row violates check constraint "x"');
   assert.deepEqual([rec.target, rec.instance, rec.file, rec.fileOffset], ['db1', 'main', SOURCE.file, 100]);
   const row = JSON.parse(rec.row) as Record<string, unknown>;

@@ -63,3 +63,21 @@ test('microsToIso and msToMicros', () => {
   assert.equal(microsToIso(-1n), '1969-12-31T23:59:59.999999Z');
   assert.equal(msToMicros(1704164645123), 1704164645123000n);
 });
+
+test('property: consecutive timestamps of the same second (the cached path) convert like any other', () => {
+  fc.assert(fc.property(
+    fc.date({ min: new Date('2000-01-01T00:00:00Z'), max: new Date('2100-01-01T00:00:00Z'), noInvalidDate: true }),
+    fc.array(fc.tuple(fc.option(fc.stringMatching(/^[0-9]{1,9}$/), { nil: undefined }), fc.constantFrom('Z', '+03:00', '-05:30')), { minLength: 1, maxLength: 6 }),
+    (date, stamps) => {
+      const head = date.toISOString().slice(0, 19);
+      for (const [fraction, zone] of stamps) {
+        const text = `${head}${fraction === undefined ? '' : `.${fraction}`}${zone}`;
+        const offsetMs = zone === 'Z' ? 0 : (zone.startsWith('-') ? -1 : 1) * (Number(zone.slice(1, 3)) * 60 + Number(zone.slice(4, 6))) * 60_000;
+        const digits = (fraction ?? '').padEnd(7, '0');
+        const micros = BigInt(Number(digits.slice(0, 6)) + (Number(digits[6]) >= 5 ? 1 : 0));
+        const expected = BigInt(Date.parse(`${head}Z`) - offsetMs) * 1000n + micros;
+        assert.equal(isoToMicros(text), expected, text);
+      }
+    },
+  ), { numRuns: 500 });
+});

@@ -1,0 +1,273 @@
+/**
+ * Writing statement events into the store, four ways, side by side on the same rows and the
+ * same table (pglog.statement_events, 15 columns):
+ *
+ *   INSERT        multi-row INSERT ... VALUES with parameters, 1,000 rows per statement
+ *   COPY text     COPY ... FROM STDIN (text format), values escaped, through pg-copy-streams
+ *   COPY BINARY   the CopyBinaryEncoder on rows mapped beforehand: encoding and sending only
+ *   StoreWriter   pglog's writer on the event objects: mapping, text cleaning, encoding,
+ *                 claims, templates and read positions, one transaction per batch
+ *
+ *   node bench/copy-bench.ts [--out FILE.md] [--rows N] [--runs R] [--batch B]
+ *
+ * The events come from the real parser (LogParser) reading generated stderr log text of a
+ * pgbench-like load (the TPC-B script in the simple protocol, about 10 % extended-protocol
+ * executes with parameters). A throwaway PostgreSQL 15 is started for the run
+ * (collector/test/helpers/postgres.ts). Every method runs --runs times; the table is
+ * truncated before each run and the best run counts.
+ */
+import { cpus } from 'node:os';
+import { writeFileSync } from 'node:fs';
+import { parseArgs } from 'node:util';
+import pg from 'pg';
+import { LogParser } from '../collector/src/parse/log-parser.ts';
+import type { PglogEvent, StatementEvent } from '../collector/src/protocol/events.ts';
+import { CopyBinaryEncoder } from '../collector/src/store/copy-binary.ts';
+import { copyIn } from '../collector/src/store/copy-stream.ts';
+import { mapEvent, rowContext } from '../collector/src/store/event-rows.ts';
+import { STATEMENT_TABLE } from '../collector/src/store/event-tables.ts';
+import { microsToIso } from '../collector/src/store/iso-time.ts';
+import { CHUNK_BYTES, StoreWriter, streamKeyOf } from '../collector/src/store/store-writer.ts';
+import type { BatchItem, SourceRef } from '../collector/src/store/store-writer.ts';
+import { DEFAULT_MAX_TEXT_BYTES } from '../collector/src/store/text-clean.ts';
+import { startPostgres } from '../collector/test/helpers/postgres.ts';
+
+const { values } = parseArgs({
+  options: {
+    out: { type: 'string' },
+    rows: { type: 'string', default: '200000' },
+    runs: { type: 'string', default: '3' },
+    batch: { type: 'string', default: '5000' },
+  },
+});
+const N = Number(values.rows);
+const RUNS = Number(values.runs);
+const WRITER_BATCH = Number(values.batch);
+const INSERT_BATCH = 1000;
+
+// ---- events: generated log text through the real parser ------------------------------------
+
+const PREFIX = '%m [%p] %q%u@%d ';
+
+/** xorshift32, seeded: the same events every run. */
+function rng(seed: number): (n: number) => number {
+  let s = seed >>> 0;
+  return (n) => {
+    s ^= s << 13; s >>>= 0;
+    s ^= s >>> 17;
+    s ^= s << 5; s >>>= 0;
+    return s % n;
+  };
+}
+
+function generateLog(statements: number): string {
+  const r = rng(20261123);
+  const base = Date.now() - 3_600_000; // an hour ago: today's partition
+  const pids = Array.from({ length: 32 }, () => 10_000 + r(4_000_000));
+  const lines: string[] = [];
+  for (let i = 0; i < statements; i++) {
+    const ts = `${new Date(base + Math.floor(i / 20)).toISOString().replace('T', ' ').slice(0, 23)} UTC`;
+    const pid = pids[i % pids.length] as number;
+    const aid = 1 + r(10_000_000);
+    const delta = r(10_000) - 5000;
+    const ms = ((8 + r(900)) / 1000).toFixed(3);
+    const head = `${ts} [${pid}] app@bench LOG:  duration: ${ms} ms  `;
+    if (r(10) === 0) {
+      lines.push(`${head}execute <unnamed>: UPDATE pgbench_accounts SET abalance = abalance + $1 WHERE aid = $2`);
+      lines.push(`${ts} [${pid}] app@bench DETAIL:  parameters: $1 = '${delta}', $2 = '${aid}'`);
+      continue;
+    }
+    switch (i % 7) {
+      case 0: lines.push(`${head}statement: BEGIN;`); break;
+      case 1: lines.push(`${head}statement: UPDATE pgbench_accounts SET abalance = abalance + ${delta} WHERE aid = ${aid};`); break;
+      case 2: lines.push(`${head}statement: SELECT abalance FROM pgbench_accounts WHERE aid = ${aid};`); break;
+      case 3: lines.push(`${head}statement: UPDATE pgbench_tellers SET tbalance = tbalance + ${delta} WHERE tid = ${1 + r(1000)};`); break;
+      case 4: lines.push(`${head}statement: UPDATE pgbench_branches SET bbalance = bbalance + ${delta} WHERE bid = ${1 + r(100)};`); break;
+      case 5: lines.push(`${head}statement: INSERT INTO pgbench_history (tid, bid, aid, delta, mtime) VALUES (${1 + r(1000)}, ${1 + r(100)}, ${aid}, ${delta}, CURRENT_TIMESTAMP);`); break;
+      default: lines.push(`${head}statement: END;`);
+    }
+  }
+  return lines.join('\n') + '\n';
+}
+
+function parseEvents(text: string): StatementEvent[] {
+  const events: PglogEvent[] = [];
+  const parser = new LogParser({ format: 'stderr', prefix: PREFIX, encodings: { defaultEncoding: 'UTF8', databases: {} } }, (e) => events.push(e));
+  parser.push(Buffer.from(text, 'latin1'));
+  parser.end();
+  const statements = events.filter((e): e is StatementEvent => e.kind === 'statement');
+  if (statements.length !== events.length) throw new Error(`expected only statements, got ${events.length - statements.length} other events`);
+  return statements;
+}
+
+// ---- the contenders ---------------------------------------------------------------------------
+
+const SOURCE: SourceRef = { target: 'bench-db', instance: 'main', file: 'log/postgresql.log' };
+const COLUMNS = STATEMENT_TABLE.columns;
+const COLUMN_LIST = COLUMNS.join(', ');
+
+/**
+ * Chunks of rows of about CHUNK_BYTES (the writer's size), by their estimated size. Both COPY
+ * contenders send them through the writer's copyIn (pg-copy-streams, one chunk written while
+ * the next is made), so the comparison with the writer measures what the writer adds.
+ */
+function* chunksOf<T>(rows: readonly T[], sizeOf: (row: T) => number): Generator<T[]> {
+  let chunk: T[] = [];
+  let size = 0;
+  for (const row of rows) {
+    chunk.push(row);
+    size += sizeOf(row);
+    if (size >= CHUNK_BYTES) {
+      yield chunk;
+      chunk = [];
+      size = 0;
+    }
+  }
+  if (chunk.length > 0) yield chunk;
+}
+
+interface Prepared { values: unknown[]; size: number }
+
+async function insertRows(client: pg.Client, rows: readonly Prepared[]): Promise<void> {
+  const placeholders = (n: number): string => Array.from({ length: n }, (_, r) =>
+    `(${COLUMNS.map((_c, c) => `$${r * COLUMNS.length + c + 1}`).join(', ')})`).join(', ');
+  const full = `INSERT INTO pglog.statement_events (${COLUMN_LIST}) VALUES ${placeholders(INSERT_BATCH)}`;
+  await client.query('BEGIN');
+  for (let i = 0; i < rows.length; i += INSERT_BATCH) {
+    const part = rows.slice(i, i + INSERT_BATCH);
+    const params: unknown[] = [];
+    for (const row of part) {
+      for (const v of row.values) params.push(typeof v === 'bigint' ? microsToIso(v) : v);
+    }
+    await client.query(part.length === INSERT_BATCH ? full : `INSERT INTO pglog.statement_events (${COLUMN_LIST}) VALUES ${placeholders(part.length)}`, params);
+  }
+  await client.query('COMMIT');
+}
+
+/** COPY text format: backslash, newline, carriage return and tab escaped; NULL as \N. */
+function textValue(v: unknown): string {
+  if (v === null || v === undefined) return '\\N';
+  if (typeof v === 'bigint') return microsToIso(v);
+  if (typeof v === 'number' || typeof v === 'boolean') return String(v);
+  if (typeof v !== 'string') throw new Error(`no text form for ${typeof v}`);
+  if (!/[\\\n\r\t]/.test(v)) return v;
+  return v.replace(/[\\\n\r\t]/g, (c) => (c === '\\' ? '\\\\' : c === '\n' ? '\\n' : c === '\r' ? '\\r' : '\\t'));
+}
+
+async function copyText(client: pg.Client, rows: readonly Prepared[]): Promise<void> {
+  function* data(): Generator<Buffer> {
+    for (const chunk of chunksOf(rows, (r) => r.size)) {
+      let s = '';
+      for (const row of chunk) s += row.values.map(textValue).join('\t') + '\n';
+      yield Buffer.from(s, 'utf8');
+    }
+  }
+  await client.query('BEGIN');
+  await copyIn(client, `COPY pglog.statement_events (${COLUMN_LIST}) FROM STDIN`, data());
+  await client.query('COMMIT');
+}
+
+const bareEncoder = new CopyBinaryEncoder(STATEMENT_TABLE.types, { initialSize: 2 * CHUNK_BYTES });
+async function copyBinary(client: pg.Client, rows: readonly Prepared[]): Promise<void> {
+  function* data(): Generator<Buffer> {
+    yield bareEncoder.header();
+    for (const chunk of chunksOf(rows, (r) => r.size)) yield bareEncoder.encodeRows(chunk.map((r) => r.values));
+    yield bareEncoder.trailer();
+  }
+  await client.query('BEGIN');
+  await copyIn(client, STATEMENT_TABLE.copySql, data());
+  await client.query('COMMIT');
+}
+
+async function writerCommit(writer: StoreWriter, items: readonly BatchItem[], batch: number): Promise<void> {
+  const { epoch } = await writer.claim(SOURCE.target, SOURCE.instance);
+  const epochs = new Map([[streamKeyOf(SOURCE.target, SOURCE.instance), epoch]]);
+  for (let i = 0; i < items.length; i += batch) {
+    const part = items.slice(i, i + batch);
+    const last = part.at(-1) as BatchItem;
+    const res = await writer.commit({ items: part, positions: [{ ...SOURCE, identity: 'inode:1', offset: last.event.end }] }, epochs);
+    if (res.rows.statement_events !== part.length) throw new Error(`writer committed ${res.rows.statement_events} of ${part.length}`);
+  }
+}
+
+// ---- the run -------------------------------------------------------------------------------
+
+const server = await startPostgres();
+try {
+  const url = server.url;
+  const writer = await StoreWriter.open({ url, applicationName: 'copy-bench writer' });
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  const version = (await client.query<{ v: string }>("SELECT current_setting('server_version') AS v")).rows[0]?.v ?? '?';
+
+  process.stderr.write(`generating and parsing ${N} statements ...\n`);
+  const events = parseEvents(generateLog(N));
+  const readAt = Date.now();
+  const items: BatchItem[] = events.map((event) => ({ source: SOURCE, event, readAt }));
+  const prepared: Prepared[] = events.map((e) => {
+    const row = mapEvent(SOURCE, e, readAt, rowContext(DEFAULT_MAX_TEXT_BYTES));
+    return { values: row.values, size: row.size };
+  });
+  const dataBytes = prepared.reduce((n, r) => n + r.size, 0);
+
+  const truncate = async (): Promise<void> => {
+    await client.query('TRUNCATE pglog.statement_events, pglog.query_templates, pglog.read_position_state, pglog.stream_claims');
+    await client.query('CHECKPOINT');
+  };
+  const count = async (): Promise<number> => Number((await client.query<{ n: string }>('SELECT count(*) AS n FROM pglog.statement_events')).rows[0]?.n);
+
+  interface Result { name: string; what: string; best: number; all: number[] }
+  const results: Result[] = [];
+  const measure = async (name: string, what: string, run: () => Promise<void>): Promise<Result> => {
+    const all: number[] = [];
+    for (let i = 0; i < RUNS; i++) {
+      await truncate();
+      const t0 = performance.now();
+      await run();
+      all.push((performance.now() - t0) / 1000);
+      const n = await count();
+      if (n !== events.length) throw new Error(`${name}: ${n} rows in the table, expected ${events.length}`);
+      process.stderr.write(`${name}: run ${i + 1}: ${(events.length / (all.at(-1) as number)).toFixed(0)} rows/s\n`);
+    }
+    const r = { name, what, best: Math.min(...all), all };
+    results.push(r);
+    return r;
+  };
+
+  const insert = await measure('INSERT', `multi-row INSERT, ${INSERT_BATCH} rows (${INSERT_BATCH * COLUMNS.length} parameters) per statement, one transaction`, () => insertRows(client, prepared));
+  const text = await measure('COPY text', `pg-copy-streams, text format, escaped, ${CHUNK_BYTES / 1024} KiB chunks, rows mapped beforehand`, () => copyText(client, prepared));
+  const binary = await measure('COPY BINARY (bare)', `CopyBinaryEncoder, ${CHUNK_BYTES / 1024} KiB chunks, rows mapped beforehand, one COPY`, () => copyBinary(client, prepared));
+  const writerBatched = await measure(`StoreWriter.commit, ${WRITER_BATCH}-event batches`, 'events → rows, cleaning, COPY BINARY in a savepoint, templates, claims and positions, one transaction per batch', () => writerCommit(writer, items, WRITER_BATCH));
+  const writerOne = await measure('StoreWriter.commit, one batch', 'the same, all events in one commit', () => writerCommit(writer, items, items.length));
+
+  await writer.close();
+  await client.end();
+
+  const rate = (r: Result): number => events.length / r.best;
+  const fmt = (n: number): string => Math.round(n).toLocaleString('en-US');
+  const ratio = (a: Result, b: Result): string => `${(rate(a) / rate(b)).toFixed(2)}×`;
+  const md = [
+    `## COPY benchmark (bench/copy-bench.ts)`,
+    '',
+    `${fmt(events.length)} statement events from the parser (pgbench TPC-B script, ~10 % extended protocol with parameters) into`,
+    `\`pglog.statement_events\` (${COLUMNS.length} columns, ~${(dataBytes / events.length).toFixed(0)} bytes of data per row), PostgreSQL ${version}`,
+    `(throwaway cluster on a Unix socket, fsync off), Node ${process.version}, ${cpus().length} × ${cpus()[0]?.model ?? 'CPU'}.`,
+    `Best of ${RUNS} runs each, table truncated before every run.`,
+    '',
+    '| method | rows/s | best s | runs (s) | what |',
+    '|---|---:|---:|---|---|',
+    ...results.map((r) => `| ${r.name} | ${fmt(rate(r))} | ${r.best.toFixed(3)} | ${r.all.map((s) => s.toFixed(2)).join(', ')} | ${r.what} |`),
+    '',
+    '| ratio | value | reference / target |',
+    '|---|---:|---|',
+    `| COPY BINARY / INSERT | ${ratio(binary, insert)} | issue reference, 7-column row: 334k / 88k = 3.80× |`,
+    `| COPY BINARY / COPY text | ${ratio(binary, text)} | issue reference: 334k / 167k = 2.00× |`,
+    `| StoreWriter (${WRITER_BATCH}-event batches) / bare COPY BINARY | ${ratio(writerBatched, binary)} | target ≥ 0.80× |`,
+    `| StoreWriter (one batch) / bare COPY BINARY | ${ratio(writerOne, binary)} | target ≥ 0.80× |`,
+    '',
+  ].join('\n');
+  process.stdout.write(md);
+  if (values.out !== undefined) writeFileSync(values.out, md);
+} finally {
+  await server.stop();
+}
