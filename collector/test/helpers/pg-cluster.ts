@@ -7,6 +7,7 @@ import { execFile, execFileSync } from 'node:child_process';
 import { appendFileSync, chmodSync, chownSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { onProcessExit } from './exit-cleanup.ts';
 import { isRoot, serverUser } from './server-user.ts';
 
 export const PG_BIN = '/usr/lib/postgresql/15/bin';
@@ -87,7 +88,7 @@ export async function startCluster(spec: ClusterSpec): Promise<Cluster> {
     }
     rmSync(dir, { recursive: true, force: true });
   };
-  process.once('exit', onExit);
+  const unregisterExit = onProcessExit(onExit);
 
   const start = async (): Promise<void> => {
     if (disposed) throw new Error(`the PostgreSQL in ${dir} was disposed`);
@@ -107,7 +108,7 @@ export async function startCluster(spec: ClusterSpec): Promise<Cluster> {
   };
   const dispose = async (): Promise<void> => {
     if (disposed) return;
-    process.removeListener('exit', onExit);
+    unregisterExit();
     try {
       if (initialized && running) await pgCtl(['-m', 'immediate', '-w', 'stop']);
     } finally {

@@ -7,6 +7,7 @@ import { chmodSync, chownSync, closeSync, existsSync, mkdirSync, mkdtempSync, op
 import { createConnection, createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { onProcessExit } from './exit-cleanup.ts';
 import { continueTree, killTree, stopTree } from './process-tree.ts';
 import { allowKeyLogin, currentUser, isRoot, serverUser, type SystemUser } from './server-user.ts';
 
@@ -244,12 +245,12 @@ export async function startSshServer(options: SshServerOptions = {}): Promise<Te
     killNow();
     rmSync(dir, { recursive: true, force: true });
   };
-  process.once('exit', onExit);
+  const unregisterExit = onProcessExit(onExit);
 
   const dispose = async (): Promise<void> => {
     if (disposed) return;
     disposed = true;
-    process.removeListener('exit', onExit);
+    unregisterExit();
     try {
       await stop();
     } finally {
