@@ -75,46 +75,6 @@ export async function readPosition(client: pg.ClientBase, target: string, instan
   return { target, instance, file: r.file, identity: r.file_identity ?? '', offset: Number(r.byte_offset) };
 }
 
-/**
- * Writes the read positions, each with its owner's epoch. The epoch guard repeats the claim
- * check (the claims are locked by this transaction): a position is never taken back by an
- * owner older than the one that wrote it.
- */
-export async function upsertPositions(client: pg.ClientBase, positions: readonly (StorePosition & { epoch: number })[]): Promise<void> {
-  if (positions.length === 0) return;
-  const sorted = [...positions].sort((a, b) => compareKeys(a, b));
-  await client.query(
-    `INSERT INTO pglog.read_position_state AS p (target, instance, file, file_identity, byte_offset, epoch, updated_at)
-     SELECT t, i, f, fi, o, e, now() FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::int8[], $6::int8[]) AS u(t, i, f, fi, o, e)
-     ON CONFLICT (target, instance) DO UPDATE
-       SET file = EXCLUDED.file, file_identity = EXCLUDED.file_identity, byte_offset = EXCLUDED.byte_offset,
-           epoch = EXCLUDED.epoch, updated_at = EXCLUDED.updated_at
-       WHERE p.epoch <= EXCLUDED.epoch`,
-    [
-      sorted.map((p) => p.target), sorted.map((p) => p.instance), sorted.map((p) => p.file),
-      sorted.map((p) => p.identity), sorted.map((p) => p.offset), sorted.map((p) => p.epoch),
-    ],
-  );
-}
-
-/** Query templates of a batch (already merged per fingerprint and sorted), first/last seen widened. */
-export async function upsertTemplates(client: pg.ClientBase, templates: readonly { fingerprint: string; normalized: string; first: bigint; last: bigint }[]): Promise<void> {
-  if (templates.length === 0) return;
-  // Microseconds since 1970 as int8 (exact), turned into timestamptz by the server.
-  await client.query(
-    `INSERT INTO pglog.query_templates AS q (fingerprint, normalized, first_seen, last_seen)
-     SELECT f, n, timestamptz 'epoch' + a * interval '1 microsecond', timestamptz 'epoch' + b * interval '1 microsecond'
-       FROM unnest($1::text[], $2::text[], $3::int8[], $4::int8[]) AS u(f, n, a, b)
-     ON CONFLICT (fingerprint) DO UPDATE
-       SET first_seen = LEAST(q.first_seen, EXCLUDED.first_seen), last_seen = GREATEST(q.last_seen, EXCLUDED.last_seen)
-       WHERE EXCLUDED.first_seen < q.first_seen OR EXCLUDED.last_seen > q.last_seen`,
-    [
-      templates.map((t) => t.fingerprint), templates.map((t) => t.normalized),
-      templates.map((t) => t.first.toString()), templates.map((t) => t.last.toString()),
-    ],
-  );
-}
-
 export interface QuarantineRecord {
   target: string;
   instance: string;
@@ -125,14 +85,55 @@ export interface QuarantineRecord {
   row: string;
 }
 
-export async function insertQuarantine(client: pg.ClientBase, records: readonly QuarantineRecord[]): Promise<void> {
-  if (records.length === 0) return;
+export interface TemplateRow { fingerprint: string; normalized: string; first: bigint; last: bigint }
+
+/**
+ * The end of a batch, in one statement (one round trip): the query templates (first and last
+ * seen widened; sorted by fingerprint, so collectors sharing templates lock them in the same
+ * order), the quarantined rows, and the read positions, each with its owner's epoch. The epoch
+ * guard repeats the claim check (the claims are locked by this transaction): a position is
+ * never taken back by an owner older than the one that wrote it. Timestamps travel as int8
+ * microseconds since 1970 (exact) and become timestamptz in the server.
+ */
+export async function finishBatch(
+  client: pg.ClientBase,
+  templates: readonly TemplateRow[],
+  quarantine: readonly QuarantineRecord[],
+  positions: readonly (StorePosition & { epoch: number })[],
+): Promise<void> {
+  if (templates.length + quarantine.length + positions.length === 0) return;
+  const sortedPositions = [...positions].sort((a, b) => compareKeys(a, b));
   await client.query(
-    `INSERT INTO pglog.quarantine (target, instance, file, file_offset, reason, "row")
-     SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::int8[], $5::text[], $6::jsonb[])`,
+    `WITH templates AS (
+       INSERT INTO pglog.query_templates AS q (fingerprint, normalized, first_seen, last_seen)
+       SELECT f, n, timestamptz 'epoch' + a * interval '1 microsecond', timestamptz 'epoch' + b * interval '1 microsecond'
+         FROM unnest($1::text[], $2::text[], $3::int8[], $4::int8[]) AS u(f, n, a, b)
+       ON CONFLICT (fingerprint) DO UPDATE
+         SET first_seen = LEAST(q.first_seen, EXCLUDED.first_seen), last_seen = GREATEST(q.last_seen, EXCLUDED.last_seen)
+         WHERE EXCLUDED.first_seen < q.first_seen OR EXCLUDED.last_seen > q.last_seen
+       RETURNING 1
+     ), quarantined AS (
+       INSERT INTO pglog.quarantine (target, instance, file, file_offset, reason, "row")
+       SELECT * FROM unnest($5::text[], $6::text[], $7::text[], $8::int8[], $9::text[], $10::jsonb[])
+       RETURNING 1
+     ), positions AS (
+       INSERT INTO pglog.read_position_state AS p (target, instance, file, file_identity, byte_offset, epoch, updated_at)
+       SELECT t, i, f, fi, o, e, now() FROM unnest($11::text[], $12::text[], $13::text[], $14::text[], $15::int8[], $16::int8[]) AS u(t, i, f, fi, o, e)
+       ON CONFLICT (target, instance) DO UPDATE
+         SET file = EXCLUDED.file, file_identity = EXCLUDED.file_identity, byte_offset = EXCLUDED.byte_offset,
+             epoch = EXCLUDED.epoch, updated_at = EXCLUDED.updated_at
+         WHERE p.epoch <= EXCLUDED.epoch
+       RETURNING 1
+     )
+     SELECT (SELECT count(*) FROM templates) AS templates, (SELECT count(*) FROM quarantined) AS quarantined,
+            (SELECT count(*) FROM positions) AS positions`,
     [
-      records.map((r) => r.target), records.map((r) => r.instance), records.map((r) => r.file),
-      records.map((r) => r.fileOffset), records.map((r) => r.reason), records.map((r) => r.row),
+      templates.map((t) => t.fingerprint), templates.map((t) => t.normalized),
+      templates.map((t) => t.first.toString()), templates.map((t) => t.last.toString()),
+      quarantine.map((r) => r.target), quarantine.map((r) => r.instance), quarantine.map((r) => r.file),
+      quarantine.map((r) => r.fileOffset), quarantine.map((r) => r.reason), quarantine.map((r) => r.row),
+      sortedPositions.map((p) => p.target), sortedPositions.map((p) => p.instance), sortedPositions.map((p) => p.file),
+      sortedPositions.map((p) => p.identity), sortedPositions.map((p) => p.offset), sortedPositions.map((p) => p.epoch),
     ],
   );
 }

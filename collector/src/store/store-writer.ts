@@ -6,13 +6,15 @@
  *   BEGIN
  *   lock the claims of the batch's streams (FOR UPDATE, key order); a stream whose claim
  *     holds another epoch than the one given is fenced: none of its rows, not its position
- *   per event table: SAVEPOINT; COPY ... FROM STDIN WITH (FORMAT binary); RELEASE
- *     a COPY refused for a reason in the data (SQLSTATE class 22, 23, 54) is rolled back to
- *     its savepoint and split (bisect.ts) until the bad rows are known; they go to
- *     pglog.quarantine with the reason, the rest commits. A row the encoder refuses is
- *     quarantined the same way without being sent.
- *   query templates (one upsert), quarantine records, read positions (epoch-guarded upsert)
+ *   per event table: COPY ... FROM STDIN WITH (FORMAT binary)
+ *   query templates, quarantine records, read positions (epoch-guarded): one statement
  *   COMMIT
+ * When the server refuses a COPY for a reason in the data (SQLSTATE class 22, 23, 54), the
+ * transaction is rolled back and run again with each COPY inside a SAVEPOINT: a refused COPY
+ * is rolled back to its savepoint and split (bisect.ts) until the bad rows are known; they go
+ * to pglog.quarantine with the reason, the rest commits. (Savepoints only then: they cost two
+ * round trips per table, and almost every batch has no bad row.) A row the encoder refuses is
+ * quarantined without being sent, in either attempt.
  * Any other failure (connection lost, server shutting down, statement_timeout, deadlock, a
  * missing table) rolls everything back and throws PglogError STORE_UNAVAILABLE: the caller
  * keeps the batch and retries it; the connection is dropped and made again on the next call.
@@ -36,8 +38,8 @@ import { migrate } from './migrate.ts';
 import { encoderReason, quarantineRecord } from './quarantine.ts';
 import { copyLineOf, describeServerError, isDataRejection } from './sqlstate.ts';
 import {
-  claimEpoch, claimNext, compareKeys, dropPartitionsBefore, ensurePartitions, insertMissingClaims,
-  insertQuarantine, lockClaims, readPosition, upsertPositions, upsertTemplates,
+  claimEpoch, claimNext, compareKeys, dropPartitionsBefore, ensurePartitions, finishBatch, insertMissingClaims,
+  lockClaims, readPosition,
 } from './store-sql.ts';
 import type { QuarantineRecord, StreamEpoch } from './store-sql.ts';
 import { streamKeyOf } from './store-types.ts';
@@ -169,44 +171,57 @@ export class StoreWriter {
     const wanted = [...streams.values()].sort(compareKeys);
 
     return this.exclusive('committing a batch', async (client) => {
-      await client.query('BEGIN');
       try {
-        const fenced = await this.fence(client, wanted);
-        const fencedKeys = new Set(fenced.map((f) => streamKeyOf(f.target, f.instance)));
-        const byTable = new Map<EventTable, Pending[]>(EVENT_TABLES.map((t) => [t, []]));
-        for (const item of batch.items) {
-          if (fencedKeys.size > 0 && fencedKeys.has(streamKeyOf(item.source.target, item.source.instance))) continue;
-          byTable.get(tableOf(item.event.kind))?.push({ item, row: null });
-        }
-        const mapping = rowContext(this.maxTextBytes);
-        const result: CommitResult = { rows: {}, quarantined: 0, fenced, copyMs: 0, bytes: 0 };
-        const quarantine: QuarantineRecord[] = [];
-        for (const t of EVENT_TABLES) {
-          const rows = byTable.get(t) ?? [];
-          result.rows[t] = rows.length === 0 ? 0 : await this.copyTable(client, TABLES[t], rows, mapping, result, quarantine);
-        }
-        await upsertTemplates(client, mapping.templates.sorted());
-        await insertQuarantine(client, quarantine);
-        const positions = batch.positions
-          .filter((p) => !fencedKeys.has(streamKeyOf(p.target, p.instance)))
-          .map((p) => ({ ...p, epoch: streams.get(streamKeyOf(p.target, p.instance))?.epoch ?? 0 }));
-        await upsertPositions(client, positions);
-        await client.query('COMMIT');
-        result.quarantined = quarantine.length;
-        result.repairs = mapping.repairs;
-        result.readTimeUsed = mapping.readTimeUsed;
-        if (quarantine.length > 0) {
-          this.log('warn', `${quarantine.length} row(s) refused by the store were put into pglog.quarantine`, { reasons: [...new Set(quarantine.map((q) => q.reason))].slice(0, 5) });
-        }
-        for (const f of fenced) {
-          this.log('warn', `${f.target}/${f.instance}: fenced by a newer owner (epoch ${f.epoch}); its events were not written`, { target: f.target, instance: f.instance, epoch: f.epoch });
-        }
-        return result;
+        return await this.commitOnce(client, batch, wanted, streams, false);
       } catch (e) {
-        await rollback(client);
-        throw e;
+        if (!(e instanceof RowsRefused)) throw e;
+        // Rolled back: again, each COPY in a savepoint, so the refused rows can be found.
+        return await this.commitOnce(client, batch, wanted, streams, true);
       }
     });
+  }
+
+  /**
+   * One attempt at the transaction. Without savepoints (the first attempt: two round trips
+   * fewer per table) a COPY the server refuses for its data throws RowsRefused after the
+   * rollback; with savepoints the refused rows are bisected out and quarantined.
+   */
+  private async commitOnce(client: pg.Client, batch: StoreBatch, wanted: readonly StreamEpoch[], streams: ReadonlyMap<string, StreamEpoch>, savepoints: boolean): Promise<CommitResult> {
+    await client.query('BEGIN');
+    try {
+      const fenced = await this.fence(client, wanted);
+      const fencedKeys = new Set(fenced.map((f) => streamKeyOf(f.target, f.instance)));
+      const byTable = new Map<EventTable, Pending[]>(EVENT_TABLES.map((t) => [t, []]));
+      for (const item of batch.items) {
+        if (fencedKeys.size > 0 && fencedKeys.has(streamKeyOf(item.source.target, item.source.instance))) continue;
+        byTable.get(tableOf(item.event.kind))?.push({ item, row: null });
+      }
+      const mapping = rowContext(this.maxTextBytes);
+      const result: CommitResult = { rows: {}, quarantined: 0, fenced, copyMs: 0, bytes: 0 };
+      const quarantine: QuarantineRecord[] = [];
+      for (const t of EVENT_TABLES) {
+        const rows = byTable.get(t) ?? [];
+        result.rows[t] = rows.length === 0 ? 0 : await this.copyTable(client, TABLES[t], rows, savepoints, mapping, result, quarantine);
+      }
+      const positions = batch.positions
+        .filter((p) => !fencedKeys.has(streamKeyOf(p.target, p.instance)))
+        .map((p) => ({ ...p, epoch: streams.get(streamKeyOf(p.target, p.instance))?.epoch ?? 0 }));
+      await finishBatch(client, mapping.templates.sorted(), quarantine, positions);
+      await client.query('COMMIT');
+      result.quarantined = quarantine.length;
+      result.repairs = mapping.repairs;
+      result.readTimeUsed = mapping.readTimeUsed;
+      if (quarantine.length > 0) {
+        this.log('warn', `${quarantine.length} row(s) refused by the store were put into pglog.quarantine`, { reasons: [...new Set(quarantine.map((q) => q.reason))].slice(0, 5) });
+      }
+      for (const f of fenced) {
+        this.log('warn', `${f.target}/${f.instance}: fenced by a newer owner (epoch ${f.epoch}); its events were not written`, { target: f.target, instance: f.instance, epoch: f.epoch });
+      }
+      return result;
+    } catch (e) {
+      await rollback(client);
+      throw e;
+    }
   }
 
   /**
@@ -249,8 +264,8 @@ export class StoreWriter {
     return fenced;
   }
 
-  /** COPYs the rows of one table with bisection; returns the rows committed. */
-  private async copyTable(client: pg.Client, def: TableDef, rows: Pending[], mapping: RowContext, result: CommitResult, quarantine: QuarantineRecord[]): Promise<number> {
+  /** COPYs the rows of one table (with savepoints: bisecting out refused rows); returns the rows committed. */
+  private async copyTable(client: pg.Client, def: TableDef, rows: Pending[], savepoints: boolean, mapping: RowContext, result: CommitResult, quarantine: QuarantineRecord[]): Promise<number> {
     const encoder = this.encoders[def.name];
     const unencodable = new Set<Pending>();
     const onUnencodable = (p: Pending, row: MappedRow, e: unknown): void => {
@@ -258,24 +273,30 @@ export class StoreWriter {
       quarantine.push(quarantineRecord(row, `STORE_ENCODING: ${encoderReason(row, (e as Error).message)}`));
     };
     let committed = 0;
-    const outcome = await writeWithBisection(rows, async (part): Promise<Rejection | null> => {
+    const attempt = async (part: readonly Pending[]): Promise<Rejection | null> => {
       const counted = { bytes: 0, rows: 0 };
-      await client.query('SAVEPOINT pglog_copy');
+      if (savepoints) await client.query('SAVEPOINT pglog_copy');
       const started = performance.now();
       try {
         await copyIn(client, def.copySql, encodeChunks(encoder, part, mapping, unencodable, onUnencodable, counted));
       } catch (e) {
         result.copyMs += performance.now() - started;
         if (!isDataRejection(e)) throw e;
+        if (!savepoints) throw new RowsRefused(def.name, e);
         await client.query('ROLLBACK TO SAVEPOINT pglog_copy');
         return { reason: describeServerError(e), rowIndex: partIndexOfLine(part, unencodable, copyLineOf(e)) };
       }
       result.copyMs += performance.now() - started;
-      await client.query('RELEASE SAVEPOINT pglog_copy');
+      if (savepoints) await client.query('RELEASE SAVEPOINT pglog_copy');
       result.bytes += counted.bytes;
       committed += counted.rows;
       return null;
-    });
+    };
+    if (!savepoints) {
+      await attempt(rows);
+      return committed;
+    }
+    const outcome = await writeWithBisection(rows, attempt);
     for (const { row, rejection } of outcome.rejected) quarantine.push(quarantineRecord(rowOf(row, mapping), rejection.reason));
     return committed;
   }
@@ -340,6 +361,14 @@ export class StoreWriter {
 
   private unavailable(what: string, e: unknown): PglogError {
     return new PglogError('STORE_UNAVAILABLE', withoutPassword(`${what} ${this.where}: ${describeServerError(e)}`, this.url), { cause: e });
+  }
+}
+
+/** The server refused a COPY for its data, in an attempt without savepoints: try again with them. */
+class RowsRefused extends Error {
+  constructor(table: string, cause: unknown) {
+    super(`${table}: ${describeServerError(cause)}`, { cause });
+    this.name = 'RowsRefused';
   }
 }
 
