@@ -34,7 +34,7 @@ export interface LogServer {
   /** Superuser URL over the Unix socket, database postgres. */
   readonly url: string;
   urlFor(database: string): string;
-  /** All log files currently in logDirectory (absolute paths, sorted). */
+  /** All regular files currently in logDirectory (absolute paths, sorted; not its subdirectories). */
   logFiles(): string[];
   /** pg_ctl logrotate; with time escapes in log_filename it waits until PostgreSQL writes a new file. */
   rotate(): Promise<void>;
@@ -102,7 +102,10 @@ export async function startLogServer(options: LogServerOptions = {}): Promise<Lo
 
   const logFiles = (): string[] => {
     try {
-      return readdirSync(logDirectory).sort().map((name) => join(logDirectory, name));
+      return readdirSync(logDirectory, { withFileTypes: true })
+        .filter((entry) => entry.isFile())
+        .map((entry) => join(logDirectory, entry.name))
+        .sort();
     } catch {
       return [];
     }
