@@ -1,0 +1,115 @@
+/**
+ * Collector ingest benchmark (issue 3's target): one `pglog collect` process ingesting from 50
+ * servers at a combined 20 MB/s over loopback SSH: CPU per MB, event-loop delay p99, RSS and
+ * end-to-end latency (log write to committed row) p50/p99.
+ *
+ *   node bench/ingest-bench.ts [--servers 50] [--mb-per-sec 20[,10...]] [--seconds 30]
+ *                              [--warmup 5] [--fleet-nice 10] [--collector-arg ARG ...]
+ *                              [--out FILE.md] [--keep] [--verbose]
+ *
+ * Sets up a throwaway store (PostgreSQL 15, track_commit_timestamp on) and N real OpenSSH
+ * servers on 127.0.0.2 upwards (at nice --fleet-nice, so the simulated servers' side of SSH
+ * takes what the collector leaves: bench/ingest/servers.ts), each with a data directory whose
+ * log a separate writer process appends to; then, per offered rate (comma-separated rates run one after another, each with a
+ * fresh collector and fresh logs), measures one collector process from outside (see
+ * bench/ingest/run.ts). Prints a markdown table; --out writes it between the
+ * `ingest-bench` markers of FILE (replacing an earlier run's). Everything started is stopped
+ * and every temporary directory removed, also on failure or Ctrl-C (--keep keeps the run
+ * directories with the collector's own log, for looking into a result; --verbose prints a
+ * line a second: read rate, event-loop delay, /metrics answer time, pauses, memory).
+ */
+import { mkdtempSync, rmSync, chmodSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { parseArgs } from 'node:util';
+import type { TestPostgres } from '../collector/test/helpers/postgres.ts';
+import { renderSection, writeSection } from './ingest/report.ts';
+import { measureRun, type RunResult } from './ingest/run.ts';
+import { startFleet, type Fleet } from './ingest/servers.ts';
+import { startBenchStore } from './ingest/store.ts';
+
+const { values } = parseArgs({
+  options: {
+    servers: { type: 'string', default: '50' },
+    'mb-per-sec': { type: 'string', default: '20' },
+    seconds: { type: 'string', default: '30' },
+    warmup: { type: 'string', default: '5' },
+    'fleet-nice': { type: 'string', default: '10' },
+    'collector-arg': { type: 'string', multiple: true, default: [] },
+    out: { type: 'string' },
+    keep: { type: 'boolean', default: false },
+    verbose: { type: 'boolean', default: false },
+  },
+});
+const servers = Number(values.servers);
+const rates = values['mb-per-sec'].split(',').map(Number);
+const measureSeconds = Number(values.seconds);
+const warmupSeconds = Number(values.warmup);
+const collectorArgs = values['collector-arg'];
+const fleetNice = Number(values['fleet-nice']);
+if (!Number.isInteger(servers) || rates.some((r) => !(r > 0)) || !(measureSeconds > 0) || !(warmupSeconds >= 0) || !Number.isInteger(fleetNice) || fleetNice < 0 || fleetNice > 19) {
+  throw new Error('usage: ingest-bench.ts [--servers N] [--mb-per-sec R[,R...]] [--seconds S] [--warmup S] [--fleet-nice N] [--collector-arg ARG ...] [--out FILE.md] [--keep] [--verbose]');
+}
+
+// Every sshd and PostgreSQL helper registers a process 'exit' hook of its own.
+process.setMaxListeners(servers + 20);
+const say = (line: string): void => { process.stderr.write(`ingest-bench: ${line}\n`); };
+const cleanups: Array<() => Promise<void> | void> = [];
+let cleaning: Promise<void> | null = null;
+const cleanup = (): Promise<void> => {
+  cleaning ??= (async () => {
+    for (const fn of cleanups.splice(0).reverse()) {
+      try { await fn(); } catch (e) { say(`cleanup: ${(e as Error).message}`); }
+    }
+  })();
+  return cleaning;
+};
+for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+  process.once(signal, () => {
+    say(`${signal}: cleaning up`);
+    void cleanup().finally(() => process.exit(130));
+  });
+}
+
+const root = mkdtempSync(join(tmpdir(), 'pglog-ingest-bench-'));
+chmodSync(root, 0o755); // the sshd login user reads the logs below
+cleanups.push(() => {
+  if (values.keep) say(`kept ${root} (collector logs in run*/collector.log)`);
+  else rmSync(root, { recursive: true, force: true });
+});
+const started = Date.now();
+const results: RunResult[] = [];
+try {
+  say(`starting the store and ${servers} sshd servers`);
+  const [store, fleet] = await Promise.all([
+    startBenchStore().then((s: TestPostgres) => { cleanups.push(() => s.stop()); return s; }),
+    startFleet(servers, fleetNice).then((f: Fleet) => { cleanups.push(() => f.dispose()); return f; }),
+  ]);
+  say(`set up in ${((Date.now() - started) / 1000).toFixed(1)} s`);
+  for (const [i, rate] of rates.entries()) {
+    say(`run ${i + 1}/${rates.length}: ${rate} MB/s offered from ${servers} servers`);
+    results.push(await measureRun({
+      dir: join(root, `run${i + 1}`),
+      servers: fleet.servers,
+      instance: `main${i + 1}`,
+      storeUrl: store.url,
+      bytesPerSec: rate * 1e6,
+      warmupSeconds,
+      measureSeconds,
+      collectorArgs,
+      say,
+      verbose: values.verbose,
+      onCleanup: (fn) => cleanups.push(fn),
+    }));
+  }
+} finally {
+  await cleanup();
+  say(`done in ${((Date.now() - started) / 1000).toFixed(0)} s`);
+}
+
+const section = renderSection(results, { collectorArgs, warmupSeconds, measureSeconds, fleetNice });
+process.stdout.write(`${section}\n`);
+if (values.out !== undefined) {
+  writeSection(values.out, section);
+  say(`wrote ${values.out}`);
+}

@@ -1,0 +1,111 @@
+/**
+ * CPU and memory of processes and of the machine, from Linux /proc (no sampling tools, no
+ * permissions beyond reading /proc).
+ */
+import { execFileSync } from 'node:child_process';
+import { readdirSync, readFileSync } from 'node:fs';
+
+const CLK_TCK = ((): number => {
+  try {
+    return Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim()) || 100;
+  } catch {
+    return 100;
+  }
+})();
+
+/** Fields of /proc/PID/stat after the command name (which may contain spaces and parentheses). */
+function statFields(pid: number): string[] | null {
+  let text: string;
+  try {
+    text = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  } catch {
+    return null;
+  }
+  return text.slice(text.lastIndexOf(')') + 2).split(' ');
+}
+
+/** User + system CPU seconds of one process (its own threads, not its children); null when gone. */
+export function processCpuSeconds(pid: number): number | null {
+  const f = statFields(pid);
+  if (f === null) return null;
+  // Fields 14 and 15 of stat (utime, stime) are the 12th and 13th after the name.
+  return (Number(f[11]) + Number(f[12])) / CLK_TCK;
+}
+
+/** Peak (VmHWM) and current (VmRSS) resident memory of one process, bytes; null when gone. */
+export function processMemory(pid: number): { peakRss: number; rss: number } | null {
+  let text: string;
+  try {
+    text = readFileSync(`/proc/${pid}/status`, 'utf8');
+  } catch {
+    return null;
+  }
+  const kb = (name: string): number => Number(new RegExp(`^${name}:\\s+(\\d+) kB`, 'm').exec(text)?.[1] ?? NaN) * 1024;
+  return { peakRss: kb('VmHWM'), rss: kb('VmRSS') };
+}
+
+/** CPU seconds of every live process whose command name is `comm`, keyed by pid. */
+export function cpuByCommand(comm: string): Map<number, number> {
+  const out = new Map<number, number>();
+  for (const name of readdirSync('/proc')) {
+    if (!/^\d+$/.test(name)) continue;
+    const pid = Number(name);
+    let c: string;
+    try {
+      c = readFileSync(`/proc/${pid}/comm`, 'utf8').trim();
+    } catch {
+      continue;
+    }
+    if (c !== comm) continue;
+    const s = processCpuSeconds(pid);
+    if (s !== null) out.set(pid, s);
+  }
+  return out;
+}
+
+/** CPU seconds used between two `cpuByCommand` snapshots by the processes alive at the end. */
+export function cpuDelta(before: ReadonlyMap<number, number>, after: ReadonlyMap<number, number>): number {
+  let sum = 0;
+  for (const [pid, s] of after) sum += s - (before.get(pid) ?? 0);
+  return sum;
+}
+
+/** Machine-wide CPU time from /proc/stat, seconds summed over all cores. */
+export function machineCpu(): { busy: number; total: number } {
+  const line = readFileSync('/proc/stat', 'utf8').split('\n')[0]!;
+  const v = line.trim().split(/\s+/).slice(1).map(Number);
+  // user nice system idle iowait irq softirq steal (guest time is already in user)
+  const [user = 0, nice = 0, system = 0, idle = 0, iowait = 0, irq = 0, softirq = 0, steal = 0] = v;
+  const busy = user + nice + system + irq + softirq + steal;
+  return { busy: busy / CLK_TCK, total: (busy + idle + iowait) / CLK_TCK };
+}
+
+/** Processes created since boot (/proc/stat `processes`): its rate is the machine's fork rate. */
+export function forksSinceBoot(): number {
+  const m = /^processes (\d+)$/m.exec(readFileSync('/proc/stat', 'utf8'));
+  return m === null ? NaN : Number(m[1]);
+}
+
+/** Pids of every live descendant of `root` whose command name is one of `comms`. */
+export function descendantsNamed(root: number, comms: readonly string[]): number[] {
+  const parent = new Map<number, number>();
+  const comm = new Map<number, string>();
+  for (const name of readdirSync('/proc')) {
+    if (!/^\d+$/.test(name)) continue;
+    let text: string;
+    try {
+      text = readFileSync(`/proc/${name}/stat`, 'utf8');
+    } catch {
+      continue;
+    }
+    const open = text.indexOf('(');
+    const close = text.lastIndexOf(')');
+    comm.set(Number(name), text.slice(open + 1, close));
+    parent.set(Number(name), Number(text.slice(close + 2).split(' ')[1]));
+  }
+  const isUnder = (pid: number): boolean => {
+    for (let p = parent.get(pid); p !== undefined && p > 1; p = parent.get(p)) if (p === root) return true;
+    return false;
+  };
+  return [...comm].filter(([pid, c]) => comms.includes(c) && isUnder(pid)).map(([pid]) => pid);
+}

@@ -1,0 +1,91 @@
+/**
+ * The ingest benchmark's markdown: one table (a column per offered rate) with the targets of
+ * issue 3, and the section written between its markers into an output file, replacing an
+ * earlier run's section (the notes around it stay as written by hand).
+ */
+import { readFileSync, writeFileSync } from 'node:fs';
+import { cpus } from 'node:os';
+import type { RunResult } from './run.ts';
+import { STORE_SETTINGS } from './store.ts';
+
+const START = '<!-- ingest-bench:start -->';
+const END = '<!-- ingest-bench:end -->';
+
+const f = (n: number, digits = 1): string => (Number.isFinite(n) ? n.toFixed(digits) : 'n/a');
+const ms = (seconds: number): string => f(seconds * 1000, 1);
+const mb = (bytes: number): string => f(bytes / 1e6, 1);
+const int = (n: number): string => (Number.isFinite(n) ? Math.round(n).toLocaleString('en-US') : 'n/a');
+
+export interface ReportContext {
+  collectorArgs: readonly string[];
+  warmupSeconds: number;
+  measureSeconds: number;
+  fleetNice: number;
+}
+
+export function renderSection(runs: readonly RunResult[], ctx: ReportContext): string {
+  const head = `| | ${runs.map((r) => `${f(r.targetMBps)} MB/s offered`).join(' | ')} |`;
+  const rule = `|---|${runs.map(() => '---:').join('|')}|`;
+  const row = (label: string, cell: (r: RunResult) => string): string => `| ${label} | ${runs.map(cell).join(' | ')} |`;
+  const rows = [
+    row('servers (sshd, one log each)', (r) => String(r.servers)),
+    row('written by the log writer, MB/s', (r) => f(r.offeredMBps, 2)),
+    row('read by the collector, MB/s', (r) => f(r.ingestedMBps, 2)),
+    row('statement rows committed per second', (r) => int(r.rowsCommittedPerSec)),
+    row('**collector CPU, ms per MB read**', (r) => f(r.collectorCpuPerMB * 1000, 1)),
+    row('collector CPU, % of one core', (r) => f(r.collectorCpuPercent, 0)),
+    row('… prom-client process_cpu_seconds_total, s (check)', (r) => `${f(r.promCpuSeconds, 1)} vs ${f(r.collectorCpuSeconds, 1)} from /proc`),
+    row('**event-loop delay p99, ms** (median / worst 1 s sample)', (r) => `${ms(r.eventLoop.p99Median)} / ${ms(r.eventLoop.p99Max)}`),
+    row('event-loop delay max, ms', (r) => ms(r.eventLoop.max)),
+    row('slowest GET /metrics answer in the window, ms (failed scrapes)', (r) => `${r.eventLoop.slowestScrapeMs} (${r.eventLoop.failedScrapes})`),
+    row('**peak RSS, MB** (VmHWM at the window end / after the drain)', (r) => `${mb(r.peakRssBytes)} / ${mb(r.peakRssAfterDrainBytes)}`),
+    row('**end-to-end latency p50 / p99, ms** (log write → committed row)', (r) => `${f(r.latency.p50Ms, 0)} / ${f(r.latency.p99Ms, 0)}`),
+    row('end-to-end latency max, ms', (r) => f(r.latency.maxMs, 0)),
+    row('kept up: unread backlog at the window end, MB', (r) => mb(r.backlogBytesAtEnd)),
+    row('kept up: streams paused for the store (max)', (r) => String(r.pausedStreamsMax)),
+    row('drain after the writer stopped', (r) => `${r.drain.complete ? 'complete' : '**incomplete**'} in ${f(r.drain.seconds, 1)} s`),
+    row('rows in the store / statement entries written', (r) => `${int(r.drain.rows)} / ${int(r.drain.statements)}`),
+    row('errors: collector / store / retried batches / parse problems', (r) => `${r.errors.collector} / ${r.errors.store} / ${r.errors.retriedBatches} / ${r.errors.parseProblems}`),
+    row('SIGTERM → process exit (→ "pglog collect stopped" logged)', (r) => `${r.stop.code === null && r.stop.signal === null ? 'no exit' : `code ${r.stop.code ?? r.stop.signal}`} in ${(r.stop.ms / 1000).toFixed(1)} s${r.stop.withinTimeout ? '' : ' (**over 10 s**)'} (${(r.stop.stoppedLogMs / 1000).toFixed(1)} s)`),
+    row('machine CPU busy, % of one core (all cores)', (r) => `${f(r.machine.busyPercent, 0)} of ${r.machine.cores * 100}`),
+    row('… log writer / store (postgres) / sshd, % of one core', (r) => `${f(r.machine.writerPercent, 0)} / ${f(r.machine.storePercent, 0)} / ${f(r.machine.sshdPercent, 0)}`),
+    row('… processes forked per second (the follower\'s remote loops)', (r) => int(r.machine.forksPerSec)),
+    row('targets connected after, s', (r) => f(r.connectSeconds, 1)),
+  ];
+  const settings = Object.entries(STORE_SETTINGS).map(([k, v]) => `${k}=${v}`).join(', ');
+  const args = ctx.collectorArgs.length === 0 ? 'default options' : `\`${ctx.collectorArgs.join(' ')}\``;
+  return [
+    START,
+    '## Collector ingest (bench/ingest-bench.ts)',
+    '',
+    `One \`pglog collect\` process (${args}, transport inproc) follows ${runs[0]?.servers ?? 0} logs, one per local OpenSSH server `
+      + `(127.0.0.2 and up${ctx.fleetNice === 0 ? '' : `, run at nice ${ctx.fleetNice} with everything they fork, standing in for the database servers' own CPU`}), while a separate log-writer process appends pgbench-like stderr entries (\`%m [%p] %q%u@%d \`, `
+      + 'about 150 bytes each, 10 % extended protocol with parameters, 8 % longer queries with IN lists) to all of them '
+      + 'in small writes every 10 ms, each entry stamped with the time of its write. '
+      + `Warm-up ${ctx.warmupSeconds} s, then a ${ctx.measureSeconds} s window. Store: PostgreSQL 15 on a Unix socket on the same machine `
+      + `(fsync off, ${settings}). Machine: ${cpus().length} × ${cpus()[0]?.model ?? 'unknown CPU'}, Node ${process.version}. `
+      + `Measured ${new Date().toISOString().slice(0, 10)}. MB = 10^6 bytes.`,
+    '',
+    head,
+    rule,
+    ...rows,
+    '',
+    '- CPU: utime + stime of the collector process from /proc over the window, divided by the log bytes it read in the window '
+      + '(`pglog_read_bytes_total`). Writer, sshd (with its per-connection processes) and the store run on the same cores.',
+    '- Event-loop delay: prom-client\'s `pglog_nodejs_eventloop_lag_p99_seconds` / `_max_seconds`, scraped every second '
+      + '(each scrape resets the histogram, so each sample covers one second). The histogram samples every 10 ms and its values '
+      + 'include that interval: an idle process reads about 10.2 ms.',
+    '- Latency: `pg_xact_commit_timestamp(xmin) - ts` (track_commit_timestamp) over the statement rows committed in the window; '
+      + '`ts` is the entry\'s own log time (millisecond precision), so a figure includes the follower\'s polling, SSH, parsing, '
+      + 'batching (`--batch-ms`) and COPY.',
+    END,
+  ].join('\n');
+}
+
+/** Writes `section` into `file`, replacing an earlier section between the markers. */
+export function writeSection(file: string, section: string): void {
+  let doc = '';
+  try { doc = readFileSync(file, 'utf8'); } catch { doc = '# Benchmarks\n'; }
+  const re = new RegExp(`${START}[\\s\\S]*${END}`);
+  writeFileSync(file, re.test(doc) ? doc.replace(re, section) : `${doc.trimEnd()}\n\n${section}\n`);
+}

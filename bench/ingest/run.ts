@@ -1,0 +1,314 @@
+/**
+ * One measured run of the ingest benchmark at one offered rate: a fresh set of log files and
+ * a fresh `pglog collect` process (the real CLI) against the shared fleet and store.
+ *
+ *   start collector ─> all targets connected ─> start writer ─> warm-up ─> [window] ─>
+ *   stop writer ─> drain (everything written is read and stored) ─> latency query ─> SIGTERM
+ *
+ * Everything about the collector is measured from outside it: CPU from /proc/PID/stat (and
+ * prom-client's process_cpu_seconds_total as a cross-check), peak RSS from VmHWM, bytes read
+ * and event-loop delay from its /metrics, latency from the store's commit timestamps.
+ */
+import { createServer } from 'node:net';
+import { cpus } from 'node:os';
+import { join } from 'node:path';
+import pg from 'pg';
+import { startCollector, writeTargetsFile, type CollectorProcess } from '../../collector/test/helpers/collector-process.ts';
+import type { TestSshServer } from '../../collector/test/helpers/sshd.ts';
+import { countEqual, scrape, sum, value, type Sample } from './metrics-scrape.ts';
+import { cpuByCommand, cpuDelta, forksSinceBoot, machineCpu, processCpuSeconds, processMemory } from './proc-stats.ts';
+import { createServerLogs } from './servers.ts';
+import { latencyOfRowsCommitted, statementRows, type Latency } from './store.ts';
+import type { WriterTotals } from './log-writer.ts';
+import { spawnLogWriter, type LogWriter } from './writer-client.ts';
+
+export interface RunOptions {
+  /** Directory of this run (log files, targets file, collector output). */
+  dir: string;
+  servers: readonly TestSshServer[];
+  /** Instance name of this run (distinct per run, so no run resumes another's positions). */
+  instance: string;
+  storeUrl: string;
+  bytesPerSec: number;
+  warmupSeconds: number;
+  measureSeconds: number;
+  /** Extra `pglog collect` arguments. */
+  collectorArgs: readonly string[];
+  /** Progress lines (stderr). */
+  say: (line: string) => void;
+  /** A progress line every second while writing. */
+  verbose: boolean;
+  /** Registers cleanup for a failure or an interrupt (runs in reverse order). */
+  onCleanup: (fn: () => Promise<void> | void) => void;
+}
+
+export interface RunResult {
+  servers: number;
+  targetMBps: number;
+  windowSeconds: number;
+  offeredMBps: number;
+  ingestedMBps: number;
+  rowsCommittedPerSec: number;
+  writerLateTicks: number;
+  collectorCpuSeconds: number;
+  collectorCpuPerMB: number;
+  collectorCpuPercent: number;
+  promCpuSeconds: number;
+  /** Event-loop delay samples in the window; slowestScrapeMs: the longest GET /metrics (a blocked loop answers late). */
+  eventLoop: { p99Median: number; p99Max: number; max: number; samples: number; slowestScrapeMs: number; failedScrapes: number };
+  peakRssBytes: number;
+  peakRssAfterDrainBytes: number;
+  latency: Latency;
+  backlogBytesAtEnd: number;
+  lagBytesGaugeAtEnd: number;
+  pausedStreamsMax: number;
+  drain: { seconds: number; complete: boolean; readBytes: number; writtenBytes: number; rows: number; statements: number };
+  errors: { collector: number; store: number; retriedBatches: number; parseProblems: number };
+  /** CPU over the window in percent of one core (the machine's busy time is over all cores). */
+  machine: { busyPercent: number; cores: number; writerPercent: number; storePercent: number; sshdPercent: number; forksPerSec: number };
+  /** ms: SIGTERM to process exit; stoppedLogMs: SIGTERM to its 'pglog collect stopped' log line. */
+  stop: { code: number | null; signal: string | null; ms: number; stoppedLogMs: number; withinTimeout: boolean };
+  connectSeconds: number;
+}
+
+interface Snapshot {
+  at: number;
+  cpu: number;
+  promCpu: number;
+  readBytes: number;
+  lagBytes: number;
+  writer: WriterTotals;
+  machine: { busy: number; total: number };
+  postgres: Map<number, number>;
+  sshd: Map<number, number>;
+  writerCpu: number;
+  forks: number;
+}
+
+interface ElSample { at: number; p99: number; max: number; paused: number; scrapeMs: number }
+
+const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+
+async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const s = createServer();
+    s.once('error', reject);
+    s.listen(0, '127.0.0.1', () => {
+      const port = (s.address() as { port: number }).port;
+      s.close(() => resolve(port));
+    });
+  });
+}
+
+function sshdCpu(): Map<number, number> {
+  return new Map([...cpuByCommand('sshd'), ...cpuByCommand('sshd-session')]);
+}
+
+export async function measureRun(o: RunOptions): Promise<RunResult> {
+  const logs = createServerLogs(o.dir, o.servers, o.instance);
+  const targetsFile = writeTargetsFile(o.dir, logs.targets);
+  const writer: LogWriter = spawnLogWriter({ files: logs.files, bytesPerSec: o.bytesPerSec, tickMs: 10 });
+  o.onCleanup(() => writer.kill());
+  // A few entries in every log first, as a server's start-up leaves them (the follower waits
+  // for an empty log to grow, probing once a second).
+  await writer.prefill(4096);
+  const port = await freePort();
+  const metricsUrl = `http://127.0.0.1:${port}/metrics`;
+  const collector: CollectorProcess = startCollector({
+    targetsFile,
+    storeUrl: o.storeUrl,
+    args: ['--listen', `127.0.0.1:${port}`, '--log-level', 'info', ...o.collectorArgs],
+    outputFile: join(o.dir, 'collector.log'),
+  });
+  let collectorExited = false;
+  void collector.exited.then(() => { collectorExited = true; });
+  o.onCleanup(() => { if (!collectorExited) collector.kill('SIGKILL'); });
+  const tail = (): string => collector.output().split('\n').slice(-30).join('\n');
+  const alive = (): void => {
+    if (collectorExited) throw new Error(`pglog collect exited early; its last output:\n${tail()}`);
+  };
+
+  // Every stream reading its log before the writer starts, so the window measures steady
+  // state rather than fifty probes racing a loaded machine.
+  const connectStart = Date.now();
+  const reading = (): number => new Set(collector.logRecords()
+    .filter((r) => typeof r.msg === 'string' && r.msg.includes(': reading ') && r.file !== undefined)
+    .map((r) => r.target)).size;
+  for (;;) {
+    alive();
+    let samples: Sample[] | null = null;
+    try { samples = await scrape(metricsUrl, 2_000); } catch { /* not listening yet */ }
+    const connected = samples === null ? 0 : countEqual(samples, 'pglog_target_connected', 1);
+    const streams = reading();
+    if (connected >= o.servers.length && streams >= o.servers.length) break;
+    if (Date.now() - connectStart > 90_000) {
+      throw new Error(`after 90 s: ${samples === null ? 'no /metrics' : `${connected} of ${o.servers.length} targets connected`}, ${streams} streams reading; collector output:\n${tail()}`);
+    }
+    await sleep(250);
+  }
+  const connectSeconds = (Date.now() - connectStart) / 1000;
+  o.say(`  collector pid ${collector.pid}: ${o.servers.length} targets connected and reading in ${connectSeconds.toFixed(1)} s`);
+
+  const elSamples: ElSample[] = [];
+  let sampling = true;
+  const scrapeFailures: string[] = [];
+  const sampler = (async () => {
+    let previous: { at: number; read: number } | null = null;
+    while (sampling) {
+      await sleep(1_000);
+      const begun = Date.now();
+      try {
+        const s = await scrape(metricsUrl, 10_000);
+        const at = Date.now();
+        const sample = { at, p99: value(s, 'pglog_nodejs_eventloop_lag_p99_seconds'), max: value(s, 'pglog_nodejs_eventloop_lag_max_seconds'), paused: value(s, 'pglog_paused_streams'), scrapeMs: at - begun };
+        elSamples.push(sample);
+        const read = sum(s, 'pglog_read_bytes_total');
+        if (o.verbose && previous !== null) {
+          o.say(`    read ${((read - previous.read) / 1e6 / ((at - previous.at) / 1000)).toFixed(1).padStart(5)} MB/s  event loop p99 ${(sample.p99 * 1000).toFixed(0).padStart(4)} ms max ${(sample.max * 1000).toFixed(0).padStart(5)} ms  /metrics ${String(sample.scrapeMs).padStart(4)} ms  paused ${sample.paused}  pending ${(value(s, 'pglog_pending_bytes') / 1e6).toFixed(0)} MB  rss ${(value(s, 'pglog_process_resident_memory_bytes') / 1e6).toFixed(0)} MB`);
+        }
+        previous = { at, read };
+      } catch (e) {
+        if (sampling) scrapeFailures.push(`${new Date(begun).toISOString()}: ${(e as Error).message}`);
+      }
+    }
+  })();
+
+  /** A scrape that may have to wait for a busy collector (up to 30 s). */
+  const scrapeHard = async (): Promise<Sample[]> => {
+    const deadline = Date.now() + 30_000;
+    for (;;) {
+      alive();
+      try {
+        return await scrape(metricsUrl, 10_000);
+      } catch (e) {
+        scrapeFailures.push(`${new Date().toISOString()}: ${(e as Error).message}`);
+        if (Date.now() > deadline) throw e;
+      }
+    }
+  };
+
+  const snapshot = async (): Promise<Snapshot> => {
+    const [writerTotals, samples] = await Promise.all([writer.snapshot(), scrapeHard()]);
+    const cpu = processCpuSeconds(collector.pid);
+    if (cpu === null) alive();
+    return {
+      at: Date.now(),
+      cpu: cpu ?? NaN,
+      promCpu: value(samples, 'pglog_process_cpu_seconds_total'),
+      readBytes: sum(samples, 'pglog_read_bytes_total'),
+      lagBytes: sum(samples, 'pglog_lag_bytes'),
+      writer: writerTotals,
+      machine: machineCpu(),
+      postgres: cpuByCommand('postgres'),
+      sshd: sshdCpu(),
+      writerCpu: processCpuSeconds(writer.pid) ?? NaN,
+      forks: forksSinceBoot(),
+    };
+  };
+
+  let a: Snapshot;
+  let b: Snapshot;
+  let finalSamples: Sample[];
+  try {
+    writer.start();
+    o.say(`  writing ${(o.bytesPerSec / 1e6).toFixed(1)} MB/s to ${logs.files.length} logs; warm-up ${o.warmupSeconds} s`);
+    await sleep(o.warmupSeconds * 1000);
+    alive();
+    a = await snapshot();
+    o.say(`  measuring ${o.measureSeconds} s`);
+    await sleep(o.measureSeconds * 1000);
+    alive();
+    b = await snapshot();
+  } finally {
+    sampling = false;
+    await sampler;
+  }
+  if (scrapeFailures.length > 0) o.say(`  warning: ${scrapeFailures.length} /metrics scrapes failed, first: ${scrapeFailures[0]}`);
+  const peakRssBytes = processMemory(collector.pid)?.peakRss ?? NaN;
+
+  // Drain: the writer stops; the collector must read and store everything it wrote.
+  const written = await writer.stop();
+  o.say(`  writer stopped: ${(written.bytes / 1e6).toFixed(0)} MB, ${written.statements.toLocaleString('en-US')} entries; draining`);
+  const client = new pg.Client({ connectionString: o.storeUrl });
+  await client.connect();
+  try {
+    const drainStart = Date.now();
+    let readBytes = 0;
+    let rows = 0;
+    for (;;) {
+      alive();
+      finalSamples = await scrapeHard();
+      readBytes = sum(finalSamples, 'pglog_read_bytes_total');
+      const timedOut = Date.now() - drainStart > 30_000;
+      if (readBytes >= written.bytes || timedOut) rows = await statementRows(client);
+      if ((readBytes >= written.bytes && rows >= written.statements) || timedOut) break;
+      await sleep(1_000);
+    }
+    const drainSeconds = (Date.now() - drainStart) / 1000;
+    const complete = readBytes >= written.bytes && rows >= written.statements;
+    o.say(`  drain ${complete ? 'complete' : 'INCOMPLETE'} after ${drainSeconds.toFixed(1)} s: read ${readBytes} of ${written.bytes} bytes, ${rows} of ${written.statements} rows`);
+    const latency = await latencyOfRowsCommitted(client, a.at, b.at);
+    const peakRssAfterDrainBytes = processMemory(collector.pid)?.peakRss ?? NaN;
+
+    const stopStart = Date.now();
+    collector.kill('SIGTERM');
+    const exit = await Promise.race([collector.exited, sleep(15_000).then(() => null)]);
+    const stopMs = Date.now() - stopStart;
+    if (exit === null) collector.kill('SIGKILL');
+    // When the collector said it had stopped (its last log line), as opposed to when the process ended.
+    const stoppedLine = collector.logRecords().find((r) => r.msg === 'pglog collect stopped');
+    const stoppedLogMs = typeof stoppedLine?.time === 'string' ? Date.parse(stoppedLine.time) - stopStart : NaN;
+    o.say(`  SIGTERM: ${exit === null ? 'no exit within 15 s, killed' : `exited ${exit.code ?? exit.signal} after ${stopMs} ms`} ('pglog collect stopped' logged after ${stoppedLogMs} ms)`);
+
+    const secs = (b.at - a.at) / 1000;
+    const readMB = (b.readBytes - a.readBytes) / 1e6;
+    const inWindow = elSamples.filter((s) => s.at > a.at && s.at <= b.at);
+    const p99s = inWindow.map((s) => s.p99).sort((x, y) => x - y);
+    return {
+      servers: o.servers.length,
+      targetMBps: o.bytesPerSec / 1e6,
+      windowSeconds: secs,
+      offeredMBps: (b.writer.bytes - a.writer.bytes) / 1e6 / secs,
+      ingestedMBps: readMB / secs,
+      rowsCommittedPerSec: latency.rows / secs,
+      writerLateTicks: b.writer.lateTicks - a.writer.lateTicks,
+      collectorCpuSeconds: b.cpu - a.cpu,
+      collectorCpuPerMB: (b.cpu - a.cpu) / readMB,
+      collectorCpuPercent: ((b.cpu - a.cpu) / secs) * 100,
+      promCpuSeconds: b.promCpu - a.promCpu,
+      eventLoop: {
+        p99Median: p99s[Math.floor(p99s.length / 2)] ?? NaN,
+        p99Max: p99s[p99s.length - 1] ?? NaN,
+        max: Math.max(...inWindow.map((s) => s.max)),
+        samples: inWindow.length,
+        slowestScrapeMs: Math.max(0, ...inWindow.map((s) => s.scrapeMs)),
+        failedScrapes: scrapeFailures.length,
+      },
+      peakRssBytes,
+      peakRssAfterDrainBytes,
+      latency,
+      backlogBytesAtEnd: b.writer.bytes - b.readBytes,
+      lagBytesGaugeAtEnd: b.lagBytes,
+      pausedStreamsMax: Math.max(0, ...inWindow.map((s) => s.paused)),
+      drain: { seconds: drainSeconds, complete, readBytes, writtenBytes: written.bytes, rows, statements: written.statements },
+      errors: {
+        collector: sum(finalSamples, 'pglog_errors_total'),
+        store: sum(finalSamples, 'pglog_store_errors_total'),
+        retriedBatches: finalSamples.filter((s) => s.name === 'pglog_batches_total' && s.labels.outcome === 'retried').reduce((x, s) => x + s.value, 0),
+        parseProblems: sum(finalSamples, 'pglog_parse_problems_total'),
+      },
+      machine: {
+        busyPercent: ((b.machine.busy - a.machine.busy) / secs) * 100,
+        cores: cpus().length,
+        writerPercent: ((b.writerCpu - a.writerCpu) / secs) * 100,
+        storePercent: (cpuDelta(a.postgres, b.postgres) / secs) * 100,
+        sshdPercent: (cpuDelta(a.sshd, b.sshd) / secs) * 100,
+        forksPerSec: (b.forks - a.forks) / secs,
+      },
+      stop: { code: exit?.code ?? null, signal: exit?.signal ?? null, ms: stopMs, stoppedLogMs, withinTimeout: exit !== null && stopMs <= 10_000 },
+      connectSeconds,
+    };
+  } finally {
+    await client.end();
+  }
+}

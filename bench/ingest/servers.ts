@@ -1,0 +1,117 @@
+/**
+ * The ingest benchmark's fleet: N real OpenSSH servers on 127.0.0.2, 127.0.0.3, ... (the test
+ * helper collector/test/helpers/sshd.ts, one sshd each, as the login user it chooses), and for
+ * every server a PostgreSQL-like data directory the collector follows:
+ *
+ *   DIR/srvNN/data/current_logfiles     "stderr log/postgresql.log"
+ *   DIR/srvNN/data/log/postgresql.log   appended to by the log writer
+ *
+ * No PostgreSQL runs there (fifty of them would not fit on two cores next to the collector);
+ * the log writer produces what they would log.
+ */
+import { execFileSync } from 'node:child_process';
+import { chmodSync, chownSync, mkdirSync, writeFileSync } from 'node:fs';
+import { setPriority } from 'node:os';
+import { join } from 'node:path';
+import { startSshServer, type TestSshServer } from '../../collector/test/helpers/sshd.ts';
+import type { TargetSpec } from '../../collector/test/helpers/collector-process.ts';
+import { descendantsNamed } from './proc-stats.ts';
+import { LOG_LINE_PREFIX } from './statements.ts';
+
+export interface Fleet {
+  servers: TestSshServer[];
+  /** Stops every server and removes its files; safe to call twice. */
+  dispose(): Promise<void>;
+}
+
+/**
+ * Starts `count` sshd servers on 127.0.0.2 upwards, `group` at a time, and gives them (and so
+ * every session and remote command they fork later) the scheduling priority `nice`.
+ *
+ * Why nice: on a real fleet the server side of SSH (sshd, the follower's shell loops on each
+ * server) runs on the database servers, not next to the collector. Here all of it shares the
+ * collector's cores, and the follower's remote loops fork a few processes per round, so fifty
+ * of them can ask for more CPU than the machine has. At a low priority they get what the
+ * collector leaves instead of taking it from the collector being measured.
+ */
+export async function startFleet(count: number, nice: number, group = 5): Promise<Fleet> {
+  if (count < 1 || count > 250) throw new Error(`--servers must be 1..250 (127.0.0.2 .. 127.0.0.251), got ${count}`);
+  const servers: TestSshServer[] = [];
+  let disposed = false;
+  const dispose = async (): Promise<void> => {
+    if (disposed) return;
+    disposed = true;
+    const all = servers.splice(0);
+    for (let i = 0; i < all.length; i += 10) {
+      await Promise.allSettled(all.slice(i, i + 10).map((s) => s.dispose()));
+    }
+  };
+  try {
+    for (let i = 0; i < count; i += group) {
+      const started = await Promise.allSettled(Array.from({ length: Math.min(group, count - i) }, (_, j) => startSshServer({ address: `127.0.0.${2 + i + j}` })));
+      for (const r of started) if (r.status === 'fulfilled') servers.push(r.value);
+      const failed = started.find((r) => r.status === 'rejected');
+      if (failed !== undefined) throw failed.reason;
+    }
+    if (nice !== 0) {
+      for (const pid of descendantsNamed(process.pid, ['sshd', 'sshd-session'])) {
+        try { setPriority(pid, nice); } catch { /* a pre-authentication child that just ended */ }
+      }
+    }
+  } catch (e) {
+    await dispose();
+    throw e;
+  }
+  return { servers, dispose };
+}
+
+export interface ServerLogs {
+  targets: TargetSpec[];
+  /** The log file of each target, in target order. */
+  files: string[];
+}
+
+/**
+ * Creates one data directory per server under `dir` (readable by the server's login user) and
+ * the target specs that point the collector at them, with instance name `instance`.
+ */
+export function createServerLogs(dir: string, servers: readonly TestSshServer[], instance: string): ServerLogs {
+  const targets: TargetSpec[] = [];
+  const files: string[] = [];
+  mkdirSync(dir, { recursive: true });
+  chmodSync(dir, 0o755);
+  const owners = new Map<string, { uid: number; gid: number }>();
+  servers.forEach((server, i) => {
+    const name = `db${String(i + 1).padStart(2, '0')}`;
+    const data = join(dir, name, 'data');
+    const logDir = join(data, 'log');
+    mkdirSync(logDir, { recursive: true });
+    writeFileSync(join(data, 'current_logfiles'), 'stderr log/postgresql.log\n');
+    const file = join(logDir, 'postgresql.log');
+    writeFileSync(file, '');
+    let owner = owners.get(server.user);
+    if (owner === undefined) {
+      owner = userIds(server.user);
+      owners.set(server.user, owner);
+    }
+    for (const p of [join(dir, name), data, logDir, join(data, 'current_logfiles'), file]) chownSync(p, owner.uid, owner.gid);
+    chmodSync(join(dir, name), 0o755);
+    files.push(file);
+    targets.push({
+      name,
+      host: server.host,
+      port: server.port,
+      user: server.user,
+      privateKeyFile: server.privateKeyFile,
+      knownHostsFile: server.knownHostsFile,
+      instances: [{ name: instance, dataDirectory: data, logDirectory: 'log', logFormat: 'stderr', logLinePrefix: LOG_LINE_PREFIX }],
+    });
+  });
+  return { targets, files };
+}
+
+/** uid and gid of a login user. */
+function userIds(user: string): { uid: number; gid: number } {
+  const id = (flag: string): number => Number(execFileSync('id', [flag, user], { encoding: 'utf8' }).trim());
+  return { uid: id('-u'), gid: id('-g') };
+}
