@@ -134,7 +134,7 @@ export class StoreWriter {
    */
   async claim(target: string, instance: string, epoch?: number): Promise<{ epoch: number; position: StorePosition | null }> {
     if (epoch !== undefined && (!Number.isSafeInteger(epoch) || epoch < 0)) {
-      throw new PglogError('STORE_FENCED', `${target}/${instance}: an assignment epoch must be a whole number >= 0, got ${epoch}`);
+      throw new PglogError('CONFIG_INVALID', `${target}/${instance}: an assignment epoch must be a whole number >= 0, got ${epoch}`);
     }
     return this.exclusive(`claiming ${target}/${instance}`, async (client) => {
       await client.query('BEGIN');
@@ -335,6 +335,9 @@ export class StoreWriter {
       application_name: this.applicationName,
       connectionTimeoutMillis: this.connectTimeoutMs,
       statement_timeout: this.statementTimeoutMs,
+      // The same bound on the client's side, for a server that no longer answers at all (a
+      // network partition says nothing, and TCP keepalive takes many minutes to notice).
+      query_timeout: this.statementTimeoutMs + this.connectTimeoutMs,
       // A collector that stops in the middle of a transaction must not hold its locks for long.
       idle_in_transaction_session_timeout: this.statementTimeoutMs,
       keepAlive: true,
