@@ -90,7 +90,19 @@ describe('pglog collect when SSH servers fail under load', { timeout: 300_000 },
     mkdirSync(dir);
     const c = startCollector({ targetsFile: writeTargetsFile(dir, targets), storeUrl: store.url, args: ['--batch-ms', '200', ...args], outputFile: join(dir, 'collector.log') });
     collectors.push(c);
+    void c.exited.then((e) => { exits.set(c, `the collector exited (code ${e.code}, signal ${e.signal})`); });
     return c;
+  }
+
+  const exits = new Map<CollectorProcess, string>();
+  /** waitFor that gives up at once when the collector is gone. */
+  function waitAlive(collector: CollectorProcess, check: () => boolean | Promise<boolean>, what: string, timeoutMs: number, detail: () => string = () => ''): Promise<void> {
+    const tail = (): string => collector.output().slice(-4000);
+    return waitFor(async () => {
+      const exit = exits.get(collector);
+      if (exit !== undefined) throw new Error(`${exit} while waiting for ${what}:\n${tail()}`);
+      return check();
+    }, what, timeoutMs, () => `${detail()}\n${tail()}`);
   }
 
   function load(server: LogServer, ratePerSecond: number): SeqLoad {
@@ -100,39 +112,42 @@ describe('pglog collect when SSH servers fail under load', { timeout: 300_000 },
   }
 
   /** Waits until the store holds everything `server` logged for `l`, then asserts 0 lost, 0 duplicated. */
-  async function assertComplete(what: string, collector: CollectorProcess, server: LogServer, l: SeqLoad): Promise<void> {
+  async function assertComplete(what: string, collector: CollectorProcess, server: LogServer, l: SeqLoad): Promise<string> {
+    const started = Date.now();
     let last = '';
-    await waitFor(async () => {
+    await waitAlive(collector, async () => {
       const r = await checkStore(store.url, l.run, { logDirectory: server.logDirectory });
       last = formatCheck(r);
       return r.lost.length === 0 && r.expected > 0;
-    }, `${what} to catch up`, 120_000, () => `${last}\n${collector.output().slice(-4000)}`);
+    }, `${what} to catch up`, 120_000, () => last);
+    const caughtUpMs = Date.now() - started;
     await sleep(1_000); // anything read twice would be committed by now too
     const r = await checkStore(store.url, l.run, { logDirectory: server.logDirectory });
     assert.equal(r.lost.length, 0, `${what}: ${formatCheck(r)}`);
     assert.equal(r.duplicated.length, 0, `${what}: ${formatCheck(r)}`);
     assert.equal(r.unexpected.length, 0, `${what}: ${formatCheck(r)}`);
     assert.ok(r.expected >= l.completed().length * 0.99, `${what}: the server logged what the load completed (${r.expected} of ${l.completed().length})`);
+    return `${what}: caught up ${caughtUpMs} ms after the load stopped; ${formatCheck(r)}`;
   }
 
-  test('the SSH server stopped for 5 s and started again under load: reconnect, 0 lost, 0 duplicated', async () => {
+  test('the SSH server stopped for 5 s and started again under load: reconnect, 0 lost, 0 duplicated', async (t) => {
     const [ssh, server] = await Promise.all([sshServer(), logServer()]);
     const collector = collect('restart', [targetOf('restart', ssh, server)]);
     const l = load(server, 250);
     const tail = (): string => collector.output().slice(-4000);
-    await waitFor(async () => await storedRows('restart') > 0, 'the first rows', 60_000, tail);
+    await waitAlive(collector, async () => await storedRows('restart') > 0, 'the first rows', 60_000);
     await sleep(2_000);
     await ssh.stop();
     const stoppedAt = Date.now();
     // The collector notices the lost connection (sshd and its session processes are gone).
-    await waitFor(() => collector.logRecords().some((rec) => rec.target === 'restart' && String(codeOf(rec)).startsWith('SSH_')),
-      'the collector to log the lost connection', 30_000, tail);
+    await waitAlive(collector, () => collector.logRecords().some((rec) => rec.target === 'restart' && String(codeOf(rec)).startsWith('SSH_')),
+      'the collector to log the lost connection', 30_000);
     await sleep(Math.max(0, 5_000 - (Date.now() - stoppedAt)));
     const beforeRestart = collector.logRecords().length;
     await ssh.start();
     await sleep(3_000);
     await l.stop();
-    await assertComplete('restart', collector, server, l);
+    t.diagnostic(await assertComplete('restart', collector, server, l));
     // After the restart: a new SSH session and the stream reading again.
     const afterRestart = collector.logRecords().slice(beforeRestart);
     assert.ok(afterRestart.some((rec) => rec.target === 'restart' && /reading again/.test(String(rec.msg))),
@@ -148,7 +163,7 @@ describe('pglog collect when SSH servers fail under load', { timeout: 300_000 },
     const steadyLoad = load(steadyPg, 150);
     const frozenLoad = load(frozenPg, 150);
     const tail = (): string => collector.output().slice(-4000);
-    await waitFor(async () => await storedRows('steady') > 0 && await storedRows('frozen') > 0, 'the first rows of both targets', 60_000, tail);
+    await waitAlive(collector, async () => await storedRows('steady') > 0 && await storedRows('frozen') > 0, 'the first rows of both targets', 60_000);
     await sleep(2_000);
 
     sshFrozen.freeze();
@@ -156,8 +171,8 @@ describe('pglog collect when SSH servers fail under load', { timeout: 300_000 },
     let thawed = false;
     try {
       // 3 keepalives of 1 s unanswered: detected within a few seconds (bounded generously).
-      await waitFor(() => collector.logRecords().some((rec) => rec.target === 'frozen' && codeOf(rec) === 'SSH_TIMEOUT'),
-        'SSH_TIMEOUT for the frozen target', 12_000, tail);
+      await waitAlive(collector, () => collector.logRecords().some((rec) => rec.target === 'frozen' && codeOf(rec) === 'SSH_TIMEOUT'),
+        'SSH_TIMEOUT for the frozen target', 12_000);
       const detectedMs = Date.now() - frozenAt;
       // The other target is not held up: its rows keep arriving during the freeze.
       const steadyBefore = await storedRows('steady');
@@ -173,8 +188,8 @@ describe('pglog collect when SSH servers fail under load', { timeout: 300_000 },
       // Both keep going after the thaw, then the load stops and both must be complete.
       await sleep(3_000);
       await Promise.all([steadyLoad.stop(), frozenLoad.stop()]);
-      await assertComplete('steady', collector, steadyPg, steadyLoad);
-      await assertComplete('frozen', collector, frozenPg, frozenLoad);
+      t.diagnostic(await assertComplete('steady', collector, steadyPg, steadyLoad));
+      t.diagnostic(await assertComplete('frozen', collector, frozenPg, frozenLoad));
       assert.ok(!collector.logRecords().some((rec) => rec.target === 'steady' && String(codeOf(rec)).startsWith('SSH_')),
         'the steady target never lost its connection');
       const stopped = await collector.stop();
@@ -195,15 +210,17 @@ describe('pglog collect when SSH servers fail under load', { timeout: 300_000 },
     const tail = (): string => collector.output().slice(-4000);
     const endpoint = `${sshRekeyed.host}:${sshRekeyed.port}`;
     const refusal = (rec: LogRecord): boolean => codeOf(rec) === 'SSH_HOST_KEY_CHANGED' && textOf(rec).includes(endpoint);
-    await waitFor(() => collector.logRecords().some(refusal), `an SSH_HOST_KEY_CHANGED error naming ${endpoint}`, 30_000, tail);
-    await waitFor(async () => await storedRows('healthy') > 0, 'the healthy target\'s rows', 60_000, tail);
+    await waitAlive(collector, () => collector.logRecords().some(refusal), `an SSH_HOST_KEY_CHANGED error naming ${endpoint}`, 30_000);
+    await waitAlive(collector, async () => await storedRows('healthy') > 0, 'the healthy target\'s rows', 60_000);
     await sleep(5_000);
     const healthyBefore = await storedRows('healthy');
     await sleep(2_000);
     assert.ok(await storedRows('healthy') > healthyBefore, 'the healthy target keeps arriving');
     assert.equal(await storedRows('rekeyed'), 0, 'no row of the refused target');
     const rec = collector.logRecords().find(refusal)!;
-    assert.ok(Number(rec.level) >= 40, `the refusal is logged as a warning or error: ${JSON.stringify(rec)}`);
+    // An error object with the code, logged at warn or above (pino levels by label or number).
+    assert.equal((rec.err as { code?: unknown } | undefined)?.code, 'SSH_HOST_KEY_CHANGED', `the refusal carries the error: ${JSON.stringify(rec)}`);
+    assert.ok(['warn', 'error', 'fatal'].includes(String(rec.level)) || Number(rec.level) >= 40, `the refusal is logged as a warning or error: ${JSON.stringify(rec)}`);
     assert.ok(!/Accepted publickey/.test(sshRekeyed.readLog()), 'the collector never authenticated to the server it refused');
     // Still running: it neither crashed nor exited.
     const exited = await Promise.race([collector.exited.then(() => true), sleep(500).then(() => false)]);
