@@ -57,14 +57,16 @@ describe('pglog collect SIGKILLed repeatedly under load, with size-based log rot
     const next = (): number => { seed = (seed * 1103515245 + 12345) % 2 ** 31; return seed / 2 ** 31; };
     // A log never collected before is read from the beginning of its active file: the load
     // starts once the first collector has claimed the stream, so no earlier file is involved.
-    collector = start();
-    await waitFor(() => collector!.output().includes('reading '), 'the first collector to start reading', 60_000, () => collector!.output());
+    const first = start();
+    collector = first;
+    await waitFor(() => first.output().includes('reading '), 'the first collector to start reading', 60_000, () => first.output());
     load = startSeqLoad(server.url, { ratePerSecond: 250, payloadBytes: 120 });
     for (let i = 0; i < KILLS; i++) {
-      if (i > 0) collector = start();
+      const victim = i === 0 ? first : start();
+      collector = victim;
       await new Promise((r) => setTimeout(r, 1_500 + Math.floor(next() * 2_500)));
-      collector.kill('SIGKILL');
-      const exit = await collector.exited;
+      victim.kill('SIGKILL');
+      const exit = await victim.exited;
       assert.equal(exit.signal, 'SIGKILL');
       collector = null;
     }

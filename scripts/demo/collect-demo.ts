@@ -1,0 +1,123 @@
+// `make demo`: pglog collect on one machine, end to end, with real components only.
+//
+//   store PostgreSQL ◄── pglog collect ──ssh──► sshd 127.0.0.x  (db1: instances main + csv)
+//                                      └─ssh──► sshd 127.0.0.y  (db2: instance main, a WIN1251 database)
+//
+// Starts everything in temporary directories (nothing is installed or left behind), runs
+// pgbench and Cyrillic statements against the three monitored instances, runs `pglog collect`
+// for --seconds, prints `pglog report`, stops everything it started.
+import { execFile, spawn } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { parseArgs, promisify } from 'node:util';
+import pg from 'pg';
+import { PGLOG } from '../../collector/test/helpers/cli.ts';
+import { startCollector, waitFor, writeTargetsFile } from '../../collector/test/helpers/collector-process.ts';
+import { startLogServer, type LogServer } from '../../collector/test/helpers/log-server.ts';
+import { PG_BIN, startPostgres } from '../../collector/test/helpers/postgres.ts';
+import { startSshServer } from '../../collector/test/helpers/sshd.ts';
+
+const run = promisify(execFile);
+const { values } = parseArgs({ options: { seconds: { type: 'string', default: '60' } } });
+const seconds = Number(values.seconds);
+const say = (s: string): void => { process.stdout.write(`demo: ${s}\n`); };
+
+const cleanups: Array<() => Promise<void>> = [];
+const cleanup = async (): Promise<void> => {
+  for (const c of cleanups.reverse()) await c().catch(() => { /* best effort */ });
+};
+
+/** pgbench against one instance over its Unix socket, at a bounded rate, until killed. */
+function pgbench(server: LogServer, database: string, rate: number): { stop(): void } {
+  const child = spawn(`${PG_BIN}/pgbench`, ['-h', server.socketDir, '-p', String(server.port), '-U', 'postgres', '-c', '2', '-R', String(rate), '-T', String(seconds + 30), '-n', database], { stdio: 'ignore' });
+  return { stop: () => { child.kill('SIGTERM'); } };
+}
+
+async function initPgbench(server: LogServer, database: string): Promise<void> {
+  await run(`${PG_BIN}/pgbench`, ['-h', server.socketDir, '-p', String(server.port), '-U', 'postgres', '-i', '-s', '1', '-q', database]);
+}
+
+/** Statements with Cyrillic text into the WIN1251 database: the server logs them in WIN1251. */
+async function cyrillicLoad(server: LogServer, stop: AbortSignal): Promise<void> {
+  const client = new pg.Client({ connectionString: server.urlFor('legacy') });
+  await client.connect();
+  await client.query('CREATE TABLE IF NOT EXISTS клиенты (ид serial PRIMARY KEY, имя text NOT NULL)');
+  const names = ['Иван Петров', 'Мария Сидорова', 'Пётр Иванов'];
+  for (let i = 0; !stop.aborted; i++) {
+    await client.query(`INSERT INTO клиенты (имя) VALUES ('${names[i % names.length]!}')`);
+    if (i % 7 === 0) await client.query('SELECT * FROM нет_такой_таблицы').catch(() => { /* logged as an error: that is the point */ });
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  await client.end();
+}
+
+try {
+  const work = mkdtempSync(join(tmpdir(), 'pglog-demo-'));
+  cleanups.push(() => { rmSync(work, { recursive: true, force: true }); return Promise.resolve(); });
+
+  say('starting the store (PostgreSQL 15) ...');
+  const store = await startPostgres();
+  cleanups.push(() => store.stop());
+
+  say('starting two SSH servers (OpenSSH sshd on loopback addresses, generated keys) ...');
+  const ssh1 = await startSshServer();
+  cleanups.push(() => ssh1.dispose());
+  const ssh2 = await startSshServer();
+  cleanups.push(() => ssh2.dispose());
+
+  say('starting three monitored PostgreSQL 15 instances (logging_collector on) ...');
+  const db1main = await startLogServer({ logFormat: 'stderr' });
+  cleanups.push(() => db1main.dispose());
+  const db1csv = await startLogServer({ logFormat: 'csvlog' });
+  cleanups.push(() => db1csv.dispose());
+  const db2main = await startLogServer({ databases: [{ name: 'legacy', encoding: 'WIN1251' }] });
+  cleanups.push(() => db2main.dispose());
+
+  for (const s of [db1main, db1csv, db2main]) await initPgbench(s, 'postgres');
+  const loads = [pgbench(db1main, 'postgres', 40), pgbench(db1csv, 'postgres', 20), pgbench(db2main, 'postgres', 20)];
+  cleanups.push(() => { for (const l of loads) l.stop(); return Promise.resolve(); });
+  const cyrillicStop = new AbortController();
+  const cyrillic = cyrillicLoad(db2main, cyrillicStop.signal);
+  cleanups.push(async () => { cyrillicStop.abort(); await cyrillic.catch(() => { /* stopping */ }); });
+
+  const targetsFile = writeTargetsFile(work, [
+    {
+      name: 'db1', host: ssh1.host, port: ssh1.port, user: ssh1.user, privateKeyFile: ssh1.privateKeyFile, knownHostsFile: ssh1.knownHostsFile,
+      instances: [
+        { name: 'main', dataDirectory: db1main.dataDirectory, logDirectory: db1main.logDirectory },
+        { name: 'csv', dataDirectory: db1csv.dataDirectory, logDirectory: db1csv.logDirectory, logFormat: 'csvlog' },
+      ],
+    },
+    {
+      name: 'db2', host: ssh2.host, port: ssh2.port, user: ssh2.user, privateKeyFile: ssh2.privateKeyFile, knownHostsFile: ssh2.knownHostsFile,
+      instances: [{ name: 'main', dataDirectory: db2main.dataDirectory, logDirectory: db2main.logDirectory, encodings: { databases: { legacy: 'WIN1251' } } }],
+    },
+  ]);
+
+  say(`running: pglog collect --targets ${targetsFile} (store URL in PGLOG_STORE_URL) for ${seconds} s ...`);
+  const collector = startCollector({ targetsFile, storeUrl: store.url, outputFile: join(work, 'collect.log') });
+  cleanups.push(async () => { collector.kill('SIGKILL'); await collector.exited; });
+  const client = new pg.Client({ connectionString: store.url });
+  await client.connect();
+  cleanups.push(() => client.end());
+  await waitFor(async () => {
+    const r = await client.query<{ n: string }>("SELECT count(*) AS n FROM pg_tables WHERE schemaname = 'pglog' AND tablename = 'statement_events'");
+    return r.rows[0]?.n === '1';
+  }, 'the store schema', 60_000, () => collector.output().slice(-4000));
+  for (let left = seconds; left > 0; left -= 10) {
+    await new Promise((r) => setTimeout(r, Math.min(10, left) * 1000));
+    const r = await client.query<{ target: string; instance: string; n: string }>(
+      'SELECT target, instance, count(*) AS n FROM pglog.statements GROUP BY 1, 2 ORDER BY 1, 2');
+    say(`statements in the store: ${r.rows.map((x) => `${x.target}/${x.instance} ${x.n}`).join(', ') || 'none yet'}`);
+  }
+  const stopped = await collector.stop();
+  say(`pglog collect stopped on SIGTERM in ${stopped.ms} ms (exit ${String(stopped.code)})`);
+
+  say('$ pglog report --store $PGLOG_STORE_URL --since 10m');
+  const report = await run(PGLOG, ['report', '--since', '10m', '--limit', '10'], { env: { ...process.env, PGLOG_STORE_URL: store.url }, maxBuffer: 64 * 1024 * 1024 });
+  process.stdout.write(report.stdout);
+} finally {
+  await cleanup();
+  say('stopped everything it started');
+}
