@@ -42,6 +42,8 @@ export interface CollectorOptions {
   metrics: CollectorMetrics;
 }
 
+/** How often the memory held for the store is sampled into its gauge. */
+const PENDING_SAMPLE_MS = 1000;
 /** Interval of partition maintenance (new days, retention). */
 const MAINTENANCE_INTERVAL_MS = 60 * 60 * 1000;
 
@@ -55,6 +57,7 @@ export class Collector {
   private batcher: Batcher | null = null;
   private stopping = false;
   private maintenance: Promise<void> | null = null;
+  private gauges: NodeJS.Timeout | null = null;
 
   constructor(options: CollectorOptions) {
     this.o = options;
@@ -79,6 +82,10 @@ export class Collector {
     }));
     this.batcher = batcher;
     this.maintenance = this.maintainLoop(writer);
+    // Memory held for the store, per target, sampled for /metrics (a gauge, not an event).
+    const names = this.o.targets.map((t) => t.metadata.name);
+    this.gauges = setInterval(() => { for (const n of names) this.o.metrics.pendingBytes(n, batcher.heldBytesOf(n)); }, PENDING_SAMPLE_MS);
+    this.gauges.unref();
     const limiter = new ConnectLimiter();
     const templates = new TemplateCache();
     for (const target of this.o.targets) {
@@ -184,6 +191,7 @@ export class Collector {
     if (this.stopping) return;
     this.stopping = true;
     this.abort.abort();
+    if (this.gauges !== null) clearInterval(this.gauges);
     const left = (): number => Math.max(0, deadline - Date.now());
     // Streams end as soon as their follower notices the abort; do not wait past half the time.
     await settleWithin(Promise.allSettled(this.runs), left() / 2);
