@@ -16,7 +16,7 @@
  * (collector/test/helpers/postgres.ts). Every method runs --runs times; the table is
  * truncated before each run and the best run counts.
  */
-import { cpus } from 'node:os';
+import { cpus, loadavg } from 'node:os';
 import { writeFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import pg from 'pg';
@@ -217,7 +217,7 @@ try {
   const count = async (): Promise<number> => Number((await client.query<{ n: string }>('SELECT count(*) AS n FROM pglog.statement_events')).rows[0]?.n);
 
   interface Contender { name: string; what: string; run: () => Promise<void> }
-  interface Result { name: string; what: string; best: number; all: number[] }
+  interface Result { name: string; what: string; best: number; all: number[]; cpu: number[] }
   const contenders: Contender[] = [
     { name: 'INSERT', what: `multi-row INSERT, ${INSERT_BATCH} rows (${INSERT_BATCH * COLUMNS.length} parameters) per statement, one transaction`, run: () => insertRows(client, prepared) },
     { name: 'COPY text', what: `pg-copy-streams, text format, escaped, ${CHUNK_BYTES / 1024} KiB chunks, rows mapped beforehand`, run: () => copyText(client, prepared) },
@@ -225,17 +225,20 @@ try {
     { name: `StoreWriter.commit, ${WRITER_BATCH}-event batches`, what: 'events → rows, cleaning, COPY BINARY, templates, claims and positions, one transaction per batch', run: () => writerCommit(writer, items, WRITER_BATCH) },
     { name: 'StoreWriter.commit, one batch', what: 'the same, all events in one commit', run: () => writerCommit(writer, items, items.length) },
   ];
-  const results: Result[] = contenders.map((c) => ({ name: c.name, what: c.what, best: Infinity, all: [] }));
+  const results: Result[] = contenders.map((c) => ({ name: c.name, what: c.what, best: Infinity, all: [], cpu: [] }));
   // Round robin (run 1 of each, then run 2 of each ...): a burst of load from elsewhere on the
   // machine then hits every contender alike instead of all runs of one.
   for (let i = 0; i < RUNS; i++) {
     for (const [k, c] of contenders.entries()) {
       const r = results[k] as Result;
       await truncate();
+      const cpu0 = process.cpuUsage();
       const t0 = performance.now();
       await c.run();
       const s = (performance.now() - t0) / 1000;
+      const cpu = process.cpuUsage(cpu0);
       r.all.push(s);
+      r.cpu.push((cpu.user + cpu.system) / 1e6);
       r.best = Math.min(r.best, s);
       const n = await count();
       if (n !== events.length) throw new Error(`${c.name}: ${n} rows in the table, expected ${events.length}`);
@@ -256,11 +259,15 @@ try {
     `${fmt(events.length)} statement events from the parser (pgbench TPC-B script, ~10 % extended protocol with parameters) into`,
     `\`pglog.statement_events\` (${COLUMNS.length} columns, ~${(dataBytes / events.length).toFixed(0)} bytes of data per row), PostgreSQL ${version}`,
     `(throwaway cluster on a Unix socket, fsync off), Node ${process.version}, ${cpus().length} × ${cpus()[0]?.model ?? 'CPU'}.`,
-    `Best of ${RUNS} runs each, table truncated before every run.`,
+    `Best of ${RUNS} runs each (round robin), table truncated before every run; load average ${loadavg().map((x) => x.toFixed(1)).join(' / ')} at the end`,
+    '(other work on the machine: rates vary with it, the ratios less).',
     '',
-    '| method | rows/s | best s | runs (s) | what |',
-    '|---|---:|---:|---|---|',
-    ...results.map((r) => `| ${r.name} | ${fmt(rate(r))} | ${r.best.toFixed(3)} | ${r.all.map((s) => s.toFixed(2)).join(', ')} | ${r.what} |`),
+    'Client CPU is the benchmark process\'s own user + system time (the server works in parallel on the',
+    'other core): it shows what each method costs the collector, whatever the load on the machine.',
+    '',
+    '| method | rows/s | best s | runs (s) | client CPU µs/row (min) | what |',
+    '|---|---:|---:|---|---:|---|',
+    ...results.map((r) => `| ${r.name} | ${fmt(rate(r))} | ${r.best.toFixed(3)} | ${r.all.map((s) => s.toFixed(2)).join(', ')} | ${(Math.min(...r.cpu) / events.length * 1e6).toFixed(2)} | ${r.what} |`),
     '',
     '| ratio | value | reference / target |',
     '|---|---:|---|',
