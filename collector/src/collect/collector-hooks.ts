@@ -34,7 +34,6 @@ export function streamHooks(metrics: CollectorMetrics, log: Logger, target: stri
     failed(error, delayMs, position) {
       const code = codeOf(error);
       metrics.error(target, code);
-      if (code.startsWith('SSH_')) metrics.reconnect(target);
       const message = (error as Error).message;
       // The same failure over and over (a host that stays down) is logged once, then at debug.
       const level = message === lastFailure ? 'debug' : 'warn';

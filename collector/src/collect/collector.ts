@@ -19,6 +19,7 @@ import type { CollectorMetrics } from '../observability/metrics.ts';
 import type { Logger } from '../observability/logger.ts';
 import { streamKeyOf, StoreWriter } from '../store/store-writer.ts';
 import { ConnectLimiter } from '../transport/connect-limiter.ts';
+import { cryptoBindingAvailable } from '../transport/ssh-algorithms.ts';
 import { SshConnection } from '../transport/ssh-connection.ts';
 import { Batcher } from './batcher.ts';
 import type { CollectConfig } from './collect-config.ts';
@@ -105,6 +106,10 @@ export class Collector {
         limiter,
         onStateChange: (state, error) => {
           this.o.metrics.targetConnected(name, state === 'ready');
+          if (state === 'ready') {
+            if (connection.connects > 1) this.o.metrics.reconnect(name);
+            log.info({ target: name, cipher: connection.negotiatedCipher, nativeCrypto: cryptoBindingAvailable() }, `ssh ${name}: connected to ${target.spec.host}:${target.spec.port} (cipher ${connection.negotiatedCipher ?? 'unknown'})`);
+          }
           if (error !== undefined) log.warn({ target: name, state, code: isPglogError(error) ? error.code : undefined, err: error }, `ssh ${name}: ${state}: ${error.message}`);
         },
       });
