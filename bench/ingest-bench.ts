@@ -79,6 +79,7 @@ cleanups.push(() => {
 });
 const started = Date.now();
 const results: RunResult[] = [];
+const failures: string[] = [];
 try {
   say(`starting the store and ${servers} sshd servers`);
   const [store, fleet] = await Promise.all([
@@ -88,26 +89,38 @@ try {
   say(`set up in ${((Date.now() - started) / 1000).toFixed(1)} s`);
   for (const [i, rate] of rates.entries()) {
     say(`run ${i + 1}/${rates.length}: ${rate} MB/s offered from ${servers} servers`);
-    results.push(await measureRun({
-      dir: join(root, `run${i + 1}`),
-      servers: fleet.servers,
-      instance: `main${i + 1}`,
-      storeUrl: store.url,
-      bytesPerSec: rate * 1e6,
-      warmupSeconds,
-      measureSeconds,
-      collectorArgs,
-      say,
-      verbose: values.verbose,
-      onCleanup: (fn) => cleanups.push(fn),
-    }));
+    const runCleanups: Array<() => Promise<void> | void> = [];
+    try {
+      results.push(await measureRun({
+        dir: join(root, `run${i + 1}`),
+        servers: fleet.servers,
+        instance: `main${i + 1}`,
+        storeUrl: store.url,
+        bytesPerSec: rate * 1e6,
+        warmupSeconds,
+        measureSeconds,
+        collectorArgs,
+        say,
+        verbose: values.verbose,
+        onCleanup: (fn) => { runCleanups.push(fn); cleanups.push(fn); },
+      }));
+    } catch (e) {
+      // A run that cannot be measured (the collector stopped answering, died, never read) is a
+      // result too: reported under the table, and the next rate still runs.
+      const message = (e as Error).message.split('\n')[0] ?? '';
+      failures.push(`${rate} MB/s: ${message}`);
+      say(`run ${i + 1} failed: ${(e as Error).message}`);
+    } finally {
+      // This run's collector and writer, whatever happened (killing an exited one does nothing).
+      for (const fn of runCleanups.reverse()) await fn();
+    }
   }
 } finally {
   await cleanup();
   say(`done in ${((Date.now() - started) / 1000).toFixed(0)} s`);
 }
 
-const section = renderSection(results, { collectorArgs, warmupSeconds, measureSeconds, fleetNice });
+const section = renderSection(results, failures, { collectorArgs, warmupSeconds, measureSeconds, fleetNice, servers });
 process.stdout.write(`${section}\n`);
 if (values.out !== undefined) {
   writeSection(values.out, section);

@@ -21,9 +21,10 @@ export interface ReportContext {
   warmupSeconds: number;
   measureSeconds: number;
   fleetNice: number;
+  servers: number;
 }
 
-export function renderSection(runs: readonly RunResult[], ctx: ReportContext): string {
+export function renderSection(runs: readonly RunResult[], failures: readonly string[], ctx: ReportContext): string {
   const head = `| | ${runs.map((r) => `${f(r.targetMBps)} MB/s offered`).join(' | ')} |`;
   const rule = `|---|${runs.map(() => '---:').join('|')}|`;
   const row = (label: string, cell: (r: RunResult) => string): string => `| ${label} | ${runs.map(cell).join(' | ')} |`;
@@ -58,7 +59,7 @@ export function renderSection(runs: readonly RunResult[], ctx: ReportContext): s
     START,
     '## Collector ingest (bench/ingest-bench.ts)',
     '',
-    `One \`pglog collect\` process (${args}, transport inproc) follows ${runs[0]?.servers ?? 0} logs, one per local OpenSSH server `
+    `One \`pglog collect\` process (${args}, transport inproc) follows ${ctx.servers} logs, one per local OpenSSH server `
       + `(127.0.0.2 and up${ctx.fleetNice === 0 ? '' : `, run at nice ${ctx.fleetNice} with everything they fork, standing in for the database servers' own CPU`}), while a separate log-writer process appends pgbench-like stderr entries (\`%m [%p] %q%u@%d \`, `
       + 'about 150 bytes each, 10 % extended protocol with parameters, 8 % longer queries with IN lists) to all of them '
       + 'in small writes every 10 ms, each entry stamped with the time of its write. '
@@ -75,6 +76,7 @@ export function renderSection(runs: readonly RunResult[], ctx: ReportContext): s
     '- Event-loop delay: prom-client\'s `pglog_nodejs_eventloop_lag_p99_seconds` / `_max_seconds`, scraped every second '
       + '(each scrape resets the histogram, so each sample covers one second). The histogram samples every 10 ms and its values '
       + 'include that interval: an idle process reads about 10.2 ms.',
+    ...failures.map((f) => `- **Not measured** at ${f}`),
     '- Latency: `pg_xact_commit_timestamp(xmin) - ts` (track_commit_timestamp) over the statement rows committed in the window; '
       + '`ts` is the entry\'s own log time (millisecond precision), so a figure includes the follower\'s polling, SSH, parsing, '
       + 'batching (`--batch-ms`) and COPY.',

@@ -182,7 +182,7 @@ export async function measureRun(o: RunOptions): Promise<RunResult> {
         return await scrape(metricsUrl, 10_000);
       } catch (e) {
         scrapeFailures.push(`${new Date().toISOString()}: ${(e as Error).message}`);
-        if (Date.now() > deadline) throw e;
+        if (Date.now() > deadline) throw new Error(`the collector's GET /metrics did not answer for 30 s (${(e as Error).message}); the collector's event loop was blocked or starved`, { cause: e });
       }
     }
   };
