@@ -21,6 +21,7 @@ import { streamKeyOf, StoreWriter } from '../store/store-writer.ts';
 import { ConnectLimiter } from '../transport/connect-limiter.ts';
 import { cryptoBindingAvailable } from '../transport/ssh-algorithms.ts';
 import { SshConnection } from '../transport/ssh-connection.ts';
+import { isLastingSshFailure } from '../transport/ssh-errors.ts';
 import { Batcher } from './batcher.ts';
 import type { CollectConfig } from './collect-config.ts';
 import { InstanceStream } from './instance-stream.ts';
@@ -110,7 +111,8 @@ export class Collector {
             if (connection.connects > 1) this.o.metrics.reconnect(name);
             log.info({ target: name, cipher: connection.negotiatedCipher, nativeCrypto: cryptoBindingAvailable() }, `ssh ${name}: connected to ${target.spec.host}:${target.spec.port} (cipher ${connection.negotiatedCipher ?? 'unknown'})`);
           }
-          if (error !== undefined) log.warn({ target: name, state, code: isPglogError(error) ? error.code : undefined, err: error }, `ssh ${name}: ${state}: ${error.message}`);
+          // A refused host key or key is a lasting, security-relevant refusal: an error, not a blip.
+          if (error !== undefined) log[isLastingSshFailure(error.code) ? 'error' : 'warn']({ target: name, state, code: error.code, err: error }, `ssh ${name}: ${state}: ${error.message}`);
         },
       });
       this.connections.push(connection);
