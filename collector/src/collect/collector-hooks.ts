@@ -8,14 +8,20 @@ import type { Logger } from '../observability/logger.ts';
 import type { BatcherHooks } from './batcher.ts';
 import type { StreamHooks } from './instance-stream.ts';
 
+/** Bad-input warnings of one stream: at most one per this interval (the counts add up). */
+const PROBLEM_LOG_INTERVAL_MS = 10_000;
+
 const codeOf = (e: unknown): ErrorLabel => (isPglogError(e) ? e.code : 'UNKNOWN');
 
 export function streamHooks(metrics: CollectorMetrics, log: Logger, target: string, instance: string): StreamHooks {
   const tlog = log.child({ target, instance });
   let paused = false;
   let lastFailure = '';
+  // Bad input is counted in metrics and told in the log, at most once per interval per stream.
+  let problemsSince = { truncated: 0, malformed: 0, replacements: 0, nulRemoved: 0 };
+  let problemsLoggedAt = 0;
   return {
-    progress(delta, kinds) {
+    progress(delta, kinds, where) {
       metrics.readBytes(target, instance, delta.bytes);
       metrics.readLines(target, instance, delta.lines);
       for (const [kind, n] of kinds) metrics.events(target, instance, kind, n);
@@ -23,6 +29,20 @@ export function streamHooks(metrics: CollectorMetrics, log: Logger, target: stri
       if (delta.truncated > 0) metrics.parseProblems(target, instance, 'truncated', delta.truncated);
       if (delta.replacements > 0) metrics.parseProblems(target, instance, 'replacement', delta.replacements);
       if (delta.nulRemoved > 0) metrics.parseProblems(target, instance, 'nul_removed', delta.nulRemoved);
+      if (delta.truncated + delta.malformed + delta.replacements + delta.nulRemoved === 0) return;
+      problemsSince = {
+        truncated: problemsSince.truncated + delta.truncated,
+        malformed: problemsSince.malformed + delta.malformed,
+        replacements: problemsSince.replacements + delta.replacements,
+        nulRemoved: problemsSince.nulRemoved + delta.nulRemoved,
+      };
+      const now = Date.now();
+      if (now - problemsLoggedAt < PROBLEM_LOG_INTERVAL_MS) return;
+      problemsLoggedAt = now;
+      const p = problemsSince;
+      problemsSince = { truncated: 0, malformed: 0, replacements: 0, nulRemoved: 0 };
+      tlog.warn({ ...p, file: where.file, offset: where.offset }, `${target}/${instance}: bad input in ${where.file} before byte ${where.offset}: ` +
+        `${p.truncated} entries cut at --max-entry-bytes, ${p.malformed} malformed lines kept as 'other', ${p.replacements} invalid byte sequences replaced, ${p.nulRemoved} NUL bytes removed; the entries are stored`);
     },
     lag(bytes) {
       metrics.lagBytes(target, instance, bytes);

@@ -34,8 +34,11 @@ export interface Follower {
 
 /** What the stream reports (metrics and logs are wired here by the collector). */
 export interface StreamHooks {
-  /** Bytes and lines read, events by kind, parse problems: deltas since the last call. */
-  progress?(delta: ParseCounters, events: ReadonlyMap<EventKind, number>): void;
+  /**
+   * Bytes and lines read, events by kind, parse problems: deltas since the last call; `file`
+   * and `offset` say where reading stands (for messages about the problems).
+   */
+  progress?(delta: ParseCounters, events: ReadonlyMap<EventKind, number>, where: { file: string; offset: number }): void;
   /** Bytes between the read position and the end of the file on the server. */
   lag?(bytes: number): void;
   /** The stream is reading (true) or waiting to retry (false). */
@@ -207,7 +210,7 @@ export class InstanceStream {
     if (this.hooks.progress === undefined || (delta.bytes === 0 && events.length === 0)) return;
     const kinds = new Map<EventKind, number>();
     for (const e of events) kinds.set(e.kind, (kinds.get(e.kind) ?? 0) + 1);
-    this.hooks.progress(delta, kinds);
+    this.hooks.progress(delta, kinds, { file: this.file?.path ?? '', offset: this.position });
   }
 
   private counterDelta(parser: LogParser): ParseCounters {

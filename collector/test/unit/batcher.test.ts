@@ -145,3 +145,26 @@ describe('Batcher', () => {
     await b.stop(Date.now() + 1000);
   });
 });
+
+describe('Batcher under a slow store', () => {
+  test('what queues up during a slow commit is cut into batches of at most maxRows, each with the positions of exactly its events', async () => {
+    const store = new ScriptedStore();
+    let open!: () => void;
+    store.gate = new Promise((r) => { open = r; });
+    const b = new Batcher(store, { maxRows: 10, maxDelayMs: 1, budgetBytes: 1 << 30, targetBudgetBytes: 1 << 30 });
+    b.add(source(), [event(0)], position(100), 1, 0);
+    await new Promise((r) => setTimeout(r, 20)); // the first commit is now waiting at the gate
+    for (let i = 1; i <= 45; i++) b.add(source(i % 2 === 0 ? 't1' : 't2'), [event(i * 100)], position((i + 1) * 100, i % 2 === 0 ? 't1' : 't2'), 1, 0);
+    open();
+    await b.flush();
+    const sizes = store.batches.map((x) => x.items.length);
+    assert.deepEqual(sizes, [1, 10, 10, 10, 10, 5]);
+    for (const batch of store.batches) {
+      for (const p of batch.positions) {
+        const last = batch.items.filter((it) => it.source.target === p.target).at(-1)!;
+        assert.equal(p.offset, last.event.end, `the ${p.target} position is the end of its last event in the batch`);
+      }
+    }
+    await b.stop(Date.now() + 1000);
+  });
+});
