@@ -96,6 +96,9 @@ export function buildSegmentScript(o: SegmentScriptOptions): string {
     '    head -c $((size - p)) <&3 || exit 85',
     '    say size "$size"',
     '    idle=0',
+    // Sleep after data too: each round then copies everything one poll interval brought, in
+    // one read, instead of spinning a few processes per small write of a busy server.
+    `    sleep ${pollSeconds}`,
     '    continue',
     '  fi',
     `  [ "$follow" = 1 ] || exit ${SEGMENT_EXIT.endOfFile}`,
