@@ -58,7 +58,9 @@ export function streamHooks(metrics: CollectorMetrics, log: Logger, target: stri
       // The same failure over and over (a host that stays down) is logged once, then at debug.
       const level = message === lastFailure ? 'debug' : 'warn';
       lastFailure = message;
-      tlog[level]({ code, retryInMs: delayMs, file: position?.file.path, offset: position?.offset }, `${target}/${instance}: ${message}; following again in ${delayMs} ms`);
+      // Errors of the follower already name the stream; the transport's name the server.
+      const where = message.startsWith(`${target}/${instance}:`) ? '' : `${target}/${instance}: `;
+      tlog[level]({ code, retryInMs: delayMs, file: position?.file.path, offset: position?.offset }, `${where}${message}; following again in ${delayMs} ms`);
     },
     gap(item) {
       if (item.bytes !== null) metrics.skippedBytes(target, instance, item.bytes);

@@ -146,7 +146,8 @@ export class LogFollower {
     const script = buildProbeScript({ logDirectory: this.o.logDirectory, dataDirectory: this.o.dataDirectory, format: this.o.logFormat, checksums });
     const { stdout, stderr, exit } = await runRemote(this.shell, script, { signal });
     if (exit.code !== 0) {
-      const why = stderr.trim() || (exit.code === null ? `ended by signal ${exit.signal ?? 'unknown'}` : `exit status ${exit.code}`);
+      const why = stderr.trim() || (exit.code !== null ? `exit status ${exit.code}`
+        : exit.signal !== null ? `ended by signal ${exit.signal}` : 'the server closed the session without an exit status');
       throw new PglogError('REMOTE_COMMAND_FAILED', `${this.where()}: cannot list ${this.o.logDirectory}: ${why.slice(0, MAX_DIAGNOSTIC_CHARS)}`);
     }
     try {
