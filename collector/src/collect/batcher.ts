@@ -31,11 +31,11 @@ export interface BatcherOptions {
 }
 
 export const DEFAULT_BATCHER_OPTIONS: BatcherOptions = {
-  maxRows: 5_000,
-  maxBytes: 4 * 1024 * 1024,
+  maxRows: 20_000,
+  maxBytes: 16 * 1024 * 1024,
   maxDelayMs: 1_000,
-  budgetBytes: 256 * 1024 * 1024,
-  targetBudgetBytes: 32 * 1024 * 1024,
+  budgetBytes: 128 * 1024 * 1024,
+  targetBudgetBytes: 16 * 1024 * 1024,
   retryBaseMs: 500,
   retryCapMs: 15_000,
 };
@@ -223,7 +223,9 @@ export class Batcher {
       batch.byTarget.set(h.source.target, (batch.byTarget.get(h.source.target) ?? 0) + h.cost);
       if (h.readAt < batch.oldestReadAt) batch.oldestReadAt = h.readAt;
     }
-    this.queue = this.queue.slice(taken);
+    // splice from the front: O(taken) moves are fine here, a copy of the whole queue per
+    // batch (slice) would be quadratic when a slow store lets the queue grow long.
+    this.queue.splice(0, taken);
     this.queuedRows -= batch.items.length;
     this.queuedBytes -= batch.bytes;
     return batch;

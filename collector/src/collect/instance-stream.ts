@@ -71,6 +71,11 @@ export interface InstanceStreamOptions {
   now?: () => number;
 }
 
+/** Most log bytes parsed in one go before the budget is checked and the event loop may run. */
+const SLICE_BYTES = 64 * 1024;
+
+const yieldToEventLoop = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
+
 export class InstanceStream {
   private readonly o: InstanceStreamOptions;
   private readonly hooks: StreamHooks;
@@ -154,12 +159,21 @@ export class InstanceStream {
       case 'data': {
         const parser = this.parser;
         if (parser === null) throw new PglogError('REMOTE_COMMAND_FAILED', `${this.o.target}/${this.o.instance}: data arrived before the follower named its file`);
-        parser.push(item.chunk);
-        this.handOver();
-        if (!this.o.batcher.hasRoom(this.o.target)) {
-          this.hooks.paused?.(true);
-          await this.o.batcher.waitForRoom(this.o.target, signal);
-          this.hooks.paused?.(false);
+        // A stream that was held back hands over everything its transport buffered in one
+        // chunk (megabytes). Parsing it in slices, checking the budget and yielding to the
+        // event loop between them, keeps memory near the budget and other streams, the store
+        // and /metrics served while 50 streams resume at once.
+        const chunk = item.chunk;
+        for (let at = 0; at < chunk.length && !signal.aborted; at += SLICE_BYTES) {
+          parser.push(at === 0 && chunk.length <= SLICE_BYTES ? chunk : chunk.subarray(at, Math.min(chunk.length, at + SLICE_BYTES)));
+          this.handOver();
+          if (!this.o.batcher.hasRoom(this.o.target)) {
+            this.hooks.paused?.(true);
+            await this.o.batcher.waitForRoom(this.o.target, signal);
+            this.hooks.paused?.(false);
+          } else if (chunk.length > SLICE_BYTES) {
+            await yieldToEventLoop();
+          }
         }
         return;
       }
