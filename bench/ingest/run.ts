@@ -9,7 +9,6 @@
  * prom-client's process_cpu_seconds_total as a cross-check), peak RSS from VmHWM, bytes read
  * and event-loop delay from its /metrics, latency from the store's commit timestamps.
  */
-import { createServer } from 'node:net';
 import { cpus } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
@@ -21,6 +20,7 @@ import { createServerLogs } from './servers.ts';
 import { latencyOfRowsCommitted, statementRows, type Latency } from './store.ts';
 import type { WriterTotals } from './log-writer.ts';
 import { spawnLogWriter, type LogWriter } from './writer-client.ts';
+import { freePort, sleep } from '../../collector/test/helpers/wait.ts';
 
 export interface RunOptions {
   /** Directory of this run (log files, targets file, collector output). */
@@ -87,18 +87,6 @@ interface Snapshot {
 
 interface ElSample { at: number; p99: number; max: number; paused: number; scrapeMs: number }
 
-const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = createServer();
-    s.once('error', reject);
-    s.listen(0, '127.0.0.1', () => {
-      const port = (s.address() as { port: number }).port;
-      s.close(() => resolve(port));
-    });
-  });
-}
 
 function sshdCpu(): Map<number, number> {
   return new Map([...cpuByCommand('sshd'), ...cpuByCommand('sshd-session')]);

@@ -3,7 +3,6 @@
 // collector's memory from /proc, its /metrics scraped and parsed, and a check that no secret
 // it was given (the store password, the SSH private key) shows up in what it wrote.
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startCollector, writeTargetsFile, type CollectorProcess } from './collector-process.ts';
@@ -11,18 +10,7 @@ import { startLogServer, type LogServer, type LogServerOptions } from './log-ser
 import { startPostgres, type TestPostgres } from './postgres.ts';
 import { startSshServer, type TestSshServer } from './sshd.ts';
 
-/** A TCP port the kernel reports free on `host` right now. */
-export function freePort(host = '127.0.0.1'): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const probe = createServer();
-    probe.once('error', reject);
-    probe.listen(0, host, () => {
-      const address = probe.address();
-      const port = typeof address === 'object' && address !== null ? address.port : 0;
-      probe.close(() => resolve(port));
-    });
-  });
-}
+export { freePort } from './wait.ts';
 
 export interface ProcessMemory {
   /** VmRSS: resident now. */

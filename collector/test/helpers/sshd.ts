@@ -4,12 +4,13 @@
 // remote command can read their logs as a monitoring account would.
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { chmodSync, chownSync, closeSync, existsSync, mkdirSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { createConnection, createServer } from 'node:net';
+import { createConnection } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { onProcessExit } from './exit-cleanup.ts';
 import { continueTree, killTree, stopTree } from './process-tree.ts';
 import { allowKeyLogin, currentUser, isRoot, serverUser, type SystemUser } from './server-user.ts';
+import { freePort } from './wait.ts';
 
 export interface TestSshServer {
   readonly host: string;
@@ -59,18 +60,6 @@ function randomLoopbackAddress(): string {
   return `127.0.0.${2 + Math.floor(Math.random() * 253)}`;
 }
 
-/** A port that is free on `host` right now (the kernel's choice for port 0). */
-function freePort(host: string): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const probe = createServer();
-    probe.once('error', reject);
-    probe.listen(0, host, () => {
-      const address = probe.address();
-      const port = typeof address === 'object' && address !== null ? address.port : 0;
-      probe.close(() => resolve(port));
-    });
-  });
-}
 
 function loginUser(name: string | undefined): SystemUser {
   if (!isRoot()) {

@@ -6,7 +6,6 @@
 // and no secret reaches the log.
 import assert from 'node:assert/strict';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
@@ -17,17 +16,10 @@ import { startLogServer, type LogServer } from '../helpers/log-server.ts';
 import { startPostgres, type TestPostgres } from '../helpers/postgres.ts';
 import { startSeqLoad, type SeqLoad } from '../helpers/seq-load.ts';
 import { startSshServer, type TestSshServer } from '../helpers/sshd.ts';
+import { freePort } from '../helpers/wait.ts';
 
 const CYRILLIC = 'Привет, мир: ёлка и щи';
 
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = createServer().listen(0, '127.0.0.1', () => {
-      const { port } = s.address() as { port: number };
-      s.close(() => resolve(port));
-    }).on('error', reject);
-  });
-}
 
 describe('pglog collect: two servers, three instances, three formats', { timeout: 240_000 }, () => {
   let work: string;

@@ -17,21 +17,8 @@ import { startLogServer, type LogServer } from '../helpers/log-server.ts';
 import { startPostgres, type TestPostgres } from '../helpers/postgres.ts';
 import { parseSeqTags, seqStatement, startSeqLoad, withDatabase } from '../helpers/seq-load.ts';
 import { startSshServer, type TestSshServer } from '../helpers/sshd.ts';
+import { sleep, within } from '../helpers/wait.ts';
 
-/** Fails (instead of hanging CI) when `promise` does not settle within a generous bound. */
-async function within<T>(ms: number, what: string, promise: Promise<T>): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`${what}: still pending after ${ms} ms`)), ms);
-  });
-  try {
-    return await Promise.race([promise, timeout]);
-  } finally {
-    clearTimeout(timer);
-  }
-}
-
-const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 
 /** Polls `condition` every 50 ms until it holds; fails after `ms`. */
 async function until(ms: number, what: string, condition: () => boolean | Promise<boolean>): Promise<void> {

@@ -17,21 +17,8 @@ import { cryptoBindingAvailable } from '../../src/transport/ssh-algorithms.ts';
 import { SshConnection, type SshConnectionOptions } from '../../src/transport/ssh-connection.ts';
 import { SshConnectionPool } from '../../src/transport/ssh-pool.ts';
 import { startSshServer, type TestSshServer } from '../helpers/sshd.ts';
+import { sleep, within } from '../helpers/wait.ts';
 
-/** Fails (instead of hanging CI) when `promise` does not settle within a generous bound. */
-async function within<T>(ms: number, what: string, promise: Promise<T>): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`${what}: still pending after ${ms} ms`)), ms);
-  });
-  try {
-    return await Promise.race([promise, timeout]);
-  } finally {
-    clearTimeout(timer);
-  }
-}
-
-const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 
 /** Every connection of this file paces handshakes through one limiter, with no start-up spread. */
 const limiter = new ConnectLimiter({ spreadMs: 0 });
