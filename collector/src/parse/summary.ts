@@ -6,6 +6,7 @@
 import { EVENT_KINDS, type EventKind, type PglogEvent } from '../protocol/events.ts';
 import { DurationStats } from '../stats/histogram.ts';
 import type { ParseCounters } from './log-parser.ts';
+import type { DurationStats } from '../stats/duration-stats.ts';
 
 export const TOP_TEMPLATES = 50;
 /**
@@ -17,16 +18,9 @@ export const MAX_TRACKED_TEMPLATES = 100_000;
 /** The overflow entry's fingerprint: no real fingerprint (16 hex digits) looks like it. */
 export const OVERFLOW_FINGERPRINT = 'overflow';
 
-export interface TemplateSummary {
+export interface TemplateSummary extends DurationStats {
   fingerprint: string;
   query: string;
-  calls: number;
-  total_ms: number;
-  mean_ms: number;
-  stddev_ms: number;
-  min_ms: number;
-  max_ms: number;
-  p95_ms: number;
 }
 
 /** The parser's counters (snake_case, as the rest of the JSON) and what the events add. */

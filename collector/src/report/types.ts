@@ -1,4 +1,5 @@
 /** What `pglog report` asks the store for, and what it gets back. */
+import type { DurationStats } from '../stats/duration-stats.ts';
 
 export interface ReportFilter {
   /** Window [since, until). */
@@ -11,22 +12,13 @@ export interface ReportFilter {
   limit: number;
 }
 
-/** One query template on one server and database, over the window. Times in ms. */
-export interface StatementStats {
+/** One query template on one server and database, over the window (p95: percentile_cont). */
+export interface StatementStats extends DurationStats {
   target: string;
   database: string | null;
   fingerprint: string | null;
   /** One representative text of the template, shortened. */
   query: string;
-  calls: number;
-  total_ms: number;
-  mean_ms: number;
-  /** Population standard deviation (as pg_stat_statements reports it). */
-  stddev_ms: number;
-  min_ms: number;
-  max_ms: number;
-  /** 95th percentile, interpolated (percentile_cont). */
-  p95_ms: number;
 }
 
 /** One error message (by SQLSTATE and text) on one server and database. */
