@@ -6,7 +6,7 @@
 import { EVENT_KINDS, type EventKind, type PglogEvent } from '../protocol/events.ts';
 import { DurationStats } from '../stats/histogram.ts';
 import type { ParseCounters } from './log-parser.ts';
-import type { DurationStats } from '../stats/duration-stats.ts';
+import type { DurationSummary } from '../stats/duration-summary.ts';
 
 export const TOP_TEMPLATES = 50;
 /**
@@ -18,7 +18,7 @@ export const MAX_TRACKED_TEMPLATES = 100_000;
 /** The overflow entry's fingerprint: no real fingerprint (16 hex digits) looks like it. */
 export const OVERFLOW_FINGERPRINT = 'overflow';
 
-export interface TemplateSummary extends DurationStats {
+export interface TemplateSummary extends DurationSummary {
   fingerprint: string;
   query: string;
 }

@@ -1,5 +1,5 @@
 /** What `pglog report` asks the store for, and what it gets back. */
-import type { DurationStats } from '../stats/duration-stats.ts';
+import type { DurationSummary } from '../stats/duration-summary.ts';
 
 export interface ReportFilter {
   /** Window [since, until). */
@@ -13,7 +13,7 @@ export interface ReportFilter {
 }
 
 /** One query template on one server and database, over the window (p95: percentile_cont). */
-export interface StatementStats extends DurationStats {
+export interface StatementStats extends DurationSummary {
   target: string;
   database: string | null;
   fingerprint: string | null;

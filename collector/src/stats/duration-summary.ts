@@ -2,7 +2,7 @@
  * Statistics of a query template's durations, as `pglog parse --summary` and `pglog report`
  * both print them (the same fields as pg_stat_statements, plus p95). Times in ms.
  */
-export interface DurationStats {
+export interface DurationSummary {
   calls: number;
   total_ms: number;
   mean_ms: number;
