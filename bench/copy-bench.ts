@@ -20,6 +20,7 @@ import { cpus, loadavg } from 'node:os';
 import { writeFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import pg from 'pg';
+import { DEFAULT_BATCHER_OPTIONS } from '../collector/src/collect/batcher.ts';
 import { LogParser } from '../collector/src/parse/log-parser.ts';
 import type { PglogEvent, StatementEvent } from '../collector/src/protocol/events.ts';
 import { CopyBinaryEncoder } from '../collector/src/store/copy-binary.ts';
@@ -37,7 +38,8 @@ const { values } = parseArgs({
     out: { type: 'string' },
     rows: { type: 'string', default: '200000' },
     runs: { type: 'string', default: '3' },
-    batch: { type: 'string', default: '5000' },
+    // The collector's own default batch size, so the writer is measured as it runs.
+    batch: { type: 'string', default: String(DEFAULT_BATCHER_OPTIONS.maxRows) },
   },
 });
 const N = Number(values.rows);
