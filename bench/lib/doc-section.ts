@@ -7,7 +7,9 @@ import { readFileSync, writeFileSync } from 'node:fs';
 export function writeSection(doc: string, name: string, markdown: string): void {
   const start = `<!-- ${name}:start -->`;
   const end = `<!-- ${name}:end -->`;
-  const section = `${start}\n${markdown.trim()}\n${end}`;
+  // A benchmark may already have wrapped its output in its markers: keep one pair.
+  const body = markdown.split('\n').filter((line) => line.trim() !== start && line.trim() !== end).join('\n');
+  const section = `${start}\n${body.trim()}\n${end}`;
   let text = '';
   try { text = readFileSync(doc, 'utf8'); } catch { text = '# Benchmarks\n'; }
   const at = text.indexOf(start);
