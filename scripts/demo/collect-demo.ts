@@ -67,11 +67,13 @@ try {
   cleanups.push(() => ssh2.dispose());
 
   say('starting three monitored PostgreSQL 15 instances (logging_collector on) ...');
-  const db1main = await startLogServer({ logFormat: 'stderr' });
+  // SQLSTATE in the prefix (%e), so the report can group errors by it.
+  const prefix = '%m [%p] %q%e %u@%d ';
+  const db1main = await startLogServer({ logFormat: 'stderr', logLinePrefix: prefix });
   cleanups.push(() => db1main.dispose());
   const db1csv = await startLogServer({ logFormat: 'csvlog' });
   cleanups.push(() => db1csv.dispose());
-  const db2main = await startLogServer({ databases: [{ name: 'legacy', encoding: 'WIN1251' }] });
+  const db2main = await startLogServer({ logLinePrefix: prefix, databases: [{ name: 'legacy', encoding: 'WIN1251' }] });
   cleanups.push(() => db2main.dispose());
 
   for (const s of [db1main, db1csv, db2main]) await initPgbench(s, 'postgres');
@@ -85,13 +87,13 @@ try {
     {
       name: 'db1', host: ssh1.host, port: ssh1.port, user: ssh1.user, privateKeyFile: ssh1.privateKeyFile, knownHostsFile: ssh1.knownHostsFile,
       instances: [
-        { name: 'main', dataDirectory: db1main.dataDirectory, logDirectory: db1main.logDirectory },
+        { name: 'main', dataDirectory: db1main.dataDirectory, logDirectory: db1main.logDirectory, logLinePrefix: prefix },
         { name: 'csv', dataDirectory: db1csv.dataDirectory, logDirectory: db1csv.logDirectory, logFormat: 'csvlog' },
       ],
     },
     {
       name: 'db2', host: ssh2.host, port: ssh2.port, user: ssh2.user, privateKeyFile: ssh2.privateKeyFile, knownHostsFile: ssh2.knownHostsFile,
-      instances: [{ name: 'main', dataDirectory: db2main.dataDirectory, logDirectory: db2main.logDirectory, encodings: { databases: { legacy: 'WIN1251' } } }],
+      instances: [{ name: 'main', dataDirectory: db2main.dataDirectory, logDirectory: db2main.logDirectory, logLinePrefix: prefix, encodings: { databases: { legacy: 'WIN1251' } } }],
     },
   ]);
 
