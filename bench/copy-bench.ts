@@ -32,6 +32,7 @@ import { CHUNK_BYTES, StoreWriter, streamKeyOf } from '../collector/src/store/st
 import type { BatchItem, SourceRef } from '../collector/src/store/store-writer.ts';
 import { DEFAULT_MAX_TEXT_BYTES } from '../collector/src/store/text-clean.ts';
 import { startPostgres } from '../collector/test/helpers/postgres.ts';
+import { pgbenchStatement } from './lib/pgbench-statements.ts';
 
 const { values } = parseArgs({
   options: {
@@ -79,15 +80,7 @@ function generateLog(statements: number): string {
       lines.push(`${ts} [${pid}] app@bench DETAIL:  parameters: $1 = '${delta}', $2 = '${aid}'`);
       continue;
     }
-    switch (i % 7) {
-      case 0: lines.push(`${head}statement: BEGIN;`); break;
-      case 1: lines.push(`${head}statement: UPDATE pgbench_accounts SET abalance = abalance + ${delta} WHERE aid = ${aid};`); break;
-      case 2: lines.push(`${head}statement: SELECT abalance FROM pgbench_accounts WHERE aid = ${aid};`); break;
-      case 3: lines.push(`${head}statement: UPDATE pgbench_tellers SET tbalance = tbalance + ${delta} WHERE tid = ${1 + r(1000)};`); break;
-      case 4: lines.push(`${head}statement: UPDATE pgbench_branches SET bbalance = bbalance + ${delta} WHERE bid = ${1 + r(100)};`); break;
-      case 5: lines.push(`${head}statement: INSERT INTO pgbench_history (tid, bid, aid, delta, mtime) VALUES (${1 + r(1000)}, ${1 + r(100)}, ${aid}, ${delta}, CURRENT_TIMESTAMP);`); break;
-      default: lines.push(`${head}statement: END;`);
-    }
+    lines.push(`${head}statement: ${pgbenchStatement(i, r)}`);
   }
   return lines.join('\n') + '\n';
 }

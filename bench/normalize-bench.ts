@@ -12,6 +12,7 @@ import { pathToFileURL } from 'node:url';
 import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import type * as Normalize from '../collector/src/protocol/normalize.ts';
+import { pgbenchStatement } from './lib/pgbench-statements.ts';
 
 const { values } = parseArgs({
   options: {
@@ -37,19 +38,7 @@ function rnd(n: number): number {
 }
 
 function pgbench(k: number): string {
-  const aid = 1 + rnd(10_000_000);
-  const tid = 1 + rnd(1000);
-  const bid = 1 + rnd(100);
-  const delta = rnd(10_001) - 5000;
-  switch (k % 7) {
-    case 0: return 'BEGIN;';
-    case 1: return `UPDATE pgbench_accounts SET abalance = abalance + ${delta} WHERE aid = ${aid};`;
-    case 2: return `SELECT abalance FROM pgbench_accounts WHERE aid = ${aid};`;
-    case 3: return `UPDATE pgbench_tellers SET tbalance = tbalance + ${delta} WHERE tid = ${tid};`;
-    case 4: return `UPDATE pgbench_branches SET bbalance = bbalance + ${delta} WHERE bid = ${bid};`;
-    case 5: return `INSERT INTO pgbench_history (tid, bid, aid, delta, mtime) VALUES (${tid}, ${bid}, ${aid}, ${delta}, CURRENT_TIMESTAMP);`;
-    default: return 'END;';
-  }
+  return pgbenchStatement(k, rnd);
 }
 
 function ints(n: number): string {

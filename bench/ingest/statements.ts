@@ -11,6 +11,7 @@
  * simulated backend. Everything is ASCII, so a chunk is built as one string and written as
  * latin1 (one byte per character, no UTF-8 encoding pass).
  */
+import { pgbenchStatement } from '../lib/pgbench-statements.ts';
 
 export const LOG_LINE_PREFIX = '%m [%p] %q%u@%d ';
 
@@ -104,21 +105,9 @@ export class StatementLog {
 
   /** The pgbench TPC-B script, one statement per step. */
   private pgbench(step: number): string {
-    const rng = this.rng;
-    const aid = 1 + rng.int(10_000_000);
-    const tid = 1 + rng.int(1000);
-    const bid = 1 + rng.int(100);
-    const delta = rng.int(10_001) - 5000;
-    switch (step) {
-      case 0: return 'BEGIN;';
-      case 1: return `UPDATE pgbench_accounts SET abalance = abalance + ${delta} WHERE aid = ${aid};`;
-      case 2: return `SELECT abalance FROM pgbench_accounts WHERE aid = ${aid};`;
-      case 3: return `UPDATE pgbench_tellers SET tbalance = tbalance + ${delta} WHERE tid = ${tid};`;
-      case 4: return `UPDATE pgbench_branches SET bbalance = bbalance + ${delta} WHERE bid = ${bid};`;
-      case 5: return `INSERT INTO pgbench_history (tid, bid, aid, delta, mtime) VALUES (${tid}, ${bid}, ${aid}, ${delta}, CURRENT_TIMESTAMP);`;
-      default: return 'END;';
-    }
+    return pgbenchStatement(step, (n) => this.rng.int(n));
   }
+
 
   /** Longer application queries: joins, IN lists of 1-40 items, string and numeric literals. */
   private ormSelect(): string {
