@@ -47,7 +47,7 @@ $(STAMP): $(NODE) package.json package-lock.json collector/package.json operator
 
 deps: $(STAMP) ## Install npm dependencies with the pinned Node (npm ci)
 
-system-deps: ## Install Debian packages: PostgreSQL 15, pgBadger, bzip2 (idempotent; apt only when missing)
+system-deps: ## Install Debian packages: PostgreSQL 15, OpenSSH server and client, logrotate, pgBadger, bzip2, a C++ toolchain (idempotent; apt only when missing)
 	@scripts/install-system-deps.sh
 
 typecheck: deps ## Type-check all TypeScript (strict)
