@@ -22,7 +22,7 @@ import type { RemoteProcess, RemoteShell } from './remote-shell.ts';
 import { Semaphore } from './semaphore.ts';
 import { clientAlgorithms, PREFERRED_CIPHERS } from './ssh-algorithms.ts';
 import { describeEndpoint, isChannelOpenRefusal, isLastingSshFailure, toSshError, type SshEndpoint } from './ssh-errors.ts';
-import { SshRemoteProcess } from './ssh-process.ts';
+import { SshRemoteProcess, watchExit } from './ssh-process.ts';
 
 export type SshConnectionState = 'idle' | 'connecting' | 'ready' | 'backoff' | 'closed';
 
@@ -327,7 +327,7 @@ export class SshConnection implements RemoteShell {
     return new Promise<ClientChannel>((resolve, reject) => {
       try {
         client.exec(command, (err, channel) => {
-          if (err === undefined || err === null) resolve(channel);
+          if (err === undefined || err === null) resolve(watchExit(channel));
           // A channel request cut off by a lost connection fails with the loss's cause
           // (recorded before ssh2 fails the pending requests), not ssh2's "No response".
           else if (this.closed !== null) reject(this.closedError());

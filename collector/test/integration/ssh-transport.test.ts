@@ -70,6 +70,20 @@ describe('ssh2 transport against OpenSSH', { timeout: 120_000 }, () => {
     assert.equal(connection.connects, 1);
   });
 
+  test('every one of many short commands reports its exit status, even when ssh2 gets the reply, the status and the close in one read', async () => {
+    // A short command's exec reply, exit-status and close often arrive together; the status is
+    // emitted synchronously while handing over the channel, before awaiting code runs.
+    const connection = connect(server, { maxSessions: 10 });
+    const busy = setInterval(() => { const until = Date.now() + 5; while (Date.now() < until) { /* keep the event loop late */ } }, 1);
+    try {
+      const exits = await within(90_000, '400 short commands', Promise.all(Array.from({ length: 400 }, () => runRemote(connection, 'exit 7').then((r) => r.exit))));
+      const wrong = exits.filter((e) => e.code !== 7);
+      assert.equal(wrong.length, 0, `${wrong.length} of 400 commands ended without their exit status: ${JSON.stringify(wrong.slice(0, 3))}`);
+    } finally {
+      clearInterval(busy);
+    }
+  });
+
   test('delivers a few MB of random bytes exactly (binary safe)', async () => {
     const connection = connect(server);
     const file = join(server.dir, 'random.bin');
