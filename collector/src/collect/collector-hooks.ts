@@ -86,10 +86,8 @@ export function batcherHooks(metrics: CollectorMetrics, log: Logger, fence: (tar
       failing = false;
       metrics.batchCommitted(info.rows, info.bytes, result.copyMs / 1000, (Date.now() - info.oldestReadAt) / 1000);
       for (const n of info.newest) metrics.newestCommittedEntry(n.target, n.instance, n.ms);
-      if (result.quarantined > 0) {
-        metrics.quarantined('any', result.quarantined);
-        log.warn({ code: 'STORE_REJECTED', rows: result.quarantined }, `the store refused ${result.quarantined} rows: kept in pglog.quarantine with the reason`);
-      }
+      // The writer logs the reasons; here they are counted by table.
+      for (const [table, rows] of Object.entries(result.quarantinedByTable ?? {})) metrics.quarantined(table, rows);
     },
     retrying(error, attempt, delayMs) {
       const code = codeOf(error);

@@ -37,6 +37,8 @@ export interface CommitResult {
   rows: Record<string, number>;
   /** Rows the store refused, kept in pglog.quarantine with the reason. */
   quarantined: number;
+  /** The same by event table, when any was refused. */
+  quarantinedByTable?: Record<string, number>;
   /** Streams a newer owner has claimed: nothing of them was written; the stream must stop. */
   fenced: Array<{ target: string; instance: string; epoch: number }>;
   /** Time spent in COPY statements, ms. */

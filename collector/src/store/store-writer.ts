@@ -207,7 +207,9 @@ export class StoreWriter {
       const quarantine: QuarantineRecord[] = [];
       for (const t of EVENT_TABLES) {
         const rows = byTable.get(t) ?? [];
+        const refusedBefore = quarantine.length;
         result.rows[t] = rows.length === 0 ? 0 : await this.copyTable(client, TABLES[t], rows, savepoints, mapping, result, quarantine);
+        if (quarantine.length > refusedBefore) (result.quarantinedByTable ??= {})[t] = quarantine.length - refusedBefore;
       }
       const positions = batch.positions
         .filter((p) => !fencedKeys.has(streamKeyOf(p.target, p.instance)))

@@ -212,6 +212,7 @@ test('bisection: 1,000 rows with 3 the server refuses → 997 committed, 3 quara
   const res = await writer.commit(batchOf(SRC, events, 100_100), epochsOf());
   assert.equal(res.rows.statement_events, 997);
   assert.equal(res.quarantined, 4);
+  assert.deepEqual(res.quarantinedByTable, { statement_events: 4 });
   assert.equal(await count(db, 'SELECT 1 FROM pglog.statement_events'), 997);
   assert.equal(await count(db, `SELECT 1 FROM pglog.statement_events WHERE query LIKE '%POISON%' OR pid > 5000`), 0);
   const q = await db.query<{ file_offset: string; reason: string; query: string }>(
