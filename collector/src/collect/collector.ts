@@ -25,7 +25,8 @@ import { isLastingSshFailure } from '../transport/ssh-errors.ts';
 import { Batcher } from './batcher.ts';
 import type { CollectConfig } from './collect-config.ts';
 import { InstanceStream } from './instance-stream.ts';
-import { backoffDelay, settleWithin, sleep } from './retry.ts';
+import { backoffDelay, settleWithin } from './retry.ts';
+import { pause } from '../transport/clock.ts';
 import { streamHooks, batcherHooks } from './collector-hooks.ts';
 
 /** SSH credentials of one target, read from its files at start-up. */
@@ -171,7 +172,7 @@ export class Collector {
         const delay = backoffDelay(attempt, 500, 15_000);
         this.o.metrics.storeError(isPglogError(e) ? e.code : 'UNKNOWN');
         log.warn({ err: e, code: isPglogError(e) ? e.code : undefined, retryInMs: delay }, `store not available: ${(e as Error).message}`);
-        await sleep(delay, this.abort.signal);
+        await pause(delay, this.abort.signal);
       }
     }
     return null;
@@ -179,7 +180,7 @@ export class Collector {
 
   private async maintainLoop(writer: StoreWriter): Promise<void> {
     while (!this.abort.signal.aborted) {
-      await sleep(MAINTENANCE_INTERVAL_MS, this.abort.signal);
+      await pause(MAINTENANCE_INTERVAL_MS, this.abort.signal);
       if (this.abort.signal.aborted) return;
       try {
         const { created, dropped } = await writer.maintain();

@@ -23,7 +23,8 @@ import type { TemplateCache } from '../protocol/normalize.ts';
 import type { LogFormat } from '../protocol/record.ts';
 import type { StorePosition } from '../store/store-writer.ts';
 import type { Batcher } from './batcher.ts';
-import { backoffDelay, sleep } from './retry.ts';
+import { backoffDelay } from './retry.ts';
+import { pause } from '../transport/clock.ts';
 
 /** What the stream needs of a follower (the LogFollower; a scripted fake in unit tests). */
 export interface Follower {
@@ -132,7 +133,7 @@ export class InstanceStream {
         const delay = backoffDelay(attempt, this.o.retryBaseMs ?? 1_000, this.o.retryCapMs ?? 30_000);
         this.hooks.connected?.(false);
         this.hooks.failed?.(e, delay, this.resumePosition);
-        await sleep(delay, signal);
+        await pause(delay, signal);
       }
     }
   }
@@ -145,7 +146,7 @@ export class InstanceStream {
         if (isPglogError(e) && e.code === 'STORE_FENCED') throw e;
         const delay = backoffDelay(attempt, this.o.retryBaseMs ?? 1_000, this.o.retryCapMs ?? 30_000);
         this.hooks.failed?.(e, delay, null);
-        await sleep(delay, signal);
+        await pause(delay, signal);
       }
     }
     return null;

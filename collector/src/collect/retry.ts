@@ -9,16 +9,6 @@ export function backoffDelay(attempt: number, baseMs: number, capMs: number, ran
   return fullJitterDelay(Math.max(0, attempt - 1), baseMs, capMs, random);
 }
 
-/** Resolves after `ms`, or at once when `signal` aborts (never rejects). */
-export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
-  if (signal?.aborted === true) return Promise.resolve();
-  return new Promise((resolve) => {
-    const onAbort = (): void => { clearTimeout(timer); resolve(); };
-    const timer = setTimeout(() => { signal?.removeEventListener('abort', onAbort); resolve(); }, ms);
-    signal?.addEventListener('abort', onAbort, { once: true });
-  });
-}
-
 /**
  * Waits for `promise` at most `ms`; resolves either way (a stop that must not hang on one
  * part). The timer is cleared when the promise wins, so nothing keeps the process alive.

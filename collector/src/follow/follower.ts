@@ -19,6 +19,7 @@
 import type { LogFormat } from '../config/target-types.ts';
 import { isPglogError, PglogError } from '../errors.ts';
 import { runRemote, type RemoteExit, type RemoteProcess, type RemoteShell } from '../transport/remote-shell.ts';
+import { pause } from '../transport/clock.ts';
 import { formatIdentity, parseIdentity } from './identity.ts';
 import { planNext, type Plan, type ReadStep } from './planner.ts';
 import { buildProbeScript, parseProbeOutput, type ChecksumRequest, type ProbeResult } from './probe-script.ts';
@@ -94,7 +95,7 @@ export class LogFollower {
             announced = false;
             yield { kind: 'end-of-file' };
           }
-          await sleep(this.o.waitMs, signal);
+          await pause(this.o.waitMs, signal);
           continue;
         }
         const step = plan.read;
@@ -116,7 +117,7 @@ export class LogFollower {
         const end = yield* this.readSegment(step, reading, signal);
         position = reading.position;
         if (end === 'aborted') return;
-        if (end === 'gone') await sleep(this.o.pollIntervalMs, signal);
+        if (end === 'gone') await pause(this.o.pollIntervalMs, signal);
       }
     } catch (e) {
       if (signal.aborted) return;
@@ -349,17 +350,4 @@ class StatusLines {
   diagnostics(): string {
     return (this.text + (this.partial === '' ? '' : (this.text === '' ? '' : '; ') + this.partial)).trim();
   }
-}
-
-function sleep(ms: number, signal: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    if (signal.aborted) { resolve(); return; }
-    const done = (): void => {
-      clearTimeout(timer);
-      signal.removeEventListener('abort', done);
-      resolve();
-    };
-    const timer = setTimeout(done, ms);
-    signal.addEventListener('abort', done, { once: true });
-  });
 }

@@ -28,3 +28,20 @@ export const realClock: Clock = {
     signal?.addEventListener('abort', onAbort, { once: true });
   }),
 };
+
+/**
+ * Resolves after `ms`, or at once when `signal` aborts; never rejects. For loops that wait
+ * between attempts and simply stop when told to (followers, streams, the collector).
+ */
+export function pause(ms: number, signal?: AbortSignal): Promise<void> {
+  if (signal?.aborted === true) return Promise.resolve();
+  return new Promise((resolve) => {
+    const done = (): void => {
+      clearTimeout(timer);
+      signal?.removeEventListener('abort', done);
+      resolve();
+    };
+    const timer = setTimeout(done, ms);
+    signal?.addEventListener('abort', done, { once: true });
+  });
+}
