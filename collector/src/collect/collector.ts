@@ -18,9 +18,9 @@ import { TemplateCache } from '../protocol/normalize.ts';
 import type { CollectorMetrics } from '../observability/metrics.ts';
 import type { Logger } from '../observability/logger.ts';
 import { streamKeyOf, StoreWriter } from '../store/store-writer.ts';
-import { ConnectLimiter } from '../transport/connect-limiter.ts';
 import { cryptoBindingAvailable } from '../transport/ssh-algorithms.ts';
-import { SshConnection } from '../transport/ssh-connection.ts';
+import type { SshConnection } from '../transport/ssh-connection.ts';
+import { SshConnectionPool } from '../transport/ssh-pool.ts';
 import { isLastingSshFailure } from '../transport/ssh-errors.ts';
 import { Batcher } from './batcher.ts';
 import type { CollectConfig } from './collect-config.ts';
@@ -54,11 +54,11 @@ export class Collector {
   private readonly o: CollectorOptions;
   private readonly abort = new AbortController();
   private readonly streamAborts = new Map<string, AbortController>();
-  private readonly connections: SshConnection[] = [];
+  /** One SSH connection per target, handshakes paced by the pool's shared limiter. */
+  private readonly connections = new SshConnectionPool();
   private readonly runs: Array<Promise<void>> = [];
   private writer: StoreWriter | null = null;
   private batcher: Batcher | null = null;
-  private stopping = false;
   private maintenance: Promise<void> | null = null;
   private gauges: NodeJS.Timeout | null = null;
 
@@ -70,7 +70,7 @@ export class Collector {
   readiness(): { ready: boolean; reasons: string[] } {
     const reasons: string[] = [];
     if (this.writer === null) reasons.push('store not connected yet');
-    if (this.stopping) reasons.push('stopping');
+    if (this.abort.signal.aborted) reasons.push('stopping');
     return { ready: reasons.length === 0, reasons };
   }
 
@@ -89,14 +89,13 @@ export class Collector {
     const names = this.o.targets.map((t) => t.metadata.name);
     this.gauges = setInterval(() => { for (const n of names) this.o.metrics.pendingBytes(n, batcher.heldBytesOf(n)); }, PENDING_SAMPLE_MS);
     this.gauges.unref();
-    const limiter = new ConnectLimiter();
     const templates = new TemplateCache();
     for (const target of this.o.targets) {
       if (!target.spec.collect.logs) continue;
       const name = target.metadata.name;
       const creds = this.o.credentials.get(name);
       if (creds === undefined) throw new Error(`no credentials loaded for target ${name}`);
-      const connection = new SshConnection({
+      const connection = this.connections.get({
         target: name,
         host: target.spec.host,
         port: target.spec.port,
@@ -105,7 +104,6 @@ export class Collector {
         privateKeySource: creds.privateKeySource,
         knownHosts: creds.knownHosts,
         keepaliveIntervalMs: config.keepaliveIntervalMs,
-        limiter,
         onStateChange: (state, error) => {
           this.o.metrics.targetConnected(name, state === 'ready');
           if (state === 'ready') {
@@ -116,7 +114,6 @@ export class Collector {
           if (error !== undefined) log[isLastingSshFailure(error.code) ? 'error' : 'warn']({ target: name, state, code: error.code, err: error }, `ssh ${name}: ${state}: ${error.message}`);
         },
       });
-      this.connections.push(connection);
       this.o.metrics.targetTransport(name, 'inproc');
       for (const instance of target.spec.instances) {
         this.startStream(target, instance, connection, batcher, writer, templates);
@@ -196,15 +193,14 @@ export class Collector {
    * closes everything. Idempotent.
    */
   async stop(deadline: number): Promise<void> {
-    if (this.stopping) return;
-    this.stopping = true;
+    if (this.abort.signal.aborted) return;
     this.abort.abort();
     if (this.gauges !== null) clearInterval(this.gauges);
     const left = (): number => Math.max(0, deadline - Date.now());
     // Streams end as soon as their follower notices the abort; do not wait past half the time.
     await settleWithin(Promise.allSettled(this.runs), left() / 2);
     await this.batcher?.stop(deadline);
-    await settleWithin(Promise.allSettled(this.connections.map((c) => c.close())), left());
+    await settleWithin(this.connections.closeAll(), left());
     await this.maintenance;
     await settleWithin(this.writer?.close(), left());
   }
