@@ -4,6 +4,7 @@
  */
 import { execFileSync } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
+import { descendants } from '../../collector/test/helpers/process-tree.ts';
 
 const CLK_TCK = ((): number => {
   try {
@@ -88,24 +89,13 @@ export function forksSinceBoot(): number {
 
 /** Pids of every live descendant of `root` whose command name is one of `comms`. */
 export function descendantsNamed(root: number, comms: readonly string[]): number[] {
-  const parent = new Map<number, number>();
-  const comm = new Map<number, string>();
-  for (const name of readdirSync('/proc')) {
-    if (!/^\d+$/.test(name)) continue;
-    let text: string;
-    try {
-      text = readFileSync(`/proc/${name}/stat`, 'utf8');
-    } catch {
-      continue;
-    }
-    const open = text.indexOf('(');
-    const close = text.lastIndexOf(')');
-    comm.set(Number(name), text.slice(open + 1, close));
-    parent.set(Number(name), Number(text.slice(close + 2).split(' ')[1]));
+  return descendants(root).filter((pid) => pid !== root && comms.includes(commandName(pid)));
+}
+
+function commandName(pid: number): string {
+  try {
+    return readFileSync(`/proc/${pid}/comm`, 'utf8').trim();
+  } catch {
+    return ''; // exited while we looked
   }
-  const isUnder = (pid: number): boolean => {
-    for (let p = parent.get(pid); p !== undefined && p > 1; p = parent.get(p)) if (p === root) return true;
-    return false;
-  };
-  return [...comm].filter(([pid, c]) => comms.includes(c) && isUnder(pid)).map(([pid]) => pid);
 }
