@@ -10,6 +10,7 @@ import type { CollectConfig } from '../collect/collect-config.ts';
 import { isSshKeyFiles, type PostgresTarget } from '../config/target-types.ts';
 import { loadTargetsFile } from '../config/targets.ts';
 import { PglogError } from '../errors.ts';
+import { storeUrlPasswords } from '../store/store-url.ts';
 import { createLogger, redactUrl, registerSecret } from '../observability/logger.ts';
 import { startHttpServer } from '../observability/http-server.ts';
 import { createCollectorMetrics } from '../observability/metrics.ts';
@@ -24,7 +25,7 @@ export interface CollectIO {
 }
 
 export async function runCollect(config: CollectConfig, io: CollectIO): Promise<number> {
-  registerStoreSecret(config.storeUrl);
+  for (const password of storeUrlPasswords(config.storeUrl)) registerSecret(password);
   const log = createLogger({ level: config.logLevel, destination: io.stdout });
   const targets = await loadTargetsFile(config.targetsFile, { mode: 'standalone' });
   if (targets.length === 0) throw new PglogError('CONFIG_INVALID', `${config.targetsFile}: no PostgresTarget objects`);
@@ -83,13 +84,4 @@ async function readConfigFile(path: string, target: string, field: string): Prom
   } catch (e) {
     throw new PglogError('CONFIG_INVALID', `target ${target}: ${field} ${path} cannot be read: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`);
   }
-}
-
-function registerStoreSecret(url: string): void {
-  try {
-    const password = decodeURIComponent(new URL(url).password);
-    if (password !== '') registerSecret(password);
-  } catch { /* not a URL the WHATWG parser takes: redactUrl still strips it from messages */ }
-  const param = /[?&]password=([^&]+)/.exec(url);
-  if (param?.[1] !== undefined) registerSecret(decodeURIComponent(param[1]));
 }

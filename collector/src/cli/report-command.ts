@@ -15,6 +15,7 @@ import { formatReportJson, formatReportText } from '../report/format.ts';
 import { parseTimeBound, resolveWindow, type TimeBound } from '../report/since.ts';
 import type { Report, ReportFilter } from '../report/types.ts';
 import { BufferedOutput } from './output.ts';
+import { storeUrlPasswords } from '../store/store-url.ts';
 
 export const REPORT_USAGE = `usage: pglog report --store URL [--since DURATION|TIME] [--until DURATION|TIME]
                     [--target NAME] [--database NAME] [--limit N] [--json]
@@ -119,10 +120,7 @@ async function queryStore(storeUrl: string, filter: ReportFilter): Promise<Repor
   const where = describePostgresUrl(storeUrl);
   // The URL's own password is scrubbed from any server or driver message quoted below.
   const secrets = new SecretScrubber();
-  try {
-    const password = new URL(storeUrl).password;
-    if (password !== '') secrets.register(decodeURIComponent(password));
-  } catch { /* not WHATWG-parsable: describePostgresUrl said so, redactUrl still applies */ }
+  for (const password of storeUrlPasswords(storeUrl)) secrets.register(password);
   const client = new pg.Client({ connectionString: storeUrl, connectionTimeoutMillis: CONNECT_TIMEOUT_MS, application_name: 'pglog report' });
   // A connection lost between queries is reported through the failing query; this keeps it
   // from also surfacing as an unhandled 'error' event.

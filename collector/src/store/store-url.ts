@@ -4,7 +4,7 @@
  * `store pglog@db:5432/pglog` instead, built from the parsed parts, never from the text.
  */
 
-interface StoreUrlParts { user: string; password: string; host: string; port: string; database: string }
+interface StoreUrlParts { user: string; password: string; passwordParam: string; host: string; port: string; database: string }
 
 /**
  * The parts of a `postgresql://` URL as libpq reads them. Parsed by hand: WHATWG `URL`
@@ -24,10 +24,21 @@ function parseStoreUrl(url: string): StoreUrlParts | null {
   return {
     user,
     password: decode(m[2]),
+    passwordParam: params.get('password') ?? '',
     host: decode(hp?.[1]) || (params.get('host') ?? 'localhost'),
     port: hp?.[2] || (params.get('port') ?? '5432'),
     database: decode(m[4]) || user,
   };
+}
+
+/**
+ * The passwords a store URL carries (the user-info one and a `password=` parameter), decoded,
+ * for the log scrubbers to know. Parsed like libpq, so the Unix-socket form without a host
+ * (`postgresql://pglog:pw@/db?host=/run/postgresql`) counts too.
+ */
+export function storeUrlPasswords(url: string): string[] {
+  const p = parseStoreUrl(url);
+  return p === null ? [] : [p.password, p.passwordParam].filter((s) => s !== '');
 }
 
 /** `store user@host:port/database` for messages; never contains the password. */

@@ -3,7 +3,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { copyLineOf, describeServerError, isDataRejection, sqlstateOf } from '../../src/store/sqlstate.ts';
-import { describeStore, withoutPassword } from '../../src/store/store-url.ts';
+import { describeStore, storeUrlPasswords, withoutPassword } from '../../src/store/store-url.ts';
 
 const serverError = (code: string, extra: object = {}): object => Object.assign(new Error('boom'), { code, ...extra });
 
@@ -45,4 +45,12 @@ test('withoutPassword blanks the password, plain and percent-encoded', () => {
   const url = 'postgresql://pglog:p%40ss@db/logs';
   assert.equal(withoutPassword('failed for p@ss and p%40ss', url), 'failed for *** and ***');
   assert.equal(withoutPassword('nothing to hide', 'postgresql://pglog@db/logs'), 'nothing to hide');
+});
+
+test('storeUrlPasswords finds the user-info password and a password= parameter, the Unix-socket form included', () => {
+  assert.deepEqual(storeUrlPasswords('postgresql://pglog:s%40cret@db/logs'), ['s@cret']);
+  assert.deepEqual(storeUrlPasswords('postgresql://postgres:pw@/postgres?host=%2Ftmp%2Fsock&port=5432'), ['pw']);
+  assert.deepEqual(storeUrlPasswords('postgres://db/logs?password=p%26q'), ['p&q']);
+  assert.deepEqual(storeUrlPasswords('postgres://db/logs'), []);
+  assert.deepEqual(storeUrlPasswords('not a url'), []);
 });
