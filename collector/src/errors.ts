@@ -24,6 +24,7 @@ export const ERROR_CODES = [
   'SSH_TIMEOUT', // the server stopped answering (keepalive or connect timeout)
   'SSH_CHANNEL_FAILED', // the server refused to open a session channel or to run a command
   'REMOTE_COMMAND_FAILED', // a command on the server exited with an error (e.g. the log directory cannot be read)
+  'SIDECAR_UNAVAILABLE', // the sshproxy sidecar is not running, its status is stale, or it restarted under a stream
   'LOG_POSITION_LOST', // the committed log file is gone and no copy of it was found: bytes were skipped
 ] as const;
 export type ErrorCode = (typeof ERROR_CODES)[number];

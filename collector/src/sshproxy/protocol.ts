@@ -1,0 +1,231 @@
+/**
+ * The contract between the collector and the `pglog sshproxy` sidecar: two JSON files and a
+ * few FIFOs in one shared directory (an emptyDir with medium Memory in a pod, a private
+ * temporary directory in standalone mode). Pure: types, names, validation; no I/O.
+ *
+ *   DIR/desired.json          written by the collector (write to a temp name, then rename)
+ *   DIR/status.json           written by the sidecar the same way: on every change, and as a
+ *                             heartbeat at least every HEARTBEAT_MS
+ *   DIR/keys/<file>           private keys and known_hosts named by desired.json, mode 0600,
+ *                             written by the collector (the sidecar refuses wider modes)
+ *   DIR/streams/<id>.out      FIFO: the stream command's standard output (raw log bytes)
+ *   DIR/streams/<id>.err      FIFO: its standard error (status lines and diagnostics)
+ *   DIR/ctl/<master>          ControlMaster sockets (one per user, host, port and slot group)
+ *
+ * A stream is one run of one command (like a Job's pod with restartPolicy Never): the sidecar
+ * starts it once its server's master is up, and reports how it ended. It never re-runs a
+ * stream command by itself, because only the collector knows how many bytes it has read, so
+ * only the collector can say where the next run must start (docs/decisions/0006). What the
+ * sidecar restarts with backoff are the masters.
+ *
+ * Stream life in status.json: `waiting` (for its master) -> `running` (both FIFOs exist and the
+ * ssh client is started; it opens the FIFOs for writing, so it runs the command only once the
+ * collector has opened both read ends) -> `exited` (with code and signal) or `failed` (it could
+ * not be started: see `error`). A stream removed from desired.json is killed and its FIFOs
+ * removed.
+ */
+
+export const PROTOCOL_VERSION = 1;
+export const DESIRED_FILE = 'desired.json';
+export const STATUS_FILE = 'status.json';
+export const KEYS_DIR = 'keys';
+export const STREAMS_DIR = 'streams';
+export const CONTROL_DIR = 'ctl';
+/** The sidecar rewrites status.json at least this often; a status older than 5 heartbeats means it is gone. */
+export const HEARTBEAT_MS = 1000;
+export const STALE_STATUS_MS = 5 * HEARTBEAT_MS;
+
+/** One SSH server as the sidecar reaches it. */
+export interface DesiredServer {
+  /** Key of the server in `streams[].server` (the target name). */
+  name: string;
+  host: string;
+  port: number;
+  user: string;
+  /** Private key file, relative to DIR/keys (mode 0600). */
+  identityFile: string;
+  /** known_hosts file, relative to DIR/keys (mode 0600). The host key is always checked. */
+  knownHostsFile: string;
+  /** The server's MaxSessions: streams per master connection. */
+  maxSessions: number;
+  /** OpenSSH ServerAliveInterval, seconds (ServerAliveCountMax is 3). */
+  serverAliveIntervalS: number;
+  /** OpenSSH ConnectTimeout, seconds. */
+  connectTimeoutS: number;
+}
+
+/** One run of one remote command whose output goes through FIFOs. */
+export interface DesiredStream {
+  /** Unique for the life of the directory, never reused: [A-Za-z0-9_.-], at most 80 characters. */
+  id: string;
+  /** `DesiredServer.name`. */
+  server: string;
+  /** The remote command (run by the login shell of the SSH user). */
+  command: string;
+}
+
+export interface DesiredState {
+  version: typeof PROTOCOL_VERSION;
+  /** Increases with every write; status.json echoes the last one applied. */
+  generation: number;
+  servers: DesiredServer[];
+  streams: DesiredStream[];
+}
+
+/** A failure with a stable code (the collector's ErrorCode values: SSH_HOST_KEY_CHANGED, ...). */
+export interface StatusError {
+  code: string;
+  message: string;
+}
+
+export type MasterState = 'connecting' | 'up' | 'backoff';
+
+export interface MasterStatus {
+  /** Server name. */
+  server: string;
+  /** Which of the server's masters (0, 1, ... when streams exceed MaxSessions). */
+  slot: number;
+  state: MasterState;
+  /** How many times this master was started again after it ended or failed. */
+  restarts: number;
+  /** Streams assigned to it. */
+  streams: number;
+  /** The last failure (kept after a successful restart, for status). */
+  error?: StatusError;
+}
+
+export type StreamState = 'waiting' | 'running' | 'exited' | 'failed';
+
+export interface StreamStatus {
+  state: StreamState;
+  server: string;
+  /** Set once `exited`: the command's exit status, or null when it ended by a signal. */
+  exitCode: number | null;
+  /** Signal name without SIG, when it ended by one. */
+  signal: string | null;
+  /** Why it is `waiting` (the master's failure) or `failed`. */
+  error?: StatusError;
+}
+
+export interface SidecarStatus {
+  version: typeof PROTOCOL_VERSION;
+  /** Random per sidecar start: a different value means the sidecar restarted and every old stream is gone. */
+  instance: string;
+  pid: number;
+  startedAt: string;
+  /** Heartbeat: when this status was written (ISO time). */
+  updatedAt: string;
+  /** The generation of desired.json last applied (-1 before the first). */
+  appliedGeneration: number;
+  /** Why desired.json could not be applied, if it could not (the previous state stays). */
+  desiredError?: string;
+  masters: MasterStatus[];
+  streams: Record<string, StreamStatus>;
+}
+
+const STREAM_ID = /^[A-Za-z0-9_.-]{1,80}$/;
+const FILE_NAME = /^[A-Za-z0-9_.-]{1,100}$/;
+
+export function isValidStreamId(id: string): boolean {
+  return STREAM_ID.test(id) && id !== '.' && id !== '..';
+}
+
+/** FIFO paths of a stream, relative to DIR. */
+export function streamFifos(id: string): { out: string; err: string } {
+  return { out: `${STREAMS_DIR}/${id}.out`, err: `${STREAMS_DIR}/${id}.err` };
+}
+
+/**
+ * Parses and validates desired.json; throws an Error saying what is wrong and where. The
+ * sidecar keeps its previous state when this throws (a half-written file never gets here:
+ * the collector renames it into place).
+ */
+export function parseDesiredState(text: string): DesiredState {
+  let raw: unknown;
+  try {
+    raw = JSON.parse(text);
+  } catch (e) {
+    throw new Error(`${DESIRED_FILE}: not JSON: ${(e as Error).message}`);
+  }
+  const o = record(raw, DESIRED_FILE);
+  if (o['version'] !== PROTOCOL_VERSION) throw new Error(`${DESIRED_FILE}: version must be ${PROTOCOL_VERSION}, got ${JSON.stringify(o['version'])}`);
+  const generation = integer(o['generation'], `${DESIRED_FILE}: generation`, 0);
+  const servers = array(o['servers'], `${DESIRED_FILE}: servers`).map((s, i) => parseServer(s, `${DESIRED_FILE}: servers[${i}]`));
+  const names = new Set<string>();
+  for (const s of servers) {
+    if (names.has(s.name)) throw new Error(`${DESIRED_FILE}: server ${s.name} is listed twice`);
+    names.add(s.name);
+  }
+  const ids = new Set<string>();
+  const streams = array(o['streams'], `${DESIRED_FILE}: streams`).map((s, i) => {
+    const where = `${DESIRED_FILE}: streams[${i}]`;
+    const r = record(s, where);
+    const id = string(r['id'], `${where}.id`);
+    if (!isValidStreamId(id)) throw new Error(`${where}.id: ${JSON.stringify(id)} is not 1-80 characters of [A-Za-z0-9_.-]`);
+    if (ids.has(id)) throw new Error(`${where}.id: ${id} is listed twice`);
+    ids.add(id);
+    const server = string(r['server'], `${where}.server`);
+    if (!names.has(server)) throw new Error(`${where}.server: no server named ${server}`);
+    const command = string(r['command'], `${where}.command`);
+    if (command === '') throw new Error(`${where}.command is empty`);
+    return { id, server, command };
+  });
+  return { version: PROTOCOL_VERSION, generation, servers, streams };
+}
+
+function parseServer(value: unknown, where: string): DesiredServer {
+  const r = record(value, where);
+  const fileName = (v: unknown, field: string): string => {
+    const s = string(v, `${where}.${field}`);
+    if (!FILE_NAME.test(s) || s === '.' || s === '..') throw new Error(`${where}.${field}: ${JSON.stringify(s)} is not a plain file name in ${KEYS_DIR}/`);
+    return s;
+  };
+  const name = string(r['name'], `${where}.name`);
+  if (!FILE_NAME.test(name)) throw new Error(`${where}.name: ${JSON.stringify(name)} is not 1-100 characters of [A-Za-z0-9_.-]`);
+  const host = string(r['host'], `${where}.host`);
+  // Never let a host or user become an ssh option.
+  if (host === '' || host.startsWith('-') || /\s/.test(host)) throw new Error(`${where}.host: ${JSON.stringify(host)} is not a host name or address`);
+  const user = string(r['user'], `${where}.user`);
+  if (user === '' || user.startsWith('-') || /[\s@]/.test(user)) throw new Error(`${where}.user: ${JSON.stringify(user)} is not a user name`);
+  return {
+    name,
+    host,
+    port: integer(r['port'], `${where}.port`, 1, 65535),
+    user,
+    identityFile: fileName(r['identityFile'], 'identityFile'),
+    knownHostsFile: fileName(r['knownHostsFile'], 'knownHostsFile'),
+    maxSessions: integer(r['maxSessions'], `${where}.maxSessions`, 1, 1000),
+    serverAliveIntervalS: integer(r['serverAliveIntervalS'], `${where}.serverAliveIntervalS`, 1, 3600),
+    connectTimeoutS: integer(r['connectTimeoutS'], `${where}.connectTimeoutS`, 1, 3600),
+  };
+}
+
+/** Parses status.json (written by the sidecar; checked loosely, it is our own output). */
+export function parseSidecarStatus(text: string): SidecarStatus {
+  const raw = record(JSON.parse(text) as unknown, STATUS_FILE);
+  if (raw['version'] !== PROTOCOL_VERSION) throw new Error(`${STATUS_FILE}: version must be ${PROTOCOL_VERSION}, got ${JSON.stringify(raw['version'])}`);
+  if (typeof raw['instance'] !== 'string' || typeof raw['updatedAt'] !== 'string') throw new Error(`${STATUS_FILE}: instance and updatedAt are required`);
+  record(raw['streams'], `${STATUS_FILE}: streams`);
+  array(raw['masters'], `${STATUS_FILE}: masters`);
+  return raw as unknown as SidecarStatus;
+}
+
+function record(v: unknown, where: string): Record<string, unknown> {
+  if (typeof v !== 'object' || v === null || Array.isArray(v)) throw new Error(`${where} must be an object`);
+  return v as Record<string, unknown>;
+}
+
+function array(v: unknown, where: string): unknown[] {
+  if (!Array.isArray(v)) throw new Error(`${where} must be a list`);
+  return v;
+}
+
+function string(v: unknown, where: string): string {
+  if (typeof v !== 'string') throw new Error(`${where} must be a string`);
+  return v;
+}
+
+function integer(v: unknown, where: string, min: number, max = Number.MAX_SAFE_INTEGER): number {
+  if (typeof v !== 'number' || !Number.isInteger(v) || v < min || v > max) throw new Error(`${where} must be an integer in ${min}..${max}, got ${JSON.stringify(v)}`);
+  return v;
+}
