@@ -24,7 +24,7 @@ import type { LogFormat } from '../protocol/record.ts';
 import type { StorePosition } from '../store/store-writer.ts';
 import type { Batcher } from './batcher.ts';
 import { backoffDelay } from './retry.ts';
-import { pause } from '../transport/clock.ts';
+import { pause, untilAborted } from '../transport/clock.ts';
 
 /** What the stream needs of a follower (the LogFollower; a scripted fake in unit tests). */
 export interface Follower {
@@ -88,9 +88,17 @@ export class InstanceStream {
   private parser: LogParser | null = null;
   private reported: ParseCounters = ZERO_COUNTERS;
   private parsed: PglogEvent[] = [];
+  private follower: Follower;
+  /** Set by switchFollower until the run loop takes it. */
+  private nextFollower: Follower | null = null;
+  private following: AbortController | null = null;
+  /** Aborted to cut a retry wait short when a switch arrives. */
+  private switchRequested = new AbortController();
+  private switchDone: (() => void) | null = null;
 
   constructor(options: InstanceStreamOptions) {
     this.o = options;
+    this.follower = options.follower;
     this.hooks = options.hooks ?? {};
     this.now = options.now ?? Date.now;
   }
@@ -114,28 +122,82 @@ export class InstanceStream {
     }
     for (let attempt = 1; !signal.aborted; attempt++) {
       let readSomething = false;
+      // One follow of one follower; a switch ends it without ending the stream.
+      const following = new AbortController();
+      const stop = (): void => following.abort();
+      signal.addEventListener('abort', stop, { once: true });
+      this.following = following;
+      if (this.nextFollower !== null) following.abort();
       try {
-        for await (const item of this.o.follower.follow(this.resumePosition, signal)) {
-          if (signal.aborted) break;
+        for await (const item of this.follower.follow(this.resumePosition, following.signal)) {
+          if (following.signal.aborted) break;
           if (!readSomething && item.kind === 'data') {
             readSomething = true;
             this.hooks.connected?.(true);
           }
-          await this.handle(item, signal);
+          // The new transport is reading: data arrived, or the log is quiet and it waits.
+          if (item.kind === 'data' || item.kind === 'idle') this.settleSwitch();
+          await this.handle(item, following.signal);
         }
       } catch (e) {
         if (isPglogError(e) && e.code === 'STORE_FENCED') throw e;
-        if (signal.aborted) break;
-        // A partly received entry is read again from `position`.
-        this.parser = null;
-        this.parsed = [];
-        if (readSomething) attempt = 1;
-        const delay = backoffDelay(attempt, this.o.retryBaseMs ?? 1_000, this.o.retryCapMs ?? 30_000);
-        this.hooks.connected?.(false);
-        this.hooks.failed?.(e, delay, this.resumePosition);
-        await pause(delay, signal);
+        if (!following.signal.aborted) {
+          // A partly received entry is read again from `position`.
+          this.parser = null;
+          this.parsed = [];
+          if (readSomething) attempt = 1;
+          const delay = backoffDelay(attempt, this.o.retryBaseMs ?? 1_000, this.o.retryCapMs ?? 30_000);
+          this.hooks.connected?.(false);
+          this.hooks.failed?.(e, delay, this.resumePosition);
+          await pause(delay, AbortSignal.any([signal, this.switchRequested.signal]));
+          continue;
+        }
+      } finally {
+        signal.removeEventListener('abort', stop);
+        this.following = null;
+      }
+      if (signal.aborted) break;
+      if (this.nextFollower !== null) {
+        await this.changeFollower(signal);
+        attempt = 0;
       }
     }
+    this.settleSwitch();
+  }
+
+  /**
+   * Moves the stream to another transport: the current follow ends at the last entry
+   * boundary, everything handed over up to it is committed, and `follower` follows on from
+   * exactly there. Resolves once the new follower reads (data, or a quiet log), or the stream stops.
+   */
+  switchFollower(follower: Follower): Promise<void> {
+    this.nextFollower = follower;
+    const done = new Promise<void>((resolve) => {
+      const previous = this.switchDone;
+      this.switchDone = (): void => { previous?.(); resolve(); };
+    });
+    this.following?.abort();
+    this.switchRequested.abort();
+    return done;
+  }
+
+  /** Between two followers: drop the partial entry, commit what was handed over, swap. */
+  private async changeFollower(signal: AbortSignal): Promise<void> {
+    const next = this.nextFollower;
+    if (next === null) return;
+    this.nextFollower = null;
+    this.switchRequested = new AbortController();
+    this.parser = null;
+    this.parsed = [];
+    // The old follower's last boundary becomes a committed offset before the new one reads.
+    await untilAborted(this.o.batcher.flush(), signal);
+    this.follower = next;
+  }
+
+  private settleSwitch(): void {
+    const done = this.switchDone;
+    this.switchDone = null;
+    done?.();
   }
 
   private async claimWithRetry(signal: AbortSignal): Promise<{ epoch: number; position: StorePosition | null } | null> {
@@ -249,7 +311,7 @@ export class InstanceStream {
 
   private storePosition(): StorePosition {
     // The follower learns a file's identity better as its head fills up (see follow/).
-    const current = this.o.follower.currentFile();
+    const current = this.follower.currentFile();
     const file = current !== null && this.file !== null && current.path === this.file.path ? current : this.file;
     return { target: this.o.target, instance: this.o.instance, file: file?.path ?? '', identity: file?.identity ?? '', offset: this.position };
   }

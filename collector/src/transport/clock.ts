@@ -45,3 +45,18 @@ export function pause(ms: number, signal?: AbortSignal): Promise<void> {
     signal?.addEventListener('abort', done, { once: true });
   });
 }
+
+/** Waits for `promise`, or until `signal` aborts, whichever is first; never rejects. */
+export async function untilAborted(promise: Promise<unknown>, signal: AbortSignal): Promise<void> {
+  if (signal.aborted) return;
+  let onAbort: () => void = () => undefined;
+  const aborted = new Promise<void>((resolve) => {
+    onAbort = resolve;
+    signal.addEventListener('abort', onAbort, { once: true });
+  });
+  try {
+    await Promise.race([promise.then(() => undefined, () => undefined), aborted]);
+  } finally {
+    signal.removeEventListener('abort', onAbort);
+  }
+}

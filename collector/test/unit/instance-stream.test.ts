@@ -119,4 +119,51 @@ describe('InstanceStream', () => {
     const { recorder } = await runUntilIdle([a], 4096);
     assert.equal(recorder.batches.flatMap((x) => x.items).length, 40);
   });
+
+  test('switching followers mid-stream: each new one starts at the committed boundary, nothing lost, nothing twice', async () => {
+    const big = { file: { path: '/log/c.log', identity: '3:1024:3' }, text: Buffer.from(logText(0, 600)) };
+    const recorder = new Recorder();
+    const batcher = new Batcher(recorder, { maxDelayMs: 5, retryBaseMs: 1 });
+    // Slow followers (a chunk per millisecond) so that switches land mid-file and mid-entry.
+    const slow = (): ScriptedFollower => new ScriptedFollower([big], 53);
+    const pace = (f: ScriptedFollower): Follower => ({
+      currentFile: () => f.currentFile(),
+      async *follow(start, signal) {
+        for await (const item of f.follow(start, signal)) {
+          yield item;
+          await new Promise((r) => setTimeout(r, 1));
+        }
+      },
+    });
+    const first = slow();
+    const stream = new InstanceStream({
+      target: 'db1', instance: 'main', format: 'stderr', prefix: '%m [%p] %q%u@%d ',
+      encodings: { defaultEncoding: 'UTF8', databases: {} }, maxEntryBytes: 1 << 20, templates: new TemplateCache(),
+      follower: pace(first), batcher, retryBaseMs: 1, retryCapMs: 2,
+      claim: () => Promise.resolve({ epoch: 1, position: null }),
+    });
+    const abort = new AbortController();
+    const running = stream.run(abort.signal);
+    const followers = [first];
+    for (let i = 0; i < 8; i++) {
+      await new Promise((r) => setTimeout(r, 15 + (i * 7) % 20));
+      const next = slow();
+      followers.push(next);
+      await stream.switchFollower(pace(next));
+      // The new follower starts where the store stands: the last committed position.
+      const start = next.starts[0]!;
+      const committed = recorder.batches.flatMap((x) => x.positions).at(-1)!;
+      assert.equal(start.offset, committed.offset, `switch ${i}: starts at the committed offset`);
+      assert.ok(start.offset === 0 || big.text[start.offset - 1] === 10, `switch ${i}: at an entry boundary`);
+    }
+    const deadline = Date.now() + 10_000;
+    while (recorder.batches.reduce((n, x) => n + x.items.length, 0) < 600 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 5));
+    await batcher.flush();
+    abort.abort();
+    await running;
+    await batcher.stop(Date.now() + 1000);
+    const queries = recorder.batches.flatMap((x) => x.items.map((it) => (it.event.kind === 'statement' ? it.event.query : '?')));
+    assert.deepEqual(queries, Array.from({ length: 600 }, (_, i) => `SELECT ${i}`));
+    assert.ok(followers.slice(1).every((f) => f.starts.length === 1), 'each follower followed once');
+  });
 });
