@@ -22,6 +22,8 @@ export interface CollectIO {
   stdout: Writable;
   /** Calls `handler` once when the process is asked to stop. */
   onStopRequest(handler: () => void): void;
+  /** How to run this program again ([node, ...node flags, main script]): the sshproxy child. */
+  selfCommand: readonly string[];
 }
 
 export async function runCollect(config: CollectConfig, io: CollectIO): Promise<number> {
@@ -31,7 +33,7 @@ export async function runCollect(config: CollectConfig, io: CollectIO): Promise<
   if (targets.length === 0) throw new PglogError('CONFIG_INVALID', `${config.targetsFile}: no PostgresTarget objects`);
   const credentials = await readCredentials(targets);
   const metrics = createCollectorMetrics();
-  const collector = new Collector({ config, targets, credentials, log, metrics });
+  const collector = new Collector({ config, targets, credentials, log, metrics, selfCommand: io.selfCommand });
 
   let stopRequested = false;
   let resolveStop!: () => void;

@@ -35,6 +35,7 @@ async function main(argv: string[]): Promise<number> {
           process.once('SIGTERM', handler);
           process.once('SIGINT', handler);
         },
+        selfCommand: [process.execPath, ...process.execArgv, process.argv[1]!],
       });
     case undefined:
     case 'help':

@@ -7,6 +7,7 @@ import { parseArgs } from 'node:util';
 import { PglogError } from '../errors.ts';
 import { DEFAULT_MAX_ENTRY_BYTES } from '../protocol/line-splitter.ts';
 import { DEFAULT_BATCHER_OPTIONS, type BatcherOptions } from './batcher.ts';
+import { parseTransportConfig, TRANSPORT_OPTIONS, TRANSPORT_USAGE, type TransportConfig } from './transport-config.ts';
 
 export const COLLECT_USAGE = `usage: pglog collect --targets FILE [--store URL | --store-file FILE] [OPTIONS]
   Streams the logs of every PostgresTarget in FILE (a YAML stream) over SSH into the store.
@@ -27,6 +28,7 @@ export const COLLECT_USAGE = `usage: pglog collect --targets FILE [--store URL |
   --retention-days N        drop event partitions older than N days (default: keep)
   --stop-timeout MS         on SIGTERM/SIGINT: flush and exit within MS (default 10000)
   --keepalive-ms MS         SSH keepalive interval (default 5000; 3 missed answers end the connection)
+${TRANSPORT_USAGE}
   SIZE takes a number of bytes or a unit: 512KiB, 64MiB, 1GiB (KB/MB/GB are read as powers of 1024).`;
 
 export interface CollectConfig {
@@ -40,6 +42,7 @@ export interface CollectConfig {
   retentionDays: number | null;
   stopTimeoutMs: number;
   keepaliveIntervalMs: number;
+  transport: TransportConfig;
 }
 
 const LOG_LEVELS = ['trace', 'debug', 'info', 'warn', 'error'] as const;
@@ -67,6 +70,7 @@ export function parseCollectArgs(argv: string[], env: Readonly<Record<string, st
         'retention-days': { type: 'string' },
         'stop-timeout': { type: 'string' },
         'keepalive-ms': { type: 'string' },
+        ...TRANSPORT_OPTIONS,
       },
     }));
   } catch (e) {
@@ -103,6 +107,7 @@ export function parseCollectArgs(argv: string[], env: Readonly<Record<string, st
     retentionDays: retention === undefined ? null : count(retention, '--retention-days', 0, 1),
     stopTimeoutMs: count(values['stop-timeout'], '--stop-timeout', 10_000, 100),
     keepaliveIntervalMs: count(values['keepalive-ms'], '--keepalive-ms', 5_000, 100),
+    transport: parseTransportConfig(values),
   };
 }
 

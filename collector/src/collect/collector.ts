@@ -2,9 +2,14 @@
  * The standalone collector: every instance of every target streamed over its server's one
  * SSH connection into the store, until stop().
  *
- *   SshConnection (one per server) ─> LogFollower (one per instance) ─> InstanceStream ─┐
- *                                                                                      ├─> Batcher ─> StoreWriter
- *   ... every other instance ────────────────────────────────────────────────────────────┘
+ *   SshConnection (one per server) ─┐
+ *                                   ├─> LogFollower (one per instance) ─> InstanceStream ─┐
+ *   sshproxy sidecar (FIFOs) ───────┘                                                     ├─> Batcher ─> StoreWriter
+ *   ... every other instance ───────────────────────────────────────────────────────────────┘
+ *
+ * Each target reads through one transport at a time (TargetStreams); TransportControl moves
+ * hot targets to the sidecar and cold ones back (design §2). In standalone mode the sidecar is
+ * this process's child (SidecarChild) with a private directory.
  *
  * Start-up never fails for a server or the store being away: streams retry with backoff and
  * readiness says what is missing. Stop is bounded: reading stops at once, what was parsed is
@@ -13,13 +18,16 @@
  */
 import { isPglogError } from '../errors.ts';
 import type { PostgresInstance, PostgresTarget } from '../config/target-types.ts';
-import { LogFollower } from '../follow/follower.ts';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { TemplateCache } from '../protocol/normalize.ts';
 import type { CollectorMetrics } from '../observability/metrics.ts';
 import type { Logger } from '../observability/logger.ts';
 import { streamKeyOf, StoreWriter } from '../store/store-writer.ts';
 import { cryptoBindingAvailable } from '../transport/ssh-algorithms.ts';
-import type { SshConnection } from '../transport/ssh-connection.ts';
+import { ProxyShell } from '../transport/proxy-shell.ts';
+import { SidecarClient } from '../transport/sidecar-client.ts';
 import { SshConnectionPool } from '../transport/ssh-pool.ts';
 import { isLastingSshFailure } from '../transport/ssh-errors.ts';
 import { Batcher } from './batcher.ts';
@@ -28,6 +36,9 @@ import { InstanceStream } from './instance-stream.ts';
 import { backoffDelay, settleWithin } from './retry.ts';
 import { pause } from '../transport/clock.ts';
 import { streamHooks, batcherHooks } from './collector-hooks.ts';
+import { SidecarChild } from './sidecar-child.ts';
+import { TargetStreams } from './target-streams.ts';
+import { TransportControl } from './transport-control.ts';
 
 /** SSH credentials of one target, read from its files at start-up. */
 export interface TargetCredentials {
@@ -43,6 +54,8 @@ export interface CollectorOptions {
   credentials: ReadonlyMap<string, TargetCredentials>;
   log: Logger;
   metrics: CollectorMetrics;
+  /** How to run this program again ([node, ...flags, main script]), for the sshproxy child. */
+  selfCommand: readonly string[];
 }
 
 /** How often the memory held for the store is sampled into its gauge. */
@@ -61,6 +74,11 @@ export class Collector {
   private batcher: Batcher | null = null;
   private maintenance: Promise<void> | null = null;
   private gauges: NodeJS.Timeout | null = null;
+  private sidecar: SidecarClient | null = null;
+  private sidecarChild: SidecarChild | null = null;
+  /** A directory this process made for its sidecar child (removed at stop). */
+  private privateDir: string | null = null;
+  private control: Promise<void> | null = null;
 
   constructor(options: CollectorOptions) {
     this.o = options;
@@ -90,51 +108,103 @@ export class Collector {
     this.gauges = setInterval(() => { for (const n of names) this.o.metrics.pendingBytes(n, batcher.heldBytesOf(n)); }, PENDING_SAMPLE_MS);
     this.gauges.unref();
     const templates = new TemplateCache();
+    const sidecar = await this.openSidecar();
+    const targets: TargetStreams[] = [];
     for (const target of this.o.targets) {
       if (!target.spec.collect.logs) continue;
-      const name = target.metadata.name;
-      const creds = this.o.credentials.get(name);
-      if (creds === undefined) throw new Error(`no credentials loaded for target ${name}`);
-      const connection = this.connections.get({
-        target: name,
-        host: target.spec.host,
-        port: target.spec.port,
-        username: target.spec.user,
-        privateKey: creds.privateKey,
-        privateKeySource: creds.privateKeySource,
-        knownHosts: creds.knownHosts,
-        keepaliveIntervalMs: config.keepaliveIntervalMs,
-        onStateChange: (state, error) => {
-          this.o.metrics.targetConnected(name, state === 'ready');
-          if (state === 'ready') {
-            if (connection.connects > 1) this.o.metrics.reconnect(name);
-            log.info({ target: name, cipher: connection.negotiatedCipher, nativeCrypto: cryptoBindingAvailable() }, `ssh ${name}: connected to ${target.spec.host}:${target.spec.port} (cipher ${connection.negotiatedCipher ?? 'unknown'})`);
-          }
-          // A refused host key or key is a lasting, security-relevant refusal: an error, not a blip.
-          if (error !== undefined) log[isLastingSshFailure(error.code) ? 'error' : 'warn']({ target: name, state, code: error.code, err: error }, `ssh ${name}: ${state}: ${error.message}`);
-        },
-      });
-      this.o.metrics.targetTransport(name, 'inproc');
+      const streams = await this.targetStreams(target, sidecar);
+      targets.push(streams);
       for (const instance of target.spec.instances) {
-        this.startStream(target, instance, connection, batcher, writer, templates);
+        this.startStream(streams, instance, batcher, writer, templates);
       }
     }
+    this.control = new TransportControl({
+      targets,
+      settings: config.transport.policy,
+      sidecar,
+      metrics: this.o.metrics,
+      log,
+    }).run(this.abort.signal);
     log.info({ targets: this.o.targets.length, streams: this.runs.length }, `collecting ${this.runs.length} log streams from ${this.o.targets.length} targets`);
   }
 
-  private startStream(target: PostgresTarget, instance: PostgresInstance, connection: SshConnection, batcher: Batcher, writer: StoreWriter, templates: TemplateCache): void {
+  /** The sidecar's directory and client, and in child mode the sidecar process; null with --sshproxy off. */
+  private async openSidecar(): Promise<SidecarClient | null> {
+    const { transport, logLevel } = this.o.config;
+    if (transport.sidecar === 'off') return null;
+    let dir = transport.sidecarDir;
+    if (dir === null) {
+      // Short on purpose: OpenSSH control socket paths must fit in 108 bytes.
+      dir = await mkdtemp(join(tmpdir(), 'pglog-sp-'));
+      this.privateDir = dir;
+    }
+    const client = await SidecarClient.open({ dir });
+    this.sidecar = client;
+    if (transport.sidecar === 'child') {
+      this.sidecarChild = new SidecarChild({ command: this.o.selfCommand, client, logLevel, log: this.o.log, metrics: this.o.metrics });
+      this.sidecarChild.start();
+    }
+    return client;
+  }
+
+  /** A target's transports: its SSH connection (connects on first use) and its sidecar server. */
+  private async targetStreams(target: PostgresTarget, sidecar: SidecarClient | null): Promise<TargetStreams> {
+    const { config, log } = this.o;
     const name = target.metadata.name;
+    const creds = this.o.credentials.get(name);
+    if (creds === undefined) throw new Error(`no credentials loaded for target ${name}`);
+    const connection = this.connections.get({
+      target: name,
+      host: target.spec.host,
+      port: target.spec.port,
+      username: target.spec.user,
+      privateKey: creds.privateKey,
+      privateKeySource: creds.privateKeySource,
+      knownHosts: creds.knownHosts,
+      keepaliveIntervalMs: config.keepaliveIntervalMs,
+      onStateChange: (state, error) => {
+        this.o.metrics.targetConnected(name, state === 'ready');
+        if (state === 'ready') {
+          if (connection.connects > 1) this.o.metrics.reconnect(name);
+          log.info({ target: name, cipher: connection.negotiatedCipher, nativeCrypto: cryptoBindingAvailable() }, `ssh ${name}: connected to ${target.spec.host}:${target.spec.port} (cipher ${connection.negotiatedCipher ?? 'unknown'})`);
+        }
+        // A refused host key or key is a lasting, security-relevant refusal: an error, not a blip.
+        if (error !== undefined) log[isLastingSshFailure(error.code) ? 'error' : 'warn']({ target: name, state, code: error.code, err: error }, `ssh ${name}: ${state}: ${error.message}`);
+      },
+    });
+    let proxy: ProxyShell | null = null;
+    if (sidecar !== null) {
+      await sidecar.setServer({
+        name,
+        host: target.spec.host,
+        port: target.spec.port,
+        user: target.spec.user,
+        privateKey: creds.privateKey,
+        knownHosts: creds.knownHosts.text,
+        maxSessions: 10,
+        serverAliveIntervalS: Math.max(1, Math.round(config.keepaliveIntervalMs / 1000)),
+        connectTimeoutS: 20,
+      });
+      proxy = new ProxyShell({ client: sidecar, server: name, endpoint: `${target.spec.host}:${target.spec.port}` });
+    }
+    return new TargetStreams({
+      target,
+      inproc: connection,
+      proxy,
+      startAt: config.startAt,
+      rateTimeConstantMs: config.transport.rateTimeConstantMs,
+      metrics: this.o.metrics,
+      log,
+    });
+  }
+
+  private startStream(target: TargetStreams, instance: PostgresInstance, batcher: Batcher, writer: StoreWriter, templates: TemplateCache): void {
+    const name = target.name;
     const controller = new AbortController();
     this.abort.signal.addEventListener('abort', () => controller.abort(), { once: true });
     this.streamAborts.set(streamKeyOf(name, instance.name), controller);
-    const follower = new LogFollower(connection, {
-      target: name,
-      instance: instance.name,
-      dataDirectory: instance.dataDirectory,
-      logDirectory: instance.logDirectory,
-      logFormat: instance.logFormat,
-      startAt: this.o.config.startAt,
-    });
+    const hooks = streamHooks(this.o.metrics, this.o.log, name, instance.name);
+    const metrics = this.o.metrics;
     const stream = new InstanceStream({
       target: name,
       instance: instance.name,
@@ -143,11 +213,23 @@ export class Collector {
       encodings: { defaultEncoding: instance.encodings.default, databases: instance.encodings.databases },
       maxEntryBytes: this.o.config.maxEntryBytes,
       templates,
-      follower,
+      follower: target.follower(instance),
       batcher,
       claim: () => writer.claim(name, instance.name),
-      hooks: streamHooks(this.o.metrics, this.o.log, name, instance.name),
+      hooks: {
+        ...hooks,
+        progress(delta, kinds, where) {
+          target.meter.add(delta.bytes);
+          if (target.transport === 'proxy') metrics.fifoBytes(name, instance.name, delta.bytes);
+          hooks.progress?.(delta, kinds, where);
+        },
+        failed(error, delayMs, position) {
+          if (target.transport === 'proxy') metrics.sidecarStreamRestart(name);
+          hooks.failed?.(error, delayMs, position);
+        },
+      },
     });
+    target.add(instance.name, stream);
     const log = this.o.log;
     this.runs.push(stream.run(controller.signal).catch((e: unknown) => {
       // Only a fence ends a stream: another collector owns it now.
@@ -199,8 +281,12 @@ export class Collector {
     const left = (): number => Math.max(0, deadline - Date.now());
     // Streams end as soon as their follower notices the abort; do not wait past half the time.
     await settleWithin(Promise.allSettled(this.runs), left() / 2);
+    await settleWithin(this.control ?? undefined, left() / 2);
     await this.batcher?.stop(deadline);
     await settleWithin(this.connections.closeAll(), left());
+    await settleWithin(this.sidecar?.close(), left());
+    await settleWithin(this.sidecarChild?.stop(Math.min(2000, left())), left());
+    if (this.privateDir !== null) await rm(this.privateDir, { recursive: true, force: true }).catch(() => undefined);
     await this.maintenance;
     await settleWithin(this.writer?.close(), left());
   }

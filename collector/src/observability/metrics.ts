@@ -59,6 +59,11 @@ interface Instruments {
   pendingBytesTarget: Gauge<'target'>;
   reconnects: Counter<'target'>;
   errors: Counter<'target' | 'code'>;
+  fifoBytes: Counter<'target' | 'instance'>;
+  rate: Gauge<'target'>;
+  promotions: Counter<'target'>;
+  demotions: Counter<'target'>;
+  sidecarRestarts: Counter<'target'>;
 }
 
 /** The series of one instance, and the label values it used (to remove them all later). */
@@ -99,7 +104,7 @@ class InstanceSeries {
   }
 
   remove(): void {
-    for (const metric of [this.m.readBytes, this.m.readLines, this.m.skippedBytes, this.m.lagBytes, this.m.lagSeconds]) {
+    for (const metric of [this.m.readBytes, this.m.readLines, this.m.skippedBytes, this.m.lagBytes, this.m.lagSeconds, this.m.fifoBytes]) {
       metric.remove(this.labels);
     }
     for (const labels of this.kindLabels.values()) this.m.events.remove(labels);
@@ -132,6 +137,7 @@ class TargetSeries {
     this.m.connected.remove(this.labels);
     this.m.pendingBytesTarget.remove(this.labels);
     this.m.reconnects.remove(this.labels);
+    for (const metric of [this.m.rate, this.m.promotions, this.m.demotions, this.m.sidecarRestarts]) metric.remove(this.labels);
     for (const t of TRANSPORTS) this.m.transport.remove({ target: this.labels.target, transport: t });
     for (const labels of this.codeLabels.values()) this.m.errors.remove(labels);
   }
@@ -144,6 +150,8 @@ export class CollectorMetrics {
   private readonly targets = new Map<string, TargetSeries>();
   private readonly quarantinedRows: Counter<'table'>;
   private readonly pausedStreamsGauge: Gauge;
+  private readonly sidecarUpGauge: Gauge;
+  private readonly sidecarRestartsProcess: Counter;
   private readonly storeErrors: Counter<'code'>;
   private readonly batches: Counter<'outcome'>;
   private readonly batchRows: Histogram;
@@ -187,7 +195,14 @@ export class CollectorMetrics {
       pendingBytesTarget: new Gauge({ name: `${p}pending_bytes_target`, help: 'Bytes held in memory for the store, per target.', labelNames: ['target'], registers }),
       reconnects: new Counter({ name: `${p}reconnects_total`, help: 'SSH reconnections per target.', labelNames: ['target'], registers }),
       errors: new Counter({ name: `${p}errors_total`, help: 'Errors per target by PglogError code.', labelNames: ['target', 'code'], registers }),
+      fifoBytes: new Counter({ name: `${p}fifo_read_bytes_total`, help: 'Log bytes read through the sshproxy sidecar\'s FIFOs (the proxy transport), per target and instance.', labelNames: ['target', 'instance'], registers }),
+      rate: new Gauge({ name: `${p}target_rate_bits_per_second`, help: 'Smoothed log read rate per target: what promotion to the sidecar and demotion back are decided on.', labelNames: ['target'], registers }),
+      promotions: new Counter({ name: `${p}transport_promotions_total`, help: 'Moves of a target from the in-process SSH client to the sshproxy sidecar.', labelNames: ['target'], registers }),
+      demotions: new Counter({ name: `${p}transport_demotions_total`, help: 'Moves of a target from the sshproxy sidecar back to the in-process SSH client.', labelNames: ['target'], registers }),
+      sidecarRestarts: new Counter({ name: `${p}sidecar_stream_restarts_total`, help: 'Streams of a target started again through the sidecar after one failed or the sidecar went away.', labelNames: ['target'], registers }),
     };
+    this.sidecarUpGauge = new Gauge({ name: `${p}sidecar_up`, help: '1 while the sshproxy sidecar reports a fresh status, else 0.', registers });
+    this.sidecarRestartsProcess = new Counter({ name: `${p}sidecar_restarts_total`, help: 'Times the collector started its sshproxy child again after it ended (standalone mode).', registers });
     new Gauge({
       name: `${p}pending_bytes`, help: 'Bytes held in memory for the store, all targets.', registers,
       collect() { this.set(allTargets().reduce((sum, t) => sum + t.pendingBytes, 0)); },
@@ -276,6 +291,33 @@ export class CollectorMetrics {
 
   reconnect(target: string): void {
     this.m.reconnects.inc(this.target(target).labels);
+  }
+
+  /** Smoothed read rate, bits per second (what the transport policy sees). */
+  targetRate(target: string, bitsPerSecond: number): void {
+    this.m.rate.set(this.target(target).labels, bitsPerSecond);
+  }
+
+  /** A target moved between transports: to proxy is a promotion, to inproc a demotion. */
+  transportSwitch(target: string, to: 'inproc' | 'proxy'): void {
+    (to === 'proxy' ? this.m.promotions : this.m.demotions).inc(this.target(target).labels);
+  }
+
+  /** A proxy stream of the target was started again after a failure. */
+  sidecarStreamRestart(target: string): void {
+    this.m.sidecarRestarts.inc(this.target(target).labels);
+  }
+
+  fifoBytes(target: string, instance: string, bytes: number): void {
+    this.m.fifoBytes.inc(this.instance(target, instance).labels, bytes);
+  }
+
+  sidecarUp(up: boolean): void {
+    this.sidecarUpGauge.set(up ? 1 : 0);
+  }
+
+  sidecarProcessRestart(): void {
+    this.sidecarRestartsProcess.inc();
   }
 
   error(target: string, code: ErrorLabel): void {

@@ -4,6 +4,7 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { DEFAULT_BATCHER_OPTIONS } from '../../src/collect/batcher.ts';
 import { parseCollectArgs, parseSize } from '../../src/collect/collect-config.ts';
+import { parseBitRate } from '../../src/collect/transport-config.ts';
 import { PglogError } from '../../src/errors.ts';
 
 const URL = 'postgresql://pglog:secret@store/pglog';
@@ -77,5 +78,37 @@ describe('parseSize', () => {
     assert.equal(parseSize('64 MB'), 64 * 1024 * 1024);
     assert.equal(parseSize('1.5g'), 1.5 * 1024 ** 3);
     for (const bad of ['', '0', '-1', 'MiB', '12 parsecs', '1e9']) assert.equal(parseSize(bad), null, bad);
+  });
+});
+
+describe('transport options', () => {
+  test('defaults: promote above 1.25 Mbit/s, demote below 0.75, dwell 60 s, capacity 64, sidecar as a child', () => {
+    const t = parseCollectArgs(['--targets', 't', '--store', URL], {}, noFile).transport;
+    assert.deepEqual(t.policy, { promoteAboveBitsPerS: 1.25e6, demoteBelowBitsPerS: 0.75e6, minDwellMs: 60_000, proxyCapacity: 64, swapFactor: 0 });
+    assert.equal(t.sidecar, 'child');
+    assert.equal(t.sidecarDir, null);
+    assert.equal(t.rateTimeConstantMs, 30_000);
+  });
+
+  test('rates with units, pinned sidecar directory, and mistakes as USAGE errors', () => {
+    const t = parseCollectArgs(['--targets', 't', '--store', URL, '--promote-above', '2Mbit/s', '--demote-below', '500kbit', '--min-dwell', '0',
+      '--proxy-capacity', '3', '--sshproxy', 'external', '--sshproxy-dir', '/run/pglog'], {}, noFile).transport;
+    assert.equal(t.policy.promoteAboveBitsPerS, 2e6);
+    assert.equal(t.policy.demoteBelowBitsPerS, 5e5);
+    assert.equal(t.policy.minDwellMs, 0);
+    assert.equal(t.policy.proxyCapacity, 3);
+    assert.deepEqual([t.sidecar, t.sidecarDir], ['external', '/run/pglog']);
+    assert.equal(parseBitRate('1000000'), 1e6);
+    assert.equal(parseBitRate('1.25Mbit'), 1.25e6);
+    assert.equal(parseBitRate('1Gbit/s'), 1e9);
+    assert.equal(parseBitRate('fast'), null);
+    const bad: Array<[string[], RegExp]> = [
+      [['--promote-above', '1Mbit', '--demote-below', '1Mbit'], /flap/],
+      [['--promote-above', 'fast'], /--promote-above must be a rate/],
+      [['--sshproxy', 'sometimes'], /--sshproxy must be child, external or off/],
+      [['--sshproxy', 'external'], /needs --sshproxy-dir/],
+      [['--proxy-capacity=1.5'], /--proxy-capacity must be a whole number/],
+    ];
+    for (const [argv, fragment] of bad) assert.throws(() => parseCollectArgs(['--targets', 't', '--store', URL, ...argv], {}, noFile), usage(fragment), argv.join(' '));
   });
 });

@@ -1,0 +1,77 @@
+/**
+ * The promotion loop: once a second, sample every target's smoothed rate, ask the pure
+ * policy (transport-policy.ts) which targets should move, and move them. Pinned targets
+ * (`spec.transport: inproc|proxy`) are moved to their pin; targets whose switch is still
+ * running are left out of the round.
+ */
+import type { Logger } from '../observability/logger.ts';
+import type { CollectorMetrics } from '../observability/metrics.ts';
+import { pause } from '../transport/clock.ts';
+import type { SidecarClient } from '../transport/sidecar-client.ts';
+import type { TargetStreams } from './target-streams.ts';
+import { decideTransports, type PolicySettings, type ServerTransportState } from './transport-policy.ts';
+
+export interface TransportControlOptions {
+  targets: readonly TargetStreams[];
+  settings: PolicySettings;
+  /** Null when there is no sidecar: nothing is ever promoted. */
+  sidecar: SidecarClient | null;
+  metrics: CollectorMetrics;
+  log: Logger;
+  /** Default 1000 ms. */
+  intervalMs?: number;
+  now?: () => number;
+}
+
+export class TransportControl {
+  private readonly o: TransportControlOptions;
+  private readonly now: () => number;
+  private readonly switches = new Set<Promise<void>>();
+  private wasAvailable: boolean | null = null;
+
+  constructor(options: TransportControlOptions) {
+    this.o = options;
+    this.now = options.now ?? (() => performance.now());
+  }
+
+  /** Runs rounds until `signal` aborts, then waits for switches in flight. */
+  async run(signal: AbortSignal): Promise<void> {
+    while (!signal.aborted) {
+      this.round();
+      await pause(this.o.intervalMs ?? 1000, signal);
+    }
+    await Promise.allSettled([...this.switches]);
+  }
+
+  /** One decision round (public for tests). */
+  round(): void {
+    const { metrics, log, sidecar } = this.o;
+    const now = this.now();
+    const available = sidecar?.available() ?? false;
+    metrics.sidecarUp(available);
+    if (sidecar !== null && available !== this.wasAvailable) {
+      if (available) log.info({ dir: sidecar.dir }, 'sshproxy sidecar is up');
+      else if (this.wasAvailable === true) log.warn({ code: 'SIDECAR_UNAVAILABLE', dir: sidecar.dir }, `sshproxy sidecar unavailable: ${sidecar.unavailableReason()}`);
+      this.wasAvailable = available;
+    }
+    const states: ServerTransportState[] = [];
+    const byName = new Map<string, TargetStreams>();
+    for (const t of this.o.targets) {
+      const rate = t.meter.sample(now);
+      metrics.targetRate(t.name, rate);
+      if (t.isSwitching) continue;
+      byName.set(t.name, t);
+      // Without a sidecar a pinned proxy cannot be honoured: it stays where it is.
+      const pinned = sidecar === null && t.target.spec.transport === 'proxy' ? 'inproc' : t.target.spec.transport;
+      states.push({ name: t.name, pinned, current: t.transport, rateBitsPerS: rate, since: t.since });
+    }
+    for (const s of decideTransports(states, { ...this.o.settings, proxyAvailable: available }, now)) {
+      const move = byName.get(s.name)?.switchTo(s.to, s.reason);
+      if (move === undefined || move === null) continue;
+      const tracked = move.catch((e: unknown) => {
+        log.error({ target: s.name, err: e }, `${s.name}: moving to ${s.to} failed: ${(e as Error).message}`);
+      }).finally(() => this.switches.delete(tracked));
+      this.switches.add(tracked);
+    }
+  }
+}

@@ -1,0 +1,240 @@
+/**
+ * The collector's side of the sshproxy directory contract (see sshproxy/protocol.ts): keeps
+ * desired.json in step with the streams the collector wants, writes the keys the sidecar
+ * needs (mode 0600), and follows status.json to tell each waiting stream how it is doing.
+ *
+ * Writes are coalesced: any number of stream changes in one turn of the event loop become one
+ * rename of desired.json. Status is read on every change notice of the directory (inotify via
+ * fs.watch, cheap on an emptyDir) and on a short poll as a fallback, since notices can be
+ * dropped.
+ *
+ * The sidecar counts as gone when its status is older than STALE_STATUS_MS, when its
+ * `instance` changed under a stream (it restarted: everything it ran is gone), or when the
+ * process that started it says so (`markGone`, standalone mode). Every stream waiting on it
+ * then fails with SIDECAR_UNAVAILABLE, and the streams resume from their own offsets.
+ */
+import { randomBytes } from 'node:crypto';
+import { watch, type FSWatcher } from 'node:fs';
+import { chmod, mkdir, readFile, rename, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { PglogError } from '../errors.ts';
+import {
+  CONTROL_DIR, DESIRED_FILE, KEYS_DIR, parseSidecarStatus, PROTOCOL_VERSION, STALE_STATUS_MS, STATUS_FILE, STREAMS_DIR,
+  type DesiredServer, type DesiredState, type DesiredStream, type SidecarStatus, type StreamStatus,
+} from '../sshproxy/protocol.ts';
+
+export interface SidecarClientOptions {
+  /** The shared directory. */
+  dir: string;
+  /** How often status.json is read when no change notice arrives. Default 250 ms. */
+  pollMs?: number;
+  /** Status older than this means the sidecar is gone. Default STALE_STATUS_MS. */
+  staleMs?: number;
+  now?: () => number;
+}
+
+/** Connection parameters of one server plus the credentials written for it into DIR/keys. */
+export interface SidecarServer extends Omit<DesiredServer, 'identityFile' | 'knownHostsFile'> {
+  privateKey: Buffer;
+  knownHosts: string;
+}
+
+type Listener = () => void;
+
+export class SidecarClient {
+  readonly dir: string;
+  private readonly pollMs: number;
+  private readonly staleMs: number;
+  private readonly now: () => number;
+  /** Stream ids start with it, so a restarted collector never reuses one in the same directory. */
+  private readonly idPrefix = randomBytes(4).toString('hex');
+  private sequence = 0;
+  private readonly servers = new Map<string, DesiredServer>();
+  private readonly streams = new Map<string, DesiredStream>();
+  private generation = 0;
+  private writing: Promise<void> | null = null;
+  private dirty = false;
+  private writeError: Error | null = null;
+  private current: SidecarStatus | null = null;
+  /** The instance that was reported gone: its status counts as stale even while fresh. */
+  private goneInstance: string | null = null;
+  private readonly listeners = new Set<Listener>();
+  private watcher: FSWatcher | null = null;
+  private poller: NodeJS.Timeout | null = null;
+  private reading = false;
+  private closed = false;
+
+  private constructor(options: SidecarClientOptions) {
+    this.dir = options.dir;
+    this.pollMs = options.pollMs ?? 250;
+    this.staleMs = options.staleMs ?? STALE_STATUS_MS;
+    this.now = options.now ?? Date.now;
+  }
+
+  /** Prepares the directory (keys/ with mode 0700), writes an empty desired state and starts following status. */
+  static async open(options: SidecarClientOptions): Promise<SidecarClient> {
+    const client = new SidecarClient(options);
+    await mkdir(join(client.dir, KEYS_DIR), { recursive: true, mode: 0o700 });
+    await chmod(join(client.dir, KEYS_DIR), 0o700);
+    await mkdir(join(client.dir, STREAMS_DIR), { recursive: true, mode: 0o700 });
+    await mkdir(join(client.dir, CONTROL_DIR), { recursive: true, mode: 0o700 });
+    await client.writeDesired();
+    client.follow();
+    return client;
+  }
+
+  /** The newest status read, or null before the sidecar wrote one. */
+  get status(): SidecarStatus | null {
+    return this.current;
+  }
+
+  /** True while the sidecar's status is fresh and it was not reported gone. */
+  available(): boolean {
+    if (this.current === null || this.current.instance === this.goneInstance) return false;
+    const at = Date.parse(this.current.updatedAt);
+    return Number.isFinite(at) && this.now() - at <= this.staleMs;
+  }
+
+  /** Why the sidecar counts as unavailable, for messages. */
+  unavailableReason(): string {
+    if (this.current !== null && this.current.instance === this.goneInstance) return 'the sshproxy sidecar process ended; waiting for it to start again';
+    if (this.current === null) return `the sshproxy sidecar has not written ${STATUS_FILE} in ${this.dir} yet`;
+    return `the sshproxy sidecar's status in ${this.dir} is older than ${this.staleMs} ms (last ${this.current.updatedAt})`;
+  }
+
+  /**
+   * The sidecar process ended (standalone mode, where the collector is its parent): every
+   * stream fails now rather than when its status goes stale; a new sidecar's status (another
+   * `instance`) makes it available again.
+   */
+  markGone(): void {
+    this.goneInstance = this.current?.instance ?? null;
+    this.notify();
+  }
+
+  /** Adds or updates a server and writes its key and known_hosts (mode 0600). */
+  async setServer(server: SidecarServer): Promise<void> {
+    const identityFile = `${server.name}.key`;
+    const knownHostsFile = `${server.name}.known_hosts`;
+    await writePrivateFile(join(this.dir, KEYS_DIR, identityFile), server.privateKey);
+    await writePrivateFile(join(this.dir, KEYS_DIR, knownHostsFile), Buffer.from(server.knownHosts, 'utf8'));
+    const { privateKey: _key, knownHosts: _hosts, ...rest } = server;
+    this.servers.set(server.name, { ...rest, identityFile, knownHostsFile });
+    this.scheduleWrite();
+  }
+
+  /** Asks the sidecar to run `command` on `server`; returns the new stream's id. */
+  addStream(server: string, command: string): string {
+    if (!this.servers.has(server)) throw new Error(`sidecar: no server ${server} was set`);
+    const id = `${this.idPrefix}-${server.slice(0, 50)}-${++this.sequence}`;
+    this.streams.set(id, { id, server, command });
+    this.scheduleWrite();
+    return id;
+  }
+
+  /** Withdraws a stream: the sidecar stops its command and removes its FIFOs. */
+  removeStream(id: string): void {
+    if (this.streams.delete(id)) this.scheduleWrite();
+  }
+
+  /** The stream's status in the newest status.json, or null when the sidecar has not seen it yet. */
+  streamStatus(id: string): StreamStatus | null {
+    return this.current?.streams[id] ?? null;
+  }
+
+  /** Calls `listener` after every status read and availability change; returns the unsubscribe. */
+  onChange(listener: Listener): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
+
+  /** Resolves once desired.json holds everything asked so far (rejects when it cannot be written). */
+  async flushed(): Promise<void> {
+    while (this.writing !== null) await this.writing;
+    if (this.writeError !== null) throw this.writeError;
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    this.watcher?.close();
+    if (this.poller !== null) clearInterval(this.poller);
+    this.streams.clear();
+    this.scheduleWrite();
+    await this.flushed().catch(() => undefined);
+  }
+
+  private scheduleWrite(): void {
+    this.dirty = true;
+    if (this.writing !== null) return;
+    this.writing = (async () => {
+      // One turn of the event loop gathers every change made in it into one write.
+      await new Promise<void>((resolve) => setImmediate(resolve));
+      while (this.dirty) {
+        this.dirty = false;
+        try {
+          await this.writeDesired();
+          this.writeError = null;
+        } catch (e) {
+          this.writeError = new PglogError('SIDECAR_UNAVAILABLE', `cannot write ${join(this.dir, DESIRED_FILE)}: ${(e as Error).message}`, { cause: e });
+        }
+      }
+      this.writing = null;
+    })();
+  }
+
+  private async writeDesired(): Promise<void> {
+    const state: DesiredState = {
+      version: PROTOCOL_VERSION,
+      generation: ++this.generation,
+      servers: [...this.servers.values()],
+      streams: [...this.streams.values()],
+    };
+    const path = join(this.dir, DESIRED_FILE);
+    const temp = `${path}.${process.pid}.tmp`;
+    await writeFile(temp, JSON.stringify(state), { mode: 0o600 });
+    await rename(temp, path);
+  }
+
+  private follow(): void {
+    try {
+      this.watcher = watch(this.dir, { persistent: false }, (_event, name) => {
+        if (name === STATUS_FILE) this.readStatus();
+      });
+      this.watcher.on('error', () => { this.watcher?.close(); this.watcher = null; });
+    } catch {
+      // No inotify (or out of watches): the poll alone still works.
+      this.watcher = null;
+    }
+    this.poller = setInterval(() => this.readStatus(), this.pollMs);
+    this.poller.unref();
+    this.readStatus();
+  }
+
+  private readStatus(): void {
+    if (this.reading || this.closed) return;
+    this.reading = true;
+    void readFile(join(this.dir, STATUS_FILE), 'utf8').then((text) => {
+      try {
+        this.current = parseSidecarStatus(text);
+      } catch {
+        // A status we cannot read counts as none; staleness then fails the streams.
+      }
+    }, () => undefined).finally(() => {
+      this.reading = false;
+      this.notify();
+    });
+  }
+
+  private notify(): void {
+    for (const listener of this.listeners) listener();
+  }
+}
+
+/** Writes a file only its owner can read, atomically (temp name, then rename). */
+async function writePrivateFile(path: string, data: Buffer): Promise<void> {
+  const temp = `${path}.${process.pid}.tmp`;
+  await writeFile(temp, data, { mode: 0o600 });
+  // The mode given to writeFile applies only when the file is created (and is masked by umask).
+  await chmod(temp, 0o600);
+  await rename(temp, path);
+}
