@@ -22,6 +22,8 @@ export interface CollectIO {
   stdout: Writable;
   /** Calls `handler` once when the process is asked to stop. */
   onStopRequest(handler: () => void): void;
+  /** Calls `handler` every time the process is asked to reload the targets file (SIGHUP). */
+  onReloadRequest(handler: () => void): void;
   /** How to run this program again ([node, ...node flags, main script]): the sshproxy child. */
   selfCommand: readonly string[];
 }
@@ -55,6 +57,10 @@ export async function runCollect(config: CollectConfig, io: CollectIO): Promise<
   if (http !== null) log.info({ listen: http.address }, `metrics and health on http://${http.address.host}:${http.address.port}`);
   log.info({ store: redactUrl(config.storeUrl), targets: targets.map((t) => t.metadata.name) }, 'pglog collect starting');
 
+  io.onReloadRequest(() => {
+    void reloadTargets(config.targetsFile, collector, log);
+  });
+
   await Promise.race([collector.start(), stopped]);
   await stopped;
   const deadline = Date.now() + config.stopTimeoutMs;
@@ -62,6 +68,17 @@ export async function runCollect(config: CollectConfig, io: CollectIO): Promise<
   await http?.close();
   log.info('pglog collect stopped');
   return 0;
+}
+
+/** SIGHUP: `spec.transport` pins take effect at once; other edits are reported as needing a restart. */
+async function reloadTargets(file: string, collector: Collector, log: ReturnType<typeof createLogger>): Promise<void> {
+  try {
+    const targets = await loadTargetsFile(file, { mode: 'standalone' });
+    const ignored = collector.applyTargets(targets);
+    log.info({ targetsFile: file, needsRestart: ignored }, `targets file reloaded: transport pins applied${ignored.length === 0 ? '' : `; not applied until a restart: ${ignored.join(', ')}`}`);
+  } catch (e) {
+    log.error({ targetsFile: file, err: e }, `targets file reload failed, keeping the running configuration: ${(e as Error).message}`);
+  }
 }
 
 /** Reads every target's private key and known_hosts once; a missing or unreadable file stops start-up. */

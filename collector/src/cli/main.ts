@@ -35,6 +35,9 @@ async function main(argv: string[]): Promise<number> {
           process.once('SIGTERM', handler);
           process.once('SIGINT', handler);
         },
+        onReloadRequest: (handler) => {
+          process.on('SIGHUP', handler);
+        },
         selfCommand: [process.execPath, ...process.execArgv, process.argv[1]!],
       });
     case undefined:

@@ -79,6 +79,7 @@ export class Collector {
   /** A directory this process made for its sidecar child (removed at stop). */
   private privateDir: string | null = null;
   private control: Promise<void> | null = null;
+  private readonly targetStreamsByName = new Map<string, TargetStreams>();
 
   constructor(options: CollectorOptions) {
     this.o = options;
@@ -114,6 +115,7 @@ export class Collector {
       if (!target.spec.collect.logs) continue;
       const streams = await this.targetStreams(target, sidecar);
       targets.push(streams);
+      this.targetStreamsByName.set(target.metadata.name, streams);
       for (const instance of target.spec.instances) {
         this.startStream(streams, instance, batcher, writer, templates);
       }
@@ -126,6 +128,23 @@ export class Collector {
       log,
     }).run(this.abort.signal);
     log.info({ targets: this.o.targets.length, streams: this.runs.length }, `collecting ${this.runs.length} log streams from ${this.o.targets.length} targets`);
+  }
+
+  /**
+   * A reloaded targets file: `spec.transport` changes take effect at the next policy round.
+   * Returns what else changed, which needs a restart (added, removed or otherwise edited targets).
+   */
+  applyTargets(targets: readonly PostgresTarget[]): string[] {
+    const ignored: string[] = [];
+    const fresh = new Map(targets.map((t) => [t.metadata.name, t]));
+    for (const [name, running] of this.targetStreamsByName) {
+      const next = fresh.get(name);
+      if (next === undefined) { ignored.push(`${name} removed`); continue; }
+      running.setPinned(next.spec.transport);
+      if (JSON.stringify({ ...next.spec, transport: null }) !== JSON.stringify({ ...running.target.spec, transport: null })) ignored.push(`${name} changed`);
+    }
+    for (const name of fresh.keys()) if (!this.targetStreamsByName.has(name) && fresh.get(name)!.spec.collect.logs) ignored.push(`${name} added`);
+    return ignored;
   }
 
   /** The sidecar's directory and client, and in child mode the sidecar process; null with --sshproxy off. */

@@ -6,7 +6,7 @@
  * InstanceStream.switchFollower (end at the committed boundary, start there on the other
  * transport), all of them at once.
  */
-import type { ActiveTransport, PostgresInstance, PostgresTarget } from '../config/target-types.ts';
+import type { ActiveTransport, PostgresInstance, PostgresTarget, Transport } from '../config/target-types.ts';
 import { LogFollower } from '../follow/follower.ts';
 import type { Logger } from '../observability/logger.ts';
 import type { CollectorMetrics } from '../observability/metrics.ts';
@@ -38,6 +38,7 @@ export class TargetStreams {
   private active: ActiveTransport;
   private changedAt: number;
   private switching: Promise<void> | null = null;
+  private pin: Transport;
 
   constructor(options: TargetStreamsOptions) {
     this.o = options;
@@ -45,6 +46,7 @@ export class TargetStreams {
     this.name = options.target.metadata.name;
     this.now = options.now ?? (() => performance.now());
     this.changedAt = this.now();
+    this.pin = options.target.spec.transport;
     this.meter = new RateMeter(this.changedAt, { timeConstantMs: options.rateTimeConstantMs });
     // A pinned proxy starts there; `auto` starts in-process until its rate is known.
     this.active = options.target.spec.transport === 'proxy' && options.proxy !== null ? 'proxy' : 'inproc';
@@ -58,6 +60,18 @@ export class TargetStreams {
   /** When the last switch (or the start) happened, on the `now` scale. */
   get since(): number {
     return this.changedAt;
+  }
+
+  /** `spec.transport`: `auto`, or the transport the target is pinned to. */
+  get pinned(): Transport {
+    return this.pin;
+  }
+
+  /** A new `spec.transport` (targets file reloaded): the next policy round moves the target to its pin. */
+  setPinned(transport: Transport): void {
+    if (transport === this.pin) return;
+    this.o.log.info({ target: this.name, from: this.pin, to: transport }, `${this.name}: spec.transport is now ${transport}`);
+    this.pin = transport;
   }
 
   get isSwitching(): boolean {

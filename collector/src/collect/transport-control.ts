@@ -62,7 +62,7 @@ export class TransportControl {
       if (t.isSwitching) continue;
       byName.set(t.name, t);
       // Without a sidecar a pinned proxy cannot be honoured: it stays where it is.
-      const pinned = sidecar === null && t.target.spec.transport === 'proxy' ? 'inproc' : t.target.spec.transport;
+      const pinned = sidecar === null && t.pinned === 'proxy' ? 'inproc' : t.pinned;
       states.push({ name: t.name, pinned, current: t.transport, rateBitsPerS: rate, since: t.since });
     }
     for (const s of decideTransports(states, { ...this.o.settings, proxyAvailable: available }, now)) {

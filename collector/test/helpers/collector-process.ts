@@ -22,6 +22,8 @@ export interface TargetSpec {
   user: string;
   privateKeyFile: string;
   knownHostsFile: string;
+  /** spec.transport; default inproc (tests of other things keep to one transport). */
+  transport?: 'auto' | 'inproc' | 'proxy';
   instances: TargetInstanceSpec[];
 }
 
@@ -35,7 +37,7 @@ export function writeTargetsFile(dir: string, targets: readonly TargetSpec[]): s
       host: t.host,
       port: t.port,
       user: t.user,
-      transport: 'inproc',
+      transport: t.transport ?? 'inproc',
       ssh: { privateKeyFile: t.privateKeyFile, knownHostsFile: t.knownHostsFile },
       instances: t.instances.map((i) => ({
         name: i.name,
