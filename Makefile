@@ -85,6 +85,10 @@ bench: bench-logs ## Benchmarks (parse vs pgbadger, COPY BINARY vs text vs INSER
 	node bench/merge-section.ts docs/benchmarks.md ssh-bench $(BENCH_OUT)/ssh.md
 	node bench/ingest-bench.ts --out $(BENCH_OUT)/ingest.md
 	node bench/merge-section.ts docs/benchmarks.md ingest-bench $(BENCH_OUT)/ingest.md
+	node bench/fifo-bench.ts --out $(BENCH_OUT)/fifo.md
+	node bench/merge-section.ts docs/benchmarks.md fifo-bench $(BENCH_OUT)/fifo.md
+	node bench/spawn-bench.ts --out $(BENCH_OUT)/spawn.md
+	node bench/merge-section.ts docs/benchmarks.md spawn-bench $(BENCH_OUT)/spawn.md
 
 clean: ## Remove local build state (keeps the download cache)
 	rm -rf node_modules collector/node_modules operator/node_modules
