@@ -9,7 +9,7 @@
  * Each variant runs in its own child process (this file with --role child):
  * - "small": a fresh Node process with the default heap, like the sidecar;
  * - "large": a Node process (--max-old-space-size big enough) that first builds and keeps
- *   --heap-mb of live small objects (plain objects each holding a two-element array, in
+ *   --heap-mb MiB of live small objects (plain objects each holding a two-element array, in
  *   chunks of arrays), so V8's heap really is that big and spread over many pages.
  * Both run gc() (--expose-gc) before measuring, so no collection of the set-up's garbage falls
  * into the measurement. Then, for `/bin/true` and for `ssh -V`, a few warm-up spawns and
@@ -113,7 +113,7 @@ function parentMain(): void {
   const heapMB = Number(values['heap-mb']);
   const variants = [
     { name: 'small fresh process (like the sidecar)', result: runChild([], 0) },
-    { name: `${heapMB} MB live heap (like a collector)`, result: runChild([`--max-old-space-size=${Math.ceil(heapMB * 2.5)}`], heapMB) },
+    { name: `${heapMB} MiB live heap (like a collector)`, result: runChild([`--max-old-space-size=${Math.ceil(heapMB * 2.5)}`], heapMB) },
   ];
   for (const v of variants) {
     process.stderr.write(`${v.name}: heap ${v.result.heapMB.toFixed(0)} MB, RSS ${v.result.rssMB.toFixed(0)} MB (built in ${v.result.buildSeconds.toFixed(1)} s)\n`);
@@ -152,7 +152,7 @@ function parentMain(): void {
     '',
     `The time one \`child_process.spawn()\` call takes to return (the event loop is blocked for all of it: libuv forks, then waits until the child has exec'd), ` +
       `median / p99 / max of ${values.spawns} spawns one at a time after ${WARMUP_SPAWNS} warm-up spawns, and the event loop's delay meanwhile (monitorEventLoopDelay, ${RESOLUTION_MS} ms timer, delay beyond it). ` +
-      `Each process is a child of its own; the large one first builds ${heapMB} MB of live small objects (objects holding two-element arrays) and keeps them; both run gc() before measuring. ` +
+      `Each process is a child of its own; the large one first builds ${heapMB} MiB of live small objects (objects holding two-element arrays) and keeps them; both run gc() before measuring. ` +
       `Heap = V8 used heap, RSS = resident set, both in MiB, when the spawns start. All times in ms. ` +
       `Machine: ${cpus().length} × ${cpus()[0]?.model ?? 'unknown'}, Linux ${release()}, Node ${process.version} (libuv ${process.versions.uv}), ${sshVersion}. Measured ${new Date().toISOString().slice(0, 10)}.`,
     '',
