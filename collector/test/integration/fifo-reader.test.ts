@@ -139,6 +139,7 @@ describe('openFifoReader', () => {
     const fifo = join(tempDir(), 'seq.out');
     mkfifo(fifo);
     const reader = openFifoReader(fifo);
+    const closed = new Promise((resolve) => reader.once('close', resolve));
     const events: string[] = [];
     reader.on('end', () => events.push('end'));
     reader.on('close', () => events.push('close'));
@@ -152,7 +153,7 @@ describe('openFifoReader', () => {
     const bytes = await within(WAIT_MS, 'seq through the FIFO', received);
     assert.ok(bytes.equals(execFileSync('seq', ['1', '300000'], { maxBuffer: 16 << 20 })), `received ${bytes.length} bytes, not seq 1 300000`);
     assert.equal((await within(WAIT_MS, 'writer exit', writer.exit)).code, 0);
-    await within(WAIT_MS, 'close', new Promise((resolve) => { if (reader.closed) resolve(null); else reader.once('close', resolve); }));
+    await within(WAIT_MS, 'close', closed);
     assert.deepEqual(events, ['end', 'close']);
   });
 
@@ -183,6 +184,7 @@ describe('openFifoReader', () => {
     mkfifo(fifo);
     const fdsBefore = readdirSync('/proc/self/fd').length;
     const reader = openFifoReader(fifo);
+    const closed = new Promise((resolve) => reader.once('close', resolve));
     reader.pause();
     const writer = shell('head -c 10485760 /dev/zero > "$1"', fifo);
     await sleep(300);
@@ -192,7 +194,7 @@ describe('openFifoReader', () => {
     const exit = await within(WAIT_MS, 'writer exit after the reader closed', writer.exit);
     // head gets SIGPIPE (EPIPE): the shell reports it as 128 + 13.
     assert.notEqual(exit.code, 0);
-    await within(WAIT_MS, 'reader close', new Promise((resolve) => { if (reader.closed) resolve(null); else reader.once('close', resolve); }));
+    await within(WAIT_MS, 'reader close', closed);
     assert.equal(readdirSync('/proc/self/fd').length, fdsBefore);
     closeFifoReader(reader);
   });
