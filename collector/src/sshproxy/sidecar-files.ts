@@ -1,0 +1,151 @@
+/**
+ * The sidecar's file chores in DIR: atomic writes, the key file check, and the clean-up of
+ * what a previous sidecar left behind (its processes, FIFOs and control sockets).
+ */
+import { lstat, mkdir, readdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
+import { readFileSync, renameSync, writeFileSync } from 'node:fs';
+import { CONTROL_DIR, KEYS_DIR, STREAMS_DIR, type StatusError } from './protocol.ts';
+
+/** Processes the sidecar started and that may still run: read by the next sidecar on DIR. */
+export const PIDS_FILE = 'sidecar.pids';
+
+/** Writes `path` so readers see the old or the new content, never a part (temp file, then rename). */
+export async function writeFileAtomic(path: string, text: string): Promise<void> {
+  const temp = `${path}.tmp-${process.pid}`;
+  await writeFile(temp, text, { mode: 0o600 });
+  await rename(temp, path);
+}
+
+/**
+ * A key or known_hosts file the sidecar may hand to ssh: a regular file (not a link), owned
+ * by the sidecar's user, and readable by nobody else. Returns why not, or null.
+ */
+export async function checkKeyFile(dir: string, file: string, uid: number): Promise<StatusError | null> {
+  const path = `${dir}/${KEYS_DIR}/${file}`;
+  const refuse = (why: string): StatusError => ({ code: 'SSH_KEY_INVALID', message: `${KEYS_DIR}/${file} ${why}; the sidecar refuses it` });
+  let st;
+  try {
+    st = await lstat(path);
+  } catch (e) {
+    return refuse(`cannot be read (${(e as NodeJS.ErrnoException).code ?? (e as Error).message})`);
+  }
+  if (!st.isFile()) return refuse(st.isSymbolicLink() ? 'is a symbolic link, not a regular file' : 'is not a regular file');
+  if (st.uid !== uid) return refuse(`is owned by uid ${st.uid}, not by the sidecar's uid ${uid}`);
+  const mode = st.mode & 0o777;
+  if ((mode & 0o077) !== 0) return refuse(`has mode 0${mode.toString(8)}; it must be 0600 (no access for group or others)`);
+  return null;
+}
+
+/** Creates DIR and its subdirectories (DIR/keys is the collector's, but may not exist yet). */
+export async function prepareDir(dir: string): Promise<void> {
+  await mkdir(dir, { recursive: true, mode: 0o700 });
+  for (const sub of [KEYS_DIR, STREAMS_DIR, CONTROL_DIR]) await mkdir(`${dir}/${sub}`, { recursive: true, mode: 0o700 });
+}
+
+/** Records the pids of live children in DIR/sidecar.pids, synchronously: a crash right after a spawn must not lose one. */
+export class PidsFile {
+  private readonly path: string;
+  private readonly pids = new Set<number>();
+
+  constructor(dir: string) {
+    this.path = `${dir}/${PIDS_FILE}`;
+  }
+
+  add(pid: number): void {
+    this.pids.add(pid);
+    this.write();
+  }
+
+  delete(pid: number): void {
+    if (this.pids.delete(pid)) this.write();
+  }
+
+  private write(): void {
+    const temp = `${this.path}.tmp-${process.pid}`;
+    writeFileSync(temp, [...this.pids].map((p) => `${p}\n`).join(''), { mode: 0o600 });
+    renameSync(temp, this.path);
+  }
+}
+
+export interface StaleCleanup {
+  /** Pids of the previous sidecar's processes that were still alive and were killed. */
+  killed: number[];
+  /** Files removed from DIR/streams and DIR/ctl. */
+  removedFiles: number;
+}
+
+/**
+ * Undoes a previous sidecar on DIR (one that was killed and could not clean up): kills the
+ * processes its pids file names, but only those whose command line still mentions DIR, since
+ * a pid may have been reused by anything; then removes its FIFOs, sockets and temp files.
+ */
+export async function cleanStaleDir(dir: string, waitMs = 3000): Promise<StaleCleanup> {
+  let listed: number[] = [];
+  try {
+    listed = readFileSync(`${dir}/${PIDS_FILE}`, 'utf8').split('\n').filter((l) => /^\d+$/.test(l)).map(Number);
+  } catch { /* no previous sidecar */ }
+  const killed: number[] = [];
+  for (const pid of listed) {
+    if (pid === process.pid || !(await commandLineMentions(pid, dir))) continue;
+    // Children were started in process groups of their own; a stream's group also holds the
+    // shell that was still waiting to open a FIFO.
+    if (await isGroupLeader(pid)) signal(-pid, 'SIGKILL');
+    signal(pid, 'SIGKILL');
+    killed.push(pid);
+  }
+  const deadline = Date.now() + waitMs;
+  while (killed.some(isAlive) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+
+  let removedFiles = 0;
+  for (const sub of [STREAMS_DIR, CONTROL_DIR]) {
+    let names: string[] = [];
+    try {
+      names = await readdir(`${dir}/${sub}`);
+    } catch { /* created by prepareDir */ }
+    for (const name of names) {
+      await rm(`${dir}/${sub}/${name}`, { force: true, recursive: true });
+      removedFiles++;
+    }
+  }
+  for (const name of await readdir(dir)) {
+    if (/\.tmp-\d+$/.test(name)) await rm(`${dir}/${name}`, { force: true });
+  }
+  await rm(`${dir}/${PIDS_FILE}`, { force: true });
+  return { killed, removedFiles };
+}
+
+async function commandLineMentions(pid: number, dir: string): Promise<boolean> {
+  try {
+    const argv = (await readFile(`/proc/${pid}/cmdline`, 'utf8')).split('\0');
+    return argv.some((a) => a.includes(`${dir}/`));
+  } catch {
+    return false; // gone
+  }
+}
+
+async function isGroupLeader(pid: number): Promise<boolean> {
+  try {
+    const stat = await readFile(`/proc/${pid}/stat`, 'utf8');
+    // "pid (comm) state ppid pgrp ...": comm may hold anything, so split after the last ')'.
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return Number(fields[2]) === pid;
+  } catch {
+    return false;
+  }
+}
+
+/** Alive and not a zombie (an orphan whose new parent has not reaped it yet is dead enough). */
+function isAlive(pid: number): boolean {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3) !== 'Z';
+  } catch {
+    return false;
+  }
+}
+
+function signal(pid: number, sig: NodeJS.Signals): void {
+  try {
+    process.kill(pid, sig);
+  } catch { /* already gone */ }
+}
