@@ -7,6 +7,7 @@ import { isPglogError } from '../errors.ts';
 import { COLLECT_USAGE, parseCollectArgs, runCollect } from './collect-command.ts';
 import { PARSE_USAGE, parseParseArgs, runParse } from './parse-command.ts';
 import { REPORT_USAGE, parseReportArgs, runReport } from './report-command.ts';
+import { SSHPROXY_USAGE, parseSshproxyArgs, runSshproxy } from './sshproxy-command.ts';
 
 const USAGE = `usage: pglog COMMAND [OPTIONS]
 
@@ -14,12 +15,15 @@ commands:
   collect   stream the logs of the servers in a targets file over SSH into the store
   report    top query templates, errors and lock waits from the store
   parse     parse PostgreSQL log files offline (summary or typed events)
+  sshproxy  the sidecar that runs OpenSSH connections and streams for the collector
 
 ${COLLECT_USAGE}
 
 ${REPORT_USAGE}
 
-${PARSE_USAGE}`;
+${PARSE_USAGE}
+
+${SSHPROXY_USAGE}`;
 
 async function main(argv: string[]): Promise<number> {
   const [command, ...rest] = argv;
@@ -39,6 +43,14 @@ async function main(argv: string[]): Promise<number> {
           process.on('SIGHUP', handler);
         },
         selfCommand: [process.execPath, ...process.execArgv, process.argv[1]!],
+      });
+    case 'sshproxy':
+      return runSshproxy(parseSshproxyArgs(rest), {
+        stdout: process.stdout,
+        onStopRequest: (handler) => {
+          process.once('SIGTERM', handler);
+          process.once('SIGINT', handler);
+        },
       });
     case undefined:
     case 'help':
@@ -62,7 +74,8 @@ try {
   process.exitCode = await main(process.argv.slice(2));
   // A collector that has flushed and closed what it could exits now, even if a socket of a
   // frozen server still lingers: the stop deadline is a promise to the process supervisor.
-  if (process.argv[2] === 'collect') process.exit();
+  // The sidecar likewise exits once its children are gone and its last status is written.
+  if (process.argv[2] === 'collect' || process.argv[2] === 'sshproxy') process.exit();
 } catch (e) {
   if (isPglogError(e)) {
     process.stderr.write(`pglog: ${e.message}\n`);

@@ -1,0 +1,81 @@
+/**
+ * `pglog sshproxy --dir DIR`: the sidecar that runs OpenSSH for the collector's `proxy`
+ * transport (docs/sshproxy.md). Runs until SIGTERM/SIGINT (wired by main.ts), then kills
+ * its streams and masters and exits 0.
+ */
+import { parseArgs } from 'node:util';
+import type { Writable } from 'node:stream';
+import { PglogError } from '../errors.ts';
+import { createLogger } from '../observability/logger.ts';
+import { Sidecar } from '../sshproxy/sidecar.ts';
+
+export const SSHPROXY_USAGE = `usage: pglog sshproxy --dir DIR [--log-level LEVEL]
+  Runs the OpenSSH connections and streams that the collector asks for in DIR/desired.json
+  and reports them in DIR/status.json (a directory shared with the collector, see docs/sshproxy.md).
+  --dir DIR                 the shared directory (absolute path at most 70 bytes long)
+  --log-level LEVEL         trace|debug|info|warn|error (default info)`;
+
+export interface SshproxyConfig {
+  dir: string;
+  logLevel: 'trace' | 'debug' | 'info' | 'warn' | 'error';
+  /** Master restart delays (hidden options, for tests). */
+  backoffBaseMs: number;
+  backoffCapMs: number;
+}
+
+const LOG_LEVELS = ['trace', 'debug', 'info', 'warn', 'error'] as const;
+
+/** `pglog sshproxy` arguments → configuration. */
+export function parseSshproxyArgs(argv: string[]): SshproxyConfig {
+  let values;
+  try {
+    ({ values } = parseArgs({
+      args: argv,
+      allowPositionals: false,
+      options: {
+        dir: { type: 'string' },
+        'log-level': { type: 'string' },
+        // Not in the usage text: tests shorten the master backoff with them.
+        'backoff-base-ms': { type: 'string' },
+        'backoff-cap-ms': { type: 'string' },
+      },
+    }));
+  } catch (e) {
+    throw new PglogError('USAGE', `sshproxy: ${(e as Error).message}`);
+  }
+  if (values.dir === undefined || values.dir === '') throw new PglogError('USAGE', 'sshproxy: --dir DIR is required');
+  const logLevel = values['log-level'] ?? 'info';
+  if (!(LOG_LEVELS as readonly string[]).includes(logLevel)) {
+    throw new PglogError('USAGE', `sshproxy: --log-level must be one of ${LOG_LEVELS.join(', ')}, got '${logLevel}'`);
+  }
+  const backoffBaseMs = count(values['backoff-base-ms'], '--backoff-base-ms', 1000);
+  const backoffCapMs = count(values['backoff-cap-ms'], '--backoff-cap-ms', 30_000);
+  if (backoffCapMs < backoffBaseMs) throw new PglogError('USAGE', `sshproxy: --backoff-cap-ms (${backoffCapMs}) must not be below --backoff-base-ms (${backoffBaseMs})`);
+  return { dir: values.dir, logLevel: logLevel as SshproxyConfig['logLevel'], backoffBaseMs, backoffCapMs };
+}
+
+function count(text: string | undefined, flag: string, fallback: number): number {
+  if (text === undefined) return fallback;
+  const n = Number(text);
+  if (!Number.isSafeInteger(n) || n < 1) throw new PglogError('USAGE', `sshproxy: ${flag} must be a whole number of at least 1, got '${text}'`);
+  return n;
+}
+
+export interface SshproxyIO {
+  /** Where the JSON log goes (standard output). */
+  stdout: Writable;
+  /** Calls `handler` once when the process is asked to stop. */
+  onStopRequest(handler: () => void): void;
+}
+
+export async function runSshproxy(config: SshproxyConfig, io: SshproxyIO): Promise<number> {
+  const log = createLogger({ level: config.logLevel, destination: io.stdout });
+  let resolveStop!: () => void;
+  const stopRequested = new Promise<void>((resolve) => { resolveStop = resolve; });
+  io.onStopRequest(() => resolveStop());
+  const sidecar = await Sidecar.start({ dir: config.dir, log, backoff: { baseMs: config.backoffBaseMs, capMs: config.backoffCapMs } });
+  await stopRequested;
+  log.info('stop requested: ending streams and masters');
+  await sidecar.stop();
+  return 0;
+}
