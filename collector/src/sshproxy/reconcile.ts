@@ -41,6 +41,13 @@ export interface StreamSnapshot {
 export interface Snapshot {
   masters: readonly MasterSnapshot[];
   streams: readonly StreamSnapshot[];
+  /**
+   * Sessions the server may still hold for streams killed a moment ago: sshd keeps a session
+   * until its command exits, and a command notices the closed channel only at its next write
+   * (the collector's follow loops write a heartbeat every 2 s). They count as occupied, so a
+   * new stream is not refused by the server's MaxSessions in the meantime.
+   */
+  reserved?: readonly MasterRef[];
 }
 
 export interface MasterRef {
@@ -95,6 +102,14 @@ export function reconcile(desired: DesiredState, current: Snapshot): Plan {
     if (s.phase === 'done') continue;
     const list = occ(s.server);
     list[s.slot] = (list[s.slot] ?? 0) + 1;
+  }
+  // Sessions the server may still hold: reserved ones, and those of the running streams this
+  // plan kills (the supervisor reserves them once it has killed them).
+  const removed = new Set(plan.removeStreams);
+  const held = [...(current.reserved ?? []), ...current.streams.filter((s) => removed.has(s.id) && s.phase === 'running')];
+  for (const r of held) {
+    const list = occ(r.server);
+    list[r.slot] = (list[r.slot] ?? 0) + 1;
   }
   const lowestWithRoom = (server: string, max: number): number => {
     const list = occ(server);
@@ -167,5 +182,5 @@ export function applyPlan(current: Snapshot, plan: Plan): Snapshot {
   const stopped = new Set(plan.stopMasters.map((m) => key(m.server, m.slot)));
   const masters: MasterSnapshot[] = current.masters.filter((m) => !stopped.has(key(m.server, m.slot)));
   for (const m of plan.startMasters) masters.push({ ...m, up: false });
-  return { masters, streams };
+  return { masters, streams, ...(current.reserved === undefined ? {} : { reserved: current.reserved }) };
 }

@@ -30,7 +30,12 @@ export interface SidecarOptions {
   uid?: number;
   heartbeatMs?: number;
   pollMs?: number;
+  /** How long the session of a killed stream counts as still held by the server (see Snapshot.reserved). */
+  sessionLingerMs?: number;
 }
+
+/** Twice the collector's follow-loop heartbeat (2 s), plus a margin. */
+export const DEFAULT_SESSION_LINGER_MS = 5000;
 
 /** Status changes within this long are written once. */
 const STATUS_COALESCE_MS = 10;
@@ -55,6 +60,8 @@ export class Sidecar {
   /** Masters and streams being stopped, by socket path (masters) or id (streams). */
   private readonly stoppingMasters = new Map<string, Promise<void>>();
   private readonly removingStreams = new Set<Promise<void>>();
+  private readonly sessionLingerMs: number;
+  private reserved: { server: string; slot: number; until: number }[] = [];
   private reconcileQueued = false;
   private stopped = false;
   private statusTimer: NodeJS.Timeout | undefined;
@@ -69,6 +76,7 @@ export class Sidecar {
     this.uid = options.uid ?? process.getuid?.() ?? 0;
     this.backoff = { ...DEFAULT_MASTER_BACKOFF, ...options.backoff };
     this.heartbeatMs = options.heartbeatMs ?? HEARTBEAT_MS;
+    this.sessionLingerMs = options.sessionLingerMs ?? DEFAULT_SESSION_LINGER_MS;
     this.watcher = new DesiredWatcher(dir, {
       onDesired: (state) => {
         this.desired = state;
@@ -164,7 +172,10 @@ export class Sidecar {
   }
 
   private snapshot(): Snapshot {
+    const now = Date.now();
+    this.reserved = this.reserved.filter((r) => r.until > now);
     return {
+      reserved: this.reserved.map((r) => ({ server: r.server, slot: r.slot })),
       masters: [...this.masters.values()].map((m) => ({ server: m.server.name, slot: m.slot, fingerprint: m.fingerprint, up: m.state === 'up' })),
       streams: [...this.streams.values()].map((s) => ({
         id: s.id,
@@ -181,6 +192,7 @@ export class Sidecar {
       const s = this.streams.get(id);
       if (s === undefined) continue;
       this.streams.delete(id);
+      if (s.state === 'running') this.reserve(s.server, s.slot);
       this.track(this.removingStreams, s.remove(), `removing stream ${id}`);
     }
     const servers = new Map(this.desired.servers.map((s) => [s.name, s]));
@@ -230,6 +242,12 @@ export class Sidecar {
       void s.start(server); // never rejects: failures become state `failed`
     }
     this.statusChanged();
+  }
+
+  /** Counts a killed stream's session as held for a while, then reconciles again. */
+  private reserve(server: string, slot: number): void {
+    this.reserved.push({ server, slot, until: Date.now() + this.sessionLingerMs });
+    setTimeout(() => this.changed(), this.sessionLingerMs + 1).unref();
   }
 
   private track(set: Set<Promise<void>>, work: Promise<void>, what: string): void {

@@ -403,6 +403,32 @@ describe('pglog sshproxy against OpenSSH', { timeout: 240_000 }, () => {
     await waitStatus(w, 'no master left', (s) => s.masters.length === 0);
   });
 
+  test('(f2) a stream replaced in one write on a full master: the killed session still counts, the new one goes to a second master and runs', async () => {
+    // sshd keeps a session until its command exits, and this one notices the closed channel
+    // only at its next write, 3 s later: a new session on the same connection would be refused.
+    const server = await ownServer({ maxSessions: 2 });
+    const w = workspace();
+    addServer(w, 'db', server, { maxSessions: 2 });
+    const slow = 'echo started; while sleep 3; do echo .; done';
+    addStream(w, 'a', 'db', slow);
+    addStream(w, 'b', 'db', slow);
+    writeDesired(w);
+    startSidecar(w.dir);
+    await waitStatus(w, 'a and b running', (s) => running('a')(s) && running('b')(s));
+    const a = openStream(w, 'a');
+    const b = openStream(w, 'b');
+    await within(10_000, 'both started', Promise.all([a, b].map((o) => new Promise((resolve) => o.readers[0]!.once('data', resolve)))));
+
+    w.streams = w.streams.filter((s) => s.id !== 'b');
+    addStream(w, 'c', 'db', 'echo replacement');
+    writeDesired(w);
+    const status = await waitStatus(w, 'c running', running('c'));
+    assert.deepEqual(status.masters.map((m) => [m.slot, m.state, m.streams]), [[0, 'up', 1], [1, 'up', 1]]);
+    assert.equal((await within(10_000, 'c output', openStream(w, 'c').out)).toString(), 'replacement\n');
+    assert.deepEqual((await waitStatus(w, 'c exited', ended('c'))).streams.c, { state: 'exited', server: 'db', exitCode: 0, signal: null });
+    for (const r of [...a.readers, ...b.readers]) r.destroy();
+  });
+
   test('(g) a SIGKILLed sidecar: the next one kills what it left, reports a new instance, and runs streams', async () => {
     const w = workspace();
     addServer(w, 'db', ssh);

@@ -85,6 +85,23 @@ describe('reconcile: examples', () => {
     assert.deepEqual(plan.startMasters.map((m) => m.slot), [1]);
   });
 
+  test('the session of a stream killed a moment ago still counts: its replacement goes to the next slot until it is free', () => {
+    const d = desired([server('db', 2)], streamsOf('db', 2));
+    let snap = allUp(applyPlan(EMPTY, reconcile(d, EMPTY)));
+    snap = applyPlan(snap, reconcile(d, snap));
+    // x1 (running) is withdrawn and `next` asked for in the same write.
+    const d2 = desired(d.servers, [d.streams[0]!, { id: 'next', server: 'db', command: 'tail next' }]);
+    const plan = reconcile(d2, snap);
+    assert.deepEqual(plan.removeStreams, ['x1']);
+    assert.deepEqual(plan.addStreams.map((a) => a.slot), [1]);
+    // The supervisor then reserves x1's session; once the reservation lapses slot 0 has room.
+    const held = { ...applyPlan(snap, plan), reserved: [{ server: 'db', slot: 0 }] };
+    assert.ok(isEmptyPlan(reconcile(d2, held)));
+    const d3 = desired(d.servers, [...d2.streams, { id: 'later', server: 'db', command: 'tail later' }]);
+    assert.deepEqual(reconcile(d3, held).addStreams.map((a) => a.slot), [1]);
+    assert.deepEqual(reconcile(d3, { ...held, reserved: [] }).addStreams.map((a) => a.slot), [0]);
+  });
+
   test('a stream whose command changed under the same id is replaced', () => {
     const d = desired([server('db', 2)], streamsOf('db', 1));
     const snap = applyPlan(EMPTY, reconcile(d, EMPTY));
@@ -137,10 +154,14 @@ function live(snap: Snapshot): Map<string, { running: number; waiting: number }>
   return out;
 }
 
-/** Runs a history; `check` sees every plan with the snapshots around it. */
+/**
+ * Runs a history; `check` sees every plan with the snapshots around it. As the supervisor does,
+ * a running stream that is killed leaves its session reserved, here for the next 3 steps.
+ */
 function simulate(steps: Step[], check: (d: DesiredState, before: Snapshot, plan: ReturnType<typeof reconcile>, after: Snapshot) => void): void {
   let d = desired([], []);
   let snap: Snapshot = EMPTY;
+  let reservations: { server: string; slot: number; ttl: number }[] = [];
   for (const step of steps) {
     if (step.kind === 'desired') d = step.state;
     else if (step.kind === 'streamDone') {
@@ -151,8 +172,14 @@ function simulate(steps: Step[], check: (d: DesiredState, before: Snapshot, plan
       const m = snap.masters[step.pick % Math.max(1, snap.masters.length)];
       snap = { ...snap, masters: snap.masters.map((x) => (x === m ? { ...x, up: step.kind === 'masterUp' } : x)) };
     }
+    reservations = reservations.map((r) => ({ ...r, ttl: r.ttl - 1 })).filter((r) => r.ttl > 0);
+    snap = { ...snap, reserved: reservations.map((r) => ({ server: r.server, slot: r.slot })) };
     const plan = reconcile(d, snap);
-    const after = applyPlan(snap, plan);
+    for (const id of plan.removeStreams) {
+      const s = snap.streams.find((x) => x.id === id);
+      if (s?.phase === 'running') reservations.push({ server: s.server, slot: s.slot, ttl: 3 });
+    }
+    const after = { ...applyPlan(snap, plan), reserved: reservations.map((r) => ({ server: r.server, slot: r.slot })) };
     check(d, snap, plan, after);
     snap = after;
   }
@@ -179,11 +206,17 @@ describe('reconcile: properties', () => {
     }), { numRuns: 300 });
   });
 
-  test('with a fixed maxSessions, a slot never holds more than maxSessions waiting or running streams', () => {
+  test('with a fixed maxSessions, a slot never holds more than maxSessions waiting or running streams and sessions still held', () => {
     fc.assert(fc.property(fc.array(stepArb, { maxLength: 30 }).map(fixedSessions), (steps) => {
       simulate(steps, (d, _before, _plan, after) => {
         const max = new Map(d.servers.map((s) => [s.name, s.maxSessions]));
-        for (const [k, c] of live(after)) assert.ok(c.running + c.waiting <= max.get(k.split('/')[0]!)!, `${k}: ${JSON.stringify(c)}`);
+        const held = new Map<string, number>();
+        for (const r of after.reserved ?? []) held.set(`${r.server}/${r.slot}`, (held.get(`${r.server}/${r.slot}`) ?? 0) + 1);
+        for (const [k, c] of live(after)) {
+          const server = k.split('/')[0]!;
+          if (!max.has(server)) continue;
+          assert.ok(c.running + c.waiting + (held.get(k) ?? 0) <= max.get(server)!, `${k}: ${JSON.stringify(c)} + ${held.get(k) ?? 0} held`);
+        }
       });
     }), { numRuns: 300 });
   });
