@@ -85,20 +85,23 @@ try {
 
   const targetsFile = writeTargetsFile(work, [
     {
-      name: 'db1', host: ssh1.host, port: ssh1.port, user: ssh1.user, privateKeyFile: ssh1.privateKeyFile, knownHostsFile: ssh1.knownHostsFile,
+      name: 'db1', host: ssh1.host, port: ssh1.port, user: ssh1.user, privateKeyFile: ssh1.privateKeyFile, knownHostsFile: ssh1.knownHostsFile, transport: 'auto',
       instances: [
         { name: 'main', dataDirectory: db1main.dataDirectory, logDirectory: db1main.logDirectory, logLinePrefix: prefix },
         { name: 'csv', dataDirectory: db1csv.dataDirectory, logDirectory: db1csv.logDirectory, logFormat: 'csvlog' },
       ],
     },
     {
-      name: 'db2', host: ssh2.host, port: ssh2.port, user: ssh2.user, privateKeyFile: ssh2.privateKeyFile, knownHostsFile: ssh2.knownHostsFile,
+      name: 'db2', host: ssh2.host, port: ssh2.port, user: ssh2.user, privateKeyFile: ssh2.privateKeyFile, knownHostsFile: ssh2.knownHostsFile, transport: 'auto',
       instances: [{ name: 'main', dataDirectory: db2main.dataDirectory, logDirectory: db2main.logDirectory, logLinePrefix: prefix, encodings: { databases: { legacy: 'WIN1251' } } }],
     },
   ]);
 
-  say(`running: pglog collect --targets ${targetsFile} (store URL in PGLOG_STORE_URL) for ${seconds} s ...`);
-  const collector = startCollector({ targetsFile, storeUrl: store.url, outputFile: join(work, 'collect.log') });
+  // Promotion thresholds scaled down to the demo's load (production default: 1.25/0.75 Mbit/s,
+  // 60 s dwell), so the busier server moves to the sshproxy sidecar within the minute.
+  const transportArgs = ['--promote-above', '300kbit', '--demote-below', '150kbit', '--rate-window', '5000', '--min-dwell', '10000'];
+  say(`running: pglog collect --targets ${targetsFile} ${transportArgs.join(' ')} (store URL in PGLOG_STORE_URL) for ${seconds} s ...`);
+  const collector = startCollector({ targetsFile, storeUrl: store.url, outputFile: join(work, 'collect.log'), args: transportArgs });
   cleanups.push(async () => { collector.kill('SIGKILL'); await collector.exited; });
   const client = new pg.Client({ connectionString: store.url });
   await client.connect();
@@ -107,11 +110,16 @@ try {
     const r = await client.query<{ n: string }>("SELECT count(*) AS n FROM pg_tables WHERE schemaname = 'pglog' AND tablename = 'statement_events'");
     return r.rows[0]?.n === '1';
   }, 'the store schema', 60_000, () => collector.output().slice(-4000));
+  let movesShown = 0;
   for (let left = seconds; left > 0; left -= 10) {
     await new Promise((r) => setTimeout(r, Math.min(10, left) * 1000));
     const r = await client.query<{ target: string; instance: string; n: string }>(
       'SELECT target, instance, count(*) AS n FROM pglog.statements GROUP BY 1, 2 ORDER BY 1, 2');
     say(`statements in the store: ${r.rows.map((x) => `${x.target}/${x.instance} ${x.n}`).join(', ') || 'none yet'}`);
+    for (const m of collector.logRecords().filter((x) => typeof x['reason'] === 'string' && typeof x['to'] === 'string').slice(movesShown)) {
+      movesShown++;
+      say(`transport: ${String(m['msg'])}`);
+    }
   }
   const stopped = await collector.stop();
   say(`pglog collect stopped on SIGTERM in ${stopped.ms} ms (exit ${String(stopped.code)})`);

@@ -35,7 +35,7 @@ export async function runCollect(config: CollectConfig, io: CollectIO): Promise<
   if (targets.length === 0) throw new PglogError('CONFIG_INVALID', `${config.targetsFile}: no PostgresTarget objects`);
   const credentials = await readCredentials(targets);
   const metrics = createCollectorMetrics();
-  const collector = new Collector({ config, targets, credentials, log, metrics, selfCommand: io.selfCommand });
+  const collector = new Collector({ config, targets, credentials, log, metrics, selfCommand: io.selfCommand, logOutput: io.stdout });
 
   let stopRequested = false;
   let resolveStop!: () => void;

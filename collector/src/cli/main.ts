@@ -44,14 +44,22 @@ async function main(argv: string[]): Promise<number> {
         },
         selfCommand: [process.execPath, ...process.execArgv, process.argv[1]!],
       });
-    case 'sshproxy':
-      return runSshproxy(parseSshproxyArgs(rest), {
+    case 'sshproxy': {
+      const config = parseSshproxyArgs(rest);
+      return runSshproxy(config, {
         stdout: process.stdout,
         onStopRequest: (handler) => {
-          process.once('SIGTERM', handler);
-          process.once('SIGINT', handler);
+          process.once('SIGTERM', () => handler('SIGTERM'));
+          process.once('SIGINT', () => handler('SIGINT'));
+          if (config.stopOnStdinEof) {
+            // The parent holds the other end of this pipe; the kernel closes it when the parent dies.
+            process.stdin.once('end', () => handler('standard input ended (the parent process is gone)'));
+            process.stdin.once('error', () => handler('standard input failed (the parent process is gone)'));
+            process.stdin.resume();
+          }
         },
       });
+    }
     case undefined:
     case 'help':
     case '--help':
@@ -66,6 +74,8 @@ async function main(argv: string[]): Promise<number> {
 
 // An early-closed stdout (`pglog parse --events | head`) is not an error worth a stack trace.
 process.stdout.on('error', (e: NodeJS.ErrnoException) => {
+  // The sidecar whose parent died must still stop its ssh processes: its log is lost, not its clean-up.
+  if (e.code === 'EPIPE' && process.argv[2] === 'sshproxy') return;
   if (e.code === 'EPIPE') process.exit(0);
   throw e;
 });

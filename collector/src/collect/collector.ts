@@ -21,6 +21,7 @@ import type { PostgresInstance, PostgresTarget } from '../config/target-types.ts
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import type { Writable } from 'node:stream';
 import { TemplateCache } from '../protocol/normalize.ts';
 import type { CollectorMetrics } from '../observability/metrics.ts';
 import type { Logger } from '../observability/logger.ts';
@@ -56,6 +57,8 @@ export interface CollectorOptions {
   metrics: CollectorMetrics;
   /** How to run this program again ([node, ...flags, main script]), for the sshproxy child. */
   selfCommand: readonly string[];
+  /** The log's destination, shared with the sshproxy child's log lines. */
+  logOutput: Writable;
 }
 
 /** How often the memory held for the store is sampled into its gauge. */
@@ -160,7 +163,9 @@ export class Collector {
     const client = await SidecarClient.open({ dir });
     this.sidecar = client;
     if (transport.sidecar === 'child') {
-      this.sidecarChild = new SidecarChild({ command: this.o.selfCommand, client, logLevel, log: this.o.log, metrics: this.o.metrics });
+      this.sidecarChild = new SidecarChild({
+        command: this.o.selfCommand, client, logLevel, output: this.o.logOutput, privateDir: this.privateDir !== null, log: this.o.log, metrics: this.o.metrics,
+      });
       this.sidecarChild.start();
     }
     return client;

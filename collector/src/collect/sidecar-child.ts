@@ -8,6 +8,7 @@
  * go to the same standard output as the collector's.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
+import type { Readable, Writable } from 'node:stream';
 import type { Logger } from '../observability/logger.ts';
 import type { CollectorMetrics } from '../observability/metrics.ts';
 import type { SidecarClient } from '../transport/sidecar-client.ts';
@@ -19,6 +20,10 @@ export interface SidecarChildOptions {
   command: readonly string[];
   client: SidecarClient;
   logLevel: string;
+  /** Where the child's JSON log lines go (the collector's own log destination). */
+  output: Writable;
+  /** The directory is this process's private one: the child removes it when it stops. */
+  privateDir: boolean;
   log: Logger;
   metrics: CollectorMetrics;
 }
@@ -44,11 +49,19 @@ export class SidecarChild {
     const { command, client, log, metrics } = this.o;
     for (let attempt = 1; !this.abort.signal.aborted; attempt++) {
       const started = Date.now();
-      const child = spawn(command[0]!, [...command.slice(1), 'sshproxy', '--dir', client.dir, '--log-level', this.o.logLevel], {
-        stdio: ['ignore', 'inherit', 'inherit'],
+      const args = [...command.slice(1), 'sshproxy', '--dir', client.dir, '--log-level', this.o.logLevel, '--stop-on-stdin-eof'];
+      if (this.o.privateDir) args.push('--remove-dir');
+      const child = spawn(command[0]!, args, {
+        // stdin: a pipe this process never writes to; the kernel closes it when this process
+        // dies (even by SIGKILL), which stops the child and its ssh processes. stdout/stderr:
+        // through this process, so an orphan never holds its supervisor's pipes.
+        stdio: ['pipe', 'pipe', 'pipe'],
         // Its own process group, so that what it leaves behind can be ended with it.
         detached: true,
       });
+      child.stdin.on('error', () => undefined);
+      forwardLines(child.stdout, this.o.output);
+      forwardLines(child.stderr, this.o.output);
       this.child = child;
       const ended = new Promise<{ code: number | null; signal: NodeJS.Signals | null; error?: Error }>((resolve) => {
         child.once('error', (error) => resolve({ code: null, signal: null, error }));
@@ -92,4 +105,22 @@ function killGroup(pid: number | undefined): void {
   } catch {
     // Already gone.
   }
+}
+
+/** Copies whole lines only, so the child's log lines never interleave mid-line with ours. */
+function forwardLines(from: Readable, to: Writable): void {
+  let pending: Buffer[] = [];
+  from.on('data', (chunk: Buffer) => {
+    const end = chunk.lastIndexOf(10);
+    if (end < 0) {
+      pending.push(chunk);
+      return;
+    }
+    to.write(pending.length === 0 ? chunk.subarray(0, end + 1) : Buffer.concat([...pending, chunk.subarray(0, end + 1)]));
+    pending = end + 1 < chunk.length ? [chunk.subarray(end + 1)] : [];
+  });
+  from.on('end', () => {
+    if (pending.length > 0) to.write(Buffer.concat([...pending, Buffer.from('\n')]));
+    pending = [];
+  });
 }
