@@ -5,9 +5,10 @@
 //     0 duplicated, each switch reading again within 10 s;
 //   - the sidecar SIGKILLed mid-stream: the collector notices, starts it again, the streams
 //     resume from committed offsets, nothing lost;
-//   - a changed host key: the sidecar refuses it and says so; nothing of that server stored.
+//   - a changed host key: the sidecar refuses it and says so; nothing of that server stored;
+//   - `auto`: a server above the promotion rate moves to the sidecar, and back once it is quiet.
 import assert from 'node:assert/strict';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
@@ -171,5 +172,54 @@ describe('pglog collect moving a server between transports', { timeout: 300_000 
     } finally {
       await other.dispose();
     }
+  });
+
+  test('auto: promoted above the rate, demoted once quiet, nothing lost', async () => {
+    const targetsFile = writeTargetsFile(work, [spec('auto')]);
+    // Thresholds scaled to what a test load offers (~300 kbit/s); a short rate window and dwell.
+    const c = startCollector({
+      targetsFile, storeUrl: store.url, outputFile: join(work, 'auto.log'),
+      args: ['--batch-ms', '200', '--promote-above', '150kbit', '--demote-below', '50kbit', '--rate-window', '1000', '--min-dwell', '2000'],
+    });
+    collector = c;
+    await waitFor(() => c.output().includes('reading '), 'the collector to start reading', 60_000, () => c.output());
+    const load = startSeqLoad(server.url, { ratePerSecond: 400, payloadBytes: 60 });
+    try {
+      await waitFor(() => switches(c).some((s) => s.to === 'proxy'), 'promotion to proxy', 30_000, () => c.output().split('\n').slice(-20).join('\n'));
+      await new Promise((r) => setTimeout(r, 2_000));
+    } finally {
+      await load.stop();
+    }
+    await waitFor(() => switches(c).some((s) => s.to === 'inproc'), 'demotion once the load stopped', 30_000, () => c.output().split('\n').slice(-20).join('\n'));
+    const reasons = c.logRecords().filter((r) => typeof r['reason'] === 'string').map((r) => r['reason']);
+    assert.deepEqual(reasons.slice(0, 2), ['promote', 'demote']);
+    let last = '';
+    await waitFor(async () => {
+      const r = await checkStore(store.url, load.run, { logDirectory: server.logDirectory });
+      last = formatCheck(r);
+      return r.lost.length === 0 && r.expected > 0;
+    }, 'every logged statement in the store', 60_000, () => last);
+    const r = await checkStore(store.url, load.run, { logDirectory: server.logDirectory });
+    assert.equal(r.duplicated.length, 0, formatCheck(r));
+    const stopped = await c.stop();
+    assert.equal(stopped.code, 0);
+    collector = null;
+  });
+
+  test('the collector SIGKILLed: its sidecar stops its ssh processes, removes its directory (key copies) and exits', async () => {
+    const targetsFile = writeTargetsFile(work, [spec('proxy')]);
+    const c = startCollector({ targetsFile, storeUrl: store.url, outputFile: join(work, 'collector-kill.log') });
+    collector = c;
+    await waitFor(() => sidecarPids(c.pid).length > 0 && descendants(sidecarPids(c.pid)[0]!).length > 0, 'the sidecar and its ssh processes', 30_000, () => c.output());
+    const sidecar = sidecarPids(c.pid)[0]!;
+    const argv = readFileSync(`/proc/${sidecar}/cmdline`, 'utf8').split('\0');
+    const dir = argv[argv.indexOf('--dir') + 1]!;
+    const processes = [sidecar, ...descendants(sidecar)];
+    c.kill('SIGKILL');
+    await c.exited;
+    collector = null;
+    const alive = (): number[] => processes.filter((pid) => existsSync(`/proc/${pid}`) && !readFileSync(`/proc/${pid}/stat`, 'utf8').includes(') Z '));
+    await waitFor(() => alive().length === 0, 'the sidecar and its ssh processes to end', 15_000, () => `still alive: ${alive().join(' ')}`);
+    assert.equal(existsSync(dir), false, `${dir} removed`);
   });
 });
