@@ -177,6 +177,8 @@ export class Collector {
     const name = target.metadata.name;
     const creds = this.o.credentials.get(name);
     if (creds === undefined) throw new Error(`no credentials loaded for target ${name}`);
+    // Set below; the connection reports state changes only once it is used, after that.
+    let streams: TargetStreams | null = null;
     const connection = this.connections.get({
       target: name,
       host: target.spec.host,
@@ -187,7 +189,8 @@ export class Collector {
       knownHosts: creds.knownHosts,
       keepaliveIntervalMs: config.keepaliveIntervalMs,
       onStateChange: (state, error) => {
-        this.o.metrics.targetConnected(name, state === 'ready');
+        // Through the sidecar, its master's state is what counts (TransportControl sets it).
+        if (streams?.transport !== 'proxy') this.o.metrics.targetConnected(name, state === 'ready');
         if (state === 'ready') {
           if (connection.connects > 1) this.o.metrics.reconnect(name);
           log.info({ target: name, cipher: connection.negotiatedCipher, nativeCrypto: cryptoBindingAvailable() }, `ssh ${name}: connected to ${target.spec.host}:${target.spec.port} (cipher ${connection.negotiatedCipher ?? 'unknown'})`);
@@ -211,7 +214,7 @@ export class Collector {
       });
       proxy = new ProxyShell({ client: sidecar, server: name, endpoint: `${target.spec.host}:${target.spec.port}` });
     }
-    return new TargetStreams({
+    streams = new TargetStreams({
       target,
       inproc: connection,
       proxy,
@@ -220,6 +223,7 @@ export class Collector {
       metrics: this.o.metrics,
       log,
     });
+    return streams;
   }
 
   private startStream(target: TargetStreams, instance: PostgresInstance, batcher: Batcher, writer: StoreWriter, templates: TemplateCache): void {

@@ -59,6 +59,7 @@ export class TransportControl {
     for (const t of this.o.targets) {
       const rate = t.meter.sample(now);
       metrics.targetRate(t.name, rate);
+      if (t.transport === 'proxy') metrics.targetConnected(t.name, available && (sidecar?.status?.masters.some((m) => m.server === t.name && m.state === 'up') ?? false));
       if (t.isSwitching) continue;
       byName.set(t.name, t);
       // Without a sidecar a pinned proxy cannot be honoured: it stays where it is.
