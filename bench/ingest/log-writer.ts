@@ -13,16 +13,22 @@
  *   parent → { type: 'start' }      begin writing (the rate clock starts here)
  *   parent → { type: 'snapshot' }   answer { type: 'totals', ... } at once
  *   parent → { type: 'stop' }       stop writing, answer the final totals, exit
+ *   parent → { type: 'rates', rates } from now on write file i at rates[i] bytes/s (answers totals)
  * The rate is held by elapsed time (each file's due bytes = rate / files × seconds since
  * start), so a late tick is made up by a larger write, not lost; the parent compares what was
- * offered with what was asked.
+ * offered with what was asked. With `rates` in the config (or a 'rates' command), each file
+ * has a rate of its own (hot and cold servers, bench/transport-bench.ts); a change of rates
+ * keeps what was due until then and counts on from there.
  */
 import { closeSync, openSync, writeSync } from 'node:fs';
 import { StatementLog, formatLogTime } from './statements.ts';
 
 export interface WriterConfig {
   files: string[];
+  /** Combined rate, spread evenly over the files (ignored when `rates` is given). */
   bytesPerSec: number;
+  /** Optional: bytes per second of each file (same length as `files`). */
+  rates?: number[];
   tickMs: number;
 }
 
@@ -39,9 +45,20 @@ export interface WriterTotals {
   writes: number;
   /** Ticks that came more than 2 ticks late (the writer itself was starved). */
   lateTicks: number;
+  /** Bytes appended to each file (prefill included), in file order. */
+  fileBytes: number[];
 }
 
-export type WriterCommand = { type: 'prefill'; bytes: number } | { type: 'start' } | { type: 'snapshot' } | { type: 'stop' };
+export type WriterCommand = { type: 'prefill'; bytes: number } | { type: 'start' } | { type: 'snapshot' } | { type: 'stop' } | { type: 'rates'; rates: number[] };
+
+/** Per-file rates of a config: its own `rates`, or the combined rate spread evenly. */
+export function fileRates(config: WriterConfig): number[] {
+  if (config.rates === undefined) return config.files.map(() => config.bytesPerSec / config.files.length);
+  if (config.rates.length !== config.files.length || config.rates.some((r) => !(r >= 0))) {
+    throw new Error(`log-writer: rates must be ${config.files.length} numbers >= 0`);
+  }
+  return [...config.rates];
+}
 
 /** At most this much in one write call per file; more is written on the next ticks. */
 const MAX_WRITE = 256 * 1024;
@@ -53,7 +70,11 @@ function main(): void {
   const fds = config.files.map((f) => openSync(f, 'a'));
   const logs = config.files.map((_, i) => new StatementLog(0x5eed + i * 7919));
   const written = config.files.map(() => 0);
-  const perFile = config.bytesPerSec / config.files.length;
+  const fileBytes = config.files.map(() => 0);
+  // Due bytes of file i at time t (ms): dueBase[i] + rates[i] × (t − rateSince) / 1000.
+  let rates = fileRates(config);
+  let dueBase = config.files.map(() => 0);
+  let rateSince = 0;
   let startedAt: number | null = null;
   let timer: NodeJS.Timeout | null = null;
   let bytes = 0;
@@ -70,12 +91,14 @@ function main(): void {
     statements: logs.reduce((s, l) => s + l.statements, 0),
     writes,
     lateTicks,
+    fileBytes: [...fileBytes],
   });
 
   const append = (i: number, minBytes: number): void => {
     const text = logs[i]!.entries(formatLogTime(Date.now()), minBytes);
     const n = writeSync(fds[i]!, text, null, 'latin1');
     bytes += n;
+    fileBytes[i]! += n;
     writes++;
   };
 
@@ -83,10 +106,9 @@ function main(): void {
     const now = Date.now();
     if (lastTick !== 0 && now - lastTick > 3 * config.tickMs) lateTicks++;
     lastTick = now;
-    const elapsed = (now - startedAt!) / 1000;
-    const due = perFile * elapsed;
+    const elapsed = (now - rateSince) / 1000;
     for (let i = 0; i < fds.length; i++) {
-      const missing = due - written[i]!;
+      const missing = dueBase[i]! + rates[i]! * elapsed - written[i]!;
       if (missing <= 0) continue;
       const before = bytes;
       append(i, Math.min(missing, MAX_WRITE));
@@ -103,8 +125,20 @@ function main(): void {
       case 'start':
         if (startedAt !== null) return;
         startedAt = Date.now();
+        rateSince = startedAt;
         timer = setInterval(tick, config.tickMs);
         return;
+      case 'rates': {
+        const next = fileRates({ ...config, rates: m.rates });
+        if (startedAt !== null) {
+          const now = Date.now();
+          dueBase = dueBase.map((base, i) => base + rates[i]! * ((now - rateSince) / 1000));
+          rateSince = now;
+        }
+        rates = next;
+        send(totals());
+        return;
+      }
       case 'snapshot':
         send(totals());
         return;

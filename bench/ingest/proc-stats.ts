@@ -6,7 +6,7 @@ import { execFileSync } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
 import { descendants } from '../../collector/test/helpers/process-tree.ts';
 
-const CLK_TCK = ((): number => {
+export const CLK_TCK = ((): number => {
   try {
     return Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim()) || 100;
   } catch {
