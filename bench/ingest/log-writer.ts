@@ -13,12 +13,10 @@
  *   parent → { type: 'start' }      begin writing (the rate clock starts here)
  *   parent → { type: 'snapshot' }   answer { type: 'totals', ... } at once
  *   parent → { type: 'stop' }       stop writing, answer the final totals, exit
- *   parent → { type: 'rates', rates } from now on write file i at rates[i] bytes/s (answers totals)
  * The rate is held by elapsed time (each file's due bytes = rate / files × seconds since
  * start), so a late tick is made up by a larger write, not lost; the parent compares what was
- * offered with what was asked. With `rates` in the config (or a 'rates' command), each file
- * has a rate of its own (hot and cold servers, bench/transport-bench.ts); a change of rates
- * keeps what was due until then and counts on from there.
+ * offered with what was asked. With `rates` in the config, each file has a rate of its own
+ * (hot and cold servers, bench/transport-bench.ts).
  */
 import { closeSync, openSync, writeSync } from 'node:fs';
 import { StatementLog, formatLogTime } from './statements.ts';
@@ -49,7 +47,7 @@ export interface WriterTotals {
   fileBytes: number[];
 }
 
-export type WriterCommand = { type: 'prefill'; bytes: number } | { type: 'start' } | { type: 'snapshot' } | { type: 'stop' } | { type: 'rates'; rates: number[] };
+export type WriterCommand = { type: 'prefill'; bytes: number } | { type: 'start' } | { type: 'snapshot' } | { type: 'stop' };
 
 /** Per-file rates of a config: its own `rates`, or the combined rate spread evenly. */
 export function fileRates(config: WriterConfig): number[] {
@@ -71,10 +69,7 @@ function main(): void {
   const logs = config.files.map((_, i) => new StatementLog(0x5eed + i * 7919));
   const written = config.files.map(() => 0);
   const fileBytes = config.files.map(() => 0);
-  // Due bytes of file i at time t (ms): dueBase[i] + rates[i] × (t − rateSince) / 1000.
-  let rates = fileRates(config);
-  let dueBase = config.files.map(() => 0);
-  let rateSince = 0;
+  const rates = fileRates(config);
   let startedAt: number | null = null;
   let timer: NodeJS.Timeout | null = null;
   let bytes = 0;
@@ -106,9 +101,9 @@ function main(): void {
     const now = Date.now();
     if (lastTick !== 0 && now - lastTick > 3 * config.tickMs) lateTicks++;
     lastTick = now;
-    const elapsed = (now - rateSince) / 1000;
+    const elapsed = (now - startedAt!) / 1000;
     for (let i = 0; i < fds.length; i++) {
-      const missing = dueBase[i]! + rates[i]! * elapsed - written[i]!;
+      const missing = rates[i]! * elapsed - written[i]!;
       if (missing <= 0) continue;
       const before = bytes;
       append(i, Math.min(missing, MAX_WRITE));
@@ -125,20 +120,8 @@ function main(): void {
       case 'start':
         if (startedAt !== null) return;
         startedAt = Date.now();
-        rateSince = startedAt;
         timer = setInterval(tick, config.tickMs);
         return;
-      case 'rates': {
-        const next = fileRates({ ...config, rates: m.rates });
-        if (startedAt !== null) {
-          const now = Date.now();
-          dueBase = dueBase.map((base, i) => base + rates[i]! * ((now - rateSince) / 1000));
-          rateSince = now;
-        }
-        rates = next;
-        send(totals());
-        return;
-      }
       case 'snapshot':
         send(totals());
         return;

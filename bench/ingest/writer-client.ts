@@ -11,8 +11,6 @@ export interface LogWriter {
   prefill(bytes: number): Promise<WriterTotals>;
   start(): void;
   snapshot(): Promise<WriterTotals>;
-  /** From now on, file i is written at rates[i] bytes/s; resolves once the writer has switched. */
-  setRates(rates: number[]): Promise<WriterTotals>;
   /** Stops writing; resolves with the final totals once the child has exited. */
   stop(): Promise<WriterTotals>;
   kill(): void;
@@ -40,7 +38,6 @@ export function spawnLogWriter(config: WriterConfig): LogWriter {
     prefill: (bytes) => ask({ type: 'prefill', bytes }),
     start: () => { child.send({ type: 'start' } satisfies WriterCommand); },
     snapshot: () => ask({ type: 'snapshot' }),
-    setRates: (rates) => ask({ type: 'rates', rates }),
     stop: async () => {
       const totals = await ask({ type: 'stop' });
       await exit;
