@@ -79,16 +79,33 @@ function sshVersionText(): string {
  * The highest ladder rate (MB/s per hot server) with a window kept up, the highest read rate
  * of such a window, and the highest read rate of a window not kept up (overloaded).
  */
-function throughput(windows: ReadonlyArray<{ hotMBps: number; stats: WindowStats; keptUp: boolean }>): { step: number; sustained: number; ceiling: number | null } {
+function throughput(windows: ReadonlyArray<{ hotMBps: number; stats: WindowStats; keptUp: boolean }>): { step: number; sustained: number; ceiling: number | null; ceilingStep: number } {
   let step = NaN;
   let sustained = NaN;
   let ceiling: number | null = null;
+  let ceilingStep = NaN;
   for (const w of windows) {
     if (w.keptUp && !(w.hotMBps < step)) step = w.hotMBps;
     if (w.keptUp && !(w.stats.readMBps <= sustained)) sustained = w.stats.readMBps;
-    if (!w.keptUp && !(w.stats.readMBps <= (ceiling ?? -1))) ceiling = w.stats.readMBps;
+    if (!w.keptUp && !(w.stats.readMBps <= (ceiling ?? -1))) { ceiling = w.stats.readMBps; ceilingStep = w.hotMBps; }
   }
-  return { step, sustained, ceiling };
+  return { step, sustained, ceiling, ceilingStep };
+}
+
+/** Pearson's correlation coefficient. */
+function correlation(xs: readonly number[], ys: readonly number[]): number {
+  const n = xs.length;
+  const mx = xs.reduce((a, b) => a + b, 0) / n;
+  const my = ys.reduce((a, b) => a + b, 0) / n;
+  let sxy = 0;
+  let sxx = 0;
+  let syy = 0;
+  for (let i = 0; i < n; i++) {
+    sxy += (xs[i]! - mx) * (ys[i]! - my);
+    sxx += (xs[i]! - mx) ** 2;
+    syy += (ys[i]! - my) ** 2;
+  }
+  return sxy / Math.sqrt(sxx * syy);
 }
 
 function stepTable(steps: readonly Step[], withProxy: boolean, limit: number): string[] {
@@ -164,7 +181,8 @@ export function renderSection(r: BenchResult, ctx: ReportContext): string {
   const row = (label: string, x: string, y: string, z = ''): string => `| ${label} | ${x} | ${y} | ${z} |`;
   const total = (w: WindowStats): number => w.cpu.collector + w.cpu.sidecar + w.cpu.sshClients;
   const p99Ratio = a.eld.p99 / b.eld.p99;
-  const ceilingOf = (t: { ceiling: number | null }, top: string): string => (t.ceiling === null ? `none (kept up to ${top})` : f(t.ceiling));
+  const ceilingOf = (t: { ceiling: number | null; ceilingStep: number }, top: string): string => (t.ceiling === null ? `none (kept up to ${top})` : `${f(t.ceiling)} (at ${t.ceilingStep})`);
+  const sameCeilingStep = inprocTp.ceiling !== null && proxyTp.ceiling !== null && inprocTp.ceilingStep === proxyTp.ceilingStep;
   const top = (c: readonly Step[] | null): string => `${c?.[c.length - 1]?.hotMBps ?? r.load} MB/s per hot server`;
   const topInproc = top(r.inprocClimb);
   const topProxy = top(r.proxyClimb);
@@ -194,7 +212,7 @@ export function renderSection(r: BenchResult, ctx: ReportContext): string {
     row('log writer / store (postgres) / this benchmark process, % of one core', `${pct(a.cpu.writer, a)} / ${pct(a.cpu.store, a)} / ${pct(a.cpu.bench, a)}`, `${pct(b.cpu.writer, b)} / ${pct(b.cpu.store, b)} / ${pct(b.cpu.bench, b)}`),
     row(`machine busy, % of ${a.cpu.cores * 100} (… of it not ours: other work, kernel threads)`, `${pct(a.cpu.machineBusy, a)} (${otherCell(a, ctx.disturbed)})`, `${pct(b.cpu.machineBusy, b)} (${otherCell(b, ctx.disturbed)})`),
     row('**maximum sustained throughput, MB/s** (highest read rate of a window kept up; at MB/s per hot server)', `${f(inprocTp.sustained)} (at ${inprocTp.step})`, `${f(proxyTp.sustained)} (at ${proxyTp.step})`, `proxy / inproc **${ratio(proxyTp.sustained, inprocTp.sustained, 2)}**`),
-    row('highest read rate of a window not kept up (offered more than it read), MB/s', ceilingOf(inprocTp, topInproc), ceilingOf(proxyTp, topProxy), inprocTp.ceiling !== null && proxyTp.ceiling !== null ? `proxy / inproc ${ratio(proxyTp.ceiling, inprocTp.ceiling, 2)}` : ''),
+    row('highest read rate of a window not kept up (offered more than it read), MB/s (at MB/s per hot server)', ceilingOf(inprocTp, topInproc), ceilingOf(proxyTp, topProxy), sameCeilingStep ? `proxy / inproc ${ratio(proxyTp.ceiling!, inprocTp.ceiling!, 2)}` : 'at different loads'),
     row('drains', drainsText(inprocRuns.map((c, i) => ({ label: `session ${i + 1}`, drain: c.drain }))), drainsText(proxyRuns.map((c, i) => ({ label: `session ${i + 1}`, drain: c.drain })))),
   ];
 
@@ -209,9 +227,24 @@ export function renderSection(r: BenchResult, ctx: ReportContext): string {
   const lastProxyStep = r.proxyClimb?.[r.proxyClimb.length - 1];
   const goals = [
     `- **Goal 1, at least 15 times lower p99 event-loop delay with the hot servers in the sidecar: ${p99Ratio >= 15 ? 'met' : 'not met'}** in this run: ${f(a.eld.p99, 2)} ms all inproc against ${f(b.eld.p99, 2)} ms hot in proxy (${ratio(a.eld.p99, b.eld.p99)}; p50 ${ratio(a.eld.p50, b.eld.p50)}, max ${ratio(a.eld.max, b.eld.max)}).`,
-    `- **Goal 2, higher maximum throughput: ${proxyTp.step > inprocTp.step ? 'met' : proxyTp.step === inprocTp.step ? 'not shown at this ladder\'s resolution' : 'not met'}** in this run: the highest step kept up was ${proxyTp.step === inprocTp.step ? `${inprocTp.step} MB/s per hot server for both` : `${inprocTp.step} MB/s per hot server all inproc and ${proxyTp.step} hot in proxy`}, reading at most ${f(inprocTp.sustained)} and ${f(proxyTp.sustained)} MB/s in a window kept up (${ratio(proxyTp.sustained, inprocTp.sustained, 2)})${inprocTp.ceiling !== null && proxyTp.ceiling !== null ? `; overloaded, inproc read at most ${f(inprocTp.ceiling)} and proxy ${f(proxyTp.ceiling)} MB/s (${ratio(proxyTp.ceiling, inprocTp.ceiling, 2)})` : ''}.`,
+    `- **Goal 2, higher maximum throughput: ${proxyTp.step > inprocTp.step ? 'met' : proxyTp.step === inprocTp.step ? 'not shown at this ladder\'s resolution' : 'not met'}** in this run: the highest step kept up was ${proxyTp.step === inprocTp.step ? `${inprocTp.step} MB/s per hot server for both` : `${inprocTp.step} MB/s per hot server all inproc and ${proxyTp.step} hot in proxy`}, reading at most ${f(inprocTp.sustained)} and ${f(proxyTp.sustained)} MB/s in a window kept up (${ratio(proxyTp.sustained, inprocTp.sustained, 2)})${inprocTp.ceiling !== null && proxyTp.ceiling !== null ? `; overloaded, all inproc read ${f(inprocTp.ceiling)} MB/s at ${inprocTp.ceilingStep} MB/s per hot server and hot in proxy ${f(proxyTp.ceiling)} MB/s at ${proxyTp.ceilingStep}${sameCeilingStep ? ` (${ratio(proxyTp.ceiling, inprocTp.ceiling, 2)})` : ' (different loads: not a ratio)'}` : ''}.`,
     `- What limited it: all inproc at the saturation load, ${limit(a)}; hot in proxy at the same load, ${limit(b)}${lastProxyStep !== undefined ? `; at the proxy's last step (${lastProxyStep.hotMBps} MB/s per hot server), ${limit(lastProxyStep.stats)}` : ''}.`,
     `- Where the CPU went, per GB read: all inproc ${f(perGB(a.cpu.collector, a), 1)} s in the collector; hot in proxy ${f(perGB(b.cpu.collector, b), 1)} s in the collector + ${f(perGB(b.cpu.sidecar, b), 2)} s in the sidecar + ${f(perGB(b.cpu.sshClients, b), 1)} s in its ssh clients = ${f(perGB(total(b), b), 1)} s (${ratio(perGB(total(b), b), perGB(total(a), a), 2)} the all-inproc total). The servers' side (sshd and the remote loops, the same commands for both transports) took ${f(perGB(a.cpu.fleet, a), 1)} and ${f(perGB(b.cpu.fleet, b), 1)} s per GB.`,
+    ...(() => {
+      // The proxy climb's overloaded step against the one before: what the ssh clients do when the streams wait.
+      const climb = r.proxyClimb ?? [];
+      const last = climb[climb.length - 1];
+      const before = climb[climb.length - 2];
+      if (last === undefined || before === undefined || last.keptUp) return [];
+      return [`- When hot in proxy was overloaded (${last.hotMBps} MB/s per hot server, streams waiting for the store), its ssh clients took ${pct(last.stats.cpu.sshClients, last.stats)} % of a core for ${f(last.stats.fifoMBps)} MB/s through the FIFOs, against ${pct(before.stats.cpu.sshClients, before.stats)} % for ${f(before.stats.fifoMBps)} MB/s one step below, where it kept up.`];
+    })(),
+    ...(() => {
+      const all = [...(r.inprocClimb ?? []).map((st) => st.stats), ...(r.proxyClimb ?? []).map((st) => st.stats), ...r.compare.map((c) => c.main), r.auto.after];
+      const rq = correlation(all.map((w) => w.runQueueMsPerSec), all.map((w) => w.eld.p99));
+      const load = correlation(all.map((w) => w.readMBps), all.map((w) => w.eld.p99));
+      const bound = all.some((w) => w.cpu.collector / w.seconds >= 0.9);
+      return [`- Over all ${all.length} windows of this run, the p99 event-loop delay correlates with the time the collector's thread waited for a core at r = ${f(rq, 2)}, and with the rate it read at r = ${f(load, 2)}. ${bound ? 'Some window had the collector\'s thread at 90 % of a core or more.' : `The collector never used more than ${f(Math.max(...all.map((w) => (w.cpu.collector / w.seconds) * 100)), 0)} % of one core: **on this machine the load is machine-bound, not collector-bound.** At the saturation load (all inproc) the servers' side, the store and the log writer used ${pct(a.cpu.fleet + a.cpu.store + a.cpu.writer, a)} % of a core together against the collector's ${pct(a.cpu.collector, a)} %, on ${a.cpu.cores} cores; the collector stops keeping up (streams wait for the store, its thread waits for a core) long before its own thread is full, and the saturated-collector regime in which the issue saw the event-loop gap open (ssh2 p50 21 ms against 1.2 ms for FIFOs) is not reached here.`}`];
+    })(),
   ];
 
   const au = r.auto;
@@ -234,7 +267,7 @@ export function renderSection(r: BenchResult, ctx: ReportContext): string {
       + `(pgbench-like stderr entries, ~150 bytes, small writes every 10 ms): ${ctx.hot} **hot** servers at the rate under test, ${ctx.cold} **cold** at ${f(ctx.coldBps / 1e3, 0)} kB/s each. `
       + `One \`pglog collect\` (the real CLI, ${args}, standalone: its \`pglog sshproxy\` child runs the OpenSSH clients) reads them all through the full pipeline: SSH, parsing, COPY into a PostgreSQL 15 store on the same machine (fsync off, ${settings}). `
       + `Every session is a fresh collector on fresh logs with the store's event tables emptied, and ends with a drain: everything written read, each entry stored once. **1.** All targets pinned \`inproc\`; the hot rate climbs ${ctx.ladder.join(', ')} MB/s per server, a session per rate (${ctx.settleSeconds} s warm-up, an ${ctx.stepSeconds} s window), until the collector reads less than ${f(ctx.keepUp * 100, 0)} % of what is written in the window: the saturation load. `
-      + `**2.** At that load, all \`inproc\` and then the ${ctx.hot} hot targets pinned \`proxy\` (cold ones \`inproc\`), each ${ctx.warmupSeconds} s warm-up and a ${ctx.measureSeconds} s window; then hot in proxy climbs the ladder as all inproc did. **3.** All targets \`auto\`. `
+      + `**2.** At that load, all \`inproc\` and the ${ctx.hot} hot targets pinned \`proxy\` (cold ones \`inproc\`), ${ctx.rounds} session${ctx.rounds === 1 ? '' : 's'} each${ctx.rounds > 1 ? ' in the order A B B A' : ''}, each ${ctx.warmupSeconds} s warm-up and a ${ctx.measureSeconds} s window; then hot in proxy climbs the ladder as all inproc did. **3.** All targets \`auto\`, one ladder step below the saturation load. `
       + `Machine: ${cpus().length} × ${cpus()[0]?.model ?? 'unknown CPU'} for everything (servers, writer, store, collector, sidecar, ssh clients), Linux ${release()}, Node ${process.version}, ${sshVersionText()}. Measured ${new Date().toISOString().slice(0, 10)}, ${f(ctx.totalSeconds / 60, 1)} min in all. MB = 10^6 bytes, GB = 10^9.`,
     '',
     r.inprocClimb === null
