@@ -29,6 +29,8 @@ export interface ProxyShellOptions {
   endpoint: string;
   /** Longest wait for the sidecar to start a stream (its master connecting). Default 30000 ms. */
   startTimeoutMs?: number;
+  /** Longest wait for an unavailable sidecar to come (back) before a spawn fails. Default 10000 ms. */
+  availableTimeoutMs?: number;
   /** After the exit is known, how long an output FIFO that never had a writer may stay open. Default 1000 ms. */
   writerGraceMs?: number;
 }
@@ -43,7 +45,9 @@ export class ProxyShell implements RemoteShell {
   async spawn(command: string, options?: { signal?: AbortSignal | undefined }): Promise<RemoteProcess> {
     const { client } = this.o;
     const signal = options?.signal;
-    if (!client.available()) throw new PglogError('SIDECAR_UNAVAILABLE', `${this.o.server}: cannot start a stream through the sidecar: ${client.unavailableReason()}`);
+    // A sidecar that is starting (or starting again) is waited for a little, rather than
+    // failing every stream of a pinned target while it writes its first status.
+    if (!client.available()) await this.waitAvailable(signal);
     const instance = client.status?.instance ?? '';
     const id = client.addStream(this.o.server, command);
     try {
@@ -63,6 +67,25 @@ export class ProxyShell implements RemoteShell {
       if (isPglogError(e)) throw e;
       throw new PglogError('SIDECAR_UNAVAILABLE', `${this.o.server}: cannot read the sidecar's stream ${id}: ${(e as Error).message}`, { cause: e });
     }
+  }
+
+  private waitAvailable(signal: AbortSignal | undefined): Promise<void> {
+    const { client } = this.o;
+    const timeoutMs = this.o.availableTimeoutMs ?? 10_000;
+    return new Promise<void>((resolve, reject) => {
+      const finish = (ok: boolean): void => {
+        clearTimeout(timer);
+        unsubscribe();
+        signal?.removeEventListener('abort', onAbort);
+        if (ok) resolve();
+        else reject(new PglogError('SIDECAR_UNAVAILABLE', `${this.o.server}: cannot start a stream through the sidecar: ${client.unavailableReason()}`));
+      };
+      const onAbort = (): void => finish(false);
+      const timer = setTimeout(() => finish(false), timeoutMs);
+      const unsubscribe = client.onChange(() => { if (client.available()) finish(true); });
+      if (signal?.aborted === true) onAbort();
+      else signal?.addEventListener('abort', onAbort, { once: true });
+    });
   }
 
   /** Waits until the sidecar has the stream's FIFOs and ssh client ready (or says why not). */
