@@ -80,7 +80,7 @@ export class Sidecar {
     this.watcher = new DesiredWatcher(dir, {
       onDesired: (state) => {
         this.desired = state;
-        this.log.info({ generation: state.generation, servers: state.servers.length, streams: state.streams.length }, 'desired state applied');
+        this.log.debug({ generation: state.generation, servers: state.servers.length, streams: state.streams.length }, 'desired state applied');
         this.changed();
       },
       onError: (message) => {
