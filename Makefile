@@ -91,6 +91,8 @@ bench: bench-logs ## Benchmarks (parse vs pgbadger, COPY BINARY vs text vs INSER
 	node bench/merge-section.ts docs/benchmarks.md spawn-bench $(BENCH_OUT)/spawn.md
 	node bench/transport-bench.ts --out $(BENCH_OUT)/transport.md
 	node bench/merge-section.ts docs/benchmarks.md transport-bench $(BENCH_OUT)/transport.md
+	node bench/transport-micro-bench.ts --out $(BENCH_OUT)/transport-micro.md
+	node bench/merge-section.ts docs/benchmarks.md transport-micro-bench $(BENCH_OUT)/transport-micro.md
 
 clean: ## Remove local build state (keeps the download cache)
 	rm -rf node_modules collector/node_modules operator/node_modules
