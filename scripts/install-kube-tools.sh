@@ -1,0 +1,75 @@
+#!/usr/bin/env bash
+# Installs the real Kubernetes control plane the operator's tests run against, idempotently,
+# cached under ~/.cache/pglog/kube/<version>:
+#   - etcd from Debian's etcd-server package (apt);
+#   - kube-apiserver, kube-controller-manager and kubectl built with `go install` from the
+#     k8s.io/kubernetes module, whose k8s.io/* staging modules are pinned with `replace` lines
+#     to the matching published v0.x versions (the module's own go.mod points them at
+#     ./staging, which `go install` from the module proxy cannot use);
+#   - helm built with `go install helm.sh/helm/v3/cmd/helm`.
+# Prints the bin directory on its last line.
+#
+#   scripts/install-kube-tools.sh [--print-bin]
+set -euo pipefail
+
+KUBE_VERSION=${KUBE_VERSION:-v1.37.2}
+HELM_VERSION=${HELM_VERSION:-v3.22.0}
+CACHE=${PGLOG_CACHE:-$HOME/.cache/pglog}
+ROOT=$CACHE/kube/$KUBE_VERSION
+BIN=$ROOT/bin
+STAGING_VERSION=v0.${KUBE_VERSION#v1.}
+
+say() { printf 'install-kube-tools: %s\n' "$*" >&2; }
+die() { say "error: $*"; exit 1; }
+
+command -v go >/dev/null || die "Go is needed to build kube-apiserver (https://go.dev/dl); none on PATH"
+
+if ! command -v etcd >/dev/null; then
+  say "installing etcd-server (apt)"
+  SUDO=; [ "$(id -u)" -eq 0 ] || SUDO=sudo
+  $SUDO apt-get install -y -q etcd-server >/dev/null || { $SUDO apt-get update -q >/dev/null && $SUDO apt-get install -y -q etcd-server >/dev/null; }
+  # The package starts a system etcd; the tests run their own on other ports.
+  $SUDO systemctl disable --now etcd >/dev/null 2>&1 || true
+fi
+
+mkdir -p "$BIN"
+export GOBIN=$BIN GOFLAGS=-mod=mod GOTOOLCHAIN=local
+export GOMODCACHE=${GOMODCACHE:-$CACHE/go/mod} GOCACHE=${GOCACHE:-$CACHE/go/build}
+
+# The version the binaries report (discovery, `kubectl version`, Helm's kubeVersion checks):
+# a build from the module proxy has no git metadata, so it is stamped in as `make` would.
+MINOR=${KUBE_VERSION#v1.}; MINOR=${MINOR%%.*}
+LDFLAGS="-X k8s.io/component-base/version.gitVersion=$KUBE_VERSION -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=$MINOR -X k8s.io/component-base/version.gitTreeState=clean"
+LDFLAGS="$LDFLAGS -X k8s.io/client-go/pkg/version.gitVersion=$KUBE_VERSION -X k8s.io/client-go/pkg/version.gitMajor=1 -X k8s.io/client-go/pkg/version.gitMinor=$MINOR"
+STAMP="$KUBE_VERSION kube-apiserver kube-controller-manager kubectl $LDFLAGS"
+if [ "$(cat "$BIN/.kube-stamp" 2>/dev/null)" != "$STAMP" ]; then
+  say "building kube-apiserver, kube-controller-manager and kubectl $KUBE_VERSION (staging modules $STAGING_VERSION; several minutes the first time)"
+  MOD=$ROOT/module
+  rm -rf "$MOD"; mkdir -p "$MOD"
+  curl -fsS "https://proxy.golang.org/k8s.io/kubernetes/@v/$KUBE_VERSION.mod" -o "$MOD/kubernetes.mod" \
+    || die "cannot fetch the go.mod of k8s.io/kubernetes $KUBE_VERSION from the module proxy"
+  {
+    echo "module pglog.io/kube-tools"
+    echo
+    echo "go $(sed -n 's/^go //p' "$MOD/kubernetes.mod")"
+    echo
+    echo "require k8s.io/kubernetes $KUBE_VERSION"
+    echo
+    echo "replace ("
+    sed -n 's#^\s*\(k8s.io/[a-z0-9-]*\) => ./staging/src/k8s.io/.*#\t\1 => \1 '"$STAGING_VERSION"'#p' "$MOD/kubernetes.mod"
+    echo ")"
+  } >"$MOD/go.mod"
+  printf 'package tools\n\nimport (\n\t_ "k8s.io/kubernetes/cmd/kube-apiserver"\n\t_ "k8s.io/kubernetes/cmd/kube-controller-manager"\n\t_ "k8s.io/kubernetes/cmd/kubectl"\n)\n' >"$MOD/tools.go"
+  (cd "$MOD" && go mod tidy >/dev/null 2>"$MOD/tidy.log") || { cat "$MOD/tidy.log" >&2; die "go mod tidy failed for k8s.io/kubernetes $KUBE_VERSION"; }
+  (cd "$MOD" && go install -ldflags "$LDFLAGS" k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager k8s.io/kubernetes/cmd/kubectl) \
+    || die "building kube-apiserver failed"
+  echo "$STAMP" >"$BIN/.kube-stamp"
+fi
+
+if [ ! -x "$BIN/helm" ]; then
+  say "building helm $HELM_VERSION"
+  go install "helm.sh/helm/v3/cmd/helm@$HELM_VERSION" || die "building helm failed"
+fi
+
+say "ready: $("$BIN/kube-apiserver" --version 2>/dev/null), etcd $(etcd --version 2>/dev/null | sed -n 's/^etcd Version: //p'), helm $("$BIN/helm" version --short 2>/dev/null)"
+echo "$BIN"
