@@ -22,7 +22,25 @@ STAGING_VERSION=v0.${KUBE_VERSION#v1.}
 say() { printf 'install-kube-tools: %s\n' "$*" >&2; }
 die() { say "error: $*"; exit 1; }
 
-command -v go >/dev/null || die "Go is needed to build kube-apiserver (https://go.dev/dl); none on PATH"
+# Go: the machine's if it is new enough, else the pinned toolchain from the Go module proxy
+# (golang.org/toolchain, the same zip `GOTOOLCHAIN` downloads), cached.
+GO_VERSION=${GO_VERSION:-1.26.8}
+go_ok() { command -v go >/dev/null && [ "$(printf '%s\n' "go$GO_VERSION" "$(go env GOVERSION 2>/dev/null)" | sort -V | head -n 1)" = "go$GO_VERSION" ]; }
+if ! go_ok; then
+  GOROOT_DIR=$CACHE/go/toolchain/go$GO_VERSION
+  if [ ! -x "$GOROOT_DIR/bin/go" ]; then
+    say "installing Go $GO_VERSION from the Go module proxy"
+    mkdir -p "$CACHE/go/toolchain"
+    zip=$CACHE/go/toolchain/go$GO_VERSION.zip
+    curl -fsS "https://proxy.golang.org/golang.org/toolchain/@v/v0.0.1-go$GO_VERSION.linux-amd64.zip" -o "$zip.part" || die "cannot download Go $GO_VERSION"
+    rm -rf "$GOROOT_DIR.tmp" && mkdir -p "$GOROOT_DIR.tmp"
+    python3 -m zipfile -e "$zip.part" "$GOROOT_DIR.tmp" || die "cannot unpack Go $GO_VERSION"
+    mv "$GOROOT_DIR.tmp/golang.org/toolchain@v0.0.1-go$GO_VERSION.linux-amd64" "$GOROOT_DIR"
+    chmod -R u+x "$GOROOT_DIR/bin" "$GOROOT_DIR/pkg/tool"
+    rm -rf "$GOROOT_DIR.tmp" "$zip.part"
+  fi
+  export PATH=$GOROOT_DIR/bin:$PATH GOROOT=$GOROOT_DIR
+fi
 
 if ! command -v etcd >/dev/null; then
   say "installing etcd-server (apt)"
