@@ -1,0 +1,8 @@
+export { boundedConsistentHashing, buildRing, planBoundedAssignment, ringPosition, targetRingPosition, type BoundedAssignment, type Ring } from './bounded-consistent-hashing.ts';
+export { murmur3 } from './hash.ts';
+export { moduloHashing } from './modulo-hashing.ts';
+export {
+  compareStrings, DEFAULT_SHARDING_OPTIONS, movedWeight, shardLoads, sortedShards, targetWeight, targetWeights,
+  validateShardingOptions,
+  type ShardingInput, type ShardingOptions, type ShardingStrategy, type ShardingTarget,
+} from './types.ts';
