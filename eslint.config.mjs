@@ -31,7 +31,7 @@ export default tseslint.config(
   },
   {
     // Entry points: the only places allowed to read the environment.
-    files: ['collector/src/cli/main.ts', 'bench/**/*.ts', 'collector/test/**/*.ts', 'scripts/**/*.ts'],
+    files: ['collector/src/cli/main.ts', 'bench/**/*.ts', 'collector/test/**/*.ts', 'operator/test/**/*.ts', 'scripts/**/*.ts'],
     rules: { 'no-restricted-properties': 'off' },
   },
 );

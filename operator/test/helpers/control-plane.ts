@@ -1,0 +1,149 @@
+// A real Kubernetes control plane for the operator's tests: etcd (Debian's etcd-server),
+// kube-apiserver and, when asked, kube-controller-manager, built by
+// scripts/install-kube-tools.sh (`make test` runs it and passes the bin directory in
+// PGLOG_KUBE_BIN). Everything listens on 127.0.0.1 on free ports, in a private directory,
+// with a bearer token in the system:masters group; it is all stopped and removed by stop()
+// and on process exit.
+import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { generateKeyPairSync, randomBytes } from 'node:crypto';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { onProcessExit } from '../../../collector/test/helpers/exit-cleanup.ts';
+import { freePort, sleep } from '../../../collector/test/helpers/wait.ts';
+
+const run = promisify(execFile);
+
+export interface ControlPlane {
+  /** https://127.0.0.1:PORT */
+  readonly server: string;
+  /** Bearer token of a cluster admin (group system:masters). */
+  readonly token: string;
+  /** A kubeconfig file for that admin (TLS verified against the apiserver's own certificate). */
+  readonly kubeconfig: string;
+  /** The apiserver's serving certificate (PEM), to trust in clients. */
+  readonly caCert: string;
+  /** Runs kubectl against this control plane; resolves with stdout, rejects with stderr. */
+  kubectl(args: readonly string[], stdin?: string): Promise<string>;
+  /** Everything the components logged, for failure messages. */
+  logs(): string;
+  stop(): Promise<void>;
+}
+
+export interface ControlPlaneOptions {
+  /** Also run kube-controller-manager (StatefulSets, garbage collection, ...). Default false. */
+  controllerManager?: boolean;
+}
+
+/** The bin directory of the built tools: PGLOG_KUBE_BIN, or the default cache location. */
+export function kubeBin(): string {
+  return process.env['PGLOG_KUBE_BIN'] ?? join(process.env['HOME'] ?? '/root', '.cache/pglog/kube/v1.37.2/bin');
+}
+
+async function waitReady(url: string, token: string, what: string, log: () => string, timeoutMs = 60_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    try {
+      await run('curl', ['-fsk', '--max-time', '2', '-H', `Authorization: Bearer ${token}`, url]);
+      return;
+    } catch {
+      if (Date.now() > deadline) throw new Error(`${what} not ready after ${timeoutMs} ms:\n${log().slice(-4000)}`);
+      await sleep(250);
+    }
+  }
+}
+
+export async function startControlPlane(options: ControlPlaneOptions = {}): Promise<ControlPlane> {
+  const bin = kubeBin();
+  const dir = mkdtempSync(join(tmpdir(), 'pglog-kube-'));
+  const [etcdClient, etcdPeer, apiPort, kcmPort] = [await freePort(), await freePort(), await freePort(), await freePort()];
+  const token = randomBytes(24).toString('hex');
+  const { privateKey, publicKey } = generateKeyPairSync('rsa', { modulusLength: 2048 });
+  writeFileSync(join(dir, 'sa.key'), privateKey.export({ type: 'pkcs8', format: 'pem' }), { mode: 0o600 });
+  writeFileSync(join(dir, 'sa.pub'), publicKey.export({ type: 'spki', format: 'pem' }));
+  writeFileSync(join(dir, 'tokens.csv'), `${token},pglog-test-admin,pglog-test-admin,system:masters\n`, { mode: 0o600 });
+  const children: ChildProcess[] = [];
+  const output: string[] = [];
+  const start = (name: string, command: string, args: string[]): ChildProcess => {
+    const child = spawn(command, args, { cwd: dir, stdio: ['ignore', 'pipe', 'pipe'] });
+    const keep = (b: Buffer): void => { output.push(`[${name}] ${b.toString('utf8')}`); if (output.length > 2000) output.splice(0, 1000); };
+    child.stdout.on('data', keep);
+    child.stderr.on('data', keep);
+    children.push(child);
+    return child;
+  };
+  const kill = (): void => { for (const c of children) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL'); };
+  const forget = onProcessExit(() => { kill(); rmSync(dir, { recursive: true, force: true }); });
+  const logs = (): string => output.join('');
+  try {
+    start('etcd', 'etcd', [
+      '--data-dir', join(dir, 'etcd'), '--name', 'pglog-test',
+      '--listen-client-urls', `http://127.0.0.1:${etcdClient}`, '--advertise-client-urls', `http://127.0.0.1:${etcdClient}`,
+      '--listen-peer-urls', `http://127.0.0.1:${etcdPeer}`, '--initial-advertise-peer-urls', `http://127.0.0.1:${etcdPeer}`,
+      '--initial-cluster', `pglog-test=http://127.0.0.1:${etcdPeer}`, '--unsafe-no-fsync',
+    ]);
+    start('kube-apiserver', join(bin, 'kube-apiserver'), [
+      `--etcd-servers=http://127.0.0.1:${etcdClient}`,
+      `--secure-port=${apiPort}`, '--bind-address=127.0.0.1',
+      // No kubernetes.default endpoint to maintain (a loopback address may not be advertised).
+      '--endpoint-reconciler-type=none',
+      `--cert-dir=${join(dir, 'certs')}`,
+      '--service-account-issuer=https://kubernetes.default.svc',
+      `--service-account-key-file=${join(dir, 'sa.pub')}`, `--service-account-signing-key-file=${join(dir, 'sa.key')}`,
+      '--authorization-mode=RBAC', `--token-auth-file=${join(dir, 'tokens.csv')}`,
+      '--service-cluster-ip-range=10.0.0.0/24',
+    ]);
+    const server = `https://127.0.0.1:${apiPort}`;
+    await waitReady(`${server}/readyz`, token, 'kube-apiserver', logs);
+    const caCert = readFileSync(join(dir, 'certs', 'apiserver.crt'), 'utf8');
+    const kubeconfig = join(dir, 'kubeconfig');
+    writeFileSync(kubeconfig, JSON.stringify({
+      apiVersion: 'v1', kind: 'Config', 'current-context': 'test',
+      clusters: [{ name: 'test', cluster: { server, 'certificate-authority-data': Buffer.from(caCert).toString('base64'), 'tls-server-name': 'kubernetes' } }],
+      users: [{ name: 'admin', user: { token } }],
+      contexts: [{ name: 'test', context: { cluster: 'test', user: 'admin', namespace: 'default' } }],
+    }), { mode: 0o600 });
+    if (options.controllerManager === true) {
+      start('kube-controller-manager', join(bin, 'kube-controller-manager'), [
+        `--kubeconfig=${kubeconfig}`, `--authentication-kubeconfig=${kubeconfig}`, `--authorization-kubeconfig=${kubeconfig}`,
+        `--secure-port=${kcmPort}`, '--bind-address=127.0.0.1', '--leader-elect=false',
+        `--service-account-private-key-file=${join(dir, 'sa.key')}`, '--use-service-account-credentials=false',
+        '--controllers=*', '--cluster-cidr=10.1.0.0/16', '--allocate-node-cidrs=false',
+      ]);
+      await waitReady(`https://127.0.0.1:${kcmPort}/healthz`, token, 'kube-controller-manager', logs);
+    }
+    const kubectl = async (args: readonly string[], stdin?: string): Promise<string> => {
+      const child = execFile(join(bin, 'kubectl'), ['--kubeconfig', kubeconfig, ...args], { maxBuffer: 64 * 1024 * 1024 });
+      const done = new Promise<string>((resolve, reject) => {
+        let out = '';
+        let err = '';
+        child.stdout!.on('data', (b: Buffer) => { out += b.toString(); });
+        child.stderr!.on('data', (b: Buffer) => { err += b.toString(); });
+        child.on('close', (code) => (code === 0 ? resolve(out) : reject(new Error(`kubectl ${args.join(' ')}: exit ${code}: ${err.trim()}`))));
+      });
+      child.stdin!.end(stdin ?? '');
+      return done;
+    };
+    let stopped = false;
+    return {
+      server, token, kubeconfig, caCert, kubectl, logs,
+      async stop() {
+        if (stopped) return;
+        stopped = true;
+        const exits = children.map((c) => (c.exitCode !== null || c.signalCode !== null ? Promise.resolve() : new Promise<void>((r) => c.once('exit', () => r()))));
+        for (const c of [...children].reverse()) c.kill('SIGTERM');
+        const timer = setTimeout(kill, 5000);
+        await Promise.all(exits);
+        clearTimeout(timer);
+        forget();
+        rmSync(dir, { recursive: true, force: true });
+      },
+    };
+  } catch (e) {
+    kill();
+    forget();
+    rmSync(dir, { recursive: true, force: true });
+    throw e;
+  }
+}
