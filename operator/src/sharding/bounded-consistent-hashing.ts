@@ -34,7 +34,7 @@
  * over the tighter bound.
  *
  * Cost: O(S·V·log(S·V) + T·log T + T·log(S·V)) plus the ring walks of targets whose nearest
- * shards are full; a few milliseconds for 10,000 targets over 100 shards.
+ * shards are full; about 13 ms for 10,000 targets over 100 shards (warm, 2-core machine).
  */
 import { murmur3 } from './hash.ts';
 import {

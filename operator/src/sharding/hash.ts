@@ -8,9 +8,13 @@ const encoder = new TextEncoder();
 const C1 = 0xcc9e2d51;
 const C2 = 0x1b873593;
 
+/** Reused for every call (the module is synchronous): no allocation per hash. */
+let scratch = new Uint8Array(256);
+
 export function murmur3(text: string, seed = 0): number {
-  const bytes = encoder.encode(text);
-  const length = bytes.length;
+  if (text.length * 3 > scratch.length) scratch = new Uint8Array(text.length * 3);
+  const bytes = scratch;
+  const length = encoder.encodeInto(text, bytes).written;
   const blocks = length & ~3;
   let h = seed | 0;
   for (let i = 0; i < blocks; i += 4) {
