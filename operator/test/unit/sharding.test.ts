@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import {
-  boundedConsistentHashing, DEFAULT_SHARDING_OPTIONS, moduloHashing, movedWeight, murmur3, planBoundedAssignment,
-  shardLoads, targetWeights, validateShardingOptions, type ShardingTarget,
+  boundedConsistentHashing, buildRing, DEFAULT_SHARDING_OPTIONS, moduloHashing, movedWeight, murmur3, planBoundedAssignment,
+  shardLoads, targetRingPosition, targetWeights, validateShardingOptions, type ShardingTarget,
 } from '../../src/sharding/index.ts';
 
 const shardNames = (n: number): string[] => Array.from({ length: n }, (_, i) => `pool-${i}`);
@@ -92,6 +92,30 @@ describe('boundedConsistentHashing: examples', () => {
     assert.equal(result.capacity, 150);
     assert.equal(result.assignment.size, 3);
     assert.equal(result.overBound.length, 1);
+  });
+
+  it('sends a target that fits nowhere to the least loaded shard', () => {
+    // Capacity 127.5: 100 and 95 cannot share; the first 30 fits only beside the 95; the second fits nowhere.
+    const targets = [{ name: 'big', bytesPerSecond: 100 }, { name: 'mid', bytesPerSecond: 95 }, { name: 'x1', bytesPerSecond: 30 }, { name: 'x2', bytesPerSecond: 30 }];
+    const result = planBoundedAssignment({ shards: ['s0', 's1'], targets, previous: new Map() }, { ...DEFAULT_SHARDING_OPTIONS, minWeightBytesPerSecond: 1, loadFactor: 1 });
+    const a = result.assignment;
+    assert.notEqual(a.get('big'), a.get('mid'));
+    assert.equal(a.get('x1'), a.get('mid'));
+    assert.equal(a.get('x2'), a.get('big'));
+    assert.deepEqual(result.overBound, [a.get('big')]);
+  });
+
+  it('a target whose fresh home is full stays where it was instead of walking on', () => {
+    const options = { minWeightBytesPerSecond: 1, loadFactor: 1.1, virtualNodes: 6 };
+    const targets = Array.from({ length: 60 }, (_, i) => ({ name: `t${i}`, bytesPerSecond: 100 }));
+    const ring = buildRing(['a', 'b', 'c'], options.virtualNodes);
+    const homedOnC = targets.filter((t) => ring.owners[targetRingPosition(ring, t.name)] === 2).length;
+    assert.equal(homedOnC, 23); // more than c can take: capacity 1.1 × 6000 / 3 = 2200, 22 targets
+    const before = boundedConsistentHashing.assign({ shards: ['a', 'b'], targets, previous: new Map() }, options);
+    const after = boundedConsistentHashing.assign({ shards: ['a', 'b', 'c'], targets, previous: before }, options);
+    const moved = [...after].filter(([name, shard]) => before.get(name) !== shard);
+    assert.equal(moved.length, 22);
+    assert.ok(moved.every(([, shard]) => shard === 'c'));
   });
 
   it('kubectl scale 5 → 6 → 5: about a sixth of the load moves, the rest stays; back to 5 only the sixth shard\'s targets move', () => {
