@@ -13,6 +13,7 @@ import type { Logger } from '../observability/logger.ts';
 import type { CollectorMetrics } from '../observability/metrics.ts';
 import type { SidecarClient } from '../transport/sidecar-client.ts';
 import { pause } from '../transport/clock.ts';
+import { killStrayProcesses } from '../sshproxy/sidecar-files.ts';
 import { backoffDelay } from './retry.ts';
 
 export interface SidecarChildOptions {
@@ -71,6 +72,10 @@ export class SidecarChild {
       const how = await ended;
       this.child = null;
       killGroup(child.pid);
+      // Its stream shells and ssh clients live in process groups of their own: a sidecar that
+      // was killed leaves them behind (a new one on the same directory would clean up too).
+      const strays = await killStrayProcesses(client.dir).catch(() => []);
+      if (strays.length > 0) log.warn({ pids: strays }, `ended ${strays.length} processes the sshproxy sidecar left behind`);
       if (this.abort.signal.aborted) return;
       client.markGone();
       metrics.sidecarProcessRestart();

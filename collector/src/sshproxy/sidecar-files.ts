@@ -84,6 +84,9 @@ export async function cleanStaleDir(dir: string, waitMs = 3000): Promise<StaleCl
   try {
     listed = readFileSync(`${dir}/${PIDS_FILE}`, 'utf8').split('\n').filter((l) => /^\d+$/.test(l)).map(Number);
   } catch { /* no previous sidecar */ }
+  // The pids file can miss a process started just before a SIGKILL: also every process whose
+  // arguments name this directory's FIFOs or control sockets (only ours do).
+  for (const pid of await strayProcesses(dir)) if (!listed.includes(pid)) listed.push(pid);
   const killed: number[] = [];
   for (const pid of listed) {
     if (pid === process.pid || !(await commandLineMentions(pid, dir))) continue;
@@ -112,6 +115,33 @@ export async function cleanStaleDir(dir: string, waitMs = 3000): Promise<StaleCl
   }
   await rm(`${dir}/${PIDS_FILE}`, { force: true });
   return { killed, removedFiles };
+}
+
+/**
+ * Processes (of any parent) whose arguments name a FIFO in DIR/streams or a control socket in
+ * DIR/ctl: the stream shells and ssh clients of a sidecar on DIR, and nothing else.
+ */
+export async function strayProcesses(dir: string): Promise<number[]> {
+  const prefixes = [`${dir}/${STREAMS_DIR}/`, `${dir}/${CONTROL_DIR}/`];
+  const found: number[] = [];
+  for (const name of await readdir('/proc')) {
+    if (!/^\d+$/.test(name) || Number(name) === process.pid) continue;
+    try {
+      const argv = (await readFile(`/proc/${name}/cmdline`, 'utf8')).split('\0');
+      if (argv.some((a) => prefixes.some((p) => a.startsWith(p)))) found.push(Number(name));
+    } catch { /* gone */ }
+  }
+  return found;
+}
+
+/** SIGKILLs the stray processes of DIR (with their process groups); returns their pids. */
+export async function killStrayProcesses(dir: string): Promise<number[]> {
+  const pids = await strayProcesses(dir);
+  for (const pid of pids) {
+    if (await isGroupLeader(pid)) signal(-pid, 'SIGKILL');
+    signal(pid, 'SIGKILL');
+  }
+  return pids;
 }
 
 async function commandLineMentions(pid: number, dir: string): Promise<boolean> {

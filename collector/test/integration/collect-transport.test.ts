@@ -19,6 +19,7 @@ import { startCollector, waitFor, writeTargetsFile, type CollectorProcess, type 
 import { startLogServer, type LogServer } from '../helpers/log-server.ts';
 import { startPostgres, type TestPostgres } from '../helpers/postgres.ts';
 import { descendants } from '../helpers/process-tree.ts';
+import { strayProcesses } from '../../src/sshproxy/sidecar-files.ts';
 import { startSeqLoad } from '../helpers/seq-load.ts';
 import { startSshServer, type TestSshServer } from '../helpers/sshd.ts';
 
@@ -118,12 +119,15 @@ describe('pglog collect moving a server between transports', { timeout: 300_000 
     const c = startCollector({ targetsFile, storeUrl: store.url, args: ['--batch-ms', '200'], outputFile: join(work, 'sidecar-kill.log') });
     collector = c;
     const load = startSeqLoad(server.url, { ratePerSecond: 300, payloadBytes: 60 });
+    let sidecarDir = '';
     try {
       await waitFor(() => switches(c).length > 0 || /reading .*via|fifo/.test(c.output()) || sidecarPids(c.pid).length > 0, 'the sidecar to start', 30_000, () => c.output());
       await waitFor(async () => (await checkStore(store.url, load.run, { logDirectory: server.logDirectory })).stored > 0, 'rows through the proxy', 60_000, () => c.output().split('\n').slice(-30).join('\n'));
       for (let k = 0; k < 2; k++) {
         const [pid] = sidecarPids(c.pid);
         assert.ok(pid !== undefined, 'a sidecar runs under the collector');
+        const argv = readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0');
+        sidecarDir = argv[argv.indexOf('--dir') + 1]!;
         process.kill(pid, 'SIGKILL');
         await waitFor(() => c.output().split('sshproxy sidecar ended').length - 1 > k, 'the collector to notice the sidecar ended', 15_000, () => c.output());
         await waitFor(() => sidecarPids(c.pid).some((p) => p !== pid), 'a new sidecar', 30_000, () => c.output());
@@ -145,6 +149,7 @@ describe('pglog collect moving a server between transports', { timeout: 300_000 
     const stopped = await c.stop();
     assert.equal(stopped.code, 0);
     assert.deepEqual(sidecarPids(c.pid), [], 'no sidecar left behind');
+    assert.deepEqual(await strayProcesses(sidecarDir), [], 'no stream shell or ssh client of the killed sidecars left behind');
     collector = null;
   });
 
