@@ -7,7 +7,7 @@ import { rm } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
 import type { Writable } from 'node:stream';
 import { PglogError } from '../errors.ts';
-import { createLogger } from '../observability/logger.ts';
+import { createLogger, parseLogLevelOption, type OptionLogLevel } from '../observability/logger.ts';
 import { Sidecar } from '../sshproxy/sidecar.ts';
 
 export const SSHPROXY_USAGE = `usage: pglog sshproxy --dir DIR [--log-level LEVEL]
@@ -21,15 +21,13 @@ export const SSHPROXY_USAGE = `usage: pglog sshproxy --dir DIR [--log-level LEVE
 
 export interface SshproxyConfig {
   dir: string;
-  logLevel: 'trace' | 'debug' | 'info' | 'warn' | 'error';
+  logLevel: OptionLogLevel;
   /** Master restart delays (hidden options, for tests). */
   backoffBaseMs: number;
   backoffCapMs: number;
   stopOnStdinEof: boolean;
   removeDir: boolean;
 }
-
-const LOG_LEVELS = ['trace', 'debug', 'info', 'warn', 'error'] as const;
 
 /** `pglog sshproxy` arguments → configuration. */
 export function parseSshproxyArgs(argv: string[]): SshproxyConfig {
@@ -52,15 +50,12 @@ export function parseSshproxyArgs(argv: string[]): SshproxyConfig {
     throw new PglogError('USAGE', `sshproxy: ${(e as Error).message}`);
   }
   if (values.dir === undefined || values.dir === '') throw new PglogError('USAGE', 'sshproxy: --dir DIR is required');
-  const logLevel = values['log-level'] ?? 'info';
-  if (!(LOG_LEVELS as readonly string[]).includes(logLevel)) {
-    throw new PglogError('USAGE', `sshproxy: --log-level must be one of ${LOG_LEVELS.join(', ')}, got '${logLevel}'`);
-  }
+  const logLevel = parseLogLevelOption(values['log-level'], 'sshproxy');
   const backoffBaseMs = count(values['backoff-base-ms'], '--backoff-base-ms', 1000);
   const backoffCapMs = count(values['backoff-cap-ms'], '--backoff-cap-ms', 30_000);
   if (backoffCapMs < backoffBaseMs) throw new PglogError('USAGE', `sshproxy: --backoff-cap-ms (${backoffCapMs}) must not be below --backoff-base-ms (${backoffBaseMs})`);
   return {
-    dir: values.dir, logLevel: logLevel as SshproxyConfig['logLevel'], backoffBaseMs, backoffCapMs,
+    dir: values.dir, logLevel, backoffBaseMs, backoffCapMs,
     stopOnStdinEof: values['stop-on-stdin-eof'] === true, removeDir: values['remove-dir'] === true,
   };
 }

@@ -5,6 +5,7 @@
  */
 import { parseArgs } from 'node:util';
 import { PglogError } from '../errors.ts';
+import { parseLogLevelOption, type OptionLogLevel } from '../observability/logger.ts';
 import { DEFAULT_MAX_ENTRY_BYTES } from '../protocol/line-splitter.ts';
 import { DEFAULT_BATCHER_OPTIONS, type BatcherOptions } from './batcher.ts';
 import { parseTransportConfig, TRANSPORT_OPTIONS, TRANSPORT_USAGE, type TransportConfig } from './transport-config.ts';
@@ -35,7 +36,7 @@ export interface CollectConfig {
   targetsFile: string;
   storeUrl: string;
   listen: { host: string; port: number } | null;
-  logLevel: 'trace' | 'debug' | 'info' | 'warn' | 'error';
+  logLevel: OptionLogLevel;
   startAt: 'beginning' | 'end';
   batcher: BatcherOptions;
   maxEntryBytes: number;
@@ -44,8 +45,6 @@ export interface CollectConfig {
   keepaliveIntervalMs: number;
   transport: TransportConfig;
 }
-
-const LOG_LEVELS = ['trace', 'debug', 'info', 'warn', 'error'] as const;
 
 /** `pglog collect` arguments → configuration. `env` is the process environment (entry point only). */
 export function parseCollectArgs(argv: string[], env: Readonly<Record<string, string | undefined>>, readFile: (path: string) => string): CollectConfig {
@@ -78,10 +77,7 @@ export function parseCollectArgs(argv: string[], env: Readonly<Record<string, st
   }
   if (values.targets === undefined) throw new PglogError('USAGE', 'collect: --targets FILE is required');
   const storeUrl = storeUrlFrom(values.store, values['store-file'], env, readFile);
-  const logLevel = values['log-level'] ?? 'info';
-  if (!(LOG_LEVELS as readonly string[]).includes(logLevel)) {
-    throw new PglogError('USAGE', `collect: --log-level must be one of ${LOG_LEVELS.join(', ')}, got '${logLevel}'`);
-  }
+  const logLevel = parseLogLevelOption(values['log-level'], 'collect');
   const startAt = values['start-at'] ?? 'beginning';
   if (startAt !== 'beginning' && startAt !== 'end') throw new PglogError('USAGE', `collect: --start-at must be beginning or end, got '${startAt}'`);
   const batcher: BatcherOptions = {
@@ -100,7 +96,7 @@ export function parseCollectArgs(argv: string[], env: Readonly<Record<string, st
     targetsFile: values.targets,
     storeUrl,
     listen: listenFrom(values.listen ?? '127.0.0.1:9187'),
-    logLevel: logLevel as CollectConfig['logLevel'],
+    logLevel,
     startAt,
     batcher,
     maxEntryBytes: size(values['max-entry-bytes'], '--max-entry-bytes', DEFAULT_MAX_ENTRY_BYTES),

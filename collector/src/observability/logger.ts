@@ -10,6 +10,7 @@
  */
 import type { Writable } from 'node:stream';
 import { pino, type DestinationStream, type Logger as PinoLogger } from 'pino';
+import { PglogError } from '../errors.ts';
 import { processSecrets, REDACTED, redactUrl, scrubText, type SecretScrubber } from './redact.ts';
 
 // Callers that log also register secrets and redact URLs: one import for all of it.
@@ -18,6 +19,18 @@ export { describePostgresUrl, redactUrl, registerSecret, scrubText } from './red
 export type Logger = PinoLogger;
 export type LogLevel = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
 export const LOG_LEVELS: readonly LogLevel[] = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
+/** The levels a command's `--log-level` accepts. */
+export const OPTION_LOG_LEVELS = ['trace', 'debug', 'info', 'warn', 'error'] as const;
+export type OptionLogLevel = (typeof OPTION_LOG_LEVELS)[number];
+
+/** `--log-level` of `command` (default info); anything else is a USAGE error naming the option. */
+export function parseLogLevelOption(text: string | undefined, command: string): OptionLogLevel {
+  const level = text ?? 'info';
+  if (!(OPTION_LOG_LEVELS as readonly string[]).includes(level)) {
+    throw new PglogError('USAGE', `${command}: --log-level must be one of ${OPTION_LOG_LEVELS.join(', ')}, got '${level}'`);
+  }
+  return level as OptionLogLevel;
+}
 
 export interface LoggerOptions {
   level: LogLevel;
