@@ -165,7 +165,7 @@ async function isGroupLeader(pid: number): Promise<boolean> {
 }
 
 /** Alive and not a zombie (an orphan whose new parent has not reaped it yet is dead enough). */
-function isAlive(pid: number): boolean {
+export function isAlive(pid: number): boolean {
   try {
     const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
     return stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3) !== 'Z';

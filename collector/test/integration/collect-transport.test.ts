@@ -13,13 +13,13 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import pg from 'pg';
-import { checkStore, formatCheck } from '../helpers/checker.ts';
+import { checkStore, formatCheck, type CheckResult } from '../helpers/checker.ts';
 import { freePort, metricSum, scrapeMetrics } from '../helpers/collect-scenario.ts';
 import { startCollector, waitFor, writeTargetsFile, type CollectorProcess, type TargetSpec } from '../helpers/collector-process.ts';
 import { startLogServer, type LogServer } from '../helpers/log-server.ts';
 import { startPostgres, type TestPostgres } from '../helpers/postgres.ts';
 import { descendants } from '../helpers/process-tree.ts';
-import { strayProcesses } from '../../src/sshproxy/sidecar-files.ts';
+import { isAlive, strayProcesses } from '../../src/sshproxy/sidecar-files.ts';
 import { startSeqLoad } from '../helpers/seq-load.ts';
 import { startSshServer, type TestSshServer } from '../helpers/sshd.ts';
 
@@ -52,6 +52,17 @@ describe('pglog collect moving a server between transports', { timeout: 300_000 
     name: 'db1', host: ssh.host, port: ssh.port, user: ssh.user, privateKeyFile: ssh.privateKeyFile, knownHostsFile: ssh.knownHostsFile, transport,
     instances: [{ name: 'main', dataDirectory: server.dataDirectory, logDirectory: server.logDirectory }],
   });
+
+  /** Waits until every statement the server logged for `run` is stored; returns that check. */
+  const everyStatementStored = async (run: string, what: string, timeoutMs: number, detail: () => string = () => ''): Promise<CheckResult> => {
+    let last = '';
+    await waitFor(async () => {
+      const r = await checkStore(store.url, run, { logDirectory: server.logDirectory });
+      last = formatCheck(r);
+      return r.lost.length === 0 && r.expected > 0;
+    }, what, timeoutMs, () => `${last}\n${detail()}`);
+    return checkStore(store.url, run, { logDirectory: server.logDirectory });
+  };
 
   before(async () => {
     work = mkdtempSync(join(tmpdir(), 'pglog-transport-'));
@@ -89,13 +100,7 @@ describe('pglog collect moving a server between transports', { timeout: 300_000 
     } finally {
       await load.stop();
     }
-    let last = '';
-    await waitFor(async () => {
-      const r = await checkStore(store.url, load.run, { logDirectory: server.logDirectory });
-      last = formatCheck(r);
-      return r.lost.length === 0 && r.expected > 0;
-    }, 'every logged statement in the store', 120_000, () => last);
-    const r = await checkStore(store.url, load.run, { logDirectory: server.logDirectory });
+    const r = await everyStatementStored(load.run, 'every logged statement in the store', 120_000);
     assert.equal(r.lost.length, 0, formatCheck(r));
     assert.equal(r.duplicated.length, 0, formatCheck(r));
     assert.ok(r.expected >= load.completed().length * 0.99, `the server logged what the load completed (${r.expected} of ${load.completed().length})`);
@@ -136,13 +141,7 @@ describe('pglog collect moving a server between transports', { timeout: 300_000 
     } finally {
       await load.stop();
     }
-    let last = '';
-    await waitFor(async () => {
-      const r = await checkStore(store.url, load.run, { logDirectory: server.logDirectory });
-      last = formatCheck(r);
-      return r.lost.length === 0 && r.expected > 0;
-    }, 'every logged statement in the store after the sidecar came back', 120_000, () => `${last}\n${c.output().split('\n').slice(-40).join('\n')}`);
-    const r = await checkStore(store.url, load.run, { logDirectory: server.logDirectory });
+    const r = await everyStatementStored(load.run, 'every logged statement in the store after the sidecar came back', 120_000, () => c.output().split('\n').slice(-40).join('\n'));
     assert.equal(r.lost.length, 0, formatCheck(r));
     assert.equal(r.duplicated.length, 0, formatCheck(r));
     assert.ok(c.logRecords().some((x) => x['code'] === 'SIDECAR_UNAVAILABLE'), 'the streams failed with SIDECAR_UNAVAILABLE while it was gone');
@@ -200,13 +199,7 @@ describe('pglog collect moving a server between transports', { timeout: 300_000 
     await waitFor(() => switches(c).some((s) => s.to === 'inproc'), 'demotion once the load stopped', 30_000, () => c.output().split('\n').slice(-20).join('\n'));
     const reasons = c.logRecords().filter((r) => typeof r['reason'] === 'string').map((r) => r['reason']);
     assert.deepEqual(reasons.slice(0, 2), ['promote', 'demote']);
-    let last = '';
-    await waitFor(async () => {
-      const r = await checkStore(store.url, load.run, { logDirectory: server.logDirectory });
-      last = formatCheck(r);
-      return r.lost.length === 0 && r.expected > 0;
-    }, 'every logged statement in the store', 60_000, () => last);
-    const r = await checkStore(store.url, load.run, { logDirectory: server.logDirectory });
+    const r = await everyStatementStored(load.run, 'every logged statement in the store', 60_000);
     assert.equal(r.duplicated.length, 0, formatCheck(r));
     const stopped = await c.stop();
     assert.equal(stopped.code, 0);
@@ -225,7 +218,7 @@ describe('pglog collect moving a server between transports', { timeout: 300_000 
     c.kill('SIGKILL');
     await c.exited;
     collector = null;
-    const alive = (): number[] => processes.filter((pid) => existsSync(`/proc/${pid}`) && !readFileSync(`/proc/${pid}/stat`, 'utf8').includes(') Z '));
+    const alive = (): number[] => processes.filter(isAlive);
     await waitFor(() => alive().length === 0, 'the sidecar and its ssh processes to end', 15_000, () => `still alive: ${alive().join(' ')}`);
     assert.equal(existsSync(dir), false, `${dir} removed`);
   });

@@ -25,6 +25,7 @@ import { after, afterEach, before, describe, test } from 'node:test';
 import { openFifoReader } from '../../src/transport/fifo-reader.ts';
 import { masterArgs } from '../../src/sshproxy/openssh-args.ts';
 import { classifyOpenSshError } from '../../src/sshproxy/openssh-errors.ts';
+import { isAlive } from '../../src/sshproxy/sidecar-files.ts';
 import { parseSidecarStatus, streamFifos, type DesiredServer, type DesiredStream, type SidecarStatus } from '../../src/sshproxy/protocol.ts';
 import { onProcessExit } from '../helpers/exit-cleanup.ts';
 import { descendants } from '../helpers/process-tree.ts';
@@ -43,20 +44,11 @@ function cmdline(pid: number): string[] {
   }
 }
 
-/** Alive and not a zombie. */
-function alive(pid: number): boolean {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    return stat[stat.lastIndexOf(')') + 2] !== 'Z';
-  } catch {
-    return false;
-  }
-}
 
 /** Every live process whose command line mentions `dir` (what a sidecar on `dir` started). */
 function processesMentioning(dir: string): number[] {
   return readdirSync('/proc').filter((e) => /^\d+$/.test(e)).map(Number)
-    .filter((pid) => pid !== process.pid && alive(pid) && cmdline(pid).some((a) => a.includes(`${dir}/`)));
+    .filter((pid) => pid !== process.pid && isAlive(pid) && cmdline(pid).some((a) => a.includes(`${dir}/`)));
 }
 
 /** The sidecar's ssh masters (its children with -M). */
@@ -393,7 +385,7 @@ describe('pglog sshproxy against OpenSSH', { timeout: 240_000 }, () => {
     writeDesired(w);
     const status = await waitStatus(w, 'streams gone', (s) => Object.keys(s.streams).length === 0);
     assert.deepEqual(status.streams, {});
-    await until('the processes ended', () => !alive(longClient[0]!) && !alive(unreadShell[0]!));
+    await until('the processes ended', () => !isAlive(longClient[0]!) && !isAlive(unreadShell[0]!));
     for (const id of ['long', 'unread']) {
       assert.equal(existsSync(join(w.dir, streamFifos(id).out)), false);
       assert.equal(existsSync(join(w.dir, streamFifos(id).err)), false);
@@ -443,13 +435,13 @@ describe('pglog sshproxy against OpenSSH', { timeout: 240_000 }, () => {
     assert.ok(leftovers.length >= 3, `master, client and blocked shell: ${leftovers.length}`);
     first.proc.kill('SIGKILL');
     await first.exited;
-    assert.ok(leftovers.every(alive), 'orphans outlive a killed sidecar');
+    assert.ok(leftovers.every(isAlive), 'orphans outlive a killed sidecar');
     assert.ok(existsSync(join(w.dir, 'sidecar.pids')));
 
     const second = startSidecar(w.dir);
     const fresh = await waitStatus(w, 'a new instance', (s) => s.instance !== firstStatus.instance);
     assert.equal(fresh.pid, second.pid);
-    await until('the old processes are gone', () => !leftovers.some(alive));
+    await until('the old processes are gone', () => !leftovers.some(isAlive));
     await within(5_000, 'old reader ends', old.out);
     // desired.json still lists both: the new sidecar runs them as new runs (the collector,
     // seeing the new instance, withdraws them and asks again from its offsets).
@@ -507,7 +499,7 @@ describe('pglog sshproxy against OpenSSH', { timeout: 240_000 }, () => {
     const children = descendants(sidecar.pid).filter((pid) => pid !== sidecar.pid);
     sidecar.proc.kill('SIGTERM');
     assert.deepEqual(await within(15_000, 'exit', sidecar.exited), { code: 0, signal: null });
-    assert.ok(!children.some(alive), 'no child left');
+    assert.ok(!children.some(isAlive), 'no child left');
     const last = readStatus(w)!;
     // Killed by TERM, or (when ssh had its handler installed) exit status 255, ssh's own failure.
     const long0 = last.streams.long;

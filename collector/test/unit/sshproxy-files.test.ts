@@ -4,7 +4,7 @@ import { chmodSync, chownSync, existsSync, mkdirSync, mkdtempSync, readFileSync,
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, test } from 'node:test';
-import { checkKeyFile, cleanStaleDir, PIDS_FILE, PidsFile, prepareDir, writeFileAtomic } from '../../src/sshproxy/sidecar-files.ts';
+import { checkKeyFile, cleanStaleDir, isAlive, PIDS_FILE, PidsFile, prepareDir, writeFileAtomic } from '../../src/sshproxy/sidecar-files.ts';
 
 const uid = process.getuid?.() ?? 0;
 const dirs: string[] = [];
@@ -15,14 +15,6 @@ function dir(): string {
   return d;
 }
 
-function alive(pid: number): boolean {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    return stat[stat.lastIndexOf(')') + 2] !== 'Z';
-  } catch {
-    return false;
-  }
-}
 
 after(() => {
   for (const d of dirs) rmSync(d, { recursive: true, force: true });
@@ -86,9 +78,9 @@ describe('a previous sidecar\'s leftovers', () => {
       const result = await cleanStaleDir(d);
       assert.deepEqual(result.killed, [stream.pid]);
       assert.equal(result.removedFiles, 3);
-      assert.ok(!alive(stream.pid!));
-      for (const pid of child) assert.ok(!alive(pid), 'the group went too');
-      assert.ok(alive(stranger.pid!), 'a process not about DIR is never killed');
+      assert.ok(!isAlive(stream.pid!));
+      for (const pid of child) assert.ok(!isAlive(pid), 'the group went too');
+      assert.ok(isAlive(stranger.pid!), 'a process not about DIR is never killed');
       assert.equal(existsSync(`${d}/streams/x.out`), false);
       assert.equal(existsSync(`${d}/ctl/abc-0`), false);
       assert.equal(existsSync(`${d}/status.json.tmp-123`), false);
