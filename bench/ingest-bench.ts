@@ -27,6 +27,7 @@ import { renderSection, writeSection } from './ingest/report.ts';
 import { measureRun, type RunResult } from './ingest/run.ts';
 import { startFleet, type Fleet } from './ingest/servers.ts';
 import { startBenchStore } from './ingest/store.ts';
+import { createCleanup } from './lib/cleanup.ts';
 
 const { values } = parseArgs({
   options: {
@@ -54,22 +55,8 @@ if (!Number.isInteger(servers) || rates.some((r) => !(r > 0)) || !(measureSecond
 // Every sshd and PostgreSQL helper registers a process 'exit' hook of its own.
 process.setMaxListeners(servers + 20);
 const say = (line: string): void => { process.stderr.write(`ingest-bench: ${line}\n`); };
-const cleanups: Array<() => Promise<void> | void> = [];
-let cleaning: Promise<void> | null = null;
-const cleanup = (): Promise<void> => {
-  cleaning ??= (async () => {
-    for (const fn of cleanups.splice(0).reverse()) {
-      try { await fn(); } catch (e) { say(`cleanup: ${(e as Error).message}`); }
-    }
-  })();
-  return cleaning;
-};
-for (const signal of ['SIGINT', 'SIGTERM'] as const) {
-  process.once(signal, () => {
-    say(`${signal}: cleaning up`);
-    void cleanup().finally(() => process.exit(130));
-  });
-}
+const cleanups = createCleanup(say);
+const cleanup = (): Promise<void> => cleanups.run();
 
 const root = mkdtempSync(join(tmpdir(), 'pglog-ingest-bench-'));
 chmodSync(root, 0o755); // the sshd login user reads the logs below

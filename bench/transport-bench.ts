@@ -45,6 +45,7 @@ import { renderSection, type AutoResult, type BenchResult, type Step } from './t
 import { Session, type DrainResult, type SessionOptions, type Transport } from './transport/session.ts';
 import { parentPid } from './transport/proc-cpu.ts';
 import { windowStats, type WindowStats } from './transport/window.ts';
+import { createCleanup } from './lib/cleanup.ts';
 
 const { values } = parseArgs({
   options: {
@@ -98,22 +99,8 @@ const AUTO_ARGS = ['--min-dwell', '5000', '--rate-window', '3000'];
 
 process.setMaxListeners(serverCount + 20);
 const say = (line: string): void => { process.stderr.write(`transport-bench: ${line}\n`); };
-const cleanups: Array<() => Promise<void> | void> = [];
-let cleaning: Promise<void> | null = null;
-const cleanup = (): Promise<void> => {
-  cleaning ??= (async () => {
-    for (const fn of cleanups.splice(0).reverse()) {
-      try { await fn(); } catch (e) { say(`cleanup: ${(e as Error).message}`); }
-    }
-  })();
-  return cleaning;
-};
-for (const signal of ['SIGINT', 'SIGTERM'] as const) {
-  process.once(signal, () => {
-    say(`${signal}: cleaning up`);
-    void cleanup().finally(() => process.exit(130));
-  });
-}
+const cleanups = createCleanup(say);
+const cleanup = (): Promise<void> => cleanups.run();
 
 const root = mkdtempSync(join(tmpdir(), 'pglog-transport-bench-'));
 chmodSync(root, 0o755); // the sshd login user reads the logs below
