@@ -6,6 +6,7 @@
 import { rm } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
 import type { Writable } from 'node:stream';
+import { wholeNumberOption } from '../config/whole-number-option.ts';
 import { PglogError } from '../errors.ts';
 import { createLogger, parseLogLevelOption, type OptionLogLevel } from '../observability/logger.ts';
 import { Sidecar } from '../sshproxy/sidecar.ts';
@@ -61,10 +62,7 @@ export function parseSshproxyArgs(argv: string[]): SshproxyConfig {
 }
 
 function count(text: string | undefined, flag: string, fallback: number): number {
-  if (text === undefined) return fallback;
-  const n = Number(text);
-  if (!Number.isSafeInteger(n) || n < 1) throw new PglogError('USAGE', `sshproxy: ${flag} must be a whole number of at least 1, got '${text}'`);
-  return n;
+  return wholeNumberOption('sshproxy', flag, text, fallback, 1);
 }
 
 export interface SshproxyIO {

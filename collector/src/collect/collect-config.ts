@@ -5,6 +5,7 @@
  */
 import { parseArgs } from 'node:util';
 import { PglogError } from '../errors.ts';
+import { wholeNumberOption } from '../config/whole-number-option.ts';
 import { parseLogLevelOption, type OptionLogLevel } from '../observability/logger.ts';
 import { DEFAULT_MAX_ENTRY_BYTES } from '../protocol/line-splitter.ts';
 import { DEFAULT_BATCHER_OPTIONS, type BatcherOptions } from './batcher.ts';
@@ -132,10 +133,7 @@ function listenFrom(text: string): CollectConfig['listen'] {
 }
 
 function count(text: string | undefined, flag: string, fallback: number, min: number): number {
-  if (text === undefined) return fallback;
-  const n = Number(text);
-  if (!Number.isSafeInteger(n) || n < min) throw new PglogError('USAGE', `collect: ${flag} must be a whole number of at least ${min}, got '${text}'`);
-  return n;
+  return wholeNumberOption('collect', flag, text, fallback, min);
 }
 
 const UNITS: Record<string, number> = { '': 1, b: 1, k: 1024, kb: 1024, kib: 1024, m: 1024 ** 2, mb: 1024 ** 2, mib: 1024 ** 2, g: 1024 ** 3, gb: 1024 ** 3, gib: 1024 ** 3 };

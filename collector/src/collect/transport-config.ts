@@ -2,6 +2,7 @@
  * `pglog collect` options for transports: the promotion policy (design §2) and how the
  * sshproxy sidecar is reached. Parsed once with the rest of the command line.
  */
+import { wholeNumberOption } from '../config/whole-number-option.ts';
 import { PglogError } from '../errors.ts';
 import { DEFAULT_POLICY_SETTINGS, validatePolicyOptions, type PolicySettings } from './transport-policy.ts';
 
@@ -58,13 +59,7 @@ export function parseTransportConfig(values: Partial<Record<keyof typeof TRANSPO
     if (n === null) throw new PglogError('USAGE', `collect: --${flag} must be a rate such as 1.25Mbit or 750kbit, got '${text}'`);
     return n;
   };
-  const whole = (flag: keyof typeof TRANSPORT_OPTIONS, fallback: number, min: number): number => {
-    const text = values[flag];
-    if (text === undefined) return fallback;
-    const n = Number(text);
-    if (!Number.isSafeInteger(n) || n < min) throw new PglogError('USAGE', `collect: --${flag} must be a whole number of at least ${min}, got '${text}'`);
-    return n;
-  };
+  const whole = (flag: keyof typeof TRANSPORT_OPTIONS, fallback: number, min: number): number => wholeNumberOption('collect', `--${flag}`, values[flag], fallback, min);
   let policy: PolicySettings;
   try {
     policy = validatePolicyOptions({
