@@ -113,18 +113,16 @@ export class Collector {
     this.gauges.unref();
     const templates = new TemplateCache();
     const sidecar = await this.openSidecar();
-    const targets: TargetStreams[] = [];
     for (const target of this.o.targets) {
       if (!target.spec.collect.logs) continue;
       const streams = await this.targetStreams(target, sidecar);
-      targets.push(streams);
       this.targetStreamsByName.set(target.metadata.name, streams);
       for (const instance of target.spec.instances) {
         this.startStream(streams, instance, batcher, writer, templates);
       }
     }
     this.control = new TransportControl({
-      targets,
+      targets: [...this.targetStreamsByName.values()],
       settings: config.transport.policy,
       sidecar,
       metrics: this.o.metrics,
