@@ -68,13 +68,13 @@ bench-logs: system-deps deps ## Generate the ~500 MB benchmark log (cached)
 	@scripts/loggen/generate.sh --out $(LOGS_DIR)/bench --bench-mb $(BENCH_MB)
 
 test-unit: deps ## Run the unit and property tests only (no PostgreSQL needed)
-	node --test --test-reporter=spec 'collector/test/unit/**/*.test.ts' 'operator/test/unit/**/*.test.ts'
+	node --test --test-timeout=600000 --test-reporter=spec 'collector/test/unit/**/*.test.ts' 'operator/test/unit/**/*.test.ts'
 
 kube-tools: system-deps ## etcd, kube-apiserver, kube-controller-manager, kubectl and helm for the operator's tests (built once, cached)
 	@KUBE_VERSION=$(KUBE_VERSION) PGLOG_CACHE=$(CACHE) scripts/install-kube-tools.sh >/dev/null
 
 test: check logs kube-tools ## Everything CI runs: type-check, lint, generate real logs, all tests
-	PGLOG_TEST_LOGS=$(LOGS_DIR)/test PGLOG_KUBE_BIN=$(KUBE_BIN) node --test --test-reporter=spec 'collector/test/**/*.test.ts' 'operator/test/**/*.test.ts'
+	PGLOG_TEST_LOGS=$(LOGS_DIR)/test PGLOG_KUBE_BIN=$(KUBE_BIN) node --test --test-timeout=600000 --test-reporter=spec 'collector/test/**/*.test.ts' 'operator/test/**/*.test.ts'
 
 demo: system-deps deps ## pglog collect end to end: a store, two sshd servers, three PostgreSQL instances under load; prints pglog report
 	node scripts/demo/collect-demo.ts --seconds $(DEMO_SECONDS)

@@ -47,6 +47,9 @@ class ScriptedFollower implements Follower {
       if (index < this.files.length - 1) yield { kind: 'end-of-file' };
     }
     yield { kind: 'idle' };
+    // A switch can abort the signal while the consumer is between items; a listener added
+    // after that would never fire and the follow would hang.
+    if (signal.aborted) return;
     await new Promise<void>((resolve) => signal.addEventListener('abort', () => resolve(), { once: true }));
   }
 }
