@@ -26,6 +26,12 @@ export const ERROR_CODES = [
   'REMOTE_COMMAND_FAILED', // a command on the server exited with an error (e.g. the log directory cannot be read)
   'SIDECAR_UNAVAILABLE', // the sshproxy sidecar is not running, its status is stale, or it restarted under a stream
   'LOG_POSITION_LOST', // the committed log file is gone and no copy of it was found: bytes were skipped
+  'KUBE_UNAVAILABLE', // the Kubernetes API server cannot be reached, timed out or answered 5xx (retried)
+  'KUBE_FORBIDDEN', // the API server refused the credentials or RBAC denies the request (401/403)
+  'KUBE_NOT_FOUND', // a referenced object (Secret, shard, pool) does not exist
+  'KUBE_CONFLICT', // the object changed since it was read (409); read again and retry
+  'KUBE_GONE', // a watch's resourceVersion is too old (410); list again
+  'KUBE_INVALID', // the API server rejected an object as invalid (400/422)
 ] as const;
 export type ErrorCode = (typeof ERROR_CODES)[number];
 
