@@ -34,6 +34,11 @@ export interface ControlPlane {
 export interface ControlPlaneOptions {
   /** Also run kube-controller-manager (StatefulSets, garbage collection, ...). Default false. */
   controllerManager?: boolean;
+  /**
+   * More kube-apiserver flags, e.g. `--watch-cache=false` with `--etcd-compaction-interval=5s`
+   * so that a watch from an old resourceVersion reaches etcd and gets 410 Gone within seconds.
+   */
+  apiserverArgs?: readonly string[];
 }
 
 /** The bin directory of the built tools: PGLOG_KUBE_BIN, or the default cache location. */
@@ -93,6 +98,7 @@ export async function startControlPlane(options: ControlPlaneOptions = {}): Prom
       `--service-account-key-file=${join(dir, 'sa.pub')}`, `--service-account-signing-key-file=${join(dir, 'sa.key')}`,
       '--authorization-mode=RBAC', `--token-auth-file=${join(dir, 'tokens.csv')}`,
       '--service-cluster-ip-range=10.0.0.0/24',
+      ...(options.apiserverArgs ?? []),
     ]);
     const server = `https://127.0.0.1:${apiPort}`;
     await waitReady(`${server}/readyz`, token, 'kube-apiserver', logs);
