@@ -10,6 +10,7 @@
  */
 import type { LabelSelector, OwnerReference, ResourceRequirements } from '../api/common.ts';
 import type { CollectorPool } from '../api/collector-pool.ts';
+import { PglogError } from '../../../collector/src/errors.ts';
 import type { KubeObject } from '../kube/client-types.ts';
 import type { Container, PodDisruptionBudget, PodSecurityContext, SecurityContext, Service, StatefulSet } from './workload-types.ts';
 
@@ -73,13 +74,21 @@ export function poolSelector(pool: CollectorPool): string {
     .join(',');
 }
 
-/** The owner reference that makes `owner` the controller of an object (garbage collection deletes it with the owner). */
-export function ownerReference(owner: KubeObject & { metadata: { uid: string } }): OwnerReference {
+/**
+ * The owner reference that makes `owner` the controller of an object (garbage collection
+ * deletes it with the owner). `owner` must have been read from the API (it has a uid); one
+ * without throws KUBE_INVALID, as the API server would refuse the reference.
+ */
+export function ownerReference(owner: KubeObject): OwnerReference {
+  const uid = owner.metadata.uid;
+  if (uid === undefined || uid === '') {
+    throw new PglogError('KUBE_INVALID', `${owner.kind} ${owner.metadata.name} has no metadata.uid: an owner must be read from the API server`);
+  }
   return {
     apiVersion: owner.apiVersion,
     kind: owner.kind,
     name: owner.metadata.name,
-    uid: owner.metadata.uid,
+    uid,
     controller: true,
     blockOwnerDeletion: true,
   };
@@ -96,7 +105,7 @@ function ownedMetadata(pool: CollectorPool, name: string): StatefulSet['metadata
     ...(pool.metadata.namespace === undefined ? {} : { namespace: pool.metadata.namespace }),
     labels: poolLabels(pool),
     // A pool read from the API always has a uid; one rendered offline (a dry run) gets no owner.
-    ...(pool.metadata.uid === undefined ? {} : { ownerReferences: [ownerReference({ ...pool, metadata: { ...pool.metadata, uid: pool.metadata.uid } })] }),
+    ...(pool.metadata.uid === undefined ? {} : { ownerReferences: [ownerReference(pool)] }),
   };
 }
 

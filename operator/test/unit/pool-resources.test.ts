@@ -32,6 +32,8 @@ describe('pool labels, selector and owner reference', () => {
     assert.deepEqual(ownerReference({ ...pool, metadata: { ...pool.metadata, uid: 'u-1' } }), {
       apiVersion: 'pglog.io/v1alpha1', kind: 'CollectorPool', name: 'main', uid: 'u-1', controller: true, blockOwnerDeletion: true,
     });
+    delete pool.metadata.uid;
+    assert.throws(() => ownerReference(pool), { code: 'KUBE_INVALID' });
   });
 });
 
