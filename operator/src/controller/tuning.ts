@@ -1,0 +1,161 @@
+/**
+ * Node.js settings of one collector process, computed from what its shard will do (design
+ * §3: "tunes each pod"). The values go into the CollectorShard spec; the collector's launcher
+ * applies them at process start, and a change restarts that pod's collector after a clean
+ * flush. So the values move in coarse steps: a target promoted or a rate drifting must not
+ * restart a pod each time. Pure.
+ *
+ * What uses the libuv threadpool in a collector (reasoned from the code, see
+ * collector/src/transport/fifo-reader.ts):
+ * - dns.lookup (getaddrinfo, blocking, one thread each for up to the resolver's timeout): every
+ *   ssh2 connect of an `inproc` target (ssh2 resolves the host with dns.lookup) and every store
+ *   connection. Reconnect storms (start-up, a network blip) make these concurrent.
+ * - fs.promises: the sidecar files (desired.json, status.json, the key files of `proxy`
+ *   targets), written in a burst when many targets are assigned or moved at once.
+ * - Not: FIFO reads (non-blocking pipe handles on the event loop), ssh2's crypto and zlib
+ *   (synchronous on the main thread), SQL sessions (forwarded over the SSH connection: no
+ *   lookup), `proxy` targets' SSH (OpenSSH in the sidecar resolves the names).
+ */
+import { PglogError } from '../../../collector/src/errors.ts';
+import type { NodeTuning } from '../api/collector-pool.ts';
+import type { ShardTuning } from '../api/collector-shard.ts';
+
+const MiB = 2 ** 20;
+
+export interface TuningInput {
+  /** `pool.spec.nodeTuning`: `auto`, or `explicit` with given values. */
+  nodeTuning: NodeTuning;
+  /** The collector container's memory limit in bytes; null when it has none. */
+  memoryLimitBytes: number | null;
+  /** Targets the shard runs through the in-process SSH client. */
+  inprocTargets: number;
+  /** Targets the shard runs through the sidecar. */
+  proxyTargets: number;
+  /** Log streams (PostgreSQL instances) of the shard's targets. */
+  instances: number;
+  /** SQL sessions (instances of targets that collect activity, locks or statements). */
+  sqlSessions: number;
+  /** Summed smoothed read rate of the shard's targets (bytes per second; unmeasured count 0). */
+  ingestBytesPerSecond: number;
+}
+
+/** libuv's own default: never fewer. */
+const MIN_THREADPOOL = 4;
+/** Threads for what every shard does whatever its targets: the store's connection lookups and the sidecar files. */
+const BASE_THREADS = 2;
+/**
+ * Above this, threads cost more (stacks, context switches on a pod's few CPUs) than they
+ * save: even a 1000-target reconnect storm at 100 ms per lookup clears in under 2 s.
+ */
+const MAX_THREADPOOL = 64;
+/**
+ * One thread per this many `inproc` targets for their concurrent lookups: reconnects are
+ * spread by backoff jitter over seconds, so 40 threads resolve 1000 names at 100 ms each in
+ * 2.5 s, within the first reconnect delay.
+ */
+const INPROC_TARGETS_PER_THREAD = 25;
+/** Key-file writes of `proxy` targets happen in one burst per assignment change and are short. */
+const PROXY_TARGETS_PER_THREAD = 64;
+
+/** Share of the memory limit the V8 heap may take; the rest is external memory (see below). */
+const HEAP_SHARE = 0.75;
+/**
+ * Off-heap memory that does not scale with the limit: code, stacks, the native parts of ssh2
+ * and pg, the tmpfs pages of the shared directory. The 25 % left by HEAP_SHARE holds the
+ * Buffers: batches waiting for the store (`--memory-budget`, 128 MiB by default), socket read
+ * buffers and channel windows.
+ */
+const NON_HEAP_RESERVE_MIB = 64;
+/** Below this the collector cannot hold a shard's parser state and a batch; a lower limit is a misconfiguration. */
+const MIN_OLD_SPACE_MIB = 128;
+/** Without a limit: a heap bounded anyway, so a pod without limits cannot take a node's memory. */
+const DEFAULT_OLD_SPACE_MIB = 1024;
+/** Without a limit, what a shard's state needs per stream and per SQL session (parser state, lines in flight, snapshot rows). */
+const HEAP_PER_STREAM_MIB = 2;
+const HEAP_PER_SQL_SESSION_MIB = 4;
+
+/**
+ * Semi-space by allocation rate. Each log byte becomes short-lived objects (lines, entries,
+ * events, rows); a scavenge costs the live objects, not the garbage, so a larger young
+ * generation at high rates means fewer scavenges and fewer objects promoted to the old space
+ * while still referenced by an unfinished batch. 16 MiB is V8's own default on 64-bit.
+ */
+const SEMI_SPACE_STEPS: ReadonlyArray<{ aboveBytesPerSecond: number; mib: number }> = [
+  { aboveBytesPerSecond: 20e6, mib: 64 },
+  { aboveBytesPerSecond: 5e6, mib: 32 },
+];
+const DEFAULT_SEMI_SPACE_MIB = 16;
+/** V8's young generation is 3 semi-spaces; keep it within 1/8 of the limit: semi-space <= limit / 24. */
+const SEMI_SPACES_PER_LIMIT = 24;
+
+function count(value: number, name: string): number {
+  if (!Number.isFinite(value) || value < 0) throw new PglogError('CONFIG_INVALID', `tuning: ${name} must be a non-negative number, got ${value}`);
+  return value;
+}
+
+function nextPowerOfTwo(n: number): number {
+  return 2 ** Math.ceil(Math.log2(Math.max(1, n)));
+}
+
+function floorPowerOfTwo(n: number): number {
+  return n < 1 ? 1 : 2 ** Math.floor(Math.log2(n));
+}
+
+/** Threadpool size, in powers of two (a pod restarts only when its target count roughly doubles or halves). */
+export function autoThreadpoolSize(inprocTargets: number, proxyTargets: number): number {
+  const wanted = BASE_THREADS + Math.ceil(inprocTargets / INPROC_TARGETS_PER_THREAD) + Math.ceil(proxyTargets / PROXY_TARGETS_PER_THREAD);
+  return Math.min(MAX_THREADPOOL, Math.max(MIN_THREADPOOL, nextPowerOfTwo(wanted)));
+}
+
+/** Semi-space size from the ingest rate, capped by the memory limit. */
+export function autoSemiSpaceMiB(ingestBytesPerSecond: number, memoryLimitBytes: number | null): number {
+  const byRate = SEMI_SPACE_STEPS.find((s) => ingestBytesPerSecond > s.aboveBytesPerSecond)?.mib ?? DEFAULT_SEMI_SPACE_MIB;
+  if (memoryLimitBytes === null) return byRate;
+  return Math.min(byRate, floorPowerOfTwo(memoryLimitBytes / MiB / SEMI_SPACES_PER_LIMIT));
+}
+
+/** Old-space size: the heap's share of the limit less the fixed reserve and the young generation. */
+export function autoOldSpaceMiB(memoryLimitBytes: number | null, semiSpaceMiB: number, instances: number, sqlSessions: number): number {
+  if (memoryLimitBytes === null) {
+    const need = 2 * NON_HEAP_RESERVE_MIB + HEAP_PER_STREAM_MIB * instances + HEAP_PER_SQL_SESSION_MIB * sqlSessions;
+    return Math.max(DEFAULT_OLD_SPACE_MIB, Math.ceil(need / 64) * 64);
+  }
+  const budget = Math.floor((memoryLimitBytes / MiB) * HEAP_SHARE) - NON_HEAP_RESERVE_MIB - 3 * semiSpaceMiB;
+  return Math.max(MIN_OLD_SPACE_MIB, budget);
+}
+
+function explicitValue(value: number | undefined, name: string, min: number, max: number): number | undefined {
+  if (value === undefined) return undefined;
+  if (!Number.isInteger(value) || value < min || value > max) {
+    throw new PglogError('CONFIG_INVALID', `spec.nodeTuning.${name} must be a whole number from ${min} to ${max}, got ${value}`);
+  }
+  return value;
+}
+
+/**
+ * The shard's tuning. `explicit` mode uses the values the pool gives (validated: a value out
+ * of range throws CONFIG_INVALID) and computes the ones it leaves out, as `auto` does.
+ */
+export function computeTuning(input: TuningInput): ShardTuning {
+  const inproc = count(input.inprocTargets, 'inprocTargets');
+  const proxy = count(input.proxyTargets, 'proxyTargets');
+  const instances = count(input.instances, 'instances');
+  const sqlSessions = count(input.sqlSessions, 'sqlSessions');
+  const ingest = count(input.ingestBytesPerSecond, 'ingestBytesPerSecond');
+  const limit = input.memoryLimitBytes === null ? null : count(input.memoryLimitBytes, 'memoryLimitBytes');
+  const mode = input.nodeTuning.mode;
+  if (mode !== 'auto' && mode !== 'explicit') throw new PglogError('CONFIG_INVALID', `spec.nodeTuning.mode must be auto or explicit, got '${mode}'`);
+  const given = mode === 'explicit'
+    ? {
+      uv: explicitValue(input.nodeTuning.uvThreadpoolSize, 'uvThreadpoolSize', 1, 1024),
+      old: explicitValue(input.nodeTuning.maxOldSpaceSizeMiB, 'maxOldSpaceSizeMiB', 64, Number.MAX_SAFE_INTEGER),
+      semi: explicitValue(input.nodeTuning.maxSemiSpaceSizeMiB, 'maxSemiSpaceSizeMiB', 1, 256),
+    }
+    : { uv: undefined, old: undefined, semi: undefined };
+  const semi = given.semi ?? autoSemiSpaceMiB(ingest, limit);
+  return {
+    uvThreadpoolSize: given.uv ?? autoThreadpoolSize(inproc, proxy),
+    maxOldSpaceSizeMiB: given.old ?? autoOldSpaceMiB(limit, semi, instances, sqlSessions),
+    maxSemiSpaceSizeMiB: semi,
+  };
+}
