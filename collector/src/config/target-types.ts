@@ -77,24 +77,53 @@ export interface TargetMetadata {
 
 /** What to collect from a server and how to reach it. */
 export interface PostgresTargetSpec {
-  /** Host name or IP address of the SSH server. */
+  /**
+   * Host name or IP address of the SSH server.
+   * @minLength 1
+   * @validation self.trim() != '' :: host must not be blank
+   */
   host: string;
-  /** TCP port of the SSH server, 1-65535. Default: 22. */
+  /**
+   * TCP port of the SSH server, 1-65535. Default: 22.
+   * @default 22
+   * @minimum 1
+   * @maximum 65535
+   */
   port: number;
-  /** SSH user name. SQL sessions (when enabled) default to the same PostgreSQL role. */
+  /**
+   * SSH user name. SQL sessions (when enabled) default to the same PostgreSQL role.
+   * @minLength 1
+   */
   user: string;
-  /** SSH credentials: key files in a targets file, a Secret in the cluster. Exactly one form. */
+  /**
+   * SSH credentials: key files in a targets file, a Secret in the cluster. Exactly one form.
+   * A `PostgresTarget` in the cluster takes only `secretRef`: key files on the collector's
+   * machine do not exist in a pod.
+   * @crdType SshSecretRef
+   */
   ssh: SshCredentials;
-  /** Name of the `CollectorPool` that collects this target. Ignored in standalone mode. */
+  /**
+   * Name of the `CollectorPool` that collects this target. Ignored in standalone mode.
+   * @pattern ^[a-z0-9]([-a-z0-9]*[a-z0-9])?$
+   * @maxLength 63
+   */
   pool?: string;
   /**
    * `inproc` (the collector's own SSH client), `proxy` (the OpenSSH sidecar), or `auto` (move
    * between them by measured rate, with hysteresis). Default: `auto`.
+   * @default "auto"
    */
   transport: Transport;
-  /** The PostgreSQL instances (clusters) on this server; at least one, unique names. */
+  /**
+   * The PostgreSQL instances (clusters) on this server; at least one, unique names.
+   * @minItems 1
+   * @listMapKey name
+   */
   instances: PostgresInstance[];
-  /** What to collect from every instance of this target. Default: logs only. */
+  /**
+   * What to collect from every instance of this target. Default: logs only.
+   * @default {}
+   */
   collect: TargetCollect;
 }
 
@@ -123,7 +152,11 @@ export interface SshSecretRef {
 
 /** A Secret in the same namespace as the object that refers to it. */
 export interface SecretReference {
-  /** Name of the Secret (a DNS-1123 subdomain). */
+  /**
+   * Name of the Secret (a DNS-1123 subdomain).
+   * @pattern ^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$
+   * @maxLength 253
+   */
   name: string;
 }
 
@@ -134,27 +167,42 @@ export interface PostgresInstance {
   /**
    * Name of the instance, a DNS-1123 label unique within the target (`main`, `15-main`). It is
    * the `instance` column of the store's views.
+   * @pattern ^[a-z0-9]([-a-z0-9]*[a-z0-9])?$
+   * @maxLength 63
    */
   name: string;
-  /** Absolute path of the instance's data directory (`data_directory`) on the server. */
+  /**
+   * Absolute path of the instance's data directory (`data_directory`) on the server.
+   * @pattern ^/
+   */
   dataDirectory: string;
   /**
    * The server's `log_directory`: absolute, or relative to `dataDirectory` as in
    * postgresql.conf. The loader resolves it to an absolute path. Default: `log`.
+   * @default "log"
+   * @minLength 1
    */
   logDirectory: string;
-  /** Format of the log files: `stderr`, `csvlog` or `jsonlog`. Default: `stderr`. */
+  /**
+   * Format of the log files: `stderr`, `csvlog` or `jsonlog`. Default: `stderr`.
+   * @default "stderr"
+   */
   logFormat: LogFormat;
   /**
    * The server's `log_line_prefix`, exactly as in postgresql.conf (used to parse `stderr`
    * logs). Default: `%m [%p] ` (PostgreSQL's own default).
+   * @default "%m [%p] "
    */
   logLinePrefix: string;
-  /** Encodings of the log text, per database. */
+  /**
+   * Encodings of the log text, per database.
+   * @default {}
+   */
   encodings: InstanceEncodings;
   /**
    * How to open SQL sessions to this instance (for activity, locks and statements), through
    * the SSH connection to the server's Unix socket. Default: the values of its fields.
+   * @default {}
    */
   sql: InstanceSql;
 }
@@ -165,33 +213,67 @@ export interface InstanceEncodings {
    * PostgreSQL encoding name (`UTF8`, `WIN1251`, `KOI8R`, `LATIN1`, ... or a usual alias such
    * as `windows-1251`), for entries of databases not listed in `databases` and of no database.
    * The loader stores the canonical name. Default: `UTF8`.
+   * @default "UTF8"
+   * @minLength 1
    */
   default: string;
-  /** Database name → encoding of that database, canonical names as for `default`. Default: none. */
+  /**
+   * Database name → encoding of that database, canonical names as for `default`. Default: none.
+   * @default {}
+   */
   databases: Record<string, string>;
 }
 
 /** Where and as whom SQL sessions connect (a Unix socket forwarded over SSH). */
 export interface InstanceSql {
-  /** Directory of the server's Unix socket (`unix_socket_directories`). Default: `/var/run/postgresql`. */
+  /**
+   * Directory of the server's Unix socket (`unix_socket_directories`). Default: `/var/run/postgresql`.
+   * @default "/var/run/postgresql"
+   * @pattern ^/
+   */
   socketDirectory: string;
-  /** The instance's `port` (names the socket file `.s.PGSQL.<port>`), 1-65535. Default: 5432. */
+  /**
+   * The instance's `port` (names the socket file `.s.PGSQL.<port>`), 1-65535. Default: 5432.
+   * @default 5432
+   * @minimum 1
+   * @maximum 65535
+   */
   port: number;
-  /** Database to connect to. Default: `postgres`. */
+  /**
+   * Database to connect to. Default: `postgres`.
+   * @default "postgres"
+   * @minLength 1
+   */
   database: string;
-  /** PostgreSQL role to connect as. Default: `spec.user` (peer authentication over the socket). */
+  /**
+   * PostgreSQL role to connect as. Default: `spec.user` (peer authentication over the socket).
+   * @optional
+   * @minLength 1
+   */
   user: string;
 }
 
 /** What to collect. */
 export interface TargetCollect {
-  /** Read the server logs. Default: true. */
+  /**
+   * Read the server logs. Default: true.
+   * @default true
+   */
   logs: boolean;
-  /** Sample `pg_stat_activity` over SQL. Default: false. */
+  /**
+   * Sample `pg_stat_activity` over SQL. Default: false.
+   * @default false
+   */
   activity: boolean;
-  /** Sample blocking chains from `pg_locks` over SQL. Default: false. */
+  /**
+   * Sample blocking chains from `pg_locks` over SQL. Default: false.
+   * @default false
+   */
   locks: boolean;
-  /** Sample `pg_stat_statements` over SQL (the extension must be installed). Default: false. */
+  /**
+   * Sample `pg_stat_statements` over SQL (the extension must be installed). Default: false.
+   * @default false
+   */
   statements: boolean;
 }
 
@@ -207,7 +289,10 @@ export interface PostgresTargetStatus {
   lag?: TargetLag;
   /** Time of the newest entry written to the store (RFC 3339). */
   lastEntryTime?: string;
-  /** Conditions such as `Ready` and `Connected`, as in Kubernetes. */
+  /**
+   * Conditions such as `Ready` and `Connected`, as in Kubernetes.
+   * @listMapKey type
+   */
   conditions?: TargetCondition[];
   /** The `metadata.generation` this status describes. */
   observedGeneration?: number;
@@ -215,9 +300,15 @@ export interface PostgresTargetStatus {
 
 /** Smoothed read rates. */
 export interface TargetRates {
-  /** Bytes of log read per second. */
+  /**
+   * Bytes of log read per second.
+   * @type number
+   */
   bytesPerSecond: number;
-  /** Log lines read per second. */
+  /**
+   * Log lines read per second.
+   * @type number
+   */
   linesPerSecond: number;
 }
 
@@ -225,7 +316,10 @@ export interface TargetRates {
 export interface TargetLag {
   /** Bytes between the committed offsets and the ends of the log files. */
   bytes: number;
-  /** Seconds between the newest committed entry and now. */
+  /**
+   * Seconds between the newest committed entry and now.
+   * @type number
+   */
   seconds: number;
 }
 
@@ -233,7 +327,7 @@ export interface TargetLag {
 export interface TargetCondition {
   /** `Ready`, `Connected`, ... (CamelCase). */
   type: string;
-  /** `True`, `False` or `Unknown`. */
+  /** Whether the condition holds: `True`, `False` or `Unknown`. */
   status: 'True' | 'False' | 'Unknown';
   /** The `metadata.generation` the condition was set for. */
   observedGeneration?: number;

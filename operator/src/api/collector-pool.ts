@@ -43,15 +43,30 @@ export interface CollectorPoolSpec {
   targetSelector?: LabelSelector;
   /** Where the collectors write: a PostgreSQL connection URL in a Secret. */
   store: PoolStore;
-  /** How targets are spread over the pool's shards. */
+  /**
+   * How targets are spread over the pool's shards.
+   * @default {}
+   */
   sharding: PoolSharding;
-  /** When `auto` targets move to and from the sshproxy sidecar. */
+  /**
+   * When `auto` targets move to and from the sshproxy sidecar.
+   * @default {}
+   */
   transport: PoolTransport;
-  /** The collector container. */
+  /**
+   * The collector container.
+   * @default {}
+   */
   collector: PoolContainer;
-  /** The sshproxy sidecar container. */
+  /**
+   * The sshproxy sidecar container.
+   * @default {}
+   */
   sidecar: PoolSidecar;
-  /** Node.js settings of each collector process. */
+  /**
+   * Node.js settings of each collector process.
+   * @default {}
+   */
   nodeTuning: NodeTuning;
 }
 
@@ -66,6 +81,7 @@ export interface PoolSharding {
   /**
    * No shard carries more than this factor times the mean load. Lower spreads load more evenly
    * but moves more targets when rates change.
+   * @type number
    * @default 1.25
    * @minimum 1
    * @maximum 4
@@ -79,7 +95,12 @@ export interface PoolSharding {
   minWeightBytesPerSecond: number;
 }
 
-/** Transport promotion thresholds (hysteresis) for targets with `spec.transport: auto`. */
+/**
+ * Transport promotion thresholds (hysteresis) for targets with `spec.transport: auto`.
+ * (The rules test has(): the API server checks them against the `{}` default too, before nested
+ * defaults apply; on objects it stores, the defaults have been applied.)
+ * @validation !has(self.demoteBelowBitsPerSecond) || !has(self.promoteAboveBitsPerSecond) || self.demoteBelowBitsPerSecond < self.promoteAboveBitsPerSecond :: demoteBelowBitsPerSecond must be below promoteAboveBitsPerSecond
+ */
 export interface PoolTransport {
   /**
    * An `auto` target whose read rate stays above this many bits per second moves to the sidecar.
@@ -130,7 +151,10 @@ export interface PoolSidecar {
   resources?: ResourceRequirements;
 }
 
-/** Node.js tuning of the collector process: computed per pod, or fixed. */
+/**
+ * Node.js tuning of the collector process: computed per pod, or fixed.
+ * @validation !has(self.mode) || self.mode != 'explicit' || (has(self.uvThreadpoolSize) && has(self.maxOldSpaceSizeMiB) && has(self.maxSemiSpaceSizeMiB)) :: mode explicit needs uvThreadpoolSize, maxOldSpaceSizeMiB and maxSemiSpaceSizeMiB
+ */
 export interface NodeTuning {
   /**
    * `auto`: the operator computes the values per pod from its shard and container limits;
@@ -168,9 +192,15 @@ export interface CollectorPoolStatus {
   readyReplicas?: number;
   /** Number of targets assigned to the pool. */
   targets?: number;
-  /** Load per shard. */
+  /**
+   * Load per shard.
+   * @listMapKey index
+   */
   shards?: ShardLoad[];
-  /** `Ready`, `Progressing`, `Degraded`, as in Kubernetes. */
+  /**
+   * `Ready`, `Progressing`, `Degraded`, as in Kubernetes.
+   * @listMapKey type
+   */
   conditions?: Condition[];
   /** The `metadata.generation` this status describes. */
   observedGeneration?: number;
@@ -182,7 +212,10 @@ export interface ShardLoad {
   index: number;
   /** Targets assigned. */
   targets: number;
-  /** Summed weight of its targets in bytes per second. */
+  /**
+   * Summed weight of its targets in bytes per second.
+   * @type number
+   */
   bytesPerSecond: number;
   /** Targets it runs through its sidecar. */
   proxied: number;

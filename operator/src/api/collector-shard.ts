@@ -24,15 +24,28 @@ export interface CollectorShard {
 
 /** The assignment, written by the operator. */
 export interface CollectorShardSpec {
-  /** Name of the `CollectorPool`. */
+  /**
+   * Name of the `CollectorPool`.
+   * @pattern ^[a-z0-9]([-a-z0-9]*[a-z0-9])?$
+   * @maxLength 63
+   */
   pool: string;
   /**
    * Index of the shard: pod `<pool>-<index>` of the pool's StatefulSet collects it.
    * @minimum 0
    */
   index: number;
-  /** The targets this shard collects, sorted by name. */
+  /**
+   * The targets this shard collects, sorted by name.
+   * @listMapKey name
+   */
   targets: ShardTarget[];
+  /**
+   * Number of entries in `targets`, for the `Targets` column of `kubectl get collectorshards`
+   * (a printer column's JSONPath cannot count a list).
+   * @minimum 0
+   */
+  targetCount?: number;
   /** Node.js settings the collector process starts with; a change restarts it after a clean flush. */
   tuning: ShardTuning;
 }
@@ -88,9 +101,15 @@ export interface CollectorShardStatus {
   tuning?: ShardTuning;
   /** When the collector last wrote this status (RFC 3339). */
   updatedAt?: string;
-  /** Per-target state, sorted by name. */
+  /**
+   * Per-target state, sorted by name.
+   * @listMapKey name
+   */
   targets?: ShardTargetStatus[];
-  /** `Ready` (every assigned target is collecting), as in Kubernetes. */
+  /**
+   * `Ready` (every assigned target is collecting), as in Kubernetes.
+   * @listMapKey type
+   */
   conditions?: Condition[];
 }
 
@@ -103,9 +122,15 @@ export interface ShardTargetStatus {
    * @enum inproc proxy
    */
   transport: 'inproc' | 'proxy';
-  /** Smoothed rate of log bytes read per second, all instances. */
+  /**
+   * Smoothed rate of log bytes read per second, all instances.
+   * @type number
+   */
   bytesPerSecond: number;
-  /** Smoothed rate of log lines read per second, all instances. */
+  /**
+   * Smoothed rate of log lines read per second, all instances.
+   * @type number
+   */
   linesPerSecond: number;
   /** Bytes between the committed offsets and the ends of the logs. */
   lagBytes: number;
@@ -117,7 +142,10 @@ export interface ShardTargetStatus {
   lastEntryTime?: string;
   /** Stable error code of the last failure, if the target is failing now. */
   error?: string;
-  /** Committed read positions, one per instance. */
+  /**
+   * Committed read positions, one per instance.
+   * @listMapKey instance
+   */
   offsets?: ShardOffset[];
 }
 

@@ -29,9 +29,14 @@ export interface OwnerReference {
 
 /** A condition, as Kubernetes' `metav1.Condition`. */
 export interface Condition {
-  /** CamelCase type: `Ready`, `Progressing`, `Degraded`, `Connected`. */
+  /**
+   * CamelCase type: `Ready`, `Progressing`, `Degraded`, `Connected`.
+   * @minLength 1
+   * @maxLength 316
+   */
   type: string;
   /**
+   * Whether the condition holds: `True`, `False` or `Unknown`.
    * @enum True False Unknown
    */
   status: 'True' | 'False' | 'Unknown';
@@ -60,9 +65,17 @@ export interface LabelSelectorRequirement {
 
 /** A key of a Secret in the same namespace. */
 export interface SecretKeySelector {
-  /** Name of the Secret. */
+  /**
+   * Name of the Secret (a DNS-1123 subdomain).
+   * @pattern ^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$
+   * @maxLength 253
+   */
   name: string;
-  /** Key within the Secret. */
+  /**
+   * Key within the Secret.
+   * @pattern ^[-._a-zA-Z0-9]+$
+   * @maxLength 253
+   */
   key: string;
 }
 
