@@ -33,7 +33,7 @@ KUBE_BIN     := $(CACHE)/kube/$(KUBE_VERSION)/bin
 BENCH_MB     ?= 500
 
 .DEFAULT_GOAL := help
-.PHONY: help node deps system-deps kube-tools typecheck lint check logs bench-logs test test-unit demo demo-parse bench clean distclean
+.PHONY: help node deps system-deps kube-tools typecheck lint check logs bench-logs test test-unit demo demo-parse bench crds clean distclean
 
 help: ## Show this help
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  \033[36m%-14s\033[0m %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -69,6 +69,9 @@ bench-logs: system-deps deps ## Generate the ~500 MB benchmark log (cached)
 
 test-unit: deps ## Run the unit and property tests only (no PostgreSQL needed)
 	node --test --test-timeout=600000 --test-reporter=spec 'collector/test/unit/**/*.test.ts' 'operator/test/unit/**/*.test.ts'
+
+crds: deps ## Regenerate crds/*.yaml and docs/resources.md from the resource types (a test fails when they differ)
+	node scripts/gen-crds.ts
 
 kube-tools: system-deps ## etcd, kube-apiserver, kube-controller-manager, kubectl and helm for the operator's tests (built once, cached)
 	@KUBE_VERSION=$(KUBE_VERSION) PGLOG_CACHE=$(CACHE) scripts/install-kube-tools.sh >/dev/null
