@@ -138,6 +138,11 @@ function resourcesOr(given: ResourceRequirements | undefined, fallback: Resource
   };
 }
 
+/** The collector container's resources: the pool's, or the defaults (the tuning reads the memory limit from here too). */
+export function collectorResources(pool: CollectorPool): ResourceRequirements {
+  return resourcesOr(pool.spec.collector.resources, DEFAULT_COLLECTOR_RESOURCES);
+}
+
 function collectorContainer(pool: CollectorPool, image: string): Container {
   return {
     name: 'collector',
@@ -165,7 +170,7 @@ function collectorContainer(pool: CollectorPool, image: string): Container {
     readinessProbe: { httpGet: { path: '/readyz', port: METRICS_PORT_NAME }, periodSeconds: 10, timeoutSeconds: 5, failureThreshold: 3 },
     // /healthz fails only when the process is wedged; a restart resumes from committed offsets.
     livenessProbe: { httpGet: { path: '/healthz', port: METRICS_PORT_NAME }, initialDelaySeconds: 10, periodSeconds: 20, timeoutSeconds: 5, failureThreshold: 6 },
-    resources: resourcesOr(pool.spec.collector.resources, DEFAULT_COLLECTOR_RESOURCES),
+    resources: collectorResources(pool),
     securityContext: { ...CONTAINER_SECURITY, capabilities: { drop: ['ALL'] } },
     volumeMounts: SHARED_MOUNTS.map((m) => ({ ...m })),
   };

@@ -1,0 +1,219 @@
+/**
+ * The desired CollectorShard specs of one pool: which shard collects each target (sharding by
+ * measured load), over which transport, with which assignment epoch, and each pod's Node.js
+ * tuning. Pure and deterministic: the same input (in any order) gives the same output, and
+ * planning again from the output (the same rates and time) changes nothing, so a reconcile
+ * pass with nothing new writes nothing.
+ *
+ * Epochs fence the store (collector-shard.ts, ShardTarget.epoch): a target staying on its shard
+ * keeps its epoch; one that moves gets one more than the highest epoch any shard's spec or
+ * status knows for it, so the new owner's claim outranks whatever the old owner may still hold.
+ */
+import { PglogError } from '../../../collector/src/errors.ts';
+import type { ActiveTransport, PostgresTarget } from '../../../collector/src/config/target-types.ts';
+import type { CollectorPool, ShardLoad } from '../api/collector-pool.ts';
+import type { CollectorShard, CollectorShardSpec, ShardTarget } from '../api/collector-shard.ts';
+import { planBoundedAssignment, targetWeight, validateShardingOptions, type ShardingOptions } from '../sharding/index.ts';
+import { collectorResources } from './pool-resources.ts';
+import { parseQuantity } from './quantity.ts';
+import { chooseTransports, type TransportCandidate } from './transport-choice.ts';
+import { computeTuning } from './tuning.ts';
+
+export { matchesLabelSelector, selectPoolTargets } from './selection.ts';
+
+export interface PlanInput {
+  pool: CollectorPool;
+  /** The targets this pool collects (selectPoolTargets), any order. */
+  targets: readonly PostgresTarget[];
+  /** The pool's existing CollectorShards, any index (surplus ones of a scale-down included), with spec and status. */
+  shards: readonly CollectorShard[];
+  nowMs: number;
+}
+
+export interface PlannedShard {
+  /** `<pool>-<index>`. */
+  name: string;
+  index: number;
+  spec: CollectorShardSpec;
+}
+
+export interface TargetPlacement {
+  /** Index of the owning shard. */
+  shard: number;
+  transport: ActiveTransport;
+  /** The measured rate the plan used; null when no one has measured it yet. */
+  bytesPerSecond: number | null;
+}
+
+export interface PoolPlan {
+  /** One per replica, by index. */
+  shards: PlannedShard[];
+  /** Target name → placement, in name order. Empty when the pool has no replicas. */
+  targets: Map<string, TargetPlacement>;
+  /** Per shard, by index. */
+  loads: ShardLoad[];
+}
+
+/** What the existing shards say about one target. */
+interface Known {
+  /** The shard whose spec assigns it (the newest one if two do), with that entry. */
+  owner?: { index: number; entry: ShardTarget };
+  /** Highest epoch in any spec or status. */
+  maxEpoch: number;
+  /** The rate its owner reported, else the highest-epoch report of another shard. */
+  reported?: { bytesPerSecond: number; epoch: number; fromOwner: boolean };
+}
+
+export function shardName(pool: string, index: number): string {
+  return `${pool}-${index}`;
+}
+
+function compareNames(a: string, b: string): number {
+  return a < b ? -1 : a > b ? 1 : 0;
+}
+
+/** The existing shards, read into one record per target (input order does not matter: ties go to the lower index). */
+function readExisting(shards: readonly CollectorShard[]): Map<string, Known> {
+  const known = new Map<string, Known>();
+  const get = (name: string): Known => {
+    let k = known.get(name);
+    if (k === undefined) known.set(name, (k = { maxEpoch: 0 }));
+    return k;
+  };
+  const sorted = [...shards].sort((a, b) => a.spec.index - b.spec.index || compareNames(a.metadata.name, b.metadata.name));
+  for (const shard of sorted) {
+    for (const entry of shard.spec.targets) {
+      const k = get(entry.name);
+      k.maxEpoch = Math.max(k.maxEpoch, entry.epoch);
+      if (k.owner === undefined || entry.epoch > k.owner.entry.epoch) k.owner = { index: shard.spec.index, entry };
+    }
+  }
+  for (const shard of sorted) {
+    for (const report of shard.status?.targets ?? []) {
+      const k = get(report.name);
+      k.maxEpoch = Math.max(k.maxEpoch, report.epoch);
+      if (!Number.isFinite(report.bytesPerSecond) || report.bytesPerSecond < 0) continue;
+      const fromOwner = k.owner?.index === shard.spec.index;
+      const r = k.reported;
+      if (r === undefined || (fromOwner && !r.fromOwner) || (fromOwner === r.fromOwner && report.epoch > r.epoch)) {
+        k.reported = { bytesPerSecond: report.bytesPerSecond, epoch: report.epoch, fromOwner };
+      }
+    }
+  }
+  return known;
+}
+
+function shardingOptions(pool: CollectorPool): ShardingOptions {
+  try {
+    return validateShardingOptions({ loadFactor: pool.spec.sharding.loadFactor, minWeightBytesPerSecond: pool.spec.sharding.minWeightBytesPerSecond });
+  } catch (e) {
+    throw new PglogError('CONFIG_INVALID', `spec.sharding: ${(e as Error).message}`, { cause: e });
+  }
+}
+
+function parseSince(text: string | undefined): number | null {
+  if (text === undefined) return null;
+  const ms = Date.parse(text);
+  return Number.isFinite(ms) ? ms : null;
+}
+
+function memoryLimitBytes(pool: CollectorPool): number | null {
+  const limit = collectorResources(pool).limits?.memory;
+  return limit === undefined ? null : parseQuantity(limit);
+}
+
+export function planPool(input: PlanInput): PoolPlan {
+  const { pool, nowMs } = input;
+  const poolName = pool.metadata.name;
+  const replicas = pool.spec.replicas;
+  if (!Number.isSafeInteger(replicas) || replicas < 0) throw new PglogError('CONFIG_INVALID', `spec.replicas must be a whole number >= 0, got ${replicas}`);
+  const options = shardingOptions(pool);
+  const targets = [...input.targets].sort((a, b) => compareNames(a.metadata.name, b.metadata.name));
+  for (let i = 1; i < targets.length; i++) {
+    if (targets[i]!.metadata.name === targets[i - 1]!.metadata.name) throw new PglogError('CONFIG_INVALID', `planPool: target ${targets[i]!.metadata.name} given twice`);
+  }
+  const known = readExisting(input.shards);
+  const rateOf = (t: PostgresTarget): number | null => known.get(t.metadata.name)?.reported?.bytesPerSecond ?? t.status?.rates?.bytesPerSecond ?? null;
+
+  const shardNames = Array.from({ length: replicas }, (_, i) => shardName(poolName, i));
+  const previous = new Map<string, string>();
+  for (const [name, k] of known) if (k.owner !== undefined) previous.set(name, shardName(poolName, k.owner.index));
+  const placed = planBoundedAssignment({
+    shards: shardNames,
+    targets: targets.map((t) => ({ name: t.metadata.name, bytesPerSecond: rateOf(t) })),
+    previous,
+  }, options).assignment;
+  const indexOf = new Map(shardNames.map((n, i) => [n, i]));
+
+  const perShard: PostgresTarget[][] = shardNames.map(() => []);
+  for (const t of targets) {
+    const shard = placed.get(t.metadata.name);
+    if (shard !== undefined) perShard[indexOf.get(shard)!]!.push(t);
+  }
+
+  const memoryLimit = memoryLimitBytes(pool);
+  const placements = new Map<string, TargetPlacement>();
+  const shards: PlannedShard[] = [];
+  const loads: ShardLoad[] = [];
+  perShard.forEach((members, index) => {
+    const candidates: TransportCandidate[] = members.map((t) => {
+      const owner = known.get(t.metadata.name)?.owner;
+      const stayed = owner?.index === index;
+      const rate = rateOf(t);
+      return {
+        name: t.metadata.name,
+        pinned: t.spec.transport,
+        // A moved target keeps its transport; its dwell restarts on the new shard (since null).
+        current: owner?.entry.transport ?? null,
+        since: stayed ? parseSince(owner.entry.transportSince) : null,
+        bitsPerSecond: rate === null ? null : rate * 8,
+      };
+    });
+    const choices = chooseTransports({ targets: candidates, settings: pool.spec.transport, nowMs });
+
+    const entries: ShardTarget[] = [];
+    let proxied = 0;
+    let weight = 0;
+    let ingest = 0;
+    let instances = 0;
+    let sqlSessions = 0;
+    for (const t of members) {
+      const name = t.metadata.name;
+      const k = known.get(name);
+      const owner = k?.owner;
+      const choice = choices.get(name)!;
+      entries.push({
+        name,
+        transport: choice.transport,
+        epoch: owner !== undefined && owner.index === index ? owner.entry.epoch : (k?.maxEpoch ?? 0) + 1,
+        transportSince: new Date(choice.since).toISOString(),
+      });
+      const rate = rateOf(t);
+      placements.set(name, { shard: index, transport: choice.transport, bytesPerSecond: rate });
+      if (choice.transport === 'proxy') proxied++;
+      weight += targetWeight({ name, bytesPerSecond: rate }, options);
+      ingest += rate ?? 0;
+      const streams = t.spec.collect.logs ? t.spec.instances.length : 0;
+      instances += streams;
+      const c = t.spec.collect;
+      if (c.activity || c.locks || c.statements) sqlSessions += t.spec.instances.length;
+    }
+    const tuning = computeTuning({
+      nodeTuning: pool.spec.nodeTuning,
+      memoryLimitBytes: memoryLimit,
+      inprocTargets: members.length - proxied,
+      proxyTargets: proxied,
+      instances,
+      sqlSessions,
+      ingestBytesPerSecond: ingest,
+    });
+    shards.push({ name: shardNames[index]!, index, spec: { pool: poolName, index, targets: entries, tuning } });
+    loads.push({ index, targets: members.length, bytesPerSecond: weight, proxied });
+  });
+
+  return {
+    shards,
+    targets: new Map([...placements].sort(([a], [b]) => compareNames(a, b))),
+    loads,
+  };
+}
