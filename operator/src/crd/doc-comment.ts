@@ -56,9 +56,3 @@ export function parseDocComment(comment: string | undefined): DocComment {
     tags: tags.map((t) => ({ name: t.name, text: t.lines.map((l) => l.trim()).filter((l) => l !== '').join(' ') })),
   };
 }
-
-/** The last `/** ... *\/` block right before a declaration, if any. */
-export function docCommentBefore(sourceText: string, commentRanges: readonly { pos: number; end: number }[] | undefined): string | undefined {
-  const docs = (commentRanges ?? []).map((r) => sourceText.slice(r.pos, r.end)).filter((c) => c.startsWith('/**'));
-  return docs[docs.length - 1];
-}

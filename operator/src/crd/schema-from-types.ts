@@ -14,7 +14,7 @@
  * comment is the description; a field without one (on itself or on its interface) is an error.
  */
 import ts from 'typescript';
-import { docCommentBefore, parseDocComment, type DocComment } from './doc-comment.ts';
+import { parseDocComment, type DocComment } from './doc-comment.ts';
 import type { JsonSchema, ValidationRule } from './json-schema.ts';
 
 export interface SchemaOptions {
@@ -35,9 +35,12 @@ export function createTypeProgram(files: readonly string[]): ts.Program {
   });
 }
 
+/** The node's doc comment, from its raw text (a comment after `{` on the same line counts too). */
 function docOf(node: ts.Node): DocComment {
   const sf = node.getSourceFile();
-  return parseDocComment(docCommentBefore(sf.text, ts.getLeadingCommentRanges(sf.text, node.pos)));
+  const docs = ts.getJSDocCommentsAndTags(node).filter(ts.isJSDoc);
+  const last = docs[docs.length - 1];
+  return parseDocComment(last === undefined ? undefined : sf.text.slice(last.pos, last.end));
 }
 
 function tagValues(doc: DocComment, name: string): string[] {
@@ -98,7 +101,7 @@ class SchemaBuilder {
 
   fieldSchema(prop: ts.Symbol, decl: ts.Declaration, path: string): { schema: JsonSchema; isRequired: boolean } {
     const doc = docOf(decl);
-    const owner = ts.isInterfaceDeclaration(decl.parent) ? decl.parent.name.text : '?';
+    const owner = ts.isInterfaceDeclaration(decl.parent) ? decl.parent.name.text : '(type literal)';
     const where = `${path} (${owner}.${prop.name} in ${this.fileName(decl)})`;
     for (const tag of doc.tags) if (!KNOWN_TAGS.has(tag.name)) throw new Error(`${where}: unknown tag @${tag.name}`);
     let type = this.checker.getNonNullableType(this.checker.getTypeOfSymbol(prop));
