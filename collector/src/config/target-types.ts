@@ -47,7 +47,10 @@ export const TARGET_DEFAULTS = {
   defaultEncoding: string; sqlSocketDirectory: string; sqlPort: number; sqlDatabase: string; collect: TargetCollect;
 };
 
-/** A whole `PostgresTarget` object. */
+/**
+ * A whole `PostgresTarget` object.
+ * @validation self.metadata.name.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?$') && size(self.metadata.name) <= 63 :: metadata.name must be a DNS-1123 label: at most 63 lower-case letters, digits and '-', starting and ending with a letter or digit
+ */
 export interface PostgresTarget {
   /** Always `pglog.io/v1alpha1`. */
   apiVersion: typeof API_VERSION;

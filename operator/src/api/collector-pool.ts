@@ -13,7 +13,10 @@ import type { Condition, LabelSelector, ObjectMeta, ResourceRequirements, Secret
 
 export const POOL_KIND = 'CollectorPool';
 
-/** A pool of collector pods. */
+/**
+ * A pool of collector pods.
+ * @validation self.metadata.name.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?$') && size(self.metadata.name) <= 63 :: metadata.name must be a DNS-1123 label: at most 63 lower-case letters, digits and '-', starting and ending with a letter or digit (it names the pool's StatefulSet and is the spec.pool of its targets)
+ */
 export interface CollectorPool {
   /** Always `pglog.io/v1alpha1`. */
   apiVersion: 'pglog.io/v1alpha1';

@@ -85,6 +85,8 @@ function resourceSection(crd: CustomResourceDefinition): string {
     '|---|---|---|---|---|',
   ];
   const rows: string[] = [];
+  // Rules on the whole object (they check metadata.name) are listed with metadata.
+  rows.push(`| \`metadata\` | object | | ${cell(validationText({ 'x-kubernetes-validations': root['x-kubernetes-validations'] ?? [] }, true))} | Standard Kubernetes object metadata: name, namespace, labels, annotations. |`);
   for (const part of ['spec', 'status']) {
     const schema = root.properties?.[part];
     if (schema === undefined) continue;

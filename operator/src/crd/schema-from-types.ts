@@ -228,5 +228,6 @@ export function resourceSchema(program: ts.Program, fileName: string, interfaceN
   const required = (schema.required ?? []).filter((r) => !owned.has(r));
   const root: JsonSchema = { description: docOf(iface).description, type: 'object', properties: props };
   if (required.length > 0) root.required = required;
+  if (schema['x-kubernetes-validations'] !== undefined) root['x-kubernetes-validations'] = schema['x-kubernetes-validations'];
   return root;
 }

@@ -104,6 +104,9 @@ describe('the generated CRDs on a real kube-apiserver', { timeout: 180_000 }, ()
     await rejects(target('blank', { host: '   ' }), /host must not be blank/);
     await rejects(target('noinstances', { instances: [] }), /spec\.instances: Invalid value: 0: spec\.instances in body should have at least 1 items/);
     await rejects(target('BadName', {}), /metadata\.name/);
+    await rejects(target('a.b', {}), /metadata\.name must be a DNS-1123 label/);
+    await rejects(target('x'.repeat(64), {}), /metadata\.name must be a DNS-1123 label/);
+    await rejects(pool('pool.one', {}), /metadata\.name must be a DNS-1123 label/);
     await rejects(target('badinstance', { instances: [{ name: 'Main_1', dataDirectory: '/d' }] }), /spec\.instances\[0\]\.name: Invalid value: "Main_1"/);
   });
 

@@ -145,10 +145,10 @@ describe('type → schema', () => {
 
   test('apiVersion and kind are plain strings, metadata an object, none of them required', () => {
     const file = join(dir, 'root.ts');
-    writeFileSync(file, "/** Root. */\nexport interface R {\n  /** V. */\n  apiVersion: 'x/v1';\n  /** K. */\n  kind: 'R';\n  metadata: { name: string };\n  /** S. */\n  spec: string;\n}");
+    writeFileSync(file, "/** Root.\n * @validation self.metadata.name != 'x' :: not x */\nexport interface R {\n  /** V. */\n  apiVersion: 'x/v1';\n  /** K. */\n  kind: 'R';\n  metadata: { name: string };\n  /** S. */\n  spec: string;\n}");
     const schema = resourceSchema(createTypeProgram([file]), file, 'R');
     assert.deepEqual(schema, {
-      description: 'Root.', type: 'object', required: ['spec'],
+      description: 'Root.', type: 'object', required: ['spec'], 'x-kubernetes-validations': [{ rule: "self.metadata.name != 'x'", message: 'not x' }],
       properties: { apiVersion: { description: 'V.', type: 'string' }, kind: { description: 'K.', type: 'string' }, metadata: { type: 'object' }, spec: { description: 'S.', type: 'string' } },
     });
   });
