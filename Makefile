@@ -102,6 +102,8 @@ bench: bench-logs ## Benchmarks (parse vs pgbadger, COPY BINARY vs text vs INSER
 	node bench/merge-section.ts docs/benchmarks.md transport-bench $(BENCH_OUT)/transport.md
 	node bench/transport-micro-bench.ts --out $(BENCH_OUT)/transport-micro.md
 	node bench/merge-section.ts docs/benchmarks.md transport-micro-bench $(BENCH_OUT)/transport-micro.md
+	PGLOG_KUBE_BIN=$(KUBE_BIN) node bench/operator-bench.ts --out $(BENCH_OUT)/operator.md
+	node bench/merge-section.ts docs/benchmarks.md operator-bench $(BENCH_OUT)/operator.md
 
 clean: ## Remove local build state (keeps the download cache)
 	rm -rf node_modules collector/node_modules operator/node_modules
