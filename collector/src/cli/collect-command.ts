@@ -1,7 +1,8 @@
 /**
  * `pglog collect --targets FILE --store URL`: the standalone collector. Reads and validates
  * the targets file and every key file once, then runs until told to stop (SIGTERM/SIGINT,
- * wired by main.ts), flushing within --stop-timeout.
+ * wired by main.ts), flushing within --stop-timeout. `pglog collect --shard NAME` is cluster
+ * mode (cluster/cluster-command.ts).
  */
 import { readFile } from 'node:fs/promises';
 import type { Writable } from 'node:stream';
@@ -14,25 +15,33 @@ import { storeUrlPasswords } from '../store/store-url.ts';
 import { createLogger, redactUrl, registerSecret } from '../observability/logger.ts';
 import { startHttpServer } from '../observability/http-server.ts';
 import { createCollectorMetrics } from '../observability/metrics.ts';
+import { runClusterCollect } from '../cluster/cluster-command.ts';
 
 export { COLLECT_USAGE, parseCollectArgs } from '../collect/collect-config.ts';
 
 export interface CollectIO {
   /** Where the JSON log goes (standard output). */
   stdout: Writable;
-  /** Calls `handler` once when the process is asked to stop. */
-  onStopRequest(handler: () => void): void;
+  /** Calls `handler` once, with the signal, when the process is asked to stop. */
+  onStopRequest(handler: (signal?: NodeJS.Signals) => void): void;
   /** Calls `handler` every time the process is asked to reload the targets file (SIGHUP). */
   onReloadRequest(handler: () => void): void;
   /** How to run this program again ([node, ...node flags, main script]): the sshproxy child. */
   selfCommand: readonly string[];
+  /** The `collect` arguments as given (cluster mode: the launcher passes them to its child). */
+  collectArgs: readonly string[];
+  /** The process environment (cluster mode: the launcher passes it to its child). */
+  env: Readonly<Record<string, string | undefined>>;
 }
 
 export async function runCollect(config: CollectConfig, io: CollectIO): Promise<number> {
   for (const password of storeUrlPasswords(config.storeUrl)) registerSecret(password);
+  if (config.cluster !== null) return runClusterCollect(config, config.cluster, io);
+  const targetsFile = config.targetsFile;
+  if (targetsFile === null) throw new PglogError('USAGE', 'collect: --targets FILE is required');
   const log = createLogger({ level: config.logLevel, destination: io.stdout });
-  const targets = await loadTargetsFile(config.targetsFile, { mode: 'standalone' });
-  if (targets.length === 0) throw new PglogError('CONFIG_INVALID', `${config.targetsFile}: no PostgresTarget objects`);
+  const targets = await loadTargetsFile(targetsFile, { mode: 'standalone' });
+  if (targets.length === 0) throw new PglogError('CONFIG_INVALID', `${targetsFile}: no PostgresTarget objects`);
   const credentials = await readCredentials(targets);
   const metrics = createCollectorMetrics();
   const collector = new Collector({ config, targets, credentials, log, metrics, selfCommand: io.selfCommand, logOutput: io.stdout });
@@ -58,7 +67,7 @@ export async function runCollect(config: CollectConfig, io: CollectIO): Promise<
   log.info({ store: redactUrl(config.storeUrl), targets: targets.map((t) => t.metadata.name) }, 'pglog collect starting');
 
   io.onReloadRequest(() => {
-    void reloadTargets(config.targetsFile, collector, log);
+    void reloadTargets(targetsFile, collector, log);
   });
 
   await Promise.race([collector.start(), stopped]);

@@ -12,7 +12,7 @@ import { SSHPROXY_USAGE, parseSshproxyArgs, runSshproxy } from './sshproxy-comma
 const USAGE = `usage: pglog COMMAND [OPTIONS]
 
 commands:
-  collect   stream the logs of the servers in a targets file over SSH into the store
+  collect   stream the logs of the servers in a targets file (or a CollectorShard) over SSH into the store
   report    top query templates, errors and lock waits from the store
   parse     parse PostgreSQL log files offline (summary or typed events)
   sshproxy  the sidecar that runs OpenSSH connections and streams for the collector
@@ -36,13 +36,15 @@ async function main(argv: string[]): Promise<number> {
       return runCollect(parseCollectArgs(rest, process.env, (f) => readFileSync(f, 'utf8')), {
         stdout: process.stdout,
         onStopRequest: (handler) => {
-          process.once('SIGTERM', handler);
-          process.once('SIGINT', handler);
+          process.once('SIGTERM', () => handler('SIGTERM'));
+          process.once('SIGINT', () => handler('SIGINT'));
         },
         onReloadRequest: (handler) => {
           process.on('SIGHUP', handler);
         },
         selfCommand: [process.execPath, ...process.execArgv, process.argv[1]!],
+        collectArgs: rest,
+        env: process.env,
       });
     case 'sshproxy': {
       const config = parseSshproxyArgs(rest);

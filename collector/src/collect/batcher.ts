@@ -50,7 +50,7 @@ export interface BatcherHooks {
    * A batch committed; `oldestReadAt` is when its oldest entry was read (commit latency);
    * `newest` holds, per stream, the log time (ms) of the newest entry committed, where known.
    */
-  committed?(result: CommitResult, info: { rows: number; bytes: number; oldestReadAt: number; ms: number; newest: ReadonlyArray<{ target: string; instance: string; ms: number }> }): void;
+  committed?(result: CommitResult, info: { rows: number; bytes: number; oldestReadAt: number; ms: number; newest: ReadonlyArray<{ target: string; instance: string; ms: number }>; positions: readonly StorePosition[] }): void;
   /** A batch failed and will be retried after `delayMs`. */
   retrying?(error: unknown, attempt: number, delayMs: number): void;
   /** A newer owner holds this stream's position: the stream must stop. */
@@ -147,6 +147,14 @@ export class Batcher {
     this.held += cost;
     this.heldByTarget.set(source.target, (this.heldByTarget.get(source.target) ?? 0) + cost);
     if (this.due()) this.wake?.();
+  }
+
+  /**
+   * A stream claimed again with a newer epoch (cluster mode: the target came back to this
+   * collector): its earlier fence no longer applies.
+   */
+  unfence(target: string, instance: string): void {
+    this.fencedKeys.delete(streamKeyOf(target, instance));
   }
 
   /** True when a stream of `target` may read on without going over a budget. */
@@ -289,7 +297,8 @@ export class Batcher {
             this.fencedKeys.add(streamKeyOf(f.target, f.instance));
             this.hooks.fenced?.(f.target, f.instance, f.epoch);
           }
-          this.hooks.committed?.(result, { rows: batch.items.length, bytes: batch.bytes, oldestReadAt: batch.oldestReadAt, ms: this.now() - started, newest: newestPerStream(batch.items) });
+          const positions = result.fenced.length === 0 ? storeBatch.positions : storeBatch.positions.filter((p) => !this.fencedKeys.has(streamKeyOf(p.target, p.instance)));
+          this.hooks.committed?.(result, { rows: batch.items.length, bytes: batch.bytes, oldestReadAt: batch.oldestReadAt, ms: this.now() - started, newest: newestPerStream(batch.items), positions });
           return true;
         } catch (e) {
           const delay = backoffDelay(attempt, this.options.retryBaseMs, this.options.retryCapMs, this.random);

@@ -10,9 +10,12 @@ import { parseLogLevelOption, type OptionLogLevel } from '../observability/logge
 import { DEFAULT_MAX_ENTRY_BYTES } from '../protocol/line-splitter.ts';
 import { DEFAULT_BATCHER_OPTIONS, type BatcherOptions } from './batcher.ts';
 import { parseTransportConfig, TRANSPORT_OPTIONS, TRANSPORT_USAGE, type TransportConfig } from './transport-config.ts';
+import { CLUSTER_OPTIONS, CLUSTER_USAGE, parseClusterConfig, type ClusterConfig } from '../cluster/cluster-config.ts';
 
 export const COLLECT_USAGE = `usage: pglog collect --targets FILE [--store URL | --store-file FILE] [OPTIONS]
-  Streams the logs of every PostgresTarget in FILE (a YAML stream) over SSH into the store.
+       pglog collect --shard NAME [--namespace NS] [--kubeconfig PATH] [OPTIONS]
+  Streams the logs of every PostgresTarget in FILE (a YAML stream), or of the targets the
+  operator assigned to the CollectorShard NAME, over SSH into the store.
   The store URL may also come from the environment variable PGLOG_STORE_URL (keeps a password
   out of the process list).
   --targets FILE            targets file (see docs/targets.md)
@@ -31,10 +34,14 @@ export const COLLECT_USAGE = `usage: pglog collect --targets FILE [--store URL |
   --stop-timeout MS         on SIGTERM/SIGINT: flush and exit within MS (default 10000)
   --keepalive-ms MS         SSH keepalive interval (default 5000; 3 missed answers end the connection)
 ${TRANSPORT_USAGE}
+${CLUSTER_USAGE}
   SIZE takes a number of bytes or a unit: 512KiB, 64MiB, 1GiB (KB/MB/GB are read as powers of 1024).`;
 
 export interface CollectConfig {
-  targetsFile: string;
+  /** Standalone mode: the targets file; null in cluster mode. */
+  targetsFile: string | null;
+  /** Cluster mode (`--shard`); null standalone. */
+  cluster: ClusterConfig | null;
   storeUrl: string;
   listen: { host: string; port: number } | null;
   logLevel: OptionLogLevel;
@@ -71,12 +78,15 @@ export function parseCollectArgs(argv: string[], env: Readonly<Record<string, st
         'stop-timeout': { type: 'string' },
         'keepalive-ms': { type: 'string' },
         ...TRANSPORT_OPTIONS,
+        ...CLUSTER_OPTIONS,
       },
     }));
   } catch (e) {
     throw new PglogError('USAGE', `collect: ${(e as Error).message}`);
   }
-  if (values.targets === undefined) throw new PglogError('USAGE', 'collect: --targets FILE is required');
+  const cluster = parseClusterConfig(values, env);
+  if (values.targets !== undefined && cluster !== null) throw new PglogError('USAGE', 'collect: give --targets FILE (standalone) or --shard NAME (cluster), not both');
+  if (values.targets === undefined && cluster === null) throw new PglogError('USAGE', 'collect: --targets FILE is required (or --shard NAME: cluster mode)');
   const storeUrl = storeUrlFrom(values.store, values['store-file'], env, readFile);
   const logLevel = parseLogLevelOption(values['log-level'], 'collect');
   const startAt = values['start-at'] ?? 'beginning';
@@ -94,7 +104,8 @@ export function parseCollectArgs(argv: string[], env: Readonly<Record<string, st
   }
   const retention = values['retention-days'];
   return {
-    targetsFile: values.targets,
+    targetsFile: values.targets ?? null,
+    cluster,
     storeUrl,
     listen: listenFrom(values.listen ?? '127.0.0.1:9187'),
     logLevel,

@@ -1,6 +1,7 @@
 /**
- * The standalone collector: every instance of every target streamed over its server's one
- * SSH connection into the store, until stop().
+ * The collector: every instance of every target streamed over its server's one SSH
+ * connection into the store, until stop(). Standalone, the targets are fixed at start;
+ * in cluster mode assign() changes them at run time (the shard's spec).
  *
  *   SshConnection (one per server) ─┐
  *                                   ├─> LogFollower (one per instance) ─> InstanceStream ─┐
@@ -25,7 +26,7 @@ import type { Writable } from 'node:stream';
 import { TemplateCache } from '../protocol/normalize.ts';
 import type { CollectorMetrics } from '../observability/metrics.ts';
 import type { Logger } from '../observability/logger.ts';
-import { streamKeyOf, StoreWriter } from '../store/store-writer.ts';
+import { streamKeyOf, StoreWriter, type StorePosition } from '../store/store-writer.ts';
 import { cryptoBindingAvailable } from '../transport/ssh-algorithms.ts';
 import { ProxyShell } from '../transport/proxy-shell.ts';
 import { SidecarClient } from '../transport/sidecar-client.ts';
@@ -40,11 +41,16 @@ import { streamHooks, batcherHooks } from './collector-hooks.ts';
 import { SidecarChild } from './sidecar-child.ts';
 import { TargetStreams } from './target-streams.ts';
 import { TransportControl } from './transport-control.ts';
+import { planAssignment, targetFingerprint, type PlannedTarget, type TargetAssignment } from './assignment-plan.ts';
+import { TargetObservation, type TargetSnapshot } from './target-observation.ts';
 
-/** SSH credentials of one target, read from its files at start-up. */
+export type { TargetAssignment } from './assignment-plan.ts';
+export type { TargetSnapshot } from './target-observation.ts';
+
+/** SSH credentials of one target, read from its files at start-up (or from its Secret). */
 export interface TargetCredentials {
   privateKey: Buffer;
-  /** Where the key came from (a file path), for messages; never the key itself. */
+  /** Where the key came from (a file path, a Secret), for messages; never the key itself. */
   privateKeySource: string;
   knownHosts: { text: string; source: string };
 }
@@ -66,13 +72,25 @@ const PENDING_SAMPLE_MS = 1000;
 /** Interval of partition maintenance (new days, retention). */
 const MAINTENANCE_INTERVAL_MS = 60 * 60 * 1000;
 
+/** A target whose streams run: what stops them, and what it was started with. */
+interface RunningTarget {
+  streams: TargetStreams;
+  /** Aborted to stop this target's streams (removed, restarted) without stopping the rest. */
+  abort: AbortController;
+  runs: Array<Promise<void>>;
+  /** Assignment epoch (cluster) or null (standalone: the store takes the next). */
+  epoch: number | null;
+  fingerprint: string;
+  observed: TargetObservation;
+}
+
 export class Collector {
   private readonly o: CollectorOptions;
   private readonly abort = new AbortController();
   private readonly streamAborts = new Map<string, AbortController>();
   /** One SSH connection per target, handshakes paced by the pool's shared limiter. */
   private readonly connections = new SshConnectionPool();
-  private readonly runs: Array<Promise<void>> = [];
+  private readonly runs = new Set<Promise<void>>();
   private writer: StoreWriter | null = null;
   private batcher: Batcher | null = null;
   private maintenance: Promise<void> | null = null;
@@ -82,10 +100,19 @@ export class Collector {
   /** A directory this process made for its sidecar child (removed at stop). */
   private privateDir: string | null = null;
   private control: Promise<void> | null = null;
-  private readonly targetStreamsByName = new Map<string, TargetStreams>();
+  private readonly running = new Map<string, RunningTarget>();
+  /** Credentials by target: the file-read ones, then whatever assign() gave. */
+  private readonly credentials: Map<string, TargetCredentials>;
+  private readonly templates = new TemplateCache();
+  private openedSidecar: SidecarClient | null = null;
+  private started = false;
+  /** The newest assignment asked for (cluster mode); applied once started, one at a time. */
+  private desired: readonly TargetAssignment[] | null = null;
+  private applying: Promise<void> = Promise.resolve();
 
   constructor(options: CollectorOptions) {
     this.o = options;
+    this.credentials = new Map(options.credentials);
   }
 
   /** Readiness: the store is open and the collector is not stopping. */
@@ -102,33 +129,154 @@ export class Collector {
     const writer = await this.openStore();
     if (writer === null) return;
     this.writer = writer;
-    const batcher = new Batcher(writer, config.batcher, batcherHooks(this.o.metrics, log, (target, instance) => {
+    const hooks = batcherHooks(this.o.metrics, log, (target, instance) => {
       this.streamAborts.get(streamKeyOf(target, instance))?.abort();
-    }));
+    });
+    const batcher = new Batcher(writer, config.batcher, {
+      ...hooks,
+      committed: (result, info) => {
+        hooks.committed?.(result, info);
+        this.noteCommitted(info.newest, info.positions);
+      },
+    });
     this.batcher = batcher;
     this.maintenance = this.maintainLoop(writer);
     // Memory held for the store, per target, sampled for /metrics (a gauge, not an event).
-    const names = this.o.targets.map((t) => t.metadata.name);
-    this.gauges = setInterval(() => { for (const n of names) this.o.metrics.pendingBytes(n, batcher.heldBytesOf(n)); }, PENDING_SAMPLE_MS);
+    this.gauges = setInterval(() => { for (const n of this.running.keys()) this.o.metrics.pendingBytes(n, batcher.heldBytesOf(n)); }, PENDING_SAMPLE_MS);
     this.gauges.unref();
-    const templates = new TemplateCache();
     const sidecar = await this.openSidecar();
+    this.openedSidecar = sidecar;
     for (const target of this.o.targets) {
       if (!target.spec.collect.logs) continue;
-      const streams = await this.targetStreams(target, sidecar);
-      this.targetStreamsByName.set(target.metadata.name, streams);
-      for (const instance of target.spec.instances) {
-        this.startStream(streams, instance, batcher, writer, templates);
-      }
+      await this.startTarget(target, null);
     }
     this.control = new TransportControl({
-      targets: [...this.targetStreamsByName.values()],
+      targets: () => [...this.running.values()].map((r) => r.streams),
       settings: config.transport.policy,
       sidecar,
       metrics: this.o.metrics,
       log,
     }).run(this.abort.signal);
-    log.info({ targets: this.o.targets.length, streams: this.runs.length }, `collecting ${this.runs.length} log streams from ${this.o.targets.length} targets`);
+    this.started = true;
+    if (this.o.targets.length > 0) log.info({ targets: this.o.targets.length, streams: this.runs.size }, `collecting ${this.runs.size} log streams from ${this.o.targets.length} targets`);
+    if (this.desired !== null) await this.scheduleApply();
+  }
+
+  /**
+   * Cluster mode: the targets to collect now, each with its credentials, epoch and transport.
+   * New targets start (claiming with their epoch), removed ones stop once what they handed
+   * over is committed, changed ones (spec, credentials, epoch) restart, and a new transport
+   * moves a target through the switch path. Calls are applied one after another, the newest
+   * last; before start() has opened the store the assignment waits for it. Resolves once applied.
+   */
+  assign(assignments: readonly TargetAssignment[]): Promise<void> {
+    this.desired = assignments;
+    if (!this.started) return Promise.resolve();
+    return this.scheduleApply();
+  }
+
+  /** Per running target: transport, rates, lag, connected, epoch, errors, committed offsets. */
+  targetSnapshots(): TargetSnapshot[] {
+    const now = performance.now();
+    return [...this.running.values()]
+      .map((r) => r.observed.snapshot(r.streams.transport, r.streams.meter.bytesPerS, now))
+      .sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+  }
+
+  /**
+   * Stops reading every target at once and commits what they handed over (nothing else
+   * stops: the store connection and the sidecar stay). For a clean hand-over of the whole
+   * process (a restart for new tuning) before stop().
+   */
+  async drain(): Promise<void> {
+    this.desired = [];
+    if (this.started) await this.scheduleApply();
+  }
+
+  private scheduleApply(): Promise<void> {
+    const next = this.applying.then(() => this.applyDesired());
+    this.applying = next.catch((e: unknown) => {
+      this.o.log.error({ err: e }, `applying the assignment failed: ${(e as Error).message}`);
+    });
+    return this.applying;
+  }
+
+  private async applyDesired(): Promise<void> {
+    const desired = this.desired;
+    if (desired === null || this.abort.signal.aborted) return;
+    const wanted = new Map<string, TargetAssignment>();
+    for (const a of desired) if (a.target.spec.collect.logs) wanted.set(a.target.metadata.name, a);
+    const fingerprints = new Map([...wanted].map(([name, a]) => [name, targetFingerprint(a.target, a.credentials)]));
+    const runningNow: PlannedTarget[] = [...this.running.values()].map((r) => ({ name: r.streams.name, fingerprint: r.fingerprint, epoch: r.epoch, transport: r.streams.pinned }));
+    const wantedNow: PlannedTarget[] = [...wanted.values()].map((a) => ({ name: a.target.metadata.name, fingerprint: fingerprints.get(a.target.metadata.name)!, epoch: a.epoch, transport: a.transport }));
+    const plan = planAssignment(runningNow, wantedNow);
+    for (const { name, transport } of plan.repin) this.running.get(name)?.streams.setPinned(transport);
+    const leaving = [...plan.stop, ...plan.restart];
+    if (leaving.length > 0) {
+      this.o.log.info({ stop: plan.stop, restart: plan.restart }, `assignment: stopping ${leaving.join(', ')}`);
+      await this.stopTargets(leaving);
+    }
+    for (const name of [...plan.restart, ...plan.start].sort()) {
+      if (this.abort.signal.aborted) return;
+      const a = wanted.get(name)!;
+      this.credentials.set(name, a.credentials);
+      await this.startTarget({ ...a.target, spec: { ...a.target.spec, transport: a.transport } }, a.epoch, fingerprints.get(name));
+    }
+    if (plan.start.length + plan.restart.length > 0) {
+      this.o.log.info({ start: plan.start, restart: plan.restart, streams: this.runs.size }, `assignment: collecting ${[...plan.start, ...plan.restart].join(', ')}`);
+    }
+  }
+
+  /**
+   * Ends the targets' streams, then commits everything they handed over, then lets their
+   * connections go: a new owner that claims with a higher epoch resumes exactly there.
+   */
+  private async stopTargets(names: readonly string[]): Promise<void> {
+    const stopping = names.map((n) => this.running.get(n)).filter((r) => r !== undefined);
+    for (const r of stopping) r.abort.abort();
+    await Promise.allSettled(stopping.flatMap((r) => r.runs));
+    await this.batcher?.flush();
+    for (const r of stopping) {
+      this.running.delete(r.streams.name);
+      for (const run of r.runs) this.runs.delete(run);
+      for (const instance of r.streams.target.spec.instances) this.streamAborts.delete(streamKeyOf(r.streams.name, instance.name));
+      await this.connections.remove(r.streams.name);
+    }
+  }
+
+  private async startTarget(target: PostgresTarget, epoch: number | null, fingerprint?: string): Promise<void> {
+    const batcher = this.batcher!;
+    const writer = this.writer!;
+    const name = target.metadata.name;
+    const creds = this.credentials.get(name);
+    if (creds === undefined) throw new Error(`no credentials loaded for target ${name}`);
+    const streams = await this.targetStreams(target, this.openedSidecar);
+    const running: RunningTarget = {
+      streams,
+      abort: new AbortController(),
+      runs: [],
+      epoch,
+      fingerprint: fingerprint ?? targetFingerprint(target, creds),
+      observed: new TargetObservation(name, target.spec.instances.map((i) => i.name), epoch, this.o.config.transport.rateTimeConstantMs, performance.now()),
+    };
+    this.running.set(name, running);
+    for (const instance of target.spec.instances) {
+      if (epoch !== null) batcher.unfence(name, instance.name);
+      this.startStream(running, instance, batcher, writer);
+    }
+  }
+
+  private noteCommitted(newest: ReadonlyArray<{ target: string; instance: string; ms: number }>, positions: readonly StorePosition[]): void {
+    if (this.running.size === 0) return;
+    const byTarget = new Map<string, { newest: Array<{ instance: string; ms: number }>; positions: StorePosition[] }>();
+    const of = (t: string): { newest: Array<{ instance: string; ms: number }>; positions: StorePosition[] } => {
+      let e = byTarget.get(t);
+      if (e === undefined) byTarget.set(t, e = { newest: [], positions: [] });
+      return e;
+    };
+    for (const n of newest) of(n.target).newest.push(n);
+    for (const p of positions) of(p.target).positions.push(p);
+    for (const [target, e] of byTarget) this.running.get(target)?.observed.committed(e.newest, e.positions);
   }
 
   /**
@@ -138,13 +286,13 @@ export class Collector {
   applyTargets(targets: readonly PostgresTarget[]): string[] {
     const ignored: string[] = [];
     const fresh = new Map(targets.map((t) => [t.metadata.name, t]));
-    for (const [name, running] of this.targetStreamsByName) {
+    for (const [name, { streams: running }] of this.running) {
       const next = fresh.get(name);
       if (next === undefined) { ignored.push(`${name} removed`); continue; }
       running.setPinned(next.spec.transport);
       if (JSON.stringify({ ...next.spec, transport: null }) !== JSON.stringify({ ...running.target.spec, transport: null })) ignored.push(`${name} changed`);
     }
-    for (const name of fresh.keys()) if (!this.targetStreamsByName.has(name) && fresh.get(name)!.spec.collect.logs) ignored.push(`${name} added`);
+    for (const name of fresh.keys()) if (!this.running.has(name) && fresh.get(name)!.spec.collect.logs) ignored.push(`${name} added`);
     return ignored;
   }
 
@@ -173,7 +321,7 @@ export class Collector {
   private async targetStreams(target: PostgresTarget, sidecar: SidecarClient | null): Promise<TargetStreams> {
     const { config, log } = this.o;
     const name = target.metadata.name;
-    const creds = this.o.credentials.get(name);
+    const creds = this.credentials.get(name);
     if (creds === undefined) throw new Error(`no credentials loaded for target ${name}`);
     // Set below; the connection reports state changes only once it is used, after that.
     let streams: TargetStreams | null = null;
@@ -224,13 +372,15 @@ export class Collector {
     return streams;
   }
 
-  private startStream(target: TargetStreams, instance: PostgresInstance, batcher: Batcher, writer: StoreWriter, templates: TemplateCache): void {
+  private startStream(running: RunningTarget, instance: PostgresInstance, batcher: Batcher, writer: StoreWriter): void {
+    const target = running.streams;
     const name = target.name;
     const controller = new AbortController();
-    this.abort.signal.addEventListener('abort', () => controller.abort(), { once: true });
     this.streamAborts.set(streamKeyOf(name, instance.name), controller);
     const hooks = streamHooks(this.o.metrics, this.o.log, name, instance.name);
     const metrics = this.o.metrics;
+    const observed = running.observed;
+    const epoch = running.epoch;
     const stream = new InstanceStream({
       target: name,
       instance: instance.name,
@@ -238,29 +388,47 @@ export class Collector {
       prefix: instance.logLinePrefix,
       encodings: { defaultEncoding: instance.encodings.default, databases: instance.encodings.databases },
       maxEntryBytes: this.o.config.maxEntryBytes,
-      templates,
+      templates: this.templates,
       follower: target.follower(instance),
       batcher,
-      claim: () => writer.claim(name, instance.name),
+      claim: () => (epoch === null ? writer.claim(name, instance.name) : writer.claim(name, instance.name, epoch)),
       hooks: {
         ...hooks,
         progress(delta, kinds, where) {
           target.meter.add(delta.bytes);
+          observed.linesRead(delta.lines);
           if (target.transport === 'proxy') metrics.fifoBytes(name, instance.name, delta.bytes);
           hooks.progress?.(delta, kinds, where);
         },
         failed(error, delayMs, position) {
           if (target.transport === 'proxy') metrics.sidecarStreamRestart(name);
+          observed.failed(instance.name, error);
           hooks.failed?.(error, delayMs, position);
+        },
+        lag(bytes) {
+          observed.lagOf(instance.name, bytes);
+          hooks.lag?.(bytes);
+        },
+        connected(up) {
+          if (up) observed.readingNow(instance.name);
+          hooks.connected?.(up);
+        },
+        file(file, offset) {
+          observed.readingNow(instance.name);
+          hooks.file?.(file, offset);
         },
       },
     });
     target.add(instance.name, stream);
     const log = this.o.log;
-    this.runs.push(stream.run(controller.signal).catch((e: unknown) => {
+    const signal = AbortSignal.any([this.abort.signal, running.abort.signal, controller.signal]);
+    const run = stream.run(signal).catch((e: unknown) => {
       // Only a fence ends a stream: another collector owns it now.
+      observed.failed(instance.name, e);
       log.error({ target: name, instance: instance.name, err: e, code: isPglogError(e) ? e.code : undefined }, `${name}/${instance.name}: stream stopped: ${(e as Error).message}`);
-    }));
+    });
+    running.runs.push(run);
+    this.runs.add(run);
   }
 
   private async openStore(): Promise<StoreWriter | null> {
@@ -306,7 +474,7 @@ export class Collector {
     if (this.gauges !== null) clearInterval(this.gauges);
     const left = (): number => Math.max(0, deadline - Date.now());
     // Streams end as soon as their follower notices the abort; do not wait past half the time.
-    await settleWithin(Promise.allSettled(this.runs), left() / 2);
+    await settleWithin(Promise.allSettled([...this.runs]), left() / 2);
     await settleWithin(this.control ?? undefined, left() / 2);
     await this.batcher?.stop(deadline);
     await settleWithin(this.connections.closeAll(), left());

@@ -12,7 +12,8 @@ import type { TargetStreams } from './target-streams.ts';
 import { decideTransports, type PolicySettings, type ServerTransportState } from './transport-policy.ts';
 
 export interface TransportControlOptions {
-  targets: readonly TargetStreams[];
+  /** The targets now running, asked every round: in cluster mode the set changes at run time. */
+  targets: () => Iterable<TargetStreams>;
   settings: PolicySettings;
   /** Null when there is no sidecar: nothing is ever promoted. */
   sidecar: SidecarClient | null;
@@ -56,7 +57,7 @@ export class TransportControl {
     }
     const states: ServerTransportState[] = [];
     const byName = new Map<string, TargetStreams>();
-    for (const t of this.o.targets) {
+    for (const t of this.o.targets()) {
       const rate = t.meter.sample(now);
       metrics.targetRate(t.name, rate);
       if (t.transport === 'proxy') metrics.targetConnected(t.name, available && (sidecar?.status?.masters.some((m) => m.server === t.name && m.state === 'up') ?? false));

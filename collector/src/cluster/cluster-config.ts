@@ -1,0 +1,120 @@
+/**
+ * `pglog collect --shard NAME` options (cluster mode), parsed once with the rest of the
+ * command line. The in-cluster API server address comes from the environment Kubernetes
+ * sets in every pod; the entry point passes the environment in, nothing below reads it.
+ */
+import type { ShardTuning } from '../../../operator/src/api/collector-shard.ts';
+import { wholeNumberOption } from '../config/whole-number-option.ts';
+import { PglogError } from '../errors.ts';
+
+/** Where a pod's service account credentials are mounted. */
+export const SERVICE_ACCOUNT_DIR = '/var/run/secrets/kubernetes.io/serviceaccount';
+
+/** Exit status of a collector child that stopped cleanly because its shard's tuning changed. */
+export const EXIT_TUNING_CHANGED = 75;
+
+export type KubeAccess =
+  | { kind: 'kubeconfig'; path: string; context: string | null }
+  | { kind: 'in-cluster'; host: string; port: string; tokenFile: string; caFile: string; namespaceFile: string };
+
+export interface ClusterConfig {
+  /** Name of the CollectorShard this process collects. */
+  shard: string;
+  /** Its namespace; null: the kubeconfig context's or the pod's namespace, else `default`. */
+  namespace: string | null;
+  kube: KubeAccess;
+  /** Shortest time between two status writes. */
+  statusIntervalMs: number;
+  /** Targets and Secrets are read again this often (edits, key rotation). */
+  resolveIntervalMs: number;
+  /** Name of this pod (status.pod): POD_NAME, else HOSTNAME. */
+  pod: string | null;
+  /** Set in the collector child: the tuning the launcher started it with. Null: this is the launcher. */
+  launched: ShardTuning | null;
+}
+
+export const CLUSTER_USAGE = `cluster mode (instead of --targets):
+  --shard NAME              collect the targets the operator assigned to CollectorShard NAME
+  --namespace NS            its namespace (default: the pod's, or the kubeconfig context's)
+  --kubeconfig PATH         a kubeconfig file (default: the pod's service account, in-cluster)
+  --kube-context NAME       the kubeconfig context to use (default: its current-context)
+  --status-interval S       write the shard's status at most every S seconds (default 10)
+  --resolve-interval S      read targets and their Secrets again every S seconds (default 30)
+  The process starts the collector as a child with the shard's Node.js tuning
+  (spec.tuning) and starts it again when the tuning changes.`;
+
+export const CLUSTER_OPTIONS = {
+  shard: { type: 'string' },
+  namespace: { type: 'string' },
+  kubeconfig: { type: 'string' },
+  'kube-context': { type: 'string' },
+  'status-interval': { type: 'string' },
+  'resolve-interval': { type: 'string' },
+  launched: { type: 'string' },
+} as const;
+
+type ClusterValues = Partial<Record<keyof typeof CLUSTER_OPTIONS, string | undefined>>;
+
+const DNS1123 = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
+
+/** Cluster options → configuration; null when `--shard` is not given (and no other cluster option is). */
+export function parseClusterConfig(values: ClusterValues, env: Readonly<Record<string, string | undefined>>): ClusterConfig | null {
+  const shard = values.shard;
+  if (shard === undefined) {
+    const stray = (Object.keys(CLUSTER_OPTIONS) as Array<keyof typeof CLUSTER_OPTIONS>).find((k) => values[k] !== undefined);
+    if (stray !== undefined) throw new PglogError('USAGE', `collect: --${stray} needs --shard NAME`);
+    return null;
+  }
+  if (!DNS1123.test(shard) || shard.length > 253) throw new PglogError('USAGE', `collect: --shard must be a CollectorShard name (lower-case DNS-1123), got '${shard}'`);
+  const namespace = values.namespace ?? null;
+  if (namespace !== null && (!DNS1123.test(namespace) || namespace.length > 63 || namespace.includes('.'))) {
+    throw new PglogError('USAGE', `collect: --namespace must be a DNS-1123 label, got '${namespace}'`);
+  }
+  let kube: KubeAccess;
+  if (values.kubeconfig !== undefined) {
+    kube = { kind: 'kubeconfig', path: values.kubeconfig, context: values['kube-context'] ?? null };
+  } else {
+    if (values['kube-context'] !== undefined) throw new PglogError('USAGE', 'collect: --kube-context needs --kubeconfig PATH');
+    const host = env.KUBERNETES_SERVICE_HOST;
+    const port = env.KUBERNETES_SERVICE_PORT;
+    if (host === undefined || host === '' || port === undefined || port === '') {
+      throw new PglogError('USAGE', 'collect: --shard outside a pod needs --kubeconfig PATH (KUBERNETES_SERVICE_HOST and KUBERNETES_SERVICE_PORT are not set)');
+    }
+    kube = {
+      kind: 'in-cluster', host, port,
+      tokenFile: `${SERVICE_ACCOUNT_DIR}/token`, caFile: `${SERVICE_ACCOUNT_DIR}/ca.crt`, namespaceFile: `${SERVICE_ACCOUNT_DIR}/namespace`,
+    };
+  }
+  const launched = values.launched === undefined ? null : parseTuning(values.launched);
+  const pod = env.POD_NAME ?? env.HOSTNAME;
+  return {
+    shard,
+    namespace,
+    kube,
+    statusIntervalMs: wholeNumberOption('collect', '--status-interval', values['status-interval'], 10, 1) * 1000,
+    resolveIntervalMs: wholeNumberOption('collect', '--resolve-interval', values['resolve-interval'], 30, 1) * 1000,
+    pod: pod === undefined || pod === '' ? null : pod,
+    launched,
+  };
+}
+
+/** `--launched` value: how the launcher passes the tuning to its child. */
+export function formatTuning(t: ShardTuning): string {
+  return `uvThreadpoolSize=${t.uvThreadpoolSize},maxOldSpaceSizeMiB=${t.maxOldSpaceSizeMiB},maxSemiSpaceSizeMiB=${t.maxSemiSpaceSizeMiB}`;
+}
+
+export function parseTuning(text: string): ShardTuning {
+  const fields = new Map<string, number>();
+  for (const part of text.split(',')) {
+    const m = /^(uvThreadpoolSize|maxOldSpaceSizeMiB|maxSemiSpaceSizeMiB)=(\d{1,7})$/.exec(part);
+    if (m === null || fields.has(m[1]!)) throw new PglogError('USAGE', `collect: --launched must be ${formatTuning({ uvThreadpoolSize: 4, maxOldSpaceSizeMiB: 512, maxSemiSpaceSizeMiB: 16 })}, got '${text}'`);
+    fields.set(m[1]!, Number(m[2]));
+  }
+  if (fields.size !== 3) throw new PglogError('USAGE', `collect: --launched needs uvThreadpoolSize, maxOldSpaceSizeMiB and maxSemiSpaceSizeMiB, got '${text}'`);
+  return { uvThreadpoolSize: fields.get('uvThreadpoolSize')!, maxOldSpaceSizeMiB: fields.get('maxOldSpaceSizeMiB')!, maxSemiSpaceSizeMiB: fields.get('maxSemiSpaceSizeMiB')! };
+}
+
+/** Whether two tunings start the same process. */
+export function sameTuning(a: ShardTuning, b: ShardTuning): boolean {
+  return a.uvThreadpoolSize === b.uvThreadpoolSize && a.maxOldSpaceSizeMiB === b.maxOldSpaceSizeMiB && a.maxSemiSpaceSizeMiB === b.maxSemiSpaceSizeMiB;
+}

@@ -1,0 +1,60 @@
+/**
+ * Cluster mode, pure: the command line and environment of the collector child the launcher
+ * starts with a shard's Node.js tuning (design §3: heap and semi-space sizes are V8 flags and
+ * the libuv threadpool size an environment variable, all fixed at process start).
+ */
+import type { ShardTuning } from '../../../operator/src/api/collector-shard.ts';
+import { formatTuning } from './cluster-config.ts';
+
+/** V8 flags the launcher owns: any the launcher itself was started with are replaced. */
+const TUNED_NODE_FLAGS = ['--max-old-space-size', '--max-semi-space-size'];
+
+export interface LaunchCommand {
+  command: string;
+  args: string[];
+  env: Record<string, string | undefined>;
+}
+
+/**
+ * `selfCommand` is how this program runs ([node, ...node flags, main script]); `collectArgs`
+ * the launcher's own `collect` arguments, passed on unchanged but for `--launched`.
+ */
+export function launchCommand(selfCommand: readonly string[], collectArgs: readonly string[], tuning: ShardTuning, env: Readonly<Record<string, string | undefined>>): LaunchCommand {
+  const [node, ...rest] = selfCommand;
+  if (node === undefined || rest.length === 0) throw new Error('launchCommand: selfCommand needs the node binary and the main script');
+  const script = rest[rest.length - 1]!;
+  const nodeFlags = withoutFlags(rest.slice(0, -1), TUNED_NODE_FLAGS);
+  return {
+    command: node,
+    args: [
+      ...nodeFlags,
+      `--max-old-space-size=${tuning.maxOldSpaceSizeMiB}`,
+      `--max-semi-space-size=${tuning.maxSemiSpaceSizeMiB}`,
+      script,
+      'collect',
+      ...withoutFlags(collectArgs, ['--launched']),
+      '--launched', formatTuning(tuning),
+    ],
+    env: { ...env, UV_THREADPOOL_SIZE: String(tuning.uvThreadpoolSize) },
+  };
+}
+
+/** `args` without each of `flags`, in both `--flag=value` and `--flag value` forms. */
+function withoutFlags(args: readonly string[], flags: readonly string[]): string[] {
+  const out: string[] = [];
+  for (let k = 0; k < args.length; k++) {
+    const a = args[k]!;
+    // Node accepts `_` for `-` in V8 flag names.
+    const name = a.split('=')[0]!.replace(/_/g, '-');
+    if (!flags.includes(name)) { out.push(a); continue; }
+    if (!a.includes('=')) k++; // its value is the next argument
+  }
+  return out;
+}
+
+/** The exit status a shell would report for a child: its code, or 128 + the signal's number. */
+export function exitStatusOf(code: number | null, signal: NodeJS.Signals | null, signalNumbers: Readonly<Record<string, number>>): number {
+  if (code !== null) return code;
+  if (signal !== null) return 128 + (signalNumbers[signal] ?? 0);
+  return 1;
+}

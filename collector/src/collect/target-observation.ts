@@ -1,0 +1,90 @@
+/**
+ * What the collector knows about one running target, for the shard status (cluster mode):
+ * line rate, lag, whether every stream reads, the last failure, the newest committed entry
+ * and the committed read positions. Fed by the stream and batcher hooks; read by snapshot().
+ */
+import type { ActiveTransport } from '../config/target-types.ts';
+import { isPglogError } from '../errors.ts';
+import type { StorePosition } from '../store/store-writer.ts';
+import { RateMeter } from './rate-meter.ts';
+
+/** One target as its collector sees it now (the shape of a shard status entry). */
+export interface TargetSnapshot {
+  name: string;
+  transport: ActiveTransport;
+  bytesPerSecond: number;
+  linesPerSecond: number;
+  lagBytes: number;
+  connected: boolean;
+  /** The epoch its streams claimed with; null when not claimed yet or standalone. */
+  epoch: number | null;
+  /** Log time of the newest committed entry (RFC 3339). */
+  lastEntryTime?: string;
+  /** Stable code of the failure the target is in now. */
+  error?: string;
+  offsets: Array<{ instance: string; file: string; offset: number }>;
+}
+
+export class TargetObservation {
+  readonly name: string;
+  readonly epoch: number | null;
+  /** Lines read; a RateMeter counts units, here lines (its `bytesPerS` is then lines per second). */
+  private readonly lines: RateMeter;
+  private readonly instances: readonly string[];
+  private readonly lag = new Map<string, number>();
+  private readonly reading = new Map<string, boolean>();
+  private readonly errors = new Map<string, string>();
+  private readonly offsets = new Map<string, { file: string; offset: number }>();
+  private newestMs: number | null = null;
+
+  constructor(name: string, instances: readonly string[], epoch: number | null, rateTimeConstantMs: number, nowMs: number) {
+    this.name = name;
+    this.instances = instances;
+    this.epoch = epoch;
+    this.lines = new RateMeter(nowMs, { timeConstantMs: rateTimeConstantMs });
+  }
+
+  linesRead(n: number): void {
+    this.lines.add(n);
+  }
+
+  lagOf(instance: string, bytes: number): void {
+    this.lag.set(instance, bytes);
+  }
+
+  /** The stream reads (it named its file or data arrived). */
+  readingNow(instance: string): void {
+    this.reading.set(instance, true);
+    this.errors.delete(instance);
+  }
+
+  /** The stream failed (it retries) or ended for good (fenced). */
+  failed(instance: string, error: unknown): void {
+    this.reading.set(instance, false);
+    this.errors.set(instance, isPglogError(error) ? error.code : 'UNKNOWN');
+  }
+
+  committed(newest: ReadonlyArray<{ instance: string; ms: number }>, positions: readonly StorePosition[]): void {
+    for (const n of newest) if (this.newestMs === null || n.ms > this.newestMs) this.newestMs = n.ms;
+    for (const p of positions) this.offsets.set(p.instance, { file: p.file, offset: p.offset });
+  }
+
+  snapshot(transport: ActiveTransport, bytesPerSecond: number, nowMs: number): TargetSnapshot {
+    const linesPerSecond = this.lines.sample(nowMs) / 8;
+    let lagBytes = 0;
+    for (const b of this.lag.values()) lagBytes += b;
+    const error = [...this.errors.values()].sort()[0];
+    return {
+      name: this.name,
+      transport,
+      bytesPerSecond,
+      linesPerSecond,
+      lagBytes,
+      connected: this.instances.every((i) => this.reading.get(i) === true),
+      epoch: this.epoch,
+      ...(this.newestMs === null ? {} : { lastEntryTime: new Date(this.newestMs).toISOString() }),
+      ...(error === undefined ? {} : { error }),
+      offsets: [...this.offsets].map(([instance, o]) => ({ instance, ...o })).sort((a, b) => (a.instance < b.instance ? -1 : 1)),
+    };
+  }
+}

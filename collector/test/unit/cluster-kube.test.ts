@@ -1,0 +1,173 @@
+// Cluster mode against a small in-memory KubeClient: the target resolver reads only what it
+// is pointed at (GET by name, never a list of Secrets) and reports per target; the status
+// reporter answers a 409 by reading again; the shard watcher lists again after 410 Gone and
+// reports an API failure as its health instead of throwing.
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+import type { CollectorShard, CollectorShardStatus } from '../../../operator/src/api/collector-shard.ts';
+import type { KubeClient, KubeObject, ListResult, ResourceType, WatchEvent } from '../../../operator/src/kube/client-types.ts';
+import { ShardWatcher } from '../../src/cluster/shard-watcher.ts';
+import { StatusReporter } from '../../src/cluster/status-reporter.ts';
+import { TargetResolver } from '../../src/cluster/target-resolver.ts';
+import { PglogError } from '../../src/errors.ts';
+import { createLogger } from '../../src/observability/logger.ts';
+import { Writable } from 'node:stream';
+
+const log = createLogger({ level: 'error', destination: new Writable({ write: (_c, _e, cb) => cb() }) });
+
+/** Objects by `plural/name`; every call recorded; `fail` scripts an error for the next calls of a verb. */
+class FakeKube implements KubeClient {
+  readonly objects = new Map<string, KubeObject>();
+  readonly calls: string[] = [];
+  readonly fail = new Map<string, PglogError[]>();
+  watchScript: Array<Array<WatchEvent<KubeObject>> | PglogError> = [];
+  private version = 1;
+
+  put(type: ResourceType, object: KubeObject): void {
+    this.objects.set(`${type.plural}/${object.metadata.name}`, { ...object, metadata: { ...object.metadata, resourceVersion: String(++this.version) } });
+  }
+  private failure(verb: string): void {
+    const e = this.fail.get(verb)?.shift();
+    if (e !== undefined) throw e;
+  }
+  get<T extends KubeObject>(type: ResourceType, _ns: string | undefined, name: string): Promise<T | null> {
+    this.calls.push(`get ${type.plural}/${name}`);
+    this.failure('get');
+    return Promise.resolve((this.objects.get(`${type.plural}/${name}`) as T | undefined) ?? null);
+  }
+  list<T extends KubeObject>(type: ResourceType, _ns: string | undefined, options?: { fieldSelector?: string }): Promise<ListResult<T>> {
+    this.calls.push(`list ${type.plural} ${options?.fieldSelector ?? ''}`);
+    this.failure('list');
+    const items = [...this.objects.entries()].filter(([k]) => k.startsWith(`${type.plural}/`)).map(([, o]) => o as T);
+    return Promise.resolve({ items, resourceVersion: String(this.version) });
+  }
+  async *watch<T extends KubeObject>(type: ResourceType, _ns: string | undefined, options: { resourceVersion: string }, signal: AbortSignal): AsyncIterable<WatchEvent<T>> {
+    this.calls.push(`watch ${type.plural} from ${options.resourceVersion}`);
+    const step = this.watchScript.shift();
+    if (step instanceof PglogError) throw step;
+    for (const e of step ?? []) yield e as WatchEvent<T>;
+    if (step === undefined) await new Promise((resolve) => signal.addEventListener('abort', resolve, { once: true }));
+  }
+  create<T extends KubeObject>(): Promise<T> { throw new Error('not used'); }
+  replace<T extends KubeObject>(): Promise<T> { throw new Error('not used'); }
+  replaceStatus<T extends KubeObject>(type: ResourceType, object: T): Promise<T> {
+    this.calls.push(`replaceStatus ${type.plural}/${object.metadata.name}@${object.metadata.resourceVersion}`);
+    this.failure('replaceStatus');
+    this.put(type, object);
+    return Promise.resolve(object);
+  }
+  apply<T extends KubeObject>(): Promise<T> { throw new Error('not used'); }
+  mergePatch<T extends KubeObject>(): Promise<T> { throw new Error('not used'); }
+  delete(): Promise<boolean> { throw new Error('not used'); }
+}
+
+const TARGETS = { group: 'pglog.io', version: 'v1alpha1', plural: 'postgrestargets', kind: 'PostgresTarget', namespaced: true };
+const SECRETS = { group: '', version: 'v1', plural: 'secrets', kind: 'Secret', namespaced: true };
+const SHARDS = { group: 'pglog.io', version: 'v1alpha1', plural: 'collectorshards', kind: 'CollectorShard', namespaced: true };
+const b64 = (s: string): string => Buffer.from(s).toString('base64');
+
+function targetObject(name: string, secret: string): KubeObject {
+  return { apiVersion: 'pglog.io/v1alpha1', kind: 'PostgresTarget', metadata: { name, namespace: 'ns', uid: 'u' }, spec: { host: 'h', user: 'u', ssh: { secretRef: { name: secret } }, instances: [{ name: 'main', dataDirectory: '/d' }] } } as KubeObject;
+}
+function secretObject(name: string, key = 'one'): KubeObject {
+  return { apiVersion: 'v1', kind: 'Secret', metadata: { name }, data: { id_ed25519: b64(`-----BEGIN OPENSSH PRIVATE KEY-----\n${key}\n-----END OPENSSH PRIVATE KEY-----\n`), known_hosts: b64('h ssh-ed25519 AAAA\n') } } as KubeObject;
+}
+
+describe('TargetResolver', () => {
+  test('GETs each target and its Secret by name; a missing one is KUBE_NOT_FOUND, an invalid one CONFIG_INVALID, the others resolve', async () => {
+    const kube = new FakeKube();
+    kube.put(TARGETS, targetObject('db1', 'db1-ssh'));
+    kube.put(SECRETS, secretObject('db1-ssh'));
+    kube.put(TARGETS, targetObject('db2', 'gone'));
+    kube.put(TARGETS, { ...targetObject('db4', 'db1-ssh'), spec: { host: 'h' } } as KubeObject);
+    const r = await new TargetResolver(kube, 'ns').resolve([
+      { name: 'db1', transport: 'proxy', epoch: 3 }, { name: 'db2', transport: 'inproc', epoch: 1 },
+      { name: 'db3', transport: 'inproc', epoch: 1 }, { name: 'db4', transport: 'inproc', epoch: 1 },
+    ]);
+    const ok = r[0]!;
+    assert.ok(ok.ok);
+    assert.equal(ok.assignment.epoch, 3);
+    assert.equal(ok.assignment.transport, 'proxy');
+    assert.equal(ok.assignment.target.metadata.name, 'db1');
+    assert.match(ok.assignment.credentials.privateKey.toString(), /BEGIN OPENSSH/);
+    assert.deepEqual(r.slice(1).map((x) => (x.ok ? 'ok' : x.code)), ['KUBE_NOT_FOUND', 'KUBE_NOT_FOUND', 'CONFIG_INVALID']);
+    assert.ok(!r[1]!.ok && /Secret ns\/gone \(spec\.ssh\.secretRef of PostgresTarget db2\) does not exist/.test(r[1]!.message));
+    assert.ok(kube.calls.every((c) => c.startsWith('get ')), `only GETs: ${kube.calls.join(', ')}`);
+  });
+
+  test('unchanged objects are not parsed again; a rotated Secret is; an API outage keeps the last good resolution', async () => {
+    const kube = new FakeKube();
+    kube.put(TARGETS, targetObject('db1', 's'));
+    kube.put(SECRETS, secretObject('s', 'one'));
+    const resolver = new TargetResolver(kube, 'ns');
+    const assigned = [{ name: 'db1', transport: 'inproc' as const, epoch: 1 }];
+    const first = (await resolver.resolve(assigned))[0]!;
+    const again = (await resolver.resolve(assigned))[0]!;
+    assert.ok(first.ok && again.ok);
+    assert.equal(again.assignment.credentials, first.assignment.credentials, 'the same object: nothing re-parsed');
+    assert.equal(again.assignment.target, first.assignment.target);
+    kube.put(SECRETS, secretObject('s', 'two'));
+    const rotated = (await resolver.resolve(assigned))[0]!;
+    assert.ok(rotated.ok && /two/.test(rotated.assignment.credentials.privateKey.toString()));
+    kube.fail.set('get', [new PglogError('KUBE_UNAVAILABLE', 'timeout')]);
+    const during = (await resolver.resolve(assigned))[0]!;
+    assert.ok(during.ok && during.assignment.credentials === rotated.assignment.credentials);
+    kube.fail.set('get', [new PglogError('KUBE_FORBIDDEN', 'denied')]);
+    const denied = (await resolver.resolve(assigned))[0]!;
+    assert.ok(!denied.ok && denied.code === 'KUBE_FORBIDDEN');
+  });
+});
+
+const shard = (): CollectorShard => ({
+  apiVersion: 'pglog.io/v1alpha1', kind: 'CollectorShard', metadata: { name: 's-0', namespace: 'ns', generation: 1 },
+  spec: { pool: 'p', index: 0, targets: [], tuning: { uvThreadpoolSize: 4, maxOldSpaceSizeMiB: 256, maxSemiSpaceSizeMiB: 16 } },
+});
+const status = (n: number): CollectorShardStatus => ({ observedGeneration: n, updatedAt: 'now', targets: [], conditions: [] });
+
+describe('StatusReporter', () => {
+  test('writes the status subresource; on 409 reads the shard again and writes once more; unchanged status is not written', async () => {
+    const kube = new FakeKube();
+    kube.put(SHARDS, shard());
+    const stale = { ...(kube.objects.get('collectorshards/s-0') as CollectorShard), metadata: { ...shard().metadata, resourceVersion: 'stale' } };
+    let next = status(1);
+    const reporter = new StatusReporter({ kube, namespace: 'ns', name: 's-0', shard: () => stale, build: () => next, intervalMs: 1000, log });
+    kube.fail.set('replaceStatus', [new PglogError('KUBE_CONFLICT', 'the object has been modified')]);
+    await reporter.round();
+    assert.deepEqual(kube.calls, ['replaceStatus collectorshards/s-0@stale', 'get collectorshards/s-0', 'replaceStatus collectorshards/s-0@2']);
+    assert.deepEqual((kube.objects.get('collectorshards/s-0') as CollectorShard).status, status(1));
+    kube.calls.length = 0;
+    await reporter.round();
+    assert.deepEqual(kube.calls, [], 'nothing changed: no write');
+    next = status(2);
+    kube.fail.set('replaceStatus', [new PglogError('KUBE_FORBIDDEN', 'denied')]);
+    await reporter.round();
+    assert.equal(reporter.last?.observedGeneration, 1, 'a failed write is not taken as written');
+    await reporter.round();
+    assert.equal(reporter.last?.observedGeneration, 2);
+  });
+});
+
+describe('ShardWatcher', () => {
+  test('lists by field selector, watches from the list version, lists again after 410 Gone, and reports failures as health', async () => {
+    const kube = new FakeKube();
+    kube.put(SHARDS, shard());
+    const seen: Array<number | null> = [];
+    const modified = { ...shard(), metadata: { ...shard().metadata, generation: 2, resourceVersion: '50' } };
+    kube.watchScript = [[{ type: 'MODIFIED', object: modified }], new PglogError('KUBE_GONE', 'too old'), new PglogError('KUBE_UNAVAILABLE', 'connection refused')];
+    const watcher = new ShardWatcher({ kube, namespace: 'ns', name: 's-0', log, onShard: (s) => seen.push(s?.metadata.generation ?? null) });
+    const stop = new AbortController();
+    const running = watcher.run(stop.signal);
+    const deadline = Date.now() + 5000;
+    assert.equal(watcher.health().ok, false, 'not healthy before the first list');
+    while (!/KUBE_UNAVAILABLE/.test(watcher.health().reason ?? '') && Date.now() < deadline) await new Promise((r) => setTimeout(r, 5));
+    assert.equal(watcher.health().ok, false);
+    assert.match(watcher.health().reason!, /KUBE_UNAVAILABLE: connection refused/);
+    stop.abort();
+    await running;
+    assert.deepEqual(seen.slice(0, 3), [1, 2, 1], 'listed, modified, listed again after Gone');
+    assert.deepEqual(kube.calls.slice(0, 5), [
+      'list collectorshards metadata.name=s-0', 'watch collectorshards from 2', 'watch collectorshards from 50',
+      'list collectorshards metadata.name=s-0', 'watch collectorshards from 2',
+    ]);
+  });
+});
