@@ -13,7 +13,7 @@ import { PglogError } from '../../../collector/src/errors.ts';
 import type { ActiveTransport, PostgresTarget } from '../../../collector/src/config/target-types.ts';
 import type { CollectorPool, ShardLoad } from '../api/collector-pool.ts';
 import type { CollectorShard, CollectorShardSpec, ShardTarget } from '../api/collector-shard.ts';
-import { planBoundedAssignment, targetWeight, validateShardingOptions, type ShardingOptions } from '../sharding/index.ts';
+import { planBoundedAssignment, targetWeight, validateShardingOptions, type ShardingOptions, type ShardingTarget } from '../sharding/index.ts';
 import { collectorResources } from './pool-resources.ts';
 import { parseQuantity } from './quantity.ts';
 import { chooseTransports, type TransportCandidate } from './transport-choice.ts';
@@ -122,6 +122,27 @@ function memoryLimitBytes(pool: CollectorPool): number | null {
   return limit === undefined ? null : parseQuantity(limit);
 }
 
+/** Rounds of the strategy on its own output before giving up on a fixpoint (two in practice, see below). */
+const MAX_SHARDING_ROUNDS = 8;
+
+/**
+ * The strategy's assignment, run again on its own output until it keeps every target. The
+ * strategy is stable on its own output while the load bound holds; when it cannot hold (few
+ * targets of similar weight over many shards, e.g. 4 targets on 3 shards at loadFactor 1.25),
+ * the overflow lands on the least loaded shard and the next run may move a target once more.
+ * Iterating here makes that second move part of this plan, so the next reconcile pass finds
+ * nothing to change instead of moving a target (and raising its epoch) one pass later.
+ */
+function stableAssignment(shards: readonly string[], targets: readonly ShardingTarget[], previous: ReadonlyMap<string, string>, options: ShardingOptions): Map<string, string> {
+  let current = planBoundedAssignment({ shards, targets, previous }, options).assignment;
+  for (let round = 1; round < MAX_SHARDING_ROUNDS; round++) {
+    const next = planBoundedAssignment({ shards, targets, previous: current }, options).assignment;
+    if ([...next].every(([name, shard]) => current.get(name) === shard)) break;
+    current = next;
+  }
+  return current;
+}
+
 export function planPool(input: PlanInput): PoolPlan {
   const { pool, nowMs } = input;
   const poolName = pool.metadata.name;
@@ -138,11 +159,7 @@ export function planPool(input: PlanInput): PoolPlan {
   const shardNames = Array.from({ length: replicas }, (_, i) => shardName(poolName, i));
   const previous = new Map<string, string>();
   for (const [name, k] of known) if (k.owner !== undefined) previous.set(name, shardName(poolName, k.owner.index));
-  const placed = planBoundedAssignment({
-    shards: shardNames,
-    targets: targets.map((t) => ({ name: t.metadata.name, bytesPerSecond: rateOf(t) })),
-    previous,
-  }, options).assignment;
+  const placed = stableAssignment(shardNames, targets.map((t) => ({ name: t.metadata.name, bytesPerSecond: rateOf(t) })), previous, options);
   const indexOf = new Map(shardNames.map((n, i) => [n, i]));
 
   const perShard: PostgresTarget[][] = shardNames.map(() => []);
