@@ -151,7 +151,7 @@ describe('planPool properties', () => {
   const scenario = fc.record({
     fleet: fc.array(fc.record({
       rate: fc.option(fc.integer({ min: 0, max: 400_000 }), { nil: null }),
-      pin: fc.constantFrom('auto', 'auto', 'auto', 'inproc', 'proxy') as fc.Arbitrary<'auto' | 'inproc' | 'proxy'>,
+      pin: fc.constantFrom<'auto' | 'inproc' | 'proxy'>('auto', 'auto', 'auto', 'inproc', 'proxy'),
     }), { maxLength: 40 }),
     before: fc.integer({ min: 0, max: 6 }),
     after: fc.integer({ min: 0, max: 6 }),
