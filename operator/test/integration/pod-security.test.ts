@@ -1,0 +1,103 @@
+// The pool's pods pass Pod Security `restricted` on a real kube-apiserver: a Pod built from
+// the StatefulSet's template is admitted by a server-side dry run in a namespace that enforces
+// `restricted`, and the StatefulSet itself is accepted without a PodSecurity warning (for
+// workload resources PodSecurity only warns; it enforces on Pods). The check has teeth: the
+// same template without runAsNonRoot, or with allowPrivilegeEscalation, is refused.
+import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
+import { join } from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import { desiredStatefulSet } from '../../src/controller/pool-resources.ts';
+import type { StatefulSet } from '../../src/controller/workload-types.ts';
+import { kubeBin, startControlPlane, type ControlPlane } from '../helpers/control-plane.ts';
+import { samplePool } from '../helpers/pool-fixtures.ts';
+
+const NAMESPACE = 'pglog-restricted';
+const SERVICE_ACCOUNT = 'pglog-collector';
+
+/** kubectl with stdin, resolving with both streams and the exit code (PodSecurity warnings go to stderr). */
+function kubectl(cp: ControlPlane, args: readonly string[], stdin: string): Promise<{ code: number; stdout: string; stderr: string }> {
+  return new Promise((resolve) => {
+    const child = execFile(join(kubeBin(), 'kubectl'), ['--kubeconfig', cp.kubeconfig, ...args], { maxBuffer: 16 * 1024 * 1024 });
+    let stdout = '';
+    let stderr = '';
+    child.stdout!.on('data', (b: Buffer) => { stdout += b.toString(); });
+    child.stderr!.on('data', (b: Buffer) => { stderr += b.toString(); });
+    child.on('close', (code) => resolve({ code: code ?? -1, stdout, stderr }));
+    child.stdin!.end(stdin);
+  });
+}
+
+const dryRun = (cp: ControlPlane, object: object): Promise<{ code: number; stdout: string; stderr: string }> =>
+  kubectl(cp, ['apply', '--dry-run=server', '-o', 'name', '-f', '-'], JSON.stringify(object));
+
+function renderStatefulSet(): StatefulSet {
+  const pool = samplePool();
+  pool.metadata.namespace = NAMESPACE;
+  // Rendered offline: no CollectorPool (and no CRD) exists here to own it.
+  delete pool.metadata.uid;
+  return desiredStatefulSet(pool, { defaultImage: 'registry.invalid/pglog:0.1.0', serviceAccountName: SERVICE_ACCOUNT });
+}
+
+/** The Pod the StatefulSet controller would create for ordinal 0. */
+function podOf(sts: StatefulSet): object {
+  return {
+    apiVersion: 'v1', kind: 'Pod',
+    metadata: { ...sts.spec.template.metadata, name: `${sts.metadata.name}-0`, namespace: sts.metadata.namespace },
+    spec: sts.spec.template.spec,
+  };
+}
+
+describe('Pod Security restricted admits the pool\'s pods', { timeout: 180_000 }, () => {
+  let cp: ControlPlane;
+  before(async () => {
+    cp = await startControlPlane();
+    await cp.kubectl(['apply', '-f', '-'], JSON.stringify({
+      apiVersion: 'v1', kind: 'Namespace',
+      metadata: { name: NAMESPACE, labels: { 'pod-security.kubernetes.io/enforce': 'restricted', 'pod-security.kubernetes.io/enforce-version': 'latest' } },
+    }));
+    // No controller-manager: the service account a pod names must be created by hand.
+    await cp.kubectl(['apply', '-f', '-'], JSON.stringify({ apiVersion: 'v1', kind: 'ServiceAccount', metadata: { name: SERVICE_ACCOUNT, namespace: NAMESPACE } }));
+  });
+  after(async () => { await cp?.stop(); });
+
+  test('a Pod from the StatefulSet template is admitted', async () => {
+    const result = await dryRun(cp, podOf(renderStatefulSet()));
+    assert.equal(result.code, 0, result.stderr);
+    assert.match(result.stdout, /pod\/main-0/);
+    assert.doesNotMatch(result.stderr, /PodSecurity/);
+  });
+
+  test('the StatefulSet is accepted without a PodSecurity warning', async () => {
+    const result = await dryRun(cp, renderStatefulSet());
+    assert.equal(result.code, 0, result.stderr);
+    assert.match(result.stdout, /statefulset\.apps\/main/);
+    assert.doesNotMatch(result.stderr, /PodSecurity|[Ww]arning/);
+  });
+
+  test('without runAsNonRoot the Pod is refused, and the StatefulSet warned about', async () => {
+    const sts = renderStatefulSet();
+    const spec = sts.spec.template.spec;
+    delete spec.securityContext!.runAsNonRoot;
+    for (const c of [...spec.containers, ...(spec.initContainers ?? [])]) {
+      delete c.securityContext!.runAsNonRoot;
+      assert.equal(c.securityContext!.readOnlyRootFilesystem, true);
+    }
+    const pod = await dryRun(cp, podOf(sts));
+    assert.notEqual(pod.code, 0);
+    assert.match(pod.stderr, /violates PodSecurity "restricted:latest"/);
+    assert.match(pod.stderr, /runAsNonRoot/);
+    const warned = await dryRun(cp, sts);
+    assert.equal(warned.code, 0, warned.stderr);
+    assert.match(warned.stderr, /would violate PodSecurity "restricted:latest"/, 'the warning check above can see warnings');
+  });
+
+  test('with allowPrivilegeEscalation the Pod is refused', async () => {
+    const sts = renderStatefulSet();
+    sts.spec.template.spec.containers[0]!.securityContext!.allowPrivilegeEscalation = true;
+    const pod = await dryRun(cp, podOf(sts));
+    assert.notEqual(pod.code, 0);
+    assert.match(pod.stderr, /violates PodSecurity "restricted:latest"/);
+    assert.match(pod.stderr, /allowPrivilegeEscalation/);
+  });
+});
