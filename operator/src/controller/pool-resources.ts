@@ -153,6 +153,7 @@ function collectorContainer(pool: CollectorPool, image: string): Container {
       'collect',
       // The pod's name is the shard's name (`<pool>-<i>`): pod i collects shard i.
       '--shard', '$(POD_NAME)',
+      '--namespace', '$(POD_NAMESPACE)',
       // Probes and Prometheus reach the pod's IP, not its loopback.
       '--listen', `0.0.0.0:${METRICS_PORT}`,
       '--sshproxy', 'external',

@@ -59,6 +59,7 @@ describe('desiredStatefulSet', () => {
     assert.equal(args[0], 'collect');
     const flag = (name: string): string | undefined => args[args.indexOf(name) + 1];
     assert.equal(flag('--shard'), '$(POD_NAME)');
+    assert.equal(flag('--namespace'), '$(POD_NAMESPACE)');
     assert.equal(flag('--sshproxy'), 'external');
     assert.equal(flag('--sshproxy-dir'), SSHPROXY_DIR);
     assert.equal(flag('--listen'), '0.0.0.0:9187');
