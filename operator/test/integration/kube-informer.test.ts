@@ -1,0 +1,214 @@
+// The informer against a real kube-apiserver: sync, add/update/delete events, a relist after
+// a real 410 Gone (the watch is held back while an object is deleted and etcd compacts; the
+// watch cache is off so the old resourceVersion reaches etcd) that emits the missed delete,
+// and recovery after the API server becomes unreachable: the client goes through a TCP proxy
+// in this test that is closed and opened again (the harness cannot restart the apiserver).
+import assert from 'node:assert/strict';
+import { createConnection, createServer, type Server, type Socket } from 'node:net';
+import { after, before, describe, test } from 'node:test';
+import { startControlPlane, type ControlPlane } from '../helpers/control-plane.ts';
+import { createKubeClient } from '../../src/kube/client.ts';
+import type { KubeClient, KubeObject, ResourceType, WatchEvent, WatchOptions } from '../../src/kube/client-types.ts';
+import { isKubeError } from '../../src/kube/errors.ts';
+import { Informer, type InformerEvent } from '../../src/kube/informer.ts';
+import { sleep } from '../../../collector/test/helpers/wait.ts';
+
+const CONFIG_MAPS: ResourceType = { group: '', version: 'v1', plural: 'configmaps', kind: 'ConfigMap', namespaced: true };
+interface ConfigMap extends KubeObject { data?: Record<string, string> }
+const configMap = (name: string, suite: string, v: string): ConfigMap =>
+  ({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name, namespace: 'default', labels: { suite } }, data: { v } });
+
+async function until(what: string, check: () => boolean, timeoutMs = 20_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!check()) {
+    if (Date.now() > deadline) assert.fail(`timed out waiting for: ${what}`);
+    await sleep(25);
+  }
+}
+
+const summary = (events: InformerEvent<ConfigMap>[]): string[] =>
+  events.map((e) => `${e.type} ${e.object.metadata.name} ${e.object.data?.['v']}${e.old ? ` (was ${e.old.data?.['v']})` : ''}`);
+
+/** A client whose watches can be held: while held, a new watch waits, then starts from the resourceVersion it was asked for. */
+function holdableWatches(client: KubeClient): { client: KubeClient; hold(): void; release(): void; lastWatchFrom(): string | undefined } {
+  let held: { promise: Promise<void>; release: () => void } | undefined;
+  const current = new Set<AbortController>();
+  let lastFrom: string | undefined;
+  const wrapped: KubeClient = Object.create(client) as KubeClient;
+  wrapped.watch = async function* <T extends KubeObject>(type: ResourceType, ns: string | undefined, options: WatchOptions, signal: AbortSignal): AsyncGenerator<WatchEvent<T>> {
+    while (held !== undefined && !signal.aborted) await Promise.race([held.promise, new Promise((r) => signal.addEventListener('abort', r, { once: true }))]);
+    lastFrom = options.resourceVersion;
+    const inner = new AbortController();
+    const onAbort = (): void => inner.abort();
+    signal.addEventListener('abort', onAbort, { once: true });
+    current.add(inner);
+    try {
+      yield* client.watch<T>(type, ns, options, inner.signal);
+    } finally {
+      current.delete(inner);
+      signal.removeEventListener('abort', onAbort);
+    }
+  };
+  return {
+    client: wrapped,
+    hold() {
+      let release!: () => void;
+      held = { promise: new Promise<void>((r) => { release = r; }), release };
+      // End the running watch as if the server closed it: the informer watches again and waits.
+      for (const c of current) c.abort();
+    },
+    release() {
+      const h = held;
+      held = undefined;
+      h?.release();
+    },
+    lastWatchFrom: () => lastFrom,
+  };
+}
+
+/** A TCP proxy to the API server that can go away and come back on the same port. */
+async function startProxy(target: URL): Promise<{ port: number; close(): Promise<void>; open(): Promise<void> }> {
+  let server: Server | undefined;
+  const sockets = new Set<Socket>();
+  let port = 0;
+  const open = async (): Promise<void> => {
+    server = createServer((down) => {
+      const up = createConnection({ host: target.hostname, port: Number(target.port) });
+      sockets.add(down).add(up);
+      down.pipe(up).pipe(down);
+      const end = (): void => { down.destroy(); up.destroy(); sockets.delete(down); sockets.delete(up); };
+      down.on('error', end).on('close', end);
+      up.on('error', end).on('close', end);
+    });
+    await new Promise<void>((resolve, reject) => { server!.once('error', reject).listen(port, '127.0.0.1', () => resolve()); });
+    port = (server.address() as { port: number }).port;
+  };
+  await open();
+  return {
+    port,
+    async close() {
+      const s = server;
+      server = undefined;
+      for (const sock of sockets) sock.destroy();
+      sockets.clear();
+      await new Promise<void>((r) => (s ? s.close(() => r()) : r()));
+    },
+    open,
+  };
+}
+
+describe('Informer on a real kube-apiserver', { timeout: 240_000 }, () => {
+  let cp: ControlPlane;
+  let client: KubeClient & { close(): void };
+  const config = (): { server: string; caCert: string; tlsServerName: string; token: string } =>
+    ({ server: cp.server, caCert: cp.caCert, tlsServerName: 'kubernetes', token: cp.token });
+  before(async () => {
+    cp = await startControlPlane({ apiserverArgs: ['--watch-cache=false', '--etcd-compaction-interval=5s'] });
+    client = createKubeClient(config());
+  });
+  after(async () => { client?.close(); await cp?.stop(); });
+
+  test('syncs, then emits add, update (with the old object) and delete; a throwing handler is logged and harmless', async () => {
+    await client.create(CONFIG_MAPS, configMap('pre-1', 'events', '1'));
+    await client.create(CONFIG_MAPS, configMap('pre-2', 'events', '1'));
+    await client.create(CONFIG_MAPS, configMap('other', 'not-selected', '1'));
+    const logs: string[] = [];
+    const informer = new Informer<ConfigMap>(client, CONFIG_MAPS, { namespace: 'default', labelSelector: 'suite=events', log: (level, msg) => logs.push(`${level} ${msg}`) });
+    const events: InformerEvent<ConfigMap>[] = [];
+    informer.onChange(() => { throw new Error('handler bug'); });
+    informer.onChange((e) => events.push(e));
+    assert.deepEqual(informer.health().ok, false, 'not ready before the first list');
+    const abort = new AbortController();
+    const running = informer.run(abort.signal);
+    await until('synced', () => informer.hasSynced());
+    assert.deepEqual(informer.list().map((c) => c.metadata.name).sort(), ['pre-1', 'pre-2']);
+    assert.equal(informer.get('default', 'pre-1')?.data?.['v'], '1');
+    assert.equal(informer.get('default', 'other'), undefined);
+    assert.deepEqual(informer.health().ok, true);
+
+    const created = await client.create(CONFIG_MAPS, configMap('live', 'events', '1'));
+    await client.replace(CONFIG_MAPS, { ...created, data: { v: '2' } });
+    await client.delete(CONFIG_MAPS, 'default', 'pre-1');
+    await until('three watch events', () => events.length >= 5);
+    assert.deepEqual(summary(events).slice(0, 2).sort(), ['add pre-1 1', 'add pre-2 1']);
+    assert.deepEqual(summary(events).slice(2), ['add live 1', 'update live 2 (was 1)', 'delete pre-1 1 (was 1)']);
+    assert.equal(informer.get('default', 'pre-1'), undefined);
+    assert.equal(informer.get('default', 'live')?.data?.['v'], '2');
+    assert.ok(logs.filter((l) => l === 'error an informer event handler threw').length >= 5, logs.join('\n'));
+    abort.abort();
+    await running;
+  });
+
+  test('a watch resumed from a compacted resourceVersion gets 410: the relist emits the delete it missed', async () => {
+    await client.create(CONFIG_MAPS, configMap('kept', 'gone', '1'));
+    await client.create(CONFIG_MAPS, configMap('deleted-meanwhile', 'gone', '1'));
+    const holdable = holdableWatches(client);
+    const logs: string[] = [];
+    const informer = new Informer<ConfigMap>(holdable.client, CONFIG_MAPS, { namespace: 'default', labelSelector: 'suite=gone', log: (level, msg) => logs.push(`${level} ${msg}`) });
+    const events: InformerEvent<ConfigMap>[] = [];
+    informer.onChange((e) => events.push(e));
+    const abort = new AbortController();
+    const running = informer.run(abort.signal);
+    await until('synced', () => informer.hasSynced());
+    await until('watching', () => holdable.lastWatchFrom() !== undefined);
+    holdable.hold();
+    await sleep(100);
+    const from = holdable.lastWatchFrom()!;
+    await client.delete(CONFIG_MAPS, 'default', 'deleted-meanwhile');
+    await client.create(CONFIG_MAPS, configMap('created-meanwhile', 'gone', '1'));
+    // Wait until etcd has compacted past the informer's resourceVersion (every 5 s).
+    const deadline = Date.now() + 60_000;
+    for (;;) {
+      await client.mergePatch(CONFIG_MAPS, 'default', 'kept', { metadata: { annotations: { tick: String(Date.now()) } } });
+      try {
+        const probe = new AbortController();
+        setTimeout(() => probe.abort(), 500).unref();
+        for await (const _ of client.watch(CONFIG_MAPS, 'default', { resourceVersion: from, labelSelector: 'suite=gone' }, probe.signal)) void _;
+      } catch (e) {
+        if (isKubeError(e, 'KUBE_GONE')) break;
+        throw e;
+      }
+      assert.ok(Date.now() < deadline, 'etcd compacted within 60 s');
+      await sleep(1000);
+    }
+    assert.equal(informer.get('default', 'deleted-meanwhile')?.metadata.name, 'deleted-meanwhile', 'the cache still has it while the watch is held');
+    const before = events.length;
+    holdable.release();
+    await until('the relist emitted the missed delete', () => events.slice(before).some((e) => e.type === 'delete' && e.object.metadata.name === 'deleted-meanwhile'));
+    await until('and the missed add', () => events.slice(before).some((e) => e.type === 'add' && e.object.metadata.name === 'created-meanwhile'));
+    assert.ok(logs.includes('info resourceVersion too old, listing again'), logs.join('\n'));
+    assert.deepEqual(informer.list().map((c) => c.metadata.name).sort(), ['created-meanwhile', 'kept']);
+    assert.equal(informer.health().ok, true);
+    abort.abort();
+    await running;
+  });
+
+  test('the API server unreachable: health false with the reason, then recovery and the changes made meanwhile', async () => {
+    const proxy = await startProxy(new URL(cp.server));
+    const viaProxy = createKubeClient({ ...config(), server: `https://127.0.0.1:${proxy.port}` }, { timeoutMs: 2000 });
+    const informer = new Informer<ConfigMap>(viaProxy, CONFIG_MAPS, { namespace: 'default', labelSelector: 'suite=outage', backoffBaseMs: 50, backoffCapMs: 400 });
+    const events: InformerEvent<ConfigMap>[] = [];
+    informer.onChange((e) => events.push(e));
+    const abort = new AbortController();
+    const running = informer.run(abort.signal);
+    try {
+      await until('synced', () => informer.hasSynced() && informer.health().ok);
+      await proxy.close();
+      await until('unhealthy', () => !informer.health().ok);
+      assert.match(informer.health().reason, /configmaps: .*(ECONNREFUSED|ECONNRESET|socket hang up|failed)/);
+      await client.create(CONFIG_MAPS, configMap('during-outage', 'outage', '1'));
+      await sleep(500);
+      assert.equal(informer.health().ok, false, 'still unhealthy while unreachable');
+      await proxy.open();
+      await until('healthy again', () => informer.health().ok);
+      await until('the add made during the outage', () => events.some((e) => e.type === 'add' && e.object.metadata.name === 'during-outage'));
+      await client.delete(CONFIG_MAPS, 'default', 'during-outage');
+      await until('and watching again', () => events.some((e) => e.type === 'delete'));
+    } finally {
+      abort.abort();
+      await running;
+      viaProxy.close();
+      await proxy.close();
+    }
+  });
+});
