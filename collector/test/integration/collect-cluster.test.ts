@@ -1,0 +1,227 @@
+// Cluster mode on the real thing: a kube-apiserver with pglog's CRDs, Secrets and
+// PostgresTargets, CollectorShards written as the operator would; the real
+// `pglog collect --shard` launcher and its collector child; a real store, sshd and two
+// PostgreSQL servers logging every statement; the checker compares logs and store.
+//   - rows arrive; the shard status shows both targets with rates, offsets, connected;
+//   - a target removed from the spec stops (no new rows) and leaves the status;
+//   - handed to a second collector (another shard) with epoch + 1: 0 lost, 0 duplicated;
+//   - a new spec.tuning restarts the collector child (new pid, status.tuning) losing nothing;
+//   - a transport set to proxy in the spec moves the target to the sidecar;
+//   - a Secret that does not exist: that target reports KUBE_NOT_FOUND, the other collects;
+//   - the private key never appears in the output.
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { appendFileSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import { startControlPlane, type ControlPlane } from '../../../operator/test/helpers/control-plane.ts';
+import type { CollectorShard, ShardTarget, ShardTuning } from '../../../operator/src/api/collector-shard.ts';
+import { checkStore, formatCheck } from '../helpers/checker.ts';
+import { PGLOG } from '../helpers/cli.ts';
+import { waitFor } from '../helpers/collector-process.ts';
+import { startLogServer, type LogServer } from '../helpers/log-server.ts';
+import { startPostgres, type TestPostgres } from '../helpers/postgres.ts';
+import { startSeqLoad, type SeqLoad } from '../helpers/seq-load.ts';
+import { killTree } from '../helpers/process-tree.ts';
+import { startSshServer, type TestSshServer } from '../helpers/sshd.ts';
+
+const NS = 'pglog-test';
+const CRDS = join(import.meta.dirname, '../../../crds');
+const TUNING: ShardTuning = { uvThreadpoolSize: 4, maxOldSpaceSizeMiB: 256, maxSemiSpaceSizeMiB: 16 };
+
+interface Launched {
+  readonly pid: number;
+  output(): string;
+  records(): Array<Record<string, unknown>>;
+  readonly exited: Promise<number | null>;
+  stop(): Promise<number | null>;
+}
+
+describe('pglog collect --shard: cluster mode against a real API server', { timeout: 600_000 }, () => {
+  let work: string;
+  let cp: ControlPlane;
+  let store: TestPostgres;
+  let ssh: TestSshServer;
+  let servers: LogServer[];
+  const loads = new Map<string, SeqLoad>();
+  const collectors: Launched[] = [];
+
+  const kubectl = (args: string[], stdin?: string): Promise<string> => cp.kubectl(['-n', NS, ...args], stdin);
+  const apply = (object: unknown): Promise<string> => kubectl(['apply', '-f', '-'], JSON.stringify(object));
+  const shard = async (name: string): Promise<CollectorShard> => JSON.parse(await kubectl(['get', 'collectorshard', name, '-o', 'json'])) as CollectorShard;
+  const setShardSpec = (name: string, targets: ShardTarget[], tuning: ShardTuning = TUNING): Promise<string> =>
+    kubectl(['patch', 'collectorshard', name, '--type', 'merge', '-p', JSON.stringify({ spec: { targets, tuning } })]);
+  const targetStatus = async (shardName: string, target: string): Promise<Record<string, unknown> | undefined> =>
+    (await shard(shardName)).status?.targets?.find((t) => t.name === target) as Record<string, unknown> | undefined;
+  /** Rows of the target's run in the store; 0 until the collector has created the schema. */
+  const stored = async (target: string): Promise<number> => {
+    try {
+      return (await checkStore(store.url, loads.get(target)!.run, { numbers: [] })).stored;
+    } catch (e) {
+      if ((e as { code?: string }).code === '42P01') return 0;
+      throw e;
+    }
+  };
+  const checkTarget = (target: string, k: number): ReturnType<typeof checkStore> => checkStore(store.url, loads.get(target)!.run, { logDirectory: servers[k]!.logDirectory });
+
+  function launch(shardName: string, extra: string[] = []): Launched {
+    const file = join(work, `${shardName}.log`);
+    const child = spawn(PGLOG, [
+      'collect', '--shard', shardName, '--kubeconfig', cp.kubeconfig, '--namespace', NS, '--listen', 'off', '--log-level', 'debug',
+      '--status-interval', '2', '--resolve-interval', '5', '--batch-ms', '200', ...extra,
+    ], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, PGLOG_STORE_URL: store.url, POD_NAME: `pod-${shardName}` } });
+    child.stdout.on('data', (b: Buffer) => appendFileSync(file, b));
+    child.stderr.on('data', (b: Buffer) => appendFileSync(file, b));
+    const exited = new Promise<number | null>((resolve) => child.on('close', (code) => resolve(code)));
+    const output = (): string => { try { return readFileSync(file, 'utf8'); } catch { return ''; } };
+    const c: Launched = {
+      pid: child.pid!,
+      output,
+      records: () => output().split('\n').flatMap((l) => { if (!l.startsWith('{')) return []; try { return [JSON.parse(l) as Record<string, unknown>]; } catch { return []; } }),
+      exited,
+      stop: async () => { child.kill('SIGTERM'); return exited; },
+    };
+    collectors.push(c);
+    return c;
+  }
+  /** Pids of the collector children the launcher started, in order. */
+  const childPids = (c: Launched): number[] => [...new Set(c.records().filter((r) => typeof r['msg'] === 'string' && r['msg'].startsWith('pglog collect starting for CollectorShard')).map((r) => Number(r['pid'])))];
+  const tail = (c: Launched): string => c.output().split('\n').slice(-40).join('\n');
+
+  before(async () => {
+    work = mkdtempSync(join(tmpdir(), 'pglog-cluster-'));
+    [cp, store, ssh, servers] = await Promise.all([
+      startControlPlane(), startPostgres(), startSshServer(), Promise.all([startLogServer(), startLogServer()]),
+    ]);
+    await cp.kubectl(['apply', ...readdirSync(CRDS).filter((f) => f.endsWith('.yaml')).flatMap((f) => ['-f', join(CRDS, f)])]);
+    await cp.kubectl(['wait', '--for', 'condition=Established', '--timeout=60s', 'crd/collectorshards.pglog.io', 'crd/postgrestargets.pglog.io']);
+    await cp.kubectl(['create', 'namespace', NS]);
+    for (const [k, name] of ['db1', 'db2'].entries()) {
+      await kubectl(['create', 'secret', 'generic', `${name}-ssh`, `--from-file=id_ed25519=${ssh.privateKeyFile}`, `--from-file=known_hosts=${ssh.knownHostsFile}`]);
+      await apply(postgresTarget(name, `${name}-ssh`, servers[k]!));
+    }
+    await apply(postgresTarget('db3', 'missing-ssh', servers[0]!));
+    for (const [index, name] of ['s-0', 's-1'].entries()) {
+      await apply({ apiVersion: 'pglog.io/v1alpha1', kind: 'CollectorShard', metadata: { name }, spec: { pool: 'p', index, targets: [], tuning: TUNING } });
+    }
+    await setShardSpec('s-0', [{ name: 'db1', transport: 'inproc', epoch: 1 }, { name: 'db2', transport: 'inproc', epoch: 1 }]);
+    loads.set('db1', startSeqLoad(servers[0]!.url, { ratePerSecond: 100, payloadBytes: 40 }));
+    loads.set('db2', startSeqLoad(servers[1]!.url, { ratePerSecond: 100, payloadBytes: 40 }));
+  });
+
+  function postgresTarget(name: string, secret: string, server: LogServer): unknown {
+    return {
+      apiVersion: 'pglog.io/v1alpha1', kind: 'PostgresTarget', metadata: { name },
+      spec: {
+        host: ssh.host, port: ssh.port, user: ssh.user, ssh: { secretRef: { name: secret } }, transport: 'auto',
+        instances: [{ name: 'main', dataDirectory: server.dataDirectory, logDirectory: server.logDirectory, logLinePrefix: '%m [%p] %q%u@%d ' }],
+      },
+    };
+  }
+
+  after(async () => {
+    await Promise.allSettled([...loads.values()].map((l) => l.stop()));
+    // The launcher and its collector child (and its sidecar): a child left behind would hold the store open.
+    for (const c of collectors) killTree(c.pid);
+    await Promise.allSettled([cp?.stop(), ssh?.dispose(), store?.stop(), ...(servers ?? []).map((s) => s.dispose())]);
+    rmSync(work, { recursive: true, force: true });
+  });
+
+  test('rows arrive; the shard status shows both targets with rates, offsets and connected within 15 s', async () => {
+    const c = launch('s-0');
+    await waitFor(async () => (await stored('db1')) > 0 && (await stored('db2')) > 0, 'rows of both targets in the store', 60_000, () => tail(c));
+    const seenAt = Date.now();
+    await waitFor(async () => {
+      const s = (await shard('s-0')).status;
+      return s?.targets?.length === 2 && s.targets.every((t) => t.connected && t.bytesPerSecond > 0 && (t.offsets?.length ?? 0) > 0);
+    }, 'status with both targets connected, rates and offsets', 15_000, async () => `${JSON.stringify((await shard('s-0')).status, null, 1)}\n${tail(c)}`);
+    console.log(`# status complete ${Date.now() - seenAt} ms after the first rows`);
+    const s = await shard('s-0');
+    assert.equal(s.status!.pod, 'pod-s-0');
+    assert.deepEqual(s.status!.tuning, TUNING);
+    assert.equal(s.status!.observedGeneration, s.metadata.generation);
+    const ready = s.status!.conditions!.find((x) => x.type === 'Ready')!;
+    assert.equal(ready.status, 'True', JSON.stringify(ready));
+    assert.equal(childPids(c).length, 1);
+  });
+
+  test('a target removed from the spec stops (no new rows) and leaves the status; handed to another shard with epoch + 1: 0 lost, 0 duplicated', async () => {
+    const c = collectors[0]!;
+    await setShardSpec('s-0', [{ name: 'db1', transport: 'inproc', epoch: 1 }]);
+    await waitFor(async () => (await shard('s-0')).status?.targets?.map((t) => t.name).join() === 'db1', 'db2 to leave the status', 20_000, () => tail(c));
+    const before = await stored('db2');
+    await new Promise((r) => setTimeout(r, 3000));
+    assert.equal(await stored('db2'), before, 'no new db2 rows while nobody owns it (its load goes on)');
+    await setShardSpec('s-1', [{ name: 'db2', transport: 'inproc', epoch: 2 }]);
+    const other = launch('s-1');
+    await waitFor(async () => (await targetStatus('s-1', 'db2'))?.['connected'] === true, 'db2 collected by s-1', 30_000, () => tail(other));
+    assert.equal((await targetStatus('s-1', 'db2'))!['epoch'], 2);
+  });
+
+  test('a new spec.tuning restarts the collector child (new pid, status.tuning), nothing lost', async () => {
+    const c = collectors[0]!;
+    const first = childPids(c)[0]!;
+    const tuning = { ...TUNING, maxOldSpaceSizeMiB: 320 };
+    await setShardSpec('s-0', [{ name: 'db1', transport: 'inproc', epoch: 1 }], tuning);
+    await waitFor(() => childPids(c).length >= 2, 'a second collector child', 60_000, () => tail(c));
+    assert.notEqual(childPids(c)[1], first);
+    await waitFor(async () => (await shard('s-0')).status?.tuning?.maxOldSpaceSizeMiB === 320, 'status.tuning of the new child', 30_000, () => tail(c));
+    const argv = readFileSync(`/proc/${childPids(c)[1]!}/cmdline`, 'utf8').split('\0');
+    assert.ok(argv.includes('--max-old-space-size=320'), argv.join(' '));
+    assert.equal(readFileSync(`/proc/${childPids(c)[1]!}/environ`, 'utf8').split('\0').includes('UV_THREADPOOL_SIZE=4'), true);
+    assert.ok(c.records().some((r) => r['msg'] === 'the collector stopped for a new tuning; starting it again'));
+  });
+
+  test('the transport set to proxy in the spec moves the target to the sidecar', async () => {
+    const c = collectors[0]!;
+    await setShardSpec('s-0', [{ name: 'db1', transport: 'proxy', epoch: 1 }], { ...TUNING, maxOldSpaceSizeMiB: 320 });
+    await waitFor(() => c.records().some((r) => typeof r['switchMs'] === 'number' && r['to'] === 'proxy'), 'db1 reading through the sidecar', 30_000, () => tail(c));
+    await waitFor(async () => (await targetStatus('s-0', 'db1'))?.['transport'] === 'proxy', 'status transport proxy', 20_000);
+  });
+
+  test('a Secret that does not exist: that target reports KUBE_NOT_FOUND, the other keeps collecting', async () => {
+    const c = collectors[0]!;
+    await setShardSpec('s-0', [{ name: 'db1', transport: 'proxy', epoch: 1 }, { name: 'db3', transport: 'inproc', epoch: 1 }], { ...TUNING, maxOldSpaceSizeMiB: 320 });
+    await waitFor(async () => (await targetStatus('s-0', 'db3'))?.['error'] === 'KUBE_NOT_FOUND', 'db3 failing with KUBE_NOT_FOUND', 20_000, () => tail(c));
+    const ready = (await shard('s-0')).status!.conditions!.find((x) => x.type === 'Ready')!;
+    assert.deepEqual([ready.status, ready.reason], ['False', 'KUBE_NOT_FOUND']);
+    const before = await stored('db1');
+    await waitFor(async () => (await stored('db1')) > before, 'db1 still collecting', 15_000);
+    assert.equal((await targetStatus('s-0', 'db1'))!['connected'], true);
+  });
+
+  test('handed over while the old owner still reads (both shards name it a moment): the old one is fenced, nothing twice', async () => {
+    const c = collectors[0]!;
+    const tuning = { ...TUNING, maxOldSpaceSizeMiB: 320 };
+    // The new owner first, as a slow operator or a partition might leave it: s-0 still reads db1.
+    await setShardSpec('s-1', [{ name: 'db1', transport: 'inproc', epoch: 2 }, { name: 'db2', transport: 'inproc', epoch: 2 }]);
+    await waitFor(async () => (await targetStatus('s-1', 'db1'))?.['connected'] === true, 'db1 collected by s-1', 30_000, () => tail(collectors[1]!));
+    await new Promise((r) => setTimeout(r, 1000));
+    await setShardSpec('s-0', [{ name: 'db3', transport: 'inproc', epoch: 1 }], tuning);
+    await waitFor(async () => (await shard('s-0')).status?.targets?.map((t) => t.name).join() === 'db3', 'db1 to leave s-0', 20_000, () => tail(c));
+  });
+
+  test('every statement of both servers stored exactly once; clean exits; the key never in the output', async () => {
+    for (const l of loads.values()) await l.stop();
+    for (const [k, name] of ['db1', 'db2'].entries()) {
+      let last = '';
+      await waitFor(async () => {
+        const r = await checkTarget(name, k);
+        last = formatCheck(r);
+        return r.lost.length === 0 && r.expected > 0;
+      }, `every ${name} statement stored`, 60_000, () => last);
+      const r = await checkTarget(name, k);
+      assert.equal(r.lost.length, 0, `${name}: ${formatCheck(r)}`);
+      assert.equal(r.duplicated.length, 0, `${name}: ${formatCheck(r)}`);
+      console.log(`# ${name}: ${formatCheck(r)}`);
+    }
+    for (const c of collectors) assert.equal(await c.stop(), 0, tail(c));
+    const keyBody = readFileSync(ssh.privateKeyFile, 'utf8').split('\n').filter((l) => l.length > 20 && !l.startsWith('-----'));
+    for (const c of collectors) for (const line of keyBody) assert.ok(!c.output().includes(line), 'a line of the private key appears in the output');
+    const fenced = collectors[0]!.records().filter((r) => r['code'] === 'STORE_FENCED' && r['target'] === 'db1');
+    assert.ok(fenced.length > 0, 's-0 was fenced on db1 once s-1 claimed it with epoch 2');
+    const errors = collectors.flatMap((c) => c.records()).filter((r) => Number(r['level']) >= 50 && r['code'] !== 'STORE_FENCED');
+    assert.deepEqual(errors.map((r) => r['msg']), [], 'no other errors logged');
+  });
+});
