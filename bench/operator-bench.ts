@@ -238,10 +238,33 @@ interface E2eResult {
   newShardTargets: number;
   stableAfterScale: boolean;
   perShard: { min: number; max: number };
-  reconcile: { controller: string; count: number; sum: number }[];
+  /** The operator's metrics once every status was written (before the scale step) and at the end. */
+  beforeScale: OperatorSnapshot;
+  end: OperatorSnapshot;
+}
+
+interface OperatorSnapshot {
+  reconcile: Map<string, { count: number; sum: number }>;
   moves: number | null;
   cpuSeconds: number | null;
   rssMB: number | null;
+}
+
+/** What the bench reads from the operator's /metrics (Prometheus text format). */
+function parseOperatorMetrics(text: string): OperatorSnapshot {
+  const sample = (name: string, labels = ''): number | null => {
+    const line = text.split('\n').find((l) => l.startsWith(`${name}${labels} `));
+    return line === undefined ? null : Number(line.slice(line.lastIndexOf(' ') + 1));
+  };
+  const reconcile = new Map<string, { count: number; sum: number }>();
+  for (const match of text.matchAll(/^pglog_operator_reconcile_duration_seconds_count\{controller="([^"]+)"\} (\S+)$/gm)) {
+    const controller = match[1]!;
+    reconcile.set(controller, { count: Number(match[2]), sum: sample('pglog_operator_reconcile_duration_seconds_sum', `{controller="${controller}"}`) ?? NaN });
+  }
+  let moves: number | null = null;
+  for (const match of text.matchAll(/^pglog_operator_target_moves_total\{[^}]*\} (\S+)$/gm)) moves = (moves ?? 0) + Number(match[1]);
+  const rss = sample('pglog_operator_process_resident_memory_bytes');
+  return { reconcile, moves, cpuSeconds: sample('pglog_operator_process_cpu_seconds_total'), rssMB: rss === null ? null : rss / 1024 / 1024 };
 }
 
 async function e2e(): Promise<E2eResult> {
@@ -322,6 +345,8 @@ async function e2e(): Promise<E2eResult> {
     const statusSeconds = (performance.now() - poolCreated) / 1000;
     say(`e2e: every status.shard written after ${statusSeconds.toFixed(1)} s`);
     const sizes = first.shards.map((s) => s.spec.targets.length);
+    const snapshot = async (): Promise<OperatorSnapshot> => parseOperatorMetrics(await (await fetch(operator.metricsUrl)).text());
+    const beforeScale = await snapshot();
 
     // Scale up by one: a merge patch of spec.replicas, as `kubectl scale` does through /scale.
     const scaled = performance.now();
@@ -339,29 +364,25 @@ async function e2e(): Promise<E2eResult> {
     const later = await assignmentOf(client, NS, POOL);
     const stableAfterScale = later.byTarget.size === count && [...after.byTarget].every(([t, s]) => later.byTarget.get(t) === s);
 
-    const metrics = await (await fetch(operator.metricsUrl)).text();
-    const sample = (name: string, labels = ''): number | null => {
-      const line = metrics.split('\n').find((l) => l.startsWith(`${name}${labels} `) || (labels === '' && l.startsWith(`${name}{`)));
-      return line === undefined ? null : Number(line.slice(line.lastIndexOf(' ') + 1));
-    };
-    const reconcile = [...metrics.matchAll(/^pglog_operator_reconcile_duration_seconds_count\{controller="([^"]+)"\} (\S+)$/gm)].map((match) => {
-      const controller = match[1]!;
-      return { controller, count: Number(match[2]), sum: sample('pglog_operator_reconcile_duration_seconds_sum', `{controller="${controller}"}`) ?? NaN };
-    });
-    let moves = 0;
-    let anyMoves = false;
-    for (const match of metrics.matchAll(/^pglog_operator_target_moves_total\{[^}]*\} (\S+)$/gm)) { moves += Number(match[1]); anyMoves = true; }
-    const rss = sample('pglog_operator_process_resident_memory_bytes');
     return {
       targets: count, replicas, createSeconds, leaderSeconds, shardsSeconds, statusSeconds, scaleShardsSeconds, scaleStatusSeconds,
       moved, newShardTargets: after.shards[replicas]?.spec.targets.length ?? 0, stableAfterScale,
       perShard: { min: Math.min(...sizes), max: Math.max(...sizes) },
-      reconcile, moves: anyMoves ? moves : null,
-      cpuSeconds: sample('pglog_operator_process_cpu_seconds_total'), rssMB: rss === null ? null : rss / 1024 / 1024,
+      beforeScale, end: await snapshot(),
     };
   } finally {
     await cleanup.run();
   }
+}
+
+function reconcileText(beforeScale: OperatorSnapshot, end: OperatorSnapshot): string {
+  if (end.reconcile.size === 0) return 'no reconcile duration series';
+  const mean = (count: number, sum: number): string => (count > 0 ? `mean ${((sum / count) * 1000).toFixed(1)} ms` : 'none');
+  return [...end.reconcile].map(([controller, e]) => {
+    const b = beforeScale.reconcile.get(controller) ?? { count: 0, sum: 0 };
+    return `${controller}: ${e.count} reconciles, ${mean(e.count, e.sum)}; until every status was written ${b.count}, ${mean(b.count, b.sum)}; ` +
+      `from there through the scale step to the end ${e.count - b.count}, ${mean(e.count - b.count, e.sum - b.sum)}`;
+  }).join('; ');
 }
 
 function e2eSection(r: E2eResult): string {
@@ -389,8 +410,9 @@ function e2eSection(r: E2eResult): string {
       `The scale step moved **${r.moved.toLocaleString('en-US')} targets, ${(fraction * 100).toFixed(2)} %** (ideal 1/${r.replicas + 1} = ${(ideal * 100).toFixed(2)} %, ratio ${(fraction / ideal).toFixed(2)}); the new shard holds ${r.newShardTargets}. ` +
       `${r.stableAfterScale ? 'The assignment was unchanged 3 s later.' : '**The assignment changed again within 3 s after the scale step.**'}`,
     '',
-    `Operator metrics at the end: ${r.reconcile.length === 0 ? 'no reconcile duration series' : r.reconcile.map((c) => `${c.count} ${c.controller} reconciles, mean ${((c.sum / c.count) * 1000).toFixed(1)} ms`).join('; ')}` +
-      `${r.moves === null ? '' : `; ${r.moves} target moves counted`}${r.cpuSeconds === null ? '' : `; ${r.cpuSeconds.toFixed(1)} s of CPU`}${r.rssMB === null ? '' : `, ${r.rssMB.toFixed(0)} MiB RSS`}.`,
+    `Reconcile time from the operator's own metrics (\`pglog_operator_reconcile_duration_seconds\` sum / count): ${reconcileText(r.beforeScale, r.end)}.` +
+      `${r.end.moves === null ? '' : ` \`pglog_operator_target_moves_total\`: ${r.end.moves}.`}` +
+      `${r.end.cpuSeconds === null ? '' : ` The operator used ${r.end.cpuSeconds.toFixed(1)} s of CPU in all`}${r.end.rssMB === null ? '' : `, ${r.end.rssMB.toFixed(0)} MiB RSS at the end`}.`,
     '',
   ].join('\n');
 }
