@@ -83,7 +83,8 @@ export function takeLease(spec: LeaseSpec | undefined, identity: string, now: nu
     leaseDurationSeconds: Math.max(1, Math.ceil(leaseDurationMs / 1000)),
     acquireTime: renewing && spec?.acquireTime !== undefined ? spec.acquireTime : microTime(now),
     renewTime: microTime(now),
-    leaseTransitions: renewing ? (spec?.leaseTransitions ?? 0) : (spec?.leaseTransitions ?? 0) + (spec?.holderIdentity ? 1 : 0),
+    // Like client-go: every change of holder counts, taking a released lease too.
+    leaseTransitions: spec === undefined ? 0 : (spec.leaseTransitions ?? 0) + (renewing ? 0 : 1),
   };
 }
 

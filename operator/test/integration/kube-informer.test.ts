@@ -4,9 +4,9 @@
 // and recovery after the API server becomes unreachable: the client goes through a TCP proxy
 // in this test that is closed and opened again (the harness cannot restart the apiserver).
 import assert from 'node:assert/strict';
-import { createConnection, createServer, type Server, type Socket } from 'node:net';
 import { after, before, describe, test } from 'node:test';
 import { startControlPlane, type ControlPlane } from '../helpers/control-plane.ts';
+import { startTcpProxy } from '../helpers/tcp-proxy.ts';
 import { createKubeClient } from '../../src/kube/client.ts';
 import type { KubeClient, KubeObject, ResourceType, WatchEvent, WatchOptions } from '../../src/kube/client-types.ts';
 import { isKubeError } from '../../src/kube/errors.ts';
@@ -63,37 +63,6 @@ function holdableWatches(client: KubeClient): { client: KubeClient; hold(): void
       h?.release();
     },
     lastWatchFrom: () => lastFrom,
-  };
-}
-
-/** A TCP proxy to the API server that can go away and come back on the same port. */
-async function startProxy(target: URL): Promise<{ port: number; close(): Promise<void>; open(): Promise<void> }> {
-  let server: Server | undefined;
-  const sockets = new Set<Socket>();
-  let port = 0;
-  const open = async (): Promise<void> => {
-    server = createServer((down) => {
-      const up = createConnection({ host: target.hostname, port: Number(target.port) });
-      sockets.add(down).add(up);
-      down.pipe(up).pipe(down);
-      const end = (): void => { down.destroy(); up.destroy(); sockets.delete(down); sockets.delete(up); };
-      down.on('error', end).on('close', end);
-      up.on('error', end).on('close', end);
-    });
-    await new Promise<void>((resolve, reject) => { server!.once('error', reject).listen(port, '127.0.0.1', () => resolve()); });
-    port = (server.address() as { port: number }).port;
-  };
-  await open();
-  return {
-    port,
-    async close() {
-      const s = server;
-      server = undefined;
-      for (const sock of sockets) sock.destroy();
-      sockets.clear();
-      await new Promise<void>((r) => (s ? s.close(() => r()) : r()));
-    },
-    open,
   };
 }
 
@@ -184,7 +153,7 @@ describe('Informer on a real kube-apiserver', { timeout: 240_000 }, () => {
   });
 
   test('the API server unreachable: health false with the reason, then recovery and the changes made meanwhile', async () => {
-    const proxy = await startProxy(new URL(cp.server));
+    const proxy = await startTcpProxy(new URL(cp.server));
     const viaProxy = createKubeClient({ ...config(), server: `https://127.0.0.1:${proxy.port}` }, { timeoutMs: 2000 });
     const informer = new Informer<ConfigMap>(viaProxy, CONFIG_MAPS, { namespace: 'default', labelSelector: 'suite=outage', backoffBaseMs: 50, backoffCapMs: 400 });
     const events: InformerEvent<ConfigMap>[] = [];
