@@ -238,6 +238,8 @@ export class Collector {
     await this.batcher?.flush();
     for (const r of stopping) {
       this.running.delete(r.streams.name);
+      // Its key is not kept past its streams (a restart sets the new one before starting).
+      this.credentials.delete(r.streams.name);
       for (const run of r.runs) this.runs.delete(run);
       for (const instance of r.streams.target.spec.instances) this.streamAborts.delete(streamKeyOf(r.streams.name, instance.name));
       await this.connections.remove(r.streams.name);
