@@ -5,6 +5,7 @@
 import { readFileSync } from 'node:fs';
 import { isPglogError } from '../errors.ts';
 import { COLLECT_USAGE, parseCollectArgs, runCollect } from './collect-command.ts';
+import { OPERATOR_USAGE, parseOperatorArgs, runOperatorCommand } from './operator-command.ts';
 import { PARSE_USAGE, parseParseArgs, runParse } from './parse-command.ts';
 import { REPORT_USAGE, parseReportArgs, runReport } from './report-command.ts';
 import { SSHPROXY_USAGE, parseSshproxyArgs, runSshproxy } from './sshproxy-command.ts';
@@ -16,6 +17,7 @@ commands:
   report    top query templates, errors and lock waits from the store
   parse     parse PostgreSQL log files offline (summary or typed events)
   sshproxy  the sidecar that runs OpenSSH connections and streams for the collector
+  operator  the Kubernetes operator: shards targets over collector pods, writes CollectorShards
 
 ${COLLECT_USAGE}
 
@@ -23,7 +25,9 @@ ${REPORT_USAGE}
 
 ${PARSE_USAGE}
 
-${SSHPROXY_USAGE}`;
+${SSHPROXY_USAGE}
+
+${OPERATOR_USAGE}`;
 
 async function main(argv: string[]): Promise<number> {
   const [command, ...rest] = argv;
@@ -62,6 +66,14 @@ async function main(argv: string[]): Promise<number> {
         },
       });
     }
+    case 'operator':
+      return runOperatorCommand(parseOperatorArgs(rest, process.env), {
+        stdout: process.stdout,
+        onStopRequest: (handler) => {
+          process.once('SIGTERM', handler);
+          process.once('SIGINT', handler);
+        },
+      });
     case undefined:
     case 'help':
     case '--help':

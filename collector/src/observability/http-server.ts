@@ -1,11 +1,16 @@
 /**
- * The collector's HTTP endpoint: /metrics (Prometheus), /healthz (liveness), /readyz
+ * The HTTP endpoint of the collector and the operator: /metrics (Prometheus), /healthz (liveness), /readyz
  * (readiness). node:http, GET and HEAD only, nothing else served.
  */
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Logger } from './logger.ts';
-import type { CollectorMetrics } from './metrics.ts';
+
+/** What /metrics serves: a Prometheus registry's text (the collector's or the operator's). */
+export interface MetricsSource {
+  readonly contentType: string;
+  metricsText(): Promise<string>;
+}
 
 export interface Readiness {
   ready: boolean;
@@ -18,7 +23,7 @@ export interface HttpServerOptions {
   host: string;
   /** 0 picks a free port (tests). */
   port: number;
-  metrics: CollectorMetrics;
+  metrics: MetricsSource;
   ready: () => Readiness;
   log: Logger;
 }

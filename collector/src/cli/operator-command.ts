@@ -1,0 +1,105 @@
+/**
+ * `pglog operator`: the Kubernetes operator (design §3, docs/operator.md). Arguments and the
+ * environment are parsed here once; everything below gets a validated OperatorConfig.
+ */
+import { hostname } from 'node:os';
+import type { Writable } from 'node:stream';
+import { parseArgs } from 'node:util';
+import { wholeNumberOption } from '../config/whole-number-option.ts';
+import { PglogError } from '../errors.ts';
+import { createLogger, parseLogLevelOption, type OptionLogLevel } from '../observability/logger.ts';
+import { createKubeClient } from '../../../operator/src/kube/client.ts';
+import { runOperator, type OperatorConfig } from '../../../operator/src/operator/run-operator.ts';
+import { kubeConnectionFrom, type KubeConnection } from './kube-connection.ts';
+
+export const OPERATOR_USAGE = `usage: pglog operator [OPTIONS]
+  Runs the Kubernetes operator: shards the PostgresTargets of each CollectorPool over its
+  collector pods by measured load and writes their CollectorShards (docs/operator.md).
+  --kubeconfig PATH         kubeconfig file (default: the pod's service account, in-cluster)
+  --namespace NS            watch only NS (default: all namespaces)
+  --lease-namespace NS      namespace of the leader Lease (default: the pod's namespace)
+  --lease-name NAME         name of the leader Lease (default pglog-operator)
+  --identity ID             this replica's name in the Lease (default: POD_NAME, else the host name)
+  --image IMAGE             collector and sidecar image of pools that name none (default: PGLOG_IMAGE)
+  --service-account NAME    service account of the collector pods (default pglog-collector)
+  --listen HOST:PORT        /metrics, /healthz and /readyz (default 0.0.0.0:8080)
+  --workers N               pools reconciled in parallel (default 2)
+  --resync SECONDS          reconcile every pool at least this often (default 60)
+  --lease-duration SECONDS  leader Lease duration (default 15; renew deadline 2/3 of it)
+  --log-level LEVEL         trace|debug|info|warn|error (default info)`;
+
+export interface OperatorCommandConfig {
+  operator: OperatorConfig;
+  connection: KubeConnection;
+  logLevel: OptionLogLevel;
+}
+
+export function parseOperatorArgs(argv: string[], env: NodeJS.ProcessEnv): OperatorCommandConfig {
+  let values;
+  try {
+    ({ values } = parseArgs({
+      args: argv,
+      allowPositionals: false,
+      options: {
+        kubeconfig: { type: 'string' }, namespace: { type: 'string' }, 'lease-namespace': { type: 'string' },
+        'lease-name': { type: 'string' }, identity: { type: 'string' }, image: { type: 'string' },
+        'service-account': { type: 'string' }, listen: { type: 'string' }, workers: { type: 'string' },
+        resync: { type: 'string' }, 'lease-duration': { type: 'string' }, 'log-level': { type: 'string' },
+      },
+    }));
+  } catch (e) {
+    throw new PglogError('USAGE', `operator: ${(e as Error).message}`);
+  }
+  const connection = kubeConnectionFrom('operator', values.kubeconfig, env);
+  const leaseNamespace = values['lease-namespace'] ?? connection.podNamespace ?? values.namespace ?? 'default';
+  const image = values.image ?? env['PGLOG_IMAGE'];
+  if (image === undefined || image === '') throw new PglogError('USAGE', 'operator: --image IMAGE (or PGLOG_IMAGE) is required: the collector image of pools that name none');
+  const leaseSeconds = wholeNumberOption('operator', '--lease-duration', values['lease-duration'], 15, 2);
+  return {
+    connection,
+    logLevel: parseLogLevelOption(values['log-level'], 'operator'),
+    operator: {
+      namespace: values.namespace,
+      leaseNamespace,
+      leaseName: values['lease-name'] ?? 'pglog-operator',
+      identity: values.identity ?? env['POD_NAME'] ?? `${hostname()}-${process.pid}`,
+      leaseDurationMs: leaseSeconds * 1000,
+      renewDeadlineMs: Math.round(leaseSeconds * 1000 * 2 / 3),
+      retryPeriodMs: Math.max(500, Math.round(leaseSeconds * 1000 / 7.5)),
+      defaultImage: image,
+      serviceAccountName: values['service-account'] ?? 'pglog-collector',
+      workers: wholeNumberOption('operator', '--workers', values.workers, 2, 1),
+      resyncMs: wholeNumberOption('operator', '--resync', values.resync, 60, 1) * 1000,
+      listen: parseListen(values.listen ?? '0.0.0.0:8080'),
+    },
+  };
+}
+
+function parseListen(text: string): { host: string; port: number } {
+  const colon = text.lastIndexOf(':');
+  const port = Number(text.slice(colon + 1));
+  if (colon < 0 || !Number.isInteger(port) || port < 0 || port > 65535) throw new PglogError('USAGE', `operator: --listen must be HOST:PORT, got '${text}'`);
+  return { host: text.slice(0, colon) || '0.0.0.0', port };
+}
+
+export interface OperatorIO {
+  stdout: Writable;
+  onStopRequest(handler: () => void): void;
+}
+
+export async function runOperatorCommand(config: OperatorCommandConfig, io: OperatorIO): Promise<number> {
+  const log = createLogger({ level: config.logLevel, destination: io.stdout });
+  const kube = await config.connection.load();
+  const client = createKubeClient(kube, { userAgent: 'pglog-operator' });
+  const stop = new AbortController();
+  io.onStopRequest(() => {
+    log.info('stopping: giving up the Lease');
+    stop.abort();
+  });
+  try {
+    await runOperator(config.operator, client, log, stop.signal);
+  } finally {
+    client.close();
+  }
+  return 0;
+}

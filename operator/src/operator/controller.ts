@@ -1,0 +1,152 @@
+/**
+ * The operator's controller while it leads: informers on pools, targets, shards and the owned
+ * objects; events only enqueue a pool key (`namespace/name`); workers take keys from the
+ * de-duplicating queue and run the PoolReconciler. Errors are retried with per-key backoff,
+ * conflicts right away from fresh caches.
+ */
+import type { CollectorPool } from '../api/collector-pool.ts';
+import type { CollectorShard } from '../api/collector-shard.ts';
+import type { KubeClient, KubeObject } from '../kube/client-types.ts';
+import { Informer } from '../kube/informer.ts';
+import { WorkQueue } from '../kube/workqueue.ts';
+import { isKubeError } from '../kube/errors.ts';
+import { COLLECTOR_POOLS, COLLECTOR_SHARDS, POD_DISRUPTION_BUDGETS, POSTGRES_TARGETS, SERVICES, STATEFUL_SETS } from '../kube/resources.ts';
+import { isPglogError } from '../../../collector/src/errors.ts';
+import type { Logger } from '../../../collector/src/observability/logger.ts';
+import type { TargetObject } from '../api/target-object.ts';
+import type { OperatorMetrics } from './operator-metrics.ts';
+import { PoolReconciler, type EventSink } from './pool-reconciler.ts';
+import type { StatefulSetState } from './pool-status.ts';
+
+export interface ControllerOptions {
+  client: KubeClient;
+  /** Namespace to watch; undefined watches all. */
+  namespace: string | undefined;
+  events: EventSink;
+  metrics: OperatorMetrics;
+  log: Logger;
+  defaultImage: string;
+  serviceAccountName?: string;
+  workers: number;
+  /** Every pool is reconciled at least this often, whatever the events. */
+  resyncMs: number;
+}
+
+/** Owned objects carry this label; their informers watch only those. */
+const OWNED_SELECTOR = 'app.kubernetes.io/name=pglog,app.kubernetes.io/component=collector';
+const FIELD_MANAGER = 'pglog-operator';
+
+export class Controller {
+  private readonly o: ControllerOptions;
+  private readonly informers: Array<Informer<KubeObject>> = [];
+
+  constructor(options: ControllerOptions) {
+    this.o = options;
+  }
+
+  /** Whether every informer is synced and watching (readiness of the leader). */
+  health(): { ok: boolean; reasons: string[] } {
+    const reasons = this.informers.flatMap((i) => {
+      const h = i.health();
+      return h.ok ? [] : [h.reason];
+    });
+    return { ok: reasons.length === 0, reasons };
+  }
+
+  /** Runs until `signal` aborts (leadership lost or shutdown). */
+  async run(signal: AbortSignal): Promise<void> {
+    const { o } = this;
+    const logFor = (what: string) => (level: string, msg: string, fields?: Record<string, unknown>): void => {
+      const line = { informer: what, ...fields };
+      if (level === 'error') o.log.error(line, msg);
+      else if (level === 'warn') o.log.warn(line, msg);
+      else o.log.debug(line, msg);
+    };
+    const informer = <T extends KubeObject>(type: typeof COLLECTOR_POOLS, labelSelector?: string): Informer<T> => {
+      const i = new Informer<T>(o.client, type, { namespace: o.namespace, labelSelector, log: logFor(type.plural) });
+      this.informers.push(i as unknown as Informer<KubeObject>);
+      return i;
+    };
+    const pools = informer<CollectorPool>(COLLECTOR_POOLS);
+    const targets = informer<TargetObject>(POSTGRES_TARGETS);
+    const shards = informer<CollectorShard>(COLLECTOR_SHARDS);
+    const statefulSets = informer<KubeObject & { status?: StatefulSetState }>(STATEFUL_SETS, OWNED_SELECTOR);
+    const services = informer<KubeObject>(SERVICES, OWNED_SELECTOR);
+    const pdbs = informer<KubeObject>(POD_DISRUPTION_BUDGETS, OWNED_SELECTOR);
+
+    const queue = new WorkQueue();
+    const poolKey = (namespace: string | undefined, name: string): string => `${namespace ?? ''}/${name}`;
+    const enqueueNamespace = (namespace: string | undefined): void => {
+      for (const p of pools.list()) if (p.metadata.namespace === namespace) queue.add(poolKey(namespace, p.metadata.name));
+    };
+    pools.onChange((e) => queue.add(poolKey(e.object.metadata.namespace, e.object.metadata.name)));
+    // A target may join or leave any pool of its namespace (spec.pool, labels).
+    targets.onChange((e) => enqueueNamespace(e.object.metadata.namespace));
+    shards.onChange((e) => queue.add(poolKey(e.object.metadata.namespace, e.object.spec.pool)));
+    for (const owned of [statefulSets, services, pdbs]) {
+      owned.onChange((e) => {
+        const pool = e.object.metadata.labels?.['pglog.io/pool'];
+        if (pool !== undefined) queue.add(poolKey(e.object.metadata.namespace, pool));
+      });
+    }
+
+    const reconciler = new PoolReconciler({
+      client: o.client, pools, targets, shards, statefulSets, services, podDisruptionBudgets: pdbs,
+      events: o.events, metrics: o.metrics, defaultImage: o.defaultImage, serviceAccountName: o.serviceAccountName,
+      fieldManager: FIELD_MANAGER, now: Date.now,
+    });
+    const running = this.informers.map((i) => i.run(signal));
+    await waitForSync(this.informers, signal);
+    if (signal.aborted) {
+      queue.shutDown();
+      await Promise.all(running);
+      return;
+    }
+    o.log.info({ pools: pools.list().length, targets: targets.list().length, shards: shards.list().length }, 'caches synced; reconciling');
+    for (const p of pools.list()) queue.add(poolKey(p.metadata.namespace, p.metadata.name));
+    const resync = setInterval(() => { for (const p of pools.list()) queue.add(poolKey(p.metadata.namespace, p.metadata.name)); }, o.resyncMs);
+    signal.addEventListener('abort', () => { clearInterval(resync); queue.shutDown(); }, { once: true });
+
+    const worker = async (): Promise<void> => {
+      for (;;) {
+        const key = await queue.get(signal);
+        if (key === null) return;
+        o.metrics.queue(queue.length);
+        const [namespace, name] = splitKey(key);
+        const started = performance.now();
+        try {
+          const outcome = await reconciler.reconcile(namespace, name);
+          queue.forget(key);
+          if (outcome.requeueAfterMs !== undefined) queue.addAfter(key, outcome.requeueAfterMs);
+          o.metrics.reconciled('pool', outcome.requeueAfterMs === undefined ? 'success' : 'requeue', (performance.now() - started) / 1000);
+          if (outcome.writes > 0) o.log.debug({ pool: key, writes: outcome.writes }, 'reconciled');
+        } catch (e) {
+          const code = isPglogError(e) ? e.code : 'UNKNOWN';
+          o.metrics.reconciled('pool', 'error', (performance.now() - started) / 1000, code);
+          if (isKubeError(e, 'KUBE_CONFLICT')) {
+            // Someone else wrote first: read again (the informer brings the new version) and retry soon.
+            o.log.debug({ pool: key }, 'conflict; reconciling again');
+          } else {
+            o.log.warn({ pool: key, err: e, code }, `reconcile of pool ${key} failed (${code}); retrying with backoff`);
+          }
+          queue.addRateLimited(key);
+        } finally {
+          queue.done(key);
+        }
+      }
+    };
+    await Promise.all(Array.from({ length: o.workers }, worker));
+    await Promise.all(running);
+  }
+}
+
+function splitKey(key: string): [string, string] {
+  const slash = key.indexOf('/');
+  return [key.slice(0, slash), key.slice(slash + 1)];
+}
+
+async function waitForSync(informers: ReadonlyArray<Informer<KubeObject>>, signal: AbortSignal): Promise<void> {
+  while (!signal.aborted && !informers.every((i) => i.hasSynced())) {
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}

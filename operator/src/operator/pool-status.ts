@@ -1,0 +1,58 @@
+/**
+ * The CollectorPool's status: what the scale subresource reads (`replicas`, `selector`), the
+ * load per shard and the conditions. Pure.
+ */
+import type { Condition } from '../api/common.ts';
+import type { CollectorPool, CollectorPoolStatus, ShardLoad } from '../api/collector-pool.ts';
+import type { CollectorShard } from '../api/collector-shard.ts';
+import { setCondition } from '../controller/conditions.ts';
+
+export interface StatefulSetState {
+  replicas?: number;
+  readyReplicas?: number;
+}
+
+export interface PoolObservation {
+  pool: CollectorPool;
+  selector: string;
+  /** `status` of the pool's StatefulSet, when it exists. */
+  statefulSet: StatefulSetState | undefined;
+  targets: number;
+  loads: ShardLoad[];
+  /** The pool's shards as they are now (status written by collectors). */
+  shards: readonly CollectorShard[];
+  /** A problem that stops the reconcile (a terminal error), as a condition reason and message. */
+  problem?: { reason: string; message: string };
+}
+
+export function desiredPoolStatus(o: PoolObservation, nowIso: string): CollectorPoolStatus {
+  const generation = o.pool.metadata.generation;
+  const wanted = o.pool.spec.replicas;
+  const replicas = o.statefulSet?.replicas ?? 0;
+  const readyReplicas = o.statefulSet?.readyReplicas ?? 0;
+  const reporting = o.shards.filter((s) => s.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') === true).length;
+  let conditions: Condition[] | undefined = o.pool.status?.conditions;
+  if (o.problem !== undefined) {
+    conditions = setCondition(conditions, { type: 'Ready', status: 'False', ...o.problem }, nowIso, generation);
+    conditions = setCondition(conditions, { type: 'Degraded', status: 'True', ...o.problem }, nowIso, generation);
+  } else {
+    const ready = readyReplicas >= wanted && reporting >= wanted;
+    conditions = setCondition(conditions, ready
+      ? { type: 'Ready', status: 'True', reason: 'AllShardsCollecting', message: `${wanted} of ${wanted} pods ready and collecting` }
+      : { type: 'Ready', status: 'False', reason: 'ShardsNotReady', message: `${readyReplicas} of ${wanted} pods ready, ${reporting} of ${wanted} shards report Ready` }, nowIso, generation);
+    conditions = setCondition(conditions, { type: 'Degraded', status: 'False', reason: 'Reconciled', message: 'the pool is reconciled' }, nowIso, generation);
+  }
+  conditions = setCondition(conditions, replicas === wanted
+    ? { type: 'Progressing', status: 'False', reason: 'Stable', message: `${replicas} replicas` }
+    : { type: 'Progressing', status: 'True', reason: 'Scaling', message: `${replicas} replicas, scaling to ${wanted}` }, nowIso, generation);
+  const status: CollectorPoolStatus = {
+    replicas,
+    selector: o.selector,
+    readyReplicas,
+    targets: o.targets,
+    shards: o.loads,
+    conditions,
+  };
+  if (generation !== undefined) status.observedGeneration = generation;
+  return status;
+}

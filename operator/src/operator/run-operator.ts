@@ -1,0 +1,74 @@
+/**
+ * `pglog operator`: campaigns for the leader Lease; while it leads, runs the controller; when
+ * it loses the Lease, stops the controller and campaigns again. Serves /metrics, /healthz and
+ * /readyz throughout (a standby replica is ready: it is healthy and waiting).
+ */
+import type { KubeClient } from '../kube/client-types.ts';
+import { EventRecorder } from '../kube/events.ts';
+import { LeaderElector } from '../kube/leader-election.ts';
+import type { Logger } from '../../../collector/src/observability/logger.ts';
+import { startHttpServer } from '../../../collector/src/observability/http-server.ts';
+import { Controller } from './controller.ts';
+import { OperatorMetrics } from './operator-metrics.ts';
+
+export interface OperatorConfig {
+  /** Namespace to watch; undefined: all namespaces. */
+  namespace: string | undefined;
+  leaseNamespace: string;
+  leaseName: string;
+  identity: string;
+  leaseDurationMs: number;
+  renewDeadlineMs: number;
+  retryPeriodMs: number;
+  defaultImage: string;
+  serviceAccountName?: string;
+  workers: number;
+  resyncMs: number;
+  listen: { host: string; port: number };
+}
+
+export async function runOperator(config: OperatorConfig, client: KubeClient, log: Logger, signal: AbortSignal): Promise<void> {
+  const metrics = new OperatorMetrics();
+  const events = new EventRecorder(client, { component: 'pglog-operator', instance: config.identity });
+  let controller: Controller | null = null;
+  const http = await startHttpServer({
+    host: config.listen.host, port: config.listen.port, metrics, log,
+    ready: () => {
+      if (signal.aborted) return { ready: false, reasons: ['stopping'] };
+      if (controller === null) return { ready: true, reasons: ['standby: another replica leads'] };
+      const h = controller.health();
+      return { ready: h.ok, reasons: h.reasons };
+    },
+  });
+  log.info({ listen: http.address, identity: config.identity }, `pglog operator listening on ${http.address.host}:${http.address.port}`);
+  const elector = new LeaderElector(client, {
+    namespace: config.leaseNamespace, name: config.leaseName, identity: config.identity,
+    leaseDurationMs: config.leaseDurationMs, renewDeadlineMs: config.renewDeadlineMs, retryPeriodMs: config.retryPeriodMs,
+    log: (level, msg, fields) => (level === 'error' || level === 'warn' ? log.warn(fields ?? {}, msg) : log.debug(fields ?? {}, msg)),
+  });
+  // One run per term of leadership; all are awaited before the process ends.
+  const terms: Array<Promise<void>> = [];
+  try {
+    await elector.run(signal, {
+      onStartedLeading: (leading) => {
+        metrics.leader(true);
+        log.info({ identity: config.identity }, `leading (Lease ${config.leaseNamespace}/${config.leaseName})`);
+        const c = new Controller({
+          client, namespace: config.namespace, events, metrics, log, defaultImage: config.defaultImage,
+          serviceAccountName: config.serviceAccountName, workers: config.workers, resyncMs: config.resyncMs,
+        });
+        controller = c;
+        terms.push(c.run(leading).catch((e: unknown) => log.error({ err: e }, 'controller failed')).finally(() => {
+          if (controller === c) controller = null;
+        }));
+      },
+      onStoppedLeading: () => {
+        metrics.leader(false);
+        log.info({ identity: config.identity }, 'stopped leading');
+      },
+    });
+  } finally {
+    await Promise.all(terms);
+    await http.close();
+  }
+}

@@ -1,0 +1,63 @@
+/**
+ * A PostgresTarget's status as the operator writes it: the shard and transport from the
+ * assignment, the rates, lag and health its collector reported in the shard's status, and a
+ * `Ready` condition. Pure; the reconciler writes it only when it differs from what is there.
+ */
+import type { Condition } from '../api/common.ts';
+import type { ShardTargetStatus } from '../api/collector-shard.ts';
+import type { PostgresTargetStatus } from '../../../collector/src/config/target-types.ts';
+import type { TargetObject } from '../api/target-object.ts';
+import { semanticEqual, setCondition } from '../controller/conditions.ts';
+
+export interface TargetAssignment {
+  shard: number;
+  transport: 'inproc' | 'proxy';
+}
+
+/**
+ * The status to write. `reported` is the owning collector's entry for the target (absent
+ * until the collector has picked it up). Rates are rounded so a rate that wobbles in its last
+ * digits does not cause a write each reconcile.
+ */
+export function desiredTargetStatus(target: TargetObject, assignment: TargetAssignment, reported: ShardTargetStatus | undefined, nowIso: string): PostgresTargetStatus {
+  const current = target.status ?? {};
+  const ready = readyCondition(assignment, reported);
+  const conditions: Condition[] = setCondition(current.conditions, ready, nowIso, target.metadata.generation);
+  const status: PostgresTargetStatus = {
+    ...current,
+    shard: assignment.shard,
+    transport: reported?.transport ?? assignment.transport,
+    conditions,
+  };
+  if (target.metadata.generation !== undefined) status.observedGeneration = target.metadata.generation;
+  if (reported !== undefined) {
+    status.rates = { bytesPerSecond: roundRate(reported.bytesPerSecond), linesPerSecond: roundRate(reported.linesPerSecond) };
+    status.lag = { bytes: reported.lagBytes, seconds: current.lag?.seconds ?? 0 };
+    if (reported.lastEntryTime !== undefined) status.lastEntryTime = reported.lastEntryTime;
+  }
+  return status;
+}
+
+/** Whether a write is needed. */
+export function targetStatusChanged(target: TargetObject, next: PostgresTargetStatus): boolean {
+  return !semanticEqual(target.status ?? {}, next);
+}
+
+function readyCondition(assignment: TargetAssignment, reported: ShardTargetStatus | undefined): Pick<Condition, 'type' | 'status' | 'reason' | 'message'> {
+  if (reported === undefined) {
+    return { type: 'Ready', status: 'Unknown', reason: 'Assigned', message: `assigned to shard ${assignment.shard}; its collector has not reported the target yet` };
+  }
+  if (reported.error !== undefined) {
+    return { type: 'Ready', status: 'False', reason: reported.error, message: `the collector of shard ${assignment.shard} reports ${reported.error}` };
+  }
+  if (!reported.connected) {
+    return { type: 'Ready', status: 'False', reason: 'NotConnected', message: `the collector of shard ${assignment.shard} is not connected to the server` };
+  }
+  return { type: 'Ready', status: 'True', reason: 'Collecting', message: `collected by shard ${assignment.shard} over ${reported.transport}` };
+}
+
+/** Three significant digits: enough for a column and for sharding, stable against noise. */
+export function roundRate(rate: number): number {
+  if (!Number.isFinite(rate)) return 0;
+  return Number(rate.toPrecision(3));
+}

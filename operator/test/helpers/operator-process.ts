@@ -1,0 +1,48 @@
+// Runs the real `pglog operator` CLI as a child process against a test control plane, with a
+// short Lease so leader hand-over fits in a test. Its log lines are kept for failure messages.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { onProcessExit } from '../../../collector/test/helpers/exit-cleanup.ts';
+import { PGLOG } from '../../../collector/test/helpers/cli.ts';
+import { freePort } from '../../../collector/test/helpers/wait.ts';
+
+export interface OperatorProcess {
+  readonly identity: string;
+  readonly child: ChildProcess;
+  readonly metricsUrl: string;
+  output(): string;
+  /** SIGTERM and wait for exit (the Lease is released). */
+  stop(): Promise<number | null>;
+  /** SIGKILL: no release, the Lease expires. */
+  kill(): Promise<void>;
+}
+
+export async function startOperator(options: { kubeconfig: string; namespace: string; identity: string; leaseSeconds?: number; extraArgs?: string[] }): Promise<OperatorProcess> {
+  const port = await freePort();
+  const child = spawn(PGLOG, ['operator',
+    '--kubeconfig', options.kubeconfig, '--namespace', options.namespace, '--lease-namespace', options.namespace,
+    '--identity', options.identity, '--image', 'registry.invalid/pglog:test', '--listen', `127.0.0.1:${port}`,
+    '--lease-duration', String(options.leaseSeconds ?? 4), '--resync', '5', '--log-level', 'debug', ...(options.extraArgs ?? []),
+  ], { stdio: ['ignore', 'pipe', 'pipe'] });
+  let out = '';
+  child.stdout.on('data', (d: Buffer) => { out += d.toString(); });
+  child.stderr.on('data', (d: Buffer) => { out += d.toString(); });
+  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  const unregister = onProcessExit(() => child.kill('SIGKILL'));
+  return {
+    identity: options.identity,
+    child,
+    metricsUrl: `http://127.0.0.1:${port}/metrics`,
+    output: () => out,
+    async stop() {
+      if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
+      const code = await exited;
+      unregister();
+      return code;
+    },
+    async kill() {
+      if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+      await exited;
+      unregister();
+    },
+  };
+}
