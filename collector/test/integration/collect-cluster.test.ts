@@ -8,7 +8,8 @@
 //   - a new spec.tuning restarts the collector child (new pid, status.tuning) losing nothing;
 //   - a transport set to proxy in the spec moves the target to the sidecar;
 //   - a Secret that does not exist: that target reports KUBE_NOT_FOUND, the other collects;
-//   - the private key never appears in the output.
+//   - the private key never appears in the output; a crashed child ends the launcher with
+//     its status, SIGTERM reaches the child and both exit 0.
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { appendFileSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
@@ -202,7 +203,7 @@ describe('pglog collect --shard: cluster mode against a real API server', { time
     await waitFor(async () => (await shard('s-0')).status?.targets?.map((t) => t.name).join() === 'db3', 'db1 to leave s-0', 20_000, () => tail(c));
   });
 
-  test('every statement of both servers stored exactly once; clean exits; the key never in the output', async () => {
+  test('every statement of both servers stored exactly once; a crash ends the launcher with the child\'s status; SIGTERM exits 0; the key never in the output', async () => {
     for (const l of loads.values()) await l.stop();
     for (const [k, name] of ['db1', 'db2'].entries()) {
       let last = '';
@@ -216,7 +217,13 @@ describe('pglog collect --shard: cluster mode against a real API server', { time
       assert.equal(r.duplicated.length, 0, `${name}: ${formatCheck(r)}`);
       console.log(`# ${name}: ${formatCheck(r)}`);
     }
-    for (const c of collectors) assert.equal(await c.stop(), 0, tail(c));
+    // A crash of the collector child ends the launcher with its status (Kubernetes restarts the container).
+    const [, crashing] = collectors;
+    const child = childPids(crashing!).at(-1)!;
+    process.kill(child, 'SIGKILL');
+    assert.equal(await crashing!.exited, 137, tail(crashing!));
+    // SIGTERM to the launcher reaches the child: it flushes and both exit 0.
+    assert.equal(await collectors[0]!.stop(), 0, tail(collectors[0]!));
     const keyBody = readFileSync(ssh.privateKeyFile, 'utf8').split('\n').filter((l) => l.length > 20 && !l.startsWith('-----'));
     for (const c of collectors) for (const line of keyBody) assert.ok(!c.output().includes(line), 'a line of the private key appears in the output');
     const fenced = collectors[0]!.records().filter((r) => r['code'] === 'STORE_FENCED' && r['target'] === 'db1');
