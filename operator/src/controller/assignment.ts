@@ -8,6 +8,10 @@
  * Epochs fence the store (collector-shard.ts, ShardTarget.epoch): a target staying on its shard
  * keeps its epoch; one that moves gets one more than the highest epoch any shard's spec or
  * status knows for it, so the new owner's claim outranks whatever the old owner may still hold.
+ * A new or moved target gets at least the current time in seconds: a target that left every
+ * shard (deleted and created again, or moved out of the pool and back) has no epoch left in
+ * any shard, but the store still holds its old claim, which a fresh count from 1 could never
+ * outrank. Time only sets the floor; the count keeps epochs rising within one second.
  */
 import { PglogError } from '../../../collector/src/errors.ts';
 import type { ActiveTransport, PostgresTarget } from '../../../collector/src/config/target-types.ts';
@@ -62,6 +66,11 @@ interface Known {
   maxEpoch: number;
   /** The rate its owner reported, else the highest-epoch report of another shard. */
   reported?: { bytesPerSecond: number; epoch: number; fromOwner: boolean };
+}
+
+/** The lowest epoch a new assignment gets: seconds since 1970 (the store keeps epochs in int8). */
+export function epochFloor(nowMs: number): number {
+  return Math.max(1, Math.floor(nowMs / 1000));
 }
 
 export function shardName(pool: string, index: number): string {
@@ -202,7 +211,7 @@ export function planPool(input: PlanInput): PoolPlan {
       entries.push({
         name,
         transport: choice.transport,
-        epoch: owner !== undefined && owner.index === index ? owner.entry.epoch : (k?.maxEpoch ?? 0) + 1,
+        epoch: owner !== undefined && owner.index === index ? owner.entry.epoch : Math.max((k?.maxEpoch ?? 0) + 1, epochFloor(input.nowMs)),
         transportSince: new Date(choice.since).toISOString(),
       });
       const rate = rateOf(t);

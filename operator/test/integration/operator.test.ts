@@ -98,8 +98,10 @@ describe('pglog operator on a real control plane', { timeout: 420_000 }, () => {
     assert.equal(movedBack.length, sixthShard.size, 'exactly the sixth shard\'s targets moved');
     assert.ok(movedBack.every((t) => sixthShard.has(t)), 'only targets of the removed shard moved');
     // A moved target's epoch was raised: its new owner fences the old one in the store.
-    const epochs = new Map(five.shards.flatMap((s) => s.spec.targets.map((t) => [t.name, t.epoch] as const)));
-    assert.ok(movedBack.every((t) => (epochs.get(t) ?? 0) >= 3), 'moved twice: epoch 3');
+    const epochsAt = (a: { shards: CollectorShard[] }): Map<string, number> => new Map(a.shards.flatMap((s) => s.spec.targets.map((t) => [t.name, t.epoch] as const)));
+    const [sixEpochs, fiveEpochs] = [epochsAt(six), epochsAt(five)];
+    assert.ok(movedBack.every((t) => fiveEpochs.get(t)! > sixEpochs.get(t)!), 'every moved target has a higher epoch');
+    assert.ok([...fiveEpochs].every(([t, e]) => movedBack.includes(t) || e === sixEpochs.get(t)), 'the others keep theirs');
     const pool = await client.get<KubeObject & { status?: { replicas?: number; selector?: string } }>(COLLECTOR_POOLS, NS, 'main');
     assert.match(pool?.status?.selector ?? '', /pglog.io\/pool=main/);
   });

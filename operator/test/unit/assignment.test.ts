@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import fc from 'fast-check';
 import type { CollectorShard } from '../../src/api/collector-shard.ts';
-import { planPool, type PoolPlan } from '../../src/controller/assignment.ts';
+import { epochFloor, planPool, type PoolPlan } from '../../src/controller/assignment.ts';
 import type { PostgresTarget } from '../../../collector/src/config/target-types.ts';
 import { samplePool, sampleShard, sampleTarget } from '../helpers/pool-fixtures.ts';
 
@@ -27,14 +27,14 @@ const shardOf = (plan: PoolPlan, target: string): number => plan.targets.get(tar
 const entry = (plan: PoolPlan, target: string) => plan.shards[shardOf(plan, target)]!.spec.targets.find((t) => t.name === target)!;
 
 describe('planPool', () => {
-  it('new targets: every one on one shard, epoch 1, inproc, transportSince now, sorted; shards <pool>-<i>', () => {
+  it('new targets: every one on one shard, epoch = the time floor, inproc, transportSince now, sorted; shards <pool>-<i>', () => {
     const plan = planPool({ pool: samplePool(), targets: fleet(12).reverse(), shards: [], nowMs: NOW });
     assert.deepEqual(plan.shards.map((s) => [s.name, s.index, s.spec.pool, s.spec.index]), [['main-0', 0, 'main', 0], ['main-1', 1, 'main', 1], ['main-2', 2, 'main', 2]]);
     const all = plan.shards.flatMap((s) => s.spec.targets.map((t) => t.name));
     assert.deepEqual([...all].sort(), fleet(12).map((t) => t.metadata.name));
     for (const s of plan.shards) {
       assert.deepEqual(s.spec.targets.map((t) => t.name), s.spec.targets.map((t) => t.name).sort(), 'sorted by name');
-      for (const t of s.spec.targets) assert.deepEqual({ transport: t.transport, epoch: t.epoch, transportSince: t.transportSince }, { transport: 'inproc', epoch: 1, transportSince: NOW_ISO });
+      for (const t of s.spec.targets) assert.deepEqual({ transport: t.transport, epoch: t.epoch, transportSince: t.transportSince }, { transport: 'inproc', epoch: epochFloor(NOW), transportSince: NOW_ISO });
       assert.ok(s.spec.tuning.uvThreadpoolSize >= 4);
     }
     assert.deepEqual([...plan.targets.keys()], fleet(12).map((t) => t.metadata.name));
@@ -76,7 +76,7 @@ describe('planPool', () => {
     assert.equal(plan.loads[0]!.bytesPerSecond, 5000 + 7000 + 1024, 'the unmeasured target weighs the floor');
   });
 
-  it('epochs: staying keeps it; moving raises the highest known by one; new gets 1', () => {
+  it('epochs: staying keeps it; moving raises the highest known by one (at least the time floor); new gets the time floor', () => {
     const targets = fleet(40, () => 10_000);
     const two = planPool({ pool: samplePool({ replicas: 2 }), targets, shards: [], nowMs: NOW });
     // Pretend a few targets went through earlier moves.
@@ -93,12 +93,12 @@ describe('planPool', () => {
       if (shardOf(two, name) === shardOf(three, name)) assert.equal(after.epoch, beforeEpoch, name);
       else {
         moved++;
-        assert.equal(after.epoch, name === 'db-017' ? 10 : beforeEpoch + 1, name);
+        assert.equal(after.epoch, Math.max(name === 'db-017' ? 10 : beforeEpoch + 1, epochFloor(NOW + 1000)), name);
         assert.equal(after.transportSince, new Date(NOW + 1000).toISOString(), 'the dwell restarts on the new shard');
       }
     }
     assert.ok(moved > 0 && moved < 25, `scale-up 2 -> 3 moves about a third (${moved} of 40)`);
-    assert.equal(entry(three, 'zz-new').epoch, 1);
+    assert.equal(entry(three, 'zz-new').epoch, epochFloor(NOW + 1000));
   });
 
   it('scale-down: the removed shard\'s targets move (epoch + 1), the others stay', () => {
@@ -108,8 +108,8 @@ describe('planPool', () => {
     assert.equal(two.shards.length, 2);
     for (const t of targets) {
       const name = t.metadata.name;
-      if (shardOf(three, name) === 2) assert.equal(entry(two, name).epoch, 2, name);
-      else if (shardOf(three, name) === shardOf(two, name)) assert.equal(entry(two, name).epoch, 1, name);
+      if (shardOf(three, name) === 2) assert.equal(entry(two, name).epoch, epochFloor(NOW) + 1, name);
+      else if (shardOf(three, name) === shardOf(two, name)) assert.equal(entry(two, name).epoch, epochFloor(NOW), name);
     }
     assert.ok(targets.some((t) => shardOf(three, t.metadata.name) === 2));
   });
@@ -124,7 +124,7 @@ describe('planPool', () => {
 
     const moved = [sampleShard('main', 5, [{ name: 'hot', transport: 'proxy', epoch: 3, transportSince: '2026-11-23T11:00:00.000Z' }], [{ name: 'hot', bytesPerSecond: 1, epoch: 3 }])];
     const after = planPool({ pool: samplePool({ replicas: 1 }), targets: [hot], shards: moved, nowMs: NOW });
-    assert.deepEqual(entry(after, 'hot'), { name: 'hot', transport: 'proxy', epoch: 4, transportSince: NOW_ISO }, 'cold, but its dwell restarted');
+    assert.deepEqual(entry(after, 'hot'), { name: 'hot', transport: 'proxy', epoch: epochFloor(NOW), transportSince: NOW_ISO }, 'cold, but its dwell restarted');
   });
 
   it('pins are honoured and the memory limit sizes the heap', () => {
@@ -173,8 +173,8 @@ describe('planPool properties', () => {
         const pinnedProxy = sh.spec.targets.filter((t) => targets.find((x) => x.metadata.name === t.name)!.spec.transport === 'proxy').length;
         assert.ok(sh.spec.targets.filter((t) => t.transport === 'proxy').length <= Math.max(s.capacity, pinnedProxy));
         for (const t of sh.spec.targets) {
-          if (s.before === 0 || !first.targets.has(t.name)) assert.equal(t.epoch, 1);
-          else assert.equal(t.epoch, first.targets.get(t.name)!.shard === sh.index ? 1 : 2, t.name);
+          if (s.before === 0 || !first.targets.has(t.name)) assert.equal(t.epoch, epochFloor(NOW + s.elapsed));
+          else assert.equal(t.epoch, first.targets.get(t.name)!.shard === sh.index ? epochFloor(NOW) : Math.max(epochFloor(NOW) + 1, epochFloor(NOW + s.elapsed)), t.name);
         }
       }
       const third = planPool({ pool: pool(s.after), targets, shards: written(second, rates), nowMs: NOW + s.elapsed });
