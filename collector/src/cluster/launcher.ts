@@ -45,6 +45,7 @@ export async function runLauncher(o: LauncherOptions): Promise<number> {
     const child = spawn(launch.command, launch.args, { stdio: ['ignore', 'inherit', 'inherit'], env: launch.env });
     const forward = (): void => { child.kill(o.stopSignal()); };
     o.stop.addEventListener('abort', forward, { once: true });
+    if (o.stop.aborted) forward(); // asked to stop while it was being started
     const { code, signal } = await new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => {
       child.once('error', (e) => {
         o.log.error({ err: e }, `the collector could not be started: ${e.message}`);
@@ -57,6 +58,8 @@ export async function runLauncher(o: LauncherOptions): Promise<number> {
       o.log.info({ shard: o.shard, pid: child.pid }, 'the collector stopped for a new tuning; starting it again');
       continue;
     }
+    // Stopped cleanly for a new tuning just as the pod is stopped: a clean exit.
+    if (code === EXIT_TUNING_CHANGED) return 0;
     const status = exitStatusOf(code, signal, constants.signals);
     if (!o.stop.aborted) o.log.error({ shard: o.shard, code, signal, pid: child.pid }, `the collector ended (exit status ${status})`);
     return status;
