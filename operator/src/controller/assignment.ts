@@ -232,6 +232,7 @@ export function planPool(input: PlanInput): PoolPlan {
       instances,
       sqlSessions,
       ingestBytesPerSecond: ingest,
+      previousSemiSpaceMiB: input.shards.find((s) => s.spec.index === index)?.spec.tuning?.maxSemiSpaceSizeMiB,
     });
     shards.push({ name: shardNames[index]!, index, spec: { pool: poolName, index, targets: entries, tuning } });
     loads.push({ index, targets: members.length, bytesPerSecond: weight, proxied });

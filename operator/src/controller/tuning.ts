@@ -21,6 +21,8 @@ import type { NodeTuning } from '../api/collector-pool.ts';
 import type { ShardTuning } from '../api/collector-shard.ts';
 
 const MiB = 2 ** 20;
+/** Relative band around the ingest rate within which a shard keeps its semi-space size. */
+const SEMI_SPACE_HYSTERESIS = 0.2;
 
 export interface TuningInput {
   /** `pool.spec.nodeTuning`: `auto`, or `explicit` with given values. */
@@ -37,6 +39,8 @@ export interface TuningInput {
   sqlSessions: number;
   /** Summed smoothed read rate of the shard's targets (bytes per second; unmeasured count 0). */
   ingestBytesPerSecond: number;
+  /** The semi-space the shard runs with now (its spec), kept while the rate stays near a step. */
+  previousSemiSpaceMiB?: number;
 }
 
 /** libuv's own default: never fewer. */
@@ -108,10 +112,20 @@ export function autoThreadpoolSize(inprocTargets: number, proxyTargets: number):
 }
 
 /** Semi-space size from the ingest rate, capped by the memory limit. */
-export function autoSemiSpaceMiB(ingestBytesPerSecond: number, memoryLimitBytes: number | null): number {
-  const byRate = SEMI_SPACE_STEPS.find((s) => ingestBytesPerSecond > s.aboveBytesPerSecond)?.mib ?? DEFAULT_SEMI_SPACE_MIB;
-  if (memoryLimitBytes === null) return byRate;
-  return Math.min(byRate, floorPowerOfTwo(memoryLimitBytes / MiB / SEMI_SPACES_PER_LIMIT));
+export function autoSemiSpaceMiB(ingestBytesPerSecond: number, memoryLimitBytes: number | null, previousMiB?: number): number {
+  const at = (rate: number): number => {
+    const byRate = SEMI_SPACE_STEPS.find((s) => rate > s.aboveBytesPerSecond)?.mib ?? DEFAULT_SEMI_SPACE_MIB;
+    return memoryLimitBytes === null ? byRate : Math.min(byRate, floorPowerOfTwo(memoryLimitBytes / MiB / SEMI_SPACES_PER_LIMIT));
+  };
+  const chosen = at(ingestBytesPerSecond);
+  // A change restarts the pod's collector: a rate wobbling around a step must not do that
+  // every few minutes. The current size stays while the rate is within the band around it.
+  if (previousMiB !== undefined && previousMiB !== chosen) {
+    const low = at(ingestBytesPerSecond * (1 - SEMI_SPACE_HYSTERESIS));
+    const high = at(ingestBytesPerSecond * (1 + SEMI_SPACE_HYSTERESIS));
+    if (previousMiB >= Math.min(low, high) && previousMiB <= Math.max(low, high)) return previousMiB;
+  }
+  return chosen;
 }
 
 /** Old-space size: the heap's share of the limit less the fixed reserve and the young generation. */
@@ -152,7 +166,7 @@ export function computeTuning(input: TuningInput): ShardTuning {
       semi: explicitValue(input.nodeTuning.maxSemiSpaceSizeMiB, 'maxSemiSpaceSizeMiB', 1, 256),
     }
     : { uv: undefined, old: undefined, semi: undefined };
-  const semi = given.semi ?? autoSemiSpaceMiB(ingest, limit);
+  const semi = given.semi ?? autoSemiSpaceMiB(ingest, limit, input.previousSemiSpaceMiB);
   return {
     uvThreadpoolSize: given.uv ?? autoThreadpoolSize(inproc, proxy),
     maxOldSpaceSizeMiB: given.old ?? autoOldSpaceMiB(limit, semi, instances, sqlSessions),

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import fc from 'fast-check';
-import { autoThreadpoolSize, computeTuning, type TuningInput } from '../../src/controller/tuning.ts';
+import { autoSemiSpaceMiB, autoThreadpoolSize, computeTuning, type TuningInput } from '../../src/controller/tuning.ts';
 
 const MiB = 2 ** 20;
 const GiB = 2 ** 30;
@@ -36,6 +36,20 @@ describe('computeTuning, auto', () => {
     assert.equal(computeTuning({ ...base, ingestBytesPerSecond: 25e6 }).maxSemiSpaceSizeMiB, 32, '1 GiB / 24 caps it at 32');
     assert.equal(computeTuning({ ...base, ingestBytesPerSecond: 25e6, memoryLimitBytes: 256 * MiB }).maxSemiSpaceSizeMiB, 8);
   });
+  it('a rate wobbling around a step keeps the semi-space (no restart); a clear change moves it', () => {
+    const GiB4 = 4 * 2 ** 30;
+    let semi = autoSemiSpaceMiB(4.5e6, GiB4);
+    assert.equal(semi, 16);
+    for (const rate of [5.2e6, 4.8e6, 5.5e6, 4.3e6, 5.9e6]) {
+      semi = autoSemiSpaceMiB(rate, GiB4, semi);
+      assert.equal(semi, 16, `at ${rate} B/s`);
+    }
+    semi = autoSemiSpaceMiB(7e6, GiB4, semi);
+    assert.equal(semi, 32, 'well above the step');
+    for (const rate of [4.5e6, 5.5e6, 4.2e6]) assert.equal(autoSemiSpaceMiB(rate, GiB4, semi), 32, `kept at ${rate} B/s`);
+    assert.equal(autoSemiSpaceMiB(3e6, GiB4, semi), 16, 'well below the step');
+  });
+
   it('old space follows the limit, never below 128 MiB', () => {
     assert.equal(computeTuning({ ...base, memoryLimitBytes: 4 * GiB }).maxOldSpaceSizeMiB, 3072 - 64 - 48);
     assert.equal(computeTuning({ ...base, memoryLimitBytes: 256 * MiB }).maxOldSpaceSizeMiB, 128);
