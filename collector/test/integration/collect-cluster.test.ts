@@ -8,6 +8,7 @@
 //   - a new spec.tuning restarts the collector child (new pid, status.tuning) losing nothing;
 //   - a transport set to proxy in the spec moves the target to the sidecar;
 //   - a Secret that does not exist: that target reports KUBE_NOT_FOUND, the other collects;
+//   - a rotated Secret restarts its target with the new credentials;
 //   - the private key never appears in the output; a crashed child ends the launcher with
 //     its status, SIGTERM reaches the child and both exit 0.
 import assert from 'node:assert/strict';
@@ -201,6 +202,16 @@ describe('pglog collect --shard: cluster mode against a real API server', { time
     await new Promise((r) => setTimeout(r, 1000));
     await setShardSpec('s-0', [{ name: 'db3', transport: 'inproc', epoch: 1 }], tuning);
     await waitFor(async () => (await shard('s-0')).status?.targets?.map((t) => t.name).join() === 'db3', 'db1 to leave s-0', 20_000, () => tail(c));
+  });
+
+  test('a rotated Secret reaches the collector at the next resolve: the target restarts with it and goes on', async () => {
+    const owner = collectors[1]!;
+    const restartsBefore = owner.records().filter((r) => r['msg'] === 'assignment: stopping db1').length;
+    const knownHosts = `# rotated\n${readFileSync(ssh.knownHostsFile, 'utf8')}`;
+    await kubectl(['patch', 'secret', 'db1-ssh', '--type', 'merge', '-p', JSON.stringify({ data: { known_hosts: Buffer.from(knownHosts).toString('base64') } })]);
+    await waitFor(() => owner.records().filter((r) => r['msg'] === 'assignment: stopping db1').length > restartsBefore, 'db1 restarted with the new Secret', 20_000, () => tail(owner));
+    const before = await stored('db1');
+    await waitFor(async () => (await stored('db1')) > before, 'db1 collecting again', 20_000, () => tail(owner));
   });
 
   test('every statement of both servers stored exactly once; a crash ends the launcher with the child\'s status; SIGTERM exits 0; the key never in the output', async () => {
