@@ -1,7 +1,7 @@
 // Cluster mode against a small in-memory KubeClient: the target resolver reads only what it
 // is pointed at (GET by name, never a list of Secrets) and reports per target; the status
-// reporter answers a 409 by reading again; the shard watcher lists again after 410 Gone and
-// reports an API failure as its health instead of throwing.
+// reporter answers a 409 by reading again; the shard watcher delivers its one shard and reports
+// an API failure or a missing shard as its health instead of throwing.
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import type { CollectorShard, CollectorShardStatus } from '../../../operator/src/api/collector-shard.ts';
@@ -148,26 +148,39 @@ describe('StatusReporter', () => {
 });
 
 describe('ShardWatcher', () => {
-  test('lists by field selector, watches from the list version, lists again after 410 Gone, and reports failures as health', async () => {
+  test('lists by field selector, delivers the shard on every change and null once deleted; health says why it is not current', async () => {
     const kube = new FakeKube();
     kube.put(SHARDS, shard());
     const seen: Array<number | null> = [];
     const modified = { ...shard(), metadata: { ...shard().metadata, generation: 2, resourceVersion: '50' } };
-    kube.watchScript = [[{ type: 'MODIFIED', object: modified }], new PglogError('KUBE_GONE', 'too old'), new PglogError('KUBE_UNAVAILABLE', 'connection refused')];
-    const watcher = new ShardWatcher({ kube, namespace: 'ns', name: 's-0', log, onShard: (s) => seen.push(s?.metadata.generation ?? null) });
+    kube.watchScript = [
+      [{ type: 'MODIFIED', object: modified }, { type: 'DELETED', object: modified }],
+      new PglogError('KUBE_FORBIDDEN', 'collectorshards is forbidden'),
+    ];
+    kube.fail.set('list', []);
+    const watcher = new ShardWatcher({ kube, namespace: 'ns', name: 's-0', log, backoffBaseMs: 10_000, onShard: (s) => seen.push(s?.metadata.generation ?? null) });
+    assert.equal(watcher.health().ok, false, 'not current before the first list');
     const stop = new AbortController();
     const running = watcher.run(stop.signal);
     const deadline = Date.now() + 5000;
-    assert.equal(watcher.health().ok, false, 'not healthy before the first list');
-    while (!/KUBE_UNAVAILABLE/.test(watcher.health().reason ?? '') && Date.now() < deadline) await new Promise((r) => setTimeout(r, 5));
-    assert.equal(watcher.health().ok, false);
-    assert.match(watcher.health().reason!, /KUBE_UNAVAILABLE: connection refused/);
+    while (!/forbidden/.test(watcher.health().reason ?? '') && Date.now() < deadline) await new Promise((r) => setTimeout(r, 5));
+    assert.match(watcher.health().reason!, /collectorshards is forbidden/);
     stop.abort();
     await running;
-    assert.deepEqual(seen.slice(0, 3), [1, 2, 1], 'listed, modified, listed again after Gone');
-    assert.deepEqual(kube.calls.slice(0, 5), [
-      'list collectorshards metadata.name=s-0', 'watch collectorshards from 2', 'watch collectorshards from 50',
-      'list collectorshards metadata.name=s-0', 'watch collectorshards from 2',
-    ]);
+    assert.deepEqual(seen, [1, 2, null], 'listed, modified, deleted');
+    assert.equal(kube.calls[0], 'list collectorshards metadata.name=s-0');
+    assert.equal(kube.calls[1], 'watch collectorshards from 2');
+  });
+
+  test('a shard that does not exist is not healthy, with the reason', async () => {
+    const kube = new FakeKube();
+    const watcher = new ShardWatcher({ kube, namespace: 'ns', name: 's-9', log, onShard: () => assert.fail('no shard to deliver') });
+    const stop = new AbortController();
+    const running = watcher.run(stop.signal);
+    const deadline = Date.now() + 5000;
+    while (!/does not exist/.test(watcher.health().reason ?? '') && Date.now() < deadline) await new Promise((r) => setTimeout(r, 5));
+    assert.deepEqual(watcher.health(), { ok: false, reason: 'CollectorShard ns/s-9 does not exist' });
+    stop.abort();
+    await running;
   });
 });
