@@ -27,11 +27,8 @@ import { TemplateCache } from '../protocol/normalize.ts';
 import type { CollectorMetrics } from '../observability/metrics.ts';
 import type { Logger } from '../observability/logger.ts';
 import { streamKeyOf, StoreWriter, type StorePosition } from '../store/store-writer.ts';
-import { cryptoBindingAvailable } from '../transport/ssh-algorithms.ts';
-import { ProxyShell } from '../transport/proxy-shell.ts';
 import { SidecarClient } from '../transport/sidecar-client.ts';
 import { SshConnectionPool } from '../transport/ssh-pool.ts';
-import { isLastingSshFailure } from '../transport/ssh-errors.ts';
 import { Batcher } from './batcher.ts';
 import type { CollectConfig } from './collect-config.ts';
 import { InstanceStream } from './instance-stream.ts';
@@ -39,10 +36,11 @@ import { backoffDelay, settleWithin } from './retry.ts';
 import { pause } from '../transport/clock.ts';
 import { streamHooks, batcherHooks } from './collector-hooks.ts';
 import { SidecarChild } from './sidecar-child.ts';
-import { TargetStreams } from './target-streams.ts';
+import type { TargetStreams } from './target-streams.ts';
+import { openTargetStreams } from './target-transports.ts';
 import { TransportControl } from './transport-control.ts';
 import { planAssignment, targetFingerprint, type PlannedTarget, type TargetAssignment } from './assignment-plan.ts';
-import { TargetObservation, type TargetSnapshot } from './target-observation.ts';
+import { observedHooks, TargetObservation, type TargetSnapshot } from './target-observation.ts';
 
 export type { TargetAssignment } from './assignment-plan.ts';
 export type { TargetSnapshot } from './target-observation.ts';
@@ -252,7 +250,7 @@ export class Collector {
     const name = target.metadata.name;
     const creds = this.credentials.get(name);
     if (creds === undefined) throw new Error(`no credentials loaded for target ${name}`);
-    const streams = await this.targetStreams(target, this.openedSidecar);
+    const streams = await openTargetStreams(target, creds, { config: this.o.config, connections: this.connections, sidecar: this.openedSidecar, metrics: this.o.metrics, log: this.o.log });
     const running: RunningTarget = {
       streams,
       abort: new AbortController(),
@@ -319,61 +317,6 @@ export class Collector {
     return client;
   }
 
-  /** A target's transports: its SSH connection (connects on first use) and its sidecar server. */
-  private async targetStreams(target: PostgresTarget, sidecar: SidecarClient | null): Promise<TargetStreams> {
-    const { config, log } = this.o;
-    const name = target.metadata.name;
-    const creds = this.credentials.get(name);
-    if (creds === undefined) throw new Error(`no credentials loaded for target ${name}`);
-    // Set below; the connection reports state changes only once it is used, after that.
-    let streams: TargetStreams | null = null;
-    const connection = this.connections.get({
-      target: name,
-      host: target.spec.host,
-      port: target.spec.port,
-      username: target.spec.user,
-      privateKey: creds.privateKey,
-      privateKeySource: creds.privateKeySource,
-      knownHosts: creds.knownHosts,
-      keepaliveIntervalMs: config.keepaliveIntervalMs,
-      onStateChange: (state, error) => {
-        // Through the sidecar, its master's state is what counts (TransportControl sets it).
-        if (streams?.transport !== 'proxy') this.o.metrics.targetConnected(name, state === 'ready');
-        if (state === 'ready') {
-          if (connection.connects > 1) this.o.metrics.reconnect(name);
-          log.info({ target: name, cipher: connection.negotiatedCipher, nativeCrypto: cryptoBindingAvailable() }, `ssh ${name}: connected to ${target.spec.host}:${target.spec.port} (cipher ${connection.negotiatedCipher ?? 'unknown'})`);
-        }
-        // A refused host key or key is a lasting, security-relevant refusal: an error, not a blip.
-        if (error !== undefined) log[isLastingSshFailure(error.code) ? 'error' : 'warn']({ target: name, state, code: error.code, err: error }, `ssh ${name}: ${state}: ${error.message}`);
-      },
-    });
-    let proxy: ProxyShell | null = null;
-    if (sidecar !== null) {
-      await sidecar.setServer({
-        name,
-        host: target.spec.host,
-        port: target.spec.port,
-        user: target.spec.user,
-        privateKey: creds.privateKey,
-        knownHosts: creds.knownHosts.text,
-        maxSessions: 10,
-        serverAliveIntervalS: Math.max(1, Math.round(config.keepaliveIntervalMs / 1000)),
-        connectTimeoutS: 20,
-      });
-      proxy = new ProxyShell({ client: sidecar, server: name, endpoint: `${target.spec.host}:${target.spec.port}` });
-    }
-    streams = new TargetStreams({
-      target,
-      inproc: connection,
-      proxy,
-      startAt: config.startAt,
-      rateTimeConstantMs: config.transport.rateTimeConstantMs,
-      metrics: this.o.metrics,
-      log,
-    });
-    return streams;
-  }
-
   private startStream(running: RunningTarget, instance: PostgresInstance, batcher: Batcher, writer: StoreWriter): void {
     const target = running.streams;
     const name = target.name;
@@ -394,32 +337,18 @@ export class Collector {
       follower: target.follower(instance),
       batcher,
       claim: () => (epoch === null ? writer.claim(name, instance.name) : writer.claim(name, instance.name, epoch)),
-      hooks: {
+      hooks: observedHooks(observed, instance.name, {
         ...hooks,
         progress(delta, kinds, where) {
           target.meter.add(delta.bytes);
-          observed.linesRead(delta.lines);
           if (target.transport === 'proxy') metrics.fifoBytes(name, instance.name, delta.bytes);
           hooks.progress?.(delta, kinds, where);
         },
         failed(error, delayMs, position) {
           if (target.transport === 'proxy') metrics.sidecarStreamRestart(name);
-          observed.failed(instance.name, error);
           hooks.failed?.(error, delayMs, position);
         },
-        lag(bytes) {
-          observed.lagOf(instance.name, bytes);
-          hooks.lag?.(bytes);
-        },
-        connected(up) {
-          if (up) observed.readingNow(instance.name);
-          hooks.connected?.(up);
-        },
-        file(file, offset) {
-          observed.readingNow(instance.name);
-          hooks.file?.(file, offset);
-        },
-      },
+      }),
     });
     target.add(instance.name, stream);
     const log = this.o.log;

@@ -7,6 +7,7 @@ import type { ActiveTransport } from '../config/target-types.ts';
 import { isPglogError } from '../errors.ts';
 import type { StorePosition } from '../store/store-writer.ts';
 import { RateMeter } from './rate-meter.ts';
+import type { StreamHooks } from './instance-stream.ts';
 
 /** One target as its collector sees it now (the shape of a shard status entry). */
 export interface TargetSnapshot {
@@ -87,4 +88,32 @@ export class TargetObservation {
       offsets: [...this.offsets].map(([instance, o]) => ({ instance, ...o })).sort((a, b) => (a.instance < b.instance ? -1 : 1)),
     };
   }
+}
+
+/** `hooks` of one stream of the target, with what the observation needs added. */
+export function observedHooks(observed: TargetObservation, instance: string, hooks: StreamHooks): StreamHooks {
+  return {
+    ...hooks,
+    progress(delta, kinds, where) {
+      observed.linesRead(delta.lines);
+      hooks.progress?.(delta, kinds, where);
+    },
+    failed(error, delayMs, position) {
+      observed.failed(instance, error);
+      hooks.failed?.(error, delayMs, position);
+    },
+    lag(bytes) {
+      observed.lagOf(instance, bytes);
+      hooks.lag?.(bytes);
+    },
+    connected(up) {
+      if (up) observed.readingNow(instance);
+      hooks.connected?.(up);
+    },
+    // The follower named its file: the stream reads, even while the log is quiet.
+    file(file, offset) {
+      observed.readingNow(instance);
+      hooks.file?.(file, offset);
+    },
+  };
 }
