@@ -9,6 +9,7 @@ import { formatTuning, parseClusterConfig, parseTuning } from '../../src/cluster
 import { exitStatusOf, launchCommand } from '../../src/cluster/launch-command.ts';
 import { buildShardStatus, changedEnough, type StatusInputs } from '../../src/cluster/shard-status.ts';
 import { PglogError } from '../../src/errors.ts';
+import { parseCollectArgs } from '../../src/collect/collect-config.ts';
 
 const assigned: ShardTarget[] = [
   { name: 'db2', transport: 'proxy', epoch: 4 },
@@ -134,6 +135,13 @@ describe('cluster options', () => {
     assert.throws(() => parseClusterConfig({ shard: 's' }, {}), usage(/needs --kubeconfig/));
     assert.throws(() => parseClusterConfig({ shard: 's', kubeconfig: '/k', 'status-interval': '0' }, {}), usage(/--status-interval/));
     assert.throws(() => parseTuning('uvThreadpoolSize=4'), usage(/needs/));
+    const store = { PGLOG_STORE_URL: 'postgresql://u:p@h/db' };
+    const noFile = (): string => { throw new Error('no file'); };
+    assert.throws(() => parseCollectArgs(['--targets', 't.yaml', '--shard', 's-0', '--kubeconfig', '/k'], store, noFile), usage(/--targets FILE \(standalone\) or --shard NAME \(cluster\), not both/));
+    const c = parseCollectArgs(['--shard', 's-0', '--kubeconfig', '/k'], store, noFile);
+    assert.equal(c.targetsFile, null);
+    assert.equal(c.cluster?.shard, 's-0');
+    assert.equal(c.storeUrl, store.PGLOG_STORE_URL, 'the store URL from PGLOG_STORE_URL, as standalone');
     assert.throws(() => parseTuning('uvThreadpoolSize=4,uvThreadpoolSize=4,maxOldSpaceSizeMiB=1'), usage(/--launched must be/));
   });
 });
