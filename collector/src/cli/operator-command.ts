@@ -10,12 +10,13 @@ import { PglogError } from '../errors.ts';
 import { createLogger, parseLogLevelOption, type OptionLogLevel } from '../observability/logger.ts';
 import { createKubeClient } from '../../../operator/src/kube/client.ts';
 import { runOperator, type OperatorConfig } from '../../../operator/src/operator/run-operator.ts';
-import { kubeConnectionFrom, type KubeConnection } from './kube-connection.ts';
+import { loadKubeAccess, parseKubeAccess, type KubeAccess } from '../cluster/kube-access.ts';
 
 export const OPERATOR_USAGE = `usage: pglog operator [OPTIONS]
   Runs the Kubernetes operator: shards the PostgresTargets of each CollectorPool over its
   collector pods by measured load and writes their CollectorShards (docs/operator.md).
   --kubeconfig PATH         kubeconfig file (default: the pod's service account, in-cluster)
+  --kube-context NAME       the kubeconfig context to use (default: its current-context)
   --namespace NS            watch only NS (default: all namespaces)
   --lease-namespace NS      namespace of the leader Lease (default: the pod's namespace)
   --lease-name NAME         name of the leader Lease (default pglog-operator)
@@ -30,7 +31,7 @@ export const OPERATOR_USAGE = `usage: pglog operator [OPTIONS]
 
 export interface OperatorCommandConfig {
   operator: OperatorConfig;
-  connection: KubeConnection;
+  kube: KubeAccess;
   logLevel: OptionLogLevel;
 }
 
@@ -41,7 +42,7 @@ export function parseOperatorArgs(argv: string[], env: NodeJS.ProcessEnv): Opera
       args: argv,
       allowPositionals: false,
       options: {
-        kubeconfig: { type: 'string' }, namespace: { type: 'string' }, 'lease-namespace': { type: 'string' },
+        kubeconfig: { type: 'string' }, 'kube-context': { type: 'string' }, namespace: { type: 'string' }, 'lease-namespace': { type: 'string' },
         'lease-name': { type: 'string' }, identity: { type: 'string' }, image: { type: 'string' },
         'service-account': { type: 'string' }, listen: { type: 'string' }, workers: { type: 'string' },
         resync: { type: 'string' }, 'lease-duration': { type: 'string' }, 'log-level': { type: 'string' },
@@ -50,13 +51,13 @@ export function parseOperatorArgs(argv: string[], env: NodeJS.ProcessEnv): Opera
   } catch (e) {
     throw new PglogError('USAGE', `operator: ${(e as Error).message}`);
   }
-  const connection = kubeConnectionFrom('operator', values.kubeconfig, env);
-  const leaseNamespace = values['lease-namespace'] ?? connection.podNamespace ?? values.namespace ?? 'default';
+  const kube = parseKubeAccess('operator', values.kubeconfig, values['kube-context'], env);
+  const leaseNamespace = values['lease-namespace'] ?? nonEmpty(env['POD_NAMESPACE']) ?? values.namespace ?? 'default';
   const image = values.image ?? env['PGLOG_IMAGE'];
   if (image === undefined || image === '') throw new PglogError('USAGE', 'operator: --image IMAGE (or PGLOG_IMAGE) is required: the collector image of pools that name none');
   const leaseSeconds = wholeNumberOption('operator', '--lease-duration', values['lease-duration'], 15, 2);
   return {
-    connection,
+    kube,
     logLevel: parseLogLevelOption(values['log-level'], 'operator'),
     operator: {
       namespace: values.namespace,
@@ -75,6 +76,10 @@ export function parseOperatorArgs(argv: string[], env: NodeJS.ProcessEnv): Opera
   };
 }
 
+function nonEmpty(text: string | undefined): string | undefined {
+  return text === undefined || text === '' ? undefined : text;
+}
+
 function parseListen(text: string): { host: string; port: number } {
   const colon = text.lastIndexOf(':');
   const port = Number(text.slice(colon + 1));
@@ -89,8 +94,7 @@ export interface OperatorIO {
 
 export async function runOperatorCommand(config: OperatorCommandConfig, io: OperatorIO): Promise<number> {
   const log = createLogger({ level: config.logLevel, destination: io.stdout });
-  const kube = await config.connection.load();
-  const client = createKubeClient(kube, { userAgent: 'pglog-operator' });
+  const client = createKubeClient(await loadKubeAccess(config.kube), { userAgent: 'pglog-operator' });
   const stop = new AbortController();
   io.onStopRequest(() => {
     log.info('stopping: giving up the Lease');

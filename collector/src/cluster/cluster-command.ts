@@ -4,7 +4,6 @@
  * and health, until stopped (exit 0) or until its tuning changes (exit EXIT_TUNING_CHANGED).
  */
 import type { Writable } from 'node:stream';
-import { inClusterConfig, loadKubeconfigFile, type KubeConfig } from '../../../operator/src/kube/config.ts';
 import { createKubeClient } from '../../../operator/src/kube/client.ts';
 import type { KubeClient } from '../../../operator/src/kube/client-types.ts';
 import { Collector } from '../collect/collector.ts';
@@ -13,7 +12,8 @@ import { settleWithin } from '../collect/retry.ts';
 import { startHttpServer } from '../observability/http-server.ts';
 import { createLogger, redactUrl } from '../observability/logger.ts';
 import { createCollectorMetrics } from '../observability/metrics.ts';
-import { EXIT_TUNING_CHANGED, type ClusterConfig, type KubeAccess } from './cluster-config.ts';
+import { EXIT_TUNING_CHANGED, type ClusterConfig } from './cluster-config.ts';
+import { loadKubeAccess } from './kube-access.ts';
 import { runLauncher } from './launcher.ts';
 import { ShardCollector } from './shard-collector.ts';
 
@@ -37,7 +37,7 @@ export async function runClusterCollect(config: CollectConfig, cluster: ClusterC
     stopSignal = signal ?? 'SIGTERM';
     stop.abort();
   });
-  const kubeConfig = await loadKube(cluster.kube);
+  const kubeConfig = await loadKubeAccess(cluster.kube);
   const namespace = cluster.namespace ?? kubeConfig.namespace ?? 'default';
   const kube = createKubeClient(kubeConfig, { userAgent: cluster.launched === null ? 'pglog-launcher' : 'pglog-collector' });
   try {
@@ -85,7 +85,3 @@ async function runShardChild(
   return how === 'tuning-changed' ? EXIT_TUNING_CHANGED : 0;
 }
 
-async function loadKube(access: KubeAccess): Promise<KubeConfig> {
-  if (access.kind === 'kubeconfig') return loadKubeconfigFile(access.path, access.context ?? undefined);
-  return inClusterConfig({ host: access.host, port: access.port, tokenFile: access.tokenFile, caFile: access.caFile, namespaceFile: access.namespaceFile });
-}

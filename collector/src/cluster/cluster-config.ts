@@ -6,16 +6,12 @@
 import type { ShardTuning } from '../../../operator/src/api/collector-shard.ts';
 import { wholeNumberOption } from '../config/whole-number-option.ts';
 import { PglogError } from '../errors.ts';
+import { parseKubeAccess, type KubeAccess } from './kube-access.ts';
 
-/** Where a pod's service account credentials are mounted. */
-export const SERVICE_ACCOUNT_DIR = '/var/run/secrets/kubernetes.io/serviceaccount';
+export type { KubeAccess } from './kube-access.ts';
 
 /** Exit status of a collector child that stopped cleanly because its shard's tuning changed. */
 export const EXIT_TUNING_CHANGED = 75;
-
-export type KubeAccess =
-  | { kind: 'kubeconfig'; path: string; context: string | null }
-  | { kind: 'in-cluster'; host: string; port: string; tokenFile: string; caFile: string; namespaceFile: string };
 
 export interface ClusterConfig {
   /** Name of the CollectorShard this process collects. */
@@ -70,21 +66,7 @@ export function parseClusterConfig(values: ClusterValues, env: Readonly<Record<s
   if (namespace !== null && (!DNS1123.test(namespace) || namespace.length > 63 || namespace.includes('.'))) {
     throw new PglogError('USAGE', `collect: --namespace must be a DNS-1123 label, got '${namespace}'`);
   }
-  let kube: KubeAccess;
-  if (values.kubeconfig !== undefined) {
-    kube = { kind: 'kubeconfig', path: values.kubeconfig, context: values['kube-context'] ?? null };
-  } else {
-    if (values['kube-context'] !== undefined) throw new PglogError('USAGE', 'collect: --kube-context needs --kubeconfig PATH');
-    const host = env.KUBERNETES_SERVICE_HOST;
-    const port = env.KUBERNETES_SERVICE_PORT;
-    if (host === undefined || host === '' || port === undefined || port === '') {
-      throw new PglogError('USAGE', 'collect: --shard outside a pod needs --kubeconfig PATH (KUBERNETES_SERVICE_HOST and KUBERNETES_SERVICE_PORT are not set)');
-    }
-    kube = {
-      kind: 'in-cluster', host, port,
-      tokenFile: `${SERVICE_ACCOUNT_DIR}/token`, caFile: `${SERVICE_ACCOUNT_DIR}/ca.crt`, namespaceFile: `${SERVICE_ACCOUNT_DIR}/namespace`,
-    };
-  }
+  const kube: KubeAccess = parseKubeAccess('collect --shard', values.kubeconfig, values['kube-context'], env);
   const launched = values.launched === undefined ? null : parseTuning(values.launched);
   const pod = env.POD_NAME ?? env.HOSTNAME;
   return {

@@ -213,6 +213,11 @@ export class Collector {
     if (leaving.length > 0) {
       this.o.log.info({ stop: plan.stop, restart: plan.restart }, `assignment: stopping ${leaving.join(', ')}`);
       await this.stopTargets(leaving);
+      // Those that left (not restarts) take their metric series and sidecar key copies along.
+      for (const name of plan.stop) {
+        this.o.metrics.forgetTarget(name);
+        await this.openedSidecar?.removeServer(name);
+      }
     }
     for (const name of [...plan.restart, ...plan.start].sort()) {
       if (this.abort.signal.aborted) return;

@@ -15,7 +15,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import { watch, type FSWatcher } from 'node:fs';
-import { chmod, mkdir, readFile, rename, writeFile } from 'node:fs/promises';
+import { chmod, mkdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { PglogError } from '../errors.ts';
 import {
@@ -121,6 +121,22 @@ export class SidecarClient {
     const { privateKey: _key, knownHosts: _hosts, ...rest } = server;
     this.servers.set(server.name, { ...rest, identityFile, knownHostsFile });
     this.scheduleWrite();
+  }
+
+  /**
+   * Forgets a server that left this collector: its streams are withdrawn, the sidecar closes
+   * its master, and the copies of its key and known_hosts are deleted (a key is not kept on
+   * a pod that no longer collects the server).
+   */
+  async removeServer(name: string): Promise<void> {
+    const server = this.servers.get(name);
+    if (server === undefined) return;
+    for (const [id, stream] of this.streams) if (stream.server === name) this.streams.delete(id);
+    this.servers.delete(name);
+    this.scheduleWrite();
+    await this.flushed();
+    await rm(join(this.dir, KEYS_DIR, server.identityFile), { force: true });
+    await rm(join(this.dir, KEYS_DIR, server.knownHostsFile), { force: true });
   }
 
   /** Asks the sidecar to run `command` on `server`; returns the new stream's id. */
