@@ -4,7 +4,7 @@
  */
 import { hostname } from 'node:os';
 import type { Writable } from 'node:stream';
-import { parseArgs } from 'node:util';
+import { parseCommandArgs } from './command-args.ts';
 import { wholeNumberOption } from '../config/whole-number-option.ts';
 import { PglogError } from '../errors.ts';
 import { createLogger, parseLogLevelOption, type OptionLogLevel } from '../observability/logger.ts';
@@ -36,21 +36,16 @@ export interface OperatorCommandConfig {
 }
 
 export function parseOperatorArgs(argv: string[], env: NodeJS.ProcessEnv): OperatorCommandConfig {
-  let values;
-  try {
-    ({ values } = parseArgs({
-      args: argv,
-      allowPositionals: false,
-      options: {
-        kubeconfig: { type: 'string' }, 'kube-context': { type: 'string' }, namespace: { type: 'string' }, 'lease-namespace': { type: 'string' },
-        'lease-name': { type: 'string' }, identity: { type: 'string' }, image: { type: 'string' },
-        'service-account': { type: 'string' }, listen: { type: 'string' }, workers: { type: 'string' },
-        resync: { type: 'string' }, 'lease-duration': { type: 'string' }, 'log-level': { type: 'string' },
-      },
-    }));
-  } catch (e) {
-    throw new PglogError('USAGE', `operator: ${(e as Error).message}`);
-  }
+  const { values } = parseCommandArgs({
+    args: argv,
+    allowPositionals: false,
+    options: {
+      kubeconfig: { type: 'string' }, 'kube-context': { type: 'string' }, namespace: { type: 'string' }, 'lease-namespace': { type: 'string' },
+      'lease-name': { type: 'string' }, identity: { type: 'string' }, image: { type: 'string' },
+      'service-account': { type: 'string' }, listen: { type: 'string' }, workers: { type: 'string' },
+      resync: { type: 'string' }, 'lease-duration': { type: 'string' }, 'log-level': { type: 'string' },
+    },
+  }, (message) => `operator: ${message}`);
   const kube = parseKubeAccess('operator', values.kubeconfig, values['kube-context'], env);
   const leaseNamespace = values['lease-namespace'] ?? nonEmpty(env['POD_NAMESPACE']) ?? values.namespace ?? 'default';
   const image = values.image ?? env['PGLOG_IMAGE'];

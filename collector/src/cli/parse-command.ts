@@ -6,7 +6,7 @@
  * once, and passed down as a plain object.
  */
 import type { Readable, Writable } from 'node:stream';
-import { parseArgs } from 'node:util';
+import { parseCommandArgs } from './command-args.ts';
 import { isPglogError, PglogError } from '../errors.ts';
 import { canonicalEncoding, type EncodingConfig } from '../protocol/decode.ts';
 import { detectFormat, detectPrefix } from '../protocol/detect.ts';
@@ -50,24 +50,19 @@ export interface CommandIO {
 const DETECT_SAMPLE_BYTES = 64 * 1024;
 
 export function parseParseArgs(argv: string[]): ParseCommandOptions {
-  let parsed;
-  try {
-    parsed = parseArgs({
-      args: argv,
-      allowPositionals: true,
-      options: {
-        format: { type: 'string' },
-        prefix: { type: 'string' },
-        encoding: { type: 'string', multiple: true },
-        'default-encoding': { type: 'string' },
-        summary: { type: 'boolean' },
-        events: { type: 'boolean' },
-        'max-entry-bytes': { type: 'string' },
-      },
-    });
-  } catch (e) {
-    throw new PglogError('USAGE', `${(e as Error).message}\n${PARSE_USAGE}`);
-  }
+  const parsed = parseCommandArgs({
+    args: argv,
+    allowPositionals: true,
+    options: {
+      format: { type: 'string' },
+      prefix: { type: 'string' },
+      encoding: { type: 'string', multiple: true },
+      'default-encoding': { type: 'string' },
+      summary: { type: 'boolean' },
+      events: { type: 'boolean' },
+      'max-entry-bytes': { type: 'string' },
+    },
+  }, (message) => `${message}\n${PARSE_USAGE}`);
   const { values, positionals } = parsed;
   if (positionals.length === 0) throw new PglogError('USAGE', `no input files\n${PARSE_USAGE}`);
   if (values.summary === true && values.events === true) throw new PglogError('USAGE', '--summary and --events exclude each other');

@@ -6,7 +6,7 @@
  * window is resolved against the clock when the command runs.
  */
 import type { Writable } from 'node:stream';
-import { parseArgs } from 'node:util';
+import { parseCommandArgs } from './command-args.ts';
 import pg from 'pg';
 import { isPglogError, PglogError } from '../errors.ts';
 import { describePostgresUrl, scrubText, SecretScrubber } from '../observability/redact.ts';
@@ -54,24 +54,19 @@ const CONNECT_TIMEOUT_MS = 10_000;
 
 /** `env` is the process environment, read only for PGLOG_STORE_URL (entry point passes it). */
 export function parseReportArgs(argv: string[], env: Readonly<Record<string, string | undefined>> = {}): ReportArgs {
-  let parsed;
-  try {
-    parsed = parseArgs({
-      args: argv,
-      allowPositionals: false,
-      options: {
-        store: { type: 'string' },
-        since: { type: 'string' },
-        until: { type: 'string' },
-        target: { type: 'string' },
-        database: { type: 'string' },
-        limit: { type: 'string' },
-        json: { type: 'boolean' },
-      },
-    });
-  } catch (e) {
-    throw new PglogError('USAGE', `${scrubText((e as Error).message)}\n${REPORT_USAGE}`);
-  }
+  const parsed = parseCommandArgs({
+    args: argv,
+    allowPositionals: false,
+    options: {
+      store: { type: 'string' },
+      since: { type: 'string' },
+      until: { type: 'string' },
+      target: { type: 'string' },
+      database: { type: 'string' },
+      limit: { type: 'string' },
+      json: { type: 'boolean' },
+    },
+  }, (message) => `${scrubText(message)}\n${REPORT_USAGE}`);
   const { values } = parsed;
   const storeUrl = values.store ?? env.PGLOG_STORE_URL;
   if (storeUrl === undefined || storeUrl === '') throw new PglogError('USAGE', `no store: give --store URL or set PGLOG_STORE_URL\n${REPORT_USAGE}`);

@@ -4,8 +4,8 @@
  * its streams and masters and exits 0.
  */
 import { rm } from 'node:fs/promises';
-import { parseArgs } from 'node:util';
 import type { Writable } from 'node:stream';
+import { parseCommandArgs } from './command-args.ts';
 import { wholeNumberOption } from '../config/whole-number-option.ts';
 import { PglogError } from '../errors.ts';
 import { createLogger, parseLogLevelOption, type OptionLogLevel } from '../observability/logger.ts';
@@ -32,24 +32,19 @@ export interface SshproxyConfig {
 
 /** `pglog sshproxy` arguments → configuration. */
 export function parseSshproxyArgs(argv: string[]): SshproxyConfig {
-  let values;
-  try {
-    ({ values } = parseArgs({
-      args: argv,
-      allowPositionals: false,
-      options: {
-        dir: { type: 'string' },
-        'log-level': { type: 'string' },
-        'stop-on-stdin-eof': { type: 'boolean' },
-        'remove-dir': { type: 'boolean' },
-        // Not in the usage text: tests shorten the master backoff with them.
-        'backoff-base-ms': { type: 'string' },
-        'backoff-cap-ms': { type: 'string' },
-      },
-    }));
-  } catch (e) {
-    throw new PglogError('USAGE', `sshproxy: ${(e as Error).message}`);
-  }
+  const { values } = parseCommandArgs({
+    args: argv,
+    allowPositionals: false,
+    options: {
+      dir: { type: 'string' },
+      'log-level': { type: 'string' },
+      'stop-on-stdin-eof': { type: 'boolean' },
+      'remove-dir': { type: 'boolean' },
+      // Not in the usage text: tests shorten the master backoff with them.
+      'backoff-base-ms': { type: 'string' },
+      'backoff-cap-ms': { type: 'string' },
+    },
+  }, (message) => `sshproxy: ${message}`);
   if (values.dir === undefined || values.dir === '') throw new PglogError('USAGE', 'sshproxy: --dir DIR is required');
   const logLevel = parseLogLevelOption(values['log-level'], 'sshproxy');
   const backoffBaseMs = count(values['backoff-base-ms'], '--backoff-base-ms', 1000);

@@ -3,7 +3,7 @@
  * store URL from the environment when not given), then passed down as one plain object.
  * Nothing below the entry point reads argv or the environment.
  */
-import { parseArgs } from 'node:util';
+import { parseCommandArgs } from '../cli/command-args.ts';
 import { PglogError } from '../errors.ts';
 import { wholeNumberOption } from '../config/whole-number-option.ts';
 import { parseLogLevelOption, type OptionLogLevel } from '../observability/logger.ts';
@@ -56,34 +56,29 @@ export interface CollectConfig {
 
 /** `pglog collect` arguments → configuration. `env` is the process environment (entry point only). */
 export function parseCollectArgs(argv: string[], env: Readonly<Record<string, string | undefined>>, readFile: (path: string) => string): CollectConfig {
-  let values;
-  try {
-    ({ values } = parseArgs({
-      args: argv,
-      allowPositionals: false,
-      options: {
-        targets: { type: 'string' },
-        store: { type: 'string' },
-        'store-file': { type: 'string' },
-        listen: { type: 'string' },
-        'log-level': { type: 'string' },
-        'start-at': { type: 'string' },
-        'batch-rows': { type: 'string' },
-        'batch-bytes': { type: 'string' },
-        'batch-ms': { type: 'string' },
-        'memory-budget': { type: 'string' },
-        'target-memory-budget': { type: 'string' },
-        'max-entry-bytes': { type: 'string' },
-        'retention-days': { type: 'string' },
-        'stop-timeout': { type: 'string' },
-        'keepalive-ms': { type: 'string' },
-        ...TRANSPORT_OPTIONS,
-        ...CLUSTER_OPTIONS,
-      },
-    }));
-  } catch (e) {
-    throw new PglogError('USAGE', `collect: ${(e as Error).message}`);
-  }
+  const { values } = parseCommandArgs({
+    args: argv,
+    allowPositionals: false,
+    options: {
+      targets: { type: 'string' },
+      store: { type: 'string' },
+      'store-file': { type: 'string' },
+      listen: { type: 'string' },
+      'log-level': { type: 'string' },
+      'start-at': { type: 'string' },
+      'batch-rows': { type: 'string' },
+      'batch-bytes': { type: 'string' },
+      'batch-ms': { type: 'string' },
+      'memory-budget': { type: 'string' },
+      'target-memory-budget': { type: 'string' },
+      'max-entry-bytes': { type: 'string' },
+      'retention-days': { type: 'string' },
+      'stop-timeout': { type: 'string' },
+      'keepalive-ms': { type: 'string' },
+      ...TRANSPORT_OPTIONS,
+      ...CLUSTER_OPTIONS,
+    },
+  }, (message) => `collect: ${message}`);
   const cluster = parseClusterConfig(values, env);
   if (values.targets !== undefined && cluster !== null) throw new PglogError('USAGE', 'collect: give --targets FILE (standalone) or --shard NAME (cluster), not both');
   if (values.targets === undefined && cluster === null) throw new PglogError('USAGE', 'collect: --targets FILE is required (or --shard NAME: cluster mode)');

@@ -1,0 +1,44 @@
+// `pglog operator` arguments: defaults from the pod's environment, the Lease timings derived
+// from its duration, and USAGE errors that name the option.
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { parseOperatorArgs } from '../../src/cli/operator-command.ts';
+import { isPglogError } from '../../src/errors.ts';
+
+const inPod = { KUBERNETES_SERVICE_HOST: '10.0.0.1', KUBERNETES_SERVICE_PORT: '443', POD_NAME: 'pglog-operator-7d9', POD_NAMESPACE: 'pglog', PGLOG_IMAGE: 'reg/pglog:1' };
+
+test('in a pod: service account access, identity and Lease namespace from the downward API', () => {
+  const c = parseOperatorArgs([], inPod);
+  assert.equal(c.kube.kind, 'in-cluster');
+  assert.deepEqual([c.operator.identity, c.operator.leaseNamespace, c.operator.leaseName, c.operator.defaultImage], ['pglog-operator-7d9', 'pglog', 'pglog-operator', 'reg/pglog:1']);
+  assert.deepEqual([c.operator.leaseDurationMs, c.operator.renewDeadlineMs, c.operator.retryPeriodMs], [15_000, 10_000, 2_000]);
+  assert.equal(c.operator.namespace, undefined, 'all namespaces');
+  assert.deepEqual(c.operator.listen, { host: '0.0.0.0', port: 8080 });
+});
+
+test('flags override: kubeconfig and context, namespace, lease, listen, workers', () => {
+  const c = parseOperatorArgs(['--kubeconfig', '/k', '--kube-context', 'ctx', '--namespace', 'db', '--lease-duration', '4', '--listen', '127.0.0.1:0', '--workers', '3', '--image', 'x/y:z'], {});
+  assert.deepEqual(c.kube, { kind: 'kubeconfig', path: '/k', context: 'ctx' });
+  assert.equal(c.operator.leaseNamespace, 'db');
+  assert.deepEqual([c.operator.leaseDurationMs, c.operator.renewDeadlineMs], [4000, 2667]);
+  assert.deepEqual(c.operator.listen, { host: '127.0.0.1', port: 0 });
+  assert.equal(c.operator.workers, 3);
+});
+
+test('bad input is a USAGE error naming the option', () => {
+  const usage = (argv: string[], env: Record<string, string> = inPod): string => {
+    try {
+      parseOperatorArgs(argv, env);
+    } catch (e) {
+      assert.ok(isPglogError(e) && e.code === 'USAGE');
+      return e.message;
+    }
+    throw new Error('no error');
+  };
+  assert.match(usage(['--bogus']), /operator: .*--bogus/);
+  assert.match(usage([], { ...inPod, PGLOG_IMAGE: '' }), /--image IMAGE/);
+  assert.match(usage(['--listen', 'nowhere']), /--listen must be HOST:PORT/);
+  assert.match(usage(['--lease-duration', '1']), /--lease-duration must be a whole number of at least 2/);
+  assert.match(usage([], { PGLOG_IMAGE: 'i' }), /outside a pod it needs --kubeconfig/);
+  assert.match(usage(['--kube-context', 'c']), /--kube-context needs --kubeconfig/);
+});
