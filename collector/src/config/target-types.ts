@@ -12,6 +12,8 @@
  * the person writing the object.
  */
 
+import type { Condition } from '../../../operator/src/api/common.ts';
+
 /** `apiVersion` of every pglog resource in this version. */
 export const API_VERSION = 'pglog.io/v1alpha1';
 /** `kind` of a target object. */
@@ -326,21 +328,8 @@ export interface TargetLag {
   seconds: number;
 }
 
-/** A condition, with the fields of Kubernetes' `metav1.Condition`. */
-export interface TargetCondition {
-  /** `Ready`, `Connected`, ... (CamelCase). */
-  type: string;
-  /** Whether the condition holds: `True`, `False` or `Unknown`. */
-  status: 'True' | 'False' | 'Unknown';
-  /** The `metadata.generation` the condition was set for. */
-  observedGeneration?: number;
-  /** When the status last changed (RFC 3339). */
-  lastTransitionTime: string;
-  /** CamelCase reason; for errors, the `PglogError` code. */
-  reason: string;
-  /** Human-readable details. */
-  message: string;
-}
+/** A condition, with the fields of Kubernetes' `metav1.Condition` (the one type all pglog resources use). */
+export type TargetCondition = Condition;
 
 /** Whether the credentials are the standalone form (key files). */
 export function isSshKeyFiles(ssh: SshCredentials): ssh is SshKeyFiles {
