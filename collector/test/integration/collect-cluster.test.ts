@@ -12,33 +12,24 @@
 //   - the private key never appears in the output; a crashed child ends the launcher with
 //     its status, SIGTERM reaches the child and both exit 0.
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
-import { appendFileSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { startControlPlane, type ControlPlane } from '../../../operator/test/helpers/control-plane.ts';
 import type { CollectorShard, ShardTarget, ShardTuning } from '../../../operator/src/api/collector-shard.ts';
 import { checkStore, formatCheck } from '../helpers/checker.ts';
-import { PGLOG } from '../helpers/cli.ts';
 import { waitFor } from '../helpers/collector-process.ts';
 import { startLogServer, type LogServer } from '../helpers/log-server.ts';
 import { startPostgres, type TestPostgres } from '../helpers/postgres.ts';
 import { startSeqLoad, type SeqLoad } from '../helpers/seq-load.ts';
 import { killTree } from '../helpers/process-tree.ts';
+import { launchShardCollector, logServerTarget, type ShardCollector } from '../helpers/shard-collector.ts';
 import { startSshServer, type TestSshServer } from '../helpers/sshd.ts';
 
 const NS = 'pglog-test';
 const CRDS = join(import.meta.dirname, '../../../crds');
 const TUNING: ShardTuning = { uvThreadpoolSize: 4, maxOldSpaceSizeMiB: 256, maxSemiSpaceSizeMiB: 16 };
-
-interface Launched {
-  readonly pid: number;
-  output(): string;
-  records(): Array<Record<string, unknown>>;
-  readonly exited: Promise<number | null>;
-  stop(): Promise<number | null>;
-}
 
 describe('pglog collect --shard: cluster mode against a real API server', { timeout: 600_000 }, () => {
   let work: string;
@@ -47,7 +38,7 @@ describe('pglog collect --shard: cluster mode against a real API server', { time
   let ssh: TestSshServer;
   let servers: LogServer[];
   const loads = new Map<string, SeqLoad>();
-  const collectors: Launched[] = [];
+  const collectors: ShardCollector[] = [];
 
   const kubectl = (args: string[], stdin?: string): Promise<string> => cp.kubectl(['-n', NS, ...args], stdin);
   const apply = (object: unknown): Promise<string> => kubectl(['apply', '-f', '-'], JSON.stringify(object));
@@ -67,29 +58,13 @@ describe('pglog collect --shard: cluster mode against a real API server', { time
   };
   const checkTarget = (target: string, k: number): ReturnType<typeof checkStore> => checkStore(store.url, loads.get(target)!.run, { logDirectory: servers[k]!.logDirectory });
 
-  function launch(shardName: string, extra: string[] = []): Launched {
-    const file = join(work, `${shardName}.log`);
-    const child = spawn(PGLOG, [
-      'collect', '--shard', shardName, '--kubeconfig', cp.kubeconfig, '--namespace', NS, '--listen', 'off', '--log-level', 'debug',
-      '--status-interval', '2', '--resolve-interval', '5', '--batch-ms', '200', ...extra,
-    ], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, PGLOG_STORE_URL: store.url, POD_NAME: `pod-${shardName}` } });
-    child.stdout.on('data', (b: Buffer) => appendFileSync(file, b));
-    child.stderr.on('data', (b: Buffer) => appendFileSync(file, b));
-    const exited = new Promise<number | null>((resolve) => child.on('close', (code) => resolve(code)));
-    const output = (): string => { try { return readFileSync(file, 'utf8'); } catch { return ''; } };
-    const c: Launched = {
-      pid: child.pid!,
-      output,
-      records: () => output().split('\n').flatMap((l) => { if (!l.startsWith('{')) return []; try { return [JSON.parse(l) as Record<string, unknown>]; } catch { return []; } }),
-      exited,
-      stop: async () => { child.kill('SIGTERM'); return exited; },
-    };
+  function launch(shardName: string, extra: string[] = []): ShardCollector {
+    const c = launchShardCollector({ shard: shardName, kubeconfig: cp.kubeconfig, namespace: NS, storeUrl: store.url, dir: work, extraArgs: extra });
     collectors.push(c);
     return c;
   }
-  /** Pids of the collector children the launcher started, in order. */
-  const childPids = (c: Launched): number[] => [...new Set(c.records().filter((r) => typeof r['msg'] === 'string' && r['msg'].startsWith('pglog collect starting for CollectorShard')).map((r) => Number(r['pid'])))];
-  const tail = (c: Launched): string => c.output().split('\n').slice(-40).join('\n');
+  const childPids = (c: ShardCollector): number[] => c.childPids();
+  const tail = (c: ShardCollector): string => c.tail();
 
   before(async () => {
     work = mkdtempSync(join(tmpdir(), 'pglog-cluster-'));
@@ -112,15 +87,7 @@ describe('pglog collect --shard: cluster mode against a real API server', { time
     loads.set('db2', startSeqLoad(servers[1]!.url, { ratePerSecond: 100, payloadBytes: 40 }));
   });
 
-  function postgresTarget(name: string, secret: string, server: LogServer): unknown {
-    return {
-      apiVersion: 'pglog.io/v1alpha1', kind: 'PostgresTarget', metadata: { name },
-      spec: {
-        host: ssh.host, port: ssh.port, user: ssh.user, ssh: { secretRef: { name: secret } }, transport: 'auto',
-        instances: [{ name: 'main', dataDirectory: server.dataDirectory, logDirectory: server.logDirectory, logLinePrefix: '%m [%p] %q%u@%d ' }],
-      },
-    };
-  }
+  const postgresTarget = (name: string, secret: string, server: LogServer): unknown => logServerTarget(name, secret, ssh, server);
 
   after(async () => {
     await Promise.allSettled([...loads.values()].map((l) => l.stop()));
