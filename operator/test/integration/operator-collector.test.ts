@@ -1,0 +1,250 @@
+// The operator and real collectors together, the loop closed: nobody but the collectors writes
+// a shard's status and nobody but the operator writes a shard's spec. A real kube-apiserver
+// with pglog's CRDs; the real `pglog operator`; a real store, sshd and two PostgreSQL servers
+// logging every statement (one busy, one quiet); the store URL and the SSH keys in Secrets;
+// two PostgresTargets (transport auto) and a CollectorPool created with kubectl as a user
+// would. There is no kubelet: the test runs each pod's collector itself, `pglog collect
+// --shard <pool>-<i>` with the store URL the pod's secretKeyRef names.
+//   - the operator writes shard 0; its collector stores rows and reports both targets; each
+//     PostgresTarget's status shows shard 0, a rate and Ready; the busy target is promoted by
+//     the operator on its measured rate and moves to the sidecar, the quiet one stays inproc;
+//   - `kubectl scale --replicas 2`: one target moves to shard 1 with a higher epoch, its rows
+//     keep arriving from the new owner;
+//   - with the load stopped the checker finds every statement of both servers exactly once.
+import assert from 'node:assert/strict';
+import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import type { CollectorShard } from '../../src/api/collector-shard.ts';
+import type { TargetObject } from '../../src/api/target-object.ts';
+import { createKubeClient } from '../../src/kube/client.ts';
+import type { KubeClient, KubeObject } from '../../src/kube/client-types.ts';
+import { loadKubeconfigFile } from '../../src/kube/config.ts';
+import { COLLECTOR_POOLS, COLLECTOR_SHARDS, POSTGRES_TARGETS, SECRETS, STATEFUL_SETS } from '../../src/kube/resources.ts';
+import { checkStore, formatCheck } from '../../../collector/test/helpers/checker.ts';
+import { startLogServer, type LogServer } from '../../../collector/test/helpers/log-server.ts';
+import { startPostgres, type TestPostgres } from '../../../collector/test/helpers/postgres.ts';
+import { killTree } from '../../../collector/test/helpers/process-tree.ts';
+import { startSeqLoad, type SeqLoad } from '../../../collector/test/helpers/seq-load.ts';
+import { launchShardCollector, logServerTarget, type ShardCollector } from '../../../collector/test/helpers/shard-collector.ts';
+import { startSshServer, type TestSshServer } from '../../../collector/test/helpers/sshd.ts';
+import { startControlPlane, type ControlPlane } from '../helpers/control-plane.ts';
+import { assignmentOf, eventually } from '../helpers/fleet.ts';
+import { startOperator, type OperatorProcess } from '../helpers/operator-process.ts';
+
+const NS = 'loop';
+const POOL = 'main';
+const CRDS = join(import.meta.dirname, '../../../crds');
+// The busy server logs 200 statements of ~260 bytes a second, the quiet one 10 of ~100 bytes;
+// their smoothed rates reach about 25 KB/s (200 kbit/s) and 0.6 KB/s (5 kbit/s) within
+// seconds: clearly above the promotion threshold and clearly below the demotion threshold.
+const BUSY = { ratePerSecond: 200, payloadBytes: 200 };
+const QUIET = { ratePerSecond: 10, payloadBytes: 40 };
+const TRANSPORT = { promoteAboveBitsPerSecond: 80_000, demoteBelowBitsPerSecond: 40_000, minDwellSeconds: 3 };
+const TARGETS = ['busy', 'quiet'] as const;
+
+interface StatefulSetLike extends KubeObject {
+  spec: { replicas: number; template: { spec: { containers: Array<{ name: string; env?: Array<{ name: string; valueFrom?: { secretKeyRef?: { name: string; key: string } } }> }> } } };
+}
+
+describe('pglog operator with real collectors: the loop closed', { timeout: 300_000 }, () => {
+  let work: string;
+  let cp: ControlPlane;
+  let client: KubeClient & { close(): void };
+  let store: TestPostgres;
+  let ssh: TestSshServer;
+  let servers: Record<(typeof TARGETS)[number], LogServer>;
+  let operator: OperatorProcess | undefined;
+  const loads = new Map<string, SeqLoad>();
+  const collectors: ShardCollector[] = [];
+  const started = Date.now();
+  const elapsed = (): string => `${((Date.now() - started) / 1000).toFixed(1)} s`;
+
+  const kubectl = (args: string[], stdin?: string): Promise<string> => cp.kubectl(['-n', NS, ...args], stdin);
+  const apply = (object: unknown): Promise<string> => kubectl(['apply', '-f', '-'], JSON.stringify(object));
+  /** The objects as last read, for failure messages. */
+  const seen = new Map<string, unknown>();
+  const shard = async (index: number): Promise<CollectorShard | undefined> => {
+    const s = (await client.get<CollectorShard>(COLLECTOR_SHARDS, NS, `${POOL}-${index}`)) ?? undefined;
+    seen.set(`shard ${index}`, s && { spec: s.spec, status: s.status });
+    return s;
+  };
+  const target = async (name: string): Promise<TargetObject> => {
+    const t = (await client.get<TargetObject>(POSTGRES_TARGETS, NS, name))!;
+    seen.set(`target ${name}`, { spec: { transport: t.spec.transport }, status: t.status });
+    return t;
+  };
+  const lastSeen = (): string => JSON.stringify(Object.fromEntries(seen), null, 1);
+  /** The operator's and the collectors' output tails. */
+  const outputs = (): string => [
+    `--- operator\n${(operator?.output() ?? '').slice(-6000)}`,
+    ...collectors.map((c) => `--- collector ${c.shard}\n${c.tail(60)}`),
+  ].join('\n');
+  /** A scenario that fails prints the output tails and the objects as last read. */
+  const scenario = (fn: () => Promise<void>) => async (): Promise<void> => {
+    try {
+      await fn();
+    } catch (e) {
+      process.stderr.write(`# the scenario failed at ${elapsed()}; objects as last read:\n${lastSeen()}\n${outputs()}\n`);
+      throw e;
+    }
+  };
+  /** Rows of the target's run in the store; 0 until the collector has created the schema. */
+  const stored = async (name: string): Promise<number> => {
+    try {
+      return (await checkStore(store.url, loads.get(name)!.run, { numbers: [] })).stored;
+    } catch (e) {
+      if ((e as { code?: string }).code === '42P01') return 0;
+      throw e;
+    }
+  };
+
+  /**
+   * Runs pod <pool>-<index> as the kubelet would run the StatefulSet the operator wrote: the
+   * collector for that shard, with PGLOG_STORE_URL from the Secret its secretKeyRef names.
+   */
+  async function startPod(index: number): Promise<ShardCollector> {
+    const sts = (await client.get<StatefulSetLike>(STATEFUL_SETS, NS, POOL))!;
+    const ref = sts.spec.template.spec.containers.find((c) => c.name === 'collector')!.env!.find((e) => e.name === 'PGLOG_STORE_URL')!.valueFrom!.secretKeyRef!;
+    const secret = (await client.get<KubeObject & { data: Record<string, string> }>(SECRETS, NS, ref.name))!;
+    const storeUrl = Buffer.from(secret.data[ref.key]!, 'base64').toString('utf8');
+    const c = launchShardCollector({ shard: `${POOL}-${index}`, kubeconfig: cp.kubeconfig, namespace: NS, storeUrl, dir: work });
+    collectors.push(c);
+    return c;
+  }
+
+  before(async () => {
+    work = mkdtempSync(join(tmpdir(), 'pglog-loop-'));
+    let busy: LogServer, quiet: LogServer;
+    [cp, store, ssh, [busy, quiet]] = await Promise.all([
+      startControlPlane(), startPostgres(), startSshServer(), Promise.all([startLogServer(), startLogServer()]),
+    ]);
+    servers = { busy, quiet };
+    client = createKubeClient(await loadKubeconfigFile(cp.kubeconfig));
+    await cp.kubectl(['apply', ...readdirSync(CRDS).filter((f) => f.endsWith('.yaml')).flatMap((f) => ['-f', join(CRDS, f)])]);
+    await cp.kubectl(['wait', '--for=condition=Established', '--timeout=60s', 'crd/postgrestargets.pglog.io', 'crd/collectorpools.pglog.io', 'crd/collectorshards.pglog.io']);
+    await cp.kubectl(['create', 'namespace', NS]);
+    operator = await startOperator({ kubeconfig: cp.kubeconfig, namespace: NS, identity: 'operator' });
+    await kubectl(['create', 'secret', 'generic', 'store', `--from-literal=url=${store.url}`]);
+    for (const name of TARGETS) {
+      await kubectl(['create', 'secret', 'generic', `${name}-ssh`, `--from-file=id_ed25519=${ssh.privateKeyFile}`, `--from-file=known_hosts=${ssh.knownHostsFile}`]);
+      await apply(logServerTarget(name, `${name}-ssh`, ssh, servers[name], { pool: POOL }));
+    }
+    await apply({
+      apiVersion: 'pglog.io/v1alpha1', kind: 'CollectorPool', metadata: { name: POOL },
+      spec: { replicas: 1, store: { secretRef: { name: 'store', key: 'url' } }, transport: TRANSPORT },
+    });
+    loads.set('busy', startSeqLoad(servers.busy.url, BUSY));
+    loads.set('quiet', startSeqLoad(servers.quiet.url, QUIET));
+    console.log(`# set up in ${elapsed()}`);
+  });
+
+  after(async () => {
+    await Promise.allSettled([...loads.values()].map((l) => l.stop()));
+    // Each launcher with its collector child and sidecar: a child left behind would hold the store open.
+    for (const c of collectors) killTree(c.pid);
+    await operator?.kill();
+    client?.close();
+    await Promise.allSettled([cp?.stop(), ssh?.dispose(), store?.stop(), ...Object.values(servers ?? {}).map((s) => s.dispose())]);
+    rmSync(work, { recursive: true, force: true });
+  });
+
+  test('shard 0 from the operator, collected: rows, shard status, target statuses; the busy target promoted to the sidecar, the quiet one inproc', scenario(async () => {
+    const s0 = await eventually(`shard ${POOL}-0 with both targets`, 30_000, async () => {
+      const s = await shard(0);
+      return s?.spec.targets.map((t) => t.name).join() === TARGETS.join() ? s : undefined;
+    }, lastSeen);
+    assert.ok(s0.spec.targets.every((t) => t.transport === 'inproc' && t.epoch >= 1), JSON.stringify(s0.spec.targets));
+    const c0 = await startPod(0);
+    await eventually('rows of both servers in the store', 60_000, async () => ((await stored('busy')) > 0 && (await stored('quiet')) > 0 ? true : undefined), lastSeen);
+    console.log(`# first rows at ${elapsed()}`);
+    await eventually('the shard status (collector) with both targets connected and rates', 30_000, async () => {
+      const st = (await shard(0))?.status;
+      return st?.targets?.map((t) => t.name).join() === TARGETS.join() && st.targets.every((t) => t.connected && t.bytesPerSecond > 0) ? true : undefined;
+    }, lastSeen);
+    await eventually('each PostgresTarget status (operator): shard 0, a rate, Ready True', 30_000, async () => {
+      for (const name of TARGETS) {
+        const st = (await target(name)).status;
+        const ready = st?.conditions?.find((c) => c.type === 'Ready');
+        if (st?.shard !== 0 || !((st.rates?.bytesPerSecond ?? 0) > 0) || ready?.status !== 'True') return undefined;
+      }
+      return true;
+    }, lastSeen);
+    // The operator promotes on the rate the collector measured; the collector follows the spec.
+    await eventually('busy promoted in the shard spec (operator)', 40_000, async () => ((await shard(0))?.spec.targets.find((t) => t.name === 'busy')?.transport === 'proxy' ? true : undefined), lastSeen);
+    console.log(`# busy promoted at ${elapsed()}`);
+    await eventually('busy reading through the sidecar (shard status and target status)', 40_000, async () => {
+      const reported = (await shard(0))?.status?.targets?.find((t) => t.name === 'busy');
+      return reported?.transport === 'proxy' && reported.connected && (await target('busy')).status?.transport === 'proxy' ? true : undefined;
+    }, lastSeen);
+    assert.ok(c0.records().some((r) => typeof r['switchMs'] === 'number' && r['to'] === 'proxy'), 'the collector logged the switch to proxy');
+    const rates = Object.fromEntries(await Promise.all(TARGETS.map(async (n) => [n, (await target(n)).status?.rates?.bytesPerSecond ?? 0] as const)));
+    console.log(`# rates (bytes/s): busy ${rates['busy']}, quiet ${rates['quiet']}; thresholds ${TRANSPORT.promoteAboveBitsPerSecond / 8} / ${TRANSPORT.demoteBelowBitsPerSecond / 8}`);
+    const after = await shard(0);
+    assert.equal(after!.spec.targets.find((t) => t.name === 'quiet')!.transport, 'inproc');
+    assert.equal(after!.status!.targets!.find((t) => t.name === 'quiet')!.transport, 'inproc');
+    assert.equal((await target('quiet')).status?.transport, 'inproc');
+    const before = await stored('busy');
+    await eventually('busy rows still arriving through the sidecar', 15_000, async () => ((await stored('busy')) > before ? true : undefined), lastSeen);
+  }));
+
+  test('kubectl scale --replicas 2: one target moves to shard 1 with a higher epoch; its rows keep arriving from the new owner', scenario(async () => {
+    const s0 = (await shard(0))!;
+    const epochs = new Map(s0.spec.targets.map((t) => [t.name, t.epoch]));
+    await kubectl(['scale', `collectorpool/${POOL}`, '--replicas', '2']);
+    const s1 = await eventually(`shard ${POOL}-1 with one target`, 30_000, async () => {
+      const s = await shard(1);
+      return s !== undefined && s.spec.targets.length === 1 ? s : undefined;
+    }, lastSeen);
+    const moved = s1.spec.targets[0]!;
+    const stayed = TARGETS.find((n) => n !== moved.name)!;
+    assert.ok(moved.epoch > epochs.get(moved.name)!, `epoch ${moved.epoch} above ${epochs.get(moved.name)}`);
+    await eventually(`${moved.name} leaves shard 0`, 20_000, async () => ((await shard(0))?.spec.targets.map((t) => t.name).join() === stayed ? true : undefined), lastSeen);
+    const kept = (await shard(0))!.spec.targets[0]!;
+    const was = s0.spec.targets.find((t) => t.name === stayed)!;
+    assert.deepEqual([kept.epoch, kept.transport], [was.epoch, was.transport], 'the other keeps its epoch and transport');
+    assert.deepEqual((await assignmentOf(client, NS, POOL)).duplicates, [], 'no target in two shards');
+    console.log(`# ${moved.name} moved to shard 1 (epoch ${epochs.get(moved.name)} -> ${moved.epoch}) at ${elapsed()}`);
+    await startPod(1);
+    await eventually(`${moved.name} collected by shard 1 with epoch ${moved.epoch}`, 30_000, async () => {
+      const reported = (await shard(1))?.status?.targets?.find((t) => t.name === moved.name);
+      return reported?.connected === true && reported.epoch === moved.epoch ? true : undefined;
+    }, lastSeen);
+    await eventually(`${moved.name} left the shard 0 status`, 20_000, async () => ((await shard(0))?.status?.targets?.map((t) => t.name).join() === stayed ? true : undefined), lastSeen);
+    const rows = await stored(moved.name);
+    await eventually(`${moved.name} rows keep arriving from shard 1`, 20_000, async () => ((await stored(moved.name)) > rows ? true : undefined), lastSeen);
+    await eventually(`${moved.name}'s status shows shard 1 and Ready`, 30_000, async () => {
+      const st = (await target(moved.name)).status;
+      return st?.shard === 1 && st.conditions?.find((c) => c.type === 'Ready')?.status === 'True' ? true : undefined;
+    }, lastSeen);
+    // The StatefulSet runs two pods (its status.replicas, and the pool's, need a controller-manager: none here).
+    assert.equal((await client.get<StatefulSetLike>(STATEFUL_SETS, NS, POOL))!.spec.replicas, 2);
+    await eventually('the pool status shows the load of both shards', 20_000, async () => {
+      const pool = (await client.get<KubeObject & { status?: { targets?: number; shards?: Array<{ index: number; targets: number }> } }>(COLLECTOR_POOLS, NS, POOL))!;
+      seen.set('pool', pool.status);
+      return pool.status?.targets === 2 && JSON.stringify(pool.status.shards?.map((x) => [x.index, x.targets])) === '[[0,1],[1,1]]' ? true : undefined;
+    }, lastSeen);
+    console.log(`# kubectl get postgrestargets:\n${(await kubectl(['get', 'postgrestargets'])).trim().replace(/^/gm, '#   ')}`);
+  }));
+
+  test('load stopped: every statement of both servers is in the store exactly once', scenario(async () => {
+    for (const l of loads.values()) await l.stop();
+    for (const name of TARGETS) {
+      const check = (): ReturnType<typeof checkStore> => checkStore(store.url, loads.get(name)!.run, { logDirectory: servers[name].logDirectory });
+      let last = '';
+      await eventually(`every ${name} statement stored`, 30_000, async () => {
+        const r = await check();
+        last = formatCheck(r);
+        return r.lost.length === 0 && r.expected > 0 ? true : undefined;
+      }, () => last);
+      const r = await check();
+      assert.equal(r.lost.length, 0, `${name}: ${formatCheck(r)}`);
+      assert.equal(r.duplicated.length, 0, `${name}: ${formatCheck(r)}`);
+      console.log(`# ${name}: ${formatCheck(r)}`);
+    }
+    const errors = collectors.flatMap((c) => c.records()).filter((r) => Number(r['level']) >= 50 && r['code'] !== 'STORE_FENCED');
+    assert.deepEqual(errors.map((r) => r['msg']), [], 'no errors logged');
+    console.log(`# done at ${elapsed()}`);
+  }));
+});
