@@ -9,6 +9,7 @@
  * whose resourceVersion did not change is not parsed again. A transient API failure keeps a
  * target's last good resolution rather than stopping a running stream.
  */
+import type { RateHint } from '../collect/target-transports.ts';
 import type { ShardTarget } from '../../../operator/src/api/collector-shard.ts';
 import type { KubeClient, KubeObject } from '../../../operator/src/kube/client-types.ts';
 import { POSTGRES_TARGETS, SECRETS } from '../../../operator/src/kube/resources.ts';
@@ -47,8 +48,8 @@ export class TargetResolver {
     for (const name of this.cache.keys()) if (!names.has(name)) this.cache.delete(name);
     return Promise.all(assigned.map(async (a): Promise<ResolvedTarget> => {
       try {
-        const { target, credentials } = await this.resolveOne(a.name);
-        return { name: a.name, ok: true, assignment: { target, credentials, epoch: a.epoch, transport: a.transport } };
+        const { target, credentials, rateHint } = await this.resolveOne(a.name);
+        return { name: a.name, ok: true, assignment: { target, credentials, epoch: a.epoch, transport: a.transport, ...(rateHint === undefined ? {} : { rateHint }) } };
       } catch (e) {
         const cached = this.cache.get(a.name);
         if (isPglogError(e) && e.code === 'KUBE_UNAVAILABLE' && cached !== undefined) {
@@ -60,7 +61,7 @@ export class TargetResolver {
     }));
   }
 
-  private async resolveOne(name: string): Promise<{ target: PostgresTarget; credentials: TargetCredentials }> {
+  private async resolveOne(name: string): Promise<{ target: PostgresTarget; credentials: TargetCredentials; rateHint: RateHint | undefined }> {
     const object = await this.kube.get<KubeObject>(POSTGRES_TARGETS, this.namespace, name);
     if (object === null) throw new PglogError('KUBE_NOT_FOUND', `PostgresTarget ${this.namespace}/${name} does not exist`);
     const targetVersion = object.metadata.resourceVersion ?? '';
@@ -81,6 +82,18 @@ export class TargetResolver {
       registerSecret(credentials.privateKey.toString('utf8').trim());
     }
     this.cache.set(name, { targetVersion, target, secretName, secretVersion, credentials });
-    return { target, credentials };
+    return { target, credentials, rateHint: rateHintOf(object) };
   }
+}
+
+/**
+ * The rates in the target's status (written by the operator from the last owner's report):
+ * where a target that moved here starts its rate meters. Anything malformed is ignored.
+ */
+export function rateHintOf(object: KubeObject & { status?: unknown }): RateHint | undefined {
+  const rates = (object.status as { rates?: { bytesPerSecond?: unknown; linesPerSecond?: unknown } } | undefined)?.rates;
+  const bytes = rates?.bytesPerSecond;
+  const lines = rates?.linesPerSecond;
+  if (typeof bytes !== 'number' || !Number.isFinite(bytes) || bytes < 0) return undefined;
+  return { bytesPerSecond: bytes, linesPerSecond: typeof lines === 'number' && Number.isFinite(lines) && lines >= 0 ? lines : 0 };
 }

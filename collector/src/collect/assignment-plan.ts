@@ -6,6 +6,7 @@
  * fingerprint of everything that needs new streams when it changes (spec without the
  * transport, credentials), its assignment epoch and its transport.
  */
+import type { RateHint } from './target-transports.ts';
 import { createHash } from 'node:crypto';
 import type { ActiveTransport, PostgresTarget, Transport } from '../config/target-types.ts';
 
@@ -82,4 +83,6 @@ export interface TargetAssignment {
   epoch: number;
   /** The transport the operator chose. */
   transport: ActiveTransport;
+  /** The rate last reported for the target (by its previous owner); not part of what restarts it. */
+  rateHint?: RateHint;
 }

@@ -37,7 +37,7 @@ import { pause } from '../transport/clock.ts';
 import { streamHooks, batcherHooks } from './collector-hooks.ts';
 import { SidecarChild } from './sidecar-child.ts';
 import type { TargetStreams } from './target-streams.ts';
-import { openTargetStreams } from './target-transports.ts';
+import { openTargetStreams, type RateHint } from './target-transports.ts';
 import { TransportControl } from './transport-control.ts';
 import { planAssignment, targetFingerprint, type PlannedTarget, type TargetAssignment } from './assignment-plan.ts';
 import { observedHooks, TargetObservation, type TargetSnapshot } from './target-observation.ts';
@@ -223,7 +223,7 @@ export class Collector {
       if (this.abort.signal.aborted) return;
       const a = wanted.get(name)!;
       this.credentials.set(name, a.credentials);
-      await this.startTarget({ ...a.target, spec: { ...a.target.spec, transport: a.transport } }, a.epoch, fingerprints.get(name));
+      await this.startTarget({ ...a.target, spec: { ...a.target.spec, transport: a.transport } }, a.epoch, fingerprints.get(name), a.rateHint);
     }
     if (plan.start.length + plan.restart.length > 0) {
       this.o.log.info({ start: plan.start, restart: plan.restart, streams: this.runs.size }, `assignment: collecting ${[...plan.start, ...plan.restart].join(', ')}`);
@@ -249,20 +249,20 @@ export class Collector {
     }
   }
 
-  private async startTarget(target: PostgresTarget, epoch: number | null, fingerprint?: string): Promise<void> {
+  private async startTarget(target: PostgresTarget, epoch: number | null, fingerprint?: string, rateHint?: RateHint): Promise<void> {
     const batcher = this.batcher!;
     const writer = this.writer!;
     const name = target.metadata.name;
     const creds = this.credentials.get(name);
     if (creds === undefined) throw new Error(`no credentials loaded for target ${name}`);
-    const streams = await openTargetStreams(target, creds, { config: this.o.config, connections: this.connections, sidecar: this.openedSidecar, metrics: this.o.metrics, log: this.o.log });
+    const streams = await openTargetStreams(target, creds, { config: this.o.config, connections: this.connections, sidecar: this.openedSidecar, metrics: this.o.metrics, log: this.o.log, ...(rateHint === undefined ? {} : { rateHint }) });
     const running: RunningTarget = {
       streams,
       abort: new AbortController(),
       runs: [],
       epoch,
       fingerprint: fingerprint ?? targetFingerprint(target, creds),
-      observed: new TargetObservation(name, target.spec.instances.map((i) => i.name), epoch, this.o.config.transport.rateTimeConstantMs, performance.now()),
+      observed: new TargetObservation(name, target.spec.instances.map((i) => i.name), epoch, this.o.config.transport.rateTimeConstantMs, performance.now(), rateHint?.linesPerSecond ?? 0),
     };
     this.running.set(name, running);
     for (const instance of target.spec.instances) {

@@ -23,7 +23,8 @@
  * counting) to the first sample, and is treated like any other: the rate starts at 0, not at
  * the first interval's rate. A quiet start followed by a burst is therefore averaged over
  * the whole quiet time, and a target that is hot from the start reaches its true rate in a
- * few `tau` (63 % after one), never overshooting it.
+ * few `tau` (63 % after one), never overshooting it. A meter given an initial rate (a known
+ * rate measured elsewhere) starts from that instead.
  */
 
 /** Default time constant of the smoothing: 30 s. */
@@ -32,6 +33,12 @@ export const DEFAULT_RATE_TIME_CONSTANT_MS = 30_000;
 export interface RateMeterOptions {
   /** Time constant `tau` of the moving average, in ms (> 0). Default 30000. */
   timeConstantMs?: number;
+  /**
+   * The rate to start from, bits per second (default 0): a target that moves to another
+   * collector starts at the rate its previous owner measured instead of climbing from 0 for
+   * a few `tau`, during which it would look lighter than it is to sharding and promotion.
+   */
+  initialBitsPerS?: number;
 }
 
 export class RateMeter {
@@ -50,6 +57,9 @@ export class RateMeter {
     if (!Number.isFinite(startMs)) throw new Error(`rate meter: the start time must be a finite number of milliseconds, got ${String(startMs)}`);
     this.timeConstantMs = tau;
     this.lastSampleMs = startMs;
+    const initial = options.initialBitsPerS ?? 0;
+    if (!Number.isFinite(initial) || initial < 0) throw new Error(`rate meter: the initial rate must be a finite number >= 0, got ${String(initial)}`);
+    this.smoothedBitsPerS = initial;
   }
 
   /** Count `bytes` read. Hot path: one addition. */

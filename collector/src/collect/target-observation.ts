@@ -38,11 +38,12 @@ export class TargetObservation {
   private readonly offsets = new Map<string, { file: string; offset: number }>();
   private newestMs: number | null = null;
 
-  constructor(name: string, instances: readonly string[], epoch: number | null, rateTimeConstantMs: number, nowMs: number) {
+  constructor(name: string, instances: readonly string[], epoch: number | null, rateTimeConstantMs: number, nowMs: number, initialLinesPerSecond = 0) {
     this.name = name;
     this.instances = instances;
     this.epoch = epoch;
-    this.lines = new RateMeter(nowMs, { timeConstantMs: rateTimeConstantMs });
+    // The meter counts lines as its "bytes": its bit rate is 8 × lines per second.
+    this.lines = new RateMeter(nowMs, { timeConstantMs: rateTimeConstantMs, initialBitsPerS: initialLinesPerSecond * 8 });
   }
 
   linesRead(n: number): void {

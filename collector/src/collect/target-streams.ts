@@ -22,6 +22,8 @@ export interface TargetStreamsOptions {
   proxy: RemoteShell | null;
   startAt: 'beginning' | 'end';
   rateTimeConstantMs: number;
+  /** Bytes per second to start the rate from (the rate measured before, elsewhere); default 0. */
+  initialBytesPerSecond?: number;
   metrics: CollectorMetrics;
   log: Logger;
   now?: () => number;
@@ -47,7 +49,7 @@ export class TargetStreams {
     this.now = options.now ?? (() => performance.now());
     this.changedAt = this.now();
     this.pin = options.target.spec.transport;
-    this.meter = new RateMeter(this.changedAt, { timeConstantMs: options.rateTimeConstantMs });
+    this.meter = new RateMeter(this.changedAt, { timeConstantMs: options.rateTimeConstantMs, initialBitsPerS: (options.initialBytesPerSecond ?? 0) * 8 });
     // A pinned proxy starts there; `auto` starts in-process until its rate is known.
     this.active = options.target.spec.transport === 'proxy' && options.proxy !== null ? 'proxy' : 'inproc';
     options.metrics.targetTransport(this.name, this.active);

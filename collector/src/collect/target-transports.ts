@@ -22,6 +22,14 @@ export interface TargetTransportsOptions {
   sidecar: SidecarClient | null;
   metrics: CollectorMetrics;
   log: Logger;
+  /** The target's rate as last measured (by its previous owner), to start its meters from. */
+  rateHint?: RateHint;
+}
+
+/** A target's rate as last reported (PostgresTarget status.rates). */
+export interface RateHint {
+  bytesPerSecond: number;
+  linesPerSecond: number;
 }
 
 /** A target's transports: its SSH connection (connects on first use) and its sidecar server. */
@@ -71,6 +79,7 @@ export async function openTargetStreams(target: PostgresTarget, creds: TargetCre
     proxy,
     startAt: config.startAt,
     rateTimeConstantMs: config.transport.rateTimeConstantMs,
+    initialBytesPerSecond: o.rateHint?.bytesPerSecond ?? 0,
     metrics,
     log,
   });

@@ -8,7 +8,7 @@ import type { CollectorShard, CollectorShardStatus } from '../../../operator/src
 import type { KubeClient, KubeObject, ListResult, ResourceType, WatchEvent } from '../../../operator/src/kube/client-types.ts';
 import { ShardWatcher } from '../../src/cluster/shard-watcher.ts';
 import { StatusReporter } from '../../src/cluster/status-reporter.ts';
-import { TargetResolver } from '../../src/cluster/target-resolver.ts';
+import { rateHintOf, TargetResolver } from '../../src/cluster/target-resolver.ts';
 import { PglogError } from '../../src/errors.ts';
 import { createLogger } from '../../src/observability/logger.ts';
 import { Writable } from 'node:stream';
@@ -115,6 +115,19 @@ describe('TargetResolver', () => {
     kube.fail.set('get', [new PglogError('KUBE_FORBIDDEN', 'denied')]);
     const denied = (await resolver.resolve(assigned))[0]!;
     assert.ok(!denied.ok && denied.code === 'KUBE_FORBIDDEN');
+  });
+
+  test('the rates in the target\'s status become the rate hint of a target that moves here; malformed ones are ignored', async () => {
+    const kube = new FakeKube();
+    kube.put(TARGETS, { ...targetObject('db1', 's'), status: { shard: 2, rates: { bytesPerSecond: 12_500, linesPerSecond: 40 } } } as KubeObject);
+    kube.put(SECRETS, secretObject('s'));
+    const r = (await new TargetResolver(kube, 'ns').resolve([{ name: 'db1', transport: 'inproc', epoch: 5 }]))[0]!;
+    assert.ok(r.ok);
+    assert.deepEqual(r.assignment.rateHint, { bytesPerSecond: 12_500, linesPerSecond: 40 });
+    const bare = targetObject('x', 's');
+    assert.equal(rateHintOf(bare), undefined);
+    assert.equal(rateHintOf({ ...bare, status: { rates: { bytesPerSecond: 'fast' } } }), undefined);
+    assert.deepEqual(rateHintOf({ ...bare, status: { rates: { bytesPerSecond: 8 } } }), { bytesPerSecond: 8, linesPerSecond: 0 });
   });
 });
 

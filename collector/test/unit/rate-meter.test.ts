@@ -138,6 +138,21 @@ describe('RateMeter', () => {
     assert.equal(m.sample(1000), a.bitsPerS);
   });
 
+  it('an initial rate (measured elsewhere) is where it starts: a steady input at that rate keeps it, with no climb from 0', () => {
+    const m = new RateMeter(0, { initialBitsPerS: 80_000 });
+    assert.equal(m.bitsPerS, 80_000);
+    for (let t = 1000; t <= 60_000; t += 1000) {
+      m.add(10_000); // 10 kB/s = 80 kbit/s
+      assert.ok(Math.abs(m.sample(t) - 80_000) < 1e-6, `steady at ${t} ms`);
+    }
+    // Without the hint the same input is at 63 % after one tau.
+    const cold = new RateMeter(0);
+    for (let t = 1000; t <= DEFAULT_RATE_TIME_CONSTANT_MS; t += 1000) { cold.add(10_000); cold.sample(t); }
+    assert.ok(cold.bitsPerS < 0.65 * 80_000);
+    assert.throws(() => new RateMeter(0, { initialBitsPerS: -1 }), /initial rate/);
+    assert.throws(() => new RateMeter(0, { initialBitsPerS: Number.NaN }), /initial rate/);
+  });
+
   it('rejects a time constant that is not positive and a start that is not finite', () => {
     assert.throws(() => new RateMeter(0, { timeConstantMs: 0 }), /time constant must be a positive number/);
     assert.throws(() => new RateMeter(0, { timeConstantMs: -1 }), /time constant/);
