@@ -1,6 +1,6 @@
 /**
  * The operator's controller while it leads: informers on pools, targets, shards and the owned
- * objects; events only enqueue a pool key (`namespace/name`); workers take keys from the
+ * objects; events only enqueue a key (a pool, or a namespace's unassigned targets); workers take keys from the
  * de-duplicating queue and run the PoolReconciler. Errors are retried with per-key backoff,
  * conflicts right away from fresh caches.
  */
@@ -15,7 +15,8 @@ import { isPglogError } from '../../../collector/src/errors.ts';
 import type { Logger } from '../../../collector/src/observability/logger.ts';
 import type { TargetObject } from '../api/target-object.ts';
 import type { OperatorMetrics } from './operator-metrics.ts';
-import { PoolReconciler, type EventSink } from './pool-reconciler.ts';
+import { PoolReconciler, type EventSink, type PoolOutcome } from './pool-reconciler.ts';
+import { reconcileUnassignedTargets } from './unassigned-targets.ts';
 import type { StatefulSetState } from './pool-status.ts';
 
 export interface ControllerOptions {
@@ -75,11 +76,15 @@ export class Controller {
     const pdbs = informer<KubeObject>(POD_DISRUPTION_BUDGETS, OWNED_SELECTOR);
 
     const queue = new WorkQueue();
-    const poolKey = (namespace: string | undefined, name: string): string => `${namespace ?? ''}/${name}`;
     const enqueueNamespace = (namespace: string | undefined): void => {
       for (const p of pools.list()) if (p.metadata.namespace === namespace) queue.add(poolKey(namespace, p.metadata.name));
+      queue.add(unassignedKey(namespace));
     };
-    pools.onChange((e) => queue.add(poolKey(e.object.metadata.namespace, e.object.metadata.name)));
+    pools.onChange((e) => {
+      queue.add(poolKey(e.object.metadata.namespace, e.object.metadata.name));
+      // A new or deleted pool changes which targets are unassigned.
+      if (e.type !== 'update') queue.add(unassignedKey(e.object.metadata.namespace));
+    });
     // A target may join or leave any pool of its namespace (spec.pool, labels).
     targets.onChange((e) => enqueueNamespace(e.object.metadata.namespace));
     shards.onChange((e) => queue.add(poolKey(e.object.metadata.namespace, e.object.spec.pool)));
@@ -103,8 +108,12 @@ export class Controller {
       return;
     }
     o.log.info({ pools: pools.list().length, targets: targets.list().length, shards: shards.list().length }, 'caches synced; reconciling');
-    for (const p of pools.list()) queue.add(poolKey(p.metadata.namespace, p.metadata.name));
-    const resync = setInterval(() => { for (const p of pools.list()) queue.add(poolKey(p.metadata.namespace, p.metadata.name)); }, o.resyncMs);
+    const enqueueAll = (): void => {
+      for (const p of pools.list()) queue.add(poolKey(p.metadata.namespace, p.metadata.name));
+      for (const namespace of new Set(targets.list().map((t) => t.metadata.namespace))) queue.add(unassignedKey(namespace));
+    };
+    enqueueAll();
+    const resync = setInterval(enqueueAll, o.resyncMs);
     signal.addEventListener('abort', () => { clearInterval(resync); queue.shutDown(); }, { once: true });
 
     const worker = async (): Promise<void> => {
@@ -112,22 +121,24 @@ export class Controller {
         const key = await queue.get(signal);
         if (key === null) return;
         o.metrics.queue(queue.length);
-        const [namespace, name] = splitKey(key);
+        const { kind, namespace, name } = parseKey(key);
         const started = performance.now();
         try {
-          const outcome = await reconciler.reconcile(namespace, name);
+          const outcome: PoolOutcome = kind === 'pool'
+            ? await reconciler.reconcile(namespace, name)
+            : { kind: 'done', writes: await reconcileUnassignedTargets(namespace, { client: o.client, pools, targets, now: Date.now }) };
           queue.forget(key);
           if (outcome.requeueAfterMs !== undefined) queue.addAfter(key, outcome.requeueAfterMs);
-          o.metrics.reconciled('pool', outcome.requeueAfterMs === undefined ? 'success' : 'requeue', (performance.now() - started) / 1000);
-          if (outcome.writes > 0) o.log.debug({ pool: key, writes: outcome.writes }, 'reconciled');
+          o.metrics.reconciled(kind, outcome.requeueAfterMs === undefined ? 'success' : 'requeue', (performance.now() - started) / 1000);
+          if (outcome.writes > 0) o.log.debug({ key, writes: outcome.writes }, 'reconciled');
         } catch (e) {
           const code = isPglogError(e) ? e.code : 'UNKNOWN';
-          o.metrics.reconciled('pool', 'error', (performance.now() - started) / 1000, code);
+          o.metrics.reconciled(kind, 'error', (performance.now() - started) / 1000, code);
           if (isKubeError(e, 'KUBE_CONFLICT')) {
             // Someone else wrote first: read again (the informer brings the new version) and retry soon.
-            o.log.debug({ pool: key }, 'conflict; reconciling again');
+            o.log.debug({ key }, 'conflict; reconciling again');
           } else {
-            o.log.warn({ pool: key, err: e, code }, `reconcile of pool ${key} failed (${code}); retrying with backoff`);
+            o.log.warn({ key, err: e, code }, `reconcile of ${key} failed (${code}); retrying with backoff`);
           }
           queue.addRateLimited(key);
         } finally {
@@ -140,9 +151,21 @@ export class Controller {
   }
 }
 
-function splitKey(key: string): [string, string] {
-  const slash = key.indexOf('/');
-  return [key.slice(0, slash), key.slice(slash + 1)];
+/**
+ * Work queue keys: `pool/<namespace>/<name>` reconciles one pool, `unassigned/<namespace>`
+ * the targets of a namespace that no pool selects.
+ */
+function poolKey(namespace: string | undefined, name: string): string {
+  return `pool/${namespace ?? ''}/${name}`;
+}
+
+function unassignedKey(namespace: string | undefined): string {
+  return `unassigned/${namespace ?? ''}`;
+}
+
+function parseKey(key: string): { kind: 'pool' | 'unassigned'; namespace: string; name: string } {
+  const [kind, namespace = '', ...rest] = key.split('/');
+  return { kind: kind === 'pool' ? 'pool' : 'unassigned', namespace, name: rest.join('/') };
 }
 
 async function waitForSync(informers: ReadonlyArray<Informer<KubeObject>>, signal: AbortSignal): Promise<void> {

@@ -176,6 +176,18 @@ describe('pglog operator on a real control plane', { timeout: 420_000 }, () => {
     assert.match(metrics, /pglog_operator_reconcile_errors_total\{controller="pool",code="KUBE_CONFLICT"\} [1-9]/);
   });
 
+  test('a target no pool collects shows Ready False NoPool and no shard; one that leaves its pool loses its shard', async () => {
+    type Status = { shard?: number; transport?: string; conditions?: Array<{ type: string; status: string; reason: string }> };
+    const statusOf = async (name: string): Promise<Status | undefined> => (await client.get<KubeObject & { status?: Status }>(POSTGRES_TARGETS, NS, name))?.status;
+    const noPool = (s: Status | undefined): boolean => s?.shard === undefined && s?.conditions?.some((c) => c.type === 'Ready' && c.status === 'False' && c.reason === 'NoPool') === true;
+    await client.create(POSTGRES_TARGETS, targetObject(NS, 'stray', 'nowhere'));
+    await eventually('the stray target is marked NoPool', 20_000, async () => (noPool(await statusOf('stray')) ? true : undefined), outputs);
+    assert.equal((await statusOf('busy'))?.shard, 0);
+    await client.mergePatch(POSTGRES_TARGETS, NS, 'busy', { spec: { pool: 'nowhere' } });
+    await eventually('busy left pool hot: no shard, NoPool', 20_000, async () => (noPool(await statusOf('busy')) ? true : undefined), outputs);
+    await eventually('shard hot-0 no longer lists it', 20_000, async () => ((await client.get<CollectorShard>(COLLECTOR_SHARDS, NS, 'hot-0'))?.spec.targets.length === 0 ? true : undefined));
+  });
+
   test('killing the leader: the other replica takes over within the Lease duration', async () => {
     const holder = (await leaseHolder())!;
     const leader = operators.find((o) => o.identity === holder)!;

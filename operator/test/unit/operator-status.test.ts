@@ -9,6 +9,7 @@ import { desiredPoolStatus } from '../../src/operator/pool-status.ts';
 import { desiredTargetStatus, roundRate, targetStatusChanged } from '../../src/operator/target-status.ts';
 import { desiredHash, withDesiredHash, DESIRED_HASH_ANNOTATION } from '../../src/operator/owned-objects.ts';
 import { mapLimit } from '../../src/operator/map-limit.ts';
+import { unassignedStatusPatch } from '../../src/operator/unassigned-targets.ts';
 import type { KubeObject } from '../../src/kube/client-types.ts';
 
 const target = (status?: TargetObject['status']): TargetObject => ({
@@ -89,5 +90,19 @@ describe('owned objects and helpers', () => {
     assert.equal(most, 3);
     assert.equal(seen.length, 20);
     await assert.rejects(mapLimit([1, 2, 3], 2, (i) => (i === 2 ? Promise.reject(new Error('two')) : Promise.resolve())), /two/);
+  });
+});
+
+describe('unassigned targets', () => {
+  test('a stale shard and Ready True become NoPool with the fields removed; an already marked target needs no write', () => {
+    const stale = target({ shard: 3, transport: 'proxy', rates: { bytesPerSecond: 1, linesPerSecond: 1 }, conditions: [{ type: 'Ready', status: 'True', reason: 'Collecting', message: 'm', lastTransitionTime: '2026-11-23T09:00:00.000Z' }] });
+    const patch = unassignedStatusPatch({ ...stale, spec: { ...stale.spec, pool: 'gone' } }, '2026-11-23T10:00:00.000Z');
+    assert.ok(patch !== null);
+    assert.deepEqual([patch.status['shard'], patch.status['transport'], patch.status['rates'], patch.status['lag']], [null, null, null, null]);
+    const ready = (patch.status['conditions'] as Array<{ type: string; status: string; reason: string; message: string; lastTransitionTime: string }>)[0]!;
+    assert.deepEqual([ready.status, ready.reason, ready.lastTransitionTime], ['False', 'NoPool', '2026-11-23T10:00:00.000Z']);
+    assert.match(ready.message, /no CollectorPool gone/);
+    const marked = target({ conditions: patch.status['conditions'] as never });
+    assert.equal(unassignedStatusPatch({ ...marked, spec: { ...marked.spec, pool: 'gone' } }, '2026-11-23T11:00:00.000Z'), null);
   });
 });
