@@ -33,6 +33,16 @@ export interface ControllerOptions {
   resyncMs: number;
 }
 
+/** Longest wait before a burst of target or shard-status events is reconciled. */
+const COALESCE_MS = 1000;
+
+/** Same generation (spec) and labels: only the status (or other metadata) moved. */
+function onlyStatusChanged(old: KubeObject, next: KubeObject): boolean {
+  return old.metadata.generation !== undefined && old.metadata.generation === next.metadata.generation
+    && JSON.stringify(old.metadata.labels ?? {}) === JSON.stringify(next.metadata.labels ?? {})
+    && old.metadata.deletionTimestamp === next.metadata.deletionTimestamp;
+}
+
 /** Owned objects carry this label; their informers watch only those. */
 const OWNED_SELECTOR = 'app.kubernetes.io/name=pglog,app.kubernetes.io/component=collector';
 const FIELD_MANAGER = 'pglog-operator';
@@ -76,9 +86,11 @@ export class Controller {
     const pdbs = informer<KubeObject>(POD_DISRUPTION_BUDGETS, OWNED_SELECTOR);
 
     const queue = new WorkQueue();
+    // Bursts (10,000 targets created, 100 collectors reporting) are coalesced into one
+    // reconcile per key per COALESCE_MS: every pass reads the whole namespace anyway.
     const enqueueNamespace = (namespace: string | undefined): void => {
-      for (const p of pools.list()) if (p.metadata.namespace === namespace) queue.add(poolKey(namespace, p.metadata.name));
-      queue.add(unassignedKey(namespace));
+      for (const p of pools.list()) if (p.metadata.namespace === namespace) queue.addAfter(poolKey(namespace, p.metadata.name), COALESCE_MS);
+      queue.addAfter(unassignedKey(namespace), COALESCE_MS);
     };
     pools.onChange((e) => {
       queue.add(poolKey(e.object.metadata.namespace, e.object.metadata.name));
@@ -86,8 +98,19 @@ export class Controller {
       if (e.type !== 'update') queue.add(unassignedKey(e.object.metadata.namespace));
     });
     // A target may join or leave any pool of its namespace (spec.pool, labels).
-    targets.onChange((e) => enqueueNamespace(e.object.metadata.namespace));
-    shards.onChange((e) => queue.add(poolKey(e.object.metadata.namespace, e.object.spec.pool)));
+    // Status written by the operator itself changes nothing a reconcile reads for placement;
+    // the periodic resync repairs a status someone else overwrote.
+    targets.onChange((e) => {
+      if (e.type === 'update' && e.old !== undefined && onlyStatusChanged(e.old, e.object)) return;
+      enqueueNamespace(e.object.metadata.namespace);
+    });
+    shards.onChange((e) => {
+      const key = poolKey(e.object.metadata.namespace, e.object.spec.pool);
+      // A collector's report (status) waits for the next coalesced pass; a changed or deleted
+      // assignment (spec) is repaired at once.
+      if (e.type === 'update' && e.old !== undefined && onlyStatusChanged(e.old, e.object)) queue.addAfter(key, COALESCE_MS);
+      else queue.add(key);
+    });
     for (const owned of [statefulSets, services, pdbs]) {
       owned.onChange((e) => {
         const pool = e.object.metadata.labels?.['pglog.io/pool'];
