@@ -102,6 +102,7 @@ describe('pglog operator on a real control plane', { timeout: 420_000 }, () => {
     const [sixEpochs, fiveEpochs] = [epochsAt(six), epochsAt(five)];
     assert.ok(movedBack.every((t) => fiveEpochs.get(t)! > sixEpochs.get(t)!), 'every moved target has a higher epoch');
     assert.ok([...fiveEpochs].every(([t, e]) => movedBack.includes(t) || e === sixEpochs.get(t)), 'the others keep theirs');
+    process.stdout.write(`# scale 5 -> 6 moved ${moved.length} of 1000 targets (ideal ${Math.round(1000 / 6)}); 6 -> 5 moved ${movedBack.length}, all from the sixth shard\n`);
     const pool = await client.get<KubeObject & { status?: { replicas?: number; selector?: string } }>(COLLECTOR_POOLS, NS, 'main');
     assert.match(pool?.status?.selector ?? '', /pglog.io\/pool=main/);
   });
