@@ -31,9 +31,11 @@ LOGS_DIR     := $(CACHE)/logs
 KUBE_VERSION := v1.37.2
 KUBE_BIN     := $(CACHE)/kube/$(KUBE_VERSION)/bin
 BENCH_MB     ?= 500
+# The container image (Dockerfile): needs a Docker engine.
+IMAGE        ?= pglog:dev
 
 .DEFAULT_GOAL := help
-.PHONY: help node deps system-deps kube-tools typecheck lint check logs bench-logs test test-unit demo demo-parse bench crds clean distclean
+.PHONY: help node deps system-deps kube-tools typecheck lint check logs bench-logs test test-unit demo demo-parse bench crds image clean distclean
 
 help: ## Show this help
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  \033[36m%-14s\033[0m %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -78,6 +80,9 @@ kube-tools: system-deps ## etcd, kube-apiserver, kube-controller-manager, kubect
 
 test: check logs kube-tools ## Everything CI runs: type-check, lint, generate real logs, all tests
 	PGLOG_TEST_LOGS=$(LOGS_DIR)/test PGLOG_KUBE_BIN=$(KUBE_BIN) node --test --test-timeout=600000 --test-reporter=spec 'collector/test/**/*.test.ts' 'operator/test/**/*.test.ts'
+
+image: ## Build the container image (Dockerfile, Node.js $(NODE_VERSION)) as $(IMAGE); needs a Docker engine
+	docker build --build-arg NODE_IMAGE=node:$(NODE_VERSION)-slim -t $(IMAGE) .
 
 demo: system-deps deps ## pglog collect end to end: a store, two sshd servers, three PostgreSQL instances under load; prints pglog report
 	node scripts/demo/collect-demo.ts --seconds $(DEMO_SECONDS)
