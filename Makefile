@@ -81,7 +81,7 @@ kube-tools: system-deps ## etcd, kube-apiserver, kube-controller-manager, kubect
 test: check logs kube-tools ## Everything CI runs: type-check, lint, generate real logs, all tests
 	PGLOG_TEST_LOGS=$(LOGS_DIR)/test PGLOG_KUBE_BIN=$(KUBE_BIN) node --test --test-timeout=600000 --test-reporter=spec 'collector/test/**/*.test.ts' 'operator/test/**/*.test.ts'
 
-image: ## Build the container image (Dockerfile, Node.js $(NODE_VERSION)) as $(IMAGE); needs a Docker engine
+image: ## Build the container image (Dockerfile, the pinned Node.js) as IMAGE (pglog:dev); needs a Docker engine
 	docker build --build-arg NODE_IMAGE=node:$(NODE_VERSION)-slim -t $(IMAGE) .
 
 demo: system-deps deps ## pglog collect end to end: a store, two sshd servers, three PostgreSQL instances under load; prints pglog report
