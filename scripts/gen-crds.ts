@@ -1,4 +1,4 @@
-// Writes the CustomResourceDefinitions in crds/ and docs/resources.md from the TypeScript
+// Writes the CustomResourceDefinitions in crds/ (and charts/pglog/crds/) and docs/resources.md from the TypeScript
 // resource types (operator/src/crd/generate.ts). `make crds` runs it.
 //   node scripts/gen-crds.ts           write the files
 //   node scripts/gen-crds.ts --check   write nothing; exit 1 naming each file that differs

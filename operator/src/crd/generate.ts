@@ -1,5 +1,6 @@
 /**
- * Everything generated from the resource types: the CRD files in crds/ and
+ * Everything generated from the resource types: the CRD files in crds/ (and the same files in
+ * the Helm chart's charts/pglog/crds/, since a chart may not reach outside its directory) and
  * docs/resources.md. Returns their text; scripts/gen-crds.ts writes or compares them, and the
  * drift test compares them with what is committed.
  */
@@ -35,6 +36,7 @@ export function generateFiles(rootDir: string): GeneratedFile[] {
   const crds = buildCrds(rootDir);
   return [
     ...crds.map((crd) => ({ path: crdPath(crd), text: crdYaml(crd) })),
+    ...crds.map((crd) => ({ path: `charts/pglog/${crdPath(crd)}`, text: crdYaml(crd) })),
     { path: 'docs/resources.md', text: resourcesDoc(crds) },
   ];
 }

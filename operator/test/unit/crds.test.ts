@@ -1,4 +1,4 @@
-// The CRD generator: the committed crds/*.yaml and docs/resources.md are what the types
+// The CRD generator: the committed crds/*.yaml, charts/pglog/crds/*.yaml and docs/resources.md are what the types
 // generate (drift fails naming the file), and the mapping rules on small fixture types.
 import assert from 'node:assert/strict';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
