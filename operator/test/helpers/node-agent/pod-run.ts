@@ -1,0 +1,368 @@
+// One pod as the test node agent runs it: its volumes as host directories, a token for its
+// service account, its containers as local processes (native sidecars first, init containers
+// to completion, then the containers; restarts with backoff), readiness probes, its status
+// written through pods/status, and termination in the kubelet's order (containers, then
+// sidecars in reverse; SIGKILL at the grace deadline).
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { request } from 'node:http';
+import { constants } from 'node:os';
+import { join } from 'node:path';
+import type { KubeClient, KubeObject, ResourceType } from '../../../src/kube/client-types.ts';
+import type { KubeConfig } from '../../../src/kube/config.ts';
+import { isKubeError } from '../../../src/kube/errors.ts';
+import { PODS } from '../../../src/kube/resources.ts';
+import { descendants, killTree } from '../../../../collector/test/helpers/process-tree.ts';
+import { containerArgv, containerEnv, isSidecar, podKubeconfig, type Pod, type PodContainer } from './pod-spec.ts';
+
+export interface ContainerInfo {
+  name: string;
+  kind: 'init' | 'sidecar' | 'main';
+  /** The running process (the container's "PID 1"), if any. */
+  pid: number | undefined;
+  /** Every pid seen in its process tree, for checks that nothing is left. */
+  pids: number[];
+  restartCount: number;
+  ready: boolean;
+  argv: string[];
+  env: Record<string, string>;
+}
+
+export interface PodInfo {
+  namespace: string;
+  name: string;
+  uid: string;
+  podIP: string;
+  phase: string;
+  ready: boolean;
+  terminating: boolean;
+  /** Volume name → host directory. */
+  volumes: Record<string, string>;
+  kubeconfig: string;
+  containers: ContainerInfo[];
+}
+
+interface Run {
+  spec: PodContainer;
+  kind: ContainerInfo['kind'];
+  child: ChildProcess | undefined;
+  exited: Promise<void>;
+  startedAt: string | undefined;
+  restartCount: number;
+  probeOk: boolean;
+  probeFailures: number;
+  probing: boolean;
+  last: { exitCode: number; signal: string | null; startedAt: string; finishedAt: string } | undefined;
+  done: boolean;
+  waiting: string | undefined;
+  tree: Set<number>;
+  argv: string[];
+  env: Map<string, string>;
+  partial: string;
+}
+
+const OUTPUT_CAP = 4 * 1024 * 1024;
+const now = (): string => new Date().toISOString().replace(/\.\d+Z$/, 'Z');
+const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+const tokenRequests = (sa: string): ResourceType => ({ group: '', version: 'v1', plural: `serviceaccounts/${sa}/token`, kind: 'TokenRequest', namespaced: true });
+
+export class PodRun {
+  readonly pod: Pod;
+  readonly podIP: string;
+  terminating = false;
+  private readonly client: KubeClient;
+  private readonly kube: KubeConfig;
+  private readonly dir: string;
+  private readonly env: Record<string, string>;
+  private readonly volumes = new Map<string, string>();
+  private readonly runs: Run[] = [];
+  private readonly chunks: string[] = [];
+  private outputSize = 0;
+  private initialized = false;
+  private readonly conditionTimes = new Map<string, { status: string; time: string }>();
+  private written = '';
+  private syncing: Promise<void> | undefined;
+  private again = false;
+  private ticker: NodeJS.Timeout | undefined;
+  private ticks = 0;
+  private readonly startTime = now();
+
+  constructor(options: { client: KubeClient; kube: KubeConfig; pod: Pod; podIP: string; dir: string; env: Record<string, string> }) {
+    this.client = options.client;
+    this.kube = options.kube;
+    this.pod = options.pod;
+    this.podIP = options.podIP;
+    this.dir = options.dir;
+    this.env = options.env;
+    for (const c of options.pod.spec.initContainers ?? []) this.runs.push(this.newRun(c, isSidecar(c) ? 'sidecar' : 'init'));
+    for (const c of options.pod.spec.containers) this.runs.push(this.newRun(c, 'main'));
+  }
+
+  get name(): string { return this.pod.metadata.name; }
+  get namespace(): string { return this.pod.metadata.namespace ?? 'default'; }
+  get kubeconfig(): string { return join(this.dir, 'kubeconfig'); }
+
+  private newRun(spec: PodContainer, kind: Run['kind']): Run {
+    return {
+      spec, kind, child: undefined, exited: Promise.resolve(), startedAt: undefined, restartCount: 0, probeOk: false, probeFailures: 0, probing: false,
+      last: undefined, done: false, waiting: 'ContainerCreating', tree: new Set(), argv: [], env: new Map(), partial: '',
+    };
+  }
+
+  /** Volumes, token, then the containers in order; resolves once the main containers are started. */
+  async start(): Promise<void> {
+    mkdirSync(this.dir, { recursive: true });
+    (this.pod.spec.volumes ?? []).forEach((v, i) => {
+      if (v.emptyDir === undefined) return;
+      const dir = join(this.dir, `v${i}`);
+      mkdirSync(dir, { mode: 0o777 });
+      this.volumes.set(v.name, dir);
+    });
+    const sa = this.pod.spec.serviceAccountName ?? 'default';
+    const answer = await this.client.create<KubeObject & { spec: unknown; status?: { token?: string } }>(tokenRequests(sa), {
+      apiVersion: 'authentication.k8s.io/v1', kind: 'TokenRequest', metadata: { name: sa, namespace: this.namespace },
+      spec: { expirationSeconds: 3600, boundObjectRef: { apiVersion: 'v1', kind: 'Pod', name: this.name, uid: this.pod.metadata.uid } },
+    });
+    writeFileSync(this.kubeconfig, podKubeconfig(this.kube.server, this.kube.caCert, this.kube.tlsServerName, answer.status?.token ?? '', this.namespace), { mode: 0o600 });
+    this.ticker = setInterval(() => this.tick(), 1000);
+    for (const r of this.runs) {
+      if (this.terminating) return;
+      if (r.kind === 'init') {
+        await this.runToCompletion(r);
+      } else if (r.kind === 'sidecar') {
+        await this.launch(r);
+      }
+    }
+    this.initialized = true;
+    for (const r of this.runs) if (r.kind === 'main' && !this.terminating) await this.launch(r);
+    this.sync();
+  }
+
+  private async runToCompletion(r: Run): Promise<void> {
+    for (;;) {
+      await this.launch(r);
+      await r.exited;
+      if (this.terminating || r.last?.exitCode === 0) { r.done = true; return; }
+      if (this.pod.spec.restartPolicy === 'Never') throw new Error(`init container ${r.spec.name} failed`);
+      await sleep(this.backoffMs(r));
+      r.restartCount++;
+    }
+  }
+
+  private backoffMs(r: Run): number {
+    return Math.min(10_000, 1000 * 2 ** Math.min(r.restartCount, 4));
+  }
+
+  private mountsOf(c: PodContainer): Map<string, string> {
+    const mounts = new Map<string, string>();
+    for (const m of c.volumeMounts ?? []) {
+      const dir = this.volumes.get(m.name);
+      if (dir !== undefined) mounts.set(m.mountPath, dir);
+    }
+    return mounts;
+  }
+
+  /** Starts the container's process (retrying its configuration until it resolves, as the kubelet does). */
+  private async launch(r: Run): Promise<void> {
+    const mounts = this.mountsOf(r.spec);
+    for (;;) {
+      if (this.terminating) return;
+      try {
+        r.env = await containerEnv(this.client, this.pod, this.podIP, r.spec, mounts);
+        r.argv = containerArgv(r.spec, r.env, mounts, this.podIP, this.kubeconfig);
+        break;
+      } catch (e) {
+        r.waiting = 'CreateContainerConfigError';
+        this.append(r, `node agent: ${(e as Error).message}\n`);
+        this.sync();
+        await sleep(1000);
+      }
+    }
+    const child = spawn(r.argv[0]!, r.argv.slice(1), {
+      cwd: this.dir, detached: true, stdio: ['ignore', 'pipe', 'pipe'],
+      env: { ...this.env, HOSTNAME: this.name, ...Object.fromEntries(r.env) },
+    });
+    r.child = child;
+    r.waiting = undefined;
+    r.startedAt = now();
+    r.probeOk = false;
+    r.probeFailures = 0;
+    if (child.pid !== undefined) r.tree.add(child.pid);
+    child.stdout.on('data', (b: Buffer) => this.append(r, b.toString('utf8')));
+    child.stderr.on('data', (b: Buffer) => this.append(r, b.toString('utf8')));
+    r.exited = new Promise<void>((resolve) => {
+      child.once('error', (e) => this.append(r, `node agent: ${e.message}\n`));
+      child.once('close', (code, signal) => {
+        r.child = undefined;
+        r.last = { exitCode: code ?? 128 + (signal === null ? 0 : constants.signals[signal]), signal, startedAt: r.startedAt ?? now(), finishedAt: now() };
+        this.append(r, `node agent: exited with ${signal ?? code}\n`);
+        // Like a container's cgroup: whatever the process left behind goes with it.
+        for (const pid of r.tree) { try { process.kill(pid, 'SIGKILL'); } catch { /* gone */ } }
+        r.tree.clear();
+        resolve();
+        if (r.kind !== 'init') void this.restartLater(r);
+        this.sync();
+      });
+    });
+    this.sync();
+  }
+
+  private async restartLater(r: Run): Promise<void> {
+    const policy = r.kind === 'sidecar' ? 'Always' : (this.pod.spec.restartPolicy ?? 'Always');
+    if (this.terminating || policy === 'Never' || (policy === 'OnFailure' && r.last?.exitCode === 0)) { r.done = true; return; }
+    r.waiting = 'CrashLoopBackOff';
+    await sleep(this.backoffMs(r));
+    if (this.terminating) return;
+    r.restartCount++;
+    await this.launch(r);
+  }
+
+  private append(r: Run, text: string): void {
+    const lines = (r.partial + text).split('\n');
+    r.partial = lines.pop() ?? '';
+    for (const line of lines) {
+      const chunk = `[${r.spec.name}] ${line}\n`;
+      this.chunks.push(chunk);
+      this.outputSize += chunk.length;
+    }
+    while (this.outputSize > OUTPUT_CAP && this.chunks.length > 1) this.outputSize -= this.chunks.shift()!.length;
+  }
+
+  output(): string {
+    return this.chunks.join('') + this.runs.filter((r) => r.partial !== '').map((r) => `[${r.spec.name}] ${r.partial}\n`).join('');
+  }
+
+  /** Every second: readiness probes, process trees (every other tick), status. */
+  private tick(): void {
+    this.ticks++;
+    for (const r of this.runs) {
+      const pid = r.child?.pid;
+      if (pid === undefined) continue;
+      if (this.ticks % 2 === 0) for (const p of descendants(pid)) r.tree.add(p);
+      const probe = r.spec.readinessProbe?.httpGet;
+      if (probe === undefined || r.probing) continue;
+      const port = typeof probe.port === 'number' ? probe.port : (r.spec.ports?.find((p) => p.name === probe.port)?.containerPort ?? Number(probe.port));
+      r.probing = true;
+      const timeoutMs = (r.spec.readinessProbe?.timeoutSeconds ?? 1) * 1000;
+      const done = (ok: boolean): void => {
+        if (!r.probing) return;
+        r.probing = false;
+        if (r.child?.pid !== pid) return;
+        if (ok) { r.probeOk = true; r.probeFailures = 0; } else if (++r.probeFailures >= (r.spec.readinessProbe?.failureThreshold ?? 3) || !r.probeOk) r.probeOk = false;
+        this.sync();
+      };
+      const req = request({ host: this.podIP, port, path: probe.path, timeout: timeoutMs }, (res) => {
+        res.resume();
+        done((res.statusCode ?? 0) >= 200 && (res.statusCode ?? 0) < 400);
+      });
+      req.on('timeout', () => req.destroy());
+      req.on('error', () => done(false));
+      req.end();
+    }
+    this.sync();
+  }
+
+  private ready(r: Run): boolean {
+    if (r.child === undefined) return r.kind === 'init' && r.done;
+    return r.spec.readinessProbe === undefined ? true : r.probeOk;
+  }
+
+  private phase(): string {
+    const mains = this.runs.filter((r) => r.kind === 'main');
+    if (mains.every((r) => r.done)) return mains.every((r) => r.last?.exitCode === 0) ? 'Succeeded' : 'Failed';
+    return this.initialized && mains.some((r) => r.startedAt !== undefined) ? 'Running' : 'Pending';
+  }
+
+  private condition(type: string, ok: boolean): Record<string, string> {
+    const status = ok ? 'True' : 'False';
+    let seen = this.conditionTimes.get(type);
+    if (seen?.status !== status) this.conditionTimes.set(type, seen = { status, time: now() });
+    return { type, status, lastTransitionTime: seen.time };
+  }
+
+  private containerStatus(r: Run): Record<string, unknown> {
+    const terminated = (t: NonNullable<Run['last']>): Record<string, unknown> => ({
+      terminated: {
+        exitCode: t.exitCode, ...(t.signal === null ? {} : { signal: constants.signals[t.signal as NodeJS.Signals] }),
+        reason: t.exitCode === 0 ? 'Completed' : 'Error', startedAt: t.startedAt, finishedAt: t.finishedAt,
+      },
+    });
+    const state = r.child !== undefined
+      ? { running: { startedAt: r.startedAt } }
+      : r.done && r.last !== undefined ? terminated(r.last) : { waiting: { reason: r.waiting ?? 'ContainerCreating' } };
+    return {
+      name: r.spec.name, image: r.spec.image ?? 'node-agent', imageID: '', ready: this.ready(r), started: r.child !== undefined, restartCount: r.restartCount,
+      ...(r.child?.pid === undefined ? {} : { containerID: `node-agent://${r.child.pid}` }),
+      state, lastState: r.last === undefined || r.done ? {} : terminated(r.last),
+    };
+  }
+
+  info(): PodInfo {
+    return {
+      namespace: this.namespace, name: this.name, uid: this.pod.metadata.uid ?? '', podIP: this.podIP, phase: this.phase(), ready: this.podReady(),
+      terminating: this.terminating, volumes: Object.fromEntries(this.volumes), kubeconfig: this.kubeconfig,
+      containers: this.runs.map((r) => ({
+        name: r.spec.name, kind: r.kind, pid: r.child?.pid, pids: [...r.tree], restartCount: r.restartCount, ready: this.ready(r), argv: r.argv, env: Object.fromEntries(r.env),
+      })),
+    };
+  }
+
+  private podReady(): boolean {
+    return this.initialized && !this.terminating && this.runs.filter((r) => r.kind !== 'init').every((r) => this.ready(r));
+  }
+
+  /** Writes the status when it changed; one write at a time, the latest state wins. */
+  sync(): void {
+    if (this.syncing !== undefined) { this.again = true; return; }
+    const ready = this.podReady();
+    const status = {
+      phase: this.phase(), hostIP: '127.0.0.1', hostIPs: [{ ip: '127.0.0.1' }], podIP: this.podIP, podIPs: [{ ip: this.podIP }], startTime: this.startTime,
+      conditions: [
+        this.condition('PodScheduled', true), this.condition('Initialized', this.initialized),
+        this.condition('ContainersReady', ready), this.condition('Ready', ready),
+      ],
+      initContainerStatuses: this.runs.filter((r) => r.kind !== 'main').map((r) => this.containerStatus(r)),
+      containerStatuses: this.runs.filter((r) => r.kind === 'main').map((r) => this.containerStatus(r)),
+    };
+    const json = JSON.stringify(status);
+    if (json === this.written) return;
+    this.syncing = this.client.mergePatch(PODS, this.namespace, this.name, { status }, 'status').then(
+      () => { this.written = json; },
+      (e: unknown) => { if (isKubeError(e, 'KUBE_NOT_FOUND')) this.written = json; },
+    ).finally(() => {
+      this.syncing = undefined;
+      if (this.again) { this.again = false; this.sync(); }
+    });
+  }
+
+  /** The kubelet's termination: SIGTERM to the containers, then to the sidecars in reverse order; SIGKILL at the deadline. */
+  async terminate(graceSeconds: number): Promise<void> {
+    this.terminating = true;
+    const deadline = Date.now() + graceSeconds * 1000;
+    const stopAll = async (runs: Run[]): Promise<void> => {
+      for (const r of runs) r.child?.kill('SIGTERM');
+      const left = deadline - Date.now();
+      let timer: NodeJS.Timeout | undefined;
+      await Promise.race([Promise.all(runs.map((r) => r.exited)), new Promise<void>((res) => { timer = setTimeout(res, Math.max(0, left)); })]);
+      clearTimeout(timer);
+    };
+    await stopAll(this.runs.filter((r) => r.kind === 'main'));
+    for (const r of this.runs.filter((x) => x.kind !== 'main').reverse()) await stopAll([r]);
+    for (const r of this.runs) if (r.child?.pid !== undefined) killTree(r.child.pid);
+    await Promise.all(this.runs.map((r) => r.exited));
+    for (const r of this.runs) r.done = true;
+    clearInterval(this.ticker);
+    await this.syncing;
+    rmSync(this.dir, { recursive: true, force: true });
+  }
+
+  /** SIGKILL to every process (the test process is exiting). */
+  killNow(): void {
+    this.terminating = true;
+    clearInterval(this.ticker);
+    for (const r of this.runs) {
+      if (r.child?.pid !== undefined) killTree(r.child.pid);
+      for (const pid of r.tree) { try { process.kill(pid, 'SIGKILL'); } catch { /* gone */ } }
+    }
+  }
+}
