@@ -202,6 +202,16 @@ describe('charts/pglog', { timeout: 240_000 }, () => {
     }
   });
 
+  test('docs/install.md\'s plain-kubectl operator Deployment and pool pass the same dry run', async () => {
+    const blocks = [...readFileSync(join(ROOT, 'docs/install.md'), 'utf8').matchAll(/```yaml\n([\s\S]*?)```/g)].map((m) => m[1]!.replaceAll('pglog-system', NAMESPACE));
+    assert.equal(blocks.length, 2);
+    for (const block of blocks) {
+      const r = await kubectl(['apply', '--dry-run=server', '-o', 'name', '-f', '-'], block);
+      assert.equal(r.code, 0, r.stderr);
+      assert.doesNotMatch(r.stderr, /PodSecurity|[Ww]arning/, r.stderr);
+    }
+  });
+
   test('no rule of any Role or ClusterRole has a wildcard', async () => {
     for (const extra of [[], ALL_ON, ['--set', `operator.watchNamespace=${OTHER}`]]) {
       const roles = (await render(extra)).objects.filter((o) => o.kind === 'Role' || o.kind === 'ClusterRole');
