@@ -7,7 +7,8 @@
 // accounts), with no wildcard anywhere; the operator's rendered arguments parse.
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
-import { readdirSync, readFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { parseAllDocuments } from 'yaml';
@@ -27,9 +28,9 @@ interface Obj { apiVersion: string; kind: string; metadata: { name: string; name
 interface Rule { apiGroups?: string[]; resources?: string[]; verbs: string[]; resourceNames?: string[]; nonResourceURLs?: string[] }
 interface PodTemplate { metadata?: { labels?: Record<string, string> }; spec: { containers: Array<{ args?: string[]; env?: Array<{ name: string }> }> } }
 
-function run(command: string, args: readonly string[], stdin = ''): Promise<Result> {
+function run(command: string, args: readonly string[], stdin = '', env?: NodeJS.ProcessEnv): Promise<Result> {
   return new Promise((resolve) => {
-    const child = execFile(command, args, { maxBuffer: 64 * 1024 * 1024 });
+    const child = execFile(command, args, { maxBuffer: 64 * 1024 * 1024, ...(env === undefined ? {} : { env }) });
     let stdout = '';
     let stderr = '';
     child.stdout!.on('data', (b: Buffer) => { stdout += b.toString(); });
@@ -41,7 +42,10 @@ function run(command: string, args: readonly string[], stdin = ''): Promise<Resu
   });
 }
 
-const helm = (args: readonly string[]): Promise<Result> => run(join(kubeBin(), 'helm'), args);
+// helm's cache, config and data in a private directory: nothing of the user's is read or written.
+const HELM_HOME = mkdtempSync(join(tmpdir(), 'pglog-helm-'));
+const HELM_ENV = { ...process.env, HELM_CACHE_HOME: join(HELM_HOME, 'cache'), HELM_CONFIG_HOME: join(HELM_HOME, 'config'), HELM_DATA_HOME: join(HELM_HOME, 'data') };
+const helm = (args: readonly string[]): Promise<Result> => run(join(kubeBin(), 'helm'), args, '', HELM_ENV);
 
 async function render(extra: readonly string[] = []): Promise<{ text: string; objects: Obj[] }> {
   const r = await helm(['template', 'pglog', CHART, '--namespace', NAMESPACE, ...extra]);
@@ -79,7 +83,10 @@ describe('charts/pglog', { timeout: 240_000 }, () => {
     }));
     await cp.kubectl(['wait', '--for=condition=Established', '--timeout=60s', 'crd', '--all']);
   });
-  after(async () => { await cp?.stop(); });
+  after(async () => {
+    await cp?.stop();
+    rmSync(HELM_HOME, { recursive: true, force: true });
+  });
 
   test('helm lint is clean: defaults, --strict, and with the HPA, custom metric and ServiceMonitor on', async () => {
     for (const args of [[], ['--strict'], ['--strict', ...ALL_ON], ['--strict', '--set', 'hpa.enabled=true,dashboard.enabled=false,networkPolicy.enabled=false,pool.enabled=false']]) {
