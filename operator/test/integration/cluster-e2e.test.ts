@@ -14,6 +14,8 @@
 //   - with the load stopped the checker finds every statement exactly once (0 lost, 0 duplicated).
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { promisify } from 'node:util';
@@ -51,6 +53,7 @@ describe('end to end on one machine: helm install, the node agent runs the pods,
   let store: TestPostgres;
   let ssh: TestSshServer;
   let servers: LogServer[];
+  let helmHome: string | undefined;
   const loads = new Map<string, SeqLoad>();
   const started = Date.now();
   const elapsed = (): string => `${((Date.now() - started) / 1000).toFixed(1)} s`;
@@ -112,10 +115,13 @@ describe('end to end on one machine: helm install, the node agent runs the pods,
     await cp.kubectl(['create', 'namespace', NS]);
     await kubectl(['create', 'secret', 'generic', 'pglog-store', `--from-literal=url=${store.url}`]);
     agent = await startNodeAgent({ kubeconfig: cp.kubeconfig, namespaces: [NS] });
+    // helm's cache, config and data in a private directory: nothing of the user's is read or written.
+    helmHome = mkdtempSync(join(tmpdir(), 'pglog-e2e-helm-'));
+    const helmEnv = { ...process.env, HELM_CACHE_HOME: join(helmHome, 'cache'), HELM_CONFIG_HOME: join(helmHome, 'config'), HELM_DATA_HOME: join(helmHome, 'data') };
     await run(join(kubeBin(), 'helm'), [
       'install', 'pglog', CHART, '--kubeconfig', cp.kubeconfig, '--namespace', NS,
       '--set', `pool.name=${POOL},pool.replicas=2,operator.leaseDurationSeconds=5,operator.resyncSeconds=10`,
-    ]);
+    ], { env: helmEnv });
     for (const [i, name] of TARGETS.entries()) {
       await kubectl(['create', 'secret', 'generic', `${name}-ssh`, `--from-file=id_ed25519=${ssh.privateKeyFile}`, `--from-file=known_hosts=${ssh.knownHostsFile}`]);
       await kubectl(['apply', '-f', '-'], JSON.stringify(logServerTarget(name, `${name}-ssh`, ssh, servers[i]!, { pool: POOL, transport: name === PROXIED ? 'proxy' : 'auto' })));
@@ -129,6 +135,7 @@ describe('end to end on one machine: helm install, the node agent runs the pods,
     await agent?.stop(5);
     client?.close();
     await Promise.allSettled([cp?.stop(), ssh?.dispose(), store?.stop(), ...(servers ?? []).map((s) => s.dispose())]);
+    if (helmHome !== undefined) rmSync(helmHome, { recursive: true, force: true });
   });
 
   test('the operator Deployment and the pool StatefulSet run: rows of every server arrive, each target owned by one pod, the pinned one through the sidecar', scenario(async () => {
@@ -182,6 +189,12 @@ describe('end to end on one machine: helm install, the node agent runs the pods,
       assert.equal(r.duplicated.length, 0, `${name}: ${formatCheck(r)}`);
       console.log(`# ${name}: ${formatCheck(r)}`);
     }
+    // The collectors' JSON records ("[collector] {...}" in the agent's output): no errors (a fenced old owner is expected).
+    const records = [0, 1, 2].flatMap((i) => agent!.output(`${POOL}-${i}`).split('\n'))
+      .flatMap((l) => { try { return l.startsWith('[collector] {') ? [JSON.parse(l.slice(12)) as Record<string, unknown>] : []; } catch { return []; } });
+    assert.ok(records.length > 0, 'collector records in the pods\' output');
+    const errors = records.filter((r) => Number(r['level']) >= 50 && r['code'] !== 'STORE_FENCED');
+    assert.deepEqual(errors.map((r) => `${String(r['msg'])} ${String(r['code'])}`), [], 'no errors logged by the collectors');
     const { shards } = await assignmentOf(client, NS, POOL);
     console.log(`# done at ${elapsed()}; shards ${shards.map((s) => `${s.metadata.name}: ${s.spec.targets.map((t) => t.name).join(',')}`).join('; ')}`);
   }));

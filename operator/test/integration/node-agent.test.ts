@@ -25,12 +25,11 @@ const run = promisify(execFile);
 const SERVER = `
 const http = require('node:http'), fs = require('node:fs');
 const [listen, file] = process.argv.slice(1);
-const sidecarFirst = fs.existsSync(process.env.DATA_DIR + '/sidecar');
 fs.writeFileSync(file, process.env.POD_NAME + ' ' + process.env.WORD);
 http.createServer((req, res) => {
   if (req.url === '/exit') { res.end('bye'); setTimeout(() => process.exit(3), 50); return; }
   res.setHeader('content-type', 'application/json');
-  res.end(JSON.stringify({ env: process.env, argv: process.argv.slice(1), sidecarFirst }));
+  res.end(JSON.stringify({ env: process.env, argv: process.argv.slice(1) }));
 }).listen(Number(listen.slice(listen.lastIndexOf(':') + 1)), listen.slice(0, listen.lastIndexOf(':')));
 `;
 const SIDECAR = `require('node:fs').writeFileSync(process.argv[1], 'up'); setInterval(() => undefined, 1000);`;
@@ -136,7 +135,10 @@ describe('test node agent: a StatefulSet run as local processes', { timeout: 150
         [name, p.status!.podIP, 'avocado', `hello avocado from ${name}`, data],
       );
       assert.deepEqual(seen['argv'], [`${p.status!.podIP!}:8080`, join(data, 'out.txt')]);
-      assert.equal(seen['sidecarFirst'], true, 'the native sidecar started first');
+      const [side, web] = local.containers;
+      assert.deepEqual([side?.name, side?.kind, web?.name, web?.kind], ['side', 'sidecar', 'web', 'main']);
+      assert.ok(side!.startedAtMs! < web!.startedAtMs!, 'the native sidecar started first');
+      await eventually(`${name}'s sidecar wrote into the shared volume`, 10_000, () => Promise.resolve(existsSync(join(data, 'sidecar')) ? true : undefined));
       assert.equal(readFileSync(join(data, 'out.txt'), 'utf8'), `${name} avocado`);
       // The token is the pod's service account's, bound to the pod.
       const { stdout } = await run(join(kubeBin(), 'kubectl'), ['--kubeconfig', local.kubeconfig, 'auth', 'whoami', '-o', 'jsonpath={.status.userInfo.username}']);

@@ -20,6 +20,8 @@ export interface ContainerInfo {
   kind: 'init' | 'sidecar' | 'main';
   /** The running process (the container's "PID 1"), if any. */
   pid: number | undefined;
+  /** When the agent started its current process (performance.now(), ms). */
+  startedAtMs: number | undefined;
   /** Every pid seen in its process tree, for checks that nothing is left. */
   pids: number[];
   restartCount: number;
@@ -48,6 +50,7 @@ interface Run {
   child: ChildProcess | undefined;
   exited: Promise<void>;
   startedAt: string | undefined;
+  startedAtMs: number | undefined;
   restartCount: number;
   probeOk: boolean;
   probeFailures: number;
@@ -104,7 +107,7 @@ export class PodRun {
 
   private newRun(spec: PodContainer, kind: Run['kind']): Run {
     return {
-      spec, kind, child: undefined, exited: Promise.resolve(), startedAt: undefined, restartCount: 0, probeOk: false, probeFailures: 0, probing: false,
+      spec, kind, child: undefined, exited: Promise.resolve(), startedAt: undefined, startedAtMs: undefined, restartCount: 0, probeOk: false, probeFailures: 0, probing: false,
       last: undefined, done: false, waiting: 'ContainerCreating', tree: new Set(), argv: [], env: new Map(), partial: '',
     };
   }
@@ -185,6 +188,7 @@ export class PodRun {
     r.child = child;
     r.waiting = undefined;
     r.startedAt = now();
+    r.startedAtMs = performance.now();
     r.probeOk = false;
     r.probeFailures = 0;
     if (child.pid !== undefined) r.tree.add(child.pid);
@@ -302,7 +306,7 @@ export class PodRun {
       namespace: this.namespace, name: this.name, uid: this.pod.metadata.uid ?? '', podIP: this.podIP, phase: this.phase(), ready: this.podReady(),
       terminating: this.terminating, volumes: Object.fromEntries(this.volumes), kubeconfig: this.kubeconfig,
       containers: this.runs.map((r) => ({
-        name: r.spec.name, kind: r.kind, pid: r.child?.pid, pids: [...r.tree], restartCount: r.restartCount, ready: this.ready(r), argv: r.argv, env: Object.fromEntries(r.env),
+        name: r.spec.name, kind: r.kind, pid: r.child?.pid, startedAtMs: r.startedAtMs, pids: [...r.tree], restartCount: r.restartCount, ready: this.ready(r), argv: r.argv, env: Object.fromEntries(r.env),
       })),
     };
   }

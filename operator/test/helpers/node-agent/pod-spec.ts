@@ -101,7 +101,7 @@ export function containerArgv(c: PodContainer, vars: ReadonlyMap<string, string>
   if (words.length === 0) throw new Error(`container ${c.name}: no command (an image's entry point means nothing to the test node agent)`);
   if (words[0] === 'pglog') {
     words[0] = PGLOG;
-    if ((words[1] === 'collect' || words[1] === 'operator') && !words.includes('--kubeconfig')) words.push('--kubeconfig', kubeconfig);
+    if ((words[1] === 'collect' || words[1] === 'operator') && !words.some((w) => w === '--kubeconfig' || w.startsWith('--kubeconfig='))) words.push('--kubeconfig', kubeconfig);
   } else if (words[0] === 'node') {
     words[0] = process.execPath;
   }
