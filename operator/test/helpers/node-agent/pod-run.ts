@@ -3,9 +3,8 @@
 // to completion, then the containers; restarts with backoff), readiness probes, its status
 // written through pods/status, and termination in the kubelet's order (containers, then
 // sidecars in reverse; SIGKILL at the grace deadline).
-import { spawn, type ChildProcess } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
-import { request } from 'node:http';
 import { constants } from 'node:os';
 import { join } from 'node:path';
 import type { KubeClient, KubeObject, ResourceType } from '../../../src/kube/client-types.ts';
@@ -13,6 +12,7 @@ import type { KubeConfig } from '../../../src/kube/config.ts';
 import { isKubeError } from '../../../src/kube/errors.ts';
 import { PODS } from '../../../src/kube/resources.ts';
 import { descendants, killTree } from '../../../../collector/test/helpers/process-tree.ts';
+import { condition, containerReady, containerStatus, httpProbe, now, podPhase, type ContainerRun } from './pod-status.ts';
 import { containerArgv, containerEnv, isSidecar, podKubeconfig, type Pod, type PodContainer } from './pod-spec.ts';
 
 export interface ContainerInfo {
@@ -44,28 +44,8 @@ export interface PodInfo {
   containers: ContainerInfo[];
 }
 
-interface Run {
-  spec: PodContainer;
-  kind: ContainerInfo['kind'];
-  child: ChildProcess | undefined;
-  exited: Promise<void>;
-  startedAt: string | undefined;
-  startedAtMs: number | undefined;
-  restartCount: number;
-  probeOk: boolean;
-  probeFailures: number;
-  probing: boolean;
-  last: { exitCode: number; signal: string | null; startedAt: string; finishedAt: string } | undefined;
-  done: boolean;
-  waiting: string | undefined;
-  tree: Set<number>;
-  argv: string[];
-  env: Map<string, string>;
-  partial: string;
-}
 
 const OUTPUT_CAP = 4 * 1024 * 1024;
-const now = (): string => new Date().toISOString().replace(/\.\d+Z$/, 'Z');
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 const tokenRequests = (sa: string): ResourceType => ({ group: '', version: 'v1', plural: `serviceaccounts/${sa}/token`, kind: 'TokenRequest', namespaced: true });
 
@@ -78,7 +58,7 @@ export class PodRun {
   private readonly dir: string;
   private readonly env: Record<string, string>;
   private readonly volumes = new Map<string, string>();
-  private readonly runs: Run[] = [];
+  private readonly runs: ContainerRun[] = [];
   private readonly chunks: string[] = [];
   private outputSize = 0;
   private initialized = false;
@@ -105,7 +85,7 @@ export class PodRun {
   get namespace(): string { return this.pod.metadata.namespace ?? 'default'; }
   get kubeconfig(): string { return join(this.dir, 'kubeconfig'); }
 
-  private newRun(spec: PodContainer, kind: Run['kind']): Run {
+  private newRun(spec: PodContainer, kind: ContainerRun['kind']): ContainerRun {
     return {
       spec, kind, child: undefined, exited: Promise.resolve(), startedAt: undefined, startedAtMs: undefined, restartCount: 0, probeOk: false, probeFailures: 0, probing: false,
       last: undefined, done: false, waiting: 'ContainerCreating', tree: new Set(), argv: [], env: new Map(), partial: '',
@@ -141,7 +121,7 @@ export class PodRun {
     this.sync();
   }
 
-  private async runToCompletion(r: Run): Promise<void> {
+  private async runToCompletion(r: ContainerRun): Promise<void> {
     for (;;) {
       await this.launch(r);
       await r.exited;
@@ -152,7 +132,7 @@ export class PodRun {
     }
   }
 
-  private backoffMs(r: Run): number {
+  private backoffMs(r: ContainerRun): number {
     return Math.min(10_000, 1000 * 2 ** Math.min(r.restartCount, 4));
   }
 
@@ -166,7 +146,7 @@ export class PodRun {
   }
 
   /** Starts the container's process (retrying its configuration until it resolves, as the kubelet does). */
-  private async launch(r: Run): Promise<void> {
+  private async launch(r: ContainerRun): Promise<void> {
     const mounts = this.mountsOf(r.spec);
     for (;;) {
       if (this.terminating) return;
@@ -181,6 +161,8 @@ export class PodRun {
         await sleep(1000);
       }
     }
+    // Deleted while its configuration was being read: nothing may start after terminate().
+    if (this.terminating) return;
     const child = spawn(r.argv[0]!, r.argv.slice(1), {
       cwd: this.dir, detached: true, stdio: ['ignore', 'pipe', 'pipe'],
       env: { ...this.env, HOSTNAME: this.name, ...Object.fromEntries(r.env) },
@@ -211,7 +193,7 @@ export class PodRun {
     this.sync();
   }
 
-  private async restartLater(r: Run): Promise<void> {
+  private async restartLater(r: ContainerRun): Promise<void> {
     const policy = r.kind === 'sidecar' ? 'Always' : (this.pod.spec.restartPolicy ?? 'Always');
     if (this.terminating || policy === 'Never' || (policy === 'OnFailure' && r.last?.exitCode === 0)) { r.done = true; return; }
     r.waiting = 'CrashLoopBackOff';
@@ -221,7 +203,7 @@ export class PodRun {
     await this.launch(r);
   }
 
-  private append(r: Run, text: string): void {
+  private append(r: ContainerRun, text: string): void {
     const lines = (r.partial + text).split('\n');
     r.partial = lines.pop() ?? '';
     for (const line of lines) {
@@ -247,72 +229,28 @@ export class PodRun {
       if (probe === undefined || r.probing) continue;
       const port = typeof probe.port === 'number' ? probe.port : (r.spec.ports?.find((p) => p.name === probe.port)?.containerPort ?? Number(probe.port));
       r.probing = true;
-      const timeoutMs = (r.spec.readinessProbe?.timeoutSeconds ?? 1) * 1000;
-      const done = (ok: boolean): void => {
-        if (!r.probing) return;
+      void httpProbe(this.podIP, port, probe.path, (r.spec.readinessProbe?.timeoutSeconds ?? 1) * 1000).then((ok) => {
         r.probing = false;
         if (r.child?.pid !== pid) return;
-        if (ok) { r.probeOk = true; r.probeFailures = 0; } else if (++r.probeFailures >= (r.spec.readinessProbe?.failureThreshold ?? 3) || !r.probeOk) r.probeOk = false;
+        if (ok) { r.probeOk = true; r.probeFailures = 0; } else if (++r.probeFailures >= (r.spec.readinessProbe?.failureThreshold ?? 3)) r.probeOk = false;
         this.sync();
-      };
-      const req = request({ host: this.podIP, port, path: probe.path, timeout: timeoutMs }, (res) => {
-        res.resume();
-        done((res.statusCode ?? 0) >= 200 && (res.statusCode ?? 0) < 400);
       });
-      req.on('timeout', () => req.destroy());
-      req.on('error', () => done(false));
-      req.end();
     }
     this.sync();
   }
 
-  private ready(r: Run): boolean {
-    if (r.child === undefined) return r.kind === 'init' && r.done;
-    return r.spec.readinessProbe === undefined ? true : r.probeOk;
-  }
-
-  private phase(): string {
-    const mains = this.runs.filter((r) => r.kind === 'main');
-    if (mains.every((r) => r.done)) return mains.every((r) => r.last?.exitCode === 0) ? 'Succeeded' : 'Failed';
-    return this.initialized && mains.some((r) => r.startedAt !== undefined) ? 'Running' : 'Pending';
-  }
-
-  private condition(type: string, ok: boolean): Record<string, string> {
-    const status = ok ? 'True' : 'False';
-    let seen = this.conditionTimes.get(type);
-    if (seen?.status !== status) this.conditionTimes.set(type, seen = { status, time: now() });
-    return { type, status, lastTransitionTime: seen.time };
-  }
-
-  private containerStatus(r: Run): Record<string, unknown> {
-    const terminated = (t: NonNullable<Run['last']>): Record<string, unknown> => ({
-      terminated: {
-        exitCode: t.exitCode, ...(t.signal === null ? {} : { signal: constants.signals[t.signal as NodeJS.Signals] }),
-        reason: t.exitCode === 0 ? 'Completed' : 'Error', startedAt: t.startedAt, finishedAt: t.finishedAt,
-      },
-    });
-    const state = r.child !== undefined
-      ? { running: { startedAt: r.startedAt } }
-      : r.done && r.last !== undefined ? terminated(r.last) : { waiting: { reason: r.waiting ?? 'ContainerCreating' } };
-    return {
-      name: r.spec.name, image: r.spec.image ?? 'node-agent', imageID: '', ready: this.ready(r), started: r.child !== undefined, restartCount: r.restartCount,
-      ...(r.child?.pid === undefined ? {} : { containerID: `node-agent://${r.child.pid}` }),
-      state, lastState: r.last === undefined || r.done ? {} : terminated(r.last),
-    };
-  }
-
   info(): PodInfo {
     return {
-      namespace: this.namespace, name: this.name, uid: this.pod.metadata.uid ?? '', podIP: this.podIP, phase: this.phase(), ready: this.podReady(),
+      namespace: this.namespace, name: this.name, uid: this.pod.metadata.uid ?? '', podIP: this.podIP, phase: podPhase(this.runs, this.initialized), ready: this.podReady(),
       terminating: this.terminating, volumes: Object.fromEntries(this.volumes), kubeconfig: this.kubeconfig,
       containers: this.runs.map((r) => ({
-        name: r.spec.name, kind: r.kind, pid: r.child?.pid, startedAtMs: r.startedAtMs, pids: [...r.tree], restartCount: r.restartCount, ready: this.ready(r), argv: r.argv, env: Object.fromEntries(r.env),
+        name: r.spec.name, kind: r.kind, pid: r.child?.pid, startedAtMs: r.startedAtMs, pids: [...r.tree], restartCount: r.restartCount, ready: containerReady(r), argv: r.argv, env: Object.fromEntries(r.env),
       })),
     };
   }
 
   private podReady(): boolean {
-    return this.initialized && !this.terminating && this.runs.filter((r) => r.kind !== 'init').every((r) => this.ready(r));
+    return this.initialized && !this.terminating && this.runs.filter((r) => r.kind !== 'init').every((r) => containerReady(r));
   }
 
   /** Writes the status when it changed; one write at a time, the latest state wins. */
@@ -320,13 +258,13 @@ export class PodRun {
     if (this.syncing !== undefined) { this.again = true; return; }
     const ready = this.podReady();
     const status = {
-      phase: this.phase(), hostIP: '127.0.0.1', hostIPs: [{ ip: '127.0.0.1' }], podIP: this.podIP, podIPs: [{ ip: this.podIP }], startTime: this.startTime,
+      phase: podPhase(this.runs, this.initialized), hostIP: '127.0.0.1', hostIPs: [{ ip: '127.0.0.1' }], podIP: this.podIP, podIPs: [{ ip: this.podIP }], startTime: this.startTime,
       conditions: [
-        this.condition('PodScheduled', true), this.condition('Initialized', this.initialized),
-        this.condition('ContainersReady', ready), this.condition('Ready', ready),
+        condition(this.conditionTimes, 'PodScheduled', true), condition(this.conditionTimes, 'Initialized', this.initialized),
+        condition(this.conditionTimes, 'ContainersReady', ready), condition(this.conditionTimes, 'Ready', ready),
       ],
-      initContainerStatuses: this.runs.filter((r) => r.kind !== 'main').map((r) => this.containerStatus(r)),
-      containerStatuses: this.runs.filter((r) => r.kind === 'main').map((r) => this.containerStatus(r)),
+      initContainerStatuses: this.runs.filter((r) => r.kind !== 'main').map((r) => containerStatus(r)),
+      containerStatuses: this.runs.filter((r) => r.kind === 'main').map((r) => containerStatus(r)),
     };
     const json = JSON.stringify(status);
     if (json === this.written) return;
@@ -343,7 +281,7 @@ export class PodRun {
   async terminate(graceSeconds: number): Promise<void> {
     this.terminating = true;
     const deadline = Date.now() + graceSeconds * 1000;
-    const stopAll = async (runs: Run[]): Promise<void> => {
+    const stopAll = async (runs: ContainerRun[]): Promise<void> => {
       for (const r of runs) r.child?.kill('SIGTERM');
       const left = deadline - Date.now();
       let timer: NodeJS.Timeout | undefined;
