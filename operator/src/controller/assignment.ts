@@ -136,11 +136,10 @@ const MAX_SHARDING_ROUNDS = 8;
 
 /**
  * The strategy's assignment, run again on its own output until it keeps every target. The
- * strategy is stable on its own output while the load bound holds; when it cannot hold (few
- * targets of similar weight over many shards, e.g. 4 targets on 3 shards at loadFactor 1.25),
- * the overflow lands on the least loaded shard and the next run may move a target once more.
- * Iterating here makes that second move part of this plan, so the next reconcile pass finds
- * nothing to change instead of moving a target (and raising its epoch) one pass later.
+ * bounded strategy is stable on its own output (also when the bound cannot hold and it rounds
+ * the bound up by one target), so this normally ends after one extra run; it guards the
+ * promise that a replan is a no-op for any strategy, so the next reconcile pass never moves a
+ * target (and raises its epoch) that this plan could have placed.
  */
 function stableAssignment(shards: readonly string[], targets: readonly ShardingTarget[], previous: ReadonlyMap<string, string>, options: ShardingOptions): Map<string, string> {
   let current = planBoundedAssignment({ shards, targets, previous }, options).assignment;

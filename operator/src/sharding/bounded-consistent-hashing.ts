@@ -17,14 +17,17 @@
  * 3. Place (heaviest first): every other target walks the ring from its hash to the first
  *    non-dedicated shard with room (a target released towards a fresh home that turns out to
  *    be full tries its current shard before walking on). If none has room (possible only when some target weighs
- *    more than (loadFactor - 1) × mean, see below) it goes to the least loaded one and that
- *    shard is reported in `overBound`.
+ *    more than (loadFactor - 1) × mean, see below), the strict placement is dropped and steps
+ *    2-3 run again with the room of a shared shard rounded up by one target, C + the heaviest
+ *    shared target (the weighted form of the paper's ceil(C)); the shards above C are reported
+ *    in `overBound`.
  *
  * Bound: if every target weighs either at most (loadFactor - 1) × mean or more than C, then
  * every shard's load is at most C = loadFactor × mean, except a dedicated shard, whose load is
  * its single target's weight. (If a target w <= (loadFactor - 1) × W/N found no room, every
  * non-dedicated shard would hold more than C - w, so W >= d·C + (N - d)·(C - w) + w > W.)
- * In general: max load <= max(C, heaviest target) unless `overBound` is non-empty.
+ * In general: max load <= max(C, heaviest target) unless `overBound` is non-empty, and then
+ * at most C + the heaviest shared target.
  *
  * Stability: a no-op recompute (same shards and weights, `previous` within the bound and no
  * fresh or dedicated shards) keeps every target. Removing a shard moves only its targets (the
@@ -128,12 +131,9 @@ export function planBoundedAssignment(input: ShardingInput, options: ShardingOpt
   const ringSize = ring.owners.length;
   const shardIndex = new Map(shards.map((name, i) => [name, i]));
 
-  const load = new Float64Array(shardCount);
-  const claimed = new Uint8Array(shardCount); // 1: dedicated to one heavy target
   const hasPrevious = new Uint8Array(shardCount);
   const previousOf = new Int32Array(count);
   const start = new Int32Array(count); // ring position of the target's hash
-  const result = new Int32Array(count).fill(-1);
   for (let i = 0; i < count; i++) {
     const name = order[i]!.name;
     const prev = input.previous.get(name);
@@ -158,7 +158,7 @@ export function planBoundedAssignment(input: ShardingInput, options: ShardingOpt
     }
     return -1;
   };
-  const leastLoaded = (allowClaimed: boolean): number => {
+  const leastLoaded = (load: Float64Array, claimed: Uint8Array, allowClaimed: boolean): number => {
     let best = -1;
     for (let s = 0; s < shardCount; s++) {
       if (!allowClaimed && claimed[s] === 1) continue;
@@ -167,60 +167,80 @@ export function planBoundedAssignment(input: ShardingInput, options: ShardingOpt
     return best;
   };
 
-  // 1. Targets heavier than the bound get a shard each: their current one first, in weight order.
+  // One placement with `shareCapacity` as the room of every shared shard (steps 1-3 below).
+  const place = (shareCapacity: number): { result: Int32Array; load: Float64Array; over: Set<number> } => {
+    const load = new Float64Array(shardCount);
+    const claimed = new Uint8Array(shardCount); // 1: dedicated to one heavy target
+    const result = new Int32Array(count).fill(-1);
+    // 1. Targets heavier than the bound get a shard each: their current one first, in weight order.
+    const homeless: number[] = [];
+    for (const i of dedicated) {
+      const p = previousOf[i]!;
+      if (p >= 0 && claimed[p] === 0) {
+        claimed[p] = 1;
+        result[i] = p;
+        load[p] = order[i]!.weight;
+      } else homeless.push(i);
+    }
+    for (const i of homeless) {
+      // Unreachable for loadFactor >= 1 (fewer than N targets can be heavier than the mean),
+      // but never leave a target unassigned.
+      let s = walk(start[i]!, (shard) => claimed[shard] === 0);
+      if (s < 0) s = leastLoaded(load, claimed, true);
+      claimed[s] = 1;
+      result[i] = s;
+      load[s] = load[s]! + order[i]!.weight;
+    }
+
+    // 2. Keep targets where they are while their shard has room and their home is not fresh.
+    for (let i = 0; i < count; i++) {
+      if (result[i]! >= 0) continue;
+      const p = previousOf[i]!;
+      if (p < 0 || claimed[p] === 1) continue;
+      const home = ring.owners[start[i]!]!;
+      if (home !== p && hasPrevious[home] === 0 && claimed[home] === 0) continue;
+      const weight = order[i]!.weight;
+      if (load[p]! + weight <= shareCapacity) {
+        result[i] = p;
+        load[p] = load[p]! + weight;
+      }
+    }
+
+    // 3. Everything else: the first shard with room, walking the ring from the target's hash.
+    const over = new Set<number>();
+    for (let i = 0; i < count; i++) {
+      if (result[i]! >= 0) continue;
+      const weight = order[i]!.weight;
+      const fits = (shard: number): boolean => claimed[shard] === 0 && load[shard]! + weight <= shareCapacity;
+      // A target released towards a fresh home that has no room after all stays where it was.
+      const home = ring.owners[start[i]!]!;
+      const p = previousOf[i]!;
+      let s = fits(home) ? home : p >= 0 && fits(p) ? p : walk(start[i]!, fits);
+      if (s < 0) {
+        s = leastLoaded(load, claimed, false);
+        if (s < 0) s = leastLoaded(load, claimed, true);
+        over.add(s);
+      }
+      result[i] = s;
+      load[s] = load[s]! + weight;
+    }
+    return { result, load, over };
+  };
+
+  // Targets of similar weight may not fit within C at all (4 targets on 3 shards at 1.25: every
+  // shard can take one, 4/3 × 1.25 < 2). The paper rounds the bound up to whole items, ceil(C);
+  // the weighted counterpart is one more target's worth of room: C + the heaviest shared
+  // target. That placement is only used when the strict one overflows; it depends on the
+  // weights and shards alone, so a recompute from its own output keeps every target (no
+  // flapping), and the shards above C are still reported in `overBound`.
   const dedicated: number[] = [];
   for (let i = 0; i < count && order[i]!.weight > capacity; i++) dedicated.push(i);
-  const homeless: number[] = [];
-  for (const i of dedicated) {
-    const p = previousOf[i]!;
-    if (p >= 0 && claimed[p] === 0) {
-      claimed[p] = 1;
-      result[i] = p;
-      load[p] = order[i]!.weight;
-    } else homeless.push(i);
+  let placed = place(capacity);
+  if (placed.over.size > 0) {
+    const heaviestShared = dedicated.length < count ? order[dedicated.length]!.weight : 0;
+    placed = place(capacity + heaviestShared);
   }
-  for (const i of homeless) {
-    // Unreachable for loadFactor >= 1 (fewer than N targets can be heavier than the mean),
-    // but never leave a target unassigned.
-    let s = walk(start[i]!, (shard) => claimed[shard] === 0);
-    if (s < 0) s = leastLoaded(true);
-    claimed[s] = 1;
-    result[i] = s;
-    load[s] = load[s]! + order[i]!.weight;
-  }
-
-  // 2. Keep targets where they are while their shard has room and their home is not fresh.
-  for (let i = 0; i < count; i++) {
-    if (result[i]! >= 0) continue;
-    const p = previousOf[i]!;
-    if (p < 0 || claimed[p] === 1) continue;
-    const home = ring.owners[start[i]!]!;
-    if (home !== p && hasPrevious[home] === 0 && claimed[home] === 0) continue;
-    const weight = order[i]!.weight;
-    if (load[p]! + weight <= capacity) {
-      result[i] = p;
-      load[p] = load[p]! + weight;
-    }
-  }
-
-  // 3. Everything else: the first shard with room, walking the ring from the target's hash.
-  const over = new Set<number>();
-  for (let i = 0; i < count; i++) {
-    if (result[i]! >= 0) continue;
-    const weight = order[i]!.weight;
-    const fits = (shard: number): boolean => claimed[shard] === 0 && load[shard]! + weight <= capacity;
-    // A target released towards a fresh home that has no room after all stays where it was.
-    const home = ring.owners[start[i]!]!;
-    const p = previousOf[i]!;
-    let s = fits(home) ? home : p >= 0 && fits(p) ? p : walk(start[i]!, fits);
-    if (s < 0) {
-      s = leastLoaded(false);
-      if (s < 0) s = leastLoaded(true);
-      over.add(s);
-    }
-    result[i] = s;
-    load[s] = load[s]! + weight;
-  }
+  const { result, load } = placed;
 
   const byName = order.map((t, i) => ({ name: t.name, shard: shards[result[i]!]! }));
   byName.sort((a, b) => compareStrings(a.name, b.name));
@@ -229,7 +249,7 @@ export function planBoundedAssignment(input: ShardingInput, options: ShardingOpt
     capacity,
     totalWeight,
     dedicated: dedicated.map((i) => order[i]!.name).sort(compareStrings),
-    overBound: [...over].filter((s) => load[s]! > capacity).map((s) => shards[s]!).sort(compareStrings),
+    overBound: shardsOverBound(load, capacity, new Set(dedicated.map((i) => result[i]!))).map((s) => shards[s]!).sort(compareStrings),
   };
 }
 
@@ -237,3 +257,10 @@ export const boundedConsistentHashing: ShardingStrategy = Object.freeze({
   name: 'bounded-consistent-hashing',
   assign: (input: ShardingInput, options?: ShardingOptions) => planBoundedAssignment(input, options).assignment,
 });
+
+/** Shared shards (not dedicated to one heavy target) whose load is above the capacity. */
+function shardsOverBound(load: Float64Array, capacity: number, dedicatedShards: ReadonlySet<number>): number[] {
+  const over: number[] = [];
+  for (let s = 0; s < load.length; s++) if (!dedicatedShards.has(s) && load[s]! > capacity) over.push(s);
+  return over;
+}

@@ -94,15 +94,30 @@ describe('boundedConsistentHashing: examples', () => {
     assert.equal(result.overBound.length, 1);
   });
 
-  it('sends a target that fits nowhere to the least loaded shard', () => {
-    // Capacity 127.5: 100 and 95 cannot share; the first 30 fits only beside the 95; the second fits nowhere.
+  it('when targets cannot fit within C, the bound is rounded up by one target (the weighted ceil(C)), reported, and stable', () => {
+    // Capacity 127.5: 100 and 95 cannot share, and 30 + 30 fit beside neither: some shard must go over.
     const targets = [{ name: 'big', bytesPerSecond: 100 }, { name: 'mid', bytesPerSecond: 95 }, { name: 'x1', bytesPerSecond: 30 }, { name: 'x2', bytesPerSecond: 30 }];
-    const result = planBoundedAssignment({ shards: ['s0', 's1'], targets, previous: new Map() }, { ...DEFAULT_SHARDING_OPTIONS, minWeightBytesPerSecond: 1, loadFactor: 1 });
+    const options = { ...DEFAULT_SHARDING_OPTIONS, minWeightBytesPerSecond: 1, loadFactor: 1 };
+    const result = planBoundedAssignment({ shards: ['s0', 's1'], targets, previous: new Map() }, options);
     const a = result.assignment;
+    assert.equal(a.size, 4);
     assert.notEqual(a.get('big'), a.get('mid'));
-    assert.equal(a.get('x1'), a.get('mid'));
-    assert.equal(a.get('x2'), a.get('big'));
-    assert.deepEqual(result.overBound, [a.get('big')]);
+    const loads = shardLoads(a, new Map(targets.map((t) => [t.name, t.bytesPerSecond])), ['s0', 's1']);
+    assert.ok([...loads.values()].every((l) => l <= 127.5 + 100), 'within C + the heaviest shared target');
+    assert.deepEqual(result.overBound, [...loads].filter(([, l]) => l > 127.5).map(([s]) => s), 'the shards above C are reported');
+    // Planning again from its own output keeps every target: no move on every reconcile.
+    const again = planBoundedAssignment({ shards: ['s0', 's1'], targets, previous: a }, options);
+    assert.deepEqual([...again.assignment], [...a]);
+  });
+
+  it('4 equal targets over 3 shards (cannot fit 1.25 × 4/3): stable, and 2 -> 3 moves only targets whose home is the new shard', () => {
+    const targets = ['alpha', 'bravo', 'charlie', 'delta'].map((name) => ({ name, bytesPerSecond: 5000 }));
+    const two = planBoundedAssignment({ shards: ['p-0', 'p-1'], targets, previous: new Map() }).assignment;
+    const three = planBoundedAssignment({ shards: ['p-0', 'p-1', 'p-2'], targets, previous: two }).assignment;
+    for (const [name, shard] of three) assert.ok(shard === two.get(name) || shard === 'p-2', `${name} moved ${two.get(name)} -> ${shard}, not to the new shard`);
+    assert.deepEqual([...planBoundedAssignment({ shards: ['p-0', 'p-1', 'p-2'], targets, previous: three }).assignment], [...three], 'a recompute keeps every target');
+    const back = planBoundedAssignment({ shards: ['p-0', 'p-1'], targets, previous: three }).assignment;
+    for (const [name, shard] of back) if (three.get(name) !== 'p-2') assert.equal(shard, three.get(name), `${name} stays`);
   });
 
   it('a target whose fresh home is full stays where it was instead of walking on', () => {
