@@ -39,6 +39,11 @@ export interface ControlPlaneOptions {
    * so that a watch from an old resourceVersion reaches etcd and gets 410 Gone within seconds.
    */
   apiserverArgs?: readonly string[];
+  /**
+   * More kube-controller-manager flags (with `controllerManager: true`), e.g.
+   * `--horizontal-pod-autoscaler-sync-period=2s`.
+   */
+  controllerManagerArgs?: readonly string[];
 }
 
 /** The bin directory of the built tools: PGLOG_KUBE_BIN, or the default cache location. */
@@ -116,6 +121,7 @@ export async function startControlPlane(options: ControlPlaneOptions = {}): Prom
         `--secure-port=${kcmPort}`, '--bind-address=127.0.0.1', '--leader-elect=false',
         `--service-account-private-key-file=${join(dir, 'sa.key')}`, '--use-service-account-credentials=false',
         '--controllers=*', '--cluster-cidr=10.1.0.0/16', '--allocate-node-cidrs=false',
+        ...(options.controllerManagerArgs ?? []),
       ]);
       await waitReady(`https://127.0.0.1:${kcmPort}/healthz`, token, 'kube-controller-manager', logs);
     }
