@@ -1,0 +1,244 @@
+// HPA for real: the chart's HorizontalPodAutoscaler (autoscaling/v2, a Pods metric on the
+// CollectorPool's scale subresource) driven by the real HPA controller of kube-controller-manager.
+//   - The control plane runs with the aggregation layer configured (front-proxy client
+//     certificate, request-header flags, --enable-aggregator-routing) and the HPA controller
+//     syncing every 2 s;
+//   - a test-only custom metrics API (helpers/custom-metrics-server.ts) runs on a test host in a
+//     network namespace (helpers/netns.ts: veth pair, private 10.231.N.0/30) and is registered as
+//     the APIService v1beta2.custom.metrics.k8s.io, whose Service's endpoint is that address;
+//   - `helm install` of charts/pglog with hpa.enabled and hpa.customMetric.enabled (HPA min 2,
+//     max 4, short scale-down stabilization); the test node agent runs the operator and the
+//     pool's collector pods as local processes;
+//   - every second the test reads each collector pod's real /metrics and hands the server
+//     `pglog_nodejs_eventloop_lag_p99_seconds` per pod: the collector's own value (an idle
+//     collector reads ~10 ms, under the 100m target) or, while the test "heats" the pool, a
+//     value the test controls (0.3 s: making real collectors' event loops lag by a chosen
+//     amount on a shared CI machine is not reproducible).
+// Asserted: the HPA's status shows the metric (ScalingActive, ValidMetricFound) with the
+// pool at 2; with the metric above target the pool's spec.replicas becomes 4 through the scale
+// subresource, the StatefulSet runs main-0..main-3 and there are 4 CollectorShards; with the
+// metric back to the collectors' own values the pool shrinks to 2 with 2 shards.
+import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import { promisify } from 'node:util';
+import { createKubeClient } from '../../src/kube/client.ts';
+import type { KubeClient, KubeObject, ResourceType } from '../../src/kube/client-types.ts';
+import { loadKubeconfigFile } from '../../src/kube/config.ts';
+import { COLLECTOR_POOLS, COLLECTOR_SHARDS, PODS, STATEFUL_SETS } from '../../src/kube/resources.ts';
+import { METRICS_PORT } from '../../src/controller/pool-resources.ts';
+import { startPostgres, type TestPostgres } from '../../../collector/test/helpers/postgres.ts';
+import { kubeBin, startControlPlane, type ControlPlane } from '../helpers/control-plane.ts';
+import { aggregatorCerts, startCustomMetricsApi, type AggregatorCerts, type CustomMetricsApi, type MetricPod } from '../helpers/custom-metrics-server.ts';
+import { eventually } from '../helpers/fleet.ts';
+import { createNetnsHost, type NetnsHost } from '../helpers/netns.ts';
+import { startNodeAgent, type NodeAgent } from '../helpers/node-agent.ts';
+
+const NS = 'pglog';
+const POOL = 'main';
+const METRIC = 'pglog_nodejs_eventloop_lag_p99_seconds';
+const HOT_SECONDS = 0.3;
+const CHART = join(import.meta.dirname, '../../../charts/pglog');
+const SERVICE = { namespace: NS, name: 'pglog-test-custom-metrics' };
+const HPAS: ResourceType = { group: 'autoscaling', version: 'v2', plural: 'horizontalpodautoscalers', kind: 'HorizontalPodAutoscaler', namespaced: true };
+const run = promisify(execFile);
+
+interface Hpa extends KubeObject {
+  spec: { minReplicas: number; maxReplicas: number; metrics: unknown[] };
+  status?: {
+    currentReplicas?: number; desiredReplicas?: number;
+    currentMetrics?: Array<{ type: string; pods?: { metric: { name: string }; current: { averageValue?: string } } }>;
+    conditions?: Array<{ type: string; status: string; reason?: string; message?: string }>;
+  };
+}
+interface Pool extends KubeObject { spec: { replicas: number }; status?: { replicas?: number; selector?: string } }
+interface PodObject extends KubeObject { status?: { phase?: string; podIP?: string } }
+
+/** A Kubernetes quantity as a number (100m -> 0.1). */
+function quantityValue(q: string): number {
+  const m = /^(-?[\d.]+)(n|u|m|k|M|G)?$/.exec(q);
+  if (m === null) throw new Error(`quantity ${q}`);
+  const scale: Record<string, number> = { n: 1e-9, u: 1e-6, m: 1e-3, k: 1e3, M: 1e6, G: 1e9 };
+  return Number(m[1]) * (m[2] === undefined ? 1 : scale[m[2]]!);
+}
+
+describe('HPA for real: the chart\'s HPA scales the pool from a custom metric served through the aggregation layer', { timeout: 170_000 }, () => {
+  let host: NetnsHost | undefined;
+  let certs: AggregatorCerts | undefined;
+  let cp: ControlPlane | undefined;
+  let store: TestPostgres | undefined;
+  let client: KubeClient & { close(): void };
+  let agent: NodeAgent | undefined;
+  let metrics: CustomMetricsApi | undefined;
+  let helmHome: string | undefined;
+  let feeding: NodeJS.Timeout | undefined;
+  let feedBusy: Promise<void> = Promise.resolve();
+  let hot = false;
+  let served: MetricPod[] = [];
+  const realValues = new Map<string, number>();
+  const started = Date.now();
+  const elapsed = (): string => `${((Date.now() - started) / 1000).toFixed(1)} s`;
+  let lastState = '';
+  /** The HPA's readings as they change: `<at> <averageValue>-><desiredReplicas>`. */
+  const readings: string[] = [];
+
+  /** Pods of the pool's selector (status.selector, as the HPA reads it) with their metric: real, or HOT_SECONDS while hot. */
+  const feed = async (): Promise<void> => {
+    const pool = await client.get<Pool>(COLLECTOR_POOLS, NS, POOL);
+    const selector = pool?.status?.selector;
+    if (selector === undefined) return;
+    const pods = (await client.list<PodObject>(PODS, NS, { labelSelector: selector })).items;
+    const next: MetricPod[] = [];
+    await Promise.all(pods.map(async (p) => {
+      if (p.status?.phase !== 'Running' || p.status.podIP === undefined) return;
+      let real: number | undefined;
+      try {
+        const text = await (await fetch(`http://${p.status.podIP}:${METRICS_PORT}/metrics`, { signal: AbortSignal.timeout(1500) })).text();
+        const m = new RegExp(`^${METRIC}(?:\\{[^}]*\\})? (\\S+)$`, 'm').exec(text);
+        if (m !== null) real = Number(m[1]);
+      } catch { /* not listening yet */ }
+      if (real !== undefined) realValues.set(p.metadata.name, real);
+      const value = hot ? HOT_SECONDS : real;
+      if (value !== undefined) next.push({ namespace: NS, name: p.metadata.name, labels: p.metadata.labels ?? {}, values: { [METRIC]: value } });
+    }));
+    served = next.sort((a, b) => a.name.localeCompare(b.name));
+    metrics!.setPods(served);
+  };
+
+  /** The HPA, the pool, the StatefulSet, shards and pods; `lastState` for failure messages. */
+  async function observe(): Promise<{ hpa: Hpa; pool: Pool; stsReplicas: number | undefined; shards: string[]; pods: string[] }> {
+    const [hpa, pool, sts, shards, pods] = await Promise.all([
+      client.get<Hpa>(HPAS, NS, POOL), client.get<Pool>(COLLECTOR_POOLS, NS, POOL),
+      client.get<KubeObject & { spec: { replicas: number } }>(STATEFUL_SETS, NS, POOL),
+      client.list<KubeObject & { spec: { pool: string } }>(COLLECTOR_SHARDS, NS),
+      client.list<PodObject>(PODS, NS, { labelSelector: `pglog.io/pool=${POOL}` }),
+    ]);
+    const reading = `${hpa?.status?.currentMetrics?.find((x) => x.type === 'Pods')?.pods?.current.averageValue ?? '-'}->${hpa?.status?.desiredReplicas ?? '-'}`;
+    if (readings.at(-1)?.endsWith(reading) !== true) readings.push(`${elapsed()} ${reading}`);
+    const view = {
+      hpa: hpa!, pool: pool!, stsReplicas: sts?.spec.replicas,
+      shards: shards.items.filter((s) => s.spec.pool === POOL).map((s) => s.metadata.name).sort(),
+      pods: pods.items.filter((p) => p.status?.phase === 'Running' && p.metadata.deletionTimestamp === undefined).map((p) => p.metadata.name).sort(),
+    };
+    lastState = JSON.stringify({
+      at: elapsed(), hot, served: served.map((p) => `${p.name}=${p.values[METRIC]}`),
+      hpa: { status: hpa?.status }, pool: { replicas: pool?.spec.replicas, status: pool?.status },
+      statefulSet: view.stsReplicas, shards: view.shards, runningPods: view.pods,
+      metricsRequests: metrics?.requests().slice(-3),
+    }, null, 1);
+    return view;
+  }
+
+  const scenario = (fn: () => Promise<void>) => async (): Promise<void> => {
+    try {
+      await fn();
+    } catch (e) {
+      process.stderr.write(`# failed at ${elapsed()}; last state:\n${lastState}\n--- custom metrics server\n${metrics?.output().slice(-3000) ?? ''}\n--- control plane\n${cp?.logs().split('\n').filter((l) => /horizontal|hpa|custom\.metrics|aggregat|apiservice/i.test(l)).slice(-40).join('\n') ?? ''}\n`);
+      throw e;
+    }
+  };
+
+  /** Until the pool, the StatefulSet, the running pods and the shards all are `n`. */
+  const poolAt = (n: number) => async (): Promise<true | undefined> => {
+    const v = await observe();
+    const names = Array.from({ length: n }, (_, i) => `${POOL}-${i}`).join();
+    return v.pool.spec.replicas === n && v.pool.status?.replicas === n && v.stsReplicas === n && v.pods.join() === names && v.shards.join() === names ? true : undefined;
+  };
+
+  before(async () => {
+    host = createNetnsHost();
+    [certs, store] = await Promise.all([aggregatorCerts(SERVICE, host.address), startPostgres()]);
+    cp = await startControlPlane({
+      controllerManager: true,
+      apiserverArgs: certs.apiserverArgs,
+      controllerManagerArgs: ['--horizontal-pod-autoscaler-sync-period=2s', '--horizontal-pod-autoscaler-downscale-stabilization=5s'],
+    });
+    client = createKubeClient(await loadKubeconfigFile(cp.kubeconfig));
+    await cp.kubectl(['create', 'namespace', NS]);
+    await cp.kubectl(['-n', NS, 'create', 'secret', 'generic', 'pglog-store', `--from-literal=url=${store.url}`]);
+    metrics = await startCustomMetricsApi({ host, certs, service: SERVICE, metrics: [METRIC], kubectl: (args, stdin) => cp!.kubectl(args, stdin) });
+    console.log(`# APIService Available (endpoint ${metrics.endpoint} in network namespace ${host.name}) at ${elapsed()}`);
+    agent = await startNodeAgent({ kubeconfig: cp.kubeconfig, namespaces: [NS] });
+    helmHome = mkdtempSync(join(tmpdir(), 'pglog-hpa-helm-'));
+    const values = join(helmHome, 'values.json');
+    writeFileSync(values, JSON.stringify({
+      operator: { replicas: 1, leaseDurationSeconds: 5, resyncSeconds: 10 },
+      pool: { name: POOL, replicas: 2 },
+      hpa: {
+        enabled: true, minReplicas: 2, maxReplicas: 4, customMetric: { enabled: true },
+        // Scale down within seconds (the chart's default waits 5 minutes).
+        behavior: { scaleDown: { stabilizationWindowSeconds: 4, policies: [{ type: 'Pods', value: 2, periodSeconds: 2 }] } },
+      },
+    }));
+    const helmEnv = { ...process.env, HELM_CACHE_HOME: join(helmHome, 'cache'), HELM_CONFIG_HOME: join(helmHome, 'config'), HELM_DATA_HOME: join(helmHome, 'data') };
+    await run(join(kubeBin(), 'helm'), ['install', 'pglog', CHART, '--kubeconfig', cp.kubeconfig, '--namespace', NS, '-f', values], { env: helmEnv });
+    const tick = (): void => {
+      feedBusy = feedBusy.then(feed).catch(() => undefined);
+    };
+    feeding = setInterval(tick, 1000);
+    console.log(`# set up (netns, certificates, control plane, APIService, helm install) in ${elapsed()}`);
+  });
+
+  after(async () => {
+    if (feeding !== undefined) clearInterval(feeding);
+    await feedBusy;
+    await agent?.stop(5);
+    client?.close();
+    await Promise.allSettled([metrics?.stop()]);
+    await Promise.allSettled([cp?.stop(), store?.stop(), host?.dispose()]);
+    certs?.dispose();
+    if (helmHome !== undefined) rmSync(helmHome, { recursive: true, force: true });
+  });
+
+  test('at rest: the HPA reads the collectors\' metric through the aggregation layer with the pool at 2', scenario(async () => {
+    await eventually('the pool at 2 (pods, shards)', 90_000, poolAt(2), () => lastState);
+    const hpa = await eventually('the HPA showing the metric', 60_000, async () => {
+      const { hpa } = await observe();
+      const m = hpa.status?.currentMetrics?.find((x) => x.type === 'Pods');
+      const active = hpa.status?.conditions?.find((c) => c.type === 'ScalingActive');
+      return m?.pods?.metric.name === METRIC && m.pods.current.averageValue !== undefined && active?.status === 'True' ? hpa : undefined;
+    }, () => lastState);
+    const m = hpa.status!.currentMetrics!.find((x) => x.type === 'Pods')!;
+    assert.deepEqual(hpa.spec.metrics, [{ type: 'Pods', pods: { metric: { name: METRIC }, target: { type: 'AverageValue', averageValue: '100m' } } }], 'the chart\'s HPA');
+    assert.equal(hpa.status!.conditions!.find((c) => c.type === 'ScalingActive')?.reason, 'ValidMetricFound');
+    // A real reading: the collectors' event-loop p99 (an idle collector reads ~10 ms; the histogram's resolution is 10 ms).
+    assert.ok(quantityValue(m.pods!.current.averageValue!) > 0, `a measured value: ${m.pods!.current.averageValue}`);
+    assert.equal(hpa.status!.currentReplicas, 2);
+    assert.ok(metrics!.requests().some((r) => r.startsWith(`GET /apis/custom.metrics.k8s.io/v1beta2/namespaces/${NS}/pods/*/${METRIC}?`) && / 200 [1-9]\d*$/.test(r)),
+      `the aggregator routed the HPA's request to the server in the network namespace: ${metrics!.requests().slice(-5).join('; ')}`);
+    console.log(`# HPA reads ${m.pods!.current.averageValue} (real: ${[...realValues].map(([k, v]) => `${k}=${v}`).join(' ')}) at ${elapsed()}`);
+  }));
+
+  test('metric above target: the HPA scales the pool to 4 through the scale subresource; 4 pods, 4 shards', scenario(async () => {
+    assert.equal((await observe()).pool.spec.replicas, 2, lastState);
+    const t0 = Date.now();
+    hot = true;
+    await eventually('the pool at 4 (pods, shards)', 60_000, poolAt(4), () => lastState);
+    const hpa = await eventually(`the HPA reading ${HOT_SECONDS * 1000}m`, 30_000, async () => {
+      const { hpa } = await observe();
+      const v = hpa.status?.currentMetrics?.find((x) => x.type === 'Pods')?.pods?.current.averageValue;
+      return v !== undefined && Math.abs(quantityValue(v) - HOT_SECONDS) < 1e-6 && hpa.status?.currentReplicas === 4 ? hpa : undefined;
+    }, () => lastState);
+    assert.equal(hpa.status?.desiredReplicas, 4);
+    const rescaled = hpa.status?.conditions?.find((c) => c.type === 'AbleToScale');
+    assert.equal(rescaled?.status, 'True', lastState);
+    console.log(`# 2 -> 4 in ${((Date.now() - t0) / 1000).toFixed(1)} s (at ${elapsed()})`);
+  }));
+
+  test('metric back under target: the pool shrinks to 2; 2 pods, 2 shards', scenario(async () => {
+    const t0 = Date.now();
+    hot = false;
+    await eventually('the HPA reading the collectors\' own values again', 30_000, async () => {
+      const { hpa } = await observe();
+      const v = hpa.status?.currentMetrics?.find((x) => x.type === 'Pods')?.pods?.current.averageValue;
+      return v !== undefined && quantityValue(v) < 0.1 ? true : undefined;
+    }, () => lastState);
+    await eventually('the pool at 2 (pods, shards)', 60_000, poolAt(2), () => `${lastState}\nHPA readings: ${readings.join(', ')}`);
+    const { hpa } = await observe();
+    assert.equal(hpa.status?.desiredReplicas, 2);
+    console.log(`# 4 -> 2 in ${((Date.now() - t0) / 1000).toFixed(1)} s (at ${elapsed()}); the server answered ${metrics!.requests().length} requests; HPA readings: ${readings.join(', ')}`);
+  }));
+});
