@@ -20,6 +20,9 @@ export const OPERATOR_USAGE = `usage: pglog operator [OPTIONS]
   --namespace NS            watch only NS (default: all namespaces)
   --lease-namespace NS      namespace of the leader Lease (default: the pod's namespace)
   --lease-name NAME         name of the leader Lease (default pglog-operator)
+  --lease-owner-deployment NAME
+                            the operator's Deployment: owner of the Lease, so deleting the
+                            Deployment (helm uninstall) deletes the Lease too
   --identity ID             this replica's name in the Lease (default: POD_NAME, else the host name)
   --image IMAGE             collector and sidecar image of pools that name none (default: PGLOG_IMAGE)
   --service-account NAME    service account of the collector pods (default pglog-collector)
@@ -41,7 +44,7 @@ export function parseOperatorArgs(argv: string[], env: NodeJS.ProcessEnv): Opera
     allowPositionals: false,
     options: {
       kubeconfig: { type: 'string' }, 'kube-context': { type: 'string' }, namespace: { type: 'string' }, 'lease-namespace': { type: 'string' },
-      'lease-name': { type: 'string' }, identity: { type: 'string' }, image: { type: 'string' },
+      'lease-name': { type: 'string' }, 'lease-owner-deployment': { type: 'string' }, identity: { type: 'string' }, image: { type: 'string' },
       'service-account': { type: 'string' }, listen: { type: 'string' }, workers: { type: 'string' },
       resync: { type: 'string' }, 'lease-duration': { type: 'string' }, 'log-level': { type: 'string' },
     },
@@ -58,6 +61,7 @@ export function parseOperatorArgs(argv: string[], env: NodeJS.ProcessEnv): Opera
       namespace: values.namespace,
       leaseNamespace,
       leaseName: values['lease-name'] ?? 'pglog-operator',
+      ...(values['lease-owner-deployment'] === undefined ? {} : { leaseOwnerDeployment: values['lease-owner-deployment'] }),
       identity: values.identity ?? env['POD_NAME'] ?? `${hostname()}-${process.pid}`,
       leaseDurationMs: leaseSeconds * 1000,
       renewDeadlineMs: Math.round(leaseSeconds * 1000 * 2 / 3),

@@ -7,6 +7,7 @@
  * Writes are optimistic: a 409 means someone else wrote first; read again next round.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
+import type { OwnerReference } from '../api/common.ts';
 import type { KubeClient, KubeObject } from './client-types.ts';
 import { isKubeError } from './errors.ts';
 import { LEASES } from './resources.ts';
@@ -38,6 +39,13 @@ export interface LeaderElectorOptions {
   retryPeriodMs?: number;
   /** Give the lease up when run() is aborted. Default true. */
   releaseOnCancel?: boolean;
+  /**
+   * Owners of the Lease object (the operator's Deployment): the garbage collector deletes the
+   * Lease with them, so an uninstall leaves no Lease behind even when the last leader could
+   * not give it up. Set when the Lease is created, and added when a leader takes an existing
+   * Lease that has none. Resolved lazily: called on each write until it returns a value.
+   */
+  ownerReferences?: () => Promise<OwnerReference[] | undefined>;
   log?: LeaderLog;
   /** Time for the expiry math (tests). */
   clock?: { now(): number };
@@ -102,6 +110,7 @@ export class LeaderElector {
   private observed: Observation | undefined;
   private leader = false;
 
+  private readonly resolveOwners: (() => Promise<OwnerReference[] | undefined>) | undefined;
   constructor(client: KubeClient, options: LeaderElectorOptions) {
     this.client = client;
     this.namespace = options.namespace;
@@ -113,6 +122,7 @@ export class LeaderElector {
     this.releaseOnCancel = options.releaseOnCancel ?? true;
     this.log = options.log ?? (() => undefined);
     this.clock = options.clock ?? { now: () => Date.now() };
+    this.resolveOwners = options.ownerReferences;
     if (this.renewDeadlineMs >= this.leaseDurationMs) throw new RangeError(`renewDeadlineMs (${this.renewDeadlineMs}) must be below leaseDurationMs (${this.leaseDurationMs})`);
   }
 
@@ -176,14 +186,26 @@ export class LeaderElector {
     }
   }
 
+  /** The Lease's owners, or undefined (none configured, or not resolvable now: logged). */
+  private async owners(): Promise<OwnerReference[] | undefined> {
+    if (this.resolveOwners === undefined) return undefined;
+    try {
+      return await this.resolveOwners();
+    } catch (e) {
+      this.log('warn', 'cannot resolve the owner of the Lease; writing it without one', { lease: `${this.namespace}/${this.name}`, error: e instanceof Error ? e.message : String(e) });
+      return undefined;
+    }
+  }
+
   /** One round: read the lease, take or renew it if we may. False when held by another or on any error. */
   private async tryAcquireOrRenew(): Promise<boolean> {
     try {
       const now = this.clock.now();
       const lease = await this.client.get<Lease>(LEASES, this.namespace, this.name);
       if (lease === null) {
+        const owners = await this.owners();
         const created = await this.client.create<Lease>(LEASES, {
-          apiVersion: 'coordination.k8s.io/v1', kind: 'Lease', metadata: { name: this.name, namespace: this.namespace },
+          apiVersion: 'coordination.k8s.io/v1', kind: 'Lease', metadata: { name: this.name, namespace: this.namespace, ...(owners === undefined ? {} : { ownerReferences: owners }) },
           spec: takeLease(undefined, this.identity, now, this.leaseDurationMs),
         });
         this.observed = observe(undefined, created.spec, now);
@@ -191,7 +213,9 @@ export class LeaderElector {
       }
       this.observed = observe(this.observed, lease.spec, now);
       if (!mayAcquire(lease.spec, this.observed, now, this.identity, this.leaseDurationMs)) return false;
-      const updated = await this.client.replace<Lease>(LEASES, { ...lease, spec: takeLease(lease.spec, this.identity, now, this.leaseDurationMs) });
+      const owners = lease.metadata.ownerReferences === undefined || lease.metadata.ownerReferences.length === 0 ? await this.owners() : undefined;
+      const metadata = owners === undefined ? lease.metadata : { ...lease.metadata, ownerReferences: owners };
+      const updated = await this.client.replace<Lease>(LEASES, { ...lease, metadata, spec: takeLease(lease.spec, this.identity, now, this.leaseDurationMs) });
       this.observed = observe(undefined, updated.spec, now);
       return true;
     } catch (e) {

@@ -11,6 +11,7 @@ export const SECRETS: ResourceType = { group: '', version: 'v1', plural: 'secret
 export const SERVICES: ResourceType = { group: '', version: 'v1', plural: 'services', kind: 'Service', namespaced: true };
 export const PODS: ResourceType = { group: '', version: 'v1', plural: 'pods', kind: 'Pod', namespaced: true };
 export const EVENTS: ResourceType = { group: 'events.k8s.io', version: 'v1', plural: 'events', kind: 'Event', namespaced: true };
+export const DEPLOYMENTS: ResourceType = { group: 'apps', version: 'v1', plural: 'deployments', kind: 'Deployment', namespaced: true };
 export const STATEFUL_SETS: ResourceType = { group: 'apps', version: 'v1', plural: 'statefulsets', kind: 'StatefulSet', namespaced: true };
 export const POD_DISRUPTION_BUDGETS: ResourceType = { group: 'policy', version: 'v1', plural: 'poddisruptionbudgets', kind: 'PodDisruptionBudget', namespaced: true };
 export const LEASES: ResourceType = { group: 'coordination.k8s.io', version: 'v1', plural: 'leases', kind: 'Lease', namespaced: true };

@@ -3,7 +3,10 @@
  * it loses the Lease, stops the controller and campaigns again. Serves /metrics, /healthz and
  * /readyz throughout (a standby replica is ready: it is healthy and waiting).
  */
+import type { OwnerReference } from '../api/common.ts';
 import type { KubeClient } from '../kube/client-types.ts';
+import { DEPLOYMENTS } from '../kube/resources.ts';
+import { PglogError } from '../../../collector/src/errors.ts';
 import { EventRecorder } from '../kube/events.ts';
 import { LeaderElector } from '../kube/leader-election.ts';
 import type { Logger } from '../../../collector/src/observability/logger.ts';
@@ -18,6 +21,8 @@ export interface OperatorConfig {
   leaseName: string;
   identity: string;
   leaseDurationMs: number;
+  /** The operator's own Deployment in the Lease's namespace: the Lease's owner, so it goes with it. */
+  leaseOwnerDeployment?: string;
   renewDeadlineMs: number;
   retryPeriodMs: number;
   defaultImage: string;
@@ -44,6 +49,7 @@ export async function runOperator(config: OperatorConfig, client: KubeClient, lo
   const elector = new LeaderElector(client, {
     namespace: config.leaseNamespace, name: config.leaseName, identity: config.identity,
     leaseDurationMs: config.leaseDurationMs, renewDeadlineMs: config.renewDeadlineMs, retryPeriodMs: config.retryPeriodMs,
+    ...(config.leaseOwnerDeployment === undefined ? {} : { ownerReferences: () => deploymentOwner(client, config.leaseNamespace, config.leaseOwnerDeployment!) }),
     log: (level, msg, fields) => (level === 'error' || level === 'warn' ? log.warn(fields ?? {}, msg) : log.debug(fields ?? {}, msg)),
   });
   // One run per term of leadership; all are awaited before the process ends.
@@ -71,4 +77,12 @@ export async function runOperator(config: OperatorConfig, client: KubeClient, lo
     await Promise.all(terms);
     await http.close();
   }
+}
+
+/** An owner reference to a Deployment (not a controller: the Lease is not its workload). */
+async function deploymentOwner(client: KubeClient, namespace: string, name: string): Promise<OwnerReference[] | undefined> {
+  const deployment = await client.get(DEPLOYMENTS, namespace, name);
+  if (deployment === null) throw new PglogError('KUBE_NOT_FOUND', `Deployment ${namespace}/${name} (--lease-owner-deployment) does not exist`);
+  const uid = deployment.metadata.uid;
+  return uid === undefined ? undefined : [{ apiVersion: 'apps/v1', kind: 'Deployment', name, uid }];
 }
