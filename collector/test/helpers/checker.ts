@@ -1,5 +1,6 @@
 // Lost and duplicated statements of one seq-load run (seq-load.ts): the numbers the server
 // logged (or a given set) against the rows in the store's stable view pglog.statements.
+import assert from 'node:assert/strict';
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { gunzipSync } from 'node:zlib';
@@ -120,4 +121,22 @@ export function formatCheck(r: CheckResult): string {
   parts.push(r.duplicated.length === 0 ? 'none duplicated' : `${r.duplicated.length} duplicated: ${listSome(r.duplicated)}`);
   if (r.unexpected.length > 0) parts.push(`${r.unexpected.length} stored but never logged: ${listSome(r.unexpected)}`);
   return `${parts.join('; ')}.`;
+}
+
+/**
+ * Waits until every statement the server logged in `run` is in the store (the last batches
+ * commit after the load stops), then asserts that none is lost and none duplicated. Returns
+ * the summary line for the test's output.
+ */
+export async function expectStoredOnce(storeUrl: string, name: string, run: string, logDirectory: string, timeoutMs = 30_000): Promise<string> {
+  const deadline = Date.now() + timeoutMs;
+  let r = await checkStore(storeUrl, run, { logDirectory });
+  while ((r.lost.length > 0 || r.expected === 0) && Date.now() < deadline) {
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    r = await checkStore(storeUrl, run, { logDirectory });
+  }
+  assert.equal(r.lost.length, 0, `${name}: ${formatCheck(r)}`);
+  assert.equal(r.duplicated.length, 0, `${name}: ${formatCheck(r)}`);
+  assert.ok(r.expected > 0, `${name}: the server logged nothing of the run`);
+  return `${name}: ${formatCheck(r)}`;
 }

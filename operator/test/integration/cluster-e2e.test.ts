@@ -38,7 +38,7 @@ import { createKubeClient } from '../../src/kube/client.ts';
 import type { DeleteOptions, KubeClient, KubeObject } from '../../src/kube/client-types.ts';
 import { loadKubeconfigFile } from '../../src/kube/config.ts';
 import { COLLECTOR_POOLS, LEASES, PODS } from '../../src/kube/resources.ts';
-import { checkStore, formatCheck } from '../../../collector/test/helpers/checker.ts';
+import { checkStore, expectStoredOnce } from '../../../collector/test/helpers/checker.ts';
 import { startLogServer, type LogServer } from '../../../collector/test/helpers/log-server.ts';
 import { startPostgres, type TestPostgres } from '../../../collector/test/helpers/postgres.ts';
 import { startSeqLoad, type SeqLoad } from '../../../collector/test/helpers/seq-load.ts';
@@ -307,17 +307,7 @@ describe('end to end on one machine: helm install, a hot server promoted, scale 
   test('load stopped: every statement of every server is in the store exactly once', scenario(async () => {
     for (const l of loads.values()) await l.stop();
     for (const [i, name] of TARGETS.entries()) {
-      const check = (): ReturnType<typeof checkStore> => checkStore(store.url, loads.get(name)!.run, { logDirectory: servers[i]!.logDirectory });
-      let last = '';
-      await eventually(`every ${name} statement stored`, 30_000, async () => {
-        const r = await check();
-        last = formatCheck(r);
-        return r.lost.length === 0 && r.expected > 0 ? true : undefined;
-      }, () => last);
-      const r = await check();
-      assert.equal(r.lost.length, 0, `${name}: ${formatCheck(r)}`);
-      assert.equal(r.duplicated.length, 0, `${name}: ${formatCheck(r)}`);
-      console.log(`# ${name}: ${formatCheck(r)}`);
+      console.log(`# ${await expectStoredOnce(store.url, name, loads.get(name)!.run, servers[i]!.logDirectory)}`);
     }
     // The collectors' JSON records ("[collector] {...}" in the agent's output): no errors (a fenced old owner is expected).
     const records = [0, 1, 2, 3].flatMap((i) => agent!.output(`${POOL}-${i}`).split('\n'))
