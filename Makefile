@@ -35,7 +35,7 @@ BENCH_MB     ?= 500
 IMAGE        ?= pglog:dev
 
 .DEFAULT_GOAL := help
-.PHONY: help node deps system-deps kube-tools typecheck lint check logs bench-logs test test-unit demo demo-parse bench crds image clean distclean
+.PHONY: help node deps system-deps kube-tools typecheck lint check logs bench-logs test test-unit demo demo-parse bench crds image e2e clean distclean
 
 help: ## Show this help
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  \033[36m%-14s\033[0m %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -80,6 +80,15 @@ kube-tools: system-deps ## etcd, kube-apiserver, kube-controller-manager, kubect
 
 test: check logs kube-tools ## Everything CI runs: type-check, lint, generate real logs, all tests
 	PGLOG_TEST_LOGS=$(LOGS_DIR)/test PGLOG_KUBE_BIN=$(KUBE_BIN) node --test --test-timeout=600000 --test-reporter=spec 'collector/test/**/*.test.ts' 'operator/test/**/*.test.ts'
+
+# The whole system on one machine (also part of `make test`): helm install on a real control
+# plane, the test node agent running the pods, scaling, leader kill, upgrade and uninstall; the
+# real HPA controller driving the pool through a custom metrics APIService; operator and
+# collectors with the loop closed.
+E2E_TESTS := operator/test/integration/cluster-e2e.test.ts operator/test/integration/hpa.test.ts operator/test/integration/operator-collector.test.ts
+
+e2e: deps system-deps kube-tools ## The whole system end to end on one machine (helm install, node agent, scaling, HPA)
+	PGLOG_KUBE_BIN=$(KUBE_BIN) node --test --test-timeout=600000 --test-reporter=spec $(E2E_TESTS)
 
 image: ## Build the container image (Dockerfile, the pinned Node.js) as IMAGE (pglog:dev); needs a Docker engine
 	docker build --build-arg NODE_IMAGE=node:$(NODE_VERSION)-slim -t $(IMAGE) .
