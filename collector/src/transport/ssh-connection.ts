@@ -55,8 +55,12 @@ export interface SshConnectionOptions {
   onStateChange?(state: SshConnectionState, error?: PglogError): void;
 }
 
-/** Pauses between retries of a refused channel open (see openSession). */
-const CHANNEL_OPEN_RETRY_DELAYS_MS = [50, 100, 200, 400];
+/**
+ * Pauses between retries of a refused channel open (see openSession): about 3 s in all. On a
+ * loaded machine sshd took longer than the 0.75 s of an earlier version to free a closed
+ * session (a CI run refused one of 400 short commands).
+ */
+const CHANNEL_OPEN_RETRY_DELAYS_MS = [50, 100, 200, 400, 800, 1600];
 
 /** How long close() waits for channels and the server to finish before cutting the socket. */
 const CLOSE_GRACE_MS = 2000;
@@ -309,7 +313,7 @@ export class SshConnection implements RemoteShell {
    * collects the closed channel, which can come after it reads our next CHANNEL_OPEN in the
    * same batch: a channel opened right after another closed may be refused although our count
    * is within MaxSessions. Refusals are retried briefly; a server whose MaxSessions really is
-   * lower than ours still fails, after about 0.75 s.
+   * lower than ours still fails, after about 3 s.
    */
   private async openSession(client: Client, command: string): Promise<ClientChannel> {
     for (const delayMs of CHANNEL_OPEN_RETRY_DELAYS_MS) {
