@@ -140,3 +140,13 @@ export async function expectStoredOnce(storeUrl: string, name: string, run: stri
   assert.ok(r.expected > 0, `${name}: the server logged nothing of the run`);
   return `${name}: ${formatCheck(r)}`;
 }
+
+/** Rows of the run in the store so far; 0 until a collector has created the store's schema. */
+export async function storedRows(storeUrl: string, run: string): Promise<number> {
+  try {
+    return (await checkStore(storeUrl, run, { numbers: [] })).stored;
+  } catch (e) {
+    if ((e as { code?: string }).code === '42P01') return 0;
+    throw e;
+  }
+}

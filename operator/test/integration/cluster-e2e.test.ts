@@ -38,7 +38,7 @@ import { createKubeClient } from '../../src/kube/client.ts';
 import type { DeleteOptions, KubeClient, KubeObject } from '../../src/kube/client-types.ts';
 import { loadKubeconfigFile } from '../../src/kube/config.ts';
 import { COLLECTOR_POOLS, LEASES, PODS } from '../../src/kube/resources.ts';
-import { checkStore, expectStoredOnce } from '../../../collector/test/helpers/checker.ts';
+import { expectStoredOnce, storedRows } from '../../../collector/test/helpers/checker.ts';
 import { startLogServer, type LogServer } from '../../../collector/test/helpers/log-server.ts';
 import { startPostgres, type TestPostgres } from '../../../collector/test/helpers/postgres.ts';
 import { startSeqLoad, type SeqLoad } from '../../../collector/test/helpers/seq-load.ts';
@@ -105,14 +105,7 @@ describe('end to end on one machine: helm install, a hot server promoted, scale 
       throw e;
     }
   };
-  const stored = async (name: string): Promise<number> => {
-    try {
-      return (await checkStore(store.url, loads.get(name)!.run, { numbers: [] })).stored;
-    } catch (e) {
-      if ((e as { code?: string }).code === '42P01') return 0;
-      throw e;
-    }
-  };
+  const stored = (name: string): Promise<number> => storedRows(store.url, loads.get(name)!.run);
   async function rowsKeepArriving(): Promise<void> {
     const rows = await Promise.all(TARGETS.map((n) => stored(n)));
     await eventually('rows of every server keep arriving', 20_000, async () => {

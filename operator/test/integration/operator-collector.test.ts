@@ -22,7 +22,7 @@ import { createKubeClient } from '../../src/kube/client.ts';
 import type { KubeClient, KubeObject } from '../../src/kube/client-types.ts';
 import { loadKubeconfigFile } from '../../src/kube/config.ts';
 import { COLLECTOR_POOLS, COLLECTOR_SHARDS, POSTGRES_TARGETS, SECRETS, STATEFUL_SETS } from '../../src/kube/resources.ts';
-import { checkStore, expectStoredOnce } from '../../../collector/test/helpers/checker.ts';
+import { expectStoredOnce, storedRows } from '../../../collector/test/helpers/checker.ts';
 import { startLogServer, type LogServer } from '../../../collector/test/helpers/log-server.ts';
 import { startPostgres, type TestPostgres } from '../../../collector/test/helpers/postgres.ts';
 import { killTree } from '../../../collector/test/helpers/process-tree.ts';
@@ -91,14 +91,7 @@ describe('pglog operator with real collectors: the loop closed', { timeout: 300_
     }
   };
   /** Rows of the target's run in the store; 0 until the collector has created the schema. */
-  const stored = async (name: string): Promise<number> => {
-    try {
-      return (await checkStore(store.url, loads.get(name)!.run, { numbers: [] })).stored;
-    } catch (e) {
-      if ((e as { code?: string }).code === '42P01') return 0;
-      throw e;
-    }
-  };
+  const stored = (name: string): Promise<number> => storedRows(store.url, loads.get(name)!.run);
 
   /**
    * Runs pod <pool>-<index> as the kubelet would run the StatefulSet the operator wrote: the
