@@ -25,6 +25,10 @@ export const ERROR_CODES = [
   'SSH_CHANNEL_FAILED', // the server refused to open a session channel or to run a command
   'REMOTE_COMMAND_FAILED', // a command on the server exited with an error (e.g. the log directory cannot be read)
   'SIDECAR_UNAVAILABLE', // the sshproxy sidecar is not running, its status is stale, or it restarted under a stream
+  'SQL_CONNECT_FAILED', // the SQL session could not be opened: the socket forward was refused (PostgreSQL down, wrong socket) or the session was lost
+  'SQL_AUTH_FAILED', // PostgreSQL refused the role or database of spec.instances[].sql
+  'SQL_TIMEOUT', // opening the SQL session or a snapshot query took longer than sql.timeoutSeconds
+  'SQL_QUERY_FAILED', // a snapshot query failed for another reason (e.g. pg_stat_statements not installed, permission denied)
   'LOG_POSITION_LOST', // the committed log file is gone and no copy of it was found: bytes were skipped
   'KUBE_UNAVAILABLE', // the Kubernetes API server cannot be reached, timed out or answered 5xx (retried)
   'KUBE_FORBIDDEN', // the API server refused the credentials or RBAC denies the request (401/403)

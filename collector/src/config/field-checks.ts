@@ -97,8 +97,12 @@ export class FieldChecks {
   }
 
   protected port(value: unknown, p: FieldPath): number | undefined {
-    if (typeof value === 'number' && Number.isInteger(value) && value >= 1 && value <= 65535) return value;
-    return this.fail(p, `expected an integer from 1 to 65535, got ${describe(value)}`);
+    return this.wholeNumber(value, p, 1, 65535);
+  }
+
+  protected wholeNumber(value: unknown, p: FieldPath, min: number, max: number): number | undefined {
+    if (typeof value === 'number' && Number.isInteger(value) && value >= min && value <= max) return value;
+    return this.fail(p, `expected an integer from ${min} to ${max}, got ${describe(value)}`);
   }
 
   protected pattern(value: unknown, p: FieldPath, re: RegExp, max: number, what: string): string | undefined {

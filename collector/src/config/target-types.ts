@@ -43,11 +43,17 @@ export const TARGET_DEFAULTS = {
   sqlSocketDirectory: '/var/run/postgresql',
   sqlPort: 5432,
   sqlDatabase: 'postgres',
-  collect: { logs: true, activity: false, locks: false, statements: false },
+  sqlTimeoutSeconds: 5,
+  collect: { logs: true, activity: false, locks: false, statements: false, databases: false, intervalSeconds: 15, statisticsIntervalSeconds: 15 },
 } as const satisfies {
   port: number; transport: Transport; logDirectory: string; logFormat: LogFormat; logLinePrefix: string;
-  defaultEncoding: string; sqlSocketDirectory: string; sqlPort: number; sqlDatabase: string; collect: TargetCollect;
+  defaultEncoding: string; sqlSocketDirectory: string; sqlPort: number; sqlDatabase: string; sqlTimeoutSeconds: number; collect: TargetCollect;
 };
+
+/** Bounds of the snapshot intervals (`spec.collect.intervalSeconds`, `statisticsIntervalSeconds`). */
+export const SNAPSHOT_INTERVAL_BOUNDS = { min: 1, max: 3600 } as const;
+/** Bounds of `spec.instances[].sql.timeoutSeconds`. */
+export const SQL_TIMEOUT_BOUNDS = { min: 1, max: 300 } as const;
 
 /**
  * A whole `PostgresTarget` object.
@@ -256,6 +262,14 @@ export interface InstanceSql {
    * @minLength 1
    */
   user: string;
+  /**
+   * Bound on opening the session and on each snapshot query (`statement_timeout`), in
+   * seconds, 1-300. A snapshot that takes longer fails with SQL_TIMEOUT. Default: 5.
+   * @default 5
+   * @minimum 1
+   * @maximum 300
+   */
+  timeoutSeconds: number;
 }
 
 /** What to collect. */
@@ -276,10 +290,30 @@ export interface TargetCollect {
    */
   locks: boolean;
   /**
-   * Sample `pg_stat_statements` over SQL (the extension must be installed). Default: false.
+   * Sample `pg_stat_statements` over SQL and store what changed since the previous sample
+   * (the extension must be installed in the instance's `sql.database`). Default: false.
    * @default false
    */
   statements: boolean;
+  /**
+   * Sample `pg_stat_database` over SQL and store what changed since the previous sample. Default: false.
+   * @default false
+   */
+  databases: boolean;
+  /**
+   * Seconds between two activity and lock snapshots of each instance, 1-3600. Default: 15.
+   * @default 15
+   * @minimum 1
+   * @maximum 3600
+   */
+  intervalSeconds: number;
+  /**
+   * Seconds between two samples of `pg_stat_statements` and `pg_stat_database`, 1-3600. Default: 15.
+   * @default 15
+   * @minimum 1
+   * @maximum 3600
+   */
+  statisticsIntervalSeconds: number;
 }
 
 /** Observed state, written by the operator (`shard`, `transport`) and the owning collector. */

@@ -10,7 +10,7 @@ import type { Obj } from './field-checks.ts';
 import { describe } from './field-path.ts';
 import type { FieldPath } from './field-path.ts';
 import {
-  API_VERSION, LOG_FORMATS, TARGET_DEFAULTS, TARGET_KIND, TRANSPORTS,
+  API_VERSION, LOG_FORMATS, SNAPSHOT_INTERVAL_BOUNDS, SQL_TIMEOUT_BOUNDS, TARGET_DEFAULTS, TARGET_KIND, TRANSPORTS,
 } from './target-types.ts';
 import type {
   InstanceEncodings, InstanceSql, PostgresInstance, PostgresTarget, PostgresTargetSpec,
@@ -24,8 +24,8 @@ const SSH_FIELDS = ['privateKeyFile', 'knownHostsFile', 'secretRef'] as const;
 const SECRET_REF_FIELDS = ['name'] as const;
 const INSTANCE_FIELDS = ['name', 'dataDirectory', 'logDirectory', 'logFormat', 'logLinePrefix', 'encodings', 'sql'] as const;
 const ENCODINGS_FIELDS = ['default', 'databases'] as const;
-const SQL_FIELDS = ['socketDirectory', 'port', 'database', 'user'] as const;
-const COLLECT_FIELDS = ['logs', 'activity', 'locks', 'statements'] as const;
+const SQL_FIELDS = ['socketDirectory', 'port', 'database', 'user', 'timeoutSeconds'] as const;
+const COLLECT_FIELDS = ['logs', 'activity', 'locks', 'statements', 'databases', 'intervalSeconds', 'statisticsIntervalSeconds'] as const;
 
 /** Validates and normalizes one document; problems carry field paths relative to the document. */
 export class DocumentValidator extends FieldChecks {
@@ -174,7 +174,7 @@ export class DocumentValidator extends FieldChecks {
   }
 
   private sqlDefaults(user: string): InstanceSql {
-    return { socketDirectory: TARGET_DEFAULTS.sqlSocketDirectory, port: TARGET_DEFAULTS.sqlPort, database: TARGET_DEFAULTS.sqlDatabase, user };
+    return { socketDirectory: TARGET_DEFAULTS.sqlSocketDirectory, port: TARGET_DEFAULTS.sqlPort, database: TARGET_DEFAULTS.sqlDatabase, user, timeoutSeconds: TARGET_DEFAULTS.sqlTimeoutSeconds };
   }
 
   private sql(value: unknown, p: FieldPath, user: string): InstanceSql | undefined {
@@ -185,8 +185,9 @@ export class DocumentValidator extends FieldChecks {
     const port = this.defaulted(o, 'port', p, d.port, (v, q) => this.port(v, q));
     const database = this.defaulted(o, 'database', p, d.database, (v, q) => this.name(v, q));
     const sqlUser = this.defaulted(o, 'user', p, d.user, (v, q) => this.name(v, q));
-    if (socketDirectory === undefined || port === undefined || database === undefined || sqlUser === undefined) return undefined;
-    return { socketDirectory, port, database, user: sqlUser };
+    const timeoutSeconds = this.defaulted(o, 'timeoutSeconds', p, d.timeoutSeconds, (v, q) => this.wholeNumber(v, q, SQL_TIMEOUT_BOUNDS.min, SQL_TIMEOUT_BOUNDS.max));
+    if (socketDirectory === undefined || port === undefined || database === undefined || sqlUser === undefined || timeoutSeconds === undefined) return undefined;
+    return { socketDirectory, port, database, user: sqlUser, timeoutSeconds };
   }
 
   private collect(value: unknown, p: FieldPath): TargetCollect | undefined {
@@ -197,9 +198,14 @@ export class DocumentValidator extends FieldChecks {
     const activity = this.defaulted(o, 'activity', p, d.activity, (v, q) => this.boolean(v, q));
     const locks = this.defaulted(o, 'locks', p, d.locks, (v, q) => this.boolean(v, q));
     const statements = this.defaulted(o, 'statements', p, d.statements, (v, q) => this.boolean(v, q));
-    if (logs === undefined || activity === undefined || locks === undefined || statements === undefined) return undefined;
-    if (!logs && !activity && !locks && !statements) return this.fail(p, 'nothing to collect: logs, activity, locks and statements are all false');
-    return { logs, activity, locks, statements };
+    const databases = this.defaulted(o, 'databases', p, d.databases, (v, q) => this.boolean(v, q));
+    const { min, max } = SNAPSHOT_INTERVAL_BOUNDS;
+    const intervalSeconds = this.defaulted(o, 'intervalSeconds', p, d.intervalSeconds, (v, q) => this.wholeNumber(v, q, min, max));
+    const statisticsIntervalSeconds = this.defaulted(o, 'statisticsIntervalSeconds', p, d.statisticsIntervalSeconds, (v, q) => this.wholeNumber(v, q, min, max));
+    if (logs === undefined || activity === undefined || locks === undefined || statements === undefined || databases === undefined ||
+        intervalSeconds === undefined || statisticsIntervalSeconds === undefined) return undefined;
+    if (!logs && !activity && !locks && !statements && !databases) return this.fail(p, 'nothing to collect: logs, activity, locks, statements and databases are all false');
+    return { logs, activity, locks, statements, databases, intervalSeconds, statisticsIntervalSeconds };
   }
 }
 

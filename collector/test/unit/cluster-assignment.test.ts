@@ -42,9 +42,9 @@ const target = (over: Partial<PostgresTarget['spec']> = {}): PostgresTarget => (
     host: '10.0.0.1', port: 22, user: 'postgres', ssh: { secretRef: { name: 'db1-ssh' } }, transport: 'inproc',
     instances: [{
       name: 'main', dataDirectory: '/d', logDirectory: '/d/log', logFormat: 'stderr', logLinePrefix: '%m ',
-      encodings: { default: 'UTF8', databases: {} }, sql: { socketDirectory: '/run', port: 5432, database: 'postgres', user: 'postgres' },
+      encodings: { default: 'UTF8', databases: {} }, sql: { socketDirectory: '/run', port: 5432, database: 'postgres', user: 'postgres', timeoutSeconds: 5 },
     }],
-    collect: { logs: true, activity: false, locks: false, statements: false },
+    collect: { logs: true, activity: false, locks: false, statements: false, databases: false, intervalSeconds: 15, statisticsIntervalSeconds: 15 },
     ...over,
   },
 });

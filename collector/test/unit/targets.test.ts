@@ -87,9 +87,9 @@ void describe('parseTargetsFile: valid files', () => {
           logFormat: 'stderr',
           logLinePrefix: '%m [%p] %q%u@%d ',
           encodings: { default: 'UTF8', databases: { legacy: 'WIN1251' } },
-          sql: { socketDirectory: '/var/run/postgresql', port: 5432, database: 'postgres', user: 'postgres' },
+          sql: { socketDirectory: '/var/run/postgresql', port: 5432, database: 'postgres', user: 'postgres', timeoutSeconds: 5 },
         }],
-        collect: { logs: true, activity: false, locks: false, statements: false },
+        collect: { logs: true, activity: false, locks: false, statements: false, databases: false, intervalSeconds: 15, statisticsIntervalSeconds: 15 },
       },
     };
     assert.deepEqual(targets, [expected]);
@@ -108,7 +108,7 @@ void describe('parseTargetsFile: valid files', () => {
     assert.deepEqual(db1.spec.instances[0], {
       name: 'main', dataDirectory: '/var/lib/postgresql/15/main', logDirectory: '/var/lib/postgresql/15/main/log',
       logFormat: 'stderr', logLinePrefix: '%m [%p] ', encodings: { default: 'UTF8', databases: {} },
-      sql: { socketDirectory: '/var/run/postgresql', port: 5432, database: 'postgres', user: 'postgres' },
+      sql: { socketDirectory: '/var/run/postgresql', port: 5432, database: 'postgres', user: 'postgres', timeoutSeconds: 5 },
     });
 
     assert.deepEqual(db2.metadata, { name: 'db2', namespace: 'billing', labels: { env: 'prod', 'app.kubernetes.io/part-of': 'billing' } });
@@ -117,13 +117,13 @@ void describe('parseTargetsFile: valid files', () => {
     assert.equal(db2.spec.pool, 'big');
     assert.equal(db2.spec.transport, 'proxy');
     assert.deepEqual(db2.spec.ssh, { privateKeyFile: path.join(FIXTURES, 'keys/db2'), knownHostsFile: path.join(FIXTURES, 'keys/known_hosts') });
-    assert.deepEqual(db2.spec.collect, { logs: true, activity: true, locks: true, statements: false });
+    assert.deepEqual(db2.spec.collect, { logs: true, activity: true, locks: true, statements: false, databases: false, intervalSeconds: 15, statisticsIntervalSeconds: 15 });
     const [m15, m16] = db2.spec.instances as [PostgresInstance, PostgresInstance];
     assert.equal(m15.dataDirectory, '/srv/pg/15/main');
     assert.equal(m15.logDirectory, '/var/log/postgresql');
     assert.equal(m15.logFormat, 'csvlog');
     assert.deepEqual(m15.encodings, { default: 'WIN1251', databases: { reports: 'UTF8', 'old db': 'KOI8R' } });
-    assert.deepEqual(m15.sql, { socketDirectory: '/tmp', port: 5433, database: 'postgres', user: 'pgmon' });
+    assert.deepEqual(m15.sql, { socketDirectory: '/tmp', port: 5433, database: 'postgres', user: 'pgmon', timeoutSeconds: 5 });
     assert.equal(m16.logDirectory, '/srv/pg/16/main/logs');
     assert.equal(m16.logFormat, 'jsonlog');
   });
@@ -375,7 +375,7 @@ const instanceArb = (user: string): fc.Arbitrary<PostgresInstance> => fc.record(
     default: encoding,
     databases: fc.dictionary(fc.string({ minLength: 1, maxLength: 12 }), encoding, { maxKeys: 4 }),
   }),
-  sql: fc.record({ socketDirectory: absPath, port: fc.integer({ min: 1, max: 65535 }), database: roleName, user: fc.oneof(fc.constant(user), roleName) }),
+  sql: fc.record({ socketDirectory: absPath, port: fc.integer({ min: 1, max: 65535 }), database: roleName, user: fc.oneof(fc.constant(user), roleName), timeoutSeconds: fc.integer({ min: 1, max: 300 }) }),
 });
 
 const targetArb: fc.Arbitrary<PostgresTarget> = fc.record({
@@ -388,8 +388,10 @@ const targetArb: fc.Arbitrary<PostgresTarget> = fc.record({
   ssh: fc.record({ privateKeyFile: absPath, knownHostsFile: absPath }),
   pool: fc.option(dnsLabel, { nil: undefined }),
   transport: fc.constantFrom(...TRANSPORTS),
-  collect: fc.record({ logs: fc.boolean(), activity: fc.boolean(), locks: fc.boolean(), statements: fc.boolean() })
-    .filter((c) => c.logs || c.activity || c.locks || c.statements),
+  collect: fc.record({
+    logs: fc.boolean(), activity: fc.boolean(), locks: fc.boolean(), statements: fc.boolean(), databases: fc.boolean(),
+    intervalSeconds: fc.integer({ min: 1, max: 3600 }), statisticsIntervalSeconds: fc.integer({ min: 1, max: 3600 }),
+  }).filter((c) => c.logs || c.activity || c.locks || c.statements || c.databases),
 }).chain((t) => fc.uniqueArray(instanceArb(t.user), { minLength: 1, maxLength: 3, selector: (i) => i.name }).map((instances): PostgresTarget => {
   const target: PostgresTarget = {
     apiVersion: 'pglog.io/v1alpha1',

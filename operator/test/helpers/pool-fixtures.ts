@@ -47,9 +47,9 @@ export function sampleTarget(t: TargetFixture): PostgresTarget {
       instances: Array.from({ length: t.instances ?? 1 }, (_, i) => ({
         name: `i${i}`, dataDirectory: `/var/lib/postgresql/${i}`, logDirectory: `/var/lib/postgresql/${i}/log`,
         logFormat: 'stderr' as const, logLinePrefix: '%m [%p] ', encodings: { default: 'UTF8', databases: {} },
-        sql: { socketDirectory: '/var/run/postgresql', port: 5432 + i, database: 'postgres', user: 'postgres' },
+        sql: { socketDirectory: '/var/run/postgresql', port: 5432 + i, database: 'postgres', user: 'postgres', timeoutSeconds: 5 },
       })),
-      collect: { logs: true, activity: t.sql === true, locks: false, statements: false },
+      collect: { logs: true, activity: t.sql === true, locks: false, statements: false, databases: false, intervalSeconds: 15, statisticsIntervalSeconds: 15 },
     },
     ...(t.bytesPerSecond === undefined ? {} : { status: { rates: { bytesPerSecond: t.bytesPerSecond, linesPerSecond: t.bytesPerSecond / 100 } } }),
   };

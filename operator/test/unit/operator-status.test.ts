@@ -17,7 +17,7 @@ const target = (status?: TargetObject['status']): TargetObject => ({
   metadata: { name: 'db1', namespace: 'ns', generation: 3 },
   spec: {
     host: 'h', port: 22, user: 'postgres', ssh: { secretRef: { name: 's' } }, transport: 'auto', instances: [],
-    collect: { logs: true, activity: false, locks: false, statements: false },
+    collect: { logs: true, activity: false, locks: false, statements: false, databases: false, intervalSeconds: 15, statisticsIntervalSeconds: 15 },
   },
   ...(status === undefined ? {} : { status }),
 });
