@@ -11,6 +11,7 @@
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { ErrorCode } from '../errors.ts';
 import type { EventKind } from '../protocol/events.ts';
+import { SnapshotMetrics } from './snapshot-metrics.ts';
 
 export const METRIC_PREFIX = 'pglog_';
 
@@ -145,6 +146,8 @@ class TargetSeries {
 
 export class CollectorMetrics {
   readonly registry: Registry;
+  /** The SQL snapshots' metrics (snapshot-metrics.ts), in the same registry. */
+  readonly snapshots: SnapshotMetrics;
   private readonly m: Instruments;
   private readonly instances = new Map<string, Map<string, InstanceSeries>>();
   private readonly targets = new Map<string, TargetSeries>();
@@ -216,6 +219,7 @@ export class CollectorMetrics {
     this.copyDuration = new Histogram({ name: `${p}copy_duration_seconds`, help: 'Duration of one batch COPY and commit.', buckets: COPY_SECONDS_BUCKETS, registers });
     this.commitLatency = new Histogram({ name: `${p}commit_latency_seconds`, help: 'Time from reading a log entry to committing it to the store.', buckets: COMMIT_LATENCY_BUCKETS, registers });
     for (const outcome of BATCH_OUTCOMES) this.batches.inc({ outcome }, 0); // every outcome visible from the start
+    this.snapshots = new SnapshotMetrics(registry, p);
   }
 
   private instance(target: string, instance: string): InstanceSeries {
@@ -340,6 +344,7 @@ export class CollectorMetrics {
     this.instances.delete(target);
     this.targets.get(target)?.remove();
     this.targets.delete(target);
+    this.snapshots.forgetTarget(target);
   }
 
   // ---------------------------------------------------------------- process-wide

@@ -153,6 +153,37 @@ export class SshConnection implements RemoteShell {
     }
   }
 
+  /**
+   * Opens a `direct-streamlocal@openssh.com` channel to a Unix socket on the server (the SQL
+   * session to PostgreSQL's socket): bytes go both ways over this connection, and no TCP port
+   * is opened on the server. It does not take a session slot (MaxSessions counts sessions,
+   * not forwarded channels). Rejects with SQL_CONNECT_FAILED when the server cannot connect
+   * to the socket (nothing listens there: PostgreSQL is down, or the path is wrong), with an
+   * SSH_* code when the connection itself fails.
+   */
+  async openStreamLocal(socketPath: string, options?: { signal?: AbortSignal | undefined }): Promise<ClientChannel> {
+    if (this.closed !== null) throw this.closedError();
+    const signal = options?.signal === undefined ? this.closing.signal : AbortSignal.any([options.signal, this.closing.signal]);
+    const client = await this.readyClient(signal);
+    const channel = await new Promise<ClientChannel>((resolve, reject) => {
+      try {
+        client.openssh_forwardOutStreamLocal(socketPath, (err, ch) => {
+          if (err === undefined || err === null) resolve(ch);
+          else if (this.client !== client && this.error !== null) reject(this.error);
+          // sshd answers a failed connect(2) to the socket with "open failed".
+          else reject(new PglogError('SQL_CONNECT_FAILED', `${describeEndpoint(this.endpoint)}: the server could not connect to the Unix socket ${socketPath} (${err.message}): is PostgreSQL running there, and are sql.socketDirectory and sql.port right?`, { cause: err }));
+        });
+      } catch (e) {
+        reject(new PglogError('SSH_CONNECT_FAILED', `${describeEndpoint(this.endpoint)}: the connection was lost before the socket forward could open`, { cause: e }));
+      }
+    });
+    if (signal.aborted) {
+      channel.destroy();
+      throw signal.reason;
+    }
+    return channel;
+  }
+
   /** Ends every command and the connection; later spawns reject. Idempotent. */
   close(): Promise<void> {
     this.closed ??= this.shutdown();

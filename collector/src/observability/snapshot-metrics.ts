@@ -1,0 +1,81 @@
+/**
+ * Metrics of the SQL snapshots (issue 7; docs/metrics.md): latency and failures per target,
+ * instance and kind, sessions by state, blocked sessions and the longest blocking wait. Part
+ * of the collector's registry (CollectorMetrics.snapshots). Every label set used for a target
+ * is remembered, so forgetTarget removes all of that target's series.
+ */
+import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
+import type { ErrorLabel } from './metrics.ts';
+import type { SnapshotKind } from '../snapshot/types.ts';
+
+// A snapshot is a few catalog queries over SSH: milliseconds on a quiet server, up to the
+// timeout (default 5 s) on one that is struggling.
+const SNAPSHOT_SECONDS_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
+
+/** The states of pg_stat_activity, each always reported (0 when no session is in it). */
+export const SESSION_STATES = ['active', 'idle', 'idle in transaction', 'idle in transaction (aborted)', 'fastpath function call', 'disabled', 'other'] as const;
+export type SessionState = (typeof SESSION_STATES)[number];
+
+type Labels = Record<string, string>;
+/** What forgetTarget needs of a metric: prom-client's remove(labels). */
+interface Removable { remove(labels: Labels): void }
+
+export class SnapshotMetrics {
+  private readonly duration: Histogram<'target' | 'instance' | 'kind'>;
+  private readonly failures: Counter<'target' | 'instance' | 'kind' | 'code'>;
+  private readonly lastSuccess: Gauge<'target' | 'instance' | 'kind'>;
+  private readonly sessions: Gauge<'target' | 'instance' | 'state'>;
+  private readonly blocked: Gauge<'target' | 'instance'>;
+  private readonly longestWait: Gauge<'target' | 'instance'>;
+  /** Per target, per metric: every label set written (by its values joined), for forgetTarget. */
+  private readonly used = new Map<string, Map<Removable, Map<string, Labels>>>();
+
+  constructor(registry: Registry, prefix: string) {
+    const registers = [registry];
+    this.duration = new Histogram({ name: `${prefix}snapshot_duration_seconds`, help: 'Duration of one SQL snapshot (its queries, not opening the session), by kind: activity (sessions and locks) or statistics.', labelNames: ['target', 'instance', 'kind'], buckets: SNAPSHOT_SECONDS_BUCKETS, registers });
+    this.failures = new Counter({ name: `${prefix}snapshot_failures_total`, help: 'SQL snapshots that failed, by PglogError code (SQL_CONNECT_FAILED, SQL_TIMEOUT, SQL_AUTH_FAILED, SQL_QUERY_FAILED, SSH_*, STORE_*).', labelNames: ['target', 'instance', 'kind', 'code'], registers });
+    this.lastSuccess = new Gauge({ name: `${prefix}snapshot_last_success_timestamp_seconds`, help: 'When the last SQL snapshot of this kind succeeded (Unix time).', labelNames: ['target', 'instance', 'kind'], registers });
+    this.sessions = new Gauge({ name: `${prefix}sessions`, help: 'Sessions of the instance by pg_stat_activity state, at the last activity snapshot.', labelNames: ['target', 'instance', 'state'], registers });
+    this.blocked = new Gauge({ name: `${prefix}blocked_sessions`, help: 'Sessions waiting for a lock another session holds or waits for, at the last activity snapshot.', labelNames: ['target', 'instance'], registers });
+    this.longestWait = new Gauge({ name: `${prefix}longest_blocking_wait_seconds`, help: 'The longest time a session has been waiting for a lock held by another, at the last activity snapshot (0 when none waits).', labelNames: ['target', 'instance'], registers });
+  }
+
+  /** Remembers that `labels` were written to `metric` for `target`; returns them. */
+  private note<L extends Labels>(target: string, metric: Removable, labels: L): L {
+    let byMetric = this.used.get(target);
+    if (byMetric === undefined) this.used.set(target, byMetric = new Map());
+    let sets = byMetric.get(metric);
+    if (sets === undefined) byMetric.set(metric, sets = new Map());
+    const key = Object.values(labels).join('\u0000');
+    if (!sets.has(key)) sets.set(key, labels);
+    return labels;
+  }
+
+  succeeded(target: string, instance: string, kind: SnapshotKind, seconds: number, nowMs: number): void {
+    this.duration.observe(this.note(target, this.duration, { target, instance, kind }), seconds);
+    this.lastSuccess.set(this.note(target, this.lastSuccess, { target, instance, kind }), nowMs / 1000);
+  }
+
+  failed(target: string, instance: string, kind: SnapshotKind, code: ErrorLabel): void {
+    this.failures.inc(this.note(target, this.failures, { target, instance, kind, code }));
+  }
+
+  /** Sessions by state and the blocking summary of an activity snapshot. */
+  activity(target: string, instance: string, states: readonly (string | null)[], blockedSessions: number, longestWaitSeconds: number): void {
+    const counts = new Map<SessionState, number>(SESSION_STATES.map((s) => [s, 0]));
+    for (const s of states) {
+      if (s === null) continue; // background processes have no state
+      const state: SessionState = (SESSION_STATES as readonly string[]).includes(s) ? s as SessionState : 'other';
+      counts.set(state, (counts.get(state) ?? 0) + 1);
+    }
+    for (const [state, n] of counts) this.sessions.set(this.note(target, this.sessions, { target, instance, state }), n);
+    this.blocked.set(this.note(target, this.blocked, { target, instance }), blockedSessions);
+    this.longestWait.set(this.note(target, this.longestWait, { target, instance }), longestWaitSeconds);
+  }
+
+  /** Removes every series of the target (it left the shard). */
+  forgetTarget(target: string): void {
+    for (const [metric, sets] of this.used.get(target) ?? []) for (const labels of sets.values()) metric.remove(labels);
+    this.used.delete(target);
+  }
+}
