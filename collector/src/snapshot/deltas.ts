@@ -1,0 +1,132 @@
+/**
+ * What changed between two statistics samples (pure). pg_stat_statements and pg_stat_database
+ * are cumulative counters; the store keeps what changed per interval, so reports add intervals
+ * up without knowing about resets.
+ *
+ * Rules:
+ * - First sample (no previous, or the previous did not read that view): nothing, no baseline.
+ * - Only entries that changed: a statement with more calls, a database with any counter up.
+ * - An entry not in the previous sample counts from zero: its full counters are the delta. It
+ *   was created in the interval, or it was evicted (pg_stat_statements.max) and re-created, or
+ *   its database was created; in each case its counters are what happened since then. (A
+ *   key seen for the first time that existed unseen before cannot be told apart; counting it
+ *   from zero overstates it once, never understates a new one.)
+ * - A counter that went down means the entry was reset (pg_stat_statements_reset(), a
+ *   pg_stat_reset(), a crash restart that discarded the statistics, a database dropped and
+ *   created again under the same name): the current counters are the delta, all of them, for
+ *   that entry.
+ * - pg_stat_statements_info.stats_reset (1.9+) that changed means every entry was reset.
+ * - pg_stat_database.stats_reset that changed, with no counter down, is NOT taken as a reset:
+ *   resetting one table's or function's counters (pg_stat_reset_single_table_counters) moves
+ *   the database's stats_reset too without zeroing its counters, and counting the database's
+ *   lifetime totals as one interval would be a spike in every report. A real pg_stat_reset()
+ *   makes the counters fall far below the previous totals (the collector's own transactions
+ *   alone keep xact_commit moving), so it shows as a counter that went down.
+ * - Deltas are never negative.
+ */
+import { queryFingerprint } from './query-fingerprint.ts';
+import type { DatabaseCounters, StatementCounters, StatisticsSample } from './statistics-sample.ts';
+import type { DatabaseDelta, StatementDelta } from './types.ts';
+
+export interface StatisticsDeltas {
+  statements: StatementDelta[];
+  databases: DatabaseDelta[];
+  /** Seconds from the previous sample to this one; null on the first sample. */
+  intervalSeconds: number | null;
+}
+
+/** The identity of a pg_stat_statements entry. */
+export function statementKey(s: StatementCounters): string {
+  return `${s.userId}/${s.dbId}/${s.queryId}/${s.toplevel ? 't' : 'f'}`;
+}
+
+function statementWentDown(prev: StatementCounters, cur: StatementCounters): boolean {
+  return cur.calls < prev.calls || cur.totalExecMs < prev.totalExecMs || cur.rows < prev.rows ||
+    cur.sharedBlksHit < prev.sharedBlksHit || cur.sharedBlksRead < prev.sharedBlksRead || cur.tempBlksWritten < prev.tempBlksWritten;
+}
+
+function statementDelta(prev: StatementCounters | null, cur: StatementCounters): StatementDelta {
+  const base = {
+    database: cur.database, username: cur.username, queryId: cur.queryId, toplevel: cur.toplevel,
+    query: cur.query, fingerprint: '',
+  };
+  if (prev === null) {
+    return {
+      ...base, calls: cur.calls, totalExecMs: cur.totalExecMs, rows: cur.rows,
+      sharedBlksHit: cur.sharedBlksHit, sharedBlksRead: cur.sharedBlksRead, tempBlksWritten: cur.tempBlksWritten,
+    };
+  }
+  return {
+    ...base,
+    calls: cur.calls - prev.calls,
+    // Not below zero by the "went down" check; the float subtraction itself cannot go negative then.
+    totalExecMs: cur.totalExecMs - prev.totalExecMs,
+    rows: cur.rows - prev.rows,
+    sharedBlksHit: cur.sharedBlksHit - prev.sharedBlksHit,
+    sharedBlksRead: cur.sharedBlksRead - prev.sharedBlksRead,
+    tempBlksWritten: cur.tempBlksWritten - prev.tempBlksWritten,
+  };
+}
+
+function statementDeltas(previous: StatisticsSample, current: StatisticsSample): StatementDelta[] {
+  if (previous.statements === null || current.statements === null) return [];
+  const allReset = previous.statementsReset !== null && current.statementsReset !== null &&
+    previous.statementsReset.getTime() !== current.statementsReset.getTime();
+  const before = new Map<string, StatementCounters>();
+  if (!allReset) for (const s of previous.statements) before.set(statementKey(s), s);
+  const deltas: StatementDelta[] = [];
+  const fingerprints = new Map<string, string>(); // the same text under several roles/databases: normalized once
+  for (const cur of current.statements) {
+    let prev = before.get(statementKey(cur)) ?? null;
+    if (prev !== null && statementWentDown(prev, cur)) prev = null;
+    const delta = statementDelta(prev, cur);
+    if (delta.calls <= 0n) continue;
+    let fingerprint = fingerprints.get(cur.query);
+    if (fingerprint === undefined) {
+      fingerprint = queryFingerprint(cur.query);
+      fingerprints.set(cur.query, fingerprint);
+    }
+    delta.fingerprint = fingerprint;
+    deltas.push(delta);
+  }
+  return deltas;
+}
+
+const DATABASE_COUNTERS = [
+  'xactCommit', 'xactRollback', 'blksRead', 'blksHit', 'tupReturned', 'tupFetched', 'tupInserted',
+  'tupUpdated', 'tupDeleted', 'conflicts', 'tempFiles', 'tempBytes', 'deadlocks',
+] as const satisfies readonly (keyof DatabaseCounters & keyof DatabaseDelta)[];
+
+function databaseDelta(prev: DatabaseCounters | null, cur: DatabaseCounters): DatabaseDelta {
+  const wentDown = prev !== null && DATABASE_COUNTERS.some((c) => cur[c] < prev[c]);
+  const base = wentDown ? null : prev;
+  const delta: DatabaseDelta = {
+    database: cur.database, backends: cur.backends,
+    xactCommit: 0n, xactRollback: 0n, blksRead: 0n, blksHit: 0n, tupReturned: 0n, tupFetched: 0n, tupInserted: 0n,
+    tupUpdated: 0n, tupDeleted: 0n, conflicts: 0n, tempFiles: 0n, tempBytes: 0n, deadlocks: 0n,
+  };
+  for (const c of DATABASE_COUNTERS) delta[c] = base === null ? cur[c] : cur[c] - base[c];
+  return delta;
+}
+
+function databaseDeltas(previous: StatisticsSample, current: StatisticsSample): DatabaseDelta[] {
+  if (previous.databases === null || current.databases === null) return [];
+  const before = new Map<string, DatabaseCounters>();
+  for (const d of previous.databases) before.set(d.database, d);
+  const deltas: DatabaseDelta[] = [];
+  for (const cur of current.databases) {
+    const delta = databaseDelta(before.get(cur.database) ?? null, cur);
+    if (DATABASE_COUNTERS.some((c) => delta[c] > 0n)) deltas.push(delta);
+  }
+  return deltas;
+}
+
+/** What changed from `previous` to `current` (see the module comment for the rules). */
+export function statisticsDeltas(previous: StatisticsSample | null, current: StatisticsSample): StatisticsDeltas {
+  if (previous === null) return { statements: [], databases: [], intervalSeconds: null };
+  return {
+    statements: statementDeltas(previous, current),
+    databases: databaseDeltas(previous, current),
+    intervalSeconds: (current.ts.getTime() - previous.ts.getTime()) / 1000,
+  };
+}

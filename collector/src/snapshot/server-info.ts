@@ -1,0 +1,90 @@
+/**
+ * What the snapshot queries need to know about the server before they are built: its version
+ * (the SQL differs by version), whether pg_stat_statements is installed in the session's
+ * database, and what the monitoring role may do. One round trip, once per session.
+ */
+import type pg from 'pg';
+import { PglogError } from '../errors.ts';
+import { boolOf, intOf, textOf, textOrNull } from './pg-values.ts';
+
+export interface ServerInfo {
+  /** `server_version_num`, e.g. 150004. */
+  versionNum: number;
+  /** The session's database (`current_database()`): where pg_stat_statements must be installed. */
+  database: string;
+  /** The session's role (`current_user`). */
+  username: string;
+  /** `extversion` of pg_stat_statements in this database (e.g. '1.10'), null when not installed. */
+  statStatementsVersion: string | null;
+  /** Schema pg_stat_statements was created in (its view is read schema-qualified), null when not installed. */
+  statStatementsSchema: string | null;
+  /** The role is a superuser: it could write, so the caller warns (pg_monitor is enough). */
+  superuser: boolean;
+  /**
+   * The role can write data: a superuser or a member of pg_write_all_data (PostgreSQL 14+).
+   * Snapshots run in READ ONLY transactions anyway; this is for a warning that the credential
+   * is more powerful than it needs to be.
+   */
+  canWrite: boolean;
+  /**
+   * The role sees other roles' query texts (member of pg_read_all_stats, e.g. through
+   * pg_monitor, or a superuser). Without it, other sessions' queries read `<insufficient
+   * privilege>` and other roles' pg_stat_statements entries have no queryid (skipped).
+   */
+  readAllStats: boolean;
+}
+
+/** Oldest server the snapshot SQL supports: `backend_type` in pg_stat_activity and pg_read_all_stats are PostgreSQL 10. */
+export const MIN_VERSION_NUM = 100000;
+
+// Roles are looked up by name in pg_roles rather than with pg_has_role(..., 'name', ...), which
+// raises an error on a server where the role does not exist (pg_write_all_data before 14).
+export const SERVER_INFO_SQL = `
+SELECT pg_catalog.current_setting('server_version_num')::int AS version_num,
+       pg_catalog.current_database() AS database,
+       r.rolname AS username,
+       r.rolsuper AS superuser,
+       r.rolsuper OR EXISTS (
+         SELECT 1 FROM pg_catalog.pg_roles w
+         WHERE w.rolname = 'pg_write_all_data' AND pg_catalog.pg_has_role(r.oid, w.oid, 'USAGE')
+       ) AS can_write,
+       r.rolsuper OR EXISTS (
+         SELECT 1 FROM pg_catalog.pg_roles s
+         WHERE s.rolname = 'pg_read_all_stats' AND pg_catalog.pg_has_role(r.oid, s.oid, 'USAGE')
+       ) AS read_all_stats,
+       e.extversion AS pgss_version,
+       n.nspname AS pgss_schema
+FROM pg_catalog.pg_roles r
+LEFT JOIN (pg_catalog.pg_extension e JOIN pg_catalog.pg_namespace n ON n.oid = e.extnamespace)
+  ON e.extname = 'pg_stat_statements'
+WHERE r.rolname = current_user`;
+
+/** Reads ServerInfo; throws SQL_QUERY_FAILED for a server older than PostgreSQL 10. */
+export async function readServerInfo(client: pg.ClientBase): Promise<ServerInfo> {
+  const result = await client.query<Record<string, unknown>>(SERVER_INFO_SQL);
+  const row = result.rows[0];
+  if (row === undefined) throw new PglogError('SQL_QUERY_FAILED', 'server info: the session role is not in pg_roles');
+  const info: ServerInfo = {
+    versionNum: intOf(row, 'version_num'),
+    database: textOf(row, 'database'),
+    username: textOf(row, 'username'),
+    statStatementsVersion: textOrNull(row, 'pgss_version'),
+    statStatementsSchema: textOrNull(row, 'pgss_schema'),
+    superuser: boolOf(row, 'superuser'),
+    canWrite: boolOf(row, 'can_write'),
+    readAllStats: boolOf(row, 'read_all_stats'),
+  };
+  assertSupported(info.versionNum);
+  return info;
+}
+
+export function assertSupported(versionNum: number): void {
+  if (versionNum < MIN_VERSION_NUM) {
+    throw new PglogError('SQL_QUERY_FAILED', `PostgreSQL ${versionNum} is older than 10, the oldest version pglog snapshots support`);
+  }
+}
+
+/** A quoted SQL identifier (a schema name from the catalog, put into SQL text). */
+export function quoteIdent(name: string): string {
+  return `"${name.replaceAll('"', '""')}"`;
+}

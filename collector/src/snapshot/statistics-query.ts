@@ -1,0 +1,123 @@
+/**
+ * readStatistics: one sample of the cumulative statistics on a session the caller has put
+ * into a READ ONLY transaction. The SQL is statistics-sql.ts; this maps its rows. Deltas
+ * between two samples are deltas.ts.
+ */
+import type pg from 'pg';
+import { PglogError } from '../errors.ts';
+import { sqlStateOf } from '../sql/sql-errors.ts';
+import { bigintOf, boolOf, dateOf, dateOrNull, floatOf, intOf, textOf, textOrNull } from './pg-values.ts';
+import type { Row } from './pg-values.ts';
+import type { ServerInfo } from './server-info.ts';
+import type { DatabaseCounters, StatementCounters, StatisticsSample } from './statistics-sample.ts';
+import { databasesSql, statementsSql } from './statistics-sql.ts';
+
+export type { DatabaseCounters, StatementCounters, StatisticsSample } from './statistics-sample.ts';
+
+export interface StatisticsOptions {
+  statements: boolean;
+  databases: boolean;
+}
+
+function statementOf(row: Row): StatementCounters {
+  return {
+    userId: intOf(row, 'userid'),
+    dbId: intOf(row, 'dbid'),
+    queryId: bigintOf(row, 'queryid'),
+    toplevel: boolOf(row, 'toplevel'),
+    username: textOrNull(row, 'username'),
+    database: textOrNull(row, 'database'),
+    // An entry whose text could not be read back (text file garbage-collected) has NULL query.
+    query: textOrNull(row, 'query') ?? '',
+    calls: bigintOf(row, 'calls'),
+    totalExecMs: floatOf(row, 'total_exec_ms'),
+    rows: bigintOf(row, 'rows'),
+    sharedBlksHit: bigintOf(row, 'shared_blks_hit'),
+    sharedBlksRead: bigintOf(row, 'shared_blks_read'),
+    tempBlksWritten: bigintOf(row, 'temp_blks_written'),
+  };
+}
+
+function databaseOf(row: Row): DatabaseCounters {
+  return {
+    database: textOf(row, 'database'),
+    backends: intOf(row, 'backends'),
+    xactCommit: bigintOf(row, 'xact_commit'),
+    xactRollback: bigintOf(row, 'xact_rollback'),
+    blksRead: bigintOf(row, 'blks_read'),
+    blksHit: bigintOf(row, 'blks_hit'),
+    tupReturned: bigintOf(row, 'tup_returned'),
+    tupFetched: bigintOf(row, 'tup_fetched'),
+    tupInserted: bigintOf(row, 'tup_inserted'),
+    tupUpdated: bigintOf(row, 'tup_updated'),
+    tupDeleted: bigintOf(row, 'tup_deleted'),
+    conflicts: bigintOf(row, 'conflicts'),
+    tempFiles: bigintOf(row, 'temp_files'),
+    tempBytes: bigintOf(row, 'temp_bytes'),
+    deadlocks: bigintOf(row, 'deadlocks'),
+    statsReset: dateOrNull(row, 'stats_reset'),
+  };
+}
+
+/** The rows of statementsSql: the time, the reset time and the entries. Pure. */
+export function statementsFromRows(rows: readonly Row[]): { ts: Date; reset: Date | null; statements: StatementCounters[] } {
+  const first = rows[0];
+  if (first === undefined) throw new Error('statements sample: the statement returned no row (it always returns one)');
+  const statements = rows.filter((r) => r.queryid !== null && r.queryid !== undefined).map(statementOf);
+  return { ts: dateOf(first, 'ts'), reset: dateOrNull(first, 'statements_reset'), statements };
+}
+
+/** The rows of databasesSql: the time and the databases. Pure. */
+export function databasesFromRows(rows: readonly Row[]): { ts: Date; databases: DatabaseCounters[] } {
+  const first = rows[0];
+  if (first === undefined) throw new Error('databases sample: the statement returned no row (it always returns one)');
+  return { ts: dateOf(first, 'ts'), databases: rows.filter((r) => r.database !== null && r.database !== undefined).map(databaseOf) };
+}
+
+async function readStatements(client: pg.ClientBase, info: ServerInfo): Promise<ReturnType<typeof statementsFromRows>> {
+  const sql = statementsSql(info); // throws the "not installed" error before any round trip
+  try {
+    return statementsFromRows((await client.query<Row>(sql)).rows);
+  } catch (e) {
+    // The extension created but its library not preloaded: the view raises 55000
+    // ("pg_stat_statements must be loaded via shared_preload_libraries"). Say how to fix it.
+    if (sqlStateOf(e) === '55000' && e instanceof Error && /shared_preload_libraries/.test(e.message)) {
+      throw new PglogError('SQL_QUERY_FAILED',
+        `pg_stat_statements is installed in database "${info.database}" but its library is not loaded: ` +
+        "add 'pg_stat_statements' to shared_preload_libraries in postgresql.conf and restart the server, or turn off collect.statements",
+        { cause: e });
+    }
+    throw e;
+  }
+}
+
+/**
+ * Reads pg_stat_statements (with `statements`) and pg_stat_database (with `databases`), one
+ * statement each. Throws SQL_QUERY_FAILED when statements are asked for and the extension is
+ * not installed in the session's database or not preloaded; other errors are pg's, for the
+ * caller's session to classify (sql/sql-errors.ts).
+ */
+export async function readStatistics(client: pg.ClientBase, info: ServerInfo, options: StatisticsOptions): Promise<StatisticsSample> {
+  let ts: Date | null = null;
+  let statements: StatementCounters[] | null = null;
+  let statementsReset: Date | null = null;
+  let databases: DatabaseCounters[] | null = null;
+  if (options.statements) {
+    const read = await readStatements(client, info);
+    ts = read.ts;
+    statements = read.statements;
+    statementsReset = read.reset;
+  }
+  if (options.databases) {
+    const read = databasesFromRows((await client.query<Row>(databasesSql(info.versionNum))).rows);
+    ts ??= read.ts;
+    databases = read.databases;
+  }
+  if (ts === null) {
+    const result = await client.query<Row>('SELECT pg_catalog.statement_timestamp() AS ts');
+    const row = result.rows[0];
+    if (row === undefined) throw new Error('statistics sample: SELECT statement_timestamp() returned no row');
+    ts = dateOf(row, 'ts');
+  }
+  return { ts, statements, statementsReset, databases };
+}

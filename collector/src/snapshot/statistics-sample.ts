@@ -1,0 +1,61 @@
+/**
+ * One sample of the cumulative statistics (pg_stat_statements, pg_stat_database) as read, before
+ * deltas (deltas.ts) turn two samples into what changed. Kept in memory between samples only.
+ */
+
+/** One pg_stat_statements entry, keyed by (userId, dbId, queryId, toplevel). */
+export interface StatementCounters {
+  userId: number;
+  dbId: number;
+  queryId: bigint;
+  /** `toplevel` (extension 1.9, PostgreSQL 14+); true before. */
+  toplevel: boolean;
+  /** Role and database names; null when they were dropped since the entry was made. */
+  username: string | null;
+  database: string | null;
+  /** The normalized text pg_stat_statements keeps. */
+  query: string;
+  calls: bigint;
+  /** `total_exec_time` (`total_time` before extension 1.8 / PostgreSQL 13), ms. */
+  totalExecMs: number;
+  rows: bigint;
+  sharedBlksHit: bigint;
+  sharedBlksRead: bigint;
+  tempBlksWritten: bigint;
+}
+
+/** One database's pg_stat_database row. */
+export interface DatabaseCounters {
+  database: string;
+  /** `numbackends`: sessions connected now. */
+  backends: number;
+  xactCommit: bigint;
+  xactRollback: bigint;
+  blksRead: bigint;
+  blksHit: bigint;
+  tupReturned: bigint;
+  tupFetched: bigint;
+  tupInserted: bigint;
+  tupUpdated: bigint;
+  tupDeleted: bigint;
+  conflicts: bigint;
+  tempFiles: bigint;
+  tempBytes: bigint;
+  deadlocks: bigint;
+  /** When this database's counters were last reset; a change means they start from zero. */
+  statsReset: Date | null;
+}
+
+export interface StatisticsSample {
+  /** The server's statement_timestamp() of the first statistics statement. */
+  ts: Date;
+  /** pg_stat_statements entries; null when they were not read (collect.statements off). */
+  statements: StatementCounters[] | null;
+  /**
+   * `pg_stat_statements_info.stats_reset` (extension 1.9+, PostgreSQL 14+): when all entries
+   * were last reset; null when unknown. A change means every entry starts from zero.
+   */
+  statementsReset: Date | null;
+  /** pg_stat_database rows of the databases (not the shared-objects row); null when not read. */
+  databases: DatabaseCounters[] | null;
+}
