@@ -25,10 +25,12 @@
  *   timestamptz  Date (millisecond precision), or bigint: microseconds since 1970-01-01 UTC
  *   jsonb        string holding JSON text (not checked for syntax: the server does that);
  *                no NUL characters and no `\u0000` escapes, which jsonb refuses
+ *   int4[]       number[] of int4 integers: a one-dimensional array with lower bound 1 (an
+ *                empty array has no dimension, as the server's own '{}'); no NULL elements
  */
 import { PglogError } from '../errors.ts';
 
-export const COLUMN_TYPES = ['int2', 'int4', 'int8', 'float8', 'bool', 'text', 'bytea', 'timestamptz', 'jsonb'] as const;
+export const COLUMN_TYPES = ['int2', 'int4', 'int8', 'float8', 'bool', 'text', 'bytea', 'timestamptz', 'jsonb', 'int4[]'] as const;
 export type ColumnType = (typeof COLUMN_TYPES)[number];
 
 /** Signature `PGCOPY\n\377\r\n\0`, int32 flags 0, int32 header extension length 0. */
@@ -49,6 +51,13 @@ const PG_END_TIMESTAMP = 9_223_371_331_200_000_000n;
 const INT8_MIN = -(2n ** 63n);
 const INT8_MAX = 2n ** 63n - 1n;
 const TWO_32 = 4_294_967_296;
+/** pg_type.oid of int4: the element type written into an int4[] value. */
+const INT4_OID = 23;
+/**
+ * The most elements an array may have (MaxArraySize in utils/array.h, 2^30 / sizeof(Datum) - 1):
+ * the server refuses longer ones, so they are refused here before anything is sent.
+ */
+const MAX_ARRAY_ELEMENTS = 134_217_727;
 
 const DEFAULT_INITIAL_SIZE = 64 * 1024;
 
@@ -179,6 +188,9 @@ export class CopyBinaryEncoder {
         if (v.includes('\0') || hasEscapedNul(v)) throw bad(r, c, type, v, 'JSON text without NUL characters or \\u0000 escapes (jsonb cannot hold them)');
         this.writeUtf8(v, 1);
         return;
+      case 'int4[]':
+        this.writeInt4Array(r, c, v);
+        return;
       default: {
         const never: never = type;
         throw new PglogError('STORE_ENCODING', `column ${c}: unsupported type ${String(never)}`);
@@ -197,6 +209,38 @@ export class CopyBinaryEncoder {
     at += written;
     this.buf.writeInt32BE(at - lengthAt - 4, lengthAt);
     this.off = at;
+  }
+
+  /**
+   * array_send's layout: ndim, has-null flag, element type oid, then per dimension its length
+   * and lower bound, then each element as length 4 and the int32. Checked whole before the
+   * first byte is written, so a refused value leaves nothing behind in the scratch buffer.
+   */
+  private writeInt4Array(r: number, c: number, v: unknown): void {
+    const expected = 'an array of integers from -2147483648 to 2147483647 without nulls';
+    if (!Array.isArray(v)) throw bad(r, c, 'int4[]', v, expected);
+    const n = v.length;
+    if (n > MAX_ARRAY_ELEMENTS) throw bad(r, c, 'int4[]', v, `an array of at most ${MAX_ARRAY_ELEMENTS} elements (PostgreSQL's limit)`);
+    for (let i = 0; i < n; i++) {
+      const x: unknown = v[i];
+      if (typeof x !== 'number' || !Number.isInteger(x) || x < -2147483648 || x > 2147483647) {
+        throw new PglogError('STORE_ENCODING', `row ${r}, column ${c} (int4[]): expected ${expected}, got ${describe(x)} at index ${i}`);
+      }
+    }
+    const dims = n === 0 ? 0 : 1;
+    const bytes = 12 + dims * 8 + n * 8;
+    this.ensure(4 + bytes);
+    this.off = this.buf.writeInt32BE(bytes, this.off);
+    this.off = this.buf.writeInt32BE(dims, this.off);
+    this.off = this.buf.writeInt32BE(0, this.off);
+    this.off = this.buf.writeInt32BE(INT4_OID, this.off);
+    if (n === 0) return;
+    this.off = this.buf.writeInt32BE(n, this.off);
+    this.off = this.buf.writeInt32BE(1, this.off);
+    for (let i = 0; i < n; i++) {
+      this.off = this.buf.writeInt32BE(4, this.off);
+      this.off = this.buf.writeInt32BE(v[i] as number, this.off);
+    }
   }
 
   private writeTimestamp(r: number, c: number, v: unknown): void {

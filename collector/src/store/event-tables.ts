@@ -10,15 +10,17 @@ import type { ColumnType } from './copy-binary.ts';
 export const EVENT_TABLES = ['statement_events', 'error_events', 'lock_wait_events', 'other_events'] as const;
 export type EventTable = (typeof EVENT_TABLES)[number];
 
-export interface TableDef {
-  readonly name: EventTable;
+/** A table the writer COPYs into; `N` is the union of its tables' names (snapshot-tables.ts has its own). */
+export interface TableDef<N extends string = EventTable> {
+  readonly name: N;
   readonly columns: readonly string[];
   readonly types: readonly ColumnType[];
   /** `COPY pglog.<name> (<columns>) FROM STDIN WITH (FORMAT binary)`. */
   readonly copySql: string;
 }
 
-function table(name: EventTable, columns: readonly (readonly [string, ColumnType])[]): TableDef {
+/** The definition of table `pglog.<name>` from its columns and their COPY BINARY types, in order. */
+export function table<N extends string>(name: N, columns: readonly (readonly [string, ColumnType])[]): TableDef<N> {
   const names = columns.map(([n]) => n);
   return {
     name,

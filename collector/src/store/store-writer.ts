@@ -19,13 +19,17 @@
  * missing table) rolls everything back and throws PglogError STORE_UNAVAILABLE: the caller
  * keeps the batch and retries it; the connection is dropped and made again on the next call.
  *
- * One dedicated connection, used by one operation at a time (commit, claim and maintain queue
- * up). One COPY BINARY encoder per table, made once: its scratch buffer grows to the chunk
- * size and is reused by every batch (docs/decisions/0004). COPY data is produced in chunks of
- * about CHUNK_BYTES, each encoded only once the previous one was handed to the socket.
+ * writeSnapshot(s): one SQL snapshot (or failed run) in its own transaction, one COPY per
+ * non-empty snapshot table; see snapshot-writer.ts.
+ *
+ * One dedicated connection, used by one operation at a time (commit, claim, writeSnapshot and
+ * maintain queue up). One COPY BINARY encoder per table, made once: its scratch buffer grows to
+ * the chunk size and is reused by every batch (docs/decisions/0004). COPY data is produced in
+ * chunks of about CHUNK_BYTES, each encoded only once the previous one was handed to the socket.
  */
 import pg from 'pg';
 import { PglogError, isPglogError } from '../errors.ts';
+import type { Snapshot, SnapshotFailure } from '../snapshot/types.ts';
 import { writeWithBisection } from './bisect.ts';
 import type { Rejection } from './bisect.ts';
 import { CopyBinaryEncoder } from './copy-binary.ts';
@@ -36,6 +40,7 @@ import { mapEvent, rowContext, tableOf } from './event-rows.ts';
 import type { MappedRow, RowContext } from './event-rows.ts';
 import { migrate } from './migrate.ts';
 import { encoderReason, quarantineRecord } from './quarantine.ts';
+import { SnapshotEncoders, writeEncodedSnapshot } from './snapshot-writer.ts';
 import { copyLineOf, describeServerError, isDataRejection } from './sqlstate.ts';
 import {
   claimEpoch, claimNext, compareKeys, dropPartitionsBefore, ensurePartitions, finishBatch, insertMissingClaims,
@@ -92,6 +97,7 @@ export class StoreWriter {
   private readonly retentionDays: number | null;
   private readonly log: StoreLog;
   private readonly encoders: Readonly<Record<EventTable, CopyBinaryEncoder>>;
+  private readonly snapshots = new SnapshotEncoders();
   private client: pg.Client | null = null;
   /** The tail of the queue of operations: each waits for the one before it. */
   private queue: Promise<void> = Promise.resolve();
@@ -230,6 +236,18 @@ export class StoreWriter {
       await rollback(client);
       throw e;
     }
+  }
+
+  /**
+   * Writes one SQL snapshot, or the record of a failed one, in its own transaction
+   * (snapshot-writer.ts). It is mapped and encoded before it joins the queue, so event batches
+   * wait behind it for its COPYs only. Throws PglogError STORE_REJECTED when the snapshot's
+   * data is refused (nothing written; a snapshot is a sample: not retried, not quarantined),
+   * STORE_UNAVAILABLE for any other failure.
+   */
+  async writeSnapshot(s: Snapshot | SnapshotFailure): Promise<void> {
+    const encoded = this.snapshots.encode(s, this.maxTextBytes);
+    await this.exclusive(`writing ${encoded.what}`, (client) => writeEncodedSnapshot(client, encoded));
   }
 
   /**

@@ -150,12 +150,12 @@ test('fresh database: every migration applied; tables, views and functions exist
   const rel = await c.query<{ relname: string; relkind: string }>(
     `SELECT relname, relkind::text FROM pg_class WHERE relnamespace = 'pglog'::regnamespace AND relkind IN ('r', 'p', 'v') ORDER BY relname`);
   const kinds = new Map(rel.rows.map((r) => [r.relname, r.relkind]));
-  for (const t of ['statement_events', 'error_events', 'lock_wait_events', 'other_events']) {
+  for (const t of ['statement_events', 'error_events', 'lock_wait_events', 'other_events', 'activity_samples', 'blocking_samples', 'statement_deltas', 'database_deltas', 'snapshot_runs']) {
     assert.equal(kinds.get(t), 'p', `${t} is partitioned`);
     assert.equal(kinds.get(`${t}_default`), 'r', `${t} has a default partition`);
   }
   for (const t of ['query_templates', 'read_position_state', 'quarantine', 'schema_migrations']) assert.equal(kinds.get(t), 'r', t);
-  for (const v of ['statements', 'errors', 'lock_waits', 'read_positions']) assert.equal(kinds.get(v), 'v', v);
+  for (const v of ['statements', 'errors', 'lock_waits', 'read_positions', 'activity', 'blocking', 'statement_stats', 'database_stats']) assert.equal(kinds.get(v), 'v', v);
 
   // The views have exactly the design's columns, in order.
   const cols = async (view: string): Promise<string[]> => (await c.query<{ attname: string }>(
@@ -207,7 +207,7 @@ test('ensure_partitions creates daily partitions, is idempotent; rows without a 
   const created = await c.query<{ p: string }>(`SELECT p FROM pglog.ensure_partitions(DATE '2026-05-30', 3) AS p`);
   assert.deepEqual(created.rows.map((r) => r.p).filter((p) => p.startsWith('statement_events')),
     ['statement_events_p20260530', 'statement_events_p20260531', 'statement_events_p20260601']);
-  assert.equal(created.rows.length, 12, 'three days for each of the four event tables');
+  assert.equal(created.rows.length, 27, 'three days for each of the four event tables and the five snapshot tables (migration 3)');
   const again = await c.query(`SELECT * FROM pglog.ensure_partitions(DATE '2026-05-30', 3)`);
   assert.equal(again.rows.length, 0, 'nothing created the second time');
   assert.deepEqual(await partitions(c, 'pglog.statement_events'),
@@ -249,7 +249,7 @@ test('drop_partitions_before drops only partitions that end by that day, and old
   const dropped = await c.query<{ p: string }>(`SELECT p FROM pglog.drop_partitions_before(DATE '2026-01-03') AS p`);
   assert.deepEqual(dropped.rows.map((r) => r.p).filter((p) => p.startsWith('statement_events')),
     ['statement_events_p20260101', 'statement_events_p20260102']);
-  assert.equal(dropped.rows.length, 8);
+  assert.equal(dropped.rows.length, 18, 'two days of each of the nine partitioned tables');
   assert.deepEqual(await partitions(c, 'pglog.error_events'),
     ['error_events_default', 'error_events_p20260103', 'error_events_p20260104', 'error_events_p20260105']);
   const left = await c.query<{ file_offset: string }>(`SELECT file_offset FROM pglog.statement_events ORDER BY file_offset`);

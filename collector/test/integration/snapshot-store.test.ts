@@ -1,0 +1,332 @@
+// SQL snapshots in the store against a real PostgreSQL 15 (issue 7): migration 3 on a fresh
+// store and on one at version 2, snapshots and failed runs written by StoreWriter.writeSnapshot
+// and read back through the stable views with their exact values, daily partitions and
+// retention of the new tables, a refused snapshot, and a store outage and its end.
+import { after, before, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { cpSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import pg from 'pg';
+import { isPglogError } from '../../src/errors.ts';
+import type { Snapshot, SnapshotKind } from '../../src/snapshot/types.ts';
+import { DEFAULT_MIGRATIONS_DIR, migrate } from '../../src/store/migrate.ts';
+import { StoreWriter, streamKeyOf } from '../../src/store/store-writer.ts';
+import type { StoreBatch } from '../../src/store/store-writer.ts';
+import { activitySnapshot, failure, session, statisticsSnapshot } from '../helpers/snapshot-fixtures.ts';
+import { startPostgres } from '../helpers/postgres.ts';
+import type { TestPostgres } from '../helpers/postgres.ts';
+
+const TIMEOUT = { timeout: 180_000 };
+const PASSWORD = 'hunter2-not-in-messages';
+const SNAPSHOT_TABLES = ['activity_samples', 'blocking_samples', 'statement_deltas', 'database_deltas', 'snapshot_runs'];
+
+let server: TestPostgres;
+let admin: pg.Client;
+let dbCounter = 0;
+const clients: pg.Client[] = [];
+const writers: StoreWriter[] = [];
+const tempDirs: string[] = [];
+
+before(async () => {
+  server = await startPostgres();
+  admin = await connect('postgres');
+});
+
+after(async () => {
+  for (const w of writers) await w.close().catch(() => { /* the server may be gone */ });
+  for (const c of clients) await c.end().catch(() => { /* already closed */ });
+  await server?.stop();
+  for (const d of tempDirs) rmSync(d, { recursive: true, force: true });
+});
+
+async function connect(database: string): Promise<pg.Client> {
+  const c = new pg.Client({ host: server.socketDir, port: server.port, user: 'postgres', database });
+  c.on('error', () => { /* a test that stops the server sees the error through its queries */ });
+  await c.connect();
+  clients.push(c);
+  return c;
+}
+
+async function freshDb(): Promise<string> {
+  const name = `snap_${++dbCounter}`;
+  await admin.query(`CREATE DATABASE ${name}`);
+  return name;
+}
+
+/** A writer on database `name` (URL with a password: trust auth ignores it, messages must not show it). */
+async function openWriter(name: string, options: { retentionDays?: number } = {}): Promise<StoreWriter> {
+  const url = `postgresql://postgres:${PASSWORD}@/${name}?host=${encodeURIComponent(server.socketDir)}&port=${server.port}`;
+  const writer = await StoreWriter.open({ url, applicationName: 'pglog-test-snapshots', connectTimeoutMs: 5_000, ...options });
+  writers.push(writer);
+  return writer;
+}
+
+async function freshStore(options: { retentionDays?: number } = {}): Promise<{ writer: StoreWriter; db: pg.Client; name: string }> {
+  const name = await freshDb();
+  const writer = await openWriter(name, options);
+  return { writer, db: await connect(name), name };
+}
+
+async function versions(c: pg.Client): Promise<number[]> {
+  return (await c.query<{ version: number }>('SELECT version FROM pglog.schema_migrations ORDER BY version')).rows.map((r) => r.version);
+}
+
+async function partitions(c: pg.Client, parent: string): Promise<string[]> {
+  const r = await c.query<{ relname: string }>(
+    `SELECT c.relname FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid WHERE i.inhparent = $1::regclass ORDER BY c.relname`, [parent]);
+  return r.rows.map((x) => x.relname);
+}
+
+async function count(db: pg.Client, sql: string, params: unknown[] = []): Promise<number> {
+  const r = await db.query<{ n: number }>(`SELECT count(*)::int AS n FROM (${sql}) x`, params);
+  return r.rows[0]?.n ?? -1;
+}
+
+async function columns(db: pg.Client, rel: string): Promise<string[]> {
+  return (await db.query<{ attname: string }>(
+    'SELECT attname FROM pg_attribute WHERE attrelid = $1::regclass AND attnum > 0 AND NOT attisdropped ORDER BY attnum', [rel])).rows.map((r) => r.attname);
+}
+
+function statementBatch(ts: string, offset: number): StoreBatch {
+  return {
+    items: [{
+      source: { target: 'db1', instance: 'main', file: 'log/postgresql.log' }, readAt: Date.parse(ts),
+      event: {
+        kind: 'statement', offset, end: offset + 100, ts, pid: 42, database: 'app', user: 'alice', application: 'psql',
+        remote_host: null, session_id: null, session_line: null, backend_type: null, query_id: null, severity: 'LOG',
+        sqlstate: null, truncated: false, duration_ms: 1.5, protocol: 'simple', statement_name: null, query: 'SELECT 1',
+        parameters: null, normalized: 'select $1', fingerprint: 'fp1',
+      },
+    }],
+    positions: [{ target: 'db1', instance: 'main', file: 'log/postgresql.log', identity: 'inode:1', offset: offset + 100 }],
+  };
+}
+const NO_EPOCHS = new Map<string, number>([[streamKeyOf('db1', 'main'), 0]]);
+
+test('migration 3 on a fresh store: the snapshot tables are partitioned, the views have their columns', TIMEOUT, async () => {
+  const { db } = await freshStore();
+  assert.deepEqual(await versions(db), [1, 2, 3]);
+  for (const t of SNAPSHOT_TABLES) {
+    const kind = await db.query<{ relkind: string }>(`SELECT relkind::text FROM pg_class WHERE oid = $1::regclass`, [`pglog.${t}`]);
+    assert.equal(kind.rows[0]?.relkind, 'p', `${t} is partitioned`);
+    // open() made the partitions around today for the new tables too.
+    const today = new Date().toISOString().slice(0, 10).replaceAll('-', '');
+    assert.ok((await partitions(db, `pglog.${t}`)).includes(`${t}_p${today}`), `${t} has today's partition`);
+  }
+  assert.deepEqual(await columns(db, 'pglog.activity'), ['ts', 'target', 'instance', 'database', 'username', 'application', 'pid', 'state',
+    'wait_event_type', 'wait_event', 'xact_start', 'query_start', 'blocked_by', 'fingerprint', 'query']);
+  assert.deepEqual(await columns(db, 'pglog.blocking'), ['ts', 'target', 'instance', 'database', 'pid', 'blocking_pid', 'lock_type', 'wait_mode',
+    'held_mode', 'relation', 'wait_ms']);
+  assert.deepEqual(await columns(db, 'pglog.statement_stats'), ['ts', 'target', 'instance', 'interval_s', 'database', 'username', 'queryid',
+    'fingerprint', 'query', 'calls', 'total_exec_ms', 'rows']);
+  assert.deepEqual(await columns(db, 'pglog.database_stats'), ['ts', 'target', 'instance', 'interval_s', 'database', 'backends', 'xact_commit',
+    'xact_rollback', 'blks_read', 'blks_hit', 'deadlocks', 'temp_bytes']);
+});
+
+test('migration 3 on a store at version 2: applied alone, events and their partitions kept, new tables partitioned', TIMEOUT, async () => {
+  const name = await freshDb();
+  const c = await connect(name);
+  // The store as pglog left it before migration 3: migrations 1 and 2 only, events in it.
+  const v2 = mkdtempSync(join(tmpdir(), 'pglog-mig-v2-'));
+  tempDirs.push(v2);
+  cpSync(DEFAULT_MIGRATIONS_DIR, v2, { recursive: true, filter: (src) => !/0003_snapshots\.sql$/.test(src) });
+  assert.deepEqual((await migrate(c, { migrationsDir: v2 })).current, 2);
+  await c.query(`SELECT pglog.ensure_partitions(DATE '2026-11-21', 2)`);
+  await c.query(`INSERT INTO pglog.statement_events (ts, target, instance, pid, duration_ms, fingerprint, query, protocol, file, file_offset)
+    VALUES ('2026-11-21T10:00:00Z', 'db1', 'main', 42, 1.5, 'fp1', 'SELECT 1', 'simple', 'log/postgresql.log', 7)`);
+  assert.deepEqual(await versions(c), [1, 2]);
+
+  const res = await migrate(c);
+  assert.deepEqual(res, { applied: ['0003_snapshots.sql'], current: 3 });
+  assert.deepEqual(await versions(c), [1, 2, 3]);
+  assert.equal(await count(c, `SELECT 1 FROM pglog.statements WHERE query = 'SELECT 1'`), 1);
+  // The event tables have their days already: only the snapshot tables get new partitions.
+  const created = await c.query<{ p: string }>(`SELECT p FROM pglog.ensure_partitions(DATE '2026-11-21', 2) AS p ORDER BY p`);
+  assert.deepEqual(created.rows.map((r) => r.p), SNAPSHOT_TABLES.flatMap((t) => [`${t}_p20261121`, `${t}_p20261122`]).sort());
+
+  // A writer opened on it finds nothing to migrate and writes snapshots.
+  const writer = await openWriter(name);
+  await writer.writeSnapshot(activitySnapshot());
+  assert.equal(await count(c, 'SELECT 1 FROM pglog.activity_samples_p20261121'), 3);
+});
+
+test('a snapshot, a statistics snapshot and a failed run read back through the views with their exact values', TIMEOUT, async () => {
+  const { writer, db } = await freshStore();
+  await writer.writeSnapshot(activitySnapshot());
+  await writer.writeSnapshot(statisticsSnapshot());
+  await writer.writeSnapshot(failure());
+
+  const activity = await db.query('SELECT * FROM pglog.activity ORDER BY pid');
+  const ts = new Date('2026-11-21T13:29:33.123Z');
+  const common = {
+    ts, target: 'db1', instance: 'main', database: 'app', username: 'alice', application: 'psql',
+    xact_start: new Date('2026-11-21T13:29:30.002Z'), query_start: new Date('2026-11-21T13:29:31.003Z'), fingerprint: 'fp-update',
+  };
+  assert.deepEqual(activity.rows, [
+    { ...common, pid: 100, state: 'idle in transaction', wait_event_type: null, wait_event: null, blocked_by: [], query: 'UPDATE accounts SET balance = balance - 1 WHERE id = 100' },
+    { ...common, pid: 101, state: 'active', wait_event_type: 'Lock', wait_event: 'transactionid', blocked_by: [100], query: 'UPDATE accounts SET balance = balance - 1 WHERE id = 101' },
+    { ...common, pid: 102, state: 'active', wait_event_type: 'Lock', wait_event: 'transactionid', blocked_by: [100, 101], query: 'UPDATE accounts SET balance = balance - 1 WHERE id = 102' },
+  ]);
+  // The columns outside the view are stored too; blocked_by is a real int4[] the server can use.
+  const more = await db.query(`SELECT leader_pid, client, backend_type, backend_start, state_change, blocked_by::text AS text,
+      array_lower(blocked_by, 1) AS lower, pg_typeof(blocked_by)::text AS type
+    FROM pglog.activity_samples WHERE 101 = ANY(blocked_by)`);
+  assert.deepEqual(more.rows, [{
+    leader_pid: null, client: '10.0.0.7', backend_type: 'client backend', backend_start: new Date('2026-11-21T12:00:00.001Z'),
+    state_change: new Date('2026-11-21T13:29:31.004Z'), text: '{100,101}', lower: 1, type: 'integer[]',
+  }]);
+
+  const blocking = await db.query('SELECT * FROM pglog.blocking ORDER BY pid, blocking_pid');
+  const edge = { ts, target: 'db1', instance: 'main', database: 'app', lock_type: 'transactionid', wait_mode: 'ShareLock', relation: null, wait_ms: 1623.25 };
+  assert.deepEqual(blocking.rows, [
+    { ...edge, pid: 101, blocking_pid: 100, held_mode: 'ExclusiveLock' },
+    { ...edge, pid: 102, blocking_pid: 100, held_mode: 'ExclusiveLock' },
+    { ...edge, pid: 102, blocking_pid: 101, held_mode: null },
+  ]);
+  const waits = await db.query('SELECT blocker_wait_mode, wait_start FROM pglog.blocking_samples ORDER BY pid, blocking_pid');
+  assert.deepEqual(waits.rows.map((r: { blocker_wait_mode: string | null }) => r.blocker_wait_mode), [null, null, 'ShareLock']);
+  assert.deepEqual(waits.rows[0], { blocker_wait_mode: null, wait_start: new Date('2026-11-21T13:29:31.500Z') });
+
+  // int8 comes back as text from pg: exact, beyond 2^53 too.
+  const stats = await db.query('SELECT * FROM pglog.statement_stats ORDER BY queryid');
+  assert.deepEqual(stats.rows, [
+    { ts, target: 'db1', instance: 'main', interval_s: 60.5, database: 'app', username: 'alice', queryid: '-8000000000000000001',
+      fingerprint: 'fp-select', query: 'SELECT * FROM accounts WHERE id = $1', calls: '12', total_exec_ms: 3.75, rows: '12' },
+    { ts, target: 'db1', instance: 'main', interval_s: 60.5, database: null, username: null, queryid: '42',
+      fingerprint: 'fp-select', query: 'SELECT * FROM accounts WHERE id = $1', calls: '12', total_exec_ms: 3.75, rows: '12' },
+  ]);
+  const blocks = await db.query('SELECT toplevel, shared_blks_hit, shared_blks_read, temp_blks_written FROM pglog.statement_deltas ORDER BY queryid');
+  assert.deepEqual(blocks.rows, [
+    { toplevel: true, shared_blks_hit: '48', shared_blks_read: '2', temp_blks_written: '0' },
+    { toplevel: false, shared_blks_hit: '48', shared_blks_read: '2', temp_blks_written: '0' },
+  ]);
+
+  const dbs = await db.query('SELECT * FROM pglog.database_stats ORDER BY database');
+  const dbRow = { ts, target: 'db1', instance: 'main', interval_s: 60.5, xact_rollback: '2', blks_read: '303', blks_hit: '40404', deadlocks: '1', temp_bytes: '8192' };
+  assert.deepEqual(dbs.rows, [
+    { ...dbRow, database: 'app', backends: 7, xact_commit: '101' },
+    { ...dbRow, database: 'postgres', backends: 0, xact_commit: '9007199254740993' },
+  ]);
+  const tups = await db.query(`SELECT tup_returned, tup_fetched, tup_inserted, tup_updated, tup_deleted, conflicts, temp_files
+    FROM pglog.database_deltas WHERE database = 'app'`);
+  assert.deepEqual(tups.rows, [{ tup_returned: '505', tup_fetched: '606', tup_inserted: '707', tup_updated: '808', tup_deleted: '909', conflicts: '0', temp_files: '1' }]);
+
+  const runs = await db.query('SELECT * FROM pglog.snapshot_runs ORDER BY ts, kind');
+  assert.deepEqual(runs.rows, [
+    { ts, target: 'db1', instance: 'main', kind: 'activity', duration_ms: 12.5, sessions: 3, blocked: 2, error_code: null, error: null },
+    { ts, target: 'db1', instance: 'main', kind: 'statistics', duration_ms: 30.25, sessions: 0, blocked: 0, error_code: null, error: null },
+    { ts: new Date('2026-11-21T13:30:00.250Z'), target: 'db1', instance: 'main', kind: 'activity', duration_ms: 5000, sessions: 0, blocked: 0,
+      error_code: 'SQL_TIMEOUT', error: 'the activity query took longer than 5 s' },
+  ]);
+});
+
+test('ensure_partitions makes daily partitions of the snapshot tables (moving DEFAULT rows); retention drops them', TIMEOUT, async () => {
+  const { writer, db } = await freshStore({ retentionDays: 3 });
+  // Written before its day has a partition: into DEFAULT, then moved when the day is made.
+  const at = (iso: string): Snapshot => activitySnapshot({ ts: new Date(iso) });
+  await writer.writeSnapshot(at('2030-06-14T08:00:00Z'));
+  await writer.writeSnapshot(failure({ ts: new Date('2030-06-14T08:00:01Z') }));
+  await writer.writeSnapshot(statisticsSnapshot({ ts: new Date('2030-06-14T09:00:00Z') }));
+  assert.equal(await count(db, 'SELECT 1 FROM pglog.snapshot_runs_default'), 3);
+
+  const now = new Date('2030-06-15T12:00:00Z');
+  const days = ['20300614', '20300615', '20300616', '20300617', '20300618'];
+  const made = await writer.maintain(now);
+  for (const t of SNAPSHOT_TABLES) {
+    assert.deepEqual(made.created.filter((n) => n.startsWith(`${t}_`)).sort(), days.map((d) => `${t}_p${d}`), t);
+  }
+  assert.equal(made.created.length, 9 * days.length, 'four event tables and five snapshot tables');
+  for (const t of SNAPSHOT_TABLES) {
+    assert.equal(await count(db, `SELECT 1 FROM pglog.${t}_default`), 0, `${t}: nothing left in DEFAULT`);
+  }
+  assert.equal(await count(db, 'SELECT 1 FROM pglog.snapshot_runs_p20300614'), 3);
+  assert.equal(await count(db, 'SELECT 1 FROM pglog.activity_samples_p20300614'), 3);
+  assert.equal(await count(db, 'SELECT 1 FROM pglog.statement_deltas_p20300614'), 2);
+  // A moved partition keeps the table's defaults and checks: a later row of that day still goes in,
+  // and a kind the table does not know is still refused there.
+  await db.query(`INSERT INTO pglog.activity_samples_p20300614 (ts, target, instance, pid) VALUES ('2030-06-14T10:00:00Z', 'db1', 'main', 9)`);
+  assert.deepEqual((await db.query(`SELECT blocked_by, fingerprint FROM pglog.activity WHERE pid = 9`)).rows, [{ blocked_by: [], fingerprint: '' }]);
+  await assert.rejects(db.query(`INSERT INTO pglog.snapshot_runs_p20300614 (ts, target, instance, kind, duration_ms) VALUES ('2030-06-14T10:00:00Z', 'a', 'b', 'other', 1)`),
+    (e: unknown) => (e as { code?: string }).code === '23514');
+  // New snapshots of a partitioned day go straight into its partition.
+  await writer.writeSnapshot(at('2030-06-16T00:00:00Z'));
+  assert.equal(await count(db, 'SELECT 1 FROM pglog.blocking_samples_p20300616'), 3);
+
+  // Ten days later all of it is past a 3-day retention.
+  const later = await writer.maintain(new Date('2030-06-25T00:30:00Z'));
+  for (const t of SNAPSHOT_TABLES) {
+    assert.deepEqual(later.dropped.filter((n) => n.startsWith(`${t}_`)).sort(), days.map((d) => `${t}_p${d}`), t);
+    assert.equal(await count(db, `SELECT 1 FROM pglog.${t}`), 0, `${t} is empty`);
+  }
+  // Old DEFAULT rows go as well (a snapshot from before any partition existed).
+  await writer.writeSnapshot(at('2020-01-01T00:00:00Z'));
+  assert.equal(await count(db, 'SELECT 1 FROM pglog.activity_samples_default'), 3);
+  const dropped = await db.query<{ p: string }>(`SELECT p FROM pglog.drop_partitions_before(DATE '2030-06-22') AS p`);
+  assert.deepEqual(dropped.rows, []);
+  assert.equal(await count(db, 'SELECT 1 FROM pglog.activity_samples'), 0);
+  assert.equal(await count(db, 'SELECT 1 FROM pglog.snapshot_runs'), 0);
+});
+
+test('a snapshot the store refuses: STORE_REJECTED naming it and the table, nothing of it written; the writer goes on', TIMEOUT, async () => {
+  const { writer, db } = await freshStore();
+  // snapshot_runs only takes the two kinds: the server refuses the run row, the last COPY of
+  // the transaction, after the samples were sent.
+  const bogus = activitySnapshot({ target: 'db7', kind: 'hourly' as SnapshotKind });
+  await assert.rejects(writer.writeSnapshot(bogus), (e: unknown) => {
+    assert.ok(isPglogError(e) && e.code === 'STORE_REJECTED', String(e));
+    assert.match(e.message, /^the store refused the hourly snapshot of db7\/main \(pglog\.snapshot_runs\), not written: SQLSTATE 23514: .*snapshot_runs_kind_check/);
+    return true;
+  });
+  for (const t of SNAPSHOT_TABLES) assert.equal(await count(db, `SELECT 1 FROM pglog.${t}`), 0, t);
+  // Refused by the encoder: nothing sent at all.
+  await assert.rejects(writer.writeSnapshot(activitySnapshot({ sessions: [session(1, { pid: 2 ** 31 })] })),
+    (e: unknown) => isPglogError(e) && e.code === 'STORE_REJECTED' && /activity snapshot of db1\/main cannot be stored \(activity_samples\).*column 3 \(int4\)/.test(e.message));
+  // The same connection, out of its transaction, takes the next snapshot and the next batch.
+  await writer.writeSnapshot(activitySnapshot());
+  assert.equal((await writer.commit(statementBatch('2026-11-21T13:00:00Z', 0), NO_EPOCHS)).rows.statement_events, 1);
+  assert.equal(await count(db, 'SELECT 1 FROM pglog.activity'), 3);
+  assert.equal(await count(db, `SELECT 1 FROM pg_stat_activity WHERE application_name = 'pglog-test-snapshots' AND datname = current_database()`), 1);
+});
+
+test('snapshots and event batches share the connection: queued in turn, every one committed', TIMEOUT, async () => {
+  const { writer, db } = await freshStore();
+  const all = await Promise.all([
+    writer.commit(statementBatch('2026-11-21T13:00:00Z', 0), NO_EPOCHS),
+    writer.writeSnapshot(activitySnapshot()),
+    writer.commit(statementBatch('2026-11-21T13:00:01Z', 100), NO_EPOCHS),
+    writer.writeSnapshot(statisticsSnapshot()),
+    writer.writeSnapshot(failure()),
+    writer.commit(statementBatch('2026-11-21T13:00:02Z', 200), NO_EPOCHS),
+  ]);
+  assert.equal(all.length, 6);
+  assert.equal(await count(db, 'SELECT 1 FROM pglog.statements'), 3);
+  assert.equal(await count(db, 'SELECT 1 FROM pglog.snapshot_runs'), 3);
+  assert.equal(await count(db, 'SELECT 1 FROM pglog.statement_stats'), 2);
+});
+
+test('store stopped: writeSnapshot throws STORE_UNAVAILABLE without the password; after the restart it writes again', TIMEOUT, async () => {
+  const { writer, name } = await freshStore();
+  await writer.writeSnapshot(activitySnapshot());
+  await server.stopServer();
+  try {
+    for (const s of [statisticsSnapshot(), failure()]) {
+      await assert.rejects(writer.writeSnapshot(s), (e: unknown) => {
+        assert.ok(isPglogError(e) && e.code === 'STORE_UNAVAILABLE', String(e));
+        assert.ok(!e.message.includes(PASSWORD), e.message);
+        assert.match(e.message, /snapshot of db1\/main.*store postgres@\/.*\/snap_\d+/);
+        return true;
+      });
+    }
+  } finally {
+    await server.startServer();
+    // The test's own clients lost their connections with the server: reconnect the admin one.
+    admin = await connect('postgres');
+  }
+  await writer.writeSnapshot(statisticsSnapshot());
+  await writer.writeSnapshot(failure());
+  const db = await connect(name);
+  const runs = await db.query<{ kind: string; error_code: string | null }>('SELECT kind, error_code FROM pglog.snapshot_runs ORDER BY ts, kind');
+  assert.deepEqual(runs.rows, [{ kind: 'activity', error_code: null }, { kind: 'statistics', error_code: null }, { kind: 'activity', error_code: 'SQL_TIMEOUT' }]);
+  assert.equal(await count(db, 'SELECT 1 FROM pglog.statement_stats'), 2);
+});
