@@ -195,6 +195,10 @@ void describe('activityFromRows', () => {
       [[10, 20, 'ExclusiveLock', null, 2500, 'app'], [10, 30, null, 'ShareLock', 2500, 'app']]);
   });
 
+  test('a query hidden from a role without pg_read_all_stats has no fingerprint', () => {
+    assert.equal(activityFromRows([sessionRow(10, { query: '<insufficient privilege>' })]).sessions[0]?.fingerprint, '');
+  });
+
   test('a wait start after the snapshot time (same instant, rounding) is 0 ms, never negative', () => {
     const r = activityFromRows([sessionRow(10, { blocked_by: [20], blocking_pid: 20, locktype: 'relation', wait_mode: 'ShareLock', wait_start: new Date(TS.getTime() + 1) })]);
     assert.equal(r.blocking[0]?.waitMs, 0);
