@@ -1,24 +1,32 @@
 /**
  * `pglog report --store URL [--since 1h] [--until T] [--target T] [--database D] [--limit N] [--json]`
+ * `pglog report locks|activity ...` (the same options; activity also --min-duration)
  *
  * Top query templates, errors and lock waits from the store's stable views over a time
- * window, as terminal tables or one JSON object. Options are validated here, once; the
- * window is resolved against the clock when the command runs.
+ * window; with `locks`, the blocking trees and episodes from the SQL snapshots; with
+ * `activity`, sessions by state and long-running ones. As terminal text or one JSON object.
+ * Options are validated here, once; the window is resolved against the clock when the
+ * command runs.
  */
 import type { Writable } from 'node:stream';
 import { parseCommandArgs } from './command-args.ts';
 import pg from 'pg';
 import { isPglogError, PglogError } from '../errors.ts';
 import { describePostgresUrl, scrubText, SecretScrubber } from '../observability/redact.ts';
+import { formatActivityJson, formatActivityText } from '../report/activity-format.ts';
 import { fetchReport } from '../report/fetch.ts';
 import { formatReportJson, formatReportText } from '../report/format.ts';
-import { parseTimeBound, resolveWindow, type TimeBound } from '../report/since.ts';
-import type { Report, ReportFilter } from '../report/types.ts';
+import { formatLocksJson, formatLocksText } from '../report/locks-format.ts';
+import { fetchActivityReport, fetchLocksReport } from '../report/snapshot-fetch.ts';
+import type { SnapshotFilter } from '../report/snapshot-types.ts';
+import { parseDuration, parseTimeBound, resolveWindow, type TimeBound } from '../report/since.ts';
+import type { ReportFilter } from '../report/types.ts';
 import { BufferedOutput } from './output.ts';
 import { storeUrlPasswords } from '../store/store-url.ts';
 
 export const REPORT_USAGE = `usage: pglog report --store URL [--since DURATION|TIME] [--until DURATION|TIME]
                     [--target NAME] [--database NAME] [--limit N] [--json]
+       pglog report locks|activity ...   (blocking trees; sessions: pglog report locks --help)
   --store     PostgreSQL URL of the pglog store, e.g. postgres://user:pw@host/pglog
               (default: the environment variable PGLOG_STORE_URL, which keeps a
               password out of the process list)
@@ -29,6 +37,34 @@ export const REPORT_USAGE = `usage: pglog report --store URL [--since DURATION|T
   --database  only this database
   --limit     rows per section (default 20)
   --json      one JSON object instead of tables`;
+
+const SNAPSHOT_OPTIONS_HELP = `  --store     PostgreSQL URL of the pglog store (default: PGLOG_STORE_URL)
+  --since     start of the window: a duration before now (30s, 15m, 1h, 2d, 1w) or an
+              ISO timestamp (UTC when no offset is given); default 1h
+  --until     end of the window, the same forms; default now. The newest snapshot of
+              each server in the window is its "current" one
+  --target    only this server (PostgresTarget name)
+  --database  only this database`;
+
+export const LOCKS_USAGE = `usage: pglog report locks --store URL [--since DURATION|TIME] [--until DURATION|TIME]
+                          [--target NAME] [--database NAME] [--limit N] [--json]
+Per server instance: the blocking tree of the newest snapshot (roots block others and wait
+for nobody; children wait for their parent), a failed newest snapshot run, and the blocking
+episodes of the window (one per root session and transaction), newest first.
+${SNAPSHOT_OPTIONS_HELP} (trees and episodes involving a session of it)
+  --limit     episodes shown (default 20)
+  --json      one JSON document instead of text (fields: docs/report.md)`;
+
+export const ACTIVITY_USAGE = `usage: pglog report activity --store URL [--since DURATION|TIME] [--until DURATION|TIME]
+                             [--target NAME] [--database NAME] [--min-duration DURATION]
+                             [--limit N] [--json]
+Per server instance: the sessions of the newest snapshot by state, a failed newest snapshot
+run, and the long-running sessions (active or idle in transaction, transaction at least
+--min-duration old), longest first.
+${SNAPSHOT_OPTIONS_HELP} (sessions of it)
+  --min-duration  the least transaction age to list a session (default 30s)
+  --limit     long-running sessions shown (default 20)
+  --json      one JSON document instead of text (fields: docs/report.md)`;
 
 export interface ReportArgs {
   storeUrl: string;
@@ -52,24 +88,49 @@ const DEFAULT_WIDTH = 160;
 /** An unreachable store fails the command within this time instead of hanging. */
 const CONNECT_TIMEOUT_MS = 10_000;
 
-/** `env` is the process environment, read only for PGLOG_STORE_URL (entry point passes it). */
-export function parseReportArgs(argv: string[], env: Readonly<Record<string, string | undefined>> = {}): ReportArgs {
-  const parsed = parseCommandArgs({
-    args: argv,
-    allowPositionals: false,
-    options: {
-      store: { type: 'string' },
-      since: { type: 'string' },
-      until: { type: 'string' },
-      target: { type: 'string' },
-      database: { type: 'string' },
-      limit: { type: 'string' },
-      json: { type: 'boolean' },
-    },
-  }, (message) => `${scrubText(message)}\n${REPORT_USAGE}`);
-  const { values } = parsed;
+/** `pglog report locks` / `pglog report activity`. */
+export interface SnapshotReportArgs {
+  report: 'locks' | 'activity';
+  storeUrl: string;
+  since: TimeBound;
+  until: TimeBound;
+  target: string | null;
+  database: string | null;
+  limit: number;
+  /** `activity` only (0 for locks). */
+  minDurationMs: number;
+  json: boolean;
+}
+
+/** `--help` (or `-h`) of `pglog report` or a subcommand: print `text`, exit 0. */
+export interface ReportHelp {
+  help: string;
+  /** Always '': help needs no store (the field is there so every variant has one). */
+  storeUrl: '';
+}
+
+export type ReportCommandArgs = ReportArgs | SnapshotReportArgs | ReportHelp;
+
+/** Default --min-duration of `report activity`: long enough that ordinary OLTP work stays out of the list. */
+const DEFAULT_MIN_DURATION_MS = 30_000;
+
+const COMMON_OPTIONS = {
+  store: { type: 'string' },
+  since: { type: 'string' },
+  until: { type: 'string' },
+  target: { type: 'string' },
+  database: { type: 'string' },
+  limit: { type: 'string' },
+  json: { type: 'boolean' },
+  help: { type: 'boolean', short: 'h' },
+} as const;
+
+type CommonValues = { [K in keyof typeof COMMON_OPTIONS]?: (typeof COMMON_OPTIONS)[K]['type'] extends 'boolean' ? boolean : string };
+
+/** The options every report shares, validated; `usage` is appended to usage errors. */
+function commonArgs(values: CommonValues, env: Readonly<Record<string, string | undefined>>, usage: string): ReportArgs {
   const storeUrl = values.store ?? env.PGLOG_STORE_URL;
-  if (storeUrl === undefined || storeUrl === '') throw new PglogError('USAGE', `no store: give --store URL or set PGLOG_STORE_URL\n${REPORT_USAGE}`);
+  if (storeUrl === undefined || storeUrl === '') throw new PglogError('USAGE', `no store: give --store URL or set PGLOG_STORE_URL\n${usage}`);
   const limit = values.limit === undefined ? DEFAULT_LIMIT : Number(values.limit);
   if (!Number.isSafeInteger(limit) || limit < 1 || limit > MAX_LIMIT) {
     throw new PglogError('USAGE', `--limit ${values.limit}: expected an integer from 1 to ${MAX_LIMIT}`);
@@ -88,20 +149,65 @@ export function parseReportArgs(argv: string[], env: Readonly<Record<string, str
   };
 }
 
+/**
+ * `env` is the process environment, read only for PGLOG_STORE_URL (entry point passes it).
+ * A first argument `locks` or `activity` selects that report; anything else is the classic one.
+ */
+export function parseReportArgs(argv: string[], env: Readonly<Record<string, string | undefined>> = {}): ReportCommandArgs {
+  const [first, ...rest] = argv;
+  if (first === 'locks') {
+    const { values } = parseCommandArgs({ args: rest, allowPositionals: false, options: COMMON_OPTIONS },
+      (message) => `${scrubText(message)}\n${LOCKS_USAGE}`);
+    if (values.help === true) return { help: LOCKS_USAGE, storeUrl: '' };
+    return { report: 'locks', ...commonArgs(values, env, LOCKS_USAGE), minDurationMs: 0 };
+  }
+  if (first === 'activity') {
+    const { values } = parseCommandArgs({ args: rest, allowPositionals: false, options: { ...COMMON_OPTIONS, 'min-duration': { type: 'string' } } },
+      (message) => `${scrubText(message)}\n${ACTIVITY_USAGE}`);
+    if (values.help === true) return { help: ACTIVITY_USAGE, storeUrl: '' };
+    const text = values['min-duration'];
+    const minDurationMs = text === undefined ? DEFAULT_MIN_DURATION_MS : parseDuration(text);
+    if (minDurationMs === null) throw new PglogError('USAGE', `--min-duration ${text}: expected a duration (500ms, 30s, 5m, 1h)\n${ACTIVITY_USAGE}`);
+    return { report: 'activity', ...commonArgs(values, env, ACTIVITY_USAGE), minDurationMs };
+  }
+  const { values } = parseCommandArgs({ args: argv, allowPositionals: false, options: COMMON_OPTIONS },
+    (message) => `${scrubText(message)}\n${REPORT_USAGE}`);
+  if (values.help === true) return { help: REPORT_USAGE, storeUrl: '' };
+  return commonArgs(values, env, REPORT_USAGE);
+}
+
 /** Runs the report; resolves to the exit code (0, or 1 when the store cannot be queried). */
-export async function runReport(args: ReportArgs, io: ReportIO): Promise<number> {
+export async function runReport(args: ReportCommandArgs, io: ReportIO): Promise<number> {
+  if ('help' in args) {
+    io.stdout.write(`${args.help}\n`);
+    return 0;
+  }
   const window = resolveWindow(args.since, args.until, Date.now());
-  const filter: ReportFilter = { ...window, target: args.target, database: args.database, limit: args.limit };
-  let report: Report;
+  const width = terminalWidth(io.stdout);
+  let name = 'pglog report';
+  let render: (client: pg.Client) => Promise<string>;
+  if ('report' in args) {
+    name = `pglog report ${args.report}`;
+    const filter: SnapshotFilter = { ...window, target: args.target, database: args.database, limit: args.limit, minDurationMs: args.minDurationMs };
+    const json = args.json;
+    render = args.report === 'locks'
+      ? async (client) => { const r = await fetchLocksReport(client, filter); return json ? formatLocksJson(r) : formatLocksText(r, width); }
+      : async (client) => { const r = await fetchActivityReport(client, filter); return json ? formatActivityJson(r) : formatActivityText(r, width); };
+  } else {
+    const filter: ReportFilter = { ...window, target: args.target, database: args.database, limit: args.limit };
+    const json = args.json;
+    render = async (client) => { const r = await fetchReport(client, filter); return json ? formatReportJson(r) : formatReportText(r, width); };
+  }
+  let text: string;
   try {
-    report = await queryStore(args.storeUrl, filter);
+    text = await queryStore(args.storeUrl, render);
   } catch (e) {
     if (!isPglogError(e)) throw e;
-    io.stderr.write(`pglog report: ${e.message}\n`);
+    io.stderr.write(`${name}: ${e.message}\n`);
     return 1;
   }
   const out = new BufferedOutput(io.stdout);
-  out.append(args.json ? formatReportJson(report) : formatReportText(report, terminalWidth(io.stdout)));
+  out.append(text);
   await out.flush();
   return 0;
 }
@@ -111,7 +217,7 @@ function terminalWidth(stdout: Writable): number {
   return isTTY === true && typeof columns === 'number' && columns > 0 ? columns : DEFAULT_WIDTH;
 }
 
-async function queryStore(storeUrl: string, filter: ReportFilter): Promise<Report> {
+async function queryStore<T>(storeUrl: string, fetch: (client: pg.Client) => Promise<T>): Promise<T> {
   const where = describePostgresUrl(storeUrl);
   // The URL's own password is scrubbed from any server or driver message quoted below.
   const secrets = new SecretScrubber();
@@ -126,11 +232,11 @@ async function queryStore(storeUrl: string, filter: ReportFilter): Promise<Repor
     throw new PglogError('STORE_UNAVAILABLE', `cannot connect to the store (${where}): ${scrubText(messageOf(e), secrets)}`, { cause: e });
   }
   try {
-    return await fetchReport(client, filter);
+    return await fetch(client);
   } catch (e) {
     const code = (e as { code?: unknown }).code;
     if (code === '42P01' || code === '3F000') {
-      throw new PglogError('STORE_UNAVAILABLE', `the store (${where}) has no pglog views: is it a pglog store? (pglog collect creates the schema when it starts): ${scrubText(messageOf(e), secrets)}`, { cause: e });
+      throw new PglogError('STORE_UNAVAILABLE', `the store (${where}) has no pglog views: is it a pglog store? (pglog collect creates the schema when it starts; the snapshot reports need schema version 3 or later): ${scrubText(messageOf(e), secrets)}`, { cause: e });
     }
     throw new PglogError('STORE_UNAVAILABLE', `querying the store (${where}) failed: ${scrubText(messageOf(e), secrets)}`, { cause: e });
   } finally {

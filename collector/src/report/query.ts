@@ -102,28 +102,28 @@ export function lockWaitsQuery(filter: ReportFilter): SqlQuery {
   return { text, values: q.values };
 }
 
-// ---------------------------------------------------------------- rows
+// ---------------------------------------------------------------- rows (decoders shared with the snapshot reports)
 
-type Row = Record<string, unknown>;
+export type Row = Record<string, unknown>;
 
 /** count(*) and other int8 arrive as strings (pg does not guess at 64-bit precision). */
-function num(v: unknown): number {
+export function num(v: unknown): number {
   return typeof v === 'number' ? v : Number(v);
 }
 
-function numOrNull(v: unknown): number | null {
+export function numOrNull(v: unknown): number | null {
   return v === null || v === undefined ? null : num(v);
 }
 
-function text(v: unknown): string {
+export function text(v: unknown): string {
   return typeof v === 'string' ? v : '';
 }
 
-function textOrNull(v: unknown): string | null {
+export function textOrNull(v: unknown): string | null {
   return typeof v === 'string' ? v : null;
 }
 
-function date(v: unknown): Date {
+export function date(v: unknown): Date {
   return v instanceof Date ? v : new Date(String(v));
 }
 

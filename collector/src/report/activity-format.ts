@@ -1,0 +1,114 @@
+/**
+ * `pglog report activity` as text (a table of servers, a table of long-running sessions) or
+ * as one JSON document. Pure: an ActivityReport in, a string out.
+ */
+import { formatCount, formatMs, formatTime } from './format.ts';
+import { iso, lastRunFailure, reportHeader, serverName, serverRunsJson, windowJson } from './snapshot-format.ts';
+import type { ActivityReport, LongSession, ServerActivity } from './snapshot-types.ts';
+import { oneLine, renderTable, type Column } from './text-table.ts';
+
+const NONE = '-';
+
+/** Sessions of the current snapshot: by state, summed (with --database, of that database only). */
+export function sessionCount(s: ServerActivity): number {
+  return Object.values(s.byState).reduce((a, b) => a + b, 0);
+}
+
+/** The table's state columns; every other state (fastpath, disabled, none) counts as "other". */
+function stateCells(s: ServerActivity): string[] {
+  const by = s.byState;
+  const active = by.active ?? 0;
+  const idleInXact = (by['idle in transaction'] ?? 0) + (by['idle in transaction (aborted)'] ?? 0);
+  const idle = by.idle ?? 0;
+  return [active, idleInXact, idle, sessionCount(s) - active - idleInXact - idle].map(formatCount);
+}
+
+const SERVER_COLUMNS: Column[] = [
+  { header: 'target', align: 'left', maxWidth: 24 },
+  { header: 'instance', align: 'left', maxWidth: 16 },
+  { header: 'snapshot (UTC)', align: 'left' },
+  { header: 'sessions', align: 'right' },
+  { header: 'active', align: 'right' },
+  { header: 'idle in xact', align: 'right' },
+  { header: 'idle', align: 'right' },
+  { header: 'other', align: 'right' },
+  { header: 'lock waits', align: 'right' },
+  { header: 'runs', align: 'right' },
+  { header: 'failed', align: 'right' },
+  { header: 'newest run', align: 'left' },
+];
+
+function serverCells(s: ServerActivity): string[] {
+  const failure = lastRunFailure(s);
+  const snapshot = s.snapshotAt === null ? NONE : formatTime(s.snapshotAt);
+  const counts = s.snapshotAt === null ? [NONE, NONE, NONE, NONE, NONE, NONE] : [formatCount(sessionCount(s)), ...stateCells(s), formatCount(s.lockWaiting)];
+  return [s.target, s.instance, snapshot, ...counts, formatCount(s.runs), formatCount(s.failedRuns), failure === null ? 'ok' : `FAILED ${s.lastErrorCode ?? ''}`.trimEnd()];
+}
+
+const LONG_COLUMNS: Column[] = [
+  { header: 'target', align: 'left', maxWidth: 24 },
+  { header: 'instance', align: 'left', maxWidth: 16 },
+  { header: 'pid', align: 'right' },
+  { header: 'database', align: 'left', maxWidth: 20 },
+  { header: 'user', align: 'left', maxWidth: 16 },
+  { header: 'application', align: 'left', maxWidth: 20 },
+  { header: 'state', align: 'left' },
+  { header: 'xact', align: 'right' },
+  { header: 'statement', align: 'right' },
+  { header: 'waiting for', align: 'left', maxWidth: 24 },
+  { header: 'query', align: 'left', flex: true },
+];
+
+function longCells(l: LongSession): string[] {
+  const wait = l.waitEventType === null ? NONE : `${l.waitEventType}${l.waitEvent === null ? '' : `:${l.waitEvent}`}`;
+  return [
+    l.target, l.instance, String(l.pid), l.database ?? NONE, l.user ?? NONE, l.application === null || l.application === '' ? NONE : oneLine(l.application),
+    l.state ?? NONE, formatMs(l.xactMs), formatMs(l.queryMs), wait, l.query === null ? NONE : oneLine(l.query),
+  ];
+}
+
+export function formatActivityText(report: ActivityReport, width: number): string {
+  const f = report.filter;
+  const out = [reportHeader('activity', f, [`min duration ${formatMs(f.minDurationMs)}`]), ''];
+  if (report.servers.length === 0) {
+    out.push('No snapshot runs in this window (is collect.activity or collect.locks on for these targets?)');
+  } else {
+    out.push('Servers: newest snapshot in the window');
+    out.push(renderTable(SERVER_COLUMNS, report.servers.map(serverCells), width));
+    // The reason in full below the table: a column would cut it to the terminal's width.
+    for (const s of report.servers) {
+      const failure = lastRunFailure(s);
+      if (failure !== null) out.push(`!  ${serverName(s)}: ${failure}`);
+    }
+  }
+  out.push('');
+  const what = `Long-running sessions: transaction (or statement) of at least ${formatMs(f.minDurationMs)}`;
+  if (report.longRunningTotal === 0) {
+    out.push(`${what}: none`);
+  } else {
+    out.push(`${what}, longest first (${report.longRunning.length} of ${formatCount(report.longRunningTotal)})`);
+    out.push(renderTable(LONG_COLUMNS, report.longRunning.map(longCells), width));
+  }
+  return `${out.join('\n')}\n`;
+}
+
+export function activityToJson(report: ActivityReport): object {
+  const f = report.filter;
+  return {
+    report: 'activity',
+    window: windowJson(f),
+    filters: { target: f.target, database: f.database, limit: f.limit, minDurationMs: f.minDurationMs },
+    servers: report.servers.map((s) => ({
+      ...serverRunsJson(s),
+      sessions: s.snapshotAt === null ? null : sessionCount(s),
+      byState: s.byState,
+      lockWaiting: s.lockWaiting,
+    })),
+    longRunning: report.longRunning.map((l) => ({ ...l, snapshotAt: iso(l.snapshotAt) })),
+    longRunningTotal: report.longRunningTotal,
+  };
+}
+
+export function formatActivityJson(report: ActivityReport): string {
+  return `${JSON.stringify(activityToJson(report), null, 2)}\n`;
+}

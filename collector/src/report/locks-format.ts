@@ -1,0 +1,133 @@
+/**
+ * `pglog report locks` as text (an ASCII tree per server, a table of episodes) or as one JSON
+ * document. Pure: a LocksReport in, a string out.
+ */
+import type { BlockingNode } from './blocking-tree.ts';
+import { formatCount, formatMs, formatTime } from './format.ts';
+import { iso, lastRunFailure, reportHeader, serverName, serverRunsJson, windowJson } from './snapshot-format.ts';
+import type { BlockingEpisode, LocksReport, ServerLocks } from './snapshot-types.ts';
+import { cut, oneLine, renderTable, type Column } from './text-table.ts';
+
+const NONE = '-';
+/** The query of a tree line never gets fewer characters than this, even past the width. */
+const MIN_QUERY_CHARS = 20;
+
+function codePoints(s: string): number {
+  return Array.from(s).length;
+}
+
+/** `app@shop`; pid 0 is how pg_blocking_pids shows a prepared transaction. */
+function who(n: BlockingNode): string {
+  if (n.pid === 0) return '(prepared transaction)';
+  return `${n.user ?? NONE}@${n.database ?? NONE}`;
+}
+
+function lockObject(relation: string | null, lockType: string | null): string {
+  return relation ?? lockType ?? NONE;
+}
+
+/** One node as a line (without the tree prefix); the query is cut so the line fits `width`. */
+export function nodeLine(n: BlockingNode, parent: BlockingNode | null, width: number): string {
+  const parts = [`${n.pid} ${who(n)}`];
+  if (n.state !== null) parts.push(n.state);
+  if (parent !== null && n.waitMode !== null) {
+    let wait = `waits ${n.waitMode} on ${lockObject(n.relation, n.lockType)} ${formatMs(n.waitMs)}`;
+    // No held mode: the parent holds nothing conflicting but is queued ahead with a request that conflicts.
+    if (n.heldMode === null) wait += ` (queued behind ${parent.pid}${parent.waitMode === null ? '' : `'s ${parent.waitMode}`})`;
+    parts.push(wait);
+  } else if (n.waitsFor.length > 0) {
+    parts.push(`in a lock cycle, waits for ${n.waitsFor.join(', ')}`);
+  }
+  const others = parent === null ? [] : n.waitsFor.filter((p) => p !== parent.pid);
+  if (others.length > 0) parts.push(`also waits for ${others.join(', ')}`);
+  if (n.repeat) parts.push('[repeat: see above]');
+  if (n.cycle) parts.push(`[cycle: back to ${n.pid} above]`);
+  if (!n.repeat && !n.cycle && n.holds.length > 0) {
+    parts.push(`holds ${n.holds.map((h) => `${h.mode} on ${lockObject(h.relation, h.lockType)}`).join(', ')}`);
+  }
+  if (n.xactMs !== null) parts.push(`xact ${formatMs(n.xactMs)}`);
+  if (n.application !== null && n.application !== '') parts.push(`[${oneLine(n.application)}]`);
+  const line = parts.join('  ');
+  if (n.query === null || n.query === '' || n.repeat || n.cycle) return line;
+  const budget = Math.max(MIN_QUERY_CHARS, width - codePoints(line) - 4);
+  return `${line}  "${cut(oneLine(n.query), budget)}"`;
+}
+
+function treeLines(nodes: readonly BlockingNode[], parent: BlockingNode | null, indent: string, width: number, out: string[]): void {
+  nodes.forEach((n, i) => {
+    const last = i === nodes.length - 1;
+    const prefix = `${indent}${last ? '└─ ' : '├─ '}`;
+    out.push(prefix + nodeLine(n, parent, width - codePoints(prefix)));
+    treeLines(n.children, n, indent + (last ? '   ' : '│  '), width, out);
+  });
+}
+
+function serverLines(s: ServerLocks, width: number): string[] {
+  const failure = lastRunFailure(s);
+  if (s.snapshotAt === null) return [`${serverName(s)}  no snapshot in the window: ${failure ?? 'no successful run'}`];
+  const f = s.forest;
+  const summary = f.blockedSessions === 0
+    ? 'no blocked sessions'
+    : `${formatCount(f.blockedSessions)} session${f.blockedSessions === 1 ? '' : 's'} blocked, longest wait ${formatMs(f.longestWaitMs)}`;
+  const out = [`${serverName(s)}  snapshot ${formatTime(s.snapshotAt)}Z  ${summary}`];
+  if (failure !== null) out.push(`!  ${failure}`);
+  for (const c of f.cycles) out.push(`!  lock cycle: ${[...c, c[0]].join(' → ')} (each waits for the next; a deadlock not broken yet)`);
+  treeLines(f.roots, null, '', width, out);
+  return out;
+}
+
+const EPISODE_COLUMNS: Column[] = [
+  { header: 'target', align: 'left', maxWidth: 24 },
+  { header: 'instance', align: 'left', maxWidth: 16 },
+  { header: 'root pid', align: 'right' },
+  { header: 'first seen', align: 'left' },
+  { header: 'last seen', align: 'left' },
+  { header: 'snapshots', align: 'right' },
+  { header: 'peak waiters', align: 'right' },
+  { header: 'max wait', align: 'right' },
+  { header: 'root session', align: 'left', maxWidth: 32 },
+  { header: 'query', align: 'left', flex: true },
+];
+
+function episodeCells(e: BlockingEpisode): string[] {
+  return [
+    e.target, e.instance, String(e.rootPid), formatTime(e.firstSeen), formatTime(e.lastSeen), formatCount(e.snapshots),
+    formatCount(e.peakWaiters), formatMs(e.maxWaitMs), `${e.user ?? NONE}@${e.database ?? NONE}`, e.query === null ? NONE : oneLine(e.query),
+  ];
+}
+
+export function formatLocksText(report: LocksReport, width: number): string {
+  const out = [reportHeader('locks', report.filter), ''];
+  if (report.servers.length === 0) out.push('No snapshot runs in this window (is collect.activity or collect.locks on for these targets?)');
+  for (const s of report.servers) out.push(...serverLines(s, width));
+  out.push('');
+  if (report.episodesTotal === 0) {
+    out.push('Blocking episodes: none in this window');
+  } else {
+    out.push(`Blocking episodes, newest first (${report.episodes.length} of ${formatCount(report.episodesTotal)})`);
+    out.push(renderTable(EPISODE_COLUMNS, report.episodes.map(episodeCells), width));
+  }
+  return `${out.join('\n')}\n`;
+}
+
+export function locksToJson(report: LocksReport): object {
+  const f = report.filter;
+  return {
+    report: 'locks',
+    window: windowJson(f),
+    filters: { target: f.target, database: f.database, limit: f.limit },
+    servers: report.servers.map((s) => ({
+      ...serverRunsJson(s),
+      blockedSessions: s.forest.blockedSessions,
+      longestWaitMs: s.forest.longestWaitMs,
+      cycles: s.forest.cycles,
+      trees: s.forest.roots,
+    })),
+    episodes: report.episodes.map((e) => ({ ...e, xactStart: iso(e.xactStart), firstSeen: iso(e.firstSeen), lastSeen: iso(e.lastSeen) })),
+    episodesTotal: report.episodesTotal,
+  };
+}
+
+export function formatLocksJson(report: LocksReport): string {
+  return `${JSON.stringify(locksToJson(report), null, 2)}\n`;
+}

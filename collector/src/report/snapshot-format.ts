@@ -1,0 +1,52 @@
+/**
+ * What the text and JSON of `report locks` and `report activity` share: the header, a
+ * server's run status, timestamps. Pure.
+ */
+import { formatMs, formatTime } from './format.ts';
+import { oneLine } from './text-table.ts';
+import type { ServerRuns, SnapshotFilter } from './snapshot-types.ts';
+
+export function iso(d: Date | null): string | null {
+  return d === null ? null : d.toISOString();
+}
+
+export function reportHeader(name: string, f: SnapshotFilter, extra: string[] = []): string {
+  const parts = [`pglog report ${name}  ${formatTime(f.since)} .. ${formatTime(f.until)} UTC`];
+  if (f.target !== null) parts.push(`target ${f.target}`);
+  if (f.database !== null) parts.push(`database ${f.database}`);
+  return [...parts, ...extra].join('  ');
+}
+
+/** `db1/main`. */
+export function serverName(s: { target: string; instance: string }): string {
+  return `${s.target}/${s.instance}`;
+}
+
+/** Why the newest run failed, on one line; null when it did not. */
+export function lastRunFailure(s: ServerRuns): string | null {
+  if (s.lastErrorCode === null && s.lastError === null) return null;
+  const why = [s.lastErrorCode, s.lastError === null ? null : oneLine(s.lastError)].filter((p) => p !== null && p !== '').join(': ');
+  return `newest snapshot run failed at ${formatTime(s.lastRunAt)}Z after ${formatMs(s.lastRunMs)}: ${why}`;
+}
+
+/** The run fields of a server in JSON (shared by both reports). */
+export function serverRunsJson(s: ServerRuns): Record<string, unknown> {
+  return {
+    target: s.target,
+    instance: s.instance,
+    snapshotAt: iso(s.snapshotAt),
+    lastRun: {
+      at: s.lastRunAt.toISOString(),
+      durationMs: s.lastRunMs,
+      ok: s.lastErrorCode === null && s.lastError === null,
+      errorCode: s.lastErrorCode,
+      error: s.lastError,
+    },
+    runs: s.runs,
+    failedRuns: s.failedRuns,
+  };
+}
+
+export function windowJson(f: SnapshotFilter): { since: string; until: string } {
+  return { since: f.since.toISOString(), until: f.until.toISOString() };
+}
