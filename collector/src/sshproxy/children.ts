@@ -26,7 +26,8 @@ export class Child {
   private tail = '';
   private done = false;
 
-  constructor(file: string, args: readonly string[], pids: PidsFile) {
+  /** `onStderr` sees standard error as it comes (for lines worth logging while the child runs). */
+  constructor(file: string, args: readonly string[], pids: PidsFile, onStderr?: (chunk: string) => void) {
     const proc = spawn(file, args, { stdio: ['ignore', 'ignore', 'pipe'], detached: true });
     this.pid = proc.pid ?? -1;
     if (this.pid > 0) pids.add(this.pid);
@@ -34,6 +35,7 @@ export class Child {
     proc.stderr?.on('data', (chunk: string) => {
       this.tail += chunk;
       if (this.tail.length > 2 * STDERR_TAIL_BYTES) this.tail = this.tail.slice(-STDERR_TAIL_BYTES);
+      onStderr?.(chunk);
     });
     this.exited = new Promise<ChildExit>((resolve) => {
       let exit: ChildExit | null = null;

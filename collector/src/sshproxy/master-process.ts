@@ -34,9 +34,18 @@ export interface MasterContext {
   backoff: MasterBackoffOptions;
   /** Called after every state change (and error change). */
   onChange(master: SshMaster, previous: MasterState): void;
+  /**
+   * The master printed "channel N: open failed: ...": the server refused a connection through
+   * one of its forwards (typically: no PostgreSQL socket at the remote path). The client
+   * only sees its connection closed, so this line is the sidecar's to log.
+   */
+  onChannelRefused?(master: SshMaster, line: string): void;
   /** Resolves once no earlier master holds `socket` any more (a stop still in progress). */
   socketFree(socket: string): Promise<void>;
 }
+
+/** Numbers the runs of all masters that came up (see SshMaster.connection). */
+let connections = 0;
 
 /** How often the control socket is looked for while connecting. */
 const SOCKET_POLL_MS = 50;
@@ -52,6 +61,11 @@ export class SshMaster {
   /** Starts after the first one. */
   restarts = 0;
   error: StatusError | undefined;
+  /**
+   * Which run of ssh this is, new every time the master comes up: forwards set up on an
+   * earlier run are gone with it (forward-plan.ts). 0 before it was ever up.
+   */
+  connection = 0;
   /** The delay before the restart, while in backoff (for the log line). */
   retryDelayMs = 0;
   private readonly ctx: MasterContext;
@@ -112,7 +126,12 @@ export class SshMaster {
     // on without multiplexing, while the stale file looked like a live master.
     await unlink(this.socket).catch(() => undefined);
     if (this.stopping) return;
-    const child = new Child(this.ctx.sshBinary, masterArgs(this.ctx.dir, this.server, this.slot), this.ctx.pids);
+    let partial = '';
+    const child = new Child(this.ctx.sshBinary, masterArgs(this.ctx.dir, this.server, this.slot), this.ctx.pids, (chunk) => {
+      const lines = (partial + chunk).split(/\r?\n/);
+      partial = (lines.pop() ?? '').slice(-1000);
+      for (const line of lines) if (/^channel \d+: open failed/.test(line)) this.ctx.onChannelRefused?.(this, line.trim());
+    });
     this.child = child;
     const limitS = 2 * this.server.connectTimeoutS + 5;
     const deadline = Date.now() + limitS * 1000;
@@ -131,6 +150,7 @@ export class SshMaster {
       if (await isSocket(this.socket)) {
         if (this.child !== child || this.stopping) return;
         this.backoff.connected(Date.now());
+        this.connection = ++connections;
         this.setState('up');
         return;
       }

@@ -6,7 +6,7 @@
  * nor /etc/ssh/ssh_config can change what runs (docs/sshproxy.md explains each option).
  */
 import { createHash } from 'node:crypto';
-import { CONTROL_DIR, KEYS_DIR, type DesiredServer } from './protocol.ts';
+import { CONTROL_DIR, forwardDir, KEYS_DIR, pgSocketName, type DesiredServer } from './protocol.ts';
 
 /** sun_path holds 108 bytes including the terminating NUL. */
 const SUN_PATH_MAX = 107;
@@ -91,6 +91,12 @@ export function masterArgs(dir: string, server: DesiredServer, slot: number): st
     '-o', `ConnectTimeout=${server.connectTimeoutS}`,
     '-o', `Ciphers=${CIPHERS}`,
     '-o', 'Compression=no',
+    // The master binds the local sockets of SQL forwards (`-O forward`) with its own options:
+    // a socket file left by an earlier master is replaced instead of failing the bind, and
+    // only the sidecar's user (the collector's, in the pod) may connect: the socket is a
+    // session to a PostgreSQL instance as the SSH user.
+    '-o', 'StreamLocalBindUnlink=yes',
+    '-o', 'StreamLocalBindMask=0177',
     // INFO, not ERROR: OpenSSH logs a keepalive timeout ("Timeout, server ... not responding.")
     // and a lost connection at INFO; a healthy master prints nothing at this level.
     '-o', 'LogLevel=INFO',
@@ -131,4 +137,35 @@ export function streamClientArgs(dir: string, server: DesiredServer, slot: numbe
  */
 export function remoteCommandArg(command: string): string {
   return command.startsWith('-') ? ` ${command}` : command;
+}
+
+/**
+ * DIR/sql/<id>/.s.PGSQL.<port>: a forward's local socket. With DIR at most MAX_DIR_LENGTH
+ * bytes and an id of at most 16 characters it fits sun_path (the master binds it directly,
+ * without a temporary name).
+ */
+export function forwardSocketPath(dir: string, id: string, port: number): string {
+  return `${dir}/${forwardDir(id)}/${pgSocketName(port)}`;
+}
+
+/**
+ * `ssh -S <socket> -O forward|cancel -L local:remote`: asks the running master to bind (or
+ * drop) a local Unix socket forwarded to `remote` on the server. Not isolationOptions():
+ * ClearAllForwardings=yes on this client would drop its own -L, and -O forward would then
+ * succeed having asked for nothing. Without a master, `-O` fails at once (it never connects
+ * by itself).
+ */
+export function forwardClientArgs(dir: string, server: DesiredServer, slot: number, op: 'forward' | 'cancel', local: string, remote: string): string[] {
+  return [
+    '-F', '/dev/null',
+    '-o', 'BatchMode=yes',
+    '-S', controlSocketPath(dir, server, slot),
+    '-o', 'ControlMaster=no',
+    '-o', 'LogLevel=ERROR',
+    '-O', op,
+    '-L', `${local}:${remote}`,
+    '-p', String(server.port),
+    '-l', server.user,
+    server.host,
+  ];
 }

@@ -55,9 +55,15 @@ export function classifyOpenSshError(stderr: string, target: SshTarget, exit: { 
   return { code: 'SSH_CONNECT_FAILED', message: bounded(`${where}: ssh ${how}${said === '' ? '' : `: ${said}`}`) };
 }
 
-/** The lines that say something: no banners of '@', no blank lines, no carriage returns. */
+/**
+ * The lines that say something: no banners of '@', no blank lines, no carriage returns, and
+ * no "channel N: open failed: ..." lines, which a master prints for a forwarded connection
+ * the server refused (a missing PostgreSQL socket): they say nothing about why the master
+ * itself ended.
+ */
 export function meaningfulLines(stderr: string): string[] {
-  return stderr.split(/\r?\n/).map((l) => l.replace(/\r/g, '').trim()).filter((l) => l !== '' && !/^@+$/.test(l) && !/^@\s.*@$/.test(l));
+  return stderr.split(/\r?\n/).map((l) => l.replace(/\r/g, '').trim())
+    .filter((l) => l !== '' && !/^@+$/.test(l) && !/^@\s.*@$/.test(l) && !/^channel \d+: open failed/.test(l));
 }
 
 function bounded(message: string): string {

@@ -11,6 +11,8 @@
  *   DIR/streams/<id>.out      FIFO: the stream command's standard output (raw log bytes)
  *   DIR/streams/<id>.err      FIFO: its standard error (status lines and diagnostics)
  *   DIR/ctl/<master>          ControlMaster sockets (one per user, host, port and slot group)
+ *   DIR/sql/<id>/.s.PGSQL.<port>  a forward's local Unix socket, bound by the server's master
+ *                             (`ssh -O forward -L local:remote`): pg's `host` is DIR/sql/<id>
  *
  * A stream is one run of one command (like a Job's pod with restartPolicy Never): the sidecar
  * starts it once its server's master is up, and reports how it ended. It never re-runs a
@@ -23,6 +25,14 @@
  * collector has opened both read ends) -> `exited` (with code and signal) or `failed` (it could
  * not be started: see `error`). A stream removed from desired.json is killed and its FIFOs
  * removed.
+ *
+ * A forward is the opposite: lasting state, not a run. It maps a local Unix socket to a Unix
+ * socket on the server (a PostgreSQL instance's), through the server's slot-0 master. It is
+ * `pending` until that master is up and has bound the local socket, then `ready`; a master
+ * that ends takes its forwards with it, and they go back to `pending` until the next master
+ * has them again. `failed` means the master refused to set it up (retried with backoff). A
+ * forward removed from desired.json is cancelled and its socket removed. Whether the remote
+ * socket exists is only known when a connection is made through it.
  */
 
 export const PROTOCOL_VERSION = 1;
@@ -31,6 +41,7 @@ export const STATUS_FILE = 'status.json';
 export const KEYS_DIR = 'keys';
 export const STREAMS_DIR = 'streams';
 export const CONTROL_DIR = 'ctl';
+export const FORWARDS_DIR = 'sql';
 /** The sidecar rewrites status.json at least this often; a status older than 5 heartbeats means it is gone. */
 export const HEARTBEAT_MS = 1000;
 export const STALE_STATUS_MS = 5 * HEARTBEAT_MS;
@@ -64,12 +75,26 @@ export interface DesiredStream {
   command: string;
 }
 
+/** A local Unix socket forwarded to a Unix socket on a server (a PostgreSQL instance's). */
+export interface DesiredForward {
+  /** Names its directory DIR/sql/<id>: 1-16 characters of [A-Za-z0-9_-] (the socket path must stay short). */
+  id: string;
+  /** `DesiredServer.name`: the forward goes through that server's master (slot 0). */
+  server: string;
+  /** Absolute path of the socket on the server, e.g. /var/run/postgresql/.s.PGSQL.5432. */
+  remoteSocket: string;
+  /** Names the local socket `.s.PGSQL.<port>`, the name pg connects to in the directory it is given as host. */
+  port: number;
+}
+
 export interface DesiredState {
   version: typeof PROTOCOL_VERSION;
   /** Increases with every write; status.json echoes the last one applied. */
   generation: number;
   servers: DesiredServer[];
   streams: DesiredStream[];
+  /** Optional in the file (a file without it has none). */
+  forwards: DesiredForward[];
 }
 
 /** A failure with a stable code (the collector's ErrorCode values: SSH_HOST_KEY_CHANGED, ...). */
@@ -107,6 +132,19 @@ export interface StreamStatus {
   error?: StatusError;
 }
 
+export type ForwardState = 'pending' | 'ready' | 'failed';
+
+export interface ForwardStatus {
+  state: ForwardState;
+  server: string;
+  remoteSocket: string;
+  port: number;
+  /** Absolute DIR/sql/<id>: pg's `host`; the socket in it is `.s.PGSQL.<port>`. Exists only while `ready`. */
+  localDir: string;
+  /** Why it is `failed`, or why it is `pending` (its master's failure). */
+  error?: StatusError;
+}
+
 export interface SidecarStatus {
   version: typeof PROTOCOL_VERSION;
   /** Random per sidecar start: a different value means the sidecar restarted and every old stream is gone. */
@@ -121,6 +159,8 @@ export interface SidecarStatus {
   desiredError?: string;
   masters: MasterStatus[];
   streams: Record<string, StreamStatus>;
+  /** Every forward in the applied desired.json (absent in a status written before forwards existed). */
+  forwards: Record<string, ForwardStatus>;
 }
 
 const STREAM_ID = /^[A-Za-z0-9_.-]{1,80}$/;
@@ -128,6 +168,36 @@ const FILE_NAME = /^[A-Za-z0-9_.-]{1,100}$/;
 
 export function isValidStreamId(id: string): boolean {
   return STREAM_ID.test(id) && id !== '.' && id !== '..';
+}
+
+const FORWARD_ID = /^[A-Za-z0-9_-]{1,16}$/;
+/** sun_path holds 108 bytes including the terminating NUL, on the server as here. */
+export const MAX_SOCKET_PATH = 107;
+
+export function isValidForwardId(id: string): boolean {
+  return FORWARD_ID.test(id);
+}
+
+/** A forward's directory, relative to DIR: what pg gets as `host` (made absolute). */
+export function forwardDir(id: string): string {
+  return `${FORWARDS_DIR}/${id}`;
+}
+
+/** The socket file name pg connects to in its `host` directory for `port`. */
+export function pgSocketName(port: number): string {
+  return `.s.PGSQL.${port}`;
+}
+
+/**
+ * Why `path` cannot be a forward's remote socket, or null. OpenSSH splits `-L` arguments at
+ * ':' (and '[' ']' bracket a field) and expands '%' tokens and a leading '~' in socket paths,
+ * so such characters would change what is forwarded: they are refused, not escaped.
+ */
+export function remoteSocketProblem(path: string): string | null {
+  if (!path.startsWith('/')) return 'is not an absolute path';
+  if (Buffer.byteLength(path) > MAX_SOCKET_PATH) return `is longer than the ${MAX_SOCKET_PATH} bytes of a Unix socket path`;
+  if (/[\s:%[\]]/.test(path) || [...path].some((c) => c.charCodeAt(0) < 0x20 || c.charCodeAt(0) === 0x7f)) return 'holds a blank, control character, \':\', \'%\', \'[\' or \']\', which OpenSSH would read as syntax';
+  return null;
 }
 
 /** FIFO paths of a stream, relative to DIR. */
@@ -170,7 +240,22 @@ export function parseDesiredState(text: string): DesiredState {
     if (command === '') throw new Error(`${where}.command is empty`);
     return { id, server, command };
   });
-  return { version: PROTOCOL_VERSION, generation, servers, streams };
+  const forwardIds = new Set<string>();
+  const forwards = (o['forwards'] === undefined ? [] : array(o['forwards'], `${DESIRED_FILE}: forwards`)).map((f, i) => {
+    const where = `${DESIRED_FILE}: forwards[${i}]`;
+    const r = record(f, where);
+    const id = string(r['id'], `${where}.id`);
+    if (!isValidForwardId(id)) throw new Error(`${where}.id: ${JSON.stringify(id)} is not 1-16 characters of [A-Za-z0-9_-]`);
+    if (forwardIds.has(id)) throw new Error(`${where}.id: ${id} is listed twice`);
+    forwardIds.add(id);
+    const server = string(r['server'], `${where}.server`);
+    if (!names.has(server)) throw new Error(`${where}.server: no server named ${server}`);
+    const remoteSocket = string(r['remoteSocket'], `${where}.remoteSocket`);
+    const problem = remoteSocketProblem(remoteSocket);
+    if (problem !== null) throw new Error(`${where}.remoteSocket: ${JSON.stringify(remoteSocket)} ${problem}`);
+    return { id, server, remoteSocket, port: integer(r['port'], `${where}.port`, 1, 65535) };
+  });
+  return { version: PROTOCOL_VERSION, generation, servers, streams, forwards };
 }
 
 function parseServer(value: unknown, where: string): DesiredServer {
@@ -207,6 +292,8 @@ export function parseSidecarStatus(text: string): SidecarStatus {
   if (typeof raw['instance'] !== 'string' || typeof raw['updatedAt'] !== 'string') throw new Error(`${STATUS_FILE}: instance and updatedAt are required`);
   record(raw['streams'], `${STATUS_FILE}: streams`);
   array(raw['masters'], `${STATUS_FILE}: masters`);
+  if (raw['forwards'] === undefined) raw['forwards'] = {};
+  else record(raw['forwards'], `${STATUS_FILE}: forwards`);
   return raw as unknown as SidecarStatus;
 }
 

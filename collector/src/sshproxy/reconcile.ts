@@ -8,8 +8,8 @@
  * streams on each (OpenSSH refuses the session beyond the server's MaxSessions). A stream
  * keeps its slot for its whole life, since a running one cannot move to another connection;
  * a new stream goes to the lowest slot with room. A stream that has ended (`done`) no longer
- * holds room. Slot 0 stays up while the server has any stream in desired.json, so a collector
- * replacing an ended stream with the next one does not reconnect.
+ * holds room. Slot 0 stays up while the server has any stream or forward in desired.json, so
+ * a collector replacing an ended stream with the next one does not reconnect.
  *
  * A server whose connection changed (serverFingerprint) gets new masters: the plan stops the
  * old ones and starts new ones on the same slots. Streams running on an old master end with
@@ -69,7 +69,7 @@ export interface Plan {
   startStreams: string[];
 }
 
-export const EMPTY_DESIRED: DesiredState = { version: 1, generation: -1, servers: [], streams: [] };
+export const EMPTY_DESIRED: DesiredState = { version: 1, generation: -1, servers: [], streams: [], forwards: [] };
 
 export function isEmptyPlan(p: Plan): boolean {
   return p.removeStreams.length === 0 && p.addStreams.length === 0 && p.moveStreams.length === 0 &&
@@ -149,6 +149,12 @@ export function reconcile(desired: DesiredState, current: Snapshot): Plan {
     const fingerprint = serverFingerprint(server);
     if (s.phase !== 'done') needed.set(key(s.server, s.slot), { server: s.server, slot: s.slot, fingerprint });
     needed.set(key(s.server, 0), { server: s.server, slot: 0, fingerprint });
+  }
+  // Forwards live on slot 0: a forwarded connection is a channel, not a session, so it takes
+  // no room of MaxSessions (forward-plan.ts decides the rest).
+  for (const f of desired.forwards) {
+    const server = servers.get(f.server);
+    if (server !== undefined) needed.set(key(f.server, 0), { server: f.server, slot: 0, fingerprint: serverFingerprint(server) });
   }
   const upNow = new Set<string>();
   const present = new Set<string>();

@@ -4,7 +4,7 @@
  */
 import { lstat, mkdir, readdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import { readFileSync, renameSync, writeFileSync } from 'node:fs';
-import { CONTROL_DIR, KEYS_DIR, STREAMS_DIR, type StatusError } from './protocol.ts';
+import { CONTROL_DIR, FORWARDS_DIR, KEYS_DIR, STREAMS_DIR, type StatusError } from './protocol.ts';
 
 /** Processes the sidecar started and that may still run: read by the next sidecar on DIR. */
 export const PIDS_FILE = 'sidecar.pids';
@@ -39,7 +39,7 @@ export async function checkKeyFile(dir: string, file: string, uid: number): Prom
 /** Creates DIR and its subdirectories (DIR/keys is the collector's, but may not exist yet). */
 export async function prepareDir(dir: string): Promise<void> {
   await mkdir(dir, { recursive: true, mode: 0o700 });
-  for (const sub of [KEYS_DIR, STREAMS_DIR, CONTROL_DIR]) await mkdir(`${dir}/${sub}`, { recursive: true, mode: 0o700 });
+  for (const sub of [KEYS_DIR, STREAMS_DIR, CONTROL_DIR, FORWARDS_DIR]) await mkdir(`${dir}/${sub}`, { recursive: true, mode: 0o700 });
 }
 
 /** Records the pids of live children in DIR/sidecar.pids, synchronously: a crash right after a spawn must not lose one. */
@@ -70,7 +70,7 @@ export class PidsFile {
 export interface StaleCleanup {
   /** Pids of the previous sidecar's processes that were still alive and were killed. */
   killed: number[];
-  /** Files removed from DIR/streams and DIR/ctl. */
+  /** Files removed from DIR/streams, DIR/ctl and DIR/sql. */
   removedFiles: number;
 }
 
@@ -100,7 +100,9 @@ export async function cleanStaleDir(dir: string, waitMs = 3000): Promise<StaleCl
   while (killed.some(isAlive) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
 
   let removedFiles = 0;
-  for (const sub of [STREAMS_DIR, CONTROL_DIR]) {
+  // sql/: forward sockets bound by the old masters (the new masters would replace them, but a
+  // forward no longer wanted would stay).
+  for (const sub of [STREAMS_DIR, CONTROL_DIR, FORWARDS_DIR]) {
     let names: string[] = [];
     try {
       names = await readdir(`${dir}/${sub}`);

@@ -1,7 +1,8 @@
 /**
  * The `pglog sshproxy` supervisor: follows desired.json, keeps the masters and streams it
  * asks for (decisions in reconcile.ts, processes in master-process.ts and stream-process.ts),
- * and reports in status.json. The protocol is in protocol.ts; docs/sshproxy.md tells the story.
+ * and reports in status.json. SQL forwards (forwards.ts) ride on the slot-0 masters. The
+ * protocol is in protocol.ts; docs/sshproxy.md tells the story.
  *
  * Every event (a new desired state, a master up or down, a stream that ended) marks the state
  * dirty; one reconcile pass per turn of the event loop computes a plan from a snapshot and
@@ -13,6 +14,7 @@ import { resolve } from 'node:path';
 import { PglogError } from '../errors.ts';
 import type { Logger } from '../observability/logger.ts';
 import { DesiredWatcher, DESIRED_POLL_MS } from './desired-watcher.ts';
+import { Forwards, type UpMaster } from './forwards.ts';
 import { DEFAULT_MASTER_BACKOFF, SshMaster, type MasterBackoffOptions } from './master-process.ts';
 import { dirTooLong } from './openssh-args.ts';
 import { HEARTBEAT_MS, PROTOCOL_VERSION, STATUS_FILE, type DesiredState, type MasterState, type MasterStatus, type SidecarStatus, type StreamStatus } from './protocol.ts';
@@ -57,6 +59,7 @@ export class Sidecar {
   private desiredError: string | undefined;
   private readonly masters = new Map<string, SshMaster>();
   private readonly streams = new Map<string, StreamRun>();
+  private readonly forwards: Forwards;
   /** Masters and streams being stopped, by socket path (masters) or id (streams). */
   private readonly stoppingMasters = new Map<string, Promise<void>>();
   private readonly removingStreams = new Set<Promise<void>>();
@@ -80,7 +83,7 @@ export class Sidecar {
     this.watcher = new DesiredWatcher(dir, {
       onDesired: (state) => {
         this.desired = state;
-        this.log.debug({ generation: state.generation, servers: state.servers.length, streams: state.streams.length }, 'desired state applied');
+        this.log.debug({ generation: state.generation, servers: state.servers.length, streams: state.streams.length, forwards: state.forwards.length }, 'desired state applied');
         this.changed();
       },
       onError: (message) => {
@@ -90,6 +93,15 @@ export class Sidecar {
         this.statusChanged();
       },
     }, options.pollMs ?? DESIRED_POLL_MS);
+    this.forwards = new Forwards({
+      dir,
+      sshBinary: this.sshBinary,
+      pids: this.pids,
+      log: this.log,
+      backoff: this.backoff,
+      upMaster: (server) => this.upMaster(server),
+      onChange: () => this.changed(),
+    });
   }
 
   /** Checks DIR, cleans what a previous sidecar left there, and starts following desired.json. */
@@ -123,6 +135,7 @@ export class Sidecar {
     this.masters.clear();
     await Promise.all(masters.map((m) => m.stop()));
     await Promise.all([...this.stoppingMasters.values()]);
+    await this.forwards.stop();
     clearTimeout(this.statusTimer);
     await this.statusWriting;
     await this.writeStatus();
@@ -157,6 +170,10 @@ export class Sidecar {
       ...(this.desiredError === undefined ? {} : { desiredError: this.desiredError }),
       masters,
       streams,
+      forwards: this.forwards.status((server) => {
+        const m = this.masters.get(masterKey(server, 0));
+        return m?.state === 'up' ? undefined : m?.error;
+      }),
     };
   }
 
@@ -229,6 +246,10 @@ export class Sidecar {
         pids: this.pids,
         backoff: this.backoff,
         onChange: (master, previous) => this.masterChanged(master, previous),
+        onChannelRefused: (master, line) => {
+          const forwards = this.desired.forwards.filter((f) => f.server === master.server.name).map((f) => f.remoteSocket);
+          this.log.warn({ server: master.server.name, slot: master.slot, forwards }, `master ${master.name}: the server refused a forwarded connection (${line}); is there a socket at ${forwards.join(', ') || 'the forward\'s remote path'}?`);
+        },
         socketFree: (socket) => this.stoppingMasters.get(socket)?.catch(() => undefined) ?? Promise.resolve(),
       });
       this.masters.set(masterKey(ref.server, ref.slot), m);
@@ -241,7 +262,16 @@ export class Sidecar {
       if (s === undefined || server === undefined) continue;
       void s.start(server); // never rejects: failures become state `failed`
     }
+    const up = new Map<string, number>();
+    for (const m of this.masters.values()) if (m.slot === 0 && m.state === 'up') up.set(m.server.name, m.connection);
+    this.forwards.reconcile(this.desired.forwards, up);
     this.statusChanged();
+  }
+
+  /** The server's slot-0 master while it is up: the one that carries the server's forwards. */
+  private upMaster(server: string): UpMaster | undefined {
+    const m = this.masters.get(masterKey(server, 0));
+    return m?.state === 'up' ? { server: m.server, slot: 0, connection: m.connection } : undefined;
   }
 
   /** Counts a killed stream's session as held for a while, then reconciles again. */

@@ -12,6 +12,10 @@
  * `instance` changed under a stream (it restarted: everything it ran is gone), or when the
  * process that started it says so (`markGone`, standalone mode). Every stream waiting on it
  * then fails with SIDECAR_UNAVAILABLE, and the streams resume from their own offsets.
+ *
+ * SQL forwards (`forward`, sidecar-forward.ts) are lasting state instead: one per server,
+ * remote socket and port, kept in desired.json until removed, re-established by the sidecar
+ * whenever the server's master comes up again.
  */
 import { randomBytes } from 'node:crypto';
 import { watch, type FSWatcher } from 'node:fs';
@@ -19,9 +23,10 @@ import { chmod, mkdir, readFile, rename, rm, writeFile } from 'node:fs/promises'
 import { join } from 'node:path';
 import { PglogError } from '../errors.ts';
 import {
-  CONTROL_DIR, DESIRED_FILE, KEYS_DIR, parseSidecarStatus, PROTOCOL_VERSION, STALE_STATUS_MS, STATUS_FILE, STREAMS_DIR,
-  type DesiredServer, type DesiredState, type DesiredStream, type SidecarStatus, type StreamStatus,
+  CONTROL_DIR, DESIRED_FILE, KEYS_DIR, parseSidecarStatus, PROTOCOL_VERSION, remoteSocketProblem, STALE_STATUS_MS, STATUS_FILE, STREAMS_DIR,
+  type DesiredForward, type DesiredServer, type DesiredState, type DesiredStream, type SidecarStatus, type StreamStatus,
 } from '../sshproxy/protocol.ts';
+import { DEFAULT_FORWARD_TIMEOUT_MS, forwardId, waitForwardReady } from './sidecar-forward.ts';
 
 export interface SidecarClientOptions {
   /** The shared directory. */
@@ -30,6 +35,8 @@ export interface SidecarClientOptions {
   pollMs?: number;
   /** Status older than this means the sidecar is gone. Default STALE_STATUS_MS. */
   staleMs?: number;
+  /** How long `forward` waits for the sidecar to report a forward ready. Default 30 s. */
+  forwardTimeoutMs?: number;
   now?: () => number;
 }
 
@@ -45,13 +52,21 @@ export class SidecarClient {
   readonly dir: string;
   private readonly pollMs: number;
   private readonly staleMs: number;
+  private readonly forwardTimeoutMs: number;
   private readonly now: () => number;
   /** Stream ids start with it, so a restarted collector never reuses one in the same directory. */
   private readonly idPrefix = randomBytes(4).toString('hex');
   private sequence = 0;
   private readonly servers = new Map<string, DesiredServer>();
   private readonly streams = new Map<string, DesiredStream>();
-  private generation = 0;
+  private readonly forwards = new Map<string, DesiredForward>();
+  /** The desired.json generation that first held each forward: older statuses say nothing about it. */
+  private readonly forwardGenerations = new Map<string, number>();
+  /**
+   * Starts at the clock, not at 0: a restarted collector's generations stay above those the
+   * running sidecar applied from its predecessor, so an old status never passes for a new one.
+   */
+  private generation = Date.now();
   private writing: Promise<void> | null = null;
   private dirty = false;
   private writeError: Error | null = null;
@@ -68,6 +83,7 @@ export class SidecarClient {
     this.dir = options.dir;
     this.pollMs = options.pollMs ?? 250;
     this.staleMs = options.staleMs ?? STALE_STATUS_MS;
+    this.forwardTimeoutMs = options.forwardTimeoutMs ?? DEFAULT_FORWARD_TIMEOUT_MS;
     this.now = options.now ?? Date.now;
   }
 
@@ -132,6 +148,7 @@ export class SidecarClient {
     const server = this.servers.get(name);
     if (server === undefined) return;
     for (const [id, stream] of this.streams) if (stream.server === name) this.streams.delete(id);
+    for (const [id, f] of this.forwards) if (f.server === name) this.deleteForward(id);
     this.servers.delete(name);
     this.scheduleWrite();
     await this.flushed();
@@ -151,6 +168,44 @@ export class SidecarClient {
   /** Withdraws a stream: the sidecar stops its command and removes its FIFOs. */
   removeStream(id: string): void {
     if (this.streams.delete(id)) this.scheduleWrite();
+  }
+
+  /**
+   * Asks the sidecar for a local Unix socket forwarded to `remoteSocketPath` on `server` (the
+   * instance's PostgreSQL socket) and resolves with the local directory to give pg as `host`
+   * (the socket in it is `.s.PGSQL.<port>`), once the sidecar reports it ready. Calls for the
+   * same forward share it. Rejects with a PglogError: the sidecar's code (SSH_* from the
+   * server's master, SIDECAR_UNAVAILABLE) naming server and remote socket; SIDECAR_UNAVAILABLE
+   * after `forwardTimeoutMs` naming what it waited for; `signal.reason` when aborted.
+   */
+  async forward(server: string, remoteSocketPath: string, port: number, signal?: AbortSignal): Promise<string> {
+    if (!this.servers.has(server)) throw new PglogError('SIDECAR_UNAVAILABLE', `sidecar: no server ${server} was set`);
+    const problem = remoteSocketProblem(remoteSocketPath);
+    if (problem !== null) throw new PglogError('CONFIG_INVALID', `${server}: the socket path ${JSON.stringify(remoteSocketPath)} ${problem}`);
+    if (!Number.isInteger(port) || port < 1 || port > 65535) throw new PglogError('CONFIG_INVALID', `${server}: port ${port} is not in 1..65535`);
+    const id = forwardId(server, remoteSocketPath, port);
+    let spec = this.forwards.get(id);
+    if (spec === undefined) {
+      spec = { id, server, remoteSocket: remoteSocketPath, port };
+      this.forwards.set(id, spec);
+      this.scheduleWrite();
+    }
+    return waitForwardReady({ client: this, spec, timeoutMs: this.forwardTimeoutMs, ...(signal === undefined ? {} : { signal }) });
+  }
+
+  /** Withdraws a forward: the sidecar cancels it and removes its socket (sessions through it end). */
+  removeForward(server: string, remoteSocketPath: string, port: number): void {
+    if (this.deleteForward(forwardId(server, remoteSocketPath, port))) this.scheduleWrite();
+  }
+
+  /** The generation of desired.json that first held the forward (undefined before it was written). */
+  forwardGeneration(id: string): number | undefined {
+    return this.forwardGenerations.get(id);
+  }
+
+  /** Why desired.json could not be written last time, or null. */
+  get lastWriteError(): Error | null {
+    return this.writeError;
   }
 
   /** The stream's status in the newest status.json, or null when the sidecar has not seen it yet. */
@@ -175,8 +230,14 @@ export class SidecarClient {
     this.watcher?.close();
     if (this.poller !== null) clearInterval(this.poller);
     this.streams.clear();
+    for (const id of [...this.forwards.keys()]) this.deleteForward(id);
     this.scheduleWrite();
     await this.flushed().catch(() => undefined);
+  }
+
+  private deleteForward(id: string): boolean {
+    this.forwardGenerations.delete(id);
+    return this.forwards.delete(id);
   }
 
   private scheduleWrite(): void {
@@ -204,11 +265,17 @@ export class SidecarClient {
       generation: ++this.generation,
       servers: [...this.servers.values()],
       streams: [...this.streams.values()],
+      forwards: [...this.forwards.values()],
     };
     const path = join(this.dir, DESIRED_FILE);
     const temp = `${path}.${process.pid}.tmp`;
     await writeFile(temp, JSON.stringify(state), { mode: 0o600 });
     await rename(temp, path);
+    // Only forwards still wanted: one removed during the write must not get a generation.
+    for (const f of state.forwards) {
+      if (this.forwards.get(f.id) === f && !this.forwardGenerations.has(f.id)) this.forwardGenerations.set(f.id, state.generation);
+    }
+    this.notify();
   }
 
   private follow(): void {

@@ -49,6 +49,12 @@ export interface SshServerOptions {
   /** sshd MaxSessions (default 10). */
   maxSessions?: number;
   authorizedKeyComment?: string;
+  /**
+   * Lets clients open forwarded channels to local Unix sockets on the server (`ssh -L` /
+   * direct-streamlocal, the SQL sessions over SSH). Default off, like a locked-down server.
+   * sshd ties it to AllowTcpForwarding: with `no` even stream-local channels are refused.
+   */
+  allowLocalForwarding?: boolean;
 }
 
 const SSHD = '/usr/sbin/sshd';
@@ -144,7 +150,7 @@ export async function startSshServer(options: SshServerOptions = {}): Promise<Te
       'PrintMotd no',
       'PrintLastLog no',
       'X11Forwarding no',
-      'AllowTcpForwarding no',
+      `AllowTcpForwarding ${options.allowLocalForwarding === true ? 'local' : 'no'}`,
       // The test user's home may not exist (system users get /nonexistent), and it cannot be
       // changed while that user runs test PostgreSQL servers. sshd prints "Could not chdir to
       // home directory" into every command's stderr unless the session is chrooted; a chroot

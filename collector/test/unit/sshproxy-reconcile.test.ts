@@ -10,7 +10,7 @@ function server(name: string, maxSessions: number, port = 22): DesiredServer {
 }
 
 function desired(servers: DesiredServer[], streams: DesiredStream[], generation = 1): DesiredState {
-  return { version: 1, generation, servers, streams };
+  return { version: 1, generation, servers, streams, forwards: [] };
 }
 
 const streamsOf = (serverName: string, n: number, prefix = 'x'): DesiredStream[] =>
