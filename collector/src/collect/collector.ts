@@ -41,6 +41,8 @@ import { openTargetStreams, type RateHint } from './target-transports.ts';
 import { TransportControl } from './transport-control.ts';
 import { planAssignment, targetFingerprint, type PlannedTarget, type TargetAssignment } from './assignment-plan.ts';
 import { observedHooks, TargetObservation, type TargetSnapshot } from './target-observation.ts';
+import { InstanceSnapshots, snapshotKinds } from './instance-snapshots.ts';
+import { SqlSnapshotSource } from './sql-snapshot-source.ts';
 
 export type { TargetAssignment } from './assignment-plan.ts';
 export type { TargetSnapshot } from './target-observation.ts';
@@ -80,6 +82,13 @@ interface RunningTarget {
   epoch: number | null;
   fingerprint: string;
   observed: TargetObservation;
+  /** The SQL sides of its instances (snapshots), closed when the target stops. */
+  sql: SqlSnapshotSource[];
+}
+
+/** Whether a target has anything for this process to do: logs, SQL snapshots, or both. */
+function collectsAnything(target: PostgresTarget): boolean {
+  return target.spec.collect.logs || snapshotKinds(target.spec.collect).length > 0;
 }
 
 export class Collector {
@@ -145,7 +154,7 @@ export class Collector {
     const sidecar = await this.openSidecar();
     this.openedSidecar = sidecar;
     for (const target of this.o.targets) {
-      if (!target.spec.collect.logs) continue;
+      if (!collectsAnything(target)) continue;
       await this.startTarget(target, null);
     }
     this.control = new TransportControl({
@@ -203,7 +212,7 @@ export class Collector {
     const desired = this.desired;
     if (desired === null || this.abort.signal.aborted) return;
     const wanted = new Map<string, TargetAssignment>();
-    for (const a of desired) if (a.target.spec.collect.logs) wanted.set(a.target.metadata.name, a);
+    for (const a of desired) if (collectsAnything(a.target)) wanted.set(a.target.metadata.name, a);
     const fingerprints = new Map([...wanted].map(([name, a]) => [name, targetFingerprint(a.target, a.credentials)]));
     const runningNow: PlannedTarget[] = [...this.running.values()].map((r) => ({ name: r.streams.name, fingerprint: r.fingerprint, epoch: r.epoch, transport: r.streams.pinned }));
     const wantedNow: PlannedTarget[] = [...wanted.values()].map((a) => ({ name: a.target.metadata.name, fingerprint: fingerprints.get(a.target.metadata.name)!, epoch: a.epoch, transport: a.transport }));
@@ -238,6 +247,7 @@ export class Collector {
     const stopping = names.map((n) => this.running.get(n)).filter((r) => r !== undefined);
     for (const r of stopping) r.abort.abort();
     await Promise.allSettled(stopping.flatMap((r) => r.runs));
+    await Promise.allSettled(stopping.flatMap((r) => r.sql.map((s) => s.close())));
     await this.batcher?.flush();
     for (const r of stopping) {
       this.running.delete(r.streams.name);
@@ -263,12 +273,41 @@ export class Collector {
       epoch,
       fingerprint: fingerprint ?? targetFingerprint(target, creds),
       observed: new TargetObservation(name, target.spec.instances.map((i) => i.name), epoch, this.o.config.transport.rateTimeConstantMs, performance.now(), rateHint?.linesPerSecond ?? 0),
+      sql: [],
     };
     this.running.set(name, running);
-    for (const instance of target.spec.instances) {
-      if (epoch !== null) batcher.unfence(name, instance.name);
-      this.startStream(running, instance, batcher, writer);
+    if (target.spec.collect.logs) {
+      for (const instance of target.spec.instances) {
+        if (epoch !== null) batcher.unfence(name, instance.name);
+        this.startStream(running, instance, batcher, writer);
+      }
     }
+    if (snapshotKinds(target.spec.collect).length > 0) {
+      for (const instance of target.spec.instances) this.startSnapshots(running, instance, writer);
+    }
+  }
+
+  /** The instance's SQL snapshots, through the target's SSH connection or the sidecar's forward. */
+  private startSnapshots(running: RunningTarget, instance: PostgresInstance, writer: StoreWriter): void {
+    const { streams } = running;
+    const connection = this.connections.find(streams.name);
+    if (connection === undefined) throw new Error(`no SSH connection for target ${streams.name}`);
+    const source = new SqlSnapshotSource({
+      target: streams.target, instance, connection, sidecar: this.openedSidecar, transport: () => streams.transport, log: this.o.log,
+    });
+    running.sql.push(source);
+    const snapshots = new InstanceSnapshots({
+      target: streams.name,
+      instance: instance.name,
+      collect: streams.target.spec.collect,
+      source,
+      write: (s) => writer.writeSnapshot(s),
+      metrics: this.o.metrics.snapshots,
+      log: this.o.log,
+    });
+    const run = snapshots.run(AbortSignal.any([this.abort.signal, running.abort.signal]));
+    running.runs.push(run);
+    this.runs.add(run);
   }
 
   private noteCommitted(newest: ReadonlyArray<{ target: string; instance: string; ms: number }>, positions: readonly StorePosition[]): void {
@@ -297,7 +336,7 @@ export class Collector {
       running.setPinned(next.spec.transport);
       if (JSON.stringify({ ...next.spec, transport: null }) !== JSON.stringify({ ...running.target.spec, transport: null })) ignored.push(`${name} changed`);
     }
-    for (const name of fresh.keys()) if (!this.running.has(name) && fresh.get(name)!.spec.collect.logs) ignored.push(`${name} added`);
+    for (const name of fresh.keys()) if (!this.running.has(name) && collectsAnything(fresh.get(name)!)) ignored.push(`${name} added`);
     return ignored;
   }
 
@@ -413,6 +452,7 @@ export class Collector {
     await settleWithin(Promise.allSettled([...this.runs]), left() / 2);
     await settleWithin(this.control ?? undefined, left() / 2);
     await this.batcher?.stop(deadline);
+    await settleWithin(Promise.allSettled([...this.running.values()].flatMap((r) => r.sql.map((q) => q.close()))), left());
     await settleWithin(this.connections.closeAll(), left());
     await settleWithin(this.sidecar?.close(), left());
     await settleWithin(this.sidecarChild?.stop(Math.min(2000, left())), left());

@@ -43,9 +43,9 @@ export class SnapshotMetrics {
   /** Remembers that `labels` were written to `metric` for `target`; returns them. */
   private note<L extends Labels>(target: string, metric: Removable, labels: L): L {
     let byMetric = this.used.get(target);
-    if (byMetric === undefined) this.used.set(target, byMetric = new Map());
+    if (byMetric === undefined) this.used.set(target, byMetric = new Map<Removable, Map<string, Labels>>());
     let sets = byMetric.get(metric);
-    if (sets === undefined) byMetric.set(metric, sets = new Map());
+    if (sets === undefined) byMetric.set(metric, sets = new Map<string, Labels>());
     const key = Object.values(labels).join('\u0000');
     if (!sets.has(key)) sets.set(key, labels);
     return labels;

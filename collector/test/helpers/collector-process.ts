@@ -13,6 +13,8 @@ export interface TargetInstanceSpec {
   logFormat?: 'stderr' | 'csvlog' | 'jsonlog';
   logLinePrefix?: string;
   encodings?: { default?: string; databases?: Record<string, string> };
+  /** spec.instances[].sql, written as given (SQL snapshot tests). */
+  sql?: { socketDirectory?: string; port?: number; database?: string; user?: string; timeoutSeconds?: number };
 }
 
 export interface TargetSpec {
@@ -25,6 +27,8 @@ export interface TargetSpec {
   /** spec.transport; default inproc (tests of other things keep to one transport). */
   transport?: 'auto' | 'inproc' | 'proxy';
   instances: TargetInstanceSpec[];
+  /** spec.collect, written as given; default: logs only. */
+  collect?: { logs?: boolean; activity?: boolean; locks?: boolean; statements?: boolean; databases?: boolean; intervalSeconds?: number; statisticsIntervalSeconds?: number };
 }
 
 /** Writes a targets file (a YAML stream; JSON is YAML) into `dir` and returns its path. */
@@ -46,7 +50,9 @@ export function writeTargetsFile(dir: string, targets: readonly TargetSpec[]): s
         logFormat: i.logFormat ?? 'stderr',
         logLinePrefix: i.logLinePrefix ?? '%m [%p] %q%u@%d ',
         encodings: { default: i.encodings?.default ?? 'UTF8', databases: i.encodings?.databases ?? {} },
+        ...(i.sql === undefined ? {} : { sql: i.sql }),
       })),
+      ...(t.collect === undefined ? {} : { collect: t.collect }),
     },
   }, null, 2));
   const file = join(dir, 'targets.yaml');

@@ -1,0 +1,166 @@
+/**
+ * The SQL snapshots of one PostgreSQL instance, on their schedules (design §1 "SQL over SSH";
+ * docs/snapshots.md): every `collect.intervalSeconds` an activity snapshot (sessions and
+ * blocking chains), every `collect.statisticsIntervalSeconds` a statistics sample whose
+ * difference to the previous one (pg_stat_statements, pg_stat_database) is stored.
+ *
+ * - The first run of each kind starts at a random point of its interval, so a fleet's
+ *   snapshots do not all hit the store in the same second.
+ * - One run at a time per instance; a run that takes longer than the interval delays the
+ *   next one instead of piling up.
+ * - A failure is a snapshot too: counted (pglog_snapshot_failures_total by code), written to
+ *   pglog.snapshot_runs, and logged once per streak (again when the cause changes, and when
+ *   it works again), so a server that is down does not write a warning every 15 s. Log
+ *   streaming of the server is not touched by any of it.
+ */
+import { isPglogError } from '../errors.ts';
+import type { TargetCollect } from '../config/target-types.ts';
+import type { Logger } from '../observability/logger.ts';
+import type { ErrorLabel } from '../observability/metrics.ts';
+import type { SnapshotMetrics } from '../observability/snapshot-metrics.ts';
+import { pause } from '../transport/clock.ts';
+import type { ActivitySession, BlockingEdge, Snapshot, SnapshotFailure, SnapshotKind } from '../snapshot/types.ts';
+import { statisticsDeltas } from '../snapshot/deltas.ts';
+import type { StatisticsSample } from '../snapshot/statistics-query.ts';
+
+/** What a run reads; SqlSnapshotSource reads it from the server, tests script it. */
+export interface SnapshotSource {
+  activity(): Promise<{ ts: Date; sessions: ActivitySession[]; blocking: BlockingEdge[] }>;
+  statistics(): Promise<StatisticsSample>;
+}
+
+export interface InstanceSnapshotsOptions {
+  target: string;
+  instance: string;
+  collect: TargetCollect;
+  source: SnapshotSource;
+  /** Stores a snapshot or a failed run; rejects with a PglogError (STORE_*). */
+  write(snapshot: Snapshot | SnapshotFailure): Promise<void>;
+  metrics: SnapshotMetrics;
+  log: Logger;
+  random?: () => number;
+}
+
+/** Which kinds of snapshot a target's `collect` asks for. */
+export function snapshotKinds(collect: TargetCollect): SnapshotKind[] {
+  const kinds: SnapshotKind[] = [];
+  if (collect.activity || collect.locks) kinds.push('activity');
+  if (collect.statements || collect.databases) kinds.push('statistics');
+  return kinds;
+}
+
+export class InstanceSnapshots {
+  private readonly o: InstanceSnapshotsOptions;
+  private baseline: StatisticsSample | null = null;
+  /** The code of the failure streak under way, per kind; null while snapshots work. */
+  private readonly failing = new Map<SnapshotKind, { code: string; count: number }>();
+
+  constructor(options: InstanceSnapshotsOptions) {
+    this.o = options;
+  }
+
+  /** Runs the schedules until `signal` aborts; never rejects. */
+  async run(signal: AbortSignal): Promise<void> {
+    const { collect } = this.o;
+    const random = this.o.random ?? Math.random;
+    const intervalMs: Record<SnapshotKind, number> = { activity: collect.intervalSeconds * 1000, statistics: collect.statisticsIntervalSeconds * 1000 };
+    const start = performance.now();
+    const nextAt = new Map(snapshotKinds(collect).map((k) => [k, start + random() * intervalMs[k]]));
+    while (!signal.aborted && nextAt.size > 0) {
+      const [kind, at] = [...nextAt].reduce((a, b) => (b[1] < a[1] ? b : a));
+      const wait = at - performance.now();
+      if (wait > 0) {
+        await pause(wait, signal);
+        continue;
+      }
+      await this.runOnce(kind);
+      // Behind schedule (a slow run): the next one is an interval from now, not a burst.
+      nextAt.set(kind, Math.max(at + intervalMs[kind], performance.now() + intervalMs[kind] / 2));
+    }
+  }
+
+  /** One snapshot of `kind`: read, count, store; failures are recorded, never thrown. */
+  async runOnce(kind: SnapshotKind): Promise<void> {
+    const { target, instance, metrics } = this.o;
+    const started = performance.now();
+    let snapshot: Snapshot;
+    try {
+      snapshot = kind === 'activity' ? await this.readActivity(started) : await this.readStatistics(started);
+    } catch (e) {
+      await this.failed(kind, e, started);
+      return;
+    }
+    metrics.succeeded(target, instance, kind, snapshot.durationMs / 1000, Date.now());
+    if (kind === 'activity') {
+      const waiting = new Set(snapshot.blocking.map((b) => b.pid));
+      const longestMs = snapshot.blocking.reduce((m, b) => Math.max(m, b.waitMs ?? 0), 0);
+      metrics.activity(target, instance, snapshot.sessions.map((s) => s.state), waiting.size, longestMs / 1000);
+    }
+    this.recovered(kind);
+    try {
+      await this.o.write(snapshot);
+    } catch (e) {
+      await this.failed(kind, e, started, false);
+    }
+  }
+
+  private async readActivity(started: number): Promise<Snapshot> {
+    const { collect } = this.o;
+    const read = await this.o.source.activity();
+    // With locks but not activity, keep the sessions of the blocking chains (the tree's nodes).
+    const inChains = new Set(read.blocking.flatMap((b) => [b.pid, b.blockingPid]));
+    const sessions = collect.activity ? read.sessions : read.sessions.filter((s) => inChains.has(s.pid));
+    return {
+      ...this.empty('activity', read.ts, performance.now() - started),
+      sessions,
+      blocking: collect.locks ? read.blocking : [],
+    };
+  }
+
+  private async readStatistics(started: number): Promise<Snapshot> {
+    const sample = await this.o.source.statistics();
+    const deltas = statisticsDeltas(this.baseline, sample);
+    this.baseline = sample;
+    return {
+      ...this.empty('statistics', sample.ts, performance.now() - started),
+      statements: this.o.collect.statements ? deltas.statements : [],
+      databases: this.o.collect.databases ? deltas.databases : [],
+      intervalSeconds: deltas.intervalSeconds,
+    };
+  }
+
+  private empty(kind: SnapshotKind, ts: Date, durationMs: number): Snapshot {
+    const { target, instance } = this.o;
+    return { target, instance, kind, ts, durationMs, sessions: [], blocking: [], statements: [], databases: [], intervalSeconds: null };
+  }
+
+  /** Counts, logs (once per streak) and records a failed run; `record` false when storing it is what failed. */
+  private async failed(kind: SnapshotKind, e: unknown, started: number, record = true): Promise<void> {
+    const { target, instance, metrics, log } = this.o;
+    const code: ErrorLabel = isPglogError(e) ? e.code : 'UNKNOWN';
+    const message = e instanceof Error ? e.message : String(e);
+    metrics.failed(target, instance, kind, code);
+    const streak = this.failing.get(kind);
+    if (streak === undefined || streak.code !== code) {
+      const lasting = code === 'SQL_AUTH_FAILED' || code === 'SSH_HOST_KEY_CHANGED' || code === 'SSH_HOST_KEY_UNKNOWN' || code === 'SSH_AUTH_FAILED';
+      log[lasting ? 'error' : 'warn']({ target, instance, kind, code, err: e }, `${target}/${instance}: ${kind} snapshot failed: ${message}`);
+      this.failing.set(kind, { code, count: 1 });
+    } else {
+      streak.count++;
+      log.debug({ target, instance, kind, code, failures: streak.count }, `${target}/${instance}: ${kind} snapshot failed again (${code})`);
+    }
+    if (!record) return;
+    const failure: SnapshotFailure = { target, instance, kind, ts: new Date(), durationMs: performance.now() - started, code, message };
+    await this.o.write(failure).catch((w: unknown) => {
+      log.debug({ target, instance, err: w }, `${target}/${instance}: the failed ${kind} snapshot could not be recorded in the store`);
+    });
+  }
+
+  private recovered(kind: SnapshotKind): void {
+    const streak = this.failing.get(kind);
+    if (streak === undefined) return;
+    this.failing.delete(kind);
+    const { target, instance, log } = this.o;
+    log.info({ target, instance, kind, failures: streak.count }, `${target}/${instance}: ${kind} snapshots work again after ${streak.count} failed`);
+  }
+}

@@ -1,0 +1,126 @@
+/**
+ * The SQL side of one instance: its SqlSession through whichever transport the target reads
+ * through now, and the snapshot queries run on it (a SnapshotSource for InstanceSnapshots).
+ *
+ *   inproc  ssh2 `direct-streamlocal@openssh.com` channel on the target's SSH connection
+ *   proxy   the sidecar's OpenSSH stream-local forward (`ssh -O forward`), a Unix socket in
+ *           the shared directory
+ * When the target moves between transports, the session is dropped and the next snapshot
+ * opens it through the new one, so an SQL session never keeps a demoted path alive.
+ */
+import { connect } from 'node:net';
+import type { Duplex } from 'node:stream';
+import { PglogError } from '../errors.ts';
+import type { ActiveTransport, PostgresInstance, PostgresTarget } from '../config/target-types.ts';
+import type { Logger } from '../observability/logger.ts';
+import { readActivity } from '../snapshot/activity-query.ts';
+import { readServerInfo, type ServerInfo } from '../snapshot/server-info.ts';
+import { readStatistics, type StatisticsSample } from '../snapshot/statistics-query.ts';
+import type { ActivitySession, BlockingEdge } from '../snapshot/types.ts';
+import { SqlSession } from '../sql/sql-session.ts';
+import type { SshConnection } from '../transport/ssh-connection.ts';
+import type { SnapshotSource } from './instance-snapshots.ts';
+
+/** Opens the sidecar's forward of a remote Unix socket; resolves with the local socket's directory. */
+export interface SocketForwarder {
+  forward(server: string, remoteSocketPath: string, port: number, signal?: AbortSignal): Promise<string>;
+}
+
+export interface SqlSnapshotSourceOptions {
+  target: PostgresTarget;
+  instance: PostgresInstance;
+  connection: SshConnection;
+  /** Null without a sidecar (--sshproxy off). */
+  sidecar: SocketForwarder | null;
+  /** The transport the target reads through now. */
+  transport: () => ActiveTransport;
+  log: Logger;
+}
+
+export class SqlSnapshotSource implements SnapshotSource {
+  private readonly o: SqlSnapshotSourceOptions;
+  private readonly session: SqlSession;
+  private readonly remoteSocket: string;
+  private info: ServerInfo | null = null;
+  /** The transport the open session goes through. */
+  private openedVia: ActiveTransport | null = null;
+  private warnedPrivileges = false;
+
+  constructor(options: SqlSnapshotSourceOptions) {
+    this.o = options;
+    const { target, instance } = options;
+    const sql = instance.sql;
+    this.remoteSocket = `${sql.socketDirectory.replace(/\/+$/, '')}/.s.PGSQL.${sql.port}`;
+    this.session = new SqlSession({
+      place: `${target.metadata.name}/${instance.name} (${this.remoteSocket} as ${sql.user}@${sql.database} via ${target.spec.host}:${target.spec.port})`,
+      user: sql.user,
+      database: sql.database,
+      timeoutMs: sql.timeoutSeconds * 1000,
+      open: (signal) => this.open(signal),
+      prepare: async (client) => {
+        this.info = await readServerInfo(client);
+        this.warnAboutPrivileges(this.info);
+      },
+    });
+  }
+
+  async activity(): Promise<{ ts: Date; sessions: ActivitySession[]; blocking: BlockingEdge[] }> {
+    await this.followTransport();
+    const { activity, locks } = this.o.target.spec.collect;
+    // Without collect.activity only the sessions of blocking chains are read (the tree's nodes).
+    return this.session.readOnly('activity snapshot', (client) => readActivity(client, this.info!, { sessions: activity, locks }));
+  }
+
+  async statistics(): Promise<StatisticsSample> {
+    await this.followTransport();
+    const { statements, databases } = this.o.target.spec.collect;
+    return this.session.readOnly('statistics snapshot', (client) => readStatistics(client, this.info!, { statements, databases }));
+  }
+
+  close(): Promise<void> {
+    return this.session.close();
+  }
+
+  private async followTransport(): Promise<void> {
+    if (this.openedVia !== null && this.openedVia !== this.o.transport() && this.session.isOpen) await this.session.drop();
+  }
+
+  private async open(signal: AbortSignal): Promise<Duplex> {
+    const via = this.o.sidecar !== null && this.o.transport() === 'proxy' ? 'proxy' : 'inproc';
+    this.openedVia = via;
+    if (via === 'inproc') return this.o.connection.openStreamLocal(this.remoteSocket, { signal });
+    const { target, instance } = this.o;
+    const dir = await this.o.sidecar!.forward(target.metadata.name, this.remoteSocket, instance.sql.port, signal);
+    return connectUnix(`${dir}/.s.PGSQL.${instance.sql.port}`, `${target.metadata.name}/${instance.name}: the sidecar's forward of ${this.remoteSocket}`, signal);
+  }
+
+  private warnAboutPrivileges(info: ServerInfo): void {
+    if (this.warnedPrivileges || !info.canWrite) return;
+    this.warnedPrivileges = true;
+    const { target, instance } = this.o;
+    this.o.log.warn({ target: target.metadata.name, instance: instance.name, role: info.username, superuser: info.superuser },
+      `${target.metadata.name}/${instance.name}: the SQL role ${info.username} can write${info.superuser ? ' (superuser)' : ''}; pglog only reads, in read-only transactions, but a role with pg_monitor alone is enough (docs/snapshots.md)`);
+  }
+}
+
+/** Connects to a local Unix socket; rejects with SQL_CONNECT_FAILED naming `what`. */
+function connectUnix(path: string, what: string, signal: AbortSignal): Promise<Duplex> {
+  if (signal.aborted) return Promise.reject(signal.reason as Error);
+  return new Promise<Duplex>((resolve, reject) => {
+    const socket = connect(path);
+    const onAbort = (): void => {
+      socket.destroy();
+      reject(signal.reason as Error);
+    };
+    signal.addEventListener('abort', onAbort, { once: true });
+    socket.once('connect', () => {
+      signal.removeEventListener('abort', onAbort);
+      socket.removeAllListeners('error');
+      resolve(socket);
+    });
+    socket.once('error', (e) => {
+      signal.removeEventListener('abort', onAbort);
+      reject(new PglogError('SQL_CONNECT_FAILED', `${what} (${path}) cannot be connected to: ${e.message}`, { cause: e }));
+    });
+  });
+}
