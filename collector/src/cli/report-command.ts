@@ -26,7 +26,8 @@ import { storeUrlPasswords } from '../store/store-url.ts';
 
 export const REPORT_USAGE = `usage: pglog report --store URL [--since DURATION|TIME] [--until DURATION|TIME]
                     [--target NAME] [--database NAME] [--limit N] [--json]
-       pglog report locks|activity ...   (blocking trees; sessions: pglog report locks --help)
+       pglog report locks ...      blocking trees from the SQL snapshots (see pglog report locks --help)
+       pglog report activity ...   sessions by state, long-running ones (pglog report activity --help)
   --store     PostgreSQL URL of the pglog store, e.g. postgres://user:pw@host/pglog
               (default: the environment variable PGLOG_STORE_URL, which keeps a
               password out of the process list)

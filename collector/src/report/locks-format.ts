@@ -53,13 +53,26 @@ export function nodeLine(n: BlockingNode, parent: BlockingNode | null, width: nu
   return `${line}  "${cut(oneLine(n.query), budget)}"`;
 }
 
+/** Waiters shown under one node in text; a lock queue of hundreds reads better as a count (JSON has them all). */
+export const MAX_CHILDREN_SHOWN = 20;
+/** Servers without blocked sessions get a line each up to this many; more are one summary line. */
+export const QUIET_SERVERS_LISTED = 5;
+
 function treeLines(nodes: readonly BlockingNode[], parent: BlockingNode | null, indent: string, width: number, out: string[]): void {
-  nodes.forEach((n, i) => {
-    const last = i === nodes.length - 1;
+  const shown = parent === null ? nodes : nodes.slice(0, MAX_CHILDREN_SHOWN);
+  const hidden = nodes.length - shown.length;
+  shown.forEach((n, i) => {
+    const last = i === shown.length - 1 && hidden === 0;
     const prefix = `${indent}${last ? '└─ ' : '├─ '}`;
     out.push(prefix + nodeLine(n, parent, width - codePoints(prefix)));
     treeLines(n.children, n, indent + (last ? '   ' : '│  '), width, out);
   });
+  if (hidden > 0) out.push(`${indent}└─ … ${formatCount(hidden)} more waiting (--json lists them all)`);
+}
+
+/** A server with nothing to show: a snapshot, no blocking, a newest run that worked. */
+function isQuiet(s: ServerLocks): boolean {
+  return s.snapshotAt !== null && s.forest.roots.length === 0 && lastRunFailure(s) === null;
 }
 
 function serverLines(s: ServerLocks, width: number): string[] {
@@ -99,7 +112,11 @@ function episodeCells(e: BlockingEpisode): string[] {
 export function formatLocksText(report: LocksReport, width: number): string {
   const out = [reportHeader('locks', report.filter), ''];
   if (report.servers.length === 0) out.push('No snapshot runs in this window (is collect.activity or collect.locks on for these targets?)');
-  for (const s of report.servers) out.push(...serverLines(s, width));
+  const quiet = report.servers.filter(isQuiet);
+  for (const s of report.servers) {
+    if (!isQuiet(s) || quiet.length <= QUIET_SERVERS_LISTED) out.push(...serverLines(s, width));
+  }
+  if (quiet.length > QUIET_SERVERS_LISTED) out.push(`${formatCount(quiet.length)} more server instances: no blocked sessions in their newest snapshot`);
   out.push('');
   if (report.episodesTotal === 0) {
     out.push('Blocking episodes: none in this window');

@@ -3,7 +3,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { buildBlockingForest, type EdgeInput } from '../../src/report/blocking-tree.ts';
-import { formatLocksJson, formatLocksText, nodeLine } from '../../src/report/locks-format.ts';
+import { formatLocksJson, formatLocksText, MAX_CHILDREN_SHOWN, nodeLine, QUIET_SERVERS_LISTED } from '../../src/report/locks-format.ts';
 import type { LocksReport, ServerLocks, SnapshotFilter } from '../../src/report/snapshot-types.ts';
 
 const FILTER: SnapshotFilter = {
@@ -97,4 +97,16 @@ test('JSON: one document with camelCase fields, ISO times, nested trees', () => 
     lastSeen: '2026-11-23T18:40:12.000Z', snapshots: 4, peakWaiters: 3, maxWaitMs: 12_300, database: 'shop', user: 'app', application: 'web',
     fingerprint: 'f1', query: 'UPDATE orders\n   SET state = 2 WHERE id = 7',
   });
+});
+
+test('text: a long lock queue shows its first waiters and a count; many quiet servers are one line', () => {
+  const queue = buildBlockingForest(Array.from({ length: MAX_CHILDREN_SHOWN + 5 }, (_, i) => edge(100 + i, 1, 'ShareLock', 'ExclusiveLock', 1000 - i)), []);
+  const lines = formatLocksText({ ...REPORT, servers: [server({ forest: queue })] }, 160).split('\n');
+  assert.equal(lines.filter((l) => l.startsWith('   ├─ ')).length, MAX_CHILDREN_SHOWN);
+  assert.ok(lines.includes('   └─ … 5 more waiting (--json lists them all)'));
+  const quiet = Array.from({ length: QUIET_SERVERS_LISTED + 1 }, (_, i) => server({ target: `q${i}`, forest: buildBlockingForest([], []) }));
+  const text = formatLocksText({ ...REPORT, servers: [server({}), ...quiet] }, 160);
+  assert.ok(text.includes(`${QUIET_SERVERS_LISTED + 1} more server instances: no blocked sessions in their newest snapshot`));
+  assert.ok(!text.includes('q0/main'));
+  assert.ok(formatLocksText({ ...REPORT, servers: quiet.slice(0, QUIET_SERVERS_LISTED) }, 160).includes('q0/main  snapshot 2026-11-23 18:40:12Z  no blocked sessions'));
 });
