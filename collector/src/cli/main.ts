@@ -14,7 +14,8 @@ const USAGE = `usage: pglog COMMAND [OPTIONS]
 
 commands:
   collect   stream the logs of the servers in a targets file (or a CollectorShard) over SSH into the store
-  report    top query templates, errors and lock waits from the store
+  report    top query templates, errors and lock waits from the store;
+            report locks | report activity: blocking trees and sessions from SQL snapshots
   parse     parse PostgreSQL log files offline (summary or typed events)
   sshproxy  the sidecar that runs OpenSSH connections and streams for the collector
   operator  the Kubernetes operator: shards targets over collector pods, writes CollectorShards

@@ -22,6 +22,8 @@ export interface LogServerOptions {
   owner?: { uid: number; gid: number } | null;
   /** Extra databases, created from template0 with LC_COLLATE/LC_CTYPE C. */
   databases?: Array<{ name: string; encoding: string }>;
+  /** More postgresql.conf lines (e.g. shared_preload_libraries). */
+  settings?: string[];
 }
 
 export interface LogServer {
@@ -76,6 +78,7 @@ export async function startLogServer(options: LogServerOptions = {}): Promise<Lo
       `log_line_prefix = ${confString(options.logLinePrefix ?? '%m [%p] %q%u@%d ')}`,
       "lc_messages = 'C'",
       "log_timezone = 'UTC'",
+      ...(options.settings ?? []),
     ],
   }).catch((e: unknown) => {
     throw new Error(`startLogServer: ${(e as Error).message}`, { cause: e });

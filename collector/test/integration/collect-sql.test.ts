@@ -4,7 +4,7 @@
 // channel for target db1, the sidecar's OpenSSH forward for db1p), as a role that has only
 // pg_monitor and logs in by peer authentication mapped from the SSH user.
 import { strict as assert } from 'node:assert';
-import { appendFileSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
@@ -13,27 +13,19 @@ import { runPglog } from '../helpers/cli.ts';
 import { freePort, metricSum, scrapeMetrics } from '../helpers/collect-scenario.ts';
 import { startCollector, waitFor, writeTargetsFile, type CollectorProcess, type TargetSpec } from '../helpers/collector-process.ts';
 import { startLogServer, type LogServer } from '../helpers/log-server.ts';
+import { MONITOR_ROLE, setUpMonitoringRole } from '../helpers/monitoring-role.ts';
 import { startPostgres, type TestPostgres } from '../helpers/postgres.ts';
 import { currentUser } from '../helpers/server-user.ts';
 import { startSshServer, type TestSshServer } from '../helpers/sshd.ts';
 
 const INTERVAL_S = 2;
-const MONITOR_ROLE = 'pglog_monitor';
 
-/** The role pglog uses: pg_monitor only, peer-authenticated (over SSH the peer is the SSH user). */
+/** The role pglog uses (pg_monitor only, peer-mapped from the SSH user) and the table of the chain. */
 async function setUpMonitoring(server: LogServer, osUsers: readonly string[]): Promise<void> {
-  const hba = join(server.dataDirectory, 'pg_hba.conf');
-  writeFileSync(hba, `local all ${MONITOR_ROLE} peer map=pglog\n${readFileSync(hba, 'utf8')}`);
-  appendFileSync(join(server.dataDirectory, 'pg_ident.conf'), osUsers.map((u) => `pglog ${u} ${MONITOR_ROLE}\n`).join(''));
+  await setUpMonitoringRole(server, osUsers);
   const c = new pg.Client({ connectionString: server.url });
   await c.connect();
-  try {
-    await c.query(`CREATE ROLE ${MONITOR_ROLE} LOGIN IN ROLE pg_monitor`);
-    await c.query('CREATE TABLE public.t (id int)');
-    await c.query('SELECT pg_reload_conf()');
-  } finally {
-    await c.end();
-  }
+  await c.query('CREATE TABLE public.t (id int)').finally(() => c.end());
 }
 
 async function connect(server: LogServer, user = 'postgres', application = 'pglog-test'): Promise<pg.Client> {
@@ -72,9 +64,12 @@ describe('SQL snapshots over SSH (real sshd, PostgreSQL 15 on Unix sockets only,
 
   before(async () => {
     work = mkdtempSync(join(tmpdir(), 'pglog-sql-'));
-    [storePg, ssh, server, other] = await Promise.all([startPostgres(), startSshServer({ allowLocalForwarding: true }), startLogServer(), startLogServer()]);
+    [storePg, ssh, server, other] = await Promise.all([startPostgres(), startSshServer({ allowLocalForwarding: true }), startLogServer(), startLogServer({ settings: ["shared_preload_libraries = 'pg_stat_statements'"] })]);
     const osUsers = [...new Set([ssh.user, currentUser().name])];
     await Promise.all([setUpMonitoring(server, osUsers), setUpMonitoring(other, osUsers)]);
+    const su = new pg.Client({ connectionString: other.url });
+    await su.connect();
+    await su.query('CREATE EXTENSION pg_stat_statements').finally(() => su.end());
     const base = { host: ssh.host, port: ssh.port, user: ssh.user, privateKeyFile: ssh.privateKeyFile, knownHostsFile: ssh.knownHostsFile };
     const instance = (s: LogServer): TargetSpec['instances'][number] => ({
       name: 'main', dataDirectory: s.dataDirectory, logDirectory: s.logDirectory,
@@ -84,7 +79,7 @@ describe('SQL snapshots over SSH (real sshd, PostgreSQL 15 on Unix sockets only,
     const targetsFile = writeTargetsFile(work, [
       { ...base, name: 'db1', transport: 'inproc', instances: [instance(server)], collect: { logs: true, ...snapshots } },
       { ...base, name: 'db1p', transport: 'proxy', instances: [instance(server)], collect: { logs: false, ...snapshots } },
-      { ...base, name: 'db3', transport: 'inproc', instances: [instance(other)], collect: { logs: true, ...snapshots } },
+      { ...base, name: 'db3', transport: 'inproc', instances: [instance(other)], collect: { logs: true, ...snapshots, statements: true, databases: true, statisticsIntervalSeconds: INTERVAL_S } },
     ]);
     metricsPort = await freePort();
     collector = startCollector({ targetsFile, storeUrl: storePg.url, outputFile: join(work, 'collector.log'), args: ['--listen', `127.0.0.1:${metricsPort}`, '--batch-ms', '100'] });
@@ -151,6 +146,16 @@ describe('SQL snapshots over SSH (real sshd, PostgreSQL 15 on Unix sockets only,
       assert.equal(text.code, 0, text.stderr);
       assert.match(text.stdout, new RegExp(`└─ ${pa}\\b[^\\n]*\\n\\s+└─ ${pb}\\b[^\\n]*ShareLock[^\\n]*\\n\\s+└─ ${pc}\\b`), text.stdout);
 
+      // report activity: sessions by state, and A's open transaction among the long-running ones.
+      await new Promise((r) => setTimeout(r, INTERVAL_S * 1000));
+      const activity = await runPglog(['report', 'activity', '--store', storePg.url, '--json', '--target', 'db1', '--min-duration', '1s']);
+      assert.equal(activity.code, 0, activity.stderr);
+      const act = JSON.parse(activity.stdout) as { servers: Array<{ target: string; byState: Record<string, number>; lockWaiting: number }>; longRunning: Array<{ pid: number; state: string }> };
+      const db1 = act.servers.find((x) => x.target === 'db1')!;
+      assert.ok((db1.byState['active'] ?? 0) >= 2 && (db1.byState['idle in transaction'] ?? 0) >= 1, JSON.stringify(db1));
+      assert.equal(db1.lockWaiting, 2);
+      assert.ok(act.longRunning.some((l) => l.pid === pa && l.state === 'idle in transaction'), activity.stdout);
+
       const metrics = await scrapeMetrics(metricsPort);
       assert.equal(metricSum(metrics, 'pglog_blocked_sessions', { target: 'db1', instance: 'main' }), 2);
       assert.ok(metricSum(metrics, 'pglog_longest_blocking_wait_seconds', { target: 'db1', instance: 'main' }) > 0);
@@ -187,6 +192,34 @@ describe('SQL snapshots over SSH (real sshd, PostgreSQL 15 on Unix sockets only,
       await monitor.end();
     }
     assert.doesNotMatch(collector.output(), /can write/);
+  });
+
+  test('pg_stat_statements and pg_stat_database deltas are stored, and statement fingerprints join the log\'s', async () => {
+    const o = await connect(other);
+    try {
+      for (let i = 0; i < 25; i++) await o.query(`SELECT count(*) FROM pg_class WHERE relpages > ${i}`);
+    } finally {
+      await o.end();
+    }
+    let calls = 0;
+    await waitFor(async () => {
+      const r = await store.query<{ calls: string }>(
+        "SELECT coalesce(sum(calls), 0) AS calls FROM pglog.statement_stats WHERE target = 'db3' AND query LIKE 'SELECT count(*) FROM pg_class WHERE relpages > $1'");
+      calls = Number(r.rows[0]!.calls);
+      return calls >= 25;
+    }, 'the 25 calls in pglog.statement_stats', 30_000, () => `calls ${calls}\n${output()}`);
+    // The template of those calls is the one the log parser gave the same statements.
+    let joined = 0;
+    await waitFor(async () => {
+      const r = await store.query<{ n: string }>(`
+        SELECT count(*) AS n FROM pglog.statements s
+        WHERE s.target = 'db3' AND s.query LIKE 'SELECT count(*) FROM pg_class WHERE relpages > %'
+          AND s.fingerprint IN (SELECT fingerprint FROM pglog.statement_stats WHERE target = 'db3')`);
+      joined = Number(r.rows[0]!.n);
+      return joined >= 25;
+    }, 'the 25 logged statements joined to pg_stat_statements by fingerprint', 30_000, () => `joined ${joined}`);
+    const db = await store.query<{ commits: string }>("SELECT coalesce(sum(xact_commit), 0) AS commits FROM pglog.database_stats WHERE target = 'db3' AND database = 'postgres'");
+    assert.ok(Number(db.rows[0]!.commits) >= 25);
   });
 
   test('a hung backend makes the snapshot fail with SQL_TIMEOUT in metrics and logs; log streaming goes on', async () => {

@@ -115,9 +115,10 @@ test('migration 3 on a fresh store: the snapshot tables are partitioned, the vie
     assert.ok((await partitions(db, `pglog.${t}`)).includes(`${t}_p${today}`), `${t} has today's partition`);
   }
   assert.deepEqual(await columns(db, 'pglog.activity'), ['ts', 'target', 'instance', 'database', 'username', 'application', 'pid', 'state',
-    'wait_event_type', 'wait_event', 'xact_start', 'query_start', 'blocked_by', 'fingerprint', 'query']);
+    'wait_event_type', 'wait_event', 'xact_start', 'query_start', 'blocked_by', 'fingerprint', 'query',
+    'leader_pid', 'backend_type', 'client', 'backend_start', 'state_change']);
   assert.deepEqual(await columns(db, 'pglog.blocking'), ['ts', 'target', 'instance', 'database', 'pid', 'blocking_pid', 'lock_type', 'wait_mode',
-    'held_mode', 'relation', 'wait_ms']);
+    'held_mode', 'relation', 'wait_ms', 'blocker_wait_mode', 'wait_start']);
   assert.deepEqual(await columns(db, 'pglog.statement_stats'), ['ts', 'target', 'instance', 'interval_s', 'database', 'username', 'queryid',
     'fingerprint', 'query', 'calls', 'total_exec_ms', 'rows']);
   assert.deepEqual(await columns(db, 'pglog.database_stats'), ['ts', 'target', 'instance', 'interval_s', 'database', 'backends', 'xact_commit',
@@ -157,7 +158,8 @@ test('a snapshot, a statistics snapshot and a failed run read back through the v
   await writer.writeSnapshot(statisticsSnapshot());
   await writer.writeSnapshot(failure());
 
-  const activity = await db.query('SELECT * FROM pglog.activity ORDER BY pid');
+  const activity = await db.query(`SELECT ts, target, instance, database, username, application, pid, state, wait_event_type,
+      wait_event, xact_start, query_start, blocked_by, fingerprint, query FROM pglog.activity ORDER BY pid`);
   const ts = new Date('2026-11-21T13:29:33.123Z');
   const common = {
     ts, target: 'db1', instance: 'main', database: 'app', username: 'alice', application: 'psql',
@@ -168,23 +170,24 @@ test('a snapshot, a statistics snapshot and a failed run read back through the v
     { ...common, pid: 101, state: 'active', wait_event_type: 'Lock', wait_event: 'transactionid', blocked_by: [100], query: 'UPDATE accounts SET balance = balance - 1 WHERE id = 101' },
     { ...common, pid: 102, state: 'active', wait_event_type: 'Lock', wait_event: 'transactionid', blocked_by: [100, 101], query: 'UPDATE accounts SET balance = balance - 1 WHERE id = 102' },
   ]);
-  // The columns outside the view are stored too; blocked_by is a real int4[] the server can use.
+  // The view's later columns; blocked_by is a real int4[] the server can use.
   const more = await db.query(`SELECT leader_pid, client, backend_type, backend_start, state_change, blocked_by::text AS text,
       array_lower(blocked_by, 1) AS lower, pg_typeof(blocked_by)::text AS type
-    FROM pglog.activity_samples WHERE 101 = ANY(blocked_by)`);
+    FROM pglog.activity WHERE 101 = ANY(blocked_by)`);
   assert.deepEqual(more.rows, [{
     leader_pid: null, client: '10.0.0.7', backend_type: 'client backend', backend_start: new Date('2026-11-21T12:00:00.001Z'),
     state_change: new Date('2026-11-21T13:29:31.004Z'), text: '{100,101}', lower: 1, type: 'integer[]',
   }]);
 
-  const blocking = await db.query('SELECT * FROM pglog.blocking ORDER BY pid, blocking_pid');
+  const blocking = await db.query(`SELECT ts, target, instance, database, pid, blocking_pid, lock_type, wait_mode, held_mode, relation, wait_ms
+    FROM pglog.blocking ORDER BY pid, blocking_pid`);
   const edge = { ts, target: 'db1', instance: 'main', database: 'app', lock_type: 'transactionid', wait_mode: 'ShareLock', relation: null, wait_ms: 1623.25 };
   assert.deepEqual(blocking.rows, [
     { ...edge, pid: 101, blocking_pid: 100, held_mode: 'ExclusiveLock' },
     { ...edge, pid: 102, blocking_pid: 100, held_mode: 'ExclusiveLock' },
     { ...edge, pid: 102, blocking_pid: 101, held_mode: null },
   ]);
-  const waits = await db.query('SELECT blocker_wait_mode, wait_start FROM pglog.blocking_samples ORDER BY pid, blocking_pid');
+  const waits = await db.query('SELECT blocker_wait_mode, wait_start FROM pglog.blocking ORDER BY pid, blocking_pid');
   assert.deepEqual(waits.rows.map((r: { blocker_wait_mode: string | null }) => r.blocker_wait_mode), [null, null, 'ShareLock']);
   assert.deepEqual(waits.rows[0], { blocker_wait_mode: null, wait_start: new Date('2026-11-21T13:29:31.500Z') });
 

@@ -92,6 +92,7 @@ CREATE TABLE pglog.database_deltas (
 ) PARTITION BY RANGE (ts);
 
 -- Every snapshot run: what it found, or why it failed (error_code is a PglogError code).
+-- Part of the stable interface like the views below (columns may be added, none removed).
 CREATE TABLE pglog.snapshot_runs (
   ts          timestamptz NOT NULL,
   target      text        NOT NULL,
@@ -126,11 +127,13 @@ $$;
 
 CREATE VIEW pglog.activity AS
   SELECT ts, target, instance, database, username, application, pid, state, wait_event_type, wait_event,
-         xact_start, query_start, blocked_by, fingerprint, query
+         xact_start, query_start, blocked_by, fingerprint, query,
+         leader_pid, backend_type, client, backend_start, state_change
   FROM pglog.activity_samples;
 
 CREATE VIEW pglog.blocking AS
-  SELECT ts, target, instance, database, pid, blocking_pid, lock_type, wait_mode, held_mode, relation, wait_ms
+  SELECT ts, target, instance, database, pid, blocking_pid, lock_type, wait_mode, held_mode, relation, wait_ms,
+         blocker_wait_mode, wait_start
   FROM pglog.blocking_samples;
 
 CREATE VIEW pglog.statement_stats AS
