@@ -5,7 +5,8 @@
 //
 // Starts everything in temporary directories (nothing is installed or left behind), runs
 // pgbench and Cyrillic statements against the three monitored instances, runs `pglog collect`
-// for --seconds, prints `pglog report`, stops everything it started.
+// for --seconds with SQL snapshots on (activity, locks, pg_stat_database) and one scripted lock
+// episode, prints `pglog report`, `report locks` and `report activity`, stops everything it started.
 import { execFile, spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -15,6 +16,7 @@ import pg from 'pg';
 import { PGLOG } from '../../collector/test/helpers/cli.ts';
 import { startCollector, waitFor, writeTargetsFile } from '../../collector/test/helpers/collector-process.ts';
 import { startLogServer, type LogServer } from '../../collector/test/helpers/log-server.ts';
+import { MONITOR_ROLE, setUpMonitoringRole } from '../../collector/test/helpers/monitoring-role.ts';
 import { PG_BIN, startPostgres } from '../../collector/test/helpers/postgres.ts';
 import { startSshServer } from '../../collector/test/helpers/sshd.ts';
 
@@ -61,9 +63,10 @@ try {
   cleanups.push(() => store.stop());
 
   say('starting two SSH servers (OpenSSH sshd on loopback addresses, generated keys) ...');
-  const ssh1 = await startSshServer();
+  // Forwarding to local Unix sockets on: SQL snapshots reach PostgreSQL's socket through SSH.
+  const ssh1 = await startSshServer({ allowLocalForwarding: true });
   cleanups.push(() => ssh1.dispose());
-  const ssh2 = await startSshServer();
+  const ssh2 = await startSshServer({ allowLocalForwarding: true });
   cleanups.push(() => ssh2.dispose());
 
   say('starting three monitored PostgreSQL 15 instances (logging_collector on) ...');
@@ -77,6 +80,10 @@ try {
   cleanups.push(() => db2main.dispose());
 
   for (const s of [db1main, db1csv, db2main]) await initPgbench(s, 'postgres');
+  // The role SQL snapshots use: pg_monitor only, peer-authenticated as the SSH user (docs/snapshots.md).
+  for (const s of [db1main, db1csv, db2main]) await setUpMonitoringRole(s, [ssh1.user, ssh2.user]);
+  const sql = (s: LogServer): { socketDirectory: string; port: number; user: string } => ({ socketDirectory: s.socketDir, port: s.port, user: MONITOR_ROLE });
+  const snapshots = { logs: true, activity: true, locks: true, databases: true, intervalSeconds: 5, statisticsIntervalSeconds: 10 };
   const loads = [pgbench(db1main, 'postgres', 40), pgbench(db1csv, 'postgres', 20), pgbench(db2main, 'postgres', 20)];
   cleanups.push(() => { for (const l of loads) l.stop(); return Promise.resolve(); });
   const cyrillicStop = new AbortController();
@@ -87,13 +94,15 @@ try {
     {
       name: 'db1', host: ssh1.host, port: ssh1.port, user: ssh1.user, privateKeyFile: ssh1.privateKeyFile, knownHostsFile: ssh1.knownHostsFile, transport: 'auto',
       instances: [
-        { name: 'main', dataDirectory: db1main.dataDirectory, logDirectory: db1main.logDirectory, logLinePrefix: prefix },
-        { name: 'csv', dataDirectory: db1csv.dataDirectory, logDirectory: db1csv.logDirectory, logFormat: 'csvlog' },
+        { name: 'main', dataDirectory: db1main.dataDirectory, logDirectory: db1main.logDirectory, logLinePrefix: prefix, sql: sql(db1main) },
+        { name: 'csv', dataDirectory: db1csv.dataDirectory, logDirectory: db1csv.logDirectory, logFormat: 'csvlog', sql: sql(db1csv) },
       ],
+      collect: snapshots,
     },
     {
       name: 'db2', host: ssh2.host, port: ssh2.port, user: ssh2.user, privateKeyFile: ssh2.privateKeyFile, knownHostsFile: ssh2.knownHostsFile, transport: 'auto',
-      instances: [{ name: 'main', dataDirectory: db2main.dataDirectory, logDirectory: db2main.logDirectory, logLinePrefix: prefix, encodings: { databases: { legacy: 'WIN1251' } } }],
+      instances: [{ name: 'main', dataDirectory: db2main.dataDirectory, logDirectory: db2main.logDirectory, logLinePrefix: prefix, encodings: { databases: { legacy: 'WIN1251' } }, sql: sql(db2main) }],
+      collect: snapshots,
     },
   ]);
 
@@ -110,6 +119,27 @@ try {
     const r = await client.query<{ n: string }>("SELECT count(*) AS n FROM pg_tables WHERE schemaname = 'pglog' AND tablename = 'statement_events'");
     return r.rows[0]?.n === '1';
   }, 'the store schema', 60_000, () => collector.output().slice(-4000));
+  // A lock episode for the snapshots to catch: a transaction holds SHARE on pgbench_branches,
+  // so pgbench's UPDATEs of it wait (a blocking tree with db1/main's pgbench sessions under it).
+  const blocker = new pg.Client({ host: db1main.socketDir, port: db1main.port, user: 'postgres', database: 'postgres', application_name: 'demo-blocker' });
+  await blocker.connect();
+  cleanups.push(() => blocker.end());
+  const holdMs = Math.min(20, Math.max(12, Math.floor(seconds / 3))) * 1000;
+  const episode = (async (): Promise<void> => {
+    await new Promise((r) => setTimeout(r, Math.floor(seconds / 4) * 1000));
+    say(`db1/main: holding SHARE on pgbench_branches for ${holdMs / 1000} s (pgbench's updates now wait)`);
+    await blocker.query('BEGIN');
+    await blocker.query('LOCK TABLE pgbench_branches IN SHARE MODE');
+    // Two snapshot intervals later the tree is in the store: show it while it is current.
+    await new Promise((r) => setTimeout(r, 11_000));
+    say('$ pglog report locks --since 1m --target db1 --store $PGLOG_STORE_URL   (while the lock is held)');
+    const live = await run(PGLOG, ['report', 'locks', '--since', '1m', '--target', 'db1'], { env: { ...process.env, PGLOG_STORE_URL: store.url } });
+    process.stdout.write(live.stdout);
+    await new Promise((r) => setTimeout(r, holdMs - 11_000));
+    await blocker.query('COMMIT');
+    say('db1/main: lock released');
+  })();
+  cleanups.push(() => episode.catch(() => { /* stopping */ }));
   let movesShown = 0;
   for (let left = seconds; left > 0; left -= 10) {
     await new Promise((r) => setTimeout(r, Math.min(10, left) * 1000));
@@ -121,12 +151,18 @@ try {
       say(`transport: ${String(m['msg'])}`);
     }
   }
+  await episode;
   const stopped = await collector.stop();
   say(`pglog collect stopped on SIGTERM in ${stopped.ms} ms (exit ${String(stopped.code)})`);
 
   say('$ pglog report --store $PGLOG_STORE_URL --since 10m');
   const report = await run(PGLOG, ['report', '--since', '10m', '--limit', '10'], { env: { ...process.env, PGLOG_STORE_URL: store.url }, maxBuffer: 64 * 1024 * 1024 });
   process.stdout.write(report.stdout);
+  for (const args of [['report', 'locks', '--since', '10m'], ['report', 'activity', '--since', '10m', '--min-duration', '1s']]) {
+    say(`$ pglog ${args.join(' ')} --store $PGLOG_STORE_URL`);
+    const out = await run(PGLOG, args, { env: { ...process.env, PGLOG_STORE_URL: store.url }, maxBuffer: 64 * 1024 * 1024 });
+    process.stdout.write(out.stdout);
+  }
 } finally {
   await cleanup();
   say('stopped everything it started');
