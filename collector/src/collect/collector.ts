@@ -272,7 +272,8 @@ export class Collector {
       runs: [],
       epoch,
       fingerprint: fingerprint ?? targetFingerprint(target, creds),
-      observed: new TargetObservation(name, target.spec.instances.map((i) => i.name), epoch, this.o.config.transport.rateTimeConstantMs, performance.now(), rateHint?.linesPerSecond ?? 0),
+      // Without logs there is no stream to be connected: only snapshots report (snapshotError).
+      observed: new TargetObservation(name, target.spec.collect.logs ? target.spec.instances.map((i) => i.name) : [], epoch, this.o.config.transport.rateTimeConstantMs, performance.now(), rateHint?.linesPerSecond ?? 0),
       sql: [],
     };
     this.running.set(name, running);
@@ -304,6 +305,7 @@ export class Collector {
       write: (s) => writer.writeSnapshot(s),
       metrics: this.o.metrics.snapshots,
       log: this.o.log,
+      outcome: (kind, code) => running.observed.snapshotResult(instance.name, kind, code),
     });
     const run = snapshots.run(AbortSignal.any([this.abort.signal, running.abort.signal]));
     running.runs.push(run);

@@ -38,6 +38,8 @@ export interface InstanceSnapshotsOptions {
   write(snapshot: Snapshot | SnapshotFailure): Promise<void>;
   metrics: SnapshotMetrics;
   log: Logger;
+  /** Each run's outcome: null when it succeeded, else its error code (for the target's status). */
+  outcome?(kind: SnapshotKind, code: string | null): void;
   random?: () => number;
 }
 
@@ -97,6 +99,7 @@ export class InstanceSnapshots {
       metrics.activity(target, instance, snapshot.sessions.map((s) => s.state), waiting.size, longestMs / 1000);
     }
     this.recovered(kind);
+    this.o.outcome?.(kind, null);
     try {
       await this.o.write(snapshot);
     } catch (e) {
@@ -140,6 +143,7 @@ export class InstanceSnapshots {
     const code: ErrorLabel = isPglogError(e) ? e.code : 'UNKNOWN';
     const message = e instanceof Error ? e.message : String(e);
     metrics.failed(target, instance, kind, code);
+    this.o.outcome?.(kind, code);
     const streak = this.failing.get(kind);
     if (streak === undefined || streak.code !== code) {
       const lasting = code === 'SQL_AUTH_FAILED' || code === 'SSH_HOST_KEY_CHANGED' || code === 'SSH_HOST_KEY_UNKNOWN' || code === 'SSH_AUTH_FAILED';

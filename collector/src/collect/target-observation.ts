@@ -23,6 +23,8 @@ export interface TargetSnapshot {
   lastEntryTime?: string;
   /** Stable code of the failure the target is in now. */
   error?: string;
+  /** Stable code of the failing SQL snapshots, when the newest snapshot of an instance failed. */
+  snapshotError?: string;
   offsets: Array<{ instance: string; file: string; offset: number }>;
 }
 
@@ -36,6 +38,8 @@ export class TargetObservation {
   private readonly reading = new Map<string, boolean>();
   private readonly errors = new Map<string, string>();
   private readonly offsets = new Map<string, { file: string; offset: number }>();
+  /** Per instance and snapshot kind: the code of the newest snapshot's failure. */
+  private readonly snapshotErrors = new Map<string, string>();
   private newestMs: number | null = null;
 
   constructor(name: string, instances: readonly string[], epoch: number | null, rateTimeConstantMs: number, nowMs: number, initialLinesPerSecond = 0) {
@@ -66,6 +70,13 @@ export class TargetObservation {
     this.errors.set(instance, isPglogError(error) ? error.code : 'UNKNOWN');
   }
 
+  /** The outcome of an SQL snapshot of `instance`: null when it succeeded, else its error code. */
+  snapshotResult(instance: string, kind: string, code: string | null): void {
+    const key = `${instance}/${kind}`;
+    if (code === null) this.snapshotErrors.delete(key);
+    else this.snapshotErrors.set(key, code);
+  }
+
   committed(newest: ReadonlyArray<{ instance: string; ms: number }>, positions: readonly StorePosition[]): void {
     for (const n of newest) if (this.newestMs === null || n.ms > this.newestMs) this.newestMs = n.ms;
     for (const p of positions) this.offsets.set(p.instance, { file: p.file, offset: p.offset });
@@ -76,6 +87,7 @@ export class TargetObservation {
     let lagBytes = 0;
     for (const b of this.lag.values()) lagBytes += b;
     const error = [...this.errors.values()].sort()[0];
+    const snapshotError = [...this.snapshotErrors.values()].sort()[0];
     return {
       name: this.name,
       transport,
@@ -86,6 +98,7 @@ export class TargetObservation {
       epoch: this.epoch,
       ...(this.newestMs === null ? {} : { lastEntryTime: new Date(this.newestMs).toISOString() }),
       ...(error === undefined ? {} : { error }),
+      ...(snapshotError === undefined ? {} : { snapshotError }),
       offsets: [...this.offsets].map(([instance, o]) => ({ instance, ...o })).sort((a, b) => (a.instance < b.instance ? -1 : 1)),
     };
   }

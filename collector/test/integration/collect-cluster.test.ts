@@ -3,6 +3,7 @@
 // `pglog collect --shard` launcher and its collector child; a real store, sshd and two
 // PostgreSQL servers logging every statement; the checker compares logs and store.
 //   - rows arrive; the shard status shows both targets with rates, offsets, connected;
+//   - a target with SQL snapshots only reports a refused role as snapshotError, then recovers;
 //   - a target removed from the spec stops (no new rows) and leaves the status;
 //   - handed to a second collector (another shard) with epoch + 1: 0 lost, 0 duplicated;
 //   - a new spec.tuning restarts the collector child (new pid, status.tuning) losing nothing;
@@ -16,6 +17,7 @@ import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
+import pg from 'pg';
 import { startControlPlane, type ControlPlane } from '../../../operator/test/helpers/control-plane.ts';
 import type { CollectorShard, ShardTarget, ShardTuning } from '../../../operator/src/api/collector-shard.ts';
 import { checkStore, formatCheck } from '../helpers/checker.ts';
@@ -69,7 +71,7 @@ describe('pglog collect --shard: cluster mode against a real API server', { time
   before(async () => {
     work = mkdtempSync(join(tmpdir(), 'pglog-cluster-'));
     [cp, store, ssh, servers] = await Promise.all([
-      startControlPlane(), startPostgres(), startSshServer(), Promise.all([startLogServer(), startLogServer()]),
+      startControlPlane(), startPostgres(), startSshServer({ allowLocalForwarding: true }), Promise.all([startLogServer(), startLogServer()]),
     ]);
     await cp.kubectl(['apply', ...readdirSync(CRDS).filter((f) => f.endsWith('.yaml')).flatMap((f) => ['-f', join(CRDS, f)])]);
     await cp.kubectl(['wait', '--for', 'condition=Established', '--timeout=60s', 'crd/collectorshards.pglog.io', 'crd/postgrestargets.pglog.io']);
@@ -113,6 +115,43 @@ describe('pglog collect --shard: cluster mode against a real API server', { time
     const ready = s.status!.conditions!.find((x) => x.type === 'Ready')!;
     assert.equal(ready.status, 'True', JSON.stringify(ready));
     assert.equal(childPids(c).length, 1);
+  });
+
+  test('a target with SQL snapshots only: a refused role is its snapshotError (SQL_AUTH_FAILED) in the shard status, cleared once the role is fixed', async () => {
+    const server = servers[1]!;
+    const sqlTarget = (user?: string): unknown => {
+      const t = logServerTarget('db4', 'db2-ssh', ssh, server, { collect: { logs: false, activity: true, locks: true, intervalSeconds: 1 } }) as { spec: { instances: Array<Record<string, unknown>> } };
+      // Without sql.user the role is the SSH user's, which this PostgreSQL does not have.
+      t.spec.instances[0]!.sql = { socketDirectory: server.socketDir, port: server.port, ...(user === undefined ? {} : { user }) };
+      return t;
+    };
+    await apply(sqlTarget());
+    const c = collectors[0]!;
+    const before = (await shard('s-0')).spec!.targets;
+    await setShardSpec('s-0', [...before, { name: 'db4', transport: 'inproc', epoch: 1 }]);
+    await waitFor(async () => (await targetStatus('s-0', 'db4'))?.['snapshotError'] === 'SQL_AUTH_FAILED', 'db4 reported with SQL_AUTH_FAILED', 30_000,
+      async () => `${JSON.stringify(await targetStatus('s-0', 'db4'))}\n${tail(c)}`);
+    await apply(sqlTarget('postgres'));
+    const db = new pg.Client({ connectionString: store.url });
+    await db.connect();
+    try {
+      const runs = async (): Promise<{ ok: number; failed: number }> => {
+        const r = await db.query<{ ok: string; failed: string }>(
+          "SELECT count(*) FILTER (WHERE error_code IS NULL) AS ok, count(*) FILTER (WHERE error_code = 'SQL_AUTH_FAILED') AS failed FROM pglog.snapshot_runs WHERE target = 'db4'");
+        return { ok: Number(r.rows[0]!.ok), failed: Number(r.rows[0]!.failed) };
+      };
+      await waitFor(async () => (await runs()).ok > 0, 'a successful db4 snapshot in the store', 30_000, async () => `${JSON.stringify(await runs())}\n${tail(c)}`);
+      assert.ok((await runs()).failed > 0);
+      await waitFor(async () => {
+        const t = await targetStatus('s-0', 'db4');
+        return t !== undefined && t['snapshotError'] === undefined && t['connected'] === true;
+      }, 'db4 reported without snapshotError', 30_000, async () => `${JSON.stringify(await targetStatus('s-0', 'db4'))}\n${tail(c)}`);
+      assert.equal((await db.query("SELECT 1 FROM pglog.statements WHERE target = 'db4' LIMIT 1")).rowCount, 0, 'logs: false reads no log');
+    } finally {
+      await db.end();
+    }
+    await setShardSpec('s-0', before);
+    await waitFor(async () => (await targetStatus('s-0', 'db4')) === undefined, 'db4 gone from the status', 30_000);
   });
 
   test('a target removed from the spec stops (no new rows) and leaves the status; handed to another shard with epoch + 1: 0 lost, 0 duplicated', async () => {

@@ -37,12 +37,14 @@ function capture(): { log: ReturnType<typeof createLogger>; lines: Array<{ level
 }
 
 function harness(source: SnapshotSource, c: TargetCollect = collect(), failWrite = false) {
+  const outcomes: Array<string | null> = [];
   const registry = new Registry();
   const metrics = new SnapshotMetrics(registry, 'pglog_');
   const written: Array<Snapshot | SnapshotFailure> = [];
   const { log, lines } = capture();
   const runner = new InstanceSnapshots({
     target: 'db1', instance: 'main', collect: c, source, metrics, log,
+    outcome: (_kind, code) => { outcomes.push(code); },
     write: (s) => {
       if (failWrite) return Promise.reject(new PglogError('STORE_UNAVAILABLE', 'store down'));
       written.push(s);
@@ -55,7 +57,7 @@ function harness(source: SnapshotSource, c: TargetCollect = collect(), failWrite
     const values = (m?.values ?? []).filter((v) => (v as { metricName?: string }).metricName === undefined || (v as { metricName?: string }).metricName === name);
     return values.filter((v) => Object.entries(labels).every(([k, l]) => (v.labels as Record<string, unknown>)[k] === l)).reduce((s, v) => s + v.value, 0);
   };
-  return { runner, written, lines, value, metrics };
+  return { runner, written, lines, value, metrics, outcomes };
 }
 
 const noStatistics = (): Promise<StatisticsSample> => Promise.reject(new Error('not asked for'));
@@ -103,6 +105,8 @@ describe('InstanceSnapshots', () => {
     assert.equal(await h.value('pglog_snapshot_failures_total', { code: 'SQL_TIMEOUT' }), 1);
     const failures = h.written.filter((w): w is SnapshotFailure => 'code' in w);
     assert.deepEqual(failures.map((f) => f.code), ['SQL_CONNECT_FAILED', 'SQL_CONNECT_FAILED', 'SQL_CONNECT_FAILED', 'SQL_TIMEOUT']);
+    // What the target's status hears (its Snapshots condition in the cluster).
+    assert.deepEqual(h.outcomes, ['SQL_CONNECT_FAILED', 'SQL_CONNECT_FAILED', 'SQL_CONNECT_FAILED', 'SQL_TIMEOUT', null]);
     const warnings = h.lines.filter((l) => l.level === 'warn').map((l) => l.msg);
     assert.deepEqual(warnings.length, 2, warnings.join('\n'));
     assert.match(warnings[0]!, /db1\/main: activity snapshot failed: .*Unix socket/);

@@ -143,6 +143,12 @@ export interface ShardTargetStatus {
   /** Stable error code of the last failure, if the target is failing now. */
   error?: string;
   /**
+   * Stable error code of the failing SQL snapshots (`SQL_CONNECT_FAILED`, `SQL_TIMEOUT`, ...),
+   * if the newest snapshot of one of its instances failed; absent while they succeed or when
+   * the target takes none.
+   */
+  snapshotError?: string;
+  /**
    * Committed read positions, one per instance.
    * @listMapKey instance
    */

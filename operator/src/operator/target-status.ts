@@ -22,7 +22,8 @@ export interface TargetAssignment {
 export function desiredTargetStatus(target: TargetObject, assignment: TargetAssignment, reported: ShardTargetStatus | undefined, nowIso: string): PostgresTargetStatus {
   const current = target.status ?? {};
   const ready = readyCondition(assignment, reported);
-  const conditions: Condition[] = setCondition(current.conditions, ready, nowIso, target.metadata.generation);
+  let conditions: Condition[] = setCondition(current.conditions, ready, nowIso, target.metadata.generation);
+  if (takesSnapshots(target)) conditions = setCondition(conditions, snapshotsCondition(assignment, reported), nowIso, target.metadata.generation);
   const status: PostgresTargetStatus = {
     ...current,
     shard: assignment.shard,
@@ -54,6 +55,22 @@ function readyCondition(assignment: TargetAssignment, reported: ShardTargetStatu
     return { type: 'Ready', status: 'False', reason: 'NotConnected', message: `the collector of shard ${assignment.shard} is not connected to the server` };
   }
   return { type: 'Ready', status: 'True', reason: 'Collecting', message: `collected by shard ${assignment.shard} over ${reported.transport}` };
+}
+
+function takesSnapshots(target: TargetObject): boolean {
+  const c = target.spec.collect;
+  return c.activity || c.locks || c.statements || c.databases;
+}
+
+/** `Snapshots`: whether the target's SQL snapshots succeed (only for targets that take them). */
+function snapshotsCondition(assignment: TargetAssignment, reported: ShardTargetStatus | undefined): Pick<Condition, 'type' | 'status' | 'reason' | 'message'> {
+  if (reported === undefined) {
+    return { type: 'Snapshots', status: 'Unknown', reason: 'Assigned', message: `assigned to shard ${assignment.shard}; its collector has not reported the target yet` };
+  }
+  if (reported.snapshotError !== undefined) {
+    return { type: 'Snapshots', status: 'False', reason: reported.snapshotError, message: `the newest SQL snapshot failed with ${reported.snapshotError} (pglog report activity shows the message)` };
+  }
+  return { type: 'Snapshots', status: 'True', reason: 'Succeeding', message: 'the newest SQL snapshots succeeded' };
 }
 
 /** Three significant digits: enough for a column and for sharding, stable against noise. */

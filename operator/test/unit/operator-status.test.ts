@@ -42,6 +42,19 @@ describe('target status', () => {
     assert.deepEqual([failing.conditions?.[0]?.status, failing.conditions?.[0]?.reason], ['False', 'SSH_AUTH_FAILED']);
   });
 
+  test('a target that takes SQL snapshots gets a Snapshots condition: the failing code as reason, True when they succeed', () => {
+    const sql = target();
+    sql.spec.collect = { ...sql.spec.collect, activity: true, locks: true };
+    const pending = desiredTargetStatus(sql, { shard: 1, transport: 'inproc' }, undefined, '2026-11-23T10:00:00.000Z');
+    assert.deepEqual(pending.conditions?.map((c) => [c.type, c.status, c.reason]), [['Ready', 'Unknown', 'Assigned'], ['Snapshots', 'Unknown', 'Assigned']]);
+    const failing = desiredTargetStatus(sql, { shard: 1, transport: 'inproc' }, { ...report, snapshotError: 'SQL_CONNECT_FAILED' }, '2026-11-23T10:00:00.000Z');
+    assert.deepEqual(failing.conditions?.map((c) => [c.type, c.status, c.reason]), [['Ready', 'True', 'Collecting'], ['Snapshots', 'False', 'SQL_CONNECT_FAILED']]);
+    const ok = desiredTargetStatus(sql, { shard: 1, transport: 'inproc' }, report, '2026-11-23T10:00:00.000Z');
+    assert.deepEqual(ok.conditions?.find((c) => c.type === 'Snapshots')?.reason, 'Succeeding');
+    // Logs only: no Snapshots condition at all.
+    assert.equal(desiredTargetStatus(target(), { shard: 1, transport: 'inproc' }, report, '2026-11-23T10:00:00.000Z').conditions?.length, 1);
+  });
+
   test('no write when only the time or the fourth digit of a rate moved', () => {
     const first = desiredTargetStatus(target(), { shard: 1, transport: 'inproc' }, report, '2026-11-23T10:00:00.000Z');
     const stored = target(first);
