@@ -127,7 +127,7 @@ describe('pglog collect --shard: cluster mode against a real API server', { time
     };
     await apply(sqlTarget());
     const c = collectors[0]!;
-    const before = (await shard('s-0')).spec!.targets;
+    const before = (await shard('s-0')).spec.targets;
     await setShardSpec('s-0', [...before, { name: 'db4', transport: 'inproc', epoch: 1 }]);
     await waitFor(async () => (await targetStatus('s-0', 'db4'))?.['snapshotError'] === 'SQL_AUTH_FAILED', 'db4 reported with SQL_AUTH_FAILED', 30_000,
       async () => `${JSON.stringify(await targetStatus('s-0', 'db4'))}\n${tail(c)}`);
