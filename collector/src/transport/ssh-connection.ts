@@ -291,6 +291,9 @@ export class SshConnection implements RemoteShell {
       client.once('close', () => fail(new PglogError('SSH_CONNECT_FAILED', `${describeEndpoint(this.endpoint)}: the server closed the connection during the handshake`)));
       client.once('ready', () => {
         settled = true;
+        // As OpenSSH's client does: our small packets (an SQL query, a window adjustment) go
+        // out at once instead of waiting behind an unacknowledged one (Nagle + delayed ACK).
+        client.setNoDelay(true);
         resolve(client);
       });
       try {

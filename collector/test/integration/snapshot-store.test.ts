@@ -7,66 +7,32 @@ import assert from 'node:assert/strict';
 import { cpSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import pg from 'pg';
+import type pg from 'pg';
 import { isPglogError } from '../../src/errors.ts';
 import type { Snapshot, SnapshotKind } from '../../src/snapshot/types.ts';
 import { DEFAULT_MIGRATIONS_DIR, migrate } from '../../src/store/migrate.ts';
-import { StoreWriter, streamKeyOf } from '../../src/store/store-writer.ts';
-import type { StoreBatch } from '../../src/store/store-writer.ts';
+import { streamKeyOf } from '../../src/store/store-writer.ts';
+import type { StoreBatch , StoreWriter} from '../../src/store/store-writer.ts';
 import { activitySnapshot, failure, session, statisticsSnapshot } from '../helpers/snapshot-fixtures.ts';
-import { startPostgres } from '../helpers/postgres.ts';
-import type { TestPostgres } from '../helpers/postgres.ts';
+import { StoreFixture } from '../helpers/store-fixture.ts';
 
 const TIMEOUT = { timeout: 180_000 };
 const PASSWORD = 'hunter2-not-in-messages';
 const SNAPSHOT_TABLES = ['activity_samples', 'blocking_samples', 'statement_deltas', 'database_deltas', 'snapshot_runs'];
 
-let server: TestPostgres;
-let admin: pg.Client;
-let dbCounter = 0;
-const clients: pg.Client[] = [];
-const writers: StoreWriter[] = [];
+const fixture = new StoreFixture({ prefix: 'snap', password: PASSWORD, applicationName: 'pglog-test-snapshots' });
 const tempDirs: string[] = [];
 
-before(async () => {
-  server = await startPostgres();
-  admin = await connect('postgres');
-});
-
+before(() => fixture.start());
 after(async () => {
-  for (const w of writers) await w.close().catch(() => { /* the server may be gone */ });
-  for (const c of clients) await c.end().catch(() => { /* already closed */ });
-  await server?.stop();
+  await fixture.stop();
   for (const d of tempDirs) rmSync(d, { recursive: true, force: true });
 });
 
-async function connect(database: string): Promise<pg.Client> {
-  const c = new pg.Client({ host: server.socketDir, port: server.port, user: 'postgres', database });
-  c.on('error', () => { /* a test that stops the server sees the error through its queries */ });
-  await c.connect();
-  clients.push(c);
-  return c;
-}
-
-async function freshDb(): Promise<string> {
-  const name = `snap_${++dbCounter}`;
-  await admin.query(`CREATE DATABASE ${name}`);
-  return name;
-}
-
-/** A writer on database `name` (URL with a password: trust auth ignores it, messages must not show it). */
-async function openWriter(name: string, options: { retentionDays?: number } = {}): Promise<StoreWriter> {
-  const url = `postgresql://postgres:${PASSWORD}@/${name}?host=${encodeURIComponent(server.socketDir)}&port=${server.port}`;
-  const writer = await StoreWriter.open({ url, applicationName: 'pglog-test-snapshots', connectTimeoutMs: 5_000, ...options });
-  writers.push(writer);
-  return writer;
-}
-
-async function freshStore(options: { retentionDays?: number } = {}): Promise<{ writer: StoreWriter; db: pg.Client; name: string }> {
-  const name = await freshDb();
-  const writer = await openWriter(name, options);
-  return { writer, db: await connect(name), name };
-}
+const connect = (database: string): Promise<pg.Client> => fixture.connect(database);
+const freshDb = (): Promise<string> => fixture.freshDatabase();
+const openWriter = (name: string): Promise<StoreWriter> => fixture.openWriter(name);
+const freshStore = (options: { retentionDays?: number } = {}): ReturnType<StoreFixture['freshStore']> => fixture.freshStore(options);
 
 async function versions(c: pg.Client): Promise<number[]> {
   return (await c.query<{ version: number }>('SELECT version FROM pglog.schema_migrations ORDER BY version')).rows.map((r) => r.version);
@@ -311,7 +277,7 @@ test('snapshots and event batches share the connection: queued in turn, every on
 test('store stopped: writeSnapshot throws STORE_UNAVAILABLE without the password; after the restart it writes again', TIMEOUT, async () => {
   const { writer, name } = await freshStore();
   await writer.writeSnapshot(activitySnapshot());
-  await server.stopServer();
+  await fixture.server.stopServer();
   try {
     for (const s of [statisticsSnapshot(), failure()]) {
       await assert.rejects(writer.writeSnapshot(s), (e: unknown) => {
@@ -322,9 +288,9 @@ test('store stopped: writeSnapshot throws STORE_UNAVAILABLE without the password
       });
     }
   } finally {
-    await server.startServer();
+    await fixture.server.startServer();
     // The test's own clients lost their connections with the server: reconnect the admin one.
-    admin = await connect('postgres');
+    await fixture.reconnectAdmin();
   }
   await writer.writeSnapshot(statisticsSnapshot());
   await writer.writeSnapshot(failure());

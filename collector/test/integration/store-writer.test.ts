@@ -4,53 +4,25 @@
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
-import pg from 'pg';
+import type pg from 'pg';
 import { isPglogError } from '../../src/errors.ts';
 import type { PglogEvent, StatementEvent } from '../../src/protocol/events.ts';
-import { StoreWriter, streamKeyOf } from '../../src/store/store-writer.ts';
+import { streamKeyOf } from '../../src/store/store-writer.ts';
 import type { BatchItem, SourceRef, StoreBatch, StorePosition } from '../../src/store/store-writer.ts';
 import { parseChunks } from '../helpers/parse.ts';
-import { startPostgres } from '../helpers/postgres.ts';
-import type { TestPostgres } from '../helpers/postgres.ts';
+import { StoreFixture } from '../helpers/store-fixture.ts';
 
 const TIMEOUT = { timeout: 180_000 };
 const PASSWORD = 'hunter2-not-in-messages';
 const READ_AT = Date.parse('2026-11-22T00:00:00Z');
 
-let server: TestPostgres;
-let admin: pg.Client;
-let dbCounter = 0;
-const clients: pg.Client[] = [];
-const writers: StoreWriter[] = [];
+const fixture = new StoreFixture({ prefix: 'store', password: PASSWORD, applicationName: 'pglog-test-writer' });
 
-before(async () => {
-  server = await startPostgres();
-  admin = await connect('postgres');
-});
+before(() => fixture.start());
+after(() => fixture.stop());
 
-after(async () => {
-  for (const w of writers) await w.close().catch(() => { /* the server may be gone */ });
-  for (const c of clients) await c.end().catch(() => { /* already closed */ });
-  await server?.stop();
-});
-
-async function connect(database: string): Promise<pg.Client> {
-  const c = new pg.Client({ host: server.socketDir, port: server.port, user: 'postgres', database });
-  c.on('error', () => { /* a test that stops the server sees the error through its queries */ });
-  await c.connect();
-  clients.push(c);
-  return c;
-}
-
-/** A fresh database, a writer on it (URL with a password: trust auth ignores it) and a client. */
-async function freshStore(options: { maxTextBytes?: number; retentionDays?: number } = {}): Promise<{ writer: StoreWriter; db: pg.Client; url: string }> {
-  const name = `store_${++dbCounter}`;
-  await admin.query(`CREATE DATABASE ${name}`);
-  const url = `postgresql://postgres:${PASSWORD}@/${name}?host=${encodeURIComponent(server.socketDir)}&port=${server.port}`;
-  const writer = await StoreWriter.open({ url, applicationName: 'pglog-test-writer', connectTimeoutMs: 5_000, ...options });
-  writers.push(writer);
-  return { writer, db: await connect(name), url };
-}
+const connect = (database: string): Promise<pg.Client> => fixture.connect(database);
+const freshStore = (options: { maxTextBytes?: number; retentionDays?: number } = {}): ReturnType<StoreFixture['freshStore']> => fixture.freshStore(options);
 
 const SRC: SourceRef = { target: 'db1', instance: 'main', file: 'log/postgresql.log' };
 const SRC2: SourceRef = { target: 'db2', instance: 'main', file: 'log/postgresql.log' };
@@ -169,9 +141,8 @@ test('every event kind lands in its table and the stable views, with the positio
 });
 
 test('fencing: a newer owner\'s claim leaves the old owner\'s events and position out; other streams commit', TIMEOUT, async () => {
-  const { writer: a, db, url } = await freshStore();
-  const b = await StoreWriter.open({ url, connectTimeoutMs: 5_000 });
-  writers.push(b);
+  const { writer: a, db } = await freshStore();
+  const b = await fixture.openWriter(fixture.lastDatabase);
   assert.equal((await a.claim(SRC.target, SRC.instance, 5)).epoch, 5);
   assert.equal((await a.claim(SRC2.target, SRC2.instance, 5)).epoch, 5);
   await a.commit(batchOf(SRC, [statement(1)], 100), epochsOf([SRC, 5]));
@@ -286,7 +257,7 @@ test('a connection killed in the middle of a COPY commits nothing of the batch; 
 test('store stopped: STORE_UNAVAILABLE without the password; once it is back, commits go in', TIMEOUT, async () => {
   const { writer } = await freshStore();
   await writer.commit(batchOf(SRC, [statement(1)], 200), epochsOf());
-  await server.stopServer();
+  await fixture.server.stopServer();
   try {
     for (const attempt of [() => writer.commit(batchOf(SRC, [statement(2)], 300), epochsOf()), () => writer.claim('db9', 'main')]) {
       await assert.rejects(attempt(), (e) => {
@@ -297,13 +268,13 @@ test('store stopped: STORE_UNAVAILABLE without the password; once it is back, co
       });
     }
   } finally {
-    await server.startServer();
+    await fixture.server.startServer();
     // The test's own clients lost their connections with the server: reconnect the admin one.
-    admin = await connect('postgres');
+    await fixture.reconnectAdmin();
   }
   const res = await writer.commit(batchOf(SRC, [statement(2)], 300), epochsOf());
   assert.equal(res.rows.statement_events, 1);
-  const db = await connect(`store_${dbCounter}`);
+  const db = await connect(fixture.lastDatabase);
   assert.equal(await count(db, 'SELECT 1 FROM pglog.statements'), 2);
   assert.equal(await positionOf(db, SRC), 300);
 });
