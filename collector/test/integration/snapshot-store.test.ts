@@ -12,7 +12,7 @@ import { isPglogError } from '../../src/errors.ts';
 import type { Snapshot, SnapshotKind } from '../../src/snapshot/types.ts';
 import { DEFAULT_MIGRATIONS_DIR, migrate } from '../../src/store/migrate.ts';
 import { streamKeyOf } from '../../src/store/store-writer.ts';
-import type { StoreBatch , StoreWriter} from '../../src/store/store-writer.ts';
+import type { StoreBatch, StoreWriter } from '../../src/store/store-writer.ts';
 import { activitySnapshot, failure, session, statisticsSnapshot } from '../helpers/snapshot-fixtures.ts';
 import { StoreFixture } from '../helpers/store-fixture.ts';
 
