@@ -2,9 +2,10 @@
  * One sample of the cumulative statistics (pg_stat_statements, pg_stat_database) as read, before
  * deltas (deltas.ts) turn two samples into what changed. Kept in memory between samples only.
  */
+import type { DatabaseCounterValues, StatementCounterValues } from './types.ts';
 
 /** One pg_stat_statements entry, keyed by (userId, dbId, queryId, toplevel). */
-export interface StatementCounters {
+export interface StatementCounters extends StatementCounterValues {
   userId: number;
   dbId: number;
   queryId: bigint;
@@ -15,33 +16,10 @@ export interface StatementCounters {
   database: string | null;
   /** The normalized text pg_stat_statements keeps. */
   query: string;
-  calls: bigint;
-  /** `total_exec_time` (`total_time` before extension 1.8 / PostgreSQL 13), ms. */
-  totalExecMs: number;
-  rows: bigint;
-  sharedBlksHit: bigint;
-  sharedBlksRead: bigint;
-  tempBlksWritten: bigint;
 }
 
 /** One database's pg_stat_database row. */
-export interface DatabaseCounters {
-  database: string;
-  /** `numbackends`: sessions connected now. */
-  backends: number;
-  xactCommit: bigint;
-  xactRollback: bigint;
-  blksRead: bigint;
-  blksHit: bigint;
-  tupReturned: bigint;
-  tupFetched: bigint;
-  tupInserted: bigint;
-  tupUpdated: bigint;
-  tupDeleted: bigint;
-  conflicts: bigint;
-  tempFiles: bigint;
-  tempBytes: bigint;
-  deadlocks: bigint;
+export interface DatabaseCounters extends DatabaseCounterValues {
   /** When this database's counters were last reset; a change means they start from zero. */
   statsReset: Date | null;
 }

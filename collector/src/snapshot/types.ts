@@ -66,8 +66,19 @@ export interface BlockingEdge {
   waitMs: number | null;
 }
 
+/** The counters of a pg_stat_statements entry: cumulative in a sample, differences in a delta. */
+export interface StatementCounterValues {
+  calls: bigint;
+  /** `total_exec_time` (`total_time` before extension 1.8 / PostgreSQL 13), ms. */
+  totalExecMs: number;
+  rows: bigint;
+  sharedBlksHit: bigint;
+  sharedBlksRead: bigint;
+  tempBlksWritten: bigint;
+}
+
 /** What changed in one `pg_stat_statements` entry since the previous sample. */
-export interface StatementDelta {
+export interface StatementDelta extends StatementCounterValues {
   database: string | null;
   username: string | null;
   /** `queryid` (int8), as a bigint. */
@@ -78,17 +89,13 @@ export interface StatementDelta {
   query: string;
   /** Template fingerprint of `query` (the log parser's normalizer), so it joins statements from the log. */
   fingerprint: string;
-  calls: bigint;
-  totalExecMs: number;
-  rows: bigint;
-  sharedBlksHit: bigint;
-  sharedBlksRead: bigint;
-  tempBlksWritten: bigint;
 }
 
-/** What changed in one database's `pg_stat_database` row since the previous sample. */
-export interface DatabaseDelta {
+/** The counters of one database's `pg_stat_database` row: cumulative in a sample, differences in a delta. */
+export interface DatabaseCounterValues {
   database: string;
+  /** Sessions connected now (`numbackends`): never a difference. */
+  backends: number;
   xactCommit: bigint;
   xactRollback: bigint;
   blksRead: bigint;
@@ -102,9 +109,10 @@ export interface DatabaseDelta {
   tempFiles: bigint;
   tempBytes: bigint;
   deadlocks: bigint;
-  /** Sessions connected now (`numbackends`), not a delta. */
-  backends: number;
 }
+
+/** What changed in one database's `pg_stat_database` row since the previous sample. */
+export type DatabaseDelta = DatabaseCounterValues;
 
 /** One snapshot of one instance: what its queries returned, at one server time. */
 export interface Snapshot {
