@@ -90,17 +90,10 @@ const DEFAULT_WIDTH = 160;
 const CONNECT_TIMEOUT_MS = 10_000;
 
 /** `pglog report locks` / `pglog report activity`. */
-export interface SnapshotReportArgs {
+export interface SnapshotReportArgs extends ReportArgs {
   report: 'locks' | 'activity';
-  storeUrl: string;
-  since: TimeBound;
-  until: TimeBound;
-  target: string | null;
-  database: string | null;
-  limit: number;
   /** `activity` only (0 for locks). */
   minDurationMs: number;
-  json: boolean;
 }
 
 /** `--help` (or `-h`) of `pglog report` or a subcommand: print `text`, exit 0. */

@@ -50,15 +50,8 @@ export interface HeldLock {
   relation: string | null;
 }
 
-export interface BlockingNode {
-  pid: number;
-  database: string | null;
-  user: string | null;
-  application: string | null;
-  state: string | null;
-  xactMs: number | null;
-  query: string | null;
-  fingerprint: string | null;
+/** A session in the forest: what pglog.activity says of it, and how it waits and blocks. */
+export interface BlockingNode extends SessionInput {
   /** The edge to the parent: what this session waits for there. All null on a root. */
   lockType: string | null;
   relation: string | null;
