@@ -16,19 +16,10 @@
  *   then pid; trees of cycles after them; children by their own wait plus the wait below them,
  *   then pid.
  */
+import type { BlockingEdge } from '../snapshot/types.ts';
 
-/** One edge of pglog.blocking: `pid` waits for `blockingPid`. */
-export interface EdgeInput {
-  pid: number;
-  blockingPid: number;
-  database: string | null;
-  lockType: string;
-  waitMode: string;
-  /** What the blocker holds on the object; null when it only is queued ahead with a conflicting request. */
-  heldMode: string | null;
-  relation: string | null;
-  waitMs: number | null;
-}
+/** One edge of pglog.blocking: `pid` waits for `blockingPid` (the stored edge, as the collector wrote it). */
+export type EdgeInput = Pick<BlockingEdge, 'pid' | 'blockingPid' | 'database' | 'lockType' | 'waitMode' | 'heldMode' | 'relation' | 'waitMs'>;
 
 /** What pglog.activity says about a session at the same snapshot. */
 export interface SessionInput {
