@@ -128,7 +128,8 @@ describe('charts/pglog', { timeout: 240_000 }, () => {
     const panels = (JSON.parse(dashboard.data['pglog.json']!) as { panels: Array<{ targets: Array<{ expr: string }> }> }).panels;
     const exprs = panels.flatMap((p) => p.targets.map((t) => t.expr)).join('\n');
     for (const metric of ['pglog_nodejs_eventloop_lag_p99_seconds', 'pglog_read_bytes_total', 'pglog_lag_seconds', 'pglog_copy_duration_seconds_bucket',
-      'pglog_operator_reconcile_total', 'pglog_operator_shard_load_bytes_per_second', 'pglog_operator_transport_promotions_total']) {
+      'pglog_operator_reconcile_total', 'pglog_operator_shard_load_bytes_per_second', 'pglog_operator_transport_promotions_total',
+      'pglog_longest_blocking_wait_seconds', 'pglog_snapshot_failures_total', 'pglog_sessions']) {
       assert.ok(exprs.includes(metric), `dashboard has no panel on ${metric}`);
     }
 
