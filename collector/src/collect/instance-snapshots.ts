@@ -43,6 +43,15 @@ export interface InstanceSnapshotsOptions {
   random?: () => number;
 }
 
+/**
+ * The baseline kept until the next sample: counters only. Deltas take the query text from the
+ * current sample, and texts are most of a sample's size (pg_stat_statements keeps up to 5,000
+ * entries of up to track_activity_query_size bytes each), kept per instance for a whole fleet.
+ */
+function withoutQueryTexts(sample: StatisticsSample): StatisticsSample {
+  return sample.statements === null ? sample : { ...sample, statements: sample.statements.map((s) => ({ ...s, query: '' })) };
+}
+
 /** Which kinds of snapshot a target's `collect` asks for. */
 export function snapshotKinds(collect: TargetCollect): SnapshotKind[] {
   const kinds: SnapshotKind[] = [];
@@ -123,7 +132,7 @@ export class InstanceSnapshots {
   private async readStatistics(started: number): Promise<Snapshot> {
     const sample = await this.o.source.statistics();
     const deltas = statisticsDeltas(this.baseline, sample);
-    this.baseline = sample;
+    this.baseline = withoutQueryTexts(sample);
     return {
       ...this.empty('statistics', sample.ts, performance.now() - started),
       statements: this.o.collect.statements ? deltas.statements : [],

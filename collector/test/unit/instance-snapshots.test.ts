@@ -134,6 +134,22 @@ describe('InstanceSnapshots', () => {
     assert.equal(second!.databases[0]!.xactCommit, 30n);
   });
 
+  test('statements: deltas carry the current text and fingerprint (the kept baseline has counters only)', async () => {
+    const entry = (calls: bigint) => ({
+      userId: 10, dbId: 5, queryId: 42n, toplevel: true, username: 'app', database: 'shop', query: 'SELECT * FROM t WHERE id = $1',
+      calls, totalExecMs: Number(calls), rows: calls, sharedBlksHit: 0n, sharedBlksRead: 0n, tempBlksWritten: 0n,
+    });
+    const samples: StatisticsSample[] = [
+      { ts: new Date(0), statements: [entry(10n)], statementsReset: null, databases: null },
+      { ts: new Date(15_000), statements: [entry(25n)], statementsReset: null, databases: null },
+    ];
+    const h = harness({ activity: () => Promise.reject(new Error('no')), statistics: () => Promise.resolve(samples.shift()!) }, collect({ activity: false, locks: false, statements: true }));
+    await h.runner.runOnce('statistics');
+    await h.runner.runOnce('statistics');
+    const [delta] = (h.written[1] as Snapshot).statements;
+    assert.deepEqual([delta!.calls, delta!.query, delta!.fingerprint !== ''], [15n, 'SELECT * FROM t WHERE id = $1', true]);
+  });
+
   test('a store that refuses the snapshot is counted as a failure, and the snapshot is not retried', async () => {
     const h = harness({ activity: () => Promise.resolve({ ts: new Date(), sessions: [], blocking: [] }), statistics: noStatistics }, collect(), true);
     await h.runner.runOnce('activity');
