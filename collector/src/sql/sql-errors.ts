@@ -60,6 +60,7 @@ export function toSqlError(e: unknown, place: SessionPlace, during: string): Pgl
   const state = sqlStateOf(e);
   const hint = code === 'SQL_AUTH_FAILED'
     ? ' (check spec.instances[].sql.user and database, and pg_hba.conf for local connections of that role)'
-    : code === 'SQL_TIMEOUT' ? ' (the server did not answer within sql.timeoutSeconds: overloaded, or stopped)' : '';
+    : code === 'SQL_TIMEOUT' ? ' (the server did not answer within sql.timeoutSeconds: overloaded, or stopped)'
+      : code === 'SQL_CONNECT_FAILED' ? ' (the session ended: is PostgreSQL running and listening on that socket?)' : '';
   return new PglogError(code, `${place}: ${during} failed: ${message}${state === null ? '' : ` [SQLSTATE ${state}]`}${hint}`, { cause: e });
 }

@@ -22,7 +22,7 @@ describe('SQL session errors to pglog codes', () => {
     ['permission', serverError('permission denied for table t', '42501'), 'SQL_QUERY_FAILED', /permission denied/],
     ['connect timeout', new Error('timeout expired'), 'SQL_TIMEOUT', /timeout expired/],
     ['query timeout', new Error('Query read timeout'), 'SQL_TIMEOUT', /Query read timeout/],
-    ['stream lost', new Error('Connection terminated unexpectedly'), 'SQL_CONNECT_FAILED', /terminated unexpectedly/],
+    ['stream lost', new Error('Connection terminated unexpectedly'), 'SQL_CONNECT_FAILED', /terminated unexpectedly.*is PostgreSQL running/],
     ['errno', Object.assign(new Error('read ECONNRESET'), { code: 'ECONNRESET' }), 'SQL_CONNECT_FAILED', /ECONNRESET/],
     ['other', new Error('something odd'), 'SQL_QUERY_FAILED', /something odd/],
   ];
