@@ -63,11 +63,11 @@ describe('the generated CRDs on a real kube-apiserver', { timeout: 180_000 }, ()
     const spec = (await getJson('postgrestarget/defaults'))['spec'] as Record<string, unknown>;
     assert.equal(spec['port'], 22);
     assert.equal(spec['transport'], 'auto');
-    assert.deepEqual(spec['collect'], { logs: true, activity: false, locks: false, statements: false });
+    assert.deepEqual(spec['collect'], { logs: true, activity: false, locks: false, statements: false, databases: false, intervalSeconds: 15, statisticsIntervalSeconds: 15 });
     assert.deepEqual(spec['instances'], [{
       name: 'main', dataDirectory: '/var/lib/postgresql/15/main', logDirectory: 'log', logFormat: 'stderr', logLinePrefix: '%m [%p] ',
       encodings: { default: 'UTF8', databases: {} },
-      sql: { socketDirectory: '/var/run/postgresql', port: 5432, database: 'postgres' },
+      sql: { socketDirectory: '/var/run/postgresql', port: 5432, database: 'postgres', timeoutSeconds: 5 },
     }]);
 
     await create(pool('defaults'));
