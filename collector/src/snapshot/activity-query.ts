@@ -8,6 +8,7 @@ import type { ActivitySqlOptions } from './activity-sql.ts';
 import { dateOf, dateOrNull, intArrayOf, intOf, intOrNull, textOf, textOrNull } from './pg-values.ts';
 import type { Row } from './pg-values.ts';
 import { queryFingerprint } from './query-fingerprint.ts';
+import { serverTextOf } from './server-text.ts';
 import type { ServerInfo } from './server-info.ts';
 import type { ActivitySession, BlockingEdge } from './types.ts';
 
@@ -21,7 +22,8 @@ export interface ActivityResult {
 }
 
 function sessionOf(row: Row): ActivitySession {
-  const query = textOrNull(row, 'query');
+  // In the encoding of the session's own database (server-text.ts), not ours.
+  const query = serverTextOf(row, 'query');
   return {
     pid: intOf(row, 'pid'),
     leaderPid: intOrNull(row, 'leader_pid'),

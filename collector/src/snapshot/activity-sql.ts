@@ -58,9 +58,11 @@ export function activitySql(versionNum: number, options: ActivitySqlOptions): st
          CASE WHEN a.client_addr IS NOT NULL THEN pg_catalog.host(a.client_addr)
               WHEN a.client_port = -1 THEN 'local' END AS client,
          a.backend_type, a.state, a.wait_event_type, a.wait_event,
-         a.backend_start, a.xact_start, a.query_start, a.state_change, a.query,
+         a.backend_start, a.xact_start, a.query_start, a.state_change,
+         pg_catalog.textsend(a.query) AS query_bytes, pg_catalog.pg_encoding_to_char(qd.encoding) AS query_encoding,
          CASE WHEN a.wait_event_type = 'Lock' THEN pg_catalog.pg_blocking_pids(a.pid) ELSE '{}'::int[] END AS blocked_by
   FROM pg_catalog.pg_stat_activity a
+  LEFT JOIN pg_catalog.pg_database qd ON qd.oid = a.datid
   WHERE a.pid <> pg_catalog.pg_backend_pid()
     AND a.backend_type IN ('client backend', 'parallel worker', 'background worker', 'autovacuum worker', 'walsender')
 )`;

@@ -28,6 +28,8 @@ function statementOf(row: Row): StatementCounters {
     username: textOrNull(row, 'username'),
     database: textOrNull(row, 'database'),
     // An entry whose text could not be read back (text file garbage-collected) has NULL query.
+    // pg_stat_statements converts each entry's text from its database's encoding to ours
+    // itself (unlike pg_stat_activity: server-text.ts).
     query: textOrNull(row, 'query') ?? '',
     calls: bigintOf(row, 'calls'),
     totalExecMs: floatOf(row, 'total_exec_ms'),

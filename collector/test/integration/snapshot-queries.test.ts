@@ -35,6 +35,7 @@ before(async () => {
     CREATE ROLE monitor LOGIN;
     GRANT pg_monitor TO monitor;`);
   await admin.query('CREATE DATABASE noext'); // not in a multi-statement query: that is a transaction block
+  await admin.query("CREATE DATABASE legacy ENCODING 'WIN1251' LC_COLLATE 'C' LC_CTYPE 'C' TEMPLATE template0");
 });
 
 after(async () => {
@@ -76,6 +77,25 @@ async function waitsOnLock(observer: pg.Client, pid: number): Promise<void> {
   await waitUntil(`pid ${pid} to wait on a lock`, async () =>
     (await observer.query("SELECT 1 FROM pg_stat_activity WHERE pid = $1 AND wait_event_type = 'Lock'", [pid])).rowCount === 1);
 }
+
+void describe('texts of other databases in their own encoding', () => {
+  test('a WIN1251 database\'s Cyrillic query reads back as Cyrillic in pg_stat_activity and pg_stat_statements', TIMEOUT, async () => {
+    const legacy = await connect('postgres', 'legacy', 'legacy-app');
+    await legacy.query('CREATE EXTENSION IF NOT EXISTS pg_stat_statements');
+    const running = legacy.query("SELECT pg_sleep(1.5) /* привет, мир */");
+    const monitor = await connect('monitor', 'postgres', 'pglog');
+    const info = await readOnly(monitor, readServerInfo);
+    await waitUntil('the Cyrillic query to run', async () => {
+      const snap = await readOnly(monitor, (cl) => readActivity(cl, info, { sessions: true, locks: false }));
+      return snap.sessions.some((x) => x.application === 'legacy-app' && x.query === 'SELECT pg_sleep(1.5) /* привет, мир */');
+    });
+    await running;
+    await legacy.query("SELECT 'ёлка' AS tree");
+    // pg_stat_statements texts of that database: read from a database that has the extension, all databases' entries.
+    const stats = await readOnly(monitor, (cl) => readStatistics(cl, info, { statements: true, databases: false }));
+    assert.ok(stats.statements?.some((x) => x.database === 'legacy' && x.query.includes('привет, мир')), JSON.stringify(stats.statements?.filter((x) => x.database === 'legacy').map((x) => x.query)));
+  });
+});
 
 void describe('blocking chain A <- B <- C on public.t', () => {
   let monitor: pg.Client;

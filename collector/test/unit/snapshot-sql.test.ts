@@ -4,6 +4,7 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { isPglogError } from '../../src/errors.ts';
+import { decodeServerText } from '../../src/snapshot/server-text.ts';
 import { activityFromRows } from '../../src/snapshot/activity-query.ts';
 import { activitySql } from '../../src/snapshot/activity-sql.ts';
 import type { ServerInfo } from '../../src/snapshot/server-info.ts';
@@ -169,7 +170,7 @@ function sessionRow(pid: number, over: Record<string, unknown> = {}): Record<str
   return {
     ts: TS, pid, leader_pid: null, database: 'app', username: 'u', application: 'psql', client: 'local', backend_type: 'client backend',
     state: 'active', wait_event_type: null, wait_event: null, backend_start: new Date('2026-11-23T11:00:00Z'), xact_start: null,
-    query_start: null, state_change: new Date('2026-11-23T12:00:00Z'), query: 'SELECT 1', blocked_by: [],
+    query_start: null, state_change: new Date('2026-11-23T12:00:00Z'), query_bytes: Buffer.from('SELECT 1'), query_encoding: 'UTF8', blocked_by: [],
     blocking_pid: null, locktype: null, wait_mode: null, held_mode: null, blocker_wait_mode: null, relation: null, wait_start: null, ...over,
   };
 }
@@ -185,7 +186,7 @@ void describe('activityFromRows', () => {
     const r = activityFromRows([
       sessionRow(10, { ...edge, blocking_pid: 20, held_mode: 'ExclusiveLock' }),
       sessionRow(10, { ...edge, blocking_pid: 30, blocker_wait_mode: 'ShareLock' }),
-      sessionRow(20, { query: null, state: 'idle in transaction' }),
+      sessionRow(20, { query_bytes: null, state: 'idle in transaction' }),
     ]);
     assert.equal(r.sessions.length, 2);
     assert.deepEqual(r.sessions[0]?.blockedBy, [20, 30]);
@@ -196,7 +197,7 @@ void describe('activityFromRows', () => {
   });
 
   test('a query hidden from a role without pg_read_all_stats has no fingerprint', () => {
-    assert.equal(activityFromRows([sessionRow(10, { query: '<insufficient privilege>' })]).sessions[0]?.fingerprint, '');
+    assert.equal(activityFromRows([sessionRow(10, { query_bytes: Buffer.from('<insufficient privilege>') })]).sessions[0]?.fingerprint, '');
   });
 
   test('a wait start after the snapshot time (same instant, rounding) is 0 ms, never negative', () => {
@@ -206,6 +207,15 @@ void describe('activityFromRows', () => {
 
   test('a changed column type is an error, not NaN', () => {
     assert.throws(() => activityFromRows([sessionRow(10, { blocked_by: 'x' })]), /blocked_by is not an integer array/);
+  });
+
+  test('query text is decoded in the encoding of its own database (a WIN1251 database\'s Cyrillic), invalid bytes replaced', () => {
+    const win1251 = Buffer.from([0xef, 0xf0, 0xe8, 0xe2, 0xe5, 0xf2]); // привет in WIN1251
+    const r = activityFromRows([sessionRow(10, { query_bytes: Buffer.concat([Buffer.from('SELECT 1 /* '), win1251, Buffer.from(' */')]), query_encoding: 'WIN1251' })]);
+    assert.equal(r.sessions[0]?.query, 'SELECT 1 /* привет */');
+    assert.equal(decodeServerText(Buffer.from([0x41, 0xff, 0x42]), 'UTF8'), 'A\ufffdB');
+    assert.equal(decodeServerText(Buffer.from('plain'), 'MULE_INTERNAL'), 'plain', 'an encoding the log decoder lacks decodes as UTF-8');
+    assert.equal(decodeServerText(null, 'UTF8'), null);
   });
 });
 
