@@ -43,6 +43,7 @@ import { planAssignment, targetFingerprint, type PlannedTarget, type TargetAssig
 import { observedHooks, TargetObservation, type TargetSnapshot } from './target-observation.ts';
 import { InstanceSnapshots, snapshotKinds } from './instance-snapshots.ts';
 import { SqlSnapshotSource } from './sql-snapshot-source.ts';
+import { SnapshotSink } from './snapshot-sink.ts';
 
 export type { TargetAssignment } from './assignment-plan.ts';
 export type { TargetSnapshot } from './target-observation.ts';
@@ -100,6 +101,8 @@ export class Collector {
   private readonly runs = new Set<Promise<void>>();
   private writer: StoreWriter | null = null;
   private batcher: Batcher | null = null;
+  /** SQL snapshots of every instance, grouped into one store transaction per half second. */
+  private snapshotSink: SnapshotSink | null = null;
   private maintenance: Promise<void> | null = null;
   private gauges: NodeJS.Timeout | null = null;
   private sidecar: SidecarClient | null = null;
@@ -147,6 +150,7 @@ export class Collector {
       },
     });
     this.batcher = batcher;
+    this.snapshotSink = new SnapshotSink({ writeGroup: (list) => writer.writeSnapshots(list) });
     this.maintenance = this.maintainLoop(writer);
     // Memory held for the store, per target, sampled for /metrics (a gauge, not an event).
     this.gauges = setInterval(() => { for (const n of this.running.keys()) this.o.metrics.pendingBytes(n, batcher.heldBytesOf(n)); }, PENDING_SAMPLE_MS);
@@ -284,12 +288,12 @@ export class Collector {
       }
     }
     if (snapshotKinds(target.spec.collect).length > 0) {
-      for (const instance of target.spec.instances) this.startSnapshots(running, instance, writer);
+      for (const instance of target.spec.instances) this.startSnapshots(running, instance, this.snapshotSink!);
     }
   }
 
   /** The instance's SQL snapshots, through the target's SSH connection or the sidecar's forward. */
-  private startSnapshots(running: RunningTarget, instance: PostgresInstance, writer: StoreWriter): void {
+  private startSnapshots(running: RunningTarget, instance: PostgresInstance, sink: SnapshotSink): void {
     const { streams } = running;
     const connection = this.connections.find(streams.name);
     if (connection === undefined) throw new Error(`no SSH connection for target ${streams.name}`);
@@ -302,7 +306,7 @@ export class Collector {
       instance: instance.name,
       collect: streams.target.spec.collect,
       source,
-      write: (s) => writer.writeSnapshot(s),
+      write: (s) => sink.write(s),
       metrics: this.o.metrics.snapshots,
       log: this.o.log,
       outcome: (kind, code) => running.observed.snapshotResult(instance.name, kind, code),
@@ -454,6 +458,7 @@ export class Collector {
     await settleWithin(Promise.allSettled([...this.runs]), left() / 2);
     await settleWithin(this.control ?? undefined, left() / 2);
     await this.batcher?.stop(deadline);
+    await settleWithin(this.snapshotSink?.flush(), left());
     await settleWithin(Promise.allSettled([...this.running.values()].flatMap((r) => r.sql.map((q) => q.close()))), left());
     await settleWithin(this.connections.closeAll(), left());
     await settleWithin(this.sidecar?.close(), left());

@@ -103,6 +103,70 @@ export async function writeEncodedSnapshot(client: pg.ClientBase, snapshot: Enco
   }
 }
 
+/**
+ * Several encoded snapshots as one: per table, one COPY with the rows of all of them (one
+ * header, every snapshot's chunks, one trailer). A collector with thousands of instances then
+ * writes a transaction per group instead of one per snapshot.
+ */
+export function mergeEncoded(list: readonly EncodedSnapshot[]): EncodedSnapshot {
+  if (list.length === 1) return list[0]!;
+  const byTable = new Map<SnapshotTable, { copySql: string; rows: number; header: Buffer; chunks: Buffer[]; trailer: Buffer }>();
+  for (const s of list) {
+    for (const t of s.tables) {
+      let entry = byTable.get(t.table);
+      if (entry === undefined) byTable.set(t.table, entry = { copySql: t.copySql, rows: 0, header: t.data[0]!, chunks: [], trailer: t.data.at(-1)! });
+      entry.rows += t.rows;
+      entry.chunks.push(...t.data.slice(1, -1));
+    }
+  }
+  const tables = SNAPSHOT_TABLES.flatMap((table) => {
+    const e = byTable.get(table);
+    return e === undefined ? [] : [{ table, copySql: e.copySql, rows: e.rows, data: [e.header, ...e.chunks, e.trailer] }];
+  });
+  return { what: `${list.length} snapshots (${list[0]!.what}, ...)`, tables };
+}
+
+/** StoreWriter's one-operation-at-a-time section on its connection. */
+export type Exclusive = (what: string, fn: (client: pg.ClientBase) => Promise<void>) => Promise<void>;
+
+/**
+ * StoreWriter.writeSnapshots: encodes each snapshot (`encoders[i]()`), sends the group in one
+ * transaction, and resolves with each one's outcome in order (null: stored). A snapshot that
+ * cannot be encoded is refused alone; when the store refuses the group's data, each is sent
+ * alone so that only the bad one is lost; any other failure fails them all.
+ */
+export async function writeSnapshotGroup(encoders: ReadonlyArray<() => EncodedSnapshot>, exclusive: Exclusive): Promise<Array<PglogError | null>> {
+  const asError = (e: unknown, code: 'STORE_REJECTED' | 'STORE_UNAVAILABLE'): PglogError => (isPglogError(e) ? e : new PglogError(code, String(e), { cause: e }));
+  const results: Array<PglogError | null> = encoders.map(() => null);
+  const encoded: Array<{ index: number; snapshot: EncodedSnapshot }> = [];
+  encoders.forEach((encode, index) => {
+    try {
+      encoded.push({ index, snapshot: encode() });
+    } catch (e) {
+      results[index] = asError(e, 'STORE_REJECTED');
+    }
+  });
+  if (encoded.length === 0) return results;
+  const group = mergeEncoded(encoded.map((x) => x.snapshot));
+  try {
+    await exclusive(`writing ${group.what}`, (client) => writeEncodedSnapshot(client, group));
+  } catch (e) {
+    const error = asError(e, 'STORE_UNAVAILABLE');
+    if (error.code !== 'STORE_REJECTED' || encoded.length === 1) {
+      for (const { index } of encoded) results[index] = error;
+      return results;
+    }
+    for (const { index, snapshot } of encoded) {
+      try {
+        await exclusive(`writing ${snapshot.what}`, (client) => writeEncodedSnapshot(client, snapshot));
+      } catch (alone) {
+        results[index] = asError(alone, 'STORE_UNAVAILABLE');
+      }
+    }
+  }
+  return results;
+}
+
 /** Encoded rows in pieces of about CHUNK_BYTES (by a size estimate: text length plus a fixed part). */
 function chunks(encoder: CopyBinaryEncoder, rows: readonly (readonly unknown[])[]): Buffer[] {
   const out: Buffer[] = [];

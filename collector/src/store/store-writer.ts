@@ -20,7 +20,8 @@
  * keeps the batch and retries it; the connection is dropped and made again on the next call.
  *
  * writeSnapshot(s): one SQL snapshot (or failed run) in its own transaction, one COPY per
- * non-empty snapshot table; see snapshot-writer.ts.
+ * non-empty snapshot table; writeSnapshots(list): a group of them in one transaction (the
+ * collector's SnapshotSink); see snapshot-writer.ts.
  *
  * One dedicated connection, used by one operation at a time (commit, claim, writeSnapshot and
  * maintain queue up). One COPY BINARY encoder per table, made once: its scratch buffer grows to
@@ -40,7 +41,7 @@ import { mapEvent, rowContext, tableOf } from './event-rows.ts';
 import type { MappedRow, RowContext } from './event-rows.ts';
 import { migrate } from './migrate.ts';
 import { encoderReason, quarantineRecord } from './quarantine.ts';
-import { SnapshotEncoders, writeEncodedSnapshot } from './snapshot-writer.ts';
+import { SnapshotEncoders, writeEncodedSnapshot, writeSnapshotGroup } from './snapshot-writer.ts';
 import { copyLineOf, describeServerError, isDataRejection } from './sqlstate.ts';
 import {
   claimEpoch, claimNext, compareKeys, dropPartitionsBefore, ensurePartitions, finishBatch, insertMissingClaims,
@@ -248,6 +249,16 @@ export class StoreWriter {
   async writeSnapshot(s: Snapshot | SnapshotFailure): Promise<void> {
     const encoded = this.snapshots.encode(s, this.maxTextBytes);
     await this.exclusive(`writing ${encoded.what}`, (client) => writeEncodedSnapshot(client, encoded));
+  }
+
+  /**
+   * Several snapshots in one transaction (one COPY per table for all of them); resolves with
+   * each one's outcome, in order: null when stored, else its PglogError. A snapshot that
+   * cannot be encoded is refused alone; when the store refuses the group's data, each is
+   * written alone so that only the bad one is lost; any other failure fails them all.
+   */
+  async writeSnapshots(list: ReadonlyArray<Snapshot | SnapshotFailure>): Promise<Array<PglogError | null>> {
+    return writeSnapshotGroup(list.map((s) => () => this.snapshots.encode(s, this.maxTextBytes)), (what, fn) => this.exclusive(what, fn));
   }
 
   /**

@@ -258,6 +258,29 @@ test('a snapshot the store refuses: STORE_REJECTED naming it and the table, noth
   assert.equal(await count(db, `SELECT 1 FROM pg_stat_activity WHERE application_name = 'pglog-test-snapshots' AND datname = current_database()`), 1);
 });
 
+test('a group of snapshots in one transaction: every one stored; a refused one is lost alone; an unencodable one refused alone', TIMEOUT, async () => {
+  const { writer, db } = await freshStore();
+  const xactsBefore = Number((await db.query<{ n: string }>('SELECT xact_commit AS n FROM pg_stat_database WHERE datname = current_database()')).rows[0]!.n);
+  const ok = await writer.writeSnapshots([activitySnapshot({ target: 'g1' }), statisticsSnapshot({ target: 'g2' }), failure({ target: 'g3' })]);
+  assert.deepEqual(ok, [null, null, null]);
+  assert.deepEqual((await db.query<{ target: string }>('SELECT target FROM pglog.snapshot_runs ORDER BY target')).rows.map((r) => r.target), ['g1', 'g2', 'g3']);
+  assert.equal(await count(db, "SELECT 1 FROM pglog.activity WHERE target = 'g1'"), 3);
+  assert.equal(await count(db, "SELECT 1 FROM pglog.statement_stats WHERE target = 'g2'"), 2);
+  // One transaction for the three (stats counters are updated at transaction end; allow the test's own reads).
+  const xactsAfter = Number((await db.query<{ n: string }>('SELECT pg_stat_force_next_flush(), xact_commit AS n FROM pg_stat_database WHERE datname = current_database()')).rows[0]!.n);
+  assert.ok(xactsAfter - xactsBefore <= 4, `${xactsAfter - xactsBefore} transactions`);
+
+  const mixed = await writer.writeSnapshots([
+    activitySnapshot({ target: 'h1' }),
+    activitySnapshot({ target: 'h2', kind: 'hourly' as SnapshotKind }), // the server refuses its run row
+    activitySnapshot({ target: 'h3', sessions: [session(1, { pid: 2 ** 31 })] }), // the encoder refuses it
+    failure({ target: 'h4' }),
+  ]);
+  assert.deepEqual(mixed.map((e) => e?.code ?? null), [null, 'STORE_REJECTED', 'STORE_REJECTED', null]);
+  assert.deepEqual((await db.query<{ target: string }>("SELECT target FROM pglog.snapshot_runs WHERE target LIKE 'h%' ORDER BY target")).rows.map((r) => r.target), ['h1', 'h4']);
+  assert.equal(await count(db, "SELECT 1 FROM pglog.activity WHERE target IN ('h2', 'h3')"), 0);
+});
+
 test('snapshots and event batches share the connection: queued in turn, every one committed', TIMEOUT, async () => {
   const { writer, db } = await freshStore();
   const all = await Promise.all([
