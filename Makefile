@@ -114,6 +114,8 @@ bench: bench-logs ## Benchmarks (parse vs pgbadger, COPY BINARY vs text vs INSER
 	node bench/merge-section.ts docs/benchmarks.md spawn-bench $(BENCH_OUT)/spawn.md
 	node bench/snapshot-bench.ts --out $(BENCH_OUT)/snapshot.md
 	node bench/merge-section.ts docs/benchmarks.md snapshot-bench $(BENCH_OUT)/snapshot.md
+	node bench/snapshot-store-bench.ts --out $(BENCH_OUT)/snapshot-store.md
+	node bench/merge-section.ts docs/benchmarks.md snapshot-store-bench $(BENCH_OUT)/snapshot-store.md
 	node bench/transport-bench.ts --out $(BENCH_OUT)/transport.md
 	node bench/merge-section.ts docs/benchmarks.md transport-bench $(BENCH_OUT)/transport.md
 	node bench/transport-micro-bench.ts --out $(BENCH_OUT)/transport-micro.md
