@@ -90,7 +90,10 @@ export class SqlSnapshotSource implements SnapshotSource {
     this.openedVia = via;
     if (via === 'inproc') return this.o.connection.openStreamLocal(this.remoteSocket, { signal });
     const { target, instance } = this.o;
-    const dir = await this.o.sidecar!.forward(target.metadata.name, this.remoteSocket, instance.sql.port, signal);
+    // A little longer than pg waits for the whole connect (its "timeout expired" is the error
+    // reported); an abandoned wait would linger otherwise.
+    const bounded = AbortSignal.any([signal, AbortSignal.timeout(instance.sql.timeoutSeconds * 1000 + 1000)]);
+    const dir = await this.o.sidecar!.forward(target.metadata.name, this.remoteSocket, instance.sql.port, bounded);
     return connectUnix(`${dir}/.s.PGSQL.${instance.sql.port}`, `${target.metadata.name}/${instance.name}: the sidecar's forward of ${this.remoteSocket}`, signal);
   }
 
