@@ -65,12 +65,12 @@ export function launchShardCollector(options: ShardCollectorOptions): ShardColle
 }
 
 /** A PostgresTarget (cluster form: the key in the Secret `secret`) for a log server reached through the test sshd. */
-export function logServerTarget(name: string, secret: string, ssh: TestSshServer, server: LogServer, extraSpec: Record<string, unknown> = {}): Record<string, unknown> {
+export function logServerTarget(name: string, secret: string, ssh: TestSshServer, server: LogServer, extraSpec: Record<string, unknown> = {}, extraInstance: Record<string, unknown> = {}): Record<string, unknown> {
   return {
     apiVersion: 'pglog.io/v1alpha1', kind: 'PostgresTarget', metadata: { name },
     spec: {
       host: ssh.host, port: ssh.port, user: ssh.user, ssh: { secretRef: { name: secret } }, transport: 'auto',
-      instances: [{ name: 'main', dataDirectory: server.dataDirectory, logDirectory: server.logDirectory, logLinePrefix: '%m [%p] %q%u@%d ' }],
+      instances: [{ name: 'main', dataDirectory: server.dataDirectory, logDirectory: server.logDirectory, logLinePrefix: '%m [%p] %q%u@%d ', ...extraInstance }],
       ...extraSpec,
     },
   };

@@ -120,10 +120,9 @@ describe('pglog collect --shard: cluster mode against a real API server', { time
   test('a target with SQL snapshots only: a refused role is its snapshotError (SQL_AUTH_FAILED) in the shard status, cleared once the role is fixed', async () => {
     const server = servers[1]!;
     const sqlTarget = (user?: string): unknown => {
-      const t = logServerTarget('db4', 'db2-ssh', ssh, server, { collect: { logs: false, activity: true, locks: true, intervalSeconds: 1 } }) as { spec: { instances: Array<Record<string, unknown>> } };
       // Without sql.user the role is the SSH user's, which this PostgreSQL does not have.
-      t.spec.instances[0]!.sql = { socketDirectory: server.socketDir, port: server.port, ...(user === undefined ? {} : { user }) };
-      return t;
+      return logServerTarget('db4', 'db2-ssh', ssh, server, { collect: { logs: false, activity: true, locks: true, intervalSeconds: 1 } },
+        { sql: { socketDirectory: server.socketDir, port: server.port, ...(user === undefined ? {} : { user }) } });
     };
     await apply(sqlTarget());
     const c = collectors[0]!;

@@ -8,6 +8,7 @@
 //   - the operator writes shard 0; its collector stores rows and reports both targets; each
 //     PostgresTarget's status shows shard 0, a rate and Ready; the busy target is promoted by
 //     the operator on its measured rate and moves to the sidecar, the quiet one stays inproc;
+//     the busy one's SQL snapshots go on through the sidecar's forward (Snapshots True);
 //   - `kubectl scale --replicas 2`: one target moves to shard 1 with a higher epoch, its rows
 //     keep arriving from the new owner;
 //   - with the load stopped the checker finds every statement of both servers exactly once.
@@ -16,6 +17,7 @@ import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
+import pg from 'pg';
 import type { CollectorShard } from '../../src/api/collector-shard.ts';
 import type { TargetObject } from '../../src/api/target-object.ts';
 import { createKubeClient } from '../../src/kube/client.ts';
@@ -92,6 +94,16 @@ describe('pglog operator with real collectors: the loop closed', { timeout: 300_
   };
   /** Rows of the target's run in the store; 0 until the collector has created the schema. */
   const stored = (name: string): Promise<number> => storedRows(store.url, loads.get(name)!.run);
+  /** Successful SQL snapshot runs of the target since `since`. */
+  const snapshotRuns = async (name: string, since: Date): Promise<number> => {
+    const db = new pg.Client({ connectionString: store.url });
+    await db.connect();
+    try {
+      return (await db.query('SELECT 1 FROM pglog.snapshot_runs WHERE target = $1 AND error_code IS NULL AND ts > $2', [name, since])).rowCount ?? 0;
+    } finally {
+      await db.end();
+    }
+  };
 
   /**
    * Runs pod <pool>-<index> as the kubelet would run the StatefulSet the operator wrote: the
@@ -111,7 +123,7 @@ describe('pglog operator with real collectors: the loop closed', { timeout: 300_
     work = mkdtempSync(join(tmpdir(), 'pglog-loop-'));
     let busy: LogServer, quiet: LogServer;
     [cp, store, ssh, [busy, quiet]] = await Promise.all([
-      startControlPlane(), startPostgres(), startSshServer(), Promise.all([startLogServer(), startLogServer()]),
+      startControlPlane(), startPostgres(), startSshServer({ allowLocalForwarding: true }), Promise.all([startLogServer(), startLogServer()]),
     ]);
     servers = { busy, quiet };
     client = createKubeClient(await loadKubeconfigFile(cp.kubeconfig));
@@ -122,7 +134,11 @@ describe('pglog operator with real collectors: the loop closed', { timeout: 300_
     await kubectl(['create', 'secret', 'generic', 'store', `--from-literal=url=${store.url}`]);
     for (const name of TARGETS) {
       await kubectl(['create', 'secret', 'generic', `${name}-ssh`, `--from-file=id_ed25519=${ssh.privateKeyFile}`, `--from-file=known_hosts=${ssh.knownHostsFile}`]);
-      await apply(logServerTarget(name, `${name}-ssh`, ssh, servers[name], { pool: POOL }));
+      // The busy one also takes SQL snapshots: through the sidecar's forward once it is promoted.
+      const sql = name === 'busy'
+        ? [{ pool: POOL, collect: { logs: true, activity: true, locks: true, intervalSeconds: 2 } }, { sql: { socketDirectory: servers[name].socketDir, port: servers[name].port, user: 'postgres' } }] as const
+        : [{ pool: POOL }, {}] as const;
+      await apply(logServerTarget(name, `${name}-ssh`, ssh, servers[name], sql[0], sql[1]));
     }
     await apply({
       apiVersion: 'pglog.io/v1alpha1', kind: 'CollectorPool', metadata: { name: POOL },
@@ -180,6 +196,13 @@ describe('pglog operator with real collectors: the loop closed', { timeout: 300_
     assert.equal((await target('quiet')).status?.transport, 'inproc');
     const before = await stored('busy');
     await eventually('busy rows still arriving through the sidecar', 15_000, async () => ((await stored('busy')) > before ? true : undefined), lastSeen);
+    // Its SQL snapshots go on through the sidecar's forward, and the operator shows them: Snapshots True.
+    const promotedAt = new Date();
+    await eventually('a snapshot of busy after the promotion', 20_000, async () => ((await snapshotRuns('busy', promotedAt)) > 0 ? true : undefined), lastSeen);
+    await eventually('busy\'s Snapshots condition True (operator)', 30_000, async () =>
+      ((await target('busy')).status?.conditions?.find((c) => c.type === 'Snapshots')?.status === 'True' ? true : undefined), lastSeen);
+    assert.equal((await target('quiet')).status?.conditions?.find((c) => c.type === 'Snapshots'), undefined, 'no Snapshots condition without snapshots');
+    assert.ok(c0.records().some((r) => r['server'] === 'busy' && typeof r['forward'] === 'string' && / ready: /.test(String(r['msg']))), 'the sidecar set up the SQL forward of busy');
   }));
 
   test('kubectl scale --replicas 2: one target moves to shard 1 with a higher epoch; its rows keep arriving from the new owner', scenario(async () => {
