@@ -2,12 +2,11 @@
  * `pglog report activity` as text (a table of servers, a table of long-running sessions) or
  * as one JSON document. Pure: an ActivityReport in, a string out.
  */
-import { formatCount, formatMs, formatTime } from './format.ts';
-import { iso, lastRunFailure, reportHeader, serverName, serverRunsJson, windowJson } from './snapshot-format.ts';
+import { formatCount, formatMs, formatTime, NONE, reportHeader, sectionTitle } from './format.ts';
+import { iso, lastRunFailure, serverName, serverRunsJson, windowJson } from './snapshot-format.ts';
 import type { ActivityReport, LongSession, ServerActivity } from './snapshot-types.ts';
 import { oneLine, renderTable, type Column } from './text-table.ts';
 
-const NONE = '-';
 
 /** Sessions of the current snapshot: by state, summed (with --database, of that database only). */
 export function sessionCount(s: ServerActivity): number {
@@ -69,7 +68,7 @@ function longCells(l: LongSession): string[] {
 
 export function formatActivityText(report: ActivityReport, width: number): string {
   const f = report.filter;
-  const out = [reportHeader('activity', f, [`min duration ${formatMs(f.minDurationMs)}`]), ''];
+  const out = [reportHeader('pglog report activity', f, [`min duration ${formatMs(f.minDurationMs)}`]), ''];
   if (report.servers.length === 0) {
     out.push('No snapshot runs in this window (is collect.activity or collect.locks on for these targets?)');
   } else {
@@ -83,12 +82,8 @@ export function formatActivityText(report: ActivityReport, width: number): strin
   }
   out.push('');
   const what = `Long-running sessions: transaction (or statement) of at least ${formatMs(f.minDurationMs)}`;
-  if (report.longRunningTotal === 0) {
-    out.push(`${what}: none`);
-  } else {
-    out.push(`${what}, longest first (${report.longRunning.length} of ${formatCount(report.longRunningTotal)})`);
-    out.push(renderTable(LONG_COLUMNS, report.longRunning.map(longCells), width));
-  }
+  out.push(sectionTitle(what, report.longRunning.length, report.longRunningTotal, { order: ', longest first', none: 'none' }));
+  if (report.longRunningTotal > 0) out.push(renderTable(LONG_COLUMNS, report.longRunning.map(longCells), width));
   return `${out.join('\n')}\n`;
 }
 

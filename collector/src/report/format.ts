@@ -30,20 +30,33 @@ export function formatTime(d: Date): string {
   return d.toISOString().slice(0, 19).replace('T', ' ');
 }
 
-const NONE = '-';
+/** What a cell shows for a missing value. */
+export const NONE = '-';
 
-function title(name: string, section: ReportSection<unknown>): string {
-  if (section.groups === 0) return `${name}: none in this window`;
-  return `${name} (${section.rows.length} of ${formatCount(section.groups)})`;
-}
-
-function header(report: Report): string {
-  const f = report.filter;
-  const parts = [`pglog report  ${formatTime(f.since)} .. ${formatTime(f.until)} UTC`];
+/**
+ * The first line of every report: `pglog report[ NAME]  <since> .. <until> UTC`, then the
+ * filters in use and anything `extra`.
+ */
+export function reportHeader(title: string, f: { since: Date; until: Date; target: string | null; database: string | null }, extra: readonly string[] = []): string {
+  const parts = [`${title}  ${formatTime(f.since)} .. ${formatTime(f.until)} UTC`];
   if (f.target !== null) parts.push(`target ${f.target}`);
   if (f.database !== null) parts.push(`database ${f.database}`);
-  return parts.join('  ');
+  return [...parts, ...extra].join('  ');
 }
+
+/**
+ * A table's title: `NAME: <none>` when there is nothing, else `NAME<order> (shown of total)`
+ * (the table is cut at --limit).
+ */
+export function sectionTitle(name: string, shown: number, total: number, options: { order?: string; none?: string } = {}): string {
+  if (total === 0) return `${name}: ${options.none ?? 'none in this window'}`;
+  return `${name}${options.order ?? ''} (${shown} of ${formatCount(total)})`;
+}
+
+function title(name: string, section: ReportSection<unknown>): string {
+  return sectionTitle(name, section.rows.length, section.groups);
+}
+
 
 const STATEMENT_COLUMNS: Column[] = [
   { header: 'target', align: 'left', maxWidth: 24 },
@@ -82,7 +95,7 @@ const LOCK_COLUMNS: Column[] = [
 
 /** Readable fixed-width tables, `width` characters wide where the columns allow. */
 export function formatReportText(report: Report, width: number): string {
-  const out: string[] = [header(report), ''];
+  const out: string[] = [reportHeader('pglog report', report.filter), ''];
   out.push(title('Top query templates by total time', report.statements));
   if (report.statements.rows.length > 0) {
     out.push(renderTable(STATEMENT_COLUMNS, report.statements.rows.map((r) => [

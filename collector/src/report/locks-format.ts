@@ -3,12 +3,11 @@
  * document. Pure: a LocksReport in, a string out.
  */
 import type { BlockingNode } from './blocking-tree.ts';
-import { formatCount, formatMs, formatTime } from './format.ts';
-import { iso, lastRunFailure, reportHeader, serverName, serverRunsJson, windowJson } from './snapshot-format.ts';
+import { formatCount, formatMs, formatTime, NONE, reportHeader, sectionTitle } from './format.ts';
+import { iso, lastRunFailure, serverName, serverRunsJson, windowJson } from './snapshot-format.ts';
 import type { BlockingEpisode, LocksReport, ServerLocks } from './snapshot-types.ts';
 import { cut, oneLine, renderTable, type Column } from './text-table.ts';
 
-const NONE = '-';
 /** The query of a tree line never gets fewer characters than this, even past the width. */
 const MIN_QUERY_CHARS = 20;
 
@@ -110,7 +109,7 @@ function episodeCells(e: BlockingEpisode): string[] {
 }
 
 export function formatLocksText(report: LocksReport, width: number): string {
-  const out = [reportHeader('locks', report.filter), ''];
+  const out = [reportHeader('pglog report locks', report.filter), ''];
   if (report.servers.length === 0) out.push('No snapshot runs in this window (is collect.activity or collect.locks on for these targets?)');
   const quiet = report.servers.filter(isQuiet);
   for (const s of report.servers) {
@@ -118,12 +117,8 @@ export function formatLocksText(report: LocksReport, width: number): string {
   }
   if (quiet.length > QUIET_SERVERS_LISTED) out.push(`${formatCount(quiet.length)} more server instances: no blocked sessions in their newest snapshot`);
   out.push('');
-  if (report.episodesTotal === 0) {
-    out.push('Blocking episodes: none in this window');
-  } else {
-    out.push(`Blocking episodes, newest first (${report.episodes.length} of ${formatCount(report.episodesTotal)})`);
-    out.push(renderTable(EPISODE_COLUMNS, report.episodes.map(episodeCells), width));
-  }
+  out.push(sectionTitle('Blocking episodes', report.episodes.length, report.episodesTotal, { order: ', newest first' }));
+  if (report.episodesTotal > 0) out.push(renderTable(EPISODE_COLUMNS, report.episodes.map(episodeCells), width));
   return `${out.join('\n')}\n`;
 }
 

@@ -1,6 +1,6 @@
 /**
- * What the text and JSON of `report locks` and `report activity` share: the header, a
- * server's run status, timestamps. Pure.
+ * What the text and JSON of `report locks` and `report activity` share: a server's run
+ * status, timestamps. Pure.
  */
 import { formatMs, formatTime } from './format.ts';
 import { oneLine } from './text-table.ts';
@@ -8,13 +8,6 @@ import type { ServerRuns, SnapshotFilter } from './snapshot-types.ts';
 
 export function iso(d: Date | null): string | null {
   return d === null ? null : d.toISOString();
-}
-
-export function reportHeader(name: string, f: SnapshotFilter, extra: string[] = []): string {
-  const parts = [`pglog report ${name}  ${formatTime(f.since)} .. ${formatTime(f.until)} UTC`];
-  if (f.target !== null) parts.push(`target ${f.target}`);
-  if (f.database !== null) parts.push(`database ${f.database}`);
-  return [...parts, ...extra].join('  ');
 }
 
 /** `db1/main`. */
