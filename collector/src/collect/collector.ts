@@ -18,7 +18,7 @@
  * committed offsets.
  */
 import { isPglogError } from '../errors.ts';
-import type { PostgresInstance, PostgresTarget } from '../config/target-types.ts';
+import { takesSnapshots, type PostgresInstance, type PostgresTarget } from '../config/target-types.ts';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -41,7 +41,7 @@ import { openTargetStreams, type RateHint } from './target-transports.ts';
 import { TransportControl } from './transport-control.ts';
 import { planAssignment, targetFingerprint, type PlannedTarget, type TargetAssignment } from './assignment-plan.ts';
 import { observedHooks, TargetObservation, type TargetSnapshot } from './target-observation.ts';
-import { InstanceSnapshots, snapshotKinds } from './instance-snapshots.ts';
+import { InstanceSnapshots } from './instance-snapshots.ts';
 import { SqlSnapshotSource } from './sql-snapshot-source.ts';
 import { SnapshotSink } from './snapshot-sink.ts';
 
@@ -89,7 +89,7 @@ interface RunningTarget {
 
 /** Whether a target has anything for this process to do: logs, SQL snapshots, or both. */
 function collectsAnything(target: PostgresTarget): boolean {
-  return target.spec.collect.logs || snapshotKinds(target.spec.collect).length > 0;
+  return target.spec.collect.logs || takesSnapshots(target.spec.collect);
 }
 
 export class Collector {
@@ -287,7 +287,7 @@ export class Collector {
         this.startStream(running, instance, batcher, writer);
       }
     }
-    if (snapshotKinds(target.spec.collect).length > 0) {
+    if (takesSnapshots(target.spec.collect)) {
       for (const instance of target.spec.instances) this.startSnapshots(running, instance, this.snapshotSink!);
     }
   }

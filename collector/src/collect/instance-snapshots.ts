@@ -19,13 +19,15 @@ import type { Logger } from '../observability/logger.ts';
 import type { ErrorLabel } from '../observability/metrics.ts';
 import type { SnapshotMetrics } from '../observability/snapshot-metrics.ts';
 import { pause } from '../transport/clock.ts';
-import type { ActivitySession, BlockingEdge, Snapshot, SnapshotFailure, SnapshotKind } from '../snapshot/types.ts';
+import { isLastingSshFailure } from '../transport/ssh-errors.ts';
+import type { ActivityResult } from '../snapshot/activity-query.ts';
+import type { Snapshot, SnapshotFailure, SnapshotKind } from '../snapshot/types.ts';
 import { statisticsDeltas } from '../snapshot/deltas.ts';
 import type { StatisticsSample } from '../snapshot/statistics-query.ts';
 
 /** What a run reads; SqlSnapshotSource reads it from the server, tests script it. */
 export interface SnapshotSource {
-  activity(): Promise<{ ts: Date; sessions: ActivitySession[]; blocking: BlockingEdge[] }>;
+  activity(): Promise<ActivityResult>;
   statistics(): Promise<StatisticsSample>;
 }
 
@@ -85,7 +87,7 @@ export class InstanceSnapshots {
         continue;
       }
       await this.runOnce(kind);
-      // Behind schedule (a slow run): the next one is an interval from now, not a burst.
+      // Behind schedule (a slow run): the next one at least half an interval from now, not a burst.
       nextAt.set(kind, Math.max(at + intervalMs[kind], performance.now() + intervalMs[kind] / 2));
     }
   }
@@ -155,7 +157,8 @@ export class InstanceSnapshots {
     this.o.outcome?.(kind, code);
     const streak = this.failing.get(kind);
     if (streak === undefined || streak.code !== code) {
-      const lasting = code === 'SQL_AUTH_FAILED' || code === 'SSH_HOST_KEY_CHANGED' || code === 'SSH_HOST_KEY_UNKNOWN' || code === 'SSH_AUTH_FAILED';
+      // A refused role, host key or key will not heal by itself: an error, not a blip.
+      const lasting = code === 'SQL_AUTH_FAILED' || (code !== 'UNKNOWN' && isLastingSshFailure(code));
       log[lasting ? 'error' : 'warn']({ target, instance, kind, code, err: e }, `${target}/${instance}: ${kind} snapshot failed: ${message}`);
       this.failing.set(kind, { code, count: 1 });
     } else {

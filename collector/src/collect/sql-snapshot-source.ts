@@ -13,10 +13,9 @@ import type { Duplex } from 'node:stream';
 import { PglogError } from '../errors.ts';
 import type { ActiveTransport, PostgresInstance, PostgresTarget } from '../config/target-types.ts';
 import type { Logger } from '../observability/logger.ts';
-import { readActivity } from '../snapshot/activity-query.ts';
+import { readActivity, type ActivityResult } from '../snapshot/activity-query.ts';
 import { readServerInfo, type ServerInfo } from '../snapshot/server-info.ts';
 import { readStatistics, type StatisticsSample } from '../snapshot/statistics-query.ts';
-import type { ActivitySession, BlockingEdge } from '../snapshot/types.ts';
 import { SqlSession } from '../sql/sql-session.ts';
 import type { SshConnection } from '../transport/ssh-connection.ts';
 import type { SnapshotSource } from './instance-snapshots.ts';
@@ -64,7 +63,7 @@ export class SqlSnapshotSource implements SnapshotSource {
     });
   }
 
-  async activity(): Promise<{ ts: Date; sessions: ActivitySession[]; blocking: BlockingEdge[] }> {
+  async activity(): Promise<ActivityResult> {
     await this.followTransport();
     const { activity, locks } = this.o.target.spec.collect;
     // Without collect.activity only the sessions of blocking chains are read (the tree's nodes).

@@ -365,6 +365,11 @@ export interface TargetLag {
 /** A condition, with the fields of Kubernetes' `metav1.Condition` (the one type all pglog resources use). */
 export type TargetCondition = Condition;
 
+/** Whether `collect` asks for any SQL snapshot: activity, locks, statements or databases. */
+export function takesSnapshots(collect: TargetCollect): boolean {
+  return collect.activity || collect.locks || collect.statements || collect.databases;
+}
+
 /** Whether the credentials are the standalone form (key files). */
 export function isSshKeyFiles(ssh: SshCredentials): ssh is SshKeyFiles {
   return 'privateKeyFile' in ssh;

@@ -10,7 +10,7 @@ import type { Obj } from './field-checks.ts';
 import { describe } from './field-path.ts';
 import type { FieldPath } from './field-path.ts';
 import {
-  API_VERSION, LOG_FORMATS, SNAPSHOT_INTERVAL_BOUNDS, SQL_TIMEOUT_BOUNDS, TARGET_DEFAULTS, TARGET_KIND, TRANSPORTS,
+  API_VERSION, LOG_FORMATS, SNAPSHOT_INTERVAL_BOUNDS, SQL_TIMEOUT_BOUNDS, TARGET_DEFAULTS, TARGET_KIND, TRANSPORTS, takesSnapshots,
 } from './target-types.ts';
 import type {
   InstanceEncodings, InstanceSql, PostgresInstance, PostgresTarget, PostgresTargetSpec,
@@ -204,8 +204,9 @@ export class DocumentValidator extends FieldChecks {
     const statisticsIntervalSeconds = this.defaulted(o, 'statisticsIntervalSeconds', p, d.statisticsIntervalSeconds, (v, q) => this.wholeNumber(v, q, min, max));
     if (logs === undefined || activity === undefined || locks === undefined || statements === undefined || databases === undefined ||
         intervalSeconds === undefined || statisticsIntervalSeconds === undefined) return undefined;
-    if (!logs && !activity && !locks && !statements && !databases) return this.fail(p, 'nothing to collect: logs, activity, locks, statements and databases are all false');
-    return { logs, activity, locks, statements, databases, intervalSeconds, statisticsIntervalSeconds };
+    const collect: TargetCollect = { logs, activity, locks, statements, databases, intervalSeconds, statisticsIntervalSeconds };
+    if (!logs && !takesSnapshots(collect)) return this.fail(p, 'nothing to collect: logs, activity, locks, statements and databases are all false');
+    return collect;
   }
 }
 

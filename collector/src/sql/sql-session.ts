@@ -13,6 +13,7 @@
 import type { Duplex } from 'node:stream';
 import pg from 'pg';
 import type { PglogError } from '../errors.ts';
+import { settleWithin } from '../collect/retry.ts';
 import { DeferredSocket } from './deferred-socket.ts';
 import { sqlStateOf, toSqlError } from './sql-errors.ts';
 
@@ -28,6 +29,9 @@ export interface SqlSessionOptions {
   /** Runs once on every new session before the first transaction (e.g. reads the server version). */
   prepare?: (client: pg.ClientBase) => Promise<void>;
 }
+
+/** How long ending a session may wait for the server's goodbye. */
+const END_GRACE_MS = 1000;
 
 /** Extra time pg waits for an answer beyond statement_timeout, for the server's own cancel to arrive first. */
 const CLIENT_GRACE_MS = 2000;
@@ -85,7 +89,7 @@ export class SqlSession {
     this.broken = false;
     if (client === null) return;
     // end() waits for the server's goodbye; a dead stream never gives one.
-    await Promise.race([client.end().catch(() => undefined), new Promise((resolve) => setTimeout(resolve, 1000).unref())]);
+    await settleWithin(client.end(), END_GRACE_MS);
   }
 
   /** Ends the session for good. */
@@ -122,7 +126,7 @@ export class SqlSession {
       await client.connect();
       await this.o.prepare?.(client);
     } catch (e) {
-      await Promise.race([client.end().catch(() => undefined), new Promise((resolve) => setTimeout(resolve, 1000).unref())]);
+      await settleWithin(client.end(), END_GRACE_MS);
       throw connectError(e, this.o.place);
     }
     this.client = client;
@@ -134,8 +138,7 @@ export class SqlSession {
 function connectError(e: unknown, place: string): PglogError {
   // pg asks for a password when pg_hba.conf wants one; pglog only uses peer or trust over the socket.
   if (e instanceof Error && /password/i.test(e.message) && sqlStateOf(e) === null) {
-    const error = toSqlError(Object.assign(new Error(`${e.message} (the server asks for a password: allow the role local peer or trust authentication in pg_hba.conf)`), { code: '28P01' }), place, 'connecting');
-    return error;
+    return toSqlError(Object.assign(new Error(`${e.message} (the server asks for a password: allow the role local peer or trust authentication in pg_hba.conf)`), { code: '28P01' }), place, 'connecting');
   }
   return toSqlError(e, place, 'connecting');
 }

@@ -5,7 +5,7 @@
  */
 import type { Condition } from '../api/common.ts';
 import type { ShardTargetStatus } from '../api/collector-shard.ts';
-import type { PostgresTargetStatus } from '../../../collector/src/config/target-types.ts';
+import { takesSnapshots, type PostgresTargetStatus } from '../../../collector/src/config/target-types.ts';
 import type { TargetObject } from '../api/target-object.ts';
 import { semanticEqual, setCondition } from '../controller/conditions.ts';
 
@@ -23,7 +23,7 @@ export function desiredTargetStatus(target: TargetObject, assignment: TargetAssi
   const current = target.status ?? {};
   const ready = readyCondition(assignment, reported);
   let conditions: Condition[] = setCondition(current.conditions, ready, nowIso, target.metadata.generation);
-  if (takesSnapshots(target)) conditions = setCondition(conditions, snapshotsCondition(assignment, reported), nowIso, target.metadata.generation);
+  if (takesSnapshots(target.spec.collect)) conditions = setCondition(conditions, snapshotsCondition(assignment, reported), nowIso, target.metadata.generation);
   const status: PostgresTargetStatus = {
     ...current,
     shard: assignment.shard,
@@ -55,11 +55,6 @@ function readyCondition(assignment: TargetAssignment, reported: ShardTargetStatu
     return { type: 'Ready', status: 'False', reason: 'NotConnected', message: `the collector of shard ${assignment.shard} is not connected to the server` };
   }
   return { type: 'Ready', status: 'True', reason: 'Collecting', message: `collected by shard ${assignment.shard} over ${reported.transport}` };
-}
-
-function takesSnapshots(target: TargetObject): boolean {
-  const c = target.spec.collect;
-  return c.activity || c.locks || c.statements || c.databases;
 }
 
 /** `Snapshots`: whether the target's SQL snapshots succeed (only for targets that take them). */
