@@ -57,3 +57,27 @@ export async function copyIn(client: pg.ClientBase, sql: string, chunks: Iterabl
   ]);
   return { rows: stream.rowCount };
 }
+
+/**
+ * COPY data is produced and sent in pieces of about this many bytes. Small enough that making
+ * the next piece (mapping and encoding, a few ms) takes less time than the server needs for
+ * what the socket buffer holds (~200 KB of a Unix socket), so the server does not wait on us;
+ * big enough that the cost per piece does not count.
+ */
+export const CHUNK_BYTES = 256 * 1024;
+
+/** Fixed part of a row's size estimate: length words, numbers, short texts. */
+export const ROW_OVERHEAD = 160;
+
+/**
+ * Rough size of a row once encoded, to cut COPY data into pieces of about CHUNK_BYTES without
+ * encoding twice: the length of its texts (and 8 bytes per array element) plus a fixed part.
+ */
+export function estimatedRowBytes(values: readonly unknown[]): number {
+  let n = ROW_OVERHEAD;
+  for (const v of values) {
+    if (typeof v === 'string') n += v.length;
+    else if (Array.isArray(v)) n += 8 * v.length;
+  }
+  return n;
+}

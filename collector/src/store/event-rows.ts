@@ -7,6 +7,7 @@
  */
 import type { PglogEvent } from '../protocol/events.ts';
 import { isoToMicros, msToMicros } from './iso-time.ts';
+import { estimatedRowBytes, ROW_OVERHEAD } from './copy-stream.ts';
 import type { EventTable } from './event-tables.ts';
 import type { SourceRef } from './store-types.ts';
 import { cleanText, noRepairs } from './text-clean.ts';
@@ -80,8 +81,6 @@ export function tableOf(kind: PglogEvent['kind']): EventTable {
 /** Fields of an event that are columns of other_events (or the row's ts): left out of the payload. */
 const OTHER_COLUMN_FIELDS: ReadonlySet<string> = new Set(['kind', 'severity', 'database', 'message', 'offset', 'ts']);
 
-/** Fixed part of a row's size estimate: length words, numbers, short texts. */
-const ROW_OVERHEAD = 160;
 
 // The source's three texts are the same for every event of a stream: cleaned once per source.
 let lastSource: SourceRef | null = null;
@@ -138,14 +137,14 @@ export function mapEvent(source: SourceRef, event: PglogEvent, readAt: number, c
         orNull(event.message, ctx), orNull(event.detail, ctx), orNull(event.hint, ctx), orNull(event.context, ctx),
         orNull(event.statement, ctx), orNull(event.fingerprint, ctx), file, event.offset, tsLogged,
       ];
-      return { table: 'error_events', values, size: ROW_OVERHEAD + textSize(values), source, offset: event.offset, kind: event.kind };
+      return { table: 'error_events', values, size: estimatedRowBytes(values), source, offset: event.offset, kind: event.kind };
     }
     case 'lock_wait': {
       const values = [
         ts, target, instance, database, event.waiting_pid, event.state, orNull(event.lock_type, ctx),
         orNull(event.lock_mode, ctx), orNull(event.lock_object, ctx), event.wait_ms, file, event.offset, tsLogged,
       ];
-      return { table: 'lock_wait_events', values, size: ROW_OVERHEAD + textSize(values), source, offset: event.offset, kind: event.kind };
+      return { table: 'lock_wait_events', values, size: estimatedRowBytes(values), source, offset: event.offset, kind: event.kind };
     }
     case 'plan': case 'deadlock': case 'checkpoint': case 'autovacuum': case 'autoanalyze':
     case 'temp_file': case 'connection': case 'disconnection': case 'other': {
@@ -156,15 +155,9 @@ export function mapEvent(source: SourceRef, event: PglogEvent, readAt: number, c
         file, event.offset, tsLogged,
       ];
       if (event.kind === 'plan') ctx.templates.see(event.fingerprint, event.normalized, ts, max, ctx.repairs);
-      return { table: 'other_events', values, size: ROW_OVERHEAD + textSize(values), source, offset: event.offset, kind: event.kind };
+      return { table: 'other_events', values, size: estimatedRowBytes(values), source, offset: event.offset, kind: event.kind };
     }
   }
-}
-
-function textSize(values: readonly unknown[]): number {
-  let n = 0;
-  for (const v of values) if (typeof v === 'string') n += v.length;
-  return n;
 }
 
 /** The event without the fields that are other_events columns, every string cleaned. */

@@ -19,21 +19,13 @@ import type pg from 'pg';
 import { PglogError, isPglogError } from '../errors.ts';
 import type { Snapshot, SnapshotFailure } from '../snapshot/types.ts';
 import { CopyBinaryEncoder } from './copy-binary.ts';
-import { copyIn } from './copy-stream.ts';
-import { SNAPSHOT_TABLES, SNAPSHOT_TABLE_DEFS, snapshotRows } from './snapshot-tables.ts';
+import { CHUNK_BYTES, copyIn, estimatedRowBytes } from './copy-stream.ts';
+import { isSnapshotFailure, SNAPSHOT_TABLES, SNAPSHOT_TABLE_DEFS, snapshotRows } from './snapshot-tables.ts';
 import type { SnapshotTable } from './snapshot-tables.ts';
 import { describeServerError, isDataRejection } from './sqlstate.ts';
 
-/**
- * Encoded rows are cut into pieces of about this many bytes (the size StoreWriter's event
- * COPYs use), so a large statistics snapshot is not one huge Buffer and the socket gets work
- * early. Not imported from store-writer.ts, which imports this module.
- */
-const CHUNK_BYTES = 256 * 1024;
 /** Snapshots are small next to event batches: the encoders start small and grow when needed. */
 const ENCODER_INITIAL_BYTES = 16 * 1024;
-/** Rough bytes of a row besides its text (length words, numbers, times): for cutting chunks. */
-const ROW_OVERHEAD = 160;
 
 /** One snapshot, encoded and ready to send. */
 export interface EncodedSnapshot {
@@ -59,7 +51,7 @@ export class SnapshotEncoders {
    * the snapshot, the table and the value when the snapshot cannot be stored.
    */
   encode(s: Snapshot | SnapshotFailure, maxTextBytes: number): EncodedSnapshot {
-    const what = `the ${'code' in s ? 'failed ' : ''}${s.kind} snapshot of ${s.target}/${s.instance}`;
+    const what = `the ${isSnapshotFailure(s) ? 'failed ' : ''}${s.kind} snapshot of ${s.target}/${s.instance}`;
     let table: SnapshotTable | null = null;
     try {
       const rows = snapshotRows(s, maxTextBytes);
@@ -167,13 +159,16 @@ export async function writeSnapshotGroup(encoders: ReadonlyArray<() => EncodedSn
   return results;
 }
 
-/** Encoded rows in pieces of about CHUNK_BYTES (by a size estimate: text length plus a fixed part). */
+/**
+ * Encoded rows in pieces of about CHUNK_BYTES (by estimatedRowBytes), so a large statistics
+ * snapshot is not one huge Buffer and the socket gets work early.
+ */
 function chunks(encoder: CopyBinaryEncoder, rows: readonly (readonly unknown[])[]): Buffer[] {
   const out: Buffer[] = [];
   let start = 0;
   let size = 0;
   for (let i = 0; i < rows.length; i++) {
-    size += rowSize(rows[i] as readonly unknown[]);
+    size += estimatedRowBytes(rows[i] as readonly unknown[]);
     if (size >= CHUNK_BYTES || i === rows.length - 1) {
       try {
         out.push(encoder.encodeRows(rows.slice(start, i + 1)));
@@ -187,13 +182,4 @@ function chunks(encoder: CopyBinaryEncoder, rows: readonly (readonly unknown[])[
     }
   }
   return out;
-}
-
-function rowSize(values: readonly unknown[]): number {
-  let n = ROW_OVERHEAD;
-  for (const v of values) {
-    if (typeof v === 'string') n += v.length;
-    else if (Array.isArray(v)) n += 8 * v.length;
-  }
-  return n;
 }

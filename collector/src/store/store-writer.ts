@@ -34,7 +34,7 @@ import type { Snapshot, SnapshotFailure } from '../snapshot/types.ts';
 import { writeWithBisection } from './bisect.ts';
 import type { Rejection } from './bisect.ts';
 import { CopyBinaryEncoder } from './copy-binary.ts';
-import { copyIn } from './copy-stream.ts';
+import { CHUNK_BYTES, copyIn } from './copy-stream.ts';
 import { EVENT_TABLES, TABLES } from './event-tables.ts';
 import type { EventTable, TableDef } from './event-tables.ts';
 import { mapEvent, rowContext, tableOf } from './event-rows.ts';
@@ -73,13 +73,6 @@ export interface StoreWriterOptions {
   log?: StoreLog;
 }
 
-/**
- * COPY data is produced and sent in pieces of about this many bytes. Small enough that making
- * the next piece (mapping and encoding, a few ms) takes less time than the server needs for
- * what the socket buffer holds (~200 KB of a Unix socket), so the server does not wait on us;
- * big enough that the cost per piece does not count.
- */
-export const CHUNK_BYTES = 256 * 1024;
 /**
  * The first chunk of a COPY is smaller, and each next one twice as big up to CHUNK_BYTES: the
  * server starts on the rows after a few hundred microseconds instead of waiting for a whole
