@@ -206,6 +206,20 @@ export function streamFifos(id: string): { out: string; err: string } {
 }
 
 /**
+ * The `id` and `server` of a stream or forward entry: the id valid (`rule` says how) and not
+ * listed before in `seen` (added to it), the server one of `servers`.
+ */
+function entryIdentity(r: Record<string, unknown>, where: string, seen: Set<string>, servers: ReadonlySet<string>, valid: (id: string) => boolean, rule: string): { id: string; server: string } {
+  const id = string(r['id'], `${where}.id`);
+  if (!valid(id)) throw new Error(`${where}.id: ${JSON.stringify(id)} is not ${rule}`);
+  if (seen.has(id)) throw new Error(`${where}.id: ${id} is listed twice`);
+  seen.add(id);
+  const server = string(r['server'], `${where}.server`);
+  if (!servers.has(server)) throw new Error(`${where}.server: no server named ${server}`);
+  return { id, server };
+}
+
+/**
  * Parses and validates desired.json; throws an Error saying what is wrong and where. The
  * sidecar keeps its previous state when this throws (a half-written file never gets here:
  * the collector renames it into place).
@@ -230,12 +244,7 @@ export function parseDesiredState(text: string): DesiredState {
   const streams = array(o['streams'], `${DESIRED_FILE}: streams`).map((s, i) => {
     const where = `${DESIRED_FILE}: streams[${i}]`;
     const r = record(s, where);
-    const id = string(r['id'], `${where}.id`);
-    if (!isValidStreamId(id)) throw new Error(`${where}.id: ${JSON.stringify(id)} is not 1-80 characters of [A-Za-z0-9_.-]`);
-    if (ids.has(id)) throw new Error(`${where}.id: ${id} is listed twice`);
-    ids.add(id);
-    const server = string(r['server'], `${where}.server`);
-    if (!names.has(server)) throw new Error(`${where}.server: no server named ${server}`);
+    const { id, server } = entryIdentity(r, where, ids, names, isValidStreamId, '1-80 characters of [A-Za-z0-9_.-]');
     const command = string(r['command'], `${where}.command`);
     if (command === '') throw new Error(`${where}.command is empty`);
     return { id, server, command };
@@ -244,12 +253,7 @@ export function parseDesiredState(text: string): DesiredState {
   const forwards = (o['forwards'] === undefined ? [] : array(o['forwards'], `${DESIRED_FILE}: forwards`)).map((f, i) => {
     const where = `${DESIRED_FILE}: forwards[${i}]`;
     const r = record(f, where);
-    const id = string(r['id'], `${where}.id`);
-    if (!isValidForwardId(id)) throw new Error(`${where}.id: ${JSON.stringify(id)} is not 1-16 characters of [A-Za-z0-9_-]`);
-    if (forwardIds.has(id)) throw new Error(`${where}.id: ${id} is listed twice`);
-    forwardIds.add(id);
-    const server = string(r['server'], `${where}.server`);
-    if (!names.has(server)) throw new Error(`${where}.server: no server named ${server}`);
+    const { id, server } = entryIdentity(r, where, forwardIds, names, isValidForwardId, '1-16 characters of [A-Za-z0-9_-]');
     const remoteSocket = string(r['remoteSocket'], `${where}.remoteSocket`);
     const problem = remoteSocketProblem(remoteSocket);
     if (problem !== null) throw new Error(`${where}.remoteSocket: ${JSON.stringify(remoteSocket)} ${problem}`);
