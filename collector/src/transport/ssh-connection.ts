@@ -132,7 +132,7 @@ export class SshConnection implements RemoteShell {
 
   async spawn(command: string, options?: { signal?: AbortSignal | undefined }): Promise<RemoteProcess> {
     if (this.closed !== null) throw this.closedError();
-    const signal = options?.signal === undefined ? this.closing.signal : AbortSignal.any([options.signal, this.closing.signal]);
+    const signal = this.untilClosed(options?.signal);
     const release = await this.sessions.acquire(signal);
     try {
       const client = await this.readyClient(signal);
@@ -163,15 +163,14 @@ export class SshConnection implements RemoteShell {
    */
   async openStreamLocal(socketPath: string, options?: { signal?: AbortSignal | undefined }): Promise<ClientChannel> {
     if (this.closed !== null) throw this.closedError();
-    const signal = options?.signal === undefined ? this.closing.signal : AbortSignal.any([options.signal, this.closing.signal]);
+    const signal = this.untilClosed(options?.signal);
     const client = await this.readyClient(signal);
     const channel = await new Promise<ClientChannel>((resolve, reject) => {
       try {
         client.openssh_forwardOutStreamLocal(socketPath, (err, ch) => {
           if (err === undefined || err === null) resolve(ch);
-          else if (this.client !== client && this.error !== null) reject(this.error);
           // sshd answers a failed connect(2) to the socket with "open failed".
-          else reject(new PglogError('SQL_CONNECT_FAILED', `${describeEndpoint(this.endpoint)}: the server could not connect to the Unix socket ${socketPath} (${err.message}): is PostgreSQL running there, and are sql.socketDirectory and sql.port right?`, { cause: err }));
+          else reject(this.channelFailure(client, () => new PglogError('SQL_CONNECT_FAILED', `${describeEndpoint(this.endpoint)}: the server could not connect to the Unix socket ${socketPath} (${err.message}): is PostgreSQL running there, and are sql.socketDirectory and sql.port right?`, { cause: err })));
         });
       } catch (e) {
         reject(new PglogError('SSH_CONNECT_FAILED', `${describeEndpoint(this.endpoint)}: the connection was lost before the socket forward could open`, { cause: e }));
@@ -361,16 +360,28 @@ export class SshConnection implements RemoteShell {
     return this.exec(client, command);
   }
 
+  /** `signal` (if any) together with close(): either ends a wait. */
+  private untilClosed(signal: AbortSignal | undefined): AbortSignal {
+    return signal === undefined ? this.closing.signal : AbortSignal.any([signal, this.closing.signal]);
+  }
+
+  /**
+   * Why a channel request on `client` failed. One cut off by close() or a lost connection
+   * fails with that cause (recorded before ssh2 fails the pending requests), not ssh2's "No
+   * response"; otherwise with `own`, the refusal itself.
+   */
+  private channelFailure(client: Client, own: () => PglogError): PglogError {
+    if (this.closed !== null) return this.closedError();
+    if (this.client !== client && this.error !== null) return this.error;
+    return own();
+  }
+
   private exec(client: Client, command: string): Promise<ClientChannel> {
     return new Promise<ClientChannel>((resolve, reject) => {
       try {
         client.exec(command, (err, channel) => {
           if (err === undefined || err === null) resolve(watchExit(channel));
-          // A channel request cut off by a lost connection fails with the loss's cause
-          // (recorded before ssh2 fails the pending requests), not ssh2's "No response".
-          else if (this.closed !== null) reject(this.closedError());
-          else if (this.client !== client && this.error !== null) reject(this.error);
-          else reject(toSshError(err, this.endpoint, this.keySource));
+          else reject(this.channelFailure(client, () => toSshError(err, this.endpoint, this.keySource)));
         });
       } catch (e) {
         // ssh2 throws "Not connected" when the socket died before we noticed.
