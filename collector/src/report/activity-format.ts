@@ -3,7 +3,7 @@
  * as one JSON document. Pure: an ActivityReport in, a string out.
  */
 import { formatCount, formatMs, formatTime, NONE, reportHeader, sectionTitle } from './format.ts';
-import { iso, lastRunFailure, serverName, serverRunsJson, windowJson } from './snapshot-format.ts';
+import { iso, lastRunFailure, NO_RUNS, serverName, serverRunsJson, windowJson } from './snapshot-format.ts';
 import type { ActivityReport, LongSession, ServerActivity } from './snapshot-types.ts';
 import { oneLine, renderTable, type Column } from './text-table.ts';
 
@@ -70,7 +70,7 @@ export function formatActivityText(report: ActivityReport, width: number): strin
   const f = report.filter;
   const out = [reportHeader('pglog report activity', f, [`min duration ${formatMs(f.minDurationMs)}`]), ''];
   if (report.servers.length === 0) {
-    out.push('No snapshot runs in this window (is collect.activity or collect.locks on for these targets?)');
+    out.push(NO_RUNS);
   } else {
     out.push('Servers: newest snapshot in the window');
     out.push(renderTable(SERVER_COLUMNS, report.servers.map(serverCells), width));

@@ -4,7 +4,7 @@
  */
 import type { BlockingNode } from './blocking-tree.ts';
 import { formatCount, formatMs, formatTime, NONE, reportHeader, sectionTitle } from './format.ts';
-import { iso, lastRunFailure, serverName, serverRunsJson, windowJson } from './snapshot-format.ts';
+import { iso, lastRunFailure, NO_RUNS, serverName, serverRunsJson, windowJson } from './snapshot-format.ts';
 import type { BlockingEpisode, LocksReport, ServerLocks } from './snapshot-types.ts';
 import { cut, oneLine, renderTable, type Column } from './text-table.ts';
 
@@ -110,7 +110,7 @@ function episodeCells(e: BlockingEpisode): string[] {
 
 export function formatLocksText(report: LocksReport, width: number): string {
   const out = [reportHeader('pglog report locks', report.filter), ''];
-  if (report.servers.length === 0) out.push('No snapshot runs in this window (is collect.activity or collect.locks on for these targets?)');
+  if (report.servers.length === 0) out.push(NO_RUNS);
   const quiet = report.servers.filter(isQuiet);
   for (const s of report.servers) {
     if (!isQuiet(s) || quiet.length <= QUIET_SERVERS_LISTED) out.push(...serverLines(s, width));

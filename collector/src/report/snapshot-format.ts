@@ -10,6 +10,9 @@ export function iso(d: Date | null): string | null {
   return d === null ? null : d.toISOString();
 }
 
+/** What both reports say when no server has a snapshot run in the window. */
+export const NO_RUNS = 'No snapshot runs in this window (is collect.activity or collect.locks on for these targets?)';
+
 /** `db1/main`. */
 export function serverName(s: { target: string; instance: string }): string {
   return `${s.target}/${s.instance}`;
