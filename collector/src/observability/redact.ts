@@ -31,13 +31,14 @@ export class SecretScrubber {
   private pattern: RegExp | null = null;
 
   /**
-   * Adds a literal secret. Its JSON-escaped form is added too (a key's newlines appear as `\n`
+   * Adds a literal secret. Its JSON-escaped forms are added too (a key's newlines appear as `\n`
    * in a JSON log line), and so is every line of a multi-line secret long enough to be
    * unmistakable, so a log that quotes one line of a private key does not leak that line.
    * Empty strings are ignored (they would match everywhere).
    */
   register(secret: string): void {
-    const forms = new Set<string>([secret, jsonEscaped(secret)]);
+    // JSON-escaped once (a field of a JSON line) and twice (a JSON text quoted in such a field).
+    const forms = new Set<string>([secret, jsonEscaped(secret), jsonEscaped(jsonEscaped(secret))]);
     if (secret.includes('\n')) {
       for (const line of secret.split(/\r?\n/)) {
         const t = line.trim();
@@ -94,9 +95,13 @@ export function redactUrl(text: string): string {
     .replace(PASSWORD_PARAM, (_m, key: string) => `${key}=${REDACTED}`);
 }
 
-/** Everything a secret-free message needs: URL passwords and registered secrets removed. */
+/**
+ * Everything a secret-free message needs: registered secrets and URL passwords removed. The
+ * registered secrets go first: the `password=` pattern stops at a blank, so run first it would
+ * leave the rest of a password with a space in it where the scrubber no longer sees it whole.
+ */
 export function scrubText(text: string, secrets: SecretScrubber = processSecrets): string {
-  return secrets.scrub(redactUrl(text));
+  return redactUrl(secrets.scrub(text));
 }
 
 /**

@@ -47,10 +47,10 @@ test('withoutPassword blanks the password, plain and percent-encoded', () => {
   assert.equal(withoutPassword('nothing to hide', 'postgresql://pglog@db/logs'), 'nothing to hide');
 });
 
-test('storeUrlPasswords finds the user-info password and a password= parameter, the Unix-socket form included', () => {
-  assert.deepEqual(storeUrlPasswords('postgresql://pglog:s%40cret@db/logs'), ['s@cret']);
+test('storeUrlPasswords finds the user-info password and a password= parameter (as written and decoded), the Unix-socket form included', () => {
+  assert.deepEqual(storeUrlPasswords('postgresql://pglog:s%40cret@db/logs'), ['s%40cret', 's@cret']);
   assert.deepEqual(storeUrlPasswords('postgresql://postgres:pw@/postgres?host=%2Ftmp%2Fsock&port=5432'), ['pw']);
-  assert.deepEqual(storeUrlPasswords('postgres://db/logs?password=p%26q'), ['p&q']);
+  assert.deepEqual(storeUrlPasswords('postgres://db/logs?password=p%26q'), ['p%26q', 'p&q']);
   assert.deepEqual(storeUrlPasswords('postgres://db/logs'), []);
   assert.deepEqual(storeUrlPasswords('not a url'), []);
 });
