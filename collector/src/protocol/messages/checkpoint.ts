@@ -20,7 +20,9 @@ export type CheckpointMessage = Omit<CheckpointEvent, keyof EventCommon | 'kind'
 
 const HEAD = /^(checkpoint|restartpoint) (starting|complete):/;
 const BUFFERS = /wrote (\d+) buffers \((\d+(?:\.\d+)?)%\)/;
-const WAL = /(\d+) (?:WAL|transaction log) file\(s\) added, (\d+) removed, (\d+) recycled/;
+// Starts only where a digit run starts: unanchored, a bare (\d+) would rescan a run of n digits
+// from each of its positions (quadratic; security review F1).
+const WAL = /(?<!\d)(\d+) (?:WAL|transaction log) file\(s\) added, (\d+) removed, (\d+) recycled/;
 const TIMES = /write=(\d+(?:\.\d+)?) s, sync=(\d+(?:\.\d+)?) s, total=(\d+(?:\.\d+)?) s/;
 const SYNC = /sync files=(\d+), longest=(\d+(?:\.\d+)?) s, average=(\d+(?:\.\d+)?) s/;
 const DISTANCE = /distance=(\d+) kB, estimate=(\d+) kB/;

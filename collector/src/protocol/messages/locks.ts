@@ -69,7 +69,9 @@ export function parseLockWait(message: string): LockWaitMessage | null {
   return { state, pid, mode: m[3] ?? '', object, type: lockTypeOf(object), waitMs };
 }
 
-const HOLDERS = /Process(?:es)? holding the lock: ([^.]*)\. Wait queue: ([^.]*)\./;
+// Anchored: PostgreSQL starts the DETAIL with it (proc.c), and unanchored each repetition of the
+// words would rescan [^.]* to the next full stop (quadratic; security review F1).
+const HOLDERS = /^Process(?:es)? holding the lock: ([^.]*)\. Wait queue: ([^.]*)\./;
 
 /** Holder and waiter pids from the DETAIL of a lock wait message. */
 export function parseLockQueue(detail: string | null): { holders: number[]; waiters: number[] } {
