@@ -44,7 +44,7 @@ export async function runCollect(config: CollectConfig, io: CollectIO): Promise<
   if (targets.length === 0) throw new PglogError('CONFIG_INVALID', `${targetsFile}: no PostgresTarget objects`);
   const credentials = await readCredentials(targets);
   const metrics = createCollectorMetrics();
-  const collector = new Collector({ config, targets, credentials, log, metrics, selfCommand: io.selfCommand, logOutput: io.stdout });
+  const collector = new Collector({ config, targets, credentials, log, metrics, selfCommand: io.selfCommand, logOutput: io.stdout, env: io.env });
 
   let stopRequested = false;
   let resolveStop!: () => void;

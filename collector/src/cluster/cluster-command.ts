@@ -57,7 +57,7 @@ async function runShardChild(
   io: ClusterIO, log: ReturnType<typeof createLogger>, stop: AbortSignal,
 ): Promise<number> {
   const metrics = createCollectorMetrics();
-  const collector = new Collector({ config, targets: [], credentials: new Map(), log, metrics, selfCommand: io.selfCommand, logOutput: io.stdout });
+  const collector = new Collector({ config, targets: [], credentials: new Map(), log, metrics, selfCommand: io.selfCommand, logOutput: io.stdout, env: io.env });
   const shard = new ShardCollector({
     kube, namespace, shard: cluster.shard, pod: cluster.pod, tuning, collector,
     statusIntervalMs: cluster.statusIntervalMs, resolveIntervalMs: cluster.resolveIntervalMs, drainTimeoutMs: config.stopTimeoutMs, log,

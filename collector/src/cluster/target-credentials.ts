@@ -14,10 +14,23 @@ import { PglogError } from '../errors.ts';
 export const PRIVATE_KEY_KEYS = ['id_ed25519', 'id_rsa'] as const;
 export const KNOWN_HOSTS_KEY = 'known_hosts';
 
+/**
+ * The label by which a Secret opts in to serving pglog as SSH credentials. Without it, a
+ * PostgresTarget author could point the collector at any key-bearing Secret of the namespace
+ * (another team's) and stream that account's files; the Secret's owner decides, not the
+ * target's author (docs/targets.md).
+ */
+export const SSH_CREDENTIALS_LABEL = 'pglog.io/ssh-credentials';
+
 /** A core/v1 Secret, reduced to what is read here. */
 export interface SecretObject {
-  metadata: { name: string; namespace?: string; resourceVersion?: string };
+  metadata: { name: string; namespace?: string; resourceVersion?: string; labels?: Record<string, string> };
   data?: Record<string, string>;
+}
+
+/** Whether the Secret carries `pglog.io/ssh-credentials: "true"`. */
+export function optsInAsSshCredentials(secret: SecretObject): boolean {
+  return secret.metadata.labels?.[SSH_CREDENTIALS_LABEL] === 'true';
 }
 
 /**

@@ -1,7 +1,8 @@
 /**
  * Cluster mode: the shard's assigned target names → targets the collector can run. For each
  * one, GET its PostgresTarget and the Secret it names (by name: the collector may read only
- * the Secrets it is pointed at, never list them), validate, and parse the credentials.
+ * the Secrets it is pointed at, never list them), check that the Secret opts in
+ * (`pglog.io/ssh-credentials: "true"`), validate, and parse the credentials.
  *
  * A target that cannot be resolved (missing object or Secret, invalid spec, bad Secret) is
  * reported with its error code and left out; the others are not held up by it. Called again
@@ -18,7 +19,7 @@ import type { TargetCredentials } from '../collect/collector.ts';
 import type { PostgresTarget } from '../config/target-types.ts';
 import { isPglogError, PglogError } from '../errors.ts';
 import { registerSecret } from '../observability/logger.ts';
-import { credentialsFromSecret, secretNameOf, targetFromObject, type SecretObject } from './target-credentials.ts';
+import { credentialsFromSecret, optsInAsSshCredentials, secretNameOf, SSH_CREDENTIALS_LABEL, targetFromObject, type SecretObject } from './target-credentials.ts';
 
 export type ResolvedTarget =
   | { name: string; ok: true; assignment: TargetAssignment }
@@ -71,7 +72,12 @@ export class TargetResolver {
       : targetFromObject(object, `PostgresTarget ${this.namespace}/${name}`);
     const secretName = secretNameOf(target);
     const secret = await this.kube.get<KubeObject & SecretObject>(SECRETS, this.namespace, secretName);
-    if (secret === null) throw new PglogError('KUBE_NOT_FOUND', `Secret ${this.namespace}/${secretName} (spec.ssh.secretRef of PostgresTarget ${name}) does not exist`);
+    // One answer for "absent" and "not opted in": a target's author learns nothing about
+    // Secrets they could not use anyway.
+    if (secret === null || !optsInAsSshCredentials(secret)) {
+      throw new PglogError('KUBE_NOT_FOUND', `Secret ${this.namespace}/${secretName} (spec.ssh.secretRef of PostgresTarget ${name}) does not exist `
+        + `or does not opt in with the label ${SSH_CREDENTIALS_LABEL}: "true" (docs/targets.md)`);
+    }
     const secretVersion = secret.metadata.resourceVersion ?? '';
     let credentials: TargetCredentials;
     if (cached !== undefined && cached.secretName === secretName && secretVersion !== '' && cached.secretVersion === secretVersion) {

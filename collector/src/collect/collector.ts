@@ -66,6 +66,8 @@ export interface CollectorOptions {
   selfCommand: readonly string[];
   /** The log's destination, shared with the sshproxy child's log lines. */
   logOutput: Writable;
+  /** The process environment, for the sshproxy child (which gets it without the store URL). */
+  env?: Readonly<Record<string, string | undefined>>;
 }
 
 /** How often the memory held for the store is sampled into its gauge. */
@@ -361,6 +363,7 @@ export class Collector {
     if (transport.sidecar === 'child') {
       this.sidecarChild = new SidecarChild({
         command: this.o.selfCommand, client, logLevel, output: this.o.logOutput, privateDir: this.privateDir !== null, log: this.o.log, metrics: this.o.metrics,
+        ...(this.o.env === undefined ? {} : { env: this.o.env }),
       });
       this.sidecarChild.start();
     }
@@ -387,6 +390,7 @@ export class Collector {
       follower: target.follower(instance),
       batcher,
       claim: () => (epoch === null ? writer.claim(name, instance.name) : writer.claim(name, instance.name, epoch)),
+      storeStart: (start, claimed) => writer.storeStart(start, claimed),
       hooks: observedHooks(observed, instance.name, {
         ...hooks,
         progress(delta, kinds, where) {

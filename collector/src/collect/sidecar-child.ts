@@ -27,6 +27,21 @@ export interface SidecarChildOptions {
   privateDir: boolean;
   log: Logger;
   metrics: CollectorMetrics;
+  /** The environment the child starts from (the process's); the store URL is withheld from it. */
+  env?: Readonly<Record<string, string | undefined>>;
+}
+
+/** Variables the sidecar child must not see: the store URL carries the store's password. */
+const WITHHELD_FROM_SIDECAR = ['PGLOG_STORE_URL'];
+
+/**
+ * The environment of the sidecar child: what it would inherit, without the store URL. The
+ * child and every ssh process it starts talk to remote servers and never to the store.
+ */
+export function sidecarChildEnv(inherited: Readonly<Record<string, string | undefined>>): Record<string, string> {
+  const env: Record<string, string> = {};
+  for (const [name, value] of Object.entries(inherited)) if (value !== undefined && !WITHHELD_FROM_SIDECAR.includes(name)) env[name] = value;
+  return env;
 }
 
 /** A child that stayed up this long is considered healthy: its next failure retries quickly. */
@@ -59,6 +74,8 @@ export class SidecarChild {
         stdio: ['pipe', 'pipe', 'pipe'],
         // Its own process group, so that what it leaves behind can be ended with it.
         detached: true,
+        // This process's environment minus the store URL (without one: inherited, in tests).
+        ...(this.o.env === undefined ? {} : { env: sidecarChildEnv(this.o.env) }),
       });
       child.stdin.on('error', () => undefined);
       forwardLines(child.stdout, this.o.output);

@@ -8,7 +8,8 @@
 //   - handed to a second collector (another shard) with epoch + 1: 0 lost, 0 duplicated;
 //   - a new spec.tuning restarts the collector child (new pid, status.tuning) losing nothing;
 //   - a transport set to proxy in the spec moves the target to the sidecar;
-//   - a Secret that does not exist: that target reports KUBE_NOT_FOUND, the other collects;
+//   - a Secret that does not exist, or exists without the label pglog.io/ssh-credentials:
+//     "true": that target reports KUBE_NOT_FOUND (the same answer), the other collects;
 //   - a rotated Secret restarts its target with the new credentials;
 //   - the private key never appears in the output; a crashed child ends the launcher with
 //     its status, SIGTERM reaches the child and both exit 0.
@@ -78,9 +79,14 @@ describe('pglog collect --shard: cluster mode against a real API server', { time
     await cp.kubectl(['create', 'namespace', NS]);
     for (const [k, name] of ['db1', 'db2'].entries()) {
       await kubectl(['create', 'secret', 'generic', `${name}-ssh`, `--from-file=id_ed25519=${ssh.privateKeyFile}`, `--from-file=known_hosts=${ssh.knownHostsFile}`]);
+      // The Secret opts in to serving pglog (docs/targets.md).
+      await kubectl(['label', 'secret', `${name}-ssh`, 'pglog.io/ssh-credentials=true']);
       await apply(postgresTarget(name, `${name}-ssh`, servers[k]!));
     }
     await apply(postgresTarget('db3', 'missing-ssh', servers[0]!));
+    // A working key in a Secret that did not opt in: another team's, borrowed by a target.
+    await kubectl(['create', 'secret', 'generic', 'team-x-ssh', `--from-file=id_ed25519=${ssh.privateKeyFile}`, `--from-file=known_hosts=${ssh.knownHostsFile}`]);
+    await apply(postgresTarget('db4', 'team-x-ssh', servers[0]!));
     for (const [index, name] of ['s-0', 's-1'].entries()) {
       await apply({ apiVersion: 'pglog.io/v1alpha1', kind: 'CollectorShard', metadata: { name }, spec: { pool: 'p', index, targets: [], tuning: TUNING } });
     }
@@ -187,10 +193,16 @@ describe('pglog collect --shard: cluster mode against a real API server', { time
     await waitFor(async () => (await targetStatus('s-0', 'db1'))?.['transport'] === 'proxy', 'status transport proxy', 20_000);
   });
 
-  test('a Secret that does not exist: that target reports KUBE_NOT_FOUND, the other keeps collecting', async () => {
+  test('a Secret that does not exist, or that did not opt in: that target reports KUBE_NOT_FOUND, the other keeps collecting', async () => {
     const c = collectors[0]!;
-    await setShardSpec('s-0', [{ name: 'db1', transport: 'proxy', epoch: 1 }, { name: 'db3', transport: 'inproc', epoch: 1 }], { ...TUNING, maxOldSpaceSizeMiB: 320 });
+    await setShardSpec('s-0', [{ name: 'db1', transport: 'proxy', epoch: 1 }, { name: 'db3', transport: 'inproc', epoch: 1 }, { name: 'db4', transport: 'inproc', epoch: 1 }],
+      { ...TUNING, maxOldSpaceSizeMiB: 320 });
     await waitFor(async () => (await targetStatus('s-0', 'db3'))?.['error'] === 'KUBE_NOT_FOUND', 'db3 failing with KUBE_NOT_FOUND', 20_000, () => tail(c));
+    // The unlabelled Secret holds a key that works: it is refused all the same, and reported
+    // exactly like the missing one, so a target's author learns nothing of it.
+    await waitFor(async () => (await targetStatus('s-0', 'db4'))?.['error'] === 'KUBE_NOT_FOUND', 'db4 failing with KUBE_NOT_FOUND', 20_000, () => tail(c));
+    assert.match(c.tail(100_000), /Secret \S+\/team-x-ssh \(spec\.ssh\.secretRef of PostgresTarget db4\) does not exist or does not opt in with the label pglog\.io\/ssh-credentials: "true"/);
+    assert.equal((await targetStatus('s-0', 'db4'))!['connected'], false, 'the borrowed key was never used');
     const ready = (await shard('s-0')).status!.conditions!.find((x) => x.type === 'Ready')!;
     assert.deepEqual([ready.status, ready.reason], ['False', 'KUBE_NOT_FOUND']);
     const before = await stored('db1');

@@ -69,8 +69,8 @@ const b64 = (s: string): string => Buffer.from(s).toString('base64');
 function targetObject(name: string, secret: string): KubeObject {
   return { apiVersion: 'pglog.io/v1alpha1', kind: 'PostgresTarget', metadata: { name, namespace: 'ns', uid: 'u' }, spec: { host: 'h', user: 'u', ssh: { secretRef: { name: secret } }, instances: [{ name: 'main', dataDirectory: '/d' }] } } as KubeObject;
 }
-function secretObject(name: string, key = 'one'): KubeObject {
-  return { apiVersion: 'v1', kind: 'Secret', metadata: { name }, data: { id_ed25519: b64(`-----BEGIN OPENSSH PRIVATE KEY-----\n${key}\n-----END OPENSSH PRIVATE KEY-----\n`), known_hosts: b64('h ssh-ed25519 AAAA\n') } } as KubeObject;
+function secretObject(name: string, key = 'one', labels: Record<string, string> = { 'pglog.io/ssh-credentials': 'true' }): KubeObject {
+  return { apiVersion: 'v1', kind: 'Secret', metadata: { name, labels }, data: { id_ed25519: b64(`-----BEGIN OPENSSH PRIVATE KEY-----\n${key}\n-----END OPENSSH PRIVATE KEY-----\n`), known_hosts: b64('h ssh-ed25519 AAAA\n') } } as KubeObject;
 }
 
 describe('TargetResolver', () => {
@@ -93,6 +93,26 @@ describe('TargetResolver', () => {
     assert.deepEqual(r.slice(1).map((x) => (x.ok ? 'ok' : x.code)), ['KUBE_NOT_FOUND', 'KUBE_NOT_FOUND', 'CONFIG_INVALID']);
     assert.ok(!r[1]!.ok && /Secret ns\/gone \(spec\.ssh\.secretRef of PostgresTarget db2\) does not exist/.test(r[1]!.message));
     assert.ok(kube.calls.every((c) => c.startsWith('get ')), `only GETs: ${kube.calls.join(', ')}`);
+  });
+
+  test('a Secret serves only with the label pglog.io/ssh-credentials: "true"; without it, the same answer as no Secret', async () => {
+    const kube = new FakeKube();
+    kube.put(TARGETS, targetObject('borrower', 'team-x-ssh'));
+    kube.put(TARGETS, targetObject('wrong-value', 'half-ssh'));
+    kube.put(TARGETS, targetObject('absent', 'no-such-ssh'));
+    kube.put(SECRETS, secretObject('team-x-ssh', 'one', {}));
+    kube.put(SECRETS, secretObject('half-ssh', 'one', { 'pglog.io/ssh-credentials': 'yes' }));
+    const r = await new TargetResolver(kube, 'ns').resolve(['borrower', 'wrong-value', 'absent'].map((name) => ({ name, transport: 'inproc' as const, epoch: 1 })));
+    const failures = r.map((x) => (x.ok ? undefined : x));
+    assert.deepEqual(failures.map((f) => f?.code), ['KUBE_NOT_FOUND', 'KUBE_NOT_FOUND', 'KUBE_NOT_FOUND']);
+    // The messages differ only in the names: an unlabelled Secret looks exactly like a missing one.
+    const shape = (f: typeof failures[number], secret: string, target: string): string => f!.message.replace(secret, 'S').replace(target, 'T');
+    assert.equal(shape(failures[0], 'team-x-ssh', 'borrower'), shape(failures[2], 'no-such-ssh', 'absent'));
+    assert.match(failures[0]!.message, /does not exist or does not opt in with the label pglog\.io\/ssh-credentials: "true"/);
+    // Once the Secret's owner labels it, it serves.
+    kube.put(SECRETS, secretObject('team-x-ssh'));
+    const after = (await new TargetResolver(kube, 'ns').resolve([{ name: 'borrower', transport: 'inproc', epoch: 1 }]))[0]!;
+    assert.ok(after.ok);
   });
 
   test('unchanged objects are not parsed again; a rotated Secret is; an API outage keeps the last good resolution', async () => {
