@@ -18,6 +18,12 @@
  * them. The rows carry `statement_timestamp()` and come from a one-row relation LEFT JOINed to
  * the sessions, so the time is there even when there is no other session.
  *
+ * Only pg_catalog is searched (sql/sql-session.ts pins search_path), and every function and
+ * relation is qualified besides; comparisons are between equal types (`0::oid`, not `0`):
+ * pg_catalog has an operator for them, so none planted elsewhere can be a better match, even
+ * on a path where pg_catalog comes first but others follow (snapshot-sql-audit.test.ts checks
+ * the texts, snapshot-hostile-schema.test.ts a real server with hostile schemas).
+ *
  * By version: `leader_pid` (13+; NULL before, and a blocker's locks are then only its own),
  * `pg_locks.waitstart` (14+; before, the waiter's `state_change`, when its current statement
  * began), `AS MATERIALIZED` (12+; CTEs are always materialized before 12).
@@ -109,7 +115,7 @@ ORDER BY s.pid`;
                 (SELECT pg_catalog.quote_ident(n.nspname) || '.' || pg_catalog.quote_ident(c.relname)
                  FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
                  WHERE c.oid = wl.relation
-                   AND (wl.database = 0 OR wl.database = (SELECT d.oid FROM pg_catalog.pg_database d WHERE d.datname = pg_catalog.current_database()))),
+                   AND (wl.database = 0::oid OR wl.database = (SELECT d.oid FROM pg_catalog.pg_database d WHERE d.datname = pg_catalog.current_database()))),
                 wl.relation::text)
          END AS relation,
          COALESCE(wl.waitstart, w.state_change) AS wait_start

@@ -10,7 +10,7 @@ import { bigintOf, boolOf, dateOf, dateOrNull, floatOf, intOf, textOf, textOrNul
 import type { Row } from './pg-values.ts';
 import type { ServerInfo } from './server-info.ts';
 import type { DatabaseCounters, StatementCounters, StatisticsSample } from './statistics-sample.ts';
-import { databasesSql, statementsSql } from './statistics-sql.ts';
+import { TIMESTAMP_SQL, databasesSql, statementsSql } from './statistics-sql.ts';
 
 export type { DatabaseCounters, StatementCounters, StatisticsSample } from './statistics-sample.ts';
 
@@ -116,7 +116,7 @@ export async function readStatistics(client: pg.ClientBase, info: ServerInfo, op
     databases = read.databases;
   }
   if (ts === null) {
-    const result = await client.query<Row>('SELECT pg_catalog.statement_timestamp() AS ts');
+    const result = await client.query<Row>(TIMESTAMP_SQL);
     const row = result.rows[0];
     if (row === undefined) throw new Error('statistics sample: SELECT statement_timestamp() returned no row');
     ts = dateOf(row, 'ts');

@@ -54,6 +54,9 @@ LEFT JOIN (
 ) p ON true`;
 }
 
+/** The time alone, when a statistics sample reads neither statements nor databases. */
+export const TIMESTAMP_SQL = 'SELECT pg_catalog.statement_timestamp() AS ts';
+
 /** The pg_stat_database statement (the same on every supported version; the shared-objects row, datname NULL, is left out). */
 export function databasesSql(versionNum: number): string {
   assertSupported(versionNum);

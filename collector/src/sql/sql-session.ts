@@ -6,9 +6,11 @@
  * The session is opened on first use and kept between snapshots; it is read-only twice over
  * (`default_transaction_read_only` at start-up, and every snapshot runs in BEGIN READ ONLY),
  * bounded by `statement_timeout`, `lock_timeout` and pg's own connect and query timeouts (a
- * stopped server answers nothing, so only the client side can bound that), and announces
- * itself as `application_name = 'pglog'`. After any failure that is not a plain SQL error the
- * session is dropped and opened again by the next snapshot.
+ * stopped server answers nothing, so only the client side can bound that), resolves names on
+ * a pinned search_path (pg_catalog, pg_temp: no schema a monitored database's roles can
+ * create in is searched), and announces itself as `application_name = 'pglog'`. After any
+ * failure that is not a plain SQL error the session is dropped and opened again by the next
+ * snapshot.
  */
 import type { Duplex } from 'node:stream';
 import pg from 'pg';
@@ -29,6 +31,20 @@ export interface SqlSessionOptions {
   /** Runs once on every new session before the first transaction (e.g. reads the server version). */
   prepare?: (client: pg.ClientBase) => Promise<void>;
 }
+
+/**
+ * Start-up settings of every monitoring session (a client setting: it wins over ALTER ROLE /
+ * ALTER DATABASE ... SET, which the owner of a monitored database may run).
+ *
+ * - Read-only from the start: even a statement outside our transactions cannot write.
+ * - search_path pinned to pg_catalog, then pg_temp named last: a role that can CREATE in a
+ *   schema of the default path ("$user", public) cannot plant an operator or function that
+ *   wins the resolution of ours (security review F2: `public.=(oid,integer)` ran as the
+ *   collector's role, and a superuser's reaches the OS through COPY ... TO PROGRAM). pg_temp
+ *   is searched first for relations and types unless it is named; named last it shadows
+ *   nothing. The snapshot SQL qualifies its functions and relations too (docs/snapshots.md).
+ */
+export const SESSION_OPTIONS = '-c default_transaction_read_only=on -c search_path=pg_catalog,pg_temp';
 
 /** How long ending a session may wait for the server's goodbye. */
 const END_GRACE_MS = 1000;
@@ -108,8 +124,7 @@ export class SqlSession {
       user,
       database,
       application_name: 'pglog',
-      // Read-only from the start: even a statement outside our transactions cannot write.
-      options: '-c default_transaction_read_only=on',
+      options: SESSION_OPTIONS,
       statement_timeout: timeoutMs,
       lock_timeout: timeoutMs,
       idle_in_transaction_session_timeout: timeoutMs + CLIENT_GRACE_MS,
