@@ -1,8 +1,14 @@
 /**
  * Fingerprints of query templates, and TemplateCache: normalization (normalize.ts) with a
  * memory of the templates seen, so a log's repeated statements are hashed once.
+ *
+ * The cache is bounded in bytes, not only in entries: the statements it sees are whatever the
+ * log says, and any database role can log megabytes of distinct failing SQL. Templates longer
+ * than a few KiB are never kept (they rarely repeat, and each would cost its size again),
+ * and the rest live in a byte budget from which the least recently used leave first.
  */
 import { hash } from 'node:crypto';
+import { stringHeapBytes } from './heap-bytes.ts';
 import { decodeOutput, literalsReplaced, outputWords, releaseBuffers, scan } from './sql-scanner.ts';
 
 /**
@@ -14,7 +20,9 @@ import { decodeOutput, literalsReplaced, outputWords, releaseBuffers, scan } fro
  * versioned, announced change as well; the pinned vectors in normalize.test.ts guard both.
  */
 export function fingerprintOf(normalized: string): string {
-  return hash('sha256', normalized, 'hex').slice(0, 16);
+  // Hex of the first 8 bytes only: a slice of the whole digest's hex would keep all 64
+  // characters alive for as long as the fingerprint lives (V8 slices share their parent).
+  return hash('sha256', normalized, 'buffer').toString('hex', 0, 8);
 }
 
 /** A 30-bit hash of the last scan's output, `len` bytes (zero-padded to whole words). */
@@ -29,11 +37,50 @@ function hashOutput(len: number): number {
   return h & 0x3fffffff;
 }
 
+/** Bytes a template cache may hold by default: its own accounting, see TemplateCache. */
+export const DEFAULT_TEMPLATE_CACHE_BYTES = 32 * 1024 * 1024;
+/** Longest normalized template (UTF-8 bytes) a cache keeps by default; longer ones are made afresh each time. */
+export const MAX_CACHED_TEMPLATE_BYTES = 4096;
+/** Longest SQL text kept verbatim (see TemplateCache.verbatim). */
+const MAX_VERBATIM_CHARS = 2048;
+/**
+ * Heap of one known template besides its text and the bytes of its UTF-8 copy: the Known and
+ * QueryTemplate objects, the fingerprint string, the Int32Array and its slot in the Map
+ * (measured, heapUsed + arrayBuffers after GC over 20,000 entries: about 340 bytes).
+ */
+const KNOWN_ENTRY_BYTES = 352;
+/** Heap of one verbatim entry besides the texts it holds (measured as above: about 158 bytes). */
+const VERBATIM_ENTRY_BYTES = 160;
+
+export interface TemplateCacheOptions {
+  /** Bytes the cache may hold, by its own accounting (texts, copies, per-entry overhead). */
+  maxBytes?: number | undefined;
+  /** Normalized templates longer than this (UTF-8 bytes) are not cached. */
+  maxTemplateBytes?: number | undefined;
+  /** Bound on distinct templates besides the bytes (tests). */
+  maxEntries?: number | undefined;
+}
+
+export interface QueryTemplate {
+  normalized: string;
+  fingerprint: string;
+}
+
+/** What a cache entry costs, and whether it was used since the eviction hand last passed it. */
+interface Entry {
+  bytes: number;
+  used: boolean;
+}
+
 /** A known template and its normalized text as UTF-8, zero-padded to whole words. */
-interface Known {
+interface Known extends Entry {
   template: QueryTemplate;
   len: number;
   words: Int32Array;
+}
+
+interface Verbatim extends Entry {
+  template: QueryTemplate;
 }
 
 /** Whether the last scan's output, `len` bytes, is the text of `known`. */
@@ -45,21 +92,19 @@ function outputIs(known: Known, len: number): boolean {
   return true;
 }
 
-/** Longest SQL text kept verbatim by TemplateCache (bounds its memory). */
-const MAX_VERBATIM_CHARS = 2048;
-
-export interface QueryTemplate {
-  normalized: string;
-  fingerprint: string;
-}
-
 /**
  * Normalizes statements and fingerprints their templates, hashing each distinct template
- * once. Bounded: at `maxEntries` distinct templates, the oldest entry is evicted. Returned
- * templates are shared between calls: read them, do not change them.
+ * once. Bounded in bytes (see the module comment): at `maxBytes`, the least recently used
+ * entries are evicted (second chance: an entry used since it was inserted or last passed
+ * goes to the back once instead). Returned templates are shared between calls: read them,
+ * do not change them.
  */
 export class TemplateCache {
+  private readonly maxTemplateBytes: number;
   private readonly maxEntries: number;
+  /** Budgets of the two maps: three quarters and one quarter of maxBytes. */
+  private readonly knownBudget: number;
+  private readonly verbatimBudget: number;
   /**
    * Hash of the normalized text (see hashOutput) → template. A known template is found from
    * the scanner's output bytes, without making its string; texts whose hashes collide
@@ -72,27 +117,65 @@ export class TemplateCache {
    * extended protocol repeats those verbatim, so they skip normalization. Texts with
    * literals rarely repeat exactly and are not kept.
    */
-  private readonly verbatim = new Map<string, QueryTemplate>();
+  private readonly verbatim = new Map<string, Verbatim>();
+  private knownBytes = 0;
+  private verbatimBytes = 0;
+  private evicted = 0;
+  private uncachedTemplates = 0;
 
-  constructor(maxEntries = 10_000) {
-    this.maxEntries = Math.max(1, Math.floor(maxEntries));
+  constructor(options: TemplateCacheOptions = {}) {
+    const maxBytes = options.maxBytes ?? DEFAULT_TEMPLATE_CACHE_BYTES;
+    this.maxTemplateBytes = options.maxTemplateBytes ?? MAX_CACHED_TEMPLATE_BYTES;
+    this.maxEntries = Math.max(1, Math.floor(options.maxEntries ?? Infinity));
+    this.verbatimBudget = Math.floor(maxBytes / 4);
+    this.knownBudget = maxBytes - this.verbatimBudget;
   }
 
   template(sql: string): QueryTemplate {
     const again = this.verbatim.get(sql);
-    if (again !== undefined) return again;
+    if (again !== undefined) {
+      again.used = true;
+      return again.template;
+    }
     const len = scan(sql);
+    if (len > this.maxTemplateBytes) {
+      // Kept nowhere: a fresh template, gone with the event that carries it.
+      const normalized = decodeOutput(len);
+      releaseBuffers();
+      this.uncachedTemplates++;
+      return { normalized, fingerprint: fingerprintOf(normalized) };
+    }
     const key = hashOutput(len);
     let k = this.known.get(key);
-    if (k === undefined || !outputIs(k, len)) {
+    if (k !== undefined && outputIs(k, len)) {
+      k.used = true;
+    } else {
       const normalized = decodeOutput(len);
-      k = { template: { normalized, fingerprint: fingerprintOf(normalized) }, len, words: outputWords().slice(0, (len + 3) >> 2) };
-      if (!this.known.delete(key)) evictOldest(this.known, this.maxEntries);
+      const words = outputWords().slice(0, (len + 3) >> 2);
+      k = { template: { normalized, fingerprint: fingerprintOf(normalized) }, len, words, bytes: KNOWN_ENTRY_BYTES + stringHeapBytes(normalized) + words.byteLength, used: false };
+      if (k.bytes > this.knownBudget) {
+        // A budget smaller than one template (tests, tiny configurations): nothing is kept.
+        releaseBuffers();
+        this.uncachedTemplates++;
+        return k.template;
+      }
+      const old = this.known.get(key);
+      if (old !== undefined) {
+        this.known.delete(key);
+        this.knownBytes -= old.bytes;
+      }
+      this.knownBytes = this.makeRoom(this.known, this.knownBytes, k.bytes, this.knownBudget);
       this.known.set(key, k);
+      this.knownBytes += k.bytes;
     }
     if (literalsReplaced() === 0 && sql.length <= MAX_VERBATIM_CHARS) {
-      evictOldest(this.verbatim, this.maxEntries);
-      this.verbatim.set(sql, k.template);
+      // The template's text is counted here too: it outlives its known entry when that goes first.
+      const v: Verbatim = { template: k.template, bytes: VERBATIM_ENTRY_BYTES + stringHeapBytes(sql) + stringHeapBytes(k.template.normalized), used: false };
+      if (v.bytes <= this.verbatimBudget) {
+        this.verbatimBytes = this.makeRoom(this.verbatim, this.verbatimBytes, v.bytes, this.verbatimBudget);
+        this.verbatim.set(sql, v);
+        this.verbatimBytes += v.bytes;
+      }
     }
     releaseBuffers();
     return k.template;
@@ -102,11 +185,40 @@ export class TemplateCache {
   get size(): number {
     return this.known.size;
   }
-}
 
-/** Makes room for one more entry in a map bounded to `max` entries (oldest first out). */
-function evictOldest<K, V>(map: Map<K, V>, max: number): void {
-  if (map.size < max) return;
-  const oldest = map.keys().next();
-  if (oldest.done !== true) map.delete(oldest.value);
+  /** Bytes held, by the cache's own accounting (never more than maxBytes). */
+  get bytes(): number {
+    return this.knownBytes + this.verbatimBytes;
+  }
+
+  /** Entries evicted to stay within the budget, since the start. */
+  get evictions(): number {
+    return this.evicted;
+  }
+
+  /** Templates too long to be cached (made afresh each time), since the start. */
+  get uncached(): number {
+    return this.uncachedTemplates;
+  }
+
+  /**
+   * Evicts from `map` (holding `held` bytes) until `need` more bytes fit in `budget` and one
+   * more entry fits in maxEntries; returns the bytes then held. An entry used since it was
+   * inserted or last passed is moved to the back once instead (second chance), so a template
+   * that keeps coming stays while one-off statements flow through.
+   */
+  private makeRoom<K>(map: Map<K, Entry>, held: number, need: number, budget: number): number {
+    while (map.size > 0 && (held + need > budget || map.size >= this.maxEntries)) {
+      const [key, entry] = map.entries().next().value!;
+      map.delete(key);
+      if (entry.used) {
+        entry.used = false;
+        map.set(key, entry);
+        continue;
+      }
+      held -= entry.bytes;
+      this.evicted++;
+    }
+    return held;
+  }
 }

@@ -152,7 +152,7 @@ void void describe('large statements', () => {
 
 void describe('TemplateCache', () => {
   void test('returns normalized text and fingerprint; bounded', () => {
-    const cache = new TemplateCache(3);
+    const cache = new TemplateCache({ maxEntries: 3 });
     const t = cache.template('SELECT * FROM t WHERE id = 42');
     assert.deepEqual(t, { normalized: 'select * from t where id = ?', fingerprint: '88e41652b573c403' });
     for (let i = 0; i < 10; i++) cache.template(`SELECT c${i} FROM t`);
@@ -161,7 +161,7 @@ void describe('TemplateCache', () => {
   });
 
   void test('any text: the template equals a fresh normalization and its fingerprint', () => {
-    const cache = new TemplateCache(8);
+    const cache = new TemplateCache({ maxEntries: 8 });
     const sqlish = fc.string({ unit: fc.constantFrom('a', 'B', '1', ' ', "'", '"', '$', '(', ')', ',', ';', '-', '+', 'é', 'И', 'in', 'values', '$1', '/*', '*/'), maxLength: 40 });
     fc.assert(fc.property(fc.array(sqlish, { minLength: 1, maxLength: 20 }), (sqls) => {
       for (const sql of [...sqls, ...sqls]) {
@@ -172,7 +172,7 @@ void describe('TemplateCache', () => {
   });
 
   void test('texts without constants are reused verbatim; results equal a fresh normalization', () => {
-    const cache = new TemplateCache(2);
+    const cache = new TemplateCache({ maxEntries: 2 });
     const sqls = ['SELECT * FROM t WHERE id = $1', 'SELECT 1', 'SELECT now()', 'UPDATE t SET a = $1 WHERE b = $2', "SELECT 'x'"];
     for (let round = 0; round < 3; round++) {
       for (const sql of sqls) {
