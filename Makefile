@@ -22,6 +22,9 @@ export PGLOG_CACHE        := $(CACHE)
 
 # How long `make demo` lets pglog collect run before printing the report.
 DEMO_SECONDS ?= 60
+# How long `make fuzz` runs each fuzz target (collector/fuzz), in seconds; its working corpus.
+FUZZ_SECONDS ?= 60
+FUZZ_WORK    := $(CACHE)/fuzz
 # Benchmark sections are written here first, then merged into docs/benchmarks.md.
 BENCH_OUT    := $(CACHE)/bench-out
 
@@ -35,7 +38,7 @@ BENCH_MB     ?= 500
 IMAGE        ?= pglog:dev
 
 .DEFAULT_GOAL := help
-.PHONY: help node deps system-deps kube-tools typecheck lint check logs bench-logs test test-unit demo demo-parse bench crds image e2e clean distclean
+.PHONY: help node deps system-deps kube-tools typecheck lint check logs bench-logs test test-unit demo demo-parse bench crds image e2e fuzz clean distclean
 
 help: ## Show this help
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  \033[36m%-14s\033[0m %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -71,6 +74,12 @@ bench-logs: system-deps deps ## Generate the ~500 MB benchmark log (cached)
 
 test-unit: deps ## Run the unit and property tests only (no PostgreSQL needed)
 	node --test --test-timeout=600000 --test-reporter=spec 'collector/test/unit/**/*.test.ts' 'operator/test/unit/**/*.test.ts'
+
+# Coverage-guided fuzzing with jazzer.js (docs/parser.md, Fuzzing): not part of `make test`, which
+# replays the committed findings and seeds (collector/test/unit/fuzz-regressions.test.ts).
+fuzz: deps ## Fuzz each log format and the prefix compiler with jazzer.js, FUZZ_SECONDS (60) each; findings go to collector/fuzz/regressions/
+	node collector/fuzz/jazzer-compat.ts
+	node collector/fuzz/run.ts --seconds $(FUZZ_SECONDS) --work $(FUZZ_WORK)
 
 crds: deps ## Regenerate crds/*.yaml and docs/resources.md from the resource types (a test fails when they differ)
 	node scripts/gen-crds.ts
