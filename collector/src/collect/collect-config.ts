@@ -5,6 +5,7 @@
  */
 import { parseCommandArgs } from '../cli/command-args.ts';
 import { PglogError } from '../errors.ts';
+import { START_POINTS, type StartPoint } from '../config/target-types.ts';
 import { wholeNumberOption } from '../config/whole-number-option.ts';
 import { parseLogLevelOption, type OptionLogLevel } from '../observability/logger.ts';
 import { DEFAULT_MAX_ENTRY_BYTES } from '../protocol/line-splitter.ts';
@@ -23,7 +24,9 @@ export const COLLECT_USAGE = `usage: pglog collect --targets FILE [--store URL |
   --store-file FILE         a file whose first line is the store URL
   --listen HOST:PORT        /metrics, /healthz, /readyz (default 127.0.0.1:9187; 'off' to disable)
   --log-level LEVEL         trace|debug|info|warn|error (default info)
-  --start-at WHERE          beginning|end: where to start a log never collected before (default beginning)
+  --start-at WHERE          newest|oldest|now: where a log never collected before starts, unless its
+                            target says (newest: the newest file from byte 0, the default; oldest:
+                            the oldest file present; now: the end of the newest file)
   --batch-rows N            commit after N events (default ${DEFAULT_BATCHER_OPTIONS.maxRows})
   --batch-bytes SIZE        ... or after SIZE of log (default 16MiB)
   --batch-ms MS             ... or MS after the oldest pending event (default ${DEFAULT_BATCHER_OPTIONS.maxDelayMs})
@@ -45,7 +48,8 @@ export interface CollectConfig {
   storeUrl: string;
   listen: { host: string; port: number } | null;
   logLevel: OptionLogLevel;
-  startAt: 'beginning' | 'end';
+  /** Where a log never collected before starts, for targets that do not say (spec.startAt). */
+  startAt: StartPoint;
   batcher: BatcherOptions;
   maxEntryBytes: number;
   retentionDays: number | null;
@@ -84,8 +88,7 @@ export function parseCollectArgs(argv: string[], env: Readonly<Record<string, st
   if (values.targets === undefined && cluster === null) throw new PglogError('USAGE', 'collect: --targets FILE is required (or --shard NAME: cluster mode)');
   const storeUrl = storeUrlFrom(values.store, values['store-file'], env, readFile);
   const logLevel = parseLogLevelOption(values['log-level'], 'collect');
-  const startAt = values['start-at'] ?? 'beginning';
-  if (startAt !== 'beginning' && startAt !== 'end') throw new PglogError('USAGE', `collect: --start-at must be beginning or end, got '${startAt}'`);
+  const startAt = startPointOption(values['start-at']);
   const batcher: BatcherOptions = {
     ...DEFAULT_BATCHER_OPTIONS,
     maxRows: count(values['batch-rows'], '--batch-rows', DEFAULT_BATCHER_OPTIONS.maxRows, 1),
@@ -114,6 +117,15 @@ export function parseCollectArgs(argv: string[], env: Readonly<Record<string, st
   };
 }
 
+/** `--start-at`: a START_POINTS value; `beginning` and `end` are the names of earlier versions (newest, now). */
+function startPointOption(value: string | undefined): StartPoint {
+  if (value === undefined || value === 'beginning') return 'newest';
+  if (value === 'end') return 'now';
+  const point = START_POINTS.find((p) => p === value);
+  if (point === undefined) throw new PglogError('USAGE', `collect: --start-at must be ${START_POINTS.join(', ')}, got '${value}'`);
+  return point;
+}
+
 function storeUrlFrom(flag: string | undefined, file: string | undefined, env: Readonly<Record<string, string | undefined>>, readFile: (path: string) => string): string {
   if (flag !== undefined && file !== undefined) throw new PglogError('USAGE', 'collect: give --store or --store-file, not both');
   let url: string | undefined = flag;
@@ -126,7 +138,7 @@ function storeUrlFrom(flag: string | undefined, file: string | undefined, env: R
   }
   url ??= env.PGLOG_STORE_URL;
   if (url === undefined || url === '') throw new PglogError('USAGE', 'collect: no store: give --store URL, --store-file FILE or set PGLOG_STORE_URL');
-  if (!/^postgres(ql)?:\/\//.test(url)) throw new PglogError('USAGE', 'collect: the store URL must start with postgres:// or postgresql://');
+  if (!/^postgres(?:ql)?:\/\//.test(url)) throw new PglogError('USAGE', 'collect: the store URL must start with postgres:// or postgresql://');
   return url;
 }
 

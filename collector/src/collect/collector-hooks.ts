@@ -75,6 +75,9 @@ export function streamHooks(metrics: CollectorMetrics, log: Logger, target: stri
     file(file, offset) {
       tlog.info({ file: file.path, offset }, `${target}/${instance}: reading ${file.path} from byte ${offset}`);
     },
+    started(file, offset) {
+      tlog.info({ file: file.path, offset }, `${target}/${instance}: never collected before: starts at byte ${offset} of ${file.path}, stored before reading`);
+    },
   };
 }
 

@@ -4,7 +4,10 @@
  *   LogFollower (remote bytes, file switches) ─> LogParser (entries → events) ─> Batcher
  *
  * The stream owns its read position: the end of the last entry it parsed (an entry boundary)
- * in the file it is reading. Every handover to the batcher carries that position, so the
+ * in the file it is reading. A log never collected before gets its first position from the
+ * follower's start point (newest, oldest, now), stored under the stream's claim before the
+ * first byte is read (docs/decisions/0011-durable-first-start.md): a process killed before its
+ * first commit leaves that start behind, and the next one resumes there, across rotations. Every handover to the batcher carries that position, so the
  * store commits offsets only together with the events before them. Whatever goes wrong (the
  * connection drops, the server freezes, the store refuses for a while) the stream starts
  * following again from that boundary after a jittered backoff: a partly received entry is
@@ -28,6 +31,8 @@ import { pause, untilAborted } from '../transport/clock.ts';
 
 /** What the stream needs of a follower (the LogFollower; a scripted fake in unit tests). */
 export interface Follower {
+  /** Where a log never read before starts (null once `signal` aborts). */
+  chooseStart(signal: AbortSignal): Promise<FollowPosition | null>;
   follow(start: FollowPosition | null, signal: AbortSignal): AsyncIterable<FollowItem>;
   /** The file being read with its best identity so far (it grows with the file's head). */
   currentFile(): FollowedFile | null;
@@ -52,6 +57,8 @@ export interface StreamHooks {
   paused?(on: boolean): void;
   /** A new file is being read. */
   file?(file: FollowedFile, offset: number): void;
+  /** The log was never collected before: it starts here, and the store says so from now on. */
+  started?(file: FollowedFile, offset: number): void;
 }
 
 export interface InstanceStreamOptions {
@@ -66,6 +73,11 @@ export interface InstanceStreamOptions {
   batcher: Batcher;
   /** Takes ownership of the stream in the store: the fencing epoch and the committed position. */
   claim(): Promise<{ epoch: number; position: StorePosition | null }>;
+  /**
+   * Stores the first position of a stream that has none, under its claim (`epoch`), before
+   * anything is read; returns the position stored (another one when one was there already).
+   */
+  storeStart(start: StorePosition, epoch: number): Promise<StorePosition>;
   hooks?: StreamHooks;
   retryBaseMs?: number;
   retryCapMs?: number;
@@ -85,6 +97,8 @@ export class InstanceStream {
   /** The file being read and the end of the last entry parsed in it. */
   private file: FollowedFile | null = null;
   private position = 0;
+  /** Where reading stands in `file`: its offset plus the bytes received since. */
+  private received = 0;
   private parser: LogParser | null = null;
   private reported: ParseCounters = ZERO_COUNTERS;
   private parsed: PglogEvent[] = [];
@@ -129,15 +143,19 @@ export class InstanceStream {
       this.following = following;
       if (this.nextFollower !== null) following.abort();
       try {
-        for await (const item of this.follower.follow(this.resumePosition, following.signal)) {
-          if (following.signal.aborted) break;
-          if (!readSomething && item.kind === 'data') {
-            readSomething = true;
-            this.hooks.connected?.(true);
+        // Never collected: where it starts is stored before a byte is read.
+        const started = this.file !== null || await this.storeFirstPosition(following.signal);
+        if (started) {
+          for await (const item of this.follower.follow(this.resumePosition, following.signal)) {
+            if (following.signal.aborted) break;
+            if (!readSomething && item.kind === 'data') {
+              readSomething = true;
+              this.hooks.connected?.(true);
+            }
+            // The new transport is reading: data arrived, or the log is quiet and it waits.
+            if (item.kind === 'data' || item.kind === 'idle') this.settleSwitch();
+            await this.handle(item, following.signal);
           }
-          // The new transport is reading: data arrived, or the log is quiet and it waits.
-          if (item.kind === 'data' || item.kind === 'idle') this.settleSwitch();
-          await this.handle(item, following.signal);
         }
       } catch (e) {
         if (isPglogError(e) && e.code === 'STORE_FENCED') throw e;
@@ -200,6 +218,18 @@ export class InstanceStream {
     done?.();
   }
 
+  /** Chooses the start of a log never collected and stores it; false when `signal` aborted first. */
+  private async storeFirstPosition(signal: AbortSignal): Promise<boolean> {
+    const chosen = await this.follower.chooseStart(signal);
+    if (chosen === null || signal.aborted) return false;
+    const { target, instance } = this.o;
+    const stored = await this.o.storeStart({ target, instance, file: chosen.file.path, identity: chosen.file.identity, offset: chosen.offset }, this.epoch);
+    this.file = { path: stored.file, identity: stored.identity };
+    this.position = stored.offset;
+    this.hooks.started?.(this.file, this.position);
+    return true;
+  }
+
   private async claimWithRetry(signal: AbortSignal): Promise<{ epoch: number; position: StorePosition | null } | null> {
     for (let attempt = 1; !signal.aborted; attempt++) {
       try {
@@ -227,6 +257,7 @@ export class InstanceStream {
         // event loop between them, keeps memory near the budget and other streams, the store
         // and /metrics served while 50 streams resume at once.
         const chunk = item.chunk;
+        this.received += chunk.length;
         for (let at = 0; at < chunk.length && !signal.aborted; at += SLICE_BYTES) {
           parser.push(at === 0 && chunk.length <= SLICE_BYTES ? chunk : chunk.subarray(at, Math.min(chunk.length, at + SLICE_BYTES)));
           this.handOver();
@@ -248,6 +279,12 @@ export class InstanceStream {
         this.parser?.end();
         this.handOver();
         this.parser = null;
+        // The whole file is parsed: its end is a boundary, committed even when its last bytes
+        // made no event, so a quiet log's place never stays behind in a file it finished.
+        if (this.received > this.position) {
+          this.position = this.received;
+          this.o.batcher.add(this.source(), [], this.storePosition(), this.epoch, this.now());
+        }
         return;
       case 'size':
         this.hooks.lag?.(Math.max(0, item.size - this.position));
@@ -261,6 +298,7 @@ export class InstanceStream {
   private startFile(file: FollowedFile, offset: number): void {
     this.file = file;
     this.position = offset;
+    this.received = offset;
     this.reported = ZERO_COUNTERS;
     this.parser = new LogParser({
       format: this.o.format,

@@ -6,7 +6,7 @@
  * InstanceStream.switchFollower (end at the committed boundary, start there on the other
  * transport), all of them at once.
  */
-import type { ActiveTransport, PostgresInstance, PostgresTarget, Transport } from '../config/target-types.ts';
+import type { ActiveTransport, PostgresInstance, PostgresTarget, StartPoint, Transport } from '../config/target-types.ts';
 import { LogFollower } from '../follow/follower.ts';
 import type { Logger } from '../observability/logger.ts';
 import type { CollectorMetrics } from '../observability/metrics.ts';
@@ -20,7 +20,8 @@ export interface TargetStreamsOptions {
   inproc: RemoteShell;
   /** The sidecar transport, or null when there is no sidecar (--sshproxy off). */
   proxy: RemoteShell | null;
-  startAt: 'beginning' | 'end';
+  /** Where a log never collected starts when neither the instance nor the target says (--start-at). */
+  startAt: StartPoint;
   rateTimeConstantMs: number;
   /** Bytes per second to start the rate from (the rate measured before, elsewhere); default 0. */
   initialBytesPerSecond?: number;
@@ -124,7 +125,7 @@ export class TargetStreams {
       dataDirectory: instance.dataDirectory,
       logDirectory: instance.logDirectory,
       logFormat: instance.logFormat,
-      startAt: this.o.startAt,
+      startAt: instance.startAt ?? this.target.spec.startAt ?? this.o.startAt,
     });
   }
 }

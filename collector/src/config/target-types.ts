@@ -29,6 +29,14 @@ export type Transport = (typeof TRANSPORTS)[number];
 /** The transport actually in use (what `auto` resolved to). */
 export type ActiveTransport = Exclude<Transport, 'auto'>;
 
+/**
+ * Where reading begins in a log never collected before (docs/collector.md "First start"):
+ * `newest` the newest log file from its first byte, `oldest` the oldest log file present from
+ * its first byte, `now` the end of the newest file.
+ */
+export const START_POINTS = ['newest', 'oldest', 'now'] as const;
+export type StartPoint = (typeof START_POINTS)[number];
+
 /** Where a targets file is read: paths to key files (standalone) or a Secret (cluster). */
 export type TargetsMode = 'standalone' | 'cluster';
 
@@ -126,6 +134,15 @@ export interface PostgresTargetSpec {
    */
   transport: Transport;
   /**
+   * Where reading begins in the log of an instance never collected before: `newest` (the
+   * newest log file, from its first byte), `oldest` (the oldest log file in the log
+   * directory, from its first byte) or `now` (the end of the newest file: only what is logged
+   * from then on). Chosen once and stored with the stream's claim before the first byte is
+   * read; every later start resumes from the store, whatever this says. An instance may set
+   * its own. Default: the collector's `--start-at` (itself `newest` by default).
+   */
+  startAt?: StartPoint;
+  /**
    * The PostgreSQL instances (clusters) on this server; at least one, unique names.
    * @minItems 1
    * @listMapKey name
@@ -205,6 +222,11 @@ export interface PostgresInstance {
    * @default "%m [%p] "
    */
   logLinePrefix: string;
+  /**
+   * Where reading begins when this instance's log was never collected before: `newest`,
+   * `oldest` or `now`, as `spec.startAt`. Default: `spec.startAt`.
+   */
+  startAt?: StartPoint;
   /**
    * Encodings of the log text, per database.
    * @default {}

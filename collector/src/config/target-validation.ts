@@ -10,7 +10,7 @@ import type { Obj } from './field-checks.ts';
 import { describe } from './field-path.ts';
 import type { FieldPath } from './field-path.ts';
 import {
-  API_VERSION, LOG_FORMATS, SNAPSHOT_INTERVAL_BOUNDS, SQL_TIMEOUT_BOUNDS, TARGET_DEFAULTS, TARGET_KIND, TRANSPORTS, takesSnapshots,
+  API_VERSION, LOG_FORMATS, SNAPSHOT_INTERVAL_BOUNDS, SQL_TIMEOUT_BOUNDS, START_POINTS, TARGET_DEFAULTS, TARGET_KIND, TRANSPORTS, takesSnapshots,
 } from './target-types.ts';
 import type {
   InstanceEncodings, InstanceSql, PostgresInstance, PostgresTarget, PostgresTargetSpec,
@@ -19,10 +19,10 @@ import type {
 
 const TOP_FIELDS = ['apiVersion', 'kind', 'metadata', 'spec'] as const;
 const METADATA_FIELDS = ['name', 'namespace', 'labels', 'annotations'] as const;
-const SPEC_FIELDS = ['host', 'port', 'user', 'ssh', 'pool', 'transport', 'instances', 'collect'] as const;
+const SPEC_FIELDS = ['host', 'port', 'user', 'ssh', 'pool', 'transport', 'startAt', 'instances', 'collect'] as const;
 const SSH_FIELDS = ['privateKeyFile', 'knownHostsFile', 'secretRef'] as const;
 const SECRET_REF_FIELDS = ['name'] as const;
-const INSTANCE_FIELDS = ['name', 'dataDirectory', 'logDirectory', 'logFormat', 'logLinePrefix', 'encodings', 'sql'] as const;
+const INSTANCE_FIELDS = ['name', 'dataDirectory', 'logDirectory', 'logFormat', 'logLinePrefix', 'startAt', 'encodings', 'sql'] as const;
 const ENCODINGS_FIELDS = ['default', 'databases'] as const;
 const SQL_FIELDS = ['socketDirectory', 'port', 'database', 'user', 'timeoutSeconds'] as const;
 const COLLECT_FIELDS = ['logs', 'activity', 'locks', 'statements', 'databases', 'intervalSeconds', 'statisticsIntervalSeconds'] as const;
@@ -76,12 +76,14 @@ export class DocumentValidator extends FieldChecks {
     const ssh = this.required(o, 'ssh', p, (v, q) => this.ssh(v, q));
     const pool = this.optional(o, 'pool', p, (v, q) => this.dnsLabel(v, q));
     const transport = this.defaulted(o, 'transport', p, TARGET_DEFAULTS.transport, (v, q) => this.oneOf(v, q, TRANSPORTS));
+    const startAt = this.optional(o, 'startAt', p, (v, q) => this.oneOf(v, q, START_POINTS));
     const instances = this.required(o, 'instances', p, (v, q) => this.instances(v, q, user ?? ''));
     const collect = this.defaulted(o, 'collect', p, { ...TARGET_DEFAULTS.collect }, (v, q) => this.collect(v, q));
     if (host === undefined || port === undefined || user === undefined || ssh === undefined || transport === undefined ||
-        instances === undefined || collect === undefined) return undefined;
+        instances === undefined || collect === undefined || (Object.hasOwn(o, 'startAt') && startAt === undefined)) return undefined;
     const spec: PostgresTargetSpec = { host, port, user, ssh, transport, instances, collect };
     if (pool !== undefined) spec.pool = pool;
+    if (startAt !== undefined) spec.startAt = startAt;
     return spec;
   }
 
@@ -140,17 +142,21 @@ export class DocumentValidator extends FieldChecks {
     const logDirectory = this.defaulted(o, 'logDirectory', p, TARGET_DEFAULTS.logDirectory, (v, q) => this.remotePath(v, q, dataDirectory ?? '/'));
     const logFormat = this.defaulted(o, 'logFormat', p, TARGET_DEFAULTS.logFormat, (v, q) => this.oneOf(v, q, LOG_FORMATS));
     const logLinePrefix = this.defaulted(o, 'logLinePrefix', p, TARGET_DEFAULTS.logLinePrefix, (v, q) => this.prefix(v, q));
+    const startAt = this.optional(o, 'startAt', p, (v, q) => this.oneOf(v, q, START_POINTS));
     const encodings = this.defaulted(o, 'encodings', p, { default: TARGET_DEFAULTS.defaultEncoding, databases: {} }, (v, q) => this.encodings(v, q));
     const sql = this.optional(o, 'sql', p, (v, q) => this.sql(v, q, user));
     if (name === undefined || dataDirectory === undefined || logDirectory === undefined || logFormat === undefined ||
-        logLinePrefix === undefined || encodings === undefined || (Object.hasOwn(o, 'sql') && sql === undefined)) return undefined;
-    return {
+        logLinePrefix === undefined || encodings === undefined || (Object.hasOwn(o, 'sql') && sql === undefined) ||
+        (Object.hasOwn(o, 'startAt') && startAt === undefined)) return undefined;
+    const instance: PostgresInstance = {
       name, dataDirectory,
       // The default `log` is relative to the data directory, which was unknown above.
       logDirectory: Object.hasOwn(o, 'logDirectory') ? logDirectory : path.posix.resolve(dataDirectory, logDirectory),
       logFormat, logLinePrefix, encodings,
       sql: sql ?? this.sqlDefaults(user),
     };
+    if (startAt !== undefined) instance.startAt = startAt;
+    return instance;
   }
 
   private encodings(value: unknown, p: FieldPath): InstanceEncodings | undefined {

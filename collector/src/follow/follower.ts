@@ -16,12 +16,12 @@
  * grows. `currentFile()` returns the file of the last `file` item with the best identity known
  * (same path, same inode); commit positions with it.
  */
-import type { LogFormat } from '../config/target-types.ts';
+import type { LogFormat, StartPoint } from '../config/target-types.ts';
 import { isPglogError, PglogError } from '../errors.ts';
 import { runRemote, type RemoteExit, type RemoteProcess, type RemoteShell } from '../transport/remote-shell.ts';
 import { pause } from '../transport/clock.ts';
 import { formatIdentity, parseIdentity } from './identity.ts';
-import { planNext, type Plan, type ReadStep } from './planner.ts';
+import { planNext, planStart, type Plan, type ReadStep } from './planner.ts';
 import { buildProbeScript, parseProbeOutput, type ChecksumRequest, type ProbeResult } from './probe-script.ts';
 import { buildSegmentScript, parseSegmentStatus, SEGMENT_EXIT, type SegmentStatus } from './segment-script.ts';
 import type { FollowedFile, FollowItem, FollowPosition } from './types.ts';
@@ -46,8 +46,8 @@ export interface LogFollowerOptions {
   heartbeatMs?: number;
   /** Between probes while there is nothing to read (no file yet, next file still empty). Default 1000 ms. */
   waitMs?: number;
-  /** Where the very first start (no position) begins in the active file. Default 'beginning'. */
-  startAt?: 'beginning' | 'end';
+  /** Where a log never read before starts (chooseStart, follow without a position). Default 'newest'. */
+  startAt?: StartPoint;
 }
 
 /** Bounded so a chatty failing command cannot grow memory. */
@@ -69,7 +69,7 @@ export class LogFollower {
       rotationCheckMs: 1000,
       heartbeatMs: 2000,
       waitMs: 1000,
-      startAt: 'beginning',
+      startAt: 'newest',
       ...options,
     };
   }
@@ -77,6 +77,30 @@ export class LogFollower {
   /** The file being read with its best identity so far (null before the first `file` item). */
   currentFile(): FollowedFile | null {
     return this.current;
+  }
+
+  /**
+   * Where a log never read before starts, by the start point (planner.ts `planStart`): a
+   * position in a file that has bytes. Waits while no file has any; null once `signal` aborts.
+   * Throws a PglogError when the transport or the probe fails.
+   */
+  async chooseStart(signal: AbortSignal): Promise<FollowPosition | null> {
+    try {
+      while (!signal.aborted) {
+        const requests: ChecksumRequest[] = [];
+        for (let round = 0; round < MAX_PROBE_ROUNDS; round++) {
+          const plan = planStart(await this.probe(requests, signal), this.o.startAt);
+          if (plan.kind === 'start') return plan.position;
+          if (plan.kind === 'wait') break;
+          requests.push(...plan.requests);
+        }
+        await pause(this.o.waitMs, signal);
+      }
+    } catch (e) {
+      if (signal.aborted) return null;
+      throw e;
+    }
+    return null;
   }
 
   /**

@@ -3,8 +3,12 @@
  * which file to read next, from where, and whether to keep following it. Pure (no I/O), so
  * every rotation pattern can be property-tested.
  *
+ * Where a stream never read before starts is decided apart, by `planStart` (the start point
+ * of the configuration: newest, oldest or now); the stream stores that position before it reads
+ * a byte (docs/decisions/0011-durable-first-start.md), so that `planNext` always has one.
+ *
  * Rules, in order:
- * - No position: the newest file (the active one) at 0, or at its end with startAt 'end'.
+ * - No position (a follower used without a stored start): the file `planStart` would choose.
  * - Our file is the one with our inode whose head still checksums to ours (a rename keeps the
  *   inode). Bytes beyond our offset: read them, following when it is the newest file. Drained
  *   and a newer file exists: the next file in write order at 0 (several rotations while we
@@ -23,6 +27,7 @@
  * The planner may need head checksums the probe did not compute; it then asks for them
  * (`checksums`) and is called again with a probe that has them.
  */
+import type { StartPoint } from '../config/target-types.ts';
 import { formatIdentity, HEAD_BYTES, parseIdentity } from './identity.ts';
 import { checksumKey, type ChecksumRequest, type ProbedFile, type ProbeResult } from './probe-script.ts';
 import type { FollowedFile, FollowPosition } from './types.ts';
@@ -32,7 +37,7 @@ export const MAX_COPY_CANDIDATES = 64;
 
 export interface PlannerOptions {
   /** Where to begin when there is no position at all. */
-  startAt: 'beginning' | 'end';
+  startAt: StartPoint;
 }
 
 /** One segment to read on the server. */
@@ -106,9 +111,11 @@ export function planNext(position: FollowPosition | null, probe: ProbeResult, op
   };
 
   if (position === null) {
-    const newest = order.at(-1);
-    if (newest === undefined) return { kind: 'wait', reason: 'no log file yet', drained: false };
-    return begin(newest, options.startAt === 'end' ? newest.size : 0, null);
+    const start = planStart(probe, options.startAt);
+    if (start.kind !== 'start') return start.kind === 'wait' ? { ...start, drained: false } : start;
+    const file = order.find((f) => f.inode === parseIdentity(start.position.file.identity)?.inode);
+    if (file === undefined) throw new Error('unreachable: the start is a listed file');
+    return { kind: 'read', read: { path: file.path, inode: file.inode, offset: start.position.offset, follow: isLast(file), file: start.position.file }, continues: false, gap: null };
   }
 
   const offset = position.offset;
@@ -159,4 +166,37 @@ export function planNext(position: FollowPosition | null, probe: ProbeResult, op
     ? `${position.file.path} (inode ${ours.inode}) is gone and no copy of it was found`
     : `${position.file.path} (inode ${ours.inode}) was truncated or rewritten (now ${sameInode.size} bytes, we were at ${offset}) and no copy of it was found`;
   return begin(restart, 0, { file: position.file, fromOffset: offset, bytes: null, reason });
+}
+
+export type StartPlan =
+  | { kind: 'checksums'; requests: ChecksumRequest[] }
+  | { kind: 'wait'; reason: string }
+  /** Store this position, then follow from it. */
+  | { kind: 'start'; position: FollowPosition };
+
+/**
+ * Where a log never read before starts, by the configured start point:
+ * - `newest`: the newest file from byte 0;
+ * - `oldest`: the oldest file present (in write order) from byte 0;
+ * - `now`: the end of the newest file.
+ * The position is always in a file that has bytes, so that its identity covers some: an empty
+ * newest file is reached as the end of the last file with bytes (for `newest` and `now` alike:
+ * nothing lies between the two), and with no byte in any file there is nothing to choose yet.
+ */
+export function planStart(probe: ProbeResult, startAt: StartPoint): StartPlan {
+  const order = orderFiles(probe.files, probe.activeInode);
+  const written = order.filter((f) => f.size > 0);
+  const last = written.at(-1);
+  const first = written[0];
+  if (last === undefined || first === undefined) {
+    const newest = order.at(-1);
+    return { kind: 'wait', reason: newest === undefined ? 'no log file yet' : `${newest.path} is still empty` };
+  }
+  const [file, offset] = startAt === 'oldest' ? [first, 0]
+    : startAt === 'now' || last !== order.at(-1) ? [last, last.size]
+    : [last, 0];
+  const headLength = Math.min(file.size, HEAD_BYTES);
+  const crc = probe.checksums.get(checksumKey(file.inode, headLength));
+  if (crc === undefined) return { kind: 'checksums', requests: [{ path: file.path, length: headLength }] };
+  return { kind: 'start', position: { file: { path: file.path, identity: formatIdentity({ inode: file.inode, headLength, crc }) }, offset } };
 }

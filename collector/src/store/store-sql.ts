@@ -75,6 +75,20 @@ export async function readPosition(client: pg.ClientBase, target: string, instan
   return { target, instance, file: r.file, identity: r.file_identity ?? '', offset: Number(r.byte_offset) };
 }
 
+/**
+ * A stream's first position (where its log starts), unless one is stored already: a stored
+ * position is never replaced by a start. Returns the position stored afterwards.
+ */
+export async function insertStartPosition(client: pg.ClientBase, start: StorePosition, epoch: number): Promise<StorePosition> {
+  await client.query(
+    `INSERT INTO pglog.read_position_state (target, instance, file, file_identity, byte_offset, epoch, updated_at)
+     VALUES ($1, $2, $3, $4, $5, $6, now())
+     ON CONFLICT (target, instance) DO NOTHING`,
+    [start.target, start.instance, start.file, start.identity, start.offset, epoch],
+  );
+  return (await readPosition(client, start.target, start.instance)) ?? start;
+}
+
 export interface QuarantineRecord {
   target: string;
   instance: string;

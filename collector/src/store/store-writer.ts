@@ -19,6 +19,8 @@
  * missing table) rolls everything back and throws PglogError STORE_UNAVAILABLE: the caller
  * keeps the batch and retries it; the connection is dropped and made again on the next call.
  *
+ * storeStart(position, epoch): a stream's first position, under its claim, before it reads.
+ *
  * writeSnapshot(s): one SQL snapshot (or failed run) in its own transaction, one COPY per
  * non-empty snapshot table; writeSnapshots(list): a group of them in one transaction (the
  * collector's SnapshotSink); see snapshot-writer.ts.
@@ -45,7 +47,7 @@ import { SnapshotEncoders, writeEncodedSnapshot, writeSnapshotGroup } from './sn
 import { copyLineOf, describeServerError, isDataRejection } from './sqlstate.ts';
 import {
   claimEpoch, claimNext, compareKeys, dropPartitionsBefore, ensurePartitions, finishBatch, insertMissingClaims,
-  lockClaims, readPosition,
+  insertStartPosition, lockClaims, readPosition,
 } from './store-sql.ts';
 import type { QuarantineRecord, StreamEpoch } from './store-sql.ts';
 import { streamKeyOf } from './store-types.ts';
@@ -154,6 +156,31 @@ export class StoreWriter {
         const position = await readPosition(client, target, instance);
         await client.query('COMMIT');
         return { epoch: stored, position };
+      } catch (e) {
+        await rollback(client);
+        throw e;
+      }
+    });
+  }
+
+  /**
+   * Stores where a stream never read before starts, before its first byte is read
+   * (docs/decisions/0011-durable-first-start.md): under the stream's claim, locked, and only
+   * while the claim still holds `epoch` (else PglogError STORE_FENCED, nothing written). A
+   * position already stored is kept and returned instead: every later start resumes there.
+   */
+  async storeStart(start: StorePosition, epoch: number): Promise<StorePosition> {
+    const stream = `${start.target}/${start.instance}`;
+    return this.exclusive(`storing where ${stream} starts`, async (client) => {
+      await client.query('BEGIN');
+      try {
+        const [claim] = await lockClaims(client, [start]);
+        if (claim === undefined || claim.epoch !== epoch) {
+          throw new PglogError('STORE_FENCED', `${stream}: the store holds ${claim === undefined ? 'no claim' : `assignment epoch ${claim.epoch}`} for this stream, not this owner's ${epoch}; another collector owns it`);
+        }
+        const stored = await insertStartPosition(client, start, epoch);
+        await client.query('COMMIT');
+        return stored;
       } catch (e) {
         await rollback(client);
         throw e;

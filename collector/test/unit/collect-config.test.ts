@@ -18,7 +18,7 @@ describe('parseCollectArgs', () => {
     assert.equal(c.storeUrl, URL);
     assert.deepEqual(c.listen, { host: '127.0.0.1', port: 9187 });
     assert.equal(c.logLevel, 'info');
-    assert.equal(c.startAt, 'beginning');
+    assert.equal(c.startAt, 'newest');
     assert.deepEqual(c.batcher, DEFAULT_BATCHER_OPTIONS);
     assert.equal(c.stopTimeoutMs, 10_000);
     assert.equal(c.retentionDays, null);
@@ -32,7 +32,7 @@ describe('parseCollectArgs', () => {
       '--stop-timeout', '5000', '--keepalive-ms', '1000',
     ], { PGLOG_STORE_URL: URL }, noFile);
     assert.deepEqual(c.listen, { host: '::1', port: 9000 });
-    assert.equal(c.startAt, 'end');
+    assert.equal(c.startAt, 'now');
     assert.equal(c.batcher.maxRows, 100);
     assert.equal(c.batcher.maxBytes, 2 * 1024 * 1024);
     assert.equal(c.batcher.budgetBytes, 1024 ** 3);
@@ -57,7 +57,7 @@ describe('parseCollectArgs', () => {
     const bad: Array<[string[], RegExp]> = [
       [['--store', URL], /--targets FILE is required/],
       [['--targets', 't', '--store', URL, '--log-level', 'loud'], /--log-level must be one of/],
-      [['--targets', 't', '--store', URL, '--start-at', 'middle'], /--start-at must be beginning or end/],
+      [['--targets', 't', '--store', URL, '--start-at', 'middle'], /--start-at must be newest, oldest, now/],
       [['--targets', 't', '--store', URL, '--batch-rows', '0'], /--batch-rows must be a whole number of at least 1/],
       [['--targets', 't', '--store', URL, '--batch-bytes', 'lots'], /--batch-bytes must be a size/],
       [['--targets', 't', '--store', URL, '--listen', '9187'], /--listen must be HOST:PORT or off/],

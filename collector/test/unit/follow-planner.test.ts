@@ -3,7 +3,8 @@ import { describe, it } from 'node:test';
 import fc from 'fast-check';
 import { formatIdentity, HEAD_BYTES, parseIdentity } from '../../src/follow/identity.ts';
 import { classifyLogFileName } from '../../src/follow/log-files.ts';
-import { orderFiles, planNext, type Plan } from '../../src/follow/planner.ts';
+import { orderFiles, planNext, planStart, type Plan } from '../../src/follow/planner.ts';
+import type { StartPoint } from '../../src/config/target-types.ts';
 import { checksumKey, type ChecksumRequest, type ProbedFile, type ProbeResult } from '../../src/follow/probe-script.ts';
 import type { FollowPosition } from '../../src/follow/types.ts';
 
@@ -107,7 +108,7 @@ function crc(head: string): string {
   return h.toString();
 }
 
-function planWithChecksums(world: World, position: FollowPosition | null, startAt: 'beginning' | 'end' = 'beginning'): Plan {
+function planWithChecksums(world: World, position: FollowPosition | null, startAt: StartPoint = 'newest'): Plan {
   let requests: ChecksumRequest[] = [];
   for (let round = 0; round < 5; round++) {
     const plan = planNext(position, world.probe(requests), { startAt });
@@ -203,21 +204,94 @@ function run(mode: Mode, ops: Op[], copyKeepsMtime = true): { world: World; read
   return { world, reader };
 }
 
-/** Every non-empty generation, whole, once, in the order written; each begun as a new file. */
-function assertExactlyOnce(world: World, reader: Reader): void {
+/**
+ * Every non-empty generation, whole, once, in the order written; each begun as a new file.
+ * With `from` (a stored first start), generations before it are not expected and its own from
+ * the start's offset (it is resumed, not begun).
+ */
+function assertExactlyOnce(world: World, reader: Reader, from?: { gen: number; offset: number }): void {
   const received = new Map<number, string>();
   const order: number[] = [];
   for (const piece of reader.output) {
-    if (!received.has(piece.gen)) { order.push(piece.gen); assert.ok(piece.newFile, `generation ${piece.gen} began without a file item`); }
+    if (!received.has(piece.gen)) { order.push(piece.gen); assert.ok(piece.newFile || piece.gen === from?.gen, `generation ${piece.gen} began without a file item`); }
     else assert.equal(order.at(-1), piece.gen, `generation ${piece.gen} resumed after another began`);
     received.set(piece.gen, (received.get(piece.gen) ?? '') + piece.bytes);
   }
-  const expected = world.generations.map((content, gen) => ({ gen, content })).filter((g) => g.content !== '');
+  const expected = world.generations
+    .map((content, gen) => ({ gen, content: gen === from?.gen ? content.slice(from.offset) : content }))
+    .filter((g) => g.content !== '' && (from === undefined || g.gen >= from.gen));
   assert.deepEqual(order, expected.map((g) => g.gen));
   for (const g of expected) assert.equal(received.get(g.gen), g.content, `generation ${g.gen}`);
 }
 
+/** The first start as the stream makes it: planStart's position, stored before anything is read. */
+function pinStart(world: World, reader: Reader, startAt: StartPoint): { gen: number; offset: number } | null {
+  let requests: ChecksumRequest[] = [];
+  for (let round = 0; round < 3; round++) {
+    const plan = planStart(world.probe(requests), startAt);
+    if (plan.kind === 'wait') return null;
+    if (plan.kind === 'start') {
+      reader.position = plan.position;
+      reader.commit();
+      const id = parseIdentity(plan.position.file.identity);
+      assert.ok(id !== null);
+      return { gen: world.byInode(id.inode).gen, offset: plan.position.offset };
+    }
+    requests = [...requests, ...plan.requests];
+  }
+  throw new Error('planStart kept asking for checksums');
+}
+
 describe('planner', () => {
+  for (const mode of ['postgres', 'logrotate'] as const) {
+    for (const startAt of ['newest', 'oldest', 'now'] as const) {
+      it(`a first start stored before reading (${startAt}, ${mode}): crashes before any commit lose nothing, rotations in between`, () => {
+        fc.assert(fc.property(fc.array(opArb, { maxLength: 20 }), fc.array(opArb, { maxLength: 60 }), (before, ops) => {
+          const world = new World(mode);
+          world.append('startup');
+          for (const o of before) {
+            if (o.op === 'append') world.append(o.text);
+            else if (o.op === 'rotate') world.rotate(o.kind);
+          }
+          const reader = new Reader(world);
+          const from = pinStart(world, reader, startAt);
+          assert.ok(from !== null, 'a file has bytes: the start is chosen at once');
+          if (startAt === 'oldest') assert.deepEqual(from, { gen: world.generations.findIndex((g) => g !== ''), offset: 0 });
+          // No commit but the stored start: every crash goes back to it.
+          for (const o of ops) {
+            switch (o.op) {
+              case 'append': world.append(o.text); break;
+              case 'rotate': world.rotate(o.kind); break;
+              case 'read': reader.step(); break;
+              case 'commit': break;
+              case 'crash': reader.crash(); break;
+            }
+          }
+          reader.drain();
+          assertExactlyOnce(world, reader, from);
+        }), { numRuns: 300 });
+      });
+    }
+  }
+
+  it('planStart: newest from 0, oldest from 0, now at the end; an empty newest file is the end of the one before', () => {
+    const world = new World('postgres');
+    world.append('old');
+    world.rotate('new-name');
+    world.append('new');
+    const at = (startAt: StartPoint): string => {
+      const r = new Reader(world);
+      const from = pinStart(world, r, startAt);
+      return `${r.position?.file.path}@${from?.offset}`;
+    };
+    assert.equal(at('newest'), '/log/postgresql-0002.log@0');
+    assert.equal(at('oldest'), '/log/postgresql-0001.log@0');
+    assert.equal(at('now'), `/log/postgresql-0002.log@${world.files.get('postgresql-0002.log')?.content.length}`);
+    world.rotate('new-name');
+    assert.equal(at('newest'), `/log/postgresql-0002.log@${world.files.get('postgresql-0002.log')?.content.length}`);
+    assert.deepEqual(planStart(new World('postgres').probe([]), 'oldest'), { kind: 'wait', reason: '/log/postgresql-0001.log is still empty' });
+  });
+
   for (const mode of ['postgres', 'logrotate'] as const) {
     it(`reads every byte of every file exactly once, in order, across ${mode} rotations, reads and crashes`, () => {
       fc.assert(fc.property(fc.array(opArb, { maxLength: 80 }), fc.boolean(), (ops, copyKeepsMtime) => {
@@ -252,12 +326,12 @@ describe('planner', () => {
     world.append('new file');
     const fromStart = planWithChecksums(world, null);
     assert.ok(fromStart.kind === 'read' && fromStart.read.path.endsWith('0002.log') && fromStart.read.offset === 0 && fromStart.read.follow);
-    const fromEnd = planWithChecksums(world, null, 'end');
+    const fromEnd = planWithChecksums(world, null, 'now');
     assert.ok(fromEnd.kind === 'read' && fromEnd.read.offset === world.files.get('postgresql-0002.log')?.content.length);
   });
 
   it('waits while there is no log file, and for an empty newest file', () => {
-    assert.deepEqual(planNext(null, { files: [], activeInode: null, checksums: new Map() }, { startAt: 'beginning' }), { kind: 'wait', reason: 'no log file yet', drained: false });
+    assert.deepEqual(planNext(null, { files: [], activeInode: null, checksums: new Map() }, { startAt: 'newest' }), { kind: 'wait', reason: 'no log file yet', drained: false });
     const world = new World('postgres');
     assert.equal(planWithChecksums(world, null).kind, 'wait');
   });

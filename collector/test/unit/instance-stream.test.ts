@@ -26,8 +26,14 @@ class ScriptedFollower implements Follower {
     this.chunk = chunk;
   }
   currentFile(): FollowedFile | null { return this.current; }
+  readonly events: string[] = [];
+  chooseStart(): Promise<FollowPosition | null> {
+    this.events.push('chooseStart');
+    return Promise.resolve({ file: this.files[0]!.file, offset: 0 });
+  }
   async *follow(start: FollowPosition | null, signal: AbortSignal): AsyncIterable<FollowItem> {
     this.starts.push(start);
+    this.events.push('follow');
     let index = start === null ? 0 : this.files.findIndex((f) => f.file.path === start.file.path);
     let offset = start?.offset ?? 0;
     let sent = 0;
@@ -73,6 +79,7 @@ async function runUntilIdle(files: Array<{ file: FollowedFile; text: Buffer }>, 
     encodings: { defaultEncoding: 'UTF8', databases: {} }, maxEntryBytes: 1 << 20, templates: new TemplateCache(),
     follower, batcher, retryBaseMs: 1, retryCapMs: 2,
     claim: () => Promise.resolve({ epoch: 1, position: null }),
+    storeStart: (start) => Promise.resolve(start),
   });
   const abort = new AbortController();
   const running = stream.run(abort.signal);
@@ -131,6 +138,7 @@ describe('InstanceStream', () => {
     const slow = (): ScriptedFollower => new ScriptedFollower([big], 53);
     const pace = (f: ScriptedFollower): Follower => ({
       currentFile: () => f.currentFile(),
+      chooseStart: () => f.chooseStart(),
       async *follow(start, signal) {
         for await (const item of f.follow(start, signal)) {
           yield item;
@@ -144,6 +152,7 @@ describe('InstanceStream', () => {
       encodings: { defaultEncoding: 'UTF8', databases: {} }, maxEntryBytes: 1 << 20, templates: new TemplateCache(),
       follower: pace(first), batcher, retryBaseMs: 1, retryCapMs: 2,
       claim: () => Promise.resolve({ epoch: 1, position: null }),
+      storeStart: (start) => Promise.resolve(start),
     });
     const abort = new AbortController();
     const running = stream.run(abort.signal);
@@ -168,5 +177,54 @@ describe('InstanceStream', () => {
     const queries = recorder.batches.flatMap((x) => x.items.map((it) => (it.event.kind === 'statement' ? it.event.query : '?')));
     assert.deepEqual(queries, Array.from({ length: 600 }, (_, i) => `SELECT ${i}`));
     assert.ok(followers.slice(1).every((f) => f.starts.length === 1), 'each follower followed once');
+  });
+
+  test('a log never collected: its start is stored (retried while the store refuses) before the follower reads, and reading begins at what the store holds', async () => {
+    const recorder = new Recorder();
+    const batcher = new Batcher(recorder, { maxDelayMs: 5, retryBaseMs: 1 });
+    const follower = new ScriptedFollower([a, b], 500);
+    const stored: string[] = [];
+    let refusals = 2;
+    const stream = new InstanceStream({
+      target: 'db1', instance: 'main', format: 'stderr', prefix: '%m [%p] %q%u@%d ',
+      encodings: { defaultEncoding: 'UTF8', databases: {} }, maxEntryBytes: 1 << 20, templates: new TemplateCache(),
+      follower, batcher, retryBaseMs: 1, retryCapMs: 2,
+      claim: () => Promise.resolve({ epoch: 7, position: null }),
+      storeStart: (start, epoch) => {
+        follower.events.push('storeStart');
+        if (refusals-- > 0) return Promise.reject(new PglogError('STORE_UNAVAILABLE', 'store down'));
+        stored.push(`${start.file}@${start.offset} epoch ${epoch}`);
+        // Another start was stored first: that one wins.
+        return Promise.resolve({ ...start, file: b.file.path, identity: b.file.identity, offset: 0 });
+      },
+    });
+    const abort = new AbortController();
+    const running = stream.run(abort.signal);
+    const deadline = Date.now() + 10_000;
+    while (recorder.batches.reduce((n, x) => n + x.items.length, 0) < 30 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 5));
+    await batcher.flush();
+    abort.abort();
+    await running;
+    await batcher.stop(Date.now() + 1000);
+    assert.deepEqual(stored, ['/log/a.log@0 epoch 7']);
+    assert.deepEqual(follower.events.slice(0, 7), ['chooseStart', 'storeStart', 'chooseStart', 'storeStart', 'chooseStart', 'storeStart', 'follow']);
+    assert.deepEqual(follower.starts[0], { file: b.file, offset: 0 });
+    const queries = recorder.batches.flatMap((x) => x.items.map((i) => (i.event.kind === 'statement' ? i.event.query : '?')));
+    assert.deepEqual(queries, Array.from({ length: 30 }, (_, i) => `SELECT ${40 + i}`));
+  });
+
+  test('a start the store fences ends the stream with STORE_FENCED, nothing read', async () => {
+    const batcher = new Batcher(new Recorder(), { maxDelayMs: 5, retryBaseMs: 1 });
+    const follower = new ScriptedFollower([a], 500);
+    const stream = new InstanceStream({
+      target: 'db1', instance: 'main', format: 'stderr', prefix: '%m [%p] %q%u@%d ',
+      encodings: { defaultEncoding: 'UTF8', databases: {} }, maxEntryBytes: 1 << 20, templates: new TemplateCache(),
+      follower, batcher, retryBaseMs: 1, retryCapMs: 2,
+      claim: () => Promise.resolve({ epoch: 1, position: null }),
+      storeStart: () => Promise.reject(new PglogError('STORE_FENCED', 'another owner')),
+    });
+    await assert.rejects(stream.run(new AbortController().signal), { code: 'STORE_FENCED' });
+    assert.deepEqual(follower.starts, []);
+    await batcher.stop(Date.now() + 1000);
   });
 });

@@ -140,6 +140,16 @@ void describe('parseTargetsFile: valid files', () => {
     assert.deepEqual(t?.spec.ssh, { secretRef: { name: 'db1-ssh' } });
   });
 
+  void test('startAt: absent unless given (the collector\'s --start-at then), per target and per instance', () => {
+    const [plain] = parseTargetsFile(stringify(validDoc()), FILE);
+    assert.equal(plain?.spec.startAt, undefined);
+    assert.equal(plain?.spec.instances[0]?.startAt, undefined);
+    const doc = withField(withField(validDoc(), 'spec.startAt', 'oldest'), 'spec.instances', [{ name: 'main', dataDirectory: '/d', startAt: 'now' }]);
+    const [t] = parseTargetsFile(stringify(doc), FILE);
+    assert.equal(t?.spec.startAt, 'oldest');
+    assert.equal(t?.spec.instances[0]?.startAt, 'now');
+  });
+
   void test('a database named __proto__ is kept as data', () => {
     const doc = withField(validDoc(), 'spec.instances', [{ name: 'main', dataDirectory: '/d', encodings: { databases: { ['__proto__']: 'win1251' } } }]);
     const [t] = parseTargetsFile(stringify(doc), FILE);
@@ -220,6 +230,8 @@ void describe('parseTargetsFile: every rule has a failing case naming file, docu
   void test('pool and transport', () => {
     assertProblem(brokenField('spec.pool', 'Big Pool'), 'spec.pool', /DNS-1123 label/);
     assertProblem(brokenField('spec.transport', 'ssh'), 'spec.transport', /expected one of auto, inproc, proxy, got "ssh"/);
+    assertProblem(brokenField('spec.startAt', 'beginning'), 'spec.startAt', /expected one of newest, oldest, now, got "beginning"/);
+    assertProblem(brokenField('spec.instances.0.startAt', 'end'), 'spec.instances[0].startAt', /expected one of newest, oldest, now, got "end"/);
   });
 
   void test('instances: a non-empty list with unique names', () => {
