@@ -1,11 +1,28 @@
 // ESLint flat config: typescript-eslint with type information, so promise misuse is caught.
 import js from '@eslint/js';
+import regexp from 'eslint-plugin-regexp';
 import tseslint from 'typescript-eslint';
 
 export default tseslint.config(
   { ignores: ['**/node_modules/**', '.tools/**', 'tmp/**'] },
   js.configs.recommended,
   ...tseslint.configs.recommendedTypeChecked,
+  regexp.configs['flat/recommended'],
+  {
+    rules: {
+      // Any database role can write any text into the log we parse: a regex that backtracks
+      // super-linearly stalls every target of the process (security review F1). The plugin
+      // does not see every such pattern (a repeated literal before [^.]* was one), so
+      // collector/test/unit/parser-linear-time.test.ts measures the parsers as well.
+      'regexp/no-super-linear-backtracking': 'error',
+      // ignorePartial: false also checks regexes used on a part of a string (matchAll, replace).
+      'regexp/no-super-linear-move': ['error', { ignorePartial: false }],
+      // Style only, and they would trade an explicit ASCII class for \w or the i flag, which with
+      // the u flag also match non-ASCII letters (the Kelvin sign, the long s).
+      'regexp/prefer-w': 'off',
+      'regexp/use-ignore-case': 'off',
+    },
+  },
   {
     languageOptions: {
       parserOptions: { projectService: true, tsconfigRootDir: import.meta.dirname },

@@ -10,7 +10,7 @@ export interface Sample {
 }
 
 const LINE = /^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})?\s+(\S+)/;
-const LABEL = /([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"/g;
+const LABEL = /\b([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"/g;
 
 export function parsePrometheusText(text: string): Sample[] {
   const out: Sample[] = [];

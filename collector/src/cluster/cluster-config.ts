@@ -51,7 +51,7 @@ export const CLUSTER_OPTIONS = {
 
 type ClusterValues = Partial<Record<keyof typeof CLUSTER_OPTIONS, string | undefined>>;
 
-const DNS1123 = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
+const DNS1123 = /^[a-z0-9](?:[-a-z0-9]*[a-z0-9])?(?:\.[a-z0-9](?:[-a-z0-9]*[a-z0-9])?)*$/;
 
 /** Cluster options → configuration; null when `--shard` is not given (and no other cluster option is). */
 export function parseClusterConfig(values: ClusterValues, env: Readonly<Record<string, string | undefined>>): ClusterConfig | null {

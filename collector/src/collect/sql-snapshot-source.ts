@@ -14,7 +14,7 @@ import { PglogError } from '../errors.ts';
 import type { ActiveTransport, PostgresInstance, PostgresTarget } from '../config/target-types.ts';
 import type { Logger } from '../observability/logger.ts';
 import { readActivity, type ActivityResult } from '../snapshot/activity-query.ts';
-import { readServerInfo, type ServerInfo } from '../snapshot/server-info.ts';
+import { readServerInfo, rolePrivilegeOf, type ServerInfo, type SqlRolePrivilege } from '../snapshot/server-info.ts';
 import { readStatistics, type StatisticsSample } from '../snapshot/statistics-query.ts';
 import { SqlSession } from '../sql/sql-session.ts';
 import type { SshConnection } from '../transport/ssh-connection.ts';
@@ -43,13 +43,16 @@ export class SqlSnapshotSource implements SnapshotSource {
   private info: ServerInfo | null = null;
   /** The transport the open session goes through. */
   private openedVia: ActiveTransport | null = null;
-  private warnedPrivileges = false;
+  /** The privilege the newest session found (SnapshotSource.rolePrivilege); undefined before one opened. */
+  private privilege: SqlRolePrivilege | null | undefined;
+  /** The privilege last warned about, so each session of a privileged role does not warn again. */
+  private warnedPrivilege: SqlRolePrivilege | null = null;
 
   constructor(options: SqlSnapshotSourceOptions) {
     this.o = options;
     const { target, instance } = options;
     const sql = instance.sql;
-    this.remoteSocket = `${sql.socketDirectory.replace(/\/+$/, '')}/.s.PGSQL.${sql.port}`;
+    this.remoteSocket = `${sql.socketDirectory.replace(/(?<!\/)\/+$/, '')}/.s.PGSQL.${sql.port}`;
     this.session = new SqlSession({
       place: `${target.metadata.name}/${instance.name} (${this.remoteSocket} as ${sql.user}@${sql.database} via ${target.spec.host}:${target.spec.port})`,
       user: sql.user,
@@ -58,9 +61,14 @@ export class SqlSnapshotSource implements SnapshotSource {
       open: (signal) => this.open(signal),
       prepare: async (client) => {
         this.info = await readServerInfo(client);
-        this.warnAboutPrivileges(this.info);
+        this.privilege = rolePrivilegeOf(this.info);
+        this.warnAboutPrivileges(this.info, this.privilege);
       },
     });
+  }
+
+  get rolePrivilege(): SqlRolePrivilege | null | undefined {
+    return this.privilege;
   }
 
   async activity(): Promise<ActivityResult> {
@@ -96,12 +104,18 @@ export class SqlSnapshotSource implements SnapshotSource {
     return connectUnix(`${dir}/.s.PGSQL.${instance.sql.port}`, `${target.metadata.name}/${instance.name}: the sidecar's forward of ${this.remoteSocket}`, signal);
   }
 
-  private warnAboutPrivileges(info: ServerInfo): void {
-    if (this.warnedPrivileges || !info.canWrite) return;
-    this.warnedPrivileges = true;
+  /** Warns when the role is more powerful than monitoring needs: once per privilege found, again when it changes. */
+  private warnAboutPrivileges(info: ServerInfo, privilege: SqlRolePrivilege | null): void {
+    if (privilege === this.warnedPrivilege) return;
+    this.warnedPrivilege = privilege;
+    if (privilege === null) return;
     const { target, instance } = this.o;
-    this.o.log.warn({ target: target.metadata.name, instance: instance.name, role: info.username, superuser: info.superuser },
-      `${target.metadata.name}/${instance.name}: the SQL role ${info.username} can write${info.superuser ? ' (superuser)' : ''}; pglog only reads, in read-only transactions, but a role with pg_monitor alone is enough (docs/snapshots.md)`);
+    const where = `${target.metadata.name}/${instance.name}`;
+    const risk = privilege === 'SQL_ROLE_SUPERUSER'
+      ? `is a superuser (${privilege}): any SQL a role of the monitored server gets it to run would run with every right, up to the server's OS account`
+      : `can write data (${privilege}, a member of pg_write_all_data): any SQL a role of the monitored server gets it to run could write`;
+    this.o.log.warn({ target: target.metadata.name, instance: instance.name, role: info.username, superuser: info.superuser, code: privilege },
+      `${where}: the SQL role ${info.username} ${risk}. pglog only reads, in read-only transactions on a pinned search_path, but use a role with only pg_monitor (docs/snapshots.md)`);
   }
 }
 

@@ -80,9 +80,9 @@ export function registerSecret(secret: string): void {
 // user and the last '@' before the host (passwords may contain '@' when not percent-encoded).
 // Neither part crosses '"' or '\', so the patterns can run over a JSON log line without
 // swallowing the JSON around a URL.
-const URL_USERINFO = /\b([a-z][a-z0-9+.-]*:\/\/)([^\s:/?#@"\\]*):([^\s/?#"\\]*)@/gi;
+const URL_USERINFO = /\b([a-z][a-z0-9+.-]*:\/\/)([^\s:/?#@"\\]*):[^\s/?#"\\]*@/gi;
 // password=... as a URL query parameter or a libpq keyword/value pair (quoted or not).
-const PASSWORD_PARAM = /\b(password|passwd|pwd|sslpassword)=('(?:[^'\\]|\\.)*'|[^\s&;"'\\]+)/gi;
+const PASSWORD_PARAM = /\b(password|passwd|pwd|sslpassword)=(?:'(?:[^'\\]|\\.)*'|[^\s&;"'\\]+)/gi;
 
 /**
  * Removes passwords from PostgreSQL (or any scheme://) URLs and `password=` parameters in a

@@ -21,7 +21,8 @@ export function formatMs(ms: number | null): string {
 /** An integer with thousands separators: `1,234,567`. */
 export function formatCount(n: number): string {
   const [int = '', frac] = String(Math.trunc(n) === n ? n : n.toFixed(1)).split('.');
-  const grouped = int.replace(/\B(?=(\d{3})+(?!\d))/g, ',');
+  // eslint-disable-next-line regexp/no-super-linear-move -- String(n) of a number has at most 21 integer digits
+  const grouped = int.replace(/\B(?=(?:\d{3})+(?!\d))/g, ',');
   return frac === undefined ? grouped : `${grouped}.${frac}`;
 }
 

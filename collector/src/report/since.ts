@@ -12,8 +12,8 @@ export type TimeBound = { agoMs: number } | { at: Date };
 const UNIT_MS: Readonly<Record<string, number>> = {
   ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000, w: 604_800_000,
 };
-const DURATION = /^(?:\d+(?:\.\d+)?(?:ms|s|m|h|d|w))+$/;
-const DURATION_PART = /(\d+(?:\.\d+)?)(ms|s|m|h|d|w)/g;
+const DURATION = /^(?:\d+(?:\.\d+)?(?:ms|[smhdw]))+$/;
+const DURATION_PART = /(?<![\d.])(\d+(?:\.\d+)?)(ms|[smhdw])/g;
 const TIMESTAMP = /^(\d{4})-(\d{2})-(\d{2})(?:[T ](\d{2}):(\d{2})(?::(\d{2})(\.\d{1,9})?)?)?\s*(Z|[+-]\d{2}(?::?\d{2})?)?$/i;
 
 /** Milliseconds of a duration such as `90s`, `15m`, `1h30m`; null when it is not one. */

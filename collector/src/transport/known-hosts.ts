@@ -104,7 +104,7 @@ export function sshKeyType(blob: Buffer): string | null {
 
 /** OpenSSH's fingerprint form: `SHA256:` and the unpadded base64 SHA-256 of the key blob. */
 export function sha256Fingerprint(blob: Buffer): string {
-  return `SHA256:${createHash('sha256').update(blob).digest('base64').replace(/=+$/, '')}`;
+  return `SHA256:${createHash('sha256').update(blob).digest('base64').replace(/(?<!=)=+$/, '')}`;
 }
 
 /** OpenSSH's match_pattern: `*` any run of characters, `?` exactly one; both sides lower-cased by the caller. */

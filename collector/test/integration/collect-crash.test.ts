@@ -17,7 +17,7 @@ const KILLS = 6;
 
 /** The collector's "reading FILE from byte N" lines and errors, for a failure message. */
 function readingLines(output: string): string {
-  return output.split('\n').filter((l) => /reading |"level":(40|50)/.test(l)).map((l) => l.slice(0, 400)).join('\n');
+  return output.split('\n').filter((l) => /reading |"level":(?:40|50)/.test(l)).map((l) => l.slice(0, 400)).join('\n');
 }
 
 describe('pglog collect SIGKILLed repeatedly under load, with size-based log rotation', { timeout: 240_000 }, () => {

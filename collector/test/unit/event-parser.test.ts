@@ -174,7 +174,7 @@ void describe('statements read on the bytes', () => {
       agrees(Buffer.from(`duration: ${d} ms  statement: SELECT 1`), null, null);
       agrees(Buffer.from(`duration: ${d} ms`), null, null);
     }
-    fc.assert(fc.property(fc.stringMatching(/^[0-9]{1,16}(\.[0-9]{1,16})?$/), (d) => {
+    fc.assert(fc.property(fc.stringMatching(/^\d{1,16}(\.\d{1,16})?$/), (d) => {
       agrees(Buffer.from(`duration: ${d} ms  execute S_1: SELECT 1`), null, null);
     }), { numRuns: 3000 });
   });

@@ -99,7 +99,7 @@ describe('host matching', () => {
   test('matchWildcard agrees with an anchored regular expression', () => {
     const alphabet = fc.constantFrom('a', 'b', '.', '*', '?');
     fc.assert(fc.property(fc.string({ unit: alphabet, maxLength: 8 }), fc.string({ unit: fc.constantFrom('a', 'b', '.'), maxLength: 10 }), (pattern, text) => {
-      const re = new RegExp('^' + pattern.replace(/[.]/g, '\\.').replace(/\*/g, '.*').replace(/\?/g, '.') + '$', 's');
+      const re = new RegExp('^' + pattern.replace(/\./g, '\\.').replace(/\*/g, '.*').replace(/\?/g, '.') + '$', 's');
       assert.equal(matchWildcard(text, pattern), re.test(text));
     }), { numRuns: 2000 });
   });

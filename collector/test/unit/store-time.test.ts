@@ -67,7 +67,7 @@ test('microsToIso and msToMicros', () => {
 test('property: consecutive timestamps of the same second (the cached path) convert like any other', () => {
   fc.assert(fc.property(
     fc.date({ min: new Date('2000-01-01T00:00:00Z'), max: new Date('2100-01-01T00:00:00Z'), noInvalidDate: true }),
-    fc.array(fc.tuple(fc.option(fc.stringMatching(/^[0-9]{1,9}$/), { nil: undefined }), fc.constantFrom('Z', '+03:00', '-05:30')), { minLength: 1, maxLength: 6 }),
+    fc.array(fc.tuple(fc.option(fc.stringMatching(/^\d{1,9}$/), { nil: undefined }), fc.constantFrom('Z', '+03:00', '-05:30')), { minLength: 1, maxLength: 6 }),
     (date, stamps) => {
       const head = date.toISOString().slice(0, 19);
       for (const [fraction, zone] of stamps) {

@@ -59,7 +59,7 @@ void test('%n epoch seconds', () => {
 void test('never throws; result is the input or ISO-shaped', () => {
   fc.assert(fc.property(fc.string(), (s) => {
     const r = toIsoTimestamp(s);
-    assert.ok(r === s || /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?(Z|[+-]\d\d:\d\d)$/.test(r), r);
+    assert.ok(r === s || /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:\d\d)$/.test(r), r);
   }), { numRuns: 2000 });
   fc.assert(fc.property(fc.date({ min: new Date(0), max: new Date(4e12), noInvalidDate: true }), (d) => {
     const iso = d.toISOString();

@@ -46,7 +46,7 @@ export function parseDocComment(comment: string | undefined): DocComment {
   const description: string[] = [];
   const tags: { name: string; lines: string[] }[] = [];
   for (const line of bodyLines(comment)) {
-    const tag = /^\s*@([A-Za-z]+)\s*(.*)$/.exec(line);
+    const tag = /^\s*@([A-Za-z]+)(?![A-Za-z])\s*(\S.*)?$/.exec(line);
     if (tag !== null) tags.push({ name: tag[1] ?? '', lines: [tag[2] ?? ''] });
     else if (tags.length > 0) tags[tags.length - 1]?.lines.push(line);
     else description.push(line);

@@ -54,7 +54,7 @@ function tokenSource(config: KubeConfig): () => Promise<string | undefined> {
 export function createKubeClient(config: KubeConfig, options: KubeClientOptions = {}): KubeClient & { close(): void } {
   const base = new URL(config.server);
   if (base.protocol !== 'https:') throw new KubeError('KUBE_INVALID', `Kubernetes server ${config.server} must be https://`, 0, 'BadRequest');
-  const prefix = base.pathname.replace(/\/+$/, '');
+  const prefix = base.pathname.replace(/(?<!\/)\/+$/, '');
   const timeoutMs = options.timeoutMs ?? 30_000;
   const userAgent = options.userAgent ?? 'pglog';
   const agent = new Agent({ keepAlive: true, maxSockets: options.maxSockets ?? 16, maxFreeSockets: 4, scheduling: 'lifo' });

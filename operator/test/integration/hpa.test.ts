@@ -61,7 +61,7 @@ interface PodObject extends KubeObject { status?: { phase?: string; podIP?: stri
 
 /** A Kubernetes quantity as a number (100m -> 0.1). */
 function quantityValue(q: string): number {
-  const m = /^(-?[\d.]+)(n|u|m|k|M|G)?$/.exec(q);
+  const m = /^(-?[\d.]+)([numkMG])?$/.exec(q);
   if (m === null) throw new Error(`quantity ${q}`);
   const scale: Record<string, number> = { n: 1e-9, u: 1e-6, m: 1e-3, k: 1e3, M: 1e6, G: 1e9 };
   return Number(m[1]) * (m[2] === undefined ? 1 : scale[m[2]]!);

@@ -48,8 +48,8 @@ describe('EventRecorder on a real kube-apiserver', { timeout: 120_000 }, () => {
     assert.equal(warning.metadata.namespace, 'default');
 
     const described = await cp.kubectl(['describe', 'configmap', 'described']);
-    assert.match(described, /Warning\s+StoreUnavailable\s+.*pglog-operator\s+cannot reach the store/);
-    assert.match(described, /Normal\s+Rebalanced\s+.*2 targets moved to another shard/);
+    assert.match(described, /Warning\s+StoreUnavailable\s.*pglog-operator\s+cannot reach the store/);
+    assert.match(described, /Normal\s+Rebalanced\s.*2 targets moved to another shard/);
 
     now += 11 * 60_000;
     await recorder.record(cm, 'Warning', 'StoreUnavailable', 'cannot reach the store');

@@ -33,7 +33,7 @@ function parseSelector(text: string): Array<{ key: string; equal: boolean; value
   if (text.trim() === '') return [];
   const terms = [];
   for (const part of text.split(',')) {
-    const m = /^\s*([\w./-]+)\s*(==|=|!=)\s*([\w.-]*)\s*$/.exec(part);
+    const m = /^([\w./-]+)\s*(==|=|!=)\s*([\w.-]*)$/.exec(part.trim());
     if (m === null) return undefined;
     terms.push({ key: m[1]!, equal: m[2] !== '!=', value: m[3]! });
   }
