@@ -10,6 +10,7 @@ import { PglogError } from '../errors.ts';
 import { createLogger, parseLogLevelOption, type OptionLogLevel } from '../observability/logger.ts';
 import { createKubeClient } from '../../../operator/src/kube/client.ts';
 import { runOperator, type OperatorConfig } from '../../../operator/src/operator/run-operator.ts';
+import { imageAllowed, imageRepository, parseAllowedImages, parseNamespaceList } from '../../../operator/src/controller/pool-policy.ts';
 import { loadKubeAccess, parseKubeAccess, type KubeAccess } from '../cluster/kube-access.ts';
 
 export const OPERATOR_USAGE = `usage: pglog operator [OPTIONS]
@@ -25,6 +26,12 @@ export const OPERATOR_USAGE = `usage: pglog operator [OPTIONS]
                             Deployment (helm uninstall) deletes the Lease too
   --identity ID             this replica's name in the Lease (default: POD_NAME, else the host name)
   --image IMAGE             collector and sidecar image of pools that name none (default: PGLOG_IMAGE)
+  --allowed-images REPO,... the only images pools may run: repositories (any tag or digest)
+                            or prefixes ending in / (default: the repository of --image); a
+                            pool naming another gets Ready False, reason ImageNotAllowed
+  --collector-namespaces NS,...
+                            namespaces whose pools get workloads (default: every watched
+                            one); a pool elsewhere gets Ready False, reason NamespaceNotAllowed
   --service-account NAME    service account of the collector pods (default pglog-collector)
   --listen HOST:PORT        /metrics, /healthz and /readyz (default 0.0.0.0:8080)
   --workers N               pools reconciled in parallel (default 2)
@@ -45,6 +52,7 @@ export function parseOperatorArgs(argv: string[], env: NodeJS.ProcessEnv): Opera
     options: {
       kubeconfig: { type: 'string' }, 'kube-context': { type: 'string' }, namespace: { type: 'string' }, 'lease-namespace': { type: 'string' },
       'lease-name': { type: 'string' }, 'lease-owner-deployment': { type: 'string' }, identity: { type: 'string' }, image: { type: 'string' },
+      'allowed-images': { type: 'string' }, 'collector-namespaces': { type: 'string' },
       'service-account': { type: 'string' }, listen: { type: 'string' }, workers: { type: 'string' },
       resync: { type: 'string' }, 'lease-duration': { type: 'string' }, 'log-level': { type: 'string' },
     },
@@ -53,6 +61,11 @@ export function parseOperatorArgs(argv: string[], env: NodeJS.ProcessEnv): Opera
   const leaseNamespace = values['lease-namespace'] ?? nonEmpty(env['POD_NAMESPACE']) ?? values.namespace ?? 'default';
   const image = values.image ?? env['PGLOG_IMAGE'];
   if (image === undefined || image === '') throw new PglogError('USAGE', 'operator: --image IMAGE (or PGLOG_IMAGE) is required: the collector image of pools that name none');
+  const allowedImages = parseAllowedImages(values['allowed-images'] ?? imageRepository(image));
+  if (!imageAllowed(image, allowedImages)) {
+    throw new PglogError('USAGE', `operator: --image ${image} is not in --allowed-images (${allowedImages.join(', ')}): pools that name no image would all be refused`);
+  }
+  const collectorNamespaces = values['collector-namespaces'] === undefined ? undefined : parseNamespaceList(values['collector-namespaces']);
   const leaseSeconds = wholeNumberOption('operator', '--lease-duration', values['lease-duration'], 15, 2);
   return {
     kube,
@@ -68,6 +81,7 @@ export function parseOperatorArgs(argv: string[], env: NodeJS.ProcessEnv): Opera
       retryPeriodMs: Math.max(500, Math.round(leaseSeconds * 1000 / 7.5)),
       defaultImage: image,
       serviceAccountName: values['service-account'] ?? 'pglog-collector',
+      policy: { allowedImages, ...(collectorNamespaces === undefined ? {} : { collectorNamespaces }) },
       workers: wholeNumberOption('operator', '--workers', values.workers, 2, 1),
       resyncMs: wholeNumberOption('operator', '--resync', values.resync, 60, 1) * 1000,
       listen: parseListen(values.listen ?? '0.0.0.0:8080'),

@@ -25,6 +25,13 @@ test('flags override: kubeconfig and context, namespace, lease, listen, workers'
   assert.equal(c.operator.workers, 3);
 });
 
+test('allowed images default to the repository of --image; collector namespaces to every watched one', () => {
+  const c = parseOperatorArgs(['--image', 'registry.example:5000/pglog/pglog:1.2@sha256:abc'], inPod);
+  assert.deepEqual(c.operator.policy, { allowedImages: ['registry.example:5000/pglog/pglog'] });
+  const d = parseOperatorArgs(['--allowed-images', 'reg/pglog, ghcr.io/team/', '--collector-namespaces', 'db,pglog'], inPod);
+  assert.deepEqual(d.operator.policy, { allowedImages: ['reg/pglog', 'ghcr.io/team/'], collectorNamespaces: ['db', 'pglog'] });
+});
+
 test('bad input is a USAGE error naming the option', () => {
   const usage = (argv: string[], env: Record<string, string> = inPod): string => {
     try {
@@ -41,4 +48,9 @@ test('bad input is a USAGE error naming the option', () => {
   assert.match(usage(['--lease-duration', '1']), /--lease-duration must be a whole number of at least 2/);
   assert.match(usage([], { PGLOG_IMAGE: 'i' }), /outside a pod it needs --kubeconfig/);
   assert.match(usage(['--kube-context', 'c']), /--kube-context needs --kubeconfig/);
+  assert.match(usage(['--allowed-images', 'reg/pglog:1']), /--allowed-images entry 'reg\/pglog:1' has a tag or digest/);
+  assert.match(usage(['--allowed-images', 'reg/*']), /--allowed-images entry 'reg\/\*' is not an image repository/);
+  assert.match(usage(['--allowed-images', 'reg/pglog,']), /has an empty entry/);
+  assert.match(usage(['--allowed-images', 'other/pglog']), /--image reg\/pglog:1 is not in --allowed-images \(other\/pglog\)/);
+  assert.match(usage(['--collector-namespaces', 'db,Bad_NS']), /--collector-namespaces entry 'Bad_NS' is not a namespace name/);
 });

@@ -17,6 +17,7 @@ import type { TargetObject } from '../api/target-object.ts';
 import type { OperatorMetrics } from './operator-metrics.ts';
 import { PoolReconciler, type EventSink, type PoolOutcome } from './pool-reconciler.ts';
 import { reconcileUnassignedTargets } from './unassigned-targets.ts';
+import type { PoolPolicy } from '../controller/pool-policy.ts';
 import type { StatefulSetState } from './pool-status.ts';
 
 export interface ControllerOptions {
@@ -28,6 +29,8 @@ export interface ControllerOptions {
   log: Logger;
   defaultImage: string;
   serviceAccountName?: string;
+  /** Allowed images and collector namespaces of pools. */
+  policy: PoolPolicy;
   workers: number;
   /** Every pool is reconciled at least this often, whatever the events. */
   resyncMs: number;
@@ -121,7 +124,7 @@ export class Controller {
     const reconciler = new PoolReconciler({
       client: o.client, pools, targets, shards, statefulSets, services, podDisruptionBudgets: pdbs,
       events: o.events, metrics: o.metrics, defaultImage: o.defaultImage, serviceAccountName: o.serviceAccountName,
-      fieldManager: FIELD_MANAGER, now: Date.now,
+      policy: o.policy, fieldManager: FIELD_MANAGER, now: Date.now,
     });
     const running = this.informers.map((i) => i.run(signal));
     await waitForSync(this.informers, signal);

@@ -15,8 +15,9 @@ import type { TargetObject } from '../api/target-object.ts';
 import { planPool, selectPoolTargets } from '../controller/assignment.ts';
 import { semanticEqual } from '../controller/conditions.ts';
 import { desiredHeadlessService, desiredPodDisruptionBudget, desiredStatefulSet, ownerReference, poolLabels, poolSelector } from '../controller/pool-resources.ts';
-import { applyOwned } from './owned-objects.ts';
-import { desiredPoolStatus, type StatefulSetState } from './pool-status.ts';
+import { policyRefusal, type PoolPolicy } from '../controller/pool-policy.ts';
+import { applyOwned, controlledBy, currentObject } from './owned-objects.ts';
+import { desiredPoolStatus, type PoolObservation, type PoolProblem, type StatefulSetState } from './pool-status.ts';
 import { desiredTargetStatus, targetStatusChanged } from './target-status.ts';
 import type { OperatorMetrics } from './operator-metrics.ts';
 import { mapLimit } from './map-limit.ts';
@@ -44,6 +45,8 @@ export interface PoolReconcilerOptions {
   /** Image of collector and sidecar when the pool names none (the operator's own). */
   defaultImage: string;
   serviceAccountName?: string;
+  /** Allowed images and namespaces (pool-policy.ts); undefined: any (tests of the reconcile alone). */
+  policy?: PoolPolicy;
   fieldManager: string;
   now: () => number;
   /** Parallel status writes (first reconcile of 1,000 targets). */
@@ -64,6 +67,22 @@ export class PoolReconciler {
     this.o = options;
   }
 
+  /**
+   * The pool's status, written when it changed. Problems (a refused image, a name taken by
+   * someone else's object) make it Ready False and Degraded True with the first one's reason,
+   * and are announced once by a Warning Event. Returns the number of writes.
+   */
+  private async writePoolStatus(pool: CollectorPool, problems: readonly PoolProblem[], targets: number, loads: PoolObservation['loads'],
+    shards: readonly CollectorShard[], statefulSet: StatefulSetState | undefined, nowIso: string): Promise<number> {
+    const { namespace = '', name } = pool.metadata;
+    const problem = problems.length === 0 ? undefined : { reason: problems[0]!.reason, message: problems.map((p) => p.message).join('; ') };
+    if (problem !== undefined && isNewProblem(pool, problem)) await this.o.events.record(pool, 'Warning', problem.reason, problem.message);
+    const poolStatus = desiredPoolStatus({ pool, selector: poolSelector(pool), statefulSet, targets, loads, shards, ...(problem === undefined ? {} : { problem }) }, nowIso);
+    if (semanticEqual(pool.status ?? {}, poolStatus)) return 0;
+    await this.o.client.mergePatch(COLLECTOR_POOLS, namespace, name, { status: poolStatus }, 'status');
+    return 1;
+  }
+
   /** Throws on API errors (the queue retries with backoff); KUBE_CONFLICT means "read again". */
   async reconcile(namespace: string, name: string): Promise<PoolOutcome> {
     const { o } = this;
@@ -82,16 +101,38 @@ export class PoolReconciler {
     // Objects from the API server always have one; without it nothing could be owned.
     if (uid === undefined) throw new PglogError('KUBE_INVALID', `CollectorPool ${namespace}/${name} has no metadata.uid`);
     const owner = ownerReference({ ...pool, metadata: { ...pool.metadata, uid } });
+    const refusal = o.policy === undefined ? undefined : policyRefusal(pool, o.policy, o.defaultImage);
+    if (refusal?.reason === 'NamespaceNotAllowed') {
+      // Nothing of the pool is written where the collector has no account: only its status says why.
+      return { kind: 'done', writes: await this.writePoolStatus(pool, [refusal], selected.length, [], existingShards, undefined, nowIso) };
+    }
+    const problems: PoolProblem[] = refusal === undefined ? [] : [refusal];
     const apply = { fieldManager: o.fieldManager, force: true };
     const sts = desiredStatefulSet(pool, { defaultImage: o.defaultImage, serviceAccountName: o.serviceAccountName });
     const service = desiredHeadlessService(pool);
     const pdb = desiredPodDisruptionBudget(pool);
+    const conflicts: string[] = [];
     for (const [type, desired, cache] of [
       [STATEFUL_SETS, sts, o.statefulSets], [SERVICES, service, o.services], [POD_DISRUPTION_BUDGETS, pdb, o.podDisruptionBudgets],
     ] as const) {
-      const result = await applyOwned(o.client, type, desired as KubeObject, cache.get(namespace, (desired as KubeObject).metadata.name), apply);
+      // A refused image changes nothing: the pods already running keep theirs.
+      if (type === STATEFUL_SETS && refusal !== undefined) continue;
+      const objectName = (desired as KubeObject).metadata.name;
+      const current = await currentObject(o.client, type, namespace, objectName, cache.get(namespace, objectName));
+      if (current !== null && !controlledBy(current, uid)) {
+        conflicts.push(`${type.kind} ${objectName}`);
+        continue;
+      }
+      const result = await applyOwned(o.client, type, desired as KubeObject, current ?? undefined, apply);
       if (result !== 'unchanged') writes++;
-      if (result === 'created') await o.events.record(pool, 'Normal', 'Created', `created ${type.kind} ${(desired as KubeObject).metadata.name}`);
+      if (result === 'created') await o.events.record(pool, 'Normal', 'Created', `created ${type.kind} ${objectName}`);
+    }
+    if (conflicts.length > 0) {
+      problems.push({
+        reason: 'OwnedObjectConflict',
+        message: `${conflicts.join(' and ')} in namespace ${namespace} already exist${conflicts.length === 1 ? 's' : ''} and ${conflicts.length === 1 ? 'is' : 'are'} not controlled by this pool: `
+          + 'left untouched; rename the pool or remove the object',
+      });
     }
 
     // Shards: one per replica, spec = the assignment; surplus ones (scale-down) are deleted.
@@ -158,17 +199,16 @@ export class PoolReconciler {
     });
     writes += statusWrites.length;
 
-    const poolStatus = desiredPoolStatus({
-      pool, selector: poolSelector(pool), statefulSet: o.statefulSets.get(namespace, sts.metadata.name)?.status,
-      targets: selected.length, loads: plan.loads, shards: existingShards,
-    }, nowIso);
-    if (!semanticEqual(pool.status ?? {}, poolStatus)) {
-      await o.client.mergePatch(COLLECTOR_POOLS, namespace, name, { status: poolStatus }, 'status');
-      writes++;
-    }
+    writes += await this.writePoolStatus(pool, problems, selected.length, plan.loads, existingShards, o.statefulSets.get(namespace, sts.metadata.name)?.status, nowIso);
     const hasAuto = selected.some((t) => t.spec.transport === 'auto');
     return { kind: 'done', writes, ...(hasAuto ? { requeueAfterMs: TRANSPORT_RECHECK_MS } : {}) };
   }
+}
+
+/** Whether a Warning for `problem` is news: the pool's Degraded condition does not say it yet. */
+function isNewProblem(pool: CollectorPool, problem: PoolProblem): boolean {
+  const degraded = pool.status?.conditions?.find((c) => c.type === 'Degraded');
+  return degraded?.status !== 'True' || degraded.reason !== problem.reason || degraded.message !== problem.message;
 }
 
 function previousAssignments(shards: readonly CollectorShard[]): Map<string, { shard: number; transport: 'inproc' | 'proxy' }> {

@@ -12,6 +12,12 @@ export interface StatefulSetState {
   readyReplicas?: number;
 }
 
+/** A problem that keeps the pool from being reconciled as asked: a condition reason and message. */
+export interface PoolProblem {
+  reason: string;
+  message: string;
+}
+
 export interface PoolObservation {
   pool: CollectorPool;
   selector: string;
@@ -21,8 +27,8 @@ export interface PoolObservation {
   loads: ShardLoad[];
   /** The pool's shards as they are now (status written by collectors). */
   shards: readonly CollectorShard[];
-  /** A problem that stops the reconcile (a terminal error), as a condition reason and message. */
-  problem?: { reason: string; message: string };
+  /** A problem that stops the reconcile (a terminal error, a refused image, a name conflict). */
+  problem?: PoolProblem;
 }
 
 export function desiredPoolStatus(o: PoolObservation, nowIso: string): CollectorPoolStatus {

@@ -13,6 +13,7 @@ import type { Logger } from '../../../collector/src/observability/logger.ts';
 import { startHttpServer } from '../../../collector/src/observability/http-server.ts';
 import { Controller } from './controller.ts';
 import { OperatorMetrics } from './operator-metrics.ts';
+import type { PoolPolicy } from '../controller/pool-policy.ts';
 
 export interface OperatorConfig {
   /** Namespace to watch; undefined: all namespaces. */
@@ -27,6 +28,8 @@ export interface OperatorConfig {
   retryPeriodMs: number;
   defaultImage: string;
   serviceAccountName?: string;
+  /** Allowed images (default: the repository of defaultImage) and collector namespaces of pools. */
+  policy: PoolPolicy;
   workers: number;
   resyncMs: number;
   listen: { host: string; port: number };
@@ -61,7 +64,7 @@ export async function runOperator(config: OperatorConfig, client: KubeClient, lo
         log.info({ identity: config.identity }, `leading (Lease ${config.leaseNamespace}/${config.leaseName})`);
         const c = new Controller({
           client, namespace: config.namespace, events, metrics, log, defaultImage: config.defaultImage,
-          serviceAccountName: config.serviceAccountName, workers: config.workers, resyncMs: config.resyncMs,
+          serviceAccountName: config.serviceAccountName, policy: config.policy, workers: config.workers, resyncMs: config.resyncMs,
         });
         controller = c;
         terms.push(c.run(leading).catch((e: unknown) => log.error({ err: e }, 'controller failed')).finally(() => {
