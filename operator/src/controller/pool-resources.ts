@@ -12,7 +12,7 @@ import type { LabelSelector, OwnerReference, ResourceRequirements } from '../api
 import type { CollectorPool } from '../api/collector-pool.ts';
 import { PglogError } from '../../../collector/src/errors.ts';
 import type { KubeObject } from '../kube/client-types.ts';
-import type { Container, PodDisruptionBudget, PodSecurityContext, SecurityContext, Service, StatefulSet } from './workload-types.ts';
+import type { Container, PodDisruptionBudget, PodSecurityContext, SecurityContext, Service, StatefulSet, Volume } from './workload-types.ts';
 
 /** The shared in-memory directory of the collector and its sidecar (FIFOs, keys, desired/status files). */
 export const SSHPROXY_DIR = '/run/pglog/sshproxy';
@@ -47,6 +47,12 @@ export const DEFAULT_SIDECAR_RESOURCES: ResourceRequirements = Object.freeze({
 });
 /** The shared directory holds keys and small JSON files; FIFOs take no space. It counts against the pod's memory. */
 const SSHPROXY_DIR_SIZE = '32Mi';
+/** Where client libraries (and `pglog collect`'s in-cluster access) look for the service account's token, CA and namespace. */
+export const SERVICE_ACCOUNT_DIR = '/var/run/secrets/kubernetes.io/serviceaccount';
+/** The volume holding them; mounted into the collector container only. */
+export const SERVICE_ACCOUNT_VOLUME = 'kube-api-access';
+/** The kubelet refreshes the token at 80 % of this; an hour is what it uses for automounted tokens. */
+const TOKEN_EXPIRATION_SECONDS = 3607;
 const TMP_DIR_SIZE = '64Mi';
 
 export interface StatefulSetOptions {
@@ -173,7 +179,26 @@ function collectorContainer(pool: CollectorPool, image: string): Container {
     livenessProbe: { httpGet: { path: '/healthz', port: METRICS_PORT_NAME }, initialDelaySeconds: 10, periodSeconds: 20, timeoutSeconds: 5, failureThreshold: 6 },
     resources: collectorResources(pool),
     securityContext: { ...CONTAINER_SECURITY, capabilities: { drop: ['ALL'] } },
-    volumeMounts: SHARED_MOUNTS.map((m) => ({ ...m })),
+    volumeMounts: [...SHARED_MOUNTS.map((m) => ({ ...m })), { name: SERVICE_ACCOUNT_VOLUME, mountPath: SERVICE_ACCOUNT_DIR, readOnly: true }],
+  };
+}
+
+/**
+ * The service account's token, the cluster's CA and the namespace, as the kubelet's automount
+ * would project them, but as a volume of our own so that only the collector container mounts
+ * it: the sidecar, the container that talks to remote servers, has no API credentials.
+ */
+function serviceAccountVolume(): Volume {
+  return {
+    name: SERVICE_ACCOUNT_VOLUME,
+    projected: {
+      defaultMode: 0o444,
+      sources: [
+        { serviceAccountToken: { path: 'token', expirationSeconds: TOKEN_EXPIRATION_SECONDS } },
+        { configMap: { name: 'kube-root-ca.crt', items: [{ key: 'ca.crt', path: 'ca.crt' }] } },
+        { downwardAPI: { items: [{ path: 'namespace', fieldRef: { apiVersion: 'v1', fieldPath: 'metadata.namespace' } }] } },
+      ],
+    },
   };
 }
 
@@ -217,8 +242,9 @@ export function desiredStatefulSet(pool: CollectorPool, options: StatefulSetOpti
         metadata: { labels: { ...labels } },
         spec: {
           ...(options.serviceAccountName === undefined ? {} : { serviceAccountName: options.serviceAccountName }),
-          // The collector watches its CollectorShard and reads its targets and their Secrets.
-          automountServiceAccountToken: true,
+          // The collector watches its CollectorShard and reads its targets and their Secrets;
+          // its token comes from the projected volume it alone mounts (serviceAccountVolume).
+          automountServiceAccountToken: false,
           terminationGracePeriodSeconds: TERMINATION_GRACE_SECONDS,
           // A pool's namespace may hold many Services; their variables are of no use to pglog.
           enableServiceLinks: false,
@@ -230,6 +256,7 @@ export function desiredStatefulSet(pool: CollectorPool, options: StatefulSetOpti
             { name: 'sshproxy', emptyDir: { medium: 'Memory', sizeLimit: SSHPROXY_DIR_SIZE } },
             // The root filesystem is read-only; Node.js and ssh may need a scratch directory.
             { name: 'tmp', emptyDir: { sizeLimit: TMP_DIR_SIZE } },
+            serviceAccountVolume(),
           ],
         },
       },

@@ -58,9 +58,17 @@ export interface Container {
   restartPolicy?: string;
 }
 
+/** One source of a projected volume (only those pglog uses: the service account's files). */
+export interface VolumeProjection {
+  serviceAccountToken?: { path: string; expirationSeconds?: number; audience?: string };
+  configMap?: { name: string; items?: Array<{ key: string; path: string }> };
+  downwardAPI?: { items: Array<{ path: string; fieldRef: { apiVersion?: string; fieldPath: string } }> };
+}
+
 export interface Volume {
   name: string;
   emptyDir?: { medium?: string; sizeLimit?: string };
+  projected?: { defaultMode?: number; sources: VolumeProjection[] };
 }
 
 export interface PodSpec {

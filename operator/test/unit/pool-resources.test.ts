@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import {
   DEFAULT_COLLECTOR_RESOURCES, desiredHeadlessService, desiredPodDisruptionBudget, desiredStatefulSet, ownerReference,
-  poolLabels, poolSelector, SSHPROXY_DIR, TERMINATION_GRACE_SECONDS, COLLECTOR_STOP_TIMEOUT_MS,
+  poolLabels, poolSelector, SERVICE_ACCOUNT_DIR, SERVICE_ACCOUNT_VOLUME, SSHPROXY_DIR, TERMINATION_GRACE_SECONDS, COLLECTOR_STOP_TIMEOUT_MS,
 } from '../../src/controller/pool-resources.ts';
 import { samplePool } from '../helpers/pool-fixtures.ts';
 import type { Container } from '../../src/controller/workload-types.ts';
@@ -50,7 +50,7 @@ describe('desiredStatefulSet', () => {
     assert.deepEqual(sts.spec.template.metadata.labels, poolLabels(pool));
     assert.deepEqual(sts.metadata.ownerReferences, [{ apiVersion: 'pglog.io/v1alpha1', kind: 'CollectorPool', name: 'main', uid: pool.metadata.uid, controller: true, blockOwnerDeletion: true }]);
     assert.equal(sts.spec.template.spec.serviceAccountName, 'pglog-collector');
-    assert.equal(sts.spec.template.spec.automountServiceAccountToken, true);
+    assert.equal(sts.spec.template.spec.automountServiceAccountToken, false, 'no token in every container: only the collector mounts one');
   });
   it('the collector collects the shard named like its pod, with the store URL from the Secret', () => {
     const { collector } = containers();
@@ -83,6 +83,20 @@ describe('desiredStatefulSet', () => {
     assert.ok(volumes.find((v) => v.name === 'sshproxy')!.emptyDir!.sizeLimit !== undefined);
     assert.ok(volumes.some((v) => v.name === 'tmp'));
   });
+  it('the API token, CA and namespace only in the collector container; the sidecar has no token and no store URL', () => {
+    const spec = desiredStatefulSet(samplePool(), OPTIONS).spec.template.spec;
+    const { collector, sidecar } = containers();
+    const volume = spec.volumes!.find((v) => v.name === SERVICE_ACCOUNT_VOLUME);
+    assert.deepEqual(volume?.projected?.sources.map((s) => Object.keys(s)[0]), ['serviceAccountToken', 'configMap', 'downwardAPI']);
+    assert.equal(volume.projected.sources[0]!.serviceAccountToken?.path, 'token');
+    assert.deepEqual(volume.projected.sources[1]!.configMap, { name: 'kube-root-ca.crt', items: [{ key: 'ca.crt', path: 'ca.crt' }] });
+    assert.equal(volume.projected.sources[2]!.downwardAPI?.items[0]?.fieldRef.fieldPath, 'metadata.namespace');
+    assert.deepEqual(collector.volumeMounts!.filter((m) => m.name === SERVICE_ACCOUNT_VOLUME), [{ name: SERVICE_ACCOUNT_VOLUME, mountPath: SERVICE_ACCOUNT_DIR, readOnly: true }]);
+    assert.equal(SERVICE_ACCOUNT_DIR, '/var/run/secrets/kubernetes.io/serviceaccount');
+    assert.ok(!sidecar.volumeMounts!.some((m) => m.name === SERVICE_ACCOUNT_VOLUME || m.mountPath.startsWith('/var/run/secrets')), 'the sidecar mounts no token');
+    assert.ok(!(sidecar.env ?? []).some((e) => e.name === 'PGLOG_STORE_URL' || e.valueFrom?.secretKeyRef !== undefined), 'the sidecar gets no store URL and no Secret');
+  });
+
   it('restricted Pod Security settings on the pod and both containers', () => {
     const pod = desiredStatefulSet(samplePool(), OPTIONS).spec.template.spec;
     assert.equal(pod.securityContext!.runAsNonRoot, true);
