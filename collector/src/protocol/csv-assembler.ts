@@ -7,22 +7,36 @@
  * Fields are views into the line (subarray); a quoted field holding `""` is unescaped into a
  * new Buffer. Empty fields are null (message: an empty Buffer).
  *
- * Rows that cannot be read (fewer than 14 columns, a quoted field that never ends before the
- * input does) still give a record, counted in stats.malformed: severity `UNKNOWN` when the
- * row has no severity column, the columns it has otherwise.
+ * Damage (a write cut short, garbage, a NUL run) loses only itself and at most the row after
+ * it. A row cut inside a quoted field leaves the quote parity wrong for every later row, so
+ * parity alone would join the rest of the file into one entry. While an entry is open, a line
+ * that starts like a row (`YYYY-MM-DD HH:MM:SS.mmm ZONE,`) therefore starts a new entry when
+ * the open one can no longer be a row PostgreSQL wrote (CsvRowShape, csv-row.ts: signals no
+ * role can produce, since its text only lands in quoted fields with `"` doubled). A row-like
+ * line alone is never enough: a role can log one inside its message. Read with the wrong
+ * parity, the row after the damage always shows such a signal by its quoted backend_type
+ * column, so the entry is ended at the next row-like line after that one row, and the rows
+ * after it are emitted as they arrive. The same happens after a line cut at the entry cap by
+ * the line splitter, whose quote state is unknown.
  *
- * After a line cut by the line splitter the quote state is unknown; while such an entry is
- * open, a line that starts like a new row (`YYYY-MM-DD HH:MM:SS.mmm ZONE,`) starts a new entry.
+ * Rows that cannot be read still give a record, counted in stats.malformed: an entry ended
+ * that way, and a row that is not shaped like a row PostgreSQL writes (too few or too many
+ * columns, text after a closing quote, not starting with the log time), give severity
+ * `UNKNOWN` and their raw bytes as message, so that no record carries columns of two rows;
+ * a quoted field still open at the end of input gives the columns the row has.
  */
 import { emptyRecord } from './record.ts';
 import type { AssemblerStats, EntryAssembler, LogRecord, RecordSink } from './record.ts';
 import { DEFAULT_MAX_ENTRY_BYTES } from './line-splitter.ts';
 import { FieldCache, latin1 } from './prefix.ts';
+import { PieceList } from './piece-list.ts';
 import { UNKNOWN_SEVERITY } from './stderr-assembler.ts';
+import { CsvRowReader, CsvRowShape, MAX_COLUMNS, QUOTE, isWrittenRow, looksLikeCsvRow } from './csv-row.ts';
 
-const QUOTE = 0x22;
-const COMMA = 0x2c;
 const NL = Buffer.from('\n');
+/** How emitRow gives a row (see there). */
+const ROW = 0, UNTERMINATED = 1, RAW = 2;
+type EmitAs = typeof ROW | typeof UNTERMINATED | typeof RAW;
 const EMPTY = Buffer.alloc(0);
 
 /** Column indexes. */
@@ -30,7 +44,6 @@ const C_TIME = 0, C_USER = 1, C_DB = 2, C_PID = 3, C_FROM = 4, C_SESSION = 5, C_
   C_START = 8, C_VXID = 9, C_TXID = 10, C_SEVERITY = 11, C_SQLSTATE = 12, C_MESSAGE = 13, C_DETAIL = 14,
   C_HINT = 15, C_IQUERY = 16, C_IQUERY_POS = 17, C_CONTEXT = 18, C_QUERY = 19, C_QUERY_POS = 20, C_LOCATION = 21, C_APP = 22,
   C_BTYPE = 23, C_LEADER = 24, C_QUERYID = 25;
-const MAX_COLUMNS = 32;
 /** Columns whose text repeats from row to row: their strings are reused (FieldCache). */
 const CACHED = new Uint8Array(MAX_COLUMNS);
 for (const k of [C_TIME, C_FROM, C_SESSION, C_TAG, C_START, C_TXID, C_SEVERITY, C_SQLSTATE, C_BTYPE, C_QUERYID]) CACHED[k] = 1;
@@ -41,70 +54,6 @@ function isDigits(s: string, from: number): boolean {
     if (c < 0x30 || c > 0x39) return false;
   }
   return true;
-}
-
-/**
- * Reads the fields of one row in `b[s, e)`. Field k is `b[fs[k], fe[k])`; `fx[k]` is 1 when
- * the field holds `""` escapes. Returns the field count; `open` tells whether the row ended
- * inside a quoted field.
- */
-export class CsvRowReader {
-  readonly fs = new Int32Array(MAX_COLUMNS);
-  readonly fe = new Int32Array(MAX_COLUMNS);
-  readonly fx = new Uint8Array(MAX_COLUMNS);
-  count = 0;
-  open = false;
-
-  read(b: Buffer, s: number, e: number): number {
-    const fs = this.fs, fe = this.fe, fx = this.fx;
-    let k = 0;
-    let i = s;
-    this.open = false;
-    for (;;) {
-      if (k >= MAX_COLUMNS) break;
-      if (i < e && b[i] === QUOTE) {
-        let j = i + 1;
-        let esc = 0;
-        let close = -1;
-        for (;;) {
-          // Short fields: a loop; long ones: memchr. No quote before `e`: still open at the row's end.
-          let q = -1;
-          const stop = j + 24 < e ? j + 24 : e;
-          for (let x = j; x < stop; x++) if (b[x] === QUOTE) { q = x; break; }
-          if (q < 0 && stop < e) q = b.indexOf(QUOTE, stop);
-          if (q < 0 || q >= e) break;
-          if (q + 1 < e && b[q + 1] === QUOTE) { esc = 1; j = q + 2; continue; }
-          close = q;
-          break;
-        }
-        fs[k] = i + 1;
-        fx[k] = esc;
-        if (close < 0) {
-          fe[k] = e;
-          k++;
-          this.open = true;
-          break;
-        }
-        fe[k] = close;
-        k++;
-        i = close + 1;
-        // Anything between the closing quote and the comma is not RFC 4180; skip it.
-        while (i < e && b[i] !== COMMA) i++;
-      } else {
-        let j = i;
-        while (j < e && b[j] !== COMMA) j++;
-        fs[k] = i;
-        fe[k] = j;
-        fx[k] = 0;
-        k++;
-        i = j;
-      }
-      if (i >= e) break;
-      i++; // the comma
-    }
-    this.count = k;
-    return k;
-  }
 }
 
 function unescape(b: Buffer, s: number, e: number): Buffer {
@@ -118,23 +67,6 @@ function unescape(b: Buffer, s: number, e: number): Buffer {
   return out.subarray(0, o);
 }
 
-function isDigit(c: number | undefined): boolean {
-  return c !== undefined && c >= 0x30 && c <= 0x39;
-}
-
-/** True when b[s..] starts like a csvlog row: `YYYY-MM-DD HH:MM:SS.mmm ZONE,`. */
-export function looksLikeCsvRow(b: Buffer, s: number, e: number): boolean {
-  if (e - s < 26) return false;
-  if (!(isDigit(b[s]) && isDigit(b[s + 3]) && b[s + 4] === 0x2d && b[s + 7] === 0x2d && b[s + 10] === 0x20 &&
-    b[s + 13] === 0x3a && b[s + 16] === 0x3a && b[s + 19] === 0x2e && isDigit(b[s + 22]) && b[s + 23] === 0x20)) return false;
-  for (let i = s + 24; i < e && i < s + 40; i++) {
-    const c = b[i]!;
-    if (c === COMMA) return i > s + 24;
-    if (c === 0x20 || c === QUOTE) return false;
-  }
-  return false;
-}
-
 export class CsvAssembler implements EntryAssembler {
   readonly stats: AssemblerStats = { entries: 0, truncated: 0, malformed: 0 };
   private readonly sink: RecordSink;
@@ -142,9 +74,10 @@ export class CsvAssembler implements EntryAssembler {
   private readonly reader = new CsvRowReader();
   private readonly cache: FieldCache[] = [];
   /** An entry spanning lines: its pieces (with "\n" between), start, size. */
-  private pieces: Buffer[] = [];
+  private readonly pieces = new PieceList();
   private inEntry = false;
-  private inQuote = false;
+  /** The open entry's quote parity and whether it can still be a row PostgreSQL wrote. */
+  private readonly shape = new CsvRowShape();
   private start = 0;
   private end = 0;
   private size = 0;
@@ -164,33 +97,37 @@ export class CsvAssembler implements EntryAssembler {
   }
 
   pushLine(bytes: Buffer, from: number, to: number, offset: number, next: number, truncated: boolean): void {
-    if (this.inEntry && this.lostParity && looksLikeCsvRow(bytes, from, to)) this.finish(false);
+    // Resynchronize only on what a role cannot forge (csv-row.ts): the open entry is already
+    // no row PostgreSQL wrote, or its quote state was lost at the cap. The row-like line then
+    // starts the next entry; by itself it proves nothing.
+    if (this.inEntry && (this.lostParity || this.shape.damaged) && looksLikeCsvRow(bytes, from, to)) {
+      if (this.lostParity) this.finish(false);
+      else this.finishDamaged();
+    }
     if (!this.inEntry) {
       if (!truncated) {
         const r = this.reader;
         r.read(bytes, from, to);
         if (!r.open) {
-          this.emitRow(bytes, offset, next, false, false, from, to);
+          this.emitRow(bytes, offset, next, false, isWrittenRow(r, bytes, from, to) ? ROW : RAW, from, to);
           return;
         }
       }
       this.inEntry = true;
-      this.inQuote = false;
       this.start = offset;
       this.size = 0;
       this.kept = 0;
       this.truncated = false;
       this.lostParity = false;
+      this.shape.begin(bytes, from, to);
     } else {
       this.addPiece(NL, 1);
+      this.shape.next(bytes, from, to);
     }
     this.end = next;
     if (truncated) { this.truncated = true; this.lostParity = true; }
-    let q = this.inQuote;
-    for (let i = from; i < to; i++) if (bytes[i] === QUOTE) q = !q;
-    this.inQuote = q;
     this.addPiece(bytes.subarray(from, to), to - from);
-    if (!q) this.finish(false);
+    if (!this.shape.open) this.finish(false);
   }
 
   private addPiece(piece: Buffer, n: number): void {
@@ -205,22 +142,44 @@ export class CsvAssembler implements EntryAssembler {
     this.kept += piece.length;
   }
 
-  /** Emits the open multi-line entry. */
-  private finish(eof: boolean): void {
-    const pieces = this.pieces;
-    const row = pieces.length === 1 ? pieces[0]! : Buffer.concat(pieces, this.kept);
-    this.pieces = [];
+  private takeEntry(): Buffer {
+    const row = this.pieces.take();
     this.inEntry = false;
-    const open = this.inQuote;
-    this.inQuote = false;
-    this.reader.read(row, 0, row.length);
-    this.emitRow(row, this.start, this.end, this.truncated, eof && open && !this.truncated, 0, row.length);
+    return row;
   }
 
-  private emitRow(b: Buffer, start: number, end: number, truncated: boolean, unterminated: boolean, from: number, to: number): void {
+  /** Emits the open multi-line entry. */
+  private finish(eof: boolean): void {
+    const damaged = this.shape.damaged;
+    const row = this.takeEntry();
+    const r = this.reader;
+    r.read(row, 0, row.length);
+    this.emitRow(row, this.start, this.end, this.truncated, this.finishedAs(damaged, eof, r, row), 0, row.length);
+  }
+
+  private finishedAs(damaged: boolean, eof: boolean, r: CsvRowReader, row: Buffer): EmitAs {
+    // Cut at the cap: what is kept of it is read as far as it goes (counted as truncated).
+    if (this.truncated) return ROW;
+    if (damaged) return RAW;
+    if (eof && this.shape.open) return UNTERMINATED;
+    return isWrittenRow(r, row, 0, row.length) ? ROW : RAW;
+  }
+
+  /** Ends the open entry, damaged, before a line that starts the next row. */
+  private finishDamaged(): void {
+    const row = this.takeEntry();
+    this.emitRow(row, this.start, this.end, this.truncated, RAW, 0, row.length);
+  }
+
+  /**
+   * `how`: ROW, the columns of a complete row; UNTERMINATED, the columns of a row still open
+   * at the end of input (counted malformed); RAW, the bytes as an `UNKNOWN` record (counted
+   * malformed). A row with fewer columns than the message's is always RAW.
+   */
+  private emitRow(b: Buffer, start: number, end: number, truncated: boolean, how: EmitAs, from: number, to: number): void {
     const n = this.reader.count;
     let rec: LogRecord;
-    if (n <= C_MESSAGE) {
+    if (n <= C_MESSAGE || how === RAW) {
       // Not a csvlog row: keep the raw bytes.
       rec = emptyRecord(start, end, UNKNOWN_SEVERITY, b.subarray(from, to));
       this.stats.malformed++;
@@ -268,7 +227,7 @@ export class CsvAssembler implements EntryAssembler {
         rec.leaderPid = this.int(b, C_LEADER);
         rec.queryId = this.str(b, C_QUERYID);
       }
-      if (unterminated) this.stats.malformed++;
+      if (how === UNTERMINATED) this.stats.malformed++;
     }
     rec.truncated = truncated;
     if (truncated) this.stats.truncated++;

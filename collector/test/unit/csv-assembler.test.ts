@@ -1,9 +1,24 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { assemble, checkChunking, checkGarbage, checkResume, fixture, plain } from '../fixtures/asm-harness.ts';
+import { createAssembler } from '../../src/protocol/assembler.ts';
+import { LineSplitter } from '../../src/protocol/line-splitter.ts';
+import type { LogRecord } from '../../src/protocol/record.ts';
 
 const data = fixture('asm-csvlog.csv');
 const stderr = fixture('asm-stderr.log');
+
+/** A csvlog row as PostgreSQL 15 writes it (the review's F6 reproduction). */
+const row = (i: number, msg: string): string => `2024-05-01 10:00:00.${String(i % 1000).padStart(3, '0')} UTC,"app","db",1234,"10.0.0.1:5000",663200a0.4d2,${i},"SELECT",2024-05-01 09:59:00 UTC,3/${i},0,LOG,00000,"${msg.replaceAll('"', '""')}",,,,,,,,,"psql","client backend",,0\n`;
+
+/** Records emitted while `data` is pushed in `chunk`-byte pieces, before end of input (a followed file). */
+function follow(data: Buffer, chunk: number): { live: LogRecord[]; malformed: number } {
+  const live: LogRecord[] = [];
+  const a = createAssembler('csvlog', (r) => live.push(r));
+  const s = new LineSplitter((b, f, t, o, n, tr) => a.pushLine(b, f, t, o, n, tr));
+  for (let i = 0; i < data.length; i += chunk) s.push(data.subarray(i, i + chunk));
+  return { live, malformed: a.stats.malformed };
+}
 
 /** The fields every format must agree on. */
 function common(r: Record<string, unknown>): Record<string, unknown> {
@@ -99,6 +114,44 @@ void describe('csvlog assembler', () => {
     const oneLine = '2024-03-05 10:00:01.001 UTC,"u","d",1,,s.1,1,"",2024-03-05 10:00:00 UTC,,0,LOG,00000,"' + 'b'.repeat(400) + '",,,,,,,,,"a","client backend",,0\n';
     const r2 = assemble('csvlog', Buffer.from(oneLine + next), { maxEntryBytes: 150 });
     assert.deepEqual(r2.records.map((r) => [r.truncated, r.severity]), [[true, 'LOG'], [false, 'LOG']]);
+  });
+
+  void it('a row cut inside a quoted field costs only itself and the row written onto its line; the rest come out as they arrive (review F6)', () => {
+    let good = '';
+    for (let i = 2; i < 2002; i++) good += row(i, `statement ${i}`);
+    const multi = row(1, 'duration: 1.0 ms  statement: SELECT a,\n       b FROM t WHERE x = 1');
+    const cut = multi.slice(0, multi.indexOf('b FROM') + 4); // the write of row 1 stops mid-field
+    const log = Buffer.from(row(0, 'first') + cut + good);
+    const { live, malformed } = follow(log, 4096);
+    // Row 1 and row 2 (appended to row 1's cut line) are one UNKNOWN record; rows 3.. are whole.
+    assert.deepEqual(live.map((r) => r.sessionLine), [0, null, ...Array.from({ length: 1999 }, (_, k) => k + 3)]);
+    assert.equal(live[1]!.severity, 'UNKNOWN');
+    assert.equal(live[1]!.message.toString(), (cut + row(2, 'statement 2')).slice(0, -1));
+    assert.equal(live[2]!.start, live[1]!.end);
+    assert.equal(malformed, 1);
+  });
+
+  void it('a role cannot split its row by logging lines that look like rows, nor make it look damaged', () => {
+    const forged = [
+      row(7, 'forged'),
+      `${row(8, 'x').slice(0, 60)}"`, // odd quotes on a line of its own
+      '2024-05-01 10:00:00.000 UTC,a,b,c,d,e,f,g,h,i,j,k,l,m,n,o,p,q,r,s,t,u,v,w,x,y,z,1,2,3', // more columns than a row
+      '2024-05-01 10:00:00.000 UTC,"a"b,"', // text after a closing quote
+    ].join('\n');
+    const log = Buffer.from(row(1, `RAISE LOG:\n${forged}\nend`) + row(2, forged) + row(3, 'after'));
+    const { records, stats } = assemble('csvlog', log, {});
+    assert.deepEqual(records.map((r) => r.sessionLine), [1, 2, 3]);
+    assert.equal(records[0]!.message.toString(), `RAISE LOG:\n${forged}\nend`);
+    assert.equal(records[1]!.message.toString(), forged);
+    assert.equal(stats.malformed, 0);
+  });
+
+  void it('counts a row that two writes ran together as malformed, raw, without columns of either', () => {
+    const first = row(1, 'one');
+    const log = Buffer.from(first.slice(0, 40) + row(2, 'two') + row(3, 'three'));
+    const { records, stats } = assemble('csvlog', log, {});
+    assert.deepEqual(records.map((r) => [r.severity, r.sessionLine]), [['UNKNOWN', null], ['LOG', 3]]);
+    assert.equal(stats.malformed, 1);
   });
 
   void it('never throws on garbage', () => {
