@@ -10,6 +10,7 @@
  * Pushed chunks must not be modified afterwards: lines (and the records built from them)
  * refer to the chunks' memory.
  */
+import { PieceList } from './piece-list.ts';
 
 /** `bytes[from, to)` is the line without its terminator; `offset` is the stream offset of its
  * first byte, `next` the stream offset just past its terminator. */
@@ -30,8 +31,8 @@ export class LineSplitter {
   private readonly max: number;
   /** Stream offset of the next byte to be pushed. */
   private offset: number;
-  /** Pieces of the pending line (a line that started in an earlier chunk). */
-  private pieces: Buffer[] = [];
+  /** Pieces of the pending line (a line that started in an earlier chunk; however small the chunks, piece-list.ts). */
+  private readonly pieces = new PieceList();
   /** Bytes kept in `pieces` (at most max + 1, so that a final `\r` fits). */
   private kept = 0;
   /** Bytes seen of the pending line, dropped ones included. */
@@ -128,12 +129,8 @@ export class LineSplitter {
   }
 
   private deliver(length: number, next: number, truncated: boolean): void {
-    const pieces = this.pieces;
-    let line: Buffer;
-    if (pieces.length === 1) line = pieces[0]!;
-    else line = Buffer.concat(pieces, this.kept);
+    const line = this.pieces.take();
     const offset = this.lineStart;
-    this.pieces = [];
     this.kept = 0;
     this.pending = 0;
     this.lastByte = -1;

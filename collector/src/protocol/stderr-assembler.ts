@@ -12,6 +12,7 @@
 import { emptyRecord } from './record.ts';
 import type { AssemblerStats, EntryAssembler, LogRecord, RecordSink } from './record.ts';
 import { DEFAULT_MAX_ENTRY_BYTES } from './line-splitter.ts';
+import { PieceList } from './piece-list.ts';
 import type { CompiledPrefix } from './prefix.ts';
 import { FIRST_AUX, SEVERITY_WORDS, SEV_CONTEXT, SEV_DETAIL, SEV_HINT, SEV_LOCATION, SEV_QUERY, SEV_STATEMENT, parseVerboseSqlstate } from './severity.ts';
 
@@ -64,8 +65,8 @@ function takePosition(rec: LogRecord): void {
 
 export class EntryBuilder {
   rec: LogRecord | null = null;
-  /** Per section: nothing, one piece, or pieces to join. */
-  private readonly secs: (Buffer | Buffer[] | null)[] = [];
+  /** Per section: nothing, one piece, or pieces to join (bounded overhead: piece-list.ts). */
+  private readonly secs: (Buffer | PieceList | null)[] = [];
   private used = 0;
   private sec = S_MESSAGE;
   private size = 0;
@@ -118,13 +119,13 @@ export class EntryBuilder {
     this.size = size;
     const cur = this.secs[sec]!;
     if ((this.used & (1 << sec)) === 0) {
-      this.secs[sec] = newline ? [NL, text] : text;
+      this.secs[sec] = newline ? PieceList.of(NL, text) : text;
       this.used |= 1 << sec;
-    } else if (Array.isArray(cur)) {
+    } else if (cur instanceof PieceList) {
       if (newline) cur.push(NL);
       cur.push(text);
     } else {
-      this.secs[sec] = newline ? [cur, NL, text] : [cur, text];
+      this.secs[sec] = newline ? PieceList.of(cur, NL, text) : PieceList.of(cur, text);
     }
   }
 
@@ -153,7 +154,7 @@ export class EntryBuilder {
   private take(sec: number): Buffer {
     const v = this.secs[sec]!;
     this.secs[sec] = null;
-    return Array.isArray(v) ? Buffer.concat(v) : v;
+    return v instanceof PieceList ? v.take() : v;
   }
 }
 
