@@ -1,9 +1,13 @@
 /**
  * The `pglog parse --summary` report: counters of the whole input, events by kind, entries
  * by severity and database, and the top query templates by total time. Pure: fed events
- * and the parser's counters, it holds no I/O and bounded memory per template.
+ * and the parser's counters, it holds no I/O and bounded memory: a byte budget for everything
+ * it keeps (template texts, their histograms, database and severity names), whatever the
+ * log says. Beyond it, new templates share one overflow entry, new names one overflow
+ * name, and tracked templates' percentiles use the samples that fit (histogram.ts).
  */
 import { EVENT_KINDS, type EventKind, type PglogEvent } from '../protocol/events.ts';
+import { stringHeapBytes } from '../protocol/heap-bytes.ts';
 import { DurationStats } from '../stats/histogram.ts';
 import type { ParseCounters } from './log-parser.ts';
 import type { DurationSummary } from '../stats/duration-summary.ts';
@@ -15,8 +19,35 @@ export const TOP_TEMPLATES = 50;
  * without bound (each tracked template costs a few hundred bytes).
  */
 export const MAX_TRACKED_TEMPLATES = 100_000;
+/** Bytes the summary may hold by default (its own accounting, see SummaryBuilder). */
+export const DEFAULT_SUMMARY_BYTES = 64 * 1024 * 1024;
 /** The overflow entry's fingerprint: no real fingerprint (16 hex digits) looks like it. */
 export const OVERFLOW_FINGERPRINT = 'overflow';
+/** The database or severity that names beyond the budget are counted under. */
+export const OVERFLOW_NAME = '(others)';
+/**
+ * Heap of one tracked template besides its query text and histogram buckets: the accumulator,
+ * its DurationStats and Map, the fingerprint and the entry in the templates Map (measured,
+ * heapUsed after GC over 20,000 templates: about 350 bytes).
+ */
+const TEMPLATE_BYTES = 384;
+/** Heap of one histogram bucket (a Map entry of two numbers, with the Map's spare room; measured: about 46). */
+const BUCKET_BYTES = 56;
+/** Heap of one name counted by a Tally besides the name itself (measured: about 85). */
+const NAME_BYTES = 96;
+
+export interface SummaryOptions {
+  /** Distinct templates tracked one by one (default MAX_TRACKED_TEMPLATES). */
+  maxTemplates?: number | undefined;
+  /** Bytes the summary may hold (default DEFAULT_SUMMARY_BYTES). */
+  maxBytes?: number | undefined;
+}
+
+/** The bytes a summary holds, shared by its parts. */
+interface Budget {
+  used: number;
+  readonly max: number;
+}
 
 export interface TemplateSummary extends DurationSummary {
   fingerprint: string;
@@ -46,25 +77,38 @@ interface Count {
 
 /**
  * Counts per key. Consecutive events mostly repeat the last key (one severity, one database,
- * the same string objects), so the last key's count is kept at hand.
+ * the same string objects), so the last key's count is kept at hand. A new key that does not
+ * fit in the budget is counted under OVERFLOW_NAME.
  */
 class Tally {
   private readonly counts = new Map<string, Count>();
   private lastKey: string | null = null;
   private last: Count = { n: 0 };
+  private readonly budget: Budget;
 
-  add(key: string): void {
+  constructor(budget: Budget) {
+    this.budget = budget;
+  }
+
+  add(name: string): void {
+    let key = name;
     if (key === this.lastKey) {
       this.last.n++;
       return;
     }
     let c = this.counts.get(key);
     if (c === undefined) {
+      const cost = NAME_BYTES + stringHeapBytes(key);
+      if (this.budget.used + cost > this.budget.max) key = OVERFLOW_NAME;
+      c = this.counts.get(key);
+    }
+    if (c === undefined) {
       c = { n: 0 };
       this.counts.set(key, c);
+      this.budget.used += NAME_BYTES + stringHeapBytes(key);
     }
     c.n++;
-    this.lastKey = key;
+    this.lastKey = name;
     this.last = c;
   }
 
@@ -81,22 +125,33 @@ export class SummaryBuilder {
   private readonly events = new Float64Array(EVENT_KINDS.length);
   private lastKind = '';
   private lastKindIndex = 0;
-  private readonly severities = new Tally();
-  private readonly databases = new Tally();
+  private readonly budget: Budget;
+  private readonly severities: Tally;
+  private readonly databases: Tally;
   private readonly templates = new Map<string, TemplateAccumulator>();
   private lastFingerprint = '';
   private lastTemplate: TemplateAccumulator | null = null;
   private readonly maxTemplates: number;
 
-  constructor(maxTemplates = MAX_TRACKED_TEMPLATES) {
-    this.maxTemplates = maxTemplates;
+  constructor(options: SummaryOptions = {}) {
+    this.maxTemplates = options.maxTemplates ?? MAX_TRACKED_TEMPLATES;
+    this.budget = { used: 0, max: options.maxBytes ?? DEFAULT_SUMMARY_BYTES };
+    this.severities = new Tally(this.budget);
+    this.databases = new Tally(this.budget);
+  }
+
+  /** Bytes held, by the summary's own accounting (see the module comment). */
+  get bytes(): number {
+    return this.budget.used;
   }
 
   private overflow(): TemplateAccumulator {
     let t = this.templates.get(OVERFLOW_FINGERPRINT);
     if (t === undefined) {
-      t = { query: `(statements of templates beyond the first ${this.maxTemplates})`, calls: 0, durations: new DurationStats() };
+      const query = `(statements of templates beyond the first ${this.templates.size} or the summary's ${this.budget.max} bytes)`;
+      t = { query, calls: 0, durations: new DurationStats() };
       this.templates.set(OVERFLOW_FINGERPRINT, t);
+      this.budget.used += TEMPLATE_BYTES + stringHeapBytes(query);
     }
     return t;
   }
@@ -113,9 +168,11 @@ export class SummaryBuilder {
     if (event.kind !== 'statement') return;
     let template = event.fingerprint === this.lastFingerprint ? this.lastTemplate : this.templates.get(event.fingerprint);
     if (template == null) {
-      if (this.templates.size < this.maxTemplates) {
+      const cost = TEMPLATE_BYTES + stringHeapBytes(event.normalized);
+      if (this.templates.size < this.maxTemplates && this.budget.used + cost <= this.budget.max) {
         template = { query: event.normalized, calls: 0, durations: new DurationStats() };
         this.templates.set(event.fingerprint, template);
+        this.budget.used += cost;
       } else {
         template = this.overflow();
       }
@@ -123,7 +180,12 @@ export class SummaryBuilder {
     this.lastFingerprint = event.fingerprint;
     this.lastTemplate = template;
     template.calls++;
-    if (event.duration_ms !== null) template.durations.add(event.duration_ms);
+    if (event.duration_ms !== null) {
+      const d = template.durations;
+      const buckets = d.bucketCount;
+      d.add(event.duration_ms, this.budget.used + BUCKET_BYTES <= this.budget.max);
+      this.budget.used += (d.bucketCount - buckets) * BUCKET_BYTES;
+    }
   }
 
   build(counters: ParseCounters, top = TOP_TEMPLATES): ParseSummary {
@@ -139,6 +201,8 @@ export class SummaryBuilder {
       malformed: counters.malformed,
       replacements: counters.replacements,
       nul_removed: counters.nulRemoved,
+      oversized: counters.oversized,
+      slow: counters.slow,
       events: eventCounts(this.events),
       severities: sortedObject(this.severities.entries()),
       databases: sortedObject(this.databases.entries()),

@@ -13,6 +13,7 @@ export function latin1(b: Buffer, s: number, e: number): string {
 /**
  * The value made from a field's bytes last time, reused while the bytes stay the same (user,
  * database, session id, backend type ... repeat from line to line): saves an allocation.
+ * Holds at most 64 bytes and a value of that length: longer values are not kept.
  */
 export class FieldCache {
   private readonly bytes = Buffer.alloc(64);
@@ -32,8 +33,7 @@ export class FieldCache {
   string(b: Buffer, s: number, e: number): string {
     if (this.hit(b, s, e)) return this.str!;
     const v = latin1(b, s, e);
-    this.store(b, s, e);
-    this.str = v;
+    if (this.store(b, s, e)) this.str = v;
     return v;
   }
 
@@ -41,17 +41,27 @@ export class FieldCache {
     if (this.hit(b, s, e)) return this.buf!;
     // A copy: the cached value must not keep the whole chunk alive.
     const v = Buffer.from(b.subarray(s, e));
-    this.store(b, s, e);
-    this.buf = v;
+    if (this.store(b, s, e)) this.buf = v;
     return v;
   }
 
-  private store(b: Buffer, s: number, e: number): void {
+  /**
+   * Remembers b[s, e) as the bytes of the value about to be kept; false (and nothing kept,
+   * not even the previous value) when they are longer than the cache: a field of the log can
+   * be megabytes long, and one kept per field and stream would add up.
+   */
+  private store(b: Buffer, s: number, e: number): boolean {
     const n = e - s;
     const c = this.bytes;
-    if (n > c.length) { this.len = -1; return; }
+    if (n > c.length) {
+      this.len = -1;
+      this.str = null;
+      this.buf = null;
+      return false;
+    }
     // A loop: for a few bytes, much cheaper than the native copy.
     for (let i = 0; i < n; i++) c[i] = b[s + i]!;
     this.len = n;
+    return true;
   }
 }

@@ -3,6 +3,11 @@
  * deviation (Welford's online algorithm), and percentiles from log-scaled buckets whose
  * width is 1% of their value, so a percentile is within 1% of the exact one whatever the
  * number of samples. A summary of a 50 GB log costs the same memory as one of 50 MB.
+ *
+ * Memory: one Map entry per bucket in use, at most about 72,000 whatever the values (the
+ * whole range of a double). A caller with a byte budget can refuse new buckets
+ * (`add(value, false)`): the value still counts in count, sum, min, max, mean and standard
+ * deviation, and percentiles are then taken over the samples that have a bucket.
  */
 
 /** Relative width of a bucket: percentiles are exact to within this factor. */
@@ -20,8 +25,16 @@ export class DurationStats {
   private m2 = 0;
   /** Bucket index to count; sparse because one template's durations cluster in few buckets. */
   private readonly buckets = new Map<number, number>();
+  /** Samples counted in a bucket (all of them unless new buckets were refused). */
+  private bucketed = 0;
 
-  add(value: number): void {
+  /** Buckets in use (each a Map entry: what the histogram costs). */
+  get bucketCount(): number {
+    return this.buckets.size;
+  }
+
+  /** Adds a sample; with `newBucket` false, a sample whose bucket is not in use yet gets none (see the module comment). */
+  add(value: number, newBucket = true): void {
     if (!Number.isFinite(value) || value < 0) return;
     this.count++;
     this.sum += value;
@@ -31,7 +44,10 @@ export class DurationStats {
     this.mean += delta / this.count;
     this.m2 += delta * (value - this.mean);
     const index = bucketOf(value);
-    this.buckets.set(index, (this.buckets.get(index) ?? 0) + 1);
+    const inBucket = this.buckets.get(index);
+    if (inBucket === undefined && !newBucket) return;
+    this.buckets.set(index, (inBucket ?? 0) + 1);
+    this.bucketed++;
   }
 
   /** Adds another accumulator's samples, as if they had been added here. */
@@ -45,6 +61,7 @@ export class DurationStats {
     this.sum += other.sum;
     this.min = Math.min(this.min, other.min);
     this.max = Math.max(this.max, other.max);
+    this.bucketed += other.bucketed;
     for (const [index, n] of other.buckets) this.buckets.set(index, (this.buckets.get(index) ?? 0) + n);
   }
 
@@ -60,7 +77,8 @@ export class DurationStats {
   /** The q-quantile (0 < q <= 1), nearest-rank, clamped to the exact min and max. */
   quantile(q: number): number {
     if (this.count === 0) return 0;
-    const rank = Math.max(1, Math.ceil(q * this.count));
+    if (this.bucketed === 0) return this.max;
+    const rank = Math.max(1, Math.ceil(q * this.bucketed));
     const indexes = [...this.buckets.keys()].sort((a, b) => a - b);
     let seen = 0;
     for (const index of indexes) {

@@ -26,7 +26,7 @@ test('templates are aggregated by fingerprint and sorted by total time', () => {
 });
 
 test('beyond the tracked templates, new ones share one overflow entry (bounded memory)', () => {
-  const s = new SummaryBuilder(3);
+  const s = new SummaryBuilder({ maxTemplates: 3 });
   for (let i = 0; i < 10; i++) s.add(statement(`SELECT * FROM t${i}`, 1));
   s.add(statement('SELECT * FROM t0', 1));
   const { templates } = s.build(ZERO_COUNTERS);
