@@ -2,19 +2,20 @@
  * Follows DIR/desired.json: fs.watch on DIR for a prompt reaction to the collector's rename,
  * and a poll as the fallback (watches miss events on some file systems and across a
  * directory replaced under them). A file that does not parse keeps the previous state; the
- * error is reported until a good file arrives.
+ * error is reported until a good file arrives. A file that parses may still refuse single
+ * entries (see parseDesiredState): those come with the state.
  */
 import { watch, type FSWatcher } from 'node:fs';
 import { readFile } from 'node:fs/promises';
-import { DESIRED_FILE, parseDesiredState, type DesiredState } from './protocol.ts';
+import { DESIRED_FILE, DesiredStateError, parseDesiredState, type ParsedDesiredState } from './protocol.ts';
 
 export const DESIRED_POLL_MS = 500;
 
 export interface DesiredEvents {
-  /** A new desired state parsed. */
-  onDesired(state: DesiredState): void;
-  /** The file changed and cannot be applied (null: the last file was good). */
-  onError(message: string | null): void;
+  /** A new desired state parsed (its wrong entries refused one by one, in `state.refused`). */
+  onDesired(state: ParsedDesiredState): void;
+  /** The file changed and cannot be applied (null: the last file was good); `generation` is the refused file's, when known. */
+  onError(message: string | null, generation?: number | null): void;
 }
 
 export class DesiredWatcher {
@@ -87,11 +88,11 @@ export class DesiredWatcher {
         this.seen = true;
         if (text === this.lastText || this.closed) continue;
         this.lastText = text;
-        let state: DesiredState;
+        let state: ParsedDesiredState;
         try {
           state = parseDesiredState(text);
         } catch (e) {
-          this.events.onError(`${(e as Error).message}; keeping the previous state`);
+          this.events.onError(`${(e as Error).message}; keeping the previous state`, e instanceof DesiredStateError ? e.generation : null);
           continue;
         }
         this.events.onError(null);

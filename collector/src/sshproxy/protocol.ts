@@ -155,8 +155,17 @@ export interface SidecarStatus {
   updatedAt: string;
   /** The generation of desired.json last applied (-1 before the first). */
   appliedGeneration: number;
-  /** Why desired.json could not be applied, if it could not (the previous state stays). */
+  /** Why desired.json could not be applied at all, if it could not (the previous state stays). */
   desiredError?: string;
+  /** The generation of that refused file, when it could be read: the collector fails the streams it holds. */
+  desiredErrorGeneration?: number;
+  /**
+   * Servers of the applied desired.json that were refused (CONFIG_INVALID, with why). Their
+   * streams and forwards are reported `failed` under their own ids; everything else was applied.
+   */
+  refusedServers?: Record<string, StatusError>;
+  /** Entries that were refused and cannot be reported under an id (no valid one, or listed twice). */
+  refusedEntries?: string[];
   masters: MasterStatus[];
   streams: Record<string, StreamStatus>;
   /** Every forward in the applied desired.json (absent in a status written before forwards existed). */
@@ -206,76 +215,197 @@ export function streamFifos(id: string): { out: string; err: string } {
 }
 
 /**
- * The `id` and `server` of a stream or forward entry: the id valid (`rule` says how) and not
- * listed before in `seen` (added to it), the server one of `servers`.
+ * The one rule for an SSH user name, shared by the targets loader, the CRD (`spec.user`'s
+ * pattern, same text) and the sidecar: no leading '-' (it would read as an option wherever
+ * the name is not behind `-l`), no blank and no control character. Anything else is passed to
+ * OpenSSH as `-l USER`, which takes it as is: `alice@corp.example.com` (AD/SSSD) included.
  */
-function entryIdentity(r: Record<string, unknown>, where: string, seen: Set<string>, servers: ReadonlySet<string>, valid: (id: string) => boolean, rule: string): { id: string; server: string } {
-  const id = string(r['id'], `${where}.id`);
-  if (!valid(id)) throw new Error(`${where}.id: ${JSON.stringify(id)} is not ${rule}`);
-  if (seen.has(id)) throw new Error(`${where}.id: ${id} is listed twice`);
-  seen.add(id);
-  const server = string(r['server'], `${where}.server`);
-  if (!servers.has(server)) throw new Error(`${where}.server: no server named ${server}`);
-  return { id, server };
+export const SSH_USER_PATTERN = '^[^\\x00-\\x20\\x7f-][^\\x00-\\x20\\x7f]*$';
+const SSH_USER = new RegExp(SSH_USER_PATTERN);
+
+/** Why `user` cannot be an SSH user name, or null (see SSH_USER_PATTERN). */
+export function sshUserProblem(user: string): string | null {
+  if (user === '') return 'must not be empty';
+  if (SSH_USER.test(user)) return null;
+  return user.startsWith('-') ? 'must not start with "-"' : 'must not contain whitespace or control characters';
+}
+
+/** A field of desired.json that is wrong: in an entry, that entry alone is refused with this message. */
+class FieldError extends Error {}
+
+/** desired.json as a whole cannot be applied; `generation` is its generation when it has one. */
+export class DesiredStateError extends Error {
+  readonly generation: number | null;
+
+  constructor(message: string, generation: number | null) {
+    super(message);
+    this.generation = generation;
+  }
 }
 
 /**
- * Parses and validates desired.json; throws an Error saying what is wrong and where. The
- * sidecar keeps its previous state when this throws (a half-written file never gets here:
- * the collector renames it into place).
+ * Entries the sidecar refused, each with why; the rest of desired.json was applied. Streams and
+ * forwards of a refused server are refused with it.
  */
-export function parseDesiredState(text: string): DesiredState {
+export interface DesiredRefusals {
+  servers: Record<string, StatusError>;
+  streams: Record<string, { server: string; error: StatusError }>;
+  forwards: Record<string, { server: string; remoteSocket: string; port: number; error: StatusError }>;
+  /** Entries without a usable name or id (or listed twice), described by their place in the file. */
+  unnamed: string[];
+}
+
+/** desired.json as the sidecar applies it: the valid entries, and what it refused. */
+export interface ParsedDesiredState extends DesiredState {
+  refused: DesiredRefusals;
+}
+
+const refusal = (message: string): StatusError => ({ code: 'CONFIG_INVALID', message });
+
+/**
+ * Parses and validates desired.json, entry by entry: a wrong server, stream or forward is
+ * refused alone (in `refused`, with what is wrong and where) and every other entry applies, so
+ * one target's bad field never stops the sidecar for the other targets of the pod. Only a file
+ * that is not a desired state at all (not JSON, another version, no generation, a list that is
+ * not a list) throws; the sidecar then keeps its previous state (a half-written file never gets
+ * here: the collector renames it into place).
+ */
+export function parseDesiredState(text: string): ParsedDesiredState {
   let raw: unknown;
   try {
     raw = JSON.parse(text);
   } catch (e) {
-    throw new Error(`${DESIRED_FILE}: not JSON: ${(e as Error).message}`);
+    throw new DesiredStateError(`${DESIRED_FILE}: not JSON: ${(e as Error).message}`, null);
   }
-  const o = record(raw, DESIRED_FILE);
-  if (o['version'] !== PROTOCOL_VERSION) throw new Error(`${DESIRED_FILE}: version must be ${PROTOCOL_VERSION}, got ${JSON.stringify(o['version'])}`);
-  const generation = integer(o['generation'], `${DESIRED_FILE}: generation`, 0);
-  const servers = array(o['servers'], `${DESIRED_FILE}: servers`).map((s, i) => parseServer(s, `${DESIRED_FILE}: servers[${i}]`));
+  const g = (raw as { generation?: unknown } | null)?.generation;
+  const fileGeneration = typeof g === 'number' && Number.isSafeInteger(g) ? g : null;
+  let generation: number, rawServers: unknown[], rawStreams: unknown[], rawForwards: unknown[];
+  try {
+    const o = record(raw, DESIRED_FILE);
+    if (o['version'] !== PROTOCOL_VERSION) throw new FieldError(`${DESIRED_FILE}: version must be ${PROTOCOL_VERSION}, got ${JSON.stringify(o['version'])}`);
+    generation = integer(o['generation'], `${DESIRED_FILE}: generation`, 0);
+    rawServers = array(o['servers'], `${DESIRED_FILE}: servers`);
+    rawStreams = array(o['streams'], `${DESIRED_FILE}: streams`);
+    rawForwards = o['forwards'] === undefined ? [] : array(o['forwards'], `${DESIRED_FILE}: forwards`);
+  } catch (e) {
+    throw e instanceof FieldError ? new DesiredStateError(e.message, fileGeneration) : e;
+  }
+  const refused: DesiredRefusals = { servers: {}, streams: {}, forwards: {}, unnamed: [] };
+
+  const servers: DesiredServer[] = [];
   const names = new Set<string>();
-  for (const s of servers) {
-    if (names.has(s.name)) throw new Error(`${DESIRED_FILE}: server ${s.name} is listed twice`);
-    names.add(s.name);
+  for (const [i, value] of rawServers.entries()) {
+    const where = `${DESIRED_FILE}: servers[${i}]`;
+    const name = serverName(value);
+    if (name === null) refused.unnamed.push(messageOf(() => parseServer(value, where), `${where}.name is not 1-100 characters of [A-Za-z0-9_.-]`));
+    else if (names.has(name) || Object.hasOwn(refused.servers, name)) refused.unnamed.push(`${where}: server ${name} is listed twice`);
+    else {
+      const problem = messageOf(() => servers.push(parseServer(value, where)), null);
+      if (problem === null) names.add(name);
+      else refused.servers[name] = refusal(problem);
+    }
   }
+
+  const streams: DesiredStream[] = [];
   const ids = new Set<string>();
-  const streams = array(o['streams'], `${DESIRED_FILE}: streams`).map((s, i) => {
+  for (const [i, s] of rawStreams.entries()) {
     const where = `${DESIRED_FILE}: streams[${i}]`;
-    const r = record(s, where);
-    const { id, server } = entryIdentity(r, where, ids, names, isValidStreamId, '1-80 characters of [A-Za-z0-9_.-]');
-    const command = string(r['command'], `${where}.command`);
-    if (command === '') throw new Error(`${where}.command is empty`);
-    return { id, server, command };
-  });
+    const entry = entryIdentity(s, where, ids, isValidStreamId, '1-80 characters of [A-Za-z0-9_.-]', refused);
+    if (entry === null) continue;
+    const { id, server, r } = entry;
+    const problem = serverProblem(server, where, names, refused) ?? messageOf(() => {
+      if (string(r['command'], `${where}.command`) === '') throw new FieldError(`${where}.command is empty`);
+    }, null);
+    if (problem !== null) refused.streams[id] = { server, error: refusal(problem) };
+    else streams.push({ id, server, command: r['command'] as string });
+  }
+
+  const forwards: DesiredForward[] = [];
   const forwardIds = new Set<string>();
-  const forwards = (o['forwards'] === undefined ? [] : array(o['forwards'], `${DESIRED_FILE}: forwards`)).map((f, i) => {
+  for (const [i, f] of rawForwards.entries()) {
     const where = `${DESIRED_FILE}: forwards[${i}]`;
-    const r = record(f, where);
-    const { id, server } = entryIdentity(r, where, forwardIds, names, isValidForwardId, '1-16 characters of [A-Za-z0-9_-]');
-    const remoteSocket = string(r['remoteSocket'], `${where}.remoteSocket`);
-    const problem = remoteSocketProblem(remoteSocket);
-    if (problem !== null) throw new Error(`${where}.remoteSocket: ${JSON.stringify(remoteSocket)} ${problem}`);
-    return { id, server, remoteSocket, port: integer(r['port'], `${where}.port`, 1, 65535) };
-  });
-  return { version: PROTOCOL_VERSION, generation, servers, streams, forwards };
+    const entry = entryIdentity(f, where, forwardIds, isValidForwardId, '1-16 characters of [A-Za-z0-9_-]', refused);
+    if (entry === null) continue;
+    const { id, server, r } = entry;
+    let forward: DesiredForward | undefined;
+    const problem = serverProblem(server, where, names, refused) ?? messageOf(() => {
+      const remoteSocket = string(r['remoteSocket'], `${where}.remoteSocket`);
+      const socketProblem = remoteSocketProblem(remoteSocket);
+      if (socketProblem !== null) throw new FieldError(`${where}.remoteSocket: ${JSON.stringify(remoteSocket)} ${socketProblem}`);
+      forward = { id, server, remoteSocket, port: integer(r['port'], `${where}.port`, 1, 65535) };
+    }, null);
+    if (forward !== undefined) forwards.push(forward);
+    else {
+      const remoteSocket = typeof r['remoteSocket'] === 'string' ? r['remoteSocket'] : '';
+      const port = typeof r['port'] === 'number' ? r['port'] : 0;
+      refused.forwards[id] = { server, remoteSocket, port, error: refusal(problem ?? `${where} is refused`) };
+    }
+  }
+  return { version: PROTOCOL_VERSION, generation, servers, streams, forwards, refused };
+}
+
+/** The message of the FieldError `check` throws, `fallback` when it throws none; other errors pass. */
+function messageOf(check: () => unknown, fallback: string): string;
+function messageOf(check: () => unknown, fallback: null): string | null;
+function messageOf(check: () => unknown, fallback: string | null): string | null {
+  try {
+    check();
+  } catch (e) {
+    if (e instanceof FieldError) return e.message;
+    throw e;
+  }
+  return fallback;
+}
+
+/** A server entry's name when it is one the status can report it under, else null. */
+function serverName(value: unknown): string | null {
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) return null;
+  const name = (value as Record<string, unknown>)['name'];
+  return typeof name === 'string' && FILE_NAME.test(name) ? name : null;
+}
+
+/** Why a stream or forward cannot go to `server` (unknown or itself refused), or null. */
+function serverProblem(server: string, where: string, names: ReadonlySet<string>, refused: DesiredRefusals): string | null {
+  const serverRefusal = refused.servers[server];
+  if (serverRefusal !== undefined) return `${where}.server: server ${server} is refused: ${serverRefusal.message}`;
+  return names.has(server) ? null : `${where}.server: no server named ${server}`;
+}
+
+/**
+ * The `id` and `server` of a stream or forward entry, or null (the entry is then refused in
+ * `refused.unnamed`) when it has no valid id (`rule` says what one is), an id listed before
+ * in `seen` (added to it), or no server name.
+ */
+function entryIdentity(value: unknown, where: string, seen: Set<string>, valid: (id: string) => boolean, rule: string, refused: DesiredRefusals): { id: string; server: string; r: Record<string, unknown> } | null {
+  try {
+    const r = record(value, where);
+    const id = string(r['id'], `${where}.id`);
+    if (!valid(id)) throw new FieldError(`${where}.id: ${JSON.stringify(id)} is not ${rule}`);
+    if (seen.has(id)) throw new FieldError(`${where}.id: ${id} is listed twice`);
+    seen.add(id);
+    return { id, server: string(r['server'], `${where}.server`), r };
+  } catch (e) {
+    if (!(e instanceof FieldError)) throw e;
+    refused.unnamed.push(e.message);
+    return null;
+  }
 }
 
 function parseServer(value: unknown, where: string): DesiredServer {
   const r = record(value, where);
   const fileName = (v: unknown, field: string): string => {
     const s = string(v, `${where}.${field}`);
-    if (!FILE_NAME.test(s) || s === '.' || s === '..') throw new Error(`${where}.${field}: ${JSON.stringify(s)} is not a plain file name in ${KEYS_DIR}/`);
+    if (!FILE_NAME.test(s) || s === '.' || s === '..') throw new FieldError(`${where}.${field}: ${JSON.stringify(s)} is not a plain file name in ${KEYS_DIR}/`);
     return s;
   };
   const name = string(r['name'], `${where}.name`);
-  if (!FILE_NAME.test(name)) throw new Error(`${where}.name: ${JSON.stringify(name)} is not 1-100 characters of [A-Za-z0-9_.-]`);
+  if (!FILE_NAME.test(name)) throw new FieldError(`${where}.name: ${JSON.stringify(name)} is not 1-100 characters of [A-Za-z0-9_.-]`);
   const host = string(r['host'], `${where}.host`);
   // Never let a host or user become an ssh option.
-  if (host === '' || host.startsWith('-') || /\s/.test(host)) throw new Error(`${where}.host: ${JSON.stringify(host)} is not a host name or address`);
+  if (host === '' || host.startsWith('-') || /\s/.test(host)) throw new FieldError(`${where}.host: ${JSON.stringify(host)} is not a host name or address`);
   const user = string(r['user'], `${where}.user`);
-  if (user === '' || user.startsWith('-') || /[\s@]/.test(user)) throw new Error(`${where}.user: ${JSON.stringify(user)} is not a user name`);
+  const userProblem = sshUserProblem(user);
+  if (userProblem !== null) throw new FieldError(`${where}.user: ${JSON.stringify(user)} is not an SSH user name: it ${userProblem}`);
   return {
     name,
     host,
@@ -302,21 +432,21 @@ export function parseSidecarStatus(text: string): SidecarStatus {
 }
 
 function record(v: unknown, where: string): Record<string, unknown> {
-  if (typeof v !== 'object' || v === null || Array.isArray(v)) throw new Error(`${where} must be an object`);
+  if (typeof v !== 'object' || v === null || Array.isArray(v)) throw new FieldError(`${where} must be an object`);
   return v as Record<string, unknown>;
 }
 
 function array(v: unknown, where: string): unknown[] {
-  if (!Array.isArray(v)) throw new Error(`${where} must be a list`);
+  if (!Array.isArray(v)) throw new FieldError(`${where} must be a list`);
   return v;
 }
 
 function string(v: unknown, where: string): string {
-  if (typeof v !== 'string') throw new Error(`${where} must be a string`);
+  if (typeof v !== 'string') throw new FieldError(`${where} must be a string`);
   return v;
 }
 
 function integer(v: unknown, where: string, min: number, max = Number.MAX_SAFE_INTEGER): number {
-  if (typeof v !== 'number' || !Number.isInteger(v) || v < min || v > max) throw new Error(`${where} must be an integer in ${min}..${max}, got ${JSON.stringify(v)}`);
+  if (typeof v !== 'number' || !Number.isInteger(v) || v < min || v > max) throw new FieldError(`${where} must be an integer in ${min}..${max}, got ${JSON.stringify(v)}`);
   return v;
 }

@@ -4,6 +4,10 @@
  * and reports in status.json. SQL forwards (forwards.ts) ride on the slot-0 masters. The
  * protocol is in protocol.ts; docs/sshproxy.md tells the story.
  *
+ * A wrong entry of desired.json (a server whose user would be an ssh option, a stream of an
+ * unknown server ...) is refused alone: reported in status.json (`failed` with CONFIG_INVALID
+ * under its id, `refusedServers`), never run, while every other entry is applied.
+ *
  * Every event (a new desired state, a master up or down, a stream that ended) marks the state
  * dirty; one reconcile pass per turn of the event loop computes a plan from a snapshot and
  * carries it out. Stopping masters and killing streams take time; they are tracked so that a
@@ -17,7 +21,9 @@ import { DesiredWatcher, DESIRED_POLL_MS } from './desired-watcher.ts';
 import { Forwards, type UpMaster } from './forwards.ts';
 import { DEFAULT_MASTER_BACKOFF, SshMaster, type MasterBackoffOptions } from './master-process.ts';
 import { dirTooLong } from './openssh-args.ts';
-import { HEARTBEAT_MS, PROTOCOL_VERSION, STATUS_FILE, type DesiredState, type MasterState, type MasterStatus, type SidecarStatus, type StreamStatus } from './protocol.ts';
+import {
+  forwardDir, HEARTBEAT_MS, PROTOCOL_VERSION, STATUS_FILE, type DesiredRefusals, type DesiredState, type ForwardStatus, type MasterState, type MasterStatus, type SidecarStatus, type StreamStatus,
+} from './protocol.ts';
 import { EMPTY_DESIRED, reconcile, type Plan, type Snapshot } from './reconcile.ts';
 import { cleanStaleDir, PidsFile, prepareDir, writeFileAtomic } from './sidecar-files.ts';
 import { StreamRun } from './stream-process.ts';
@@ -57,6 +63,10 @@ export class Sidecar {
   private readonly watcher: DesiredWatcher;
   private desired: DesiredState = EMPTY_DESIRED;
   private desiredError: string | undefined;
+  private desiredErrorGeneration: number | null = null;
+  /** The entries of the applied desired.json that were refused (reported, never run). */
+  private refused: DesiredRefusals = { servers: {}, streams: {}, forwards: {}, unnamed: [] };
+  private loggedRefusals = new Set<string>();
   private readonly masters = new Map<string, SshMaster>();
   private readonly streams = new Map<string, StreamRun>();
   private readonly forwards: Forwards;
@@ -82,14 +92,26 @@ export class Sidecar {
     this.sessionLingerMs = options.sessionLingerMs ?? DEFAULT_SESSION_LINGER_MS;
     this.watcher = new DesiredWatcher(dir, {
       onDesired: (state) => {
-        this.desired = state;
+        const { refused, ...desired } = state;
+        this.desired = desired;
+        this.refused = refused;
         this.log.debug({ generation: state.generation, servers: state.servers.length, streams: state.streams.length, forwards: state.forwards.length }, 'desired state applied');
+        // Each refusal is logged once, not with every later file that still holds it (the
+        // collector rewrites desired.json on every stream change); status.json always has it.
+        const messages = new Set([...Object.values(refused.servers).map((e) => e.message), ...Object.values(refused.streams).map((e) => e.error.message),
+          ...Object.values(refused.forwards).map((e) => e.error.message), ...refused.unnamed]);
+        for (const message of messages) {
+          if (!this.loggedRefusals.has(message)) this.log.warn({ code: 'CONFIG_INVALID', generation: state.generation }, `${message}; this entry is refused, the others are applied`);
+        }
+        this.loggedRefusals = messages;
         this.changed();
       },
-      onError: (message) => {
-        if (message === this.desiredError || (message === null && this.desiredError === undefined)) return;
+      onError: (message, generation) => {
+        const refusedGeneration = message === null ? null : generation ?? null;
+        if ((message ?? undefined) === this.desiredError && refusedGeneration === this.desiredErrorGeneration) return;
+        if (message !== null && message !== this.desiredError) this.log.warn({ code: 'CONFIG_INVALID' }, message);
         this.desiredError = message ?? undefined;
-        if (message !== null) this.log.warn({ code: 'CONFIG_INVALID' }, message);
+        this.desiredErrorGeneration = refusedGeneration;
         this.statusChanged();
       },
     }, options.pollMs ?? DESIRED_POLL_MS);
@@ -160,6 +182,15 @@ export class Sidecar {
       const error = s.state === 'failed' ? s.error : state === 'waiting' && master?.state !== 'up' ? master?.error : undefined;
       streams[s.id] = { state, server: s.server, exitCode: s.exitCode, signal: s.signal, ...(error === undefined ? {} : { error }) };
     }
+    for (const [id, r] of Object.entries(this.refused.streams)) streams[id] = { state: 'failed', server: r.server, exitCode: null, signal: null, error: r.error };
+    const forwards: Record<string, ForwardStatus> = this.forwards.status((server) => {
+      const m = this.masters.get(masterKey(server, 0));
+      return m?.state === 'up' ? undefined : m?.error;
+    });
+    for (const [id, r] of Object.entries(this.refused.forwards)) {
+      forwards[id] = { state: 'failed', server: r.server, remoteSocket: r.remoteSocket, port: r.port, localDir: `${this.dir}/${forwardDir(id)}`, error: r.error };
+    }
+    const { servers: refusedServers, unnamed } = this.refused;
     return {
       version: PROTOCOL_VERSION,
       instance: this.instance,
@@ -168,12 +199,12 @@ export class Sidecar {
       updatedAt: new Date().toISOString(),
       appliedGeneration: this.desired.generation,
       ...(this.desiredError === undefined ? {} : { desiredError: this.desiredError }),
+      ...(this.desiredError === undefined || this.desiredErrorGeneration === null ? {} : { desiredErrorGeneration: this.desiredErrorGeneration }),
+      ...(Object.keys(refusedServers).length === 0 ? {} : { refusedServers }),
+      ...(unnamed.length === 0 ? {} : { refusedEntries: unnamed }),
       masters,
       streams,
-      forwards: this.forwards.status((server) => {
-        const m = this.masters.get(masterKey(server, 0));
-        return m?.state === 'up' ? undefined : m?.error;
-      }),
+      forwards,
     };
   }
 

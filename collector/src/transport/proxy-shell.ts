@@ -7,9 +7,10 @@
  * FIFOs exist, the ssh client waits to open them), both read ends are opened without the
  * threadpool (fifo-reader.ts) and the command starts. Its exit status comes from status.json.
  *
- * Failure while waiting for the start: a master that reports a lasting refusal (changed or
- * unknown host key, refused key) fails the spawn at once with that code; a master that cannot
- * connect fails it after `startTimeoutMs`. A sidecar that goes away fails everything with
+ * Failure while waiting for the start: a stream the sidecar refused (its server's entry is
+ * wrong: CONFIG_INVALID, see sshproxy/protocol.ts) or a master that reports a lasting refusal
+ * (changed or unknown host key, refused key) fails the spawn at once with that code; a master
+ * that cannot connect fails it after `startTimeoutMs`. A sidecar that goes away fails everything with
  * SIDECAR_UNAVAILABLE.
  */
 import type { Readable } from 'node:stream';
@@ -107,7 +108,12 @@ export class ProxyShell implements RemoteShell {
         const gone = sidecarGone(client, instance);
         if (gone !== null) return finish(new PglogError('SIDECAR_UNAVAILABLE', `${this.o.server}: ${gone}`));
         const st = client.streamStatus(id);
-        if (st === null) return;
+        if (st === null) {
+          // Never reported because the sidecar refused the whole file holding it.
+          const refused = client.desiredRefusal('stream', id);
+          if (refused !== null) finish(this.errorOf(refused, 'the sidecar refused desired.json'));
+          return;
+        }
         if (st.state === 'running' || st.state === 'exited') return finish();
         if (st.state === 'failed') return finish(this.errorOf(st.error, `the sidecar could not start the command`));
         // Waiting for the master: a lasting refusal will not heal by waiting.

@@ -13,6 +13,12 @@
  * process that started it says so (`markGone`, standalone mode). Every stream waiting on it
  * then fails with SIDECAR_UNAVAILABLE, and the streams resume from their own offsets.
  *
+ * A wrong entry (a server whose user the sidecar refuses, say) is refused by the sidecar alone:
+ * it reports the entry's streams and forwards `failed` with CONFIG_INVALID, and the waits
+ * (proxy-shell.ts, sidecar-forward.ts) fail at once with that code; the other targets of the
+ * pod carry on. A whole desired.json refused (`desiredError`) fails the streams and forwards
+ * it holds the same way (`desiredRefusal`).
+ *
  * SQL forwards (`forward`, sidecar-forward.ts) are lasting state instead: one per server,
  * remote socket and port, kept in desired.json until removed, re-established by the sidecar
  * whenever the server's master comes up again.
@@ -24,7 +30,7 @@ import { join } from 'node:path';
 import { PglogError } from '../errors.ts';
 import {
   CONTROL_DIR, DESIRED_FILE, KEYS_DIR, parseSidecarStatus, PROTOCOL_VERSION, remoteSocketProblem, STALE_STATUS_MS, STATUS_FILE, STREAMS_DIR,
-  type DesiredForward, type DesiredServer, type DesiredState, type DesiredStream, type SidecarStatus, type StreamStatus,
+  type DesiredForward, type DesiredServer, type DesiredState, type DesiredStream, type SidecarStatus, type StatusError, type StreamStatus,
 } from '../sshproxy/protocol.ts';
 import { DEFAULT_FORWARD_TIMEOUT_MS, forwardId, waitForwardReady } from './sidecar-forward.ts';
 
@@ -62,6 +68,8 @@ export class SidecarClient {
   private readonly forwards = new Map<string, DesiredForward>();
   /** The desired.json generation that first held each forward: older statuses say nothing about it. */
   private readonly forwardGenerations = new Map<string, number>();
+  /** The same for streams: a refusal of that generation's file (or a later one) is the stream's. */
+  private readonly streamGenerations = new Map<string, number>();
   /**
    * Starts at the clock, not at 0: a restarted collector's generations stay above those the
    * running sidecar applied from its predecessor, so an old status never passes for a new one.
@@ -147,7 +155,7 @@ export class SidecarClient {
   async removeServer(name: string): Promise<void> {
     const server = this.servers.get(name);
     if (server === undefined) return;
-    for (const [id, stream] of this.streams) if (stream.server === name) this.streams.delete(id);
+    for (const [id, stream] of this.streams) if (stream.server === name) this.removeStream(id);
     for (const [id, f] of this.forwards) if (f.server === name) this.deleteForward(id);
     this.servers.delete(name);
     this.scheduleWrite();
@@ -167,6 +175,7 @@ export class SidecarClient {
 
   /** Withdraws a stream: the sidecar stops its command and removes its FIFOs. */
   removeStream(id: string): void {
+    this.streamGenerations.delete(id);
     if (this.streams.delete(id)) this.scheduleWrite();
   }
 
@@ -213,6 +222,18 @@ export class SidecarClient {
     return this.current?.streams[id] ?? null;
   }
 
+  /**
+   * Why the sidecar refused the whole desired.json that holds this stream or forward (it then
+   * never reports the entry at all), as CONFIG_INVALID; null when it did not. An entry the
+   * sidecar refused alone is reported `failed` under its own id instead (streamStatus).
+   */
+  desiredRefusal(kind: 'stream' | 'forward', id: string): StatusError | null {
+    const generation = (kind === 'stream' ? this.streamGenerations : this.forwardGenerations).get(id);
+    const s = this.current;
+    if (generation === undefined || s === null || s.desiredError === undefined || s.desiredErrorGeneration === undefined) return null;
+    return s.desiredErrorGeneration >= generation ? { code: 'CONFIG_INVALID', message: s.desiredError } : null;
+  }
+
   /** Calls `listener` after every status read and availability change; returns the unsubscribe. */
   onChange(listener: Listener): () => void {
     this.listeners.add(listener);
@@ -230,6 +251,7 @@ export class SidecarClient {
     this.watcher?.close();
     if (this.poller !== null) clearInterval(this.poller);
     this.streams.clear();
+    this.streamGenerations.clear();
     for (const id of [...this.forwards.keys()]) this.deleteForward(id);
     this.scheduleWrite();
     await this.flushed().catch(() => undefined);
@@ -274,6 +296,9 @@ export class SidecarClient {
     // Only forwards still wanted: one removed during the write must not get a generation.
     for (const f of state.forwards) {
       if (this.forwards.get(f.id) === f && !this.forwardGenerations.has(f.id)) this.forwardGenerations.set(f.id, state.generation);
+    }
+    for (const st of state.streams) {
+      if (this.streams.get(st.id) === st && !this.streamGenerations.has(st.id)) this.streamGenerations.set(st.id, state.generation);
     }
     this.notify();
   }

@@ -60,6 +60,9 @@ export function waitForwardReady(w: ForwardWait): Promise<string> {
         waitingFor = client.unavailableReason();
         return;
       }
+      // A whole desired.json refused is never applied: its generation would be waited for in vain.
+      const refused = client.desiredRefusal('forward', spec.id);
+      if (refused !== null) return finish({ error: errorOf(what, refused, 'the sidecar refused desired.json') });
       const status = client.status;
       if (status === null || status.appliedGeneration < generation) {
         waitingFor = `the sidecar to apply desired.json generation ${generation}`;

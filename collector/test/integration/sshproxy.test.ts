@@ -11,7 +11,7 @@
  * (e) sshd stopped and started: the master backs off and comes back, new streams run;
  * (f) a stream removed from desired.json: its process group is killed, its FIFOs removed;
  * (g) a SIGKILLed sidecar: the next one kills what the old one left, reports a new instance, runs streams;
- * (h) a malformed desired.json keeps the previous state and reports desiredError;
+ * (h) a malformed desired.json (or one of another version) keeps the previous state and reports desiredError;
  * plus OpenSSH's real stderr through the classifier, SIGTERM, and bad command lines.
  */
 import { strict as assert } from 'node:assert';
@@ -473,9 +473,13 @@ describe('pglog sshproxy against OpenSSH', { timeout: 240_000 }, () => {
     assert.equal(bad.streams.keep?.state, 'running');
     assert.equal(bad.masters[0]?.state, 'up');
 
-    writeFileSync(`${path}.tmp`, JSON.stringify({ version: 1, generation: 3, servers: w.servers, streams: [{ id: 'keep', server: 'db', command: 'x' }, { id: 'keep', server: 'db', command: 'y' }] }));
+    // A file of another protocol version is refused whole, and says which generation it was
+    // (the collector fails the streams that file holds). A wrong entry alone is refused alone:
+    // sshproxy-refusals.test.ts.
+    writeFileSync(`${path}.tmp`, JSON.stringify({ version: 2, generation: 3, servers: w.servers, streams: [] }));
     renameSync(`${path}.tmp`, path);
-    const invalid = await waitStatus(w, 'the next error', (s) => /listed twice/.test(s.desiredError ?? ''));
+    const invalid = await waitStatus(w, 'the next error', (s) => /version must be 1/.test(s.desiredError ?? ''));
+    assert.equal(invalid.desiredErrorGeneration, 3);
     assert.equal(invalid.streams.keep?.state, 'running');
 
     w.generation = 3;

@@ -27,25 +27,36 @@ describe('desired.json: forwards', () => {
     assert.deepEqual(parseDesiredState(JSON.stringify({ version: 1, generation: 1, servers: [], streams: [] })).forwards, []);
   });
 
-  const refused: Array<[string, unknown, RegExp]> = [
-    ['not a list', { id: 'x' }, /forwards must be a list/],
-    ['an id too long for the socket path', [fwd('a'.repeat(17))], /forwards\[0\]\.id: .* is not 1-16 characters/],
-    ['an id with a dot', [fwd('..')], /forwards\[0\]\.id/],
-    ['an id with a slash', [fwd('a/b')], /forwards\[0\]\.id/],
-    ['an id listed twice', [fwd('f1'), fwd('f1', '/tmp/.s.PGSQL.1', 1)], /forwards\[1\]\.id: f1 is listed twice/],
-    ['an unknown server', [fwd('f1', undefined, undefined, 'other')], /forwards\[0\]\.server: no server named other/],
+  test('refused: forwards that are not a list (the whole file)', () => assert.throws(() => parseDesiredState(desiredText({ id: 'x' })), /forwards must be a list/));
+
+  // A wrong forward is refused alone: reported with why, the good forward beside it applies.
+  const good = fwd('ok', '/tmp/.s.PGSQL.6000', 6000);
+  const refused: Array<[string, unknown[], RegExp]> = [
+    ['an id too long for the socket path', [fwd('a'.repeat(17))], /forwards\[1\]\.id: .* is not 1-16 characters/],
+    ['an id with a dot', [fwd('..')], /forwards\[1\]\.id/],
+    ['an id with a slash', [fwd('a/b')], /forwards\[1\]\.id/],
+    ['an id listed twice', [fwd('f1'), fwd('f1', '/tmp/.s.PGSQL.1', 1)], /forwards\[2\]\.id: f1 is listed twice/],
+    ['an unknown server', [fwd('f1', undefined, undefined, 'other')], /forwards\[1\]\.server: no server named other/],
     ['a relative socket path', [fwd('f1', 'run/.s.PGSQL.5432')], /remoteSocket: .* is not an absolute path/],
     ['a colon, which ssh -L splits at', [fwd('f1', '/tmp/a:b/.s.PGSQL.5432')], /remoteSocket: .* OpenSSH would read as syntax/],
     ['a percent token', [fwd('f1', '/tmp/%h/.s.PGSQL.5432')], /OpenSSH would read as syntax/],
     ['a blank', [fwd('f1', '/tmp/a b/.s.PGSQL.5432')], /OpenSSH would read as syntax/],
     ['a newline', [fwd('f1', '/tmp/a\nb')], /OpenSSH would read as syntax/],
     ['a path longer than sun_path', [fwd('f1', `/${'x'.repeat(107)}`)], /longer than the 107 bytes/],
-    ['port 0', [fwd('f1', undefined, 0)], /forwards\[0\]\.port must be an integer in 1\.\.65535/],
+    ['port 0', [fwd('f1', undefined, 0)], /forwards\[1\]\.port must be an integer in 1\.\.65535/],
     ['a fractional port', [fwd('f1', undefined, 5432.5)], /port must be an integer/],
     ['a missing remote socket', [{ id: 'f1', server: 'db', port: 5432 }], /remoteSocket must be a string/],
   ];
   for (const [what, forwards, message] of refused) {
-    test(`refused: ${what}`, () => assert.throws(() => parseDesiredState(desiredText(forwards)), message));
+    test(`refused alone: ${what}`, () => {
+      const d = parseDesiredState(desiredText([good, ...forwards]));
+      // Applied: the good one, and the first of an id listed twice.
+      assert.deepEqual(d.forwards, forwards.length === 2 ? [good, forwards[0]] : [good]);
+      const messages = [...Object.values(d.refused.forwards).map((r) => r.error.message), ...d.refused.unnamed];
+      assert.equal(messages.length, 1, JSON.stringify(d.refused));
+      assert.match(messages[0] ?? '', message);
+      for (const r of Object.values(d.refused.forwards)) assert.equal(r.error.code, 'CONFIG_INVALID');
+    });
   }
 
   test('status.json written before forwards existed reads as having none', () => {
