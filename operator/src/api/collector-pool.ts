@@ -134,7 +134,10 @@ export interface PoolTransport {
 
 /** The collector container. */
 export interface PoolContainer {
-  /** Container image with the `pglog` command. Default: the operator's own image. */
+  /**
+   * Container image with the `pglog` command. Default: the operator's own image. Must be one
+   * the operator allows (`--allowed-images`); another leaves the pool Ready False, reason ImageNotAllowed.
+   */
   image?: string;
   /**
    * When to pull the image.
@@ -148,7 +151,7 @@ export interface PoolContainer {
 
 /** The sidecar container. */
 export interface PoolSidecar {
-  /** Container image with `pglog` and the OpenSSH client. Default: the collector's image. */
+  /** Container image with `pglog` and the OpenSSH client. Default: the collector's image. Must be allowed like it. */
   image?: string;
   /** CPU and memory requests and limits. */
   resources?: ResourceRequirements;
