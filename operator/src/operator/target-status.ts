@@ -44,12 +44,19 @@ export function targetStatusChanged(target: TargetObject, next: PostgresTargetSt
   return !semanticEqual(target.status ?? {}, next);
 }
 
+/** What a reason means where the code alone does not say what to do. */
+const ERROR_HINTS: Readonly<Record<string, string>> = {
+  // Absent and not opted in are one answer on purpose (existence is not revealed), so both are named.
+  KUBE_NOT_FOUND: ': the Secret of spec.ssh.secretRef does not exist or does not carry the label pglog.io/ssh-credentials: "true", '
+    + 'which a Secret needs to serve pglog (docs/targets.md)',
+};
+
 function readyCondition(assignment: TargetAssignment, reported: ShardTargetStatus | undefined): Pick<Condition, 'type' | 'status' | 'reason' | 'message'> {
   if (reported === undefined) {
     return { type: 'Ready', status: 'Unknown', reason: 'Assigned', message: `assigned to shard ${assignment.shard}; its collector has not reported the target yet` };
   }
   if (reported.error !== undefined) {
-    return { type: 'Ready', status: 'False', reason: reported.error, message: `the collector of shard ${assignment.shard} reports ${reported.error}` };
+    return { type: 'Ready', status: 'False', reason: reported.error, message: `the collector of shard ${assignment.shard} reports ${reported.error}${ERROR_HINTS[reported.error] ?? ''}` };
   }
   if (!reported.connected) {
     return { type: 'Ready', status: 'False', reason: 'NotConnected', message: `the collector of shard ${assignment.shard} is not connected to the server` };

@@ -55,6 +55,13 @@ describe('target status', () => {
     assert.equal(desiredTargetStatus(target(), { shard: 1, transport: 'inproc' }, report, '2026-11-23T10:00:00.000Z').conditions?.length, 1);
   });
 
+  test('KUBE_NOT_FOUND says the Secret may be missing or not opted in (one answer for both: existence is not revealed)', () => {
+    const s = desiredTargetStatus(target(), { shard: 1, transport: 'inproc' }, { ...report, error: 'KUBE_NOT_FOUND', connected: false }, '2026-11-23T10:00:00.000Z');
+    const ready = s.conditions!.find((c) => c.type === 'Ready')!;
+    assert.deepEqual([ready.status, ready.reason], ['False', 'KUBE_NOT_FOUND']);
+    assert.match(ready.message, /does not exist or does not carry the label pglog\.io\/ssh-credentials: "true"/);
+  });
+
   test('no write when only the time or the fourth digit of a rate moved', () => {
     const first = desiredTargetStatus(target(), { shard: 1, transport: 'inproc' }, report, '2026-11-23T10:00:00.000Z');
     const stored = target(first);
