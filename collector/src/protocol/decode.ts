@@ -323,6 +323,9 @@ export class Decoder {
     let codec = this.byName.get(key);
     if (codec === undefined) {
       codec = this.defaultCodec;
+      // A name longer than any PostgreSQL name (a damaged or forged field) is not remembered:
+      // the cache holds at most MAX_CACHED_NAMES keys of NAME_MAX bytes.
+      if (key.length > NAME_MAX) return codec;
       if (this.byName.size >= MAX_CACHED_NAMES) {
         this.byName.clear();
         for (const [k, v] of this.configured) this.byName.set(k, v);
