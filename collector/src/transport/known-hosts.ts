@@ -9,6 +9,12 @@
  * marker (that key is refused for the hosts it names). `@cert-authority` lines are ignored:
  * pglog does not accept host certificates, so a CA line can never vouch for a server (the
  * server's plain key must be listed).
+ *
+ * Both transports mean the same by this: the sidecar's OpenSSH would accept a host certificate
+ * signed by a listed CA, so its copy of known_hosts goes through `withoutCertAuthorities`
+ * first (F10 of the 2026-11 review; docs/targets.md). Checking certificates in-process instead
+ * would mean verifying the CA's signature, validity window, principals and critical options
+ * of a format ssh2 does not parse: more trusted code than one extra line in known_hosts saves.
  */
 import { createHash, createHmac, timingSafeEqual } from 'node:crypto';
 
@@ -52,12 +58,24 @@ export function parseKnownHosts(text: string, source: string): KnownHosts {
   return { source, entries, invalidLines };
 }
 
+/** The marker OpenSSH reads as "this key signs host certificates" (case-sensitive, as in OpenSSH). */
+const CERT_AUTHORITY = '@cert-authority';
+
+/**
+ * known_hosts text for the sidecar's OpenSSH: every `@cert-authority` line becomes a comment
+ * (line numbers, which OpenSSH's messages cite, stay those of the original), so OpenSSH, like
+ * the in-process checker, trusts a server only by its listed plain key.
+ */
+export function withoutCertAuthorities(text: string): string {
+  return text.split('\n').map((line) => (line.trim().split(/[ \t]/, 1)[0] === CERT_AUTHORITY ? '# @cert-authority line left out by pglog: host certificates are not accepted' : line)).join('\n');
+}
+
 function parseLine(text: string, line: number): KnownHostEntry | null | 'ignored' {
   const fields = text.split(/[ \t]+/);
   let marker: 'revoked' | null = null;
   if (fields[0]?.startsWith('@') === true) {
     const name = fields.shift();
-    if (name === '@cert-authority') return 'ignored';
+    if (name === CERT_AUTHORITY) return 'ignored';
     if (name !== '@revoked') return null;
     marker = 'revoked';
   }

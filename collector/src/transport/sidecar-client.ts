@@ -32,6 +32,7 @@ import {
   CONTROL_DIR, DESIRED_FILE, KEYS_DIR, parseSidecarStatus, PROTOCOL_VERSION, remoteSocketProblem, STALE_STATUS_MS, STATUS_FILE, STREAMS_DIR,
   type DesiredForward, type DesiredServer, type DesiredState, type DesiredStream, type SidecarStatus, type StatusError, type StreamStatus,
 } from '../sshproxy/protocol.ts';
+import { withoutCertAuthorities } from './known-hosts.ts';
 import { DEFAULT_FORWARD_TIMEOUT_MS, forwardId, waitForwardReady } from './sidecar-forward.ts';
 
 export interface SidecarClientOptions {
@@ -136,12 +137,13 @@ export class SidecarClient {
     this.notify();
   }
 
-  /** Adds or updates a server and writes its key and known_hosts (mode 0600). */
+  /** Adds or updates a server and writes its key and known_hosts (mode 0600; `@cert-authority` lines left out, see known-hosts.ts). */
   async setServer(server: SidecarServer): Promise<void> {
     const identityFile = `${server.name}.key`;
     const knownHostsFile = `${server.name}.known_hosts`;
     await writePrivateFile(join(this.dir, KEYS_DIR, identityFile), server.privateKey);
-    await writePrivateFile(join(this.dir, KEYS_DIR, knownHostsFile), Buffer.from(server.knownHosts, 'utf8'));
+    // Without CA lines: OpenSSH would accept host certificates, the in-process checker does not.
+    await writePrivateFile(join(this.dir, KEYS_DIR, knownHostsFile), Buffer.from(withoutCertAuthorities(server.knownHosts), 'utf8'));
     const { privateKey: _key, knownHosts: _hosts, ...rest } = server;
     this.servers.set(server.name, { ...rest, identityFile, knownHostsFile });
     this.scheduleWrite();

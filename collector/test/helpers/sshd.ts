@@ -23,6 +23,11 @@ export interface TestSshServer {
   readonly knownHostsFile: string;
   /** The server's private directory (config, keys, log); the login user can write in it. */
   readonly dir: string;
+  /**
+   * With `hostCertificate`: a known_hosts line `@cert-authority [host]:port <CA key>` naming
+   * the CA that signed the server's host certificate (sshd presents it, HostCertificate).
+   */
+  readonly certAuthorityLine: string | null;
   /** sshd's own log (LogLevel VERBOSE), for assertions and for printing on failure. */
   readLog(): string;
   /** Kills sshd and every connection and session process it started; start() runs it again. */
@@ -55,6 +60,8 @@ export interface SshServerOptions {
    * sshd ties it to AllowTcpForwarding: with `no` even stream-local channels are refused.
    */
   allowLocalForwarding?: boolean;
+  /** Signs the host key with a fresh CA (ssh-keygen -s) and presents the certificate (HostCertificate). Default off. */
+  hostCertificate?: boolean;
 }
 
 const SSHD = '/usr/sbin/sshd';
@@ -127,11 +134,21 @@ export async function startSshServer(options: SshServerOptions = {}): Promise<Te
   generateKey(privateKeyFile, options.authorizedKeyComment ?? 'pglog-test-client');
   chmodSync(privateKeyFile, 0o600);
   writeFileSync(authorizedKeysFile, readFileSync(`${privateKeyFile}.pub`), { mode: 0o644 });
+  let caPublicKey: string | null = null;
+  if (options.hostCertificate === true) {
+    const caFile = join(dir, 'host_ca');
+    generateKey(caFile, 'pglog-test-host-ca');
+    // Principal: the address clients connect to (OpenSSH checks it against the host name).
+    execFileSync('ssh-keygen', ['-q', '-s', caFile, '-I', 'pglog-test-host', '-h', '-n', host, '-V', '-5m:+1d', `${hostKeyFile}.pub`], { stdio: ['ignore', 'ignore', 'pipe'] });
+    const [caType, caKey] = readFileSync(`${caFile}.pub`, 'utf8').trim().split(/\s+/);
+    caPublicKey = `${caType} ${caKey}`;
+  }
 
   const writeConfig = (): void => {
     writeFileSync(configFile, [
       `ListenAddress ${host}:${port}`,
       `HostKey ${hostKeyFile}`,
+      ...(caPublicKey === null ? [] : [`HostCertificate ${hostKeyFile}-cert.pub`]),
       `AuthorizedKeysFile ${authorizedKeysFile}`,
       `AllowUsers ${user.name}`,
       'PubkeyAuthentication yes',
@@ -276,6 +293,7 @@ export async function startSshServer(options: SshServerOptions = {}): Promise<Te
     user: user.name,
     privateKeyFile,
     knownHostsFile,
+    certAuthorityLine: caPublicKey === null ? null : `@cert-authority [${host}]:${port} ${caPublicKey}`,
     dir,
     readLog,
     stop,

@@ -3,7 +3,7 @@ import { createHmac, randomBytes } from 'node:crypto';
 import { describe, test } from 'node:test';
 import fc from 'fast-check';
 import {
-  entryMatchesHost, knownHostsName, knownKeyTypes, matchWildcard, parseKnownHosts, sha256Fingerprint, sshKeyType, verifyHostKey,
+  entryMatchesHost, knownHostsName, knownKeyTypes, matchWildcard, parseKnownHosts, sha256Fingerprint, sshKeyType, verifyHostKey, withoutCertAuthorities,
 } from '../../src/transport/known-hosts.ts';
 
 // A real OpenSSH key and what OpenSSH 9 made of it: `ssh-keygen -lf` printed the fingerprint,
@@ -176,6 +176,20 @@ describe('verifyHostKey fails closed', () => {
     const k = fakeKey();
     const kh = parseKnownHosts(`@cert-authority * ssh-ed25519 ${k.b64}\n`, 'kh');
     assert.equal(verifyHostKey(kh, 'db1', 22, 'ssh-ed25519', k.blob).ok, false);
+  });
+
+  test('the sidecar\'s copy leaves @cert-authority lines out and keeps every other line where it was', () => {
+    const k = fakeKey();
+    const text = `# ours\r\n@cert-authority *.example.com ssh-ed25519 ${k.b64}\r\n  \t@cert-authority [db1]:2222 ssh-ed25519 ${k.b64}\n@revoked * ssh-ed25519 ${k.b64}\ndb1 ssh-ed25519 ${k.b64}\n@cert-authorityx db2 ssh-ed25519 ${k.b64}\n`;
+    const copy = withoutCertAuthorities(text).split('\n');
+    const lines = text.split('\n');
+    assert.equal(copy.length, lines.length);
+    assert.ok(!copy.some((l) => /^\s*@cert-authority\s/.test(l)), copy.join('\n'));
+    assert.match(copy[1] ?? '', /^# @cert-authority line left out/);
+    assert.match(copy[2] ?? '', /^# @cert-authority line left out/);
+    for (const i of [0, 3, 4, 5, 6]) assert.equal(copy[i], lines[i]);
+    // The in-process reading of both texts is the same.
+    assert.deepEqual(parseKnownHosts(copy.join('\n'), 'kh').entries, parseKnownHosts(text, 'kh').entries);
   });
 
   test('property: a key not in the file is never accepted', () => {
