@@ -47,6 +47,7 @@ export function buildShardStatus(i: StatusInputs): CollectorShardStatus {
         ...(r.lastEntryTime === undefined ? {} : { lastEntryTime: r.lastEntryTime }),
         ...(r.error === undefined ? {} : { error: r.error }),
         ...(r.snapshotError === undefined ? {} : { snapshotError: r.snapshotError }),
+        ...(r.sqlRoleWarning === undefined ? {} : { sqlRoleWarning: r.sqlRoleWarning }),
         ...(r.offsets.length === 0 ? {} : { offsets: r.offsets }),
       };
     });
@@ -124,7 +125,7 @@ export function changedEnough(written: CollectorShardStatus | undefined, next: C
   for (let k = 0; k < after.length; k++) {
     const a = before[k]!;
     const b = after[k]!;
-    if (a.name !== b.name || a.transport !== b.transport || a.connected !== b.connected || a.epoch !== b.epoch || a.error !== b.error || a.snapshotError !== b.snapshotError) return true;
+    if (a.name !== b.name || a.transport !== b.transport || a.connected !== b.connected || a.epoch !== b.epoch || a.error !== b.error || a.snapshotError !== b.snapshotError || a.sqlRoleWarning !== b.sqlRoleWarning) return true;
     // The first committed position or entry of a target is news; later ones ride along.
     if ((a.offsets === undefined) !== (b.offsets === undefined) || (a.lastEntryTime === undefined) !== (b.lastEntryTime === undefined)) return true;
     if (beyond(a.bytesPerSecond, b.bytesPerSecond, rule.minBytesPerSecond)) return true;

@@ -312,6 +312,7 @@ export class Collector {
       metrics: this.o.metrics.snapshots,
       log: this.o.log,
       outcome: (kind, code) => running.observed.snapshotResult(instance.name, kind, code),
+      rolePrivilege: (privilege) => running.observed.sqlRole(instance.name, privilege),
     });
     const run = snapshots.run(AbortSignal.any([this.abort.signal, running.abort.signal]));
     running.runs.push(run);

@@ -12,6 +12,9 @@
  *   pglog.snapshot_runs, and logged once per streak (again when the cause changes, and when
  *   it works again), so a server that is down does not write a warning every 15 s. Log
  *   streaming of the server is not touched by any of it.
+ * - A SQL role more powerful than monitoring needs (a superuser, or one that can write) is
+ *   reported as found at each session start: pglog_sql_role_privileged, and the target's
+ *   status (its SqlRole condition in cluster mode).
  */
 import { isPglogError } from '../errors.ts';
 import type { TargetCollect } from '../config/target-types.ts';
@@ -21,6 +24,7 @@ import type { SnapshotMetrics } from '../observability/snapshot-metrics.ts';
 import { pause } from '../transport/clock.ts';
 import { isLastingSshFailure } from '../transport/ssh-errors.ts';
 import type { ActivityResult } from '../snapshot/activity-query.ts';
+import type { SqlRolePrivilege } from '../snapshot/server-info.ts';
 import type { Snapshot, SnapshotFailure, SnapshotKind } from '../snapshot/types.ts';
 import { statisticsDeltas } from '../snapshot/deltas.ts';
 import type { StatisticsSample } from '../snapshot/statistics-query.ts';
@@ -29,6 +33,11 @@ import type { StatisticsSample } from '../snapshot/statistics-query.ts';
 export interface SnapshotSource {
   activity(): Promise<ActivityResult>;
   statistics(): Promise<StatisticsSample>;
+  /**
+   * What the SQL role was found to be at the start of the newest session: a privilege
+   * monitoring does not need, null when it has none, undefined before a session opened.
+   */
+  readonly rolePrivilege?: SqlRolePrivilege | null;
 }
 
 export interface InstanceSnapshotsOptions {
@@ -42,6 +51,8 @@ export interface InstanceSnapshotsOptions {
   log: Logger;
   /** Each run's outcome: null when it succeeded, else its error code (for the target's status). */
   outcome?(kind: SnapshotKind, code: string | null): void;
+  /** The SQL role's privilege when a new session found it changed (for the target's status). */
+  rolePrivilege?(privilege: SqlRolePrivilege | null): void;
   random?: () => number;
 }
 
@@ -67,6 +78,8 @@ export class InstanceSnapshots {
   private baseline: StatisticsSample | null = null;
   /** The code of the failure streak under way, per kind; null while snapshots work. */
   private readonly failing = new Map<SnapshotKind, { code: string; count: number }>();
+  /** The role privilege last reported; undefined until a session has found it. */
+  private reportedPrivilege: SqlRolePrivilege | null | undefined;
 
   constructor(options: InstanceSnapshotsOptions) {
     this.o = options;
@@ -100,9 +113,11 @@ export class InstanceSnapshots {
     try {
       snapshot = kind === 'activity' ? await this.readActivity(started) : await this.readStatistics(started);
     } catch (e) {
+      this.reportPrivilege(); // a session may have opened before the query failed
       await this.failed(kind, e, started);
       return;
     }
+    this.reportPrivilege();
     metrics.succeeded(target, instance, kind, snapshot.durationMs / 1000, Date.now());
     if (kind === 'activity') {
       const waiting = new Set(snapshot.blocking.map((b) => b.pid));
@@ -116,6 +131,15 @@ export class InstanceSnapshots {
     } catch (e) {
       await this.failed(kind, e, started, false);
     }
+  }
+
+  /** Reports the role privilege the source found, when it is new: the metric and the status hook. */
+  private reportPrivilege(): void {
+    const privilege = this.o.source.rolePrivilege;
+    if (privilege === undefined || privilege === this.reportedPrivilege) return;
+    this.reportedPrivilege = privilege;
+    this.o.metrics.sqlRole(this.o.target, this.o.instance, privilege);
+    this.o.rolePrivilege?.(privilege);
   }
 
   private async readActivity(started: number): Promise<Snapshot> {

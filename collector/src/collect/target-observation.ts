@@ -25,6 +25,8 @@ export interface TargetSnapshot {
   error?: string;
   /** Stable code of the failing SQL snapshots, when the newest snapshot of an instance failed. */
   snapshotError?: string;
+  /** Why an instance's SQL role is more powerful than monitoring needs (SQL_ROLE_SUPERUSER first). */
+  sqlRoleWarning?: string;
   offsets: Array<{ instance: string; file: string; offset: number }>;
 }
 
@@ -40,6 +42,8 @@ export class TargetObservation {
   private readonly offsets = new Map<string, { file: string; offset: number }>();
   /** Per instance and snapshot kind: the code of the newest snapshot's failure. */
   private readonly snapshotErrors = new Map<string, string>();
+  /** Per instance: the SQL role's privilege code its newest session found. */
+  private readonly rolePrivileges = new Map<string, string>();
   private newestMs: number | null = null;
 
   constructor(name: string, instances: readonly string[], epoch: number | null, rateTimeConstantMs: number, nowMs: number, initialLinesPerSecond = 0) {
@@ -77,6 +81,12 @@ export class TargetObservation {
     else this.snapshotErrors.set(key, code);
   }
 
+  /** What the newest SQL session of `instance` found its role to be: a privilege code, or null. */
+  sqlRole(instance: string, privilege: string | null): void {
+    if (privilege === null) this.rolePrivileges.delete(instance);
+    else this.rolePrivileges.set(instance, privilege);
+  }
+
   committed(newest: ReadonlyArray<{ instance: string; ms: number }>, positions: readonly StorePosition[]): void {
     for (const n of newest) if (this.newestMs === null || n.ms > this.newestMs) this.newestMs = n.ms;
     for (const p of positions) this.offsets.set(p.instance, { file: p.file, offset: p.offset });
@@ -88,6 +98,8 @@ export class TargetObservation {
     for (const b of this.lag.values()) lagBytes += b;
     const error = [...this.errors.values()].sort()[0];
     const snapshotError = [...this.snapshotErrors.values()].sort()[0];
+    // The strongest first: SQL_ROLE_SUPERUSER sorts after SQL_ROLE_CAN_WRITE.
+    const sqlRoleWarning = [...this.rolePrivileges.values()].sort().at(-1);
     return {
       name: this.name,
       transport,
@@ -99,6 +111,7 @@ export class TargetObservation {
       ...(this.newestMs === null ? {} : { lastEntryTime: new Date(this.newestMs).toISOString() }),
       ...(error === undefined ? {} : { error }),
       ...(snapshotError === undefined ? {} : { snapshotError }),
+      ...(sqlRoleWarning === undefined ? {} : { sqlRoleWarning }),
       offsets: [...this.offsets].map(([instance, o]) => ({ instance, ...o })).sort((a, b) => (a.instance < b.instance ? -1 : 1)),
     };
   }

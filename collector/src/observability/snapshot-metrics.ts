@@ -1,11 +1,13 @@
 /**
  * Metrics of the SQL snapshots (issue 7; docs/metrics.md): latency and failures per target,
- * instance and kind, sessions by state, blocked sessions and the longest blocking wait. Part
+ * instance and kind, sessions by state, blocked sessions, the longest blocking wait, and
+ * whether the SQL role is more powerful than monitoring needs (issue 13). Part
  * of the collector's registry (CollectorMetrics.snapshots). Every label set used for a target
  * is remembered, so forgetTarget removes all of that target's series.
  */
 import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
 import type { ErrorLabel } from './metrics.ts';
+import { SQL_ROLE_PRIVILEGES, type SqlRolePrivilege } from '../snapshot/server-info.ts';
 import type { SnapshotKind } from '../snapshot/types.ts';
 
 // A snapshot is a few catalog queries over SSH: milliseconds on a quiet server, up to the
@@ -27,6 +29,7 @@ export class SnapshotMetrics {
   private readonly sessions: Gauge<'target' | 'instance' | 'state'>;
   private readonly blocked: Gauge<'target' | 'instance'>;
   private readonly longestWait: Gauge<'target' | 'instance'>;
+  private readonly rolePrivileged: Gauge<'target' | 'instance' | 'reason'>;
   /** Per target, per metric: every label set written (by its values joined), for forgetTarget. */
   private readonly used = new Map<string, Map<Removable, Map<string, Labels>>>();
 
@@ -38,6 +41,7 @@ export class SnapshotMetrics {
     this.sessions = new Gauge({ name: `${prefix}sessions`, help: 'Sessions of the instance by pg_stat_activity state, at the last activity snapshot.', labelNames: ['target', 'instance', 'state'], registers });
     this.blocked = new Gauge({ name: `${prefix}blocked_sessions`, help: 'Sessions waiting for a lock another session holds or waits for, at the last activity snapshot.', labelNames: ['target', 'instance'], registers });
     this.longestWait = new Gauge({ name: `${prefix}longest_blocking_wait_seconds`, help: 'The longest time a session has been waiting for a lock held by another, at the last activity snapshot (0 when none waits).', labelNames: ['target', 'instance'], registers });
+    this.rolePrivileged = new Gauge({ name: `${prefix}sql_role_privileged`, help: '1 when the SQL role of the instance is more powerful than monitoring needs, by reason: SQL_ROLE_SUPERUSER (planted SQL would run with every right, up to the server\'s OS account) or SQL_ROLE_CAN_WRITE; else 0. Checked at each session start. Use a role with only pg_monitor (docs/snapshots.md).', labelNames: ['target', 'instance', 'reason'], registers });
   }
 
   /** Remembers that `labels` were written to `metric` for `target`; returns them. */
@@ -71,6 +75,11 @@ export class SnapshotMetrics {
     for (const [state, n] of counts) this.sessions.set(this.note(target, this.sessions, { target, instance, state }), n);
     this.blocked.set(this.note(target, this.blocked, { target, instance }), blockedSessions);
     this.longestWait.set(this.note(target, this.longestWait, { target, instance }), longestWaitSeconds);
+  }
+
+  /** What the instance's SQL role was found to be at its session's start: each reason 1 or 0. */
+  sqlRole(target: string, instance: string, privilege: SqlRolePrivilege | null): void {
+    for (const reason of SQL_ROLE_PRIVILEGES) this.rolePrivileged.set(this.note(target, this.rolePrivileged, { target, instance, reason }), reason === privilege ? 1 : 0);
   }
 
   /** Removes every series of the target (it left the shard). */

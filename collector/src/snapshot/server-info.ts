@@ -18,7 +18,7 @@ export interface ServerInfo {
   statStatementsVersion: string | null;
   /** Schema pg_stat_statements was created in (its view is read schema-qualified), null when not installed. */
   statStatementsSchema: string | null;
-  /** The role is a superuser: it could write, so the caller warns (pg_monitor is enough). */
+  /** The role is a superuser: the caller warns loudly (rolePrivilegeOf; pg_monitor is enough). */
   superuser: boolean;
   /**
    * The role can write data: a superuser or a member of pg_write_all_data (PostgreSQL 14+).
@@ -32,6 +32,22 @@ export interface ServerInfo {
    * privilege>` and other roles' pg_stat_statements entries have no queryid (skipped).
    */
   readAllStats: boolean;
+}
+
+/**
+ * Why the SQL role is more powerful than monitoring needs, as a stable code (the `reason`
+ * label of pglog_sql_role_privileged, the reason of a PostgresTarget's SqlRole condition):
+ * a superuser runs whatever a role of the monitored server gets it to run with every right,
+ * up to the server's OS account (COPY ... TO PROGRAM is allowed in a read-only transaction);
+ * a role that can write can be made to write. pg_monitor is all the snapshots need.
+ */
+export const SQL_ROLE_PRIVILEGES = ['SQL_ROLE_SUPERUSER', 'SQL_ROLE_CAN_WRITE'] as const;
+export type SqlRolePrivilege = (typeof SQL_ROLE_PRIVILEGES)[number];
+
+/** The strongest privilege of the role that monitoring does not need, or null (pg_monitor and the like). */
+export function rolePrivilegeOf(info: Pick<ServerInfo, 'superuser' | 'canWrite'>): SqlRolePrivilege | null {
+  if (info.superuser) return 'SQL_ROLE_SUPERUSER';
+  return info.canWrite ? 'SQL_ROLE_CAN_WRITE' : null;
 }
 
 /** Oldest server the snapshot SQL supports: `backend_type` in pg_stat_activity and pg_read_all_stats are PostgreSQL 10. */

@@ -34,6 +34,11 @@ describe('buildShardStatus', () => {
     assert.deepEqual(status.targets!.map((t) => [t.name, t.snapshotError]), [['db1', 'SQL_CONNECT_FAILED'], ['db2', undefined], ['db3', undefined]]);
   });
 
+  test('an SQL role more powerful than monitoring needs is reported per target as sqlRoleWarning', () => {
+    const status = buildShardStatus(inputs({ running: [snap('db1', { sqlRoleWarning: 'SQL_ROLE_SUPERUSER' }), snap('db2')] }));
+    assert.deepEqual(status.targets!.map((t) => [t.name, t.sqlRoleWarning]), [['db1', 'SQL_ROLE_SUPERUSER'], ['db2', undefined], ['db3', undefined]]);
+  });
+
   test('every assigned target, sorted; running ones with rounded rates and offsets; an unresolved one with its code', () => {
     const s = buildShardStatus(inputs());
     assert.equal(s.observedGeneration, 7);
@@ -75,7 +80,7 @@ describe('changedEnough', () => {
     assert.equal(changedEnough(undefined, base, 0), true);
     assert.equal(changedEnough(base, { ...base, updatedAt: 'later' }, 59_999), false, 'only the time changed');
     assert.equal(changedEnough(base, base, 60_000), true);
-    for (const over of [{ connected: false }, { transport: 'proxy' }, { epoch: 3 }, { error: 'SSH_AUTH_FAILED' }, { snapshotError: 'SQL_TIMEOUT' }, { offsets: undefined }]) {
+    for (const over of [{ connected: false }, { transport: 'proxy' }, { epoch: 3 }, { error: 'SSH_AUTH_FAILED' }, { snapshotError: 'SQL_TIMEOUT' }, { sqlRoleWarning: 'SQL_ROLE_CAN_WRITE' }, { offsets: undefined }]) {
       assert.equal(changedEnough(base, withTarget(0, over), 1000), true, JSON.stringify(over));
     }
     assert.equal(changedEnough(base, { ...base, observedGeneration: 8 }, 1000), true);

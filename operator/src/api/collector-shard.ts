@@ -149,6 +149,12 @@ export interface ShardTargetStatus {
    */
   snapshotError?: string;
   /**
+   * Why the SQL role of one of its instances is more powerful than monitoring needs, as
+   * found at the start of its newest SQL session: `SQL_ROLE_SUPERUSER` or `SQL_ROLE_CAN_WRITE`
+   * (the stronger when instances differ); absent when no role is, or none was checked yet.
+   */
+  sqlRoleWarning?: string;
+  /**
    * Committed read positions, one per instance.
    * @listMapKey instance
    */

@@ -1,7 +1,8 @@
 /**
  * A PostgresTarget's status as the operator writes it: the shard and transport from the
- * assignment, the rates, lag and health its collector reported in the shard's status, and a
- * `Ready` condition. Pure; the reconciler writes it only when it differs from what is there.
+ * assignment, the rates, lag and health its collector reported in the shard's status, and
+ * conditions: `Ready`, and for a target that takes snapshots `Snapshots` and `SqlRole`. Pure;
+ * the reconciler writes it only when it differs from what is there.
  */
 import type { Condition } from '../api/common.ts';
 import type { ShardTargetStatus } from '../api/collector-shard.ts';
@@ -23,7 +24,10 @@ export function desiredTargetStatus(target: TargetObject, assignment: TargetAssi
   const current = target.status ?? {};
   const ready = readyCondition(assignment, reported);
   let conditions: Condition[] = setCondition(current.conditions, ready, nowIso, target.metadata.generation);
-  if (takesSnapshots(target.spec.collect)) conditions = setCondition(conditions, snapshotsCondition(assignment, reported), nowIso, target.metadata.generation);
+  if (takesSnapshots(target.spec.collect)) {
+    conditions = setCondition(conditions, snapshotsCondition(assignment, reported), nowIso, target.metadata.generation);
+    conditions = setCondition(conditions, sqlRoleCondition(assignment, reported), nowIso, target.metadata.generation);
+  }
   const status: PostgresTargetStatus = {
     ...current,
     shard: assignment.shard,
@@ -73,6 +77,26 @@ function snapshotsCondition(assignment: TargetAssignment, reported: ShardTargetS
     return { type: 'Snapshots', status: 'False', reason: reported.snapshotError, message: `the newest SQL snapshot failed with ${reported.snapshotError} (pglog report activity shows the message)` };
   }
   return { type: 'Snapshots', status: 'True', reason: 'Succeeding', message: 'the newest SQL snapshots succeeded' };
+}
+
+/**
+ * `SqlRole`: whether the SQL role is no more powerful than monitoring needs (only for targets
+ * that take snapshots). False with the collector's stable code as the reason:
+ * SQL_ROLE_SUPERUSER (SQL planted on the monitored server would run with every right, up to
+ * its OS account) or SQL_ROLE_CAN_WRITE. docs/snapshots.md says how to set up pglog_monitor.
+ */
+function sqlRoleCondition(assignment: TargetAssignment, reported: ShardTargetStatus | undefined): Pick<Condition, 'type' | 'status' | 'reason' | 'message'> {
+  if (reported === undefined) {
+    return { type: 'SqlRole', status: 'Unknown', reason: 'Assigned', message: `assigned to shard ${assignment.shard}; its collector has not reported the target yet` };
+  }
+  if (reported.sqlRoleWarning !== undefined) {
+    const what = reported.sqlRoleWarning === 'SQL_ROLE_SUPERUSER' ? 'is a superuser' : 'can write data';
+    return { type: 'SqlRole', status: 'False', reason: reported.sqlRoleWarning, message: `the SQL role (spec.instances[].sql.user) ${what}: use a role with only pg_monitor (docs/snapshots.md)` };
+  }
+  if (reported.snapshotError !== undefined) {
+    return { type: 'SqlRole', status: 'Unknown', reason: 'SnapshotsFailing', message: 'the SQL role is checked when a session opens; see the Snapshots condition' };
+  }
+  return { type: 'SqlRole', status: 'True', reason: 'NotPrivileged', message: 'the SQL role is neither a superuser nor able to write' };
 }
 
 /** Three significant digits: enough for a column and for sharding, stable against noise. */

@@ -4,6 +4,7 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import type { CollectorPool } from '../../src/api/collector-pool.ts';
+import type { ShardTargetStatus } from '../../src/api/collector-shard.ts';
 import type { TargetObject } from '../../src/api/target-object.ts';
 import { desiredPoolStatus } from '../../src/operator/pool-status.ts';
 import { desiredTargetStatus, roundRate, targetStatusChanged } from '../../src/operator/target-status.ts';
@@ -46,13 +47,27 @@ describe('target status', () => {
     const sql = target();
     sql.spec.collect = { ...sql.spec.collect, activity: true, locks: true };
     const pending = desiredTargetStatus(sql, { shard: 1, transport: 'inproc' }, undefined, '2026-11-23T10:00:00.000Z');
-    assert.deepEqual(pending.conditions?.map((c) => [c.type, c.status, c.reason]), [['Ready', 'Unknown', 'Assigned'], ['Snapshots', 'Unknown', 'Assigned']]);
+    assert.deepEqual(pending.conditions?.map((c) => [c.type, c.status, c.reason]), [['Ready', 'Unknown', 'Assigned'], ['Snapshots', 'Unknown', 'Assigned'], ['SqlRole', 'Unknown', 'Assigned']]);
     const failing = desiredTargetStatus(sql, { shard: 1, transport: 'inproc' }, { ...report, snapshotError: 'SQL_CONNECT_FAILED' }, '2026-11-23T10:00:00.000Z');
-    assert.deepEqual(failing.conditions?.map((c) => [c.type, c.status, c.reason]), [['Ready', 'True', 'Collecting'], ['Snapshots', 'False', 'SQL_CONNECT_FAILED']]);
+    assert.deepEqual(failing.conditions?.map((c) => [c.type, c.status, c.reason]), [['Ready', 'True', 'Collecting'], ['Snapshots', 'False', 'SQL_CONNECT_FAILED'], ['SqlRole', 'Unknown', 'SnapshotsFailing']]);
     const ok = desiredTargetStatus(sql, { shard: 1, transport: 'inproc' }, report, '2026-11-23T10:00:00.000Z');
     assert.deepEqual(ok.conditions?.find((c) => c.type === 'Snapshots')?.reason, 'Succeeding');
     // Logs only: no Snapshots condition at all.
     assert.equal(desiredTargetStatus(target(), { shard: 1, transport: 'inproc' }, report, '2026-11-23T10:00:00.000Z').conditions?.length, 1);
+  });
+
+  test('SqlRole: False with SQL_ROLE_SUPERUSER / SQL_ROLE_CAN_WRITE when the collector reports the role more powerful than monitoring needs, True when not', () => {
+    const sql = target();
+    sql.spec.collect = { ...sql.spec.collect, activity: true };
+    const role = (over: Partial<ShardTargetStatus>): string[] | undefined => {
+      const c = desiredTargetStatus(sql, { shard: 1, transport: 'inproc' }, { ...report, ...over }, '2026-11-23T10:00:00.000Z').conditions?.find((x) => x.type === 'SqlRole');
+      return c === undefined ? undefined : [c.status, c.reason, c.message];
+    };
+    assert.deepEqual(role({ sqlRoleWarning: 'SQL_ROLE_SUPERUSER' }), ['False', 'SQL_ROLE_SUPERUSER', 'the SQL role (spec.instances[].sql.user) is a superuser: use a role with only pg_monitor (docs/snapshots.md)']);
+    assert.deepEqual(role({ sqlRoleWarning: 'SQL_ROLE_CAN_WRITE', snapshotError: 'SQL_TIMEOUT' })?.slice(0, 2), ['False', 'SQL_ROLE_CAN_WRITE']);
+    assert.deepEqual(role({})?.slice(0, 2), ['True', 'NotPrivileged']);
+    // Logs only: no SqlRole condition.
+    assert.equal(desiredTargetStatus(target(), { shard: 1, transport: 'inproc' }, { ...report, sqlRoleWarning: 'SQL_ROLE_SUPERUSER' }, '2026-11-23T10:00:00.000Z').conditions?.some((c) => c.type === 'SqlRole'), false);
   });
 
   test('KUBE_NOT_FOUND says the Secret may be missing or not opted in (one answer for both: existence is not revealed)', () => {
