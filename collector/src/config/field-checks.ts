@@ -8,6 +8,7 @@ import { isIP } from 'node:net';
 import path from 'node:path';
 import { canonicalEncoding } from '../protocol/decode.ts';
 import { compilePrefix } from '../protocol/prefix.ts';
+import { sshUserProblem } from '../sshproxy/protocol.ts';
 import { describe } from './field-path.ts';
 import type { FieldPath, Problem } from './field-path.ts';
 import { closest } from './suggest.ts';
@@ -121,6 +122,19 @@ export class FieldChecks {
     const s = this.string(value, p);
     if (s === undefined) return undefined;
     if (/\s/.test(s) || CONTROL.test(s)) return this.fail(p, `must not contain whitespace or control characters, got ${describe(s)}`);
+    return s;
+  }
+
+  /**
+   * An SSH user name, by the one rule the CRD and the sshproxy sidecar apply too
+   * (SSH_USER_PATTERN): `alice@corp.example.com` is fine, a leading '-', a blank or a control
+   * character is not.
+   */
+  protected sshUser(value: unknown, p: FieldPath): string | undefined {
+    const s = this.string(value, p);
+    if (s === undefined) return undefined;
+    const problem = sshUserProblem(s);
+    if (problem !== null) return this.fail(p, `${problem}, got ${describe(s)}`);
     return s;
   }
 

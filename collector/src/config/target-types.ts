@@ -110,8 +110,11 @@ export interface PostgresTargetSpec {
    */
   port: number;
   /**
-   * SSH user name. SQL sessions (when enabled) default to the same PostgreSQL role.
+   * SSH user name. SQL sessions (when enabled) default to the same PostgreSQL role. Any name
+   * OpenSSH takes as `-l USER` (`alice@corp.example.com` too), but not one starting with `-`
+   * or holding a blank or a control character.
    * @minLength 1
+   * @pattern ^[^\x00-\x20\x7f-][^\x00-\x20\x7f]*$
    */
   user: string;
   /**

@@ -72,7 +72,7 @@ export class DocumentValidator extends FieldChecks {
     if (o === undefined) return undefined;
     const host = this.required(o, 'host', p, (v, q) => this.host(v, q));
     const port = this.defaulted(o, 'port', p, TARGET_DEFAULTS.port, (v, q) => this.port(v, q));
-    const user = this.required(o, 'user', p, (v, q) => this.name(v, q));
+    const user = this.required(o, 'user', p, (v, q) => this.sshUser(v, q));
     const ssh = this.required(o, 'ssh', p, (v, q) => this.ssh(v, q));
     const pool = this.optional(o, 'pool', p, (v, q) => this.dnsLabel(v, q));
     const transport = this.defaulted(o, 'transport', p, TARGET_DEFAULTS.transport, (v, q) => this.oneOf(v, q, TRANSPORTS));
