@@ -8,7 +8,8 @@
  * line's text, as a JSON number it would lose precision.
  *
  * A line that is not a JSON object still gives a record (severity `UNKNOWN`, the raw line as
- * message), counted in stats.malformed. A line cut by the line splitter (entry cap) gives a
+ * message), counted in stats.malformed; so does an object without `error_severity`, which
+ * PostgreSQL writes in every entry. Each line stands alone, so damage costs only its lines. A line cut by the line splitter (entry cap) gives a
  * record flagged truncated with what can be read from the start of the line (timestamp, pid,
  * severity, ...) and the raw bytes kept as message.
  */
@@ -143,8 +144,12 @@ export class JsonAssembler implements EntryAssembler {
       } catch {
         o = undefined;
       }
-      if (typeof o === 'object' && o !== null && !Array.isArray(o)) rec = recordFromJson(o as Json, text, offset, next, this.names);
-      else this.stats.malformed++;
+      if (typeof o === 'object' && o !== null && !Array.isArray(o)) {
+        rec = recordFromJson(o as Json, text, offset, next, this.names);
+        // PostgreSQL names the severity in every entry: an object without it is no log entry
+        // (garbage that happens to be JSON); kept, and counted.
+        if (typeof (o as Json).error_severity !== 'string') this.stats.malformed++;
+      } else this.stats.malformed++;
     }
     if (rec === null) {
       rec = emptyRecord(offset, next, UNKNOWN_SEVERITY, bytes.subarray(from, to));

@@ -30,9 +30,9 @@ void describe('jsonlog assembler', () => {
   });
 
   void it('keeps invalid lines as UNKNOWN records', () => {
-    const { records, stats } = assemble('jsonlog', Buffer.from('not json\n[1]\n{"error_severity":"LOG","message":"ok"}\n'), {});
-    assert.deepEqual(records.map((r) => [r.severity, r.message.toString()]), [['UNKNOWN', 'not json'], ['UNKNOWN', '[1]'], ['LOG', 'ok']]);
-    assert.equal(stats.malformed, 2);
+    const { records, stats } = assemble('jsonlog', Buffer.from('not json\n[1]\n{"error_severity":"LOG","message":"ok"}\n{}\n'), {});
+    assert.deepEqual(records.map((r) => [r.severity, r.message.toString()]), [['UNKNOWN', 'not json'], ['UNKNOWN', '[1]'], ['LOG', 'ok'], ['UNKNOWN', '']]);
+    assert.equal(stats.malformed, 3, 'a JSON object without error_severity is no entry either');
   });
 
   void it('salvages the leading fields of a line cut at the cap', () => {
