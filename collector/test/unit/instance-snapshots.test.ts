@@ -7,6 +7,7 @@ import { InstanceSnapshots, snapshotKinds, type SnapshotSource } from '../../src
 import type { TargetCollect } from '../../src/config/target-types.ts';
 import { createLogger } from '../../src/observability/logger.ts';
 import { SnapshotMetrics } from '../../src/observability/snapshot-metrics.ts';
+import type { SqlRolePrivilege } from '../../src/snapshot/server-info.ts';
 import type { StatisticsSample } from '../../src/snapshot/statistics-sample.ts';
 import type { ActivitySession, BlockingEdge, Snapshot, SnapshotFailure } from '../../src/snapshot/types.ts';
 
@@ -82,6 +83,35 @@ describe('InstanceSnapshots', () => {
     assert.equal(await h.value('pglog_blocked_sessions', {}), 2);
     assert.equal(await h.value('pglog_longest_blocking_wait_seconds', {}), 1.5);
     assert.equal(await h.value('pglog_snapshot_duration_seconds_count', { kind: 'activity' }), 1);
+  });
+
+  test('the SQL role\'s privilege is reported when a session finds it changed, after a failed run too: pglog_sql_role_privileged and the hook', async () => {
+    let privilege: SqlRolePrivilege | null | undefined;
+    let fail = false;
+    const source: SnapshotSource = {
+      activity: () => (fail ? Promise.reject(new PglogError('SQL_TIMEOUT', 'timeout expired')) : Promise.resolve({ ts: new Date(), sessions: [], blocking: [] })),
+      statistics: noStatistics,
+      get rolePrivilege() { return privilege; },
+    };
+    const registry = new Registry();
+    const heard: Array<SqlRolePrivilege | null> = [];
+    const runner = new InstanceSnapshots({
+      target: 'db1', instance: 'main', collect: collect(), source, metrics: new SnapshotMetrics(registry, 'pglog_'), log: capture().log,
+      write: () => Promise.resolve(), rolePrivilege: (p) => { heard.push(p); },
+    });
+    const gauge = async (): Promise<Record<string, number>> => Object.fromEntries(((await registry.getMetricsAsJSON()).find((m) => m.name === 'pglog_sql_role_privileged')?.values ?? [])
+      .map((v) => [String((v.labels as Record<string, unknown>)['reason']), v.value]));
+    await runner.runOnce('activity'); // no session has found the role yet
+    assert.deepEqual(await gauge(), {});
+    privilege = 'SQL_ROLE_SUPERUSER';
+    await runner.runOnce('activity');
+    await runner.runOnce('activity');
+    assert.deepEqual(await gauge(), { SQL_ROLE_SUPERUSER: 1, SQL_ROLE_CAN_WRITE: 0 });
+    privilege = null; // a new session as a role without the privilege, then the query failed
+    fail = true;
+    await runner.runOnce('activity');
+    assert.deepEqual(await gauge(), { SQL_ROLE_SUPERUSER: 0, SQL_ROLE_CAN_WRITE: 0 });
+    assert.deepEqual(heard, ['SQL_ROLE_SUPERUSER', null], 'told once per change');
   });
 
   test('with locks but not activity, only the sessions of blocking chains are kept', async () => {
