@@ -6,11 +6,14 @@
 //   - a pod's emptyDir volumes are directories under /tmp/na-XXXXXX/<n>/ (short: an OpenSSH
 //     control socket path must fit in ~100 bytes); nothing is mounted, instead each mountPath
 //     is rewritten to its directory wherever it occurs in the container's args and env values.
-//     Other volume kinds (the service account's projected token among them) are ignored;
-//   - instead of a service-account token file, the agent requests a token for the pod's
-//     serviceAccountName with the TokenRequest API (bound to the pod, so the pod's real RBAC
-//     applies), writes a kubeconfig with it and appends `--kubeconfig FILE` to `pglog collect`
-//     and `pglog operator`; `pglog` runs collector/bin/pglog and `node` this Node.js;
+//     A projected volume becomes a directory with `token`, `ca.crt` and `namespace`; other
+//     volume kinds are ignored;
+//   - the agent requests a token for the pod's serviceAccountName with the TokenRequest API
+//     (bound to the pod, so the pod's real RBAC applies), writes a kubeconfig with it and
+//     appends `--kubeconfig FILE` to `pglog collect` and `pglog operator`, in the containers
+//     that have a token as the kubelet would give it: all of them when the pod automounts its
+//     token, else those that mount a projected volume with a serviceAccountToken source;
+//     `pglog` runs collector/bin/pglog and `node` this Node.js;
 //   - each pod gets its own loopback address 127.0.60.N as status.podIP; `0.0.0.0:` in args is
 //     rewritten to it, and readiness probes (httpGet) go to it; probes run every second whatever
 //     their periodSeconds (liveness and startup probes are not run);

@@ -16,10 +16,11 @@ export interface OperatorProcess {
   kill(): Promise<void>;
 }
 
-export async function startOperator(options: { kubeconfig: string; namespace: string; identity: string; leaseSeconds?: number; extraArgs?: string[] }): Promise<OperatorProcess> {
+/** `namespace` holds the Lease and is the one watched, unless `allNamespaces` (then every namespace is). */
+export async function startOperator(options: { kubeconfig: string; namespace: string; identity: string; leaseSeconds?: number; allNamespaces?: boolean; extraArgs?: string[] }): Promise<OperatorProcess> {
   const port = await freePort();
   const child = spawn(PGLOG, ['operator',
-    '--kubeconfig', options.kubeconfig, '--namespace', options.namespace, '--lease-namespace', options.namespace,
+    '--kubeconfig', options.kubeconfig, ...(options.allNamespaces === true ? [] : ['--namespace', options.namespace]), '--lease-namespace', options.namespace,
     '--identity', options.identity, '--image', 'registry.invalid/pglog:test', '--listen', `127.0.0.1:${port}`,
     '--lease-duration', String(options.leaseSeconds ?? 4), '--resync', '5', '--log-level', 'debug', ...(options.extraArgs ?? []),
   ], { stdio: ['ignore', 'pipe', 'pipe'] });

@@ -3,8 +3,8 @@
 // default CollectorPool `main` with 2 replicas); the test node agent (helpers/node-agent.ts)
 // runs every pod the Deployment and the StatefulSet create as local processes: the operator
 // replicas, and per collector pod `pglog collect --shard $(POD_NAME) --sshproxy external` with
-// its `pglog sshproxy` native sidecar, each with its service account's token, so the chart's
-// RBAC is what they have. Four PostgresTargets (kubectl apply) point at local sshd + PostgreSQL
+// its `pglog sshproxy` native sidecar; the containers that mount the service account's token
+// get it (the collector, not the sidecar), so the chart's RBAC is what they have. Four PostgresTargets (kubectl apply) point at local sshd + PostgreSQL
 // servers under load, one pinned to the sidecar, one hot (`auto`, far above the pool's promote
 // threshold, which the test lowers by patching the pool's spec.transport: the chart has no
 // value for it):
@@ -186,6 +186,8 @@ describe('end to end on one machine: helm install, a hot server promoted, scale 
     await kubectl(['patch', `collectorpool/${POOL}`, '--type', 'merge', '-p', JSON.stringify({ spec: POOL_TUNING })]);
     for (const [i, name] of TARGETS.entries()) {
       await kubectl(['create', 'secret', 'generic', `${name}-ssh`, `--from-file=id_ed25519=${ssh.privateKeyFile}`, `--from-file=known_hosts=${ssh.knownHostsFile}`]);
+      // The Secret opts in to serving pglog (docs/targets.md).
+      await kubectl(['label', 'secret', `${name}-ssh`, 'pglog.io/ssh-credentials=true']);
       await kubectl(['apply', '-f', '-'], JSON.stringify(logServerTarget(name, `${name}-ssh`, ssh, servers[i]!, { pool: POOL, transport: name === PROXIED ? 'proxy' : 'auto' })));
     }
     for (const [i, name] of TARGETS.entries()) loads.set(name, startSeqLoad(servers[i]!.url, name === HOT ? HOT_LOAD : LOAD));
@@ -208,6 +210,12 @@ describe('end to end on one machine: helm install, a hot server promoted, scale 
     const collector = agent!.pods().find((p) => p.name === `${POOL}-0`)!;
     assert.deepEqual(collector.containers.map((c) => [c.kind, c.argv[1]]), [['sidecar', 'sshproxy'], ['main', 'collect']]);
     assert.ok(collector.containers[1]!.argv.includes('external'), 'the collector uses the sidecar (--sshproxy external)');
+    // Only the collector container has API credentials (the projected token it alone mounts)
+    // and the store URL; the sidecar, which talks to the remote servers, has neither.
+    const [sidecar, main] = collector.containers;
+    assert.ok(main!.argv.includes('--kubeconfig') && main!.env['PGLOG_STORE_URL'] !== undefined);
+    assert.ok(!sidecar!.argv.includes('--kubeconfig'), 'no token for the sidecar');
+    assert.equal(sidecar!.env['PGLOG_STORE_URL'], undefined);
     const proxied = (await assignmentOf(client, NS, POOL)).shards.flatMap((sh) => sh.status?.targets ?? []).find((t) => t.name === PROXIED);
     assert.equal(proxied?.transport, 'proxy', `${PROXIED} read through the sidecar`);
     console.log(`# owned at ${elapsed()}:\n${lastState.replace(/^/gm, '#   ')}`);

@@ -176,6 +176,12 @@ describe('charts/pglog', { timeout: 240_000 }, () => {
     assert.equal(parsed.operator.namespace, undefined);
     assert.equal(parsed.operator.identity, 'pglog-operator-abc');
     assert.deepEqual(parsed.operator.listen, { host: '0.0.0.0', port: 8080 });
+    // Pools may run only the chart's own image repository, and only in the collector namespaces.
+    assert.deepEqual(parsed.operator.policy, { allowedImages: ['registry.example/pglog'], collectorNamespaces: [NAMESPACE] });
+    const widened = (await render(['--set', `operator.allowedImages={registry.example/pglog,registry.example/team/},collectorNamespaces={${NAMESPACE},${OTHER}}`])).objects;
+    const widenedArgs = (widened.find((o) => o.kind === 'Deployment') as unknown as { spec: { template: PodTemplate } }).spec.template.spec.containers[0]!.args!;
+    const reparsed = parseOperatorArgs(widenedArgs.slice(1).map((a) => a.replace('$(POD_NAMESPACE)', NAMESPACE)), { POD_NAME: 'p', POD_NAMESPACE: NAMESPACE, KUBERNETES_SERVICE_HOST: '10.0.0.1', KUBERNETES_SERVICE_PORT: '443' });
+    assert.deepEqual(reparsed.operator.policy, { allowedImages: ['registry.example/pglog', 'registry.example/team/'], collectorNamespaces: [NAMESPACE, OTHER] });
   });
 
   test('the whole manifest (everything on, two collector namespaces) passes a server-side dry run without warnings', async () => {
@@ -243,14 +249,15 @@ describe('charts/pglog', { timeout: 240_000 }, () => {
     const installed = await helm(['install', release, CHART, '--kubeconfig', cp.kubeconfig, '--namespace', namespace]);
     assert.equal(installed.code, 0, installed.stderr);
     const notes = installed.stdout.slice(installed.stdout.indexOf('NOTES:'));
-    for (const step of [`kubectl -n ${namespace} create secret generic pglog-store`, '--from-literal=url=', `kubectl -n ${namespace} apply -f targets.yaml`,
+    for (const step of [`kubectl -n ${namespace} create secret generic pglog-store`, '--from-literal=url=', `kubectl -n ${namespace} label secret db1-ssh pglog.io/ssh-credentials=true`,
+      `kubectl -n ${namespace} apply -f targets.yaml`,
       `kubectl -n ${namespace} get pgt`, `kubectl -n ${namespace} scale cpool main --replicas=4`]) {
       assert.ok(notes.includes(step), `NOTES lack "${step}":\n${notes}`);
     }
     const selector = `app.kubernetes.io/instance=${release}`;
     const listed = await cp.kubectl(['get', 'clusterroles,clusterrolebindings', '-l', selector, '-o', 'name']);
     assert.deepEqual(listed.trim().split('\n').sort(), [`clusterrole.rbac.authorization.k8s.io/${release}-collector`, `clusterrole.rbac.authorization.k8s.io/${release}-operator`,
-      `clusterrolebinding.rbac.authorization.k8s.io/${release}-operator`]);
+      `clusterrole.rbac.authorization.k8s.io/${release}-operator-workloads`, `clusterrolebinding.rbac.authorization.k8s.io/${release}-operator`]);
     assert.match(await cp.kubectl(['-n', namespace, 'get', 'cpool', 'main', '-o', 'name']), /collectorpool\.pglog\.io\/main/);
     const uninstalled = await helm(['uninstall', release, '--kubeconfig', cp.kubeconfig, '--namespace', namespace]);
     assert.equal(uninstalled.code, 0, uninstalled.stderr);
@@ -304,26 +311,34 @@ describe('charts/pglog', { timeout: 240_000 }, () => {
     await expect(`${NAMESPACE}:pglog-collector`, OUTSIDE, [['get', 'secrets', false], ['get', 'collectorshards.pglog.io', false]]);
     await expect(`${NAMESPACE}:pglog-collector`, OTHER, [['get', 'secrets', false]]);
 
-    for (const namespace of [NAMESPACE, OUTSIDE]) {
+    for (const namespace of [NAMESPACE, OTHER, OUTSIDE]) {
+      // Workloads and shards are written only in the collector namespaces (review F11); read,
+      // status and Events wherever pools may be declared.
+      const writes = namespace !== OUTSIDE;
       await expect(`${NAMESPACE}:pglog-operator`, namespace, [
         ['get', 'secrets', false],
         ['list', 'secrets', false],
         ['watch', 'secrets', false],
         ['list', 'collectorpools.pglog.io', true],
         ['watch', 'postgrestargets.pglog.io', true],
-        ['create', 'collectorshards.pglog.io', true],
-        ['update', 'collectorshards.pglog.io', true],
-        ['delete', 'collectorshards.pglog.io', true],
+        ['create', 'collectorshards.pglog.io', writes],
+        ['update', 'collectorshards.pglog.io', writes],
+        ['delete', 'collectorshards.pglog.io', writes],
         ['update', 'collectorshards.pglog.io', false, 'status'],
         ['patch', 'postgrestargets.pglog.io', true, 'status'],
         ['patch', 'collectorpools.pglog.io', true, 'status'],
         ['update', 'postgrestargets.pglog.io', false],
         ['delete', 'postgrestargets.pglog.io', false],
         ['create', 'collectorpools.pglog.io', false],
-        ['patch', 'statefulsets.apps', true],
-        ['create', 'statefulsets.apps', true],
+        ['patch', 'statefulsets.apps', writes],
+        ['create', 'statefulsets.apps', writes],
+        ['get', 'statefulsets.apps', true],
         ['delete', 'statefulsets.apps', false],
-        ['patch', 'services', true],
+        ['patch', 'services', writes],
+        ['create', 'services', writes],
+        ['get', 'services', true],
+        ['patch', 'poddisruptionbudgets.policy', writes],
+        ['get', 'poddisruptionbudgets.policy', true],
         ['list', 'poddisruptionbudgets.policy', true],
         ['create', 'events', true],
         ['patch', 'events', true],

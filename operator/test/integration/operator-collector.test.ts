@@ -8,7 +8,8 @@
 //   - the operator writes shard 0; its collector stores rows and reports both targets; each
 //     PostgresTarget's status shows shard 0, a rate and Ready; the busy target is promoted by
 //     the operator on its measured rate and moves to the sidecar, the quiet one stays inproc;
-//     the busy one's SQL snapshots go on through the sidecar's forward (Snapshots True);
+//     the busy one's SQL snapshots go on through the sidecar's forward (Snapshots True), and
+//     its superuser SQL role shows as SqlRole False, SQL_ROLE_SUPERUSER;
 //   - `kubectl scale --replicas 2`: one target moves to shard 1 with a higher epoch, its rows
 //     keep arriving from the new owner;
 //   - with the load stopped the checker finds every statement of both servers exactly once.
@@ -134,6 +135,8 @@ describe('pglog operator with real collectors: the loop closed', { timeout: 300_
     await kubectl(['create', 'secret', 'generic', 'store', `--from-literal=url=${store.url}`]);
     for (const name of TARGETS) {
       await kubectl(['create', 'secret', 'generic', `${name}-ssh`, `--from-file=id_ed25519=${ssh.privateKeyFile}`, `--from-file=known_hosts=${ssh.knownHostsFile}`]);
+      // The Secret opts in to serving pglog (docs/targets.md).
+      await kubectl(['label', 'secret', `${name}-ssh`, 'pglog.io/ssh-credentials=true']);
       // The busy one also takes SQL snapshots: through the sidecar's forward once it is promoted.
       const sql = name === 'busy'
         ? [{ pool: POOL, collect: { logs: true, activity: true, locks: true, intervalSeconds: 2 } }, { sql: { socketDirectory: servers[name].socketDir, port: servers[name].port, user: 'postgres' } }] as const
@@ -202,6 +205,13 @@ describe('pglog operator with real collectors: the loop closed', { timeout: 300_
     await eventually('busy\'s Snapshots condition True (operator)', 30_000, async () =>
       ((await target('busy')).status?.conditions?.find((c) => c.type === 'Snapshots')?.status === 'True' ? true : undefined), lastSeen);
     assert.equal((await target('quiet')).status?.conditions?.find((c) => c.type === 'Snapshots'), undefined, 'no Snapshots condition without snapshots');
+    // Its SQL role is the superuser postgres: the collector reports it, the operator says so (issue 13, review F2).
+    await eventually('busy\'s SqlRole condition False with SQL_ROLE_SUPERUSER (operator)', 30_000, async () => {
+      const c = (await target('busy')).status?.conditions?.find((x) => x.type === 'SqlRole');
+      return c?.status === 'False' && c.reason === 'SQL_ROLE_SUPERUSER' ? true : undefined;
+    }, lastSeen);
+    assert.equal((await shard(0))?.status?.targets?.find((t) => t.name === 'busy')?.sqlRoleWarning, 'SQL_ROLE_SUPERUSER');
+    assert.equal((await target('quiet')).status?.conditions?.find((c) => c.type === 'SqlRole'), undefined, 'no SqlRole condition without snapshots');
     assert.ok(c0.records().some((r) => r['server'] === 'busy' && typeof r['forward'] === 'string' && / ready: /.test(String(r['msg']))), 'the sidecar set up the SQL forward of busy');
   }));
 

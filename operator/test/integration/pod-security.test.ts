@@ -1,7 +1,8 @@
 // The pool's pods pass Pod Security `restricted` on a real kube-apiserver: a Pod built from
 // the StatefulSet's template is admitted by a server-side dry run in a namespace that enforces
 // `restricted`, and the StatefulSet itself is accepted without a PodSecurity warning (for
-// workload resources PodSecurity only warns; it enforces on Pods). The check has teeth: the
+// workload resources PodSecurity only warns; it enforces on Pods). As admitted, only the
+// collector container holds the service account token (the sidecar none). The check has teeth: the
 // same template without runAsNonRoot, or with allowPrivilegeEscalation, is refused.
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
@@ -66,6 +67,24 @@ describe('Pod Security restricted admits the pool\'s pods', { timeout: 180_000 }
     assert.equal(result.code, 0, result.stderr);
     assert.match(result.stdout, /pod\/main-0/);
     assert.doesNotMatch(result.stderr, /PodSecurity/);
+  });
+
+  test('as admitted, only the collector container has the service account token; the sshproxy sidecar has none and no store URL', async () => {
+    const result = await kubectl(cp, ['apply', '--dry-run=server', '-o', 'json', '-f', '-'], JSON.stringify(podOf(renderStatefulSet())));
+    assert.equal(result.code, 0, result.stderr);
+    type Mount = { name: string; mountPath: string };
+    type AdmittedContainer = { name: string; volumeMounts?: Mount[]; env?: Array<{ name: string }> };
+    const pod = JSON.parse(result.stdout) as { spec: { volumes: Array<{ name: string; projected?: unknown }>; containers: AdmittedContainer[]; initContainers: AdmittedContainer[] } };
+    const tokenDir = '/var/run/secrets/kubernetes.io/serviceaccount';
+    const tokenMounts = (c: AdmittedContainer): string[] => (c.volumeMounts ?? []).filter((m) => m.mountPath.startsWith('/var/run/secrets')).map((m) => m.mountPath);
+    const sidecar = pod.spec.initContainers.find((c) => c.name === 'sshproxy')!;
+    const collector = pod.spec.containers.find((c) => c.name === 'collector')!;
+    // The API server's ServiceAccount admission would add a token volume to every container
+    // of a pod that automounts; this one does not, so the only token is the collector's.
+    assert.deepEqual(tokenMounts(sidecar), [], 'the sidecar mounts no token');
+    assert.deepEqual(tokenMounts(collector), [tokenDir]);
+    assert.equal(pod.spec.volumes.filter((v) => v.projected !== undefined).length, 1, 'one projected volume: ours');
+    assert.ok(!(sidecar.env ?? []).some((e) => e.name === 'PGLOG_STORE_URL'), 'the sidecar has no store URL');
   });
 
   test('the StatefulSet is accepted without a PodSecurity warning', async () => {

@@ -13,7 +13,7 @@ import { isKubeError } from '../../../src/kube/errors.ts';
 import { PODS } from '../../../src/kube/resources.ts';
 import { descendants, killTree } from '../../../../collector/test/helpers/process-tree.ts';
 import { condition, containerReady, containerStatus, httpProbe, now, podPhase, type ContainerRun } from './pod-status.ts';
-import { containerArgv, containerEnv, isSidecar, podKubeconfig, type Pod, type PodContainer } from './pod-spec.ts';
+import { containerArgv, containerEnv, hasToken, isSidecar, podKubeconfig, type Pod, type PodContainer } from './pod-spec.ts';
 
 export interface ContainerInfo {
   name: string;
@@ -106,7 +106,19 @@ export class PodRun {
       apiVersion: 'authentication.k8s.io/v1', kind: 'TokenRequest', metadata: { name: sa, namespace: this.namespace },
       spec: { expirationSeconds: 3600, boundObjectRef: { apiVersion: 'v1', kind: 'Pod', name: this.name, uid: this.pod.metadata.uid } },
     });
-    writeFileSync(this.kubeconfig, podKubeconfig(this.kube.server, this.kube.caCert, this.kube.tlsServerName, answer.status?.token ?? '', this.namespace), { mode: 0o600 });
+    const token = answer.status?.token ?? '';
+    writeFileSync(this.kubeconfig, podKubeconfig(this.kube.server, this.kube.caCert, this.kube.tlsServerName, token, this.namespace), { mode: 0o600 });
+    // A projected volume gets the files its sources name (token, CA, namespace), for a
+    // container that reads them by its mountPath.
+    (this.pod.spec.volumes ?? []).forEach((v, i) => {
+      if (v.projected === undefined) return;
+      const dir = join(this.dir, `v${i}`);
+      mkdirSync(dir, { mode: 0o755 });
+      if (v.projected.sources.some((s) => s.serviceAccountToken !== undefined)) writeFileSync(join(dir, 'token'), token, { mode: 0o600 });
+      writeFileSync(join(dir, 'ca.crt'), this.kube.caCert ?? '');
+      writeFileSync(join(dir, 'namespace'), this.namespace);
+      this.volumes.set(v.name, dir);
+    });
     this.ticker = setInterval(() => this.tick(), 1000);
     for (const r of this.runs) {
       if (this.terminating) return;
@@ -152,7 +164,7 @@ export class PodRun {
       if (this.terminating) return;
       try {
         r.env = await containerEnv(this.client, this.pod, this.podIP, r.spec, mounts);
-        r.argv = containerArgv(r.spec, r.env, mounts, this.podIP, this.kubeconfig);
+        r.argv = containerArgv(r.spec, r.env, mounts, this.podIP, hasToken(this.pod, r.spec) ? this.kubeconfig : undefined);
         break;
       } catch (e) {
         r.waiting = 'CreateContainerConfigError';

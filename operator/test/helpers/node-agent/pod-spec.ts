@@ -6,7 +6,9 @@
 //   - `0.0.0.0:` in args becomes the pod's own loopback address (`<podIP>:`);
 //   - `pglog` runs collector/bin/pglog, `node` this Node.js; `pglog collect` and `pglog
 //     operator` get `--kubeconfig FILE` (the pod's service account token from the TokenRequest
-//     API) in place of the in-cluster service account files.
+//     API) in place of the in-cluster service account files, but only in a container that
+//     has a token: every container when the pod automounts it, else only those that mount a
+//     projected volume with a serviceAccountToken source (hasToken).
 import type { KubeClient, KubeObject, ResourceType } from '../../../src/kube/client-types.ts';
 import type { Container, EnvVar as WorkloadEnvVar } from '../../../src/controller/workload-types.ts';
 import { SECRETS } from '../../../src/kube/resources.ts';
@@ -29,11 +31,12 @@ export interface Pod extends KubeObject {
     nodeName?: string;
     schedulerName?: string;
     serviceAccountName?: string;
+    automountServiceAccountToken?: boolean;
     restartPolicy?: 'Always' | 'OnFailure' | 'Never';
     terminationGracePeriodSeconds?: number;
     initContainers?: PodContainer[];
     containers: PodContainer[];
-    volumes?: Array<{ name: string; emptyDir?: Record<string, unknown> }>;
+    volumes?: Array<{ name: string; emptyDir?: Record<string, unknown>; projected?: { sources: Array<{ serviceAccountToken?: { path: string } }> } }>;
   };
   status?: { podIP?: string; phase?: string };
 }
@@ -95,13 +98,23 @@ export async function containerEnv(client: KubeClient, pod: Pod, podIP: string, 
   return vars;
 }
 
-/** The argv a container runs: command + args expanded and mapped, `pglog` and `node` resolved. */
-export function containerArgv(c: PodContainer, vars: ReadonlyMap<string, string>, mounts: ReadonlyMap<string, string>, podIP: string, kubeconfig: string): string[] {
+/** Whether the container gets the service account's token, as the kubelet would give it. */
+export function hasToken(pod: Pod, c: PodContainer): boolean {
+  if (pod.spec.automountServiceAccountToken !== false) return true;
+  const tokenVolumes = new Set((pod.spec.volumes ?? []).filter((v) => v.projected?.sources.some((s) => s.serviceAccountToken !== undefined) === true).map((v) => v.name));
+  return (c.volumeMounts ?? []).some((m) => tokenVolumes.has(m.name));
+}
+
+/**
+ * The argv a container runs: command + args expanded and mapped, `pglog` and `node` resolved.
+ * `kubeconfig` is undefined for a container without a token: it gets no API access.
+ */
+export function containerArgv(c: PodContainer, vars: ReadonlyMap<string, string>, mounts: ReadonlyMap<string, string>, podIP: string, kubeconfig: string | undefined): string[] {
   const words = [...(c.command ?? []), ...(c.args ?? [])].map((w) => mapMounts(expand(w, vars), mounts).replaceAll('0.0.0.0:', `${podIP}:`));
   if (words.length === 0) throw new Error(`container ${c.name}: no command (an image's entry point means nothing to the test node agent)`);
   if (words[0] === 'pglog') {
     words[0] = PGLOG;
-    if ((words[1] === 'collect' || words[1] === 'operator') && !words.some((w) => w === '--kubeconfig' || w.startsWith('--kubeconfig='))) words.push('--kubeconfig', kubeconfig);
+    if (kubeconfig !== undefined && (words[1] === 'collect' || words[1] === 'operator') && !words.some((w) => w === '--kubeconfig' || w.startsWith('--kubeconfig='))) words.push('--kubeconfig', kubeconfig);
   } else if (words[0] === 'node') {
     words[0] = process.execPath;
   }
