@@ -20,6 +20,8 @@ export function streamHooks(metrics: CollectorMetrics, log: Logger, target: stri
   // Bad input is counted in metrics and told in the log, at most once per interval per stream.
   let problemsSince = { truncated: 0, malformed: 0, replacements: 0, nulRemoved: 0 };
   let problemsLoggedAt = 0;
+  let slowSince = 0;
+  let slowLoggedAt = 0;
   return {
     progress(delta, kinds, where) {
       metrics.readBytes(target, instance, delta.bytes);
@@ -29,6 +31,7 @@ export function streamHooks(metrics: CollectorMetrics, log: Logger, target: stri
       if (delta.truncated > 0) metrics.parseProblems(target, instance, 'truncated', delta.truncated);
       if (delta.replacements > 0) metrics.parseProblems(target, instance, 'replacement', delta.replacements);
       if (delta.nulRemoved > 0) metrics.parseProblems(target, instance, 'nul_removed', delta.nulRemoved);
+      if (delta.oversized > 0) metrics.parseProblems(target, instance, 'oversized', delta.oversized);
       if (delta.truncated + delta.malformed + delta.replacements + delta.nulRemoved === 0) return;
       problemsSince = {
         truncated: problemsSince.truncated + delta.truncated,
@@ -46,6 +49,19 @@ export function streamHooks(metrics: CollectorMetrics, log: Logger, target: stri
     },
     lag(bytes) {
       metrics.lagBytes(target, instance, bytes);
+    },
+    slowEntry(file, entry) {
+      metrics.slowEntries(target, instance);
+      // Each costs the budget at least, yet a flood of them must not flood the log: one a while.
+      slowSince++;
+      const now = Date.now();
+      if (now - slowLoggedAt < PROBLEM_LOG_INTERVAL_MS) return;
+      slowLoggedAt = now;
+      const count = slowSince;
+      slowSince = 0;
+      tlog.warn({ file, offset: entry.offset, end: entry.end, ms: Math.round(entry.ms), budgetMs: Math.round(entry.budgetMs), count },
+        `${target}/${instance}: the entry at byte ${entry.offset} of ${file} took the parser ${Math.round(entry.ms)} ms (budget ${Math.round(entry.budgetMs)} ms); ` +
+        `${count} such entries since the last warning, counted in pglog_parse_slow_entries_total; the entry is stored`);
     },
     connected(up) {
       if (up && lastFailure !== '') tlog.info(`${target}/${instance}: reading again`);

@@ -19,7 +19,7 @@
  */
 import { isPglogError, PglogError } from '../errors.ts';
 import type { FollowedFile, FollowItem, FollowPosition } from '../follow/follower.ts';
-import { LogParser, type ParseCounters, ZERO_COUNTERS } from '../parse/log-parser.ts';
+import { LogParser, type ParseCounters, type SlowEntry, ZERO_COUNTERS } from '../parse/log-parser.ts';
 import type { EncodingConfig } from '../protocol/decode.ts';
 import type { EventKind, PglogEvent } from '../protocol/events.ts';
 import type { TemplateCache } from '../protocol/normalize.ts';
@@ -59,6 +59,8 @@ export interface StreamHooks {
   file?(file: FollowedFile, offset: number): void;
   /** The log was never collected before: it starts here, and the store says so from now on. */
   started?(file: FollowedFile, offset: number): void;
+  /** An entry of `file` took the parser longer than its time budget. */
+  slowEntry?(file: string, entry: SlowEntry): void;
 }
 
 export interface InstanceStreamOptions {
@@ -307,6 +309,7 @@ export class InstanceStream {
       maxEntryBytes: this.o.maxEntryBytes,
       startOffset: offset,
       templates: this.o.templates,
+      onSlowEntry: (entry) => this.hooks.slowEntry?.(file.path, entry),
     }, (event) => this.parsed.push(event));
     this.hooks.file?.(file, offset);
     // A new file (or a resume) is a position of its own: committed even before its first event.
@@ -340,6 +343,8 @@ export class InstanceStream {
       malformed: now.malformed - before.malformed,
       replacements: now.replacements - before.replacements,
       nulRemoved: now.nulRemoved - before.nulRemoved,
+      oversized: now.oversized - before.oversized,
+      slow: now.slow - before.slow,
     };
   }
 

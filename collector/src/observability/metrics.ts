@@ -15,8 +15,8 @@ import { SnapshotMetrics } from './snapshot-metrics.ts';
 
 export const METRIC_PREFIX = 'pglog_';
 
-export const PARSE_PROBLEMS = ['malformed', 'truncated', 'replacement', 'nul_removed'] as const;
-/** malformed entry, entry truncated at the size cap, invalid bytes replaced while decoding, NUL bytes removed. */
+export const PARSE_PROBLEMS = ['malformed', 'truncated', 'replacement', 'nul_removed', 'oversized'] as const;
+/** malformed entry, entry truncated at the size cap, invalid bytes replaced while decoding, NUL bytes removed, message too long for its kind's fields (kept as `other`). */
 export type ParseProblem = (typeof PARSE_PROBLEMS)[number];
 export const BATCH_OUTCOMES = ['committed', 'retried', 'fenced'] as const;
 export type BatchOutcome = (typeof BATCH_OUTCOMES)[number];
@@ -52,6 +52,7 @@ interface Instruments {
   readLines: Counter<'target' | 'instance'>;
   events: Counter<'target' | 'instance' | 'kind'>;
   parseProblems: Counter<'target' | 'instance' | 'problem'>;
+  slowEntries: Counter<'target' | 'instance'>;
   skippedBytes: Counter<'target' | 'instance'>;
   lagBytes: Gauge<'target' | 'instance'>;
   lagSeconds: Gauge<'target' | 'instance'>;
@@ -105,7 +106,7 @@ class InstanceSeries {
   }
 
   remove(): void {
-    for (const metric of [this.m.readBytes, this.m.readLines, this.m.skippedBytes, this.m.lagBytes, this.m.lagSeconds, this.m.fifoBytes]) {
+    for (const metric of [this.m.readBytes, this.m.readLines, this.m.slowEntries, this.m.skippedBytes, this.m.lagBytes, this.m.lagSeconds, this.m.fifoBytes]) {
       metric.remove(this.labels);
     }
     for (const labels of this.kindLabels.values()) this.m.events.remove(labels);
@@ -184,9 +185,10 @@ export class CollectorMetrics {
       events: new Counter({ name: `${p}events_total`, help: 'Log entries parsed, by event kind.', labelNames: ['target', 'instance', 'kind'], registers }),
       parseProblems: new Counter({
         name: `${p}parse_problems_total`,
-        help: 'Parse problems: malformed entries, entries truncated at the size cap, invalid bytes replaced, NUL bytes removed.',
+        help: 'Parse problems: malformed entries, entries truncated at the size cap, invalid bytes replaced, NUL bytes removed, messages too long for their kind kept unparsed.',
         labelNames: ['target', 'instance', 'problem'], registers,
       }),
+      slowEntries: new Counter({ name: `${p}parse_slow_entries_total`, help: 'Log entries that took the parser longer than their time budget.', labelNames: ['target', 'instance'], registers }),
       skippedBytes: new Counter({ name: `${p}skipped_bytes_total`, help: 'Log bytes never read because the committed position was lost.', labelNames: ['target', 'instance'], registers }),
       lagBytes: new Gauge({ name: `${p}lag_bytes`, help: 'End of the log file minus the committed offset.', labelNames: ['target', 'instance'], registers }),
       lagSeconds: new Gauge({
@@ -261,6 +263,11 @@ export class CollectorMetrics {
 
   parseProblems(target: string, instance: string, problem: ParseProblem, count = 1): void {
     this.m.parseProblems.inc(this.instance(target, instance).problem(problem), count);
+  }
+
+  /** Log entries over their parse time budget (LogParser's `slow`). */
+  slowEntries(target: string, instance: string, count = 1): void {
+    this.m.slowEntries.inc(this.instance(target, instance).labels, count);
   }
 
   /** Bytes of the log that will never be read (the committed position was lost). */

@@ -7,6 +7,11 @@
  * Push-based and synchronous, so the caller (the CLI, the collector's stream, a benchmark)
  * owns reading and backpressure. Resuming at an entry boundary: construct a new parser with
  * `startOffset` set to an event's `end` and push the bytes from there.
+ *
+ * Each entry has a time budget (entryBudgetMs): what its assembling and parsing took, from
+ * the injected clock, is compared with it and an entry over it is counted (`slow`) and handed
+ * to `onSlowEntry`. The parsers are linear, so a slow entry means a parser did not keep that
+ * promise on some input: the count makes it visible instead of the collector just stalling.
  */
 import { createAssembler } from '../protocol/assembler.ts';
 import { Decoder, type EncodingConfig } from '../protocol/decode.ts';
@@ -26,7 +31,31 @@ export interface LogParserOptions {
   startOffset?: number | undefined;
   /** Shared across parsers of one process so each template is hashed once. */
   templates?: TemplateCache | undefined;
+  /** Milliseconds, monotonic (performance.now by default): times each entry against its budget. */
+  clock?: (() => number) | undefined;
+  /** Milliseconds one entry may take besides ENTRY_BUDGET_MS_PER_KIB (default DEFAULT_ENTRY_BUDGET_MS). */
+  entryBudgetMs?: number | undefined;
+  /** Called for each entry over its budget, after it was parsed. */
+  onSlowEntry?: ((entry: SlowEntry) => void) | undefined;
 }
+
+/** An entry that took longer than its budget. */
+export interface SlowEntry {
+  /** Stream offsets of its first byte and of the byte after it. */
+  offset: number;
+  end: number;
+  ms: number;
+  budgetMs: number;
+}
+
+/** The fixed part of one entry's time budget. */
+export const DEFAULT_ENTRY_BUDGET_MS = 100;
+/**
+ * The budget's part per KiB of the entry: about a hundred times what parsing takes (some
+ * 10 µs per KiB), so a long SQL text at the entry cap stays within it, and a parser that is
+ * quadratic on some input is over it long before it stalls the process for seconds.
+ */
+export const ENTRY_BUDGET_MS_PER_KIB = 1;
 
 export interface ParseCounters {
   bytes: number;
@@ -36,6 +65,10 @@ export interface ParseCounters {
   malformed: number;
   replacements: number;
   nulRemoved: number;
+  /** Messages too long for their kind, kept as `other` events without parsing their fields. */
+  oversized: number;
+  /** Entries that took longer than their time budget. */
+  slow: number;
 }
 
 export type EventHandler = (event: PglogEvent) => void;
@@ -47,15 +80,32 @@ export class LogParser {
   private readonly events: EventParser;
   private readonly format: LogFormat;
   private truncatedEntries = 0;
+  private readonly clock: () => number;
+  /** When the work toward the next entry began: the last push or the last entry handed on. */
+  private since = 0;
+  private slowEntries = 0;
 
   constructor(options: LogParserOptions, onEvent: EventHandler) {
     const maxEntryBytes = options.maxEntryBytes ?? DEFAULT_MAX_ENTRY_BYTES;
     this.format = options.format;
     this.decoder = new Decoder(options.encodings);
     this.events = new EventParser({ decoder: this.decoder, templates: options.templates ?? new TemplateCache() });
+    const clock = options.clock ?? performance.now.bind(performance);
+    this.clock = clock;
+    const budgetMs = options.entryBudgetMs ?? DEFAULT_ENTRY_BUDGET_MS;
+    const onSlowEntry = options.onSlowEntry;
     const onRecord = (record: LogRecord): void => {
       if (record.truncated) this.truncatedEntries++;
-      onEvent(this.events.parse(record));
+      const event = this.events.parse(record);
+      // What the caller does with the event is not the parser's time.
+      const ms = clock() - this.since;
+      const entryBudgetMs = budgetMs + ((record.end - record.start) / 1024) * ENTRY_BUDGET_MS_PER_KIB;
+      if (ms > entryBudgetMs) {
+        this.slowEntries++;
+        onSlowEntry?.({ offset: record.start, end: record.end, ms, budgetMs: entryBudgetMs });
+      }
+      onEvent(event);
+      this.since = clock();
     };
     this.assembler = createAssembler(options.format, onRecord, { prefix: options.prefix, maxEntryBytes });
     const assembler = this.assembler;
@@ -67,6 +117,7 @@ export class LogParser {
   }
 
   push(chunk: Buffer): void {
+    this.since = this.clock();
     this.splitter.push(chunk);
   }
 
@@ -81,11 +132,13 @@ export class LogParser {
   flushIdle(): void {
     if (this.format === 'csvlog' || this.format === 'jsonlog') return;
     if (this.splitter.pendingBytes > 0) return;
+    this.since = this.clock();
     this.assembler.flush();
   }
 
   /** End of input: emits the last line and the entry still being assembled. */
   end(): void {
+    this.since = this.clock();
     this.splitter.end();
     this.assembler.flush();
   }
@@ -99,6 +152,8 @@ export class LogParser {
       malformed: this.assembler.stats.malformed,
       replacements: this.decoder.replacements,
       nulRemoved: this.decoder.nulRemoved,
+      oversized: this.events.oversized,
+      slow: this.slowEntries,
     };
   }
 }
@@ -113,9 +168,11 @@ export function addCounters(a: ParseCounters, b: ParseCounters): ParseCounters {
     malformed: a.malformed + b.malformed,
     replacements: a.replacements + b.replacements,
     nulRemoved: a.nulRemoved + b.nulRemoved,
+    oversized: a.oversized + b.oversized,
+    slow: a.slow + b.slow,
   };
 }
 
 export const ZERO_COUNTERS: ParseCounters = Object.freeze({
-  bytes: 0, lines: 0, entries: 0, truncated: 0, malformed: 0, replacements: 0, nulRemoved: 0,
+  bytes: 0, lines: 0, entries: 0, truncated: 0, malformed: 0, replacements: 0, nulRemoved: 0, oversized: 0, slow: 0,
 });

@@ -53,6 +53,23 @@ const TEMP_FILE = /^temporary file: path "(.*)", size (\d+)$/;
 
 type Kind = 'error' | 'none' | 'statement' | 'lock' | 'checkpoint' | 'connection' | 'disconnection' | 'maintenance' | 'temp_file';
 
+/**
+ * The longest message parsed into fields of each kind, in bytes: well above what PostgreSQL
+ * writes for it (a checkpoint, connection, lock or temporary file message is under 2 KiB; an
+ * autovacuum report grows by about 120 bytes per index). A longer one can only come from a
+ * role's RAISE LOG: it becomes an `other` event without its fields being looked for, so no
+ * field pattern ever runs over megabytes of hostile text (security review F1). Statements and
+ * errors carry SQL of any length and are not bounded here.
+ */
+export const MAX_STRUCTURED_MESSAGE_BYTES: Readonly<Record<Exclude<Kind, 'error' | 'none' | 'statement'>, number>> = {
+  lock: 16 * 1024,
+  checkpoint: 16 * 1024,
+  connection: 16 * 1024,
+  disconnection: 16 * 1024,
+  temp_file: 16 * 1024,
+  maintenance: 256 * 1024,
+};
+
 /** Which parser may apply, from the first bytes of the message (no decoding). */
 function classify(m: Buffer): Kind {
   switch (m[0] ?? 0) {
@@ -92,6 +109,8 @@ export class EventParser {
   /** The decoded message of the record being parsed, once decoded (each text is decoded once: decoding counts). */
   private message: string | null = null;
   private readonly spans = new StatementSpans();
+  /** Messages longer than MAX_STRUCTURED_MESSAGE_BYTES for their kind, made `other` events unparsed. */
+  oversized = 0;
 
   constructor(options: EventParserOptions) {
     this.decoder = options.decoder;
@@ -160,7 +179,11 @@ export class EventParser {
   }
 
   private classified(r: LogRecord): PglogEvent {
-    const kind = isErrorSeverity(r.severity) ? 'error' : classify(r.message);
+    let kind = isErrorSeverity(r.severity) ? 'error' : classify(r.message);
+    if (kind !== 'error' && kind !== 'none' && kind !== 'statement' && r.message.length > MAX_STRUCTURED_MESSAGE_BYTES[kind]) {
+      this.oversized++;
+      kind = 'none';
+    }
     const scan = kind === 'statement' ? scanStatement(r.message, this.spans) : SCAN_NONE;
     if (scan === SCAN_STATEMENT) {
       const event = this.scannedStatement(r, this.spans);
@@ -313,8 +336,9 @@ const B_OF_TABLE = Buffer.from(' of table "');
  */
 function maintenanceDatabase(message: Buffer): Buffer | null {
   if (message.length < 24 || message[0] !== 0x61 || !startsWithBytes(message, B_AUTOMATIC)) return null;
-  const at = message.indexOf(B_OF_TABLE, B_AUTOMATIC.length);
-  if (at < 0 || at > 64) return null;
+  // Looked for in the first bytes only: a message of megabytes is not scanned to its end.
+  const at = message.subarray(0, 64 + B_OF_TABLE.length).indexOf(B_OF_TABLE, B_AUTOMATIC.length);
+  if (at < 0) return null;
   const from = at + B_OF_TABLE.length;
   const dot = message.indexOf(0x2e, from);
   return dot > from ? message.subarray(from, dot) : null;
