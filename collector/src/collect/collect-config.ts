@@ -9,6 +9,7 @@ import { START_POINTS, type StartPoint } from '../config/target-types.ts';
 import { wholeNumberOption } from '../config/whole-number-option.ts';
 import { parseLogLevelOption, type OptionLogLevel } from '../observability/logger.ts';
 import { DEFAULT_MAX_ENTRY_BYTES } from '../protocol/line-splitter.ts';
+import { DEFAULT_TEMPLATE_CACHE_BYTES } from '../protocol/normalize.ts';
 import { DEFAULT_BATCHER_OPTIONS, type BatcherOptions } from './batcher.ts';
 import { parseTransportConfig, TRANSPORT_OPTIONS, TRANSPORT_USAGE, type TransportConfig } from './transport-config.ts';
 import { CLUSTER_OPTIONS, CLUSTER_USAGE, parseClusterConfig, type ClusterConfig } from '../cluster/cluster-config.ts';
@@ -33,6 +34,7 @@ export const COLLECT_USAGE = `usage: pglog collect --targets FILE [--store URL |
   --memory-budget SIZE      bytes held for the store, whole process (default 128MiB)
   --target-memory-budget SIZE  ... per target (default 16MiB)
   --max-entry-bytes SIZE    longer entries are truncated and counted (default 10MiB)
+  --template-cache-bytes SIZE  memory of the query template cache, whole process (default 32MiB)
   --retention-days N        drop event partitions older than N days (default: keep)
   --stop-timeout MS         on SIGTERM/SIGINT: flush and exit within MS (default 10000)
   --keepalive-ms MS         SSH keepalive interval (default 5000; 3 missed answers end the connection)
@@ -52,6 +54,8 @@ export interface CollectConfig {
   startAt: StartPoint;
   batcher: BatcherOptions;
   maxEntryBytes: number;
+  /** Bytes of the process's query template cache (sql-template-cache.ts). */
+  templateCacheBytes: number;
   retentionDays: number | null;
   stopTimeoutMs: number;
   keepaliveIntervalMs: number;
@@ -76,6 +80,7 @@ export function parseCollectArgs(argv: string[], env: Readonly<Record<string, st
       'memory-budget': { type: 'string' },
       'target-memory-budget': { type: 'string' },
       'max-entry-bytes': { type: 'string' },
+      'template-cache-bytes': { type: 'string' },
       'retention-days': { type: 'string' },
       'stop-timeout': { type: 'string' },
       'keepalive-ms': { type: 'string' },
@@ -110,6 +115,7 @@ export function parseCollectArgs(argv: string[], env: Readonly<Record<string, st
     startAt,
     batcher,
     maxEntryBytes: size(values['max-entry-bytes'], '--max-entry-bytes', DEFAULT_MAX_ENTRY_BYTES),
+    templateCacheBytes: size(values['template-cache-bytes'], '--template-cache-bytes', DEFAULT_TEMPLATE_CACHE_BYTES),
     retentionDays: retention === undefined ? null : count(retention, '--retention-days', 0, 1),
     stopTimeoutMs: count(values['stop-timeout'], '--stop-timeout', 10_000, 100),
     keepaliveIntervalMs: count(values['keepalive-ms'], '--keepalive-ms', 5_000, 100),

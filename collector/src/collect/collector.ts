@@ -115,7 +115,8 @@ export class Collector {
   private readonly running = new Map<string, RunningTarget>();
   /** Credentials by target: the file-read ones, then whatever assign() gave. */
   private readonly credentials: Map<string, TargetCredentials>;
-  private readonly templates = new TemplateCache();
+  /** One per process, shared by every stream: bounded in bytes (--template-cache-bytes). */
+  private readonly templates: TemplateCache;
   private openedSidecar: SidecarClient | null = null;
   private started = false;
   /** The newest assignment asked for (cluster mode); applied once started, one at a time. */
@@ -125,6 +126,8 @@ export class Collector {
   constructor(options: CollectorOptions) {
     this.o = options;
     this.credentials = new Map(options.credentials);
+    this.templates = new TemplateCache({ maxBytes: options.config.templateCacheBytes });
+    options.metrics.watchTemplateCache(this.templates);
   }
 
   /** Readiness: the store is open and the collector is not stopping. */

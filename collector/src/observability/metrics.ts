@@ -43,6 +43,8 @@ const BATCH_BYTES_BUCKETS = [1024, 4096, 16_384, 65_536, 262_144, 1_048_576, 4_1
 const GC_SECONDS_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1];
 
 type InstanceLabels = { target: string; instance: string };
+/** What the metrics read of a TemplateCache. */
+export interface TemplateCacheReading { readonly bytes: number; readonly size: number; readonly evictions: number; readonly uncached: number }
 /** The `code` label of error counters: a PglogError code, or UNKNOWN for any other error. */
 export type ErrorLabel = ErrorCode | 'UNKNOWN';
 
@@ -162,6 +164,8 @@ export class CollectorMetrics {
   private readonly batchBytes: Histogram;
   private readonly copyDuration: Histogram;
   private readonly commitLatency: Histogram;
+  /** The process's template cache, read at scrape time (watchTemplateCache). */
+  private templateCache: TemplateCacheReading | null = null;
 
   constructor(options: CollectorMetricsOptions = {}) {
     const registry = new Registry();
@@ -222,6 +226,16 @@ export class CollectorMetrics {
     this.commitLatency = new Histogram({ name: `${p}commit_latency_seconds`, help: 'Time from reading a log entry to committing it to the store.', buckets: COMMIT_LATENCY_BUCKETS, registers });
     for (const outcome of BATCH_OUTCOMES) this.batches.inc({ outcome }, 0); // every outcome visible from the start
     this.snapshots = new SnapshotMetrics(registry, p);
+    const cache = (): TemplateCacheReading | null => this.templateCache;
+    new Gauge({ name: `${p}template_cache_bytes`, help: 'Bytes held by the query template cache (its own accounting; bounded by --template-cache-bytes).', registers, collect() { this.set(cache()?.bytes ?? 0); } });
+    new Gauge({ name: `${p}template_cache_entries`, help: 'Distinct query templates held by the template cache.', registers, collect() { this.set(cache()?.size ?? 0); } });
+    // Totals kept by the cache: counters that advance by what the cache counted since the last scrape.
+    let evicted = 0;
+    let uncached = 0;
+    new Counter({ name: `${p}template_cache_evictions_total`, help: 'Templates evicted from the template cache to stay within its bytes.', registers,
+      collect() { const n = cache()?.evictions ?? evicted; if (n > evicted) this.inc(n - evicted); evicted = n; } });
+    new Counter({ name: `${p}template_cache_uncached_total`, help: 'Templates too long to be cached (normalized text over 4 KiB), made afresh each time.', registers,
+      collect() { const n = cache()?.uncached ?? uncached; if (n > uncached) this.inc(n - uncached); uncached = n; } });
   }
 
   private instance(target: string, instance: string): InstanceSeries {
@@ -355,6 +369,11 @@ export class CollectorMetrics {
   }
 
   // ---------------------------------------------------------------- process-wide
+
+  /** The template cache whose bytes, entries, evictions and uncached templates /metrics shows. */
+  watchTemplateCache(cache: TemplateCacheReading): void {
+    this.templateCache = cache;
+  }
 
   /** +1 when a stream pauses for backpressure, -1 when it resumes. */
   pausedStreams(delta: number): void {

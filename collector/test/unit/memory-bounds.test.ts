@@ -12,7 +12,9 @@ import { execFile } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { describe, test } from 'node:test';
 import { promisify } from 'node:util';
+import { CollectorMetrics } from '../../src/observability/metrics.ts';
 import { DEFAULT_MAX_ENTRY_BYTES } from '../../src/protocol/line-splitter.ts';
+import { TemplateCache } from '../../src/protocol/normalize.ts';
 
 const SCENARIO = fileURLToPath(new URL('../helpers/memory-scenario.ts', import.meta.url));
 const MiB = 1024 * 1024;
@@ -76,4 +78,22 @@ void describe('memory bounds under adversarial log content', { timeout: 600_000 
     const { big } = await bounded('pending', 100);
     assert.equal(big.events, 1);
   });
+});
+
+void test('/metrics shows the template cache: bytes, entries, evictions, uncached templates', async () => {
+  const metrics = new CollectorMetrics({ defaultMetrics: false });
+  const cache = new TemplateCache({ maxBytes: 64 * 1024 });
+  metrics.watchTemplateCache(cache);
+  for (let i = 0; i < 500; i++) cache.template(`SELECT c${i} FROM t WHERE a = 1`);
+  cache.template(`SELECT ${'x'.repeat(5000)}`);
+  const value = (text: string, name: string): number => Number(new RegExp(`^${name} (\\S+)$`, 'm').exec(text)?.[1]);
+  const text = await metrics.metricsText();
+  assert.equal(value(text, 'pglog_template_cache_bytes'), cache.bytes);
+  assert.ok(cache.bytes > 0 && cache.bytes <= 64 * 1024);
+  assert.equal(value(text, 'pglog_template_cache_entries'), cache.size);
+  assert.equal(value(text, 'pglog_template_cache_evictions_total'), cache.evictions);
+  assert.ok(cache.evictions > 0);
+  assert.equal(value(text, 'pglog_template_cache_uncached_total'), 1);
+  cache.template(`SELECT ${'y'.repeat(5000)}`);
+  assert.equal(value(await metrics.metricsText(), 'pglog_template_cache_uncached_total'), 2, 'a counter that follows the cache between scrapes');
 });
