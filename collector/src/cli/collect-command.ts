@@ -11,8 +11,8 @@ import type { CollectConfig } from '../collect/collect-config.ts';
 import { isSshKeyFiles, type PostgresTarget } from '../config/target-types.ts';
 import { loadTargetsFile } from '../config/targets.ts';
 import { PglogError } from '../errors.ts';
-import { storeUrlPasswords } from '../store/store-url.ts';
-import { createLogger, redactUrl, registerSecret } from '../observability/logger.ts';
+import { describeStore, storeUrlPasswords } from '../store/store-url.ts';
+import { createLogger, registerSecret } from '../observability/logger.ts';
 import { startHttpServer } from '../observability/http-server.ts';
 import { createCollectorMetrics } from '../observability/metrics.ts';
 import { runClusterCollect } from '../cluster/cluster-command.ts';
@@ -64,7 +64,7 @@ export async function runCollect(config: CollectConfig, io: CollectIO): Promise<
     log,
   });
   if (http !== null) log.info({ listen: http.address }, `metrics and health on http://${http.address.host}:${http.address.port}`);
-  log.info({ store: redactUrl(config.storeUrl), targets: targets.map((t) => t.metadata.name) }, 'pglog collect starting');
+  log.info({ store: describeStore(config.storeUrl), targets: targets.map((t) => t.metadata.name) }, 'pglog collect starting');
 
   io.onReloadRequest(() => {
     void reloadTargets(targetsFile, collector, log);

@@ -10,7 +10,8 @@ import { Collector } from '../collect/collector.ts';
 import type { CollectConfig } from '../collect/collect-config.ts';
 import { settleWithin } from '../collect/retry.ts';
 import { startHttpServer } from '../observability/http-server.ts';
-import { createLogger, redactUrl } from '../observability/logger.ts';
+import { createLogger } from '../observability/logger.ts';
+import { describeStore } from '../store/store-url.ts';
 import { createCollectorMetrics } from '../observability/metrics.ts';
 import { EXIT_TUNING_CHANGED, type ClusterConfig } from './cluster-config.ts';
 import { loadKubeAccess } from './kube-access.ts';
@@ -74,7 +75,7 @@ async function runShardChild(
     log,
   });
   if (http !== null) log.info({ listen: http.address }, `metrics and health on http://${http.address.host}:${http.address.port}`);
-  log.info({ store: redactUrl(config.storeUrl), shard: cluster.shard, namespace, pid: process.pid, tuning }, `pglog collect starting for CollectorShard ${namespace}/${cluster.shard}`);
+  log.info({ store: describeStore(config.storeUrl), shard: cluster.shard, namespace, pid: process.pid, tuning }, `pglog collect starting for CollectorShard ${namespace}/${cluster.shard}`);
   const started = collector.start();
   const how = await shard.run(stop);
   await settleWithin(started, 1000);
