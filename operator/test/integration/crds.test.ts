@@ -108,6 +108,11 @@ describe('the generated CRDs on a real kube-apiserver', { timeout: 180_000 }, ()
     await rejects(target('x'.repeat(64), {}), /metadata\.name must be a DNS-1123 label/);
     await rejects(pool('pool.one', {}), /metadata\.name must be a DNS-1123 label/);
     await rejects(target('badinstance', { instances: [{ name: 'Main_1', dataDirectory: '/d' }] }), /spec\.instances\[0\]\.name: Invalid value: "Main_1"/);
+    // spec.user: the rule of the targets file and the sidecar (SSH_USER_PATTERN): '@' is fine,
+    // a leading '-' (an ssh option) or a blank is not.
+    await rejects(target('dashuser', { user: '-oProxyCommand=touch /tmp/x' }), /spec\.user: Invalid value: "-oProxyCommand=touch \/tmp\/x": spec\.user in body should match/);
+    await rejects(target('blankuser', { user: 'post gres' }), /spec\.user: Invalid value: "post gres"/);
+    await create(target('aduser', { user: 'alice@corp.example.com' }));
   });
 
   test('kubectl scale drives spec.replicas of a CollectorPool', async () => {
