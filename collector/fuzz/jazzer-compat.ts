@@ -16,7 +16,7 @@
  * The version requirements GLIBC_2.38 and GLIBCXX_3.4.32 are then marked weak (VER_FLG_WEAK),
  * so the dynamic loader does not refuse the file for a version nothing binds to any more.
  * Nothing else in the file changes. The edit is idempotent, and skipped where the addon
- * already loads (a newer glibc). See docs/decisions/0011-fuzzing.md.
+ * already loads (a newer glibc). See docs/decisions/0012-fuzzing.md.
  *
  * Usage: node collector/fuzz/jazzer-compat.ts   (run by `make fuzz`)
  */
