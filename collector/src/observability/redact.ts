@@ -79,8 +79,10 @@ export function registerSecret(secret: string): void {
 // scheme://user:password@host: the password is everything between the first ':' after the
 // user and the last '@' before the host (passwords may contain '@' when not percent-encoded).
 // Neither part crosses '"' or '\', so the patterns can run over a JSON log line without
-// swallowing the JSON around a URL.
-const URL_USERINFO = /\b([a-z][a-z0-9+.-]*:\/\/)([^\s:/?#@"\\]*):[^\s/?#"\\]*@/gi;
+// swallowing the JSON around a URL. The scheme starts only where a run of scheme characters
+// starts (a look-behind, not \b): with \b, every letter after a '.' of 'a.a.a.…' began a
+// scan to the end of the run, quadratic in a log line any database role can write.
+const URL_USERINFO = /(?<![a-z0-9+.-])([a-z][a-z0-9+.-]*:\/\/)([^\s:/?#@"\\]*):[^\s/?#"\\]*@/gi;
 // password=... as a URL query parameter or a libpq keyword/value pair (quoted or not).
 const PASSWORD_PARAM = /\b(password|passwd|pwd|sslpassword)=(?:'(?:[^'\\]|\\.)*'|[^\s&;"'\\]+)/gi;
 

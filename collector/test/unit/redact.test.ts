@@ -65,3 +65,22 @@ test('describePostgresUrl names host, port, database and user, never the passwor
   assert.equal(describePostgresUrl('postgres:///store'), 'host the default Unix socket, port 5432, database store');
   assert.equal(describePostgresUrl('not a url password=x'), 'an unparsable store URL');
 });
+
+test('redactUrl takes time linear in the text on runs of scheme characters (a.a.a.…, no ://)', () => {
+  // A ratio in one run, not a fixed time: 16 times the text may take at most about 16 times as
+  // long (4x slack for noise); the quadratic pattern took 256 times as long.
+  const timeOf = (text: string): number => {
+    let best = Infinity;
+    for (let i = 0; i < 5; i++) {
+      const t0 = performance.now();
+      redactUrl(text);
+      best = Math.min(best, performance.now() - t0);
+    }
+    return best;
+  };
+  const small = 'a.'.repeat(2_000);
+  const large = 'a.'.repeat(32_000);
+  timeOf(small);
+  const ratio = timeOf(large) / Math.max(timeOf(small), 0.05);
+  assert.ok(ratio < 64, `16x the text took ${ratio.toFixed(1)}x the time`);
+});
