@@ -3,7 +3,8 @@
 // `pglog collect --shard` launcher and its collector child; a real store, sshd and two
 // PostgreSQL servers logging every statement; the checker compares logs and store.
 //   - rows arrive; the shard status shows both targets with rates, offsets, connected;
-//   - a target with SQL snapshots only reports a refused role as snapshotError, then recovers;
+//   - a target with SQL snapshots only reports a refused role as snapshotError, then recovers
+//     as the superuser postgres, reported as sqlRoleWarning SQL_ROLE_SUPERUSER;
 //   - a target removed from the spec stops (no new rows) and leaves the status;
 //   - handed to a second collector (another shard) with epoch + 1: 0 lost, 0 duplicated;
 //   - a new spec.tuning restarts the collector child (new pid, status.tuning) losing nothing;
@@ -151,6 +152,9 @@ describe('pglog collect --shard: cluster mode against a real API server', { time
         const t = await targetStatus('s-0', 'db4');
         return t !== undefined && t['snapshotError'] === undefined && t['connected'] === true;
       }, 'db4 reported without snapshotError', 30_000, async () => `${JSON.stringify(await targetStatus('s-0', 'db4'))}\n${tail(c)}`);
+      // The fixed role is the superuser postgres: reported as such (issue 13, review F2).
+      await waitFor(async () => (await targetStatus('s-0', 'db4'))?.['sqlRoleWarning'] === 'SQL_ROLE_SUPERUSER', 'db4 reported with sqlRoleWarning SQL_ROLE_SUPERUSER', 30_000,
+        async () => `${JSON.stringify(await targetStatus('s-0', 'db4'))}\n${tail(c)}`);
       assert.equal((await db.query("SELECT 1 FROM pglog.statements WHERE target = 'db4' LIMIT 1")).rowCount, 0, 'logs: false reads no log');
     } finally {
       await db.end();
