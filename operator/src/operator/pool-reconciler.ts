@@ -62,6 +62,11 @@ export class PoolReconciler {
   private readonly o: PoolReconcilerOptions;
   /** Last shard count per pool, to drop the metrics of shards a scale-down removed. */
   private readonly shardCounts = new Map<string, number>();
+  /**
+   * The problem last announced per pool: the informer may not have the status written by the
+   * last pass yet, so it alone cannot tell whether the Warning went out already.
+   */
+  private readonly announced = new Map<string, string>();
 
   constructor(options: PoolReconcilerOptions) {
     this.o = options;
@@ -76,7 +81,13 @@ export class PoolReconciler {
     shards: readonly CollectorShard[], statefulSet: StatefulSetState | undefined, nowIso: string): Promise<number> {
     const { namespace = '', name } = pool.metadata;
     const problem = problems.length === 0 ? undefined : { reason: problems[0]!.reason, message: problems.map((p) => p.message).join('; ') };
-    if (problem !== undefined && isNewProblem(pool, problem)) await this.o.events.record(pool, 'Warning', problem.reason, problem.message);
+    const key = `${namespace}/${name}`;
+    if (problem === undefined) {
+      this.announced.delete(key);
+    } else if (isNewProblem(pool, problem) && this.announced.get(key) !== `${problem.reason}: ${problem.message}`) {
+      this.announced.set(key, `${problem.reason}: ${problem.message}`);
+      await this.o.events.record(pool, 'Warning', problem.reason, problem.message);
+    }
     const poolStatus = desiredPoolStatus({ pool, selector: poolSelector(pool), statefulSet, targets, loads, shards, ...(problem === undefined ? {} : { problem }) }, nowIso);
     if (semanticEqual(pool.status ?? {}, poolStatus)) return 0;
     await this.o.client.mergePatch(COLLECTOR_POOLS, namespace, name, { status: poolStatus }, 'status');
@@ -88,7 +99,10 @@ export class PoolReconciler {
     const { o } = this;
     const pool = o.pools.get(namespace, name);
     // Deleted: the API server's garbage collector removes what the pool owned.
-    if (pool === undefined || pool.metadata.deletionTimestamp !== undefined) return { kind: 'done', writes: 0 };
+    if (pool === undefined || pool.metadata.deletionTimestamp !== undefined) {
+      this.announced.delete(`${namespace}/${name}`);
+      return { kind: 'done', writes: 0 };
+    }
     const nowMs = o.now();
     const nowIso = new Date(nowMs).toISOString();
     const inNamespace = <T extends KubeObject>(items: T[]): T[] => items.filter((i) => i.metadata.namespace === namespace);
