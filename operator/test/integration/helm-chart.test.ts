@@ -178,7 +178,7 @@ describe('charts/pglog', { timeout: 240_000 }, () => {
     assert.deepEqual(parsed.operator.listen, { host: '0.0.0.0', port: 8080 });
     // Pools may run only the chart's own image repository, and only in the collector namespaces.
     assert.deepEqual(parsed.operator.policy, { allowedImages: ['registry.example/pglog'], collectorNamespaces: [NAMESPACE] });
-    const widened = (await render(['--set', `operator.allowedImages={registry.example/pglog,registry.example/team/},collectorNamespaces={${NAMESPACE},${OTHER}}`])).objects;
+    const widened = (await render(['--set', `image.repository=registry.example/pglog,operator.allowedImages={registry.example/pglog,registry.example/team/},collectorNamespaces={${NAMESPACE},${OTHER}}`])).objects;
     const widenedArgs = (widened.find((o) => o.kind === 'Deployment') as unknown as { spec: { template: PodTemplate } }).spec.template.spec.containers[0]!.args!;
     const reparsed = parseOperatorArgs(widenedArgs.slice(1).map((a) => a.replace('$(POD_NAMESPACE)', NAMESPACE)), { POD_NAME: 'p', POD_NAMESPACE: NAMESPACE, KUBERNETES_SERVICE_HOST: '10.0.0.1', KUBERNETES_SERVICE_PORT: '443' });
     assert.deepEqual(reparsed.operator.policy, { allowedImages: ['registry.example/pglog', 'registry.example/team/'], collectorNamespaces: [NAMESPACE, OTHER] });
