@@ -1,6 +1,8 @@
 // A real, throwaway PostgreSQL 15 for tests (pg-cluster.ts): a fresh cluster in a temporary
 // directory that listens only on a Unix socket there, run as the unprivileged server user
 // when we are root.
+import pg from 'pg';
+import { migrate } from '../../src/store/migrate.ts';
 import { startCluster } from './pg-cluster.ts';
 
 export { PG_BIN } from './pg-cluster.ts';
@@ -33,4 +35,15 @@ export async function startPostgres(): Promise<TestPostgres> {
     stopServer: () => cluster.stop('fast'),
     startServer: () => cluster.start(),
   };
+}
+
+/** Creates (or upgrades) the pglog schema in the store at `url`, as the collector would at start. */
+export async function migrateStore(url: string): Promise<void> {
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  try {
+    await migrate(client);
+  } finally {
+    await client.end();
+  }
 }

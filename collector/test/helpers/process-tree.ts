@@ -68,3 +68,12 @@ export function continueTree(root: number): void {
 export function killTree(root: number): void {
   for (const pid of stopTree(root)) signal(pid, 'SIGKILL');
 }
+
+/** The arguments of a live process (empty once it has exited). */
+export function cmdline(pid: number): string[] {
+  try {
+    return readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').filter((a) => a !== '');
+  } catch {
+    return [];
+  }
+}

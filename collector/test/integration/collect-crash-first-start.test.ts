@@ -20,12 +20,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import pg from 'pg';
-import { migrate } from '../../src/store/migrate.ts';
 import { checkStore, formatCheck } from '../helpers/checker.ts';
 import { startCollector, waitFor, writeTargetsFile, type CollectorProcess } from '../helpers/collector-process.ts';
 import { startCpuHog, type CpuHog } from '../helpers/cpu-hog.ts';
 import { startLogServer, type LogServer } from '../helpers/log-server.ts';
-import { startPostgres, type TestPostgres } from '../helpers/postgres.ts';
+import { migrateStore, startPostgres, type TestPostgres } from '../helpers/postgres.ts';
 import { killTree } from '../helpers/process-tree.ts';
 import { startSeqLoad, type SeqLoad } from '../helpers/seq-load.ts';
 import { startSshServer, type TestSshServer } from '../helpers/sshd.ts';
@@ -99,13 +98,7 @@ for (const transport of ['inproc', 'proxy'] as const) {
       work = mkdtempSync(join(tmpdir(), `pglog-first-start-${transport}-`));
       [store, ssh, server] = await Promise.all([startPostgres(), startSshServer(), startLogServer({ logRotationSizeKb: 256 })]);
       // The schema exists before the first collector, so that the test can lock its tables.
-      const client = new pg.Client({ connectionString: store.url });
-      await client.connect();
-      try {
-        await migrate(client);
-      } finally {
-        await client.end();
-      }
+      await migrateStore(store.url);
       locks = await connectStoreLocks(store.url);
       const targetsFile = writeTargetsFile(work, [{
         name: 'db1', host: ssh.host, port: ssh.port, user: ssh.user, privateKeyFile: ssh.privateKeyFile, knownHostsFile: ssh.knownHostsFile,

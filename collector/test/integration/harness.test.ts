@@ -11,10 +11,9 @@ import { createConnection } from 'node:net';
 import { basename } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import pg from 'pg';
-import { migrate } from '../../src/store/migrate.ts';
 import { checkStore, compareNumbers, formatCheck, loggedNumbers, loggedStatementTags } from '../helpers/checker.ts';
 import { startLogServer, type LogServer } from '../helpers/log-server.ts';
-import { startPostgres, type TestPostgres } from '../helpers/postgres.ts';
+import { migrateStore, startPostgres, type TestPostgres } from '../helpers/postgres.ts';
 import { parseSeqTags, seqStatement, startSeqLoad, withDatabase } from '../helpers/seq-load.ts';
 import { startSshServer, type TestSshServer } from '../helpers/sshd.ts';
 import { sleep, within } from '../helpers/wait.ts';
@@ -199,13 +198,7 @@ describe('log server, numbered load and checker', { timeout: 300_000 }, () => {
       startLogServer({ logRotationSizeKb: 16, databases: [{ name: 'legacy', encoding: 'WIN1251' }] }),
       startPostgres(),
     ]));
-    const client = new pg.Client({ connectionString: store.url });
-    await client.connect();
-    try {
-      await migrate(client);
-    } finally {
-      await client.end();
-    }
+    await migrateStore(store.url);
   });
   after(async () => {
     await Promise.allSettled([sshd?.dispose(), logServer?.dispose(), store?.stop()]);

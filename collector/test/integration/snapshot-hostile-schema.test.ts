@@ -21,11 +21,12 @@ import { existsSync, readFileSync } from 'node:fs';
 import { connect as netConnect } from 'node:net';
 import { join } from 'node:path';
 import type { Duplex } from 'node:stream';
-import pg from 'pg';
+import type pg from 'pg';
 import { readActivity } from '../../src/snapshot/activity-query.ts';
 import { readServerInfo, type ServerInfo } from '../../src/snapshot/server-info.ts';
 import { readStatistics } from '../../src/snapshot/statistics-query.ts';
 import { SqlSession } from '../../src/sql/sql-session.ts';
+import { ClusterClients } from '../helpers/cluster-clients.ts';
 import { everyMonitoringSql } from '../helpers/monitoring-sql.ts';
 import { startCluster, type Cluster } from '../helpers/pg-cluster.ts';
 
@@ -37,14 +38,10 @@ const OPERATORS = ['=', '<>', '<', '<=', '>', '>=', '||'];
 
 let cluster: Cluster;
 let recordFile: string;
-const clients: pg.Client[] = [];
+const clients = new ClusterClients(() => cluster);
 
-async function connect(user: string, database: string, applicationName = 'pglog-test'): Promise<pg.Client> {
-  const c = new pg.Client({ host: cluster.socketDir, port: cluster.port, user, database, application_name: applicationName });
-  c.on('error', () => { /* seen through the queries */ });
-  await c.connect();
-  clients.push(c);
-  return c;
+function connect(user: string, database: string, applicationName?: string): Promise<pg.Client> {
+  return clients.connect(user, database, applicationName);
 }
 
 /**
@@ -121,7 +118,7 @@ before(async () => {
 });
 
 after(async () => {
-  for (const c of clients) await c.end().catch(() => { /* already closed */ });
+  await clients.endAll();
   await cluster?.dispose();
 });
 

@@ -15,13 +15,14 @@ import type { ServerInfo } from '../../src/snapshot/server-info.ts';
 import { readStatistics } from '../../src/snapshot/statistics-query.ts';
 import type { StatisticsOptions, StatisticsSample } from '../../src/snapshot/statistics-query.ts';
 import type { BlockingEdge } from '../../src/snapshot/types.ts';
+import { ClusterClients } from '../helpers/cluster-clients.ts';
 import { startCluster } from '../helpers/pg-cluster.ts';
 import type { Cluster } from '../helpers/pg-cluster.ts';
 
 const TIMEOUT = { timeout: 120_000 };
 
 let cluster: Cluster;
-const clients: pg.Client[] = [];
+const clients = new ClusterClients(() => cluster);
 
 before(async () => {
   cluster = await startCluster({ dirPrefix: 'pglog-snap-', settings: ["shared_preload_libraries = 'pg_stat_statements'"] });
@@ -39,16 +40,12 @@ before(async () => {
 });
 
 after(async () => {
-  for (const c of clients) await c.end().catch(() => { /* already closed */ });
+  await clients.endAll();
   await cluster?.dispose();
 });
 
-async function connect(user: string, database: string, applicationName = 'pglog-test'): Promise<pg.Client> {
-  const c = new pg.Client({ host: cluster.socketDir, port: cluster.port, user, database, application_name: applicationName });
-  c.on('error', () => { /* seen through the queries */ });
-  await c.connect();
-  clients.push(c);
-  return c;
+function connect(user: string, database: string, applicationName?: string): Promise<pg.Client> {
+  return clients.connect(user, database, applicationName);
 }
 
 /** Runs `read` in a READ ONLY transaction with a statement_timeout, as the collector's session does. */

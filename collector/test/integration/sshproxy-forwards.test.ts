@@ -26,7 +26,7 @@ import { isAlive } from '../../src/sshproxy/sidecar-files.ts';
 import { SidecarClient } from '../../src/transport/sidecar-client.ts';
 import { onProcessExit } from '../helpers/exit-cleanup.ts';
 import { startPostgres, type TestPostgres } from '../helpers/postgres.ts';
-import { descendants } from '../helpers/process-tree.ts';
+import { cmdline, descendants } from '../helpers/process-tree.ts';
 import { isRoot, serverUser } from '../helpers/server-user.ts';
 import { startSshServer, type TestSshServer } from '../helpers/sshd.ts';
 import { sleep, within } from '../helpers/wait.ts';
@@ -53,14 +53,6 @@ function startSidecar(dir: string): RunningSidecar {
   const s = { proc, pid: proc.pid!, output: () => out, exited };
   sidecars.push(s);
   return s;
-}
-
-function cmdline(pid: number): string[] {
-  try {
-    return readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').filter((a) => a !== '');
-  } catch {
-    return [];
-  }
 }
 
 function masterPids(sidecarPid: number): number[] {

@@ -23,18 +23,11 @@ import { ProxyShell } from '../../src/transport/proxy-shell.ts';
 import { runRemote } from '../../src/transport/remote-shell.ts';
 import { SidecarClient, type SidecarServer } from '../../src/transport/sidecar-client.ts';
 import { onProcessExit } from '../helpers/exit-cleanup.ts';
+import { cmdline } from '../helpers/process-tree.ts';
 import { startSshServer, type TestSshServer } from '../helpers/sshd.ts';
 import { within } from '../helpers/wait.ts';
 
 const MAIN = fileURLToPath(new URL('../../src/cli/main.ts', import.meta.url));
-
-function cmdline(pid: number): string[] {
-  try {
-    return readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').filter((a) => a !== '');
-  } catch {
-    return [];
-  }
-}
 
 function allProcesses(): number[] {
   return readdirSync('/proc').filter((e) => /^\d+$/.test(e)).map(Number).filter((pid) => pid !== process.pid && isAlive(pid));

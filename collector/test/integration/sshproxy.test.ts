@@ -28,21 +28,13 @@ import { classifyOpenSshError } from '../../src/sshproxy/openssh-errors.ts';
 import { isAlive } from '../../src/sshproxy/sidecar-files.ts';
 import { parseSidecarStatus, streamFifos, type DesiredServer, type DesiredStream, type SidecarStatus } from '../../src/sshproxy/protocol.ts';
 import { onProcessExit } from '../helpers/exit-cleanup.ts';
-import { descendants } from '../helpers/process-tree.ts';
+import { cmdline, descendants } from '../helpers/process-tree.ts';
 import { startSshServer, type TestSshServer } from '../helpers/sshd.ts';
 import { sleep, within } from '../helpers/wait.ts';
 
 const MAIN = fileURLToPath(new URL('../../src/cli/main.ts', import.meta.url));
 
 // ---- processes ----
-
-function cmdline(pid: number): string[] {
-  try {
-    return readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').filter((a) => a !== '');
-  } catch {
-    return [];
-  }
-}
 
 
 /** Every live process whose command line mentions `dir` (what a sidecar on `dir` started). */
