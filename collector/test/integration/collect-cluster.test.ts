@@ -87,7 +87,7 @@ describe('pglog collect --shard: cluster mode against a real API server', { time
     await apply(postgresTarget('db3', 'missing-ssh', servers[0]!));
     // A working key in a Secret that did not opt in: another team's, borrowed by a target.
     await kubectl(['create', 'secret', 'generic', 'team-x-ssh', `--from-file=id_ed25519=${ssh.privateKeyFile}`, `--from-file=known_hosts=${ssh.knownHostsFile}`]);
-    await apply(postgresTarget('db4', 'team-x-ssh', servers[0]!));
+    await apply(postgresTarget('borrower', 'team-x-ssh', servers[1]!));
     for (const [index, name] of ['s-0', 's-1'].entries()) {
       await apply({ apiVersion: 'pglog.io/v1alpha1', kind: 'CollectorShard', metadata: { name }, spec: { pool: 'p', index, targets: [], tuning: TUNING } });
     }
@@ -199,14 +199,14 @@ describe('pglog collect --shard: cluster mode against a real API server', { time
 
   test('a Secret that does not exist, or that did not opt in: that target reports KUBE_NOT_FOUND, the other keeps collecting', async () => {
     const c = collectors[0]!;
-    await setShardSpec('s-0', [{ name: 'db1', transport: 'proxy', epoch: 1 }, { name: 'db3', transport: 'inproc', epoch: 1 }, { name: 'db4', transport: 'inproc', epoch: 1 }],
+    await setShardSpec('s-0', [{ name: 'db1', transport: 'proxy', epoch: 1 }, { name: 'db3', transport: 'inproc', epoch: 1 }, { name: 'borrower', transport: 'inproc', epoch: 1 }],
       { ...TUNING, maxOldSpaceSizeMiB: 320 });
     await waitFor(async () => (await targetStatus('s-0', 'db3'))?.['error'] === 'KUBE_NOT_FOUND', 'db3 failing with KUBE_NOT_FOUND', 20_000, () => tail(c));
     // The unlabelled Secret holds a key that works: it is refused all the same, and reported
     // exactly like the missing one, so a target's author learns nothing of it.
-    await waitFor(async () => (await targetStatus('s-0', 'db4'))?.['error'] === 'KUBE_NOT_FOUND', 'db4 failing with KUBE_NOT_FOUND', 20_000, () => tail(c));
-    assert.match(c.tail(100_000), /Secret \S+\/team-x-ssh \(spec\.ssh\.secretRef of PostgresTarget db4\) does not exist or does not opt in with the label pglog\.io\/ssh-credentials: "true"/);
-    assert.equal((await targetStatus('s-0', 'db4'))!['connected'], false, 'the borrowed key was never used');
+    await waitFor(async () => (await targetStatus('s-0', 'borrower'))?.['error'] === 'KUBE_NOT_FOUND', 'borrower failing with KUBE_NOT_FOUND', 20_000, () => c.tail(100_000).split('\n').filter((l) => l.includes('borrower')).join('\n'));
+    assert.match(c.tail(100_000), /Secret \S+\/team-x-ssh \(spec\.ssh\.secretRef of PostgresTarget borrower\) does not exist or does not opt in with the label pglog\.io\/ssh-credentials: \\"true\\"/, 'the log (JSON) says why');
+    assert.equal((await targetStatus('s-0', 'borrower'))!['connected'], false, 'the borrowed key was never used');
     const ready = (await shard('s-0')).status!.conditions!.find((x) => x.type === 'Ready')!;
     assert.deepEqual([ready.status, ready.reason], ['False', 'KUBE_NOT_FOUND']);
     const before = await stored('db1');
