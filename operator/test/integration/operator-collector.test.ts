@@ -14,7 +14,7 @@
 //     keep arriving from the new owner;
 //   - with the load stopped the checker finds every statement of both servers exactly once.
 import assert from 'node:assert/strict';
-import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
@@ -261,6 +261,15 @@ describe('pglog operator with real collectors: the loop closed', { timeout: 300_
     }
     const errors = collectors.flatMap((c) => c.records()).filter((r) => Number(r['level']) >= 50 && r['code'] !== 'STORE_FENCED');
     assert.deepEqual(errors.map((r) => r['msg']), [], 'no errors logged');
+    // The canary: no line of the SSH private key in what the operator and the collectors wrote
+    // to the API (statuses, conditions, Events) nor in the collectors' output.
+    const keyBody = readFileSync(ssh.privateKeyFile, 'utf8').split('\n').filter((l) => l.length > 20 && !l.startsWith('-----'));
+    const written = await kubectl(['get', 'collectorshards,postgrestargets,collectorpools,events', '-o', 'json']);
+    assert.ok((JSON.parse(written) as { items: unknown[] }).items.length > 0, 'statuses and Events were read');
+    for (const line of keyBody) {
+      assert.ok(!written.includes(line), 'a line of the private key appears in a status or an Event');
+      for (const c of collectors) assert.ok(!c.output().includes(line), 'a line of the private key appears in a collector\'s output');
+    }
     console.log(`# done at ${elapsed()}`);
   }));
 });
