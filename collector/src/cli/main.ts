@@ -30,8 +30,30 @@ ${SSHPROXY_USAGE}
 
 ${OPERATOR_USAGE}`;
 
+/** Usage of the commands whose parsers have no help of their own (`report` answers its own, per subcommand). */
+const COMMAND_USAGE: Readonly<Record<string, string>> = {
+  collect: COLLECT_USAGE, parse: PARSE_USAGE, sshproxy: SSHPROXY_USAGE, operator: OPERATOR_USAGE,
+};
+
+/**
+ * `--help` or `-h` among a command's options (not after `--`, where it would be a file name).
+ * Checked before parsing, so help never trips over a missing required option.
+ */
+function asksForHelp(args: readonly string[]): boolean {
+  for (const arg of args) {
+    if (arg === '--') return false;
+    if (arg === '--help' || arg === '-h') return true;
+  }
+  return false;
+}
+
 async function main(argv: string[]): Promise<number> {
   const [command, ...rest] = argv;
+  const usage = command === undefined ? undefined : COMMAND_USAGE[command];
+  if (usage !== undefined && asksForHelp(rest)) {
+    process.stdout.write(`${usage}\n`);
+    return 0;
+  }
   switch (command) {
     case 'parse':
       return runParse(parseParseArgs(rest), { stdin: process.stdin, stdout: process.stdout, stderr: process.stderr });
