@@ -16,8 +16,10 @@ import { loadKubeAccess, parseKubeAccess, type KubeAccess } from '../cluster/kub
 export const OPERATOR_USAGE = `usage: pglog operator [OPTIONS]
   Runs the Kubernetes operator: shards the PostgresTargets of each CollectorPool over its
   collector pods by measured load and writes their CollectorShards (docs/operator.md).
-  --kubeconfig PATH         kubeconfig file (default: the pod's service account, in-cluster)
-  --kube-context NAME       the kubeconfig context to use (default: its current-context)
+  --kubeconfig PATH         kubeconfig file (default: the files of KUBECONFIG, merged; else in a
+                            pod its service account; else ~/.kube/config)
+  --context NAME            the kubeconfig context to use (default: its current-context;
+                            --kube-context is the same)
   --namespace NS            watch only NS (default: all namespaces)
   --lease-namespace NS      namespace of the leader Lease (default: the pod's namespace)
   --lease-name NAME         name of the leader Lease (default pglog-operator)
@@ -50,14 +52,14 @@ export function parseOperatorArgs(argv: string[], env: NodeJS.ProcessEnv): Opera
     args: argv,
     allowPositionals: false,
     options: {
-      kubeconfig: { type: 'string' }, 'kube-context': { type: 'string' }, namespace: { type: 'string' }, 'lease-namespace': { type: 'string' },
+      kubeconfig: { type: 'string' }, context: { type: 'string' }, 'kube-context': { type: 'string' }, namespace: { type: 'string' }, 'lease-namespace': { type: 'string' },
       'lease-name': { type: 'string' }, 'lease-owner-deployment': { type: 'string' }, identity: { type: 'string' }, image: { type: 'string' },
       'allowed-images': { type: 'string' }, 'collector-namespaces': { type: 'string' },
       'service-account': { type: 'string' }, listen: { type: 'string' }, workers: { type: 'string' },
       resync: { type: 'string' }, 'lease-duration': { type: 'string' }, 'log-level': { type: 'string' },
     },
   }, (message) => `operator: ${message}`);
-  const kube = parseKubeAccess('operator', values.kubeconfig, values['kube-context'], env);
+  const kube = parseKubeAccess('operator', values.kubeconfig, values.context ?? values['kube-context'], env);
   const leaseNamespace = values['lease-namespace'] ?? nonEmpty(env['POD_NAMESPACE']) ?? values.namespace ?? 'default';
   const image = values.image ?? env['PGLOG_IMAGE'];
   if (image === undefined || image === '') throw new PglogError('USAGE', 'operator: --image IMAGE (or PGLOG_IMAGE) is required: the collector image of pools that name none');

@@ -32,8 +32,10 @@ export interface ClusterConfig {
 export const CLUSTER_USAGE = `cluster mode (instead of --targets):
   --shard NAME              collect the targets the operator assigned to CollectorShard NAME
   --namespace NS            its namespace (default: the pod's, or the kubeconfig context's)
-  --kubeconfig PATH         a kubeconfig file (default: the pod's service account, in-cluster)
-  --kube-context NAME       the kubeconfig context to use (default: its current-context)
+  --kubeconfig PATH         a kubeconfig file (default: the files of KUBECONFIG, merged; else in a
+                            pod its service account; else ~/.kube/config)
+  --context NAME            the kubeconfig context to use (default: its current-context;
+                            --kube-context is the same)
   --status-interval S       write the shard's status at most every S seconds (default 10)
   --resolve-interval S      read targets and their Secrets again every S seconds (default 30)
   The process starts the collector as a child with the shard's Node.js tuning
@@ -43,6 +45,7 @@ export const CLUSTER_OPTIONS = {
   shard: { type: 'string' },
   namespace: { type: 'string' },
   kubeconfig: { type: 'string' },
+  context: { type: 'string' },
   'kube-context': { type: 'string' },
   'status-interval': { type: 'string' },
   'resolve-interval': { type: 'string' },
@@ -66,7 +69,7 @@ export function parseClusterConfig(values: ClusterValues, env: Readonly<Record<s
   if (namespace !== null && (!DNS1123.test(namespace) || namespace.length > 63 || namespace.includes('.'))) {
     throw new PglogError('USAGE', `collect: --namespace must be a DNS-1123 label, got '${namespace}'`);
   }
-  const kube: KubeAccess = parseKubeAccess('collect --shard', values.kubeconfig, values['kube-context'], env);
+  const kube: KubeAccess = parseKubeAccess('collect --shard', values.kubeconfig, values.context ?? values['kube-context'], env);
   const launched = values.launched === undefined ? null : parseTuning(values.launched);
   const pod = env.POD_NAME ?? env.HOSTNAME;
   return {

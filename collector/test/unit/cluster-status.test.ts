@@ -131,7 +131,7 @@ describe('cluster options', () => {
     assert.equal(c.pod, 'pool-0');
     assert.equal(c.launched, null);
     const k = parseClusterConfig({ shard: 's-1', kubeconfig: '/k', namespace: 'ns', 'status-interval': '2', launched: formatTuning(TUNING) }, { HOSTNAME: 'h' })!;
-    assert.deepEqual(k.kube, { kind: 'kubeconfig', path: '/k', context: null });
+    assert.deepEqual(k.kube, { kind: 'kubeconfig', paths: ['/k'], context: null, from: '--kubeconfig', env: { HOSTNAME: 'h' } });
     assert.equal(k.namespace, 'ns');
     assert.equal(k.statusIntervalMs, 2000);
     assert.equal(k.pod, 'h');

@@ -18,7 +18,9 @@ test('in a pod: service account access, identity and Lease namespace from the do
 
 test('flags override: kubeconfig and context, namespace, lease, listen, workers', () => {
   const c = parseOperatorArgs(['--kubeconfig', '/k', '--kube-context', 'ctx', '--namespace', 'db', '--lease-duration', '4', '--listen', '127.0.0.1:0', '--workers', '3', '--image', 'x/y:z'], {});
-  assert.deepEqual(c.kube, { kind: 'kubeconfig', path: '/k', context: 'ctx' });
+  assert.deepEqual(c.kube, { kind: 'kubeconfig', paths: ['/k'], context: 'ctx', from: '--kubeconfig', env: {} });
+  assert.deepEqual(parseOperatorArgs(['--kubeconfig', '/k', '--context', 'other', '--image', 'x/y:z'], {}).kube,
+    { kind: 'kubeconfig', paths: ['/k'], context: 'other', from: '--kubeconfig', env: {} });
   assert.equal(c.operator.leaseNamespace, 'db');
   assert.deepEqual([c.operator.leaseDurationMs, c.operator.renewDeadlineMs], [4000, 2667]);
   assert.deepEqual(c.operator.listen, { host: '127.0.0.1', port: 0 });
@@ -46,11 +48,22 @@ test('bad input is a USAGE error naming the option', () => {
   assert.match(usage([], { ...inPod, PGLOG_IMAGE: '' }), /--image IMAGE/);
   assert.match(usage(['--listen', 'nowhere']), /--listen must be HOST:PORT/);
   assert.match(usage(['--lease-duration', '1']), /--lease-duration must be a whole number of at least 2/);
-  assert.match(usage([], { PGLOG_IMAGE: 'i' }), /outside a pod it needs --kubeconfig/);
-  assert.match(usage(['--kube-context', 'c']), /--kube-context needs --kubeconfig/);
+  assert.match(usage([], { PGLOG_IMAGE: 'i' }), /outside a pod it needs --kubeconfig PATH, KUBECONFIG or ~\/\.kube\/config/);
+  assert.match(usage(['--context', 'c']), /--context needs a kubeconfig/);
   assert.match(usage(['--allowed-images', 'reg/pglog:1']), /--allowed-images entry 'reg\/pglog:1' has a tag or digest/);
   assert.match(usage(['--allowed-images', 'reg/*']), /--allowed-images entry 'reg\/\*' is not an image repository/);
   assert.match(usage(['--allowed-images', 'reg/pglog,']), /has an empty entry/);
   assert.match(usage(['--allowed-images', 'other/pglog']), /--image reg\/pglog:1 is not in --allowed-images \(other\/pglog\)/);
   assert.match(usage(['--collector-namespaces', 'db,Bad_NS']), /--collector-namespaces entry 'Bad_NS' is not a namespace name/);
+});
+
+test('the cluster is found as kubectl finds it: --kubeconfig, else KUBECONFIG (every file), else in a pod, else ~/.kube/config', () => {
+  const kube = (argv: string[], env: Record<string, string>): unknown => parseOperatorArgs([...argv, '--image', 'x/y:z'], env).kube;
+  const everything = { ...inPod, KUBECONFIG: '/a:/b::/c', HOME: '/home/u' };
+  assert.deepEqual(kube(['--kubeconfig', '/k'], everything), { kind: 'kubeconfig', paths: ['/k'], context: null, from: '--kubeconfig', env: everything });
+  assert.deepEqual(kube(['--context', 'ctx'], everything), { kind: 'kubeconfig', paths: ['/a', '/b', '/c'], context: 'ctx', from: 'KUBECONFIG', env: everything });
+  const pod = { ...inPod, HOME: '/home/u', KUBECONFIG: '' };
+  assert.equal((kube([], pod) as { kind: string }).kind, 'in-cluster');
+  const laptop = { HOME: '/home/u' };
+  assert.deepEqual(kube(['--kube-context', 'dev'], laptop), { kind: 'kubeconfig', paths: ['/home/u/.kube/config'], context: 'dev', from: '~/.kube/config', env: laptop });
 });

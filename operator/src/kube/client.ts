@@ -1,15 +1,17 @@
 /**
  * The Kubernetes API over node:https: one keep-alive agent with a bounded socket count,
- * bearer token (re-read from its file as it rotates) or client certificate, typed errors.
+ * bearer token (credentials.ts: inline, a file re-read as it rotates, an exec plugin) or
+ * client certificate, 401 and 429 retried once and after Retry-After, typed errors.
  * No third-party Kubernetes client: we use a handful of verbs and want to own their errors.
  */
 import { Agent, request, type RequestOptions } from 'node:https';
 import type { IncomingMessage } from 'node:http';
-import { readFile, stat } from 'node:fs/promises';
+import { setTimeout as sleep } from 'node:timers/promises';
 import type {
   ApplyOptions, DeleteOptions, KubeClient, KubeObject, ListOptions, ListResult, ResourceType, WatchEvent, WatchOptions,
 } from './client-types.ts';
 import type { KubeConfig } from './config.ts';
+import { tokenSource, type TokenSourceOptions } from './credentials.ts';
 import { KubeError, kubeErrorFromStatus, kubeNetworkError, type ApiStatus } from './errors.ts';
 import { ndjsonLines } from './ndjson.ts';
 import { queryString, resourcePath } from './paths.ts';
@@ -21,6 +23,12 @@ export interface KubeClientOptions {
   timeoutMs?: number;
   /** Sockets to the API server at most; more requests queue. Default 16. */
   maxSockets?: number;
+  /** A 429's Retry-After is waited for up to this long (a longer one is cut to it). Default 10 s. */
+  retryAfterCapMs?: number;
+  /** 429 answers to one request waited out before it fails with KUBE_UNAVAILABLE. Default 5. */
+  tooManyRequestsRetries?: number;
+  /** Passed to the token source (the exec plugin's expiry clock, tests). */
+  tokens?: TokenSourceOptions;
 }
 
 interface Response {
@@ -31,24 +39,15 @@ interface Response {
 /** A watch gets this long past its server-side timeout before we give up on a silent connection. */
 const WATCH_GRACE_MS = 30_000;
 
-/** Bearer token from the config or its file; the file is re-read when its mtime or size changes. */
-function tokenSource(config: KubeConfig): () => Promise<string | undefined> {
-  if (config.tokenFile === undefined) return () => Promise.resolve(config.token);
-  const file = config.tokenFile;
-  let cached: { mtimeMs: number; size: number; token: string } | undefined;
-  return async () => {
-    try {
-      const s = await stat(file);
-      if (cached === undefined || cached.mtimeMs !== s.mtimeMs || cached.size !== s.size) {
-        cached = { mtimeMs: s.mtimeMs, size: s.size, token: (await readFile(file, 'utf8')).trim() };
-      }
-      return cached.token;
-    } catch (e) {
-      // The last token we read may still be valid (the kubelet swaps the file by rename).
-      if (cached !== undefined) return cached.token;
-      throw new KubeError('KUBE_FORBIDDEN', `cannot read the token file ${file}: ${(e as Error).message}`, 0, 'Unauthorized', { cause: e });
-    }
-  };
+/** Retry-After in milliseconds, within [0, capMs]; a missing or unreadable header waits a second. */
+export function retryAfterMs(header: string | undefined, capMs: number, now: number = Date.now()): number {
+  let ms = 1000;
+  if (header !== undefined && header.trim() !== '') {
+    const text = header.trim();
+    if (/^\d+$/.test(text)) ms = Number(text) * 1000;
+    else if (!Number.isNaN(Date.parse(text))) ms = Date.parse(text) - now;
+  }
+  return Math.min(Math.max(ms, 0), capMs);
 }
 
 export function createKubeClient(config: KubeConfig, options: KubeClientOptions = {}): KubeClient & { close(): void } {
@@ -58,7 +57,9 @@ export function createKubeClient(config: KubeConfig, options: KubeClientOptions 
   const timeoutMs = options.timeoutMs ?? 30_000;
   const userAgent = options.userAgent ?? 'pglog';
   const agent = new Agent({ keepAlive: true, maxSockets: options.maxSockets ?? 16, maxFreeSockets: 4, scheduling: 'lifo' });
-  const token = tokenSource(config);
+  const tokens = tokenSource(config, options.tokens);
+  const retryAfterCapMs = options.retryAfterCapMs ?? 10_000;
+  const tooManyRequestsRetries = options.tooManyRequestsRetries ?? 5;
   const tls: RequestOptions = {
     ...(config.caCert !== undefined ? { ca: config.caCert } : {}),
     ...(config.clientCert !== undefined ? { cert: config.clientCert } : {}),
@@ -67,11 +68,36 @@ export function createKubeClient(config: KubeConfig, options: KubeClientOptions 
     rejectUnauthorized: config.insecureSkipTlsVerify !== true,
   };
 
-  /** Starts a request; resolves with the response head (body unread) or rejects with a KubeError. */
+  /**
+   * Starts a request; resolves with the response head (body unread) or rejects with a KubeError.
+   * A 401 gets one retry when the token source can give another token (an exec plugin runs
+   * again); a 429 is retried after its Retry-After (capped), a bounded number of times.
+   */
   async function open(method: string, path: string, query: string, body: string | undefined, contentType: string | undefined,
     signal: AbortSignal | undefined, idleMs: number | undefined): Promise<IncomingMessage> {
+    let retried401 = false;
+    for (let waited429 = 0; ; ) {
+      const bearer = await tokens.token();
+      const res = await openOnce(method, path, query, body, contentType, signal, idleMs, bearer);
+      if (res.statusCode === 401 && !retried401 && tokens.refused(bearer)) {
+        retried401 = true;
+        res.resume();
+        continue;
+      }
+      if (res.statusCode === 429 && waited429 < tooManyRequestsRetries) {
+        waited429++;
+        const header: string | undefined = res.headers['retry-after'];
+        res.resume();
+        await sleep(retryAfterMs(header, retryAfterCapMs), undefined, signal === undefined ? {} : { signal });
+        continue;
+      }
+      return res;
+    }
+  }
+
+  async function openOnce(method: string, path: string, query: string, body: string | undefined, contentType: string | undefined,
+    signal: AbortSignal | undefined, idleMs: number | undefined, bearer: string | undefined): Promise<IncomingMessage> {
     const where = `${method} ${path}`;
-    const bearer = await token();
     const headers: Record<string, string> = { Accept: 'application/json', 'User-Agent': userAgent };
     if (bearer !== undefined && bearer !== '') headers['Authorization'] = `Bearer ${bearer}`;
     if (body !== undefined) {

@@ -5,7 +5,7 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
-import { inClusterConfig, loadKubeconfigFile } from '../../src/kube/config.ts';
+import { inClusterConfig, loadKubeconfig, loadKubeconfigFile } from '../../src/kube/config.ts';
 
 const PEM = '-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n';
 const KEY = '-----BEGIN PRIVATE KEY-----\nMIIE\n-----END PRIVATE KEY-----\n';
@@ -74,7 +74,7 @@ describe('kubeconfig files', () => {
   test('errors name the file and what is wrong', async () => {
     await rejectsConfig(loadKubeconfigFile(file, 'nope'), new RegExp(`kubeconfig ${file}: no entry named "nope" in contexts`));
     await rejectsConfig(loadKubeconfigFile(file, 'broken'), /no entry named "missing" in clusters/);
-    await rejectsConfig(loadKubeconfigFile(file, 'plugin'), /users\[name=plugin\]\.user\.exec is not supported/);
+    await rejectsConfig(loadKubeconfigFile(file, 'plugin'), /users\[name=plugin\]\.user\.exec\.apiVersion "" is not supported: only client\.authentication\.k8s\.io\/v1/);
     await rejectsConfig(loadKubeconfigFile(join(d, 'absent')), /absent: cannot read/);
     const bad = join(d, 'bad');
     writeFileSync(bad, 'clusters: [\n');
@@ -85,6 +85,68 @@ describe('kubeconfig files', () => {
     const noCa = join(dir(), 'config');
     writeFileSync(noCa, yaml);
     await rejectsConfig(loadKubeconfigFile(noCa), /clusters\[name=c1\]\.cluster\.certificate-authority: cannot read .*ca\.pem/);
+  });
+});
+
+describe('kubeconfig files merged as kubectl merges $KUBECONFIG', () => {
+  const d = dir();
+  const first = join(d, 'first');
+  const second = join(d, 'second');
+  // The first file sets the current context and a user both files define; the second brings the cluster and its CA.
+  writeFileSync(first, `current-context: work
+contexts:
+  - name: work
+    context: { cluster: shared, user: me, namespace: mine }
+users:
+  - name: me
+    user: { tokenFile: tok }
+`);
+  writeFileSync(second, `current-context: other
+contexts:
+  - name: work
+    context: { cluster: nowhere, user: nobody }
+  - name: other
+    context: { cluster: shared, user: me }
+clusters:
+  - name: shared
+    cluster: { server: "https://10.0.0.9:6443", certificate-authority: ca.pem }
+users:
+  - name: me
+    user: { token: second-file }
+  - name: plugin
+    user:
+      exec:
+        apiVersion: client.authentication.k8s.io/v1
+        command: ./bin/creds
+        args: [get, --fast]
+        env: [{ name: REGION, value: eu }]
+        provideClusterInfo: true
+`);
+  writeFileSync(join(d, 'ca.pem'), PEM);
+
+  test('the first file that sets a value wins; paths resolve against the file that named them', async () => {
+    const c = await loadKubeconfig({ paths: [first, join(d, 'missing'), second] });
+    assert.deepEqual(c, { server: 'https://10.0.0.9:6443', caCert: PEM, tokenFile: join(d, 'tok'), namespace: 'mine' });
+    assert.equal((await loadKubeconfig({ paths: [second, first] })).token, 'second-file');
+  });
+
+  test('--context picks another context of the merged files', async () => {
+    assert.equal((await loadKubeconfig({ paths: [first, second], context: 'other' })).tokenFile, join(d, 'tok'));
+  });
+
+  test('an exec plugin: command relative to its file, args, the caller environment plus its env', async () => {
+    const third = join(d, 'third');
+    writeFileSync(third, 'contexts: [{ name: p, context: { cluster: shared, user: plugin } }]\n');
+    const c = await loadKubeconfig({ paths: [third, second], context: 'p', env: { PATH: '/usr/bin', REGION: 'us' } });
+    assert.deepEqual(c.exec, {
+      command: join(d, 'bin', 'creds'), args: ['get', '--fast'], env: { PATH: '/usr/bin', REGION: 'eu' },
+      apiVersion: 'client.authentication.k8s.io/v1', provideClusterInfo: true, source: `users[name=plugin].user of ${second}`,
+    });
+  });
+
+  test('no file at all, or an explicit one missing, is an error', async () => {
+    await rejectsConfig(loadKubeconfig({ paths: [join(d, 'a'), join(d, 'b')] }), /none of these files exists/);
+    await rejectsConfig(loadKubeconfig({ paths: [join(d, 'a')], mustExist: true }), /a: cannot read/);
   });
 });
 
