@@ -137,6 +137,9 @@ describe('cluster options', () => {
     assert.equal(k.pod, 'h');
     assert.deepEqual(k.launched, TUNING);
     assert.equal(parseClusterConfig({}, {}), null);
+    // As kubectl: $KUBECONFIG (every file) before the pod's service account; --context picks the context.
+    const env = { KUBECONFIG: '/a:/b', KUBERNETES_SERVICE_HOST: '10.0.0.1', KUBERNETES_SERVICE_PORT: '443' };
+    assert.deepEqual(parseClusterConfig({ shard: 's-1', context: 'dev' }, env)!.kube, { kind: 'kubeconfig', paths: ['/a', '/b'], context: 'dev', from: 'KUBECONFIG', env });
   });
 
   test('mistakes are USAGE errors', () => {
