@@ -5,8 +5,8 @@
 // cluster found as kubectl finds it ($KUBECONFIG of two files merged, --context). Who the
 // server took us for is asked with a SelfSubjectReview.
 import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
-import { chmodSync, mkdtempSync, readFileSync, writeFileSync, existsSync } from 'node:fs';
+import { execFileSync, spawn } from 'node:child_process';
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { request } from 'node:https';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -17,7 +17,9 @@ import type { KubeClient, KubeObject, ResourceType } from '../../src/kube/client
 import { loadKubeconfigFile } from '../../src/kube/config.ts';
 import { parseOperatorArgs } from '../../../collector/src/cli/operator-command.ts';
 import { loadKubeAccess } from '../../../collector/src/cluster/kube-access.ts';
-import { sleep } from '../../../collector/test/helpers/wait.ts';
+import { PGLOG } from '../../../collector/test/helpers/cli.ts';
+import { onProcessExit } from '../../../collector/test/helpers/exit-cleanup.ts';
+import { freePort, sleep } from '../../../collector/test/helpers/wait.ts';
 
 const CONFIG_MAPS: ResourceType = { group: '', version: 'v1', plural: 'configmaps', kind: 'ConfigMap', namespaced: true };
 const SELF_SUBJECT_REVIEWS: ResourceType = { group: 'authentication.k8s.io', version: 'v1', plural: 'selfsubjectreviews', kind: 'SelfSubjectReview', namespaced: false };
@@ -34,6 +36,7 @@ async function whoami(client: KubeClient): Promise<string> {
 const PLUGIN = `#!/bin/sh
 echo run >> "$PLUGIN_DIR/runs"
 printf '%s' "$KUBERNETES_EXEC_INFO" > "$PLUGIN_DIR/exec-info"
+printf '%s' "$PGLOG_TEST_MARK" > "$PLUGIN_DIR/mark"
 # Slow enough that 20 concurrent requests all ask while it runs.
 sleep 0.3
 printf '{"apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential","status":{"token":"%s","expirationTimestamp":"%s"}}' \\
@@ -89,7 +92,7 @@ describe('credentials users have, on a real kube-apiserver', { timeout: 300_000 
 
   test('exec plugin: one run for 20 concurrent requests, cached until expirationTimestamp, run again after a 401', async () => {
     const pluginDir = join(dir, 'plugin');
-    execFileSync('mkdir', ['-p', pluginDir]);
+    mkdirSync(pluginDir, { recursive: true });
     const first = await mint('bind-1');
     writeFileSync(join(pluginDir, 'token'), first);
     const expiresAt = Date.now() + 3_600_000;
@@ -174,5 +177,59 @@ describe('credentials users have, on a real kube-apiserver', { timeout: 300_000 
     assert.equal(await as([]), SA_USER, 'current-context of the first file, its tokenFile');
     assert.equal(await as(['--context', 'by-cert']), 'pglog-cert-user');
     assert.equal(await as(['--context', 'by-data']), 'pglog-cert-user');
+  });
+
+  /** Runs the real `pglog operator` with only `env` until it holds the Lease as `identity`, then stops it. */
+  async function operatorTakesLease(args: string[], env: Record<string, string>, identity: string): Promise<void> {
+    const child = spawn(PGLOG, ['operator', ...args, '--namespace', 'default', '--lease-namespace', 'default', '--identity', identity,
+      '--image', 'registry.invalid/pglog:test', '--listen', `127.0.0.1:${await freePort()}`, '--lease-duration', '4'], { stdio: ['ignore', 'pipe', 'pipe'], env });
+    let out = '';
+    child.stdout.on('data', (b: Buffer) => { out += b.toString(); });
+    child.stderr.on('data', (b: Buffer) => { out += b.toString(); });
+    const exited = new Promise<number | null>((resolve) => child.once('exit', resolve));
+    const forget = onProcessExit(() => child.kill('SIGKILL'));
+    try {
+      for (;;) {
+        const holder = await cp.kubectl(['get', 'lease', 'pglog-operator', '-n', 'default', '-o', 'jsonpath={.spec.holderIdentity}']).catch(() => '');
+        if (holder === identity) break;
+        assert.equal(child.exitCode, null, `pglog operator exited: ${out}`);
+        await sleep(200);
+      }
+    } finally {
+      child.kill('SIGTERM');
+      await exited;
+      forget();
+    }
+  }
+
+  test('pglog operator as users run it: $KUBECONFIG with --context to an exec plugin, which gets the environment; then ~/.kube/config', async () => {
+    const pluginDir = join(dir, 'cli-plugin');
+    mkdirSync(pluginDir, { recursive: true });
+    writeFileSync(join(pluginDir, 'token'), await mint('bind-cli'));
+    writeFileSync(join(pluginDir, 'expiry'), new Date(Date.now() + 3_600_000).toISOString());
+    const users = join(dir, 'cli-users.kubeconfig');
+    writeFileSync(users, JSON.stringify({
+      apiVersion: 'v1', kind: 'Config', 'current-context': 'nothing-here',
+      users: [{ name: 'plugin', user: { exec: {
+        apiVersion: 'client.authentication.k8s.io/v1', command: join(dir, 'plugin.sh'), env: [{ name: 'PLUGIN_DIR', value: pluginDir }],
+      } } }],
+      contexts: [{ name: 'by-exec', context: { cluster: 'test', user: 'plugin' } }],
+    }));
+    const clusters = join(dir, 'cli-clusters.kubeconfig');
+    writeFileSync(clusters, JSON.stringify({ apiVersion: 'v1', kind: 'Config', clusters: [cluster()] }));
+    const base = { PATH: process.env['PATH'] ?? '/usr/bin:/bin' };
+    await operatorTakesLease(['--context', 'by-exec'], { ...base, KUBECONFIG: `${users}:${clusters}`, PGLOG_TEST_MARK: 'from-the-environment' }, 'via-exec');
+    assert.ok(runs(pluginDir) >= 1);
+    assert.equal(readFileSync(join(pluginDir, 'mark'), 'utf8'), 'from-the-environment', 'the plugin runs with the environment pglog got');
+
+    const home = join(dir, 'home');
+    mkdirSync(join(home, '.kube'), { recursive: true });
+    writeFileSync(join(home, 'sa-token'), await mint('bind-home'));
+    writeFileSync(join(home, '.kube', 'config'), JSON.stringify({
+      apiVersion: 'v1', kind: 'Config', 'current-context': 'home', clusters: [cluster()],
+      users: [{ name: 'home', user: { tokenFile: join(home, 'sa-token') } }],
+      contexts: [{ name: 'home', context: { cluster: 'test', user: 'home' } }],
+    }));
+    await operatorTakesLease([], { ...base, HOME: home }, 'via-home');
   });
 });
