@@ -1,4 +1,3 @@
-# syntax=docker/dockerfile:1
 # One image for every pglog process: `pglog operator`, `pglog collect` (with its launcher) and
 # `pglog sshproxy` (the OpenSSH sidecar). Node.js 24 runs the TypeScript sources directly (type
 # stripping, ADR 0001), so there is no build step beyond the npm dependencies.
@@ -7,12 +6,19 @@
 # volumes the pod mounts (/tmp, and the sidecar directory /run/pglog/sshproxy). HOME is /tmp
 # so OpenSSH finds a writable home if it ever looks for one (pglog passes -F /dev/null and its
 # own known_hosts, so it does not).
+#
+# Built by `make image` (scripts/build-image.sh). No `# syntax=` line on purpose: the daemon's
+# own Dockerfile frontend handles `RUN --mount=type=secret`, and naming one would pull it from
+# a public registry.
 
-# The same Node.js as the Makefile pins for development and tests (NODE_VERSION).
-ARG NODE_IMAGE=node:24.21.0-slim
+# The same Node.js as the Makefile pins for development and tests (NODE_VERSION); the tests
+# pass a locally built stand-in with the same layout (scripts/build-base-image.sh).
+ARG NODE_IMAGE=node:24.21.0-bookworm-slim
 
-# ssh2's native AES-GCM binding and cpu-features are compiled here, against this Node.
+# ssh2's native AES-GCM binding and cpu-features are compiled here, against this Node; the
+# compiler stays in this stage.
 FROM ${NODE_IMAGE} AS deps
+ENV npm_config_update_notifier=false
 RUN apt-get update \
  && apt-get install -y --no-install-recommends python3 make g++ \
  && rm -rf /var/lib/apt/lists/*
@@ -20,16 +26,31 @@ WORKDIR /app
 COPY package.json package-lock.json ./
 COPY collector/package.json collector/
 COPY operator/package.json operator/
-RUN npm ci --omit=dev --no-audit --no-fund --loglevel=error
+# node-gyp uses the headers that ship with the image's Node (/usr/local/include/node) instead of
+# downloading them, which fails offline and which ssh2's installer reports as success. The CA
+# bundle npm must trust (the machine's `npm config get cafile`) arrives as a secret, so it is in
+# no layer; without it npm uses its own CAs. The build fails when ssh2's binding is missing:
+# without it every pod would decrypt with ssh2's JavaScript AES-GCM, several times slower.
+RUN --mount=type=secret,id=npm-ca \
+    if [ -s /run/secrets/npm-ca ]; then export npm_config_cafile=/run/secrets/npm-ca; fi \
+ && npm_config_nodedir=/usr/local npm ci --omit=dev --no-audit --no-fund --loglevel=error --cache /tmp/npm-cache \
+ && rm -rf /tmp/npm-cache \
+ && test -f node_modules/ssh2/lib/protocol/crypto/build/Release/sshcrypto.node \
+ && node -e 'require("./node_modules/ssh2/lib/protocol/crypto/build/Release/sshcrypto.node")'
+# The SBOM of exactly what `npm ci --omit=dev` installed: the lockfile's production packages
+# (the dev ones are absent from node_modules, which `npm sbom` would otherwise report as missing).
+RUN npm sbom --sbom-format cyclonedx --omit dev --package-lock-only >/app/sbom.cdx.json
 
 FROM ${NODE_IMAGE}
 RUN apt-get update \
  && apt-get install -y --no-install-recommends openssh-client ca-certificates tini \
- && rm -rf /var/lib/apt/lists/* \
+ && rm -rf /var/lib/apt/lists/* /var/cache/apt/*.bin /var/log/apt /var/log/dpkg.log \
  && groupadd --gid 65532 pglog \
  && useradd --uid 65532 --gid 65532 --no-create-home --home-dir /tmp --shell /usr/sbin/nologin pglog
 WORKDIR /app
 COPY --from=deps /app/node_modules node_modules
+# The CycloneDX SBOM of the npm packages above; `make image` also writes it beside the image.
+COPY --from=deps /app/sbom.cdx.json sbom.cdx.json
 COPY package.json package-lock.json ./
 COPY collector/package.json collector/
 COPY collector/bin collector/bin

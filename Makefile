@@ -34,11 +34,20 @@ LOGS_DIR     := $(CACHE)/logs
 KUBE_VERSION := v1.37.2
 KUBE_BIN     := $(CACHE)/kube/$(KUBE_VERSION)/bin
 BENCH_MB     ?= 500
-# The container image (Dockerfile): needs a Docker engine.
+# The container image (Dockerfile), built on NODE_IMAGE (the official Node image by default);
+# its SBOM (CycloneDX, npm packages) is written to dist/. The image tests build it as
+# TEST_IMAGE on a locally built stand-in for the official image (scripts/build-base-image.sh),
+# since public container registries may be out of reach.
 IMAGE        ?= pglog:dev
+NODE_IMAGE   ?= node:$(NODE_VERSION)-bookworm-slim
+NPM_VERSION  := 11.19.1
+BASE_IMAGE   := pglog-base:node-$(NODE_VERSION)-bookworm-slim
+TEST_IMAGE   := pglog:test
+DOCKER       := /usr/bin/docker
+sbom          = dist/$(subst :,-,$(subst /,-,$(1))).sbom.cdx.json
 
 .DEFAULT_GOAL := help
-.PHONY: help node deps system-deps kube-tools typecheck lint check logs bench-logs test test-unit demo demo-parse bench crds image e2e fuzz clean distclean
+.PHONY: help node deps system-deps kube-tools typecheck lint check logs bench-logs test test-unit demo demo-parse bench crds docker image image-base test-image image-test e2e fuzz clean distclean
 
 help: ## Show this help
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  \033[36m%-14s\033[0m %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -87,8 +96,8 @@ crds: deps ## Regenerate crds/*.yaml and docs/resources.md from the resource typ
 kube-tools: system-deps ## etcd, kube-apiserver, kube-controller-manager, kubectl and helm for the operator's tests (built once, cached)
 	@KUBE_VERSION=$(KUBE_VERSION) PGLOG_CACHE=$(CACHE) scripts/install-kube-tools.sh >/dev/null
 
-test: check logs kube-tools ## Everything CI runs: type-check, lint, generate real logs, all tests
-	PGLOG_TEST_LOGS=$(LOGS_DIR)/test PGLOG_KUBE_BIN=$(KUBE_BIN) node --test --test-timeout=600000 --test-reporter=spec 'collector/test/**/*.test.ts' 'operator/test/**/*.test.ts'
+test: check logs kube-tools test-image ## Everything CI runs: type-check, lint, generate real logs, build the image, all tests
+	PGLOG_TEST_LOGS=$(LOGS_DIR)/test PGLOG_KUBE_BIN=$(KUBE_BIN) PGLOG_TEST_IMAGE=$(TEST_IMAGE) PGLOG_TEST_DOCKER=$(DOCKER) node --test --test-timeout=600000 --test-reporter=spec 'collector/test/**/*.test.ts' 'operator/test/**/*.test.ts'
 
 # The whole system on one machine (also part of `make test`): helm install on a real control
 # plane, the test node agent running the pods, scaling, leader kill, upgrade and uninstall; the
@@ -99,8 +108,22 @@ E2E_TESTS := operator/test/integration/cluster-e2e.test.ts operator/test/integra
 e2e: deps system-deps kube-tools ## The whole system end to end on one machine (helm install, node agent, scaling, HPA)
 	PGLOG_KUBE_BIN=$(KUBE_BIN) node --test --test-timeout=600000 --test-reporter=spec $(E2E_TESTS)
 
-image: ## Build the container image (Dockerfile, the pinned Node.js) as IMAGE (pglog:dev); needs a Docker engine
-	docker build --build-arg NODE_IMAGE=node:$(NODE_VERSION)-slim -t $(IMAGE) .
+docker: ## Install and start Debian's Docker engine and mmdebstrap (idempotent; apt only when missing)
+	@scripts/install-docker.sh >/dev/null
+
+image: docker ## Build the container image as IMAGE (pglog:dev) on NODE_IMAGE (node:$(NODE_VERSION)-bookworm-slim), SBOM in dist/
+	@DOCKER=$(DOCKER) scripts/build-image.sh $(IMAGE) $(NODE_IMAGE) $(call sbom,$(IMAGE))
+
+image-base: docker $(NODE) ## Build the local stand-in for node:$(NODE_VERSION)-bookworm-slim (mmdebstrap + the pinned Node; cached)
+	@DOCKER=$(DOCKER) PGLOG_CACHE=$(CACHE) scripts/build-base-image.sh $(NODE_HOME) $(NPM_VERSION) $(BASE_IMAGE) >/dev/null
+
+# The built image itself under test (part of `make test`): help, collect with a read-only root
+# as uid 65532 against a real sshd and store, the sshproxy sidecar's OpenSSH, ssh2's binding.
+test-image: image-base ## Build TEST_IMAGE (pglog:test) from the Dockerfile on the local stand-in base (cached layers)
+	@DOCKER=$(DOCKER) scripts/build-image.sh $(TEST_IMAGE) $(BASE_IMAGE) $(call sbom,$(TEST_IMAGE))
+
+image-test: test-image deps system-deps ## Run the tests of the built image only (collector/test/integration/image.test.ts)
+	PGLOG_TEST_IMAGE=$(TEST_IMAGE) PGLOG_TEST_DOCKER=$(DOCKER) node --test --test-timeout=600000 --test-reporter=spec collector/test/integration/image.test.ts
 
 demo: system-deps deps ## pglog collect end to end: a store, two sshd servers, three PostgreSQL instances under load; prints pglog report
 	node scripts/demo/collect-demo.ts --seconds $(DEMO_SECONDS)
