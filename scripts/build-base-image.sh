@@ -45,7 +45,16 @@ if [ ! -s "$rootfs" ]; then
   work=$(mktemp -d "$dir/.work.XXXXXX")
   trap 'rm -rf "$work"' EXIT
   say "mmdebstrap --variant=minbase bookworm (Debian's mirror from apt's defaults)"
-  mmdebstrap --quiet --variant=minbase --include=passwd bookworm "$work/root" >"$work/mmdebstrap.log" 2>&1 \
+  # Slim as Debian's own slim images are: no recommended packages, and dpkg leaves out
+  # documentation, manuals and translations (the options stay in the image, so packages the
+  # Dockerfile installs later are slim too).
+  slim=()
+  for p in doc man groff info lintian linda locale; do
+    slim+=(--dpkgopt="path-exclude=/usr/share/$p/*")
+  done
+  slim+=(--dpkgopt='path-include=/usr/share/doc/*/copyright' --dpkgopt='path-include=/usr/share/locale/locale.alias')
+  mmdebstrap --quiet --variant=minbase --include=passwd --aptopt='APT::Install-Recommends "false"' "${slim[@]}" \
+    bookworm "$work/root" >"$work/mmdebstrap.log" 2>&1 \
     || { cat "$work/mmdebstrap.log" >&2; die "mmdebstrap failed"; }
   # Node.js as the official image lays it out: /usr/local/bin/node, /usr/local/include/node
   # (node-gyp builds native addons against these headers, npm_config_nodedir=/usr/local).
