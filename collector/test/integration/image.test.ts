@@ -7,7 +7,8 @@
 //     65532, every capability dropped, no-new-privileges, only /tmp writable) against a real
 //     sshd and a real store on this machine: every logged statement stored exactly once, over
 //     ssh2 with its native AES-GCM binding (`nativeCrypto: true`) and over the `pglog sshproxy`
-//     sidecar, whose OpenSSH client runs inside the container.
+//     sidecar, whose OpenSSH client runs inside the container: as its child, and as the pods run
+//     it, in a second container sharing a memory-backed volume.
 // Nothing is skipped: without Docker or without the image the tests fail and say why.
 import assert from 'node:assert/strict';
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
@@ -29,6 +30,8 @@ const UID = 65532;
 /** Where the container sees its read-only configuration and the store's socket directory. */
 const CONFIG_DIR = '/etc/pglog';
 const STORE_SOCKET_DIR = '/run/pglog-store';
+/** The sidecar's directory in the chart's pods (an emptyDir both containers mount). */
+const SSHPROXY_DIR = '/run/pglog/sshproxy';
 
 interface Run { code: number | null; stdout: string; stderr: string }
 
@@ -95,6 +98,7 @@ describe('the built image', { timeout: 600_000 }, () => {
     let ssh: TestSshServer;
     let server: LogServer;
     const containers = new Set<string>();
+    const volumes = new Set<string>();
 
     before(async () => {
       work = mkdtempSync(join(tmpdir(), 'pglog-image-'));
@@ -106,17 +110,48 @@ describe('the built image', { timeout: 600_000 }, () => {
 
     after(async () => {
       await Promise.allSettled([...containers].map((name) => docker(['rm', '-f', name])));
+      await Promise.allSettled([...volumes].map((name) => docker(['volume', 'rm', '-f', name])));
       await Promise.allSettled([ssh?.dispose(), server?.dispose(), store?.stop()]);
       rmSync(work, { recursive: true, force: true });
     });
 
+    interface Container { name: string; output(): string; exited: Promise<number | null> }
+
+    /** `docker run` of the image, locked down, on the host's network (the sshd and the store listen on its loopback only). */
+    function runContainer(name: string, dockerArgs: string[], args: string[], env: Record<string, string> = {}): Container {
+      containers.add(name);
+      const outputFile = join(work, `${name}.log`);
+      const child: ChildProcess = spawn(DOCKER, [
+        'run', '--rm', '--name', name, ...LOCKED_DOWN, '--network', 'host', ...dockerArgs,
+        ...Object.keys(env).flatMap((k) => ['-e', k]), IMAGE!, ...args,
+      ], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...env } });
+      const append = (b: Buffer): void => appendFileSync(outputFile, b);
+      child.stdout!.on('data', append);
+      child.stderr!.on('data', append);
+      return {
+        name,
+        output: () => { try { return readFileSync(outputFile, 'utf8'); } catch { return ''; } },
+        exited: new Promise((resolve) => child.on('close', (code) => resolve(code))),
+      };
+    }
+
+    /** SIGTERM through `docker stop`: the container must exit 0 (tini forwards it to pglog). */
+    async function stopContainer(c: Container): Promise<void> {
+      const stopped = await docker(['stop', '--time', '30', c.name]);
+      assert.equal(stopped.code, 0, stopped.stderr);
+      assert.equal(await c.exited, 0, `${c.name} exits 0 on SIGTERM:\n${c.output().split('\n').slice(-40).join('\n')}`);
+      containers.delete(c.name);
+    }
+
     /**
      * Runs `pglog collect` in the image on one target with `transport`, under load, until every
-     * statement of the load is stored once; returns the container's output and its name.
+     * statement of the load is stored once; returns the collector container's output. With
+     * `pod`, the sidecar runs as the chart's pods run it: `pglog sshproxy` in a container of its
+     * own, sharing a memory-backed volume with the collector (`--sshproxy external`).
      */
-    async function collectThrough(transport: 'inproc' | 'proxy', whileRunning: (name: string) => Promise<void>): Promise<string> {
-      // The configuration the container reads, owned by its user (the key must be 0600).
-      const config = join(work, transport);
+    async function collectThrough(label: string, transport: 'inproc' | 'proxy', pod: boolean, whileRunning: (collector: string, sidecar: string | null) => Promise<void>): Promise<string> {
+      // The configuration the containers read, owned by their user (the key must be 0600).
+      const config = join(work, label);
       mkdirSync(config, { mode: 0o700 });
       copyFileSync(ssh.privateKeyFile, join(config, 'id'));
       copyFileSync(ssh.knownHostsFile, join(config, 'known_hosts'));
@@ -128,63 +163,72 @@ describe('the built image', { timeout: 600_000 }, () => {
       };
       writeTargetsFile(config, [spec]);
       for (const f of ['', 'id', 'known_hosts', 'targets.yaml']) chownSync(join(config, f), UID, UID);
+      const mounts = ['-v', `${config}:${CONFIG_DIR}:ro`];
 
-      const name = `pglog-image-test-${transport}-${process.pid}`;
-      containers.add(name);
-      const outputFile = join(work, `${transport}.log`);
+      const prefix = `pglog-image-test-${label}-${process.pid}`;
+      let sidecar: Container | null = null;
+      const sidecarArgs: string[] = [];
+      if (pod) {
+        // The pod's emptyDir of medium Memory: a tmpfs volume both containers mount.
+        const volume = `${prefix}-sshproxy`;
+        volumes.add(volume);
+        const created = await docker(['volume', 'create', '--driver', 'local', '--opt', 'type=tmpfs', '--opt', 'device=tmpfs', '--opt', `o=uid=${UID},gid=${UID},mode=0700`, volume]);
+        assert.equal(created.code, 0, created.stderr);
+        mounts.push('-v', `${volume}:${SSHPROXY_DIR}`);
+        sidecar = runContainer(`${prefix}-sidecar`, mounts, ['sshproxy', '--dir', SSHPROXY_DIR, '--log-level', 'debug']);
+        sidecarArgs.push('--sshproxy', 'external', '--sshproxy-dir', SSHPROXY_DIR);
+      }
       const storeUrl = `postgresql://postgres@/postgres?host=${encodeURIComponent(STORE_SOCKET_DIR)}&port=${store.port}`;
-      const child: ChildProcess = spawn(DOCKER, [
-        'run', '--rm', '--name', name, ...LOCKED_DOWN,
-        // The sshd and the store listen on this machine's loopback only.
-        '--network', 'host',
-        '-v', `${config}:${CONFIG_DIR}:ro`, '-v', `${store.socketDir}:${STORE_SOCKET_DIR}`,
-        '-e', 'PGLOG_STORE_URL',
-        IMAGE!, 'collect', '--targets', `${CONFIG_DIR}/targets.yaml`, '--listen', 'off', '--log-level', 'debug', '--batch-ms', '200',
-      ], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, PGLOG_STORE_URL: storeUrl } });
-      const append = (b: Buffer): void => appendFileSync(outputFile, b);
-      child.stdout!.on('data', append);
-      child.stderr!.on('data', append);
-      const exited = new Promise<number | null>((resolve) => child.on('close', (code) => resolve(code)));
-      const output = (): string => { try { return readFileSync(outputFile, 'utf8'); } catch { return ''; } };
-      const tail = (): string => output().split('\n').slice(-40).join('\n');
+      const collector = runContainer(`${prefix}-collector`, [...mounts, '-v', `${store.socketDir}:${STORE_SOCKET_DIR}`], [
+        'collect', '--targets', `${CONFIG_DIR}/targets.yaml`, '--listen', 'off', '--log-level', 'debug', '--batch-ms', '200', ...sidecarArgs,
+      ], { PGLOG_STORE_URL: storeUrl });
+      const tail = (): string => [collector, sidecar].flatMap((c) => c === null ? [] : [`${c.name}:`, ...c.output().split('\n').slice(-30)]).join('\n');
 
-      await waitFor(() => output().includes('reading '), `pglog collect (${transport}) in the container to start reading`, 120_000, tail);
+      await waitFor(() => collector.output().includes('reading '), `pglog collect (${label}) in the container to start reading`, 120_000, tail);
       const load = startSeqLoad(server.url, { ratePerSecond: 200, payloadBytes: 60 });
       try {
-        await whileRunning(name);
+        await whileRunning(collector.name, sidecar?.name ?? null);
         await new Promise((r) => setTimeout(r, 2_000));
       } finally {
         await load.stop();
       }
-      console.log(`# ${transport}: ${await expectStoredOnce(store.url, `collect in the image (${transport})`, load.run, server.logDirectory, 120_000)}`);
-      const stopped = await docker(['stop', '--time', '30', name]);
-      assert.equal(stopped.code, 0, stopped.stderr);
-      assert.equal(await exited, 0, `the container exits 0 on SIGTERM:\n${tail()}`);
-      containers.delete(name);
-      return output();
+      console.log(`# ${label}: ${await expectStoredOnce(store.url, `collect in the image (${label})`, load.run, server.logDirectory, 120_000)}`);
+      await stopContainer(collector);
+      if (sidecar !== null) await stopContainer(sidecar);
+      return collector.output();
+    }
+
+    /** Waits until `container` runs `pglog sshproxy` and an OpenSSH client; returns `docker top`. */
+    async function sshInside(container: string): Promise<string> {
+      let processes = '';
+      await waitFor(async () => {
+        processes = (await docker(['top', container, '-o', 'pid,user,args'])).stdout;
+        return /\bsshproxy\b/.test(processes) && /(?:^|\s|\/)ssh\s/m.test(processes);
+      }, `pglog sshproxy and an ssh client in ${container}`, 60_000, () => processes);
+      for (const line of processes.split('\n').slice(1).filter((l) => l.trim() !== '')) {
+        assert.match(line, new RegExp(`^\\s*\\d+\\s+${UID}\\s`), `every process in the container runs as ${UID}: ${line}`);
+      }
+      return processes;
     }
 
     test('over ssh2 with its native AES-GCM binding: every statement stored once', async () => {
-      const output = await collectThrough('inproc', async () => {});
+      const output = await collectThrough('inproc', 'inproc', false, async () => {});
       const connected = output.split('\n').filter((l) => l.includes('"nativeCrypto"')).map((l) => JSON.parse(l) as { nativeCrypto: boolean; cipher: string });
       assert.ok(connected.length > 0, `a connection was logged:\n${output}`);
       assert.ok(connected.every((c) => c.nativeCrypto), `ssh2 used its native binding: ${JSON.stringify(connected)}`);
     });
 
-    test('over the pglog sshproxy sidecar, whose OpenSSH client runs inside the container', async () => {
+    test('over the pglog sshproxy child, whose OpenSSH client runs inside the container', async () => {
       let processes = '';
-      const output = await collectThrough('proxy', async (name) => {
-        await waitFor(async () => {
-          const top = await docker(['top', name, '-o', 'pid,user,args']);
-          processes = top.stdout;
-          return /\bsshproxy\b/.test(processes) && /(?:^|\s|\/)ssh\s/m.test(processes);
-        }, 'pglog sshproxy and an ssh client in the container', 60_000, () => processes);
-      });
+      const output = await collectThrough('child', 'proxy', false, async (collector) => { processes = await sshInside(collector); });
       assert.match(output, /sshproxy sidecar started/);
       assert.match(processes.split('\n')[1] ?? '', /\/usr\/bin\/tini -- pglog collect/, `tini is PID 1 and reaps the sidecar's ssh processes:\n${processes}`);
-      for (const line of processes.split('\n').slice(1).filter((l) => l.trim() !== '')) {
-        assert.match(line, new RegExp(`^\\s*\\d+\\s+${UID}\\s`), `every process in the container runs as ${UID}: ${line}`);
-      }
+    });
+
+    test('as the chart\'s pods run it: the sshproxy sidecar in its own container, sharing a memory-backed volume', async () => {
+      let processes = '';
+      await collectThrough('pod', 'proxy', true, async (_collector, sidecar) => { processes = await sshInside(sidecar!); });
+      assert.match(processes.split('\n')[1] ?? '', /\/usr\/bin\/tini -- pglog sshproxy/, `tini is the sidecar's PID 1:\n${processes}`);
     });
   });
 });
