@@ -111,10 +111,10 @@ e2e: deps system-deps kube-tools ## The whole system end to end on one machine (
 docker: ## Install and start Debian's Docker engine and mmdebstrap (idempotent; apt only when missing)
 	@scripts/install-docker.sh >/dev/null
 
-image: docker ## Build the container image as IMAGE (pglog:dev) on NODE_IMAGE (node:$(NODE_VERSION)-bookworm-slim), SBOM in dist/
+image: docker ## Build the container image as IMAGE (pglog:dev) on NODE_IMAGE (the official node:NODE_VERSION-bookworm-slim), SBOM in dist/
 	@DOCKER=$(DOCKER) scripts/build-image.sh $(IMAGE) $(NODE_IMAGE) $(call sbom,$(IMAGE))
 
-image-base: docker $(NODE) ## Build the local stand-in for node:$(NODE_VERSION)-bookworm-slim (mmdebstrap + the pinned Node; cached)
+image-base: docker $(NODE) ## Build the local stand-in for the official node:NODE_VERSION-bookworm-slim (mmdebstrap + the pinned Node; cached)
 	@DOCKER=$(DOCKER) PGLOG_CACHE=$(CACHE) scripts/build-base-image.sh $(NODE_HOME) $(NPM_VERSION) $(BASE_IMAGE) >/dev/null
 
 # The built image itself under test (part of `make test`): help, collect with a read-only root
