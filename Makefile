@@ -131,7 +131,7 @@ demo: system-deps deps ## pglog collect end to end: a store, two sshd servers, t
 demo-parse: logs ## Generate a real PostgreSQL log and print `pglog parse --summary` of it
 	@scripts/demo.sh $(LOGS_DIR)/test
 
-bench: bench-logs ## Benchmarks (parse vs pgbadger, COPY BINARY vs text vs INSERT, ssh2 ciphers, 50-server ingest); writes docs/benchmarks.md
+bench: bench-logs ## Benchmarks (parse vs pgbadger, COPY BINARY vs text vs INSERT, ssh2 ciphers, 50-server ingest, our kube client vs client-node); writes docs/benchmarks.md
 	node bench/parse-bench.ts --log $(LOGS_DIR)/bench/stderr/postgresql.log --out docs/benchmarks.md
 	@mkdir -p $(BENCH_OUT)
 	node bench/copy-bench.ts --out $(BENCH_OUT)/copy.md
@@ -154,6 +154,8 @@ bench: bench-logs ## Benchmarks (parse vs pgbadger, COPY BINARY vs text vs INSER
 	node bench/merge-section.ts docs/benchmarks.md transport-micro-bench $(BENCH_OUT)/transport-micro.md
 	PGLOG_KUBE_BIN=$(KUBE_BIN) node bench/operator-bench.ts --out $(BENCH_OUT)/operator.md
 	node bench/merge-section.ts docs/benchmarks.md operator-bench $(BENCH_OUT)/operator.md
+	PGLOG_KUBE_BIN=$(KUBE_BIN) node bench/kube-client-bench.ts --out $(BENCH_OUT)/kube-client.md
+	node bench/merge-section.ts docs/benchmarks.md kube-client-bench $(BENCH_OUT)/kube-client.md
 
 clean: ## Remove local build state (keeps the download cache)
 	rm -rf node_modules collector/node_modules operator/node_modules

@@ -4,6 +4,8 @@ import { createConnection, createServer, type Server, type Socket } from 'node:n
 
 export interface TcpProxy {
   readonly port: number;
+  /** Connections accepted since the proxy started (what a client opened to the API server). */
+  accepted(): number;
   /** Stops listening and cuts every connection (as a network partition would). */
   close(): Promise<void>;
   /** Listens again on the same port. */
@@ -14,8 +16,10 @@ export async function startTcpProxy(target: URL): Promise<TcpProxy> {
   let server: Server | undefined;
   const sockets = new Set<Socket>();
   let port = 0;
+  let accepted = 0;
   const open = async (): Promise<void> => {
     server = createServer((down) => {
+      accepted += 1;
       const up = createConnection({ host: target.hostname, port: Number(target.port) });
       sockets.add(down).add(up);
       down.pipe(up).pipe(down);
@@ -29,6 +33,7 @@ export async function startTcpProxy(target: URL): Promise<TcpProxy> {
   await open();
   return {
     port,
+    accepted: () => accepted,
     async close() {
       const s = server;
       server = undefined;
