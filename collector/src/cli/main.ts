@@ -5,6 +5,7 @@
 import { readFileSync } from 'node:fs';
 import { isPglogError } from '../errors.ts';
 import { COLLECT_USAGE, parseCollectArgs, runCollect } from './collect-command.ts';
+import { CRDS_USAGE, parseCrdsArgs, runCrdsCommand } from './crds-command.ts';
 import { OPERATOR_USAGE, parseOperatorArgs, runOperatorCommand } from './operator-command.ts';
 import { PARSE_USAGE, parseParseArgs, runParse } from './parse-command.ts';
 import { REPORT_USAGE, parseReportArgs, runReport } from './report-command.ts';
@@ -19,6 +20,7 @@ commands:
   parse     parse PostgreSQL log files offline (summary or typed events)
   sshproxy  the sidecar that runs OpenSSH connections and streams for the collector
   operator  the Kubernetes operator: shards targets over collector pods, writes CollectorShards
+  crds      crds apply: puts pglog's CRDs into the cluster (the chart's install/upgrade hook)
 
 ${COLLECT_USAGE}
 
@@ -28,11 +30,13 @@ ${PARSE_USAGE}
 
 ${SSHPROXY_USAGE}
 
-${OPERATOR_USAGE}`;
+${OPERATOR_USAGE}
+
+${CRDS_USAGE}`;
 
 /** Usage of the commands whose parsers have no help of their own (`report` answers its own, per subcommand). */
 const COMMAND_USAGE: Readonly<Record<string, string>> = {
-  collect: COLLECT_USAGE, parse: PARSE_USAGE, sshproxy: SSHPROXY_USAGE, operator: OPERATOR_USAGE,
+  collect: COLLECT_USAGE, parse: PARSE_USAGE, sshproxy: SSHPROXY_USAGE, operator: OPERATOR_USAGE, crds: CRDS_USAGE,
 };
 
 /**
@@ -89,6 +93,8 @@ async function main(argv: string[]): Promise<number> {
         },
       });
     }
+    case 'crds':
+      return runCrdsCommand(parseCrdsArgs(rest, process.env), process.stdout);
     case 'operator':
       return runOperatorCommand(parseOperatorArgs(rest, process.env), {
         stdout: process.stdout,

@@ -6,7 +6,8 @@
 //   - a pod's emptyDir volumes are directories under /tmp/na-XXXXXX/<n>/ (short: an OpenSSH
 //     control socket path must fit in ~100 bytes); nothing is mounted, instead each mountPath
 //     is rewritten to its directory wherever it occurs in the container's args and env values.
-//     A projected volume becomes a directory with `token`, `ca.crt` and `namespace`; other
+//     A projected volume becomes a directory with `token`, `ca.crt` and `namespace`, a configMap
+//     volume one with a file per key (read once at start); other
 //     volume kinds are ignored;
 //   - the agent requests a token for the pod's serviceAccountName with the TokenRequest API
 //     (bound to the pod, so the pod's real RBAC applies), writes a kubeconfig with it and

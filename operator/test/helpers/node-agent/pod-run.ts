@@ -1,4 +1,4 @@
-// One pod as the test node agent runs it: its volumes as host directories, a token for its
+// One pod as the test node agent runs it: its volumes (emptyDir, configMap, projected) as host directories, a token for its
 // service account, its containers as local processes (native sidecars first, init containers
 // to completion, then the containers; restarts with backoff), readiness probes, its status
 // written through pods/status, and termination in the kubelet's order (containers, then
@@ -48,6 +48,7 @@ export interface PodInfo {
 const OUTPUT_CAP = 4 * 1024 * 1024;
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 const tokenRequests = (sa: string): ResourceType => ({ group: '', version: 'v1', plural: `serviceaccounts/${sa}/token`, kind: 'TokenRequest', namespaced: true });
+const CONFIG_MAPS: ResourceType = { group: '', version: 'v1', plural: 'configmaps', kind: 'ConfigMap', namespaced: true };
 
 export class PodRun {
   readonly pod: Pod;
@@ -119,6 +120,16 @@ export class PodRun {
       writeFileSync(join(dir, 'namespace'), this.namespace);
       this.volumes.set(v.name, dir);
     });
+    // A configMap volume: one file per key, read once at start (the kubelet's later updates are not imitated).
+    for (const [i, v] of (this.pod.spec.volumes ?? []).entries()) {
+      if (v.configMap === undefined) continue;
+      const cm = await this.client.get<KubeObject & { data?: Record<string, string> }>(CONFIG_MAPS, this.namespace, v.configMap.name);
+      if (cm === null) throw new Error(`configMap ${v.configMap.name} of volume ${v.name} not found`);
+      const dir = join(this.dir, `v${i}`);
+      mkdirSync(dir, { mode: 0o755 });
+      for (const [key, text] of Object.entries(cm.data ?? {})) writeFileSync(join(dir, key), text);
+      this.volumes.set(v.name, dir);
+    }
     this.ticker = setInterval(() => this.tick(), 1000);
     for (const r of this.runs) {
       if (this.terminating) return;

@@ -4,7 +4,7 @@
 //   - a volume's mountPath is rewritten to its host directory wherever it occurs in args and
 //     env values (the process sees host paths; nothing is mounted);
 //   - `0.0.0.0:` in args becomes the pod's own loopback address (`<podIP>:`);
-//   - `pglog` runs collector/bin/pglog, `node` this Node.js; `pglog collect` and `pglog
+//   - `pglog` runs collector/bin/pglog, `node` this Node.js; `pglog collect`, `pglog crds` and `pglog
 //     operator` get `--kubeconfig FILE` (the pod's service account token from the TokenRequest
 //     API) in place of the in-cluster service account files, but only in a container that
 //     has a token: every container when the pod automounts it, else only those that mount a
@@ -36,7 +36,7 @@ export interface Pod extends KubeObject {
     terminationGracePeriodSeconds?: number;
     initContainers?: PodContainer[];
     containers: PodContainer[];
-    volumes?: Array<{ name: string; emptyDir?: Record<string, unknown>; projected?: { sources: Array<{ serviceAccountToken?: { path: string } }> } }>;
+    volumes?: Array<{ name: string; emptyDir?: Record<string, unknown>; configMap?: { name: string }; projected?: { sources: Array<{ serviceAccountToken?: { path: string } }> } }>;
   };
   status?: { podIP?: string; phase?: string };
 }
@@ -114,7 +114,7 @@ export function containerArgv(c: PodContainer, vars: ReadonlyMap<string, string>
   if (words.length === 0) throw new Error(`container ${c.name}: no command (an image's entry point means nothing to the test node agent)`);
   if (words[0] === 'pglog') {
     words[0] = PGLOG;
-    if (kubeconfig !== undefined && (words[1] === 'collect' || words[1] === 'operator') && !words.some((w) => w === '--kubeconfig' || w.startsWith('--kubeconfig='))) words.push('--kubeconfig', kubeconfig);
+    if (kubeconfig !== undefined && (words[1] === 'collect' || words[1] === 'operator' || words[1] === 'crds') && !words.some((w) => w === '--kubeconfig' || w.startsWith('--kubeconfig='))) words.push('--kubeconfig', kubeconfig);
   } else if (words[0] === 'node') {
     words[0] = process.execPath;
   }
