@@ -12,6 +12,8 @@ const COMMANDS: ReadonlyArray<{ args: string[]; usage: string }> = [
   { args: ['report', 'activity'], usage: 'usage: pglog report activity ' },
   { args: ['sshproxy'], usage: 'usage: pglog sshproxy ' },
   { args: ['operator'], usage: 'usage: pglog operator ' },
+  { args: ['crds'], usage: 'usage: pglog crds apply ' },
+  { args: ['crds', 'apply'], usage: 'usage: pglog crds apply ' },
 ];
 
 for (const { args, usage } of COMMANDS) {

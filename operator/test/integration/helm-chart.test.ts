@@ -202,7 +202,8 @@ describe('charts/pglog', { timeout: 240_000 }, () => {
     const created = await kubectl(['apply', '-f', '-'], toYaml(accounts));
     assert.equal(created.code, 0, created.stderr);
     const workloads = objects.filter((o) => (o['spec'] as { template?: { spec?: unknown } } | undefined)?.template?.spec !== undefined);
-    assert.deepEqual(workloads.map((o) => o.kind), ['Deployment']);
+    // The operator, and the CRD hook's Job (ADR 0013).
+    assert.deepEqual(workloads.map((o) => o.kind), ['Deployment', 'Job']);
     for (const w of workloads) {
       const r = await kubectl(['apply', '--dry-run=server', '-o', 'name', '-f', '-'], JSON.stringify(w));
       assert.equal(r.code, 0, r.stderr);
@@ -246,7 +247,8 @@ describe('charts/pglog', { timeout: 240_000 }, () => {
     const namespace = 'pglog-helm';
     const release = 'pglog-install';
     await cp.kubectl(['create', 'namespace', namespace]);
-    const installed = await helm(['install', release, CHART, '--kubeconfig', cp.kubeconfig, '--namespace', namespace]);
+    // No kube-controller-manager here to run the CRD hook's Job: helm-upgrade.test.ts runs it.
+    const installed = await helm(['install', release, CHART, '--kubeconfig', cp.kubeconfig, '--namespace', namespace, '--set', 'crds.apply=false']);
     assert.equal(installed.code, 0, installed.stderr);
     const notes = installed.stdout.slice(installed.stdout.indexOf('NOTES:'));
     for (const step of [`kubectl -n ${namespace} create secret generic pglog-store`, '--from-literal=url=', `kubectl -n ${namespace} label secret db1-ssh pglog.io/ssh-credentials=true`,
@@ -355,5 +357,22 @@ describe('charts/pglog', { timeout: 240_000 }, () => {
       ['delete', 'leases.coordination.k8s.io', false, undefined, 'pglog-operator'],
     ]);
     await expect(`${NAMESPACE}:pglog-operator`, OUTSIDE, [['create', 'leases.coordination.k8s.io', false]]);
+    // The CRD hook (ADR 0013): pglog's CRDs by name, nothing else; no one else may touch CRDs.
+    const crd = 'customresourcedefinitions.apiextensions.k8s.io';
+    await expect(`${NAMESPACE}:pglog-crds`, NAMESPACE, [
+      ['get', crd, true, undefined, 'postgrestargets.pglog.io'],
+      ['patch', crd, true, undefined, 'collectorpools.pglog.io'],
+      ['patch', crd, true, undefined, 'collectorshards.pglog.io'],
+      ['patch', crd, false, undefined, 'servicemonitors.monitoring.coreos.com'],
+      ['get', crd, false, undefined, 'servicemonitors.monitoring.coreos.com'],
+      ['delete', crd, false, undefined, 'postgrestargets.pglog.io'],
+      ['update', crd, false, undefined, 'postgrestargets.pglog.io'],
+      ['list', crd, false],
+      ['get', 'secrets', false],
+      ['get', 'postgrestargets.pglog.io', false],
+    ]);
+    for (const who of [`${NAMESPACE}:pglog-operator`, `${NAMESPACE}:pglog-collector`]) {
+      await expect(who, NAMESPACE, [['patch', crd, false, undefined, 'postgrestargets.pglog.io'], ['create', crd, false]]);
+    }
   });
 });
