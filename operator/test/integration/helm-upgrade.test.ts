@@ -5,8 +5,9 @@
 // upgrade's pre-upgrade hook Job (`pglog crds apply`, run through the node agent) brings the
 // new CRDs, after which the field is kept; the hook leaves nothing behind; the operator keeps
 // the pool's StatefulSet and shards, and the target stays on its shard; `helm uninstall`
-// leaves the CRDs and the PostgresTargets in place. `pglog crds apply` refuses anything but
-// pglog's CRDs.
+// leaves the CRDs and the PostgresTargets in place; a new `helm install` runs the pre-install
+// hook over the existing CRDs and picks the kept targets up. `pglog crds apply` refuses
+// anything but pglog's CRDs.
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -135,6 +136,16 @@ describe('helm upgrade from the previous chart', { timeout: 600_000 }, () => {
     }
     assert.equal(await startAtOf('db1'), 'now');
     assert.ok(await client.get<Target>(POSTGRES_TARGETS, NS, 'db2') !== null);
+  });
+
+  test('helm install of this chart over CRDs that exist: the pre-install hook applies them again', async () => {
+    await helm(['install', RELEASE, CHART, '--set', 'operator.leaseDurationSeconds=5,operator.resyncSeconds=10']);
+    assert.equal((await kubectl(['get', 'jobs', '-l', 'app.kubernetes.io/component=crds', '-o', 'name'])).trim(), '');
+    await eventually('the reinstalled operator shards the kept targets', 120_000, async () => {
+      const a = await assignmentOf(client, NS, POOL);
+      return a.shards.length === 2 && a.byTarget.size === 2 ? true : undefined;
+    });
+    await helm(['uninstall', RELEASE, '--wait', '--timeout', '90s']);
   });
 
   test('pglog crds apply takes pglog.io CRDs only', () => {
