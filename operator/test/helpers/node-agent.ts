@@ -11,7 +11,7 @@
 //     volume kinds are ignored;
 //   - the agent requests a token for the pod's serviceAccountName with the TokenRequest API
 //     (bound to the pod, so the pod's real RBAC applies), writes a kubeconfig with it and
-//     appends `--kubeconfig FILE` to `pglog collect` and `pglog operator`, in the containers
+//     appends `--kubeconfig FILE` to `pglog collect`, `pglog operator` and `pglog crds`, in the containers
 //     that have a token as the kubelet would give it: all of them when the pod automounts its
 //     token, else those that mount a projected volume with a serviceAccountToken source;
 //     `pglog` runs collector/bin/pglog and `node` this Node.js;

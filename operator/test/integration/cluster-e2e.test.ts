@@ -1,6 +1,7 @@
 // The whole system on one machine: a real kube-apiserver, etcd and kube-controller-manager;
-// `helm install` of charts/pglog (CRDs, the operator Deployment, ServiceAccounts and RBAC, the
-// default CollectorPool `main` with 2 replicas); the test node agent (helpers/node-agent.ts)
+// `helm install` of charts/pglog as of the previous release (git commit 60210b1, its chart and
+// CRDs: the operator Deployment, ServiceAccounts and RBAC, the default CollectorPool `main` with
+// 2 replicas), later upgraded to this chart; the test node agent (helpers/node-agent.ts)
 // runs every pod the Deployment and the StatefulSet create as local processes: the operator
 // replicas, and per collector pod `pglog collect --shard $(POD_NAME) --sshproxy external` with
 // its `pglog sshproxy` native sidecar; the containers that mount the service account's token
@@ -18,8 +19,9 @@
 //   - between the two, the operator leader (the Lease holder) is killed with SIGKILL and its pod
 //     force-deleted (a crashed node): the other replica takes the Lease and carries out the
 //     scale-down;
-//   - `helm upgrade` (the operator's resources): the Deployment rolls, a new pod leads, rows of
-//     every server keep arriving, every target still owned by one pod;
+//   - `helm upgrade` to this chart (and new operator resources): its pre-upgrade hook Job
+//     applies this chart's CRDs (ADR 0013: they gain spec.startAt), the Deployment rolls, a new
+//     pod leads, rows of every server keep arriving, every target still owned by one pod;
 //   - with the load stopped the checker finds every statement exactly once (0 lost, 0 duplicated);
 //   - `helm uninstall` leaves nothing behind: no object with the release's label, no pool,
 //     shard, StatefulSet or pod, no process of the agent's pods; the CRDs stay (Helm never
@@ -35,7 +37,7 @@ import { dirname, join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { promisify } from 'node:util';
 import { createKubeClient } from '../../src/kube/client.ts';
-import type { DeleteOptions, KubeClient, KubeObject } from '../../src/kube/client-types.ts';
+import type { DeleteOptions, KubeClient, KubeObject, ResourceType } from '../../src/kube/client-types.ts';
 import { loadKubeconfigFile } from '../../src/kube/config.ts';
 import { COLLECTOR_POOLS, LEASES, PODS } from '../../src/kube/resources.ts';
 import { expectStoredOnce, storedRows } from '../../../collector/test/helpers/checker.ts';
@@ -52,6 +54,9 @@ import { descendants } from '../../../collector/test/helpers/process-tree.ts';
 const NS = 'pglog';
 const POOL = 'main';
 const CHART = join(import.meta.dirname, '../../../charts/pglog');
+/** The previous release: its chart (and CRDs) is what is installed first, then upgraded to CHART. */
+const PREVIOUS = '60210b1';
+const CRDS: ResourceType = { group: 'apiextensions.k8s.io', version: 'v1', plural: 'customresourcedefinitions', kind: 'CustomResourceDefinition', namespaced: false };
 const RELEASE = 'pglog';
 const HELM_VALUES = `pool.name=${POOL},pool.replicas=2,operator.leaseDurationSeconds=5,operator.resyncSeconds=10`;
 // Four servers: 2 per shard on 2 shards, 1 per shard on 4. Their rates differ (`charlie` is hot),
@@ -181,7 +186,11 @@ describe('end to end on one machine: helm install, a hot server promoted, scale 
     // helm's cache, config and data in a private directory: nothing of the user's is read or written.
     helmHome = mkdtempSync(join(tmpdir(), 'pglog-e2e-helm-'));
     helmEnv = { ...process.env, HELM_CACHE_HOME: join(helmHome, 'cache'), HELM_CONFIG_HOME: join(helmHome, 'config'), HELM_DATA_HOME: join(helmHome, 'data') };
-    await helm(['install', RELEASE, CHART, '--set', HELM_VALUES]);
+    // The previous release's chart, CRDs included, as it was committed.
+    const archive = join(helmHome, 'previous.tar');
+    await run('git', ['-C', join(CHART, '../..'), 'archive', '--output', archive, PREVIOUS, 'charts', 'crds']);
+    await run('tar', ['-xf', archive, '-C', helmHome]);
+    await helm(['install', RELEASE, join(helmHome, 'charts/pglog'), '--set', HELM_VALUES]);
     // The chart has no values for the pool's sharding and transport tuning: patched as a user would.
     await kubectl(['patch', `collectorpool/${POOL}`, '--type', 'merge', '-p', JSON.stringify({ spec: POOL_TUNING })]);
     for (const [i, name] of TARGETS.entries()) {
@@ -283,7 +292,10 @@ describe('end to end on one machine: helm install, a hot server promoted, scale 
   }));
   scaleTest(4, 2, ', carried out by the new leader', () => newLeader);
 
-  test('helm upgrade (the operator\'s resources): the Deployment rolls, a new replica leads, rows keep arriving, every target owned', scenario(async () => {
+  test('helm upgrade from the previous chart to this one: its hook applies the new CRDs, the Deployment rolls, a new replica leads, rows keep arriving, every target owned', scenario(async () => {
+    const crd = (): Promise<(KubeObject & { spec: { versions: Array<{ schema: { openAPIV3Schema: { properties: { spec: { properties: Record<string, unknown> } } } } }> } }) | null> =>
+      client.get(CRDS, undefined, 'postgrestargets.pglog.io');
+    assert.ok(!('startAt' in (await crd())!.spec.versions[0]!.schema.openAPIV3Schema.properties.spec.properties), 'installed with the previous CRDs');
     const old = new Set(operatorPods().map((p) => p.name));
     const t0 = Date.now();
     await helm(['upgrade', RELEASE, CHART, '--set', `${HELM_VALUES},operator.resources.requests.cpu=150m`]);
@@ -300,6 +312,9 @@ describe('end to end on one machine: helm install, a hot server promoted, scale 
       return true;
     }, () => state);
     console.log(`# helm upgrade: rolled ${since(t0)} after (at ${elapsed()}); ${state}`);
+    const upgraded = await crd();
+    assert.ok('startAt' in upgraded!.spec.versions[0]!.schema.openAPIV3Schema.properties.spec.properties, 'the upgrade brought the new CRD (spec.startAt)');
+    assert.ok((upgraded!.metadata as { managedFields?: Array<{ manager: string }> }).managedFields?.some((f) => f.manager === 'pglog-crds'), 'applied by the chart\'s hook');
     await eventually('every target owned by exactly one of 2 pods', OWNED_WITHIN_MS, () => owned(2), () => lastState);
     await inSidecar(HOT, 20_000);
     await rowsKeepArriving();
