@@ -93,7 +93,7 @@ fuzz: deps ## Fuzz each log format and the prefix compiler with jazzer.js, FUZZ_
 crds: deps ## Regenerate crds/*.yaml and docs/resources.md from the resource types (a test fails when they differ)
 	node scripts/gen-crds.ts
 
-kube-tools: system-deps ## etcd, kube-apiserver, kube-controller-manager, kubectl and helm for the operator's tests (built once, cached)
+kube-tools: system-deps ## etcd, kube-apiserver, kube-controller-manager, kubectl, helm, and the real node (kubelet, kube-scheduler, kube-proxy, containerd, runc, CNI plugins) for the operator's tests (built once, cached)
 	@KUBE_VERSION=$(KUBE_VERSION) PGLOG_CACHE=$(CACHE) scripts/install-kube-tools.sh >/dev/null
 
 test: check logs kube-tools test-image ## Everything CI runs: type-check, lint, generate real logs, build the image, all tests

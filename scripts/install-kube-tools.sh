@@ -2,11 +2,13 @@
 # Installs the real Kubernetes control plane the operator's tests run against, idempotently,
 # cached under ~/.cache/pglog/kube/<version>:
 #   - etcd from Debian's etcd-server package (apt);
-#   - kube-apiserver, kube-controller-manager and kubectl built with `go install` from the
+#   - kube-apiserver, kube-controller-manager and kubectl, and for the real node kubelet,
+#     kube-scheduler and kube-proxy, built with `go install` from the
 #     k8s.io/kubernetes module, whose k8s.io/* staging modules are pinned with `replace` lines
 #     to the matching published v0.x versions (the module's own go.mod points them at
 #     ./staging, which `go install` from the module proxy cannot use);
-#   - helm built with `go install helm.sh/helm/v3/cmd/helm`.
+#   - helm built with `go install helm.sh/helm/v3/cmd/helm`;
+#   - containerd, runc and containernetworking-plugins (apt) for the real node.
 # Prints the bin directory on its last line.
 #
 #   scripts/install-kube-tools.sh [--print-bin]
@@ -59,10 +61,16 @@ export GOMODCACHE=${GOMODCACHE:-$CACHE/go/mod} GOCACHE=${GOCACHE:-$CACHE/go/buil
 MINOR=${KUBE_VERSION#v1.}; MINOR=${MINOR%%.*}
 LDFLAGS="-X k8s.io/component-base/version.gitVersion=$KUBE_VERSION -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=$MINOR -X k8s.io/component-base/version.gitTreeState=clean"
 LDFLAGS="$LDFLAGS -X k8s.io/client-go/pkg/version.gitVersion=$KUBE_VERSION -X k8s.io/client-go/pkg/version.gitMajor=1 -X k8s.io/client-go/pkg/version.gitMinor=$MINOR"
-STAMP="$KUBE_VERSION kube-apiserver kube-controller-manager kubectl $LDFLAGS"
-if [ "$(cat "$BIN/.kube-stamp" 2>/dev/null)" != "$STAMP" ]; then
-  say "building kube-apiserver, kube-controller-manager and kubectl $KUBE_VERSION (staging modules $STAGING_VERSION; several minutes the first time)"
-  MOD=$ROOT/module
+# build_kube NAME CMD...: one `go install` of the k8s.io/kubernetes commands CMD... in their own
+# module directory $ROOT/module-NAME with their own stamp, so the control plane's binaries and
+# the node's are cached (and rebuilt) independently.
+build_kube() {
+  local name=$1; shift
+  local stamp_file=$BIN/.kube-stamp MOD=$ROOT/module
+  if [ "$name" != control-plane ]; then stamp_file=$BIN/.kube-$name-stamp MOD=$ROOT/module-$name; fi
+  local stamp="$KUBE_VERSION $* $LDFLAGS"
+  [ "$(cat "$stamp_file" 2>/dev/null)" != "$stamp" ] || return 0
+  say "building $* $KUBE_VERSION (staging modules $STAGING_VERSION; several minutes the first time)"
   rm -rf "$MOD"; mkdir -p "$MOD"
   curl -fsS "https://proxy.golang.org/k8s.io/kubernetes/@v/$KUBE_VERSION.mod" -o "$MOD/kubernetes.mod" \
     || die "cannot fetch the go.mod of k8s.io/kubernetes $KUBE_VERSION from the module proxy"
@@ -77,11 +85,30 @@ if [ "$(cat "$BIN/.kube-stamp" 2>/dev/null)" != "$STAMP" ]; then
     sed -n 's#^\s*\(k8s.io/[a-z0-9-]*\) => ./staging/src/k8s.io/.*#\t\1 => \1 '"$STAGING_VERSION"'#p' "$MOD/kubernetes.mod"
     echo ")"
   } >"$MOD/go.mod"
-  printf 'package tools\n\nimport (\n\t_ "k8s.io/kubernetes/cmd/kube-apiserver"\n\t_ "k8s.io/kubernetes/cmd/kube-controller-manager"\n\t_ "k8s.io/kubernetes/cmd/kubectl"\n)\n' >"$MOD/tools.go"
+  local pkgs=() cmd
+  { printf 'package tools\n\nimport (\n'; for cmd in "$@"; do printf '\t_ "k8s.io/kubernetes/cmd/%s"\n' "$cmd"; done; printf ')\n'; } >"$MOD/tools.go"
+  for cmd in "$@"; do pkgs+=("k8s.io/kubernetes/cmd/$cmd"); done
   (cd "$MOD" && go mod tidy >/dev/null 2>"$MOD/tidy.log") || { cat "$MOD/tidy.log" >&2; die "go mod tidy failed for k8s.io/kubernetes $KUBE_VERSION"; }
-  (cd "$MOD" && go install -ldflags "$LDFLAGS" k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager k8s.io/kubernetes/cmd/kubectl) \
-    || die "building kube-apiserver failed"
-  echo "$STAMP" >"$BIN/.kube-stamp"
+  (cd "$MOD" && go install -ldflags "$LDFLAGS" "${pkgs[@]}") || die "building $* failed"
+  echo "$stamp" >"$stamp_file"
+}
+build_kube control-plane kube-apiserver kube-controller-manager kubectl
+# The node of the real-node tests (operator/test/helpers/real-node.ts).
+build_kube node kubelet kube-scheduler kube-proxy
+
+# The node's container runtime and network: Debian's containerd and runc (Docker's engine
+# pulls in the same packages; the tests run a containerd of their own beside Docker's, with its
+# own socket, root and state) and the CNI plugins (bridge, host-local, portmap in /usr/lib/cni).
+node_pkgs=()
+command -v containerd >/dev/null || node_pkgs+=(containerd)
+command -v runc >/dev/null || node_pkgs+=(runc)
+[ -x /usr/lib/cni/bridge ] || node_pkgs+=(containernetworking-plugins)
+if [ ${#node_pkgs[@]} -gt 0 ]; then
+  say "installing ${node_pkgs[*]} (apt)"
+  SUDO=; [ "$(id -u)" -eq 0 ] || SUDO=sudo
+  $SUDO apt-get install -y -q "${node_pkgs[@]}" >/dev/null || { $SUDO apt-get update -q >/dev/null && $SUDO apt-get install -y -q "${node_pkgs[@]}" >/dev/null; }
+  # A freshly installed containerd starts as a system service; the tests run their own.
+  if [[ " ${node_pkgs[*]} " == *" containerd "* ]]; then $SUDO systemctl disable --now containerd >/dev/null 2>&1 || true; fi
 fi
 
 if [ ! -x "$BIN/helm" ]; then
