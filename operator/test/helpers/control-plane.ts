@@ -16,7 +16,7 @@ import { freePort, sleep } from '../../../collector/test/helpers/wait.ts';
 const run = promisify(execFile);
 
 export interface ControlPlane {
-  /** https://127.0.0.1:PORT */
+  /** https://127.0.0.1:PORT (or the bindAddress option) */
   readonly server: string;
   /** Bearer token of a cluster admin (group system:masters). */
   readonly token: string;
@@ -44,6 +44,14 @@ export interface ControlPlaneOptions {
    * `--horizontal-pod-autoscaler-sync-period=2s`.
    */
   controllerManagerArgs?: readonly string[];
+  /**
+   * The address kube-apiserver listens on and advertises (default 127.0.0.1). A real node's
+   * pods reach it through the `kubernetes` Service, whose endpoint cannot be a loopback
+   * address: real-node.ts passes the node's bridge address, which only this machine has.
+   */
+  bindAddress?: string;
+  /** kube-apiserver's --service-cluster-ip-range (default 10.0.0.0/24). */
+  serviceRange?: string;
 }
 
 /** The bin directory of the built tools: PGLOG_KUBE_BIN, or the default cache location. */
@@ -66,6 +74,7 @@ async function waitReady(url: string, token: string, what: string, log: () => st
 
 export async function startControlPlane(options: ControlPlaneOptions = {}): Promise<ControlPlane> {
   const bin = kubeBin();
+  const bindAddress = options.bindAddress ?? '127.0.0.1';
   const dir = mkdtempSync(join(tmpdir(), 'pglog-kube-'));
   const [etcdClient, etcdPeer, apiPort, kcmPort] = [await freePort(), await freePort(), await freePort(), await freePort()];
   const token = randomBytes(24).toString('hex');
@@ -95,17 +104,18 @@ export async function startControlPlane(options: ControlPlaneOptions = {}): Prom
     ]);
     start('kube-apiserver', join(bin, 'kube-apiserver'), [
       `--etcd-servers=http://127.0.0.1:${etcdClient}`,
-      `--secure-port=${apiPort}`, '--bind-address=127.0.0.1',
-      // No kubernetes.default endpoint to maintain (a loopback address may not be advertised).
-      '--endpoint-reconciler-type=none',
+      `--secure-port=${apiPort}`, `--bind-address=${bindAddress}`,
+      // No kubernetes.default endpoint to maintain when on loopback (a loopback address may not
+      // be advertised); otherwise the endpoint pods reach through the Service's ClusterIP.
+      ...(bindAddress === '127.0.0.1' ? ['--endpoint-reconciler-type=none'] : [`--advertise-address=${bindAddress}`]),
       `--cert-dir=${join(dir, 'certs')}`,
       '--service-account-issuer=https://kubernetes.default.svc',
       `--service-account-key-file=${join(dir, 'sa.pub')}`, `--service-account-signing-key-file=${join(dir, 'sa.key')}`,
       '--authorization-mode=RBAC', `--token-auth-file=${join(dir, 'tokens.csv')}`,
-      '--service-cluster-ip-range=10.0.0.0/24',
+      `--service-cluster-ip-range=${options.serviceRange ?? '10.0.0.0/24'}`,
       ...(options.apiserverArgs ?? []),
     ]);
-    const server = `https://127.0.0.1:${apiPort}`;
+    const server = `https://${bindAddress}:${apiPort}`;
     await waitReady(`${server}/readyz`, token, 'kube-apiserver', logs);
     const caCert = readFileSync(join(dir, 'certs', 'apiserver.crt'), 'utf8');
     const kubeconfig = join(dir, 'kubeconfig');
