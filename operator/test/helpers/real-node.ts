@@ -22,8 +22,8 @@ const nodeName = 'pglog-node';
 export interface RealNode {
   readonly cp: ControlPlane;
   readonly nodeName: string;
-  /** Imports an image tarball (docker save format) into the node's containerd. */
-  importImage(tarball: string): Promise<void>;
+  /** Copies an image from Docker (`docker save | ctr images import -`) into the node's containerd. */
+  importDockerImage(ref: string, docker?: string): Promise<void>;
   logs(): string;
   stop(): Promise<void>;
 }
@@ -47,6 +47,20 @@ async function kubeletClientCerts(dir: string): Promise<void> {
 function ourMounts(dir: string): string[] {
   return readFileSync('/proc/self/mountinfo', 'utf8').split('\n')
     .map((l) => l.split(' ')[4] ?? '').filter((m) => m.startsWith(dir)).reverse();
+}
+
+/** `docker save REF | ctr images import -`, without a shell. */
+async function pipeImage(ref: string, docker: string, socket: string): Promise<void> {
+  const save = spawn(docker, ['save', ref], { stdio: ['ignore', 'pipe', 'pipe'] });
+  const load = spawn('ctr', ['-a', socket, '-n', 'k8s.io', 'images', 'import', '-'], { stdio: ['pipe', 'pipe', 'pipe'] });
+  let err = '';
+  save.stderr.on('data', (b: Buffer) => { err += b.toString(); });
+  load.stderr.on('data', (b: Buffer) => { err += b.toString(); });
+  load.stdout.resume();
+  save.stdout.pipe(load.stdin);
+  const exit = (c: ChildProcess): Promise<number | null> => new Promise((r) => c.on('close', (code) => r(code)));
+  const [saved, loaded] = await Promise.all([exit(save), exit(load)]);
+  if (saved !== 0 || loaded !== 0) throw new Error(`importing ${ref}: docker save exit ${saved}, ctr import exit ${loaded}: ${err.trim()}`);
 }
 
 function netnsNames(): string[] {
@@ -165,7 +179,7 @@ export async function startRealNode(): Promise<RealNode> {
     ]);
     return {
       cp, nodeName,
-      async importImage(tarball) { await sh('ctr', ['-a', socket, '-n', 'k8s.io', 'images', 'import', tarball]); },
+      importDockerImage: (ref, docker = 'docker') => pipeImage(ref, docker, socket),
       logs: () => `${cp?.logs() ?? ''}${output.join('')}`,
       stop,
     };

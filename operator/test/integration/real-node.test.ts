@@ -1,0 +1,128 @@
+// Smoke test of the real node of helpers/real-node.ts (`make real-node-test`): a kubelet with
+// containerd, CNI and kube-proxy on this machine registers Ready, and the built image
+// (PGLOG_TEST_IMAGE, copied from Docker into the node's containerd) runs in pods of a
+// namespace that enforces Pod Security `restricted`, admitted with 0 warnings:
+//   - `pglog help` in a pod with restartPolicy Never completes;
+//   - a pod with a native sidecar (an init container with restartPolicy Always), an emptyDir
+//     of medium Memory (a real tmpfs) and the projected service account token reaches the API
+//     server through the `kubernetes` Service's ClusterIP, which kube-proxy's iptables rules
+//     route, and `kubectl logs` (API server → kubelet) shows what it did.
+// Nothing is skipped: without Docker, the image or the node's tools the test fails and says why.
+import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
+import { after, before, describe, test } from 'node:test';
+import { sleep } from '../../../collector/test/helpers/wait.ts';
+import { kubeBin } from '../helpers/control-plane.ts';
+import { startRealNode, type RealNode } from '../helpers/real-node.ts';
+
+const IMAGE = process.env['PGLOG_TEST_IMAGE'];
+const DOCKER = process.env['PGLOG_TEST_DOCKER'] ?? 'docker';
+const NS = 'pglog-smoke';
+
+const restricted = {
+  allowPrivilegeEscalation: false,
+  readOnlyRootFilesystem: true,
+  capabilities: { drop: ['ALL'] },
+};
+
+/** kubectl with its stderr too: Pod Security warnings arrive there. */
+function kubectlFull(node: RealNode, args: readonly string[], stdin: string): Promise<{ stdout: string; stderr: string }> {
+  return new Promise((resolve, reject) => {
+    const child = execFile(`${kubeBin()}/kubectl`, ['--kubeconfig', node.cp.kubeconfig, ...args], (error, stdout, stderr) => {
+      if (error !== null) reject(new Error(`kubectl ${args.join(' ')}: ${stderr}`));
+      else resolve({ stdout, stderr });
+    });
+    child.stdin!.end(stdin);
+  });
+}
+
+async function podPhase(node: RealNode, name: string, want: string): Promise<void> {
+  for (;;) {
+    const phase = await node.cp.kubectl(['-n', NS, 'get', 'pod', name, '-o', 'jsonpath={.status.phase}']);
+    if (phase === want) return;
+    if (phase === 'Failed') assert.fail(`pod ${name} failed:\n${await node.cp.kubectl(['-n', NS, 'describe', 'pod', name])}`);
+    await sleep(500);
+  }
+}
+
+function pod(name: string, spec: Record<string, unknown>): string {
+  return JSON.stringify({
+    apiVersion: 'v1', kind: 'Pod', metadata: { name, namespace: NS },
+    spec: {
+      restartPolicy: 'Never',
+      securityContext: { runAsNonRoot: true, runAsUser: 65532, runAsGroup: 65532, seccompProfile: { type: 'RuntimeDefault' } },
+      ...spec,
+    },
+  });
+}
+
+// Run in the pod by Node (the image's own runtime): reads what the sidecar wrote on the shared
+// tmpfs, then asks the API server who it is (SelfSubjectReview), through the Service's ClusterIP
+// with the projected token and CA.
+const probeScript = `
+const fs = require('node:fs'); const https = require('node:https');
+const sa = '/var/run/secrets/kubernetes.io/serviceaccount';
+const mount = fs.readFileSync('/proc/mounts', 'utf8').split('\\n').find((l) => l.split(' ')[1] === '/shared');
+console.log('shared: ' + mount.split(' ')[2] + ' ' + fs.readFileSync('/shared/sidecar', 'utf8'));
+const req = https.request({ host: process.env.KUBERNETES_SERVICE_HOST, port: process.env.KUBERNETES_SERVICE_PORT,
+  path: '/apis/authentication.k8s.io/v1/selfsubjectreviews', method: 'POST', ca: fs.readFileSync(sa + '/ca.crt'),
+  headers: { authorization: 'Bearer ' + fs.readFileSync(sa + '/token', 'utf8'), 'content-type': 'application/json' } }, (res) => {
+  let body = ''; res.on('data', (c) => { body += c; });
+  res.on('end', () => { console.log('via ' + process.env.KUBERNETES_SERVICE_HOST + ': ' + res.statusCode + ' ' + JSON.parse(body).status.userInfo.username); });
+});
+req.end(JSON.stringify({ apiVersion: 'authentication.k8s.io/v1', kind: 'SelfSubjectReview' }));
+`;
+
+describe('a real node (kubelet, containerd, CNI, kube-proxy) running the built image', () => {
+  let node: RealNode;
+
+  before(async () => {
+    assert.ok(IMAGE, 'PGLOG_TEST_IMAGE names the built image (make real-node-test builds it)');
+    node = await startRealNode();
+    await node.importDockerImage(IMAGE, DOCKER);
+    await node.cp.kubectl(['apply', '-f', '-'], JSON.stringify({
+      apiVersion: 'v1', kind: 'Namespace',
+      metadata: { name: NS, labels: { 'pod-security.kubernetes.io/enforce': 'restricted', 'pod-security.kubernetes.io/warn': 'restricted' } },
+    }));
+    // The service account controller creates `default`; the pods need it.
+    while (!(await node.cp.kubectl(['-n', NS, 'get', 'serviceaccounts', '-o', 'name'])).includes('default')) await sleep(250);
+  });
+
+  after(async () => { await node?.stop(); });
+
+  test('the node registers Ready', async () => {
+    for (;;) {
+      const ready = await node.cp.kubectl(['get', 'node', node.nodeName, '-o', 'jsonpath={.status.conditions[?(@.type=="Ready")].status}']).catch(() => '');
+      if (ready === 'True') return;
+      await sleep(500);
+    }
+  });
+
+  test('`pglog help` completes in a restricted pod, admitted with 0 warnings', async () => {
+    const { stderr } = await kubectlFull(node, ['apply', '-f', '-'], pod('help', {
+      containers: [{ name: 'pglog', image: IMAGE, imagePullPolicy: 'Never', args: ['help'], securityContext: restricted }],
+    }));
+    assert.equal(stderr.trim(), '', 'no Pod Security warning');
+    await podPhase(node, 'help', 'Succeeded');
+    assert.match(await node.cp.kubectl(['-n', NS, 'logs', 'help']), /collect/);
+  });
+
+  test('a pod with a native sidecar, a memory emptyDir and a projected token reaches the API server through its ClusterIP', async () => {
+    const shared = [{ name: 'shared', mountPath: '/shared' }];
+    const { stderr } = await kubectlFull(node, ['apply', '-f', '-'], pod('probe', {
+      volumes: [{ name: 'shared', emptyDir: { medium: 'Memory', sizeLimit: '1Mi' } }],
+      initContainers: [{
+        name: 'sidecar', image: IMAGE, imagePullPolicy: 'Never', restartPolicy: 'Always', securityContext: restricted, volumeMounts: shared,
+        command: ['node', '-e', "require('node:fs').writeFileSync('/shared/sidecar', 'written by the sidecar'); setInterval(() => {}, 1e9)"],
+        // The main container starts only once the sidecar is started, i.e. has written the file.
+        startupProbe: { exec: { command: ['cat', '/shared/sidecar'] }, periodSeconds: 1 },
+      }],
+      containers: [{ name: 'main', image: IMAGE, imagePullPolicy: 'Never', command: ['node', '-e', probeScript], securityContext: restricted, volumeMounts: shared }],
+    }));
+    assert.equal(stderr.trim(), '', 'no Pod Security warning');
+    await podPhase(node, 'probe', 'Succeeded');
+    const logs = await node.cp.kubectl(['-n', NS, 'logs', 'probe', '-c', 'main']);
+    assert.match(logs, /^shared: tmpfs written by the sidecar$/m);
+    assert.match(logs, new RegExp(`^via 10\\.98\\.0\\.1: 201 system:serviceaccount:${NS}:default$`, 'm'));
+  });
+});
