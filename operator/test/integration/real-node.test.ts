@@ -113,7 +113,9 @@ describe('a real node (kubelet, containerd, CNI, kube-proxy) running the built i
       volumes: [{ name: 'shared', emptyDir: { medium: 'Memory', sizeLimit: '1Mi' } }],
       initContainers: [{
         name: 'sidecar', image: IMAGE, imagePullPolicy: 'Never', restartPolicy: 'Always', securityContext: restricted, volumeMounts: shared,
-        command: ['node', '-e', "require('node:fs').writeFileSync('/shared/sidecar', 'written by the sidecar'); setInterval(() => {}, 1e9)"],
+        // Node is PID 1 here (command replaces the image's tini entrypoint), and PID 1 has no
+        // default SIGTERM action: without the handler the pod waits out its grace period.
+        command: ['node', '-e', "require('node:fs').writeFileSync('/shared/sidecar', 'written by the sidecar'); process.on('SIGTERM', () => process.exit(0)); setInterval(() => {}, 1e9)"],
         // The main container starts only once the sidecar is started, i.e. has written the file.
         startupProbe: { exec: { command: ['cat', '/shared/sidecar'] }, periodSeconds: 1 },
       }],
