@@ -97,16 +97,15 @@ kube-tools: system-deps ## etcd, kube-apiserver, kube-controller-manager, kubect
 	@KUBE_VERSION=$(KUBE_VERSION) PGLOG_CACHE=$(CACHE) scripts/install-kube-tools.sh >/dev/null
 
 test: check logs kube-tools test-image ## Everything CI runs: type-check, lint, generate real logs, build the image, all tests
-	PGLOG_TEST_LOGS=$(LOGS_DIR)/test PGLOG_KUBE_BIN=$(KUBE_BIN) PGLOG_TEST_IMAGE=$(TEST_IMAGE) PGLOG_TEST_DOCKER=$(DOCKER) node --test --test-timeout=600000 --test-reporter=spec $(UNIT_AND_INTEGRATION_TESTS)
+	PGLOG_TEST_LOGS=$(LOGS_DIR)/test PGLOG_KUBE_BIN=$(KUBE_BIN) PGLOG_TEST_IMAGE=$(TEST_IMAGE) PGLOG_TEST_DOCKER=$(DOCKER) node --test --test-timeout=600000 --test-reporter=spec 'collector/test/**/*.test.ts' 'operator/test/**/*.test.ts'
 
 # The whole system on one machine (also part of `make test`): helm install on a real control
 # plane, the test node agent running the pods, scaling, leader kill, upgrade and uninstall; the
 # real HPA controller driving the pool through a custom metrics APIService; operator and
 # collectors with the loop closed.
-# The real node's tests (kubelet, containerd, CNI, kube-proxy on this machine; root only) run
-# through `make real-node-test`, not yet as part of `make test`.
+# The real node's smoke test (kubelet, containerd, CNI, kube-proxy on this machine; root only):
+# part of `make test`, and alone through `make real-node-test`.
 REAL_NODE_TESTS := operator/test/integration/real-node.test.ts
-UNIT_AND_INTEGRATION_TESTS = $(filter-out $(REAL_NODE_TESTS),$(shell find collector/test operator/test -name '*.test.ts' | sort))
 E2E_TESTS := operator/test/integration/cluster-e2e.test.ts operator/test/integration/hpa.test.ts operator/test/integration/operator-collector.test.ts
 
 e2e: deps system-deps kube-tools ## The whole system end to end on one machine (helm install, node agent, scaling, HPA)
