@@ -4,7 +4,7 @@
 // PGLOG_KUBE_BIN). Everything listens on 127.0.0.1 on free ports, in a private directory,
 // with a bearer token in the system:masters group; it is all stopped and removed by stop()
 // and on process exit.
-import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { execFile, type ChildProcess } from 'node:child_process';
 import { generateKeyPairSync, randomBytes } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -12,6 +12,7 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { onProcessExit } from '../../../collector/test/helpers/exit-cleanup.ts';
 import { freePort, sleep } from '../../../collector/test/helpers/wait.ts';
+import { ChildGroup } from './child-group.ts';
 
 const run = promisify(execFile);
 
@@ -82,19 +83,11 @@ export async function startControlPlane(options: ControlPlaneOptions = {}): Prom
   writeFileSync(join(dir, 'sa.key'), privateKey.export({ type: 'pkcs8', format: 'pem' }), { mode: 0o600 });
   writeFileSync(join(dir, 'sa.pub'), publicKey.export({ type: 'spki', format: 'pem' }));
   writeFileSync(join(dir, 'tokens.csv'), `${token},pglog-test-admin,pglog-test-admin,system:masters\n`, { mode: 0o600 });
-  const children: ChildProcess[] = [];
-  const output: string[] = [];
-  const start = (name: string, command: string, args: string[]): ChildProcess => {
-    const child = spawn(command, args, { cwd: dir, stdio: ['ignore', 'pipe', 'pipe'] });
-    const keep = (b: Buffer): void => { output.push(`[${name}] ${b.toString('utf8')}`); if (output.length > 2000) output.splice(0, 1000); };
-    child.stdout.on('data', keep);
-    child.stderr.on('data', keep);
-    children.push(child);
-    return child;
-  };
-  const kill = (): void => { for (const c of children) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL'); };
+  const group = new ChildGroup(dir, 2000);
+  const start = (name: string, command: string, args: string[]): ChildProcess => group.start(name, command, args);
+  const kill = (): void => group.killAll();
   const forget = onProcessExit(() => { kill(); rmSync(dir, { recursive: true, force: true }); });
-  const logs = (): string => output.join('');
+  const logs = (): string => group.logs();
   try {
     start('etcd', 'etcd', [
       '--data-dir', join(dir, 'etcd'), '--name', 'pglog-test',
@@ -153,11 +146,7 @@ export async function startControlPlane(options: ControlPlaneOptions = {}): Prom
       async stop() {
         if (stopped) return;
         stopped = true;
-        const exits = children.map((c) => (c.exitCode !== null || c.signalCode !== null ? Promise.resolve() : new Promise<void>((r) => c.once('exit', () => r()))));
-        for (const c of [...children].reverse()) c.kill('SIGTERM');
-        const timer = setTimeout(kill, 5000);
-        await Promise.all(exits);
-        clearTimeout(timer);
+        await group.stop();
         forget();
         rmSync(dir, { recursive: true, force: true });
       },

@@ -11,6 +11,7 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { onProcessExit } from '../../../collector/test/helpers/exit-cleanup.ts';
 import { freePort, sleep } from '../../../collector/test/helpers/wait.ts';
+import { ChildGroup } from './child-group.ts';
 import { kubeBin, startControlPlane, type ControlPlane } from './control-plane.ts';
 import { cniConflist, containerdConfig, defaultNodeNetwork, kubeletConfig } from './node-config.ts';
 
@@ -72,19 +73,11 @@ export async function startRealNode(): Promise<RealNode> {
   const net = defaultNodeNetwork;
   const dir = mkdtempSync(join(tmpdir(), 'pglog-node-'));
   const netnsBefore = new Set(netnsNames());
-  const children: ChildProcess[] = [];
-  const output: string[] = [];
-  const start = (name: string, command: string, args: string[]): ChildProcess => {
-    const child = spawn(command, args, { cwd: dir, stdio: ['ignore', 'pipe', 'pipe'] });
-    const keep = (b: Buffer): void => { output.push(`[${name}] ${b.toString('utf8')}`); if (output.length > 4000) output.splice(0, 2000); };
-    child.stdout.on('data', keep);
-    child.stderr.on('data', keep);
-    children.push(child);
-    return child;
-  };
+  const group = new ChildGroup(dir, 4000);
+  const start = (name: string, command: string, args: string[]): ChildProcess => group.start(name, command, args);
   const socket = join(dir, 'containerd.sock');
   let cp: ControlPlane | undefined;
-  const killAll = (): void => { for (const c of children) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL'); };
+  const killAll = (): void => group.killAll();
   const cleanupSync = (): void => { killAll(); };
   const forget = onProcessExit(cleanupSync);
 
@@ -103,11 +96,7 @@ export async function startRealNode(): Promise<RealNode> {
     const left = (await sh('ctr', ['-a', socket, '-n', 'k8s.io', 'tasks', 'ls', '-q']).catch(() => '')).split('\n').filter(Boolean);
     for (const id of left) await quiet('ctr', ['-a', socket, '-n', 'k8s.io', 'tasks', 'kill', '-s', 'SIGKILL', id]);
     for (const id of left) await quiet('ctr', ['-a', socket, '-n', 'k8s.io', 'tasks', 'delete', '-f', id]);
-    const exits = children.map((c) => (c.exitCode !== null || c.signalCode !== null ? Promise.resolve() : new Promise<void>((r) => c.once('exit', () => r()))));
-    for (const c of [...children].reverse()) c.kill('SIGTERM');
-    const timer = setTimeout(killAll, 5000);
-    await Promise.all(exits);
-    clearTimeout(timer);
+    await group.stop();
     // kube-proxy removes its own KUBE-* rules.
     await quiet(join(bin, 'kube-proxy'), ['--cleanup', '--proxy-mode=iptables']);
     for (const ns of netnsNames()) if (!netnsBefore.has(ns) && ns.startsWith('cni-')) await quiet('ip', ['netns', 'delete', ns]);
@@ -158,7 +147,7 @@ export async function startRealNode(): Promise<RealNode> {
     start('containerd', 'containerd', ['--config', join(dir, 'containerd.toml')]);
     for (let i = 0; ; i++) {
       try { await sh('ctr', ['-a', socket, 'version']); break; } catch (e) {
-        if (i > 120) throw new Error(`containerd did not start: ${String(e)}\n${output.join('').slice(-4000)}`);
+        if (i > 120) throw new Error(`containerd did not start: ${String(e)}\n${group.logs().slice(-4000)}`);
         await sleep(250);
       }
     }
@@ -180,7 +169,7 @@ export async function startRealNode(): Promise<RealNode> {
     return {
       cp, nodeName,
       importDockerImage: (ref, docker = 'docker') => pipeImage(ref, docker, socket),
-      logs: () => `${cp?.logs() ?? ''}${output.join('')}`,
+      logs: () => `${cp?.logs() ?? ''}${group.logs()}`,
       stop,
     };
   } catch (e) {

@@ -1,0 +1,47 @@
+// The server processes one test fixture starts (etcd, kube-apiserver, kubelet, ...): each
+// started in the fixture's directory, their output kept in a bounded buffer for failure
+// messages, stopped together in reverse start order (SIGTERM, SIGKILL after a grace period).
+import { spawn, type ChildProcess } from 'node:child_process';
+
+export class ChildGroup {
+  private readonly children: ChildProcess[] = [];
+  private readonly output: string[] = [];
+  private readonly dir: string;
+  private readonly maxChunks: number;
+
+  /** `maxChunks`: output chunks kept; the older half is dropped when it is exceeded. */
+  constructor(dir: string, maxChunks: number) {
+    this.dir = dir;
+    this.maxChunks = maxChunks;
+  }
+
+  start(name: string, command: string, args: string[]): ChildProcess {
+    const child = spawn(command, args, { cwd: this.dir, stdio: ['ignore', 'pipe', 'pipe'] });
+    const keep = (b: Buffer): void => {
+      this.output.push(`[${name}] ${b.toString('utf8')}`);
+      if (this.output.length > this.maxChunks) this.output.splice(0, this.maxChunks / 2);
+    };
+    child.stdout.on('data', keep);
+    child.stderr.on('data', keep);
+    this.children.push(child);
+    return child;
+  }
+
+  logs(): string {
+    return this.output.join('');
+  }
+
+  /** SIGKILL to every child still running. */
+  killAll(): void {
+    for (const c of this.children) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
+  }
+
+  /** SIGTERM in reverse start order (dependents first); SIGKILL to those still running after graceMs. */
+  async stop(graceMs = 5000): Promise<void> {
+    const exits = this.children.map((c) => (c.exitCode !== null || c.signalCode !== null ? Promise.resolve() : new Promise<void>((r) => c.once('exit', () => r()))));
+    for (const c of [...this.children].reverse()) c.kill('SIGTERM');
+    const timer = setTimeout(() => this.killAll(), graceMs);
+    await Promise.all(exits);
+    clearTimeout(timer);
+  }
+}
