@@ -4,11 +4,13 @@
 // postgres.ts (a plain server for store tests) and log-server.ts (a monitored server that logs
 // like production) are both built on this.
 import { execFile, execFileSync } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import { appendFileSync, chmodSync, chownSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { onProcessExit } from './exit-cleanup.ts';
 import { isRoot, serverUser } from './server-user.ts';
+import { freePort } from './wait.ts';
 
 export const PG_BIN = '/usr/lib/postgresql/15/bin';
 
@@ -19,6 +21,12 @@ export interface ClusterSpec {
   owner?: { uid: number; gid: number } | null;
   /** Lines appended to postgresql.conf. */
   settings?: string[];
+  /**
+   * Also listen on TCP at this address (a free port of it) for clients of `clientRange` (a
+   * CIDR), who log in as `postgres` with a password (scram-sha-256): the store that a real
+   * node's pods reach. Default: the Unix socket only.
+   */
+  tcp?: { address: string; clientRange: string };
 }
 
 export interface Cluster {
@@ -30,6 +38,8 @@ export interface Cluster {
   /** A libpq connection URL for the superuser `postgres`, database `postgres`. */
   readonly url: string;
   urlFor(database: string): string;
+  /** With `tcp`: the URL over TCP, password included (database `postgres`). */
+  readonly tcpUrl: string | undefined;
   /** Starts the (stopped) server: same data, socket and URL. */
   start(): Promise<void>;
   /** Stops the server if it runs; `immediate` is like a crash. */
@@ -63,7 +73,9 @@ export async function startCluster(spec: ClusterSpec): Promise<Cluster> {
   const dataDir = join(dir, 'data');
   const socketDir = join(dir, 'socket');
   const startupLog = join(dir, 'server.log');
-  const port = 5432;
+  // The Unix socket's name carries the port; over TCP it must be free on the address.
+  const port = spec.tcp === undefined ? 5432 : await freePort(spec.tcp.address);
+  const password = randomBytes(18).toString('base64url');
   mkdirSync(socketDir);
   chmodSync(dir, 0o700);
   chmodSync(socketDir, 0o700);
@@ -119,10 +131,13 @@ export async function startCluster(spec: ClusterSpec): Promise<Cluster> {
 
   try {
     await run([`${PG_BIN}/initdb`, '-D', dataDir, '-U', 'postgres', '--auth=trust', '-E', 'UTF8', '--locale=C', '--no-sync', '--no-instructions'], dir, owner);
+    if (spec.tcp !== undefined) {
+      appendFileSync(join(dataDir, 'pg_hba.conf'), `host all postgres ${spec.tcp.clientRange} scram-sha-256\n`);
+    }
     appendFileSync(join(dataDir, 'postgresql.conf'), [
       '',
       '# pglog test harness',
-      "listen_addresses = ''",
+      `listen_addresses = '${spec.tcp?.address ?? ''}'`,
       `unix_socket_directories = '${socketDir}'`,
       `port = ${port}`,
       'fsync = off',
@@ -135,6 +150,10 @@ export async function startCluster(spec: ClusterSpec): Promise<Cluster> {
     ].join('\n'));
     initialized = true;
     await start();
+    if (spec.tcp !== undefined) {
+      await run([`${PG_BIN}/psql`, '-X', '-q', '-h', socketDir, '-p', String(port), '-U', 'postgres', '-d', 'postgres',
+        '-c', `ALTER ROLE postgres PASSWORD '${password}'`], dir, owner);
+    }
   } catch (e) {
     await dispose().catch(() => { /* the start error is the one to report */ });
     throw new Error(`could not start a test PostgreSQL in ${dir}: ${(e as Error).message}`, { cause: e });
@@ -142,5 +161,6 @@ export async function startCluster(spec: ClusterSpec): Promise<Cluster> {
 
   const urlFor = (database: string): string =>
     `postgresql://postgres@/${encodeURIComponent(database)}?host=${encodeURIComponent(socketDir)}&port=${port}`;
-  return { dir, dataDir, socketDir, port, url: urlFor('postgres'), urlFor, start, stop, pgCtl, dispose };
+  const tcpUrl = spec.tcp === undefined ? undefined : `postgresql://postgres:${password}@${spec.tcp.address}:${port}/postgres`;
+  return { dir, dataDir, socketDir, port, url: urlFor('postgres'), urlFor, tcpUrl, start, stop, pgCtl, dispose };
 }

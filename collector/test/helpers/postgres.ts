@@ -3,7 +3,7 @@
 // when we are root.
 import pg from 'pg';
 import { migrate } from '../../src/store/migrate.ts';
-import { startCluster } from './pg-cluster.ts';
+import { startCluster, type ClusterSpec } from './pg-cluster.ts';
 
 export { PG_BIN } from './pg-cluster.ts';
 
@@ -13,6 +13,8 @@ export interface TestPostgres {
   port: number;
   /** A libpq connection URL for the superuser `postgres`, database `postgres`. */
   url: string;
+  /** With `tcp`: the same over TCP, with the password (what a pod's collector is given). */
+  tcpUrl: string | undefined;
   /** Stops the server (immediate mode) and removes its directory; safe to call twice. */
   stop(): Promise<void>;
   /** Stops the server (fast mode: sessions are ended, committed data kept) for `startServer`. */
@@ -22,14 +24,15 @@ export interface TestPostgres {
 }
 
 /** Starts a fresh PostgreSQL 15 cluster; call `stop` when done (tests: `after(() => pg.stop())`). */
-export async function startPostgres(): Promise<TestPostgres> {
-  const cluster = await startCluster({ dirPrefix: 'pglog-pg-' }).catch((e: unknown) => {
+export async function startPostgres(options: Pick<ClusterSpec, 'tcp' | 'settings'> = {}): Promise<TestPostgres> {
+  const cluster = await startCluster({ ...options, dirPrefix: 'pglog-pg-' }).catch((e: unknown) => {
     throw new Error(`startPostgres: ${(e as Error).message}`, { cause: e });
   });
   return {
     socketDir: cluster.socketDir,
     port: cluster.port,
     url: cluster.url,
+    tcpUrl: cluster.tcpUrl,
     stop: () => cluster.dispose(),
     // Fast, not immediate: with synchronous_commit off, an immediate stop loses the last commits.
     stopServer: () => cluster.stop('fast'),

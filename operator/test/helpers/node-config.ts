@@ -78,6 +78,8 @@ export interface KubeletOptions {
   readonly port: number;
   readonly healthzPort: number;
   readonly net: NodeNetwork;
+  /** Where containerd writes the containers' logs for the kubelet (default /var/log/pods, outside the node's directory). */
+  readonly podLogsDir: string;
 }
 
 /** The KubeletConfiguration (JSON is YAML). */
@@ -99,6 +101,7 @@ export function kubeletConfig(o: KubeletOptions): string {
     authentication: { anonymous: { enabled: false }, webhook: { enabled: true }, x509: { clientCAFile: o.clientCaFile } },
     authorization: { mode: 'Webhook' },
     podCIDR: o.net.podRange,
+    podLogsDir: o.podLogsDir,
     clusterDomain: 'cluster.local',
     resolvConf: '/etc/resolv.conf',
     failSwapOn: false,

@@ -13,7 +13,9 @@ import { onProcessExit } from '../../../collector/test/helpers/exit-cleanup.ts';
 import { freePort, sleep } from '../../../collector/test/helpers/wait.ts';
 import { ChildGroup } from './child-group.ts';
 import { kubeBin, startControlPlane, type ControlPlane } from './control-plane.ts';
-import { cniConflist, containerdConfig, defaultNodeNetwork, kubeletConfig } from './node-config.ts';
+import { acquireMachineLock } from './machine-lock.ts';
+import { cniConflist, containerdConfig, defaultNodeNetwork, kubeletConfig, type NodeNetwork } from './node-config.ts';
+import { PodLogKeeper } from './pod-logs.ts';
 
 const run = promisify(execFile);
 const repoRoot = join(import.meta.dirname, '../../..');
@@ -23,8 +25,19 @@ const nodeName = 'pglog-node';
 export interface RealNode {
   readonly cp: ControlPlane;
   readonly nodeName: string;
-  /** Copies an image from Docker (`docker save | ctr images import -`) into the node's containerd. */
-  importDockerImage(ref: string, docker?: string): Promise<void>;
+  /** The bridge, its gateway (the host as the pods see it: servers for the pods listen there) and the ranges. */
+  readonly network: NodeNetwork;
+  /** Every container's output, kept after its pod is gone. */
+  readonly podLogs: PodLogKeeper;
+  /** Copies images from Docker (`docker save REF... | ctr images import -`) into the node's containerd. */
+  importDockerImage(refs: string | readonly string[], docker?: string): Promise<void>;
+  /** The ids of the containerd tasks (running containers and sandboxes) of the node's pods. */
+  tasks(): Promise<string[]>;
+  /** SIGKILLs a container's process through containerd (a crash: no SIGTERM); `id` as in a pod's containerStatuses, with or without `containerd://`. */
+  killContainer(id: string): Promise<void>;
+  /** kubectl with its stderr (Pod Security warnings arrive there); rejects on a non-zero exit. */
+  kubectlWithWarnings(args: readonly string[], stdin?: string): Promise<{ stdout: string; stderr: string }>;
+  /** The control plane's and the node's processes' output (their last lines). */
   logs(): string;
   stop(): Promise<void>;
 }
@@ -50,9 +63,17 @@ function ourMounts(dir: string): string[] {
     .map((l) => l.split(' ')[4] ?? '').filter((m) => m.startsWith(dir)).reverse();
 }
 
-/** `docker save REF | ctr images import -`, without a shell. */
-async function pipeImage(ref: string, docker: string, socket: string): Promise<void> {
-  const save = spawn(docker, ['save', ref], { stdio: ['ignore', 'pipe', 'pipe'] });
+export interface RealNodeOptions {
+  /** More kube-apiserver flags (the aggregation layer's, for one). */
+  readonly apiserverArgs?: readonly string[];
+  /** More kube-controller-manager flags (the HPA controller's sync period, for one). */
+  readonly controllerManagerArgs?: readonly string[];
+}
+
+/** `docker save REF... | ctr images import -`, without a shell (one archive: shared layers are sent once). */
+async function pipeImage(refs: readonly string[], docker: string, socket: string): Promise<void> {
+  const ref = refs.join(' ');
+  const save = spawn(docker, ['save', ...refs], { stdio: ['ignore', 'pipe', 'pipe'] });
   const load = spawn('ctr', ['-a', socket, '-n', 'k8s.io', 'images', 'import', '-'], { stdio: ['pipe', 'pipe', 'pipe'] });
   let err = '';
   save.stderr.on('data', (b: Buffer) => { err += b.toString(); });
@@ -64,11 +85,23 @@ async function pipeImage(ref: string, docker: string, socket: string): Promise<v
   if (saved !== 0 || loaded !== 0) throw new Error(`importing ${ref}: docker save exit ${saved}, ctr import exit ${loaded}: ${err.trim()}`);
 }
 
+function kubectlWithStderr(bin: string, kubeconfig: string, args: readonly string[], stdin?: string): Promise<{ stdout: string; stderr: string }> {
+  return new Promise((resolve, reject) => {
+    const child = execFile(join(bin, 'kubectl'), ['--kubeconfig', kubeconfig, ...args], { maxBuffer: 64 * 1024 * 1024 }, (error, stdout, stderr) => {
+      if (error !== null) reject(new Error(`kubectl ${args.join(' ')}: ${stderr}`));
+      else resolve({ stdout, stderr });
+    });
+    child.stdin!.end(stdin ?? '');
+  });
+}
+
 function netnsNames(): string[] {
   try { return readdirSync('/var/run/netns'); } catch { return []; }
 }
 
-export async function startRealNode(): Promise<RealNode> {
+export async function startRealNode(options: RealNodeOptions = {}): Promise<RealNode> {
+  // Test files run side by side wait here for the one before them to stop its node.
+  const unlock = await acquireMachineLock('real-node', 30 * 60_000);
   const bin = kubeBin();
   const net = defaultNodeNetwork;
   const dir = mkdtempSync(join(tmpdir(), 'pglog-node-'));
@@ -76,6 +109,8 @@ export async function startRealNode(): Promise<RealNode> {
   const group = new ChildGroup(dir, 4000);
   const start = (name: string, command: string, args: string[]): ChildProcess => group.start(name, command, args);
   const socket = join(dir, 'containerd.sock');
+  const podLogsDir = join(dir, 'pod-logs');
+  const podLogs = new PodLogKeeper(podLogsDir, join(dir, 'kept-logs'));
   let cp: ControlPlane | undefined;
   const killAll = (): void => group.killAll();
   const cleanupSync = (): void => { killAll(); };
@@ -96,6 +131,7 @@ export async function startRealNode(): Promise<RealNode> {
     const left = (await sh('ctr', ['-a', socket, '-n', 'k8s.io', 'tasks', 'ls', '-q']).catch(() => '')).split('\n').filter(Boolean);
     for (const id of left) await quiet('ctr', ['-a', socket, '-n', 'k8s.io', 'tasks', 'kill', '-s', 'SIGKILL', id]);
     for (const id of left) await quiet('ctr', ['-a', socket, '-n', 'k8s.io', 'tasks', 'delete', '-f', id]);
+    podLogs.stop();
     await group.stop();
     // kube-proxy removes its own KUBE-* rules.
     await quiet(join(bin, 'kube-proxy'), ['--cleanup', '--proxy-mode=iptables']);
@@ -115,6 +151,7 @@ export async function startRealNode(): Promise<RealNode> {
     await cp?.stop();
     forget();
     rmSync(dir, { recursive: true, force: true });
+    unlock();
   };
 
   try {
@@ -130,7 +167,9 @@ export async function startRealNode(): Promise<RealNode> {
       apiserverArgs: [
         '--kubelet-preferred-address-types=InternalIP',
         `--kubelet-client-certificate=${join(dir, 'client.crt')}`, `--kubelet-client-key=${join(dir, 'client.key')}`,
+        ...(options.apiserverArgs ?? []),
       ],
+      ...(options.controllerManagerArgs === undefined ? {} : { controllerManagerArgs: options.controllerManagerArgs }),
     });
     const [schedPort, kubeletPort, kubeletHealthz, proxyHealthz, proxyMetrics] = [await freePort(), await freePort(), await freePort(), await freePort(), await freePort()];
     start('kube-scheduler', join(bin, 'kube-scheduler'), [
@@ -154,7 +193,7 @@ export async function startRealNode(): Promise<RealNode> {
     const pause = (await sh(join(repoRoot, 'scripts/build-pause-image.sh'), [sandboxImage])).trim();
     await sh('ctr', ['-a', socket, '-n', 'k8s.io', 'images', 'import', pause]);
 
-    writeFileSync(join(dir, 'kubelet.json'), kubeletConfig({ runtimeSocket: socket, clientCaFile: join(dir, 'ca.crt'), port: kubeletPort, healthzPort: kubeletHealthz, net }));
+    writeFileSync(join(dir, 'kubelet.json'), kubeletConfig({ runtimeSocket: socket, clientCaFile: join(dir, 'ca.crt'), port: kubeletPort, healthzPort: kubeletHealthz, net, podLogsDir }));
     start('kubelet', join(bin, 'kubelet'), [
       `--config=${join(dir, 'kubelet.json')}`, `--kubeconfig=${cp.kubeconfig}`, `--root-dir=${join(dir, 'kubelet')}`,
       `--cert-dir=${join(dir, 'kubelet-pki')}`, `--hostname-override=${nodeName}`, `--node-ip=${net.gateway}`,
@@ -166,9 +205,14 @@ export async function startRealNode(): Promise<RealNode> {
       // Leave the machine's conntrack sysctls alone.
       '--conntrack-max-per-core=0',
     ]);
+    podLogs.start();
+    const controlPlane = cp;
     return {
-      cp, nodeName,
-      importDockerImage: (ref, docker = 'docker') => pipeImage(ref, docker, socket),
+      cp, nodeName, network: net, podLogs,
+      importDockerImage: (refs, docker = 'docker') => pipeImage(typeof refs === 'string' ? [refs] : refs, docker, socket),
+      tasks: async () => (await sh('ctr', ['-a', socket, '-n', 'k8s.io', 'tasks', 'ls', '-q'])).split('\n').filter(Boolean),
+      killContainer: async (id) => { await sh('ctr', ['-a', socket, '-n', 'k8s.io', 'tasks', 'kill', '-s', 'SIGKILL', id.replace(/^containerd:\/\//, '')]); },
+      kubectlWithWarnings: (args, stdin) => kubectlWithStderr(bin, controlPlane.kubeconfig, args, stdin),
       logs: () => `${cp?.logs() ?? ''}${group.logs()}`,
       stop,
     };

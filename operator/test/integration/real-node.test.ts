@@ -9,10 +9,8 @@
 //     route, and `kubectl logs` (API server → kubelet) shows what it did.
 // Nothing is skipped: without Docker, the image or the node's tools the test fails and says why.
 import assert from 'node:assert/strict';
-import { execFile } from 'node:child_process';
 import { after, before, describe, test } from 'node:test';
 import { sleep } from '../../../collector/test/helpers/wait.ts';
-import { kubeBin } from '../helpers/control-plane.ts';
 import { startRealNode, type RealNode } from '../helpers/real-node.ts';
 
 const IMAGE = process.env['PGLOG_TEST_IMAGE'];
@@ -24,17 +22,6 @@ const restricted = {
   readOnlyRootFilesystem: true,
   capabilities: { drop: ['ALL'] },
 };
-
-/** kubectl with its stderr too: Pod Security warnings arrive there. */
-function kubectlFull(node: RealNode, args: readonly string[], stdin: string): Promise<{ stdout: string; stderr: string }> {
-  return new Promise((resolve, reject) => {
-    const child = execFile(`${kubeBin()}/kubectl`, ['--kubeconfig', node.cp.kubeconfig, ...args], (error, stdout, stderr) => {
-      if (error !== null) reject(new Error(`kubectl ${args.join(' ')}: ${stderr}`));
-      else resolve({ stdout, stderr });
-    });
-    child.stdin!.end(stdin);
-  });
-}
 
 async function podPhase(node: RealNode, name: string, want: string): Promise<void> {
   for (;;) {
@@ -99,7 +86,7 @@ describe('a real node (kubelet, containerd, CNI, kube-proxy) running the built i
   });
 
   test('`pglog help` completes in a restricted pod, admitted with 0 warnings', async () => {
-    const { stderr } = await kubectlFull(node, ['apply', '-f', '-'], pod('help', {
+    const { stderr } = await node.kubectlWithWarnings(['apply', '-f', '-'], pod('help', {
       containers: [{ name: 'pglog', image: IMAGE, imagePullPolicy: 'Never', args: ['help'], securityContext: restricted }],
     }));
     assert.equal(stderr.trim(), '', 'no Pod Security warning');
@@ -109,7 +96,7 @@ describe('a real node (kubelet, containerd, CNI, kube-proxy) running the built i
 
   test('a pod with a native sidecar, a memory emptyDir and a projected token reaches the API server through its ClusterIP', async () => {
     const shared = [{ name: 'shared', mountPath: '/shared' }];
-    const { stderr } = await kubectlFull(node, ['apply', '-f', '-'], pod('probe', {
+    const { stderr } = await node.kubectlWithWarnings(['apply', '-f', '-'], pod('probe', {
       volumes: [{ name: 'shared', emptyDir: { medium: 'Memory', sizeLimit: '1Mi' } }],
       initContainers: [{
         name: 'sidecar', image: IMAGE, imagePullPolicy: 'Never', restartPolicy: 'Always', securityContext: restricted, volumeMounts: shared,
