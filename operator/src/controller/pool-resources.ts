@@ -11,6 +11,7 @@
 import type { LabelSelector, OwnerReference, ResourceRequirements } from '../api/common.ts';
 import type { CollectorPool } from '../api/collector-pool.ts';
 import { PglogError } from '../../../collector/src/errors.ts';
+import { STATUS_FILE as SIDECAR_STATUS_FILE } from '../../../collector/src/sshproxy/protocol.ts';
 import type { KubeObject } from '../kube/client-types.ts';
 import type { Container, PodDisruptionBudget, PodSecurityContext, SecurityContext, Service, StatefulSet, Volume } from './workload-types.ts';
 
@@ -175,8 +176,11 @@ function collectorContainer(pool: CollectorPool, image: string): Container {
     ports: [{ name: METRICS_PORT_NAME, containerPort: METRICS_PORT, protocol: 'TCP' }],
     // /readyz fails while assigned targets are not collecting: the pod leaves the Service, the process stays.
     readinessProbe: { httpGet: { path: '/readyz', port: METRICS_PORT_NAME }, periodSeconds: 10, timeoutSeconds: 5, failureThreshold: 3 },
+    // Liveness waits for start-up (store migration, first claims) however long it takes, up to
+    // two minutes, instead of guessing an initial delay.
+    startupProbe: { httpGet: { path: '/healthz', port: METRICS_PORT_NAME }, periodSeconds: 2, timeoutSeconds: 5, failureThreshold: 60 },
     // /healthz fails only when the process is wedged; a restart resumes from committed offsets.
-    livenessProbe: { httpGet: { path: '/healthz', port: METRICS_PORT_NAME }, initialDelaySeconds: 10, periodSeconds: 20, timeoutSeconds: 5, failureThreshold: 6 },
+    livenessProbe: { httpGet: { path: '/healthz', port: METRICS_PORT_NAME }, periodSeconds: 20, timeoutSeconds: 5, failureThreshold: 6 },
     resources: collectorResources(pool),
     securityContext: { ...CONTAINER_SECURITY, capabilities: { drop: ['ALL'] } },
     volumeMounts: [...SHARED_MOUNTS.map((m) => ({ ...m })), { name: SERVICE_ACCOUNT_VOLUME, mountPath: SERVICE_ACCOUNT_DIR, readOnly: true }],
@@ -215,6 +219,10 @@ function sidecarContainer(pool: CollectorPool, image: string): Container {
     restartPolicy: 'Always',
     command: ['pglog'],
     args: ['sshproxy', '--dir', SSHPROXY_DIR],
+    // A native sidecar counts as started once its startup probe passes, and only then does the
+    // kubelet start the collector: the sidecar has prepared the shared directory and written
+    // its first status (the collector would otherwise find neither and wait for them).
+    startupProbe: { exec: { command: ['test', '-s', `${SSHPROXY_DIR}/${SIDECAR_STATUS_FILE}`] }, periodSeconds: 1, timeoutSeconds: 5, failureThreshold: 120 },
     resources: resourcesOr(pool.spec.sidecar.resources, DEFAULT_SIDECAR_RESOURCES),
     securityContext: { ...CONTAINER_SECURITY, capabilities: { drop: ['ALL'] } },
     volumeMounts: SHARED_MOUNTS.map((m) => ({ ...m })),

@@ -33,13 +33,13 @@ export interface PodSecurityContext {
   seccompProfile?: { type: string };
 }
 
-export interface Probe {
-  httpGet: { path: string; port: string | number };
+/** One of httpGet and exec. */
+export type Probe = ({ httpGet: { path: string; port: string | number } } | { exec: { command: string[] } }) & {
   initialDelaySeconds?: number;
   periodSeconds?: number;
   timeoutSeconds?: number;
   failureThreshold?: number;
-}
+};
 
 export interface Container {
   name: string;
@@ -51,6 +51,7 @@ export interface Container {
   ports?: Array<{ name: string; containerPort: number; protocol?: string }>;
   readinessProbe?: Probe;
   livenessProbe?: Probe;
+  startupProbe?: Probe;
   resources?: ResourceRequirements;
   securityContext?: SecurityContext;
   volumeMounts?: Array<{ name: string; mountPath: string; readOnly?: boolean }>;

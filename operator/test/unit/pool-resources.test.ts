@@ -69,14 +69,18 @@ describe('desiredStatefulSet', () => {
     assert.deepEqual(env.get('POD_NAME')!.valueFrom, { fieldRef: { fieldPath: 'metadata.name' } });
     assert.deepEqual(env.get('POD_NAMESPACE')!.valueFrom, { fieldRef: { fieldPath: 'metadata.namespace' } });
     assert.deepEqual(env.get('PGLOG_STORE_URL')!.valueFrom, { secretKeyRef: { name: 'pglog-store', key: 'url' } });
-    assert.equal(collector.readinessProbe!.httpGet.path, '/readyz');
-    assert.equal(collector.livenessProbe!.httpGet.path, '/healthz');
+    assert.deepEqual(collector.readinessProbe, { httpGet: { path: '/readyz', port: 'http-metrics' }, periodSeconds: 10, timeoutSeconds: 5, failureThreshold: 3 });
+    // Liveness starts once the startup probe passed (up to 2 minutes of start-up), with no guessed delay.
+    assert.deepEqual(collector.startupProbe, { httpGet: { path: '/healthz', port: 'http-metrics' }, periodSeconds: 2, timeoutSeconds: 5, failureThreshold: 60 });
+    assert.deepEqual(collector.livenessProbe, { httpGet: { path: '/healthz', port: 'http-metrics' }, periodSeconds: 20, timeoutSeconds: 5, failureThreshold: 6 });
     assert.deepEqual(collector.ports, [{ name: 'http-metrics', containerPort: 9187, protocol: 'TCP' }]);
   });
   it('the sidecar is a native sidecar sharing the in-memory directory', () => {
     const { collector, sidecar } = containers();
     assert.equal(sidecar.restartPolicy, 'Always');
     assert.deepEqual(sidecar.args, ['sshproxy', '--dir', SSHPROXY_DIR]);
+    // The kubelet starts the collector once the sidecar has written its first status.
+    assert.deepEqual(sidecar.startupProbe, { exec: { command: ['test', '-s', `${SSHPROXY_DIR}/status.json`] }, periodSeconds: 1, timeoutSeconds: 5, failureThreshold: 120 });
     for (const c of [collector, sidecar]) assert.ok(c.volumeMounts!.some((m) => m.name === 'sshproxy' && m.mountPath === SSHPROXY_DIR));
     const volumes = desiredStatefulSet(samplePool(), OPTIONS).spec.template.spec.volumes!;
     assert.equal(volumes.find((v) => v.name === 'sshproxy')!.emptyDir!.medium, 'Memory');
