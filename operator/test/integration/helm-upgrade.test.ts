@@ -1,31 +1,24 @@
 // `helm upgrade` from the previous release's chart (git commit 60210b1: its charts/pglog with
-// the CRDs of then) to this chart, with the real helm on a real kube-apiserver and
-// kube-controller-manager, the pods run by the test node agent (ADR 0013, docs/install.md
-// "Upgrading"). Before the upgrade the old CRDs prune a new field (spec.startAt); the
-// upgrade's pre-upgrade hook Job (`pglog crds apply`, run through the node agent) brings the
+// the CRDs of then) to this chart, with the real helm on the real node of helpers/real-node.ts
+// (the kubelet runs the built image, PGLOG_TEST_IMAGE, in a namespace that enforces Pod Security
+// `restricted`; ADR 0013, docs/install.md "Upgrading"). Before the upgrade the old CRDs prune a
+// new field (spec.startAt); the upgrade's pre-upgrade hook Job (`pglog crds apply`) brings the
 // new CRDs, after which the field is kept; the hook leaves nothing behind; the operator keeps
 // the pool's StatefulSet and shards, and the target stays on its shard; `helm uninstall`
 // leaves the CRDs and the PostgresTargets in place; a new `helm install` runs the pre-install
 // hook over the existing CRDs and picks the kept targets up. `pglog crds apply` refuses
 // anything but pglog's CRDs.
 import assert from 'node:assert/strict';
-import { execFile } from 'node:child_process';
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { promisify } from 'node:util';
 import { readCrds } from '../../../collector/src/cli/crds-command.ts';
 import { isPglogError } from '../../../collector/src/errors.ts';
-import { createKubeClient } from '../../src/kube/client.ts';
 import type { KubeClient, KubeObject, ResourceType } from '../../src/kube/client-types.ts';
-import { loadKubeconfigFile } from '../../src/kube/config.ts';
 import { COLLECTOR_SHARDS, POSTGRES_TARGETS, STATEFUL_SETS } from '../../src/kube/resources.ts';
-import { kubeBin, startControlPlane, type ControlPlane } from '../helpers/control-plane.ts';
+import { POD_SECURITY_WARNING, startE2eCluster, type E2eCluster } from '../helpers/e2e-cluster.ts';
 import { assignmentOf, eventually, targetObject } from '../helpers/fleet.ts';
-import { startNodeAgent, type NodeAgent } from '../helpers/node-agent.ts';
 
-const execFileP = promisify(execFile);
 const ROOT = join(import.meta.dirname, '../../..');
 const CHART = join(ROOT, 'charts/pglog');
 /** The chart of the previous release. */
@@ -39,51 +32,39 @@ type Target = KubeObject & { spec: Record<string, unknown> };
 type Crd = KubeObject & { metadata: { managedFields?: Array<{ manager: string }> }; spec: { versions: Array<{ schema: { openAPIV3Schema: { properties: { spec: { properties: Record<string, unknown> } } } } }> } };
 
 describe('helm upgrade from the previous chart', { timeout: 600_000 }, () => {
-  let cp: ControlPlane;
-  let agent: NodeAgent;
+  let cluster: E2eCluster;
   let client: KubeClient & { close(): void };
-  let work: string;
-  let helmEnv: NodeJS.ProcessEnv;
+  let previousChart: string;
+  /** helm with the image's values, checked for Pod Security warnings. */
   const helm = async (args: string[]): Promise<string> => {
-    try {
-      const r = await execFileP(join(kubeBin(), 'helm'), [...args, '--kubeconfig', cp.kubeconfig, '--namespace', NS], { env: helmEnv, maxBuffer: 16 * 1024 * 1024 });
-      return r.stdout;
-    } catch (e) {
-      const err = e as Error & { stdout?: string; stderr?: string };
-      throw new Error(`helm ${args.join(' ')}: ${err.message}\n${err.stderr ?? ''}\nhook pod:\n${agent.pods().map((p) => agent.output(p.name)).join('\n')}`, { cause: e });
-    }
+    const { stdout, stderr } = await cluster.helm([...args, '--set', `${cluster.imageValues()},operator.leaseDurationSeconds=5,operator.resyncSeconds=10`]);
+    assert.doesNotMatch(stderr, POD_SECURITY_WARNING);
+    return stdout;
   };
-  const kubectl = (args: string[], stdin?: string): Promise<string> => cp.kubectl(['-n', NS, ...args], stdin);
+  const kubectl = (args: string[], stdin?: string): Promise<string> => cluster.kubectl(args, stdin);
 
   before(async () => {
-    cp = await startControlPlane({ controllerManager: true });
-    client = createKubeClient(await loadKubeconfigFile(cp.kubeconfig));
-    work = mkdtempSync(join(tmpdir(), 'pglog-upgrade-'));
-    helmEnv = { ...process.env, HELM_CACHE_HOME: join(work, 'cache'), HELM_CONFIG_HOME: join(work, 'config'), HELM_DATA_HOME: join(work, 'data') };
+    cluster = await startE2eCluster({ namespace: NS, image: process.env['PGLOG_TEST_IMAGE'], docker: process.env['PGLOG_TEST_DOCKER'] ?? 'docker' });
+    client = cluster.client;
     // The previous release's chart, CRDs included, as it was committed.
-    mkdirSync(join(work, 'previous'));
-    const archive = join(work, 'previous.tar');
-    await execFileP('git', ['-C', ROOT, 'archive', '--output', archive, PREVIOUS, 'charts', 'crds']);
-    await execFileP('tar', ['-xf', archive, '-C', join(work, 'previous')]);
-    await cp.kubectl(['create', 'namespace', NS]);
+    previousChart = await cluster.chartAt(PREVIOUS);
+    // No store: the collectors are not what this test is about (their pods retry; it reads the shards).
     await kubectl(['create', 'secret', 'generic', 'pglog-store', '--from-literal=url=postgresql://pglog@127.0.0.1:1/pglog']);
-    agent = await startNodeAgent({ kubeconfig: cp.kubeconfig, namespaces: [NS] });
   });
   after(async () => {
-    await agent?.stop(5);
-    client?.close();
-    await cp?.stop();
-    if (work !== undefined) rmSync(work, { recursive: true, force: true });
+    await cluster?.stop();
   });
 
   const startAtOf = async (name: string): Promise<unknown> => (await client.get<Target>(POSTGRES_TARGETS, NS, name))?.spec['startAt'];
-  const withStartAt = (name: string): Target => ({ ...targetObject(NS, name, POOL), spec: { ...targetObject(NS, name, POOL).spec, startAt: 'now' } });
+  // On the node's gateway at a closed port: the collectors' SSH connections fail at once, and
+  // stay on this machine.
+  const withStartAt = (name: string): Target => ({ ...targetObject(NS, name, POOL), spec: { ...targetObject(NS, name, POOL).spec, host: cluster.node.network.gateway, port: 1, startAt: 'now' } });
   const applyTarget = async (name: string): Promise<void> => {
     await kubectl(['apply', '--server-side', '-f', '-'], JSON.stringify(withStartAt(name)));
   };
 
   test('the old chart installs; its CRDs prune spec.startAt; the operator shards the targets', async () => {
-    await helm(['install', RELEASE, join(work, 'previous/charts/pglog'), '--set', 'operator.leaseDurationSeconds=5,operator.resyncSeconds=10']);
+    await helm(['install', RELEASE, previousChart]);
     // Server-side apply (kubectl apply --server-side) refuses the unknown field outright; a
     // plain create, as an older client or a controller sends it, is stored with the field pruned.
     await assert.rejects(applyTarget('db1'), /\.spec\.startAt: field not declared in schema/);
@@ -100,7 +81,7 @@ describe('helm upgrade from the previous chart', { timeout: 600_000 }, () => {
     const shardUids = new Map(before.shards.map((s) => [s.metadata.name, s.metadata.uid]));
     const sts = await client.get<KubeObject>(STATEFUL_SETS, NS, POOL);
     assert.ok(sts !== null);
-    const out = await helm(['upgrade', RELEASE, CHART, '--set', 'operator.leaseDurationSeconds=5,operator.resyncSeconds=10']);
+    const out = await helm(['upgrade', RELEASE, CHART]);
     assert.match(out, /has been upgraded/);
 
     for (const name of ['collectorpools.pglog.io', 'collectorshards.pglog.io', 'postgrestargets.pglog.io']) {
@@ -113,7 +94,7 @@ describe('helm upgrade from the previous chart', { timeout: 600_000 }, () => {
     assert.equal(await startAtOf('db1'), 'now', 'the new CRD keeps spec.startAt');
 
     // The hook leaves nothing: no Job, account, ClusterRole or ConfigMap of it.
-    const left = await cp.kubectl(['get', 'clusterroles,clusterrolebindings', '-l', 'app.kubernetes.io/component=crds', '-o', 'name']);
+    const left = await cluster.cp.kubectl(['get', 'clusterroles,clusterrolebindings', '-l', 'app.kubernetes.io/component=crds', '-o', 'name']);
     assert.equal(left.trim(), '');
     assert.equal((await kubectl(['get', 'jobs,serviceaccounts,configmaps', '-l', 'app.kubernetes.io/component=crds', '-o', 'name'])).trim(), '');
 
@@ -130,7 +111,7 @@ describe('helm upgrade from the previous chart', { timeout: 600_000 }, () => {
   });
 
   test('helm uninstall leaves the CRDs and the PostgresTargets', async () => {
-    await helm(['uninstall', RELEASE, '--wait', '--timeout', '90s']);
+    await cluster.helm(['uninstall', RELEASE, '--wait', '--timeout', '90s']);
     for (const name of ['collectorpools.pglog.io', 'collectorshards.pglog.io', 'postgrestargets.pglog.io']) {
       assert.ok(await client.get<KubeObject>(CRDS, undefined, name) !== null, `${name} is still there`);
     }
@@ -139,17 +120,17 @@ describe('helm upgrade from the previous chart', { timeout: 600_000 }, () => {
   });
 
   test('helm install of this chart over CRDs that exist: the pre-install hook applies them again', async () => {
-    await helm(['install', RELEASE, CHART, '--set', 'operator.leaseDurationSeconds=5,operator.resyncSeconds=10']);
+    await helm(['install', RELEASE, CHART]);
     assert.equal((await kubectl(['get', 'jobs', '-l', 'app.kubernetes.io/component=crds', '-o', 'name'])).trim(), '');
     await eventually('the reinstalled operator shards the kept targets', 120_000, async () => {
       const a = await assignmentOf(client, NS, POOL);
       return a.shards.length === 2 && a.byTarget.size === 2 ? true : undefined;
     });
-    await helm(['uninstall', RELEASE, '--wait', '--timeout', '90s']);
+    await cluster.helm(['uninstall', RELEASE, '--wait', '--timeout', '90s']);
   });
 
   test('pglog crds apply takes pglog.io CRDs only', () => {
-    const dir = join(work, 'foreign');
+    const dir = join(cluster.work, 'foreign');
     mkdirSync(dir);
     writeFileSync(join(dir, 'other.yaml'), 'apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata:\n  name: widgets.example.com\nspec:\n  group: example.com\n');
     assert.throws(() => readCrds(dir), (e: unknown) => isPglogError(e) && /only pglog\.io CustomResourceDefinitions/.test((e as Error).message));

@@ -7,8 +7,10 @@
 //     network namespace (helpers/netns.ts: veth pair, private 10.231.N.0/30) and is registered as
 //     the APIService v1beta2.custom.metrics.k8s.io, whose Service's endpoint is that address;
 //   - `helm install` of charts/pglog with hpa.enabled and hpa.customMetric.enabled (HPA min 2,
-//     max 4, short scale-down stabilization); the test node agent runs the operator and the
-//     pool's collector pods as local processes;
+//     max 4, short scale-down stabilization) on the real node of helpers/real-node.ts: the
+//     kubelet runs the operator and the pool's collector pods from the built image
+//     (PGLOG_TEST_IMAGE), in a namespace that enforces Pod Security `restricted`, against a
+//     store on the node's gateway address;
 //   - every second the test reads each collector pod's real /metrics and hands the server
 //     `pglog_nodejs_eventloop_lag_p99_seconds` per pod: the collector's own value (an idle
 //     collector reads ~10 ms, far under the 500m target the test sets) or, while the test "heats"
@@ -19,23 +21,18 @@
 // subresource, the StatefulSet runs main-0..main-3 and there are 4 CollectorShards; with the
 // metric back to the collectors' own values the pool shrinks to 2 with 2 shards.
 import assert from 'node:assert/strict';
-import { execFile } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { promisify } from 'node:util';
-import { createKubeClient } from '../../src/kube/client.ts';
 import type { KubeClient, KubeObject, ResourceType } from '../../src/kube/client-types.ts';
-import { loadKubeconfigFile } from '../../src/kube/config.ts';
 import { COLLECTOR_POOLS, COLLECTOR_SHARDS, PODS, STATEFUL_SETS } from '../../src/kube/resources.ts';
 import { METRICS_PORT } from '../../src/controller/pool-resources.ts';
 import { startPostgres, type TestPostgres } from '../../../collector/test/helpers/postgres.ts';
-import { kubeBin, startControlPlane, type ControlPlane } from '../helpers/control-plane.ts';
+import type { ControlPlane } from '../helpers/control-plane.ts';
 import { aggregatorCerts, startCustomMetricsApi, type AggregatorCerts, type CustomMetricsApi, type MetricPod } from '../helpers/custom-metrics-server.ts';
 import { eventually } from '../helpers/fleet.ts';
 import { createNetnsHost, type NetnsHost } from '../helpers/netns.ts';
-import { startNodeAgent, type NodeAgent } from '../helpers/node-agent.ts';
+import { POD_SECURITY_WARNING, startE2eCluster, type E2eCluster } from '../helpers/e2e-cluster.ts';
 
 const NS = 'pglog';
 const POOL = 'main';
@@ -46,7 +43,6 @@ const TARGET_SECONDS = 0.5;
 const CHART = join(import.meta.dirname, '../../../charts/pglog');
 const SERVICE = { namespace: NS, name: 'pglog-test-custom-metrics' };
 const HPAS: ResourceType = { group: 'autoscaling', version: 'v2', plural: 'horizontalpodautoscalers', kind: 'HorizontalPodAutoscaler', namespaced: true };
-const run = promisify(execFile);
 
 interface Hpa extends KubeObject {
   spec: { minReplicas: number; maxReplicas: number; metrics: unknown[] };
@@ -67,15 +63,14 @@ function quantityValue(q: string): number {
   return Number(m[1]) * (m[2] === undefined ? 1 : scale[m[2]]!);
 }
 
-describe('HPA for real: the chart\'s HPA scales the pool from a custom metric served through the aggregation layer', { timeout: 170_000 }, () => {
+describe('HPA for real: the chart\'s HPA scales the pool from a custom metric served through the aggregation layer', { timeout: 600_000 }, () => {
   let host: NetnsHost | undefined;
   let certs: AggregatorCerts | undefined;
   let cp: ControlPlane | undefined;
   let store: TestPostgres | undefined;
   let client: KubeClient & { close(): void };
-  let agent: NodeAgent | undefined;
+  let cluster: E2eCluster | undefined;
   let metrics: CustomMetricsApi | undefined;
-  let helmHome: string | undefined;
   let feeding: NodeJS.Timeout | undefined;
   let feedBusy: Promise<void> = Promise.resolve();
   let hot = false;
@@ -152,23 +147,28 @@ describe('HPA for real: the chart\'s HPA scales the pool from a custom metric se
 
   before(async () => {
     host = createNetnsHost();
-    [certs, store] = await Promise.all([aggregatorCerts(SERVICE, host.address), startPostgres()]);
-    cp = await startControlPlane({
-      controllerManager: true,
-      apiserverArgs: certs.apiserverArgs,
-      controllerManagerArgs: ['--horizontal-pod-autoscaler-sync-period=2s', '--horizontal-pod-autoscaler-downscale-stabilization=5s'],
+    certs = await aggregatorCerts(SERVICE, host.address);
+    cluster = await startE2eCluster({
+      namespace: NS, image: process.env['PGLOG_TEST_IMAGE'], docker: process.env['PGLOG_TEST_DOCKER'] ?? 'docker',
+      node: {
+        apiserverArgs: certs.apiserverArgs,
+        controllerManagerArgs: ['--horizontal-pod-autoscaler-sync-period=2s', '--horizontal-pod-autoscaler-downscale-stabilization=5s'],
+      },
     });
-    client = createKubeClient(await loadKubeconfigFile(cp.kubeconfig));
-    await cp.kubectl(['create', 'namespace', NS]);
-    await cp.kubectl(['-n', NS, 'create', 'secret', 'generic', 'pglog-store', `--from-literal=url=${store.url}`]);
+    cp = cluster.cp;
+    client = cluster.client;
+    const net = cluster.node.network;
+    // The collectors' store, where their pods reach it: the node's gateway.
+    store = await startPostgres({ tcp: { address: net.gateway, clientRange: net.podRange }, settings: ['max_connections = 100'] });
+    await cluster.kubectl(['create', 'secret', 'generic', 'pglog-store', `--from-literal=url=${store.tcpUrl!}`]);
     metrics = await startCustomMetricsApi({ host, certs, service: SERVICE, metrics: [METRIC], kubectl: (args, stdin) => cp!.kubectl(args, stdin) });
     console.log(`# APIService Available (endpoint ${metrics.endpoint} in network namespace ${host.name}) at ${elapsed()}`);
-    agent = await startNodeAgent({ kubeconfig: cp.kubeconfig, namespaces: [NS] });
-    helmHome = mkdtempSync(join(tmpdir(), 'pglog-hpa-helm-'));
-    const values = join(helmHome, 'values.json');
+    const values = join(cluster.work, 'values.json');
     writeFileSync(values, JSON.stringify({
+      image: { repository: cluster.repository, tag: cluster.tag },
       operator: { replicas: 1, leaseDurationSeconds: 5, resyncSeconds: 10 },
-      pool: { name: POOL, replicas: 2 },
+      // Small requests: 4 collector pods fit a 2-core node.
+      pool: { name: POOL, replicas: 2, collector: { resources: { requests: { cpu: '100m', memory: '192Mi' }, limits: { memory: '384Mi' } } } },
       hpa: {
         enabled: true, minReplicas: 2, maxReplicas: 4,
         // A target far above an idle collector's p99 (~10-20 ms), so a busy CI machine cannot
@@ -178,24 +178,22 @@ describe('HPA for real: the chart\'s HPA scales the pool from a custom metric se
         behavior: { scaleDown: { stabilizationWindowSeconds: 4, policies: [{ type: 'Pods', value: 2, periodSeconds: 2 }] } },
       },
     }));
-    const helmEnv = { ...process.env, HELM_CACHE_HOME: join(helmHome, 'cache'), HELM_CONFIG_HOME: join(helmHome, 'config'), HELM_DATA_HOME: join(helmHome, 'data') };
-    await run(join(kubeBin(), 'helm'), ['install', 'pglog', CHART, '--kubeconfig', cp.kubeconfig, '--namespace', NS, '-f', values], { env: helmEnv });
+    const { stderr } = await cluster.helm(['install', 'pglog', CHART, '-f', values]);
+    assert.doesNotMatch(stderr, POD_SECURITY_WARNING);
     const tick = (): void => {
       feedBusy = feedBusy.then(feed).catch(() => undefined);
     };
     feeding = setInterval(tick, 1000);
-    console.log(`# set up (netns, certificates, control plane, APIService, helm install) in ${elapsed()}`);
+    console.log(`# set up (netns, certificates, real node, APIService, helm install) in ${elapsed()}`);
   });
 
   after(async () => {
     if (feeding !== undefined) clearInterval(feeding);
     await feedBusy;
-    await agent?.stop(5);
-    client?.close();
     await Promise.allSettled([metrics?.stop()]);
-    await Promise.allSettled([cp?.stop(), store?.stop(), host?.dispose()]);
+    await cluster?.stop();
+    await Promise.allSettled([store?.stop(), host?.dispose()]);
     certs?.dispose();
-    if (helmHome !== undefined) rmSync(helmHome, { recursive: true, force: true });
   });
 
   test('at rest: the HPA reads the collectors\' metric through the aggregation layer with the pool at 2', scenario(async () => {
