@@ -5,6 +5,7 @@
  *
  *   node bench/ingest-bench.ts [--servers 50] [--mb-per-sec 20[,10...]] [--seconds 30]
  *                              [--warmup 5] [--fleet-nice 10] [--collector-arg ARG ...]
+ *                              [--profile-at MB_PER_SEC]
  *                              [--out FILE.md] [--keep] [--verbose]
  *
  * Sets up a throwaway store (PostgreSQL 15, track_commit_timestamp on) and N real OpenSSH
@@ -13,7 +14,9 @@
  * log a separate writer process appends to; then, per offered rate (comma-separated rates run one after another, each with a
  * fresh collector and fresh logs), measures one collector process from outside (see
  * bench/ingest/run.ts). Prints a markdown table; --out writes it between the
- * `ingest-bench` markers of FILE (replacing an earlier run's). Everything started is stopped
+ * `ingest-bench` markers of FILE (replacing an earlier run's). --profile-at adds one more run at
+ * that rate with the collector under V8's sampling profiler, reported apart (where the CPU goes
+ * by stage: bench/ingest/cpu-profile.ts), so that the profiler's cost is in no other figure. Everything started is stopped
  * and every temporary directory removed, also on failure or Ctrl-C (--keep keeps the run
  * directories with the collector's own log, for looking into a result; --verbose prints a
  * line a second: read rate, event-loop delay, /metrics answer time, pauses, memory).
@@ -37,6 +40,7 @@ const { values } = parseArgs({
     warmup: { type: 'string', default: '5' },
     'fleet-nice': { type: 'string', default: '10' },
     'collector-arg': { type: 'string', multiple: true, default: [] },
+    'profile-at': { type: 'string' },
     out: { type: 'string' },
     keep: { type: 'boolean', default: false },
     verbose: { type: 'boolean', default: false },
@@ -44,10 +48,12 @@ const { values } = parseArgs({
 });
 const servers = Number(values.servers);
 const rates = values['mb-per-sec'].split(',').map(Number);
+const profileRate = values['profile-at'] === undefined ? undefined : Number(values['profile-at']);
 const measureSeconds = Number(values.seconds);
 const warmupSeconds = Number(values.warmup);
 const collectorArgs = values['collector-arg'];
 const fleetNice = Number(values['fleet-nice']);
+if (profileRate !== undefined && !(profileRate > 0)) throw new Error('--profile-at takes an offered rate in MB/s');
 if (!Number.isInteger(servers) || rates.some((r) => !(r > 0)) || !(measureSeconds > 0) || !(warmupSeconds >= 0) || !Number.isInteger(fleetNice) || fleetNice < 0 || fleetNice > 19) {
   throw new Error('usage: ingest-bench.ts [--servers N] [--mb-per-sec R[,R...]] [--seconds S] [--warmup S] [--fleet-nice N] [--collector-arg ARG ...] [--out FILE.md] [--keep] [--verbose]');
 }
@@ -66,6 +72,7 @@ cleanups.push(() => {
 });
 const started = Date.now();
 const results: RunResult[] = [];
+const profiled: RunResult[] = [];
 const failures: string[] = [];
 try {
   say(`starting the store and ${servers} sshd servers`);
@@ -74,11 +81,13 @@ try {
     startFleet(servers, fleetNice).then((f: Fleet) => { cleanups.push(() => f.dispose()); return f; }),
   ]);
   say(`set up in ${((Date.now() - started) / 1000).toFixed(1)} s`);
-  for (const [i, rate] of rates.entries()) {
-    say(`run ${i + 1}/${rates.length}: ${rate} MB/s offered from ${servers} servers`);
+  const plan = [...rates.map((rate) => ({ rate, profile: false })), ...(profileRate === undefined ? [] : [{ rate: profileRate, profile: true }])];
+  for (const [i, { rate, profile }] of plan.entries()) {
+    say(`run ${i + 1}/${plan.length}: ${rate} MB/s offered from ${servers} servers${profile ? ', profiled' : ''}`);
     const runCleanups: Array<() => Promise<void> | void> = [];
     try {
-      results.push(await measureRun({
+      const profileDir = join(root, `run${i + 1}`, 'cpu-profile');
+      const result = await measureRun({
         dir: join(root, `run${i + 1}`),
         servers: fleet.servers,
         instance: `main${i + 1}`,
@@ -90,7 +99,9 @@ try {
         say,
         verbose: values.verbose,
         onCleanup: (fn) => { runCleanups.push(fn); cleanups.push(fn); },
-      }));
+        ...(profile ? { profileDir } : {}),
+      });
+      (profile ? profiled : results).push(result);
     } catch (e) {
       // A run that cannot be measured (the collector stopped answering, died, never read) is a
       // result too: reported under the table, and the next rate still runs.
@@ -107,7 +118,7 @@ try {
   say(`done in ${((Date.now() - started) / 1000).toFixed(0)} s`);
 }
 
-const section = renderSection(results, failures, { collectorArgs, warmupSeconds, measureSeconds, fleetNice, servers });
+const section = renderSection(results, failures, { collectorArgs, warmupSeconds, measureSeconds, fleetNice, servers }, profiled);
 process.stdout.write(`${section}\n`);
 if (values.out !== undefined) {
   writeSection(values.out, section);

@@ -5,6 +5,7 @@
  */
 import { readFileSync, writeFileSync } from 'node:fs';
 import { cpus } from 'node:os';
+import { STAGES } from './cpu-profile.ts';
 import type { RunResult } from './run.ts';
 import { STORE_SETTINGS } from './store.ts';
 
@@ -24,7 +25,7 @@ export interface ReportContext {
   servers: number;
 }
 
-export function renderSection(runs: readonly RunResult[], failures: readonly string[], ctx: ReportContext): string {
+export function renderSection(runs: readonly RunResult[], failures: readonly string[], ctx: ReportContext, profiled: readonly RunResult[] = []): string {
   const head = `| | ${runs.map((r) => `${f(r.targetMBps)} MB/s offered`).join(' | ')} |`;
   const rule = `|---|${runs.map(() => '---:').join('|')}|`;
   const row = (label: string, cell: (r: RunResult) => string): string => `| ${label} | ${runs.map(cell).join(' | ')} |`;
@@ -52,6 +53,28 @@ export function renderSection(runs: readonly RunResult[], failures: readonly str
     row('… log writer / store (postgres) / sshd, % of one core', (r) => `${f(r.machine.writerPercent, 0)} / ${f(r.machine.storePercent, 0)} / ${f(r.machine.sshdPercent, 0)}`),
     row('… processes forked per second (the follower\'s remote loops)', (r) => int(r.machine.forksPerSec)),
     row('targets connected after, s', (r) => f(r.connectSeconds, 1)),
+    row('GC: scavenges per second / mark-compacts per second', (r) => `${f(r.gc.scavengesPerSec, 1)} / ${f(r.gc.majorsPerSec, 2)}`),
+    row('GC: main-thread pauses, ms per second of wall time', (r) => f(r.gc.pauseMsPerSec, 1)),
+  ];
+  const profileTable = profiled.length === 0 ? [] : [
+    '',
+    `### Where the collector's CPU goes (a separate run under \`--cpu-prof\`, ${profiled.map((r) => `${f(r.targetMBps)} MB/s offered`).join(', ')})`,
+    '',
+    'Each sample of the window is charged to the stage whose code was running: the sampled frame or, for a builtin or native frame '
+      + '(a Buffer write, a regex, a decipher), the nearest caller in a file the stage owns (bench/ingest/cpu-profile.ts). '
+      + 'Shares of the busy (non-idle) samples; the profiler itself costs a few per cent.',
+    '',
+    `| stage | ${profiled.map((r) => `${f(r.targetMBps)} MB/s: ms per MB read`).join(' | ')} | share |`,
+    `|---|${profiled.map(() => '---:').join('|')}|---:|`,
+    ...STAGES.filter((st) => st !== 'idle').map((st) => {
+      const cells = profiled.map((r) => {
+        const x = r.profile!.stages.find((y) => y.stage === st)!;
+        return f((x.ms / r.profile!.busyMs) * r.collectorCpuPerMB * 1000, 1);
+      });
+      const shares = profiled.map((r) => `${f(r.profile!.stages.find((y) => y.stage === st)!.share * 100, 1)} %`);
+      return `| ${st} | ${cells.join(' | ')} | ${shares.join(' / ')} |`;
+    }),
+    `| busy samples in the window, s (idle, s) | ${profiled.map((r) => `${f(r.profile!.busyMs / 1000, 1)} (${f(r.profile!.stages.find((y) => y.stage === 'idle')!.ms / 1000, 1)})`).join(' | ')} | |`,
   ];
   const settings = Object.entries(STORE_SETTINGS).map(([k, v]) => `${k}=${v}`).join(', ');
   const args = ctx.collectorArgs.length === 0 ? 'default options' : `\`${ctx.collectorArgs.join(' ')}\``;
@@ -70,6 +93,7 @@ export function renderSection(runs: readonly RunResult[], failures: readonly str
     head,
     rule,
     ...rows,
+    ...profileTable,
     '',
     '- CPU: utime + stime of the collector process from /proc over the window, divided by the log bytes it read in the window '
       + '(`pglog_read_bytes_total`). Writer, sshd (with its per-connection processes) and the store run on the same cores.',
@@ -77,6 +101,9 @@ export function renderSection(runs: readonly RunResult[], failures: readonly str
       + '(each scrape resets the histogram, so each sample covers one second). The histogram samples every 10 ms and its values '
       + 'include that interval: an idle process reads about 10.2 ms.',
     ...failures.map((f) => `- **Not measured** at ${f}`),
+    '- GC: prom-client\'s `pglog_nodejs_gc_duration_seconds` (count by kind, sum) over the window: wall time of the main thread\'s '
+      + 'pauses (a busy machine stretches them); V8\'s concurrent marking and parallel scavenging threads work besides them. The '
+      + 'profile\'s GC row is CPU samples.',
     '- Latency: `pg_xact_commit_timestamp(xmin) - ts` (track_commit_timestamp) over the statement rows committed in the window; '
       + '`ts` is the entry\'s own log time (millisecond precision), so a figure includes the follower\'s polling, SSH, parsing, '
       + 'batching (`--batch-ms`) and COPY.',

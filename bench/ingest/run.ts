@@ -9,11 +9,13 @@
  * prom-client's process_cpu_seconds_total as a cross-check), peak RSS from VmHWM, bytes read
  * and event-loop delay from its /metrics, latency from the store's commit timestamps.
  */
+import { readFileSync, readdirSync } from 'node:fs';
 import { cpus } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
 import { startCollector, writeTargetsFile, type CollectorProcess } from '../../collector/test/helpers/collector-process.ts';
 import type { TestSshServer } from '../../collector/test/helpers/sshd.ts';
+import { splitProfile, type CpuProfile, type ProfileSplit } from './cpu-profile.ts';
 import { countEqual, scrape, sum, value, type Sample } from './metrics-scrape.ts';
 import { cpuByCommand, cpuDelta, forksSinceBoot, machineCpu, processCpuSeconds, processMemory } from './proc-stats.ts';
 import { createServerLogs } from './servers.ts';
@@ -40,6 +42,8 @@ export interface RunOptions {
   verbose: boolean;
   /** Registers cleanup for a failure or an interrupt (runs in reverse order). */
   onCleanup: (fn: () => Promise<void> | void) => void;
+  /** Run the collector under V8's sampling profiler (`--cpu-prof` into this directory) and split the window's samples by stage. */
+  profileDir?: string;
 }
 
 export interface RunResult {
@@ -69,10 +73,17 @@ export interface RunResult {
   /** ms: SIGTERM to process exit; stoppedLogMs: SIGTERM to its 'pglog collect stopped' log line. */
   stop: { code: number | null; signal: string | null; ms: number; stoppedLogMs: number; withinTimeout: boolean };
   connectSeconds: number;
+  /** Garbage collection in the window, from prom-client's gc histogram (main-thread pauses). */
+  gc: { scavengesPerSec: number; majorsPerSec: number; pauseMsPerSec: number };
+  /** With profileDir: the window's CPU by stage. */
+  profile?: ProfileSplit;
 }
 
 interface Snapshot {
   at: number;
+  /** Monotonic microseconds (the clock of V8's CPU profiles). */
+  monoUs: number;
+  gc: { minor: number; major: number; seconds: number };
   cpu: number;
   promCpu: number;
   readBytes: number;
@@ -87,6 +98,13 @@ interface Snapshot {
 
 interface ElSample { at: number; p99: number; max: number; paused: number; scrapeMs: number }
 
+
+/** The CPU profile V8 wrote for process `pid` in `dir` (`CPU.<date>.<time>.<pid>.<tid>.<seq>.cpuprofile`). */
+function readProfile(dir: string, pid: number): CpuProfile {
+  const file = readdirSync(dir).find((f) => f.endsWith('.cpuprofile') && f.split('.')[3] === String(pid));
+  if (file === undefined) throw new Error(`no CPU profile of pid ${pid} in ${dir}`);
+  return JSON.parse(readFileSync(join(dir, file), 'utf8')) as CpuProfile;
+}
 
 function sshdCpu(): Map<number, number> {
   return new Map([...cpuByCommand('sshd'), ...cpuByCommand('sshd-session')]);
@@ -107,6 +125,7 @@ export async function measureRun(o: RunOptions): Promise<RunResult> {
     storeUrl: o.storeUrl,
     args: ['--listen', `127.0.0.1:${port}`, '--log-level', 'info', ...o.collectorArgs],
     outputFile: join(o.dir, 'collector.log'),
+    ...(o.profileDir === undefined ? {} : { env: { NODE_OPTIONS: `--cpu-prof --cpu-prof-dir=${o.profileDir}` } }),
   });
   let collectorExited = false;
   void collector.exited.then(() => { collectorExited = true; });
@@ -179,8 +198,11 @@ export async function measureRun(o: RunOptions): Promise<RunResult> {
     const [writerTotals, samples] = await Promise.all([writer.snapshot(), scrapeHard()]);
     const cpu = processCpuSeconds(collector.pid);
     if (cpu === null) alive();
+    const gcCount = (kind: string): number => samples.filter((x) => x.name === 'pglog_nodejs_gc_duration_seconds_count' && x.labels['kind'] === kind).reduce((t, x) => t + x.value, 0);
     return {
       at: Date.now(),
+      monoUs: Number(process.hrtime.bigint() / 1000n),
+      gc: { minor: gcCount('minor'), major: gcCount('major'), seconds: sum(samples, 'pglog_nodejs_gc_duration_seconds_sum') },
       cpu: cpu ?? NaN,
       promCpu: value(samples, 'pglog_process_cpu_seconds_total'),
       readBytes: sum(samples, 'pglog_read_bytes_total'),
@@ -250,6 +272,8 @@ export async function measureRun(o: RunOptions): Promise<RunResult> {
 
     const secs = (b.at - a.at) / 1000;
     const readMB = (b.readBytes - a.readBytes) / 1e6;
+    // The profile is written as the process exits.
+    const profile = exit === null || o.profileDir === undefined ? undefined : splitProfile(readProfile(o.profileDir, collector.pid), a.monoUs, b.monoUs);
     const inWindow = elSamples.filter((s) => s.at > a.at && s.at <= b.at);
     const p99s = inWindow.map((s) => s.p99).sort((x, y) => x - y);
     return {
@@ -295,6 +319,12 @@ export async function measureRun(o: RunOptions): Promise<RunResult> {
       },
       stop: { code: exit?.code ?? null, signal: exit?.signal ?? null, ms: stopMs, stoppedLogMs, withinTimeout: exit !== null && stopMs <= 10_000 },
       connectSeconds,
+      gc: {
+        scavengesPerSec: (b.gc.minor - a.gc.minor) / secs,
+        majorsPerSec: (b.gc.major - a.gc.major) / secs,
+        pauseMsPerSec: ((b.gc.seconds - a.gc.seconds) * 1000) / secs,
+      },
+      ...(profile === undefined ? {} : { profile }),
     };
   } finally {
     await client.end();

@@ -80,6 +80,8 @@ export interface StartCollectorOptions {
   args?: string[];
   /** File that collects the output of this and earlier runs (one per test). */
   outputFile?: string;
+  /** More environment for the process (NODE_OPTIONS for a profile, say). */
+  env?: Record<string, string>;
 }
 
 /** Starts `pglog collect`; the store URL goes through PGLOG_STORE_URL, as users should pass a password. */
@@ -87,7 +89,7 @@ export function startCollector(options: StartCollectorOptions): CollectorProcess
   const outputFile = options.outputFile ?? join(mkdtempSync(join(tmpdir(), 'pglog-collect-')), 'output.log');
   const child: ChildProcess = spawn(PGLOG, ['collect', '--targets', options.targetsFile, '--listen', 'off', '--log-level', 'debug', ...(options.args ?? [])], {
     stdio: ['ignore', 'pipe', 'pipe'],
-    env: { ...process.env, PGLOG_STORE_URL: options.storeUrl },
+    env: { ...process.env, ...options.env, PGLOG_STORE_URL: options.storeUrl },
   });
   const append = (b: Buffer): void => appendFileSync(outputFile, b);
   child.stdout!.on('data', append);
