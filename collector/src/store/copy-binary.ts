@@ -22,7 +22,8 @@
  *   bool         boolean
  *   text         string without NUL characters
  *   bytea        Uint8Array (Buffer)
- *   timestamptz  Date (millisecond precision), or bigint: microseconds since 1970-01-01 UTC
+ *   timestamptz  Date (millisecond precision), or microseconds since 1970-01-01 UTC: a bigint,
+ *                or a number that is a safe integer (years 1685 to 2255; no bigint to allocate)
  *   jsonb        string holding JSON text (not checked for syntax: the server does that);
  *                no NUL characters and no `\u0000` escapes, which jsonb refuses
  *   int4[]       number[] of int4 integers: a one-dimensional array with lower bound 1 (an
@@ -45,6 +46,13 @@ const TRAILER = Buffer.from([0xff, 0xff]);
 /** PostgreSQL's timestamps count microseconds from 2000-01-01 00:00:00 UTC. */
 const PG_EPOCH_UNIX_MS = 946_684_800_000;
 const PG_EPOCH_UNIX_US = 946_684_800_000_000n;
+const PG_EPOCH_UNIX_US_NUMBER = 946_684_800_000_000;
+/**
+ * Text up to this many UTF-16 units is copied by a loop here while it is ASCII (the usual log
+ * text), checking for NUL on the way: a call into the runtime's UTF-8 writer costs more than
+ * the copy for short values. Longer or non-ASCII text goes to Buffer#write.
+ */
+const ASCII_LOOP_MAX = 64;
 /** The valid timestamp range relative to 2000-01-01 (MIN_TIMESTAMP, END_TIMESTAMP in timestamp.h). */
 const PG_MIN_TIMESTAMP = -211_813_488_000_000_000n;
 const PG_END_TIMESTAMP = 9_223_371_331_200_000_000n;
@@ -119,7 +127,9 @@ export class CopyBinaryEncoder {
         throw new PglogError('STORE_ENCODING', `row ${r}: expected ${n} values, got ${row.length}`);
       }
       this.ensure(2);
-      this.off = this.buf.writeInt16BE(n, this.off);
+      this.buf[this.off] = n >>> 8;
+      this.buf[this.off + 1] = n;
+      this.off += 2;
       for (let c = 0; c < n; c++) this.writeField(r, c, row[c] as unknown);
     }
     const out = Buffer.allocUnsafeSlow(this.off);
@@ -130,7 +140,7 @@ export class CopyBinaryEncoder {
   private writeField(r: number, c: number, v: unknown): void {
     if (v === null || v === undefined) {
       this.ensure(4);
-      this.off = this.buf.writeInt32BE(-1, this.off);
+      this.int32(-1);
       return;
     }
     const type = this.types[c] as ColumnType;
@@ -138,14 +148,16 @@ export class CopyBinaryEncoder {
       case 'int2':
         if (typeof v !== 'number' || !Number.isInteger(v) || v < -32768 || v > 32767) throw bad(r, c, type, v, 'an integer from -32768 to 32767');
         this.ensure(6);
-        this.off = this.buf.writeInt32BE(2, this.off);
-        this.off = this.buf.writeInt16BE(v, this.off);
+        this.int32(2);
+        this.buf[this.off] = v >>> 8;
+        this.buf[this.off + 1] = v;
+        this.off += 2;
         return;
       case 'int4':
         if (typeof v !== 'number' || !Number.isInteger(v) || v < -2147483648 || v > 2147483647) throw bad(r, c, type, v, 'an integer from -2147483648 to 2147483647');
         this.ensure(8);
-        this.off = this.buf.writeInt32BE(4, this.off);
-        this.off = this.buf.writeInt32BE(v, this.off);
+        this.int32(4);
+        this.int32(v);
         return;
       case 'int8':
         if (typeof v === 'number') {
@@ -159,24 +171,23 @@ export class CopyBinaryEncoder {
       case 'float8':
         if (typeof v !== 'number') throw bad(r, c, type, v, 'a number');
         this.ensure(12);
-        this.off = this.buf.writeInt32BE(8, this.off);
+        this.int32(8);
         this.off = this.buf.writeDoubleBE(v, this.off);
         return;
       case 'bool':
         if (typeof v !== 'boolean') throw bad(r, c, type, v, 'a boolean');
         this.ensure(5);
-        this.off = this.buf.writeInt32BE(1, this.off);
+        this.int32(1);
         this.buf[this.off++] = v ? 1 : 0;
         return;
       case 'text':
         if (typeof v !== 'string') throw bad(r, c, type, v, 'a string');
-        if (v.includes('\0')) throw bad(r, c, type, v, 'a string without NUL characters (PostgreSQL text cannot hold them)');
-        this.writeUtf8(v, 0);
+        if (!this.writeUtf8(v, 0)) throw bad(r, c, type, v, 'a string without NUL characters (PostgreSQL text cannot hold them)');
         return;
       case 'bytea':
         if (!(v instanceof Uint8Array)) throw bad(r, c, type, v, 'a Uint8Array or Buffer');
         this.ensure(4 + v.length);
-        this.off = this.buf.writeInt32BE(v.length, this.off);
+        this.int32(v.length);
         this.buf.set(v, this.off);
         this.off += v.length;
         return;
@@ -185,8 +196,7 @@ export class CopyBinaryEncoder {
         return;
       case 'jsonb':
         if (typeof v !== 'string') throw bad(r, c, type, v, 'a string of JSON text');
-        if (v.includes('\0') || hasEscapedNul(v)) throw bad(r, c, type, v, 'JSON text without NUL characters or \\u0000 escapes (jsonb cannot hold them)');
-        this.writeUtf8(v, 1);
+        if (hasEscapedNul(v) || !this.writeUtf8(v, 1)) throw bad(r, c, type, v, 'JSON text without NUL characters or \\u0000 escapes (jsonb cannot hold them)');
         return;
       case 'int4[]':
         this.writeInt4Array(r, c, v);
@@ -198,17 +208,47 @@ export class CopyBinaryEncoder {
     }
   }
 
-  /** Length, then the optional jsonb version byte, then the UTF-8 bytes of `s`. */
-  private writeUtf8(s: string, version: 0 | 1): void {
+  /**
+   * Length, then the optional jsonb version byte, then the UTF-8 bytes of `s`; false (and
+   * nothing written) when `s` holds a NUL character.
+   */
+  private writeUtf8(s: string, version: 0 | 1): boolean {
+    const n = s.length;
     // A UTF-16 code unit never takes more than 3 UTF-8 bytes (a surrogate pair: 4 for 2).
-    this.ensure(5 + s.length * 3);
+    this.ensure(5 + n * 3);
+    const b = this.buf;
     const lengthAt = this.off;
     let at = lengthAt + 4;
-    if (version === 1) this.buf[at++] = 1;
-    const written = s.length === 0 ? 0 : this.buf.write(s, at, 'utf8');
-    at += written;
-    this.buf.writeInt32BE(at - lengthAt - 4, lengthAt);
+    if (version === 1) b[at++] = 1;
+    let i = 0;
+    if (n <= ASCII_LOOP_MAX) {
+      for (; i < n; i++) {
+        const ch = s.charCodeAt(i);
+        if (ch === 0 || ch >= 0x80) break;
+        b[at + i] = ch;
+      }
+    }
+    if (i === n) {
+      at += n;
+    } else {
+      if (s.includes('\0')) return false;
+      at += b.write(s, at, 'utf8');
+    }
+    this.off = lengthAt;
+    this.int32(at - lengthAt - 4);
     this.off = at;
+    return true;
+  }
+
+  /** A big-endian int32 at the offset (room ensured by the caller): plain stores, no range check (the caller's values are in range). */
+  private int32(v: number): void {
+    const b = this.buf;
+    const o = this.off;
+    b[o] = v >>> 24;
+    b[o + 1] = v >>> 16;
+    b[o + 2] = v >>> 8;
+    b[o + 3] = v;
+    this.off = o + 4;
   }
 
   /**
@@ -230,21 +270,27 @@ export class CopyBinaryEncoder {
     const dims = n === 0 ? 0 : 1;
     const bytes = 12 + dims * 8 + n * 8;
     this.ensure(4 + bytes);
-    this.off = this.buf.writeInt32BE(bytes, this.off);
-    this.off = this.buf.writeInt32BE(dims, this.off);
-    this.off = this.buf.writeInt32BE(0, this.off);
-    this.off = this.buf.writeInt32BE(INT4_OID, this.off);
+    this.int32(bytes);
+    this.int32(dims);
+    this.int32(0);
+    this.int32(INT4_OID);
     if (n === 0) return;
-    this.off = this.buf.writeInt32BE(n, this.off);
-    this.off = this.buf.writeInt32BE(1, this.off);
+    this.int32(n);
+    this.int32(1);
     for (let i = 0; i < n; i++) {
-      this.off = this.buf.writeInt32BE(4, this.off);
-      this.off = this.buf.writeInt32BE(v[i] as number, this.off);
+      this.int32(4);
+      this.int32(v[i] as number);
     }
   }
 
   private writeTimestamp(r: number, c: number, v: unknown): void {
     let us: bigint;
+    if (typeof v === 'number') {
+      const rel = v - PG_EPOCH_UNIX_US_NUMBER;
+      if (!Number.isSafeInteger(v) || !Number.isSafeInteger(rel)) throw bad(r, c, 'timestamptz', v, 'microseconds as a safe integer number, or a bigint');
+      this.writeInt64FromNumber(rel);
+      return;
+    }
     if (v instanceof Date) {
       const ms = v.getTime();
       if (Number.isNaN(ms)) throw bad(r, c, 'timestamptz', v, 'a valid Date');
@@ -258,7 +304,7 @@ export class CopyBinaryEncoder {
     } else if (typeof v === 'bigint') {
       us = v - PG_EPOCH_UNIX_US;
     } else {
-      throw bad(r, c, 'timestamptz', v, 'a Date, or a bigint of microseconds since 1970-01-01 UTC');
+      throw bad(r, c, 'timestamptz', v, 'a Date, or microseconds since 1970-01-01 UTC (a bigint, or a safe integer number)');
     }
     if (us < PG_MIN_TIMESTAMP || us >= PG_END_TIMESTAMP) {
       throw bad(r, c, 'timestamptz', v, 'a time from 4714-11-24 BC to 294276-12-31 AD (PostgreSQL\'s timestamp range)');
@@ -268,7 +314,7 @@ export class CopyBinaryEncoder {
 
   private writeInt64(v: bigint): void {
     this.ensure(12);
-    this.off = this.buf.writeInt32BE(8, this.off);
+    this.int32(8);
     this.off = this.buf.writeBigInt64BE(v, this.off);
   }
 
@@ -276,9 +322,9 @@ export class CopyBinaryEncoder {
   private writeInt64FromNumber(v: number): void {
     this.ensure(12);
     const high = Math.floor(v / TWO_32);
-    this.off = this.buf.writeInt32BE(8, this.off);
-    this.off = this.buf.writeInt32BE(high, this.off);
-    this.off = this.buf.writeUInt32BE(v - high * TWO_32, this.off);
+    this.int32(8);
+    this.int32(high);
+    this.int32(v - high * TWO_32);
   }
 
   private ensure(bytes: number): void {

@@ -6,7 +6,7 @@
  * converted), ts is the time the collector read the entry and `ts_logged` keeps the text.
  */
 import type { PglogEvent } from '../protocol/events.ts';
-import { isoToMicros, msToMicros } from './iso-time.ts';
+import { isoToMicros, msToMicros, type Micros } from './iso-time.ts';
 import { estimatedRowBytes, ROW_OVERHEAD } from './copy-stream.ts';
 import type { EventTable } from './event-tables.ts';
 import type { SourceRef } from './store-types.ts';
@@ -30,9 +30,9 @@ export interface MappedRow {
  * pglog.query_templates. A template's text is cleaned once, when first seen.
  */
 export class TemplateSet {
-  private readonly byFingerprint = new Map<string, { fingerprint: string; normalized: string; first: bigint; last: bigint }>();
+  private readonly byFingerprint = new Map<string, { fingerprint: string; normalized: string; first: Micros; last: Micros }>();
 
-  see(fingerprint: string, normalized: string, at: bigint, maxTextBytes: number, repairs: TextRepairs): void {
+  see(fingerprint: string, normalized: string, at: Micros, maxTextBytes: number, repairs: TextRepairs): void {
     if (fingerprint === '') return;
     const t = this.byFingerprint.get(fingerprint);
     if (t === undefined) {
@@ -48,7 +48,7 @@ export class TemplateSet {
   }
 
   /** Sorted by fingerprint, so concurrent collectors upsert shared templates in the same order (no deadlock). */
-  sorted(): Array<{ fingerprint: string; normalized: string; first: bigint; last: bigint }> {
+  sorted(): Array<{ fingerprint: string; normalized: string; first: Micros; last: Micros }> {
     return [...this.byFingerprint.values()].sort((a, b) => (a.fingerprint < b.fingerprint ? -1 : a.fingerprint > b.fingerprint ? 1 : 0));
   }
 }
@@ -106,7 +106,7 @@ function orNull(s: string | null, ctx: RowContext): string | null {
  */
 export function mapEvent(source: SourceRef, event: PglogEvent, readAt: number, ctx: RowContext): MappedRow {
   const parsed = event.ts === null ? null : isoToMicros(event.ts);
-  let ts: bigint;
+  let ts: Micros;
   let tsLogged: string | null = null;
   if (parsed !== null) ts = parsed;
   else {

@@ -1,6 +1,7 @@
 /**
  * ISO 8601 timestamps as the parser writes them (protocol/timestamp.ts) → microseconds since
- * 1970-01-01 UTC as a bigint, exactly (pure). `Date.parse` keeps only milliseconds, and the
+ * 1970-01-01 UTC, exactly (pure): a number while that is a safe integer (years 1685 to 2255,
+ * every real log), so no bigint is allocated per row; a bigint beyond. `Date.parse` keeps only milliseconds, and the
  * store keeps microseconds: `2024-01-02T03:04:05.123456+03:00` must arrive as ...123456, not
  * ...123000. Fractions beyond microseconds are rounded (half up), as the server rounds them.
  *
@@ -30,21 +31,29 @@ function fractionMicros(digits: string): number {
 let lastHead = '';
 let lastZone = '';
 let lastSecondsMs = 0;
-let lastSecondsUs = 0n;
+
+/** Microseconds since 1970: a number when a safe integer, else a bigint (exact either way). */
+export type Micros = number | bigint;
+
+/** `secondsMs * 1000 + frac` exactly: a number when it is a safe integer. */
+function micros(secondsMs: number, frac: number): Micros {
+  const us = secondsMs * 1000 + frac;
+  return Number.isSafeInteger(us) ? us : BigInt(secondsMs) * 1000n + BigInt(frac);
+}
 
 /** Microseconds since 1970 of an ISO 8601 timestamp with offset, or null when it is not one. */
-export function isoToMicros(text: string): bigint | null {
+export function isoToMicros(text: string): Micros | null {
   // Fast path, no regular expression: the same second and zone as the last timestamp.
   const end = text.length - lastZone.length;
   if (lastHead !== '' && end >= 19 && text.startsWith(lastHead) && text.endsWith(lastZone)) {
-    if (end === 19) return lastSecondsUs;
+    if (end === 19) return micros(lastSecondsMs, 0);
     if (end > 20 && text.charCodeAt(19) === 46 /* . */) {
       let digits = true;
       for (let i = 20; i < end && digits; i++) {
         const c = text.charCodeAt(i);
         digits = c >= 48 && c <= 57;
       }
-      if (digits) return lastSecondsUs + BigInt(fractionMicros(text.slice(20, end)));
+      if (digits) return micros(lastSecondsMs, fractionMicros(text.slice(20, end)));
     }
   }
   const m = ISO_RE.exec(text);
@@ -79,18 +88,18 @@ export function isoToMicros(text: string): bigint | null {
     lastHead = head;
     lastZone = zone;
     lastSecondsMs = secondsMs;
-    lastSecondsUs = BigInt(secondsMs) * 1000n;
   }
-  return BigInt(secondsMs) * 1000n + BigInt(frac);
+  return micros(secondsMs, frac);
 }
 
 /** Microseconds since 1970 of a millisecond timestamp (e.g. `Date.now()`). */
-export function msToMicros(ms: number): bigint {
-  return BigInt(Math.trunc(ms)) * 1000n;
+export function msToMicros(ms: number): Micros {
+  return micros(Math.trunc(ms), 0);
 }
 
 /** ISO 8601 (UTC) with all six fraction digits, for messages and quarantined rows. */
-export function microsToIso(us: bigint): string {
+export function microsToIso(value: Micros): string {
+  const us = BigInt(value);
   const ms = Number(us / 1000n) - (us % 1000n < 0n ? 1 : 0);
   const micros = Number(((us % 1_000_000n) + 1_000_000n) % 1_000_000n);
   const iso = new Date(ms).toISOString(); // ...ss.mmmZ

@@ -6,7 +6,7 @@
 import { TABLES } from './event-tables.ts';
 import type { MappedRow } from './event-rows.ts';
 import { cleanJson } from './event-rows.ts';
-import { microsToIso } from './iso-time.ts';
+import { microsToIso, type Micros } from './iso-time.ts';
 import type { QuarantineRecord } from './store-sql.ts';
 import { cleanText, noRepairs } from './text-clean.ts';
 
@@ -45,12 +45,14 @@ export function quarantineRecord(row: MappedRow, reason: string): QuarantineReco
 function quarantineValue(column: string, v: unknown): unknown {
   if (v === undefined) return null;
   if (typeof v === 'bigint') return column === 'ts' ? safeIso(v) : v.toString();
+  // The event time in microseconds (iso-time.ts): as a time, like the bigint form.
+  if (typeof v === 'number' && column === 'ts' && Number.isSafeInteger(v)) return safeIso(v);
   if (typeof v === 'number') return Number.isFinite(v) ? v : String(v);
   if (v instanceof Date) return Number.isNaN(v.getTime()) ? 'Invalid Date' : v.toISOString();
   return cleanJson(v, QUARANTINE_TEXT_BYTES, noRepairs());
 }
 
-function safeIso(us: bigint): string {
+function safeIso(us: Micros): string {
   try {
     return microsToIso(us);
   } catch {

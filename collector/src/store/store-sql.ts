@@ -5,6 +5,7 @@
  * overlapping streams or templates at the same time queue instead of deadlocking.
  */
 import type pg from 'pg';
+import type { Micros } from './iso-time.ts';
 import type { StorePosition } from './store-types.ts';
 
 export interface StreamEpoch { target: string; instance: string; epoch: number }
@@ -99,7 +100,7 @@ export interface QuarantineRecord {
   row: string;
 }
 
-export interface TemplateRow { fingerprint: string; normalized: string; first: bigint; last: bigint }
+export interface TemplateRow { fingerprint: string; normalized: string; first: Micros; last: Micros }
 
 /**
  * The end of a batch, in one statement (one round trip): the query templates (first and last

@@ -103,6 +103,16 @@ test('text and jsonb are UTF-8 with their byte length; jsonb has version 1 first
   fc.assert(fc.property(fc.string({ unit: 'binary' }).filter((s) => !s.includes('\0')), (s) => {
     assert.equal(field('text', s), Buffer.from(s, 'utf8').toString('hex'));
   }));
+  // Short ASCII is copied by a loop, longer or non-ASCII text by Buffer#write: both ways, and
+  // text that turns non-ASCII (or NUL) after an ASCII start, at every length around the switch.
+  fc.assert(fc.property(fc.string({ unit: fc.constantFrom('a', 'Z', '~', ' ', 'é', '€', '\u007f', '\u0080'), maxLength: 140 }), fc.constantFrom<ColumnType>('text', 'jsonb'), (s, type) => {
+    assert.equal(field(type, s), (type === 'jsonb' ? '01' : '') + Buffer.from(s, 'utf8').toString('hex'));
+  }));
+  for (const length of [1, 63, 64, 65, 200]) {
+    const s = `${'a'.repeat(length - 1)}\0`;
+    throwsEncoding(() => new CopyBinaryEncoder(['text']).encodeRows([[s]]), /NUL/);
+    throwsEncoding(() => new CopyBinaryEncoder(['jsonb']).encodeRows([[s]]), /NUL/);
+  }
 });
 
 test('bool and bytea', () => {
@@ -118,6 +128,14 @@ test('timestamptz counts microseconds from 2000-01-01 UTC, before 2000 negative'
   assert.equal(field('timestamptz', 946_684_800_000_001n), '0000000000000001');
   assert.equal(field('timestamptz', 946_684_799_999_999n), 'ffffffffffffffff');
   assert.equal(field('timestamptz', 0n), hex(Buffer.from(new BigInt64Array([-946_684_800_000_000n]).buffer).reverse()));
+  // Microseconds as a safe integer number: the same bytes as the bigint, without one.
+  assert.equal(field('timestamptz', 946_684_800_000_001), '0000000000000001');
+  assert.equal(field('timestamptz', 0), field('timestamptz', 0n));
+  fc.assert(fc.property(fc.integer({ min: Number.MIN_SAFE_INTEGER + 946_684_800_000_000, max: Number.MAX_SAFE_INTEGER }), (us) => {
+    assert.equal(field('timestamptz', us), field('timestamptz', BigInt(us)));
+  }));
+  throwsEncoding(() => new CopyBinaryEncoder(['timestamptz']).encodeRows([[1.5]]), /timestamptz.*safe integer/);
+  throwsEncoding(() => new CopyBinaryEncoder(['timestamptz']).encodeRows([[2 ** 60]]), /timestamptz.*safe integer/);
   // Dates far from 2000 take the bigint path; both paths agree with the bigint input.
   fc.assert(fc.property(fc.date({ noInvalidDate: true, min: new Date(-200_000_000_000_000), max: new Date(8_000_000_000_000_000) }), (d) => {
     assert.equal(field('timestamptz', d), field('timestamptz', BigInt(d.getTime()) * 1000n));

@@ -2,7 +2,13 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
-import { isoToMicros, microsToIso, msToMicros } from '../../src/store/iso-time.ts';
+import { isoToMicros as isoToMicrosValue, microsToIso, msToMicros } from '../../src/store/iso-time.ts';
+
+/** The value as a bigint, whatever form it came in (a number while a safe integer). */
+const isoToMicros = (text: string): bigint | null => {
+  const v = isoToMicrosValue(text);
+  return v === null ? null : BigInt(v);
+};
 
 test('microsecond digits are kept, not rounded to milliseconds', () => {
   assert.equal(isoToMicros('2024-01-02T03:04:05.123456Z'), 1704164645123456n);
@@ -27,6 +33,16 @@ test('a leap second is the next minute\'s first second, as PostgreSQL reads it',
 
 test('years below 100 are not taken for 19xx', () => {
   assert.equal(microsToIso(isoToMicros('0099-03-01T00:00:00Z') as bigint), '0099-03-01T00:00:00.000000Z');
+});
+
+test('a number while a safe integer (every real log: no bigint per row), a bigint beyond, exact either way', () => {
+  assert.equal(isoToMicrosValue('2024-01-02T03:04:05.123456Z'), 1704164645123456);
+  assert.equal(isoToMicrosValue('1700-01-01T00:00:00.000001Z'), -8520336000000000 + 1);
+  assert.equal(isoToMicrosValue('9999-12-31T23:59:59.999999Z'), 253402300799999999n);
+  assert.equal(isoToMicrosValue('0001-01-01T00:00:00Z'), -62135596800000000n);
+  // The cached second (the fast path) of a far year stays exact too.
+  assert.equal(isoToMicrosValue('9999-12-31T23:59:59.000001Z'), 253402300799000001n);
+  assert.equal(typeof msToMicros(Date.now()), 'number');
 });
 
 test('text that is not an instant gives null', () => {
@@ -61,7 +77,8 @@ test('property: agrees with Date.parse to the millisecond and keeps the sub-mill
 test('microsToIso and msToMicros', () => {
   assert.equal(microsToIso(1704164645123456n), '2024-01-02T03:04:05.123456Z');
   assert.equal(microsToIso(-1n), '1969-12-31T23:59:59.999999Z');
-  assert.equal(msToMicros(1704164645123), 1704164645123000n);
+  assert.equal(microsToIso(1704164645123456), '2024-01-02T03:04:05.123456Z');
+  assert.equal(msToMicros(1704164645123), 1704164645123000);
 });
 
 test('property: consecutive timestamps of the same second (the cached path) convert like any other', () => {
