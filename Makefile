@@ -139,7 +139,7 @@ bench: bench-logs ## Benchmarks (parse vs pgbadger, COPY BINARY vs text vs INSER
 	node bench/merge-section.ts docs/benchmarks.md copy-bench $(BENCH_OUT)/copy.md
 	node bench/ssh-bench.ts --out $(BENCH_OUT)/ssh.md
 	node bench/merge-section.ts docs/benchmarks.md ssh-bench $(BENCH_OUT)/ssh.md
-	node bench/ingest-bench.ts --mb-per-sec 20,5 --profile-at 10 --out $(BENCH_OUT)/ingest.md
+	node bench/ingest-bench.ts --mb-per-sec 20,5 --tuned-for-limit 1024 --profile-at 10 --out $(BENCH_OUT)/ingest.md
 	node bench/merge-section.ts docs/benchmarks.md ingest-bench $(BENCH_OUT)/ingest.md
 	node bench/fifo-bench.ts --out $(BENCH_OUT)/fifo.md
 	node bench/merge-section.ts docs/benchmarks.md fifo-bench $(BENCH_OUT)/fifo.md

@@ -5,7 +5,7 @@
  *
  *   node bench/ingest-bench.ts [--servers 50] [--mb-per-sec 20[,10...]] [--seconds 30]
  *                              [--warmup 5] [--fleet-nice 10] [--collector-arg ARG ...]
- *                              [--profile-at MB_PER_SEC]
+ *                              [--profile-at MB_PER_SEC] [--tuned-for-limit MIB]
  *                              [--out FILE.md] [--keep] [--verbose]
  *
  * Sets up a throwaway store (PostgreSQL 15, track_commit_timestamp on) and N real OpenSSH
@@ -16,7 +16,10 @@
  * bench/ingest/run.ts). Prints a markdown table; --out writes it between the
  * `ingest-bench` markers of FILE (replacing an earlier run's). --profile-at adds one more run at
  * that rate with the collector under V8's sampling profiler, reported apart (where the CPU goes
- * by stage: bench/ingest/cpu-profile.ts), so that the profiler's cost is in no other figure. Everything started is stopped
+ * by stage: bench/ingest/cpu-profile.ts), so that the profiler's cost is in no other figure.
+ * --tuned-for-limit runs every rate twice: with Node's defaults, and with the V8 heap sizes and
+ * threadpool the operator gives a collector pod with that memory limit at that ingest rate
+ * (operator/src/controller/tuning.ts), side by side. Everything started is stopped
  * and every temporary directory removed, also on failure or Ctrl-C (--keep keeps the run
  * directories with the collector's own log, for looking into a result; --verbose prints a
  * line a second: read rate, event-loop delay, /metrics answer time, pauses, memory).
@@ -31,6 +34,7 @@ import { measureRun, type RunResult } from './ingest/run.ts';
 import { startFleet, type Fleet } from './ingest/servers.ts';
 import { startBenchStore } from './ingest/store.ts';
 import { createCleanup } from './lib/cleanup.ts';
+import { computeTuning } from '../operator/src/controller/tuning.ts';
 
 const { values } = parseArgs({
   options: {
@@ -41,6 +45,7 @@ const { values } = parseArgs({
     'fleet-nice': { type: 'string', default: '10' },
     'collector-arg': { type: 'string', multiple: true, default: [] },
     'profile-at': { type: 'string' },
+    'tuned-for-limit': { type: 'string' },
     out: { type: 'string' },
     keep: { type: 'boolean', default: false },
     verbose: { type: 'boolean', default: false },
@@ -49,6 +54,18 @@ const { values } = parseArgs({
 const servers = Number(values.servers);
 const rates = values['mb-per-sec'].split(',').map(Number);
 const profileRate = values['profile-at'] === undefined ? undefined : Number(values['profile-at']);
+const tunedLimitMiB = values['tuned-for-limit'] === undefined ? undefined : Number(values['tuned-for-limit']);
+if (tunedLimitMiB !== undefined && !(Number.isInteger(tunedLimitMiB) && tunedLimitMiB >= 128)) throw new Error('--tuned-for-limit takes a memory limit in MiB (at least 128)');
+
+/** The Node settings the operator's tuning gives a pod collecting `servers` logs at `rate` MB/s under the limit. */
+function operatorTuning(rate: number, limitMiB: number): { nodeOptions: string; uvThreadpoolSize: number; label: string } {
+  const t = computeTuning({
+    nodeTuning: { mode: 'auto' }, memoryLimitBytes: limitMiB * 2 ** 20, inprocTargets: servers, proxyTargets: 0,
+    instances: servers, sqlSessions: 0, ingestBytesPerSecond: rate * 1e6,
+  });
+  const nodeOptions = `--max-old-space-size=${t.maxOldSpaceSizeMiB} --max-semi-space-size=${t.maxSemiSpaceSizeMiB}`;
+  return { nodeOptions, uvThreadpoolSize: t.uvThreadpoolSize, label: `operator tuning for a ${limitMiB} MiB limit (\`${nodeOptions}\`, UV_THREADPOOL_SIZE=${t.uvThreadpoolSize})` };
+}
 const measureSeconds = Number(values.seconds);
 const warmupSeconds = Number(values.warmup);
 const collectorArgs = values['collector-arg'];
@@ -81,9 +98,15 @@ try {
     startFleet(servers, fleetNice).then((f: Fleet) => { cleanups.push(() => f.dispose()); return f; }),
   ]);
   say(`set up in ${((Date.now() - started) / 1000).toFixed(1)} s`);
-  const plan = [...rates.map((rate) => ({ rate, profile: false })), ...(profileRate === undefined ? [] : [{ rate: profileRate, profile: true }])];
-  for (const [i, { rate, profile }] of plan.entries()) {
-    say(`run ${i + 1}/${plan.length}: ${rate} MB/s offered from ${servers} servers${profile ? ', profiled' : ''}`);
+  const plan = [
+    ...rates.flatMap((rate) => [
+      { rate, profile: false, tuning: undefined },
+      ...(tunedLimitMiB === undefined ? [] : [{ rate, profile: false, tuning: operatorTuning(rate, tunedLimitMiB) }]),
+    ]),
+    ...(profileRate === undefined ? [] : [{ rate: profileRate, profile: true, tuning: undefined }]),
+  ];
+  for (const [i, { rate, profile, tuning }] of plan.entries()) {
+    say(`run ${i + 1}/${plan.length}: ${rate} MB/s offered from ${servers} servers${profile ? ', profiled' : ''}${tuning === undefined ? '' : `, ${tuning.label}`}`);
     const runCleanups: Array<() => Promise<void> | void> = [];
     try {
       const profileDir = join(root, `run${i + 1}`, 'cpu-profile');
@@ -100,6 +123,7 @@ try {
         verbose: values.verbose,
         onCleanup: (fn) => { runCleanups.push(fn); cleanups.push(fn); },
         ...(profile ? { profileDir } : {}),
+        ...(tuning === undefined ? {} : { tuning }),
       });
       (profile ? profiled : results).push(result);
     } catch (e) {

@@ -26,7 +26,7 @@ export interface ReportContext {
 }
 
 export function renderSection(runs: readonly RunResult[], failures: readonly string[], ctx: ReportContext, profiled: readonly RunResult[] = []): string {
-  const head = `| | ${runs.map((r) => `${f(r.targetMBps)} MB/s offered`).join(' | ')} |`;
+  const head = `| | ${runs.map((r) => `${f(r.targetMBps)} MB/s offered${r.variant === undefined ? '' : `, ${r.variant}`}`).join(' | ')} |`;
   const rule = `|---|${runs.map(() => '---:').join('|')}|`;
   const row = (label: string, cell: (r: RunResult) => string): string => `| ${label} | ${runs.map(cell).join(' | ')} |`;
   const rows = [

@@ -44,9 +44,13 @@ export interface RunOptions {
   onCleanup: (fn: () => Promise<void> | void) => void;
   /** Run the collector under V8's sampling profiler (`--cpu-prof` into this directory) and split the window's samples by stage. */
   profileDir?: string;
+  /** Node and V8 settings of the collector, as the operator's tuning sets them in a pod (default: Node's own). */
+  tuning?: { nodeOptions: string; uvThreadpoolSize: number; label: string };
 }
 
 export interface RunResult {
+  /** What this run's collector ran with, when not Node's defaults. */
+  variant?: string;
   servers: number;
   targetMBps: number;
   windowSeconds: number;
@@ -125,7 +129,10 @@ export async function measureRun(o: RunOptions): Promise<RunResult> {
     storeUrl: o.storeUrl,
     args: ['--listen', `127.0.0.1:${port}`, '--log-level', 'info', ...o.collectorArgs],
     outputFile: join(o.dir, 'collector.log'),
-    ...(o.profileDir === undefined ? {} : { env: { NODE_OPTIONS: `--cpu-prof --cpu-prof-dir=${o.profileDir}` } }),
+    env: {
+      NODE_OPTIONS: [o.tuning?.nodeOptions ?? '', o.profileDir === undefined ? '' : `--cpu-prof --cpu-prof-dir=${o.profileDir}`].join(' ').trim(),
+      ...(o.tuning === undefined ? {} : { UV_THREADPOOL_SIZE: String(o.tuning.uvThreadpoolSize) }),
+    },
   });
   let collectorExited = false;
   void collector.exited.then(() => { collectorExited = true; });
@@ -277,6 +284,7 @@ export async function measureRun(o: RunOptions): Promise<RunResult> {
     const inWindow = elSamples.filter((s) => s.at > a.at && s.at <= b.at);
     const p99s = inWindow.map((s) => s.p99).sort((x, y) => x - y);
     return {
+      ...(o.tuning === undefined ? {} : { variant: o.tuning.label }),
       servers: o.servers.length,
       targetMBps: o.bytesPerSec / 1e6,
       windowSeconds: secs,
