@@ -23,7 +23,7 @@ import { pause } from '../transport/clock.ts';
 import { formatIdentity, parseIdentity } from './identity.ts';
 import { planNext, planStart, type Plan, type ReadStep } from './planner.ts';
 import { buildProbeScript, parseProbeOutput, type ChecksumRequest, type ProbeResult } from './probe-script.ts';
-import { buildSegmentScript, parseSegmentStatus, SEGMENT_EXIT, type SegmentStatus } from './segment-script.ts';
+import { buildSegmentScript, parseSegmentStatus, SEGMENT_EXIT, type IdleWait, type SegmentStatus } from './segment-script.ts';
 import type { FollowedFile, FollowItem, FollowPosition } from './types.ts';
 
 export type { FollowedFile, FollowItem, FollowPosition } from './types.ts';
@@ -48,6 +48,12 @@ export interface LogFollowerOptions {
   waitMs?: number;
   /** Where a log never read before starts (chooseStart, follow without a position). Default 'newest'. */
   startAt?: StartPoint;
+  /**
+   * How an idle segment waits (segment-prelude.ts): 'builtins' (default) starts almost no
+   * process on the server while nothing is written; 'polling' is the portable loop of a few
+   * processes per poll interval (the benchmark's baseline).
+   */
+  idleWait?: IdleWait;
 }
 
 /** Bounded so a chatty failing command cannot grow memory. */
@@ -70,6 +76,7 @@ export class LogFollower {
       heartbeatMs: 2000,
       waitMs: 1000,
       startAt: 'newest',
+      idleWait: 'builtins',
       ...options,
     };
   }
@@ -200,6 +207,7 @@ export class LogFollower {
       pollIntervalMs: this.o.pollIntervalMs,
       rotationCheckMs: this.o.rotationCheckMs,
       heartbeatMs: this.o.heartbeatMs,
+      idleWait: this.o.idleWait,
     });
     const describe = (): string => `${this.where()}: reading ${step.path} (inode ${step.inode}) from offset ${step.offset}`;
     let proc: RemoteProcess;

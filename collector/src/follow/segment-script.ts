@@ -24,66 +24,40 @@
  * write, and an idle loop writes nothing, so it writes a `PGLOG size` heartbeat to stderr every
  * few seconds; every write is checked, so the loop ends on EPIPE even where SIGPIPE is ignored.
  *
+ * That loop starts a few short-lived processes every poll interval even when nothing is
+ * written (`stat`, `sleep`, and `find_active` every rotation check): about 14 a second per
+ * followed log. Where the server has bash, the segment runs segment-script-bash.ts instead,
+ * which waits and looks for data with builtins and starts at most one process every two
+ * seconds while idle (ADR 0014); this loop is the fallback without bash.
+ *
  * Assumes Linux (/proc, /dev/fd) and GNU coreutils (stat -c, head -c, fractional sleep).
  */
-import type { LogFormat } from '../config/target-types.ts';
-import { FIND_ACTIVE_FUNCTION } from './active-file.sh.ts';
-import { HEAD_BYTES } from './identity.ts';
-import { formatSuffix } from './log-files.ts';
-import { shellInteger, shellQuote } from './shell-quote.ts';
+import { buildBuiltinWaitScript } from './segment-script-bash.ts';
+import { pollSeconds, roundsIn, SEGMENT_EXIT, segmentPrelude, type SegmentScriptOptions } from './segment-prelude.ts';
+import { shellQuote } from './shell-quote.ts';
 
-export const SEGMENT_EXIT = {
-  endOfFile: 0,
-  rotated: 80,
-  truncated: 81,
-  gone: 82,
-} as const;
+export { SEGMENT_EXIT, type IdleWait, type SegmentScriptOptions } from './segment-prelude.ts';
 
-export interface SegmentScriptOptions {
-  path: string;
-  /** The inode the planner chose; a different file at the path ends the segment as `gone`. */
-  inode: string;
-  offset: number;
-  /** Keep reading as the file grows (it is the newest file); else stop at its end. */
-  follow: boolean;
-  /** How many head bytes the current identity covers; below HEAD_BYTES, `PGLOG head` lines upgrade it. */
-  headLength: number;
-  logDirectory: string;
-  dataDirectory: string;
-  format: LogFormat;
-  pollIntervalMs: number;
-  rotationCheckMs: number;
-  heartbeatMs: number;
+/**
+ * The command that runs a segment: the builtin-wait script under bash when the server has bash
+ * (every mainstream distribution), else the polling script under the login shell. `exec bash`
+ * costs one process when the segment starts; an idle segment then starts none between the
+ * rare full checks (segment-script-bash.ts). `idleWait: 'polling'` runs the polling script
+ * alone (the benchmark's baseline).
+ */
+export function buildSegmentScript(o: SegmentScriptOptions): string {
+  const polling = buildPollingScript(o);
+  if (o.idleWait === 'polling') return polling;
+  // `command -v` is a builtin of every POSIX shell: choosing costs no process either.
+  return `if command -v bash >/dev/null 2>&1; then exec bash -c ${shellQuote(buildBuiltinWaitScript(o))}; fi\n${polling}`;
 }
 
-export function buildSegmentScript(o: SegmentScriptOptions): string {
-  const every = (ms: number): number => Math.max(1, Math.round(ms / o.pollIntervalMs));
-  const pollSeconds = (Math.max(1, Math.round(o.pollIntervalMs)) / 1000).toFixed(3);
+/** The portable loop: a few short-lived processes (`stat`, `sleep`, ...) every poll interval. */
+function buildPollingScript(o: SegmentScriptOptions): string {
+  const every = (ms: number): number => roundsIn(o, ms);
+  const nap = pollSeconds(o);
   return [
-    'set -u',
-    `f=${shellQuote(o.path)}`,
-    `ino=${shellQuote(o.inode)}`,
-    `off=${shellInteger(o.offset)}`,
-    `follow=${o.follow ? 1 : 0}`,
-    `head_len=${shellInteger(o.headLength)}`,
-    `K=${shellInteger(HEAD_BYTES)}`,
-    `dir=${shellQuote(o.logDirectory)}`,
-    `data=${shellQuote(o.dataDirectory)}`,
-    `fmt=${shellQuote(o.format)}`,
-    `suffix=${shellQuote(formatSuffix(o.format))}`,
-    FIND_ACTIVE_FUNCTION,
-    `say() { printf 'PGLOG %s\\n' "$*" >&2 || exit 85; }`,
-    // `command` keeps a failed redirection of exec from ending the shell.
-    `if ! command exec 3<"$f"; then say gone cannot open; exit ${SEGMENT_EXIT.gone}; fi`,
-    `[ "$(stat -L -c %i /dev/fd/3)" = "$ino" ] || { say gone another inode; exit ${SEGMENT_EXIT.gone}; }`,
-    // The fd's offset, read with shell builtins only: this runs every poll, and `$(sed ...)`
-    // would cost two processes each time on the database server.
-    `getpos() { p=; while read -r k v; do if [ "$k" = pos: ]; then p=$v; break; fi; done < /proc/$$/fdinfo/3; }`,
-    `size=$(stat -L -c %s /dev/fd/3) || exit 84`,
-    `if [ "$size" -lt "$off" ]; then say truncated "$size" "$off"; exit ${SEGMENT_EXIT.truncated}; fi`,
-    `dd bs=1 skip="$off" count=0 of=/dev/null <&3 2>/dev/null || exit 84`,
-    'getpos',
-    `[ "$p" = "$off" ] || { say cannot seek to "$off"; exit 84; }`,
+    ...segmentPrelude(o),
     'idle=0',
     'held=-1',
     'while :; do',
@@ -101,7 +75,7 @@ export function buildSegmentScript(o: SegmentScriptOptions): string {
     '    idle=0',
     // Sleep after data too: each round then copies everything one poll interval brought, in
     // one read, instead of spinning a few processes per small write of a busy server.
-    `    sleep ${pollSeconds}`,
+    `    sleep ${nap}`,
     '    continue',
     '  fi',
     `  [ "$follow" = 1 ] || exit ${SEGMENT_EXIT.endOfFile}`,
@@ -116,7 +90,7 @@ export function buildSegmentScript(o: SegmentScriptOptions): string {
     '      held=-1',
     '    fi',
     '  fi',
-    `  sleep ${pollSeconds}`,
+    `  sleep ${nap}`,
     'done',
   ].join('\n') + '\n';
 }

@@ -1,0 +1,89 @@
+/**
+ * What both segment scripts (segment-script.ts: the polling loop; segment-script-bash.ts: the
+ * builtin wait) share: their options, their exit statuses, and the lines that run before their
+ * loops (the values, quoted; open the file on fd 3, check its inode, seek to the offset). One
+ * copy, so the two loops can never disagree about where a segment starts or what ends it.
+ */
+import type { LogFormat } from '../config/target-types.ts';
+import { FIND_ACTIVE_FUNCTION } from './active-file.sh.ts';
+import { HEAD_BYTES } from './identity.ts';
+import { formatSuffix } from './log-files.ts';
+import { shellInteger, shellQuote } from './shell-quote.ts';
+
+export const SEGMENT_EXIT = {
+  endOfFile: 0,
+  rotated: 80,
+  truncated: 81,
+  gone: 82,
+} as const;
+
+/**
+ * How an idle segment waits: `builtins` (the default) runs the bash loop that starts no process
+ * between its full checks, falling back to `polling` where the server has no bash; `polling`
+ * runs the portable loop that starts a few processes every poll interval (the benchmark's
+ * baseline, and the fallback).
+ */
+export type IdleWait = 'builtins' | 'polling';
+
+export interface SegmentScriptOptions {
+  path: string;
+  /** The inode the planner chose; a different file at the path ends the segment as `gone`. */
+  inode: string;
+  offset: number;
+  /** Keep reading as the file grows (it is the newest file); else stop at its end. */
+  follow: boolean;
+  /** How many head bytes the current identity covers; below HEAD_BYTES, `PGLOG head` lines upgrade it. */
+  headLength: number;
+  logDirectory: string;
+  dataDirectory: string;
+  format: LogFormat;
+  pollIntervalMs: number;
+  rotationCheckMs: number;
+  heartbeatMs: number;
+  /** Default `builtins`. */
+  idleWait?: IdleWait;
+}
+
+/** Rounds of `pollIntervalMs` in `ms` (at least one). */
+export function roundsIn(o: SegmentScriptOptions, ms: number): number {
+  return Math.max(1, Math.round(ms / o.pollIntervalMs));
+}
+
+/** The poll interval as `sleep` / `read -t` take it (seconds, 3 decimals). */
+export function pollSeconds(o: SegmentScriptOptions): string {
+  return (Math.max(1, Math.round(o.pollIntervalMs)) / 1000).toFixed(3);
+}
+
+/**
+ * The lines before the loop: values, `find_active`, `say`, `getpos`; fd 3 opened, its inode
+ * checked, its offset set to `off` (or the segment ends truncated / gone). Leaves `size` (the
+ * size at start) and `p` (= `off`) set.
+ */
+export function segmentPrelude(o: SegmentScriptOptions): string[] {
+  return [
+    'set -u',
+    `f=${shellQuote(o.path)}`,
+    `ino=${shellQuote(o.inode)}`,
+    `off=${shellInteger(o.offset)}`,
+    `follow=${o.follow ? 1 : 0}`,
+    `head_len=${shellInteger(o.headLength)}`,
+    `K=${shellInteger(HEAD_BYTES)}`,
+    `dir=${shellQuote(o.logDirectory)}`,
+    `data=${shellQuote(o.dataDirectory)}`,
+    `fmt=${shellQuote(o.format)}`,
+    `suffix=${shellQuote(formatSuffix(o.format))}`,
+    FIND_ACTIVE_FUNCTION,
+    `say() { printf 'PGLOG %s\\n' "$*" >&2 || exit 85; }`,
+    // `command` keeps a failed redirection of exec from ending the shell.
+    `if ! command exec 3<"$f"; then say gone cannot open; exit ${SEGMENT_EXIT.gone}; fi`,
+    `[ "$(stat -L -c %i /dev/fd/3)" = "$ino" ] || { say gone another inode; exit ${SEGMENT_EXIT.gone}; }`,
+    // The fd's offset, read with shell builtins only: this runs every poll, and `$(sed ...)`
+    // would cost two processes each time on the database server.
+    `getpos() { p=; while read -r k v; do if [ "$k" = pos: ]; then p=$v; break; fi; done < /proc/$$/fdinfo/3; }`,
+    `size=$(stat -L -c %s /dev/fd/3) || exit 84`,
+    `if [ "$size" -lt "$off" ]; then say truncated "$size" "$off"; exit ${SEGMENT_EXIT.truncated}; fi`,
+    `dd bs=1 skip="$off" count=0 of=/dev/null <&3 2>/dev/null || exit 84`,
+    'getpos',
+    `[ "$p" = "$off" ] || { say cannot seek to "$off"; exit 84; }`,
+  ];
+}
