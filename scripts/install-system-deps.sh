@@ -6,12 +6,12 @@
 # addresses), logrotate (rename and copytruncate rotation in tests), and the compiler toolchain
 # that builds ssh2's optional native crypto binding at `npm ci`; curl and etcd for the operator's
 # real control plane (scripts/install-kube-tools.sh builds the rest); iproute2 (the HPA test's
-# custom metrics host in a network namespace) and openssl (its aggregator certificates); strace
-# (counting the processes a followed log starts on its server, in a test and a benchmark).
+# custom metrics host in a network namespace) and openssl (its aggregator certificates); perf
+# (linux-perf: counting the processes a followed log starts on its server, in a test and a benchmark).
 # Idempotent: apt is only touched
 # when a package is missing.
 set -euo pipefail
-packages=(postgresql-15 postgresql-client-15 pgbadger gzip bzip2 time openssh-server openssh-client logrotate procps make g++ python3 curl ca-certificates etcd-server iproute2 openssl strace)
+packages=(postgresql-15 postgresql-client-15 pgbadger gzip bzip2 time openssh-server openssh-client logrotate procps make g++ python3 curl ca-certificates etcd-server iproute2 openssl linux-perf)
 missing=()
 for p in "${packages[@]}"; do
   if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed'; then

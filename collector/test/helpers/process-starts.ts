@@ -1,16 +1,14 @@
 // Exact counts of the processes a running process tree starts, and of its CPU, for tests and
-// benchmarks of what the follower's remote loops cost a server. `strace -f -c` attached to the
-// tree's root counts every successful clone/fork/vfork of the root and of every descendant it
-// starts meanwhile (a subshell's fork counts, as it costs the server a process too); it is
-// exact whatever else runs on the machine, which the system-wide fork counter (/proc/stat
-// `processes`) is not. Attaching needs ptrace rights over the process (root, or the same user
-// without Yama restrictions).
+// benchmarks of what the follower's remote loops cost a server. `perf stat` counts the kernel's
+// task:task_newtask tracepoint in the tree's root and, inherited, in every descendant it
+// starts meanwhile (a subshell's fork counts, as it costs the server a process too): exact
+// whatever else runs on the machine, which the system-wide fork counter (/proc/stat
+// `processes`) is not, and without slowing the loop down as ptrace (`strace -f`) does, which
+// would lower the rate it measures. Needs perf (linux-perf) and root (or CAP_PERFMON).
 import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-
-const FORK_SYSCALLS = new Set(['clone', 'clone3', 'fork', 'vfork']);
 
 /** Pids of live processes whose command line (argv joined by spaces) contains `needle`, topmost only (not their forked copies). */
 export function processesWithCommandLine(needle: string): number[] {
@@ -40,53 +38,52 @@ export function cpuSecondsOf(pid: number): number {
 }
 
 export interface ProcessStartCounter {
-  /** Stops counting; resolves with the process starts seen since attaching. */
-  stop(): Promise<number>;
+  /** Stops counting: the process starts seen since attaching, and over how many seconds (perf's own clock). */
+  stop(): Promise<{ starts: number; seconds: number }>;
 }
 
-/** Parses `strace -c` summary rows: successful clone/fork/vfork calls. */
-export function parseForkCount(summary: string): number {
+/** Parses `perf stat -I MS -x,` output: the sum of the intervals' counts and the last interval's end. */
+export function parsePerfIntervals(text: string): { starts: number; seconds: number } {
   let starts = 0;
-  for (const line of summary.split('\n')) {
-    const cols = line.trim().split(/\s+/);
-    const name = cols.at(-1) ?? '';
-    if (!FORK_SYSCALLS.has(name) || cols.length < 5) continue;
-    // % time, seconds, usecs/call, calls, [errors,] syscall
-    const calls = Number(cols[3]);
-    const errors = cols.length >= 6 ? Number(cols[4]) : 0;
-    if (Number.isFinite(calls) && Number.isFinite(errors)) starts += calls - errors;
+  let seconds = 0;
+  for (const line of text.split('\n')) {
+    const cols = line.trim().split(',');
+    if (cols.length < 4 || cols[3] !== 'task:task_newtask') continue;
+    const count = Number(cols[1]);
+    if (!Number.isFinite(count)) throw new Error(`perf could not count: ${line.trim()}`);
+    starts += count;
+    seconds = Math.max(seconds, Number(cols[0]));
   }
-  return starts;
+  return { starts, seconds };
 }
 
-/** Attaches `strace -f -c` to `pid` and resolves once it traces it (TracerPid set). */
+/** Starts `perf stat` on `pid` (inherited by its future children); resolves once its first interval is written. */
 export async function countProcessStarts(pid: number): Promise<ProcessStartCounter> {
-  const dir = mkdtempSync(join(tmpdir(), 'pglog-strace-'));
-  const out = join(dir, 'summary');
-  const child: ChildProcess = spawn('strace', ['-f', '-c', '-qq', '-e', 'trace=clone,clone3,fork,vfork', '-o', out, '-p', String(pid)], { stdio: ['ignore', 'ignore', 'pipe'] });
+  const dir = mkdtempSync(join(tmpdir(), 'pglog-perf-'));
+  const out = join(dir, 'intervals');
+  const child: ChildProcess = spawn('perf', ['stat', '-I', '250', '-x', ',', '-e', 'task:task_newtask', '-o', out, '-p', String(pid)], { stdio: ['ignore', 'ignore', 'pipe'] });
   let stderr = '';
   child.stderr?.on('data', (b: Buffer) => { stderr += b.toString('utf8'); });
-  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  const exited = new Promise<void>((resolve) => child.once('close', () => resolve()));
   const deadline = Date.now() + 20_000;
-  for (;;) {
-    let tracer = 0;
-    try {
-      tracer = Number(/^TracerPid:\s*(\d+)/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? 0);
-    } catch { /* gone */ }
-    if (tracer !== 0) break;
-    if (child.exitCode !== null || Date.now() > deadline) {
+  const intervals = (): string => {
+    try { return readFileSync(out, 'utf8'); } catch { return ''; }
+  };
+  while (!intervals().includes('task:task_newtask')) {
+    if (child.exitCode !== null || child.signalCode !== null || Date.now() > deadline) {
       child.kill('SIGKILL');
+      await exited;
       rmSync(dir, { recursive: true, force: true });
-      throw new Error(`strace could not attach to ${pid}: ${stderr.trim() || 'timed out'}`);
+      throw new Error(`perf stat could not count the process starts of ${pid}: ${stderr.trim() || 'no interval within 20 s'}`);
     }
     await new Promise((resolve) => setTimeout(resolve, 20));
   }
   return {
-    async stop(): Promise<number> {
-      child.kill('SIGINT'); // strace detaches and writes its summary
+    async stop(): Promise<{ starts: number; seconds: number }> {
+      child.kill('SIGINT'); // perf writes the last, partial interval and exits
       await exited;
       try {
-        return parseForkCount(readFileSync(out, 'utf8'));
+        return parsePerfIntervals(intervals());
       } finally {
         rmSync(dir, { recursive: true, force: true });
       }

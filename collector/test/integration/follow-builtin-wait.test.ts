@@ -1,0 +1,90 @@
+/**
+ * The builtin-wait segment loop (segment-script-bash.ts, ADR 0014) on real files through a
+ * real shell (LocalShell: /bin/sh, which execs bash): its first byte of every burst goes
+ * through bash's `read` and `printf`, so every byte value must come out as it went in, whatever
+ * starts a burst (NUL, newline, space, backslash, bytes above 0x7f), and the bytes must be the
+ * same the polling loop sends.
+ */
+import assert from 'node:assert/strict';
+import { appendFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, describe, it } from 'node:test';
+import { LogFollower } from '../../src/follow/follower.ts';
+import type { IdleWait } from '../../src/follow/segment-script.ts';
+import { processesWithCommandLine } from '../helpers/process-starts.ts';
+import { LocalShell } from '../helpers/local-shell.ts';
+import { sleep } from '../helpers/wait.ts';
+
+const WAIT_MS = 30_000;
+// The remote shell's locale: a UTF-8 one, where `read -n 1` would take a character, not a byte.
+process.env.LC_ALL = 'C.UTF-8';
+const root = mkdtempSync(join(tmpdir(), 'pglog-builtin-wait-'));
+after(() => rmSync(root, { recursive: true, force: true }));
+
+/** Bursts that each start with a byte `read` treats specially, then every byte value. */
+function bursts(): Buffer[] {
+  const all = Buffer.from(Array.from({ length: 256 }, (_, i) => i));
+  const starts = [0x00, 0x0a, 0x20, 0x5c, 0x09, 0x80, 0xc3, 0xff, 0x00];
+  return starts.map((first, i) => Buffer.concat([Buffer.from([first]), i % 2 === 0 ? all : all.reverse(), Buffer.from([first])]))
+    // single bytes, each alone in its round; 0xc3 starts a UTF-8 character that never ends
+    .concat([0x00, 0xff, 0x0a, 0x20, 0xc3, 0xa9].map((b) => Buffer.from([b])));
+}
+
+async function follow(idleWait: IdleWait): Promise<{ received: Buffer; content: Buffer; comm: string }> {
+  const data = join(root, idleWait);
+  const log = join(data, 'log');
+  mkdirSync(log, { recursive: true });
+  writeFileSync(join(data, 'current_logfiles'), 'stderr log/postgresql.log\n');
+  const file = join(log, 'postgresql.log');
+  writeFileSync(file, 'first line\n');
+  const follower = new LogFollower(new LocalShell(), {
+    target: 'db1', instance: 'main', dataDirectory: data, logDirectory: log, logFormat: 'stderr',
+    pollIntervalMs: 50, idleMs: 200, rotationCheckMs: 150, heartbeatMs: 400, waitMs: 100, idleWait,
+  });
+  const controller = new AbortController();
+  const chunks: Buffer[] = [];
+  let failure: unknown = null;
+  const done = (async () => {
+    try {
+      for await (const item of follower.follow(null, controller.signal)) if (item.kind === 'data') chunks.push(item.chunk);
+    } catch (e) {
+      failure = e;
+    }
+  })();
+  const caughtUp = async (): Promise<void> => {
+    const size = readFileSync(file).length;
+    const deadline = Date.now() + WAIT_MS;
+    while (Buffer.concat(chunks).length < size) {
+      if (failure !== null) throw failure as Error;
+      if (Date.now() > deadline) throw new Error(`${idleWait}: ${Buffer.concat(chunks).length} of ${size} bytes`);
+      await sleep(10);
+    }
+  };
+  try {
+    await caughtUp();
+    const [pid] = processesWithCommandLine(data);
+    const comm = pid === undefined ? '' : readFileSync(`/proc/${pid}/comm`, 'utf8').trim();
+    for (const burst of bursts()) {
+      appendFileSync(file, burst);
+      await caughtUp(); // each burst after a silence: its first byte is the one `read` finds
+      await sleep(120);
+    }
+    return { received: Buffer.concat(chunks), content: readFileSync(file), comm };
+  } finally {
+    controller.abort();
+    await done;
+  }
+}
+
+describe('the builtin-wait segment loop', () => {
+  it('sends every byte value exactly, whatever starts a burst, and the same bytes as the polling loop', async () => {
+    const builtins = await follow('builtins');
+    assert.equal(builtins.comm, 'bash', 'the segment runs under bash');
+    assert.ok(builtins.received.equals(builtins.content), 'builtins: received bytes differ from the file');
+    const polling = await follow('polling');
+    assert.notEqual(polling.comm, 'bash');
+    assert.ok(polling.received.equals(polling.content), 'polling: received bytes differ from the file');
+    assert.ok(builtins.received.equals(polling.received));
+  });
+});
