@@ -42,18 +42,26 @@ export interface ProcessStartCounter {
   stop(): Promise<{ starts: number; seconds: number }>;
 }
 
-/** Parses `perf stat -I MS -x,` output: the sum of the intervals' counts and the last interval's end. */
+/**
+ * Parses `perf stat -I MS -x,` output: the sum of the intervals' counts and the end of the last
+ * interval. A task-bound event runs only while its task does, so an interval in which the
+ * task never ran is `<not counted>`: it started nothing then (its time still counts).
+ */
 export function parsePerfIntervals(text: string): { starts: number; seconds: number } {
   let starts = 0;
   let seconds = 0;
+  let counted = 0;
   for (const line of text.split('\n')) {
     const cols = line.trim().split(',');
     if (cols.length < 4 || cols[3] !== 'task:task_newtask') continue;
+    seconds = Math.max(seconds, Number(cols[0]));
+    if (cols[1] === '<not counted>') continue;
     const count = Number(cols[1]);
     if (!Number.isFinite(count)) throw new Error(`perf could not count: ${line.trim()}`);
     starts += count;
-    seconds = Math.max(seconds, Number(cols[0]));
+    counted++;
   }
+  if (counted === 0) throw new Error(`perf counted nothing: ${text.trim().slice(0, 500)}`);
   return { starts, seconds };
 }
 
