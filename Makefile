@@ -141,6 +141,8 @@ bench: bench-logs ## Benchmarks (parse vs pgbadger, COPY BINARY vs text vs INSER
 	node bench/merge-section.ts docs/benchmarks.md ssh-bench $(BENCH_OUT)/ssh.md
 	node bench/ingest-bench.ts --mb-per-sec 20,5 --tuned-for-limit 1024 --profile-at 10 --out $(BENCH_OUT)/ingest.md
 	node bench/merge-section.ts docs/benchmarks.md ingest-bench $(BENCH_OUT)/ingest.md
+	node bench/server-cost-bench.ts --out $(BENCH_OUT)/server-cost.md
+	node bench/merge-section.ts docs/benchmarks.md server-cost-bench $(BENCH_OUT)/server-cost.md
 	node bench/fifo-bench.ts --out $(BENCH_OUT)/fifo.md
 	node bench/merge-section.ts docs/benchmarks.md fifo-bench $(BENCH_OUT)/fifo.md
 	node bench/spawn-bench.ts --out $(BENCH_OUT)/spawn.md
