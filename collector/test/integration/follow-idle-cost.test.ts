@@ -127,7 +127,8 @@ describe('an idle followed log on a real sshd', { timeout: 300_000 }, () => {
   it('counts the polling loop\'s processes (the baseline: several a second)', async (t) => {
     const m = await measure({ idleWait: 'polling', currentLogfiles: true });
     t.diagnostic(`${m.starts} process starts in ${m.seconds.toFixed(1)} s, ${m.cpuSeconds.toFixed(2)} CPU s`);
-    assert.ok(m.starts > 2 * m.seconds, `${m.starts} process starts in ${m.seconds.toFixed(1)} s of silence`);
+    // Several a second at full speed; more than the bound above even on a loaded machine.
+    assert.ok(m.starts > m.seconds, `${m.starts} process starts in ${m.seconds.toFixed(1)} s of silence`);
     assert.equal(m.received.toString('latin1'), m.content.toString('latin1'));
   });
 });
