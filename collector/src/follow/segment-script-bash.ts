@@ -23,7 +23,7 @@
  * truncated while the loop is busy or just idle is reported as fast as before; during a long
  * silence within one heartbeat (2 s by default, was one poll interval).
  *
- * Assumes bash 4 or later (read -t fractions, -N/-d/-u, process substitution), and what the
+ * Assumes bash 4 or later (fractional `read -t`, `read -n -d -u`, process substitution), and what the
  * polling loop assumes (Linux /proc and /dev/fd, GNU coreutils).
  */
 import { pollSeconds, roundsIn, SEGMENT_EXIT, segmentPrelude, type SegmentScriptOptions } from './segment-prelude.ts';
