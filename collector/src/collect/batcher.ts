@@ -3,7 +3,10 @@
  * batch with the read positions it reaches, in one store transaction.
  *
  * A batch is cut by rows, bytes or time, whichever comes first. While one batch commits, the
- * next one fills. A batch the store cannot take (it is down, a transaction failed) is kept
+ * next one fills. With `lanes` above 1, that many batches commit at once (one per store
+ * connection, docs/store.md "Parallel commits"): each stream belongs to one lane for the life
+ * of the batcher, and a lane commits its batches one after another, so a stream's batches
+ * still commit in the order it handed them over and never two at once. A batch the store cannot take (it is down, a transaction failed) is kept
  * and retried with capped, jittered backoff, never dropped: its offsets are not committed
  * until its events are. Memory is bounded by a budget for the whole process and one per
  * target: a stream whose events would go over it waits in `waitForRoom()` before reading on,
@@ -29,6 +32,8 @@ export interface BatcherOptions {
   /** Backoff between retries of a batch the store did not take. */
   retryBaseMs: number;
   retryCapMs: number;
+  /** Batches committed at once (the store writer's connections); each stream keeps to one lane. */
+  lanes: number;
 }
 
 export const DEFAULT_BATCHER_OPTIONS: BatcherOptions = {
@@ -39,6 +44,7 @@ export const DEFAULT_BATCHER_OPTIONS: BatcherOptions = {
   targetBudgetBytes: 16 * 1024 * 1024,
   retryBaseMs: 500,
   retryCapMs: 15_000,
+  lanes: 1,
 };
 
 /** What commits a batch: the StoreWriter (a fake in unit tests). */
@@ -106,45 +112,62 @@ interface Pending {
   oldestReadAt: number;
 }
 
+/** The handovers of some streams, committed one batch at a time, in order. */
+interface Lane {
+  queue: Handover[];
+  queuedRows: number;
+  queuedBytes: number;
+  streams: number;
+  committing: boolean;
+  flushRequested: boolean;
+  wake: (() => void) | null;
+  wakeRetry: (() => void) | null;
+}
+
 export class Batcher {
   private readonly committer: BatchCommitter;
   private readonly options: BatcherOptions;
   private readonly hooks: BatcherHooks;
   private readonly now: () => number;
   private readonly random: () => number;
-  /** Handovers waiting for a batch, oldest first, with their totals. */
-  private queue: Handover[] = [];
-  private queuedRows = 0;
-  private queuedBytes = 0;
-  /** Bytes per target held by the pending batch and the one being committed. */
+  private readonly lanes: Lane[];
+  /** The lane of each stream seen: fixed, so that its batches commit one after another. */
+  private readonly laneOf = new Map<string, Lane>();
+  /** Bytes per target held by the pending batches and those being committed. */
   private readonly heldByTarget = new Map<string, number>();
   private held = 0;
   private readonly epochs = new Map<string, number>();
   private readonly fencedKeys = new Set<string>();
   private roomWaiters: Array<{ target: string; resolve: () => void }> = [];
-  private wake: (() => void) | null = null;
-  private wakeRetry: (() => void) | null = null;
   private flushWaiters: Array<() => void> = [];
-  private flushRequested = false;
   private stopping = false;
   private giveUpAt = Infinity;
-  private readonly worker: Promise<void>;
-  private committing = false;
+  private readonly workers: Promise<void>;
 
   constructor(committer: BatchCommitter, options: Partial<BatcherOptions> = {}, hooks: BatcherHooks = {}, clock: { now?: () => number; random?: () => number } = {}) {
     this.committer = committer;
     this.options = { ...DEFAULT_BATCHER_OPTIONS, ...options };
+    if (!Number.isSafeInteger(this.options.lanes) || this.options.lanes < 1) {
+      throw new PglogError('CONFIG_INVALID', `batcher lanes must be a whole number >= 1, got ${this.options.lanes}`);
+    }
     this.hooks = hooks;
     this.now = clock.now ?? Date.now;
     this.random = clock.random ?? Math.random;
-    this.worker = this.run();
+    this.lanes = Array.from({ length: this.options.lanes }, () => ({
+      queue: [], queuedRows: 0, queuedBytes: 0, streams: 0, committing: false, flushRequested: false, wake: null, wakeRetry: null,
+    }));
+    this.workers = Promise.all(this.lanes.map((lane) => this.run(lane))).then(() => undefined);
   }
 
   /** Bytes held for the store, pending and committing. */
   get heldBytes(): number { return this.held; }
   heldBytesOf(target: string): number { return this.heldByTarget.get(target) ?? 0; }
-  /** Events waiting for the next batch. */
-  get pendingRows(): number { return this.queuedRows; }
+  /** Events waiting for the next batches. */
+  get pendingRows(): number {
+    let rows = 0;
+    for (const lane of this.lanes) rows += lane.queuedRows;
+    return rows;
+  }
 
   /**
    * Hands over the events a stream parsed and the position they reach (an entry boundary):
@@ -159,12 +182,13 @@ export class Batcher {
     this.epochs.set(key, epoch);
     let cost = 0;
     for (const event of events) cost += eventCost(event);
-    this.queue.push({ key, source, events, position, cost, readAt, at: this.now() });
-    this.queuedRows += events.length;
-    this.queuedBytes += cost;
+    const lane = this.laneFor(key);
+    lane.queue.push({ key, source, events, position, cost, readAt, at: this.now() });
+    lane.queuedRows += events.length;
+    lane.queuedBytes += cost;
     this.held += cost;
     this.heldByTarget.set(source.target, (this.heldByTarget.get(source.target) ?? 0) + cost);
-    if (this.due()) this.wake?.();
+    if (this.due(lane)) lane.wake?.();
   }
 
   /**
@@ -183,9 +207,8 @@ export class Batcher {
   /** Resolves once `target` has room (at once when it has); the stream's backpressure point. */
   waitForRoom(target: string, signal?: AbortSignal): Promise<void> {
     if (this.hasRoom(target) || signal?.aborted === true) return Promise.resolve();
-    // Full pending batch: commit it now rather than waiting for the timer.
-    this.flushRequested = true;
-    this.wake?.();
+    // Full pending batches: commit them now rather than waiting for the timer.
+    this.requestFlush();
     return new Promise((resolve) => {
       const waiter = { target, resolve: (): void => { signal?.removeEventListener('abort', onAbort); resolve(); } };
       const onAbort = (): void => {
@@ -199,10 +222,10 @@ export class Batcher {
 
   /** Commits everything added so far; resolves when it is committed (or the batcher stopped). */
   flush(): Promise<void> {
-    if (this.isEmpty() && !this.committing) return Promise.resolve();
-    this.flushRequested = true;
-    this.wake?.();
-    return new Promise((resolve) => this.flushWaiters.push(resolve));
+    if (this.idle()) return Promise.resolve();
+    const done = new Promise<void>((resolve) => this.flushWaiters.push(resolve));
+    this.requestFlush();
+    return done;
   }
 
   /**
@@ -213,34 +236,59 @@ export class Batcher {
   async stop(deadline: number): Promise<void> {
     this.stopping = true;
     this.giveUpAt = deadline;
-    this.flushRequested = true;
-    this.wake?.();
-    this.wakeRetry?.();
+    for (const lane of this.lanes) {
+      lane.flushRequested = true;
+      lane.wake?.();
+      lane.wakeRetry?.();
+    }
     // A commit in flight at the deadline is abandoned: its transaction never commits, so its
     // events are read again at the next start.
-    await settleWithin(this.worker, deadline - this.now());
+    await settleWithin(this.workers, deadline - this.now());
     for (const w of this.roomWaiters) w.resolve();
     this.roomWaiters = [];
   }
 
-  private isEmpty(): boolean {
-    return this.queue.length === 0;
+  /**
+   * The lane of a stream: the one with the fewest streams when it is first seen, then always
+   * that one. Streams that go quiet keep their lane; a lane's order is all that matters.
+   */
+  private laneFor(key: string): Lane {
+    const known = this.laneOf.get(key);
+    if (known !== undefined) return known;
+    let lane: Lane = this.lanes[0]!;
+    for (const l of this.lanes) if (l.streams < lane.streams) lane = l;
+    lane.streams++;
+    this.laneOf.set(key, lane);
+    return lane;
   }
 
-  private due(): boolean {
-    if (this.isEmpty()) return false;
-    return this.flushRequested || this.queuedRows >= this.options.maxRows || this.queuedBytes >= this.options.maxBytes ||
-      this.now() - this.queue[0]!.at >= this.options.maxDelayMs;
+  private requestFlush(): void {
+    for (const lane of this.lanes) {
+      if (lane.queue.length === 0) continue;
+      lane.flushRequested = true;
+      lane.wake?.();
+    }
+  }
+
+  /** Nothing pending and nothing being committed, in any lane. */
+  private idle(): boolean {
+    return this.lanes.every((l) => l.queue.length === 0 && !l.committing);
+  }
+
+  private due(lane: Lane): boolean {
+    if (lane.queue.length === 0) return false;
+    return lane.flushRequested || lane.queuedRows >= this.options.maxRows || lane.queuedBytes >= this.options.maxBytes ||
+      this.now() - lane.queue[0]!.at >= this.options.maxDelayMs;
   }
 
   /**
-   * Takes the oldest handovers into a batch of at most maxRows events and maxBytes (but at
-   * least one handover): a slow commit does not turn the next batch into a giant one.
+   * Takes the oldest handovers of a lane into a batch of at most maxRows events and maxBytes
+   * (but at least one handover): a slow commit does not turn the next batch into a giant one.
    */
-  private takeBatch(): Pending {
-    const batch: Pending = { items: [], positions: new Map(), bytes: 0, byTarget: new Map(), oldestReadAt: this.queue[0]!.readAt };
+  private takeBatch(lane: Lane): Pending {
+    const batch: Pending = { items: [], positions: new Map(), bytes: 0, byTarget: new Map(), oldestReadAt: lane.queue[0]!.readAt };
     let taken = 0;
-    for (const h of this.queue) {
+    for (const h of lane.queue) {
       if (taken > 0 && (batch.items.length + h.events.length > this.options.maxRows || batch.bytes + h.cost > this.options.maxBytes)) break;
       taken++;
       for (const event of h.events) batch.items.push({ source: h.source, event, readAt: h.readAt });
@@ -251,87 +299,89 @@ export class Batcher {
     }
     // splice from the front: O(taken) moves are fine here, a copy of the whole queue per
     // batch (slice) would be quadratic when a slow store lets the queue grow long.
-    this.queue.splice(0, taken);
-    this.queuedRows -= batch.items.length;
-    this.queuedBytes -= batch.bytes;
+    lane.queue.splice(0, taken);
+    lane.queuedRows -= batch.items.length;
+    lane.queuedBytes -= batch.bytes;
     return batch;
   }
 
-  private sleep(ms: number): Promise<void> {
+  private sleep(lane: Lane, ms: number): Promise<void> {
     return new Promise((resolve) => {
-      const timer = setTimeout(() => { this.wake = null; resolve(); }, ms);
-      this.wake = (): void => { clearTimeout(timer); this.wake = null; resolve(); };
+      const timer = setTimeout(() => { lane.wake = null; resolve(); }, ms);
+      lane.wake = (): void => { clearTimeout(timer); lane.wake = null; resolve(); };
     });
   }
 
   /** A retry wait that new events do not cut short (only stop() does). */
-  private sleepBeforeRetry(ms: number): Promise<void> {
+  private sleepBeforeRetry(lane: Lane, ms: number): Promise<void> {
     return new Promise((resolve) => {
-      const timer = setTimeout(() => { this.wakeRetry = null; resolve(); }, ms);
-      this.wakeRetry = (): void => { clearTimeout(timer); this.wakeRetry = null; resolve(); };
+      const timer = setTimeout(() => { lane.wakeRetry = null; resolve(); }, ms);
+      lane.wakeRetry = (): void => { clearTimeout(timer); lane.wakeRetry = null; resolve(); };
     });
   }
 
-  private async run(): Promise<void> {
+  /** Resolves flush() once every lane has committed what it held. */
+  private settleFlushes(): void {
+    if (this.flushWaiters.length > 0 && this.idle()) for (const w of this.flushWaiters.splice(0)) w();
+  }
+
+  private async run(lane: Lane): Promise<void> {
     for (;;) {
-      if (this.isEmpty()) {
-        this.flushRequested = false;
-        for (const w of this.flushWaiters.splice(0)) w();
+      if (lane.queue.length === 0) {
+        lane.flushRequested = false;
+        this.settleFlushes();
         if (this.stopping) return;
-        await this.sleep(this.options.maxDelayMs);
+        await this.sleep(lane, this.options.maxDelayMs);
         continue;
       }
-      if (!this.due()) {
-        await this.sleep(Math.max(1, this.queue[0]!.at + this.options.maxDelayMs - this.now()));
+      if (!this.due(lane)) {
+        await this.sleep(lane, Math.max(1, lane.queue[0]!.at + this.options.maxDelayMs - this.now()));
         continue;
       }
-      const batch = this.takeBatch();
-      const done = await this.commitWithRetry(batch);
+      const batch = this.takeBatch(lane);
+      lane.committing = true;
+      const done = await this.commitWithRetry(lane, batch);
+      lane.committing = false;
       this.release(batch);
       if (!done) {
         // Stopped while the store was away: nothing more can be committed.
-        for (const h of this.queue) this.held -= h.cost;
-        this.queue = [];
-        this.queuedRows = 0;
-        this.queuedBytes = 0;
-        for (const w of this.flushWaiters.splice(0)) w();
+        for (const h of lane.queue) this.held -= h.cost;
+        lane.queue = [];
+        lane.queuedRows = 0;
+        lane.queuedBytes = 0;
+        this.settleFlushes();
         return;
       }
     }
   }
 
   /** Commits one batch, retrying until it commits or the stop deadline passes. */
-  private async commitWithRetry(batch: Pending): Promise<boolean> {
+  private async commitWithRetry(lane: Lane, batch: Pending): Promise<boolean> {
     const storeBatch: StoreBatch = { items: batch.items, positions: [...batch.positions.values()] };
     const epochs = new Map<string, number>();
     for (const key of batch.positions.keys()) epochs.set(key, this.epochs.get(key) ?? 0);
-    this.committing = true;
-    try {
-      for (let attempt = 1; ; attempt++) {
-        const started = this.now();
-        try {
-          const result = await this.committer.commit(storeBatch, epochs);
-          for (const f of result.fenced) {
-            this.fencedKeys.add(streamKeyOf(f.target, f.instance));
-            this.hooks.fenced?.(f.target, f.instance, f.epoch);
-          }
-          const positions = result.fenced.length === 0 ? storeBatch.positions : storeBatch.positions.filter((p) => !this.fencedKeys.has(streamKeyOf(p.target, p.instance)));
-          this.hooks.committed?.(result, { rows: batch.items.length, bytes: batch.bytes, oldestReadAt: batch.oldestReadAt, ms: this.now() - started, newest: newestPerStream(batch.items), positions });
-          return true;
-        } catch (e) {
-          const delay = backoffDelay(attempt, this.options.retryBaseMs, this.options.retryCapMs, this.random);
-          if (this.stopping && this.now() + delay > this.giveUpAt) {
-            this.hooks.retrying?.(e, attempt, -1);
-            return false;
-          }
-          // Any failure is retried, not only STORE_UNAVAILABLE: dropping the batch would lose
-          // data, and the hook reports the error as what it is.
-          this.hooks.retrying?.(e, attempt, delay);
-          await this.sleepBeforeRetry(delay);
+    for (let attempt = 1; ; attempt++) {
+      const started = this.now();
+      try {
+        const result = await this.committer.commit(storeBatch, epochs);
+        for (const f of result.fenced) {
+          this.fencedKeys.add(streamKeyOf(f.target, f.instance));
+          this.hooks.fenced?.(f.target, f.instance, f.epoch);
         }
+        const positions = result.fenced.length === 0 ? storeBatch.positions : storeBatch.positions.filter((p) => !this.fencedKeys.has(streamKeyOf(p.target, p.instance)));
+        this.hooks.committed?.(result, { rows: batch.items.length, bytes: batch.bytes, oldestReadAt: batch.oldestReadAt, ms: this.now() - started, newest: newestPerStream(batch.items), positions });
+        return true;
+      } catch (e) {
+        const delay = backoffDelay(attempt, this.options.retryBaseMs, this.options.retryCapMs, this.random);
+        if (this.stopping && this.now() + delay > this.giveUpAt) {
+          this.hooks.retrying?.(e, attempt, -1);
+          return false;
+        }
+        // Any failure is retried, not only STORE_UNAVAILABLE: dropping the batch would lose
+        // data, and the hook reports the error as what it is.
+        this.hooks.retrying?.(e, attempt, delay);
+        await this.sleepBeforeRetry(lane, delay);
       }
-    } finally {
-      this.committing = false;
     }
   }
 

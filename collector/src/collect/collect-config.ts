@@ -10,9 +10,17 @@ import { wholeNumberOption } from '../config/whole-number-option.ts';
 import { parseLogLevelOption, type OptionLogLevel } from '../observability/logger.ts';
 import { DEFAULT_MAX_ENTRY_BYTES } from '../protocol/line-splitter.ts';
 import { DEFAULT_TEMPLATE_CACHE_BYTES } from '../protocol/normalize.ts';
+import { MAX_STORE_CONNECTIONS } from '../store/store-writer.ts';
 import { DEFAULT_BATCHER_OPTIONS, type BatcherOptions } from './batcher.ts';
 import { parseTransportConfig, TRANSPORT_OPTIONS, TRANSPORT_USAGE, type TransportConfig } from './transport-config.ts';
 import { CLUSTER_OPTIONS, CLUSTER_USAGE, parseClusterConfig, type ClusterConfig } from '../cluster/cluster-config.ts';
+
+/**
+ * Batches committing at once by default: enough to keep the store's cores busy while the
+ * collector maps and encodes the next chunk (docs/benchmarks.md, commit benchmark), few enough
+ * to be a small share of a store's max_connections per collector.
+ */
+export const DEFAULT_STORE_CONNECTIONS = 4;
 
 export const COLLECT_USAGE = `usage: pglog collect --targets FILE [--store URL | --store-file FILE] [OPTIONS]
        pglog collect --shard NAME [--namespace NS] [--kubeconfig PATH] [OPTIONS]
@@ -31,6 +39,8 @@ export const COLLECT_USAGE = `usage: pglog collect --targets FILE [--store URL |
   --batch-rows N            commit after N events (default ${DEFAULT_BATCHER_OPTIONS.maxRows})
   --batch-bytes SIZE        ... or after SIZE of log (default 16MiB)
   --batch-ms MS             ... or MS after the oldest pending event (default ${DEFAULT_BATCHER_OPTIONS.maxDelayMs})
+  --store-connections N     store connections, batches of different streams commit on them side
+                            by side (default ${DEFAULT_STORE_CONNECTIONS}, 1 to ${MAX_STORE_CONNECTIONS})
   --memory-budget SIZE      bytes held for the store, whole process (default 128MiB)
   --target-memory-budget SIZE  ... per target (default 16MiB)
   --max-entry-bytes SIZE    longer entries are truncated and counted (default 10MiB)
@@ -53,6 +63,8 @@ export interface CollectConfig {
   /** Where a log never collected before starts, for targets that do not say (spec.startAt). */
   startAt: StartPoint;
   batcher: BatcherOptions;
+  /** Store connections, one batch committing on each at a time (the batcher's lanes). */
+  storeConnections: number;
   maxEntryBytes: number;
   /** Bytes of the process's query template cache (sql-template-cache.ts). */
   templateCacheBytes: number;
@@ -77,6 +89,7 @@ export function parseCollectArgs(argv: string[], env: Readonly<Record<string, st
       'batch-rows': { type: 'string' },
       'batch-bytes': { type: 'string' },
       'batch-ms': { type: 'string' },
+      'store-connections': { type: 'string' },
       'memory-budget': { type: 'string' },
       'target-memory-budget': { type: 'string' },
       'max-entry-bytes': { type: 'string' },
@@ -105,6 +118,8 @@ export function parseCollectArgs(argv: string[], env: Readonly<Record<string, st
   if (batcher.targetBudgetBytes > batcher.budgetBytes) {
     throw new PglogError('USAGE', `collect: --target-memory-budget (${batcher.targetBudgetBytes}) must not exceed --memory-budget (${batcher.budgetBytes})`);
   }
+  const storeConnections = count(values['store-connections'], '--store-connections', DEFAULT_STORE_CONNECTIONS, 1);
+  if (storeConnections > MAX_STORE_CONNECTIONS) throw new PglogError('USAGE', `collect: --store-connections must be at most ${MAX_STORE_CONNECTIONS}, got ${storeConnections}`);
   const retention = values['retention-days'];
   return {
     targetsFile: values.targets ?? null,
@@ -114,6 +129,7 @@ export function parseCollectArgs(argv: string[], env: Readonly<Record<string, st
     logLevel,
     startAt,
     batcher,
+    storeConnections,
     maxEntryBytes: size(values['max-entry-bytes'], '--max-entry-bytes', DEFAULT_MAX_ENTRY_BYTES),
     templateCacheBytes: size(values['template-cache-bytes'], '--template-cache-bytes', DEFAULT_TEMPLATE_CACHE_BYTES),
     retentionDays: retention === undefined ? null : count(retention, '--retention-days', 0, 1),

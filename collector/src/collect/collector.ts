@@ -147,7 +147,7 @@ export class Collector {
     const hooks = batcherHooks(this.o.metrics, log, (target, instance) => {
       this.streamAborts.get(streamKeyOf(target, instance))?.abort();
     });
-    const batcher = new Batcher(writer, config.batcher, {
+    const batcher = new Batcher(writer, { ...config.batcher, lanes: writer.connections }, {
       ...hooks,
       committed: (result, info) => {
         hooks.committed?.(result, info);
@@ -428,6 +428,7 @@ export class Collector {
           url: config.storeUrl,
           applicationName: 'pglog collect',
           retentionDays: config.retentionDays,
+          connections: config.storeConnections,
           log: (level: 'info' | 'warn' | 'error', msg: string, fields?: object) => { log[level](fields ?? {}, msg); },
         });
       } catch (e) {

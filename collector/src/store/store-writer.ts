@@ -25,15 +25,21 @@
  * non-empty snapshot table; writeSnapshots(list): a group of them in one transaction (the
  * collector's SnapshotSink); see snapshot-writer.ts.
  *
- * One dedicated connection, used by one operation at a time (commit, claim, writeSnapshot and
- * maintain queue up). One COPY BINARY encoder per table, made once: its scratch buffer grows to
- * the chunk size and is reused by every batch (docs/decisions/0004). COPY data is produced in
- * chunks of about CHUNK_BYTES, each encoded only once the previous one was handed to the socket.
+ * A few dedicated connections (`connections`, default 1; connection-pool.ts), each used by one
+ * operation at a time: commits, claims and snapshots run side by side on different ones, so
+ * batches of different streams commit in parallel (the Batcher never has two batches of one
+ * stream in flight); migrations and maintain take every connection, alone. A lost connection
+ * is made again by the next operation on its slot. One COPY BINARY encoder per table, made
+ * once: its scratch buffer grows to the chunk size and is reused by every batch
+ * (docs/decisions/0004); encodeRows copies its output out, so concurrent COPYs share it
+ * safely. COPY data is produced in chunks of about CHUNK_BYTES, each encoded only once the
+ * previous one was handed to the socket.
  */
 import pg from 'pg';
 import { PglogError, isPglogError } from '../errors.ts';
 import type { Snapshot, SnapshotFailure } from '../snapshot/types.ts';
 import { writeWithBisection } from './bisect.ts';
+import { ConnectionPool, type PoolSlot } from './connection-pool.ts';
 import type { Rejection } from './bisect.ts';
 import { CopyBinaryEncoder } from './copy-binary.ts';
 import { CHUNK_BYTES, copyIn } from './copy-stream.ts';
@@ -72,6 +78,8 @@ export interface StoreWriterOptions {
   maxTextBytes?: number;
   /** Days of events kept by maintain(); null or undefined keeps everything. */
   retentionDays?: number | null;
+  /** Connections to the store, used side by side (default 1, at most MAX_STORE_CONNECTIONS). */
+  connections?: number;
   log?: StoreLog;
 }
 
@@ -82,6 +90,9 @@ export interface StoreWriterOptions {
  */
 const FIRST_CHUNK_BYTES = 16 * 1024;
 const ENCODER_INITIAL_BYTES = 4 * CHUNK_BYTES;
+
+/** More would only queue inside the server: each commit keeps a backend busy on one core. */
+export const MAX_STORE_CONNECTIONS = 64;
 
 export class StoreWriter {
   private readonly url: string;
@@ -94,9 +105,7 @@ export class StoreWriter {
   private readonly log: StoreLog;
   private readonly encoders: Readonly<Record<EventTable, CopyBinaryEncoder>>;
   private readonly snapshots = new SnapshotEncoders();
-  private client: pg.Client | null = null;
-  /** The tail of the queue of operations: each waits for the one before it. */
-  private queue: Promise<void> = Promise.resolve();
+  private readonly pool: ConnectionPool;
   private closed = false;
 
   private constructor(options: StoreWriterOptions) {
@@ -114,6 +123,11 @@ export class StoreWriter {
       throw new PglogError('CONFIG_INVALID', `store retentionDays must be a whole number of days, at least 1, got ${this.retentionDays}`);
     }
     this.log = options.log ?? (() => { /* not logged */ });
+    const connections = options.connections ?? 1;
+    if (!Number.isSafeInteger(connections) || connections < 1 || connections > MAX_STORE_CONNECTIONS) {
+      throw new PglogError('CONFIG_INVALID', `store connections must be a whole number from 1 to ${MAX_STORE_CONNECTIONS}, got ${connections}`);
+    }
+    this.pool = new ConnectionPool(connections);
     const encoders = {} as Record<EventTable, CopyBinaryEncoder>;
     for (const t of EVENT_TABLES) encoders[t] = new CopyBinaryEncoder(TABLES[t].types, { initialSize: ENCODER_INITIAL_BYTES });
     this.encoders = encoders;
@@ -125,7 +139,7 @@ export class StoreWriter {
     try {
       await writer.exclusive('migrating the store schema', async (client) => {
         await migrate(client);
-      });
+      }, true);
       await writer.maintain();
     } catch (e) {
       await writer.close();
@@ -291,17 +305,20 @@ export class StoreWriter {
       const created = await ensurePartitions(client, day);
       const dropped = this.retentionDays === null ? [] : await dropPartitionsBefore(client, utcDay(now, -this.retentionDays));
       return { created, dropped };
-    });
+    }, true);
   }
 
-  /** Waits for the operation under way, then closes the connection. Idempotent. */
+  /** Connections the writer may use side by side. */
+  get connections(): number { return this.pool.size; }
+
+  /** Waits for the operations under way, then closes the connections. Idempotent. */
   async close(): Promise<void> {
-    const last = this.queue;
     this.closed = true;
-    await last;
-    const client = this.client;
-    this.client = null;
-    if (client !== null) await client.end().catch(() => { /* already gone */ });
+    const slots = await this.pool.lease(true);
+    const clients = this.pool.clients();
+    for (const slot of slots) slot.client = null;
+    this.pool.release(slots);
+    await Promise.all(clients.map((c) => c.end().catch(() => { /* already gone */ })));
   }
 
   /** Locks the claims of the streams; returns those whose stored epoch is not theirs. */
@@ -358,17 +375,18 @@ export class StoreWriter {
     return committed;
   }
 
-  /** Runs `fn` on the connection once the operations before it are done. */
-  private async exclusive<T>(what: string, fn: (client: pg.Client) => Promise<T>): Promise<T> {
-    const before = this.queue;
-    let done: () => void = () => { /* replaced below */ };
-    this.queue = new Promise<void>((resolve) => { done = resolve; });
-    await before;
+  /**
+   * Runs `fn` on a connection of its own (a slot of the pool, connected if it is not), or
+   * with `all` on one while holding every slot: nothing else runs meanwhile.
+   */
+  private async exclusive<T>(what: string, fn: (client: pg.Client) => Promise<T>, all = false): Promise<T> {
+    const slots = await this.pool.lease(all);
+    const slot = slots[0] as PoolSlot;
     try {
       if (this.closed) throw new PglogError('STORE_UNAVAILABLE', `${what}: the writer to ${this.where} is closed`);
       let client: pg.Client;
       try {
-        client = await this.connection();
+        client = await this.connection(slot);
       } catch (e) {
         throw this.unavailable(`${what}: cannot connect to`, e);
       }
@@ -377,16 +395,16 @@ export class StoreWriter {
       } catch (e) {
         // Fencing and migration refusals are answers, not failures of the connection.
         if (isPglogError(e) && e.code !== 'STORE_UNAVAILABLE') throw e;
-        this.discard(client);
+        this.discard(slot, client);
         throw isPglogError(e) ? e : this.unavailable(`${what} failed on`, e);
       }
     } finally {
-      done();
+      this.pool.release(slots);
     }
   }
 
-  private async connection(): Promise<pg.Client> {
-    if (this.client !== null) return this.client;
+  private async connection(slot: PoolSlot): Promise<pg.Client> {
+    if (slot.client !== null) return slot.client;
     const client = new pg.Client({
       connectionString: this.url,
       application_name: this.applicationName,
@@ -402,7 +420,7 @@ export class StoreWriter {
     // Without a listener an error between queries (the server went away) would crash the process.
     client.on('error', (e) => {
       this.log('warn', `the connection to ${this.where} failed: ${withoutPassword(e.message, this.url)}`);
-      if (this.client === client) this.client = null;
+      if (slot.client === client) slot.client = null;
     });
     try {
       await client.connect();
@@ -410,12 +428,12 @@ export class StoreWriter {
       await client.end().catch(() => { /* never connected */ });
       throw e;
     }
-    this.client = client;
+    slot.client = client;
     return client;
   }
 
-  private discard(client: pg.Client): void {
-    if (this.client === client) this.client = null;
+  private discard(slot: PoolSlot, client: pg.Client): void {
+    if (slot.client === client) slot.client = null;
     void client.end().catch(() => { /* already broken */ });
   }
 
