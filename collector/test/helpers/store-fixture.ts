@@ -71,14 +71,14 @@ export class StoreFixture {
     return `postgresql://postgres:${this.password}@/${name}?host=${encodeURIComponent(this.server.socketDir)}&port=${this.server.port}`;
   }
 
-  async openWriter(name: string, options: { maxTextBytes?: number; retentionDays?: number } = {}): Promise<StoreWriter> {
+  async openWriter(name: string, options: { maxTextBytes?: number; retentionDays?: number; connections?: number } = {}): Promise<StoreWriter> {
     const writer = await StoreWriter.open({ url: this.urlOf(name), applicationName: this.applicationName, connectTimeoutMs: 5_000, ...options });
     this.writers.push(writer);
     return writer;
   }
 
   /** A fresh database, a writer on it, and a client. */
-  async freshStore(options: { maxTextBytes?: number; retentionDays?: number } = {}): Promise<FreshStore> {
+  async freshStore(options: { maxTextBytes?: number; retentionDays?: number; connections?: number } = {}): Promise<FreshStore> {
     const name = await this.freshDatabase();
     const writer = await this.openWriter(name, options);
     return { writer, db: await this.connect(name), url: this.urlOf(name), name };

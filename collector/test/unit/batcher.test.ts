@@ -168,3 +168,77 @@ describe('Batcher under a slow store', () => {
     await b.stop(Date.now() + 1000);
   });
 });
+
+/** A store whose commits each wait until the test lets them go, recording what is in flight. */
+class HeldStore implements BatchCommitter {
+  readonly committed: StoreBatch[] = [];
+  readonly inFlight = new Set<StoreBatch>();
+  /** Streams (target/instance) of two batches in flight at once: must stay empty. */
+  readonly overlaps: string[] = [];
+  mostInFlight = 0;
+  private readonly waiting: Array<() => void> = [];
+  async commit(batch: StoreBatch): Promise<CommitResult> {
+    const keys = new Set(batch.positions.map((p) => `${p.target}/${p.instance}`));
+    for (const other of this.inFlight) for (const p of other.positions) if (keys.has(`${p.target}/${p.instance}`)) this.overlaps.push(`${p.target}/${p.instance}`);
+    this.inFlight.add(batch);
+    this.mostInFlight = Math.max(this.mostInFlight, this.inFlight.size);
+    await new Promise<void>((r) => this.waiting.push(r));
+    this.inFlight.delete(batch);
+    this.committed.push(batch);
+    return { rows: { other_events: batch.items.length }, quarantined: 0, fenced: [], copyMs: 0, bytes: 0 };
+  }
+  get held(): number { return this.waiting.length; }
+  /** Lets the oldest waiting commit finish. */
+  releaseOne(): void { this.waiting.shift()?.(); }
+}
+
+describe('Batcher with lanes (parallel commits)', () => {
+  test('batches of different streams commit side by side; a stream never has two in flight, and its batches commit in order', async () => {
+    const store = new HeldStore();
+    const streams = ['a', 'b', 'c', 'd', 'e', 'f'];
+    const b = new Batcher(store, { maxRows: 4, maxDelayMs: 1, lanes: 3, budgetBytes: 1 << 30, targetBudgetBytes: 1 << 30 });
+    const rounds = 20;
+    for (let i = 0; i < rounds; i++) {
+      for (const s of streams) b.add(source(s), [event(i * 100)], position((i + 1) * 100, s), 1, 0);
+    }
+    const flushed = b.flush();
+    await until(() => store.held === 3, 'three commits in flight');
+    assert.equal(store.mostInFlight, 3);
+    // Let them finish one at a time, oldest first, until everything is committed.
+    let done = false;
+    void flushed.then(() => { done = true; });
+    while (!done) {
+      store.releaseOne();
+      await new Promise((r) => setTimeout(r, 1));
+    }
+    assert.deepEqual(store.overlaps, [], 'no stream in two batches in flight at once');
+    assert.ok(store.mostInFlight <= 3, 'never more than the lanes');
+    for (const s of streams) {
+      const offsets = store.committed.flatMap((x) => x.items.filter((it) => it.source.target === s).map((it) => it.event.offset));
+      assert.deepEqual(offsets, Array.from({ length: rounds }, (_, i) => i * 100), `${s}: every event once, in order`);
+      const positions = store.committed.flatMap((x) => x.positions.filter((p) => p.target === s).map((p) => p.offset));
+      assert.deepEqual(positions, [...positions].sort((x, y) => x - y), `${s}: positions move forward only`);
+      assert.equal(positions.at(-1), rounds * 100);
+    }
+    await b.stop(Date.now() + 1000);
+  });
+
+  test('one lane: one batch in flight at a time (the behaviour of a single store connection)', async () => {
+    const store = new HeldStore();
+    const b = new Batcher(store, { maxRows: 1, maxDelayMs: 1 });
+    for (const s of ['a', 'b', 'c']) b.add(source(s), [event(0)], position(100, s), 1, 0);
+    const flushed = b.flush();
+    let done = false;
+    void flushed.then(() => { done = true; });
+    while (!done) {
+      await new Promise((r) => setTimeout(r, 5));
+      store.releaseOne();
+    }
+    assert.equal(store.mostInFlight, 1);
+    await b.stop(Date.now() + 1000);
+  });
+
+  test('lanes must be a whole number of at least one', () => {
+    assert.throws(() => new Batcher(new ScriptedStore(), { lanes: 0 }), (e: unknown) => e instanceof PglogError && e.code === 'CONFIG_INVALID');
+  });
+});
