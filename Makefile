@@ -132,11 +132,13 @@ demo: system-deps deps ## pglog collect end to end: a store, two sshd servers, t
 demo-parse: logs ## Generate a real PostgreSQL log and print `pglog parse --summary` of it
 	@scripts/demo.sh $(LOGS_DIR)/test
 
-bench: bench-logs ## Benchmarks (parse vs pgbadger, COPY BINARY vs text vs INSERT, ssh2 ciphers, 50-server ingest, our kube client vs client-node); writes docs/benchmarks.md
+bench: bench-logs ## Benchmarks (parse vs pgbadger, COPY BINARY vs text vs INSERT, one store connection vs a pool, ssh2 ciphers, 50-server ingest, our kube client vs client-node); writes docs/benchmarks.md
 	node bench/parse-bench.ts --log $(LOGS_DIR)/bench/stderr/postgresql.log --out docs/benchmarks.md
 	@mkdir -p $(BENCH_OUT)
 	node bench/copy-bench.ts --out $(BENCH_OUT)/copy.md
 	node bench/merge-section.ts docs/benchmarks.md copy-bench $(BENCH_OUT)/copy.md
+	node bench/commit-bench.ts --out $(BENCH_OUT)/commit.md
+	node bench/merge-section.ts docs/benchmarks.md commit-bench $(BENCH_OUT)/commit.md
 	node bench/ssh-bench.ts --out $(BENCH_OUT)/ssh.md
 	node bench/merge-section.ts docs/benchmarks.md ssh-bench $(BENCH_OUT)/ssh.md
 	node bench/ingest-bench.ts --mb-per-sec 20,5 --tuned-for-limit 1024 --profile-at 10 --out $(BENCH_OUT)/ingest.md

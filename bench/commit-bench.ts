@@ -19,7 +19,8 @@
  * last event.
  */
 import { cpus, loadavg } from 'node:os';
-import { writeFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { setImmediate as yieldNow } from 'node:timers/promises';
 import { parseArgs } from 'node:util';
 import pg from 'pg';
@@ -29,6 +30,7 @@ import type { StatementEvent } from '../collector/src/protocol/events.ts';
 import { StoreWriter } from '../collector/src/store/store-writer.ts';
 import type { SourceRef } from '../collector/src/store/store-writer.ts';
 import { startCluster } from '../collector/test/helpers/pg-cluster.ts';
+import { cpuDelta, descendantsNamed, machineCpu, processCpuSeconds } from './ingest/proc-stats.ts';
 import { generateLog, parseEvents } from './lib/statement-events.ts';
 
 const { values } = parseArgs({
@@ -48,10 +50,30 @@ const POOL = Number(values.connections);
 const RUNS = Number(values.runs);
 const TARGET_ROWS = 150_000;
 
-interface Run { seconds: number; cpuSeconds: number; batches: number; maxInFlight: number }
+interface Run {
+  seconds: number;
+  /** The benchmark process's CPU (the collector's side). */
+  cpuSeconds: number;
+  /** The store's: the postmaster and every process under it (backends, WAL writer, checkpointer). */
+  serverCpuSeconds: number;
+  /** Busy share of all the machine's cores over the run (other work on the machine included). */
+  machineBusy: number;
+  batches: number;
+  maxInFlight: number;
+}
+
+/** CPU seconds of the store's processes, by pid. */
+function serverCpu(postmaster: number): Map<number, number> {
+  const out = new Map<number, number>();
+  for (const pid of [postmaster, ...descendantsNamed(postmaster, ['postgres'])]) {
+    const s = processCpuSeconds(pid);
+    if (s !== null) out.set(pid, s);
+  }
+  return out;
+}
 
 /** One run: every stream hands over all its events; resolves once all are committed. */
-async function runOnce(url: string, connections: number, events: readonly StatementEvent[]): Promise<Run> {
+async function runOnce(url: string, postmaster: number, connections: number, events: readonly StatementEvent[]): Promise<Run> {
   const writer = await StoreWriter.open({ url, applicationName: `commit-bench ${connections}`, connections });
   const sources: SourceRef[] = Array.from({ length: STREAMS }, (_, i) => ({ target: `db${String(i).padStart(3, '0')}`, instance: 'main', file: 'log/postgresql.log' }));
   const epochs = await Promise.all(sources.map(async (s) => (await writer.claim(s.target, s.instance)).epoch));
@@ -72,6 +94,8 @@ async function runOnce(url: string, connections: number, events: readonly Statem
   };
   const batcher = new Batcher(counting, { ...DEFAULT_BATCHER_OPTIONS, lanes: connections });
   const cpu0 = process.cpuUsage();
+  const server0 = serverCpu(postmaster);
+  const machine0 = machineCpu();
   const t0 = performance.now();
   await Promise.all(sources.map(async (source, s) => {
     const readAt = Date.now();
@@ -86,9 +110,12 @@ async function runOnce(url: string, connections: number, events: readonly Statem
   await batcher.flush();
   const seconds = (performance.now() - t0) / 1000;
   const cpu = process.cpuUsage(cpu0);
+  const serverCpuSeconds = cpuDelta(server0, serverCpu(postmaster));
+  const machine1 = machineCpu();
+  const machineBusy = (machine1.busy - machine0.busy) / (machine1.total - machine0.total);
   await batcher.stop(Date.now() + 10_000);
   await writer.close();
-  return { seconds, cpuSeconds: (cpu.user + cpu.system) / 1e6, batches, maxInFlight };
+  return { seconds, cpuSeconds: (cpu.user + cpu.system) / 1e6, serverCpuSeconds, machineBusy, batches, maxInFlight };
 }
 
 /** Settings of both stores (as the ingest benchmark's), then each one's own. */
@@ -111,6 +138,7 @@ async function measureStore(settings: readonly string[]): Promise<Map<number, Ru
   const server = await startCluster({ dirPrefix: 'pglog-commit-bench-', settings: [...settings] });
   try {
     const url = server.url;
+    const postmaster = Number(readFileSync(join(server.dataDir, 'postmaster.pid'), 'utf8').split('\n')[0]);
     const client = new pg.Client({ connectionString: url });
     await client.connect();
     // Migrated by the first writer; the admin client checks and truncates.
@@ -131,7 +159,7 @@ async function measureStore(settings: readonly string[]): Promise<Map<number, Ru
     for (let i = 0; i < RUNS; i++) {
       for (const c of configs) {
         await truncate();
-        const run = await runOnce(url, c, events);
+        const run = await runOnce(url, postmaster, c, events);
         await check(`${c} connection(s), run ${i + 1}`);
         results.get(c)?.push(run);
         process.stderr.write(`run ${i + 1}, ${c} connection(s): ${fmt(total / run.seconds)} rows/s, ${run.batches} batches, at most ${run.maxInFlight} in flight\n`);
@@ -157,7 +185,8 @@ for (const store of STORES) {
     const b = best(results, c);
     const runs = (results.get(c) ?? []).map((r) => fmt(total / r.seconds)).join(', ');
     const what = c === 1 ? 'each batch commits after the one before (before `--store-connections`)' : `\`--store-connections ${c}\`: ${c} lanes of streams, a batch of each committing side by side`;
-    return `| ${name} | ${c} | ${fmt(rate(results, c))} | ${runs} | ${b.seconds.toFixed(2)} | ${b.batches} | ${b.maxInFlight} | ${(b.cpuSeconds / total * 1e6).toFixed(2)} | ${what} |`;
+    const perRow = (sec: number): string => (sec / total * 1e6).toFixed(2);
+    return `| ${name} | ${c} | ${fmt(rate(results, c))} | ${runs} | ${b.seconds.toFixed(2)} | ${b.batches} | ${b.maxInFlight} | ${perRow(b.cpuSeconds)} | ${perRow(b.serverCpuSeconds)} | ${(b.machineBusy * 100).toFixed(0)} | ${what} |`;
   };
   const md = [
     '## Parallel commits (bench/commit-bench.ts)',
@@ -172,9 +201,13 @@ for (const store of STORES) {
     `Best of ${RUNS} runs each (round robin), tables truncated before each; every run checked (each row once, each`,
     `position at its stream's last event). Load average ${loadavg().map((x) => x.toFixed(1)).join(' / ')} at the end. Measured ${new Date().toISOString().slice(0, 10)}.`,
     '',
-    '| store | connections | rows/s (best) | runs, rows/s | best s | batches | most in flight | client CPU µs/row | what |',
-    '|---|---:|---:|---|---:|---:|---:|---:|---|',
+    '| store | connections | rows/s (best) | runs, rows/s | best s | batches | most in flight | collector CPU µs/row | store CPU µs/row | machine busy % | what |',
+    '|---|---:|---:|---|---:|---:|---:|---:|---:|---:|---|',
     ...measured.flatMap(({ store, results }) => configs.map((c) => row(store.name, results, c))),
+    '',
+    'Collector CPU: the benchmark process (batcher, mapping, encoding, COPY); store CPU: the postmaster and every',
+    'process under it (backends, WAL writer, checkpointer); machine busy: all cores, other work on the machine included',
+    '(best run of each).',
     '',
     '| ratio | value | target |',
     '|---|---:|---|',

@@ -43,6 +43,15 @@ describe('parseCollectArgs', () => {
     assert.equal(parseCollectArgs(['--targets', 't', '--store', URL, '--listen', 'off'], {}, noFile).listen, null);
   });
 
+  test('--store-connections: 4 by default, 1 to 64', () => {
+    assert.equal(parseCollectArgs(['--targets', 't', '--store', URL], {}, noFile).storeConnections, 4);
+    assert.equal(parseCollectArgs(['--targets', 't', '--store', URL, '--store-connections', '1'], {}, noFile).storeConnections, 1);
+    assert.equal(parseCollectArgs(['--targets', 't', '--store', URL, '--store-connections', '64'], {}, noFile).storeConnections, 64);
+    for (const bad of ['0', '65', '2.5', 'many']) {
+      assert.throws(() => parseCollectArgs(['--targets', 't', '--store', URL, '--store-connections', bad], {}, noFile), usage(/--store-connections/), bad);
+    }
+  });
+
   test('the store URL: flag, file (first line) or environment; never two; never missing', () => {
     assert.equal(parseCollectArgs(['--targets', 't', '--store-file', 'f'], {}, () => `${URL}\nignored\n`).storeUrl, URL);
     assert.equal(parseCollectArgs(['--targets', 't'], { PGLOG_STORE_URL: URL }, noFile).storeUrl, URL);
