@@ -37,7 +37,7 @@ const { values } = parseArgs({
   options: {
     out: { type: 'string' },
     streams: { type: 'string', default: '50' },
-    rows: { type: 'string', default: '8000' },
+    rows: { type: 'string', default: '16000' },
     handover: { type: 'string', default: '200' },
     connections: { type: 'string', default: String(DEFAULT_STORE_CONNECTIONS) },
     runs: { type: 'string', default: '3' },
