@@ -101,6 +101,8 @@ interface Handover {
   cost: number;
   readAt: number;
   at: number;
+  /** Its number in its lane (1, 2, ...): flush() waits for the numbers it saw. */
+  seq: number;
 }
 
 /** A batch: whole handovers, so each stream's position is exactly the end of its events in it. */
@@ -110,6 +112,8 @@ interface Pending {
   bytes: number;
   byTarget: Map<string, number>;
   oldestReadAt: number;
+  /** The number of its last handover. */
+  lastSeq: number;
 }
 
 /** The handovers of some streams, committed one batch at a time, in order. */
@@ -118,7 +122,9 @@ interface Lane {
   queuedRows: number;
   queuedBytes: number;
   streams: number;
-  committing: boolean;
+  /** Number of the last handover added, and of the last one committed (or given up). */
+  added: number;
+  done: number;
   flushRequested: boolean;
   wake: (() => void) | null;
   wakeRetry: (() => void) | null;
@@ -139,7 +145,8 @@ export class Batcher {
   private readonly epochs = new Map<string, number>();
   private readonly fencedKeys = new Set<string>();
   private roomWaiters: Array<{ target: string; resolve: () => void }> = [];
-  private flushWaiters: Array<() => void> = [];
+  /** flush() calls waiting: each for every lane to have committed what it held then. */
+  private flushWaiters: Array<{ upTo: number[]; resolve: () => void }> = [];
   private stopping = false;
   private giveUpAt = Infinity;
   private readonly workers: Promise<void>;
@@ -154,7 +161,7 @@ export class Batcher {
     this.now = clock.now ?? Date.now;
     this.random = clock.random ?? Math.random;
     this.lanes = Array.from({ length: this.options.lanes }, () => ({
-      queue: [], queuedRows: 0, queuedBytes: 0, streams: 0, committing: false, flushRequested: false, wake: null, wakeRetry: null,
+      queue: [], queuedRows: 0, queuedBytes: 0, streams: 0, added: 0, done: 0, flushRequested: false, wake: null, wakeRetry: null,
     }));
     this.workers = Promise.all(this.lanes.map((lane) => this.run(lane))).then(() => undefined);
   }
@@ -183,7 +190,7 @@ export class Batcher {
     let cost = 0;
     for (const event of events) cost += eventCost(event);
     const lane = this.laneFor(key);
-    lane.queue.push({ key, source, events, position, cost, readAt, at: this.now() });
+    lane.queue.push({ key, source, events, position, cost, readAt, at: this.now(), seq: ++lane.added });
     lane.queuedRows += events.length;
     lane.queuedBytes += cost;
     this.held += cost;
@@ -222,8 +229,10 @@ export class Batcher {
 
   /** Commits everything added so far; resolves when it is committed (or the batcher stopped). */
   flush(): Promise<void> {
-    if (this.idle()) return Promise.resolve();
-    const done = new Promise<void>((resolve) => this.flushWaiters.push(resolve));
+    if (this.lanes.every((l) => l.done === l.added)) return Promise.resolve();
+    // What is added later does not hold this flush back (other streams may never pause).
+    const upTo = this.lanes.map((l) => l.added);
+    const done = new Promise<void>((resolve) => this.flushWaiters.push({ upTo, resolve }));
     this.requestFlush();
     return done;
   }
@@ -270,11 +279,6 @@ export class Batcher {
     }
   }
 
-  /** Nothing pending and nothing being committed, in any lane. */
-  private idle(): boolean {
-    return this.lanes.every((l) => l.queue.length === 0 && !l.committing);
-  }
-
   private due(lane: Lane): boolean {
     if (lane.queue.length === 0) return false;
     return lane.flushRequested || lane.queuedRows >= this.options.maxRows || lane.queuedBytes >= this.options.maxBytes ||
@@ -286,7 +290,7 @@ export class Batcher {
    * (but at least one handover): a slow commit does not turn the next batch into a giant one.
    */
   private takeBatch(lane: Lane): Pending {
-    const batch: Pending = { items: [], positions: new Map(), bytes: 0, byTarget: new Map(), oldestReadAt: lane.queue[0]!.readAt };
+    const batch: Pending = { items: [], positions: new Map(), bytes: 0, byTarget: new Map(), oldestReadAt: lane.queue[0]!.readAt, lastSeq: 0 };
     let taken = 0;
     for (const h of lane.queue) {
       if (taken > 0 && (batch.items.length + h.events.length > this.options.maxRows || batch.bytes + h.cost > this.options.maxBytes)) break;
@@ -296,6 +300,7 @@ export class Batcher {
       batch.bytes += h.cost;
       batch.byTarget.set(h.source.target, (batch.byTarget.get(h.source.target) ?? 0) + h.cost);
       if (h.readAt < batch.oldestReadAt) batch.oldestReadAt = h.readAt;
+      batch.lastSeq = h.seq;
     }
     // splice from the front: O(taken) moves are fine here, a copy of the whole queue per
     // batch (slice) would be quadratic when a slow store lets the queue grow long.
@@ -320,9 +325,15 @@ export class Batcher {
     });
   }
 
-  /** Resolves flush() once every lane has committed what it held. */
+  /** Resolves the flush() calls whose handovers are all committed (or given up). */
   private settleFlushes(): void {
-    if (this.flushWaiters.length > 0 && this.idle()) for (const w of this.flushWaiters.splice(0)) w();
+    if (this.flushWaiters.length === 0) return;
+    const still: typeof this.flushWaiters = [];
+    for (const w of this.flushWaiters) {
+      if (this.lanes.every((l, i) => l.done >= (w.upTo[i] ?? 0))) w.resolve();
+      else still.push(w);
+    }
+    this.flushWaiters = still;
   }
 
   private async run(lane: Lane): Promise<void> {
@@ -339,16 +350,17 @@ export class Batcher {
         continue;
       }
       const batch = this.takeBatch(lane);
-      lane.committing = true;
       const done = await this.commitWithRetry(lane, batch);
-      lane.committing = false;
+      if (done) lane.done = batch.lastSeq;
       this.release(batch);
+      this.settleFlushes();
       if (!done) {
         // Stopped while the store was away: nothing more can be committed.
         for (const h of lane.queue) this.held -= h.cost;
         lane.queue = [];
         lane.queuedRows = 0;
         lane.queuedBytes = 0;
+        lane.done = lane.added;
         this.settleFlushes();
         return;
       }

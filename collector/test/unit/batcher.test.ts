@@ -238,6 +238,30 @@ describe('Batcher with lanes (parallel commits)', () => {
     await b.stop(Date.now() + 1000);
   });
 
+  test('flush() waits for what was added before it, not for streams that keep handing over', async () => {
+    // Each commit takes a few ms and the busy stream hands over every ms: its lane always has
+    // something pending or committing.
+    const store = new ScriptedStore();
+    const slow = { commit: async (batch: StoreBatch): Promise<CommitResult> => { await new Promise((r) => setTimeout(r, 5)); return store.commit(batch); } };
+    const b = new Batcher(slow, { maxRows: 1_000, maxDelayMs: 1, lanes: 2 });
+    let producing = true;
+    let i = 0;
+    const busy = (async (): Promise<void> => {
+      for (; producing; i++) {
+        b.add(source('a'), [event(i * 100)], position((i + 1) * 100, 'a'), 1, 0);
+        await new Promise((r) => setTimeout(r, 1));
+      }
+    })();
+    await until(() => store.batches.length > 2, 'a few commits of the busy stream');
+    b.add(source('b'), [event(0)], position(100, 'b'), 1, 0);
+    await b.flush();
+    assert.ok(store.batches.some((x) => x.positions.some((p) => p.target === 'b' && p.offset === 100)), 'b was committed');
+    assert.ok(producing, 'the busy stream never paused');
+    producing = false;
+    await busy;
+    await b.stop(Date.now() + 1000);
+  });
+
   test('lanes must be a whole number of at least one', () => {
     assert.throws(() => new Batcher(new ScriptedStore(), { lanes: 0 }), (e: unknown) => e instanceof PglogError && e.code === 'CONFIG_INVALID');
   });
