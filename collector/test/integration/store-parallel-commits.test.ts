@@ -4,7 +4,7 @@
 // forward and in the order its batches were made, streams claimed by a newer owner midway are
 // fenced with nothing of theirs beyond their committed position, and a connection of the pool
 // killed in the middle of a COPY costs nothing: that batch is retried and commits once while
-// the other connections go on.
+// the other connections go on; partition maintenance never runs beside a commit.
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { setImmediate as yieldNow } from 'node:timers/promises';
@@ -206,4 +206,30 @@ test('a pool connection killed in the middle of a COPY: that batch is retried an
   }
   const sessions = await db.query<{ n: number }>('SELECT count(*)::int AS n FROM pg_stat_activity WHERE application_name = $1 AND datname = current_database()', [APP]);
   assert.ok((sessions.rows[0]?.n ?? 0) <= 4, 'the lost connection was made again, not added to');
+});
+
+test('maintenance runs alone: it waits for a commit in flight on another connection, while a claim beside the commit does not', TIMEOUT, async () => {
+  const { writer, db } = await fixture.freshStore({ connections: 4 });
+  await db.query(`CREATE FUNCTION pglog_test_hold() RETURNS trigger LANGUAGE plpgsql AS $$
+    BEGIN IF NEW.file_offset = 500 THEN PERFORM pg_advisory_xact_lock(4343); END IF; RETURN NEW; END $$`);
+  await db.query('CREATE TRIGGER hold BEFORE INSERT ON pglog.statement_events FOR EACH ROW EXECUTE FUNCTION pglog_test_hold()');
+  const holder = await fixture.connect(fixture.lastDatabase);
+  await holder.query('SELECT pg_advisory_lock(4343)');
+  const source = sourceOf(0);
+  const commit = writer.commit({ items: Array.from({ length: 10 }, (_, i) => ({ source, event: statement(i), readAt: READ_AT })), positions: [{ ...source, identity: 'inode:1', offset: 1000 }] }, new Map());
+  for (;;) {
+    const r = await db.query('SELECT 1 FROM pg_stat_activity WHERE application_name = $1 AND datname = current_database() AND wait_event = $2', [APP, 'advisory']);
+    if (r.rows.length > 0) break;
+    await new Promise((r) => setTimeout(r, 10));
+  }
+  // Another connection of the pool serves a claim while the commit waits.
+  assert.equal((await writer.claim('db99', 'main')).epoch, 1);
+  let maintained = false;
+  const maintenance = writer.maintain().then(() => { maintained = true; });
+  await new Promise((r) => setTimeout(r, 300));
+  assert.equal(maintained, false, 'partition DDL does not run beside a commit');
+  await holder.query('SELECT pg_advisory_unlock(4343)');
+  assert.equal((await commit).rows.statement_events, 10);
+  await maintenance;
+  assert.equal(maintained, true);
 });
