@@ -352,7 +352,7 @@ export class StoreWriter {
       if (savepoints) await client.query('SAVEPOINT pglog_copy');
       const started = performance.now();
       try {
-        await copyIn(client, def.copySql, encodeChunks(encoder, part, mapping, unencodable, onUnencodable, counted));
+        await copyIn(client, def.copySql, encodeChunks(encoder, part, mapping, unencodable, onUnencodable, counted, savepoints));
       } catch (e) {
         result.copyMs += performance.now() - started;
         if (!isDataRejection(e)) throw e;
@@ -465,7 +465,10 @@ function rowOf(p: Pending, ctx: RowContext): MappedRow {
 /**
  * The COPY data of `rows`: header, chunks of about CHUNK_BYTES, trailer. Rows the encoder
  * refuses are reported and left out (and stay out of later attempts); the others of their
- * chunk are encoded one by one.
+ * chunk are encoded one by one. Mapped rows are kept only with `keepRows` (the attempt with
+ * savepoints, whose bisection sends them again); otherwise each chunk's rows are let go once
+ * encoded, so a batch in flight holds one chunk of mapped rows, not all of them (with
+ * several connections, several batches are in flight).
  */
 function* encodeChunks(
   encoder: CopyBinaryEncoder,
@@ -474,6 +477,7 @@ function* encodeChunks(
   skip: Set<Pending>,
   onUnencodable: (p: Pending, row: MappedRow, e: unknown) => void,
   counted: { bytes: number; rows: number },
+  keepRows: boolean,
 ): Generator<Buffer> {
   const header = encoder.header();
   counted.bytes += header.length;
@@ -515,6 +519,7 @@ function* encodeChunks(
       }
       data = Buffer.concat(parts);
     }
+    if (!keepRows) for (const p of chunk) p.row = null;
     counted.bytes += data.length;
     if (data.length > 0) yield data;
   }
