@@ -87,3 +87,20 @@ export function segmentPrelude(o: SegmentScriptOptions): string[] {
     `[ "$p" = "$off" ] || { say cannot seek to "$off"; exit 84; }`,
   ];
 }
+
+/**
+ * One check of fd 3, as both loops make it: its size; truncation, reported before anything
+ * more is read; and the head checksum, taken again while it covers fewer than K bytes.
+ */
+export function sizeAndHeadCheck(indent: string): string[] {
+  return [
+    'size=$(stat -L -c %s /dev/fd/3) || exit 84',
+    'getpos',
+    `if [ "$size" -lt "$p" ]; then say truncated "$size" "$p"; exit ${SEGMENT_EXIT.truncated}; fi`,
+    'if [ "$head_len" -lt "$K" ] && [ "$size" -gt "$head_len" ]; then',
+    '  n=$size; [ "$n" -gt "$K" ] && n=$K',
+    '  set -- $(head -c "$n" /dev/fd/3 | cksum)',
+    '  if [ "${2:-}" = "$n" ]; then say head "$n" "$1"; head_len=$n; fi',
+    'fi',
+  ].map((line) => `${indent}${line}`);
+}

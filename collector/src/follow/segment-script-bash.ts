@@ -26,7 +26,7 @@
  * Assumes bash 4 or later (fractional `read -t`, `read -n -d -u`, process substitution), and what the
  * polling loop assumes (Linux /proc and /dev/fd, GNU coreutils).
  */
-import { pollSeconds, roundsIn, SEGMENT_EXIT, segmentPrelude, type SegmentScriptOptions } from './segment-prelude.ts';
+import { pollSeconds, roundsIn, SEGMENT_EXIT, segmentPrelude, sizeAndHeadCheck, type SegmentScriptOptions } from './segment-prelude.ts';
 
 export function buildBuiltinWaitScript(o: SegmentScriptOptions): string {
   const nap = pollSeconds(o);
@@ -41,14 +41,7 @@ export function buildBuiltinWaitScript(o: SegmentScriptOptions): string {
     `send1() { if [ -n "$c" ]; then printf %s "$c"; else printf '\\0'; fi || exit 85; }`,
     // The full check: the size, truncation (before anything more is read), the head checksum.
     'full() {',
-    '  size=$(stat -L -c %s /dev/fd/3) || exit 84',
-    '  getpos',
-    `  if [ "$size" -lt "$p" ]; then say truncated "$size" "$p"; exit ${SEGMENT_EXIT.truncated}; fi`,
-    '  if [ "$head_len" -lt "$K" ] && [ "$size" -gt "$head_len" ]; then',
-    '    n=$size; [ "$n" -gt "$K" ] && n=$K',
-    '    set -- $(head -c "$n" /dev/fd/3 | cksum)',
-    '    if [ "${2:-}" = "$n" ]; then say head "$n" "$1"; head_len=$n; fi',
-    '  fi',
+    ...sizeAndHeadCheck('  '),
     '}',
     // 0 when another file may be the active one (find_active's answer, with ties counted).
     'maybe_rotated() {',

@@ -33,7 +33,7 @@
  * Assumes Linux (/proc, /dev/fd) and GNU coreutils (stat -c, head -c, fractional sleep).
  */
 import { buildBuiltinWaitScript } from './segment-script-bash.ts';
-import { pollSeconds, roundsIn, SEGMENT_EXIT, segmentPrelude, type SegmentScriptOptions } from './segment-prelude.ts';
+import { pollSeconds, roundsIn, SEGMENT_EXIT, segmentPrelude, sizeAndHeadCheck, type SegmentScriptOptions } from './segment-prelude.ts';
 import { shellQuote } from './shell-quote.ts';
 
 export { SEGMENT_EXIT, type IdleWait, type SegmentScriptOptions } from './segment-prelude.ts';
@@ -61,14 +61,7 @@ function buildPollingScript(o: SegmentScriptOptions): string {
     'idle=0',
     'held=-1',
     'while :; do',
-    '  size=$(stat -L -c %s /dev/fd/3) || exit 84',
-    '  getpos',
-    `  if [ "$size" -lt "$p" ]; then say truncated "$size" "$p"; exit ${SEGMENT_EXIT.truncated}; fi`,
-    '  if [ "$head_len" -lt "$K" ] && [ "$size" -gt "$head_len" ]; then',
-    '    n=$size; [ "$n" -gt "$K" ] && n=$K',
-    '    set -- $(head -c "$n" /dev/fd/3 | cksum)',
-    '    if [ "${2:-}" = "$n" ]; then say head "$n" "$1"; head_len=$n; fi',
-    '  fi',
+    ...sizeAndHeadCheck('  '),
     '  if [ "$size" -gt "$p" ]; then',
     '    head -c $((size - p)) <&3 || exit 85',
     '    say size "$size"',
