@@ -178,7 +178,7 @@ export async function measureRun(o: RunOptions): Promise<RunResult> {
         elSamples.push(sample);
         const read = sum(s, 'pglog_read_bytes_total');
         if (o.verbose && previous !== null) {
-          o.say(`    read ${((read - previous.read) / 1e6 / ((at - previous.at) / 1000)).toFixed(1).padStart(5)} MB/s  event loop p99 ${(sample.p99 * 1000).toFixed(0).padStart(4)} ms max ${(sample.max * 1000).toFixed(0).padStart(5)} ms  /metrics ${String(sample.scrapeMs).padStart(4)} ms  paused ${sample.paused}  pending ${(value(s, 'pglog_pending_bytes') / 1e6).toFixed(0)} MB  rss ${(value(s, 'pglog_process_resident_memory_bytes') / 1e6).toFixed(0)} MB`);
+          o.say(`    read ${((read - previous.read) / 1e6 / ((at - previous.at) / 1000)).toFixed(1).padStart(5)} MB/s  event loop p99 ${(sample.p99 * 1000).toFixed(0).padStart(4)} ms max ${(sample.max * 1000).toFixed(0).padStart(5)} ms  /metrics ${String(sample.scrapeMs).padStart(4)} ms  paused ${sample.paused}  pending ${(value(s, 'pglog_pending_bytes') / 1e6).toFixed(0)} MB  rss ${(value(s, 'pglog_process_resident_memory_bytes') / 1e6).toFixed(0)} MB (heap used ${(value(s, 'pglog_nodejs_heap_size_used_bytes') / 1e6).toFixed(0)} of ${(value(s, 'pglog_nodejs_heap_size_total_bytes') / 1e6).toFixed(0)}, external ${(value(s, 'pglog_nodejs_external_memory_bytes') / 1e6).toFixed(0)})`);
         }
         previous = { at, read };
       } catch (e) {
