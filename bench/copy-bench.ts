@@ -25,7 +25,7 @@ import { CopyBinaryEncoder } from '../collector/src/store/copy-binary.ts';
 import { copyIn } from '../collector/src/store/copy-stream.ts';
 import { mapEvent, rowContext } from '../collector/src/store/event-rows.ts';
 import { STATEMENT_TABLE } from '../collector/src/store/event-tables.ts';
-import { microsToIso } from '../collector/src/store/iso-time.ts';
+import { microsToIso, type Micros } from '../collector/src/store/iso-time.ts';
 import { CHUNK_BYTES } from '../collector/src/store/copy-stream.ts';
 import { StoreWriter, streamKeyOf } from '../collector/src/store/store-writer.ts';
 import type { BatchItem, SourceRef } from '../collector/src/store/store-writer.ts';
@@ -52,6 +52,8 @@ const INSERT_BATCH = 1000;
 const SOURCE: SourceRef = { target: 'bench-db', instance: 'main', file: 'log/postgresql.log' };
 const COLUMNS = STATEMENT_TABLE.columns;
 const COLUMN_LIST = COLUMNS.join(', ');
+/** The event time's column: microseconds in the mapped rows (a number, or a bigint far from now). */
+const TS_COLUMN = COLUMNS.indexOf('ts');
 
 /**
  * Chunks of rows of about CHUNK_BYTES (the writer's size), by their estimated size. Both COPY
@@ -84,17 +86,17 @@ async function insertRows(client: pg.Client, rows: readonly Prepared[]): Promise
     const part = rows.slice(i, i + INSERT_BATCH);
     const params: unknown[] = [];
     for (const row of part) {
-      for (const v of row.values) params.push(typeof v === 'bigint' ? microsToIso(v) : v);
+      row.values.forEach((v, c) => params.push(c === TS_COLUMN ? microsToIso(v as Micros) : v));
     }
     await client.query(part.length === INSERT_BATCH ? full : `INSERT INTO pglog.statement_events (${COLUMN_LIST}) VALUES ${placeholders(part.length)}`, params);
   }
   await client.query('COMMIT');
 }
 
-/** COPY text format: backslash, newline, carriage return and tab escaped; NULL as \N. */
-function textValue(v: unknown): string {
+/** COPY text format: backslash, newline, carriage return and tab escaped; NULL as \N. The event time (microseconds) as ISO text. */
+function textValue(v: unknown, column: number): string {
   if (v === null || v === undefined) return '\\N';
-  if (typeof v === 'bigint') return microsToIso(v);
+  if (column === TS_COLUMN) return microsToIso(v as Micros);
   if (typeof v === 'number' || typeof v === 'boolean') return String(v);
   if (typeof v !== 'string') throw new Error(`no text form for ${typeof v}`);
   if (!/[\\\n\r\t]/.test(v)) return v;

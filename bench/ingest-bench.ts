@@ -32,7 +32,7 @@ import type { TestPostgres } from '../collector/test/helpers/postgres.ts';
 import { renderSection, writeSection } from './ingest/report.ts';
 import { measureRun, type RunResult } from './ingest/run.ts';
 import { startFleet, type Fleet } from './ingest/servers.ts';
-import { startBenchStore } from './ingest/store.ts';
+import { emptyEventTables, startBenchStore } from './ingest/store.ts';
 import { createCleanup } from './lib/cleanup.ts';
 import { computeTuning } from '../operator/src/controller/tuning.ts';
 
@@ -110,6 +110,7 @@ try {
     const runCleanups: Array<() => Promise<void> | void> = [];
     try {
       const profileDir = join(root, `run${i + 1}`, 'cpu-profile');
+      await emptyEventTables(store.url);
       const result = await measureRun({
         dir: join(root, `run${i + 1}`),
         servers: fleet.servers,

@@ -16,6 +16,7 @@
  */
 import pg from 'pg';
 import { startPostgres, type TestPostgres } from '../../collector/test/helpers/postgres.ts';
+import { EVENT_TABLES } from '../../collector/src/store/event-tables.ts';
 
 export const STORE_SETTINGS: Readonly<Record<string, string>> = {
   track_commit_timestamp: 'on',
@@ -84,4 +85,18 @@ export async function latencyOfRowsCommitted(client: pg.Client, fromMs: number, 
 export async function statementRows(client: pg.Client): Promise<number> {
   const { rows } = await client.query<{ n: string }>('SELECT count(*) AS n FROM pglog.statement_events');
   return Number(rows[0]!.n);
+}
+
+/**
+ * Empties the event tables before a run: each run then starts on the same store (an earlier
+ * run's millions of rows would slow its commits and inflate the drain's row count).
+ */
+export async function emptyEventTables(url: string): Promise<void> {
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  try {
+    await client.query(`TRUNCATE ${EVENT_TABLES.map((t) => `pglog.${t}`).join(', ')}`);
+  } finally {
+    await client.end();
+  }
 }
