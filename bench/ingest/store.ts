@@ -95,7 +95,9 @@ export async function emptyEventTables(url: string): Promise<void> {
   const client = new pg.Client({ connectionString: url });
   await client.connect();
   try {
-    await client.query(`TRUNCATE ${EVENT_TABLES.map((t) => `pglog.${t}`).join(', ')}`);
+    // Before the first run the collector has not made the schema yet: nothing to empty.
+    const { rows } = await client.query<{ made: boolean }>("SELECT to_regclass('pglog.statement_events') IS NOT NULL AS made");
+    if (rows[0]?.made === true) await client.query(`TRUNCATE ${EVENT_TABLES.map((t) => `pglog.${t}`).join(', ')}`);
   } finally {
     await client.end();
   }
