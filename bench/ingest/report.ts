@@ -114,7 +114,7 @@ export function renderSection(runs: readonly RunResult[], failures: readonly str
 /** Writes `section` into `file`, replacing an earlier section between the markers. */
 export function writeSection(file: string, section: string): void {
   let doc = '';
-  try { doc = readFileSync(file, 'utf8'); } catch { doc = '# Benchmarks\n'; }
+  try { doc = readFileSync(file, 'utf8'); } catch { doc = ''; }
   const re = new RegExp(`${START}[\\s\\S]*${END}`);
-  writeFileSync(file, re.test(doc) ? doc.replace(re, section) : `${doc.trimEnd()}\n\n${section}\n`);
+  writeFileSync(file, re.test(doc) ? doc.replace(re, section) : doc === '' ? `${section}\n` : `${doc.trimEnd()}\n\n${section}\n`);
 }
