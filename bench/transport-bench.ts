@@ -6,7 +6,7 @@
  *        [--ladder 0.5,1,1.5,2,2.5,3,3.5,4,5,6,8] [--step-seconds 8] [--settle 3]
  *        [--warmup 5] [--seconds 15] [--keep-up 0.95] [--auto-seconds 25] [--fleet-nice 10]
  *        [--load R] [--no-proxy-climb] [--rounds 2] [--retries 2] [--disturbed 0.1]
- *        [--collector-arg ARG ...] [--out FILE.md] [--keep] [--verbose]
+ *        [--collector-arg ARG ...] [--pin-collector CORE] [--out FILE.md] [--keep] [--verbose]
  *
  * 40 real OpenSSH servers on 127.0.0.2 upwards (bench/ingest/servers.ts, at --fleet-nice),
  * one log each, appended to by a log-writer process at a rate per server: --hot servers at the
@@ -46,6 +46,7 @@ import { Session, type DrainResult, type SessionOptions, type Transport } from '
 import { parentPid } from './transport/proc-cpu.ts';
 import { windowStats, type WindowStats } from './transport/window.ts';
 import { createCleanup } from './lib/cleanup.ts';
+import { ownCpus } from './transport/pinning.ts';
 
 const { values } = parseArgs({
   options: {
@@ -66,6 +67,7 @@ const { values } = parseArgs({
     'no-proxy-climb': { type: 'boolean', default: false },
     'fleet-nice': { type: 'string', default: '10' },
     'collector-arg': { type: 'string', multiple: true, default: [] },
+    'pin-collector': { type: 'string' },
     out: { type: 'string' },
     keep: { type: 'boolean', default: false },
     verbose: { type: 'boolean', default: false },
@@ -92,7 +94,24 @@ if (!Number.isInteger(hotCount) || hotCount < 1 || !Number.isInteger(coldCount) 
   || ladder.length === 0 || ladder.some((r) => !(r > 0)) || ladder.some((r, i) => i > 0 && r <= ladder[i - 1]!)
   || !(stepSeconds > 0) || !(settleSeconds >= 0) || !(warmupSeconds >= 0) || !(measureSeconds > 0) || !(keepUp > 0 && keepUp <= 1)
   || !(autoSeconds > 0) || !Number.isInteger(retries) || retries < 0 || !Number.isInteger(rounds) || rounds < 1 || !(disturbed > 0) || (fixedLoad !== undefined && !ladder.includes(fixedLoad)) || !Number.isInteger(fleetNice) || fleetNice < 0 || fleetNice > 19) {
-  throw new Error('usage: transport-bench.ts [--hot N] [--cold N] [--cold-kbps K] [--ladder R,R,... (MB/s per hot server, increasing)] [--step-seconds S] [--settle S] [--warmup S] [--seconds S] [--keep-up F] [--auto-seconds S] [--load R] [--no-proxy-climb] [--rounds N] [--retries N] [--disturbed F] [--fleet-nice N] [--collector-arg ARG ...] [--out FILE.md] [--keep] [--verbose]');
+  throw new Error('usage: transport-bench.ts [--hot N] [--cold N] [--cold-kbps K] [--ladder R,R,... (MB/s per hot server, increasing)] [--step-seconds S] [--settle S] [--warmup S] [--seconds S] [--keep-up F] [--auto-seconds S] [--load R] [--no-proxy-climb] [--rounds N] [--retries N] [--disturbed F] [--fleet-nice N] [--collector-arg ARG ...] [--pin-collector CORE] [--out FILE.md] [--keep] [--verbose]');
+}
+/**
+ * --pin-collector CORE: the collector alone on CORE, everything else (store, servers, writer, the
+ * sidecar and its ssh clients) on the CPUs this process was started with, which must not
+ * include CORE: run as `taskset -c 1 node bench/transport-bench.ts --pin-collector 0`.
+ */
+const pinCore = values['pin-collector'] === undefined ? undefined : Number(values['pin-collector']);
+let pin: { core: number; others: string } | undefined;
+if (pinCore !== undefined) {
+  const others = await ownCpus();
+  if (!Number.isInteger(pinCore) || pinCore < 0 || others.split(',').some((part) => {
+    const [a, b] = part.split('-').map(Number);
+    return pinCore >= a! && pinCore <= (b ?? a)!;
+  })) {
+    throw new Error(`--pin-collector ${String(values['pin-collector'])}: a core this process does not run on (it runs on ${others}; start it with taskset -c)`);
+  }
+  pin = { core: pinCore, others };
 }
 const serverCount = hotCount + coldCount;
 const AUTO_ARGS = ['--min-dwell', '5000', '--rate-window', '3000'];
@@ -192,6 +211,7 @@ try {
       say,
       verbose: values.verbose,
       onCleanup: (fn) => { local.push(fn); cleanups.push(fn); },
+      ...(pin === undefined ? {} : { pin }),
     };
     const s = await Session.open(o);
     return {
@@ -318,6 +338,7 @@ try {
 
 if (result === null) throw new Error('no result');
 const section = renderSection(result, {
+  ...(pin === undefined ? {} : { pin }),
   hot: hotCount, cold: coldCount, coldBps, ladder, retries, disturbed, rounds, stepSeconds, settleSeconds, warmupSeconds, measureSeconds, keepUp, fleetNice, collectorArgs, autoArgs: AUTO_ARGS,
   totalSeconds: (Date.now() - started) / 1000,
 });

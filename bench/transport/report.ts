@@ -44,6 +44,8 @@ export interface BenchResult {
 }
 
 export interface ReportContext {
+  /** --pin-collector: the collector's core, and the CPUs of everything else. */
+  pin?: { core: number; others: string };
   hot: number;
   cold: number;
   coldBps: number;
@@ -268,7 +270,7 @@ export function renderSection(r: BenchResult, ctx: ReportContext): string {
       + `One \`pglog collect\` (the real CLI, ${args}, standalone: its \`pglog sshproxy\` child runs the OpenSSH clients) reads them all through the full pipeline: SSH, parsing, COPY into a PostgreSQL 15 store on the same machine (fsync off, ${settings}). `
       + `Every session is a fresh collector on fresh logs with the store's event tables emptied, and ends with a drain: everything written read, each entry stored once. **1.** All targets pinned \`inproc\`; the hot rate climbs ${ctx.ladder.join(', ')} MB/s per server, a session per rate (${ctx.settleSeconds} s warm-up, an ${ctx.stepSeconds} s window), until the collector reads less than ${f(ctx.keepUp * 100, 0)} % of what is written in the window: the saturation load. `
       + `**2.** At that load, all \`inproc\` and the ${ctx.hot} hot targets pinned \`proxy\` (cold ones \`inproc\`), ${ctx.rounds} session${ctx.rounds === 1 ? '' : 's'} each${ctx.rounds > 1 ? ' in the order A B B A' : ''}, each ${ctx.warmupSeconds} s warm-up and a ${ctx.measureSeconds} s window; then hot in proxy climbs the ladder as all inproc did. **3.** All targets \`auto\`, one ladder step below the saturation load. `
-      + `Machine: ${cpus().length} × ${cpus()[0]?.model ?? 'unknown CPU'} for everything (servers, writer, store, collector, sidecar, ssh clients), Linux ${release()}, Node ${process.version}, ${sshVersionText()}. Measured ${new Date().toISOString().slice(0, 10)}, ${f(ctx.totalSeconds / 60, 1)} min in all. MB = 10^6 bytes, GB = 10^9.`,
+      + `Machine: ${cpus().length} × ${cpus()[0]?.model ?? 'unknown CPU'} ${ctx.pin === undefined ? 'for everything (servers, writer, store, collector, sidecar, ssh clients)' : `with the collector's process alone on CPU ${ctx.pin.core} (taskset, every thread) and everything else, its sidecar and ssh clients included, on CPU ${ctx.pin.others}`}, Linux ${release()}, Node ${process.version}, ${sshVersionText()}. Measured ${new Date().toISOString().slice(0, 10)}, ${f(ctx.totalSeconds / 60, 1)} min in all. MB = 10^6 bytes, GB = 10^9.`,
     '',
     r.inprocClimb === null
       ? `**Finding the saturation load**: skipped (\`--load ${r.load}\`).`

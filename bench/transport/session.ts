@@ -25,6 +25,7 @@ import { scrape, sum, value, type Sample } from '../ingest/metrics-scrape.ts';
 import { machineCpu, processCpuSeconds } from '../ingest/proc-stats.ts';
 import { createServerLogs } from '../ingest/servers.ts';
 import { spawnLogWriter, type LogWriter } from '../ingest/writer-client.ts';
+import { pinCollector } from './pinning.ts';
 import type { EldLine } from './eld-probe.ts';
 import { cpuSplit, fleetRoots, runQueueWaitSeconds, treeCpuSeconds, type CpuSplit } from './proc-cpu.ts';
 
@@ -48,6 +49,8 @@ export interface SessionOptions {
   verbose: boolean;
   /** Registers cleanup for a failure or an interrupt. */
   onCleanup: (fn: () => Promise<void> | void) => void;
+  /** The collector alone on `core`, its sidecar and everything else on `others` (pinning.ts). */
+  pin?: { core: number; others: string };
 }
 
 export interface Snapshot {
@@ -147,6 +150,10 @@ export class Session {
     }
     const session = new Session(o, targets.map((t) => t.name), writer, collector, `http://127.0.0.1:${port}/metrics`, eldFile);
     o.onCleanup(() => { if (!session.exited) collector.kill('SIGKILL'); });
+    if (o.pin !== undefined) {
+      const unpin = await pinCollector(collector.pid, o.pin.core, o.pin.others);
+      o.onCleanup(unpin);
+    }
     await session.waitReading();
     session.sampler = session.sample();
     return session;
