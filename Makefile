@@ -153,7 +153,8 @@ bench: bench-logs ## Benchmarks (parse vs pgbadger, COPY BINARY vs text vs INSER
 	node bench/merge-section.ts docs/benchmarks.md snapshot-bench $(BENCH_OUT)/snapshot.md
 	node bench/snapshot-store-bench.ts --out $(BENCH_OUT)/snapshot-store.md
 	node bench/merge-section.ts docs/benchmarks.md snapshot-store-bench $(BENCH_OUT)/snapshot-store.md
-	node bench/transport-bench.ts --out $(BENCH_OUT)/transport.md
+	@# The collector alone on CPU 0, everything else on the other CPUs (issue 15 point 6).
+	taskset -c 1-$$(($$(nproc) - 1)) node bench/transport-bench.ts --pin-collector 0 --out $(BENCH_OUT)/transport.md
 	node bench/merge-section.ts docs/benchmarks.md transport-bench $(BENCH_OUT)/transport.md
 	node bench/transport-micro-bench.ts --out $(BENCH_OUT)/transport-micro.md
 	node bench/merge-section.ts docs/benchmarks.md transport-micro-bench $(BENCH_OUT)/transport-micro.md
