@@ -1,4 +1,4 @@
-// Smoke test of the real node of helpers/real-node.ts (`make real-node-test`): a kubelet with
+// Smoke test of the real node of helpers/real-node.ts (part of `make e2e` and `make test`): a kubelet with
 // containerd, CNI and kube-proxy on this machine registers Ready, and the built image
 // (PGLOG_TEST_IMAGE, copied from Docker into the node's containerd) runs in pods of a
 // namespace that enforces Pod Security `restricted`, admitted with 0 warnings:
@@ -11,7 +11,8 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { sleep } from '../../../collector/test/helpers/wait.ts';
-import { startRealNode, type RealNode } from '../helpers/real-node.ts';
+import { startE2eCluster, type E2eCluster } from '../helpers/e2e-cluster.ts';
+import type { RealNode } from '../helpers/real-node.ts';
 
 const IMAGE = process.env['PGLOG_TEST_IMAGE'];
 const DOCKER = process.env['PGLOG_TEST_DOCKER'] ?? 'docker';
@@ -61,21 +62,17 @@ req.end(JSON.stringify({ apiVersion: 'authentication.k8s.io/v1', kind: 'SelfSubj
 `;
 
 describe('a real node (kubelet, containerd, CNI, kube-proxy) running the built image', () => {
+  let cluster: E2eCluster | undefined;
   let node: RealNode;
 
+  // The node, the image imported, a namespace that enforces and warns `restricted`, its
+  // default ServiceAccount there: the same set-up as the end-to-end suite's.
   before(async () => {
-    assert.ok(IMAGE, 'PGLOG_TEST_IMAGE names the built image (make real-node-test builds it)');
-    node = await startRealNode();
-    await node.importDockerImage(IMAGE, DOCKER);
-    await node.cp.kubectl(['apply', '-f', '-'], JSON.stringify({
-      apiVersion: 'v1', kind: 'Namespace',
-      metadata: { name: NS, labels: { 'pod-security.kubernetes.io/enforce': 'restricted', 'pod-security.kubernetes.io/warn': 'restricted' } },
-    }));
-    // The service account controller creates `default`; the pods need it.
-    while (!(await node.cp.kubectl(['-n', NS, 'get', 'serviceaccounts', '-o', 'name'])).includes('default')) await sleep(250);
+    cluster = await startE2eCluster({ namespace: NS, image: IMAGE, docker: DOCKER });
+    node = cluster.node;
   });
 
-  after(async () => { await node?.stop(); });
+  after(async () => { await cluster?.stop(); });
 
   test('the node registers Ready', async () => {
     for (;;) {
