@@ -56,6 +56,20 @@ export interface ControlPlaneOptions {
 }
 
 /** The bin directory of the built tools: PGLOG_KUBE_BIN, or the default cache location. */
+/** kubectl with this kubeconfig: stdout and stderr (warnings arrive there); rejects with stderr on a non-zero exit. */
+export function runKubectl(kubeconfig: string, args: readonly string[], stdin?: string): Promise<{ stdout: string; stderr: string }> {
+  const child = execFile(join(kubeBin(), 'kubectl'), ['--kubeconfig', kubeconfig, ...args], { maxBuffer: 64 * 1024 * 1024 });
+  const done = new Promise<{ stdout: string; stderr: string }>((resolve, reject) => {
+    let out = '';
+    let err = '';
+    child.stdout!.on('data', (b: Buffer) => { out += b.toString(); });
+    child.stderr!.on('data', (b: Buffer) => { err += b.toString(); });
+    child.on('close', (code) => (code === 0 ? resolve({ stdout: out, stderr: err }) : reject(new Error(`kubectl ${args.join(' ')}: exit ${code}: ${err.trim()}`))));
+  });
+  child.stdin!.end(stdin ?? '');
+  return done;
+}
+
 export function kubeBin(): string {
   return process.env['PGLOG_KUBE_BIN'] ?? join(process.env['HOME'] ?? '/root', '.cache/pglog/kube/v1.37.2/bin');
 }
@@ -128,18 +142,7 @@ export async function startControlPlane(options: ControlPlaneOptions = {}): Prom
       ]);
       await waitReady(`https://127.0.0.1:${kcmPort}/healthz`, token, 'kube-controller-manager', logs);
     }
-    const kubectl = async (args: readonly string[], stdin?: string): Promise<string> => {
-      const child = execFile(join(bin, 'kubectl'), ['--kubeconfig', kubeconfig, ...args], { maxBuffer: 64 * 1024 * 1024 });
-      const done = new Promise<string>((resolve, reject) => {
-        let out = '';
-        let err = '';
-        child.stdout!.on('data', (b: Buffer) => { out += b.toString(); });
-        child.stderr!.on('data', (b: Buffer) => { err += b.toString(); });
-        child.on('close', (code) => (code === 0 ? resolve(out) : reject(new Error(`kubectl ${args.join(' ')}: exit ${code}: ${err.trim()}`))));
-      });
-      child.stdin!.end(stdin ?? '');
-      return done;
-    };
+    const kubectl = async (args: readonly string[], stdin?: string): Promise<string> => (await runKubectl(kubeconfig, args, stdin)).stdout;
     let stopped = false;
     return {
       server, token, kubeconfig, caCert, kubectl, logs,

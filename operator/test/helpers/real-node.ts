@@ -12,7 +12,7 @@ import { promisify } from 'node:util';
 import { onProcessExit } from '../../../collector/test/helpers/exit-cleanup.ts';
 import { freePort, sleep } from '../../../collector/test/helpers/wait.ts';
 import { ChildGroup } from './child-group.ts';
-import { kubeBin, startControlPlane, type ControlPlane } from './control-plane.ts';
+import { kubeBin, runKubectl, startControlPlane, type ControlPlane } from './control-plane.ts';
 import { acquireMachineLock } from './machine-lock.ts';
 import { cniConflist, containerdConfig, defaultNodeNetwork, kubeletConfig, type NodeNetwork } from './node-config.ts';
 import { PodLogKeeper } from './pod-logs.ts';
@@ -83,16 +83,6 @@ async function pipeImage(refs: readonly string[], docker: string, socket: string
   const exit = (c: ChildProcess): Promise<number | null> => new Promise((r) => c.on('close', (code) => r(code)));
   const [saved, loaded] = await Promise.all([exit(save), exit(load)]);
   if (saved !== 0 || loaded !== 0) throw new Error(`importing ${ref}: docker save exit ${saved}, ctr import exit ${loaded}: ${err.trim()}`);
-}
-
-function kubectlWithStderr(bin: string, kubeconfig: string, args: readonly string[], stdin?: string): Promise<{ stdout: string; stderr: string }> {
-  return new Promise((resolve, reject) => {
-    const child = execFile(join(bin, 'kubectl'), ['--kubeconfig', kubeconfig, ...args], { maxBuffer: 64 * 1024 * 1024 }, (error, stdout, stderr) => {
-      if (error !== null) reject(new Error(`kubectl ${args.join(' ')}: ${stderr}`));
-      else resolve({ stdout, stderr });
-    });
-    child.stdin!.end(stdin ?? '');
-  });
 }
 
 function netnsNames(): string[] {
@@ -212,7 +202,7 @@ export async function startRealNode(options: RealNodeOptions = {}): Promise<Real
       importDockerImage: (refs, docker = 'docker') => pipeImage(typeof refs === 'string' ? [refs] : refs, docker, socket),
       tasks: async () => (await sh('ctr', ['-a', socket, '-n', 'k8s.io', 'tasks', 'ls', '-q'])).split('\n').filter(Boolean),
       killContainer: async (id) => { await sh('ctr', ['-a', socket, '-n', 'k8s.io', 'tasks', 'kill', '-s', 'SIGKILL', id.replace(/^containerd:\/\//, '')]); },
-      kubectlWithWarnings: (args, stdin) => kubectlWithStderr(bin, controlPlane.kubeconfig, args, stdin),
+      kubectlWithWarnings: (args, stdin) => runKubectl(controlPlane.kubeconfig, args, stdin),
       logs: () => `${cp?.logs() ?? ''}${group.logs()}`,
       stop,
     };
