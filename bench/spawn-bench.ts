@@ -2,7 +2,7 @@
  * `make bench` (spawn part): how long `child_process.spawn()` holds the event loop in a
  * process with a large live heap (a collector) against a small fresh process (the sshproxy
  * sidecar), side by side in one run. This is why the sidecar, not the collector, starts the
- * `ssh` clients (docs: design section 2).
+ * `ssh` clients (docs/sshproxy.md, docs/decisions/0007-transport-promotion.md).
  *
  *   node bench/spawn-bench.ts [--heap-mb 1024] [--spawns 200] [--out FILE.md]
  *

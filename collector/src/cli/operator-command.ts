@@ -1,5 +1,5 @@
 /**
- * `pglog operator`: the Kubernetes operator (design §3, docs/operator.md). Arguments and the
+ * `pglog operator`: the Kubernetes operator (docs/operator.md). Arguments and the
  * environment are parsed here once; everything below gets a validated OperatorConfig.
  */
 import { hostname } from 'node:os';

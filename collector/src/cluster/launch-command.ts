@@ -1,6 +1,6 @@
 /**
  * Cluster mode, pure: the command line and environment of the collector child the launcher
- * starts with a shard's Node.js tuning (design §3: heap and semi-space sizes are V8 flags and
+ * starts with a shard's Node.js tuning (docs/operator.md "Node.js tuning": heap and semi-space sizes are V8 flags and
  * the libuv threadpool size an environment variable, all fixed at process start).
  */
 import type { ShardTuning } from '../../../operator/src/api/collector-shard.ts';

@@ -9,7 +9,7 @@
  *   ... every other instance ───────────────────────────────────────────────────────────────┘
  *
  * Each target reads through one transport at a time (TargetStreams); TransportControl moves
- * hot targets to the sidecar and cold ones back (design §2). In standalone mode the sidecar is
+ * hot targets to the sidecar and cold ones back (docs/decisions/0007-transport-promotion.md). In standalone mode the sidecar is
  * this process's child (SidecarChild) with a private directory.
  *
  * Start-up never fails for a server or the store being away: streams retry with backoff and

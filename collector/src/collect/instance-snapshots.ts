@@ -1,5 +1,5 @@
 /**
- * The SQL snapshots of one PostgreSQL instance, on their schedules (design §1 "SQL over SSH";
+ * The SQL snapshots of one PostgreSQL instance, on their schedules (docs/snapshots.md;
  * docs/snapshots.md): every `collect.intervalSeconds` an activity snapshot (sessions and
  * blocking chains), every `collect.statisticsIntervalSeconds` a statistics sample whose
  * difference to the previous one (pg_stat_statements, pg_stat_database) is stored.

@@ -1,5 +1,5 @@
 /**
- * `pglog collect` options for transports: the promotion policy (design §2) and how the
+ * `pglog collect` options for transports: the promotion policy (docs/decisions/0007-transport-promotion.md) and how the
  * sshproxy sidecar is reached. Parsed once with the rest of the command line.
  */
 import { wholeNumberOption } from '../config/whole-number-option.ts';

@@ -1,7 +1,7 @@
 /**
  * Which transport each target's streams should use: promotion of hot targets to the sshproxy
  * sidecar and demotion of cold ones back to the in-process client, with hysteresis, a minimum
- * dwell time and a per-process capacity (design §2; docs/decisions/0007-transport-promotion.md).
+ * dwell time and a per-process capacity (docs/decisions/0007-transport-promotion.md).
  *
  * Pure: the caller passes the servers' state, the options and the time; the result is the
  * list of switches to make. The caller makes them (stop the old stream at a committed offset,

@@ -1,5 +1,5 @@
 /**
- * The collector's Prometheus metrics (design §5, docs/metrics.md): one registry per process,
+ * The collector's Prometheus metrics (docs/metrics.md): one registry per process,
  * prefix `pglog_`, Node.js runtime metrics (event-loop delay, GC by kind, heap, RSS) plus the
  * collector's own.
  *

@@ -1,7 +1,7 @@
 /**
  * The SQL of `pglog report`, built from a filter, and the decoding of its rows. Pure.
  *
- * Only the stable views of the store are read (design §6: `pglog.statements`, `pglog.errors`,
+ * Only the stable views of the store are read (docs/store.md "Stable views": `pglog.statements`, `pglog.errors`,
  * `pglog.lock_waits`), never the tables behind them, so the report keeps working when the
  * tables change. Every value is a bind parameter. `count(*) OVER ()` is evaluated after GROUP
  * BY and before LIMIT: it is the number of groups in the window, for "20 of 153".

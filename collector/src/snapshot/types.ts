@@ -1,5 +1,5 @@
 /**
- * What one SQL snapshot of a PostgreSQL instance holds (issue 7, design §1 "SQL over SSH"),
+ * What one SQL snapshot of a PostgreSQL instance holds (issue 7, docs/snapshots.md),
  * between the queries that read it (snapshot/queries.ts), the store that writes it
  * (store/snapshot-tables.ts, migrations/0003_snapshots.sql) and the reports that read it back
  * (report/). Times are the monitored server's clock (`now()` / `statement_timestamp()` of the

@@ -1,7 +1,7 @@
 /**
  * One PostgreSQL session to one monitored instance, through the server's SSH connection (an
  * ssh2 stream-local channel, or the sidecar's OpenSSH forward): no TCP port, pg_hba.conf entry
- * for the network, or TLS set-up on the server (design §1 "SQL over SSH").
+ * for the network, or TLS set-up on the server (docs/snapshots.md, ADR 0010).
  *
  * The session is opened on first use and kept between snapshots; it is read-only twice over
  * (`default_transaction_read_only` at start-up, and every snapshot runs in BEGIN READ ONLY),

@@ -1,5 +1,5 @@
 /**
- * Versioned schema migrations for the store, applied at start-up (design §6, docs/store.md).
+ * Versioned schema migrations for the store, applied at start-up (docs/store.md "Migrations").
  *
  * Migrations are the files `NNNN_name.sql` in `migrations/` (NNNN = version 1, 2, 3 ... with no
  * gaps). `migrate()` runs in ONE transaction under `pg_advisory_xact_lock(MIGRATION_LOCK_KEY)`,

@@ -9,7 +9,7 @@
  *
  * Text is cleaned like event text (text-clean.ts): NULs removed, unpaired surrogates replaced,
  * at most `maxTextBytes` of UTF-8 per value. The writer refuses a limit below
- * MIN_MAX_TEXT_BYTES, so a query text keeps at least its first 1000 characters (design §6).
+ * MIN_MAX_TEXT_BYTES, so a query text keeps at least its first 1000 characters (docs/store.md "Stable views").
  */
 import { PglogError } from '../errors.ts';
 import type { ActivitySession, BlockingEdge, DatabaseDelta, Snapshot, SnapshotFailure, StatementDelta } from '../snapshot/types.ts';

@@ -1,6 +1,6 @@
 /**
  * The store writer: batches of events and their read positions into the store, in one
- * transaction each (design §1 "Offsets", §6; docs/store.md).
+ * transaction each (docs/store.md, docs/architecture.md "Collection path").
  *
  * commit(batch, epochs):
  *   BEGIN

@@ -157,7 +157,7 @@ test('fresh database: every migration applied; tables, views and functions exist
   for (const t of ['query_templates', 'read_position_state', 'quarantine', 'schema_migrations']) assert.equal(kinds.get(t), 'r', t);
   for (const v of ['statements', 'errors', 'lock_waits', 'read_positions', 'activity', 'blocking', 'statement_stats', 'database_stats']) assert.equal(kinds.get(v), 'v', v);
 
-  // The views have exactly the design's columns, in order.
+  // The views have exactly the columns of docs/store.md, in order.
   const cols = async (view: string): Promise<string[]> => (await c.query<{ attname: string }>(
     `SELECT attname FROM pg_attribute WHERE attrelid = $1::regclass AND attnum > 0 AND NOT attisdropped ORDER BY attnum`, [view])).rows.map((r) => r.attname);
   assert.deepEqual(await cols('pglog.statements'), ['ts', 'target', 'instance', 'database', 'username', 'application', 'pid', 'duration_ms', 'fingerprint', 'query']);

@@ -67,7 +67,7 @@ function assertProblem(text: string, field: string, message: RegExp, options?: {
 const brokenField = (dotted: string, value: unknown): string => stringify(withField(validDoc(), dotted, value));
 
 void describe('parseTargetsFile: valid files', () => {
-  void test("the design's example: defaults applied, paths resolved", () => {
+  void test("the example of docs/targets.md: defaults applied, paths resolved", () => {
     const file = fixture('targets-example.yaml');
     const targets = parseTargetsFile(readFileSync(file, 'utf8'), file);
     const expected: PostgresTarget = {

@@ -28,7 +28,7 @@ const proxyCount = (servers: readonly ServerTransportState[]): number => servers
 const brief = (switches: readonly Switch[]): string[] => switches.map((s) => `${s.name}:${s.from}->${s.to}:${s.reason}`);
 
 describe('validatePolicyOptions', () => {
-  it('applies the defaults of the design', () => {
+  it('applies the defaults of ADR 0007', () => {
     assert.deepEqual(validatePolicyOptions(), {
       promoteAboveBitsPerS: 1.25e6, demoteBelowBitsPerS: 0.75e6, minDwellMs: 60_000, proxyCapacity: 64, swapFactor: 0,
     });

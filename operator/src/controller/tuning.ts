@@ -1,6 +1,6 @@
 /**
- * Node.js settings of one collector process, computed from what its shard will do (design
- * §3: "tunes each pod"). The values go into the CollectorShard spec; the collector's launcher
+ * Node.js settings of one collector process, computed from what its shard will do (docs/operator.md,
+ * "What it does for each pool", step 5). The values go into the CollectorShard spec; the collector's launcher
  * applies them at process start, and a change restarts that pod's collector after a clean
  * flush. So the values move in coarse steps: a target promoted or a rate drifting must not
  * restart a pod each time. Pure.

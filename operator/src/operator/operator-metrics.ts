@@ -1,5 +1,5 @@
 /**
- * The operator's Prometheus metrics (design §5): reconcile outcomes and duration, shard load,
+ * The operator's Prometheus metrics (docs/operator.md "Metrics"): reconcile outcomes and duration, shard load,
  * promotions and demotions, leadership and the work queue. Own Registry, prefix `pglog_`.
  */
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
