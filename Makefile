@@ -47,7 +47,7 @@ DOCKER       := /usr/bin/docker
 sbom          = dist/$(subst :,-,$(subst /,-,$(1))).sbom.cdx.json
 
 .DEFAULT_GOAL := help
-.PHONY: help node deps system-deps kube-tools typecheck lint check logs bench-logs test test-unit demo demo-parse bench crds docker image image-base test-image image-test e2e fuzz clean distclean
+.PHONY: help node deps system-deps kube-tools typecheck lint check logs bench-logs test test-unit test-collector test-operator demo demo-parse bench crds docker image image-base test-image image-test e2e fuzz clean distclean
 
 help: ## Show this help
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  \033[36m%-14s\033[0m %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -81,9 +81,6 @@ logs: system-deps deps ## Generate the real PostgreSQL test logs (cached under ~
 bench-logs: system-deps deps ## Generate the ~500 MB benchmark log (cached)
 	@scripts/loggen/generate.sh --out $(LOGS_DIR)/bench --bench-mb $(BENCH_MB)
 
-test-unit: deps ## Run the unit and property tests only (no PostgreSQL needed)
-	node --test --test-timeout=600000 --test-reporter=spec 'collector/test/unit/**/*.test.ts' 'operator/test/unit/**/*.test.ts'
-
 # Coverage-guided fuzzing with jazzer.js (docs/parser.md, Fuzzing): not part of `make test`, which
 # replays the committed findings and seeds (collector/test/unit/fuzz-regressions.test.ts).
 fuzz: deps ## Fuzz each log format and the prefix compiler with jazzer.js, FUZZ_SECONDS (60) each; findings go to collector/fuzz/regressions/
@@ -96,18 +93,47 @@ crds: deps ## Regenerate crds/*.yaml and docs/resources.md from the resource typ
 kube-tools: system-deps ## etcd, kube-apiserver, kube-controller-manager, kubectl, helm, and the real node (kubelet, kube-scheduler, kube-proxy, containerd, runc, CNI plugins) for the operator's tests (built once, cached)
 	@KUBE_VERSION=$(KUBE_VERSION) PGLOG_CACHE=$(CACHE) scripts/install-kube-tools.sh >/dev/null
 
-test: check logs kube-tools test-image ## Everything CI runs: type-check, lint, generate real logs, build the image, all tests
-	PGLOG_TEST_LOGS=$(LOGS_DIR)/test PGLOG_KUBE_BIN=$(KUBE_BIN) PGLOG_TEST_IMAGE=$(TEST_IMAGE) PGLOG_TEST_DOCKER=$(DOCKER) node --test --test-timeout=600000 --test-reporter=spec 'collector/test/**/*.test.ts' 'operator/test/**/*.test.ts'
+# The tests in four tiers, each its own `node --test` run and make target, so a failure says
+# where it is and each tier can be run alone. TEST_CONCURRENCY is explicit: the machine has 2
+# cores and integration files start real servers (PostgreSQL, sshd, a control plane); node's
+# default (cores - 1) would hide that choice. Each run also writes one JSON line per file
+# (scripts/test-report/durations-reporter.ts) into TEST_RESULTS; `make test` ends with the
+# slowest files against their budgets (scripts/test-report/budgets.ts) and the totals.
+TEST_CONCURRENCY ?= 1
+TEST_RESULTS     := $(CACHE)/test-results
+# Line coverage of collector/src and operator/src by the unit tier must stay at or above this
+# (91 % when it was set; counted over the files the unit tests load).
+COVERAGE_FLOOR   ?= 85
+E2E_TESTS := operator/test/integration/real-node.test.ts operator/test/integration/cluster-e2e.test.ts operator/test/integration/helm-upgrade.test.ts operator/test/integration/hpa.test.ts
+OPERATOR_TESTS := $(filter-out $(E2E_TESTS),$(wildcard operator/test/integration/*.test.ts))
+TEST_ENV := PGLOG_TEST_LOGS=$(LOGS_DIR)/test PGLOG_KUBE_BIN=$(KUBE_BIN) PGLOG_TEST_IMAGE=$(TEST_IMAGE) PGLOG_TEST_DOCKER=$(DOCKER)
+# $(call node_test,TIER,TIMEOUT_MS): node --test with the spec reporter on stdout and the durations reporter into TEST_RESULTS/TIER.jsonl.
+node_test = mkdir -p $(TEST_RESULTS) && rm -f $(TEST_RESULTS)/$(1).jsonl && $(TEST_ENV) node --test --test-concurrency=$(TEST_CONCURRENCY) --test-timeout=$(2) --test-reporter=spec --test-reporter-destination=stdout --test-reporter=./scripts/test-report/durations-reporter.ts --test-reporter-destination=$(TEST_RESULTS)/$(1).jsonl
+# `make test CHECK=` skips the type-check and lint (.ci/run runs `make check` as its own step first).
+CHECK ?= check
 
-# The whole system on one machine (also part of `make test`), on a real node: etcd,
+test: $(CHECK) logs kube-tools test-image ## Everything CI runs: type-check and lint, then the four tiers (unit, collector, operator, e2e), then durations against budgets
+	@status=0; $(MAKE) --no-print-directory -k test-unit test-collector test-operator e2e || status=$$?; \
+	  node scripts/test-report/summary.ts $(TEST_RESULTS) unit collector operator e2e || status=1; exit $$status
+
+test-unit: deps ## Tier 1: unit and property tests (no servers; seconds), with a line-coverage floor (COVERAGE_FLOOR) over collector/src and operator/src
+	$(call node_test,unit,120000) --experimental-test-coverage --test-coverage-include='collector/src/**' --test-coverage-include='operator/src/**' --test-coverage-lines=$(COVERAGE_FLOOR) 'collector/test/unit/**/*.test.ts' 'operator/test/unit/**/*.test.ts' 'scripts/**/*.test.ts'
+
+test-collector: deps system-deps logs test-image ## Tier 2: the collector against real PostgreSQL, OpenSSH sshd and the sidecar (collector/test/integration)
+	$(call node_test,collector,600000) 'collector/test/integration/**/*.test.ts'
+
+# The small Kubernetes-level files share one control plane, started once by the runner's global
+# setup (operator/test/helpers/shared-control-plane.ts), each in a namespace of its own.
+test-operator: deps system-deps logs kube-tools ## Tier 3: the operator against a real etcd, kube-apiserver and kube-controller-manager, with real collectors (operator/test/integration, not e2e)
+	$(call node_test,operator,600000) --test-global-setup=./operator/test/helpers/shared-control-plane.ts $(OPERATOR_TESTS)
+
+# The whole system on one machine (tier 4, also part of `make test`), on a real node: etcd,
 # kube-apiserver, kube-controller-manager, kube-scheduler, kubelet, kube-proxy, containerd and
 # CNI start here, TEST_IMAGE is imported into the node's containerd, and the chart runs from it:
 # helm install and upgrade, scaling, a leader killed, a hot server promoted, HPA, uninstall.
 # Each file starts its own node; they take turns (a machine-wide lock). Root only.
-E2E_TESTS := operator/test/integration/real-node.test.ts operator/test/integration/cluster-e2e.test.ts operator/test/integration/helm-upgrade.test.ts operator/test/integration/hpa.test.ts
-
-e2e: deps system-deps kube-tools test-image ## The end-to-end suite on a real node (kubelet, containerd, CNI) running TEST_IMAGE: helm install/upgrade/uninstall, scaling, leader kill, HPA
-	PGLOG_TEST_LOGS=$(LOGS_DIR)/test PGLOG_KUBE_BIN=$(KUBE_BIN) PGLOG_TEST_IMAGE=$(TEST_IMAGE) PGLOG_TEST_DOCKER=$(DOCKER) node --test --test-concurrency=1 --test-timeout=900000 --test-reporter=spec $(E2E_TESTS)
+e2e: deps system-deps kube-tools test-image ## Tier 4: the end-to-end suite on a real node (kubelet, containerd, CNI) running TEST_IMAGE: helm install/upgrade/uninstall, scaling, leader kill, HPA
+	$(call node_test,e2e,900000) $(E2E_TESTS)
 
 docker: ## Install and start Debian's Docker engine and mmdebstrap (idempotent; apt only when missing)
 	@scripts/install-docker.sh >/dev/null

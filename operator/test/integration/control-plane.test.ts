@@ -5,7 +5,10 @@
 // garbage-collects them through owner references when the StatefulSet is deleted.
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { startControlPlane, type ControlPlane } from '../helpers/control-plane.ts';
+import { useSharedControlPlane, type SharedControlPlane } from '../helpers/shared-control-plane.ts';
+
+/** This file's namespace on the shared control plane (shared-control-plane.ts). */
+const NS = 'harness';
 
 const CRD = {
   apiVersion: 'apiextensions.k8s.io/v1',
@@ -28,7 +31,7 @@ const CRD = {
 
 const statefulSet = (replicas: number): object => ({
   apiVersion: 'apps/v1', kind: 'StatefulSet',
-  metadata: { name: 'harness', namespace: 'default' },
+  metadata: { name: 'harness', namespace: NS },
   spec: {
     replicas, serviceName: 'harness', podManagementPolicy: 'Parallel', selector: { matchLabels: { app: 'harness' } },
     template: { metadata: { labels: { app: 'harness' } }, spec: { containers: [{ name: 'c', image: 'registry.invalid/none:1' }] } },
@@ -36,8 +39,8 @@ const statefulSet = (replicas: number): object => ({
 });
 
 describe('the real control plane for operator tests', { timeout: 180_000 }, () => {
-  let cp: ControlPlane;
-  before(async () => { cp = await startControlPlane({ controllerManager: true }); });
+  let cp: SharedControlPlane;
+  before(async () => { cp = await useSharedControlPlane(NS); });
   after(async () => { await cp?.stop(); });
 
   test('kube-apiserver on etcd: namespaces, version, RBAC, TLS verified by the kubeconfig', async () => {

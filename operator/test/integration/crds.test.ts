@@ -7,7 +7,10 @@ import { readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { EXAMPLES } from '../../src/crd/examples.ts';
-import { startControlPlane, type ControlPlane } from '../helpers/control-plane.ts';
+import { useSharedControlPlane, type SharedControlPlane } from '../helpers/shared-control-plane.ts';
+
+/** This file's namespace on the shared control plane (shared-control-plane.ts). */
+const NS = 'crds';
 
 const ROOT = join(import.meta.dirname, '../../..');
 const CRD_DIR = join(ROOT, 'crds');
@@ -23,12 +26,12 @@ const pool = (name: string, spec: Record<string, unknown> = {}): Record<string, 
 });
 
 describe('the generated CRDs on a real kube-apiserver', { timeout: 180_000 }, () => {
-  let cp: ControlPlane;
+  let cp: SharedControlPlane;
   const create = (object: Record<string, unknown>): Promise<string> => cp.kubectl(['create', '-f', '-'], JSON.stringify(object));
   const getJson = async (what: string): Promise<Record<string, unknown>> => JSON.parse(await cp.kubectl(['get', what, '-o', 'json'])) as Record<string, unknown>;
 
   before(async () => {
-    cp = await startControlPlane();
+    cp = await useSharedControlPlane(NS);
     for (const file of readdirSync(CRD_DIR).filter((f) => f.endsWith('.yaml')).sort()) {
       await cp.kubectl(['apply', '-f', join(CRD_DIR, file)]);
     }

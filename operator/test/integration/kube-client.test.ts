@@ -8,13 +8,16 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { startControlPlane, type ControlPlane } from '../helpers/control-plane.ts';
+import { useSharedControlPlane, type SharedControlPlane } from '../helpers/shared-control-plane.ts';
 import { createKubeClient } from '../../src/kube/client.ts';
 import type { KubeClient, KubeObject, ResourceType, WatchEvent } from '../../src/kube/client-types.ts';
 import { loadKubeconfigFile } from '../../src/kube/config.ts';
 import { isKubeError, type KubeError } from '../../src/kube/errors.ts';
 import { CUSTOM_RESOURCE_DEFINITIONS } from '../../src/kube/resources.ts';
 import { freePort, sleep } from '../../../collector/test/helpers/wait.ts';
+
+/** This file's namespace on the shared control plane (shared-control-plane.ts). */
+const NS = 'kube-client';
 
 const CONFIG_MAPS: ResourceType = { group: '', version: 'v1', plural: 'configmaps', kind: 'ConfigMap', namespaced: true };
 const NAMESPACES: ResourceType = { group: '', version: 'v1', plural: 'namespaces', kind: 'Namespace', namespaced: false };
@@ -24,7 +27,7 @@ interface ConfigMap extends KubeObject { data?: Record<string, string> }
 interface Gadget extends KubeObject { spec?: { size?: number; color?: string }; status?: { seen?: number } }
 
 const configMap = (name: string, data: Record<string, string>, labels?: Record<string, string>): ConfigMap =>
-  ({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name, namespace: 'default', ...(labels ? { labels } : {}) }, data });
+  ({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name, namespace: NS, ...(labels ? { labels } : {}) }, data });
 
 const GADGET_CRD = {
   apiVersion: 'apiextensions.k8s.io/v1', kind: 'CustomResourceDefinition',
@@ -54,28 +57,28 @@ async function rejectsWith(p: Promise<unknown>, code: KubeError['code'], reason?
 }
 
 describe('Kubernetes client on a real kube-apiserver', { timeout: 240_000 }, () => {
-  let cp: ControlPlane;
+  let cp: SharedControlPlane;
   let client: KubeClient & { close(): void };
   before(async () => {
-    cp = await startControlPlane({ apiserverArgs: ['--watch-cache=false', '--etcd-compaction-interval=5s'] });
+    cp = await useSharedControlPlane(NS);
     client = createKubeClient({ server: cp.server, caCert: cp.caCert, tlsServerName: 'kubernetes', token: cp.token }, { userAgent: 'pglog-test', maxSockets: 4 });
   });
   after(async () => { client?.close(); await cp?.stop(); });
 
   test('ConfigMap: create, get, list across pages, replace, conflicts, delete, 404 as null', async () => {
     const created = await client.create(CONFIG_MAPS, configMap('crud-a', { k: '1' }, { suite: 'crud' }));
-    assert.equal(created.metadata.namespace, 'default');
+    assert.equal(created.metadata.namespace, NS);
     assert.ok(created.metadata.resourceVersion);
     await client.create(CONFIG_MAPS, configMap('crud-b', { k: '2' }, { suite: 'crud' }));
     await client.create(CONFIG_MAPS, configMap('crud-c', { k: '3' }, { suite: 'crud' }));
     await rejectsWith(client.create(CONFIG_MAPS, configMap('crud-a', {})), 'KUBE_CONFLICT', 'AlreadyExists');
 
-    const got = await client.get<ConfigMap>(CONFIG_MAPS, 'default', 'crud-a');
+    const got = await client.get<ConfigMap>(CONFIG_MAPS, NS, 'crud-a');
     assert.deepEqual(got?.data, { k: '1' });
     assert.equal(got?.kind, 'ConfigMap');
 
     // limit 1: three pages joined by continue tokens.
-    const listed = await client.list<ConfigMap>(CONFIG_MAPS, 'default', { labelSelector: 'suite=crud', limit: 1 });
+    const listed = await client.list<ConfigMap>(CONFIG_MAPS, NS, { labelSelector: 'suite=crud', limit: 1 });
     assert.deepEqual(listed.items.map((c) => c.metadata.name).sort(), ['crud-a', 'crud-b', 'crud-c']);
     assert.ok(listed.items.every((c) => c.apiVersion === 'v1' && c.kind === 'ConfigMap'), 'list items carry apiVersion and kind');
     assert.match(listed.resourceVersion, /^\d+$/);
@@ -87,16 +90,16 @@ describe('Kubernetes client on a real kube-apiserver', { timeout: 240_000 }, () 
     // got still carries the old resourceVersion: someone changed it since.
     const stale = await rejectsWith(client.replace(CONFIG_MAPS, { ...got, data: { k: 'stale' } }), 'KUBE_CONFLICT', 'Conflict');
     assert.equal(stale.status, 409);
-    assert.match(stale.message, /PUT \/api\/v1\/namespaces\/default\/configmaps\/crud-a: HTTP 409 Conflict/);
+    assert.match(stale.message, /PUT \/api\/v1\/namespaces\/kube-client\/configmaps\/crud-a: HTTP 409 Conflict/);
 
-    const patched = await client.mergePatch<ConfigMap>(CONFIG_MAPS, 'default', 'crud-a', { data: { extra: 'x' } });
+    const patched = await client.mergePatch<ConfigMap>(CONFIG_MAPS, NS, 'crud-a', { data: { extra: 'x' } });
     assert.deepEqual(patched.data, { k: 'one', extra: 'x' });
 
-    await rejectsWith(client.delete(CONFIG_MAPS, 'default', 'crud-a', { preconditions: { resourceVersion: created.metadata.resourceVersion } }), 'KUBE_CONFLICT');
-    assert.equal(await client.delete(CONFIG_MAPS, 'default', 'crud-a', { preconditions: { uid: created.metadata.uid! } }), true);
-    assert.equal(await client.delete(CONFIG_MAPS, 'default', 'crud-a'), false);
-    assert.equal(await client.get(CONFIG_MAPS, 'default', 'crud-a'), null);
-    await rejectsWith(client.mergePatch(CONFIG_MAPS, 'default', 'crud-a', { data: {} }), 'KUBE_NOT_FOUND', 'NotFound');
+    await rejectsWith(client.delete(CONFIG_MAPS, NS, 'crud-a', { preconditions: { resourceVersion: created.metadata.resourceVersion } }), 'KUBE_CONFLICT');
+    assert.equal(await client.delete(CONFIG_MAPS, NS, 'crud-a', { preconditions: { uid: created.metadata.uid! } }), true);
+    assert.equal(await client.delete(CONFIG_MAPS, NS, 'crud-a'), false);
+    assert.equal(await client.get(CONFIG_MAPS, NS, 'crud-a'), null);
+    await rejectsWith(client.mergePatch(CONFIG_MAPS, NS, 'crud-a', { data: {} }), 'KUBE_NOT_FOUND', 'NotFound');
   });
 
   test('cluster-scoped objects: namespaces by path without a namespace', async () => {
@@ -145,33 +148,33 @@ describe('Kubernetes client on a real kube-apiserver', { timeout: 240_000 }, () 
   });
 
   test('watch: ADDED, MODIFIED, DELETED from the list resourceVersion', async () => {
-    const { resourceVersion } = await client.list(CONFIG_MAPS, 'default');
+    const { resourceVersion } = await client.list(CONFIG_MAPS, NS);
     const abort = new AbortController();
     const seen: WatchEvent<ConfigMap>[] = [];
     const watching = (async () => {
-      for await (const e of client.watch<ConfigMap>(CONFIG_MAPS, 'default', { resourceVersion, labelSelector: 'suite=watch', timeoutSeconds: 60 }, abort.signal)) {
+      for await (const e of client.watch<ConfigMap>(CONFIG_MAPS, NS, { resourceVersion, labelSelector: 'suite=watch', timeoutSeconds: 60 }, abort.signal)) {
         seen.push(e);
         if (e.type === 'DELETED') abort.abort();
       }
     })();
     const cm = await client.create(CONFIG_MAPS, configMap('watched', { v: '1' }, { suite: 'watch' }));
     await client.replace(CONFIG_MAPS, { ...cm, data: { v: '2' } });
-    await client.delete(CONFIG_MAPS, 'default', 'watched');
+    await client.delete(CONFIG_MAPS, NS, 'watched');
     await watching;
     const changes = seen.flatMap((e) => (e.type === 'BOOKMARK' ? [] : [`${e.type} ${e.object.metadata.name} ${e.object.data?.['v']}`]));
     assert.deepEqual(changes, ['ADDED watched 1', 'MODIFIED watched 2', 'DELETED watched 2']);
   });
 
   test('watch from a compacted resourceVersion rejects with KUBE_GONE', async () => {
-    const { resourceVersion } = await client.list(CONFIG_MAPS, 'default');
+    const { resourceVersion } = await client.list(CONFIG_MAPS, NS);
     await client.create(CONFIG_MAPS, configMap('compacted', { v: '1' }));
     const deadline = Date.now() + 40_000;
     for (;;) {
-      await client.mergePatch(CONFIG_MAPS, 'default', 'compacted', { data: { v: String(Date.now()) } });
+      await client.mergePatch(CONFIG_MAPS, NS, 'compacted', { data: { v: String(Date.now()) } });
       try {
         const abort = new AbortController();
         setTimeout(() => abort.abort(), 2000).unref();
-        for await (const _ of client.watch(CONFIG_MAPS, 'default', { resourceVersion }, abort.signal)) void _;
+        for await (const _ of client.watch(CONFIG_MAPS, NS, { resourceVersion }, abort.signal)) void _;
       } catch (e) {
         assert.ok(isKubeError(e, 'KUBE_GONE'), String(e));
         assert.equal(e.status, 410);
@@ -187,7 +190,7 @@ describe('Kubernetes client on a real kube-apiserver', { timeout: 240_000 }, () 
     const secret = 'not-the-token-0123456789abcdef';
     const wrong = createKubeClient({ server: cp.server, caCert: cp.caCert, tlsServerName: 'kubernetes', token: secret });
     try {
-      const e = await rejectsWith(wrong.list(CONFIG_MAPS, 'default'), 'KUBE_FORBIDDEN', 'Unauthorized');
+      const e = await rejectsWith(wrong.list(CONFIG_MAPS, NS), 'KUBE_FORBIDDEN', 'Unauthorized');
       assert.equal(e.status, 401);
       assert.ok(!e.message.includes(secret) && !String(e.stack).includes(secret));
     } finally {
@@ -199,9 +202,9 @@ describe('Kubernetes client on a real kube-apiserver', { timeout: 240_000 }, () 
     const untrusted = createKubeClient({ server: cp.server, token: cp.token });
     const closed = createKubeClient({ server: `https://127.0.0.1:${await freePort()}`, token: cp.token }, { timeoutMs: 2000 });
     try {
-      const tls = await rejectsWith(untrusted.get(CONFIG_MAPS, 'default', 'x'), 'KUBE_UNAVAILABLE', 'NetworkError');
-      assert.match(tls.message, /GET \/api\/v1\/namespaces\/default\/configmaps\/x: failed:/);
-      const refused = await rejectsWith(closed.get(CONFIG_MAPS, 'default', 'x'), 'KUBE_UNAVAILABLE');
+      const tls = await rejectsWith(untrusted.get(CONFIG_MAPS, NS, 'x'), 'KUBE_UNAVAILABLE', 'NetworkError');
+      assert.match(tls.message, /GET \/api\/v1\/namespaces\/kube-client\/configmaps\/x: failed:/);
+      const refused = await rejectsWith(closed.get(CONFIG_MAPS, NS, 'x'), 'KUBE_UNAVAILABLE');
       assert.match(refused.message, /ECONNREFUSED/);
     } finally {
       untrusted.close();
@@ -212,7 +215,7 @@ describe('Kubernetes client on a real kube-apiserver', { timeout: 240_000 }, () 
   test("the harness's kubeconfig loads and works; a rotated token file is re-read", async () => {
     const config = await loadKubeconfigFile(cp.kubeconfig);
     assert.equal(config.server, cp.server);
-    assert.equal(config.namespace, 'default');
+    assert.equal(config.namespace, NS);
     assert.equal(config.tlsServerName, 'kubernetes');
     const fromFile = createKubeClient(config);
     const dir = mkdtempSync(join(tmpdir(), 'pglog-token-'));
@@ -221,10 +224,10 @@ describe('Kubernetes client on a real kube-apiserver', { timeout: 240_000 }, () 
     const rotating = createKubeClient({ ...config, token: undefined, tokenFile });
     try {
       assert.ok((await fromFile.list(NAMESPACES, undefined)).items.some((n) => n.metadata.name === 'default'));
-      await rejectsWith(rotating.get(NAMESPACES, undefined, 'default'), 'KUBE_FORBIDDEN');
+      await rejectsWith(rotating.get(NAMESPACES, undefined, NS), 'KUBE_FORBIDDEN');
       await sleep(20); // a different mtime even on coarse clocks
       writeFileSync(tokenFile, `${cp.token}\n`);
-      assert.equal((await rotating.get(NAMESPACES, undefined, 'default'))?.metadata.name, 'default');
+      assert.equal((await rotating.get(NAMESPACES, undefined, NS))?.metadata.name, NS);
     } finally {
       fromFile.close();
       rotating.close();

@@ -3,19 +3,22 @@
 // cannot write logs instead of throwing.
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { startControlPlane, type ControlPlane } from '../helpers/control-plane.ts';
+import { useSharedControlPlane, type SharedControlPlane } from '../helpers/shared-control-plane.ts';
 import { createKubeClient } from '../../src/kube/client.ts';
 import type { KubeClient, KubeObject, ResourceType } from '../../src/kube/client-types.ts';
 import { CORE_EVENTS, EventRecorder, type CoreEvent } from '../../src/kube/events.ts';
+
+/** This file's namespace on the shared control plane (shared-control-plane.ts). */
+const NS = 'kube-events';
 
 const CONFIG_MAPS: ResourceType = { group: '', version: 'v1', plural: 'configmaps', kind: 'ConfigMap', namespaced: true };
 const NAMESPACES: ResourceType = { group: '', version: 'v1', plural: 'namespaces', kind: 'Namespace', namespaced: false };
 
 describe('EventRecorder on a real kube-apiserver', { timeout: 120_000 }, () => {
-  let cp: ControlPlane;
+  let cp: SharedControlPlane;
   let client: KubeClient & { close(): void };
   before(async () => {
-    cp = await startControlPlane();
+    cp = await useSharedControlPlane(NS);
     client = createKubeClient({ server: cp.server, caCert: cp.caCert, tlsServerName: 'kubernetes', token: cp.token });
   });
   after(async () => { client?.close(); await cp?.stop(); });
@@ -24,7 +27,7 @@ describe('EventRecorder on a real kube-apiserver', { timeout: 120_000 }, () => {
     (await client.list<CoreEvent>(CORE_EVENTS, undefined, { fieldSelector: `involvedObject.uid=${uid}` })).items;
 
   test('the same event within the window bumps count and lastTimestamp; kubectl describe shows it; after the window a new Event', async () => {
-    const cm = await client.create<KubeObject>(CONFIG_MAPS, { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'described', namespace: 'default' } });
+    const cm = await client.create<KubeObject>(CONFIG_MAPS, { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'described', namespace: NS } });
     let now = Date.UTC(2026, 10, 23, 12, 0, 0);
     const recorder = new EventRecorder(client, { component: 'pglog-operator', instance: 'operator-0', clock: { now: () => now } });
     // Concurrent records of one event still make one Event.
@@ -45,7 +48,7 @@ describe('EventRecorder on a real kube-apiserver', { timeout: 120_000 }, () => {
     assert.deepEqual(warning.source, { component: 'pglog-operator', host: 'operator-0' });
     assert.equal(warning.reportingComponent, 'pglog-operator');
     assert.equal(warning.involvedObject.name, 'described');
-    assert.equal(warning.metadata.namespace, 'default');
+    assert.equal(warning.metadata.namespace, NS);
 
     const described = await cp.kubectl(['describe', 'configmap', 'described']);
     assert.match(described, /Warning\s+StoreUnavailable\s.*pglog-operator\s+cannot reach the store/);
@@ -76,13 +79,13 @@ describe('EventRecorder on a real kube-apiserver', { timeout: 120_000 }, () => {
     const logs: Array<{ level: string; msg: string; fields: Record<string, unknown> }> = [];
     const recorder = new EventRecorder(denied, { component: 'pglog-operator', instance: 'x', log: (level, msg, fields) => logs.push({ level, msg, fields }) });
     try {
-      await recorder.record({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'n', namespace: 'default', uid: 'u' } }, 'Normal', 'R', 'note');
+      await recorder.record({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'n', namespace: NS, uid: 'u' } }, 'Normal', 'R', 'note');
     } finally {
       denied.close();
     }
     assert.equal(logs.length, 1);
     assert.equal(logs[0]?.level, 'warn');
-    assert.match(String(logs[0]?.fields['error']), /POST \/api\/v1\/namespaces\/default\/events: HTTP 401 Unauthorized/);
+    assert.match(String(logs[0]?.fields['error']), /POST \/api\/v1\/namespaces\/kube-events\/events: HTTP 401 Unauthorized/);
     assert.ok(!JSON.stringify(logs).includes('wrong-token-abcdef'));
   });
 });

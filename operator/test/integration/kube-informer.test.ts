@@ -5,7 +5,7 @@
 // in this test that is closed and opened again (the harness cannot restart the apiserver).
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { startControlPlane, type ControlPlane } from '../helpers/control-plane.ts';
+import { useSharedControlPlane, type SharedControlPlane } from '../helpers/shared-control-plane.ts';
 import { startTcpProxy } from '../helpers/tcp-proxy.ts';
 import { createKubeClient } from '../../src/kube/client.ts';
 import type { KubeClient, KubeObject, ResourceType, WatchEvent, WatchOptions } from '../../src/kube/client-types.ts';
@@ -13,10 +13,13 @@ import { isKubeError } from '../../src/kube/errors.ts';
 import { Informer, type InformerEvent } from '../../src/kube/informer.ts';
 import { sleep } from '../../../collector/test/helpers/wait.ts';
 
+/** This file's namespace on the shared control plane (shared-control-plane.ts). */
+const NS = 'kube-informer';
+
 const CONFIG_MAPS: ResourceType = { group: '', version: 'v1', plural: 'configmaps', kind: 'ConfigMap', namespaced: true };
 interface ConfigMap extends KubeObject { data?: Record<string, string> }
 const configMap = (name: string, suite: string, v: string): ConfigMap =>
-  ({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name, namespace: 'default', labels: { suite } }, data: { v } });
+  ({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name, namespace: NS, labels: { suite } }, data: { v } });
 
 async function until(what: string, check: () => boolean, timeoutMs = 20_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
@@ -67,12 +70,12 @@ function holdableWatches(client: KubeClient): { client: KubeClient; hold(): void
 }
 
 describe('Informer on a real kube-apiserver', { timeout: 240_000 }, () => {
-  let cp: ControlPlane;
+  let cp: SharedControlPlane;
   let client: KubeClient & { close(): void };
   const config = (): { server: string; caCert: string; tlsServerName: string; token: string } =>
     ({ server: cp.server, caCert: cp.caCert, tlsServerName: 'kubernetes', token: cp.token });
   before(async () => {
-    cp = await startControlPlane({ apiserverArgs: ['--watch-cache=false', '--etcd-compaction-interval=5s'] });
+    cp = await useSharedControlPlane(NS);
     client = createKubeClient(config());
   });
   after(async () => { client?.close(); await cp?.stop(); });
@@ -82,7 +85,7 @@ describe('Informer on a real kube-apiserver', { timeout: 240_000 }, () => {
     await client.create(CONFIG_MAPS, configMap('pre-2', 'events', '1'));
     await client.create(CONFIG_MAPS, configMap('other', 'not-selected', '1'));
     const logs: string[] = [];
-    const informer = new Informer<ConfigMap>(client, CONFIG_MAPS, { namespace: 'default', labelSelector: 'suite=events', log: (level, msg) => logs.push(`${level} ${msg}`) });
+    const informer = new Informer<ConfigMap>(client, CONFIG_MAPS, { namespace: NS, labelSelector: 'suite=events', log: (level, msg) => logs.push(`${level} ${msg}`) });
     const events: InformerEvent<ConfigMap>[] = [];
     informer.onChange(() => { throw new Error('handler bug'); });
     informer.onChange((e) => events.push(e));
@@ -91,18 +94,18 @@ describe('Informer on a real kube-apiserver', { timeout: 240_000 }, () => {
     const running = informer.run(abort.signal);
     await until('synced', () => informer.hasSynced());
     assert.deepEqual(informer.list().map((c) => c.metadata.name).sort(), ['pre-1', 'pre-2']);
-    assert.equal(informer.get('default', 'pre-1')?.data?.['v'], '1');
-    assert.equal(informer.get('default', 'other'), undefined);
+    assert.equal(informer.get(NS, 'pre-1')?.data?.['v'], '1');
+    assert.equal(informer.get(NS, 'other'), undefined);
     assert.deepEqual(informer.health().ok, true);
 
     const created = await client.create(CONFIG_MAPS, configMap('live', 'events', '1'));
     await client.replace(CONFIG_MAPS, { ...created, data: { v: '2' } });
-    await client.delete(CONFIG_MAPS, 'default', 'pre-1');
+    await client.delete(CONFIG_MAPS, NS, 'pre-1');
     await until('three watch events', () => events.length >= 5);
     assert.deepEqual(summary(events).slice(0, 2).sort(), ['add pre-1 1', 'add pre-2 1']);
     assert.deepEqual(summary(events).slice(2), ['add live 1', 'update live 2 (was 1)', 'delete pre-1 1 (was 1)']);
-    assert.equal(informer.get('default', 'pre-1'), undefined);
-    assert.equal(informer.get('default', 'live')?.data?.['v'], '2');
+    assert.equal(informer.get(NS, 'pre-1'), undefined);
+    assert.equal(informer.get(NS, 'live')?.data?.['v'], '2');
     assert.ok(logs.filter((l) => l === 'error an informer event handler threw').length >= 5, logs.join('\n'));
     abort.abort();
     await running;
@@ -113,7 +116,7 @@ describe('Informer on a real kube-apiserver', { timeout: 240_000 }, () => {
     await client.create(CONFIG_MAPS, configMap('deleted-meanwhile', 'gone', '1'));
     const holdable = holdableWatches(client);
     const logs: string[] = [];
-    const informer = new Informer<ConfigMap>(holdable.client, CONFIG_MAPS, { namespace: 'default', labelSelector: 'suite=gone', log: (level, msg) => logs.push(`${level} ${msg}`) });
+    const informer = new Informer<ConfigMap>(holdable.client, CONFIG_MAPS, { namespace: NS, labelSelector: 'suite=gone', log: (level, msg) => logs.push(`${level} ${msg}`) });
     const events: InformerEvent<ConfigMap>[] = [];
     informer.onChange((e) => events.push(e));
     const abort = new AbortController();
@@ -123,16 +126,16 @@ describe('Informer on a real kube-apiserver', { timeout: 240_000 }, () => {
     holdable.hold();
     await sleep(100);
     const from = holdable.lastWatchFrom()!;
-    await client.delete(CONFIG_MAPS, 'default', 'deleted-meanwhile');
+    await client.delete(CONFIG_MAPS, NS, 'deleted-meanwhile');
     await client.create(CONFIG_MAPS, configMap('created-meanwhile', 'gone', '1'));
     // Wait until etcd has compacted past the informer's resourceVersion (every 5 s).
     const deadline = Date.now() + 60_000;
     for (;;) {
-      await client.mergePatch(CONFIG_MAPS, 'default', 'kept', { metadata: { annotations: { tick: String(Date.now()) } } });
+      await client.mergePatch(CONFIG_MAPS, NS, 'kept', { metadata: { annotations: { tick: String(Date.now()) } } });
       try {
         const probe = new AbortController();
         setTimeout(() => probe.abort(), 500).unref();
-        for await (const _ of client.watch(CONFIG_MAPS, 'default', { resourceVersion: from, labelSelector: 'suite=gone' }, probe.signal)) void _;
+        for await (const _ of client.watch(CONFIG_MAPS, NS, { resourceVersion: from, labelSelector: 'suite=gone' }, probe.signal)) void _;
       } catch (e) {
         if (isKubeError(e, 'KUBE_GONE')) break;
         throw e;
@@ -140,7 +143,7 @@ describe('Informer on a real kube-apiserver', { timeout: 240_000 }, () => {
       assert.ok(Date.now() < deadline, 'etcd compacted within 60 s');
       await sleep(1000);
     }
-    assert.equal(informer.get('default', 'deleted-meanwhile')?.metadata.name, 'deleted-meanwhile', 'the cache still has it while the watch is held');
+    assert.equal(informer.get(NS, 'deleted-meanwhile')?.metadata.name, 'deleted-meanwhile', 'the cache still has it while the watch is held');
     const before = events.length;
     holdable.release();
     await until('the relist emitted the missed delete', () => events.slice(before).some((e) => e.type === 'delete' && e.object.metadata.name === 'deleted-meanwhile'));
@@ -155,7 +158,7 @@ describe('Informer on a real kube-apiserver', { timeout: 240_000 }, () => {
   test('the API server unreachable: health false with the reason, then recovery and the changes made meanwhile', async () => {
     const proxy = await startTcpProxy(new URL(cp.server));
     const viaProxy = createKubeClient({ ...config(), server: `https://127.0.0.1:${proxy.port}` }, { timeoutMs: 2000 });
-    const informer = new Informer<ConfigMap>(viaProxy, CONFIG_MAPS, { namespace: 'default', labelSelector: 'suite=outage', backoffBaseMs: 50, backoffCapMs: 400 });
+    const informer = new Informer<ConfigMap>(viaProxy, CONFIG_MAPS, { namespace: NS, labelSelector: 'suite=outage', backoffBaseMs: 50, backoffCapMs: 400 });
     const events: InformerEvent<ConfigMap>[] = [];
     informer.onChange((e) => events.push(e));
     const abort = new AbortController();
@@ -171,7 +174,7 @@ describe('Informer on a real kube-apiserver', { timeout: 240_000 }, () => {
       await proxy.open();
       await until('healthy again', () => informer.health().ok);
       await until('the add made during the outage', () => events.some((e) => e.type === 'add' && e.object.metadata.name === 'during-outage'));
-      await client.delete(CONFIG_MAPS, 'default', 'during-outage');
+      await client.delete(CONFIG_MAPS, NS, 'during-outage');
       await until('and watching again', () => events.some((e) => e.type === 'delete'));
     } finally {
       abort.abort();

@@ -3,13 +3,16 @@
 // once; a leader that cannot reach the API server stops leading within its renew deadline.
 import assert from 'node:assert/strict';
 import { after, afterEach, before, describe, test } from 'node:test';
-import { startControlPlane, type ControlPlane } from '../helpers/control-plane.ts';
+import { useSharedControlPlane, type SharedControlPlane } from '../helpers/shared-control-plane.ts';
 import { startTcpProxy } from '../helpers/tcp-proxy.ts';
 import { createKubeClient } from '../../src/kube/client.ts';
 import type { KubeClient } from '../../src/kube/client-types.ts';
 import { LeaderElector, type Lease, type LeaderElectorOptions } from '../../src/kube/leader-election.ts';
 import { LEASES } from '../../src/kube/resources.ts';
 import { sleep } from '../../../collector/test/helpers/wait.ts';
+
+/** This file's namespace on the shared control plane (shared-control-plane.ts). */
+const NS = 'kube-leader-election';
 
 const TIMING = { leaseDurationMs: 3000, renewDeadlineMs: 2000, retryPeriodMs: 300 };
 
@@ -49,17 +52,17 @@ function candidate(client: KubeClient, options: Omit<LeaderElectorOptions, keyof
 }
 
 describe('LeaderElector on a real kube-apiserver', { timeout: 120_000 }, () => {
-  let cp: ControlPlane;
+  let cp: SharedControlPlane;
   let client: KubeClient & { close(): void };
   before(async () => {
-    cp = await startControlPlane();
+    cp = await useSharedControlPlane(NS);
     client = createKubeClient({ server: cp.server, caCert: cp.caCert, tlsServerName: 'kubernetes', token: cp.token });
   });
   afterEach(async () => { for (const c of started.splice(0)) await c.stop(); });
   after(async () => { client?.close(); await cp?.stop(); });
 
   test('one of two leads; killed without release, the other leads within leaseDuration + 2 retry periods (and not before); a clean stop hands over at once', async () => {
-    const lease = { namespace: 'default', name: 'handover' };
+    const lease = { namespace: NS, name: 'handover' };
     // a is "killed": it stops without giving the lease up.
     const a = candidate(client, { ...lease, identity: 'a', releaseOnCancel: false });
     await until('a leads', () => a.elector.isLeader());
@@ -67,7 +70,7 @@ describe('LeaderElector on a real kube-apiserver', { timeout: 120_000 }, () => {
     await sleep(TIMING.leaseDurationMs + 500);
     assert.equal(b.elector.isLeader(), false, 'b waits while a renews');
     assert.equal(a.elector.isLeader(), true);
-    const held = await client.get<Lease>(LEASES, 'default', 'handover');
+    const held = await client.get<Lease>(LEASES, NS, 'handover');
     assert.equal(held?.spec?.holderIdentity, 'a');
     assert.equal(held?.spec?.leaseDurationSeconds, 3);
     assert.equal(held?.spec?.leaseTransitions, 0);
@@ -77,13 +80,13 @@ describe('LeaderElector on a real kube-apiserver', { timeout: 120_000 }, () => {
     await a.stop();
     assert.equal(a.leading?.aborted, true, "a's leading signal aborts");
     assert.equal(a.stopped, 1);
-    assert.equal((await client.get<Lease>(LEASES, 'default', 'handover'))?.spec?.holderIdentity, 'a', 'not released');
+    assert.equal((await client.get<Lease>(LEASES, NS, 'handover'))?.spec?.holderIdentity, 'a', 'not released');
     await until('b leads', () => b.elector.isLeader());
     const takeover = Date.now() - killedAt;
     // b saw a's last renewal at most a retry period late; it then waits a lease duration.
     assert.ok(takeover >= TIMING.leaseDurationMs - TIMING.retryPeriodMs - 100, `b took over after ${takeover} ms: too early`);
     assert.ok(takeover <= TIMING.leaseDurationMs + 2 * TIMING.retryPeriodMs + 500, `b took over after ${takeover} ms: too late`);
-    const taken = await client.get<Lease>(LEASES, 'default', 'handover');
+    const taken = await client.get<Lease>(LEASES, NS, 'handover');
     assert.equal(taken?.spec?.holderIdentity, 'b');
     assert.equal(taken?.spec?.leaseTransitions, 1);
 
@@ -95,15 +98,15 @@ describe('LeaderElector on a real kube-apiserver', { timeout: 120_000 }, () => {
     await until('c leads', () => c.elector.isLeader());
     const handover = Date.now() - releasedAt;
     assert.ok(handover < TIMING.retryPeriodMs * 2 + 500, `a released lease is taken at the next retry, not after a lease duration (${handover} ms)`);
-    assert.equal((await client.get<Lease>(LEASES, 'default', 'handover'))?.spec?.leaseTransitions, 2);
+    assert.equal((await client.get<Lease>(LEASES, NS, 'handover'))?.spec?.leaseTransitions, 2);
     await c.stop();
-    assert.equal((await client.get<Lease>(LEASES, 'default', 'handover'))?.spec?.holderIdentity, '', 'released on a clean stop');
+    assert.equal((await client.get<Lease>(LEASES, NS, 'handover'))?.spec?.holderIdentity, '', 'released on a clean stop');
   });
 
   test('a leader cut off from the API server stops leading within its renew deadline and leads again when it is back', async () => {
     const proxy = await startTcpProxy(new URL(cp.server));
     const cutOff = createKubeClient({ server: `https://127.0.0.1:${proxy.port}`, caCert: cp.caCert, tlsServerName: 'kubernetes', token: cp.token }, { timeoutMs: 5000 });
-    const a = candidate(cutOff, { namespace: 'default', name: 'partition', identity: 'a' });
+    const a = candidate(cutOff, { namespace: NS, name: 'partition', identity: 'a' });
     try {
       await until('a leads', () => a.elector.isLeader());
       const cutAt = Date.now();

@@ -10,7 +10,8 @@ import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { desiredStatefulSet } from '../../src/controller/pool-resources.ts';
 import type { StatefulSet } from '../../src/controller/workload-types.ts';
-import { kubeBin, startControlPlane, type ControlPlane } from '../helpers/control-plane.ts';
+import { kubeBin, type ControlPlane } from '../helpers/control-plane.ts';
+import { useSharedControlPlane, type SharedControlPlane } from '../helpers/shared-control-plane.ts';
 import { samplePool } from '../helpers/pool-fixtures.ts';
 
 const NAMESPACE = 'pglog-restricted';
@@ -50,14 +51,14 @@ function podOf(sts: StatefulSet): object {
 }
 
 describe('Pod Security restricted admits the pool\'s pods', { timeout: 180_000 }, () => {
-  let cp: ControlPlane;
+  let cp: SharedControlPlane;
   before(async () => {
-    cp = await startControlPlane();
+    cp = await useSharedControlPlane(NAMESPACE);
     await cp.kubectl(['apply', '-f', '-'], JSON.stringify({
       apiVersion: 'v1', kind: 'Namespace',
       metadata: { name: NAMESPACE, labels: { 'pod-security.kubernetes.io/enforce': 'restricted', 'pod-security.kubernetes.io/enforce-version': 'latest' } },
     }));
-    // No controller-manager: the service account a pod names must be created by hand.
+    // The service account the pods name must exist for admission.
     await cp.kubectl(['apply', '-f', '-'], JSON.stringify({ apiVersion: 'v1', kind: 'ServiceAccount', metadata: { name: SERVICE_ACCOUNT, namespace: NAMESPACE } }));
   });
   after(async () => { await cp?.stop(); });
