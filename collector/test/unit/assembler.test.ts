@@ -1,3 +1,5 @@
+// createAssembler, the one factory the streams build assemblers with: the right assembler for
+// each log format, a valid log_line_prefix required for stderr and syslog, maxEntryBytes passed on.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { isPglogError } from '../../src/errors.ts';

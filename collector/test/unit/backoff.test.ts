@@ -1,3 +1,7 @@
+// The SSH transport's pacing, on a fake clock and injected randomness: Backoff's full-jitter
+// delays (a property over attempts), the cap, and the reset after a connection that stayed up;
+// ConnectLimiter's limit on concurrent handshakes, spacing of starts, aborted waiters and the
+// initial spread.
 import { strict as assert } from 'node:assert';
 import { setImmediate as turn } from 'node:timers/promises';
 import { describe, test } from 'node:test';

@@ -1,3 +1,7 @@
+// The binary COPY encoder, byte for byte against the PostgreSQL wire format (hex expectations
+// and fast-check properties): header and trailer, NULLs, each column type at its edges
+// (timestamptz's range, int4[] layout), and values it must refuse with row, column and type,
+// after which the encoder starts clean.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fc from 'fast-check';

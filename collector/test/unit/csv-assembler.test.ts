@@ -1,3 +1,7 @@
+// The csvlog assembler on fixtures/asm-csvlog.csv and hand-written rows: every column (and
+// PostgreSQL 13's 24), the same entries as the stderr fixture, any chunking and resume point,
+// "" unescaped into new buffers only where needed; damage (a row cut inside a quoted field, rows
+// run together, row-like lines inside a message) costs only the rows it touches.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { assemble, checkChunking, checkGarbage, checkResume, fixture, plain } from '../fixtures/asm-harness.ts';

@@ -1,3 +1,7 @@
+// Per-database decoding of log text (iconv-lite encodes the inputs): encoding names and
+// aliases, Cyrillic and East Asian encodings, database names matched in either encoding,
+// replacements and removed NULs counted exactly, SQL_ASCII's fallback, name reuse, decodeClean;
+// fast-check properties that decoding never throws and never yields a NUL.
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import fc from 'fast-check';

@@ -1,3 +1,6 @@
+// DeferredSocket, the Duplex node-postgres is given while the real stream opens, against a
+// real Unix-socket echo server standing in for the SSH channel or forward: bytes both ways with
+// backpressure, the far end's close, a failed open, and a destroy before the open completes.
 import { strict as assert } from 'node:assert';
 import { once } from 'node:events';
 import { mkdtempSync, rmSync } from 'node:fs';

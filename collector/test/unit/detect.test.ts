@@ -1,3 +1,6 @@
+// Guessing a log's format and log_line_prefix from a sample of it (the fixtures and
+// hand-written lines): each format recognized, non-logs refused, samples cut mid-line or
+// mid-row still recognized; the known prefixes (default, Debian's, pgBadger's, Amazon RDS) found.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { detectFormat, detectPrefix } from '../../src/protocol/detect.ts';

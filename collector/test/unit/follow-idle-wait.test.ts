@@ -1,3 +1,7 @@
+// The segment script's idle wait: under bash (when the server has it) a loop that waits and
+// looks for data with builtins only, no process per idle round; otherwise the POSIX polling loop.
+// Checks the generated text, and that sh and bash parse it (`-n`, nothing is run), for a path
+// full of quotes and `$`.
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { describe, it } from 'node:test';

@@ -1,3 +1,7 @@
+// The follow planner (which file to read next, from where) against a model server whose log
+// PostgreSQL rotates by new names or logrotate by rename or copytruncate, and a model reader that
+// commits and crashes: a fast-check property that every byte of every file is read exactly once,
+// in order; then starts, waits, gaps (a file gone or truncated with no copy) and file ordering.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import fc from 'fast-check';

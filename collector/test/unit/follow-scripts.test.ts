@@ -1,3 +1,7 @@
+// The shell side of following, without a server: shellQuote round-trips any string under sh's
+// single-quote rules (a fast-check property, with a small sh unquoter here) and every path goes
+// into the probe and segment scripts quoted; probe output (NUL-separated, names with spaces and
+// newlines), log file names, segment status lines and file identities are parsed or refused.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import fc from 'fast-check';

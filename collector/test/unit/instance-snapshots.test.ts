@@ -1,3 +1,7 @@
+// InstanceSnapshots, one instance's SQL snapshot loop, with a scripted SnapshotSource and
+// write, a real prom-client registry and a captured logger: what is stored and measured per kind,
+// statistics as deltas after a baseline, failures counted by code and logged once per streak,
+// the SQL role's privilege reported on change, and run() on its interval until aborted.
 import { strict as assert } from 'node:assert';
 import { Writable } from 'node:stream';
 import { describe, test } from 'node:test';

@@ -1,3 +1,6 @@
+// The jsonlog assembler on fixtures/asm-jsonlog.json: field by field the same records as the
+// csvlog fixture, raw non-UTF-8 bytes kept exact through JSON escapes, any chunking and resume
+// point, invalid lines kept as UNKNOWN, the leading fields of a line cut at the cap salvaged.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { assemble, checkChunking, checkGarbage, checkResume, fixture, plain } from '../fixtures/asm-harness.ts';

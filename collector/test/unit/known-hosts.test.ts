@@ -1,3 +1,7 @@
+// known_hosts parsing and host-key checking, against vectors OpenSSH 9 made (`ssh-keygen -lf`
+// fingerprint, `ssh-keygen -H` hashed entry) and generated keys: entry syntax, host patterns
+// (ports, wildcards, negation, hashed names), and failing closed (unknown, changed, @revoked,
+// @cert-authority never trusted), with fast-check properties for wildcards and unlisted keys.
 import { strict as assert } from 'node:assert';
 import { createHmac, randomBytes } from 'node:crypto';
 import { describe, test } from 'node:test';

@@ -1,3 +1,7 @@
+// SQL normalization and fingerprints: a table of statements and their normalized text (each a
+// fixed point), pinned fingerprint vectors (stored in the database, so a change must fail here),
+// fast-check properties over literals, whitespace, comments and list lengths, linear cost on
+// huge statements, and TemplateCache agreeing with a fresh normalization.
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import fc from 'fast-check';

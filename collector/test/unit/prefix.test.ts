@@ -1,3 +1,7 @@
+// log_line_prefix compilation and parsing on hand-written stderr lines: the default and
+// Debian prefixes, %q for background processes, every escape, padding, backtracking when a
+// field contains its delimiter, severities; PREFIX_UNSUPPORTED for unknown or ambiguous
+// prefixes; a fast-check property that arbitrary bytes never make it throw.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import fc from 'fast-check';

@@ -1,3 +1,7 @@
+// RateMeter, the smoothed read rate that transport promotion decides on, fed bytes at chosen
+// times (no clock): convergence and decay against the closed form, fast-check properties that
+// irregular sampling gives the same rate and one sample raises it by at most 8 * bytes / tau,
+// no spike after a quiet start, clock steps backwards, an initial rate, bad options refused.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import fc from 'fast-check';

@@ -1,3 +1,6 @@
+// The FIFO Semaphore behind SSH session and handshake limits: grants in arrival order, no
+// overtaking by newcomers, aborted and rejected waiters; a fast-check property that no more
+// than the limit is ever held and every acquire is eventually granted.
 import { strict as assert } from 'node:assert';
 import { describe, test } from 'node:test';
 import fc from 'fast-check';

@@ -1,3 +1,6 @@
+// SnapshotSink, which groups the snapshots of all instances into one store write, with a
+// scripted writeGroup: writes within the delay form one group, a full group goes at once, groups
+// are written one at a time in order, each write settles with its own outcome, flush() drains.
 import { strict as assert } from 'node:assert';
 import { describe, test } from 'node:test';
 import { SnapshotSink } from '../../src/collect/snapshot-sink.ts';

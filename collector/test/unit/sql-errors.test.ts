@@ -1,3 +1,6 @@
+// Errors of a SQL session (pg's server errors by SQLSTATE, its timeouts and lost streams, errno
+// codes) mapped to pglog codes, with messages that say where, what failed and which setting to
+// look at; a transport PglogError passes through; errno codes are not taken for SQLSTATEs.
 import { strict as assert } from 'node:assert';
 import { describe, test } from 'node:test';
 import { PglogError } from '../../src/errors.ts';

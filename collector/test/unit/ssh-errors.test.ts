@@ -1,3 +1,6 @@
+// ssh2's errors (told apart by their level, reason and message) mapped to pglog codes with
+// messages naming the target, user, host and key file; which codes are lasting failures; and the
+// host key algorithms offered, the types known_hosts lists for the host first.
 import { strict as assert } from 'node:assert';
 import { describe, test } from 'node:test';
 import { PglogError } from '../../src/errors.ts';

@@ -1,3 +1,7 @@
+// The sshproxy sidecar's file chores on real temp directories and real processes: key file
+// checks (mode, owner, symlinks, missing files; the chown case only as root), the clean-up of a
+// previous sidecar's leftovers, which kills only its processes that name DIR, with their
+// group, and the pids file and atomic writes.
 import { strict as assert } from 'node:assert';
 import { execFileSync, spawn } from 'node:child_process';
 import { chmodSync, chownSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';

@@ -1,3 +1,7 @@
+// The sidecar's OpenSSH command lines: the master's fail-closed options (only the named key
+// and known_hosts, no config files), stream clients that ride the master's control socket only,
+// socket names per slot and connection; the directory length limit is checked by binding a real
+// Unix socket at the longest name ssh -M would use.
 import { strict as assert } from 'node:assert';
 import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';

@@ -1,3 +1,7 @@
+// The sidecar's reconcile (desired.json vs running masters and streams → a plan), on examples
+// of slot packing, master restarts and reserved sessions, then fast-check properties over random
+// histories of desired states, masters going up and down and streams ending: idempotent, no
+// stream outside desired.json, slots within maxSessions, streams only on a master that is up.
 import { strict as assert } from 'node:assert';
 import { describe, test } from 'node:test';
 import fc from 'fast-check';

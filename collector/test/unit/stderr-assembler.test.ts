@@ -1,3 +1,7 @@
+// The stderr assembler on fixtures/asm-stderr.log (prefix '%m [%p] %q%u@%d '): one record per
+// ereport with its DETAIL/HINT/CONTEXT/STATEMENT lines, any chunking and resume point, CRLF,
+// unprefixed and orphan lines, verbose SQLSTATE and LOCATION, the entry cap, raw bytes kept,
+// and the server's " at character N" moved into cursorPosition.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { assemble, checkChunking, checkGarbage, checkResume, fixture, plain } from '../fixtures/asm-harness.ts';

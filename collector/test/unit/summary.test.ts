@@ -1,3 +1,6 @@
+// The `pglog parse --summary` builder, fed statement events made by the real EventParser:
+// templates aggregated by fingerprint and sorted by total time, and past maxTemplates new ones
+// sharing one overflow entry so memory stays bounded.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { Decoder } from '../../src/protocol/decode.ts';

@@ -1,3 +1,6 @@
+// The syslog assembler on fixtures/asm-syslog.log: #011 continuations and [N-M] split lines
+// give the same entries as the csvlog fixture; any chunking and resume point; RFC 3339 headers,
+// logs without sequence numbers, lines of another pid or not syslog at all; never throws.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { assemble, checkChunking, checkGarbage, checkResume, fixture, plain } from '../fixtures/asm-harness.ts';

@@ -1,3 +1,7 @@
+// The targets file (PostgresTarget YAML): the docs/targets.md example and the multi-document
+// fixture parsed with defaults and resolved paths; every validation rule has a failing case
+// whose CONFIG_INVALID line names file, document, object, field and YAML line; reporting
+// (several errors, syntax errors, caps); a fast-check round trip through yaml stringify.
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';

@@ -1,3 +1,6 @@
+// Log timestamps to ISO 8601: UTC, numeric offsets, the unambiguous zone abbreviations, %n
+// epoch seconds; ambiguous or odd input comes back as logged. Fast-check properties: it never
+// throws, and any date logged as %m in UTC or as %n round-trips.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import fc from 'fast-check';

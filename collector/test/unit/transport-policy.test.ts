@@ -1,3 +1,8 @@
+// Transport promotion and demotion (docs/decisions/0007-transport-promotion.md), a pure
+// decision over a fleet: option checks, each rule on hand-built fleets (dwell, pins, capacity,
+// swaps, no sidecar), fast-check properties over random fleets and options (capacity, reasons
+// that hold, idempotence, order independence), and a second-by-second simulation with a real
+// RateMeter: no flapping between close rates, one promotion and one demotion for a burst.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import fc from 'fast-check';
