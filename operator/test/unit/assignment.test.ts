@@ -1,3 +1,7 @@
+// planPool, a pool's desired CollectorShard specs, on sample pools, targets and shards
+// (helpers/pool-fixtures.ts) with the API's written state simulated: placement, determinism,
+// replanning its own output as a no-op, which rate counts, epochs on staying and moving, scale
+// up and down, promotion, pins, heap sizing; a fast-check property over random fleets and resizes.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import fc from 'fast-check';

@@ -1,3 +1,6 @@
+// Status conditions and semantic equality, the pure parts that decide whether the reconcile
+// loop writes a status: setCondition's lastTransitionTime and generation rules (returning the
+// same array when nothing changed), order-free comparison, JSON deep equality.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { Condition } from '../../src/api/common.ts';

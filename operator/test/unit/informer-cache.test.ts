@@ -1,3 +1,6 @@
+// The informer's pure cache logic on hand-made ConfigMaps: object keys, the events a relist
+// emits against the cache (including the deletes a missed watch would have carried, and a
+// recreated object by its new uid), and watch events applied with repeats ignored.
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import type { KubeObject } from '../../src/kube/client-types.ts';

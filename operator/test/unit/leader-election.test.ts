@@ -1,3 +1,6 @@
+// The Lease arithmetic of leader election, with times passed in: MicroTime format, expiry
+// measured from when this candidate saw the record change on its own clock (not the
+// renewTime's wall clock), when a lease may be taken at once, and takeover vs renewal fields.
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { mayAcquire, microTime, observe, takeLease } from '../../src/kube/leader-election.ts';

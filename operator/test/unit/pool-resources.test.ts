@@ -1,3 +1,7 @@
+// The workload objects rendered for a CollectorPool (sample pools, no API server): labels,
+// selector, owner reference; the StatefulSet's collector and native sshproxy sidecar (args,
+// probes, shared in-memory directory, the API token and store URL only in the collector,
+// restricted security), that it ignores assignment and tuning settings; Service and PDB.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import {

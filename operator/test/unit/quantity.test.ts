@@ -1,3 +1,6 @@
+// Kubernetes resource quantities parsed to numbers (used to size the collector's heap from
+// its memory limit): binary and decimal suffixes, milli, exponents, plain numbers; anything
+// else is CONFIG_INVALID.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { parseQuantity } from '../../src/controller/quantity.ts';

@@ -1,3 +1,6 @@
+// Which pool a target belongs to: label selectors (matchLabels, the four operators, AND,
+// invalid ones refused) and selectPoolTargets, where spec.pool wins over selectors, conflicts
+// go to the first pool by name, input order does not matter, and duplicate pool names are refused.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { matchesLabelSelector, selectPoolTargets } from '../../src/controller/assignment.ts';

@@ -1,3 +1,6 @@
+// Sharding by example: murmur3 against reference vectors, option and weight checks, and
+// bounded consistent hashing on small hand-made fleets (dedicated heavy targets, bins that
+// cannot fit, stickiness, 5 → 6 → 5 shards, new targets), with modulo hashing as the baseline.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import {

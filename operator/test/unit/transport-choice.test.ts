@@ -1,3 +1,7 @@
+// The operator's per-shard transport choice, one target stepped through time with each
+// choice fed back: promotion and demotion after the dwell, new and moved targets, pins,
+// unmeasured rates, capacity; fast-check properties that rates inside the band never switch
+// and auto targets stay within the capacity the pins leave.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import fc from 'fast-check';

@@ -1,3 +1,7 @@
+// The Node.js settings computed for a collector pod (thread pool, old and semi space): auto
+// values for sample shards, steps that do not move on a small change (no restart), a
+// fast-check property that heap plus young generation stays within 75 % of the memory limit;
+// explicit values and CONFIG_INVALID for out-of-range ones.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import fc from 'fast-check';

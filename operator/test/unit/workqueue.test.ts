@@ -1,3 +1,6 @@
+// WorkQueue on a FakeClock: dedup of queued keys, no key to two workers, re-add while
+// processing, abort and shutdown, delayed adds, per-key backoff and the overall bucket; a
+// fast-check property over random operation sequences that every add is processed after it.
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import fc from 'fast-check';
