@@ -1,3 +1,6 @@
+// Retry and shutdown timing shared by the collector's long-running parts (instance streams,
+// the batcher, the sidecar child, the cluster launcher): when to try a failed step again,
+// and how long to wait for a part while stopping before moving on without it.
 import { fullJitterDelay } from '../transport/backoff.ts';
 
 /**

@@ -1,3 +1,5 @@
+// One parser for the whole-number flags of every CLI command (collect, sshproxy, operator),
+// so that they all accept the same forms and fail with the same USAGE message.
 import { PglogError } from '../errors.ts';
 
 /**

@@ -1,3 +1,6 @@
+// The sharding package's public surface: the strategies (bounded consistent hashing, the
+// modulo baseline), the hash, and the shared types and helpers, so that the controller and the
+// tests import from one place rather than from the files behind it.
 export { boundedConsistentHashing, buildRing, planBoundedAssignment, ringPosition, targetRingPosition, type BoundedAssignment, type Ring } from './bounded-consistent-hashing.ts';
 export { murmur3 } from './hash.ts';
 export { moduloHashing } from './modulo-hashing.ts';
