@@ -47,7 +47,7 @@ DOCKER       := /usr/bin/docker
 sbom          = dist/$(subst :,-,$(subst /,-,$(1))).sbom.cdx.json
 
 .DEFAULT_GOAL := help
-.PHONY: help node deps system-deps kube-tools typecheck lint check logs bench-logs test test-unit test-collector test-operator demo demo-parse bench crds docker image image-base test-image image-test e2e fuzz clean distclean
+.PHONY: help node deps system-deps kube-tools typecheck lint shellcheck headers check logs bench-logs test test-unit test-collector test-operator demo demo-parse bench crds docker image image-base test-image image-test e2e fuzz clean distclean
 
 help: ## Show this help
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  \033[36m%-14s\033[0m %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -70,10 +70,20 @@ system-deps: ## Install Debian packages: PostgreSQL 15, OpenSSH server and clien
 typecheck: deps ## Type-check all TypeScript (strict)
 	tsc -p tsconfig.json
 
-lint: deps ## ESLint with typescript-eslint (no-floating-promises on)
+lint: deps ## ESLint with typescript-eslint: no-floating-promises, file and function length limits, pure folders free of I/O
 	eslint --max-warnings 0 .
 
-check: typecheck lint ## Type-check and lint
+# The entry scripts, with the libraries they source followed (-x); a library alone would only
+# show its globals as unused.
+SHELL_SCRIPTS := $(wildcard scripts/*.sh) scripts/loggen/generate.sh .ci/run collector/bin/pglog
+
+shellcheck: system-deps ## shellcheck over the shell scripts
+	shellcheck -x $(SHELL_SCRIPTS)
+
+headers: deps ## Every source file and script opens with a comment saying what it is for
+	node scripts/check/header-comments.ts
+
+check: typecheck lint shellcheck headers ## The static checks: type-check, lint, shellcheck, header comments (CI runs them as their own step)
 
 logs: system-deps deps ## Generate the real PostgreSQL test logs (cached under ~/.cache/pglog/logs)
 	@scripts/loggen/generate.sh --out $(LOGS_DIR)/test

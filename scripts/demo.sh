@@ -6,6 +6,7 @@ logs="${1:?usage: demo.sh LOGS_DIR}"
 here=$(cd "$(dirname "$0")/.." && pwd)
 log="$logs/A/postgresql.log"
 prefix=$(node -p 'JSON.parse(require("fs").readFileSync(process.argv[1], "utf8")).runs.A.log_line_prefix' "$logs/manifest.json")
+# shellcheck disable=SC2016 # the single quotes hold JavaScript, whose ${...} is not the shell's
 encodings=$(node -p 'Object.entries(JSON.parse(require("fs").readFileSync(process.argv[1], "utf8")).runs.A.databases).filter(([, e]) => e !== "UTF8").map(([d, e]) => `--encoding=${d}=${e}`).join(" ")' "$logs/manifest.json")
 echo "pglog demo: a real PostgreSQL 15 log ($(du -h "$log" | cut -f1), pgbench, errors, a deadlock, lock waits, plans, WIN1251 and KOI8R databases)"
 echo "\$ pglog parse --summary --prefix '$prefix' $encodings $log"
