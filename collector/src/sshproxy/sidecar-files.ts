@@ -3,7 +3,7 @@
  * what a previous sidecar left behind (its processes, FIFOs and control sockets).
  */
 import { lstat, mkdir, readdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
-import { readFileSync, renameSync, writeFileSync } from 'node:fs';
+import { readdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { CONTROL_DIR, FORWARDS_DIR, KEYS_DIR, STREAMS_DIR, type StatusError } from './protocol.ts';
 
 /** Processes the sidecar started and that may still run: read by the next sidecar on DIR. */
@@ -88,16 +88,24 @@ export async function cleanStaleDir(dir: string, waitMs = 3000): Promise<StaleCl
   // arguments name this directory's FIFOs or control sockets (only ours do).
   for (const pid of await strayProcesses(dir)) if (!listed.includes(pid)) listed.push(pid);
   const killed: number[] = [];
+  const groups: number[] = [];
   for (const pid of listed) {
     if (pid === process.pid || !(await commandLineMentions(pid, dir))) continue;
     // Children were started in process groups of their own; a stream's group also holds the
     // shell that was still waiting to open a FIFO.
-    if (await isGroupLeader(pid)) signal(-pid, 'SIGKILL');
+    if (await isGroupLeader(pid)) {
+      signal(-pid, 'SIGKILL');
+      groups.push(pid);
+    }
     signal(pid, 'SIGKILL');
     killed.push(pid);
   }
+  // Wait for the whole groups, not only their leaders: on a busy machine a member can outlive
+  // its leader by a while, still holding a FIFO of DIR open.
   const deadline = Date.now() + waitMs;
-  while (killed.some(isAlive) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+  while ((killed.some(isAlive) || groups.some(groupHasLiveMember)) && Date.now() < deadline) {
+    await new Promise((r) => setTimeout(r, 20));
+  }
 
   let removedFiles = 0;
   // sql/: forward sockets bound by the old masters (the new masters would replace them, but a
@@ -167,6 +175,22 @@ async function isGroupLeader(pid: number): Promise<boolean> {
 }
 
 /** Alive and not a zombie (an orphan whose new parent has not reaped it yet is dead enough). */
+/** Whether a process group still has a member that is not a zombie (a zombie holds nothing open). */
+function groupHasLiveMember(pgid: number): boolean {
+  let entries: string[];
+  try { entries = readdirSync('/proc'); } catch { return false; }
+  for (const e of entries) {
+    if (!/^\d+$/.test(e)) continue;
+    try {
+      const stat = readFileSync(`/proc/${e}/stat`, 'utf8');
+      // Fields after the command: state ppid pgrp ...
+      const [state, , pgrp] = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      if (Number(pgrp) === pgid && state !== 'Z') return true;
+    } catch { /* gone meanwhile */ }
+  }
+  return false;
+}
+
 export function isAlive(pid: number): boolean {
   try {
     const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
