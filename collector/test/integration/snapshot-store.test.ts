@@ -72,7 +72,7 @@ const NO_EPOCHS = new Map<string, number>([[streamKeyOf('db1', 'main'), 0]]);
 
 test('migration 3 on a fresh store: the snapshot tables are partitioned, the views have their columns', TIMEOUT, async () => {
   const { db } = await freshStore();
-  assert.deepEqual(await versions(db), [1, 2, 3]);
+  assert.deepEqual(await versions(db), [1, 2, 3, 4]);
   for (const t of SNAPSHOT_TABLES) {
     const kind = await db.query<{ relkind: string }>(`SELECT relkind::text FROM pg_class WHERE oid = $1::regclass`, [`pglog.${t}`]);
     assert.equal(kind.rows[0]?.relkind, 'p', `${t} is partitioned`);
@@ -97,14 +97,18 @@ test('migration 3 on a store at version 2: applied alone, events and their parti
   // The store as pglog left it before migration 3: migrations 1 and 2 only, events in it.
   const v2 = mkdtempSync(join(tmpdir(), 'pglog-mig-v2-'));
   tempDirs.push(v2);
-  cpSync(DEFAULT_MIGRATIONS_DIR, v2, { recursive: true, filter: (src) => !/0003_snapshots\.sql$/.test(src) });
+  cpSync(DEFAULT_MIGRATIONS_DIR, v2, { recursive: true, filter: (src) => !/000[34]_\w+\.sql$/.test(src) });
+  // Migration 3 alone on top of it (later migrations come with the writer below).
+  const v3 = mkdtempSync(join(tmpdir(), 'pglog-mig-v3-'));
+  tempDirs.push(v3);
+  cpSync(DEFAULT_MIGRATIONS_DIR, v3, { recursive: true, filter: (src) => !/0004_\w+\.sql$/.test(src) });
   assert.deepEqual((await migrate(c, { migrationsDir: v2 })).current, 2);
   await c.query(`SELECT pglog.ensure_partitions(DATE '2026-11-21', 2)`);
   await c.query(`INSERT INTO pglog.statement_events (ts, target, instance, pid, duration_ms, fingerprint, query, protocol, file, file_offset)
     VALUES ('2026-11-21T10:00:00Z', 'db1', 'main', 42, 1.5, 'fp1', 'SELECT 1', 'simple', 'log/postgresql.log', 7)`);
   assert.deepEqual(await versions(c), [1, 2]);
 
-  const res = await migrate(c);
+  const res = await migrate(c, { migrationsDir: v3 });
   assert.deepEqual(res, { applied: ['0003_snapshots.sql'], current: 3 });
   assert.deepEqual(await versions(c), [1, 2, 3]);
   assert.equal(await count(c, `SELECT 1 FROM pglog.statements WHERE query = 'SELECT 1'`), 1);
@@ -112,7 +116,7 @@ test('migration 3 on a store at version 2: applied alone, events and their parti
   const created = await c.query<{ p: string }>(`SELECT p FROM pglog.ensure_partitions(DATE '2026-11-21', 2) AS p ORDER BY p`);
   assert.deepEqual(created.rows.map((r) => r.p), SNAPSHOT_TABLES.flatMap((t) => [`${t}_p20261121`, `${t}_p20261122`]).sort());
 
-  // A writer opened on it finds nothing to migrate and writes snapshots.
+  // A writer opened on it applies what follows and writes snapshots.
   const writer = await openWriter(name);
   await writer.writeSnapshot(activitySnapshot());
   assert.equal(await count(c, 'SELECT 1 FROM pglog.activity_samples_p20261121'), 3);
