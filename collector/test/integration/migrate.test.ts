@@ -156,7 +156,7 @@ test('fresh database: every migration applied; tables, views and functions exist
   }
   for (const t of ['query_templates', 'read_position_state', 'quarantine', 'schema_migrations']) assert.equal(kinds.get(t), 'r', t);
   for (const v of ['statements', 'errors', 'lock_waits', 'read_positions', 'activity', 'blocking', 'statement_stats', 'database_stats',
-    'checkpoints', 'maintenance', 'temp_files', 'sessions', 'plans', 'deadlocks']) assert.equal(kinds.get(v), 'v', v);
+    'checkpoints', 'maintenance', 'temp_files', 'sessions', 'plans', 'deadlocks', 'templates']) assert.equal(kinds.get(v), 'v', v);
 
   // The views have exactly the columns of docs/store.md, in order.
   const cols = async (view: string): Promise<string[]> => (await c.query<{ attname: string }>(

@@ -76,7 +76,7 @@ async function until(check: () => Promise<boolean>, what: string, limitMs = 60_0
 test('open() migrates and makes the partitions around today', TIMEOUT, async () => {
   const { db } = await freshStore();
   const versions = await db.query<{ version: number }>('SELECT version FROM pglog.schema_migrations ORDER BY version');
-  assert.deepEqual(versions.rows.map((r) => r.version), [1, 2, 3, 4]);
+  assert.deepEqual(versions.rows.map((r) => r.version), [1, 2, 3, 4, 5]);
   const today = new Date().toISOString().slice(0, 10).replaceAll('-', '');
   assert.equal(await count(db, `SELECT 1 FROM pg_class WHERE relname = $1`, [`statement_events_p${today}`]), 1);
 });
@@ -132,6 +132,9 @@ test('every event kind lands in its table and the stable views, with the positio
   const tpl = await db.query(`SELECT normalized, (extract(epoch FROM first_seen) * 1000000)::int8::text AS first FROM pglog.query_templates WHERE fingerprint = 'fp-update'`);
   assert.deepEqual(tpl.rows, [{ normalized: exact.normalized, first: String(Date.parse('2026-11-21T10:29:33.123Z') * 1000 + 456) }]);
   assert.equal(await count(db, 'SELECT 1 FROM pglog.query_templates WHERE fingerprint = $1', [plan.fingerprint]), 1);
+  // The stable view pglog.templates (store version 5) shows the same text.
+  const view = await db.query('SELECT normalized FROM pglog.templates WHERE fingerprint = $1', ['fp-update']);
+  assert.deepEqual(view.rows, [{ normalized: exact.normalized }]);
 
   // The position, and a later claim resumes from it.
   const pos = await db.query('SELECT target, instance, file, "offset"::int8::text AS off FROM pglog.read_positions');
