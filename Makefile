@@ -47,7 +47,7 @@ DOCKER       := /usr/bin/docker
 sbom          = dist/$(subst :,-,$(subst /,-,$(1))).sbom.cdx.json
 
 .DEFAULT_GOAL := help
-.PHONY: help node deps system-deps kube-tools typecheck lint shellcheck headers check logs bench-logs test test-unit test-collector test-operator demo demo-parse bench crds docker image image-base test-image image-test e2e fuzz clean distclean
+.PHONY: help node deps system-deps kube-tools typecheck lint shellcheck headers check logs bench-logs test test-unit test-collector test-operator demo demo-parse bench crds dashboards docker image image-base test-image image-test e2e fuzz clean distclean
 
 help: ## Show this help
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  \033[36m%-14s\033[0m %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -99,6 +99,9 @@ fuzz: deps ## Fuzz each log format and the prefix compiler with jazzer.js, FUZZ_
 
 crds: deps ## Regenerate crds/*.yaml and docs/resources.md from the resource types (a test fails when they differ)
 	node scripts/gen-crds.ts
+
+dashboards: deps ## Regenerate the chart's store dashboard (charts/pglog/dashboards/pglog-store.json) from scripts/dashboards/ (a test fails when they differ)
+	node scripts/gen-dashboards.ts
 
 kube-tools: system-deps ## etcd, kube-apiserver, kube-controller-manager, kubectl, helm, and the real node (kubelet, kube-scheduler, kube-proxy, containerd, runc, CNI plugins) for the operator's tests (built once, cached)
 	@KUBE_VERSION=$(KUBE_VERSION) PGLOG_CACHE=$(CACHE) scripts/install-kube-tools.sh >/dev/null

@@ -1,0 +1,124 @@
+// Builders of Grafana dashboard JSON for the chart's store dashboard (scripts/gen-dashboards.ts
+// writes charts/pglog/dashboards/pglog-store.json from them). Pure: objects in, objects out.
+//
+// Every panel queries the PostgreSQL data source the user picks in the `datasource` variable
+// (plugin id `grafana-postgresql-datasource`, Grafana 10.2.3 and later; `postgres` before),
+// with raw SQL in code mode. Time series queries return a `time` column first and are sorted
+// by it, as Grafana's SQL data sources require; a text column `metric` names the series.
+
+export const DATASOURCE_TYPE = 'grafana-postgresql-datasource';
+export const DATASOURCE = { type: DATASOURCE_TYPE, uid: '${datasource}' } as const;
+
+export interface GridPos { x: number; y: number; w: number; h: number }
+
+export interface PanelSpec {
+  title: string;
+  description: string;
+  /** Raw SQL; Grafana expands its macros and the dashboard's variables. */
+  sql: string;
+  /** Grid width (of 24) and height; rows are laid out left to right. */
+  w: number;
+  h: number;
+  unit?: string;
+  /** Field overrides by name: unit and display name. */
+  fields?: Record<string, { unit?: string; displayName?: string }>;
+}
+
+export type Panel = Record<string, unknown> & { id: number; type: string; title: string; gridPos: GridPos };
+
+function target(sql: string, format: 'time_series' | 'table'): Record<string, unknown> {
+  return { datasource: DATASOURCE, refId: 'A', editorMode: 'code', format, rawQuery: true, rawSql: sql };
+}
+
+function fieldConfig(spec: PanelSpec, defaults: Record<string, unknown> = {}): Record<string, unknown> {
+  const overrides = Object.entries(spec.fields ?? {}).map(([name, f]) => ({
+    matcher: { id: 'byName', options: name },
+    properties: [
+      ...(f.unit === undefined ? [] : [{ id: 'unit', value: f.unit }]),
+      ...(f.displayName === undefined ? [] : [{ id: 'displayName', value: f.displayName }]),
+    ],
+  }));
+  return { defaults: { ...defaults, ...(spec.unit === undefined ? {} : { unit: spec.unit }) }, overrides };
+}
+
+function base(type: string, spec: PanelSpec): Omit<Panel, 'id' | 'gridPos'> {
+  return { type, title: spec.title, description: spec.description, datasource: DATASOURCE };
+}
+
+/** A time series: the query returns time, then values (and optionally `metric`). */
+export function timeseries(spec: PanelSpec & { stack?: boolean; bars?: boolean }): Omit<Panel, 'id' | 'gridPos'> {
+  const custom: Record<string, unknown> = { drawStyle: spec.bars === true ? 'bars' : 'line', fillOpacity: spec.bars === true ? 80 : 10, spanNulls: false, showPoints: 'auto' };
+  if (spec.stack === true) custom['stacking'] = { mode: 'normal', group: 'A' };
+  return {
+    ...base('timeseries', spec),
+    fieldConfig: fieldConfig(spec, { custom }),
+    options: { legend: { displayMode: 'table', placement: 'bottom', calcs: ['max', 'mean'] }, tooltip: { mode: 'multi', sort: 'desc' } },
+    targets: [target(spec.sql, 'time_series')],
+    w: spec.w, h: spec.h,
+  };
+}
+
+/** A table, sorted as the query sorts it (the reader may sort by any column). */
+export function table(spec: PanelSpec): Omit<Panel, 'id' | 'gridPos'> {
+  return {
+    ...base('table', spec),
+    fieldConfig: fieldConfig(spec, { custom: { align: 'auto', cellOptions: { type: 'auto' }, inspect: true } }),
+    options: { showHeader: true, cellHeight: 'sm', footer: { show: false, reducer: ['sum'], countRows: false } },
+    targets: [target(spec.sql, 'table')],
+    w: spec.w, h: spec.h,
+  };
+}
+
+/** Stat tiles: one query returning one row, a tile per numeric column. */
+export function stat(spec: PanelSpec): Omit<Panel, 'id' | 'gridPos'> {
+  return {
+    ...base('stat', spec),
+    fieldConfig: fieldConfig(spec, { decimals: 2 }),
+    options: { reduceOptions: { values: false, calcs: ['lastNotNull'], fields: '' }, orientation: 'auto', textMode: 'value_and_name', colorMode: 'none', graphMode: 'none', justifyMode: 'auto' },
+    targets: [target(spec.sql, 'table')],
+    w: spec.w, h: spec.h,
+  };
+}
+
+export interface Section { title: string; panels: Array<Omit<Panel, 'id' | 'gridPos'>> }
+
+/** Rows of panels, laid out on Grafana's 24-column grid, numbered from 1. */
+export function layout(sections: readonly Section[]): Panel[] {
+  const out: Panel[] = [];
+  let id = 1;
+  let y = 0;
+  for (const section of sections) {
+    out.push({ id: id++, type: 'row', title: section.title, collapsed: false, panels: [], gridPos: { x: 0, y, w: 24, h: 1 } });
+    y += 1;
+    let x = 0;
+    let rowHeight = 0;
+    for (const panel of section.panels) {
+      const { w, h, ...rest } = panel as Omit<Panel, 'id' | 'gridPos'> & { w: number; h: number };
+      if (x + w > 24) {
+        y += rowHeight;
+        x = 0;
+        rowHeight = 0;
+      }
+      out.push({ ...rest, id: id++, gridPos: { x, y, w, h } } as Panel);
+      x += w;
+      rowHeight = Math.max(rowHeight, h);
+    }
+    y += rowHeight;
+  }
+  return out;
+}
+
+/** A query variable over the store: multi-value, with All as a custom all value. */
+export function queryVariable(name: string, label: string, description: string, sql: string, allValue: string): Record<string, unknown> {
+  return {
+    name, label, description, type: 'query', datasource: DATASOURCE,
+    query: sql, definition: sql,
+    refresh: 2, // on time range change
+    sort: 1,
+    multi: true,
+    includeAll: true,
+    allValue,
+    current: { selected: true, text: ['All'], value: ['$__all'] },
+    options: [],
+  };
+}
