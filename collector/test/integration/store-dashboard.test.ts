@@ -1,0 +1,116 @@
+// The chart's store dashboard (charts/pglog/dashboards/pglog-store.json, the file the chart's
+// ConfigMap carries) against a real store filled by a real `pglog collect` run
+// (helpers/store-workload.ts): each panel's SQL and each variable's query, expanded as Grafana
+// would (helpers/grafana-sql.ts: variables, then the PostgreSQL data source's macros), runs and
+// returns rows with All selected, with one target and database, with two targets; a target
+// that does not exist leaves every panel empty (so each one applies the filter).
+import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import pg from 'pg';
+import { grafanaSql, type GrafanaQueryContext, type GrafanaVariable } from '../helpers/grafana-sql.ts';
+import { startStoreWorkload, WORKLOAD_DATABASE, WORKLOAD_TARGET, type StoreWorkload } from '../helpers/store-workload.ts';
+
+const DASHBOARD = join(import.meta.dirname, '../../../charts/pglog/dashboards/pglog-store.json');
+
+interface Panel { type: string; title: string; targets?: Array<{ rawSql: string; format: string }> }
+interface Variable { name: string; type: string; query: string; multi?: boolean; includeAll?: boolean; allValue?: string }
+interface Dashboard { panels: Panel[]; templating: { list: Variable[] } }
+
+type Selection = readonly string[] | 'all';
+
+describe('the store dashboard on a store filled by pglog collect', { timeout: 400_000 }, () => {
+  let workload: StoreWorkload;
+  let store: pg.Client;
+  const dashboard = JSON.parse(readFileSync(DASHBOARD, 'utf8')) as Dashboard;
+  const panels = dashboard.panels.filter((p) => p.targets !== undefined);
+  const queryVariables = dashboard.templating.list.filter((v) => v.type === 'query');
+  const options = new Map<string, string[]>();
+
+  /** Grafana's query context: the time range around the workload, 5 s intervals, the given selections. */
+  const context = (selected: Record<string, Selection>): GrafanaQueryContext => ({
+    from: new Date(workload.startedAt.getTime() - 60_000),
+    to: new Date(workload.seededAt.getTime() + 60_000),
+    intervalMs: 5000,
+    variables: queryVariables.map((v): GrafanaVariable => ({
+      name: v.name, multi: v.multi === true, includeAll: v.includeAll === true, allValue: v.allValue ?? null,
+      options: options.get(v.name) ?? [], current: selected[v.name] ?? 'all',
+    })),
+  });
+
+  const run = async (rawSql: string, ctx: GrafanaQueryContext): Promise<{ sql: string; rows: Array<Record<string, unknown>> }> => {
+    const sql = grafanaSql(rawSql, ctx);
+    // Nothing of Grafana's syntax is left for PostgreSQL.
+    assert.doesNotMatch(sql, /\$__|\$target|\$database|\$\{|\[\[/, sql);
+    try {
+      return { sql, rows: (await store.query(sql)).rows as Array<Record<string, unknown>> };
+    } catch (e) {
+      throw new Error(`${(e as Error).message}\n${sql}`, { cause: e });
+    }
+  };
+
+  before(async () => {
+    workload = await startStoreWorkload();
+    store = new pg.Client({ connectionString: workload.storeUrl });
+    await store.connect();
+  });
+  after(async () => {
+    await store?.end().catch(() => undefined);
+    await workload?.dispose();
+  });
+
+  test('the variables\' queries list the workload\'s target and database', async () => {
+    assert.deepEqual(queryVariables.map((v) => v.name), ['target', 'database']);
+    for (const v of queryVariables) {
+      const { rows } = await run(v.query, context({}));
+      options.set(v.name, rows.map((r) => String(Object.values(r)[0])));
+    }
+    assert.deepEqual(options.get('target'), [WORKLOAD_TARGET]);
+    assert.ok(options.get('database')!.includes(WORKLOAD_DATABASE), JSON.stringify(options.get('database')));
+    const one = await run(queryVariables[1]!.query, context({ target: [WORKLOAD_TARGET] }));
+    assert.ok(one.rows.length > 0);
+    const none = await run(queryVariables[1]!.query, context({ target: ['no-such-target'] }));
+    assert.equal(none.rows.length, 0);
+  });
+
+  for (const [what, selected] of [
+    ['All targets, all databases', {}],
+    ['one target, one database', { target: [WORKLOAD_TARGET], database: [WORKLOAD_DATABASE] }],
+    ['two targets (multi-value), all databases', { target: [WORKLOAD_TARGET, 'another-target'] }],
+  ] as const) {
+    test(`every panel returns rows: ${what}`, async () => {
+      const empty: string[] = [];
+      for (const panel of panels) {
+        const { rows } = await run(panel.targets![0]!.rawSql, context(selected));
+        if (rows.length === 0) empty.push(panel.title);
+        if (panel.type === 'timeseries') {
+          for (const r of rows) assert.ok(r.time !== null && Number.isFinite(Number(r.time)), `${panel.title}: time ${String(r.time)}`);
+        }
+      }
+      assert.ok(panels.length >= 30);
+      assert.deepEqual(empty, [], `panels without rows (${what})`);
+    });
+  }
+
+  test('with a target that does not exist every panel is empty (each applies $target)', async () => {
+    const leaked: string[] = [];
+    for (const panel of panels) {
+      const { rows } = await run(panel.targets![0]!.rawSql, context({ target: ['no-such-target'] }));
+      // An aggregate without GROUP BY (the totals) answers one row of zeros and NULLs.
+      if (rows.some((r) => Object.values(r).some((v) => v !== null && Number(v) !== 0))) leaked.push(`${panel.title}: ${JSON.stringify(rows[0])}`);
+    }
+    assert.deepEqual(leaked, []);
+  });
+
+  test('the totals agree with the store', async () => {
+    const totals = panels.find((p) => p.type === 'stat')!;
+    const { rows } = await run(totals.targets![0]!.rawSql, context({}));
+    const ctx = context({});
+    const count = async (view: string, extra = ''): Promise<number> =>
+      Number((await store.query<{ n: string }>(`SELECT count(*) AS n FROM pglog.${view} WHERE ts BETWEEN $1 AND $2 ${extra}`, [ctx.from, ctx.to])).rows[0]!.n);
+    assert.equal(Number(rows[0]!.statements), await count('statements', 'AND duration_ms IS NOT NULL'));
+    assert.equal(Number(rows[0]!.errors), await count('errors'));
+    assert.ok(Number(rows[0]!.statements) > 100 && Number(rows[0]!.errors) >= 3, JSON.stringify(rows[0]));
+  });
+});
