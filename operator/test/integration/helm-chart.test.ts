@@ -2,7 +2,8 @@
 // lint` is clean (also --strict, and with the HPA, its custom metric and the ServiceMonitor
 // on); the values schema refuses unknown keys; every rendered object passes a server-side dry
 // run, the operator Deployment (and a Pod from its template) without a PodSecurity warning in
-// a namespace that enforces `restricted`; the RBAC, applied for real, grants the collector
+// a namespace that enforces `restricted`; both Grafana dashboards render (the store dashboard
+// byte for byte the chart's dashboards/pglog-store.json); the RBAC, applied for real, grants the collector
 // and the operator what they need and nothing more (kubectl auth can-i --as the service
 // accounts), with no wildcard anywhere; the operator's rendered arguments parse.
 import assert from 'node:assert/strict';
@@ -89,7 +90,7 @@ describe('charts/pglog', { timeout: 240_000 }, () => {
   });
 
   test('helm lint is clean: defaults, --strict, and with the HPA, custom metric and ServiceMonitor on', async () => {
-    for (const args of [[], ['--strict'], ['--strict', ...ALL_ON], ['--strict', '--set', 'hpa.enabled=true,dashboard.enabled=false,networkPolicy.enabled=false,pool.enabled=false']]) {
+    for (const args of [[], ['--strict'], ['--strict', ...ALL_ON], ['--strict', '--set', 'hpa.enabled=true,dashboard.enabled=false,storeDashboard.enabled=false,networkPolicy.enabled=false,pool.enabled=false']]) {
       const r = await helm(['lint', CHART, ...args]);
       assert.equal(r.code, 0, `helm lint ${args.join(' ')}:\n${r.stdout}${r.stderr}`);
       assert.match(r.stdout, /1 chart\(s\) linted, 0 chart\(s\) failed/);
@@ -98,7 +99,8 @@ describe('charts/pglog', { timeout: 240_000 }, () => {
   });
 
   test('values.schema.json refuses unknown and ill-typed values', async () => {
-    for (const bad of ['unknownKey=1', 'operator.replicas=two', 'hpa.extra=1', 'operator.logLevel=loud', 'pool.name=Not_A_Name']) {
+    for (const bad of ['unknownKey=1', 'operator.replicas=two', 'hpa.extra=1', 'operator.logLevel=loud', 'pool.name=Not_A_Name',
+      'storeDashboard.extra=1', 'storeDashboard.enabled=yes', 'storeDashboard.namespace=Not_A_Namespace']) {
       const r = await helm(['template', 'pglog', CHART, '--set', bad]);
       assert.notEqual(r.code, 0, `--set ${bad} was accepted`);
       assert.match(r.stderr, /values don't meet the specifications of the schema|schema/, r.stderr);
@@ -123,7 +125,7 @@ describe('charts/pglog', { timeout: 240_000 }, () => {
     const pool = plain.find((o) => o.kind === 'CollectorPool') as unknown as { spec: { replicas?: number; store: unknown } };
     assert.equal(pool.spec.replicas, 2);
     assert.deepEqual(pool.spec.store, { secretRef: { name: 'pglog-store', key: 'url' } });
-    const dashboard = plain.find((o) => o.kind === 'ConfigMap') as unknown as { metadata: { labels: Record<string, string> }; data: Record<string, string> };
+    const dashboard = plain.find((o) => o.kind === 'ConfigMap' && o.metadata.name === 'pglog-dashboard') as unknown as { metadata: { labels: Record<string, string> }; data: Record<string, string> };
     assert.equal(dashboard.metadata.labels['grafana_dashboard'], '1');
     const panels = (JSON.parse(dashboard.data['pglog.json']!) as { panels: Array<{ targets: Array<{ expr: string }> }> }).panels;
     const exprs = panels.flatMap((p) => p.targets.map((t) => t.expr)).join('\n');
@@ -132,6 +134,25 @@ describe('charts/pglog', { timeout: 240_000 }, () => {
       'pglog_longest_blocking_wait_seconds', 'pglog_snapshot_failures_total', 'pglog_sessions']) {
       assert.ok(exprs.includes(metric), `dashboard has no panel on ${metric}`);
     }
+
+    // The store dashboard (issue 16): the chart's dashboards/pglog-store.json byte for byte, on a
+    // PostgreSQL data source the user picks; off, in another namespace and annotated on request.
+    const store = plain.find((o) => o.kind === 'ConfigMap' && o.metadata.name === 'pglog-store-dashboard') as unknown as
+      { metadata: { namespace: string; labels: Record<string, string>; annotations?: Record<string, string> }; data: Record<string, string> } | undefined;
+    assert.ok(store !== undefined, 'the store dashboard ConfigMap is rendered by default');
+    assert.equal(store.metadata.namespace, NAMESPACE);
+    assert.equal(store.metadata.labels['grafana_dashboard'], '1');
+    assert.equal(store.data['pglog-store.json'], readFileSync(join(CHART, 'dashboards/pglog-store.json'), 'utf8').trimEnd());
+    const storeJson = JSON.parse(store.data['pglog-store.json']) as { templating: { list: Array<{ name: string; type: string; query: string }> }; panels: Array<{ datasource?: { type: string } }> };
+    assert.deepEqual(storeJson.templating.list.map((v) => [v.name, v.type]), [['datasource', 'datasource'], ['target', 'query'], ['database', 'query']]);
+    assert.equal(storeJson.templating.list[0]!.query, 'grafana-postgresql-datasource');
+    assert.ok(storeJson.panels.filter((p) => p.datasource !== undefined).every((p) => p.datasource!.type === 'grafana-postgresql-datasource'));
+    const moved = (await render(['--set', 'storeDashboard.namespace=monitoring,storeDashboard.annotations.grafana_folder=pglog'])).objects
+      .find((o) => o.metadata.name === 'pglog-store-dashboard') as unknown as { metadata: { namespace: string; annotations: Record<string, string> } };
+    assert.deepEqual([moved.metadata.namespace, moved.metadata.annotations], ['monitoring', { grafana_folder: 'pglog' }]);
+    const off = (await render(['--set', 'storeDashboard.enabled=false'])).objects;
+    const offNames = off.filter((o) => o.kind === 'ConfigMap').map((o) => o.metadata.name);
+    assert.ok(offNames.includes('pglog-dashboard') && !offNames.includes('pglog-store-dashboard'), offNames.join(', '));
 
     const cpu = (await render(['--set', 'hpa.enabled=true'])).objects;
     const hpa = cpu.find((o) => o.kind === 'HorizontalPodAutoscaler') as unknown as { apiVersion: string; spec: { scaleTargetRef: unknown; metrics: unknown[] } };
