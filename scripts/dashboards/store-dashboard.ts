@@ -1,6 +1,6 @@
 // The chart's store dashboard (charts/pglog/dashboards/pglog-store.json): what a DBA reads in
 // `pglog report`, over any window of the store, on a PostgreSQL data source connected to it.
-// Pure; scripts/gen-dashboards.ts writes it. See docs/metrics.md ("The store dashboard").
+// Pure; scripts/gen-dashboards.ts writes it. See docs/install.md ("The store dashboard").
 import { DATASOURCE_TYPE, layout, queryVariable, type Section } from './grafana.ts';
 import { ALL, byTarget } from './store-filters.ts';
 import { errors, lockWaits, overview, statements } from './store-panels-log.ts';

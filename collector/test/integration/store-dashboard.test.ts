@@ -3,7 +3,9 @@
 // (helpers/store-workload.ts): each panel's SQL and each variable's query, expanded as Grafana
 // would (helpers/grafana-sql.ts: variables, then the PostgreSQL data source's macros), runs and
 // returns rows with All selected, with one target and database, with two targets; a target
-// that does not exist leaves every panel empty (so each one applies the filter).
+// that does not exist leaves every panel empty (so each one applies the filter). The queries
+// run as the read-only role docs/install.md ("The store dashboard") tells users to create for
+// Grafana's data source, with exactly the grants it lists.
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -12,7 +14,18 @@ import pg from 'pg';
 import { grafanaSql, type GrafanaQueryContext, type GrafanaVariable } from '../helpers/grafana-sql.ts';
 import { startStoreWorkload, WORKLOAD_DATABASE, WORKLOAD_TARGET, type StoreWorkload } from '../helpers/store-workload.ts';
 
-const DASHBOARD = join(import.meta.dirname, '../../../charts/pglog/dashboards/pglog-store.json');
+const ROOT = join(import.meta.dirname, '../../..');
+const DASHBOARD = join(ROOT, 'charts/pglog/dashboards/pglog-store.json');
+
+/** The SQL block of docs/install.md's "The store dashboard": the data source's role and its grants. */
+function documentedRoleSql(): { sql: string; role: string } {
+  const doc = readFileSync(join(ROOT, 'docs/install.md'), 'utf8');
+  const section = doc.slice(doc.indexOf('### The store dashboard'));
+  const m = /```sql\n([\s\S]*?)```/.exec(section);
+  const role = m === null ? null : /CREATE ROLE (\w+) LOGIN/.exec(m[1]!);
+  if (m === null || role === null) throw new Error('docs/install.md: no CREATE ROLE block under "The store dashboard"');
+  return { sql: m[1]!, role: role[1]! };
+}
 
 interface Panel { type: string; title: string; targets?: Array<{ rawSql: string; format: string }> }
 interface Variable { name: string; type: string; query: string; multi?: boolean; includeAll?: boolean; allValue?: string }
@@ -52,8 +65,14 @@ describe('the store dashboard on a store filled by pglog collect', { timeout: 40
 
   before(async () => {
     workload = await startStoreWorkload();
-    store = new pg.Client({ connectionString: workload.storeUrl });
+    const { sql, role } = documentedRoleSql();
+    const admin = new pg.Client({ connectionString: workload.storeUrl });
+    await admin.connect();
+    await admin.query(sql).finally(() => admin.end());
+    // The test cluster trusts local connections: the role logs in without its password.
+    store = new pg.Client({ connectionString: workload.storeUrl.replace('postgresql://postgres@', `postgresql://${role}@`) });
     await store.connect();
+    assert.equal((await store.query<{ u: string }>('SELECT current_user AS u')).rows[0]!.u, role);
   });
   after(async () => {
     await store?.end().catch(() => undefined);
