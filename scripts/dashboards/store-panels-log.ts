@@ -110,6 +110,20 @@ export const statements: Section = {
     topTemplates('Top templates by mean duration', 'mean_ms DESC'),
     topTemplates('Top templates by p95 duration', 'p95_ms DESC'),
     table({
+      title: 'Slowest auto_explain plans',
+      description: 'Plans auto_explain logged (auto_explain.log_min_duration), slowest first, with the template\'s normalized text: why a slow statement was slow.',
+      w: 24, h: 9,
+      sql: `SELECT p.ts, p.target, p.database, p.duration_ms, p.fingerprint,
+       left(coalesce(tpl.normalized, p.query), ${TEXT}) AS template,
+       left(p.plan, 4000) AS plan
+  FROM pglog.plans p
+  LEFT JOIN pglog.templates tpl ON tpl.fingerprint = p.fingerprint
+ WHERE ${inWindow('p.')}
+ ORDER BY p.duration_ms DESC NULLS LAST, p.ts DESC
+ LIMIT 20`,
+      fields: { ts: { unit: 'dateTimeAsIso' }, duration_ms: { unit: 'ms' } },
+    }),
+    table({
       title: 'pg_stat_statements: top by execution time',
       description: 'What pg_stat_statements counted between the SQL snapshots (spec.collect.statements), summed over the time range: '
         + 'statements the log does not show too (log_min_duration_statement). The text is pg_stat_statements\' normalized one.',

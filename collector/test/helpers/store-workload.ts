@@ -1,9 +1,9 @@
 // A store filled by a real `pglog collect` run with something of every kind a DBA reads: a real
 // sshd, a real PostgreSQL 15 logging like a production server (statements with durations, lock
-// waits, checkpoints, autovacuum, temporary files, connections) with pg_stat_statements, SQL
+// waits, checkpoints, autovacuum, temporary files, connections, auto_explain plans) with pg_stat_statements, SQL
 // snapshots over SSH as a pg_monitor role, and a scripted workload in database `shop`:
 // statements, three kinds of error, a lock wait held across snapshots (blocking), a deadlock,
-// a sort spilling to a temporary file, a CHECKPOINT, deletes that wake autovacuum, sessions
+// a sort spilling to a temporary file, a slow statement, a CHECKPOINT, deletes that wake autovacuum, sessions
 // coming and going. Returns once every stable view holds rows of it.
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -46,6 +46,7 @@ const EXPECTED: ReadonlyArray<[string, string]> = [
   ['autovacuum and autoanalyze', `SELECT 1 FROM pglog.maintenance WHERE database = 'shop' HAVING count(DISTINCT kind) = 2`],
   ['temp_files', `SELECT 1 FROM pglog.temp_files WHERE database = 'shop'`],
   ['sessions', `SELECT 1 FROM pglog.sessions WHERE database = 'shop' AND event = 'disconnection'`],
+  ['plans', `SELECT 1 FROM pglog.plans WHERE database = 'shop'`],
   ['templates', `SELECT 1 FROM pglog.templates t JOIN pglog.statements s ON s.fingerprint = t.fingerprint WHERE s.database = 'shop'`],
 ];
 
@@ -103,6 +104,8 @@ async function runWorkload(server: LogServer): Promise<void> {
       await c.query('SELECT 1');
       await c.end();
     }
+    // A slow statement: auto_explain logs its plan.
+    await a.query('SELECT pg_sleep(0.2)');
     await a.query("SELECT 'pglog-workload-end'");
   } finally {
     await Promise.allSettled([a.end(), b.end()]);
@@ -131,7 +134,7 @@ export async function startStoreWorkload(): Promise<StoreWorkload> {
         logLinePrefix: PREFIX,
         databases: [{ name: WORKLOAD_DATABASE, encoding: 'UTF8' }],
         settings: [
-          "shared_preload_libraries = 'pg_stat_statements'",
+          "shared_preload_libraries = 'pg_stat_statements,auto_explain'", "auto_explain.log_min_duration = '100ms'",
           'log_lock_waits = on', "deadlock_timeout = '200ms'",
           'log_checkpoints = on',
           'log_autovacuum_min_duration = 0', "autovacuum_naptime = '1s'",

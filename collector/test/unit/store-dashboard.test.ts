@@ -97,7 +97,7 @@ test('every query reads only stable views, within the time range, filtered by $t
     }
   }
   // The issue's views: statements, errors, lock waits, deadlocks, blocking, activity, checkpoints, autovacuum, temp files, sessions.
-  for (const v of ['statements', 'errors', 'lock_waits', 'deadlocks', 'blocking', 'activity', 'statement_stats', 'database_stats', 'checkpoints', 'maintenance', 'temp_files', 'sessions', 'templates']) {
+  for (const v of ['statements', 'errors', 'lock_waits', 'deadlocks', 'blocking', 'activity', 'statement_stats', 'database_stats', 'checkpoints', 'maintenance', 'temp_files', 'sessions', 'templates', 'plans']) {
     assert.ok(viewsRead.has(v), `no panel reads pglog.${v}`);
   }
 });
