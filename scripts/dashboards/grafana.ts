@@ -20,8 +20,8 @@ export interface PanelSpec {
   w: number;
   h: number;
   unit?: string;
-  /** Field overrides by name: unit and display name. */
-  fields?: Record<string, { unit?: string; displayName?: string }>;
+  /** Field overrides by name: unit, display name, and a link from each cell (Grafana data link URL). */
+  fields?: Record<string, { unit?: string; displayName?: string; link?: { title: string; url: string } }>;
 }
 
 export type Panel = Record<string, unknown> & { id: number; type: string; title: string; gridPos: GridPos };
@@ -36,6 +36,7 @@ function fieldConfig(spec: PanelSpec, defaults: Record<string, unknown> = {}): R
     properties: [
       ...(f.unit === undefined ? [] : [{ id: 'unit', value: f.unit }]),
       ...(f.displayName === undefined ? [] : [{ id: 'displayName', value: f.displayName }]),
+      ...(f.link === undefined ? [] : [{ id: 'links', value: [f.link] }]),
     ],
   }));
   return { defaults: { ...defaults, ...(spec.unit === undefined ? {} : { unit: spec.unit }) }, overrides };
@@ -121,4 +122,9 @@ export function queryVariable(name: string, label: string, description: string, 
     current: { selected: true, text: ['All'], value: ['$__all'] },
     options: [],
   };
+}
+
+/** A free-text variable (Grafana inserts it as typed; queries quote it with ${name:sqlstring}). */
+export function textboxVariable(name: string, label: string, description: string): Record<string, unknown> {
+  return { name, label, description, type: 'textbox', query: '', current: { selected: false, text: '', value: '' }, options: [] };
 }

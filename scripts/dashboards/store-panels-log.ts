@@ -75,9 +75,18 @@ SELECT t.fingerprint, t.calls, t.total_ms, t.mean_ms, t.p95_ms, t.max_ms, t.targ
   FROM t
   LEFT JOIN pglog.templates tpl ON tpl.fingerprint = t.fingerprint
  ORDER BY ${order.split(', ').map((o) => `t.${o}`).join(', ')}, t.fingerprint`,
-    fields: { total_ms: { unit: 'ms' }, mean_ms: { unit: 'ms' }, p95_ms: { unit: 'ms' }, max_ms: { unit: 'ms' } },
+    fields: { fingerprint: { link: TEMPLATE_LINK }, total_ms: { unit: 'ms' }, mean_ms: { unit: 'ms' }, p95_ms: { unit: 'ms' }, max_ms: { unit: 'ms' } },
   });
 }
+
+/** A fingerprint cell opens the same dashboard, same range and filters, with that template selected. */
+const TEMPLATE_LINK = {
+  title: 'This template over time',
+  url: '/d/pglog-store/pglog-store?${__url_time_range}&${target:queryparam}&${database:queryparam}&var-fingerprint=${__value.raw}',
+};
+
+/** The template chosen in the `fingerprint` variable (a fingerprint cell's link sets it). */
+const ONE_TEMPLATE = 'fingerprint = ${fingerprint:sqlstring}';
 
 export const statements: Section = {
   title: 'Statements',
@@ -109,6 +118,19 @@ export const statements: Section = {
     topTemplates('Top templates by calls', 'calls DESC'),
     topTemplates('Top templates by mean duration', 'mean_ms DESC'),
     topTemplates('Top templates by p95 duration', 'p95_ms DESC'),
+    timeseries({
+      title: 'The selected template: statements per second and p95',
+      description: 'The template in the Template variable (click a fingerprint in a top-templates table): statements per second and the p95 of their duration.',
+      w: 24, h: 7, unit: 'short',
+      sql: `SELECT $__timeGroupAlias(ts, $__interval),
+       count(*) / ($__interval_ms / 1000.0) AS statements_per_s,
+       percentile_cont(0.95) WITHIN GROUP (ORDER BY duration_ms) AS p95_ms
+  FROM pglog.statements
+ WHERE ${inWindow()} AND ${ONE_TEMPLATE}
+ GROUP BY 1
+ ORDER BY 1`,
+      fields: { p95_ms: { unit: 'ms' } },
+    }),
     table({
       title: 'Slowest auto_explain plans',
       description: 'Plans auto_explain logged (auto_explain.log_min_duration), slowest first, with the template\'s normalized text: why a slow statement was slow.',

@@ -39,7 +39,10 @@ describe('the store dashboard on a store filled by pglog collect', { timeout: 40
   const dashboard = JSON.parse(readFileSync(DASHBOARD, 'utf8')) as Dashboard;
   const panels = dashboard.panels.filter((p) => p.targets !== undefined);
   const queryVariables = dashboard.templating.list.filter((v) => v.type === 'query');
+  const textVariables = dashboard.templating.list.filter((v) => v.type === 'textbox');
   const options = new Map<string, string[]>();
+  /** What the textbox variables hold (the template's fingerprint, as a top-templates link sets it). */
+  const typed = new Map<string, string>();
 
   /** Grafana's query context: the time range around the workload, 5 s intervals, the given selections. */
   const context = (selected: Record<string, Selection>): GrafanaQueryContext => ({
@@ -49,7 +52,7 @@ describe('the store dashboard on a store filled by pglog collect', { timeout: 40
     variables: queryVariables.map((v): GrafanaVariable => ({
       name: v.name, multi: v.multi === true, includeAll: v.includeAll === true, allValue: v.allValue ?? null,
       options: options.get(v.name) ?? [], current: selected[v.name] ?? 'all',
-    })),
+    })).concat(textVariables.map((v) => ({ name: v.name, multi: false, includeAll: false, allValue: null, options: [], current: [typed.get(v.name) ?? ''] }))),
   });
 
   const run = async (rawSql: string, ctx: GrafanaQueryContext): Promise<{ sql: string; rows: Array<Record<string, unknown>> }> => {
@@ -91,6 +94,12 @@ describe('the store dashboard on a store filled by pglog collect', { timeout: 40
     assert.ok(one.rows.length > 0);
     const none = await run(queryVariables[1]!.query, context({ target: ['no-such-target'] }));
     assert.equal(none.rows.length, 0);
+    // The template a click on the first fingerprint of "Top templates by total time" selects.
+    const top = panels.find((p) => p.title === 'Top templates by total time')!;
+    const first = (await run(top.targets![0]!.rawSql, context({}))).rows[0];
+    assert.ok(typeof first?.fingerprint === 'string' && first.fingerprint !== '', JSON.stringify(first));
+    assert.deepEqual(textVariables.map((v) => v.name), ['fingerprint']);
+    typed.set('fingerprint', first.fingerprint);
   });
 
   for (const [what, selected] of [

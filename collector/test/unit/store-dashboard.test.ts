@@ -113,8 +113,15 @@ test('the checker refuses tables, unknown relations and comma lists', () => {
     ['pglog.query_templates is not a stable view', 'JOIN pglog.query_templates: neither a stable pglog view nor a CTE']);
 });
 
-test('variables: the data source by plugin type; target and database multi-value with All as the custom all value', () => {
+test('variables: the data source by plugin type; target and database multi-value with All as the custom all value; the template as text', () => {
   const vars = new Map(dashboard().templating.list.map((v) => [v.name, v]));
+  assert.deepEqual([...vars.keys()], ['datasource', 'target', 'database', 'fingerprint']);
+  assert.equal(vars.get('fingerprint')?.type, 'textbox');
+  // The free text is quoted by Grafana (sqlstring), never pasted into the SQL as typed.
+  for (const p of queryPanels(dashboard())) {
+    const sql = p.targets![0]!.rawSql!;
+    for (const m of sql.matchAll(/\$\{?fingerprint\b(:\w+)?/g)) assert.equal(m[1], ':sqlstring', `${p.title}: ${m[0]}`);
+  }
   assert.deepEqual([vars.get('datasource')?.type, vars.get('datasource')?.query], ['datasource', DATASOURCE_TYPE]);
   const stable = stableRelations();
   for (const name of ['target', 'database']) {

@@ -144,7 +144,7 @@ describe('charts/pglog', { timeout: 240_000 }, () => {
     assert.equal(store.metadata.labels['grafana_dashboard'], '1');
     assert.equal(store.data['pglog-store.json'], readFileSync(join(CHART, 'dashboards/pglog-store.json'), 'utf8').trimEnd());
     const storeJson = JSON.parse(store.data['pglog-store.json']) as { templating: { list: Array<{ name: string; type: string; query: string }> }; panels: Array<{ datasource?: { type: string } }> };
-    assert.deepEqual(storeJson.templating.list.map((v) => [v.name, v.type]), [['datasource', 'datasource'], ['target', 'query'], ['database', 'query']]);
+    assert.deepEqual(storeJson.templating.list.map((v) => [v.name, v.type]), [['datasource', 'datasource'], ['target', 'query'], ['database', 'query'], ['fingerprint', 'textbox']]);
     assert.equal(storeJson.templating.list[0]!.query, 'grafana-postgresql-datasource');
     assert.ok(storeJson.panels.filter((p) => p.datasource !== undefined).every((p) => p.datasource!.type === 'grafana-postgresql-datasource'));
     const moved = (await render(['--set', 'storeDashboard.namespace=monitoring,storeDashboard.annotations.grafana_folder=pglog'])).objects
