@@ -161,7 +161,7 @@ test('fresh database: every migration applied; tables, views and functions exist
   // The views have exactly the columns of docs/store.md, in order.
   const cols = async (view: string): Promise<string[]> => (await c.query<{ attname: string }>(
     `SELECT attname FROM pg_attribute WHERE attrelid = $1::regclass AND attnum > 0 AND NOT attisdropped ORDER BY attnum`, [view])).rows.map((r) => r.attname);
-  assert.deepEqual(await cols('pglog.statements'), ['ts', 'target', 'instance', 'database', 'username', 'application', 'pid', 'duration_ms', 'fingerprint', 'query']);
+  assert.deepEqual(await cols('pglog.statements'), ['ts', 'target', 'instance', 'database', 'username', 'application', 'pid', 'duration_ms', 'fingerprint', 'query', 'parameters']);
   assert.deepEqual(await cols('pglog.errors'), ['ts', 'target', 'instance', 'database', 'username', 'severity', 'sqlstate', 'message', 'detail', 'hint', 'statement']);
   assert.deepEqual(await cols('pglog.lock_waits'), ['ts', 'target', 'instance', 'database', 'pid', 'lock_type', 'wait_ms', 'acquired']);
   assert.deepEqual(await cols('pglog.read_positions'), ['target', 'instance', 'file', 'offset', 'updated_at']);
@@ -179,7 +179,7 @@ test('the views show the rows of their tables', async () => {
   const s = await c.query('SELECT * FROM pglog.statements');
   assert.deepEqual(s.rows, [{
     ts, target: 't1', instance: 'main', database: 'db', username: 'alice', application: 'psql', pid: 42,
-    duration_ms: 1.5, fingerprint: 'fp1', query: 'SELECT 1',
+    duration_ms: 1.5, fingerprint: 'fp1', query: 'SELECT 1', parameters: null,
   }]);
 
   await c.query(`INSERT INTO pglog.error_events (ts, target, instance, database, username, severity, sqlstate, message, detail, hint, context, statement, fingerprint, file, file_offset)

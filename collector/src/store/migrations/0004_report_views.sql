@@ -119,3 +119,9 @@ CREATE VIEW pglog.deadlocks AS
 -- server's newest snapshots, not "every server between since and until".
 CREATE INDEX blocking_samples_ts_idx ON pglog.blocking_samples (ts);
 CREATE INDEX snapshot_runs_ts_idx    ON pglog.snapshot_runs (ts);
+
+-- The extended protocol's bind parameters, so a report can show an example of a template
+-- with the values it ran with (a column added at the end: CREATE OR REPLACE keeps the rest).
+CREATE OR REPLACE VIEW pglog.statements AS
+  SELECT ts, target, instance, database, username, application, pid, duration_ms, fingerprint, query, parameters
+  FROM pglog.statement_events;
