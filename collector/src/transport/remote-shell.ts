@@ -18,7 +18,8 @@ export interface RemoteProcess {
   /**
    * The command's standard output as raw bytes. Backpressure is end to end: while this stream
    * is paused or its buffer is full, the transport stops granting the remote side room to send
-   * (ssh2 withholds its window adjustments; a FIFO fills), so the remote command blocks.
+   * (the SSH window is withheld once the bytes held reach it, ssh-window.ts; a FIFO fills), so
+   * the remote command blocks.
    */
   readonly stdout: Readable;
   /** The command's standard error (small: diagnostics). */

@@ -23,6 +23,7 @@ import { Semaphore } from './semaphore.ts';
 import { clientAlgorithms, PREFERRED_CIPHERS } from './ssh-algorithms.ts';
 import { describeEndpoint, isChannelOpenRefusal, isLastingSshFailure, toSshError, type SshEndpoint } from './ssh-errors.ts';
 import { SshRemoteProcess, watchExit } from './ssh-process.ts';
+import { DEFAULT_CHANNEL_WINDOW_BYTES, holdWindow, openSessionsWithWindow } from './ssh-window.ts';
 
 export type SshConnectionState = 'idle' | 'connecting' | 'ready' | 'backoff' | 'closed';
 
@@ -48,6 +49,11 @@ export interface SshConnectionOptions {
   /** TCP connect, key exchange and authentication together. Default 20000 ms. */
   readyTimeoutMs?: number;
   backoff?: BackoffOptions;
+  /**
+   * Most bytes of a command's output held in the collector while its consumer does not read
+   * (the SSH window of each session channel: ssh-window.ts). Default DEFAULT_CHANNEL_WINDOW_BYTES.
+   */
+  channelWindowBytes?: number;
   /** Cipher preference (benchmarks); default PREFERRED_CIPHERS. */
   ciphers?: readonly CipherAlgorithm[];
   clock?: Clock;
@@ -62,11 +68,16 @@ export interface SshConnectionOptions {
  */
 const CHANNEL_OPEN_RETRY_DELAYS_MS = [50, 100, 200, 400, 800, 1600];
 
+/** Window bounds: at least two full packets (ssh2's 32 KiB), at most ssh2's own 2 MiB. */
+const MIN_CHANNEL_WINDOW_BYTES = 64 * 1024;
+const MAX_CHANNEL_WINDOW_BYTES = 2 * 1024 * 1024;
+
 /** How long close() waits for channels and the server to finish before cutting the socket. */
 const CLOSE_GRACE_MS = 2000;
 
 export class SshConnection implements RemoteShell {
   private readonly o: SshConnectionOptions;
+  private readonly windowBytes: number;
   private readonly endpoint: SshEndpoint;
   private readonly keySource: string;
   private readonly knownHosts: KnownHosts;
@@ -88,6 +99,10 @@ export class SshConnection implements RemoteShell {
 
   constructor(options: SshConnectionOptions) {
     this.o = options;
+    this.windowBytes = options.channelWindowBytes ?? DEFAULT_CHANNEL_WINDOW_BYTES;
+    if (!Number.isInteger(this.windowBytes) || this.windowBytes < MIN_CHANNEL_WINDOW_BYTES || this.windowBytes > MAX_CHANNEL_WINDOW_BYTES) {
+      throw new PglogError('USAGE', `channel window of ${this.windowBytes} bytes: must be a whole number from ${MIN_CHANNEL_WINDOW_BYTES} to ${MAX_CHANNEL_WINDOW_BYTES}`);
+    }
     this.endpoint = { target: options.target, host: options.host, port: options.port, username: options.username };
     this.keySource = options.privateKeySource ?? `key of target ${options.target}`;
     this.knownHosts = parseKnownHosts(options.knownHosts.text, options.knownHosts.source);
@@ -293,6 +308,13 @@ export class SshConnection implements RemoteShell {
         // As OpenSSH's client does: our small packets (an SQL query, a window adjustment) go
         // out at once instead of waiting behind an unacknowledged one (Nagle + delayed ACK).
         client.setNoDelay(true);
+        try {
+          openSessionsWithWindow(client, this.windowBytes);
+        } catch (e) {
+          client.destroy();
+          reject(e instanceof PglogError ? e : new PglogError('SSH_CONNECT_FAILED', String(e), { cause: e }));
+          return;
+        }
         resolve(client);
       });
       try {
@@ -380,8 +402,14 @@ export class SshConnection implements RemoteShell {
     return new Promise<ClientChannel>((resolve, reject) => {
       try {
         client.exec(command, (err, channel) => {
-          if (err === undefined || err === null) resolve(watchExit(channel));
-          else reject(this.channelFailure(client, () => toSshError(err, this.endpoint, this.keySource)));
+          if (err === undefined || err === null) {
+            try {
+              resolve(watchExit(holdWindow(client, channel, this.windowBytes)));
+            } catch (e) {
+              channel.close();
+              reject(e instanceof PglogError ? e : new PglogError('SSH_CHANNEL_FAILED', String(e), { cause: e }));
+            }
+          } else reject(this.channelFailure(client, () => toSshError(err, this.endpoint, this.keySource)));
         });
       } catch (e) {
         // ssh2 throws "Not connected" when the socket died before we noticed.

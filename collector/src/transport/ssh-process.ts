@@ -1,9 +1,10 @@
 /**
  * One remote command on an ssh2 session channel, as a RemoteProcess.
  *
- * stdout is the channel itself, not a copy: ssh2 grants the server more window only as the
- * channel's readable buffer drains, so a paused consumer stops the remote writer after about
- * one window (2 MiB) plus what the kernel buffers.
+ * stdout is the channel itself, not a copy: the server is granted more window only as the
+ * consumer reads (ssh-window.ts), so a paused consumer stops the remote writer once the
+ * collector holds one window of its output (512 KiB by default); the rest waits in the
+ * server's kernel buffers and its blocked write().
  *
  * stdin is deliberately left open (no EOF sent): ssh2 refuses to send a signal request on a
  * channel whose writable side has ended, and close() needs to send TERM. Commands run here

@@ -12,10 +12,11 @@ import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { isPglogError } from '../../src/errors.ts';
 import { ConnectLimiter } from '../../src/transport/connect-limiter.ts';
-import { runRemote } from '../../src/transport/remote-shell.ts';
+import { runRemote, type RemoteProcess } from '../../src/transport/remote-shell.ts';
 import { cryptoBindingAvailable } from '../../src/transport/ssh-algorithms.ts';
 import { SshConnection, type SshConnectionOptions } from '../../src/transport/ssh-connection.ts';
 import { SshConnectionPool } from '../../src/transport/ssh-pool.ts';
+import { DEFAULT_CHANNEL_WINDOW_BYTES } from '../../src/transport/ssh-window.ts';
 import { startSshServer, type TestSshServer } from '../helpers/sshd.ts';
 import { sleep, within } from '../helpers/wait.ts';
 
@@ -210,12 +211,9 @@ describe('ssh2 transport against OpenSSH', { timeout: 120_000 }, () => {
     assert.equal(next.stdout.toString(), 'next\n');
   });
 
-  test('a paused consumer stops the remote writer; resuming completes the stream', async () => {
-    const connection = connect(server);
-    const total = 64 * 1024 * 1024;
-    const proc = await within(30_000, 'spawn', connection.spawn(`yes | head -c ${total}`));
+  /** Pauses `proc`'s stdout until nothing more arrives; returns what it then buffers. */
+  async function bufferedWhenStalled(proc: RemoteProcess): Promise<number> {
     proc.stdout.pause();
-    // Wait until nothing more arrives: the window is used up and withheld.
     let previous = -1;
     let stableFor = 0;
     for (let i = 0; i < 200 && stableFor < 5; i++) {
@@ -225,17 +223,53 @@ describe('ssh2 transport against OpenSSH', { timeout: 120_000 }, () => {
       previous = buffered;
     }
     assert.equal(stableFor, 5, 'the buffered amount stopped growing');
-    // ssh2: a 2 MiB window, re-granted at half; the readable buffer holds at most about 3 MiB.
-    assert.ok(previous <= 4 * 1024 * 1024, `buffered ${previous} bytes while paused`);
     const exitState = await Promise.race([proc.exit.then(() => 'exited'), sleep(200).then(() => 'running')]);
     assert.equal(exitState, 'running', 'the remote writer is blocked, not finished');
-    let received = 0;
-    proc.stdout.on('data', (b: Buffer) => {
-      received += b.length;
+    return previous;
+  }
+
+  for (const windowBytes of [undefined, 64 * 1024, 2 * 1024 * 1024]) {
+    const window = windowBytes ?? DEFAULT_CHANNEL_WINDOW_BYTES;
+    test(`a paused consumer stops the remote writer after at most the window (${window / 1024} KiB${windowBytes === undefined ? ', the default' : ''}); resuming completes the stream`, async () => {
+      const connection = connect(server, windowBytes === undefined ? {} : { channelWindowBytes: windowBytes });
+      const total = 64 * 1024 * 1024;
+      const proc = await within(30_000, 'spawn', connection.spawn(`yes | head -c ${total}`));
+      // ssh2 alone: a 2 MiB window re-granted at half, up to about 4 MiB buffered (ssh-window.ts).
+      const buffered = await bufferedWhenStalled(proc);
+      assert.ok(buffered <= window, `buffered ${buffered} bytes while paused, window ${window}`);
+      let received = 0;
+      proc.stdout.on('data', (b: Buffer) => {
+        received += b.length;
+      });
+      proc.stdout.resume();
+      assert.deepEqual(await within(60_000, 'stream after resume', proc.exit), { code: 0, signal: null });
+      assert.equal(received, total);
     });
-    proc.stdout.resume();
-    assert.deepEqual(await within(60_000, 'stream after resume', proc.exit), { code: 0, signal: null });
-    assert.equal(received, total);
+  }
+
+  test('the bounded window delivers every byte to a consumer that reads slowly, with stderr sharing the window', async () => {
+    const connection = connect(server, { channelWindowBytes: 64 * 1024 });
+    // 8 MiB of numbered lines on stdout, a status line on stderr every 1000 lines (as the
+    // follower's segment loop reports sizes on stderr while its stdout waits for the consumer).
+    const script = 'i=0; while [ $i -lt 200000 ]; do i=$((i+1)); echo "line $i of the log, padded to about forty"; [ $((i % 1000)) -eq 0 ] && echo "status $i" >&2; done';
+    const expected = createHash('sha256');
+    for (let i = 1; i <= 200000; i++) expected.update(`line ${i} of the log, padded to about forty\n`);
+    const proc = await within(30_000, 'spawn', connection.spawn(`sh -c '${script}'`));
+    const errLines: string[] = [];
+    proc.stderr.on('data', (b: Buffer) => errLines.push(b.toString()));
+    const got = createHash('sha256');
+    let most = 0;
+    let reads = 0;
+    for await (const chunk of proc.stdout as AsyncIterable<Buffer>) {
+      got.update(chunk);
+      most = Math.max(most, proc.stdout.readableLength + chunk.length);
+      // Every 50th chunk the consumer stops for a while: the server fills the window and waits.
+      if (++reads % 50 === 0) await sleep(20);
+    }
+    assert.deepEqual(await within(120_000, 'exit', proc.exit), { code: 0, signal: null });
+    assert.equal(got.digest('hex'), expected.digest('hex'));
+    assert.equal(errLines.join('').split('\n').filter((l) => l.startsWith('status ')).length, 200);
+    assert.ok(most <= 64 * 1024, `held ${most} bytes at once`);
   });
 
   test('close() of a running command ends it and frees its slot', async () => {
