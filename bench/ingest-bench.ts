@@ -6,6 +6,7 @@
  *   node bench/ingest-bench.ts [--servers 50] [--mb-per-sec 20[,10...]] [--seconds 30]
  *                              [--warmup 5] [--fleet-nice 10] [--collector-arg ARG ...]
  *                              [--profile-at MB_PER_SEC] [--tuned-for-limit MIB]
+ *                              [--node-options 'FLAGS' ...]
  *                              [--out FILE.md] [--keep] [--verbose]
  *
  * Sets up a throwaway store (PostgreSQL 15, track_commit_timestamp on) and N real OpenSSH
@@ -19,7 +20,8 @@
  * by stage: bench/ingest/cpu-profile.ts), so that the profiler's cost is in no other figure.
  * --tuned-for-limit runs every rate twice: with Node's defaults, and with the V8 heap sizes and
  * threadpool the operator gives a collector pod with that memory limit at that ingest rate
- * (operator/src/controller/tuning.ts), side by side. Everything started is stopped
+ * (operator/src/controller/tuning.ts), side by side. Each --node-options adds one more run per
+ * rate with the collector's NODE_OPTIONS set to FLAGS (V8 flags to compare). Everything started is stopped
  * and every temporary directory removed, also on failure or Ctrl-C (--keep keeps the run
  * directories with the collector's own log, for looking into a result; --verbose prints a
  * line a second: read rate, event-loop delay, /metrics answer time, pauses, memory).
@@ -46,6 +48,7 @@ const { values } = parseArgs({
     'collector-arg': { type: 'string', multiple: true, default: [] },
     'profile-at': { type: 'string' },
     'tuned-for-limit': { type: 'string' },
+    'node-options': { type: 'string', multiple: true, default: [] },
     out: { type: 'string' },
     keep: { type: 'boolean', default: false },
     verbose: { type: 'boolean', default: false },
@@ -102,6 +105,7 @@ try {
     ...rates.flatMap((rate) => [
       { rate, profile: false, tuning: undefined },
       ...(tunedLimitMiB === undefined ? [] : [{ rate, profile: false, tuning: operatorTuning(rate, tunedLimitMiB) }]),
+      ...values['node-options'].map((flags) => ({ rate, profile: false, tuning: { nodeOptions: flags, label: `\`NODE_OPTIONS=${flags}\`` } })),
     ]),
     ...(profileRate === undefined ? [] : [{ rate: profileRate, profile: true, tuning: undefined }]),
   ];

@@ -41,6 +41,7 @@ export function renderSection(runs: readonly RunResult[], failures: readonly str
     row('event-loop delay max, ms', (r) => ms(r.eventLoop.max)),
     row('slowest GET /metrics answer in the window, ms (failed scrapes)', (r) => `${r.eventLoop.slowestScrapeMs} (${r.eventLoop.failedScrapes})`),
     row('**peak RSS, MB** (VmHWM at the window end / after the drain)', (r) => `${mb(r.peakRssBytes)} / ${mb(r.peakRssAfterDrainBytes)}`),
+    row('… largest in the window, MB: V8 heap committed (young generation) / used, external (Buffers), held for the store', (r) => `${mb(r.memory.heapTotal)} (${mb(r.memory.newSpace)}) / ${mb(r.memory.heapUsed)}, ${mb(r.memory.external)}, ${mb(r.memory.pending)}`),
     row('**end-to-end latency p50 / p99, ms** (log write → committed row)', (r) => `${f(r.latency.p50Ms, 0)} / ${f(r.latency.p99Ms, 0)}`),
     row('end-to-end latency max, ms', (r) => f(r.latency.maxMs, 0)),
     row('kept up: unread backlog at the window end, MB', (r) => mb(r.backlogBytesAtEnd)),

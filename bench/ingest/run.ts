@@ -45,7 +45,7 @@ export interface RunOptions {
   /** Run the collector under V8's sampling profiler (`--cpu-prof` into this directory) and split the window's samples by stage. */
   profileDir?: string;
   /** Node and V8 settings of the collector, as the operator's tuning sets them in a pod (default: Node's own). */
-  tuning?: { nodeOptions: string; uvThreadpoolSize: number; label: string };
+  tuning?: { nodeOptions: string; uvThreadpoolSize?: number; label: string };
 }
 
 export interface RunResult {
@@ -66,6 +66,12 @@ export interface RunResult {
   eventLoop: { p99Median: number; p99Max: number; max: number; samples: number; slowestScrapeMs: number; failedScrapes: number };
   peakRssBytes: number;
   peakRssAfterDrainBytes: number;
+  /**
+   * Where the memory is: the largest of each figure over the window's 1 s scrapes: V8 heap
+   * committed (of it the young generation, "new" space) and used, external (Buffers: SSH
+   * channels, socket and COPY buffers), and the bytes held for the store (the budget's count).
+   */
+  memory: { heapTotal: number; newSpace: number; heapUsed: number; external: number; pending: number };
   latency: Latency;
   backlogBytesAtEnd: number;
   lagBytesGaugeAtEnd: number;
@@ -100,7 +106,7 @@ interface Snapshot {
   forks: number;
 }
 
-interface ElSample { at: number; p99: number; max: number; paused: number; scrapeMs: number }
+interface ElSample { at: number; p99: number; max: number; paused: number; scrapeMs: number; memory: { heapTotal: number; newSpace: number; heapUsed: number; external: number; pending: number } }
 
 
 /** The CPU profile V8 wrote for process `pid` in `dir` (`CPU.<date>.<time>.<pid>.<tid>.<seq>.cpuprofile`). */
@@ -131,7 +137,7 @@ export async function measureRun(o: RunOptions): Promise<RunResult> {
     outputFile: join(o.dir, 'collector.log'),
     env: {
       NODE_OPTIONS: [o.tuning?.nodeOptions ?? '', o.profileDir === undefined ? '' : `--cpu-prof --cpu-prof-dir=${o.profileDir}`].join(' ').trim(),
-      ...(o.tuning === undefined ? {} : { UV_THREADPOOL_SIZE: String(o.tuning.uvThreadpoolSize) }),
+      ...(o.tuning?.uvThreadpoolSize === undefined ? {} : { UV_THREADPOOL_SIZE: String(o.tuning.uvThreadpoolSize) }),
     },
   });
   let collectorExited = false;
@@ -174,7 +180,16 @@ export async function measureRun(o: RunOptions): Promise<RunResult> {
       try {
         const s = await scrape(metricsUrl, 10_000);
         const at = Date.now();
-        const sample = { at, p99: value(s, 'pglog_nodejs_eventloop_lag_p99_seconds'), max: value(s, 'pglog_nodejs_eventloop_lag_max_seconds'), paused: value(s, 'pglog_paused_streams'), scrapeMs: at - begun };
+        const sample = {
+          at, p99: value(s, 'pglog_nodejs_eventloop_lag_p99_seconds'), max: value(s, 'pglog_nodejs_eventloop_lag_max_seconds'), paused: value(s, 'pglog_paused_streams'), scrapeMs: at - begun,
+          memory: {
+            heapTotal: value(s, 'pglog_nodejs_heap_size_total_bytes'),
+            newSpace: s.find((x) => x.name === 'pglog_nodejs_heap_space_size_total_bytes' && x.labels.space === 'new')?.value ?? NaN,
+            heapUsed: value(s, 'pglog_nodejs_heap_size_used_bytes'),
+            external: value(s, 'pglog_nodejs_external_memory_bytes'),
+            pending: value(s, 'pglog_pending_bytes'),
+          },
+        };
         elSamples.push(sample);
         const read = sum(s, 'pglog_read_bytes_total');
         if (o.verbose && previous !== null) {
@@ -306,6 +321,13 @@ export async function measureRun(o: RunOptions): Promise<RunResult> {
       },
       peakRssBytes,
       peakRssAfterDrainBytes,
+      memory: {
+        heapTotal: Math.max(0, ...inWindow.map((s) => s.memory.heapTotal)),
+        newSpace: Math.max(0, ...inWindow.map((s) => s.memory.newSpace)),
+        heapUsed: Math.max(0, ...inWindow.map((s) => s.memory.heapUsed)),
+        external: Math.max(0, ...inWindow.map((s) => s.memory.external)),
+        pending: Math.max(0, ...inWindow.map((s) => s.memory.pending)),
+      },
       latency,
       backlogBytesAtEnd: b.writer.bytes - b.readBytes,
       lagBytesGaugeAtEnd: b.lagBytes,
