@@ -40,7 +40,10 @@ export const DEFAULT_BATCHER_OPTIONS: BatcherOptions = {
   maxRows: 20_000,
   maxBytes: 16 * 1024 * 1024,
   maxDelayMs: 1_000,
-  budgetBytes: 128 * 1024 * 1024,
+  // 48 MiB keeps four store connections busy (issue 15: the same read rate and CPU per MB at
+  // 20 MB/s as 128 MiB, docs/benchmarks.md) while what it holds, about twice its count in heap
+  // and Buffers, stays within the 300 MB a collector may take at that rate.
+  budgetBytes: 48 * 1024 * 1024,
   targetBudgetBytes: 16 * 1024 * 1024,
   retryBaseMs: 500,
   retryCapMs: 15_000,

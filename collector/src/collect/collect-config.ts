@@ -11,6 +11,7 @@ import { parseLogLevelOption, type OptionLogLevel } from '../observability/logge
 import { DEFAULT_MAX_ENTRY_BYTES } from '../protocol/line-splitter.ts';
 import { DEFAULT_TEMPLATE_CACHE_BYTES } from '../protocol/normalize.ts';
 import { MAX_STORE_CONNECTIONS } from '../store/store-writer.ts';
+import { DEFAULT_CHANNEL_WINDOW_BYTES, MAX_CHANNEL_WINDOW_BYTES, MIN_CHANNEL_WINDOW_BYTES } from '../transport/ssh-window.ts';
 import { DEFAULT_BATCHER_OPTIONS, type BatcherOptions } from './batcher.ts';
 import { parseTransportConfig, TRANSPORT_OPTIONS, TRANSPORT_USAGE, type TransportConfig } from './transport-config.ts';
 import { CLUSTER_OPTIONS, CLUSTER_USAGE, parseClusterConfig, type ClusterConfig } from '../cluster/cluster-config.ts';
@@ -41,13 +42,15 @@ export const COLLECT_USAGE = `usage: pglog collect --targets FILE [--store URL |
   --batch-ms MS             ... or MS after the oldest pending event (default ${DEFAULT_BATCHER_OPTIONS.maxDelayMs})
   --store-connections N     store connections, batches of different streams commit on them side
                             by side (default ${DEFAULT_STORE_CONNECTIONS}, 1 to ${MAX_STORE_CONNECTIONS})
-  --memory-budget SIZE      bytes held for the store, whole process (default 128MiB)
+  --memory-budget SIZE      bytes held for the store, whole process (default 48MiB)
   --target-memory-budget SIZE  ... per target (default 16MiB)
   --max-entry-bytes SIZE    longer entries are truncated and counted (default 10MiB)
   --template-cache-bytes SIZE  memory of the query template cache, whole process (default 32MiB)
   --retention-days N        drop event partitions older than N days (default: keep)
   --stop-timeout MS         on SIGTERM/SIGINT: flush and exit within MS (default 10000)
   --keepalive-ms MS         SSH keepalive interval (default 5000; 3 missed answers end the connection)
+  --ssh-window SIZE         log held per stream of an inproc target while it waits: its SSH window
+                            (default 512KiB, 64KiB to 2MiB)
 ${TRANSPORT_USAGE}
 ${CLUSTER_USAGE}
   SIZE takes a number of bytes or a unit: 512KiB, 64MiB, 1GiB (KB/MB/GB are read as powers of 1024).`;
@@ -71,6 +74,8 @@ export interface CollectConfig {
   retentionDays: number | null;
   stopTimeoutMs: number;
   keepaliveIntervalMs: number;
+  /** SSH window of each session channel of an `inproc` target (ssh-window.ts). */
+  sshWindowBytes: number;
   transport: TransportConfig;
 }
 
@@ -97,6 +102,7 @@ export function parseCollectArgs(argv: string[], env: Readonly<Record<string, st
       'retention-days': { type: 'string' },
       'stop-timeout': { type: 'string' },
       'keepalive-ms': { type: 'string' },
+      'ssh-window': { type: 'string' },
       ...TRANSPORT_OPTIONS,
       ...CLUSTER_OPTIONS,
     },
@@ -121,6 +127,10 @@ export function parseCollectArgs(argv: string[], env: Readonly<Record<string, st
   const storeConnections = count(values['store-connections'], '--store-connections', DEFAULT_STORE_CONNECTIONS, 1);
   if (storeConnections > MAX_STORE_CONNECTIONS) throw new PglogError('USAGE', `collect: --store-connections must be at most ${MAX_STORE_CONNECTIONS}, got ${storeConnections}`);
   const retention = values['retention-days'];
+  const sshWindowBytes = size(values['ssh-window'], '--ssh-window', DEFAULT_CHANNEL_WINDOW_BYTES);
+  if (sshWindowBytes < MIN_CHANNEL_WINDOW_BYTES || sshWindowBytes > MAX_CHANNEL_WINDOW_BYTES) {
+    throw new PglogError('USAGE', `collect: --ssh-window must be from ${MIN_CHANNEL_WINDOW_BYTES} to ${MAX_CHANNEL_WINDOW_BYTES} bytes (64KiB to 2MiB), got ${sshWindowBytes}`);
+  }
   return {
     targetsFile: values.targets ?? null,
     cluster,
@@ -135,6 +145,7 @@ export function parseCollectArgs(argv: string[], env: Readonly<Record<string, st
     retentionDays: retention === undefined ? null : count(retention, '--retention-days', 0, 1),
     stopTimeoutMs: count(values['stop-timeout'], '--stop-timeout', 10_000, 100),
     keepaliveIntervalMs: count(values['keepalive-ms'], '--keepalive-ms', 5_000, 100),
+    sshWindowBytes,
     transport: parseTransportConfig(values),
   };
 }

@@ -47,6 +47,7 @@ export async function openTargetStreams(target: PostgresTarget, creds: TargetCre
     privateKeySource: creds.privateKeySource,
     knownHosts: creds.knownHosts,
     keepaliveIntervalMs: config.keepaliveIntervalMs,
+    channelWindowBytes: config.sshWindowBytes,
     onStateChange: (state, error) => {
       // Through the sidecar, its master's state is what counts (TransportControl sets it).
       if (streams?.transport !== 'proxy') metrics.targetConnected(name, state === 'ready');

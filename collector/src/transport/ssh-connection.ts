@@ -23,7 +23,7 @@ import { Semaphore } from './semaphore.ts';
 import { clientAlgorithms, PREFERRED_CIPHERS } from './ssh-algorithms.ts';
 import { describeEndpoint, isChannelOpenRefusal, isLastingSshFailure, toSshError, type SshEndpoint } from './ssh-errors.ts';
 import { SshRemoteProcess, watchExit } from './ssh-process.ts';
-import { DEFAULT_CHANNEL_WINDOW_BYTES, holdWindow, openSessionsWithWindow } from './ssh-window.ts';
+import { DEFAULT_CHANNEL_WINDOW_BYTES, holdWindow, MAX_CHANNEL_WINDOW_BYTES, MIN_CHANNEL_WINDOW_BYTES, openSessionsWithWindow } from './ssh-window.ts';
 
 export type SshConnectionState = 'idle' | 'connecting' | 'ready' | 'backoff' | 'closed';
 
@@ -67,10 +67,6 @@ export interface SshConnectionOptions {
  * session (a CI run refused one of 400 short commands).
  */
 const CHANNEL_OPEN_RETRY_DELAYS_MS = [50, 100, 200, 400, 800, 1600];
-
-/** Window bounds: at least two full packets (ssh2's 32 KiB), at most ssh2's own 2 MiB. */
-const MIN_CHANNEL_WINDOW_BYTES = 64 * 1024;
-const MAX_CHANNEL_WINDOW_BYTES = 2 * 1024 * 1024;
 
 /** How long close() waits for channels and the server to finish before cutting the socket. */
 const CLOSE_GRACE_MS = 2000;

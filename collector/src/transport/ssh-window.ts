@@ -31,6 +31,9 @@ import { PglogError } from '../errors.ts';
 
 /** The default window per session channel: at 0.5 MB/s a stream, a second of log. */
 export const DEFAULT_CHANNEL_WINDOW_BYTES = 512 * 1024;
+/** Window bounds: at least two full packets (ssh2's 32 KiB), at most ssh2's own 2 MiB. */
+export const MIN_CHANNEL_WINDOW_BYTES = 64 * 1024;
+export const MAX_CHANNEL_WINDOW_BYTES = 2 * 1024 * 1024;
 
 /** Added to ssh2's window count so that it never falls to ssh2's own re-grant threshold (1 MiB) or to 0. */
 const OFFSET = 2 ** 30;

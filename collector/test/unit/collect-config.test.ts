@@ -43,6 +43,15 @@ describe('parseCollectArgs', () => {
     assert.equal(parseCollectArgs(['--targets', 't', '--store', URL, '--listen', 'off'], {}, noFile).listen, null);
   });
 
+  test('--ssh-window: 512KiB by default, 64KiB to 2MiB', () => {
+    assert.equal(parseCollectArgs(['--targets', 't', '--store', URL], {}, noFile).sshWindowBytes, 512 * 1024);
+    assert.equal(parseCollectArgs(['--targets', 't', '--store', URL, '--ssh-window', '64KiB'], {}, noFile).sshWindowBytes, 64 * 1024);
+    assert.equal(parseCollectArgs(['--targets', 't', '--store', URL, '--ssh-window', '2MiB'], {}, noFile).sshWindowBytes, 2 * 1024 * 1024);
+    for (const bad of ['65535', '3MiB', 'wide']) {
+      assert.throws(() => parseCollectArgs(['--targets', 't', '--store', URL, '--ssh-window', bad], {}, noFile), usage(/--ssh-window/));
+    }
+  });
+
   test('--store-connections: 4 by default, 1 to 64', () => {
     assert.equal(parseCollectArgs(['--targets', 't', '--store', URL], {}, noFile).storeConnections, 4);
     assert.equal(parseCollectArgs(['--targets', 't', '--store', URL, '--store-connections', '1'], {}, noFile).storeConnections, 1);
