@@ -6,7 +6,7 @@
  *   node bench/ingest-bench.ts [--servers 50] [--mb-per-sec 20[,10...]] [--seconds 30]
  *                              [--warmup 5] [--fleet-nice 10] [--collector-arg ARG ...]
  *                              [--profile-at MB_PER_SEC] [--tuned-for-limit MIB]
- *                              [--node-options 'FLAGS' ...]
+ *                              [--node-options 'FLAGS' ...] [--variant-args 'ARGS' ...]
  *                              [--out FILE.md] [--keep] [--verbose]
  *
  * Sets up a throwaway store (PostgreSQL 15, track_commit_timestamp on) and N real OpenSSH
@@ -21,7 +21,9 @@
  * --tuned-for-limit runs every rate twice: with Node's defaults, and with the V8 heap sizes and
  * threadpool the operator gives a collector pod with that memory limit at that ingest rate
  * (operator/src/controller/tuning.ts), side by side. Each --node-options adds one more run per
- * rate with the collector's NODE_OPTIONS set to FLAGS (V8 flags to compare). Everything started is stopped
+ * rate with the collector's NODE_OPTIONS set to FLAGS (V8 flags to compare), each
+ * --variant-args one with ARGS (space-separated) added to the collector's arguments (e.g. the
+ * settings of an earlier version, `--ssh-window 2MiB --memory-budget 128MiB`). Everything started is stopped
  * and every temporary directory removed, also on failure or Ctrl-C (--keep keeps the run
  * directories with the collector's own log, for looking into a result; --verbose prints a
  * line a second: read rate, event-loop delay, /metrics answer time, pauses, memory).
@@ -49,6 +51,7 @@ const { values } = parseArgs({
     'profile-at': { type: 'string' },
     'tuned-for-limit': { type: 'string' },
     'node-options': { type: 'string', multiple: true, default: [] },
+    'variant-args': { type: 'string', multiple: true, default: [] },
     out: { type: 'string' },
     keep: { type: 'boolean', default: false },
     verbose: { type: 'boolean', default: false },
@@ -101,15 +104,20 @@ try {
     startFleet(servers, fleetNice).then((f: Fleet) => { cleanups.push(() => f.dispose()); return f; }),
   ]);
   say(`set up in ${((Date.now() - started) / 1000).toFixed(1)} s`);
-  const plan = [
+  type Tuning = { nodeOptions: string; uvThreadpoolSize?: number; label: string } | undefined;
+  const plan: Array<{ rate: number; profile: boolean; tuning: Tuning; extraArgs?: string[] }> = [
     ...rates.flatMap((rate) => [
       { rate, profile: false, tuning: undefined },
       ...(tunedLimitMiB === undefined ? [] : [{ rate, profile: false, tuning: operatorTuning(rate, tunedLimitMiB) }]),
       ...values['node-options'].map((flags) => ({ rate, profile: false, tuning: { nodeOptions: flags, label: `\`NODE_OPTIONS=${flags}\`` } })),
+      ...values['variant-args'].map((args) => ({ rate, profile: false, tuning: undefined, extraArgs: args.split(' ').filter((a) => a !== '') })),
     ]),
     ...(profileRate === undefined ? [] : [{ rate: profileRate, profile: true, tuning: undefined }]),
   ];
-  for (const [i, { rate, profile, tuning }] of plan.entries()) {
+  for (const [i, entry] of plan.entries()) {
+    const { rate, profile } = entry;
+    const extraArgs = entry.extraArgs ?? [];
+    const tuning = extraArgs.length > 0 ? { nodeOptions: '', label: `\`${extraArgs.join(' ')}\`` } : entry.tuning;
     say(`run ${i + 1}/${plan.length}: ${rate} MB/s offered from ${servers} servers${profile ? ', profiled' : ''}${tuning === undefined ? '' : `, ${tuning.label}`}`);
     const runCleanups: Array<() => Promise<void> | void> = [];
     try {
@@ -123,7 +131,7 @@ try {
         bytesPerSec: rate * 1e6,
         warmupSeconds,
         measureSeconds,
-        collectorArgs,
+        collectorArgs: [...collectorArgs, ...extraArgs],
         say,
         verbose: values.verbose,
         onCleanup: (fn) => { runCleanups.push(fn); cleanups.push(fn); },
