@@ -40,9 +40,9 @@ export const DEFAULT_BATCHER_OPTIONS: BatcherOptions = {
   maxRows: 20_000,
   maxBytes: 16 * 1024 * 1024,
   maxDelayMs: 1_000,
-  // 48 MiB keeps four store connections busy (issue 15: the same read rate and CPU per MB at
-  // 20 MB/s as 128 MiB, docs/benchmarks.md) while what it holds, about twice its count in heap
-  // and Buffers, stays within the 300 MB a collector may take at that rate.
+  // 48 MiB keeps four store connections busy (the same read rate and CPU per MB at 20 MB/s as
+  // 128 MiB, docs/benchmarks.md); what it holds costs about twice its count in heap and
+  // Buffers, so this is most of what a collector that cannot keep up takes (issue 15: 300 MB).
   budgetBytes: 48 * 1024 * 1024,
   targetBudgetBytes: 16 * 1024 * 1024,
   retryBaseMs: 500,

@@ -66,10 +66,12 @@ const HEAP_SHARE = 0.75;
 /**
  * Off-heap memory that does not scale with the limit: code, stacks, the native parts of ssh2
  * and pg, the tmpfs pages of the shared directory. The 25 % left by HEAP_SHARE holds the
- * Buffers: batches waiting for the store (`--memory-budget`, 128 MiB by default), socket read
+ * Buffers: batches waiting for the store (`--memory-budget`, 48 MiB by default), socket read
  * buffers and channel windows.
  */
 const NON_HEAP_RESERVE_MIB = 64;
+/** The old space a shard gets when its streams need less: the default store budget's events (48 MiB counted, about 100 MB of heap) twice over. */
+const WORKING_OLD_SPACE_MIB = 256;
 /** Below this the collector cannot hold a shard's parser state and a batch; a lower limit is a misconfiguration. */
 const MIN_OLD_SPACE_MIB = 128;
 /** Without a limit: a heap bounded anyway, so a pod without limits cannot take a node's memory. */
@@ -79,16 +81,20 @@ const HEAP_PER_STREAM_MIB = 2;
 const HEAP_PER_SQL_SESSION_MIB = 4;
 
 /**
- * Semi-space by allocation rate. Each log byte becomes short-lived objects (lines, entries,
- * events, rows); a scavenge costs the live objects, not the garbage, so a larger young
- * generation at high rates means fewer scavenges and fewer objects promoted to the old space
- * while still referenced by an unfinished batch. 16 MiB is V8's own default on 64-bit.
+ * Semi-space by ingest rate, sized for memory (issue 15: 300 MB at 20 MB/s, 150 MB at 5).
+ * Node 24's own default is far larger than its documentation suggests: a collector at 20 MB/s
+ * committed 128 MB of young generation under the defaults (a 64 MiB semi-space; the "new"
+ * space of `pglog_nodejs_heap_space_size_total_bytes`), all of it resident once allocation
+ * has gone through it. A scavenge costs the live objects, not the garbage, and a log byte's
+ * objects (lines, entries, events) either die within the slice that parsed them or live until
+ * their batch commits, a second or more, whatever the semi-space: so a small young generation
+ * costs a few more scavenges, not more promotion. docs/benchmarks.md measures it against the
+ * defaults in the same run.
  */
 const SEMI_SPACE_STEPS: ReadonlyArray<{ aboveBytesPerSecond: number; mib: number }> = [
-  { aboveBytesPerSecond: 20e6, mib: 64 },
-  { aboveBytesPerSecond: 5e6, mib: 32 },
+  { aboveBytesPerSecond: 20e6, mib: 16 },
 ];
-const DEFAULT_SEMI_SPACE_MIB = 16;
+const DEFAULT_SEMI_SPACE_MIB = 8;
 /** V8's young generation is 3 semi-spaces; keep it within 1/8 of the limit: semi-space <= limit / 24. */
 const SEMI_SPACES_PER_LIMIT = 24;
 
@@ -128,14 +134,21 @@ export function autoSemiSpaceMiB(ingestBytesPerSecond: number, memoryLimitBytes:
   return chosen;
 }
 
-/** Old-space size: the heap's share of the limit less the fixed reserve and the young generation. */
+/**
+ * Old-space size: what the shard's state needs, at least WORKING_OLD_SPACE_MIB, within the
+ * heap's share of the limit (less the fixed reserve and the young generation). Not the whole
+ * share: V8 lets the old generation grow towards its limit before it compacts, so a limit far
+ * above the live set is resident memory holding garbage (Buffers promoted while their stream
+ * or batch waited, freed only by a mark-compact). The live set is bounded by the store budget
+ * (`--memory-budget`), which pauses reading long before this limit (issue 15: a collector at
+ * 20 MB/s from 50 servers used at most 83 MB of heap under a 256 MiB old space, 298 MB RSS
+ * against 493 MB with Node's defaults, docs/benchmarks.md).
+ */
 export function autoOldSpaceMiB(memoryLimitBytes: number | null, semiSpaceMiB: number, instances: number, sqlSessions: number): number {
-  if (memoryLimitBytes === null) {
-    const need = 2 * NON_HEAP_RESERVE_MIB + HEAP_PER_STREAM_MIB * instances + HEAP_PER_SQL_SESSION_MIB * sqlSessions;
-    return Math.max(DEFAULT_OLD_SPACE_MIB, Math.ceil(need / 64) * 64);
-  }
-  const budget = Math.floor((memoryLimitBytes / MiB) * HEAP_SHARE) - NON_HEAP_RESERVE_MIB - 3 * semiSpaceMiB;
-  return Math.max(MIN_OLD_SPACE_MIB, budget);
+  const need = Math.ceil((2 * NON_HEAP_RESERVE_MIB + HEAP_PER_STREAM_MIB * instances + HEAP_PER_SQL_SESSION_MIB * sqlSessions) / 64) * 64;
+  if (memoryLimitBytes === null) return Math.max(DEFAULT_OLD_SPACE_MIB, need);
+  const share = Math.floor((memoryLimitBytes / MiB) * HEAP_SHARE) - NON_HEAP_RESERVE_MIB - 3 * semiSpaceMiB;
+  return Math.max(MIN_OLD_SPACE_MIB, Math.min(share, Math.max(WORKING_OLD_SPACE_MIB, need)));
 }
 
 function explicitValue(value: number | undefined, name: string, min: number, max: number): number | undefined {

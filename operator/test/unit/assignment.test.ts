@@ -137,10 +137,12 @@ describe('planPool', () => {
     const plan = planPool({ pool, targets, shards: [], nowMs: NOW });
     assert.equal(plan.targets.get('p')!.transport, 'proxy');
     assert.equal(plan.targets.get('i')!.transport, 'inproc');
-    assert.equal(plan.shards[0]!.spec.tuning.maxSemiSpaceSizeMiB, 32, '10 MB/s');
-    assert.equal(plan.shards[0]!.spec.tuning.maxOldSpaceSizeMiB, 3072 - 64 - 96);
-    const defaults = planPool({ pool: samplePool({ replicas: 1 }), targets, shards: [], nowMs: NOW });
-    assert.equal(defaults.shards[0]!.spec.tuning.maxOldSpaceSizeMiB, 768 - 64 - 96, 'the default 1Gi limit of the StatefulSet');
+    assert.equal(plan.shards[0]!.spec.tuning.maxSemiSpaceSizeMiB, 8, '10 MB/s');
+    assert.equal(plan.shards[0]!.spec.tuning.maxOldSpaceSizeMiB, 256, 'what 2 streams need, not the 4Gi limit');
+    const many = planPool({ pool, targets: Array.from({ length: 600 }, (_, i) => sampleTarget({ name: `t${i}`, transport: 'inproc' })), shards: [], nowMs: NOW });
+    assert.equal(many.shards[0]!.spec.tuning.maxOldSpaceSizeMiB, 1344, '128 + 2 MiB for each of 600 streams');
+    const defaults = planPool({ pool: samplePool({ replicas: 1 }), targets: Array.from({ length: 600 }, (_, i) => sampleTarget({ name: `t${i}`, transport: 'inproc' })), shards: [], nowMs: NOW });
+    assert.equal(defaults.shards[0]!.spec.tuning.maxOldSpaceSizeMiB, 768 - 64 - 24, 'capped by the default 1Gi limit of the StatefulSet');
   });
 
   it('no replicas: nothing assigned; bad settings: CONFIG_INVALID', () => {

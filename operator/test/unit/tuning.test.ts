@@ -14,9 +14,8 @@ const base: TuningInput = {
 };
 
 describe('computeTuning, auto', () => {
-  it('a small shard with 1 GiB: libuv default threads, 75 % of the limit less reserve and young generation', () => {
-    // 768 - 64 - 3 × 16 = 656
-    assert.deepEqual(computeTuning(base), { uvThreadpoolSize: 4, maxOldSpaceSizeMiB: 656, maxSemiSpaceSizeMiB: 16 });
+  it('a small shard with 1 GiB: libuv default threads, the working old space, a small young generation', () => {
+    assert.deepEqual(computeTuning(base), { uvThreadpoolSize: 4, maxOldSpaceSizeMiB: 256, maxSemiSpaceSizeMiB: 8 });
   });
   it('threads grow with inproc targets (their DNS lookups), in powers of two, within [4, 64]', () => {
     assert.equal(autoThreadpoolSize(0, 0), 4);
@@ -33,29 +32,33 @@ describe('computeTuning, auto', () => {
     const b = computeTuning({ ...base, inprocTargets: 59, proxyTargets: 1 });
     assert.deepEqual(a, b);
   });
-  it('semi-space grows with the ingest rate, capped by the limit', () => {
-    assert.equal(computeTuning({ ...base, ingestBytesPerSecond: 5e6 }).maxSemiSpaceSizeMiB, 16);
-    assert.equal(computeTuning({ ...base, ingestBytesPerSecond: 6e6 }).maxSemiSpaceSizeMiB, 32);
-    assert.equal(computeTuning({ ...base, ingestBytesPerSecond: 25e6, memoryLimitBytes: 2 * GiB }).maxSemiSpaceSizeMiB, 64);
-    assert.equal(computeTuning({ ...base, ingestBytesPerSecond: 25e6 }).maxSemiSpaceSizeMiB, 32, '1 GiB / 24 caps it at 32');
-    assert.equal(computeTuning({ ...base, ingestBytesPerSecond: 25e6, memoryLimitBytes: 256 * MiB }).maxSemiSpaceSizeMiB, 8);
+  it('semi-space: small (memory), one step up above 20 MB/s, capped by the limit', () => {
+    assert.equal(computeTuning({ ...base, ingestBytesPerSecond: 5e6 }).maxSemiSpaceSizeMiB, 8);
+    assert.equal(computeTuning({ ...base, ingestBytesPerSecond: 20e6 }).maxSemiSpaceSizeMiB, 8);
+    assert.equal(computeTuning({ ...base, ingestBytesPerSecond: 25e6 }).maxSemiSpaceSizeMiB, 16);
+    assert.equal(computeTuning({ ...base, ingestBytesPerSecond: 25e6, memoryLimitBytes: 4 * GiB }).maxSemiSpaceSizeMiB, 16, 'a larger limit does not grow it');
+    assert.equal(computeTuning({ ...base, ingestBytesPerSecond: 25e6, memoryLimitBytes: 256 * MiB }).maxSemiSpaceSizeMiB, 8, '256 MiB / 24 caps it at 8');
   });
   it('a rate wobbling around a step keeps the semi-space (no restart); a clear change moves it', () => {
     const GiB4 = 4 * 2 ** 30;
-    let semi = autoSemiSpaceMiB(4.5e6, GiB4);
-    assert.equal(semi, 16);
-    for (const rate of [5.2e6, 4.8e6, 5.5e6, 4.3e6, 5.9e6]) {
+    let semi = autoSemiSpaceMiB(18e6, GiB4);
+    assert.equal(semi, 8);
+    for (const rate of [21e6, 19e6, 22e6, 17e6, 23.5e6]) {
       semi = autoSemiSpaceMiB(rate, GiB4, semi);
-      assert.equal(semi, 16, `at ${rate} B/s`);
+      assert.equal(semi, 8, `at ${rate} B/s`);
     }
-    semi = autoSemiSpaceMiB(7e6, GiB4, semi);
-    assert.equal(semi, 32, 'well above the step');
-    for (const rate of [4.5e6, 5.5e6, 4.2e6]) assert.equal(autoSemiSpaceMiB(rate, GiB4, semi), 32, `kept at ${rate} B/s`);
-    assert.equal(autoSemiSpaceMiB(3e6, GiB4, semi), 16, 'well below the step');
+    semi = autoSemiSpaceMiB(28e6, GiB4, semi);
+    assert.equal(semi, 16, 'well above the step');
+    for (const rate of [18e6, 22e6, 17e6]) assert.equal(autoSemiSpaceMiB(rate, GiB4, semi), 16, `kept at ${rate} B/s`);
+    assert.equal(autoSemiSpaceMiB(12e6, GiB4, semi), 8, 'well below the step');
   });
 
-  it('old space follows the limit, never below 128 MiB', () => {
-    assert.equal(computeTuning({ ...base, memoryLimitBytes: 4 * GiB }).maxOldSpaceSizeMiB, 3072 - 64 - 48);
+  it('old space: what the streams need (at least 256 MiB), within the limit, never below 128 MiB', () => {
+    assert.equal(computeTuning({ ...base, memoryLimitBytes: 4 * GiB }).maxOldSpaceSizeMiB, 256, 'a larger limit does not grow it');
+    // 128 + 2 × 500 + 4 × 100 = 1528 -> 1536, within 3072 - 64 - 3 × 8.
+    assert.equal(computeTuning({ ...base, memoryLimitBytes: 4 * GiB, instances: 500, sqlSessions: 100 }).maxOldSpaceSizeMiB, 1536);
+    // ... and capped by 1 GiB: 768 - 64 - 3 × 8.
+    assert.equal(computeTuning({ ...base, instances: 500, sqlSessions: 100 }).maxOldSpaceSizeMiB, 680);
     assert.equal(computeTuning({ ...base, memoryLimitBytes: 256 * MiB }).maxOldSpaceSizeMiB, 128);
   });
   it('without a limit: 1 GiB, more for a shard with many streams', () => {
@@ -83,8 +86,10 @@ describe('computeTuning, explicit', () => {
       computeTuning({ ...base, nodeTuning: { mode: 'explicit', uvThreadpoolSize: 12, maxOldSpaceSizeMiB: 900, maxSemiSpaceSizeMiB: 8 } }),
       { uvThreadpoolSize: 12, maxOldSpaceSizeMiB: 900, maxSemiSpaceSizeMiB: 8 },
     );
-    // Semi-space given: old space is computed with it (768 - 64 - 3 × 64).
-    assert.deepEqual(computeTuning({ ...base, nodeTuning: { mode: 'explicit', maxSemiSpaceSizeMiB: 64 } }), { uvThreadpoolSize: 4, maxOldSpaceSizeMiB: 512, maxSemiSpaceSizeMiB: 64 });
+    // Semi-space given: old space is computed with it (the cap 768 - 64 - 3 × 64 = 512 is above the 256 needed).
+    assert.deepEqual(computeTuning({ ...base, nodeTuning: { mode: 'explicit', maxSemiSpaceSizeMiB: 64 } }), { uvThreadpoolSize: 4, maxOldSpaceSizeMiB: 256, maxSemiSpaceSizeMiB: 64 });
+    // ... and bounds it under a small limit: 512 × 0.75 - 64 - 3 × 64 = 128.
+    assert.deepEqual(computeTuning({ ...base, memoryLimitBytes: 512 * MiB, nodeTuning: { mode: 'explicit', maxSemiSpaceSizeMiB: 64 } }).maxOldSpaceSizeMiB, 128);
   });
   it('auto mode ignores values left in the spec', () => {
     assert.deepEqual(computeTuning({ ...base, nodeTuning: { mode: 'auto', uvThreadpoolSize: 99 } }), computeTuning(base));
