@@ -61,7 +61,7 @@ export default tseslint.config(
     files: [
       'collector/src/protocol/sql-scanner.ts', // scan(): one byte loop, a switch per token kind, kept whole for speed (bench/normalize-bench.ts)
       'collector/src/snapshot/activity-sql.ts', // activitySql(): mostly the SQL text of one query, per server version
-      'collector/src/sshproxy/reconcile.ts', // reconcile(): the sidecar's whole plan as one pure decision table
+      'collector/src/sidecar/reconcile.ts', // reconcile(): the sidecar's whole plan as one pure decision table
       'collector/src/report/blocking-tree.ts', // buildBlockingForest(): one pass over the samples, property-tested as a whole
       'collector/src/follow/follower.ts', // readSegment(): the mailbox loop with its status lines and exit cases
       'operator/src/sharding/bounded-consistent-hashing.ts', // planBoundedAssignment(): the algorithm in one piece, as in the paper

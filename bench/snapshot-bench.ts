@@ -8,7 +8,7 @@
  *   node bench/snapshot-bench.ts [--snapshots 200] [--out FILE.md]
  *
  * Every snapshot is the collector's activity snapshot with `activity` and `locks` on: SqlSession
- * (collector/src/sql/sql-session.ts) runs BEGIN READ ONLY, the one activity statement
+ * (collector/src/sampler/sql-session.ts) runs BEGIN READ ONLY, the one activity statement
  * (snapshot/activity-sql.ts), its mapping (activityFromRows) and COMMIT. While it runs, the
  * server has background sessions open (opened directly on the socket, not measured): a
  * blocking chain of four (A holds t1; B holds t2 and waits for t1; C waits for t2; D waits for
@@ -48,7 +48,7 @@ import { activitySql } from '../collector/src/snapshot/activity-sql.ts';
 import { activityFromRows } from '../collector/src/snapshot/activity-query.ts';
 import type { Row } from '../collector/src/snapshot/pg-values.ts';
 import { readServerInfo, type ServerInfo } from '../collector/src/snapshot/server-info.ts';
-import { SqlSession } from '../collector/src/sql/sql-session.ts';
+import { SqlSession } from '../collector/src/sampler/sql-session.ts';
 import { ConnectLimiter } from '../collector/src/transport/connect-limiter.ts';
 import { SidecarClient } from '../collector/src/transport/sidecar-client.ts';
 import { SshConnection } from '../collector/src/transport/ssh-connection.ts';
@@ -410,7 +410,7 @@ async function main(): Promise<void> {
   const text = [
     '## SQL snapshots: kept session, transports, scale (bench/snapshot-bench.ts)',
     '',
-    "The collector's activity snapshot with activity and locks on (BEGIN READ ONLY, the one activity statement, mapping its rows, COMMIT; SqlSession from collector/src/sql/sql-session.ts) " +
+    "The collector's activity snapshot with activity and locks on (BEGIN READ ONLY, the one activity statement, mapping its rows, COMMIT; SqlSession from collector/src/sampler/sql-session.ts) " +
       `against one local OpenSSH sshd and one PostgreSQL ${version} listening on its Unix socket only (max_connections ${MAX_CONNECTIONS}). On the server meanwhile: background sessions opened directly on the socket, ` +
       'among them a blocking chain of four (A holds t1; B holds t2 and waits for t1; C waits for t2; D waits for t1 behind A and B: 4 blocking edges), the others idle. ' +
       `${n} measured snapshots per variant after ${WARMUP} warm-up ones, one at a time; the variants compared in one table run in blocks A B … B A of ${half}. Latency: from the call to the mapped result, in ms; "> ${STALL_MS} ms": the share of snapshots that took longer. ` +

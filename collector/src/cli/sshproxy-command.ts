@@ -9,7 +9,7 @@ import { parseCommandArgs } from './command-args.ts';
 import { wholeNumberOption } from '../config/whole-number-option.ts';
 import { PglogError } from '../errors.ts';
 import { createLogger, parseLogLevelOption, type OptionLogLevel } from '../observability/logger.ts';
-import { Sidecar } from '../sshproxy/sidecar.ts';
+import { Sidecar } from '../sidecar/sidecar.ts';
 
 export const SSHPROXY_USAGE = `usage: pglog sshproxy --dir DIR [--log-level LEVEL]
   Runs the OpenSSH connections and streams that the collector asks for in DIR/desired.json

@@ -8,7 +8,7 @@ import { createKubeClient } from '../../../operator/src/kube/client.ts';
 import type { KubeClient } from '../../../operator/src/kube/client-types.ts';
 import { Collector } from '../collect/collector.ts';
 import type { CollectConfig } from '../collect/collect-config.ts';
-import { settleWithin } from '../collect/retry.ts';
+import { settleWithin } from '../time/retry.ts';
 import { startHttpServer } from '../observability/http-server.ts';
 import { createLogger } from '../observability/logger.ts';
 import { describeStore } from '../store/store-url.ts';

@@ -12,10 +12,10 @@ import { constants } from 'node:os';
 import type { CollectorShard, ShardTuning } from '../../../operator/src/api/collector-shard.ts';
 import type { KubeClient } from '../../../operator/src/kube/client-types.ts';
 import { COLLECTOR_SHARDS } from '../../../operator/src/kube/resources.ts';
-import { backoffDelay } from '../collect/retry.ts';
+import { backoffDelay } from '../time/retry.ts';
 import { isPglogError } from '../errors.ts';
 import type { Logger } from '../observability/logger.ts';
-import { pause } from '../transport/clock.ts';
+import { pause } from '../time/clock.ts';
 import { EXIT_TUNING_CHANGED } from './cluster-config.ts';
 import { exitStatusOf, launchCommand } from './launch-command.ts';
 

@@ -10,8 +10,8 @@ import type { CollectorShard, ShardTarget, ShardTuning } from '../../../operator
 import type { KubeClient } from '../../../operator/src/kube/client-types.ts';
 import type { Collector } from '../collect/collector.ts';
 import type { Logger } from '../observability/logger.ts';
-import { settleWithin } from '../collect/retry.ts';
-import { pause } from '../transport/clock.ts';
+import { settleWithin } from '../time/retry.ts';
+import { pause } from '../time/clock.ts';
 import { sameTuning } from './cluster-config.ts';
 import { ShardWatcher } from './shard-watcher.ts';
 import { buildShardStatus } from './shard-status.ts';

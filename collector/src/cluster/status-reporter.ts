@@ -9,7 +9,7 @@ import type { KubeClient } from '../../../operator/src/kube/client-types.ts';
 import { COLLECTOR_SHARDS } from '../../../operator/src/kube/resources.ts';
 import { isPglogError } from '../errors.ts';
 import type { Logger } from '../observability/logger.ts';
-import { pause } from '../transport/clock.ts';
+import { pause } from '../time/clock.ts';
 import { changedEnough, DEFAULT_WRITE_RULE, type WriteRule } from './shard-status.ts';
 
 export interface StatusReporterOptions {

@@ -16,7 +16,7 @@ import { PglogError } from '../errors.ts';
 import type { PglogEvent } from '../protocol/events.ts';
 import { stringHeapBytes } from '../protocol/heap-bytes.ts';
 import { streamKeyOf, type BatchItem, type CommitResult, type SourceRef, type StoreBatch, type StorePosition } from '../store/store-writer.ts';
-import { backoffDelay, settleWithin } from './retry.ts';
+import { backoffDelay, settleWithin } from '../time/retry.ts';
 
 export interface BatcherOptions {
   /** Commit once this many events are pending. */

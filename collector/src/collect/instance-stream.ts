@@ -26,8 +26,8 @@ import type { TemplateCache } from '../protocol/normalize.ts';
 import type { LogFormat } from '../protocol/record.ts';
 import type { StorePosition } from '../store/store-writer.ts';
 import type { Batcher } from './batcher.ts';
-import { backoffDelay } from './retry.ts';
-import { pause, untilAborted } from '../transport/clock.ts';
+import { backoffDelay } from '../time/retry.ts';
+import { pause, untilAborted } from '../time/clock.ts';
 
 /** What the stream needs of a follower (the LogFollower; a scripted fake in unit tests). */
 export interface Follower {

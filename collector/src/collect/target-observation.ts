@@ -6,7 +6,7 @@
 import type { ActiveTransport } from '../config/target-types.ts';
 import { isPglogError } from '../errors.ts';
 import type { StorePosition } from '../store/store-writer.ts';
-import { RateMeter } from './rate-meter.ts';
+import { RateMeter } from '../promotion/rate-meter.ts';
 import type { StreamHooks } from './instance-stream.ts';
 
 /** One target as its collector sees it now (the shape of a shard status entry). */

@@ -12,7 +12,7 @@ import type { Logger } from '../observability/logger.ts';
 import type { CollectorMetrics } from '../observability/metrics.ts';
 import type { RemoteShell } from '../transport/remote-shell.ts';
 import type { InstanceStream } from './instance-stream.ts';
-import { RateMeter } from './rate-meter.ts';
+import { RateMeter } from '../promotion/rate-meter.ts';
 
 export interface TargetStreamsOptions {
   target: PostgresTarget;

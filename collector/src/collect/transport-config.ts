@@ -4,7 +4,7 @@
  */
 import { wholeNumberOption } from '../config/whole-number-option.ts';
 import { PglogError } from '../errors.ts';
-import { DEFAULT_POLICY_SETTINGS, validatePolicyOptions, type PolicySettings } from './transport-policy.ts';
+import { DEFAULT_POLICY_SETTINGS, validatePolicyOptions, type PolicySettings } from '../promotion/policy.ts';
 
 export type SidecarMode = 'child' | 'external' | 'off';
 

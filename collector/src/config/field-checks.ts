@@ -8,7 +8,7 @@ import { isIP } from 'node:net';
 import path from 'node:path';
 import { canonicalEncoding } from '../protocol/decode.ts';
 import { compilePrefix } from '../protocol/prefix.ts';
-import { sshUserProblem } from '../sshproxy/protocol.ts';
+import { sshUserProblem } from '../sidecar/contract.ts';
 import { describe } from './field-path.ts';
 import type { FieldPath, Problem } from './field-path.ts';
 import { closest } from './suggest.ts';

@@ -19,7 +19,7 @@
 import type { LogFormat, StartPoint } from '../config/target-types.ts';
 import { isPglogError, PglogError } from '../errors.ts';
 import { runRemote, type RemoteExit, type RemoteProcess, type RemoteShell } from '../transport/remote-shell.ts';
-import { pause } from '../transport/clock.ts';
+import { pause } from '../time/clock.ts';
 import { formatIdentity, parseIdentity } from './identity.ts';
 import { planNext, planStart, type Plan, type ReadStep } from './planner.ts';
 import { buildProbeScript, parseProbeOutput, type ChecksumRequest, type ProbeResult } from './probe-script.ts';

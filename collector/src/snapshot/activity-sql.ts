@@ -18,7 +18,7 @@
  * them. The rows carry `statement_timestamp()` and come from a one-row relation LEFT JOINed to
  * the sessions, so the time is there even when there is no other session.
  *
- * Only pg_catalog is searched (sql/sql-session.ts pins search_path), and every function and
+ * Only pg_catalog is searched (sampler/sql-session.ts pins search_path), and every function and
  * relation is qualified besides; comparisons are between equal types (`0::oid`, not `0`):
  * pg_catalog has an operator for them, so none planted elsewhere can be a better match, even
  * on a path where pg_catalog comes first but others follow (snapshot-sql-audit.test.ts checks

@@ -8,7 +8,7 @@
  * threadpool (fifo-reader.ts) and the command starts. Its exit status comes from status.json.
  *
  * Failure while waiting for the start: a stream the sidecar refused (its server's entry is
- * wrong: CONFIG_INVALID, see sshproxy/protocol.ts) or a master that reports a lasting refusal
+ * wrong: CONFIG_INVALID, see sidecar/contract.ts) or a master that reports a lasting refusal
  * (changed or unknown host key, refused key) fails the spawn at once with that code; a master
  * that cannot connect fails it after `startTimeoutMs`. A sidecar that goes away fails everything with
  * SIDECAR_UNAVAILABLE.
@@ -16,7 +16,7 @@
 import type { Readable } from 'node:stream';
 import { join } from 'node:path';
 import { isPglogError, PglogError, type ErrorCode, ERROR_CODES } from '../errors.ts';
-import { streamFifos, type StatusError } from '../sshproxy/protocol.ts';
+import { streamFifos, type StatusError } from '../sidecar/contract.ts';
 import { openFifoReader } from './fifo-reader.ts';
 import type { RemoteExit, RemoteProcess, RemoteShell } from './remote-shell.ts';
 import type { SidecarClient } from './sidecar-client.ts';

@@ -1,5 +1,5 @@
 /**
- * The collector's side of the sshproxy directory contract (see sshproxy/protocol.ts): keeps
+ * The collector's side of the sshproxy directory contract (see sidecar/contract.ts): keeps
  * desired.json in step with the streams the collector wants, writes the keys the sidecar
  * needs (mode 0600), and follows status.json to tell each waiting stream how it is doing.
  *
@@ -31,7 +31,7 @@ import { PglogError } from '../errors.ts';
 import {
   CONTROL_DIR, DESIRED_FILE, KEYS_DIR, parseSidecarStatus, PROTOCOL_VERSION, remoteSocketProblem, STALE_STATUS_MS, STATUS_FILE, STREAMS_DIR,
   type DesiredForward, type DesiredServer, type DesiredState, type DesiredStream, type SidecarStatus, type StatusError, type StreamStatus,
-} from '../sshproxy/protocol.ts';
+} from '../sidecar/contract.ts';
 import { withoutCertAuthorities } from './known-hosts.ts';
 import { DEFAULT_FORWARD_TIMEOUT_MS, forwardId, waitForwardReady } from './sidecar-forward.ts';
 

@@ -11,7 +11,7 @@
  */
 import { createHash } from 'node:crypto';
 import { ERROR_CODES, PglogError, type ErrorCode } from '../errors.ts';
-import type { DesiredForward, ForwardStatus, StatusError } from '../sshproxy/protocol.ts';
+import type { DesiredForward, ForwardStatus, StatusError } from '../sidecar/contract.ts';
 import { isLastingSshFailure } from './ssh-errors.ts';
 import type { SidecarClient } from './sidecar-client.ts';
 
@@ -21,7 +21,7 @@ export const DEFAULT_FORWARD_TIMEOUT_MS = 30_000;
 /**
  * The forward's id: the same for the same server, remote socket and port, so every session to
  * one instance shares one forward, and a collector that restarts asks for the same directory.
- * 16 characters: the local socket path must fit sun_path (protocol.ts).
+ * 16 characters: the local socket path must fit sun_path (sidecar/contract.ts).
  */
 export function forwardId(server: string, remoteSocket: string, port: number): string {
   return `f${createHash('sha256').update(`${server}\0${remoteSocket}\0${port}`).digest('hex').slice(0, 15)}`;

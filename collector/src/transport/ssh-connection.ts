@@ -14,8 +14,8 @@
  */
 import { Client, type ClientChannel, type CipherAlgorithm } from 'ssh2';
 import { PglogError } from '../errors.ts';
-import { Backoff, type BackoffOptions } from './backoff.ts';
-import { realClock, type Clock } from './clock.ts';
+import { Backoff, type BackoffOptions } from '../time/backoff.ts';
+import { realClock, type Clock } from '../time/clock.ts';
 import type { ConnectLimiter } from './connect-limiter.ts';
 import { knownKeyTypes, parseKnownHosts, sshKeyType, verifyHostKey, type KnownHosts } from './known-hosts.ts';
 import type { RemoteProcess, RemoteShell } from './remote-shell.ts';

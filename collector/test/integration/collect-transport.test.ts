@@ -19,7 +19,7 @@ import { startCollector, waitFor, writeTargetsFile, type CollectorProcess, type 
 import { startLogServer, type LogServer } from '../helpers/log-server.ts';
 import { startPostgres, type TestPostgres } from '../helpers/postgres.ts';
 import { descendants } from '../helpers/process-tree.ts';
-import { isAlive, strayProcesses } from '../../src/sshproxy/sidecar-files.ts';
+import { isAlive, strayProcesses } from '../../src/sidecar/sidecar-files.ts';
 import { startSeqLoad } from '../helpers/seq-load.ts';
 import { startSshServer, type TestSshServer } from '../helpers/sshd.ts';
 

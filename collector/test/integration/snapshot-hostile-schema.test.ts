@@ -25,7 +25,7 @@ import type pg from 'pg';
 import { readActivity } from '../../src/snapshot/activity-query.ts';
 import { readServerInfo, type ServerInfo } from '../../src/snapshot/server-info.ts';
 import { readStatistics } from '../../src/snapshot/statistics-query.ts';
-import { SqlSession } from '../../src/sql/sql-session.ts';
+import { SqlSession } from '../../src/sampler/sql-session.ts';
 import { ClusterClients } from '../helpers/cluster-clients.ts';
 import { everyMonitoringSql } from '../helpers/monitoring-sql.ts';
 import { startCluster, type Cluster } from '../helpers/pg-cluster.ts';

@@ -6,7 +6,7 @@ import { readFileSync } from 'node:fs';
 import { after, before, describe, test } from 'node:test';
 import pg from 'pg';
 import { isPglogError } from '../../src/errors.ts';
-import { SqlSession } from '../../src/sql/sql-session.ts';
+import { SqlSession } from '../../src/sampler/sql-session.ts';
 import { ConnectLimiter } from '../../src/transport/connect-limiter.ts';
 import { SshConnection } from '../../src/transport/ssh-connection.ts';
 import { startLogServer, type LogServer } from '../helpers/log-server.ts';

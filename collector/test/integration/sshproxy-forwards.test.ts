@@ -22,7 +22,7 @@ import { fileURLToPath } from 'node:url';
 import { after, afterEach, before, describe, test } from 'node:test';
 import pg from 'pg';
 import { PglogError } from '../../src/errors.ts';
-import { isAlive } from '../../src/sshproxy/sidecar-files.ts';
+import { isAlive } from '../../src/sidecar/sidecar-files.ts';
 import { SidecarClient } from '../../src/transport/sidecar-client.ts';
 import { onProcessExit } from '../helpers/exit-cleanup.ts';
 import { startPostgres, type TestPostgres } from '../helpers/postgres.ts';

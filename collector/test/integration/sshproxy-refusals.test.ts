@@ -18,7 +18,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { after, before, describe, test } from 'node:test';
 import { isPglogError } from '../../src/errors.ts';
-import { isAlive } from '../../src/sshproxy/sidecar-files.ts';
+import { isAlive } from '../../src/sidecar/sidecar-files.ts';
 import { ProxyShell } from '../../src/transport/proxy-shell.ts';
 import { runRemote } from '../../src/transport/remote-shell.ts';
 import { SidecarClient, type SidecarServer } from '../../src/transport/sidecar-client.ts';

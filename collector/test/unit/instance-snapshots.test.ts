@@ -7,7 +7,7 @@ import { Writable } from 'node:stream';
 import { describe, test } from 'node:test';
 import { Registry } from 'prom-client';
 import { PglogError } from '../../src/errors.ts';
-import { InstanceSnapshots, snapshotKinds, type SnapshotSource } from '../../src/collect/instance-snapshots.ts';
+import { InstanceSnapshots, snapshotKinds, type SnapshotSource } from '../../src/sampler/instance-snapshots.ts';
 import type { TargetCollect } from '../../src/config/target-types.ts';
 import { createLogger } from '../../src/observability/logger.ts';
 import { SnapshotMetrics } from '../../src/observability/snapshot-metrics.ts';

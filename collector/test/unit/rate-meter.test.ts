@@ -5,7 +5,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import fc from 'fast-check';
-import { DEFAULT_RATE_TIME_CONSTANT_MS, RateMeter } from '../../src/collect/rate-meter.ts';
+import { DEFAULT_RATE_TIME_CONSTANT_MS, RateMeter } from '../../src/promotion/rate-meter.ts';
 
 const TAU = DEFAULT_RATE_TIME_CONSTANT_MS;
 

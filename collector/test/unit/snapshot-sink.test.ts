@@ -3,7 +3,7 @@
 // are written one at a time in order, each write settles with its own outcome, flush() drains.
 import { strict as assert } from 'node:assert';
 import { describe, test } from 'node:test';
-import { SnapshotSink } from '../../src/collect/snapshot-sink.ts';
+import { SnapshotSink } from '../../src/sampler/snapshot-sink.ts';
 import { PglogError } from '../../src/errors.ts';
 import type { SnapshotFailure } from '../../src/snapshot/types.ts';
 

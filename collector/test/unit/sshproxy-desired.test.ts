@@ -10,7 +10,7 @@ import fc from 'fast-check';
 import { parse as parseYaml } from 'yaml';
 import { parseTargetsFile } from '../../src/config/targets.ts';
 import { isPglogError } from '../../src/errors.ts';
-import { parseDesiredState, sshUserProblem, SSH_USER_PATTERN, type DesiredServer } from '../../src/sshproxy/protocol.ts';
+import { parseDesiredState, sshUserProblem, SSH_USER_PATTERN, type DesiredServer } from '../../src/sidecar/contract.ts';
 
 const ROOT = join(import.meta.dirname, '../../..');
 

@@ -4,11 +4,11 @@
 import { strict as assert } from 'node:assert';
 import { describe, test } from 'node:test';
 import fc from 'fast-check';
-import { applyForwardPlan, isEmptyForwardPlan, planForwards, type ForwardSnapshot } from '../../src/sshproxy/forward-plan.ts';
-import { forwardClientArgs, forwardSocketPath, masterArgs, MAX_DIR_LENGTH } from '../../src/sshproxy/openssh-args.ts';
-import { meaningfulLines } from '../../src/sshproxy/openssh-errors.ts';
-import { parseDesiredState, parseSidecarStatus, type DesiredForward, type DesiredServer } from '../../src/sshproxy/protocol.ts';
-import { applyPlan, reconcile } from '../../src/sshproxy/reconcile.ts';
+import { applyForwardPlan, isEmptyForwardPlan, planForwards, type ForwardSnapshot } from '../../src/sidecar/forward-plan.ts';
+import { forwardClientArgs, forwardSocketPath, masterArgs, MAX_DIR_LENGTH } from '../../src/sidecar/openssh-args.ts';
+import { meaningfulLines } from '../../src/sidecar/openssh-errors.ts';
+import { parseDesiredState, parseSidecarStatus, type DesiredForward, type DesiredServer } from '../../src/sidecar/contract.ts';
+import { applyPlan, reconcile } from '../../src/sidecar/reconcile.ts';
 
 const server: DesiredServer = {
   name: 'db', host: '10.0.0.5', port: 22, user: 'postgres', identityFile: 'db.key', knownHostsFile: 'db.kh',

@@ -5,9 +5,9 @@
 import { strict as assert } from 'node:assert';
 import { describe, test } from 'node:test';
 import fc from 'fast-check';
-import { serverFingerprint } from '../../src/sshproxy/openssh-args.ts';
-import type { DesiredServer, DesiredState, DesiredStream } from '../../src/sshproxy/protocol.ts';
-import { applyPlan, isEmptyPlan, reconcile, type Snapshot } from '../../src/sshproxy/reconcile.ts';
+import { serverFingerprint } from '../../src/sidecar/openssh-args.ts';
+import type { DesiredServer, DesiredState, DesiredStream } from '../../src/sidecar/contract.ts';
+import { applyPlan, isEmptyPlan, reconcile, type Snapshot } from '../../src/sidecar/reconcile.ts';
 
 function server(name: string, maxSessions: number, port = 22): DesiredServer {
   return { name, host: `${name}.example`, port, user: 'postgres', identityFile: `${name}.key`, knownHostsFile: `${name}.kh`, maxSessions, serverAliveIntervalS: 5, connectTimeoutS: 5 };

@@ -7,11 +7,11 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import fc from 'fast-check';
 import type { ActiveTransport, Transport } from '../../src/config/target-types.ts';
-import { RateMeter } from '../../src/collect/rate-meter.ts';
+import { RateMeter } from '../../src/promotion/rate-meter.ts';
 import {
   decideTransports, DEFAULT_POLICY_SETTINGS, validatePolicyOptions,
   type PolicyOptions, type ServerTransportState, type Switch,
-} from '../../src/collect/transport-policy.ts';
+} from '../../src/promotion/policy.ts';
 
 const NOW = 10_000_000;
 const DEFAULTS: PolicyOptions = { ...validatePolicyOptions(), proxyAvailable: true };

@@ -11,7 +11,7 @@
 import type { LabelSelector, OwnerReference, ResourceRequirements } from '../api/common.ts';
 import type { CollectorPool } from '../api/collector-pool.ts';
 import { PglogError } from '../../../collector/src/errors.ts';
-import { STATUS_FILE as SIDECAR_STATUS_FILE } from '../../../collector/src/sshproxy/protocol.ts';
+import { STATUS_FILE as SIDECAR_STATUS_FILE } from '../../../collector/src/sidecar/contract.ts';
 import type { KubeObject } from '../kube/client-types.ts';
 import type { Container, PodDisruptionBudget, PodSecurityContext, SecurityContext, Service, StatefulSet, Volume } from './workload-types.ts';
 

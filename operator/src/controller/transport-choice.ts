@@ -1,6 +1,6 @@
 /**
  * The operator's transport choice for one shard (one pod, one sidecar): the collector's own
- * promotion policy (collector/src/collect/transport-policy.ts: hysteresis, dwell, capacity),
+ * promotion policy (collector/src/promotion/policy.ts: hysteresis, dwell, capacity),
  * applied to the rates the collector reported, plus the bookkeeping the policy leaves to its
  * caller (the transport of a target new to the shard, the time of each switch). Pure.
  *
@@ -10,7 +10,7 @@
  */
 import { PglogError } from '../../../collector/src/errors.ts';
 import type { ActiveTransport, Transport } from '../../../collector/src/config/target-types.ts';
-import { decideTransports, validatePolicyOptions, type PolicySettings, type ServerTransportState } from '../../../collector/src/collect/transport-policy.ts';
+import { decideTransports, validatePolicyOptions, type PolicySettings, type ServerTransportState } from '../../../collector/src/promotion/policy.ts';
 import type { PoolTransport } from '../api/collector-pool.ts';
 
 export interface TransportCandidate {

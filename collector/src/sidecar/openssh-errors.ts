@@ -7,7 +7,7 @@
  * quoted in messages.
  */
 import type { ErrorCode } from '../errors.ts';
-import type { StatusError } from './protocol.ts';
+import type { StatusError } from './contract.ts';
 
 export interface SshTarget {
   host: string;

@@ -17,7 +17,7 @@
  * a new run must start).
  */
 import { serverFingerprint } from './openssh-args.ts';
-import type { DesiredState } from './protocol.ts';
+import type { DesiredState } from './contract.ts';
 
 export type StreamPhase = 'waiting' | 'running' | 'done';
 

@@ -12,9 +12,9 @@ import type { Readable, Writable } from 'node:stream';
 import type { Logger } from '../observability/logger.ts';
 import type { CollectorMetrics } from '../observability/metrics.ts';
 import type { SidecarClient } from '../transport/sidecar-client.ts';
-import { pause } from '../transport/clock.ts';
-import { killStrayProcesses } from '../sshproxy/sidecar-files.ts';
-import { backoffDelay } from './retry.ts';
+import { pause } from '../time/clock.ts';
+import { killStrayProcesses } from '../sidecar/sidecar-files.ts';
+import { backoffDelay } from '../time/retry.ts';
 
 export interface SidecarChildOptions {
   /** How to run this program: [node, ...node flags, main script]; `sshproxy --dir DIR` is appended. */

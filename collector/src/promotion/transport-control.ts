@@ -1,15 +1,15 @@
 /**
  * The promotion loop: once a second, sample every target's smoothed rate, ask the pure
- * policy (transport-policy.ts) which targets should move, and move them. Pinned targets
+ * policy (policy.ts) which targets should move, and move them. Pinned targets
  * (`spec.transport: inproc|proxy`) are moved to their pin; targets whose switch is still
  * running are left out of the round.
  */
 import type { Logger } from '../observability/logger.ts';
 import type { CollectorMetrics } from '../observability/metrics.ts';
-import { pause } from '../transport/clock.ts';
+import { pause } from '../time/clock.ts';
 import type { SidecarClient } from '../transport/sidecar-client.ts';
-import type { TargetStreams } from './target-streams.ts';
-import { decideTransports, type PolicySettings, type ServerTransportState } from './transport-policy.ts';
+import type { TargetStreams } from '../collect/target-streams.ts';
+import { decideTransports, type PolicySettings, type ServerTransportState } from './policy.ts';
 
 export interface TransportControlOptions {
   /** The targets now running, asked every round: in cluster mode the set changes at run time. */

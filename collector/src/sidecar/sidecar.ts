@@ -2,7 +2,7 @@
  * The `pglog sshproxy` supervisor: follows desired.json, keeps the masters and streams it
  * asks for (decisions in reconcile.ts, processes in master-process.ts and stream-process.ts),
  * and reports in status.json. SQL forwards (forwards.ts) ride on the slot-0 masters. The
- * protocol is in protocol.ts; docs/sshproxy.md tells the story.
+ * contract is in contract.ts; docs/sshproxy.md tells the story.
  *
  * A wrong entry of desired.json (a server whose user would be an ssh option, a stream of an
  * unknown server ...) is refused alone: reported in status.json (`failed` with CONFIG_INVALID
@@ -23,7 +23,7 @@ import { DEFAULT_MASTER_BACKOFF, SshMaster, type MasterBackoffOptions } from './
 import { dirTooLong } from './openssh-args.ts';
 import {
   forwardDir, HEARTBEAT_MS, PROTOCOL_VERSION, STATUS_FILE, type DesiredRefusals, type DesiredState, type ForwardStatus, type MasterState, type MasterStatus, type SidecarStatus, type StreamStatus,
-} from './protocol.ts';
+} from './contract.ts';
 import { EMPTY_DESIRED, reconcile, type Plan, type Snapshot } from './reconcile.ts';
 import { cleanStaleDir, PidsFile, prepareDir, writeFileAtomic } from './sidecar-files.ts';
 import { StreamRun } from './stream-process.ts';

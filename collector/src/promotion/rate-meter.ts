@@ -1,6 +1,6 @@
 /**
  * A smoothed read rate for one target: the input of transport promotion (see
- * `transport-policy.ts` and docs/decisions/0007-transport-promotion.md). Pure: the caller
+ * `policy.ts` and docs/decisions/0007-transport-promotion.md). Pure: the caller
  * passes times from a monotonic clock; nothing here reads a clock.
  *
  * `add(bytes)` is called on every read and only adds to a counter. `sample(nowMs)`, called

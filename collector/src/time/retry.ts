@@ -1,7 +1,7 @@
 // Retry and shutdown timing shared by the collector's long-running parts (instance streams,
 // the batcher, the sidecar child, the cluster launcher): when to try a failed step again,
 // and how long to wait for a part while stopping before moving on without it.
-import { fullJitterDelay } from '../transport/backoff.ts';
+import { fullJitterDelay } from './backoff.ts';
 
 /**
  * The wait before retry number `attempt` (1, 2, ...): capped exponential backoff with full

@@ -16,7 +16,7 @@ import type { Logger } from '../observability/logger.ts';
 import { readActivity, type ActivityResult } from '../snapshot/activity-query.ts';
 import { readServerInfo, rolePrivilegeOf, type ServerInfo, type SqlRolePrivilege } from '../snapshot/server-info.ts';
 import { readStatistics, type StatisticsSample } from '../snapshot/statistics-query.ts';
-import { SqlSession } from '../sql/sql-session.ts';
+import { SqlSession } from './sql-session.ts';
 import type { SshConnection } from '../transport/ssh-connection.ts';
 import type { SnapshotSource } from './instance-snapshots.ts';
 

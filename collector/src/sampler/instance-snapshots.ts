@@ -21,7 +21,7 @@ import type { TargetCollect } from '../config/target-types.ts';
 import type { Logger } from '../observability/logger.ts';
 import type { ErrorLabel } from '../observability/metrics.ts';
 import type { SnapshotMetrics } from '../observability/snapshot-metrics.ts';
-import { pause } from '../transport/clock.ts';
+import { pause } from '../time/clock.ts';
 import { isLastingSshFailure } from '../transport/ssh-errors.ts';
 import type { ActivityResult } from '../snapshot/activity-query.ts';
 import type { SqlRolePrivilege } from '../snapshot/server-info.ts';

@@ -15,7 +15,7 @@
 import type { Duplex } from 'node:stream';
 import pg from 'pg';
 import type { PglogError } from '../errors.ts';
-import { settleWithin } from '../collect/retry.ts';
+import { settleWithin } from '../time/retry.ts';
 import { DeferredSocket } from './deferred-socket.ts';
 import { sqlStateOf, toSqlError } from './sql-errors.ts';
 
