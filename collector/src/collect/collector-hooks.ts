@@ -23,10 +23,11 @@ export function streamHooks(metrics: CollectorMetrics, log: Logger, target: stri
   let slowSince = 0;
   let slowLoggedAt = 0;
   return {
-    progress(delta, kinds, where) {
+    progress(delta, tally, where) {
       metrics.readBytes(target, instance, delta.bytes);
       metrics.readLines(target, instance, delta.lines);
-      for (const [kind, n] of kinds) metrics.events(target, instance, kind, n);
+      for (const [kind, n] of tally.kinds) metrics.events(target, instance, kind, n);
+      for (const [cls, n] of tally.errorClasses) metrics.logErrors(target, instance, cls, n);
       if (delta.malformed > 0) metrics.parseProblems(target, instance, 'malformed', delta.malformed);
       if (delta.truncated > 0) metrics.parseProblems(target, instance, 'truncated', delta.truncated);
       if (delta.replacements > 0) metrics.parseProblems(target, instance, 'replacement', delta.replacements);

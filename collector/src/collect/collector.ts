@@ -397,10 +397,10 @@ export class Collector {
       storeStart: (start, claimed) => writer.storeStart(start, claimed),
       hooks: observedHooks(observed, instance.name, {
         ...hooks,
-        progress(delta, kinds, where) {
+        progress(delta, tally, where) {
           target.meter.add(delta.bytes);
           if (target.transport === 'proxy') metrics.fifoBytes(name, instance.name, delta.bytes);
-          hooks.progress?.(delta, kinds, where);
+          hooks.progress?.(delta, tally, where);
         },
         failed(error, delayMs, position) {
           if (target.transport === 'proxy') metrics.sidecarStreamRestart(name);

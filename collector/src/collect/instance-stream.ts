@@ -23,6 +23,7 @@ import { LogParser, type ParseCounters, type SlowEntry, ZERO_COUNTERS } from '..
 import type { EncodingConfig } from '../protocol/decode.ts';
 import type { EventKind, PglogEvent } from '../protocol/events.ts';
 import type { TemplateCache } from '../protocol/normalize.ts';
+import { isErrorSeverity, sqlstateClassOf, type SqlstateClass } from '../observability/sqlstate-class.ts';
 import type { LogFormat } from '../protocol/record.ts';
 import type { StorePosition } from '../store/store-writer.ts';
 import type { Batcher } from './batcher.ts';
@@ -38,13 +39,39 @@ export interface Follower {
   currentFile(): FollowedFile | null;
 }
 
+/** The events handed over since the last progress report, counted. */
+export interface EventTally {
+  /** Events by kind. */
+  readonly kinds: ReadonlyMap<EventKind, number>;
+  /**
+   * ERROR, FATAL and PANIC entries (`error` and `deadlock` events) by SQLSTATE class, the
+   * label set bounded by sqlstateClassOf whatever the log holds.
+   */
+  readonly errorClasses: ReadonlyMap<SqlstateClass, number>;
+}
+
+/** Counts events by kind and errors by SQLSTATE class (pure; the stream's progress report). */
+export function tallyEvents(events: readonly PglogEvent[]): EventTally {
+  const kinds = new Map<EventKind, number>();
+  const errorClasses = new Map<SqlstateClass, number>();
+  for (const e of events) {
+    kinds.set(e.kind, (kinds.get(e.kind) ?? 0) + 1);
+    if ((e.kind === 'error' || e.kind === 'deadlock') && isErrorSeverity(e.severity)) {
+      const cls = sqlstateClassOf(e.sqlstate);
+      errorClasses.set(cls, (errorClasses.get(cls) ?? 0) + 1);
+    }
+  }
+  return { kinds, errorClasses };
+}
+
 /** What the stream reports (metrics and logs are wired here by the collector). */
 export interface StreamHooks {
   /**
-   * Bytes and lines read, events by kind, parse problems: deltas since the last call; `file`
-   * and `offset` say where reading stands (for messages about the problems).
+   * Bytes and lines read, events by kind and errors by SQLSTATE class, parse problems: deltas
+   * since the last call; `file` and `offset` say where reading stands (for messages about the
+   * problems).
    */
-  progress?(delta: ParseCounters, events: ReadonlyMap<EventKind, number>, where: { file: string; offset: number }): void;
+  progress?(delta: ParseCounters, tally: EventTally, where: { file: string; offset: number }): void;
   /** Bytes between the read position and the end of the file on the server. */
   lag?(bytes: number): void;
   /** The stream is reading (true) or waiting to retry (false). */
@@ -326,9 +353,7 @@ export class InstanceStream {
       this.o.batcher.add(this.source(), events, this.storePosition(), this.epoch, this.now());
     }
     if (this.hooks.progress === undefined || (delta.bytes === 0 && events.length === 0)) return;
-    const kinds = new Map<EventKind, number>();
-    for (const e of events) kinds.set(e.kind, (kinds.get(e.kind) ?? 0) + 1);
-    this.hooks.progress(delta, kinds, { file: this.file?.path ?? '', offset: this.position });
+    this.hooks.progress(delta, tallyEvents(events), { file: this.file?.path ?? '', offset: this.position });
   }
 
   private counterDelta(parser: LogParser): ParseCounters {

@@ -121,9 +121,9 @@ export class TargetObservation {
 export function observedHooks(observed: TargetObservation, instance: string, hooks: StreamHooks): StreamHooks {
   return {
     ...hooks,
-    progress(delta, kinds, where) {
+    progress(delta, tally, where) {
       observed.linesRead(delta.lines);
-      hooks.progress?.(delta, kinds, where);
+      hooks.progress?.(delta, tally, where);
     },
     failed(error, delayMs, position) {
       observed.failed(instance, error);

@@ -10,8 +10,10 @@
  */
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { ErrorCode } from '../errors.ts';
-import type { EventKind } from '../protocol/events.ts';
+import { EVENT_KINDS, type EventKind } from '../protocol/events.ts';
+import { EVENT_TABLES } from '../store/event-tables.ts';
 import { SnapshotMetrics } from './snapshot-metrics.ts';
+import type { SqlstateClass } from './sqlstate-class.ts';
 
 export const METRIC_PREFIX = 'pglog_';
 
@@ -53,6 +55,7 @@ interface Instruments {
   readBytes: Counter<'target' | 'instance'>;
   readLines: Counter<'target' | 'instance'>;
   events: Counter<'target' | 'instance' | 'kind'>;
+  logErrors: Counter<'target' | 'instance' | 'sqlstate_class'>;
   parseProblems: Counter<'target' | 'instance' | 'problem'>;
   slowEntries: Counter<'target' | 'instance'>;
   skippedBytes: Counter<'target' | 'instance'>;
@@ -76,11 +79,15 @@ class InstanceSeries {
   readonly labels: InstanceLabels;
   private readonly kindLabels = new Map<EventKind, InstanceLabels & { kind: EventKind }>();
   private readonly problemLabels = new Map<ParseProblem, InstanceLabels & { problem: ParseProblem }>();
+  private readonly classLabels = new Map<SqlstateClass, InstanceLabels & { sqlstate_class: SqlstateClass }>();
   newestCommittedMs: number | null = null;
 
   constructor(m: Instruments, target: string, instance: string) {
     this.m = m;
     this.labels = { target, instance };
+    // Every kind from zero: a rare event (a deadlock) shows in rate() and increase() from its
+    // first occurrence, which a series born at 1 would hide.
+    for (const kind of EVENT_KINDS) this.m.events.inc(this.kind(kind), 0);
   }
 
   kind(kind: EventKind): InstanceLabels & { kind: EventKind } {
@@ -101,6 +108,15 @@ class InstanceSeries {
     return labels;
   }
 
+  sqlstateClass(cls: SqlstateClass): InstanceLabels & { sqlstate_class: SqlstateClass } {
+    let labels = this.classLabels.get(cls);
+    if (labels === undefined) {
+      labels = { ...this.labels, sqlstate_class: cls };
+      this.classLabels.set(cls, labels);
+    }
+    return labels;
+  }
+
   /** Called at scrape time: lag_seconds keeps growing while nothing is committed. */
   updateLagSeconds(nowMs: number): void {
     if (this.newestCommittedMs === null) this.m.lagSeconds.remove(this.labels);
@@ -113,6 +129,7 @@ class InstanceSeries {
     }
     for (const labels of this.kindLabels.values()) this.m.events.remove(labels);
     for (const labels of this.problemLabels.values()) this.m.parseProblems.remove(labels);
+    for (const labels of this.classLabels.values()) this.m.logErrors.remove(labels);
   }
 }
 
@@ -187,6 +204,11 @@ export class CollectorMetrics {
       readBytes: new Counter({ name: `${p}read_bytes_total`, help: 'Bytes read from the log, per target and instance.', labelNames: ['target', 'instance'], registers }),
       readLines: new Counter({ name: `${p}read_lines_total`, help: 'Lines read from the log, per target and instance.', labelNames: ['target', 'instance'], registers }),
       events: new Counter({ name: `${p}events_total`, help: 'Log entries parsed, by event kind.', labelNames: ['target', 'instance', 'kind'], registers }),
+      logErrors: new Counter({
+        name: `${p}log_errors_total`,
+        help: 'ERROR, FATAL and PANIC entries the server logged, by SQLSTATE class (a known two-character class, other, or unknown when none was logged).',
+        labelNames: ['target', 'instance', 'sqlstate_class'], registers,
+      }),
       parseProblems: new Counter({
         name: `${p}parse_problems_total`,
         help: 'Parse problems: malformed entries, entries truncated at the size cap, invalid bytes replaced, NUL bytes removed, messages too long for their kind kept unparsed.',
@@ -211,6 +233,9 @@ export class CollectorMetrics {
       sidecarRestarts: new Counter({ name: `${p}sidecar_stream_restarts_total`, help: 'Streams of a target started again through the sidecar after one failed or the sidecar went away.', labelNames: ['target'], registers }),
     };
     this.sidecarUpGauge = new Gauge({ name: `${p}sidecar_up`, help: '1 while the sshproxy sidecar reports a fresh status, else 0.', registers });
+    // Absent until the collector has a sidecar to watch (none with --sshproxy off), not a 0 that
+    // would read as "the sidecar is down".
+    this.sidecarUpGauge.remove();
     this.sidecarRestartsProcess = new Counter({ name: `${p}sidecar_restarts_total`, help: 'Times the collector started its sshproxy child again after it ended (standalone mode).', registers });
     new Gauge({
       name: `${p}pending_bytes`, help: 'Bytes held in memory for the store, all targets.', registers,
@@ -225,6 +250,8 @@ export class CollectorMetrics {
     this.copyDuration = new Histogram({ name: `${p}copy_duration_seconds`, help: 'Duration of one batch COPY and commit.', buckets: COPY_SECONDS_BUCKETS, registers });
     this.commitLatency = new Histogram({ name: `${p}commit_latency_seconds`, help: 'Time from reading a log entry to committing it to the store.', buckets: COMMIT_LATENCY_BUCKETS, registers });
     for (const outcome of BATCH_OUTCOMES) this.batches.inc({ outcome }, 0); // every outcome visible from the start
+    // Every table from zero, so increase() sees the first quarantined rows (alerts on them).
+    for (const table of EVENT_TABLES) this.quarantinedRows.inc({ table }, 0);
     this.snapshots = new SnapshotMetrics(registry, p);
     const cache = (): TemplateCacheReading | null => this.templateCache;
     new Gauge({ name: `${p}template_cache_bytes`, help: 'Bytes held by the query template cache (its own accounting; bounded by --template-cache-bytes).', registers, collect() { this.set(cache()?.bytes ?? 0); } });
@@ -273,6 +300,11 @@ export class CollectorMetrics {
 
   events(target: string, instance: string, kind: EventKind, count = 1): void {
     this.m.events.inc(this.instance(target, instance).kind(kind), count);
+  }
+
+  /** ERROR, FATAL and PANIC entries of the instance's log, by SQLSTATE class (sqlstateClassOf). */
+  logErrors(target: string, instance: string, cls: SqlstateClass, count = 1): void {
+    this.m.logErrors.inc(this.instance(target, instance).sqlstateClass(cls), count);
   }
 
   parseProblems(target: string, instance: string, problem: ParseProblem, count = 1): void {

@@ -49,7 +49,8 @@ export class TransportControl {
     const { metrics, log, sidecar } = this.o;
     const now = this.now();
     const available = sidecar?.available() ?? false;
-    metrics.sidecarUp(available);
+    // With --sshproxy off there is no sidecar to be up or down: no series, so no alert fires on it.
+    if (sidecar !== null) metrics.sidecarUp(available);
     if (sidecar !== null && available !== this.wasAvailable) {
       if (available) log.info({ dir: sidecar.dir }, 'sshproxy sidecar is up');
       else if (this.wasAvailable === true) log.warn({ code: 'SIDECAR_UNAVAILABLE', dir: sidecar.dir }, `sshproxy sidecar unavailable: ${sidecar.unavailableReason()}`);

@@ -3,6 +3,8 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createCollectorMetrics } from '../../src/observability/metrics.ts';
+import { EVENT_KINDS } from '../../src/protocol/events.ts';
+import { EVENT_TABLES } from '../../src/store/event-tables.ts';
 
 /** The value of one sample line, e.g. sample(text, 'pglog_read_bytes_total{target="a",instance="main"}'). */
 function sample(text: string, series: string): number | undefined {
@@ -40,6 +42,37 @@ test('per instance counters and gauges carry target and instance labels', async 
   assert.equal(sample(text, `pglog_lag_bytes{${l}}`), 10);
   assert.match(text, /# TYPE pglog_read_bytes_total counter/);
   assert.match(text, /# TYPE pglog_lag_bytes gauge/);
+});
+
+test('log errors by SQLSTATE class; every event kind and quarantine table counted from zero', async () => {
+  const m = createCollectorMetrics({ defaultMetrics: false });
+  m.readBytes('db1', 'main', 1);
+  let text = await m.metricsText();
+  // A rare event's first occurrence must show in increase(): its series exists at 0 before it.
+  for (const kind of EVENT_KINDS) assert.equal(sample(text, `pglog_events_total{target="db1",instance="main",kind="${kind}"}`), 0, kind);
+  for (const table of EVENT_TABLES) assert.equal(sample(text, `pglog_quarantined_rows_total{table="${table}"}`), 0, table);
+  assert.deepEqual(seriesOf(text, 'pglog_log_errors_total'), []);
+  m.logErrors('db1', 'main', '40', 2);
+  m.logErrors('db1', 'main', '40');
+  m.logErrors('db1', 'main', 'unknown');
+  m.events('db1', 'main', 'deadlock');
+  m.quarantined('error_events', 3);
+  text = await m.metricsText();
+  assert.equal(sample(text, 'pglog_log_errors_total{target="db1",instance="main",sqlstate_class="40"}'), 3);
+  assert.equal(sample(text, 'pglog_log_errors_total{target="db1",instance="main",sqlstate_class="unknown"}'), 1);
+  assert.equal(sample(text, 'pglog_events_total{target="db1",instance="main",kind="deadlock"}'), 1);
+  assert.equal(sample(text, 'pglog_quarantined_rows_total{table="error_events"}'), 3);
+  assert.match(text, /# TYPE pglog_log_errors_total counter/);
+});
+
+test('sidecar_up is absent until a sidecar is watched, then 1 or 0', async () => {
+  const m = createCollectorMetrics({ defaultMetrics: false });
+  // No sidecar (--sshproxy off) must not read as a sidecar that is down.
+  assert.deepEqual(seriesOf(await m.metricsText(), 'pglog_sidecar_up'), []);
+  m.sidecarUp(false);
+  assert.equal(sample(await m.metricsText(), 'pglog_sidecar_up'), 0);
+  m.sidecarUp(true);
+  assert.equal(sample(await m.metricsText(), 'pglog_sidecar_up'), 1);
 });
 
 test('lag_seconds is now minus the newest committed entry, at scrape time', async () => {
@@ -120,6 +153,7 @@ test('forgetTarget removes every series of that target and keeps the others', as
       m.events(target, instance, 'statement');
       m.events(target, instance, 'checkpoint');
       m.parseProblems(target, instance, 'malformed');
+      m.logErrors(target, instance, '42');
       m.skippedBytes(target, instance, 1);
       m.lagBytes(target, instance, 1);
       m.newestCommittedEntry(target, instance, Date.now());
@@ -136,7 +170,8 @@ test('forgetTarget removes every series of that target and keeps the others', as
   for (const name of ['pglog_read_bytes_total', 'pglog_read_lines_total', 'pglog_skipped_bytes_total', 'pglog_lag_bytes', 'pglog_lag_seconds', 'pglog_parse_problems_total']) {
     assert.equal(seriesOf(text, name).length, 2, name);
   }
-  assert.equal(seriesOf(text, 'pglog_events_total').length, 4);
+  assert.equal(seriesOf(text, 'pglog_events_total').length, 2 * EVENT_KINDS.length);
+  assert.equal(seriesOf(text, 'pglog_log_errors_total').length, 2);
   assert.equal(seriesOf(text, 'pglog_target_transport').length, 2);
   assert.equal(sample(text, 'pglog_pending_bytes'), 10);
   assert.equal(sample(text, 'pglog_errors_total{target="kept",code="SSH_TIMEOUT"}'), 1);
