@@ -196,6 +196,10 @@ describe('SQL snapshots over SSH (real sshd, PostgreSQL 15 on Unix sockets only,
       await monitor.end();
     }
     assert.doesNotMatch(collector.output(), /can write/);
+    // The refused statements are ERRORs in db1's log: counted by SQLSTATE class, here `unknown`
+    // since this server's stderr log_line_prefix has no %e (docs/metrics.md).
+    await waitFor(async () => metricSum(await scrapeMetrics(metricsPort), 'pglog_log_errors_total', { target: 'db1', instance: 'main', sqlstate_class: 'unknown' }) >= 4,
+      'the refused statements counted in pglog_log_errors_total', 20_000);
   });
 
   test('pg_stat_statements and pg_stat_database deltas are stored, and statement fingerprints join the log\'s', async () => {
