@@ -33,6 +33,10 @@ LOGS_DIR     := $(CACHE)/logs
 # The real Kubernetes control plane for the operator tests (scripts/install-kube-tools.sh).
 KUBE_VERSION := v1.37.2
 KUBE_BIN     := $(CACHE)/kube/$(KUBE_VERSION)/bin
+# promtool for the chart's alert-rule tests (scripts/install-promtool.sh): the Go module version
+# of Prometheus 3.x it is built from.
+PROMETHEUS_MODULE_VERSION := v0.316.0
+PROMTOOL     := $(CACHE)/prometheus/$(PROMETHEUS_MODULE_VERSION)/bin/promtool
 BENCH_MB     ?= 500
 # The container image (Dockerfile), built on NODE_IMAGE (the official Node image by default);
 # its SBOM (CycloneDX, npm packages) is written to dist/. The image tests build it as
@@ -47,7 +51,7 @@ DOCKER       := /usr/bin/docker
 sbom          = dist/$(subst :,-,$(subst /,-,$(1))).sbom.cdx.json
 
 .DEFAULT_GOAL := help
-.PHONY: help node deps system-deps kube-tools typecheck lint shellcheck headers check logs bench-logs test test-unit test-collector test-operator demo demo-parse bench crds dashboards docker image image-base test-image image-test e2e fuzz clean distclean
+.PHONY: help node deps system-deps kube-tools promtool typecheck lint shellcheck headers check logs bench-logs test test-unit test-collector test-operator demo demo-parse bench crds dashboards docker image image-base test-image image-test e2e fuzz clean distclean
 
 help: ## Show this help
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  \033[36m%-14s\033[0m %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -119,13 +123,16 @@ TEST_RESULTS     := $(CACHE)/test-results
 COVERAGE_FLOOR   ?= 85
 E2E_TESTS := operator/test/integration/real-node.test.ts operator/test/integration/cluster-e2e.test.ts operator/test/integration/helm-upgrade.test.ts operator/test/integration/hpa.test.ts
 OPERATOR_TESTS := $(filter-out $(E2E_TESTS),$(wildcard operator/test/integration/*.test.ts))
-TEST_ENV := PGLOG_TEST_LOGS=$(LOGS_DIR)/test PGLOG_KUBE_BIN=$(KUBE_BIN) PGLOG_TEST_IMAGE=$(TEST_IMAGE) PGLOG_TEST_DOCKER=$(DOCKER)
+TEST_ENV := PGLOG_TEST_LOGS=$(LOGS_DIR)/test PGLOG_KUBE_BIN=$(KUBE_BIN) PGLOG_PROMTOOL=$(PROMTOOL) PGLOG_TEST_IMAGE=$(TEST_IMAGE) PGLOG_TEST_DOCKER=$(DOCKER)
 # $(call node_test,TIER,TIMEOUT_MS): node --test with the spec reporter on stdout and the durations reporter into TEST_RESULTS/TIER.jsonl.
 node_test = mkdir -p $(TEST_RESULTS) && rm -f $(TEST_RESULTS)/$(1).jsonl && $(TEST_ENV) node --test --test-concurrency=$(TEST_CONCURRENCY) --test-timeout=$(2) --test-reporter=spec --test-reporter-destination=stdout --test-reporter=./scripts/test-report/durations-reporter.ts --test-reporter-destination=$(TEST_RESULTS)/$(1).jsonl
 # `make test CHECK=` skips the type-check and lint (.ci/run runs `make check` as its own step first).
 CHECK ?= check
 
-test: $(CHECK) logs kube-tools test-image ## Everything CI runs: type-check and lint, then the four tiers (unit, collector, operator, e2e), then durations against budgets
+promtool: kube-tools ## promtool (Prometheus' rule checker and tester) for the chart's alert tests, built with go install (once, cached)
+	@PROMETHEUS_MODULE_VERSION=$(PROMETHEUS_MODULE_VERSION) PGLOG_CACHE=$(CACHE) scripts/install-promtool.sh >/dev/null
+
+test: $(CHECK) logs kube-tools promtool test-image ## Everything CI runs: type-check and lint, then the four tiers (unit, collector, operator, e2e), then durations against budgets
 	@status=0; $(MAKE) --no-print-directory -k test-unit test-collector test-operator e2e || status=$$?; \
 	  node scripts/test-report/summary.ts $(TEST_RESULTS) unit collector operator e2e || status=1; exit $$status
 
@@ -137,7 +144,7 @@ test-collector: deps system-deps logs test-image ## Tier 2: the collector agains
 
 # The small Kubernetes-level files share one control plane, started once by the runner's global
 # setup (operator/test/helpers/shared-control-plane.ts), each in a namespace of its own.
-test-operator: deps system-deps logs kube-tools ## Tier 3: the operator against a real etcd, kube-apiserver and kube-controller-manager, with real collectors (operator/test/integration, not e2e)
+test-operator: deps system-deps logs kube-tools promtool ## Tier 3: the operator against a real etcd, kube-apiserver and kube-controller-manager, with real collectors (operator/test/integration, not e2e)
 	$(call node_test,operator,600000) --test-global-setup=./operator/test/helpers/shared-control-plane.ts $(OPERATOR_TESTS)
 
 # The whole system on one machine (tier 4, also part of `make test`), on a real node: etcd,
