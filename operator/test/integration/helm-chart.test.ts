@@ -22,7 +22,7 @@ const NAMESPACE = 'pglog-system';
 /** A second collector namespace, and one the chart was not told about. */
 const OTHER = 'pglog-team-b';
 const OUTSIDE = 'pglog-outside';
-const ALL_ON = ['--set', 'hpa.enabled=true,hpa.customMetric.enabled=true,serviceMonitor.enabled=true'];
+const ALL_ON = ['--set', 'hpa.enabled=true,hpa.customMetric.enabled=true,serviceMonitor.enabled=true,prometheusRule.enabled=true'];
 
 interface Result { code: number; stdout: string; stderr: string }
 interface Obj { apiVersion: string; kind: string; metadata: { name: string; namespace?: string }; [k: string]: unknown }
@@ -70,18 +70,20 @@ describe('charts/pglog', { timeout: 240_000 }, () => {
     ] as const) {
       await cp.kubectl(['apply', '-f', '-'], JSON.stringify({ apiVersion: 'v1', kind: 'Namespace', metadata: { name, labels } }));
     }
-    // The chart's CRDs (helm installs crds/ before the templates), and a minimal ServiceMonitor CRD
-    // standing in for the Prometheus Operator's.
+    // The chart's CRDs (helm installs crds/ before the templates), and minimal ServiceMonitor and
+    // PrometheusRule CRDs standing in for the Prometheus Operator's.
     await cp.kubectl(['apply', '--server-side', '-f', join(CHART, 'crds')]);
-    await cp.kubectl(['apply', '-f', '-'], JSON.stringify({
-      apiVersion: 'apiextensions.k8s.io/v1', kind: 'CustomResourceDefinition',
-      metadata: { name: 'servicemonitors.monitoring.coreos.com' },
-      spec: {
-        group: 'monitoring.coreos.com', scope: 'Namespaced',
-        names: { kind: 'ServiceMonitor', listKind: 'ServiceMonitorList', plural: 'servicemonitors', singular: 'servicemonitor' },
-        versions: [{ name: 'v1', served: true, storage: true, schema: { openAPIV3Schema: { type: 'object', 'x-kubernetes-preserve-unknown-fields': true } } }],
-      },
-    }));
+    for (const [kind, plural] of [['ServiceMonitor', 'servicemonitors'], ['PrometheusRule', 'prometheusrules']] as const) {
+      await cp.kubectl(['apply', '-f', '-'], JSON.stringify({
+        apiVersion: 'apiextensions.k8s.io/v1', kind: 'CustomResourceDefinition',
+        metadata: { name: `${plural}.monitoring.coreos.com` },
+        spec: {
+          group: 'monitoring.coreos.com', scope: 'Namespaced',
+          names: { kind, listKind: `${kind}List`, plural, singular: kind.toLowerCase() },
+          versions: [{ name: 'v1', served: true, storage: true, schema: { openAPIV3Schema: { type: 'object', 'x-kubernetes-preserve-unknown-fields': true } } }],
+        },
+      }));
+    }
     await cp.kubectl(['wait', '--for=condition=Established', '--timeout=60s', 'crd', '--all']);
   });
   after(async () => {
@@ -100,7 +102,9 @@ describe('charts/pglog', { timeout: 240_000 }, () => {
 
   test('values.schema.json refuses unknown and ill-typed values', async () => {
     for (const bad of ['unknownKey=1', 'operator.replicas=two', 'hpa.extra=1', 'operator.logLevel=loud', 'pool.name=Not_A_Name',
-      'storeDashboard.extra=1', 'storeDashboard.enabled=yes', 'storeDashboard.namespace=Not_A_Namespace']) {
+      'storeDashboard.extra=1', 'storeDashboard.enabled=yes', 'storeDashboard.namespace=Not_A_Namespace',
+      'prometheusRule.alerts.PglogDeadlocks.count=0', 'prometheusRule.alerts.PglogNoSuchAlert.enabled=true', 'prometheusRule.alerts.PglogLagGrowing.window=soon',
+      'prometheusRule.alerts.PglogTargetDown.severity=page']) {
       const r = await helm(['template', 'pglog', CHART, '--set', bad]);
       assert.notEqual(r.code, 0, `--set ${bad} was accepted`);
       assert.match(r.stderr, /values don't meet the specifications of the schema|schema/, r.stderr);
@@ -121,7 +125,7 @@ describe('charts/pglog', { timeout: 240_000 }, () => {
     for (const kind of ['ClusterRole', 'ClusterRoleBinding', 'CollectorPool', 'ConfigMap', 'Deployment', 'NetworkPolicy', 'PodDisruptionBudget', 'Role', 'RoleBinding', 'Service', 'ServiceAccount']) {
       assert.ok(kinds.includes(kind), `${kind} missing from ${kinds.join(', ')}`);
     }
-    assert.ok(!kinds.includes('HorizontalPodAutoscaler') && !kinds.includes('ServiceMonitor'), 'HPA and ServiceMonitor are off by default');
+    assert.ok(!kinds.includes('HorizontalPodAutoscaler') && !kinds.includes('ServiceMonitor') && !kinds.includes('PrometheusRule'), 'HPA, ServiceMonitor and PrometheusRule are off by default');
     const pool = plain.find((o) => o.kind === 'CollectorPool') as unknown as { spec: { replicas?: number; store: unknown } };
     assert.equal(pool.spec.replicas, 2);
     assert.deepEqual(pool.spec.store, { secretRef: { name: 'pglog-store', key: 'url' } });
@@ -165,8 +169,10 @@ describe('charts/pglog', { timeout: 240_000 }, () => {
     const all = (await render(ALL_ON)).objects;
     const custom = all.find((o) => o.kind === 'HorizontalPodAutoscaler') as unknown as { spec: { metrics: unknown[] } };
     assert.deepEqual(custom.spec.metrics, [{ type: 'Pods', pods: { metric: { name: 'pglog_nodejs_eventloop_lag_p99_seconds' }, target: { type: 'AverageValue', averageValue: '100m' } } }]);
-    const monitor = all.find((o) => o.kind === 'ServiceMonitor') as unknown as { spec: { selector: unknown; endpoints: Array<{ port: string }> } };
+    const monitor = all.find((o) => o.kind === 'ServiceMonitor') as unknown as { spec: { selector: unknown; targetLabels: string[]; endpoints: Array<{ port: string }> } };
     assert.deepEqual(monitor.spec.selector, { matchLabels: { 'app.kubernetes.io/name': 'pglog' } });
+    // The alert rules tell collector pods from the operator by this label (charts/pglog/templates/prometheusrule.yaml).
+    assert.deepEqual(monitor.spec.targetLabels, ['app.kubernetes.io/component']);
     assert.equal(monitor.spec.endpoints[0]!.port, 'http-metrics');
     const operatorService = all.find((o) => o.kind === 'Service') as unknown as { metadata: { labels: Record<string, string> }; spec: { ports: Array<{ name: string }> } };
     assert.equal(operatorService.metadata.labels['app.kubernetes.io/name'], 'pglog');
@@ -211,7 +217,7 @@ describe('charts/pglog', { timeout: 240_000 }, () => {
     assert.equal(r.code, 0, r.stderr);
     assert.doesNotMatch(r.stderr, /[Ww]arning|PodSecurity/, r.stderr);
     for (const name of ['deployment.apps/pglog-operator', 'collectorpool.pglog.io/main', 'horizontalpodautoscaler.autoscaling/main',
-      'servicemonitor.monitoring.coreos.com/pglog', 'clusterrole.rbac.authorization.k8s.io/pglog-collector', 'networkpolicy.networking.k8s.io/pglog-collector']) {
+      'servicemonitor.monitoring.coreos.com/pglog', 'prometheusrule.monitoring.coreos.com/pglog', 'clusterrole.rbac.authorization.k8s.io/pglog-collector', 'networkpolicy.networking.k8s.io/pglog-collector']) {
       assert.ok(r.stdout.includes(name), `${name} not in:\n${r.stdout}`);
     }
   });
