@@ -143,6 +143,9 @@ describe('charts/pglog alert rules', { timeout: 240_000 }, () => {
     const fewer = await renderRules(['prometheusRule.enabled=true', 'prometheusRule.alerts.PglogDeadlocks.enabled=false', 'prometheusRule.alertLabels.team=dba']);
     assert.ok(!fewer![0]!.rules.some((r) => r.alert === 'PglogDeadlocks'));
     for (const r of fewer![0]!.rules) assert.equal(r.labels['team'], 'dba', r.alert);
+    // Every alert off: an empty group, still a valid rule file.
+    const none = await renderRules(['prometheusRule.enabled=true', ...[...new Set(ALERT_CASES.map((c) => c.alert))].map((a) => `prometheusRule.alerts.${a}.enabled=false`)]);
+    assert.deepEqual(none, [{ name: 'pglog', rules: [] }]);
   });
 
   test('every alert: a severity, a summary and description, a runbook section in docs/operations.md; metrics the collector exports', async () => {
