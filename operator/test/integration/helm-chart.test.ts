@@ -138,6 +138,9 @@ describe('charts/pglog', { timeout: 240_000 }, () => {
       'pglog_longest_blocking_wait_seconds', 'pglog_snapshot_failures_total', 'pglog_sessions']) {
       assert.ok(exprs.includes(metric), `dashboard has no panel on ${metric}`);
     }
+    // Through the chart's ServiceMonitor, Prometheus keeps `instance` for the scraped pod, so
+    // pglog's own instance label arrives as `exported_instance` (as the alert rules read it).
+    assert.doesNotMatch(exprs, /by \([^)]*\binstance\b/, 'panels group by exported_instance, not the scrape instance');
 
     // The store dashboard (issue 16): the chart's dashboards/pglog-store.json byte for byte, on a
     // PostgreSQL data source the user picks; off, in another namespace and annotated on request.
