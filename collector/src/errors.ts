@@ -51,3 +51,15 @@ export class PglogError extends Error {
 export function isPglogError(e: unknown): e is PglogError {
   return e instanceof PglogError;
 }
+
+/** The `code` label of error counters: a PglogError code, or UNKNOWN for any other error. */
+export type ErrorLabel = ErrorCode | 'UNKNOWN';
+
+/**
+ * SSH failures that retrying soon cannot fix (ssh2's in the collector, OpenSSH's in the
+ * sidecar): the caller waits the full backoff cap before the next attempt instead of
+ * hammering a server that refuses it.
+ */
+export function isLastingSshFailure(code: ErrorCode): boolean {
+  return code === 'SSH_HOST_KEY_CHANGED' || code === 'SSH_HOST_KEY_UNKNOWN' || code === 'SSH_AUTH_FAILED' || code === 'SSH_KEY_INVALID';
+}

@@ -4,7 +4,7 @@
  * it names → SSH credentials. Errors are PglogError CONFIG_INVALID naming the object and the
  * field or key; they never quote a key's content.
  */
-import type { TargetCredentials } from '../collect/collector.ts';
+import type { TargetCredentials } from '../collect/credentials.ts';
 import { formatPath } from '../config/field-path.ts';
 import { DocumentValidator } from '../config/target-validation.ts';
 import { isSshKeyFiles, type PostgresTarget } from '../config/target-types.ts';

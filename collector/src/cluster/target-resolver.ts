@@ -15,7 +15,7 @@ import type { ShardTarget } from '../../../operator/src/api/collector-shard.ts';
 import type { KubeClient, KubeObject } from '../../../operator/src/kube/client-types.ts';
 import { POSTGRES_TARGETS, SECRETS } from '../../../operator/src/kube/resources.ts';
 import type { TargetAssignment } from '../collect/assignment-plan.ts';
-import type { TargetCredentials } from '../collect/collector.ts';
+import type { TargetCredentials } from '../collect/credentials.ts';
 import type { PostgresTarget } from '../config/target-types.ts';
 import { isPglogError, PglogError } from '../errors.ts';
 import { registerSecret } from '../observability/logger.ts';

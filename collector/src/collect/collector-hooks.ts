@@ -3,7 +3,8 @@
  * both the hook shapes and the metric names, so streams and the batcher stay free of either.
  */
 import { isPglogError } from '../errors.ts';
-import type { CollectorMetrics, ErrorLabel } from '../observability/metrics.ts';
+import type { ErrorLabel } from '../errors.ts';
+import type { CollectorMetrics } from '../observability/metrics.ts';
 import type { Logger } from '../observability/logger.ts';
 import type { BatcherHooks } from './batcher.ts';
 import type { StreamHooks } from './instance-stream.ts';

@@ -37,6 +37,7 @@ import { pause } from '../time/clock.ts';
 import { streamHooks, batcherHooks } from './collector-hooks.ts';
 import { SidecarChild } from '../promotion/sidecar-child.ts';
 import type { TargetStreams } from './target-streams.ts';
+import type { TargetCredentials } from './credentials.ts';
 import { openTargetStreams, type RateHint } from './target-transports.ts';
 import { TransportControl } from '../promotion/transport-control.ts';
 import { planAssignment, targetFingerprint, type PlannedTarget, type TargetAssignment } from './assignment-plan.ts';
@@ -48,13 +49,7 @@ import { SnapshotSink } from '../sampler/snapshot-sink.ts';
 export type { TargetAssignment } from './assignment-plan.ts';
 export type { TargetSnapshot } from './target-observation.ts';
 
-/** SSH credentials of one target, read from its files at start-up (or from its Secret). */
-export interface TargetCredentials {
-  privateKey: Buffer;
-  /** Where the key came from (a file path, a Secret), for messages; never the key itself. */
-  privateKeySource: string;
-  knownHosts: { text: string; source: string };
-}
+export type { TargetCredentials } from './credentials.ts';
 
 export interface CollectorOptions {
   config: CollectConfig;

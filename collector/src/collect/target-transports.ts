@@ -4,7 +4,7 @@
  * server entry there (key and known_hosts written to the shared directory) and a ProxyShell.
  */
 import type { CollectConfig } from './collect-config.ts';
-import type { TargetCredentials } from './collector.ts';
+import type { TargetCredentials } from './credentials.ts';
 import type { PostgresTarget } from '../config/target-types.ts';
 import type { Logger } from '../observability/logger.ts';
 import type { CollectorMetrics } from '../observability/metrics.ts';

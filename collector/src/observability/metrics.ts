@@ -9,7 +9,7 @@
  * removes a series only by its full label set).
  */
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
-import type { ErrorCode } from '../errors.ts';
+import type { ErrorLabel } from '../errors.ts';
 import { EVENT_KINDS, type EventKind } from '../protocol/events.ts';
 import { EVENT_TABLES } from '../store/event-tables.ts';
 import { SnapshotMetrics } from './snapshot-metrics.ts';
@@ -47,8 +47,6 @@ const GC_SECONDS_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1
 type InstanceLabels = { target: string; instance: string };
 /** What the metrics read of a TemplateCache. */
 export interface TemplateCacheReading { readonly bytes: number; readonly size: number; readonly evictions: number; readonly uncached: number }
-/** The `code` label of error counters: a PglogError code, or UNKNOWN for any other error. */
-export type ErrorLabel = ErrorCode | 'UNKNOWN';
 
 /** The metric objects; the handles write to them. */
 interface Instruments {

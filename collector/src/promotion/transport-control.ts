@@ -8,12 +8,29 @@ import type { Logger } from '../observability/logger.ts';
 import type { CollectorMetrics } from '../observability/metrics.ts';
 import { pause } from '../time/clock.ts';
 import type { SidecarClient } from '../transport/sidecar-client.ts';
-import type { TargetStreams } from '../collect/target-streams.ts';
+import type { ActiveTransport, Transport } from '../config/target-types.ts';
 import { decideTransports, type PolicySettings, type ServerTransportState } from './policy.ts';
+import type { RateMeter } from './rate-meter.ts';
+
+/**
+ * What the loop needs of a running target (collect/target-streams.ts is the one there is),
+ * declared here so promotion does not depend on the log engine that depends on it.
+ */
+export interface PromotableTarget {
+  readonly name: string;
+  readonly meter: RateMeter;
+  readonly transport: ActiveTransport;
+  readonly pinned: Transport;
+  /** When the target last moved (ms since the epoch). */
+  readonly since: number;
+  readonly isSwitching: boolean;
+  /** Starts a move; null when none is started (already there, one running, no sidecar). */
+  switchTo(to: ActiveTransport, reason: string): Promise<void> | null;
+}
 
 export interface TransportControlOptions {
   /** The targets now running, asked every round: in cluster mode the set changes at run time. */
-  targets: () => Iterable<TargetStreams>;
+  targets: () => Iterable<PromotableTarget>;
   settings: PolicySettings;
   /** Null when there is no sidecar: nothing is ever promoted. */
   sidecar: SidecarClient | null;
@@ -57,7 +74,7 @@ export class TransportControl {
       this.wasAvailable = available;
     }
     const states: ServerTransportState[] = [];
-    const byName = new Map<string, TargetStreams>();
+    const byName = new Map<string, PromotableTarget>();
     for (const t of this.o.targets()) {
       const rate = t.meter.sample(now);
       metrics.targetRate(t.name, rate);

@@ -19,7 +19,7 @@
 import { isPglogError } from '../errors.ts';
 import type { TargetCollect } from '../config/target-types.ts';
 import type { Logger } from '../observability/logger.ts';
-import type { ErrorLabel } from '../observability/metrics.ts';
+import type { ErrorLabel } from '../errors.ts';
 import type { SnapshotMetrics } from '../observability/snapshot-metrics.ts';
 import { pause } from '../time/clock.ts';
 import { isLastingSshFailure } from '../transport/ssh-errors.ts';

@@ -13,6 +13,9 @@
  * keeps its code: it says better what failed.
  */
 import { isPglogError, PglogError, type ErrorCode } from '../errors.ts';
+import { sqlStateOf } from '../snapshot/sqlstate.ts';
+
+export { sqlStateOf };
 
 /** Where the session goes, for messages: `db1/main (/var/run/postgresql/.s.PGSQL.5432 via 10.0.0.5:22)`. */
 export type SessionPlace = string;
@@ -27,12 +30,6 @@ const PG_TIMEOUT_MESSAGES = [/timeout expired/i, /Query read timeout/i, /Connect
 /** Messages (and errno codes) of a stream that went away under the session. */
 const PG_LOST_MESSAGES = [/Connection terminated/i, /ECONNRESET|EPIPE|ECONNREFUSED|ENOENT/, /socket hang up/i, /Client was closed/i];
 
-/** The SQLSTATE of a server error (pg's DatabaseError carries it as `code`), else null. */
-export function sqlStateOf(e: unknown): string | null {
-  if (typeof e !== 'object' || e === null) return null;
-  const code = (e as { code?: unknown }).code;
-  return typeof code === 'string' && /^[0-9A-Z]{5}$/.test(code) ? code : null;
-}
 
 function codeFor(e: unknown, message: string): ErrorCode {
   const state = sqlStateOf(e);

@@ -7,7 +7,7 @@
  */
 import { stat, unlink } from 'node:fs/promises';
 import { Backoff } from '../time/backoff.ts';
-import { isLastingSshFailure } from '../transport/ssh-errors.ts';
+import { isLastingSshFailure } from '../errors.ts';
 import type { ErrorCode } from '../errors.ts';
 import { Child, type ChildExit } from './children.ts';
 import { controlSocketPath, masterArgs, serverFingerprint } from './openssh-args.ts';

@@ -11,9 +11,8 @@
  */
 import { createHash } from 'node:crypto';
 import { ERROR_CODES, PglogError, type ErrorCode } from '../errors.ts';
-import type { DesiredForward, ForwardStatus, StatusError } from '../sidecar/contract.ts';
+import type { DesiredForward, ForwardStatus, SidecarStatus, StatusError } from '../sidecar/contract.ts';
 import { isLastingSshFailure } from './ssh-errors.ts';
-import type { SidecarClient } from './sidecar-client.ts';
 
 /** How long `forward()` waits for `ready` by default. */
 export const DEFAULT_FORWARD_TIMEOUT_MS = 30_000;
@@ -27,8 +26,19 @@ export function forwardId(server: string, remoteSocket: string, port: number): s
   return `f${createHash('sha256').update(`${server}\0${remoteSocket}\0${port}`).digest('hex').slice(0, 15)}`;
 }
 
+/** What the wait reads of the sidecar client (sidecar-client.ts), declared here so the two files do not import each other. */
+export interface ForwardClient {
+  readonly status: SidecarStatus | null;
+  readonly lastWriteError: Error | null;
+  available(): boolean;
+  unavailableReason(): string;
+  forwardGeneration(id: string): number | undefined;
+  desiredRefusal(kind: 'stream' | 'forward', id: string): StatusError | null;
+  onChange(listener: () => void): () => void;
+}
+
 export interface ForwardWait {
-  client: SidecarClient;
+  client: ForwardClient;
   spec: DesiredForward;
   timeoutMs: number;
   signal?: AbortSignal;

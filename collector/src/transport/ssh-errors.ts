@@ -90,10 +90,5 @@ export function toSshError(e: unknown, where: SshEndpoint, keySource: string): P
   }
 }
 
-/**
- * Failures that retrying soon cannot fix: the collector waits the full backoff cap before the
- * next attempt instead of hammering a server that refuses it.
- */
-export function isLastingSshFailure(code: ErrorCode): boolean {
-  return code === 'SSH_HOST_KEY_CHANGED' || code === 'SSH_HOST_KEY_UNKNOWN' || code === 'SSH_AUTH_FAILED' || code === 'SSH_KEY_INVALID';
-}
+// isLastingSshFailure lives in errors.ts: the sidecar classifies OpenSSH's failures with it too.
+export { isLastingSshFailure } from '../errors.ts';
