@@ -21,9 +21,21 @@ function daysIn(year: number, month: number): number {
 
 /** Fraction digits → microseconds (0 .. 1_000_000: may carry into the next second). */
 function fractionMicros(digits: string): number {
-  if (digits.length <= 6) return Number(digits.padEnd(6, '0'));
-  const micros = Number(digits.slice(0, 6));
-  return digits.charCodeAt(6) >= 53 /* '5' */ ? micros + 1 : micros;
+  return fractionAt(digits, 0, digits.length);
+}
+
+const SCALE = [1_000_000, 100_000, 10_000, 1_000, 100, 10, 1];
+
+/**
+ * The fraction digits `text[from, to)` (all digits, at least one) → microseconds, rounded half
+ * up beyond six digits (0 .. 1_000_000). Read in place: no slice, no padded copy, no Number().
+ */
+function fractionAt(text: string, from: number, to: number): number {
+  const six = Math.min(to, from + 6);
+  let us = 0;
+  for (let i = from; i < six; i++) us = us * 10 + text.charCodeAt(i) - 48;
+  if (to - from <= 6) return us * SCALE[six - from]!;
+  return text.charCodeAt(six) >= 53 /* '5' */ ? us + 1 : us;
 }
 
 // Consecutive entries mostly share everything but the fraction: remember the last whole-second
@@ -53,7 +65,7 @@ export function isoToMicros(text: string): Micros | null {
         const c = text.charCodeAt(i);
         digits = c >= 48 && c <= 57;
       }
-      if (digits) return micros(lastSecondsMs, fractionMicros(text.slice(20, end)));
+      if (digits) return micros(lastSecondsMs, fractionAt(text, 20, end));
     }
   }
   const m = ISO_RE.exec(text);
