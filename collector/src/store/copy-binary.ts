@@ -69,13 +69,22 @@ const MAX_ARRAY_ELEMENTS = 134_217_727;
 
 const DEFAULT_INITIAL_SIZE = 64 * 1024;
 
+/** What Buffer#write(s, offset, 'utf8') ends in. */
+interface Utf8Writer { utf8Write(s: string, offset: number, length: number): number }
+
 export interface CopyBinaryEncoderOptions {
   /** Initial size of the scratch buffer in bytes (default 64 KiB); it doubles as needed. */
   initialSize?: number;
 }
 
+// Column types as small integers: the per-field dispatch switches on these (a jump table)
+// instead of comparing the type strings one case after another.
+const TY_INT2 = 0, TY_INT4 = 1, TY_INT8 = 2, TY_FLOAT8 = 3, TY_BOOL = 4, TY_TEXT = 5, TY_BYTEA = 6, TY_TIMESTAMPTZ = 7, TY_JSONB = 8, TY_INT4_ARRAY = 9;
+
 export class CopyBinaryEncoder {
   readonly types: readonly ColumnType[];
+  /** `types` as TY_* codes (the index of each in COLUMN_TYPES). */
+  private readonly codes: Uint8Array;
   private buf: Buffer;
   private off = 0;
 
@@ -89,6 +98,7 @@ export class CopyBinaryEncoder {
       }
     });
     this.types = [...types];
+    this.codes = Uint8Array.from(types, (t) => COLUMN_TYPES.indexOf(t));
     const size = options.initialSize ?? DEFAULT_INITIAL_SIZE;
     if (!Number.isSafeInteger(size) || size < 16) {
       throw new PglogError('STORE_ENCODING', `initialSize must be an integer of at least 16 bytes, got ${size}`);
@@ -143,9 +153,10 @@ export class CopyBinaryEncoder {
       this.int32(-1);
       return;
     }
-    const type = this.types[c] as ColumnType;
-    switch (type) {
-      case 'int2':
+    const code = this.codes[c]!;
+    const type = COLUMN_TYPES[code]!;
+    switch (code) {
+      case TY_INT2:
         if (typeof v !== 'number' || !Number.isInteger(v) || v < -32768 || v > 32767) throw bad(r, c, type, v, 'an integer from -32768 to 32767');
         this.ensure(6);
         this.int32(2);
@@ -153,13 +164,13 @@ export class CopyBinaryEncoder {
         this.buf[this.off + 1] = v;
         this.off += 2;
         return;
-      case 'int4':
+      case TY_INT4:
         if (typeof v !== 'number' || !Number.isInteger(v) || v < -2147483648 || v > 2147483647) throw bad(r, c, type, v, 'an integer from -2147483648 to 2147483647');
         this.ensure(8);
         this.int32(4);
         this.int32(v);
         return;
-      case 'int8':
+      case TY_INT8:
         if (typeof v === 'number') {
           if (!Number.isSafeInteger(v)) throw bad(r, c, type, v, 'a bigint, or a number that is a safe integer');
           this.writeInt64FromNumber(v);
@@ -168,43 +179,41 @@ export class CopyBinaryEncoder {
         if (typeof v !== 'bigint' || v < INT8_MIN || v > INT8_MAX) throw bad(r, c, type, v, 'a bigint from -2^63 to 2^63-1, or a safe integer number');
         this.writeInt64(v);
         return;
-      case 'float8':
+      case TY_FLOAT8:
         if (typeof v !== 'number') throw bad(r, c, type, v, 'a number');
         this.ensure(12);
         this.int32(8);
         this.off = this.buf.writeDoubleBE(v, this.off);
         return;
-      case 'bool':
+      case TY_BOOL:
         if (typeof v !== 'boolean') throw bad(r, c, type, v, 'a boolean');
         this.ensure(5);
         this.int32(1);
         this.buf[this.off++] = v ? 1 : 0;
         return;
-      case 'text':
+      case TY_TEXT:
         if (typeof v !== 'string') throw bad(r, c, type, v, 'a string');
         if (!this.writeUtf8(v, 0)) throw bad(r, c, type, v, 'a string without NUL characters (PostgreSQL text cannot hold them)');
         return;
-      case 'bytea':
+      case TY_BYTEA:
         if (!(v instanceof Uint8Array)) throw bad(r, c, type, v, 'a Uint8Array or Buffer');
         this.ensure(4 + v.length);
         this.int32(v.length);
         this.buf.set(v, this.off);
         this.off += v.length;
         return;
-      case 'timestamptz':
+      case TY_TIMESTAMPTZ:
         this.writeTimestamp(r, c, v);
         return;
-      case 'jsonb':
+      case TY_JSONB:
         if (typeof v !== 'string') throw bad(r, c, type, v, 'a string of JSON text');
         if (hasEscapedNul(v) || !this.writeUtf8(v, 1)) throw bad(r, c, type, v, 'JSON text without NUL characters or \\u0000 escapes (jsonb cannot hold them)');
         return;
-      case 'int4[]':
+      case TY_INT4_ARRAY:
         this.writeInt4Array(r, c, v);
         return;
-      default: {
-        const never: never = type;
-        throw new PglogError('STORE_ENCODING', `column ${c}: unsupported type ${String(never)}`);
-      }
+      default:
+        throw new PglogError('STORE_ENCODING', `column ${c}: unsupported type ${String(type)}`);
     }
   }
 
@@ -232,7 +241,8 @@ export class CopyBinaryEncoder {
       at += n;
     } else {
       if (s.includes('\0')) return false;
-      at += b.write(s, at, 'utf8');
+      // Buffer's native utf8Write, without Buffer#write's argument checks (room is ensured above).
+      at += (b as unknown as Utf8Writer).utf8Write(s, at, b.length - at);
     }
     this.off = lengthAt;
     this.int32(at - lengthAt - 4);
