@@ -10,58 +10,99 @@ export function latin1(b: Buffer, s: number, e: number): string {
   return (b as unknown as Latin1Slicer).latin1Slice(s, e);
 }
 
+/** Longest value a FieldCache slot keeps (bytes). */
+const SLOT_BYTES = 64;
+
 /**
- * The value made from a field's bytes last time, reused while the bytes stay the same (user,
- * database, session id, backend type ... repeat from line to line): saves an allocation.
- * Holds at most 64 bytes and a value of that length: longer values are not kept.
+ * The values made from a field's bytes lately, reused while the bytes repeat (user, database,
+ * session id, backend type ... repeat from line to line): saves an allocation. One slot by
+ * default (the last value); fields that alternate among a few values (the users and databases
+ * of interleaved sessions) get several, replaced round-robin, the slot of the last hit looked
+ * at first. Each slot holds at most 64 bytes and a value of that length: longer values are
+ * not kept.
  */
 export class FieldCache {
-  private readonly bytes = Buffer.alloc(64);
-  private len = -1;
-  str: string | null = null;
-  buf: Buffer | null = null;
+  private readonly slots: number;
+  private readonly bytes: Buffer;
+  private readonly lens: Int32Array;
+  private readonly strs: (string | null)[] = [];
+  private readonly bufs: (Buffer | null)[] = [];
+  /** The slot of the last hit or store. */
+  private last = 0;
+  /** The slot the next store replaces (round-robin). */
+  private next = 0;
 
-  /** True when b[s, e) is what the cache holds. */
-  hit(b: Buffer, s: number, e: number): boolean {
+  constructor(slots = 1) {
+    this.slots = Math.max(1, Math.floor(slots));
+    this.bytes = Buffer.alloc(this.slots * SLOT_BYTES);
+    this.lens = new Int32Array(this.slots).fill(-1);
+    for (let k = 0; k < this.slots; k++) {
+      this.strs.push(null);
+      this.bufs.push(null);
+    }
+  }
+
+  /** The slot holding b[s, e), or -1. */
+  private find(b: Buffer, s: number, e: number): number {
     const n = e - s;
-    if (n !== this.len) return false;
+    const lens = this.lens;
     const c = this.bytes;
-    for (let i = n - 1; i >= 0; i--) if (c[i] !== b[s + i]) return false;
-    return true;
+    for (let j = 0, k = this.last; j < this.slots; j++, k = k + 1 === this.slots ? 0 : k + 1) {
+      if (lens[k] !== n) continue;
+      const at = k * SLOT_BYTES;
+      let i = n - 1;
+      while (i >= 0 && c[at + i] === b[s + i]) i--;
+      if (i < 0) {
+        this.last = k;
+        return k;
+      }
+    }
+    return -1;
   }
 
   string(b: Buffer, s: number, e: number): string {
-    if (this.hit(b, s, e)) return this.str!;
+    const k = this.find(b, s, e);
+    if (k >= 0) {
+      const v = this.strs[k];
+      if (v !== null && v !== undefined) return v;
+    }
     const v = latin1(b, s, e);
-    if (this.store(b, s, e)) this.str = v;
+    const at = k >= 0 ? k : this.store(b, s, e);
+    if (at >= 0) this.strs[at] = v;
     return v;
   }
 
   buffer(b: Buffer, s: number, e: number): Buffer {
-    if (this.hit(b, s, e)) return this.buf!;
+    const k = this.find(b, s, e);
+    if (k >= 0) {
+      const v = this.bufs[k];
+      if (v !== null && v !== undefined) return v;
+    }
     // A copy: the cached value must not keep the whole chunk alive.
     const v = Buffer.from(b.subarray(s, e));
-    if (this.store(b, s, e)) this.buf = v;
+    const at = k >= 0 ? k : this.store(b, s, e);
+    if (at >= 0) this.bufs[at] = v;
     return v;
   }
 
   /**
-   * Remembers b[s, e) as the bytes of the value about to be kept; false (and nothing kept,
-   * not even the previous value) when they are longer than the cache: a field of the log can
-   * be megabytes long, and one kept per field and stream would add up.
+   * Remembers b[s, e) in the next slot (emptied of its values) and returns that slot; -1 (and
+   * nothing kept) when they are longer than a slot: a field of the log can be megabytes long,
+   * and one kept per field and stream would add up.
    */
-  private store(b: Buffer, s: number, e: number): boolean {
+  private store(b: Buffer, s: number, e: number): number {
     const n = e - s;
+    if (n > SLOT_BYTES) return -1;
+    const k = this.next;
+    this.next = k + 1 === this.slots ? 0 : k + 1;
     const c = this.bytes;
-    if (n > c.length) {
-      this.len = -1;
-      this.str = null;
-      this.buf = null;
-      return false;
-    }
+    const at = k * SLOT_BYTES;
     // A loop: for a few bytes, much cheaper than the native copy.
-    for (let i = 0; i < n; i++) c[i] = b[s + i]!;
-    this.len = n;
-    return true;
+    for (let i = 0; i < n; i++) c[at + i] = b[s + i]!;
+    this.lens[k] = n;
+    this.strs[k] = null;
+    this.bufs[k] = null;
+    this.last = k;
+    return k;
   }
 }

@@ -174,7 +174,8 @@ export class CompiledPrefix {
     for (const op of this.ops) if (op.field >= 0) set.add(op.field);
     this.fields = [...set];
     this.hasPid = set.has(F_PID);
-    for (let f = 0; f < NFIELDS; f++) this.cache.push(new FieldCache());
+    // Interleaved sessions alternate among a few users, databases and applications.
+    for (let f = 0; f < NFIELDS; f++) this.cache.push(new FieldCache(f === F_USER || f === F_DB || f === F_APP ? NAME_SLOTS : 1));
   }
 
   /**
@@ -364,6 +365,9 @@ export class CompiledPrefix {
     this.setSpan(op.field, s, e);
   }
 }
+
+/** Values remembered per name field (FieldCache slots). */
+const NAME_SLOTS = 8;
 
 /** A user, database or application name (`[unknown]` as null); repeated names share one Buffer. */
 function textField(cache: FieldCache, b: Buffer, s: number, e: number): Buffer | null {
