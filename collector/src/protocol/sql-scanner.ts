@@ -165,6 +165,16 @@ function openBracket(b: Uint8Array, o: number, paren: boolean, prevT: number, fl
 
 /** Normalizes `sql` into `output`; returns the length in bytes of the normalized text. */
 export function scan(sql: string): number {
+  const n = encodeInput(sql);
+  return scanInput(n, n === sql.length);
+}
+
+/**
+ * Writes `sql` into the input buffer as UTF-8 followed by 4 zero bytes; returns its length in
+ * bytes. The first half of scan(), for a caller that looks at the bytes (inputWords) before
+ * deciding to scan them (scanInput).
+ */
+export function encodeInput(sql: string): number {
   // UTF-8 takes at most 3 bytes per UTF-16 code unit.
   if (input.a.length < 3 * sql.length + 4) input = grow(input, 3 * sql.length + 4, 0);
   const s = input.a;
@@ -184,7 +194,23 @@ export function scan(sql: string): number {
   s[n + 1] = 0;
   s[n + 2] = 0;
   s[n + 3] = 0;
-  const isAscii = n === sql.length;
+  return n;
+}
+
+/**
+ * The input buffer's text as 32-bit words, zero-padded after its length to a whole word:
+ * valid from encodeInput until the next scan or encodeInput.
+ */
+export function inputWords(): Int32Array {
+  return input.words;
+}
+
+/**
+ * Normalizes the `n` bytes encodeInput wrote (`isAscii`: all of them below 0x80) into
+ * `output`; returns the length in bytes of the normalized text.
+ */
+export function scanInput(n: number, isAscii: boolean): number {
+  const s = input.a;
   // The output takes at most 3 bytes per input byte: a space before every token, a 1-byte
   // token collapsed into ` (...)`, a word lower-cased into a longer one (İ: 2 bytes → 3).
   if (output.a.length < 3 * n + 16) output = grow(output, 3 * n + 16, 0);

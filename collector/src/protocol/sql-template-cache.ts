@@ -9,7 +9,7 @@
  */
 import { hash } from 'node:crypto';
 import { stringHeapBytes } from './heap-bytes.ts';
-import { decodeOutput, literalsReplaced, outputWords, releaseBuffers, scan } from './sql-scanner.ts';
+import { decodeOutput, encodeInput, inputWords, literalsReplaced, outputWords, releaseBuffers, scanInput } from './sql-scanner.ts';
 
 /**
  * The fingerprint of a normalized template: the first 8 bytes of SHA-256 over the UTF-8
@@ -25,9 +25,8 @@ export function fingerprintOf(normalized: string): string {
   return hash('sha256', normalized, 'buffer').toString('hex', 0, 8);
 }
 
-/** A 30-bit hash of the last scan's output, `len` bytes (zero-padded to whole words). */
-function hashOutput(len: number): number {
-  const w = outputWords();
+/** A 30-bit hash of the first `len` bytes of `w` (zero-padded to whole words). */
+function hashWords(w: Int32Array, len: number): number {
   const count = (len + 3) >> 2;
   let h = len ^ 0x2545f491;
   for (let k = 0; k < count; k++) {
@@ -41,7 +40,7 @@ function hashOutput(len: number): number {
 export const DEFAULT_TEMPLATE_CACHE_BYTES = 32 * 1024 * 1024;
 /** Longest normalized template (UTF-8 bytes) a cache keeps by default; longer ones are made afresh each time. */
 export const MAX_CACHED_TEMPLATE_BYTES = 4096;
-/** Longest SQL text kept verbatim (see TemplateCache.verbatim). */
+/** Longest SQL text kept verbatim (UTF-16 units; see TemplateCache.verbatim). */
 const MAX_VERBATIM_CHARS = 2048;
 /**
  * Heap of one known template besides its text and the bytes of its UTF-8 copy: the Known and
@@ -49,8 +48,12 @@ const MAX_VERBATIM_CHARS = 2048;
  * (measured, heapUsed + arrayBuffers after GC over 20,000 entries: about 340 bytes).
  */
 const KNOWN_ENTRY_BYTES = 352;
-/** Heap of one verbatim entry besides the texts it holds (measured as above: about 158 bytes). */
-const VERBATIM_ENTRY_BYTES = 160;
+/**
+ * Heap of one verbatim entry besides the bytes and the template text it holds: the entry and
+ * its Map slot (about 158 bytes measured as above when it held the SQL string instead) and
+ * the Int32Array around its bytes (about 110, as in KNOWN_ENTRY_BYTES).
+ */
+const VERBATIM_ENTRY_BYTES = 272;
 
 export interface TemplateCacheOptions {
   /** Bytes the cache may hold, by its own accounting (texts, copies, per-entry overhead). */
@@ -79,15 +82,17 @@ interface Known extends Entry {
   words: Int32Array;
 }
 
+/** A text without constants as UTF-8, zero-padded to whole words, and its template. */
 interface Verbatim extends Entry {
   template: QueryTemplate;
+  len: number;
+  words: Int32Array;
 }
 
-/** Whether the last scan's output, `len` bytes, is the text of `known`. */
-function outputIs(known: Known, len: number): boolean {
-  if (known.len !== len) return false;
-  const w = outputWords();
-  const k = known.words;
+/** Whether the first `len` bytes of `w` (zero-padded) are the bytes of `entry`. */
+function wordsAre(entry: Known | Verbatim, w: Int32Array, len: number): boolean {
+  if (entry.len !== len) return false;
+  const k = entry.words;
   for (let j = 0; j < k.length; j++) if (k[j] !== w[j]) return false;
   return true;
 }
@@ -106,18 +111,21 @@ export class TemplateCache {
   private readonly knownBudget: number;
   private readonly verbatimBudget: number;
   /**
-   * Hash of the normalized text (see hashOutput) → template. A known template is found from
+   * Hash of the normalized text (see hashWords) → template. A known template is found from
    * the scanner's output bytes, without making its string; texts whose hashes collide
    * replace each other (told apart by comparing the bytes), which costs speed, never
    * correctness.
    */
   private readonly known = new Map<number, Known>();
   /**
-   * SQL text → template, for texts without constants (only `$n` parameters, or none): the
-   * extended protocol repeats those verbatim, so they skip normalization. Texts with
-   * literals rarely repeat exactly and are not kept.
+   * Hash of the SQL text's UTF-8 bytes → template, for texts without constants (only `$n`
+   * parameters, or none): the extended protocol repeats those verbatim, so they skip
+   * normalization. Texts with literals rarely repeat exactly and are not kept. Keyed by the
+   * bytes the scanner encodes anyway, not by the string: a Map keyed by a fresh string hashes
+   * all of it on every lookup, a quarter of what a template costs when it misses. Colliding
+   * texts replace each other, as in `known`.
    */
-  private readonly verbatim = new Map<string, Verbatim>();
+  private readonly verbatim = new Map<number, Verbatim>();
   private knownBytes = 0;
   private verbatimBytes = 0;
   private evicted = 0;
@@ -132,12 +140,17 @@ export class TemplateCache {
   }
 
   template(sql: string): QueryTemplate {
-    const again = this.verbatim.get(sql);
-    if (again !== undefined) {
-      again.used = true;
-      return again.template;
+    const n = encodeInput(sql);
+    const short = sql.length <= MAX_VERBATIM_CHARS;
+    const inKey = short ? hashWords(inputWords(), n) : 0;
+    if (short) {
+      const again = this.verbatim.get(inKey);
+      if (again !== undefined && wordsAre(again, inputWords(), n)) {
+        again.used = true;
+        return again.template;
+      }
     }
-    const len = scan(sql);
+    const len = scanInput(n, n === sql.length);
     if (len > this.maxTemplateBytes) {
       // Kept nowhere: a fresh template, gone with the event that carries it.
       const normalized = decodeOutput(len);
@@ -145,9 +158,9 @@ export class TemplateCache {
       this.uncachedTemplates++;
       return { normalized, fingerprint: fingerprintOf(normalized) };
     }
-    const key = hashOutput(len);
+    const key = hashWords(outputWords(), len);
     let k = this.known.get(key);
-    if (k !== undefined && outputIs(k, len)) {
+    if (k !== undefined && wordsAre(k, outputWords(), len)) {
       k.used = true;
     } else {
       const normalized = decodeOutput(len);
@@ -168,12 +181,18 @@ export class TemplateCache {
       this.known.set(key, k);
       this.knownBytes += k.bytes;
     }
-    if (literalsReplaced() === 0 && sql.length <= MAX_VERBATIM_CHARS) {
+    if (literalsReplaced() === 0 && short) {
+      const words = inputWords().slice(0, (n + 3) >> 2);
       // The template's text is counted here too: it outlives its known entry when that goes first.
-      const v: Verbatim = { template: k.template, bytes: VERBATIM_ENTRY_BYTES + stringHeapBytes(sql) + stringHeapBytes(k.template.normalized), used: false };
+      const v: Verbatim = { template: k.template, len: n, words, bytes: VERBATIM_ENTRY_BYTES + words.byteLength + stringHeapBytes(k.template.normalized), used: false };
       if (v.bytes <= this.verbatimBudget) {
+        const old = this.verbatim.get(inKey);
+        if (old !== undefined) {
+          this.verbatim.delete(inKey);
+          this.verbatimBytes -= old.bytes;
+        }
         this.verbatimBytes = this.makeRoom(this.verbatim, this.verbatimBytes, v.bytes, this.verbatimBudget);
-        this.verbatim.set(sql, v);
+        this.verbatim.set(inKey, v);
         this.verbatimBytes += v.bytes;
       }
     }
