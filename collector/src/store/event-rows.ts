@@ -101,6 +101,33 @@ function orNull(s: string | null, ctx: RowContext): string | null {
 }
 
 /**
+ * Short texts found clean lately (names, severities, fingerprints: the parser hands out the
+ * same few strings again and again), compared by identity first: a hit skips cleanText's
+ * scans. Only texts cleanText returned unchanged are kept, so a hit counts no repair, as
+ * cleanText would not have either.
+ */
+const CLEAN_SLOTS = 8;
+const CLEAN_MAX_CHARS = 64;
+const cleanSeen: string[] = Array.from({ length: CLEAN_SLOTS }, () => '');
+let cleanNext = 0;
+let cleanSeenMax = -1;
+
+function nameOrNull(s: string | null, ctx: RowContext): string | null {
+  if (s === null) return null;
+  if (ctx.maxTextBytes !== cleanSeenMax) {
+    cleanSeen.fill('');
+    cleanSeenMax = ctx.maxTextBytes;
+  }
+  for (let k = 0; k < CLEAN_SLOTS; k++) if (cleanSeen[k] === s) return s;
+  const out = cleanText(s, ctx.maxTextBytes, ctx.repairs);
+  if (out === s && s.length <= CLEAN_MAX_CHARS && s !== '') {
+    cleanSeen[cleanNext] = s;
+    cleanNext = cleanNext + 1 === CLEAN_SLOTS ? 0 : cleanNext + 1;
+  }
+  return out;
+}
+
+/**
  * The row of one event. Templates of statements and plans are added to `ctx.templates`;
  * text repairs and rows stamped with the read time are counted in `ctx`.
  */
@@ -115,7 +142,7 @@ export function mapEvent(source: SourceRef, event: PglogEvent, readAt: number, c
     ctx.readTimeUsed++;
   }
   const [target, instance, file] = sourceText(source, ctx);
-  const database = orNull(event.database, ctx);
+  const database = nameOrNull(event.database, ctx);
   const max = ctx.maxTextBytes;
 
   switch (event.kind) {
@@ -123,8 +150,8 @@ export function mapEvent(source: SourceRef, event: PglogEvent, readAt: number, c
       const query = cleanText(event.query, max, ctx.repairs);
       const parameters = orNull(event.parameters, ctx);
       const values = [
-        ts, target, instance, database, orNull(event.user, ctx), orNull(event.application, ctx), event.pid,
-        event.duration_ms, orNull(event.fingerprint, ctx), query, event.protocol, parameters,
+        ts, target, instance, database, nameOrNull(event.user, ctx), nameOrNull(event.application, ctx), event.pid,
+        event.duration_ms, nameOrNull(event.fingerprint, ctx), query, event.protocol, parameters,
         file, event.offset, tsLogged,
       ];
       ctx.templates.see(event.fingerprint, event.normalized, ts, max, ctx.repairs);
@@ -133,7 +160,7 @@ export function mapEvent(source: SourceRef, event: PglogEvent, readAt: number, c
     }
     case 'error': {
       const values = [
-        ts, target, instance, database, orNull(event.user, ctx), orNull(event.severity, ctx), orNull(event.sqlstate, ctx),
+        ts, target, instance, database, nameOrNull(event.user, ctx), nameOrNull(event.severity, ctx), nameOrNull(event.sqlstate, ctx),
         orNull(event.message, ctx), orNull(event.detail, ctx), orNull(event.hint, ctx), orNull(event.context, ctx),
         orNull(event.statement, ctx), orNull(event.fingerprint, ctx), file, event.offset, tsLogged,
       ];
@@ -151,7 +178,7 @@ export function mapEvent(source: SourceRef, event: PglogEvent, readAt: number, c
       const message = event.kind === 'other' || event.kind === 'deadlock' ? cleanText(event.message, max, ctx.repairs) : null;
       const payload = JSON.stringify(payloadOf(event, max, ctx.repairs));
       const values = [
-        ts, target, instance, event.kind, orNull(event.severity, ctx), database, message, payload,
+        ts, target, instance, event.kind, nameOrNull(event.severity, ctx), database, message, payload,
         file, event.offset, tsLogged,
       ];
       if (event.kind === 'plan') ctx.templates.see(event.fingerprint, event.normalized, ts, max, ctx.repairs);
