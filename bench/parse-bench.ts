@@ -63,7 +63,8 @@ const contenders: Contender[] = [
   ...(baseline === undefined ? [] : [pglogParse('pglog parse, baseline', `the same, by the checkout in ${baseline}`, baseline)]),
   {
     name: 'pgbadger -j 1', what: 'pgBadger (Debian), one process, text report',
-    command: ['pgbadger', '-j', '1', '-f', 'stderr', '-p', prefix, '-x', 'text', '-o', join(work, 'pgbadger.txt'), '--quiet', log], runs: 1,
+    // Its own pid file: pgBadger refuses to start (exit 3) while another one's is in /tmp.
+    command: ['pgbadger', '-j', '1', '-f', 'stderr', '-p', prefix, '-x', 'text', '-o', join(work, 'pgbadger.txt'), '--pid-dir', work, '--quiet', log], runs: 1,
     count: () => ({}),
   },
 ];
