@@ -8,11 +8,12 @@
 # real control plane (scripts/install-kube-tools.sh builds the rest); iproute2 (the HPA test's
 # custom metrics host in a network namespace) and openssl (its aggregator certificates); perf
 # (linux-perf: counting the processes a followed log starts on its server, in a test and a benchmark);
-# and `make check` runs shellcheck over the scripts.
+# and `make check` runs shellcheck over the scripts; chromium (the HTML report is opened in it
+# headless by a test, through playwright-core).
 # Idempotent: apt is only touched
 # when a package is missing.
 set -euo pipefail
-packages=(postgresql-15 postgresql-client-15 pgbadger gzip bzip2 time openssh-server openssh-client logrotate procps make g++ python3 curl ca-certificates etcd-server iproute2 openssl linux-perf shellcheck)
+packages=(postgresql-15 postgresql-client-15 pgbadger chromium gzip bzip2 time openssh-server openssh-client logrotate procps make g++ python3 curl ca-certificates etcd-server iproute2 openssl linux-perf shellcheck)
 missing=()
 for p in "${packages[@]}"; do
   if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed'; then

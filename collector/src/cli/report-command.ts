@@ -1,5 +1,6 @@
 /**
  * `pglog report --store URL [--since 1h] [--until T] [--target T] [--database D] [--limit N] [--json]`
+ * `pglog report ... --html FILE` / `--format html`: the same window as one self-contained HTML page
  * `pglog report locks|activity ...` (the same options; activity also --min-duration)
  *
  * Top query templates, errors and lock waits from the store's stable views over a time
@@ -8,6 +9,7 @@
  * Options are validated here, once; the window is resolved against the clock when the
  * command runs.
  */
+import { writeFile } from 'node:fs/promises';
 import type { Writable } from 'node:stream';
 import { parseCommandArgs } from './command-args.ts';
 import pg from 'pg';
@@ -15,6 +17,9 @@ import { isPglogError, PglogError } from '../errors.ts';
 import { describePostgresUrl, scrubText, SecretScrubber } from '../observability/redact.ts';
 import { formatActivityJson, formatActivityText } from '../report/activity-format.ts';
 import { fetchReport } from '../report/fetch.ts';
+import { loadAssets } from '../report/html/assets.ts';
+import { fetchHtmlReport } from '../report/html/fetch.ts';
+import { renderHtml, type Assets } from '../report/html/render.ts';
 import { formatReportJson, formatReportText } from '../report/format.ts';
 import { formatLocksJson, formatLocksText } from '../report/locks-format.ts';
 import { fetchActivityReport, fetchLocksReport } from '../report/snapshot-fetch.ts';
@@ -25,7 +30,8 @@ import { BufferedOutput } from './output.ts';
 import { storeUrlPasswords } from '../store/store-url.ts';
 
 export const REPORT_USAGE = `usage: pglog report --store URL [--since DURATION|TIME] [--until DURATION|TIME]
-                    [--target NAME] [--database NAME] [--limit N] [--json]
+                    [--target NAME] [--database NAME] [--limit N]
+                    [--json | --format text|json|html | --html FILE]
        pglog report locks ...      blocking trees from the SQL snapshots (see pglog report locks --help)
        pglog report activity ...   sessions by state, long-running ones (pglog report activity --help)
   --store     PostgreSQL URL of the pglog store, e.g. postgres://user:pw@host/pglog
@@ -37,7 +43,9 @@ export const REPORT_USAGE = `usage: pglog report --store URL [--since DURATION|T
   --target    only this server (PostgresTarget name)
   --database  only this database
   --limit     rows per section (default 20)
-  --json      one JSON object instead of tables`;
+  --json      one JSON object instead of tables (= --format json)
+  --format    text (default), json, or html: one self-contained HTML page with charts
+  --html      write the HTML page to FILE (prints nothing else)`;
 
 const SNAPSHOT_OPTIONS_HELP = `  --store     PostgreSQL URL of the pglog store (default: PGLOG_STORE_URL)
   --since     start of the window: a duration before now (30s, 15m, 1h, 2d, 1w) or an
@@ -75,6 +83,8 @@ export interface ReportArgs {
   database: string | null;
   limit: number;
   json: boolean;
+  /** `--format html` (to stdout) or `--html FILE`: the HTML page; `htmlFile` null for stdout. */
+  html?: { file: string | null };
 }
 
 export interface ReportIO {
@@ -121,6 +131,23 @@ const COMMON_OPTIONS = {
 
 type CommonValues = { [K in keyof typeof COMMON_OPTIONS]?: (typeof COMMON_OPTIONS)[K]['type'] extends 'boolean' ? boolean : string };
 
+/** `--json`, `--format` and `--html` of the classic report: at most one output, validated. */
+function outputArgs(values: { json?: boolean; format?: string; html?: string }): Pick<ReportArgs, 'json' | 'html'> {
+  const given = [values.json === true, values.format !== undefined, values.html !== undefined].filter(Boolean).length;
+  if (given > 1) throw new PglogError('USAGE', `give one of --json, --format and --html\n${REPORT_USAGE}`);
+  if (values.html !== undefined) {
+    if (values.html === '') throw new PglogError('USAGE', `--html: expected a file name\n${REPORT_USAGE}`);
+    return { json: false, html: { file: values.html } };
+  }
+  switch (values.format) {
+    case undefined: return { json: values.json === true };
+    case 'text': return { json: false };
+    case 'json': return { json: true };
+    case 'html': return { json: false, html: { file: null } };
+    default: throw new PglogError('USAGE', `--format ${values.format}: expected text, json or html\n${REPORT_USAGE}`);
+  }
+}
+
 /** The options every report shares, validated; `usage` is appended to usage errors. */
 function commonArgs(values: CommonValues, env: Readonly<Record<string, string | undefined>>, usage: string): ReportArgs {
   const storeUrl = values.store ?? env.PGLOG_STORE_URL;
@@ -164,10 +191,10 @@ export function parseReportArgs(argv: string[], env: Readonly<Record<string, str
     if (minDurationMs === null) throw new PglogError('USAGE', `--min-duration ${text}: expected a duration (500ms, 30s, 5m, 1h)\n${ACTIVITY_USAGE}`);
     return { report: 'activity', ...commonArgs(values, env, ACTIVITY_USAGE), minDurationMs };
   }
-  const { values } = parseCommandArgs({ args: argv, allowPositionals: false, options: COMMON_OPTIONS },
+  const { values } = parseCommandArgs({ args: argv, allowPositionals: false, options: { ...COMMON_OPTIONS, format: { type: 'string' }, html: { type: 'string' } } },
     (message) => `${scrubText(message)}\n${REPORT_USAGE}`);
   if (values.help === true) return { help: REPORT_USAGE, storeUrl: '' };
-  return commonArgs(values, env, REPORT_USAGE);
+  return { ...commonArgs(values, env, REPORT_USAGE), ...outputArgs(values) };
 }
 
 /** Runs the report; resolves to the exit code (0, or 1 when the store cannot be queried). */
@@ -190,7 +217,20 @@ export async function runReport(args: ReportCommandArgs, io: ReportIO): Promise<
   } else {
     const filter: ReportFilter = { ...window, target: args.target, database: args.database, limit: args.limit };
     const json = args.json;
-    render = async (client) => { const r = await fetchReport(client, filter); return json ? formatReportJson(r) : formatReportText(r, width); };
+    if (args.html !== undefined) {
+      // Read before the store is queried, so a missing asset is not reported as a store failure.
+      let assets: Assets;
+      try {
+        assets = await loadAssets();
+      } catch (e) {
+        if (!isPglogError(e)) throw e;
+        io.stderr.write(`${name}: ${e.message}\n`);
+        return 1;
+      }
+      render = async (client) => renderHtml(await fetchHtmlReport(client, filter), assets);
+    } else {
+      render = async (client) => { const r = await fetchReport(client, filter); return json ? formatReportJson(r) : formatReportText(r, width); };
+    }
   }
   let text: string;
   try {
@@ -199,6 +239,16 @@ export async function runReport(args: ReportCommandArgs, io: ReportIO): Promise<
     if (!isPglogError(e)) throw e;
     io.stderr.write(`${name}: ${e.message}\n`);
     return 1;
+  }
+  const htmlFile = 'html' in args ? args.html?.file ?? null : null;
+  if (htmlFile !== null) {
+    try {
+      await writeFile(htmlFile, text);
+    } catch (e) {
+      io.stderr.write(`${name}: cannot write ${htmlFile}: ${messageOf(e)}\n`);
+      return 1;
+    }
+    return 0;
   }
   const out = new BufferedOutput(io.stdout);
   out.append(text);
