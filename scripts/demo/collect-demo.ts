@@ -6,11 +6,12 @@
 // Starts everything in temporary directories (nothing is installed or left behind), runs
 // pgbench and Cyrillic statements against the three monitored instances, runs `pglog collect`
 // for --seconds with SQL snapshots on (activity, locks, pg_stat_database) and one scripted lock
-// episode, prints `pglog report`, `report locks` and `report activity`, stops everything it started.
+// episode, prints `pglog report`, `report locks` and `report activity`, writes the HTML report of
+// the run (`pglog report --html`, to --html FILE, kept) and prints its path, stops everything it started.
 import { execFile, spawn } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join, resolve } from 'node:path';
 import { parseArgs, promisify } from 'node:util';
 import pg from 'pg';
 import { PGLOG } from '../../collector/test/helpers/cli.ts';
@@ -21,8 +22,9 @@ import { PG_BIN, startPostgres } from '../../collector/test/helpers/postgres.ts'
 import { startSshServer } from '../../collector/test/helpers/sshd.ts';
 
 const run = promisify(execFile);
-const { values } = parseArgs({ options: { seconds: { type: 'string', default: '60' } } });
+const { values } = parseArgs({ options: { seconds: { type: 'string', default: '60' }, html: { type: 'string', default: 'pglog-demo-report.html' } } });
 const seconds = Number(values.seconds);
+const htmlFile = resolve(values.html);
 const say = (s: string): void => { process.stdout.write(`demo: ${s}\n`); };
 
 const cleanups: Array<() => Promise<void>> = [];
@@ -54,6 +56,8 @@ async function cyrillicLoad(server: LogServer, stop: AbortSignal): Promise<void>
   await client.end();
 }
 
+const demoStarted = new Date();
+let htmlWritten = false;
 try {
   const work = mkdtempSync(join(tmpdir(), 'pglog-demo-'));
   cleanups.push(() => { rmSync(work, { recursive: true, force: true }); return Promise.resolve(); });
@@ -72,11 +76,14 @@ try {
   say('starting three monitored PostgreSQL 15 instances (logging_collector on) ...');
   // SQLSTATE in the prefix (%e), so the report can group errors by it.
   const prefix = '%m [%p] %q%e %u@%d ';
-  const db1main = await startLogServer({ logFormat: 'stderr', logLinePrefix: prefix });
+  // What the HTML report has sections for: sessions, lock waits, temporary files, autovacuum, plans.
+  const settings = ['log_connections = on', 'log_disconnections = on', 'log_lock_waits = on', 'log_temp_files = 0',
+    'log_autovacuum_min_duration = 0', "shared_preload_libraries = 'auto_explain'", "auto_explain.log_min_duration = '100ms'"];
+  const db1main = await startLogServer({ logFormat: 'stderr', logLinePrefix: prefix, settings });
   cleanups.push(() => db1main.dispose());
-  const db1csv = await startLogServer({ logFormat: 'csvlog' });
+  const db1csv = await startLogServer({ logFormat: 'csvlog', settings });
   cleanups.push(() => db1csv.dispose());
-  const db2main = await startLogServer({ logLinePrefix: prefix, databases: [{ name: 'legacy', encoding: 'WIN1251' }] });
+  const db2main = await startLogServer({ logLinePrefix: prefix, databases: [{ name: 'legacy', encoding: 'WIN1251' }], settings });
   cleanups.push(() => db2main.dispose());
 
   for (const s of [db1main, db1csv, db2main]) await initPgbench(s, 'postgres');
@@ -163,7 +170,13 @@ try {
     const out = await run(PGLOG, args, { env: { ...process.env, PGLOG_STORE_URL: store.url }, maxBuffer: 64 * 1024 * 1024 });
     process.stdout.write(out.stdout);
   }
+  // The run's HTML report, from before the collector started until now; kept after the clean-up.
+  say(`$ pglog report --since ${demoStarted.toISOString()} --html ${htmlFile} --store $PGLOG_STORE_URL`);
+  mkdirSync(dirname(htmlFile), { recursive: true });
+  await run(PGLOG, ['report', '--since', demoStarted.toISOString(), '--html', htmlFile], { env: { ...process.env, PGLOG_STORE_URL: store.url } });
+  htmlWritten = true;
 } finally {
   await cleanup();
   say('stopped everything it started');
+  if (htmlWritten) say(`HTML report of this run: ${htmlFile}`);
 }

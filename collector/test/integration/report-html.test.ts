@@ -40,10 +40,6 @@ before(async () => {
   assert.equal(r.code, 0, r.stderr);
   assert.equal(r.stdout, '');
   report = embedded(readFileSync(htmlFile, 'utf8'));
-  if (process.env.PGLOG_REPORT_SCREENSHOTS !== undefined) {
-    mkdirSync(process.env.PGLOG_REPORT_SCREENSHOTS, { recursive: true });
-    copyFileSync(htmlFile, join(process.env.PGLOG_REPORT_SCREENSHOTS, 'report.html'));
-  }
 }, { timeout: 400_000 });
 
 after(async () => {

@@ -18,34 +18,48 @@ import {
   tempFileSizesQuery, tempFilesQuery, type HtmlFilter,
 } from './queries.ts';
 
-export async function fetchHtmlReport(client: pg.ClientBase, base: ReportFilter, now: number = Date.now()): Promise<HtmlReport> {
+/** work_mem of the report's transaction (SET LOCAL): what its sorts may use before spilling. */
+export const REPORT_WORK_MEM = '128MB';
+
+/** How long each query took (`pglog report --html` does not ask; bench/report-bench.ts does). */
+export type QueryTimings = Array<{ query: string; ms: number }>;
+
+export async function fetchHtmlReport(client: pg.ClientBase, base: ReportFilter, now: number = Date.now(), timings?: QueryTimings): Promise<HtmlReport> {
   const filter: HtmlFilter = { ...base, binMs: binWidthMs(base.since, base.until) };
   const bins = binCount(filter.since, filter.until, filter.binMs);
-  const rows = async (q: { text: string; values: unknown[] }): Promise<Row[]> => (await client.query(q)).rows as Row[];
+  const rows = async (q: { text: string; values: unknown[] }, name = 'query'): Promise<Row[]> => {
+    const started = performance.now();
+    const result = (await client.query(q)).rows as Row[];
+    timings?.push({ query: name, ms: performance.now() - started });
+    return result;
+  };
   return inReadOnlySnapshot(client, async () => {
-    const st = statementSeries(await rows(statementSeriesQuery(filter)), bins, filter.binMs);
-    const ev = eventSeries(await rows(eventSeriesQuery(filter)), bins);
-    const er = errorSeries(await rows(errorSeriesQuery(filter)), bins);
-    const tg = targetSeries(await rows(targetSeriesQuery(filter)), bins, filter.binMs);
-    const perTarget = await rows(perTargetCountsQuery(filter));
+    // The percentiles sort every statement of the window: in memory, not in temporary files,
+    // for this transaction only.
+    await client.query(`SET LOCAL work_mem = '${REPORT_WORK_MEM}'`);
+    const st = statementSeries(await rows(statementSeriesQuery(filter), 'statement series'), bins, filter.binMs);
+    const ev = eventSeries(await rows(eventSeriesQuery(filter), 'event series'), bins);
+    const er = errorSeries(await rows(errorSeriesQuery(filter), 'error series'), bins);
+    const tg = targetSeries(await rows(targetSeriesQuery(filter), 'target series'), bins, filter.binMs);
+    const perTarget = await rows(perTargetCountsQuery(filter), 'per-target counts');
 
-    const templateRows = await rows(templatesQuery(filter));
+    const templateRows = await rows(templatesQuery(filter), 'templates');
     const templates = templateRows.map((r) => templateFromRow(r, bins));
     if (templates.length > 0) {
       const keys = templateKeys(templates);
       const fingerprints = [...new Set(templates.map((t) => t.fingerprint).filter((f): f is string => f !== null))];
-      attachTemplateDetails(templates, await rows(templateExamplesQuery(filter, keys)), await rows(templateSeriesQuery(filter, keys)),
-        await rows(templatePlansQuery(filter, fingerprints)), bins);
+      attachTemplateDetails(templates, await rows(templateExamplesQuery(filter, keys), 'template examples'), await rows(templateSeriesQuery(filter, keys), 'template series'),
+        await rows(templatePlansQuery(filter, fingerprints), 'template plans'), bins);
     }
-    const errorRows = await rows(errorsQuery(filter));
-    const lockRows = await rows(lockWaitsQuery(filter));
-    const deadlockRows = await rows(deadlocksQuery(filter));
-    const episodeRows = await rows(episodesQuery({ ...filter, minDurationMs: 0 }));
-    const checkpointRows = await rows(checkpointsQuery(filter));
-    const maintenanceRows = await rows(maintenanceQuery(filter));
-    const tempRows = await rows(tempFilesQuery(filter));
-    const sizeRows = await rows(tempFileSizesQuery(filter));
-    const sessionRows = await rows(sessionsQuery(filter));
+    const errorRows = await rows(errorsQuery(filter), 'errors');
+    const lockRows = await rows(lockWaitsQuery(filter), 'lock waits');
+    const deadlockRows = await rows(deadlocksQuery(filter), 'deadlocks');
+    const episodeRows = await rows(episodesQuery({ ...filter, minDurationMs: 0 }), 'blocking episodes');
+    const checkpointRows = await rows(checkpointsQuery(filter), 'checkpoints');
+    const maintenanceRows = await rows(maintenanceQuery(filter), 'maintenance');
+    const tempRows = await rows(tempFilesQuery(filter), 'temp files');
+    const sizeRows = await rows(tempFileSizesQuery(filter), 'temp file sizes');
+    const sessionRows = await rows(sessionsQuery(filter), 'sessions');
 
     const targets = new Map<string, HtmlReport['targets'][number]>();
     for (const [target, t] of tg.totals) targets.set(target, { target, statements: t.statements, totalMs: t.totalMs, counts: {} });

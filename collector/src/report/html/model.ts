@@ -188,7 +188,7 @@ export function templateFromRow(r: Row, bins: number): Template {
   return {
     id: `t${num(r.by_total)}`,
     target: text(r.target), database: textOrNull(r.database), fingerprint: textOrNull(r.fingerprint),
-    normalized: textOrNull(r.normalized), query: text(r.query),
+    normalized: textOrNull(r.normalized), query: '',
     calls: num(r.calls), totalMs: num(r.total_ms), meanMs: num(r.mean_ms), maxMs: num(r.max_ms), p95Ms: num(r.p95_ms),
     rank: { total: num(r.by_total), calls: num(r.by_calls), mean: num(r.by_mean), p95: num(r.by_p95) },
     example: null, plan: null, series: { calls: zeros(bins), meanMs: nulls(bins) },
@@ -212,7 +212,9 @@ export function attachTemplateDetails(templates: readonly Template[], examples: 
   const keyOfRow = (r: Row): string => templateKeyOf({ target: text(r.target), database: textOrNull(r.database), fingerprint: textOrNull(r.fingerprint) });
   for (const r of examples) {
     const t = byKey.get(keyOfRow(r));
-    if (t !== undefined) t.example = { ts: ms(r.ts), user: textOrNull(r.username), application: textOrNull(r.application), durationMs: num(r.duration_ms), query: text(r.query), parameters: textOrNull(r.parameters) };
+    if (t === undefined) continue;
+    t.query = text(r.query);
+    t.example = { ts: ms(r.ts), user: textOrNull(r.username), application: textOrNull(r.application), durationMs: num(r.duration_ms), query: text(r.query), parameters: textOrNull(r.parameters) };
   }
   for (const r of series) {
     const t = byKey.get(keyOfRow(r)); const b = num(r.bin);

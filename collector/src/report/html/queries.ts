@@ -112,7 +112,8 @@ export function perTargetCountsQuery(filter: HtmlFilter): SqlQuery {
  * Templates (target, database, fingerprint) ranked four ways over the window's timed
  * statements: by total time, calls, mean and p95. A template is returned when it is in the
  * top `limit` of any ranking; `groups` counts them all. The normalized text comes from
- * pglog.query_templates (one row per fingerprint).
+ * pglog.query_templates (one row per fingerprint); no query text is aggregated here (the sort
+ * behind the percentiles stays narrow): each template's text is its example's.
  */
 export function templatesQuery(filter: HtmlFilter): SqlQuery {
   const w = windowWhere(filter);
@@ -121,8 +122,7 @@ export function templatesQuery(filter: HtmlFilter): SqlQuery {
   return {
     text: `WITH s AS (
   SELECT target, database, fingerprint, count(*) AS calls, sum(duration_ms) AS total_ms, avg(duration_ms) AS mean_ms,
-         max(duration_ms) AS max_ms, percentile_cont(0.95) WITHIN GROUP (ORDER BY duration_ms) AS p95_ms,
-         min(left(query, ${QUERY_TEXT_CHARS})) AS query
+         max(duration_ms) AS max_ms, percentile_cont(0.95) WITHIN GROUP (ORDER BY duration_ms) AS p95_ms
     FROM pglog.statements ${w.sql} AND duration_ms IS NOT NULL
    GROUP BY target, database, fingerprint),
 r AS (
@@ -155,7 +155,8 @@ function keysCte(values: unknown[], keys: TemplateKeys): string {
                  AS k(target, database, fingerprint, max_ms))`;
 }
 
-const KEY_JOIN = `s.target = k.target AND s.database IS NOT DISTINCT FROM k.database AND s.fingerprint IS NOT DISTINCT FROM k.fingerprint`;
+// Equalities the planner can hash (IS NOT DISTINCT FROM it cannot: a nested loop over every row).
+const KEY_JOIN = `s.target = k.target AND coalesce(s.fingerprint, '') = coalesce(k.fingerprint, '') AND coalesce(s.database, '') = coalesce(k.database, '')`;
 
 /**
  * Each shown template's slowest execution in the window (its example, with parameters): a
