@@ -15,7 +15,7 @@
  *    pglog on that same window as well, when the whole log would take pgBadger too long)
  */
 import { execFile } from 'node:child_process';
-import { createWriteStream, mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { createWriteStream, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pipeline } from 'node:stream/promises';
@@ -121,6 +121,8 @@ async function timed(what: string, args: string[], command = PGLOG): Promise<num
 }
 
 const mb = (file: string): string => (statSync(file).size / 1e6).toFixed(1);
+/** The 1-minute load average: what else the machine was running while a number was taken. */
+const load = (): string => readFileSync('/proc/loadavg', 'utf8').split(' ')[0] ?? '?';
 
 try {
   const work = mkdtempSync(join(tmpdir(), 'pglog-report-bench-'));
@@ -145,6 +147,7 @@ try {
 
   const html = join(work, 'pglog-report.html');
   const reportArgs = ['report', '--store', store.url, '--since', `${DAY}T00:00:00Z`, '--until', NEXT_DAY, '--html', html];
+  const loadBefore = load();
   const first = await timed('pglog report --html (first run)', reportArgs);
   const second = await timed('pglog report --html (second run)', reportArgs);
   const partHtml = join(work, 'pglog-part.html');
@@ -153,6 +156,7 @@ try {
   const timings: QueryTimings = [];
   await fetchHtmlReport(db, { since: new Date(`${DAY}T00:00:00Z`), until: new Date(NEXT_DAY), target: null, database: null, limit: 20 }, Date.now(), timings);
   for (const t of timings) say(`  ${t.query}: ${(t.ms / 1000).toFixed(2)} s`);
+  const loadAfter = load();
   const badgerHtml = join(work, 'pgbadger.html');
   const badger = JOBS === 0 ? null
     : await timed(`pgbadger -j ${JOBS}`, ['-j', String(JOBS), '-f', 'stderr', '-p', PREFIX, '-o', badgerHtml, '--quiet', log], 'pgbadger');
@@ -162,7 +166,7 @@ try {
     '',
     `A PostgreSQL 15 store (shared_buffers 2 GB, work_mem 64 MB, 2 parallel workers per query) holding ${ROWS.toLocaleString('en-US')} statement rows over one UTC day`,
     `(40 templates on 4 targets, generated in SQL), ${Math.round(ROWS / 200).toLocaleString('en-US')} errors and, in proportion, lock waits, checkpoints, autovacuum/autoanalyze, temporary files and sessions: ${size} with its indexes, loaded in ${loadS.toFixed(0)} s.`,
-    `pgBadger reads the same statements and errors written as a stderr log (${mb(log)} MB, ${lines.toLocaleString('en-US')} lines). Machine: ${(await run('nproc', [])).stdout.trim()} cores, shared with other work. Measured ${new Date().toISOString().slice(0, 10)}.`,
+    `pgBadger reads the same statements and errors written as a stderr log (${mb(log)} MB, ${lines.toLocaleString('en-US')} lines). Machine: ${(await run('nproc', [])).stdout.trim()} cores, shared with other work (1-minute load average ${loadBefore} before the pglog runs, ${loadAfter} after them). Measured ${new Date().toISOString().slice(0, 10)}.`,
     '',
     '| what | input | seconds | HTML file |',
     '|---|---|---:|---:|',
