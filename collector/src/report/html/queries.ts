@@ -55,7 +55,8 @@ export function windowWhere(filter: HtmlFilter, opts: { database?: boolean; alia
 /** The bin of ts as an SQL expression (needs $1 = since) with the width as parameter `$n`. */
 function binExpr(values: unknown[], binMs: number, alias = ''): string {
   values.push(binMs);
-  return `floor(extract(epoch FROM ${alias}ts - $1::timestamptz) * 1000 / $${values.length})::int`;
+  // date_part is float8; extract() is numeric since PostgreSQL 14, several times slower per row.
+  return `floor(date_part('epoch', ${alias}ts - $1::timestamptz) * 1000 / $${values.length})::int`;
 }
 
 /**
