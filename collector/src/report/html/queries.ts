@@ -115,7 +115,7 @@ export function perTargetCountsQuery(filter: HtmlFilter): SqlQuery {
  * Templates (target, database, fingerprint) ranked four ways over the window's timed
  * statements: by total time, calls, mean and p95. A template is returned when it is in the
  * top `limit` of any ranking; `groups` counts them all. The normalized text comes from
- * pglog.query_templates (one row per fingerprint); no query text is aggregated here (the sort
+ * the stable view pglog.templates (version 5, one row per fingerprint); no query text is aggregated here (the sort
  * behind the percentiles stays narrow): each template's text is its example's.
  */
 export function templatesQuery(filter: HtmlFilter): SqlQuery {
@@ -136,7 +136,7 @@ r AS (
          row_number() OVER (ORDER BY p95_ms DESC, calls DESC, target, database NULLS FIRST, fingerprint NULLS FIRST) AS by_p95
     FROM s)
 SELECT r.*, t.normalized
-  FROM r LEFT JOIN pglog.query_templates t ON t.fingerprint = r.fingerprint
+  FROM r LEFT JOIN pglog.templates t ON t.fingerprint = r.fingerprint
  WHERE by_total <= ${n} OR by_calls <= ${n} OR by_mean <= ${n} OR by_p95 <= ${n}
  ORDER BY by_total`,
     values: w.values,
