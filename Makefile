@@ -183,6 +183,7 @@ demo-parse: logs ## Generate a real PostgreSQL log and print `pglog parse --summ
 
 bench: bench-logs ## Benchmarks (parse vs pgbadger, COPY BINARY vs text vs INSERT, one store connection vs a pool, ssh2 ciphers, 50-server ingest, the HTML report over 10M rows vs pgbadger, our kube client vs client-node); writes docs/benchmarks.md
 	node bench/parse-bench.ts --log $(LOGS_DIR)/bench/stderr/postgresql.log --out docs/benchmarks.md
+	node bench/row-path-bench.ts --out docs/benchmarks.md
 	@mkdir -p $(BENCH_OUT)
 	node bench/copy-bench.ts --out $(BENCH_OUT)/copy.md
 	node bench/merge-section.ts docs/benchmarks.md copy-bench $(BENCH_OUT)/copy.md
