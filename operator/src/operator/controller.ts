@@ -1,17 +1,16 @@
 /**
  * The operator's controller while it leads: informers on pools, targets, shards and the owned
  * objects; events only enqueue a key (a pool, or a namespace's unassigned targets); workers take keys from the
- * de-duplicating queue and run the PoolReconciler. Errors are retried with per-key backoff,
- * conflicts right away from fresh caches.
+ * de-duplicating queue and run the PoolReconciler in the generic loop of kube/controller-loop.ts
+ * (per-key backoff, conflicts retried right away from fresh caches, outcome metrics).
  */
 import type { CollectorPool } from '../api/collector-pool.ts';
 import type { CollectorShard } from '../api/collector-shard.ts';
 import type { KubeClient, KubeObject } from '../kube/client-types.ts';
 import { Informer } from '../kube/informer.ts';
 import { WorkQueue } from '../kube/workqueue.ts';
-import { isKubeError } from '../kube/errors.ts';
+import { runControllerLoop } from '../kube/controller-loop.ts';
 import { COLLECTOR_POOLS, COLLECTOR_SHARDS, POD_DISRUPTION_BUDGETS, POSTGRES_TARGETS, SERVICES, STATEFUL_SETS } from '../kube/resources.ts';
-import { isPglogError } from '../../../collector/src/errors.ts';
 import type { Logger } from '../../../collector/src/observability/logger.ts';
 import type { TargetObject } from '../api/target-object.ts';
 import type { OperatorMetrics } from './operator-metrics.ts';
@@ -142,37 +141,20 @@ export class Controller {
     const resync = setInterval(enqueueAll, o.resyncMs);
     signal.addEventListener('abort', () => { clearInterval(resync); queue.shutDown(); }, { once: true });
 
-    const worker = async (): Promise<void> => {
-      for (;;) {
-        const key = await queue.get(signal);
-        if (key === null) return;
-        o.metrics.queue(queue.length);
+    await runControllerLoop<string>({
+      queue, workers: o.workers, log: o.log,
+      controllerOf: (key) => parseKey(key).kind,
+      reconciled: (controller, outcome, seconds, code) => o.metrics.reconciled(controller, outcome, seconds, code),
+      queueDepth: (depth) => o.metrics.queue(depth),
+      reconcile: async (key) => {
         const { kind, namespace, name } = parseKey(key);
-        const started = performance.now();
-        try {
-          const outcome: PoolOutcome = kind === 'pool'
-            ? await reconciler.reconcile(namespace, name)
-            : { kind: 'done', writes: await reconcileUnassignedTargets(namespace, { client: o.client, pools, targets, now: Date.now }) };
-          queue.forget(key);
-          if (outcome.requeueAfterMs !== undefined) queue.addAfter(key, outcome.requeueAfterMs);
-          o.metrics.reconciled(kind, outcome.requeueAfterMs === undefined ? 'success' : 'requeue', (performance.now() - started) / 1000);
-          if (outcome.writes > 0) o.log.debug({ key, writes: outcome.writes }, 'reconciled');
-        } catch (e) {
-          const code = isPglogError(e) ? e.code : 'UNKNOWN';
-          o.metrics.reconciled(kind, 'error', (performance.now() - started) / 1000, code);
-          if (isKubeError(e, 'KUBE_CONFLICT')) {
-            // Someone else wrote first: read again (the informer brings the new version) and retry soon.
-            o.log.debug({ key }, 'conflict; reconciling again');
-          } else {
-            o.log.warn({ key, err: e, code }, `reconcile of ${key} failed (${code}); retrying with backoff`);
-          }
-          queue.addRateLimited(key);
-        } finally {
-          queue.done(key);
-        }
-      }
-    };
-    await Promise.all(Array.from({ length: o.workers }, worker));
+        const outcome: PoolOutcome = kind === 'pool'
+          ? await reconciler.reconcile(namespace, name)
+          : { writes: await reconcileUnassignedTargets(namespace, { client: o.client, pools, targets, now: Date.now }) };
+        if (outcome.writes > 0) o.log.debug({ key, writes: outcome.writes }, 'reconciled');
+        return outcome.requeueAfterMs === undefined ? {} : { requeueAfterMs: outcome.requeueAfterMs };
+      },
+    }, signal);
     await Promise.all(running);
   }
 }

@@ -10,6 +10,7 @@ import type { CollectorShard } from '../api/collector-shard.ts';
 import type { KubeObject, KubeClient } from '../kube/client-types.ts';
 import { COLLECTOR_POOLS, COLLECTOR_SHARDS, POD_DISRUPTION_BUDGETS, POSTGRES_TARGETS, SERVICES, STATEFUL_SETS } from '../kube/resources.ts';
 import { isKubeError } from '../kube/errors.ts';
+import type { Result } from '../kube/controller-loop.ts';
 import { PglogError } from '../../../collector/src/errors.ts';
 import type { TargetObject } from '../api/target-object.ts';
 import { planPool, selectPoolTargets } from '../controller/assignment.ts';
@@ -53,7 +54,8 @@ export interface PoolReconcilerOptions {
   statusConcurrency?: number;
 }
 
-export type PoolOutcome = { kind: 'done'; requeueAfterMs?: number; writes: number };
+/** The loop's Result, and how many objects were written (for the debug log). */
+export type PoolOutcome = Result & { writes: number };
 
 /** Looked at again this often while `auto` targets may cross a threshold or finish a dwell. */
 const TRANSPORT_RECHECK_MS = 10_000;
@@ -101,7 +103,7 @@ export class PoolReconciler {
     // Deleted: the API server's garbage collector removes what the pool owned.
     if (pool === undefined || pool.metadata.deletionTimestamp !== undefined) {
       this.announced.delete(`${namespace}/${name}`);
-      return { kind: 'done', writes: 0 };
+      return { writes: 0 };
     }
     const nowMs = o.now();
     const nowIso = new Date(nowMs).toISOString();
@@ -118,7 +120,7 @@ export class PoolReconciler {
     const refusal = o.policy === undefined ? undefined : policyRefusal(pool, o.policy, o.defaultImage);
     if (refusal?.reason === 'NamespaceNotAllowed') {
       // Nothing of the pool is written where the collector has no account: only its status says why.
-      return { kind: 'done', writes: await this.writePoolStatus(pool, [refusal], selected.length, [], existingShards, undefined, nowIso) };
+      return { writes: await this.writePoolStatus(pool, [refusal], selected.length, [], existingShards, undefined, nowIso) };
     }
     const problems: PoolProblem[] = refusal === undefined ? [] : [refusal];
     const apply = { fieldManager: o.fieldManager, force: true };
@@ -215,7 +217,7 @@ export class PoolReconciler {
 
     writes += await this.writePoolStatus(pool, problems, selected.length, plan.loads, existingShards, o.statefulSets.get(namespace, sts.metadata.name)?.status, nowIso);
     const hasAuto = selected.some((t) => t.spec.transport === 'auto');
-    return { kind: 'done', writes, ...(hasAuto ? { requeueAfterMs: TRANSPORT_RECHECK_MS } : {}) };
+    return { writes, ...(hasAuto ? { requeueAfterMs: TRANSPORT_RECHECK_MS } : {}) };
   }
 }
 
