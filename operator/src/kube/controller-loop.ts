@@ -2,12 +2,13 @@
  * The generic controller loop, as controller-runtime's internal controller: workers take keys
  * from the de-duplicating work queue and run a reconcile function on each. The outcome decides
  * what happens to the key: a `Result` forgets its backoff (and looks again after
- * `requeueAfterMs` if asked); a
+ * `requeueAfterMs` if asked); a `TerminalError` (an invalid spec: retrying cannot help) is
+ * counted and logged but not retried, the object is reconciled again when it changes; a
  * conflict is retried at once (the caches bring the new version); any other error is retried
  * with the key's exponential backoff. Knows nothing of pools: the key, the reconcile and the
  * metric hooks are given.
  */
-import { isPglogError, type ErrorCode } from '../../../collector/src/errors.ts';
+import { isPglogError, PglogError, type ErrorCode } from '../../../collector/src/errors.ts';
 import type { Logger } from '../../../collector/src/observability/logger.ts';
 import { isKubeError } from './errors.ts';
 import type { WorkQueue } from './workqueue.ts';
@@ -15,6 +16,21 @@ import type { WorkQueue } from './workqueue.ts';
 /** What a reconcile returns when it did its work: nothing, or when to look again. */
 export interface Result {
   requeueAfterMs?: number;
+}
+
+/**
+ * A failure that retrying cannot cure (the object's spec is invalid). The reconciler has said so
+ * in the object's status (a condition whose reason is `code`) before throwing it.
+ */
+export class TerminalError extends PglogError {
+  constructor(code: ErrorCode, message: string, options?: { cause?: unknown }) {
+    super(code, message, options);
+    this.name = 'TerminalError';
+  }
+}
+
+export function isTerminalError(e: unknown): e is TerminalError {
+  return e instanceof TerminalError;
 }
 
 /** How one reconcile ended, as the metrics count it. */
@@ -49,6 +65,12 @@ export async function runControllerLoop<K extends string>(o: ControllerLoopOptio
     } catch (e) {
       const code = isPglogError(e) ? e.code : 'UNKNOWN';
       o.reconciled(controller, 'error', (now() - started) / 1000, code);
+      if (isTerminalError(e)) {
+        // The status says why; a retry would fail the same way until someone changes the object.
+        o.queue.forget(key);
+        o.log.warn({ key, err: e, code }, `reconcile of ${key} failed (${code}); not retried until the object changes`);
+        return;
+      }
       if (isKubeError(e, 'KUBE_CONFLICT')) {
         // Someone else wrote first: read again (the informer brings the new version) and retry soon.
         o.log.debug({ key }, 'conflict; reconciling again');

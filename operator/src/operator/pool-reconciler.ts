@@ -2,16 +2,17 @@
  * Reconciles one CollectorPool, level-triggered: it reads the informer caches, computes the
  * whole desired state (StatefulSet, Service, PodDisruptionBudget, one CollectorShard per
  * replica, every target's status, the pool's status), and writes only what differs. Running
- * it twice in a row writes nothing the second time. Every outcome is explicit: done (maybe
- * with a time to look again), or an error the queue retries with backoff.
+ * it twice in a row writes nothing the second time. Every outcome is explicit: a Result (maybe
+ * with a time to look again), a TerminalError for an invalid spec (a condition says why; not
+ * retried), or an error the queue retries with backoff.
  */
 import type { CollectorPool } from '../api/collector-pool.ts';
 import type { CollectorShard } from '../api/collector-shard.ts';
 import type { KubeObject, KubeClient } from '../kube/client-types.ts';
 import { COLLECTOR_POOLS, COLLECTOR_SHARDS, POD_DISRUPTION_BUDGETS, POSTGRES_TARGETS, SERVICES, STATEFUL_SETS } from '../kube/resources.ts';
 import { isKubeError } from '../kube/errors.ts';
-import type { Result } from '../kube/controller-loop.ts';
-import { PglogError } from '../../../collector/src/errors.ts';
+import { TerminalError, type Result } from '../kube/controller-loop.ts';
+import { isPglogError, PglogError } from '../../../collector/src/errors.ts';
 import type { TargetObject } from '../api/target-object.ts';
 import { planPool, selectPoolTargets } from '../controller/assignment.ts';
 import { semanticEqual } from '../controller/conditions.ts';
@@ -96,6 +97,22 @@ export class PoolReconciler {
     return 1;
   }
 
+  /**
+   * Runs a pure computation of desired state; if it finds the spec invalid (CONFIG_INVALID: a
+   * quantity out of range, a tuning value the CRD schema cannot check), the pool's status says
+   * so with the code as the reason and a TerminalError tells the loop not to retry: only a
+   * change of the pool can cure it.
+   */
+  private async orInvalidSpec<T>(pool: CollectorPool, targets: number, shards: readonly CollectorShard[], nowIso: string, compute: () => T): Promise<T> {
+    try {
+      return compute();
+    } catch (e) {
+      if (!isPglogError(e) || e.code !== 'CONFIG_INVALID') throw e;
+      await this.writePoolStatus(pool, [{ reason: e.code, message: e.message }], targets, [], shards, undefined, nowIso);
+      throw new TerminalError(e.code, `CollectorPool ${pool.metadata.namespace ?? ''}/${pool.metadata.name}: ${e.message}`, { cause: e });
+    }
+  }
+
   /** Throws on API errors (the queue retries with backoff); KUBE_CONFLICT means "read again". */
   async reconcile(namespace: string, name: string): Promise<PoolOutcome> {
     const { o } = this;
@@ -110,7 +127,7 @@ export class PoolReconciler {
     const inNamespace = <T extends KubeObject>(items: T[]): T[] => items.filter((i) => i.metadata.namespace === namespace);
     const selected = selectPoolTargets(inNamespace(o.pools.list()), inNamespace(o.targets.list())).get(name) ?? [];
     const existingShards = inNamespace(o.shards.list()).filter((s) => s.spec.pool === name);
-    const plan = planPool({ pool, targets: selected, shards: existingShards, nowMs });
+    const plan = await this.orInvalidSpec(pool, selected.length, existingShards, nowIso, () => planPool({ pool, targets: selected, shards: existingShards, nowMs }));
     let writes = 0;
 
     const uid = pool.metadata.uid;
@@ -124,9 +141,9 @@ export class PoolReconciler {
     }
     const problems: PoolProblem[] = refusal === undefined ? [] : [refusal];
     const apply = { fieldManager: o.fieldManager, force: true };
-    const sts = desiredStatefulSet(pool, { defaultImage: o.defaultImage, serviceAccountName: o.serviceAccountName });
-    const service = desiredHeadlessService(pool);
-    const pdb = desiredPodDisruptionBudget(pool);
+    const [sts, service, pdb] = await this.orInvalidSpec(pool, selected.length, existingShards, nowIso, () => [
+      desiredStatefulSet(pool, { defaultImage: o.defaultImage, serviceAccountName: o.serviceAccountName }), desiredHeadlessService(pool), desiredPodDisruptionBudget(pool),
+    ] as const);
     const conflicts: string[] = [];
     for (const [type, desired, cache] of [
       [STATEFUL_SETS, sts, o.statefulSets], [SERVICES, service, o.services], [POD_DISRUPTION_BUDGETS, pdb, o.podDisruptionBudgets],

@@ -8,6 +8,8 @@
 //   never flaps;
 // - a deleted StatefulSet or CollectorShard comes back; a concurrent writer causing 409s does
 //   not keep the operator from converging;
+// - a pool whose spec is invalid beyond what the CRD schema checks gets Ready False with the
+//   error code as reason and is not retried with backoff; once fixed it is reconciled;
 // - killing the leader: the other replica leads within the Lease duration.
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
@@ -187,6 +189,24 @@ describe('pglog operator on a real control plane', { timeout: 420_000 }, () => {
     await client.mergePatch(POSTGRES_TARGETS, NS, 'busy', { spec: { pool: 'nowhere' } });
     await eventually('busy left pool hot: no shard, NoPool', 20_000, async () => (noPool(await statusOf('busy')) ? true : undefined), outputs);
     await eventually('shard hot-0 no longer lists it', 20_000, async () => ((await client.get<CollectorShard>(COLLECTOR_SHARDS, NS, 'hot-0'))?.spec.targets.length === 0 ? true : undefined));
+  });
+
+  test('an invalid spec (a memory limit out of range): Ready False with the code as reason, not retried; fixed, the pool is reconciled', async () => {
+    type Status = { conditions?: Array<{ type: string; status: string; reason: string; message: string }> };
+    const pool = poolObject(NS, 'broken', 1, { collector: { resources: { limits: { memory: '1e400' } } } });
+    await client.create(COLLECTOR_POOLS, pool);
+    const ready = await eventually('Ready False CONFIG_INVALID', 20_000, async () => {
+      const p = await client.get<KubeObject & { status?: Status }>(COLLECTOR_POOLS, NS, 'broken');
+      return p?.status?.conditions?.find((c) => c.type === 'Ready' && c.status === 'False' && c.reason === 'CONFIG_INVALID');
+    }, outputs);
+    assert.match(ready.message, /1e400/);
+    assert.equal(await client.get(STATEFUL_SETS, NS, 'broken'), null, 'nothing written but the status');
+    // The loop took it as terminal: no retry with backoff, only when the pool changes (or the resync).
+    await eventually('the leader logged a terminal failure', 20_000, () => Promise.resolve(/broken failed \(CONFIG_INVALID\); not retried until the object changes/.test(outputs()) ? true : undefined), outputs);
+    assert.doesNotMatch(outputs(), /broken failed \(CONFIG_INVALID\); retrying with backoff/);
+    await client.mergePatch(COLLECTOR_POOLS, NS, 'broken', { spec: { collector: { resources: { limits: { memory: '512Mi' } } } } });
+    await eventually('StatefulSet broken once the spec is valid', 20_000, async () => (await client.get(STATEFUL_SETS, NS, 'broken')) ?? undefined, outputs);
+    await client.delete(COLLECTOR_POOLS, NS, 'broken');
   });
 
   test('killing the leader: the other replica takes over within the Lease duration', async () => {

@@ -1,10 +1,11 @@
 // The generic controller loop on a FakeClock: a Result forgets the backoff and requeues when
 // asked; an error is retried with the key's growing backoff; a conflict is retried after the
-// first (short) step; the outcome hooks see every reconcile.
+// first (short) step; a TerminalError is counted but not retried until the key is added again;
+// the outcome hooks see every reconcile.
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { PglogError } from '../../../collector/src/errors.ts';
-import { runControllerLoop, type LoopOutcome, type Result } from '../../src/kube/controller-loop.ts';
+import { runControllerLoop, TerminalError, type LoopOutcome, type Result } from '../../src/kube/controller-loop.ts';
 import { KubeError } from '../../src/kube/errors.ts';
 import { WorkQueue } from '../../src/kube/workqueue.ts';
 import { FakeClock } from './fake-clock.ts';
@@ -90,6 +91,26 @@ describe('runControllerLoop', () => {
     h.queue.add('b');
     await settle();
     assert.deepEqual(h.outcomes.at(-1), { outcome: 'error', code: 'UNKNOWN' });
+    await h.stop();
+  });
+
+  test('a TerminalError is not retried: no backoff, only when the key is added again (the object changed)', async () => {
+    const h = harness((_key, call) => {
+      if (call === 1) throw new TerminalError('CONFIG_INVALID', 'spec.x is invalid');
+      return {};
+    });
+    h.queue.add('a');
+    await settle();
+    assert.deepEqual(h.outcomes, [{ outcome: 'error', code: 'CONFIG_INVALID' }]);
+    assert.equal(h.clock.pending(), 0, 'no retry scheduled');
+    assert.equal(h.queue.numRequeues('a'), 0);
+    h.clock.advance(60_000);
+    await settle();
+    assert.equal(h.calls.length, 1, 'not reconciled again by itself');
+    h.queue.add('a');
+    await settle();
+    assert.equal(h.calls.length, 2);
+    assert.deepEqual(h.outcomes.at(-1), { outcome: 'success' });
     await h.stop();
   });
 });
