@@ -67,7 +67,6 @@ export default tseslint.config(
       'operator/src/sharding/bounded-consistent-hashing.ts', // planBoundedAssignment(): the algorithm in one piece, as in the paper
       'operator/src/controller/assignment.ts', // planPool(): to be cut with the reconcile phases (issue 17)
       'operator/src/kube/client.ts', // createKubeClient(): a closure over every verb; to become a request core and verbs (issue 17)
-      'operator/src/operator/pool-reconciler.ts', // reconcile(): to become a list of phase functions (issue 17)
       'collector/test/helpers/sshd.ts', 'collector/test/helpers/pg-cluster.ts', 'collector/test/helpers/log-server.ts',
       'operator/test/helpers/real-node.ts', 'operator/test/helpers/custom-metrics-server.ts', // start-ups of real servers: one sequence each
     ],

@@ -14,7 +14,8 @@ import { COLLECTOR_POOLS, COLLECTOR_SHARDS, POD_DISRUPTION_BUDGETS, POSTGRES_TAR
 import type { Logger } from '../../../collector/src/observability/logger.ts';
 import type { TargetObject } from '../api/target-object.ts';
 import type { OperatorMetrics } from './operator-metrics.ts';
-import { PoolReconciler, type EventSink, type PoolOutcome } from './pool-reconciler.ts';
+import { PoolReconciler, type PoolOutcome } from './pool-reconciler.ts';
+import type { EventSink } from './pool-pass.ts';
 import { reconcileUnassignedTargets } from './unassigned-targets.ts';
 import type { PoolPolicy } from '../controller/pool-policy.ts';
 import type { StatefulSetState } from './pool-status.ts';

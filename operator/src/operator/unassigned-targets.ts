@@ -12,7 +12,7 @@ import { POSTGRES_TARGETS } from '../kube/resources.ts';
 import { selectPoolTargets } from '../controller/assignment.ts';
 import { findCondition, setCondition } from '../controller/conditions.ts';
 import type { Condition } from '../api/common.ts';
-import type { CacheReader } from './pool-reconciler.ts';
+import type { CacheReader } from './pool-pass.ts';
 import { mapLimit } from './map-limit.ts';
 
 /** The merge patch that marks `target` unassigned, or null when its status already says so. */

@@ -1,0 +1,43 @@
+/**
+ * The target-status phase of a pool reconcile: each selected target's shard, transport, rates
+ * and conditions (what `kubectl get postgrestargets` shows), written where they changed, a
+ * bounded number at a time.
+ */
+import type { CollectorShard } from '../api/collector-shard.ts';
+import { isKubeError } from '../kube/errors.ts';
+import { POSTGRES_TARGETS } from '../kube/resources.ts';
+import { mapLimit } from './map-limit.ts';
+import type { PoolPass } from './pool-pass.ts';
+import { desiredTargetStatus, targetStatusChanged } from './target-status.ts';
+
+export async function targetStatusPhase(pass: PoolPass): Promise<void> {
+  const { o, namespace } = pass;
+  const reported = reportedTargets(pass.existingShards);
+  const statusWrites = pass.selected.flatMap((target) => {
+    const assignment = pass.plan.targets.get(target.metadata.name);
+    if (assignment === undefined) return [];
+    const next = desiredTargetStatus(target, assignment, reported.get(target.metadata.name), pass.nowIso);
+    return targetStatusChanged(target, next) ? [{ target, next }] : [];
+  });
+  await mapLimit(statusWrites, o.statusConcurrency ?? 16, async ({ target, next }) => {
+    try {
+      await o.client.mergePatch(POSTGRES_TARGETS, namespace, target.metadata.name, { status: next }, 'status');
+    } catch (e) {
+      // Deleted since the cache was read: nothing to write.
+      if (!isKubeError(e, 'KUBE_NOT_FOUND')) throw e;
+    }
+  });
+  pass.writes += statusWrites.length;
+}
+
+type ReportedTarget = NonNullable<NonNullable<CollectorShard['status']>['targets']>[number];
+
+/** Each target's entry in the status of the shard that is assigned it now. */
+function reportedTargets(shards: readonly CollectorShard[]): Map<string, ReportedTarget> {
+  const out = new Map<string, ReportedTarget>();
+  for (const s of shards) {
+    const assigned = new Set(s.spec.targets.map((t) => t.name));
+    for (const t of s.status?.targets ?? []) if (assigned.has(t.name)) out.set(t.name, t);
+  }
+  return out;
+}
