@@ -65,7 +65,7 @@ export default tseslint.config(
       'collector/src/report/blocking-tree.ts', // buildBlockingForest(): one pass over the samples, property-tested as a whole
       'collector/src/follow/follower.ts', // readSegment(): the mailbox loop with its status lines and exit cases
       'operator/src/sharding/bounded-consistent-hashing.ts', // planBoundedAssignment(): the algorithm in one piece, as in the paper
-      'operator/src/controller/assignment.ts', // planPool(): to be cut with the reconcile phases (issue 17)
+      'operator/src/desired/assignment.ts', // planPool(): to be cut with the reconcile phases (issue 17)
       'operator/src/kube/client.ts', // createKubeClient(): a closure over every verb; to become a request core and verbs (issue 17)
       'collector/test/helpers/sshd.ts', 'collector/test/helpers/pg-cluster.ts', 'collector/test/helpers/log-server.ts',
       'operator/test/helpers/real-node.ts', 'operator/test/helpers/custom-metrics-server.ts', // start-ups of real servers: one sequence each
@@ -84,7 +84,7 @@ export default tseslint.config(
   {
     // Pure code: no I/O, no clock, no process. These folders are documented as pure
     // (docs/architecture.md); type-only imports of I/O packages are allowed.
-    files: ['collector/src/protocol/**/*.ts', 'collector/src/snapshot/**/*.ts', 'operator/src/controller/**/*.ts', 'operator/src/sharding/**/*.ts'],
+    files: ['collector/src/protocol/**/*.ts', 'collector/src/snapshot/**/*.ts', 'operator/src/desired/**/*.ts', 'operator/src/sharding/**/*.ts'],
     rules: {
       '@typescript-eslint/no-restricted-imports': ['error', {
         paths: ['fs', 'net', 'tls', 'http', 'https', 'http2', 'dgram', 'dns', 'child_process', 'worker_threads', 'cluster', 'readline', 'timers', 'fs/promises', 'timers/promises']

@@ -20,7 +20,7 @@
  * by stage: bench/ingest/cpu-profile.ts), so that the profiler's cost is in no other figure.
  * --tuned-for-limit runs every rate twice: with Node's defaults, and with the V8 heap sizes and
  * threadpool the operator gives a collector pod with that memory limit at that ingest rate
- * (operator/src/controller/tuning.ts), side by side. Each --node-options adds one more run per
+ * (operator/src/desired/tuning.ts), side by side. Each --node-options adds one more run per
  * rate with the collector's NODE_OPTIONS set to FLAGS (V8 flags to compare), each
  * --variant-args one with ARGS (space-separated) added to the collector's arguments (e.g. the
  * settings of an earlier version, `--ssh-window 2MiB --memory-budget 128MiB`). Everything started is stopped
@@ -38,7 +38,7 @@ import { measureRun, type RunResult } from './ingest/run.ts';
 import { startFleet, type Fleet } from './ingest/servers.ts';
 import { emptyEventTables, startBenchStore } from './ingest/store.ts';
 import { createCleanup } from './lib/cleanup.ts';
-import { computeTuning } from '../operator/src/controller/tuning.ts';
+import { computeTuning } from '../operator/src/desired/tuning.ts';
 
 const { values } = parseArgs({
   options: {

@@ -9,8 +9,8 @@ import { wholeNumberOption } from '../config/whole-number-option.ts';
 import { PglogError } from '../errors.ts';
 import { createLogger, parseLogLevelOption, type OptionLogLevel } from '../observability/logger.ts';
 import { createKubeClient } from '../../../operator/src/kube/client.ts';
-import { runOperator, type OperatorConfig } from '../../../operator/src/operator/run-operator.ts';
-import { imageAllowed, imageRepository, parseAllowedImages, parseNamespaceList } from '../../../operator/src/controller/pool-policy.ts';
+import { runOperator, type OperatorConfig } from '../../../operator/src/controller/run-operator.ts';
+import { imageAllowed, imageRepository, parseAllowedImages, parseNamespaceList } from '../../../operator/src/desired/pool-policy.ts';
 import { loadKubeAccess, parseKubeAccess, type KubeAccess } from '../cluster/kube-access.ts';
 
 export const OPERATOR_USAGE = `usage: pglog operator [OPTIONS]

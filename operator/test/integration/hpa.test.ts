@@ -26,7 +26,7 @@ import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import type { KubeClient, KubeObject, ResourceType } from '../../src/kube/client-types.ts';
 import { COLLECTOR_POOLS, COLLECTOR_SHARDS, PODS, STATEFUL_SETS } from '../../src/kube/resources.ts';
-import { METRICS_PORT } from '../../src/controller/pool-resources.ts';
+import { METRICS_PORT } from '../../src/desired/pool-resources.ts';
 import { startPostgres, type TestPostgres } from '../../../collector/test/helpers/postgres.ts';
 import type { ControlPlane } from '../helpers/control-plane.ts';
 import { aggregatorCerts, startCustomMetricsApi, type AggregatorCerts, type CustomMetricsApi, type MetricPod } from '../helpers/custom-metrics-server.ts';

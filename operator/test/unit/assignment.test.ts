@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import fc from 'fast-check';
 import type { CollectorShard } from '../../src/api/collector-shard.ts';
-import { epochFloor, planPool, type PoolPlan } from '../../src/controller/assignment.ts';
+import { epochFloor, planPool, type PoolPlan } from '../../src/desired/assignment.ts';
 import type { PostgresTarget } from '../../../collector/src/config/target-types.ts';
 import { samplePool, sampleShard, sampleTarget } from '../helpers/pool-fixtures.ts';
 

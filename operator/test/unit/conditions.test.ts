@@ -4,7 +4,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { Condition } from '../../src/api/common.ts';
-import { conditionsEqual, findCondition, semanticEqual, setCondition } from '../../src/controller/conditions.ts';
+import { conditionsEqual, findCondition, semanticEqual, setCondition } from '../../src/desired/conditions.ts';
 
 const T1 = '2026-11-23T10:00:00.000Z';
 const T2 = '2026-11-23T11:00:00.000Z';

@@ -6,11 +6,11 @@ import { describe, test } from 'node:test';
 import type { CollectorPool } from '../../src/api/collector-pool.ts';
 import type { ShardTargetStatus } from '../../src/api/collector-shard.ts';
 import type { TargetObject } from '../../src/api/target-object.ts';
-import { desiredPoolStatus } from '../../src/operator/pool-status.ts';
-import { desiredTargetStatus, roundRate, targetStatusChanged } from '../../src/operator/target-status.ts';
-import { desiredHash, withDesiredHash, DESIRED_HASH_ANNOTATION } from '../../src/operator/owned-objects.ts';
-import { mapLimit } from '../../src/operator/map-limit.ts';
-import { unassignedStatusPatch } from '../../src/operator/unassigned-targets.ts';
+import { desiredPoolStatus } from '../../src/desired/pool-status.ts';
+import { desiredTargetStatus, roundRate, targetStatusChanged } from '../../src/desired/target-status.ts';
+import { desiredHash, withDesiredHash, DESIRED_HASH_ANNOTATION } from '../../src/controller/owned-objects.ts';
+import { mapLimit } from '../../src/controller/map-limit.ts';
+import { unassignedStatusPatch } from '../../src/controller/unassigned-targets.ts';
 import type { KubeObject } from '../../src/kube/client-types.ts';
 
 const target = (status?: TargetObject['status']): TargetObject => ({

@@ -7,9 +7,9 @@ import { describe, it } from 'node:test';
 import {
   DEFAULT_COLLECTOR_RESOURCES, desiredHeadlessService, desiredPodDisruptionBudget, desiredStatefulSet, ownerReference,
   poolLabels, poolSelector, SERVICE_ACCOUNT_DIR, SERVICE_ACCOUNT_VOLUME, SSHPROXY_DIR, TERMINATION_GRACE_SECONDS, COLLECTOR_STOP_TIMEOUT_MS,
-} from '../../src/controller/pool-resources.ts';
+} from '../../src/desired/pool-resources.ts';
 import { samplePool } from '../helpers/pool-fixtures.ts';
-import type { Container } from '../../src/controller/workload-types.ts';
+import type { Container } from '../../src/desired/workload-types.ts';
 
 const OPTIONS = { defaultImage: 'ghcr.io/pglog/pglog:0.1.0', serviceAccountName: 'pglog-collector' };
 

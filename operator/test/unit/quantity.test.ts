@@ -3,7 +3,7 @@
 // else is CONFIG_INVALID.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { parseQuantity } from '../../src/controller/quantity.ts';
+import { parseQuantity } from '../../src/desired/quantity.ts';
 
 describe('parseQuantity', () => {
   it('reads binary suffixes as powers of 1024', () => {

@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import fc from 'fast-check';
 import type { PoolTransport } from '../../src/api/collector-pool.ts';
-import { chooseTransports, type TransportCandidate, type TransportChoice } from '../../src/controller/transport-choice.ts';
+import { chooseTransports, type TransportCandidate, type TransportChoice } from '../../src/desired/transport-choice.ts';
 
 const SETTINGS: PoolTransport = { promoteAboveBitsPerSecond: 1_250_000, demoteBelowBitsPerSecond: 750_000, minDwellSeconds: 60, proxyCapacityPerPod: 64 };
 const T0 = 1_800_000_000_000;

@@ -5,7 +5,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import fc from 'fast-check';
-import { autoSemiSpaceMiB, autoThreadpoolSize, computeTuning, type TuningInput } from '../../src/controller/tuning.ts';
+import { autoSemiSpaceMiB, autoThreadpoolSize, computeTuning, type TuningInput } from '../../src/desired/tuning.ts';
 
 const MiB = 2 ** 20;
 const GiB = 2 ** 30;

@@ -17,8 +17,8 @@ import type { OperatorMetrics } from './operator-metrics.ts';
 import { PoolReconciler, type PoolOutcome } from './pool-reconciler.ts';
 import type { EventSink } from './pool-pass.ts';
 import { reconcileUnassignedTargets } from './unassigned-targets.ts';
-import type { PoolPolicy } from '../controller/pool-policy.ts';
-import type { StatefulSetState } from './pool-status.ts';
+import type { PoolPolicy } from '../desired/pool-policy.ts';
+import type { StatefulSetState } from '../desired/pool-status.ts';
 
 export interface ControllerOptions {
   client: KubeClient;

@@ -10,10 +10,10 @@ import type { CollectorShard } from '../api/collector-shard.ts';
 import type { OwnerReference } from '../api/common.ts';
 import type { TargetObject } from '../api/target-object.ts';
 import type { KubeClient, KubeObject } from '../kube/client-types.ts';
-import type { PoolPlan } from '../controller/assignment.ts';
-import type { PolicyRefusal, PoolPolicy } from '../controller/pool-policy.ts';
+import type { PoolPlan } from '../desired/assignment.ts';
+import type { PolicyRefusal, PoolPolicy } from '../desired/pool-policy.ts';
 import type { OperatorMetrics } from './operator-metrics.ts';
-import type { PoolProblem, StatefulSetState } from './pool-status.ts';
+import type { PoolProblem, StatefulSetState } from '../desired/pool-status.ts';
 
 /** Reads of the informer caches. */
 export interface CacheReader<T> {

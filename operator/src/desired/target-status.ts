@@ -8,7 +8,7 @@ import type { Condition } from '../api/common.ts';
 import type { ShardTargetStatus } from '../api/collector-shard.ts';
 import { takesSnapshots, type PostgresTargetStatus } from '../../../collector/src/config/target-types.ts';
 import type { TargetObject } from '../api/target-object.ts';
-import { semanticEqual, setCondition } from '../controller/conditions.ts';
+import { semanticEqual, setCondition } from './conditions.ts';
 
 export interface TargetAssignment {
   shard: number;

@@ -5,8 +5,8 @@
  */
 import type { CollectorShard } from '../api/collector-shard.ts';
 import { COLLECTOR_SHARDS } from '../kube/resources.ts';
-import { semanticEqual } from '../controller/conditions.ts';
-import { poolLabels } from '../controller/pool-resources.ts';
+import { semanticEqual } from '../desired/conditions.ts';
+import { poolLabels } from '../desired/pool-resources.ts';
 import type { PoolPass } from './pool-pass.ts';
 
 export async function shardsPhase(pass: PoolPass): Promise<void> {

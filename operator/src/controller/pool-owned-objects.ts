@@ -6,7 +6,7 @@
  */
 import type { KubeObject } from '../kube/client-types.ts';
 import { POD_DISRUPTION_BUDGETS, SERVICES, STATEFUL_SETS } from '../kube/resources.ts';
-import { desiredHeadlessService, desiredPodDisruptionBudget, desiredStatefulSet } from '../controller/pool-resources.ts';
+import { desiredHeadlessService, desiredPodDisruptionBudget, desiredStatefulSet } from '../desired/pool-resources.ts';
 import { applyOwned, controlledBy, currentObject } from './owned-objects.ts';
 import type { PoolPass } from './pool-pass.ts';
 import { orInvalidSpec } from './pool-status-writer.ts';

@@ -9,10 +9,10 @@ import type { CollectorShard } from '../api/collector-shard.ts';
 import { isPglogError } from '../../../collector/src/errors.ts';
 import { TerminalError } from '../kube/controller-loop.ts';
 import { COLLECTOR_POOLS } from '../kube/resources.ts';
-import { semanticEqual } from '../controller/conditions.ts';
-import { poolSelector } from '../controller/pool-resources.ts';
+import { semanticEqual } from '../desired/conditions.ts';
+import { poolSelector } from '../desired/pool-resources.ts';
 import type { PoolMemory, PoolPass, PoolReconcilerOptions } from './pool-pass.ts';
-import { desiredPoolStatus, type PoolProblem, type StatefulSetState } from './pool-status.ts';
+import { desiredPoolStatus, type PoolProblem, type StatefulSetState } from '../desired/pool-status.ts';
 
 /** What the pool's status is built from. */
 export interface PoolStatusInput {

@@ -8,7 +8,7 @@ import { isKubeError } from '../kube/errors.ts';
 import { POSTGRES_TARGETS } from '../kube/resources.ts';
 import { mapLimit } from './map-limit.ts';
 import type { PoolPass } from './pool-pass.ts';
-import { desiredTargetStatus, targetStatusChanged } from './target-status.ts';
+import { desiredTargetStatus, targetStatusChanged } from '../desired/target-status.ts';
 
 export async function targetStatusPhase(pass: PoolPass): Promise<void> {
   const { o, namespace } = pass;

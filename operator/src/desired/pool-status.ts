@@ -5,7 +5,7 @@
 import type { Condition } from '../api/common.ts';
 import type { CollectorPool, CollectorPoolStatus, ShardLoad } from '../api/collector-pool.ts';
 import type { CollectorShard } from '../api/collector-shard.ts';
-import { setCondition } from '../controller/conditions.ts';
+import { setCondition } from './conditions.ts';
 
 export interface StatefulSetState {
   replicas?: number;

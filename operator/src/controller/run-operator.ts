@@ -13,7 +13,7 @@ import type { Logger } from '../../../collector/src/observability/logger.ts';
 import { startHttpServer } from '../../../collector/src/observability/http-server.ts';
 import { Controller } from './controller.ts';
 import { OperatorMetrics } from './operator-metrics.ts';
-import type { PoolPolicy } from '../controller/pool-policy.ts';
+import type { PoolPolicy } from '../desired/pool-policy.ts';
 
 export interface OperatorConfig {
   /** Namespace to watch; undefined: all namespaces. */
