@@ -65,7 +65,6 @@ export default tseslint.config(
       'collector/src/report/blocking-tree.ts', // buildBlockingForest(): one pass over the samples, property-tested as a whole
       'collector/src/follow/follower.ts', // readSegment(): the mailbox loop with its status lines and exit cases
       'operator/src/sharding/bounded-consistent-hashing.ts', // planBoundedAssignment(): the algorithm in one piece, as in the paper
-      'operator/src/desired/assignment.ts', // planPool(): to be cut with the reconcile phases (issue 17)
       'operator/src/kube/client.ts', // createKubeClient(): a closure over every verb; to become a request core and verbs (issue 17)
       'collector/test/helpers/sshd.ts', 'collector/test/helpers/pg-cluster.ts', 'collector/test/helpers/log-server.ts',
       'operator/test/helpers/real-node.ts', 'operator/test/helpers/custom-metrics-server.ts', // start-ups of real servers: one sequence each

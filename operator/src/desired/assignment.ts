@@ -152,7 +152,7 @@ function stableAssignment(shards: readonly string[], targets: readonly ShardingT
 }
 
 export function planPool(input: PlanInput): PoolPlan {
-  const { pool, nowMs } = input;
+  const { pool } = input;
   const poolName = pool.metadata.name;
   const replicas = pool.spec.replicas;
   if (!Number.isSafeInteger(replicas) || replicas < 0) throw new PglogError('CONFIG_INVALID', `spec.replicas must be a whole number >= 0, got ${replicas}`);
@@ -181,65 +181,88 @@ export function planPool(input: PlanInput): PoolPlan {
   const shards: PlannedShard[] = [];
   const loads: ShardLoad[] = [];
   perShard.forEach((members, index) => {
-    const candidates: TransportCandidate[] = members.map((t) => {
-      const owner = known.get(t.metadata.name)?.owner;
-      const stayed = owner?.index === index;
-      const rate = rateOf(t);
-      return {
-        name: t.metadata.name,
-        pinned: t.spec.transport,
-        // A moved target keeps its transport; its dwell restarts on the new shard (since null).
-        current: owner?.entry.transport ?? null,
-        since: stayed ? parseSince(owner.entry.transportSince) : null,
-        bitsPerSecond: rate === null ? null : rate * 8,
-      };
-    });
-    const choices = chooseTransports({ targets: candidates, settings: pool.spec.transport, nowMs });
-
-    const entries: ShardTarget[] = [];
-    let proxied = 0;
-    let weight = 0;
-    let ingest = 0;
-    let instances = 0;
-    let sqlSessions = 0;
-    for (const t of members) {
-      const name = t.metadata.name;
-      const k = known.get(name);
-      const owner = k?.owner;
-      const choice = choices.get(name)!;
-      entries.push({
-        name,
-        transport: choice.transport,
-        epoch: owner !== undefined && owner.index === index ? owner.entry.epoch : Math.max((k?.maxEpoch ?? 0) + 1, epochFloor(input.nowMs)),
-        transportSince: new Date(choice.since).toISOString(),
-      });
-      const rate = rateOf(t);
-      placements.set(name, { shard: index, transport: choice.transport, bytesPerSecond: rate });
-      if (choice.transport === 'proxy') proxied++;
-      weight += targetWeight({ name, bytesPerSecond: rate }, options);
-      ingest += rate ?? 0;
-      const streams = t.spec.collect.logs ? t.spec.instances.length : 0;
-      instances += streams;
-      const c = t.spec.collect;
-      if (c.activity || c.locks || c.statements) sqlSessions += t.spec.instances.length;
-    }
-    const tuning = computeTuning({
-      nodeTuning: pool.spec.nodeTuning,
-      memoryLimitBytes: memoryLimit,
-      inprocTargets: members.length - proxied,
-      proxyTargets: proxied,
-      instances,
-      sqlSessions,
-      ingestBytesPerSecond: ingest,
-      previousSemiSpaceMiB: input.shards.find((s) => s.spec.index === index)?.spec.tuning?.maxSemiSpaceSizeMiB,
-    });
-    shards.push({ name: shardNames[index]!, index, spec: { pool: poolName, index, targets: entries, tuning } });
-    loads.push({ index, targets: members.length, bytesPerSecond: weight, proxied });
+    const planned = planShard({ input, options, known, rateOf, memoryLimit, placements }, shardNames[index]!, index, members);
+    shards.push(planned.shard);
+    loads.push(planned.load);
   });
 
   return {
     shards,
     targets: new Map([...placements].sort(([a], [b]) => compareNames(a, b))),
     loads,
+  };
+}
+
+/** What planning each shard shares: the pool's input, sharding options and what the shards reported. */
+interface ShardContext {
+  input: PlanInput;
+  options: ShardingOptions;
+  known: ReturnType<typeof readExisting>;
+  rateOf: (t: PostgresTarget) => number | null;
+  memoryLimit: number | null;
+  /** Filled with each member's placement. */
+  placements: Map<string, TargetPlacement>;
+}
+
+/** One shard's spec (entries with transports and epochs, tuning) and load, from its members. */
+function planShard(ctx: ShardContext, shardNameOf: string, index: number, members: readonly PostgresTarget[]): { shard: PlannedShard; load: ShardLoad } {
+  const { input, options, known, rateOf, memoryLimit, placements } = ctx;
+  const { pool, nowMs } = input;
+  const poolName = pool.metadata.name;
+  const candidates: TransportCandidate[] = members.map((t) => {
+    const owner = known.get(t.metadata.name)?.owner;
+    const stayed = owner?.index === index;
+    const rate = rateOf(t);
+    return {
+      name: t.metadata.name,
+      pinned: t.spec.transport,
+      // A moved target keeps its transport; its dwell restarts on the new shard (since null).
+      current: owner?.entry.transport ?? null,
+      since: stayed ? parseSince(owner.entry.transportSince) : null,
+      bitsPerSecond: rate === null ? null : rate * 8,
+    };
+  });
+  const choices = chooseTransports({ targets: candidates, settings: pool.spec.transport, nowMs });
+
+  const entries: ShardTarget[] = [];
+  let proxied = 0;
+  let weight = 0;
+  let ingest = 0;
+  let instances = 0;
+  let sqlSessions = 0;
+  for (const t of members) {
+    const name = t.metadata.name;
+    const k = known.get(name);
+    const owner = k?.owner;
+    const choice = choices.get(name)!;
+    entries.push({
+      name,
+      transport: choice.transport,
+      epoch: owner !== undefined && owner.index === index ? owner.entry.epoch : Math.max((k?.maxEpoch ?? 0) + 1, epochFloor(input.nowMs)),
+      transportSince: new Date(choice.since).toISOString(),
+    });
+    const rate = rateOf(t);
+    placements.set(name, { shard: index, transport: choice.transport, bytesPerSecond: rate });
+    if (choice.transport === 'proxy') proxied++;
+    weight += targetWeight({ name, bytesPerSecond: rate }, options);
+    ingest += rate ?? 0;
+    const streams = t.spec.collect.logs ? t.spec.instances.length : 0;
+    instances += streams;
+    const c = t.spec.collect;
+    if (c.activity || c.locks || c.statements) sqlSessions += t.spec.instances.length;
+  }
+  const tuning = computeTuning({
+    nodeTuning: pool.spec.nodeTuning,
+    memoryLimitBytes: memoryLimit,
+    inprocTargets: members.length - proxied,
+    proxyTargets: proxied,
+    instances,
+    sqlSessions,
+    ingestBytesPerSecond: ingest,
+    previousSemiSpaceMiB: input.shards.find((s) => s.spec.index === index)?.spec.tuning?.maxSemiSpaceSizeMiB,
+  });
+  return {
+    shard: { name: shardNameOf, index, spec: { pool: poolName, index, targets: entries, tuning } },
+    load: { index, targets: members.length, bytesPerSecond: weight, proxied },
   };
 }
