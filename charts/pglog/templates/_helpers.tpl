@@ -41,7 +41,7 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 app.kubernetes.io/component: operator
 {{- end }}
 
-{{/* The collector pods of every pool: what operator/src/controller/pool-resources.ts puts on them. */}}
+{{/* The collector pods of every pool: what operator/src/desired/pool-resources.ts puts on them. */}}
 {{- define "pglog.collector.selectorLabels" -}}
 app.kubernetes.io/name: pglog
 app.kubernetes.io/component: collector
