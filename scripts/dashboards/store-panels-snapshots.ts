@@ -1,6 +1,7 @@
 // The store dashboard's panels on the SQL snapshots (docs/snapshots.md): blocking episodes and
 // blocked sessions, client sessions by state, and the pg_stat_database deltas (backends,
 // transactions, temporary bytes). Only the stable views are read (docs/store.md).
+import { blockingRootsCtes } from '../../collector/src/report/locks-query.ts';
 import { table, timeseries, type Section } from './grafana.ts';
 import { byDatabase, byTarget, inWindow } from './store-filters.ts';
 
@@ -25,24 +26,7 @@ export const blocking: Section = {
         + 'one root transaction blocking others over consecutive snapshots is one episode. Newest first; the root\'s user, database and statement '
         + 'from the activity snapshot. With databases selected, episodes in which a waiter was in one of them.',
       w: 16, h: 9,
-      sql: `WITH RECURSIVE e AS MATERIALIZED (
-  SELECT ts, target, instance, pid, blocking_pid, database, wait_ms
-    FROM pglog.blocking
-   WHERE $__timeFilter(ts) AND ${byTarget()}),
-roots AS (
-  SELECT DISTINCT e.ts, e.target, e.instance, e.blocking_pid AS root
-    FROM e
-   WHERE NOT EXISTS (SELECT 1 FROM e w WHERE w.ts = e.ts AND w.target = e.target AND w.instance = e.instance AND w.pid = e.blocking_pid)),
-reach (ts, target, instance, root, pid) AS (
-  SELECT ts, target, instance, root, root FROM roots
-  UNION
-  SELECT r.ts, r.target, r.instance, r.root, e.pid
-    FROM reach r JOIN e ON e.ts = r.ts AND e.target = r.target AND e.instance = r.instance AND e.blocking_pid = r.pid),
-per_snapshot AS (
-  SELECT r.ts, r.target, r.instance, r.root, count(DISTINCT e.pid) AS waiters, max(e.wait_ms) AS max_wait_ms,
-         bool_or(${byDatabase('e.database')}) AS in_database
-    FROM reach r JOIN e ON e.ts = r.ts AND e.target = r.target AND e.instance = r.instance AND e.pid = r.pid
-   GROUP BY r.ts, r.target, r.instance, r.root)
+      sql: `${blockingRootsCtes(`$__timeFilter(ts) AND ${byTarget()}`, `bool_or(${byDatabase('e.database')})`)}
 SELECT p.target, p.instance, p.root AS root_pid,
        min(p.ts) AS first_seen, max(p.ts) AS last_seen, count(*) AS snapshots,
        max(p.waiters) AS peak_waiters, max(p.max_wait_ms) AS max_wait_ms,

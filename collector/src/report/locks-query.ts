@@ -37,6 +37,37 @@ SELECT a.target, a.instance, a.pid, a.database, a.username, a.application, a.sta
 }
 
 /**
+ * The recursive part of blocking episodes, shared with the store dashboard
+ * (scripts/dashboards/store-panels-snapshots.ts): `WITH RECURSIVE` and the CTEs `e` (the
+ * blocking edges of the window: `edgesWhere` filters pglog.blocking), `roots` (blockers that
+ * wait for nobody in their snapshot), `reach` (every session below a root; UNION, so a cycle
+ * below a root ends) and `per_snapshot` (per snapshot and root: waiters, longest wait, and
+ * `inDatabase`, an aggregate over `e`, as in_database). The caller goes on with `, name AS (...)`
+ * or its final SELECT.
+ */
+export function blockingRootsCtes(edgesWhere: string, inDatabase: string): string {
+  return `WITH RECURSIVE e AS MATERIALIZED (
+    SELECT ts, target, instance, pid, blocking_pid, database, wait_ms
+      FROM pglog.blocking
+     WHERE ${edgesWhere}),
+  roots AS (
+    SELECT DISTINCT e.ts, e.target, e.instance, e.blocking_pid AS root
+      FROM e
+     WHERE NOT EXISTS (SELECT 1 FROM e w
+                        WHERE w.ts = e.ts AND w.target = e.target AND w.instance = e.instance AND w.pid = e.blocking_pid)),
+  reach (ts, target, instance, root, pid) AS (
+    SELECT ts, target, instance, root, root FROM roots
+    UNION
+    SELECT r.ts, r.target, r.instance, r.root, e.pid
+      FROM reach r JOIN e ON e.ts = r.ts AND e.target = r.target AND e.instance = r.instance AND e.blocking_pid = r.pid),
+  per_snapshot AS (
+    SELECT r.ts, r.target, r.instance, r.root, count(DISTINCT e.pid) AS waiters, max(e.wait_ms) AS max_wait_ms,
+           ${inDatabase} AS in_database
+      FROM reach r JOIN e ON e.ts = r.ts AND e.target = r.target AND e.instance = r.instance AND e.pid = r.pid
+     GROUP BY r.ts, r.target, r.instance, r.root)`;
+}
+
+/**
  * Blocking episodes in the window: per snapshot, each root (a blocker that waits for nobody
  * in that snapshot) with the sessions reachable below it (recursive; UNION, not UNION ALL,
  * so a cycle below a root ends), then grouped by (server, root pid, root's xact_start): one
@@ -58,25 +89,7 @@ export function episodesQuery(filter: SnapshotFilter): SqlQuery {
   }
   const inDatabase = filter.database === null ? 'true' : `bool_or(e.database = $${values.length})`;
   values.push(filter.limit);
-  const text = `WITH RECURSIVE e AS MATERIALIZED (
-    SELECT ts, target, instance, pid, blocking_pid, database, wait_ms
-      FROM pglog.blocking
-     WHERE ts >= $1 AND ts < $2${targetCondition}),
-  roots AS (
-    SELECT DISTINCT e.ts, e.target, e.instance, e.blocking_pid AS root
-      FROM e
-     WHERE NOT EXISTS (SELECT 1 FROM e w
-                        WHERE w.ts = e.ts AND w.target = e.target AND w.instance = e.instance AND w.pid = e.blocking_pid)),
-  reach (ts, target, instance, root, pid) AS (
-    SELECT ts, target, instance, root, root FROM roots
-    UNION
-    SELECT r.ts, r.target, r.instance, r.root, e.pid
-      FROM reach r JOIN e ON e.ts = r.ts AND e.target = r.target AND e.instance = r.instance AND e.blocking_pid = r.pid),
-  per_snapshot AS (
-    SELECT r.ts, r.target, r.instance, r.root, count(DISTINCT e.pid) AS waiters, max(e.wait_ms) AS max_wait_ms,
-           ${inDatabase} AS in_database
-      FROM reach r JOIN e ON e.ts = r.ts AND e.target = r.target AND e.instance = r.instance AND e.pid = r.pid
-     GROUP BY r.ts, r.target, r.instance, r.root),
+  const text = `${blockingRootsCtes(`ts >= $1 AND ts < $2${targetCondition}`, inDatabase)},
   episodes AS (
     SELECT p.target, p.instance, p.root, a.xact_start,
            min(p.ts) AS first_seen, max(p.ts) AS last_seen, count(*) AS snapshots,
