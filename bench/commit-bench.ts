@@ -26,7 +26,7 @@ import { parseArgs } from 'node:util';
 import pg from 'pg';
 import { Batcher, DEFAULT_BATCHER_OPTIONS } from '../collector/src/collect/batcher.ts';
 import { DEFAULT_STORE_CONNECTIONS } from '../collector/src/collect/collect-config.ts';
-import type { StatementEvent } from '../collector/src/protocol/events.ts';
+import type { StatementEvent } from '../collector/src/logformat/events.ts';
 import { StoreWriter } from '../collector/src/store/store-writer.ts';
 import type { SourceRef } from '../collector/src/store/store-writer.ts';
 import { startCluster } from '../collector/test/helpers/pg-cluster.ts';

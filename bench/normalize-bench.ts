@@ -11,7 +11,7 @@
 import { pathToFileURL } from 'node:url';
 import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
-import type * as Normalize from '../collector/src/protocol/normalize.ts';
+import type * as Normalize from '../collector/src/logformat/normalize/normalize.ts';
 import { pgbenchStatement } from './lib/pgbench-statements.ts';
 
 const { values } = parseArgs({
@@ -24,7 +24,7 @@ const { values } = parseArgs({
 const count = Number(values.count);
 const runs = Number(values.runs);
 const modulePath = values.module === undefined
-  ? new URL('../collector/src/protocol/normalize.ts', import.meta.url).href
+  ? new URL('../collector/src/logformat/normalize/normalize.ts', import.meta.url).href
   : pathToFileURL(resolve(values.module)).href;
 const { normalizeQuery, TemplateCache } = await import(modulePath) as typeof Normalize;
 

@@ -19,8 +19,8 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import type * as ParserModule from '../collector/src/parse/log-parser.ts';
-import type * as NormalizeModule from '../collector/src/protocol/normalize.ts';
+import type * as ParserModule from '../collector/src/logformat/log-parser.ts';
+import type * as NormalizeModule from '../collector/src/logformat/normalize/normalize.ts';
 import type * as CopyModule from '../collector/src/store/copy-binary.ts';
 import type * as RowsModule from '../collector/src/store/event-rows.ts';
 import type * as TablesModule from '../collector/src/store/event-tables.ts';
@@ -54,11 +54,11 @@ if (values.child !== undefined) {
 
 /** One stage of one checkout over the log: CPU ms of the second (warm) pass. */
 async function child(checkout: string, stage: Stage, logPath: string): Promise<{ cpuMs: number; events: number; bytes: number }> {
-  const { LogParser } = await import(join(checkout, 'collector/src/parse/log-parser.ts')) as typeof ParserModule;
+  const { LogParser } = await import(join(checkout, 'collector/src/logformat/log-parser.ts')) as typeof ParserModule;
   const { mapEvent, rowContext } = await import(join(checkout, 'collector/src/store/event-rows.ts')) as typeof RowsModule;
   const { CopyBinaryEncoder } = await import(join(checkout, 'collector/src/store/copy-binary.ts')) as typeof CopyModule;
   const { TABLES, EVENT_TABLES } = await import(join(checkout, 'collector/src/store/event-tables.ts')) as typeof TablesModule;
-  const { TemplateCache } = await import(join(checkout, 'collector/src/protocol/normalize.ts')) as typeof NormalizeModule;
+  const { TemplateCache } = await import(join(checkout, 'collector/src/logformat/normalize/normalize.ts')) as typeof NormalizeModule;
   const data = readFileSync(logPath);
   const templates = new TemplateCache();
   const source = { target: 'bench', instance: 'bench-0', file: 'postgresql.log' };

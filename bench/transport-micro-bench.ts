@@ -19,7 +19,7 @@
  * - FIFO: a separate shell (started by the measured process, as the collector starts its
  *   sshproxy sidecar) runs one `ssh` per stream with stdout redirected into a FIFO, which the
  *   measured process reads with openFifoReader (collector/src/transport/fifo-reader.ts).
- * Every chunk goes through one LineSplitter per stream (collector/src/protocol/line-splitter.ts).
+ * Every chunk goes through one LineSplitter per stream (collector/src/logformat/line-splitter.ts).
  *
  * Each transport and level runs in a child process of its own (this file with --child, as
  * bench/ssh-bench.ts does): its heap and JIT are its own. The child starts the streams, waits
@@ -104,7 +104,7 @@ function ownCpu(): number {
 }
 
 async function childMain(c: ChildConfig): Promise<ChildResult> {
-  const { LineSplitter } = await import('../collector/src/protocol/line-splitter.ts');
+  const { LineSplitter } = await import('../collector/src/logformat/line-splitter.ts');
   const { treeCpuSeconds } = await import('./transport/proc-cpu.ts');
   const { CLK_TCK } = await import('./ingest/proc-stats.ts');
   /** Busy CPU seconds of the whole machine without niced work (other jobs may run niced here). */

@@ -2,7 +2,7 @@
 // file the way `pglog parse` does (collector/src/parse/input.ts, 256 KiB chunks).
 import { PassThrough } from 'node:stream';
 import { readInput } from '../../collector/src/parse/input.ts';
-import { LineSplitter } from '../../collector/src/protocol/line-splitter.ts';
+import { LineSplitter } from '../../collector/src/logformat/line-splitter.ts';
 
 const file = process.argv[2]!;
 let lines = 0;

@@ -31,9 +31,9 @@ export type Stage = typeof STAGES[number];
 const RULES: ReadonlyArray<{ stage: Stage; url?: RegExp; fn?: RegExp }> = [
   { stage: 'GC', fn: /^\(garbage collector\)$/ },
   { stage: 'idle', fn: /^\((?:idle|program)\)$/ },
-  { stage: 'splitting', url: /\/protocol\/line-splitter\.ts$/ },
-  { stage: 'normalization', url: /\/protocol\/(?:normalize|sql-lexer|sql-scanner|sql-list-collapse|sql-template-cache)\.ts$/ },
-  { stage: 'parsing', url: /\/(?:protocol|parse)\/[^/]+(?:\/[^/]+)?\.ts$/ },
+  { stage: 'splitting', url: /\/logformat\/line-splitter\.ts$/ },
+  { stage: 'normalization', url: /\/logformat\/normalize\/[^/]+\.ts$/ },
+  { stage: 'parsing', url: /\/(?:logformat|parse)\/[^/]+(?:\/[^/]+)?\.ts$/ },
   { stage: 'batching', url: /\/collect\/batcher\.ts$/ },
   { stage: 'row encoding', url: /\/store\/(?:copy-binary|event-rows|text-clean|iso-time|quarantine)\.ts$/ },
   { stage: 'COPY and store', url: /\/store\/|\/node_modules\/(?:pg|pg-protocol|pg-pool|pg-types)\// },

@@ -1,6 +1,6 @@
 /**
  * What must hold for any log_line_prefix and any line given to the prefix compiler and
- * matcher (collector/src/protocol/prefix*.ts): the property checks of the prefix fuzz target,
+ * matcher (collector/src/logformat/prefix*.ts): the property checks of the prefix fuzz target,
  * also replayed by collector/test/unit/fuzz-regressions.test.ts.
  *
  * A fuzz input is the prefix, a NUL byte, and the line (without NUL: the whole input is the
@@ -17,7 +17,7 @@
  */
 import { isDeepStrictEqual } from 'node:util';
 import { isPglogError } from '../src/errors.ts';
-import { compilePrefix, type CompiledPrefix, type PrefixFields } from '../src/protocol/prefix.ts';
+import { compilePrefix, type CompiledPrefix, type PrefixFields } from '../src/logformat/prefix.ts';
 
 export class PrefixPropertyViolation extends Error {
   constructor(prefix: string, message: string) {

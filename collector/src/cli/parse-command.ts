@@ -8,14 +8,14 @@
 import type { Readable, Writable } from 'node:stream';
 import { parseCommandArgs } from './command-args.ts';
 import { isPglogError, PglogError } from '../errors.ts';
-import { canonicalEncoding, type EncodingConfig } from '../protocol/decode.ts';
-import { detectFormat, detectPrefix } from '../protocol/detect.ts';
-import { DEFAULT_MAX_ENTRY_BYTES } from '../protocol/line-splitter.ts';
-import { TemplateCache } from '../protocol/normalize.ts';
-import { compilePrefix } from '../protocol/prefix.ts';
-import { LOG_FORMATS, type LogFormat } from '../protocol/record.ts';
+import { canonicalEncoding, type EncodingConfig } from '../logformat/decode.ts';
+import { detectFormat, detectPrefix } from '../logformat/detect.ts';
+import { DEFAULT_MAX_ENTRY_BYTES } from '../logformat/line-splitter.ts';
+import { TemplateCache } from '../logformat/normalize/normalize.ts';
+import { compilePrefix } from '../logformat/prefix.ts';
+import { LOG_FORMATS, type LogFormat } from '../logformat/record.ts';
 import { inputName, readInput } from '../parse/input.ts';
-import { addCounters, LogParser, ZERO_COUNTERS, type ParseCounters } from '../parse/log-parser.ts';
+import { addCounters, LogParser, ZERO_COUNTERS, type ParseCounters } from '../logformat/log-parser.ts';
 import { SummaryBuilder } from '../parse/summary.ts';
 import { BufferedOutput } from './output.ts';
 

@@ -13,8 +13,8 @@
  * which is what makes a slow store pause the remote `tail` (the SSH window stays closed).
  */
 import { PglogError } from '../errors.ts';
-import type { PglogEvent } from '../protocol/events.ts';
-import { stringHeapBytes } from '../protocol/heap-bytes.ts';
+import type { PglogEvent } from '../logformat/events.ts';
+import { stringHeapBytes } from '../logformat/heap-bytes.ts';
 import { streamKeyOf, type BatchItem, type CommitResult, type SourceRef, type StoreBatch, type StorePosition } from '../store/store-writer.ts';
 import { backoffDelay, settleWithin } from '../time/retry.ts';
 

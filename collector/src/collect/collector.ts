@@ -23,7 +23,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Writable } from 'node:stream';
-import { TemplateCache } from '../protocol/normalize.ts';
+import { TemplateCache } from '../logformat/normalize/normalize.ts';
 import type { CollectorMetrics } from '../observability/metrics.ts';
 import type { Logger } from '../observability/logger.ts';
 import { streamKeyOf, StoreWriter, type StorePosition } from '../store/store-writer.ts';

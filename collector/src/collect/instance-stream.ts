@@ -19,12 +19,12 @@
  */
 import { isPglogError, PglogError } from '../errors.ts';
 import type { FollowedFile, FollowItem, FollowPosition } from '../follow/follower.ts';
-import { LogParser, type ParseCounters, type SlowEntry, ZERO_COUNTERS } from '../parse/log-parser.ts';
-import type { EncodingConfig } from '../protocol/decode.ts';
-import type { EventKind, PglogEvent } from '../protocol/events.ts';
-import type { TemplateCache } from '../protocol/normalize.ts';
+import { LogParser, type ParseCounters, type SlowEntry, ZERO_COUNTERS } from '../logformat/log-parser.ts';
+import type { EncodingConfig } from '../logformat/decode.ts';
+import type { EventKind, PglogEvent } from '../logformat/events.ts';
+import type { TemplateCache } from '../logformat/normalize/normalize.ts';
 import { isErrorSeverity, sqlstateClassOf, type SqlstateClass } from '../observability/sqlstate-class.ts';
-import type { LogFormat } from '../protocol/record.ts';
+import type { LogFormat } from '../logformat/record.ts';
 import type { StorePosition } from '../store/store-writer.ts';
 import type { Batcher } from './batcher.ts';
 import { backoffDelay } from '../time/retry.ts';

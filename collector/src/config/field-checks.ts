@@ -6,8 +6,8 @@
  */
 import { isIP } from 'node:net';
 import path from 'node:path';
-import { canonicalEncoding } from '../protocol/decode.ts';
-import { compilePrefix } from '../protocol/prefix.ts';
+import { canonicalEncoding } from '../logformat/decode.ts';
+import { compilePrefix } from '../logformat/prefix.ts';
 import { sshUserProblem } from '../sidecar/contract.ts';
 import { describe } from './field-path.ts';
 import type { FieldPath, Problem } from './field-path.ts';

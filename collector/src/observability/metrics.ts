@@ -10,7 +10,7 @@
  */
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { ErrorLabel } from '../errors.ts';
-import { EVENT_KINDS, type EventKind } from '../protocol/events.ts';
+import { EVENT_KINDS, type EventKind } from '../logformat/events.ts';
 import { EVENT_TABLES } from '../store/event-tables.ts';
 import { SnapshotMetrics } from './snapshot-metrics.ts';
 import type { SqlstateClass } from './sqlstate-class.ts';

@@ -6,10 +6,10 @@
  * log says. Beyond it, new templates share one overflow entry, new names one overflow
  * name, and tracked templates' percentiles use the samples that fit (histogram.ts).
  */
-import { EVENT_KINDS, type EventKind, type PglogEvent } from '../protocol/events.ts';
-import { stringHeapBytes } from '../protocol/heap-bytes.ts';
+import { EVENT_KINDS, type EventKind, type PglogEvent } from '../logformat/events.ts';
+import { stringHeapBytes } from '../logformat/heap-bytes.ts';
 import { DurationStats } from '../stats/histogram.ts';
-import type { ParseCounters } from './log-parser.ts';
+import type { ParseCounters } from '../logformat/log-parser.ts';
 import type { DurationSummary } from '../stats/duration-summary.ts';
 
 export const TOP_TEMPLATES = 50;

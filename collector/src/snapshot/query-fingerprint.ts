@@ -2,7 +2,7 @@
  * The template fingerprint of a query text from pg_stat_activity or pg_stat_statements: the
  * same normalizer and hash as the log parser, so snapshots join statements from the log.
  */
-import { fingerprintOf, normalizeQuery } from '../protocol/normalize.ts';
+import { fingerprintOf, normalizeQuery } from '../logformat/normalize/normalize.ts';
 
 /**
  * What pg_stat_activity shows instead of another role's query to a role without

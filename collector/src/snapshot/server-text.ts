@@ -12,7 +12,7 @@
  * and client encoding are both UTF8 (pglog's client encoding is UTF8; `sql.database` should
  * be a UTF8 database, as `postgres` normally is).
  */
-import { Decoder } from '../protocol/decode.ts';
+import { Decoder } from '../logformat/decode.ts';
 import type { Row } from './pg-values.ts';
 
 /** One Decoder per encoding name; an encoding the log decoder does not know decodes as UTF-8. */

@@ -5,7 +5,7 @@
  * microsecond; when the event has none (no timestamp, or one whose zone could not be
  * converted), ts is the time the collector read the entry and `ts_logged` keeps the text.
  */
-import type { PglogEvent } from '../protocol/events.ts';
+import type { PglogEvent } from '../logformat/events.ts';
 import { isoToMicros, msToMicros, type Micros } from './iso-time.ts';
 import { estimatedRowBytes, ROW_OVERHEAD } from './copy-stream.ts';
 import type { EventTable } from './event-tables.ts';

@@ -1,5 +1,5 @@
 /**
- * ISO 8601 timestamps as the parser writes them (protocol/timestamp.ts) → microseconds since
+ * ISO 8601 timestamps as the parser writes them (logformat/timestamp.ts) → microseconds since
  * 1970-01-01 UTC, exactly (pure): a number while that is a safe integer (years 1685 to 2255,
  * every real log), so no bigint is allocated per row; a bigint beyond. `Date.parse` keeps only milliseconds, and the
  * store keeps microseconds: `2024-01-02T03:04:05.123456+03:00` must arrive as ...123456, not

@@ -2,7 +2,7 @@
  * What the store writer takes and returns: shared by the writer, the batcher and the pure
  * row mapping. Re-exported by store-writer.ts, where callers import them from.
  */
-import type { PglogEvent } from '../protocol/events.ts';
+import type { PglogEvent } from '../logformat/events.ts';
 import type { TextRepairs } from './text-clean.ts';
 
 /** Where an event was read: a log file of a target's PostgreSQL instance. */

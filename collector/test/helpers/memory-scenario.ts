@@ -12,9 +12,9 @@
  * (distinct giant application and database names in csvlog rows), `pending` (one stderr entry
  * of millions of one-byte continuation lines, held until it ends).
  */
-import { LogParser, type LogParserOptions } from '../../src/parse/log-parser.ts';
+import { LogParser, type LogParserOptions } from '../../src/logformat/log-parser.ts';
 import { SummaryBuilder } from '../../src/parse/summary.ts';
-import { TemplateCache } from '../../src/protocol/normalize.ts';
+import { TemplateCache } from '../../src/logformat/normalize/normalize.ts';
 
 const [scenario, megabytes, cacheBytes, summaryBytes] = process.argv.slice(2);
 if (scenario === undefined) throw new Error('usage: memory-scenario.ts <scenario> <megabytes> <cache bytes> <summary bytes>');

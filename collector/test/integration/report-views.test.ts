@@ -5,7 +5,7 @@
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
-import type { PglogEvent } from '../../src/protocol/events.ts';
+import type { PglogEvent } from '../../src/logformat/events.ts';
 import { streamKeyOf } from '../../src/store/store-writer.ts';
 import type { SourceRef } from '../../src/store/store-writer.ts';
 import { parseChunks } from '../helpers/parse.ts';

@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import type pg from 'pg';
 import { isPglogError } from '../../src/errors.ts';
-import type { PglogEvent, StatementEvent } from '../../src/protocol/events.ts';
+import type { PglogEvent, StatementEvent } from '../../src/logformat/events.ts';
 import { streamKeyOf } from '../../src/store/store-writer.ts';
 import type { BatchItem, SourceRef, StoreBatch, StorePosition } from '../../src/store/store-writer.ts';
 import { parseChunks } from '../helpers/parse.ts';

@@ -3,13 +3,13 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { isPglogError } from '../../src/errors.ts';
-import { createAssembler } from '../../src/protocol/assembler.ts';
-import { CsvAssembler } from '../../src/protocol/csv-assembler.ts';
-import { JsonAssembler } from '../../src/protocol/json-assembler.ts';
-import { compilePrefix } from '../../src/protocol/prefix.ts';
-import type { LogRecord } from '../../src/protocol/record.ts';
-import { StderrAssembler } from '../../src/protocol/stderr-assembler.ts';
-import { SyslogAssembler } from '../../src/protocol/syslog-assembler.ts';
+import { createAssembler } from '../../src/logformat/assembler.ts';
+import { CsvAssembler } from '../../src/logformat/csv-assembler.ts';
+import { JsonAssembler } from '../../src/logformat/json-assembler.ts';
+import { compilePrefix } from '../../src/logformat/prefix.ts';
+import type { LogRecord } from '../../src/logformat/record.ts';
+import { StderrAssembler } from '../../src/logformat/stderr-assembler.ts';
+import { SyslogAssembler } from '../../src/logformat/syslog-assembler.ts';
 
 void describe('createAssembler', () => {
   void it('builds the assembler of each format', () => {

@@ -11,7 +11,7 @@ const frame = (functionName: string, url = ''): { functionName: string; url: str
 // root ─┬─ (idle)
 //       ├─ (garbage collector)
 //       ├─ commit (store/store-writer.ts) ── encodeRows (store/copy-binary.ts) ── writeBuffer (native)
-//       ├─ push (protocol/line-splitter.ts) ── indexOf (native)
+//       ├─ push (logformat/line-splitter.ts) ── indexOf (native)
 //       └─ tick (node:internal/timers) ── onData (node_modules/ssh2/lib/client.js) ── scan (protocol/event-parser.ts)
 const profile: CpuProfile = {
   nodes: [
@@ -21,11 +21,11 @@ const profile: CpuProfile = {
     { id: 4, callFrame: frame('commit', `file://${src}/store/store-writer.ts`), children: [5] },
     { id: 5, callFrame: frame('encodeRows', `file://${src}/store/copy-binary.ts`), children: [6] },
     { id: 6, callFrame: frame('writeBuffer') },
-    { id: 7, callFrame: frame('push', `file://${src}/protocol/line-splitter.ts`), children: [8] },
+    { id: 7, callFrame: frame('push', `file://${src}/logformat/line-splitter.ts`), children: [8] },
     { id: 8, callFrame: frame('indexOf') },
     { id: 9, callFrame: frame('listOnTimeout', 'node:internal/timers'), children: [10] },
     { id: 10, callFrame: frame('onData', 'file:///work/pglog/node_modules/ssh2/lib/client.js'), children: [11] },
-    { id: 11, callFrame: frame('scan', `file://${src}/protocol/event-parser.ts`) },
+    { id: 11, callFrame: frame('scan', `file://${src}/logformat/event-parser.ts`) },
   ],
   startTime: 1_000_000,
   endTime: 1_010_000,

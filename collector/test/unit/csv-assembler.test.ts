@@ -5,9 +5,9 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { assemble, checkChunking, checkGarbage, checkResume, fixture, plain } from '../fixtures/asm-harness.ts';
-import { createAssembler } from '../../src/protocol/assembler.ts';
-import { LineSplitter } from '../../src/protocol/line-splitter.ts';
-import type { LogRecord } from '../../src/protocol/record.ts';
+import { createAssembler } from '../../src/logformat/assembler.ts';
+import { LineSplitter } from '../../src/logformat/line-splitter.ts';
+import type { LogRecord } from '../../src/logformat/record.ts';
 
 const data = fixture('asm-csvlog.csv');
 const stderr = fixture('asm-stderr.log');

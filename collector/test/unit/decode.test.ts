@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import fc from 'fast-check';
 import iconv from 'iconv-lite';
-import { canonicalEncoding, Decoder, SUPPORTED_ENCODINGS } from '../../src/protocol/decode.ts';
+import { canonicalEncoding, Decoder, SUPPORTED_ENCODINGS } from '../../src/logformat/decode.ts';
 import { isPglogError } from '../../src/errors.ts';
 
 const HELLO = 'Привет, мир';

@@ -3,7 +3,7 @@
 // mid-row still recognized; the known prefixes (default, Debian's, pgBadger's, Amazon RDS) found.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { detectFormat, detectPrefix } from '../../src/protocol/detect.ts';
+import { detectFormat, detectPrefix } from '../../src/logformat/detect.ts';
 import { fixture } from '../fixtures/asm-harness.ts';
 
 function stderrSample(lines: string[]): Buffer {

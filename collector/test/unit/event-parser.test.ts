@@ -7,12 +7,12 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import fc from 'fast-check';
 import iconv from 'iconv-lite';
-import { Decoder, type EncodingConfig } from '../../src/protocol/decode.ts';
-import { EventParser } from '../../src/protocol/event-parser.ts';
-import { EVENT_KINDS, type PglogEvent } from '../../src/protocol/events.ts';
-import { parseStatementMessage } from '../../src/protocol/messages/statement.ts';
-import { fingerprintOf, normalizeQuery, TemplateCache } from '../../src/protocol/normalize.ts';
-import { emptyRecord, type LogRecord } from '../../src/protocol/record.ts';
+import { Decoder, type EncodingConfig } from '../../src/logformat/decode.ts';
+import { EventParser } from '../../src/logformat/event-parser.ts';
+import { EVENT_KINDS, type PglogEvent } from '../../src/logformat/events.ts';
+import { parseStatementMessage } from '../../src/logformat/messages/statement.ts';
+import { fingerprintOf, normalizeQuery, TemplateCache } from '../../src/logformat/normalize/normalize.ts';
+import { emptyRecord, type LogRecord } from '../../src/logformat/record.ts';
 
 const ENCODINGS: EncodingConfig = { defaultEncoding: 'UTF8', databases: { win: 'WIN1251', koi: 'KOI8R' } };
 

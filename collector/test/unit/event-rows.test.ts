@@ -3,8 +3,8 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
-import { EVENT_KINDS } from '../../src/protocol/events.ts';
-import type { PglogEvent, StatementEvent } from '../../src/protocol/events.ts';
+import { EVENT_KINDS } from '../../src/logformat/events.ts';
+import type { PglogEvent, StatementEvent } from '../../src/logformat/events.ts';
 import { CopyBinaryEncoder } from '../../src/store/copy-binary.ts';
 import { mapEvent, rowContext, TemplateSet } from '../../src/store/event-rows.ts';
 import { EVENT_TABLES, TABLES } from '../../src/store/event-tables.ts';

@@ -1,12 +1,12 @@
 /**
- * FieldCache (protocol/prefix-field-cache.ts): values made from a field's bytes are handed out
+ * FieldCache (logformat/prefix-field-cache.ts): values made from a field's bytes are handed out
  * again while the bytes repeat, from as many slots as the cache was given, and are always
  * equal to a fresh decoding.
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import fc from 'fast-check';
-import { FieldCache } from '../../src/protocol/prefix-field-cache.ts';
+import { FieldCache } from '../../src/logformat/prefix-field-cache.ts';
 
 const line = (...fields: string[]): { b: Buffer; at: Array<[number, number]> } => {
   const at: Array<[number, number]> = [];

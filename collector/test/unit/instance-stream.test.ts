@@ -8,7 +8,7 @@ import { Batcher } from '../../src/collect/batcher.ts';
 import { InstanceStream, type Follower } from '../../src/collect/instance-stream.ts';
 import { PglogError } from '../../src/errors.ts';
 import type { FollowedFile, FollowItem, FollowPosition } from '../../src/follow/follower.ts';
-import { TemplateCache } from '../../src/protocol/normalize.ts';
+import { TemplateCache } from '../../src/logformat/normalize/normalize.ts';
 import type { CommitResult, StoreBatch } from '../../src/store/store-writer.ts';
 
 const line = (n: number): string => `2026-11-23 07:20:${String(n % 60).padStart(2, '0')}.123 UTC [4242] app@bench LOG:  duration: 0.5 ms  statement: SELECT ${n}\n`;

@@ -5,7 +5,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import fc from 'fast-check';
-import { DEFAULT_MAX_ENTRY_BYTES, LineSplitter } from '../../src/protocol/line-splitter.ts';
+import { DEFAULT_MAX_ENTRY_BYTES, LineSplitter } from '../../src/logformat/line-splitter.ts';
 
 interface Line { text: string; offset: number; next: number; truncated: boolean }
 

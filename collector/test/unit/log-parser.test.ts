@@ -6,8 +6,8 @@ import { readFileSync } from 'node:fs';
 import { describe, test } from 'node:test';
 import fc from 'fast-check';
 import { parseChunks, UTF8_ONLY, type ParseSetup } from '../helpers/parse.ts';
-import { LogParser } from '../../src/parse/log-parser.ts';
-import type { PglogEvent } from '../../src/protocol/events.ts';
+import { LogParser } from '../../src/logformat/log-parser.ts';
+import type { PglogEvent } from '../../src/logformat/events.ts';
 
 const fixture = (name: string): Buffer => readFileSync(new URL(`../fixtures/${name}`, import.meta.url));
 

@@ -13,8 +13,8 @@ import { fileURLToPath } from 'node:url';
 import { describe, test } from 'node:test';
 import { promisify } from 'node:util';
 import { CollectorMetrics } from '../../src/observability/metrics.ts';
-import { DEFAULT_MAX_ENTRY_BYTES } from '../../src/protocol/line-splitter.ts';
-import { TemplateCache } from '../../src/protocol/normalize.ts';
+import { DEFAULT_MAX_ENTRY_BYTES } from '../../src/logformat/line-splitter.ts';
+import { TemplateCache } from '../../src/logformat/normalize/normalize.ts';
 
 const SCENARIO = fileURLToPath(new URL('../helpers/memory-scenario.ts', import.meta.url));
 const MiB = 1024 * 1024;

@@ -3,7 +3,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createCollectorMetrics } from '../../src/observability/metrics.ts';
-import { EVENT_KINDS } from '../../src/protocol/events.ts';
+import { EVENT_KINDS } from '../../src/logformat/events.ts';
 import { EVENT_TABLES } from '../../src/store/event-tables.ts';
 
 /** The value of one sample line, e.g. sample(text, 'pglog_read_bytes_total{target="a",instance="main"}'). */

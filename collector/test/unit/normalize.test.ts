@@ -5,7 +5,7 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import fc from 'fast-check';
-import { fingerprintOf, normalizeQuery, TemplateCache } from '../../src/protocol/normalize.ts';
+import { fingerprintOf, normalizeQuery, TemplateCache } from '../../src/logformat/normalize/normalize.ts';
 
 const fp = (sql: string): string => fingerprintOf(normalizeQuery(sql));
 

@@ -10,18 +10,18 @@ import assert from 'node:assert/strict';
 import { readdirSync, readFileSync } from 'node:fs';
 import { describe, test } from 'node:test';
 import fc from 'fast-check';
-import { LogParser } from '../../src/parse/log-parser.ts';
-import { Decoder } from '../../src/protocol/decode.ts';
-import { EventParser } from '../../src/protocol/event-parser.ts';
-import { parseCheckpoint } from '../../src/protocol/messages/checkpoint.ts';
-import { parseConnection, parseDisconnection } from '../../src/protocol/messages/connection.ts';
-import { lockTypeOf, parseDeadlockDetail, parseLockQueue, parseLockWait } from '../../src/protocol/messages/locks.ts';
-import { parseAutoanalyze, parseAutovacuum } from '../../src/protocol/messages/maintenance.ts';
-import { parsePlan } from '../../src/protocol/messages/plan.ts';
-import { parseStatementMessage, scanStatement, StatementSpans } from '../../src/protocol/messages/statement.ts';
-import { intList } from '../../src/protocol/messages/text.ts';
-import { emptyRecord, type LogFormat } from '../../src/protocol/record.ts';
-import { TemplateCache } from '../../src/protocol/sql-template-cache.ts';
+import { LogParser } from '../../src/logformat/log-parser.ts';
+import { Decoder } from '../../src/logformat/decode.ts';
+import { EventParser } from '../../src/logformat/event-parser.ts';
+import { parseCheckpoint } from '../../src/logformat/messages/checkpoint.ts';
+import { parseConnection, parseDisconnection } from '../../src/logformat/messages/connection.ts';
+import { lockTypeOf, parseDeadlockDetail, parseLockQueue, parseLockWait } from '../../src/logformat/messages/locks.ts';
+import { parseAutoanalyze, parseAutovacuum } from '../../src/logformat/messages/maintenance.ts';
+import { parsePlan } from '../../src/logformat/messages/plan.ts';
+import { parseStatementMessage, scanStatement, StatementSpans } from '../../src/logformat/messages/statement.ts';
+import { intList } from '../../src/logformat/messages/text.ts';
+import { emptyRecord, type LogFormat } from '../../src/logformat/record.ts';
+import { TemplateCache } from '../../src/logformat/normalize/sql-template-cache.ts';
 
 /** Bytes of the repeated part at the smaller size; the larger is GROWTH times it. */
 const BASE_BYTES = 960;
@@ -32,7 +32,7 @@ const MAX_RATIO = 4;
 const SAMPLE_MS = 1;
 const SAMPLES = 5;
 
-const SRC = new URL('../../src/protocol/', import.meta.url);
+const SRC = new URL('../../src/logformat/', import.meta.url);
 const sources = [
   ...readdirSync(new URL('messages/', SRC)).map((f) => readFileSync(new URL(`messages/${f}`, SRC), 'utf8')),
   readFileSync(new URL('event-parser.ts', SRC), 'utf8'),

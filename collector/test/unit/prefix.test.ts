@@ -6,9 +6,9 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import fc from 'fast-check';
 import { isPglogError } from '../../src/errors.ts';
-import { compilePrefix } from '../../src/protocol/prefix.ts';
-import type { PrefixFields } from '../../src/protocol/prefix.ts';
-import { SEVERITY_WORDS } from '../../src/protocol/severity.ts';
+import { compilePrefix } from '../../src/logformat/prefix.ts';
+import type { PrefixFields } from '../../src/logformat/prefix.ts';
+import { SEVERITY_WORDS } from '../../src/logformat/severity.ts';
 
 function blank(): PrefixFields {
   return {

@@ -6,7 +6,7 @@ import { test } from 'node:test';
 import fc from 'fast-check';
 import { tallyEvents } from '../../src/collect/instance-stream.ts';
 import { isErrorSeverity, SQLSTATE_CLASSES, sqlstateClassOf } from '../../src/observability/sqlstate-class.ts';
-import type { PglogEvent } from '../../src/protocol/events.ts';
+import type { PglogEvent } from '../../src/logformat/events.ts';
 
 test('known SQLSTATEs give their class; anything else other; none unknown', () => {
   assert.equal(sqlstateClassOf('40P01'), '40');

@@ -13,7 +13,7 @@ import { loadTargetsFile, parseTargetsFile } from '../../src/config/targets.ts';
 import { LOG_FORMATS, TRANSPORTS } from '../../src/config/target-types.ts';
 import type { PostgresInstance, PostgresTarget } from '../../src/config/target-types.ts';
 import { isPglogError } from '../../src/errors.ts';
-import { SUPPORTED_ENCODINGS } from '../../src/protocol/decode.ts';
+import { SUPPORTED_ENCODINGS } from '../../src/logformat/decode.ts';
 
 const FIXTURES = path.join(path.dirname(fileURLToPath(import.meta.url)), '..', 'fixtures');
 const fixture = (name: string): string => path.join(FIXTURES, name);

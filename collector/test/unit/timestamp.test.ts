@@ -4,7 +4,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import fc from 'fast-check';
-import { toIsoTimestamp } from '../../src/protocol/timestamp.ts';
+import { toIsoTimestamp } from '../../src/logformat/timestamp.ts';
 
 void test('UTC and GMT: Z, fraction kept as logged', () => {
   assert.equal(toIsoTimestamp('2024-01-02 03:04:05.123 UTC'), '2024-01-02T03:04:05.123Z');

@@ -13,13 +13,13 @@
  * to `onSlowEntry`. The parsers are linear, so a slow entry means a parser did not keep that
  * promise on some input: the count makes it visible instead of the collector just stalling.
  */
-import { createAssembler } from '../protocol/assembler.ts';
-import { Decoder, type EncodingConfig } from '../protocol/decode.ts';
-import { EventParser } from '../protocol/event-parser.ts';
-import type { PglogEvent } from '../protocol/events.ts';
-import { DEFAULT_MAX_ENTRY_BYTES, LineSplitter } from '../protocol/line-splitter.ts';
-import { TemplateCache } from '../protocol/normalize.ts';
-import type { EntryAssembler, LogFormat, LogRecord } from '../protocol/record.ts';
+import { createAssembler } from './assembler.ts';
+import { Decoder, type EncodingConfig } from './decode.ts';
+import { EventParser } from './event-parser.ts';
+import type { PglogEvent } from './events.ts';
+import { DEFAULT_MAX_ENTRY_BYTES, LineSplitter } from './line-splitter.ts';
+import { TemplateCache } from './normalize/normalize.ts';
+import type { EntryAssembler, LogFormat, LogRecord } from './record.ts';
 
 export interface LogParserOptions {
   format: LogFormat;
@@ -90,6 +90,8 @@ export class LogParser {
     this.format = options.format;
     this.decoder = new Decoder(options.encodings);
     this.events = new EventParser({ decoder: this.decoder, templates: options.templates ?? new TemplateCache() });
+    // The folder's one clock (a named exception to its purity rule): the per-entry budget's, which callers may inject.
+    // eslint-disable-next-line no-restricted-globals
     const clock = options.clock ?? performance.now.bind(performance);
     this.clock = clock;
     const budgetMs = options.entryBudgetMs ?? DEFAULT_ENTRY_BUDGET_MS;

@@ -25,7 +25,7 @@ import { parseAutoanalyze, parseAutovacuum } from './messages/maintenance.ts';
 import { parsePlan } from './messages/plan.ts';
 import { parseStatementMessage, SCAN_BIND, SCAN_NONE, SCAN_PARSE, SCAN_STATEMENT, scanStatement, StatementSpans } from './messages/statement.ts';
 import { startsWithBytes } from './messages/text.ts';
-import { TemplateCache } from './normalize.ts';
+import { TemplateCache } from './normalize/normalize.ts';
 import type { LogRecord } from './record.ts';
 import { toIsoTimestamp } from './timestamp.ts';
 
