@@ -163,6 +163,8 @@ export async function ensurePartitions(client: pg.ClientBase, day: string): Prom
 /** Drops the daily partitions that end on or before `day`; returns their names. */
 export async function dropPartitionsBefore(client: pg.ClientBase, day: string): Promise<string[]> {
   const res = await client.query<{ name: string }>('SELECT pglog.drop_partitions_before($1::date) AS name', [day]);
+  // The statement rollup (version 6) is kept as long as the statements it sums.
+  await client.query(`DELETE FROM pglog.statement_rollup_parts WHERE bucket < $1::date::timestamp AT TIME ZONE 'UTC'`, [day]);
   return res.rows.map((r) => r.name);
 }
 

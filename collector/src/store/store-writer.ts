@@ -7,6 +7,7 @@
  *   lock the claims of the batch's streams (FOR UPDATE, key order); a stream whose claim
  *     holds another epoch than the one given is fenced: none of its rows, not its position
  *   per event table: COPY ... FROM STDIN WITH (FORMAT binary)
+ *   the statement rollup of the rows stored (rollup.ts): COPY into statement_rollup_parts
  *   query templates, quarantine records, read positions (epoch-guarded): one statement
  *   COMMIT
  * When the server refuses a COPY for a reason in the data (SQLSTATE class 22, 23, 54), the
@@ -49,6 +50,7 @@ import { mapEvent, rowContext, tableOf } from './event-rows.ts';
 import type { MappedRow, RowContext } from './event-rows.ts';
 import { migrate } from './migrate.ts';
 import { encoderReason, quarantineRecord } from './quarantine.ts';
+import { ROLLUP_TABLE, StatementRollup } from './rollup.ts';
 import { SnapshotEncoders, writeEncodedSnapshot, writeSnapshotGroup } from './snapshot-writer.ts';
 import { copyLineOf, describeServerError, isDataRejection } from './sqlstate.ts';
 import {
@@ -104,6 +106,7 @@ export class StoreWriter {
   private readonly retentionDays: number | null;
   private readonly log: StoreLog;
   private readonly encoders: Readonly<Record<EventTable, CopyBinaryEncoder>>;
+  private readonly rollupEncoder = new CopyBinaryEncoder(ROLLUP_TABLE.types);
   private readonly snapshots = new SnapshotEncoders();
   private readonly pool: ConnectionPool;
   private closed = false;
@@ -246,12 +249,15 @@ export class StoreWriter {
       const mapping = rowContext(this.maxTextBytes);
       const result: CommitResult = { rows: {}, quarantined: 0, fenced, copyMs: 0, bytes: 0 };
       const quarantine: QuarantineRecord[] = [];
+      const rollup = new StatementRollup();
       for (const t of EVENT_TABLES) {
         const rows = byTable.get(t) ?? [];
         const refusedBefore = quarantine.length;
-        result.rows[t] = rows.length === 0 ? 0 : await this.copyTable(client, TABLES[t], rows, savepoints, mapping, result, quarantine);
+        result.rows[t] = rows.length === 0 ? 0 : await this.copyTable(client, TABLES[t], rows, savepoints, mapping, result, quarantine, t === 'statement_events' ? rollup : null);
         if (quarantine.length > refusedBefore) (result.quarantinedByTable ??= {})[t] = quarantine.length - refusedBefore;
       }
+      // Only rows the server accepted are in it: exactly once, like the rows themselves.
+      if (rollup.size > 0) await copyIn(client, ROLLUP_TABLE.copySql, [this.rollupEncoder.header(), this.rollupEncoder.encodeRows(rollup.rows()), this.rollupEncoder.trailer()]);
       const positions = batch.positions
         .filter((p) => !fencedKeys.has(streamKeyOf(p.target, p.instance)))
         .map((p) => ({ ...p, epoch: streams.get(streamKeyOf(p.target, p.instance))?.epoch ?? 0 }));
@@ -338,8 +344,11 @@ export class StoreWriter {
     return fenced;
   }
 
-  /** COPYs the rows of one table (with savepoints: bisecting out refused rows); returns the rows committed. */
-  private async copyTable(client: pg.Client, def: TableDef, rows: Pending[], savepoints: boolean, mapping: RowContext, result: CommitResult, quarantine: QuarantineRecord[]): Promise<number> {
+  /**
+   * COPYs the rows of one table (with savepoints: bisecting out refused rows); returns the rows
+   * committed. With `rollup`, the rows of each COPY the server accepted are added to it.
+   */
+  private async copyTable(client: pg.Client, def: TableDef, rows: Pending[], savepoints: boolean, mapping: RowContext, result: CommitResult, quarantine: QuarantineRecord[], rollup: StatementRollup | null): Promise<number> {
     const encoder = this.encoders[def.name];
     const unencodable = new Set<Pending>();
     const onUnencodable = (p: Pending, row: MappedRow, e: unknown): void => {
@@ -348,7 +357,7 @@ export class StoreWriter {
     };
     let committed = 0;
     const attempt = async (part: readonly Pending[]): Promise<Rejection | null> => {
-      const counted = { bytes: 0, rows: 0 };
+      const counted: Counted = { bytes: 0, rows: 0, rollup: rollup === null ? null : new StatementRollup() };
       if (savepoints) await client.query('SAVEPOINT pglog_copy');
       const started = performance.now();
       try {
@@ -364,6 +373,7 @@ export class StoreWriter {
       if (savepoints) await client.query('RELEASE SAVEPOINT pglog_copy');
       result.bytes += counted.bytes;
       committed += counted.rows;
+      if (counted.rollup !== null) rollup?.merge(counted.rollup);
       return null;
     };
     if (!savepoints) {
@@ -457,6 +467,9 @@ class RowsRefused extends Error {
  */
 interface Pending { item: BatchItem; row: MappedRow | null }
 
+/** What one COPY attempt sent: bytes, rows, and (statements) the rollup of the rows. */
+interface Counted { bytes: number; rows: number; rollup: StatementRollup | null }
+
 function rowOf(p: Pending, ctx: RowContext): MappedRow {
   p.row ??= mapEvent(p.item.source, p.item.event, p.item.readAt, ctx);
   return p.row;
@@ -476,7 +489,7 @@ function* encodeChunks(
   mapping: RowContext,
   skip: Set<Pending>,
   onUnencodable: (p: Pending, row: MappedRow, e: unknown) => void,
-  counted: { bytes: number; rows: number },
+  counted: Counted,
   keepRows: boolean,
 ): Generator<Buffer> {
   const header = encoder.header();
@@ -504,6 +517,7 @@ function* encodeChunks(
     try {
       data = encoder.encodeRows(values);
       counted.rows += chunk.length;
+      counted.rollup?.add(values);
     } catch (e) {
       if (!isPglogError(e) || e.code !== 'STORE_ENCODING') throw e;
       const parts: Buffer[] = [];
@@ -512,6 +526,7 @@ function* encodeChunks(
         try {
           parts.push(encoder.encodeRows([row.values]));
           counted.rows++;
+          counted.rollup?.add([row.values]);
         } catch (rowError) {
           if (!isPglogError(rowError) || rowError.code !== 'STORE_ENCODING') throw rowError;
           onUnencodable(p, row, rowError);

@@ -76,7 +76,7 @@ async function until(check: () => Promise<boolean>, what: string, limitMs = 60_0
 test('open() migrates and makes the partitions around today', TIMEOUT, async () => {
   const { db } = await freshStore();
   const versions = await db.query<{ version: number }>('SELECT version FROM pglog.schema_migrations ORDER BY version');
-  assert.deepEqual(versions.rows.map((r) => r.version), [1, 2, 3, 4, 5]);
+  assert.deepEqual(versions.rows.map((r) => r.version), [1, 2, 3, 4, 5, 6]);
   const today = new Date().toISOString().slice(0, 10).replaceAll('-', '');
   assert.equal(await count(db, `SELECT 1 FROM pg_class WHERE relname = $1`, [`statement_events_p${today}`]), 1);
 });
@@ -198,6 +198,41 @@ test('bisection: 1,000 rows with 3 the server refuses → 997 committed, 3 quara
   }
   assert.match(q.rows[3]?.reason ?? '', /^statement_events: STORE_ENCODING: column pid \(int4\)/);
   assert.equal(await positionOf(db, SRC), 100_100);
+  await db.query('ALTER TABLE pglog.statement_events DROP CONSTRAINT no_poison');
+});
+
+/** Per minute and key: calls, timed, total ms, max ms from the raw rows, and from the rollup's parts summed. */
+async function rollupVersusRows(db: pg.Client): Promise<{ rows: string[]; rollup: string[] }> {
+  const key = `to_char(bucket AT TIME ZONE 'UTC', 'HH24:MI') || ' ' || target || '/' || instance || ' ' || coalesce(database, '-') || ' ' || coalesce(fingerprint, '-')`;
+  const raw = await db.query<{ line: string }>(`SELECT ${key} || ' ' || calls || ' ' || timed || ' ' || round(total::numeric, 3) || ' ' || coalesce(mx::text, '-') AS line FROM (
+      SELECT date_bin('1 minute', ts, timestamptz 'epoch') AS bucket, target, instance, database, fingerprint, count(*) AS calls,
+             count(duration_ms) AS timed, coalesce(sum(duration_ms), 0) AS total, max(duration_ms) AS mx
+        FROM pglog.statements GROUP BY 1, 2, 3, 4, 5) x ORDER BY 1`);
+  const rolled = await db.query<{ line: string }>(`SELECT ${key} || ' ' || calls || ' ' || timed || ' ' || round(total::numeric, 3) || ' ' || coalesce(mx::text, '-') AS line FROM (
+      SELECT bucket, target, instance, database, fingerprint, sum(calls) AS calls, sum(timed) AS timed, sum(total_ms) AS total, max(max_ms) AS mx
+        FROM pglog.statement_rollup GROUP BY 1, 2, 3, 4, 5) x ORDER BY 1`);
+  return { rows: raw.rows.map((r) => r.line), rollup: rolled.rows.map((r) => r.line) };
+}
+
+test('the statement rollup counts exactly the rows stored: refused and unencodable rows are left out', TIMEOUT, async () => {
+  const { writer, db } = await freshStore();
+  await db.query(`ALTER TABLE pglog.statement_events ADD CONSTRAINT no_poison CHECK (query NOT LIKE '%POISON%')`);
+  const at = (i: number): string => new Date(Date.parse('2026-11-21T13:29:00Z') + i * 700).toISOString();
+  const events = Array.from({ length: 600 }, (_, i) => statement(i, {
+    ts: at(i), fingerprint: `fp-${i % 3}`, database: i % 7 === 0 ? null : 'app',
+    duration_ms: i % 5 === 0 ? null : 0.5 + i, ...(i === 10 || i === 333 ? { query: `SELECT 'POISON ${i}'` } : {}),
+  }));
+  events.push(statement(600, { ts: at(600), pid: 2 ** 40 }));
+  const res = await writer.commit(batchOf(SRC, events, 60_100), epochsOf());
+  assert.equal(res.quarantined, 3);
+  // A second batch of the same minutes from another stream: a second set of parts, summed.
+  await writer.commit(batchOf(SRC2, events.slice(0, 100), 10_000), epochsOf());
+  const { rows, rollup } = await rollupVersusRows(db);
+  assert.equal(await count(db, 'SELECT 1 FROM pglog.statement_events'), 697);
+  assert.ok(rows.length > 10, rows.join('\n'));
+  assert.deepEqual(rollup, rows);
+  // Histogram counts add up to the timed statements of each part.
+  assert.equal(await count(db, `SELECT 1 FROM pglog.statement_rollup WHERE (SELECT coalesce(sum(c), 0) FROM unnest(counts) c) <> timed`), 0);
   await db.query('ALTER TABLE pglog.statement_events DROP CONSTRAINT no_poison');
 });
 

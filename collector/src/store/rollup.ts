@@ -1,0 +1,128 @@
+/**
+ * The statement rollup of a batch (docs/store.md "Statement rollup", migration 0006): the
+ * statement rows a COPY stored, summed per minute and key (target, instance, database,
+ * fingerprint) with a fixed log-scale histogram of their durations, as rows for
+ * pglog.statement_rollup_parts. Pure: the writer feeds it the rows of each COPY that the
+ * server accepted, and COPYs its rows in the same transaction.
+ *
+ * Histogram bins: 0 holds durations up to BIN_BASE_MS, bin i >= 1 holds
+ * (BIN_BASE_MS * 2^((i-1)/4), BIN_BASE_MS * 2^(i/4)], MAX_BIN everything above. A bin stands
+ * for its geometric middle, so a percentile read from it is within 2^(1/8) - 1 (9.1 %) of the
+ * true one. pglog.duration_bin() in SQL computes the same bins the same way (ln / ln 2).
+ */
+import { table } from './event-tables.ts';
+import type { Micros } from './iso-time.ts';
+
+export const BIN_BASE_MS = 0.001;
+export const BINS_PER_DOUBLING = 4;
+export const MAX_BIN = 160;
+/** The largest relative error of a percentile read from the histogram: 2^(1/8) - 1. */
+export const MAX_PERCENTILE_ERROR = 2 ** (1 / (2 * BINS_PER_DOUBLING)) - 1;
+const MINUTE_MICROS = 60_000_000;
+
+export const ROLLUP_TABLE = table('statement_rollup_parts', [
+  ['bucket', 'timestamptz'], ['target', 'text'], ['instance', 'text'], ['database', 'text'], ['fingerprint', 'text'],
+  ['calls', 'int8'], ['timed', 'int8'], ['total_ms', 'float8'], ['max_ms', 'float8'], ['bins', 'int4[]'], ['counts', 'int4[]'],
+]);
+
+// Positions in a statement_events row (event-tables.ts STATEMENT_TABLE).
+const TS = 0, TARGET = 1, INSTANCE = 2, DATABASE = 3, DURATION = 7, FINGERPRINT = 8;
+
+/** The histogram bin of a duration in milliseconds. */
+export function durationBin(ms: number): number {
+  if (ms <= BIN_BASE_MS) return 0;
+  if (!Number.isFinite(ms)) return MAX_BIN;
+  return Math.min(MAX_BIN, Math.ceil(BINS_PER_DOUBLING * Math.log(ms / BIN_BASE_MS) / Math.LN2));
+}
+
+/** The duration a bin stands for: its geometric middle (bin 0: BIN_BASE_MS). */
+export function durationOfBin(bin: number): number {
+  return bin <= 0 ? BIN_BASE_MS : BIN_BASE_MS * 2 ** ((bin - 0.5) / BINS_PER_DOUBLING);
+}
+
+/**
+ * The q-quantile (0 < q <= 1) of a histogram: the value of the first bin (ascending) whose
+ * cumulative count reaches ceil(q * total), the nearest-rank rule; null when empty.
+ */
+export function histogramPercentile(bins: readonly number[], counts: readonly number[], q: number): number | null {
+  const order = bins.map((b, i) => [b, counts[i] ?? 0] as const).sort((a, b) => a[0] - b[0]);
+  const total = order.reduce((s, [, c]) => s + c, 0);
+  if (total === 0) return null;
+  const rank = Math.max(1, Math.ceil(q * total));
+  let seen = 0;
+  for (const [b, c] of order) {
+    seen += c;
+    if (seen >= rank) return durationOfBin(b);
+  }
+  return durationOfBin((order[order.length - 1] as readonly [number, number])[0]);
+}
+
+interface Part {
+  bucket: Micros; target: string; instance: string; database: string | null; fingerprint: string | null;
+  calls: number; timed: number; totalMs: number; maxMs: number | null; hist: Map<number, number>;
+}
+
+function minuteOf(ts: Micros): Micros {
+  if (typeof ts === 'bigint') {
+    const m = 60_000_000n;
+    const r = ((ts % m) + m) % m;
+    return ts - r;
+  }
+  return Math.floor(ts / MINUTE_MICROS) * MINUTE_MICROS;
+}
+
+/** Sums statement rows per minute and key. */
+export class StatementRollup {
+  private readonly parts = new Map<string, Part>();
+
+  /** Adds the rows (statement_events values, in STATEMENT_TABLE order) a COPY stored. */
+  add(rows: ReadonlyArray<readonly unknown[]>): void {
+    for (const v of rows) {
+      const bucket = minuteOf(v[TS] as Micros);
+      const target = v[TARGET] as string, instance = v[INSTANCE] as string;
+      const database = v[DATABASE] as string | null, fingerprint = v[FINGERPRINT] as string | null;
+      const key = `${String(bucket)}\u0000${target}\u0000${instance}\u0000${database ?? '\u0001'}\u0000${fingerprint ?? '\u0001'}`;
+      let p = this.parts.get(key);
+      if (p === undefined) {
+        p = { bucket, target, instance, database, fingerprint, calls: 0, timed: 0, totalMs: 0, maxMs: null, hist: new Map() };
+        this.parts.set(key, p);
+      }
+      p.calls++;
+      const ms = v[DURATION] as number | null;
+      if (ms === null || ms === undefined) continue;
+      p.timed++;
+      p.totalMs += ms;
+      if (p.maxMs === null || ms > p.maxMs) p.maxMs = ms;
+      const bin = durationBin(ms);
+      p.hist.set(bin, (p.hist.get(bin) ?? 0) + 1);
+    }
+  }
+
+  /** Adds another rollup's parts (the rows of a COPY attempt that the server accepted). */
+  merge(other: StatementRollup): void {
+    for (const [key, o] of other.parts) {
+      const p = this.parts.get(key);
+      if (p === undefined) {
+        this.parts.set(key, { ...o, hist: new Map(o.hist) });
+        continue;
+      }
+      p.calls += o.calls;
+      p.timed += o.timed;
+      p.totalMs += o.totalMs;
+      if (o.maxMs !== null && (p.maxMs === null || o.maxMs > p.maxMs)) p.maxMs = o.maxMs;
+      for (const [b, c] of o.hist) p.hist.set(b, (p.hist.get(b) ?? 0) + c);
+    }
+  }
+
+  get size(): number { return this.parts.size; }
+
+  /** The rows for pglog.statement_rollup_parts, in ROLLUP_TABLE order, bins ascending. */
+  rows(): unknown[][] {
+    const out: unknown[][] = [];
+    for (const p of this.parts.values()) {
+      const bins = [...p.hist.keys()].sort((a, b) => a - b);
+      out.push([p.bucket, p.target, p.instance, p.database, p.fingerprint, p.calls, p.timed, p.totalMs, p.maxMs, bins, bins.map((b) => p.hist.get(b) ?? 0)]);
+    }
+    return out;
+  }
+}
