@@ -12,6 +12,7 @@ import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import pg from 'pg';
 import { chromium } from 'playwright-core';
+import { fetchHtmlReport } from '../../src/report/html/fetch.ts';
 import type { HtmlReport } from '../../src/report/html/model.ts';
 import { runPglog } from '../helpers/cli.ts';
 import { HOSTILE_LITERAL, startReportScenario, type ReportScenario } from '../helpers/report-scenario.ts';
@@ -82,6 +83,39 @@ test('the report\'s totals equal the store\'s counts for the window and the chec
     assert.equal(seq.length, 1, 'one template for the seq load');
     assert.equal(seq[0]?.calls, scenario.check.expected);
     assert.equal(seq[0]?.calls, await n(`SELECT count(*) FROM pglog.statements WHERE ${win} AND query LIKE 'SELECT ''pglog-seq:${scenario.run}:%'`));
+  } finally {
+    await db.end();
+  }
+});
+
+test('over a window of whole-minute bins the report reads the statement rollup: the same counts, totals and ranking as from the rows', { timeout: 120_000 }, async () => {
+  const db = new pg.Client({ connectionString: scenario.storeUrl });
+  await db.connect();
+  try {
+    // Three hours before the run: bins of 2 minutes, so the rollup serves the whole minutes
+    // and the rows the partial minutes at the window's edges.
+    const filter = { since: new Date(scenario.since.getTime() - 3 * 3_600_000 + 12_345), until: scenario.until, target: null, database: null, limit: 50 };
+    const rolled = await fetchHtmlReport(db, filter, scenario.until.getTime(), undefined, { rollup: true });
+    const raw = await fetchHtmlReport(db, filter, scenario.until.getTime(), undefined, { rollup: false });
+    const parts = Number((await db.query<{ n: string }>('SELECT count(*) AS n FROM pglog.statement_rollup')).rows[0]?.n);
+    assert.ok(parts > 0, 'the collector wrote rollup rows');
+    assert.equal(rolled.overview.statements, raw.overview.statements);
+    assert.equal(rolled.overview.timed, raw.overview.timed);
+    assert.ok(Math.abs(rolled.overview.totalMs - raw.overview.totalMs) <= 1e-9 * raw.overview.totalMs);
+    assert.equal(rolled.overview.statements, report.overview.statements, 'the run is inside both windows');
+    assert.deepEqual(rolled.series.statements, raw.series.statements);
+    assert.deepEqual(rolled.targets.map((t) => [t.target, t.statements]), raw.targets.map((t) => [t.target, t.statements]));
+    const key = (t: HtmlReport['templates']['rows'][number]): string => `${t.target} ${t.database ?? '-'} ${t.fingerprint ?? '-'}`;
+    const byTotal = (r: HtmlReport): string[] => r.templates.rows.filter((t) => t.rank.total <= 10).sort((a, b) => a.rank.total - b.rank.total).map((t) => `${key(t)} ${t.calls} ${t.maxMs}`);
+    assert.deepEqual(byTotal(rolled), byTotal(raw));
+    assert.equal(rolled.templates.groups, raw.templates.groups);
+    for (const t of rolled.templates.rows) {
+      const exact = raw.templates.rows.find((r) => key(r) === key(t));
+      if (exact === undefined) continue;
+      assert.deepEqual(t.series.calls, exact.series.calls, key(t));
+      assert.ok(t.p95Ms !== null && t.p95Ms > 0 && t.p95Ms <= t.maxMs * 1.1, `${key(t)}: p95 ${t.p95Ms} max ${t.maxMs}`);
+      assert.ok(t.example !== null, `${key(t)} has its example`);
+    }
   } finally {
     await db.end();
   }

@@ -17,6 +17,7 @@ import {
   sessionsQuery, statementSeriesQuery, targetSeriesQuery, templateExamplesQuery, templatePlansQuery, templateSeriesQuery, templatesQuery,
   tempFileSizesQuery, tempFilesQuery, type HtmlFilter,
 } from './queries.ts';
+import { rollupServes, rollupStatementSeriesQuery, rollupTargetSeriesQuery, rollupTemplateSeriesQuery, rollupTemplatesQuery } from './queries-rollup.ts';
 
 /** work_mem of the report's transaction (SET LOCAL): what its sorts may use before spilling. */
 export const REPORT_WORK_MEM = '128MB';
@@ -24,8 +25,14 @@ export const REPORT_WORK_MEM = '128MB';
 /** How long each query took (`pglog report --html` does not ask; bench/report-bench.ts does). */
 export type QueryTimings = Array<{ query: string; ms: number }>;
 
-export async function fetchHtmlReport(client: pg.ClientBase, base: ReportFilter, now: number = Date.now(), timings?: QueryTimings): Promise<HtmlReport> {
+/**
+ * Windows whose bins are whole minutes read the statements' ranking and series from the
+ * statement rollup (queries-rollup.ts: p95/p50/p99 then within 9.1 %); `rollup: false` reads
+ * the rows for all of them (exact percentiles; tests compare the two).
+ */
+export async function fetchHtmlReport(client: pg.ClientBase, base: ReportFilter, now: number = Date.now(), timings?: QueryTimings, opts: { rollup?: boolean } = {}): Promise<HtmlReport> {
   const filter: HtmlFilter = { ...base, binMs: binWidthMs(base.since, base.until) };
+  const useRollup = opts.rollup !== false && rollupServes(filter.binMs);
   const bins = binCount(filter.since, filter.until, filter.binMs);
   const rows = async (q: { text: string; values: unknown[] }, name = 'query'): Promise<Row[]> => {
     const started = performance.now();
@@ -37,18 +44,18 @@ export async function fetchHtmlReport(client: pg.ClientBase, base: ReportFilter,
     // The percentiles sort every statement of the window: in memory, not in temporary files,
     // for this transaction only.
     await client.query(`SET LOCAL work_mem = '${REPORT_WORK_MEM}'`);
-    const st = statementSeries(await rows(statementSeriesQuery(filter), 'statement series'), bins, filter.binMs);
+    const st = statementSeries(await rows((useRollup ? rollupStatementSeriesQuery : statementSeriesQuery)(filter), 'statement series'), bins, filter.binMs);
     const ev = eventSeries(await rows(eventSeriesQuery(filter), 'event series'), bins);
     const er = errorSeries(await rows(errorSeriesQuery(filter), 'error series'), bins);
-    const tg = targetSeries(await rows(targetSeriesQuery(filter), 'target series'), bins, filter.binMs);
+    const tg = targetSeries(await rows((useRollup ? rollupTargetSeriesQuery : targetSeriesQuery)(filter), 'target series'), bins, filter.binMs);
     const perTarget = await rows(perTargetCountsQuery(filter), 'per-target counts');
 
-    const templateRows = await rows(templatesQuery(filter), 'templates');
+    const templateRows = await rows((useRollup ? rollupTemplatesQuery : templatesQuery)(filter), 'templates');
     const templates = templateRows.map((r) => templateFromRow(r, bins));
     if (templates.length > 0) {
       const keys = templateKeys(templates);
       const fingerprints = [...new Set(templates.map((t) => t.fingerprint).filter((f): f is string => f !== null))];
-      attachTemplateDetails(templates, await rows(templateExamplesQuery(filter, keys), 'template examples'), await rows(templateSeriesQuery(filter, keys), 'template series'),
+      attachTemplateDetails(templates, await rows(templateExamplesQuery(filter, keys), 'template examples'), await rows((useRollup ? rollupTemplateSeriesQuery : templateSeriesQuery)(filter, keys), 'template series'),
         await rows(templatePlansQuery(filter, fingerprints), 'template plans'), bins);
     }
     const errorRows = await rows(errorsQuery(filter), 'errors');
