@@ -34,7 +34,7 @@ test('bins: a round width, at most MAX_BINS over the window', () => {
 function model(): HtmlReport {
   const zeros = [0, 0];
   return {
-    meta: { since: 0, until: 2000, binMs: 1000, bins: 2, target: HOSTILE, database: null, limit: 20, generatedAt: 0 },
+    meta: { since: 0, until: 2000, binMs: 1000, bins: 2, target: HOSTILE, database: null, limit: 20, generatedAt: 0, percentiles: 'exact' },
     overview: { statements: 1, timed: 1, totalMs: 1, meanMs: 1, errors: 1, lockWaits: 0, deadlocks: 0, connections: 0, disconnections: 0,
       tempFiles: 0, tempBytes: 0, checkpoints: 0, autovacuum: 0, autoanalyze: 0, peakQps: 1, peakQpsAt: 0, peakErrorsPerS: 1 },
     targets: [{ target: HOSTILE, statements: 1, totalMs: 1, counts: {} }],
@@ -65,6 +65,17 @@ test('renderHtml: every section, hostile texts only escaped, the data element cl
   assert.equal(html.split('</script>').length - 1, 3, 'the data, uPlot and the page script: three script elements end');
   assert.ok(html.includes('&lt;/script&gt;&lt;script&gt;alert(1)'));
   assert.throws(() => renderHtml(model(), { uplotJs: '</script>', uplotCss: '', clientJs: '', css: '' }), (e) => isPglogError(e));
+});
+
+test('renderHtml: percentiles read from the statement rollup\'s histogram are marked approximate, exact ones are not', () => {
+  const assets = { uplotJs: '/*u*/', uplotCss: '', clientJs: '/*c*/', css: '' };
+  const exact = renderHtml(model(), assets);
+  assert.doesNotMatch(exact, /within 9\.1 %/);
+  const m = model();
+  m.meta.percentiles = 'histogram';
+  const approx = renderHtml(m, assets);
+  assert.match(approx, /Duration percentiles \(ms\): p50, p95, p99 \(from the statement rollup&#39;s histogram: within 9\.1 %\)|Duration percentiles \(ms\): p50, p95, p99 \(from the statement rollup's histogram: within 9\.1 %\)/);
+  assert.equal((approx.match(/within 9\.1 %/g) ?? []).length, 5, 'the percentile chart and the four template rankings');
 });
 
 test('--html FILE and --format html|json|text; one output option only', () => {

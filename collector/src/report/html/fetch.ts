@@ -79,7 +79,7 @@ export async function fetchHtmlReport(client: pg.ClientBase, base: ReportFilter,
     const errorsTotal = er.totals.reduce((a, t) => a + t.count, 0);
     const t = ev.totals;
     const report: HtmlReport = {
-      meta: metaOf(filter, now),
+      meta: metaOf(filter, now, useRollup ? 'histogram' : 'exact'),
       overview: {
         ...st.totals,
         peakQpsAt: st.totals.peakQpsAt === null ? null : filter.since.getTime() + st.totals.peakQpsAt * filter.binMs,

@@ -87,7 +87,11 @@ export interface Deadlock {
 export interface Listed<T> { rows: T[]; groups: number }
 
 export interface HtmlReport {
-  meta: { since: number; until: number; binMs: number; bins: number; target: string | null; database: string | null; limit: number; generatedAt: number };
+  meta: {
+    since: number; until: number; binMs: number; bins: number; target: string | null; database: string | null; limit: number; generatedAt: number;
+    /** 'histogram': p50/p95/p99 read from the statement rollup's histogram (within 9.1 %); 'exact': percentile_cont over the rows. */
+    percentiles: 'exact' | 'histogram';
+  };
   overview: Overview;
   targets: TargetRow[];
   series: Record<string, Array<number | null>>;
@@ -273,9 +277,9 @@ export function sizeClasses(rows: readonly Row[]): number[] {
   return out;
 }
 
-export function metaOf(filter: HtmlFilter, generatedAt: number): HtmlReport['meta'] {
+export function metaOf(filter: HtmlFilter, generatedAt: number, percentiles: HtmlReport['meta']['percentiles'] = 'exact'): HtmlReport['meta'] {
   return {
     since: filter.since.getTime(), until: filter.until.getTime(), binMs: filter.binMs, bins: binCount(filter.since, filter.until, filter.binMs),
-    target: filter.target, database: filter.database, limit: filter.limit, generatedAt,
+    target: filter.target, database: filter.database, limit: filter.limit, generatedAt, percentiles,
   };
 }

@@ -99,13 +99,18 @@ ${table('targets-table', columns, r.targets, { column: 1, dir: 'desc' })}
 </section>`;
 }
 
+/** Where a percentile is read from the statement rollup's histogram, the title says so. */
+function approximate(r: HtmlReport): string {
+  return r.meta.percentiles === 'histogram' ? ' (from the statement rollup\'s histogram: within 9.1 %)' : '';
+}
+
 function statementSection(r: HtmlReport): string {
   const s = r.series;
   const has = anyPoint(s.qps ?? []);
   return `<section id="statements"><h2>Statements over time</h2>
 <div class="charts">
 ${chart('qps', 'Statements per second', has)}
-${chart('percentiles', 'Duration percentiles (ms): p50, p95, p99', anyPoint(s.p50 ?? [], s.p95 ?? [], s.p99 ?? []))}
+${chart('percentiles', `Duration percentiles (ms): p50, p95, p99${approximate(r)}`, anyPoint(s.p50 ?? [], s.p95 ?? [], s.p99 ?? []))}
 ${r.targetSeries.targets.length > 1 ? chart('target-qps', 'Statements per second by target', has) : ''}
 </div></section>`;
 }
@@ -137,7 +142,7 @@ function templateSection(r: HtmlReport): string {
   const tables = RANKINGS.map((k, i) => {
     const rows = r.templates.rows.filter((t) => t.rank[k.key] <= limit).sort((a, b) => a.rank[k.key] - b.rank[k.key]);
     return `<div class="tab-panel" id="templates-${k.key}"${i === 0 ? '' : ' hidden'}>
-<p class="sort">sorted ${esc(k.title)}, largest first; click a row for its template, example, plan and series</p>
+<p class="sort">sorted ${esc(k.title)}, largest first; click a row for its template, example, plan and series${esc(approximate(r))}</p>
 ${table(`templates-${k.key}-table`, templateColumns(), rows, { column: k.column, dir: 'desc' }, (t) => `class="drill-row" data-template="${esc(t.id)}" tabindex="0"`)}
 </div>`;
   }).join('\n');
