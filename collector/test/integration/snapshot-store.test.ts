@@ -72,7 +72,7 @@ const NO_EPOCHS = new Map<string, number>([[streamKeyOf('db1', 'main'), 0]]);
 
 test('migration 3 on a fresh store: the snapshot tables are partitioned, the views have their columns', TIMEOUT, async () => {
   const { db } = await freshStore();
-  assert.deepEqual(await versions(db), [1, 2, 3, 4, 5]);
+  assert.deepEqual(await versions(db), [1, 2, 3, 4, 5, 6]);
   for (const t of SNAPSHOT_TABLES) {
     const kind = await db.query<{ relkind: string }>(`SELECT relkind::text FROM pg_class WHERE oid = $1::regclass`, [`pglog.${t}`]);
     assert.equal(kind.rows[0]?.relkind, 'p', `${t} is partitioned`);
@@ -97,11 +97,11 @@ test('migration 3 on a store at version 2: applied alone, events and their parti
   // The store as pglog left it before migration 3: migrations 1 and 2 only, events in it.
   const v2 = mkdtempSync(join(tmpdir(), 'pglog-mig-v2-'));
   tempDirs.push(v2);
-  cpSync(DEFAULT_MIGRATIONS_DIR, v2, { recursive: true, filter: (src) => !/000[345]_\w+\.sql$/.test(src) });
+  cpSync(DEFAULT_MIGRATIONS_DIR, v2, { recursive: true, filter: (src) => !/000[3-9]_\w+\.sql$/.test(src) });
   // Migration 3 alone on top of it (later migrations come with the writer below).
   const v3 = mkdtempSync(join(tmpdir(), 'pglog-mig-v3-'));
   tempDirs.push(v3);
-  cpSync(DEFAULT_MIGRATIONS_DIR, v3, { recursive: true, filter: (src) => !/000[45]_\w+\.sql$/.test(src) });
+  cpSync(DEFAULT_MIGRATIONS_DIR, v3, { recursive: true, filter: (src) => !/000[4-9]_\w+\.sql$/.test(src) });
   assert.deepEqual((await migrate(c, { migrationsDir: v2 })).current, 2);
   await c.query(`SELECT pglog.ensure_partitions(DATE '2026-11-21', 2)`);
   await c.query(`INSERT INTO pglog.statement_events (ts, target, instance, pid, duration_ms, fingerprint, query, protocol, file, file_offset)
@@ -120,6 +120,8 @@ test('migration 3 on a store at version 2: applied alone, events and their parti
   const writer = await openWriter(name);
   await writer.writeSnapshot(activitySnapshot());
   assert.equal(await count(c, 'SELECT 1 FROM pglog.activity_samples_p20261121'), 3);
+  // Migration 6 rolled up the statement stored before it.
+  assert.equal(await count(c, `SELECT 1 FROM pglog.statement_rollup WHERE bucket = '2026-11-21T10:00:00Z' AND calls = 1 AND timed = 1 AND total_ms = 1.5 AND bins = ARRAY[pglog.duration_bin(1.5)]`), 1);
 });
 
 test('a snapshot, a statistics snapshot and a failed run read back through the views with their exact values', TIMEOUT, async () => {
