@@ -1,11 +1,13 @@
 // Nothing lost, nothing twice when the collector is SIGKILLed again and again under load,
 // while PostgreSQL rotates its log by size every few seconds: every restart resumes from the
-// offsets committed with the events, across file switches it never saw happen.
+// offsets committed with the events, across file switches it never saw happen; the statement
+// rollup committed with them counts each stored statement once as well.
 import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
+import pg from 'pg';
 import { checkStore, formatCheck } from '../helpers/checker.ts';
 import { startCollector, waitFor, writeTargetsFile, type CollectorProcess } from '../helpers/collector-process.ts';
 import { startLogServer, type LogServer } from '../helpers/log-server.ts';
@@ -86,5 +88,18 @@ describe('pglog collect SIGKILLed repeatedly under load, with size-based log rot
     const stopped = await collector.stop();
     assert.equal(stopped.code, 0);
     collector = null;
+    // The statement rollup, written in each batch's transaction, holds every stored row once too.
+    const db = new pg.Client({ connectionString: store.url });
+    await db.connect();
+    try {
+      const lines = async (sql: string): Promise<string[]> => (await db.query<{ l: string }>(`SELECT concat_ws(' ', bucket, target, instance, database, fingerprint, calls, timed) AS l FROM (${sql}) x ORDER BY 1`)).rows.map((x) => x.l);
+      const rows = await lines(`SELECT date_bin('1 minute', ts, timestamptz 'epoch') AS bucket, target, instance, database, fingerprint, count(*) AS calls, count(duration_ms) AS timed
+                                  FROM pglog.statements GROUP BY 1, 2, 3, 4, 5`);
+      assert.ok(rows.length > 0);
+      assert.deepEqual(await lines(`SELECT bucket, target, instance, database, fingerprint, sum(calls) AS calls, sum(timed) AS timed
+                                      FROM pglog.statement_rollup GROUP BY 1, 2, 3, 4, 5`), rows);
+    } finally {
+      await db.end();
+    }
   });
 });
