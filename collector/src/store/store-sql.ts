@@ -173,3 +173,41 @@ export function compareKeys(a: { target: string; instance: string }, b: { target
   if (a.instance !== b.instance) return a.instance < b.instance ? -1 : 1;
   return 0;
 }
+
+/**
+ * Compacts the statement rollup's parts (docs/store.md "Statement rollup"): every (bucket, key)
+ * in [from, to) with more than one part becomes one row, its sums and its histogram merged, in
+ * one statement (deleted and inserted together). Batches only ever append, so a part committed
+ * meanwhile is left for the next run; readers sum parts, so they see the same totals before
+ * and after. Keys are matched on coalesce(..., '') to let the planner hash: deleting a key's
+ * parts that needed no compaction is harmless, they are put back summed by their real key.
+ * Returns the parts removed and the rows that replaced them.
+ */
+export async function compactRollup(client: pg.ClientBase, from: Date, to: Date): Promise<{ removed: number; inserted: number }> {
+  const key = 'bucket, target, instance, database, fingerprint';
+  const same = (a: string, b: string): string => `${a}.bucket = ${b}.bucket AND ${a}.target = ${b}.target AND ${a}.instance = ${b}.instance
+       AND coalesce(${a}.database, '') = coalesce(${b}.database, '') AND (${a}.database IS NULL) = (${b}.database IS NULL)
+       AND coalesce(${a}.fingerprint, '') = coalesce(${b}.fingerprint, '') AND (${a}.fingerprint IS NULL) = (${b}.fingerprint IS NULL)`;
+  const res = await client.query<{ removed: string; inserted: string }>(
+    `WITH k AS (
+       SELECT ${key} FROM pglog.statement_rollup_parts WHERE bucket >= $1 AND bucket < $2 GROUP BY ${key} HAVING count(*) > 1
+     ), gone AS (
+       DELETE FROM pglog.statement_rollup_parts p USING k WHERE ${same('p', 'k')} RETURNING p.*
+     ), h AS (
+       SELECT ${key}, b, sum(c)::int4 AS c FROM gone, unnest(bins, counts) AS u(b, c) GROUP BY ${key}, b
+     ), hb AS (
+       SELECT ${key}, array_agg(b ORDER BY b) AS bins, array_agg(c ORDER BY b) AS counts FROM h GROUP BY ${key}
+     ), s AS (
+       SELECT ${key}, sum(calls) AS calls, sum(timed) AS timed, sum(total_ms) AS total_ms, max(max_ms) AS max_ms FROM gone GROUP BY ${key}
+     ), ins AS (
+       INSERT INTO pglog.statement_rollup_parts (${key}, calls, timed, total_ms, max_ms, bins, counts)
+       SELECT s.bucket, s.target, s.instance, s.database, s.fingerprint, s.calls, s.timed, s.total_ms, s.max_ms,
+              coalesce(hb.bins, '{}'), coalesce(hb.counts, '{}')
+         FROM s LEFT JOIN hb ON ${same('hb', 's')}
+       RETURNING 1
+     )
+     SELECT (SELECT count(*) FROM gone) AS removed, (SELECT count(*) FROM ins) AS inserted`,
+    [from, to],
+  );
+  return { removed: Number(res.rows[0]?.removed ?? 0), inserted: Number(res.rows[0]?.inserted ?? 0) };
+}

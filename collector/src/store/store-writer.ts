@@ -54,7 +54,7 @@ import { ROLLUP_TABLE, StatementRollup } from './rollup.ts';
 import { SnapshotEncoders, writeEncodedSnapshot, writeSnapshotGroup } from './snapshot-writer.ts';
 import { copyLineOf, describeServerError, isDataRejection } from './sqlstate.ts';
 import {
-  claimEpoch, claimNext, compareKeys, dropPartitionsBefore, ensurePartitions, finishBatch, insertMissingClaims,
+  claimEpoch, claimNext, compactRollup, compareKeys, dropPartitionsBefore, ensurePartitions, finishBatch, insertMissingClaims,
   insertStartPosition, lockClaims, readPosition,
 } from './store-sql.ts';
 import type { QuarantineRecord, StreamEpoch } from './store-sql.ts';
@@ -92,6 +92,9 @@ export interface StoreWriterOptions {
  */
 const FIRST_CHUNK_BYTES = 16 * 1024;
 const ENCODER_INITIAL_BYTES = 4 * CHUNK_BYTES;
+
+/** Parts of the statement rollup younger than this are left to grow: batches are still adding to those minutes. */
+const ROLLUP_SETTLE_MS = 10 * 60_000;
 
 /** More would only queue inside the server: each commit keeps a backend busy on one core. */
 export const MAX_STORE_CONNECTIONS = 64;
@@ -303,15 +306,20 @@ export class StoreWriter {
 
   /**
    * Makes the daily partitions from yesterday to three days ahead (UTC), and with a retention
-   * drops those older than `retentionDays` before today.
+   * drops those older than `retentionDays` before today; then compacts the statement rollup's
+   * parts of the last two days up to ROLLUP_SETTLE_MS ago (store-sql.ts compactRollup), on one
+   * connection: commits only append newer parts, so they go on beside it.
    */
-  async maintain(now: Date = new Date()): Promise<{ created: string[]; dropped: string[] }> {
+  async maintain(now: Date = new Date()): Promise<{ created: string[]; dropped: string[]; compacted: number }> {
     const day = utcDay(now, 0);
-    return this.exclusive('maintaining partitions', async (client) => {
+    const partitions = await this.exclusive('maintaining partitions', async (client) => {
       const created = await ensurePartitions(client, day);
       const dropped = this.retentionDays === null ? [] : await dropPartitionsBefore(client, utcDay(now, -this.retentionDays));
       return { created, dropped };
     }, true);
+    const { removed } = await this.exclusive('compacting the statement rollup', (client) =>
+      compactRollup(client, new Date(now.getTime() - 2 * 86_400_000), new Date(now.getTime() - ROLLUP_SETTLE_MS)));
+    return { ...partitions, compacted: removed };
   }
 
   /** Connections the writer may use side by side. */

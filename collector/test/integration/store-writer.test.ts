@@ -342,4 +342,28 @@ test('maintain() makes partitions from yesterday to three days ahead and drops t
   const later = await writer.maintain(new Date('2030-06-25T00:30:00Z'));
   assert.deepEqual(later.dropped.filter((n) => n.startsWith('statement_events_')).sort(), days.map((d) => `statement_events_p${d}`));
   assert.equal(await count(db, 'SELECT 1 FROM pglog.statement_events'), 0);
+  assert.equal(await count(db, 'SELECT 1 FROM pglog.statement_rollup'), 0, 'the rollup is kept as long as its statements');
+});
+
+test('maintain() compacts the rollup: one row per minute and key, the same sums and histograms; recent minutes are left', TIMEOUT, async () => {
+  const { writer, db } = await freshStore();
+  const at = (i: number): string => new Date(Date.parse('2026-11-21T13:29:00Z') + i * 1_300).toISOString();
+  const events = Array.from({ length: 300 }, (_, i) => statement(i, { ts: at(i), fingerprint: `fp-${i % 2}`, database: i % 5 === 0 ? null : 'app', duration_ms: i % 7 === 0 ? null : 0.3 * i }));
+  // Ten batches of one stream over the same minutes: ten parts per minute and key.
+  for (let b = 0; b < 10; b++) await writer.commit(batchOf(SRC, events.filter((_, i) => i % 10 === b), 1000 * (b + 1)), epochsOf());
+  const histograms = async (): Promise<string[]> => (await db.query<{ h: string }>(`SELECT concat_ws(' ', bucket, database, fingerprint, b, sum(c)) AS h
+      FROM pglog.statement_rollup, unnest(bins, counts) AS u(b, c) GROUP BY bucket, database, fingerprint, b ORDER BY 1`)).rows.map((r) => r.h);
+  const { rows } = await rollupVersusRows(db);
+  const before = await histograms();
+  const parts = await count(db, 'SELECT 1 FROM pglog.statement_rollup');
+  // Minutes less than ten minutes old are left alone.
+  assert.equal((await writer.maintain(new Date('2026-11-21T13:33:00Z'))).compacted, 0);
+  const res = await writer.maintain(new Date('2026-11-22T00:00:00Z'));
+  // Keys with one part (here the NULL-database ones: two batches hold them, one per fingerprint) stay as they are.
+  assert.equal(res.compacted, parts - await count(db, `SELECT 1 FROM pglog.statement_rollup WHERE database IS NULL`));
+  assert.equal(await count(db, 'SELECT 1 FROM pglog.statement_rollup'), rows.length, 'one row per minute and key');
+  assert.ok(parts > rows.length, `${parts} parts for ${rows.length} minutes and keys`);
+  assert.deepEqual((await rollupVersusRows(db)).rollup, rows);
+  assert.deepEqual(await histograms(), before);
+  assert.equal((await writer.maintain(new Date('2026-11-22T00:00:00Z'))).compacted, 0, 'nothing left to compact');
 });
