@@ -8,7 +8,7 @@
  * not start on a whole minute, a bin's edge may be off by up to a minute. Pure.
  */
 import type { SqlQuery } from '../query.ts';
-import { windowWhere, type HtmlFilter, type TemplateKeys } from './queries.ts';
+import { rankedTemplates, windowWhere, type HtmlFilter, type TemplateKeys } from './queries.ts';
 
 /** The shortest bin the rollup serves: its bucket. */
 export const ROLLUP_BUCKET_MS = 60_000;
@@ -89,17 +89,7 @@ h AS (SELECT ${key}, hb, sum(hc) AS c FROM u, unnest(bins, counts) AS x(hb, hc) 
 c AS (SELECT ${key}, hb, sum(c) OVER (PARTITION BY ${key} ORDER BY hb) AS cum, sum(c) OVER (PARTITION BY ${key}) AS tot FROM h),
 p AS (SELECT ${key}, ${pct(0.95)} AS p95_ms FROM c GROUP BY ${key}),
 s AS (SELECT g.*, p.p95_ms FROM g LEFT JOIN p ON p.target = g.target AND p.database IS NOT DISTINCT FROM g.database AND p.fingerprint IS NOT DISTINCT FROM g.fingerprint),
-r AS (
-  SELECT s.*, count(*) OVER () AS groups,
-         row_number() OVER (ORDER BY total_ms DESC, calls DESC, target, database NULLS FIRST, fingerprint NULLS FIRST) AS by_total,
-         row_number() OVER (ORDER BY calls DESC, total_ms DESC, target, database NULLS FIRST, fingerprint NULLS FIRST) AS by_calls,
-         row_number() OVER (ORDER BY mean_ms DESC, calls DESC, target, database NULLS FIRST, fingerprint NULLS FIRST) AS by_mean,
-         row_number() OVER (ORDER BY p95_ms DESC, calls DESC, target, database NULLS FIRST, fingerprint NULLS FIRST) AS by_p95
-    FROM s)
-SELECT r.*, t.normalized
-  FROM r LEFT JOIN pglog.templates t ON t.fingerprint = r.fingerprint
- WHERE by_total <= ${n} OR by_calls <= ${n} OR by_mean <= ${n} OR by_p95 <= ${n}
- ORDER BY by_total`,
+${rankedTemplates(n)}`,
     values: u.values,
   };
 }

@@ -112,6 +112,26 @@ export function perTargetCountsQuery(filter: HtmlFilter): SqlQuery {
 }
 
 /**
+ * The end of both template queries (from the rows, and from the rollup in queries-rollup.ts):
+ * given a CTE `s` of (target, database, fingerprint, calls, total_ms, mean_ms, max_ms, p95_ms),
+ * each template's place in the four rankings and its normalized text, the top `limit` of any
+ * (`limit`: the SQL parameter that holds it, e.g. `$3`).
+ */
+export function rankedTemplates(limit: string): string {
+  return `r AS (
+  SELECT s.*, count(*) OVER () AS groups,
+         row_number() OVER (ORDER BY total_ms DESC, calls DESC, target, database NULLS FIRST, fingerprint NULLS FIRST) AS by_total,
+         row_number() OVER (ORDER BY calls DESC, total_ms DESC, target, database NULLS FIRST, fingerprint NULLS FIRST) AS by_calls,
+         row_number() OVER (ORDER BY mean_ms DESC, calls DESC, target, database NULLS FIRST, fingerprint NULLS FIRST) AS by_mean,
+         row_number() OVER (ORDER BY p95_ms DESC, calls DESC, target, database NULLS FIRST, fingerprint NULLS FIRST) AS by_p95
+    FROM s)
+SELECT r.*, t.normalized
+  FROM r LEFT JOIN pglog.templates t ON t.fingerprint = r.fingerprint
+ WHERE by_total <= ${limit} OR by_calls <= ${limit} OR by_mean <= ${limit} OR by_p95 <= ${limit}
+ ORDER BY by_total`;
+}
+
+/**
  * Templates (target, database, fingerprint) ranked four ways over the window's timed
  * statements: by total time, calls, mean and p95. A template is returned when it is in the
  * top `limit` of any ranking; `groups` counts them all. The normalized text comes from
@@ -128,17 +148,7 @@ export function templatesQuery(filter: HtmlFilter): SqlQuery {
          max(duration_ms) AS max_ms, percentile_cont(0.95) WITHIN GROUP (ORDER BY duration_ms) AS p95_ms
     FROM pglog.statements ${w.sql} AND duration_ms IS NOT NULL
    GROUP BY target, database, fingerprint),
-r AS (
-  SELECT s.*, count(*) OVER () AS groups,
-         row_number() OVER (ORDER BY total_ms DESC, calls DESC, target, database NULLS FIRST, fingerprint NULLS FIRST) AS by_total,
-         row_number() OVER (ORDER BY calls DESC, total_ms DESC, target, database NULLS FIRST, fingerprint NULLS FIRST) AS by_calls,
-         row_number() OVER (ORDER BY mean_ms DESC, calls DESC, target, database NULLS FIRST, fingerprint NULLS FIRST) AS by_mean,
-         row_number() OVER (ORDER BY p95_ms DESC, calls DESC, target, database NULLS FIRST, fingerprint NULLS FIRST) AS by_p95
-    FROM s)
-SELECT r.*, t.normalized
-  FROM r LEFT JOIN pglog.templates t ON t.fingerprint = r.fingerprint
- WHERE by_total <= ${n} OR by_calls <= ${n} OR by_mean <= ${n} OR by_p95 <= ${n}
- ORDER BY by_total`,
+${rankedTemplates(n)}`,
     values: w.values,
   };
 }
