@@ -93,7 +93,7 @@ export async function cleanStaleDir(dir: string, waitMs = 3000): Promise<StaleCl
     if (pid === process.pid || !(await commandLineMentions(pid, dir))) continue;
     // Children were started in process groups of their own; a stream's group also holds the
     // shell that was still waiting to open a FIFO.
-    if (await isGroupLeader(pid)) {
+    if (isGroupLeader(pid)) {
       signal(-pid, 'SIGKILL');
       groups.push(pid);
     }
@@ -148,7 +148,7 @@ export async function strayProcesses(dir: string): Promise<number[]> {
 export async function killStrayProcesses(dir: string): Promise<number[]> {
   const pids = await strayProcesses(dir);
   for (const pid of pids) {
-    if (await isGroupLeader(pid)) signal(-pid, 'SIGKILL');
+    if (isGroupLeader(pid)) signal(-pid, 'SIGKILL');
     signal(pid, 'SIGKILL');
   }
   return pids;
@@ -163,41 +163,37 @@ async function commandLineMentions(pid: number, dir: string): Promise<boolean> {
   }
 }
 
-async function isGroupLeader(pid: number): Promise<boolean> {
+/** State and process group of a process (/proc/PID/stat), or null when it is gone. */
+function procStat(pid: number | string): { state: string; pgrp: number } | null {
   try {
-    const stat = await readFile(`/proc/${pid}/stat`, 'utf8');
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
     // "pid (comm) state ppid pgrp ...": comm may hold anything, so split after the last ')'.
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    return Number(fields[2]) === pid;
+    const [state = '', , pgrp = ''] = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return { state, pgrp: Number(pgrp) };
   } catch {
-    return false;
+    return null;
   }
 }
 
-/** Alive and not a zombie (an orphan whose new parent has not reaped it yet is dead enough). */
+function isGroupLeader(pid: number): boolean {
+  return procStat(pid)?.pgrp === pid;
+}
+
 /** Whether a process group still has a member that is not a zombie (a zombie holds nothing open). */
 function groupHasLiveMember(pgid: number): boolean {
   let entries: string[];
   try { entries = readdirSync('/proc'); } catch { return false; }
-  for (const e of entries) {
-    if (!/^\d+$/.test(e)) continue;
-    try {
-      const stat = readFileSync(`/proc/${e}/stat`, 'utf8');
-      // Fields after the command: state ppid pgrp ...
-      const [state, , pgrp] = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-      if (Number(pgrp) === pgid && state !== 'Z') return true;
-    } catch { /* gone meanwhile */ }
-  }
-  return false;
+  return entries.some((e) => {
+    if (!/^\d+$/.test(e)) return false;
+    const stat = procStat(e);
+    return stat !== null && stat.pgrp === pgid && stat.state !== 'Z';
+  });
 }
 
+/** Alive and not a zombie (an orphan whose new parent has not reaped it yet is dead enough). */
 export function isAlive(pid: number): boolean {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    return stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3) !== 'Z';
-  } catch {
-    return false;
-  }
+  const stat = procStat(pid);
+  return stat !== null && stat.state !== 'Z';
 }
 
 function signal(pid: number, sig: NodeJS.Signals): void {
