@@ -55,6 +55,13 @@ export function isPglogError(e: unknown): e is PglogError {
 /** The `code` label of error counters: a PglogError code, or UNKNOWN for any other error. */
 export type ErrorLabel = ErrorCode | 'UNKNOWN';
 
+/** The SQLSTATE of an error a PostgreSQL server sent (pg's DatabaseError carries it as `code`), else null. */
+export function sqlStateOf(e: unknown): string | null {
+  if (typeof e !== 'object' || e === null) return null;
+  const code = (e as { code?: unknown }).code;
+  return typeof code === 'string' && /^[0-9A-Z]{5}$/.test(code) ? code : null;
+}
+
 /**
  * SSH failures that retrying soon cannot fix (ssh2's in the collector, OpenSSH's in the
  * sidecar): the caller waits the full backoff cap before the next attempt instead of

@@ -14,10 +14,10 @@
  */
 import type { Duplex } from 'node:stream';
 import pg from 'pg';
-import type { PglogError } from '../errors.ts';
+import { sqlStateOf, type PglogError } from '../errors.ts';
 import { settleWithin } from '../time/retry.ts';
 import { DeferredSocket } from './deferred-socket.ts';
-import { sqlStateOf, toSqlError } from './sql-errors.ts';
+import { toSqlError } from './sql-errors.ts';
 
 export interface SqlSessionOptions {
   /** Where it goes, for messages: `db1/main (/var/run/postgresql/.s.PGSQL.5432 via 10.0.0.5:22)`. */

@@ -5,7 +5,7 @@
  */
 import type pg from 'pg';
 import { PglogError } from '../errors.ts';
-import { sqlStateOf } from './sqlstate.ts';
+import { sqlStateOf } from '../errors.ts';
 import { bigintOf, boolOf, dateOf, dateOrNull, floatOf, intOf, textOf, textOrNull } from './pg-values.ts';
 import type { Row } from './pg-values.ts';
 import type { ServerInfo } from './server-info.ts';

@@ -6,18 +6,13 @@
  * permission) says nothing about the rows: the whole transaction is rolled back and retried
  * later with the batch unchanged.
  */
+import { sqlStateOf } from '../errors.ts';
 
 const DATA_CLASSES: ReadonlySet<string> = new Set(['22', '23', '54']);
 
-/** The SQLSTATE of a server error (pg's DatabaseError), or null for any other error. */
-export function sqlstateOf(e: unknown): string | null {
-  if (typeof e !== 'object' || e === null) return null;
-  const code = (e as { code?: unknown }).code;
-  return typeof code === 'string' && /^[0-9A-Z]{5}$/.test(code) ? code : null;
-}
 
 export function isDataRejection(e: unknown): boolean {
-  const code = sqlstateOf(e);
+  const code = sqlStateOf(e);
   return code !== null && DATA_CLASSES.has(code.slice(0, 2));
 }
 
@@ -42,7 +37,7 @@ const MAX_DETAIL_CHARS = 500;
 export function describeServerError(e: unknown): string {
   const err = e as { message?: unknown; detail?: unknown };
   const message = typeof err?.message === 'string' ? err.message : String(e);
-  const code = sqlstateOf(e);
+  const code = sqlStateOf(e);
   let detail = typeof err?.detail === 'string' ? err.detail : '';
   if (detail.length > MAX_DETAIL_CHARS) detail = `${detail.slice(0, MAX_DETAIL_CHARS)}...`;
   const tail = detail === '' ? '' : ` (${detail})`;

@@ -4,7 +4,8 @@
 import { strict as assert } from 'node:assert';
 import { describe, test } from 'node:test';
 import { PglogError } from '../../src/errors.ts';
-import { sqlStateOf, toSqlError } from '../../src/sampler/sql-errors.ts';
+import { sqlStateOf } from '../../src/errors.ts';
+import { toSqlError } from '../../src/sampler/sql-errors.ts';
 
 const place = 'db1/main (/var/run/postgresql/.s.PGSQL.5432 as pglog@postgres via 10.0.0.5:22)';
 

@@ -2,7 +2,8 @@
 // its password.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { copyLineOf, describeServerError, isDataRejection, sqlstateOf } from '../../src/store/sqlstate.ts';
+import { sqlStateOf } from '../../src/errors.ts';
+import { copyLineOf, describeServerError, isDataRejection } from '../../src/store/sqlstate.ts';
 import { describeStore, storeUrlPasswords, withoutPassword } from '../../src/store/store-url.ts';
 
 const serverError = (code: string, extra: object = {}): object => Object.assign(new Error('boom'), { code, ...extra });
@@ -15,8 +16,8 @@ test('connection, shutdown, timeout, deadlock, schema and plain errors are not',
   for (const code of ['08006', '57P01', '57014', '40P01', '42P01', '53300', 'XX000']) assert.ok(!isDataRejection(serverError(code)), code);
   assert.ok(!isDataRejection(new Error('Connection terminated unexpectedly')));
   assert.ok(!isDataRejection(Object.assign(new Error('x'), { code: 'ECONNREFUSED' })));
-  assert.equal(sqlstateOf(Object.assign(new Error('x'), { code: 'ENOENT' })), null);
-  assert.equal(sqlstateOf(null), null);
+  assert.equal(sqlStateOf(Object.assign(new Error('x'), { code: 'ENOENT' })), null);
+  assert.equal(sqlStateOf(null), null);
 });
 
 test('the COPY line of an error becomes a 0-based row index', () => {
