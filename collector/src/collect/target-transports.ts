@@ -11,9 +11,9 @@ import type { CollectorMetrics } from '../observability/metrics.ts';
 import { ProxyShell } from '../transport/proxy-shell.ts';
 import type { SidecarClient } from '../transport/sidecar-client.ts';
 import { cryptoBindingAvailable } from '../transport/ssh-algorithms.ts';
-import { isLastingSshFailure } from '../transport/ssh-errors.ts';
 import type { SshConnectionPool } from '../transport/ssh-pool.ts';
 import { TargetStreams } from './target-streams.ts';
+import { isLastingSshFailure } from '../errors.ts';
 
 export interface TargetTransportsOptions {
   config: CollectConfig;

@@ -15,12 +15,11 @@
  */
 import type { Readable } from 'node:stream';
 import { join } from 'node:path';
-import { isPglogError, PglogError, type ErrorCode, ERROR_CODES } from '../errors.ts';
+import { ERROR_CODES, isLastingSshFailure, isPglogError, PglogError, type ErrorCode } from '../errors.ts';
 import { streamFifos, type StatusError } from '../sidecar/contract.ts';
 import { openFifoReader } from './fifo-reader.ts';
 import type { RemoteExit, RemoteProcess, RemoteShell } from './remote-shell.ts';
 import type { SidecarClient } from './sidecar-client.ts';
-import { isLastingSshFailure } from './ssh-errors.ts';
 
 export interface ProxyShellOptions {
   client: SidecarClient;

@@ -13,7 +13,7 @@
  *   further spawns wait in order for a slot.
  */
 import { Client, type ClientChannel, type CipherAlgorithm } from 'ssh2';
-import { PglogError } from '../errors.ts';
+import { isLastingSshFailure, PglogError } from '../errors.ts';
 import { Backoff, type BackoffOptions } from '../time/backoff.ts';
 import { realClock, type Clock } from '../time/clock.ts';
 import type { ConnectLimiter } from './connect-limiter.ts';
@@ -21,7 +21,7 @@ import { knownKeyTypes, parseKnownHosts, sshKeyType, verifyHostKey, type KnownHo
 import type { RemoteProcess, RemoteShell } from './remote-shell.ts';
 import { Semaphore } from './semaphore.ts';
 import { clientAlgorithms, PREFERRED_CIPHERS } from './ssh-algorithms.ts';
-import { describeEndpoint, isChannelOpenRefusal, isLastingSshFailure, toSshError, type SshEndpoint } from './ssh-errors.ts';
+import { describeEndpoint, isChannelOpenRefusal, toSshError, type SshEndpoint } from './ssh-errors.ts';
 import { SshRemoteProcess, watchExit } from './ssh-process.ts';
 import { DEFAULT_CHANNEL_WINDOW_BYTES, holdWindow, MAX_CHANNEL_WINDOW_BYTES, MIN_CHANNEL_WINDOW_BYTES, openSessionsWithWindow } from './ssh-window.ts';
 

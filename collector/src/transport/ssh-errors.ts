@@ -90,5 +90,3 @@ export function toSshError(e: unknown, where: SshEndpoint, keySource: string): P
   }
 }
 
-// isLastingSshFailure lives in errors.ts: the sidecar classifies OpenSSH's failures with it too.
-export { isLastingSshFailure } from '../errors.ts';

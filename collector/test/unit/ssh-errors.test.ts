@@ -5,7 +5,8 @@ import { strict as assert } from 'node:assert';
 import { describe, test } from 'node:test';
 import { PglogError } from '../../src/errors.ts';
 import { hostKeyAlgorithms } from '../../src/transport/ssh-algorithms.ts';
-import { isLastingSshFailure, toSshError } from '../../src/transport/ssh-errors.ts';
+import { isLastingSshFailure } from '../../src/errors.ts';
+import { toSshError } from '../../src/transport/ssh-errors.ts';
 
 const where = { target: 'db1', host: '10.0.0.5', port: 2222, username: 'postgres' };
 
