@@ -6,7 +6,8 @@
  */
 import { readFile } from 'node:fs/promises';
 import type { Writable } from 'node:stream';
-import { Collector, type TargetCredentials } from '../collect/collector.ts';
+import { Collector } from '../collect/collector.ts';
+import type { TargetCredentials } from '../collect/credentials.ts';
 import type { CollectConfig } from '../collect/collect-config.ts';
 import { isSshKeyFiles, type PostgresTarget } from '../config/target-types.ts';
 import { loadTargetsFile } from '../config/targets.ts';
