@@ -49,7 +49,6 @@ import { SnapshotSink } from '../sampler/snapshot-sink.ts';
 export type { TargetAssignment } from './assignment-plan.ts';
 export type { TargetSnapshot } from './target-observation.ts';
 
-
 export interface CollectorOptions {
   config: CollectConfig;
   targets: readonly PostgresTarget[];
