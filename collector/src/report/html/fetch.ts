@@ -19,6 +19,10 @@ import {
 } from './queries.ts';
 import { rollupServes, rollupStatementSeriesQuery, rollupTargetSeriesQuery, rollupTemplateSeriesQuery, rollupTemplatesQuery } from './queries-rollup.ts';
 
+/** The statement queries that have two sources: the rows (exact), or the statement rollup. */
+const FROM_ROWS = { series: statementSeriesQuery, targets: targetSeriesQuery, templates: templatesQuery, templateSeries: templateSeriesQuery };
+const FROM_ROLLUP = { series: rollupStatementSeriesQuery, targets: rollupTargetSeriesQuery, templates: rollupTemplatesQuery, templateSeries: rollupTemplateSeriesQuery };
+
 /** work_mem of the report's transaction (SET LOCAL): what its sorts may use before spilling. */
 export const REPORT_WORK_MEM = '128MB';
 
@@ -32,7 +36,7 @@ export type QueryTimings = Array<{ query: string; ms: number }>;
  */
 export async function fetchHtmlReport(client: pg.ClientBase, base: ReportFilter, now: number = Date.now(), timings?: QueryTimings, opts: { rollup?: boolean } = {}): Promise<HtmlReport> {
   const filter: HtmlFilter = { ...base, binMs: binWidthMs(base.since, base.until) };
-  const useRollup = opts.rollup !== false && rollupServes(filter.binMs);
+  const statements = opts.rollup !== false && rollupServes(filter.binMs) ? FROM_ROLLUP : FROM_ROWS;
   const bins = binCount(filter.since, filter.until, filter.binMs);
   const rows = async (q: { text: string; values: unknown[] }, name = 'query'): Promise<Row[]> => {
     const started = performance.now();
@@ -44,18 +48,18 @@ export async function fetchHtmlReport(client: pg.ClientBase, base: ReportFilter,
     // The percentiles sort every statement of the window: in memory, not in temporary files,
     // for this transaction only.
     await client.query(`SET LOCAL work_mem = '${REPORT_WORK_MEM}'`);
-    const st = statementSeries(await rows((useRollup ? rollupStatementSeriesQuery : statementSeriesQuery)(filter), 'statement series'), bins, filter.binMs);
+    const st = statementSeries(await rows(statements.series(filter), 'statement series'), bins, filter.binMs);
     const ev = eventSeries(await rows(eventSeriesQuery(filter), 'event series'), bins);
     const er = errorSeries(await rows(errorSeriesQuery(filter), 'error series'), bins);
-    const tg = targetSeries(await rows((useRollup ? rollupTargetSeriesQuery : targetSeriesQuery)(filter), 'target series'), bins, filter.binMs);
+    const tg = targetSeries(await rows(statements.targets(filter), 'target series'), bins, filter.binMs);
     const perTarget = await rows(perTargetCountsQuery(filter), 'per-target counts');
 
-    const templateRows = await rows((useRollup ? rollupTemplatesQuery : templatesQuery)(filter), 'templates');
+    const templateRows = await rows(statements.templates(filter), 'templates');
     const templates = templateRows.map((r) => templateFromRow(r, bins));
     if (templates.length > 0) {
       const keys = templateKeys(templates);
       const fingerprints = [...new Set(templates.map((t) => t.fingerprint).filter((f): f is string => f !== null))];
-      attachTemplateDetails(templates, await rows(templateExamplesQuery(filter, keys), 'template examples'), await rows((useRollup ? rollupTemplateSeriesQuery : templateSeriesQuery)(filter, keys), 'template series'),
+      attachTemplateDetails(templates, await rows(templateExamplesQuery(filter, keys), 'template examples'), await rows(statements.templateSeries(filter, keys), 'template series'),
         await rows(templatePlansQuery(filter, fingerprints), 'template plans'), bins);
     }
     const errorRows = await rows(errorsQuery(filter), 'errors');
@@ -79,7 +83,7 @@ export async function fetchHtmlReport(client: pg.ClientBase, base: ReportFilter,
     const errorsTotal = er.totals.reduce((a, t) => a + t.count, 0);
     const t = ev.totals;
     const report: HtmlReport = {
-      meta: metaOf(filter, now, useRollup ? 'histogram' : 'exact'),
+      meta: metaOf(filter, now, statements === FROM_ROLLUP ? 'histogram' : 'exact'),
       overview: {
         ...st.totals,
         peakQpsAt: st.totals.peakQpsAt === null ? null : filter.since.getTime() + st.totals.peakQpsAt * filter.binMs,
