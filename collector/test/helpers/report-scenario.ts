@@ -4,17 +4,12 @@
 // snapshots catch as a blocking episode, a deadlock, checkpoints, autovacuum and autoanalyze,
 // connections and disconnections, and texts written to be hostile to an HTML page.
 // The collector is stopped before the scenario returns, so the store no longer changes.
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import pg from 'pg';
 import { checkStore, formatCheck, type CheckResult } from './checker.ts';
-import { startCollector, waitFor, writeTargetsFile, type CollectorProcess } from './collector-process.ts';
-import { startLogServer, type LogServer } from './log-server.ts';
-import { MONITOR_ROLE, setUpMonitoringRole } from './monitoring-role.ts';
-import { startPostgres, type TestPostgres } from './postgres.ts';
+import { startCollectedStore, waitForViews } from './collected-store.ts';
+import { waitFor } from './collector-process.ts';
+import type { LogServer } from './log-server.ts';
 import { startSeqLoad } from './seq-load.ts';
-import { startSshServer, type TestSshServer } from './sshd.ts';
 
 /** Markup and script in a query literal and in a relation name (so in an error message). */
 export const HOSTILE_LITERAL = `</script><img src=x onerror="window.__pwned=1"><script>window.__pwned=2</script>`;
@@ -105,75 +100,33 @@ const PRESENT = [
 ] as const;
 
 export async function startReportScenario(): Promise<ReportScenario> {
-  const work = mkdtempSync(join(tmpdir(), 'pglog-report-'));
   const since = new Date(Date.now() - 60_000);
-  let store: TestPostgres | undefined; let ssh: TestSshServer | undefined; let server: LogServer | undefined; let collector: CollectorProcess | undefined;
-  const dispose = async (): Promise<void> => {
-    if (collector !== undefined) { collector.kill('SIGKILL'); await collector.exited; }
-    await Promise.allSettled([ssh?.dispose(), server?.dispose(), store?.stop()]);
-    rmSync(work, { recursive: true, force: true });
-  };
+  // The workload starts once activity snapshots are being stored, so they see its lock wait.
+  const s = await startCollectedStore({
+    name: 'report', target: 'db1', logLinePrefix: '%m [%p] %q%e %u@%d ',
+    settings: [
+      "shared_preload_libraries = 'auto_explain'", "auto_explain.log_min_duration = '50ms'",
+      'log_checkpoints = on', 'log_connections = on', 'log_disconnections = on', 'log_lock_waits = on',
+      "deadlock_timeout = '200ms'", 'log_temp_files = 0', 'log_autovacuum_min_duration = 0', 'autovacuum_naptime = 1',
+    ],
+    collect: { logs: true, activity: true, locks: true, intervalSeconds: 1 },
+    batchMs: 200,
+    firstSnapshots: { kind: 'activity', count: 1 },
+  });
   try {
-    const prefix = '%m [%p] %q%e %u@%d ';
-    [store, ssh, server] = await Promise.all([
-      startPostgres(),
-      startSshServer({ allowLocalForwarding: true }),
-      startLogServer({
-        logLinePrefix: prefix,
-        settings: [
-          "shared_preload_libraries = 'auto_explain'", "auto_explain.log_min_duration = '50ms'",
-          'log_checkpoints = on', 'log_connections = on', 'log_disconnections = on', 'log_lock_waits = on',
-          "deadlock_timeout = '200ms'", 'log_temp_files = 0', 'log_autovacuum_min_duration = 0', 'autovacuum_naptime = 1',
-        ],
-      }),
-    ]);
-    await setUpMonitoringRole(server, [ssh.user]);
-    const targetsFile = writeTargetsFile(work, [{
-      name: 'db1', host: ssh.host, port: ssh.port, user: ssh.user, privateKeyFile: ssh.privateKeyFile, knownHostsFile: ssh.knownHostsFile,
-      instances: [{ name: 'main', dataDirectory: server.dataDirectory, logDirectory: server.logDirectory, logLinePrefix: prefix,
-        sql: { socketDirectory: server.socketDir, port: server.port, user: MONITOR_ROLE } }],
-      collect: { logs: true, activity: true, locks: true, intervalSeconds: 1 },
-    }]);
-    collector = startCollector({ targetsFile, storeUrl: store.url, outputFile: join(work, 'collect.log'), args: ['--batch-ms', '200'] });
-    const started = collector;
-    // The workload starts once activity snapshots are being stored, so they see its lock wait.
-    const probe = new pg.Client({ connectionString: store.url });
-    await probe.connect();
-    try {
-      await waitFor(async () => {
-        const r = await probe.query("SELECT 1 FROM pglog.snapshot_runs WHERE kind = 'activity' AND error_code IS NULL LIMIT 1")
-          .catch((e: unknown) => { if ((e as { code?: string }).code === '42P01') return { rowCount: 0 }; throw e; });
-        return r.rowCount === 1;
-      }, 'a first activity snapshot', 60_000, () => started.output().slice(-3000));
-    } finally {
-      await probe.end();
-    }
-    const load = startSeqLoad(server.url, { ratePerSecond: 40 });
-    await workload(server);
+    const load = startSeqLoad(s.server.url, { ratePerSecond: 40 });
+    await workload(s.server);
     await load.stop();
-    const storeUrl = store.url; const logDirectory = server.logDirectory; const c = collector;
     let check = { expected: 0, stored: 0, lost: [], duplicated: [], unexpected: [] } as CheckResult;
     await waitFor(async () => {
-      check = await checkStore(storeUrl, load.run, { logDirectory });
+      check = await checkStore(s.store.url, load.run, { logDirectory: s.server.logDirectory });
       return check.lost.length === 0 && check.expected > 0;
-    }, 'the seq load in the store', 90_000, () => `${formatCheck(check)}\n${c.output().slice(-3000)}`);
-    const db = new pg.Client({ connectionString: storeUrl });
-    await db.connect();
-    try {
-      for (const [what, sql] of PRESENT) {
-        await waitFor(async () => (await db.query(`${sql} LIMIT 1`)).rowCount === 1, `${what} in the store`, 60_000, async () => {
-          const runs = await db.query('SELECT kind, error_code, left(error, 300) AS error, count(*)::int AS n FROM pglog.snapshot_runs GROUP BY 1, 2, 3');
-          return `snapshot runs: ${JSON.stringify(runs.rows)}\n${c.output().slice(-3000)}`;
-        });
-      }
-    } finally {
-      await db.end();
-    }
-    await collector.stop();
-    collector = undefined;
-    return { storeUrl, since, until: new Date(Date.now() + 1000), run: load.run, check, dispose };
+    }, 'the seq load in the store', 90_000, () => `${formatCheck(check)}\n${s.collector.output().slice(-3000)}`);
+    await waitForViews(s, PRESENT.map(([what, sql]) => [what, `${sql} LIMIT 1`] as const), 120_000);
+    await s.collector.stop();
+    return { storeUrl: s.store.url, since, until: new Date(Date.now() + 1000), run: load.run, check, dispose: s.dispose };
   } catch (e) {
-    await dispose();
+    await s.dispose();
     throw e;
   }
 }

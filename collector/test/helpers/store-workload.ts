@@ -5,16 +5,10 @@
 // statements, three kinds of error, a lock wait held across snapshots (blocking), a deadlock,
 // a sort spilling to a temporary file, a slow statement, a CHECKPOINT, deletes that wake autovacuum, sessions
 // coming and going. Returns once every stable view holds rows of it.
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import pg from 'pg';
-import { startCollector, waitFor, writeTargetsFile, type CollectorProcess } from './collector-process.ts';
-import { startLogServer, type LogServer } from './log-server.ts';
-import { MONITOR_ROLE, setUpMonitoringRole } from './monitoring-role.ts';
-import { startPostgres, type TestPostgres } from './postgres.ts';
-import { currentUser } from './server-user.ts';
-import { startSshServer, type TestSshServer } from './sshd.ts';
+import { startCollectedStore, waitForViews } from './collected-store.ts';
+import type { CollectorProcess } from './collector-process.ts';
+import type { LogServer } from './log-server.ts';
 
 export const WORKLOAD_TARGET = 'db1';
 export const WORKLOAD_DATABASE = 'shop';
@@ -113,74 +107,31 @@ async function runWorkload(server: LogServer): Promise<void> {
 }
 
 export async function startStoreWorkload(): Promise<StoreWorkload> {
-  const work = mkdtempSync(join(tmpdir(), 'pglog-workload-'));
-  let store: TestPostgres | undefined;
-  let ssh: TestSshServer | undefined;
-  let server: LogServer | undefined;
-  let collector: CollectorProcess | undefined;
-  const dispose = async (): Promise<void> => {
-    if (collector !== undefined) {
-      collector.kill('SIGKILL');
-      await collector.exited;
-    }
-    await Promise.allSettled([ssh?.dispose(), server?.dispose(), store?.stop()]);
-    rmSync(work, { recursive: true, force: true });
-  };
+  const startedAt = new Date();
+  const s = await startCollectedStore({
+    name: 'workload', target: WORKLOAD_TARGET, logLinePrefix: PREFIX,
+    databases: [{ name: WORKLOAD_DATABASE, encoding: 'UTF8' }],
+    settings: [
+      "shared_preload_libraries = 'pg_stat_statements,auto_explain'", "auto_explain.log_min_duration = '100ms'",
+      'log_lock_waits = on', "deadlock_timeout = '200ms'",
+      'log_checkpoints = on',
+      'log_autovacuum_min_duration = 0', "autovacuum_naptime = '1s'",
+      'log_temp_files = 0',
+      'log_connections = on', 'log_disconnections = on',
+    ],
+    extensions: ['pg_stat_statements'],
+    sql: { database: 'postgres', timeoutSeconds: 5 },
+    collect: { logs: true, activity: true, locks: true, statements: true, databases: true, intervalSeconds: INTERVAL_S, statisticsIntervalSeconds: INTERVAL_S },
+    batchMs: 100,
+    // The first snapshots (statistics need a baseline before their first deltas).
+    firstSnapshots: { kind: 'statistics', count: 2 },
+  });
   try {
-    [store, ssh, server] = await Promise.all([
-      startPostgres(),
-      startSshServer({ allowLocalForwarding: true }),
-      startLogServer({
-        logLinePrefix: PREFIX,
-        databases: [{ name: WORKLOAD_DATABASE, encoding: 'UTF8' }],
-        settings: [
-          "shared_preload_libraries = 'pg_stat_statements,auto_explain'", "auto_explain.log_min_duration = '100ms'",
-          'log_lock_waits = on', "deadlock_timeout = '200ms'",
-          'log_checkpoints = on',
-          'log_autovacuum_min_duration = 0', "autovacuum_naptime = '1s'",
-          'log_temp_files = 0',
-          'log_connections = on', 'log_disconnections = on',
-        ],
-      }),
-    ]);
-    await setUpMonitoringRole(server, [...new Set([ssh.user, currentUser().name])]);
-    const su = new pg.Client({ connectionString: server.url });
-    await su.connect();
-    await su.query('CREATE EXTENSION pg_stat_statements').finally(() => su.end());
-    const targetsFile = writeTargetsFile(work, [{
-      name: WORKLOAD_TARGET, host: ssh.host, port: ssh.port, user: ssh.user, privateKeyFile: ssh.privateKeyFile, knownHostsFile: ssh.knownHostsFile,
-      instances: [{
-        name: 'main', dataDirectory: server.dataDirectory, logDirectory: server.logDirectory, logLinePrefix: PREFIX,
-        sql: { socketDirectory: server.socketDir, port: server.port, user: MONITOR_ROLE, database: 'postgres', timeoutSeconds: 5 },
-      }],
-      collect: { logs: true, activity: true, locks: true, statements: true, databases: true, intervalSeconds: INTERVAL_S, statisticsIntervalSeconds: INTERVAL_S },
-    }]);
-    const startedAt = new Date();
-    collector = startCollector({ targetsFile, storeUrl: store.url, outputFile: join(work, 'collector.log'), args: ['--batch-ms', '100'] });
-    const storeClient = new pg.Client({ connectionString: store.url });
-    await storeClient.connect();
-    try {
-      // The first snapshots (statistics need a baseline before their first deltas).
-      await waitFor(async () => ((await storeClient.query("SELECT 1 FROM pglog.snapshot_runs WHERE kind = 'statistics' AND error_code IS NULL").catch(() => ({ rowCount: 0 }))).rowCount ?? 0) >= 2,
-        'two statistics snapshots', 60_000, () => collector!.output().slice(-3000));
-      await runWorkload(server);
-      const missing = async (): Promise<string[]> => {
-        const out: string[] = [];
-        for (const [what, sql] of EXPECTED) {
-          const r = await storeClient.query(sql).catch(() => ({ rowCount: 0 }));
-          if ((r.rowCount ?? 0) === 0) out.push(what);
-        }
-        return out;
-      };
-      let last: string[] = [];
-      await waitFor(async () => (last = await missing()).length === 0, 'every view to hold rows of the workload', 120_000,
-        () => `missing: ${last.join(', ')}\n${collector!.output().slice(-3000)}`);
-    } finally {
-      await storeClient.end();
-    }
-    return { storeUrl: store.url, startedAt, seededAt: new Date(), collector, dispose };
+    await runWorkload(s.server);
+    await waitForViews(s, EXPECTED, 120_000);
+    return { storeUrl: s.store.url, startedAt, seededAt: new Date(), collector: s.collector, dispose: s.dispose };
   } catch (e) {
-    await dispose();
+    await s.dispose();
     throw e;
   }
 }
