@@ -6,6 +6,7 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import fc from 'fast-check';
 import { fingerprintOf, normalizeQuery, TemplateCache } from '../../src/logformat/normalize/normalize.ts';
+import { fastest, remeasured } from '../helpers/linear-time.ts';
 
 const fp = (sql: string): string => fingerprintOf(normalizeQuery(sql));
 
@@ -139,8 +140,7 @@ void describe('fingerprints', () => {
 
 void describe('large statements', () => {
   // Each family at n and 4n pieces: the time per byte must stay flat (a quadratic normalizer
-  // reads about 16x), a ratio measured in one run, never a fixed time; re-measured up to three
-  // times before failing, as in parser-linear-time.test.ts.
+  // reads about 16x), a ratio measured in one run, never a fixed time (helpers/linear-time.ts).
   const families: Record<string, (n: number) => string> = {
     'many lists': (n) => Array.from({ length: n }, (_, i) => `SELECT * FROM t WHERE a IN (${i}, 2) AND b = 'x';`).join(' '),
     'ORed lists': (n) => `SELECT * FROM t WHERE (${Array.from({ length: n }, (_, i) => `a IN (${i}, 2)`).join(' OR ')})`,
@@ -148,22 +148,12 @@ void describe('large statements', () => {
     'deep nesting': (n) => `${'('.repeat(n * 5)}1${')'.repeat(n * 5)}`,
     'huge array': (n) => `SELECT ARRAY[${Array.from({ length: n }, (_, i) => `[${i}, ${i}]`).join(', ')}]`,
   };
-  const fastestMs = (sql: string): number => {
-    let best = Infinity;
-    for (let i = 0; i < 3; i++) {
-      const t0 = performance.now();
-      normalizeQuery(sql);
-      best = Math.min(best, performance.now() - t0);
-    }
-    return best;
-  };
   for (const [name, build] of Object.entries(families)) {
     void test(`cost stays linear: ${name}`, () => {
       const small = build(5000);
       const large = build(20000);
-      const perByteRatio = (): number => (fastestMs(large) / large.length) / (fastestMs(small) / small.length);
-      let ratio = perByteRatio();
-      for (let again = 0; again < 3 && ratio >= 4; again++) ratio = perByteRatio();
+      const perByteRatio = (): number => (fastest(normalizeQuery, large) / large.length) / (fastest(normalizeQuery, small) / small.length);
+      const ratio = remeasured(perByteRatio, (r) => r >= 4);
       assert.ok(ratio < 4, `${name}: ${ratio.toFixed(1)}x the time per byte at 4x the size`);
     });
   }

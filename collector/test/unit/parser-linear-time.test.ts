@@ -22,15 +22,13 @@ import { parseStatementMessage, scanStatement, StatementSpans } from '../../src/
 import { intList } from '../../src/logformat/messages/text.ts';
 import { emptyRecord, type LogFormat } from '../../src/logformat/record.ts';
 import { TemplateCache } from '../../src/logformat/normalize/sql-template-cache.ts';
+import { fastest, remeasured } from '../helpers/linear-time.ts';
 
 /** Bytes of the repeated part at the smaller size; the larger is GROWTH times it. */
 const BASE_BYTES = 960;
 const GROWTH = 16;
 /** Time per byte at the larger size over that at the smaller: about 1 when linear, 16 when quadratic. */
 const MAX_RATIO = 4;
-/** One timing sample lasts at least this long (calls repeated), and the fastest of SAMPLES counts. */
-const SAMPLE_MS = 1;
-const SAMPLES = 5;
 
 const SRC = new URL('../../src/logformat/', import.meta.url);
 const sources = [
@@ -98,26 +96,6 @@ const unit = fc.oneof(
   fc.constantFrom('1', '1.', '1 ', ' ', '.', ', ', '"', '\n', '=', 'a', ':', '(', '&#1', '\t'),
 );
 
-/** Fastest time of one call of `run(input)`, in ms. */
-function fastest(run: (input: string) => void, input: string): number {
-  run(input);
-  let reps = 1;
-  for (;;) {
-    const t0 = performance.now();
-    for (let r = 0; r < reps; r++) run(input);
-    const ms = performance.now() - t0;
-    if (ms >= SAMPLE_MS || reps >= 1 << 16) break;
-    reps *= ms <= SAMPLE_MS / 16 ? 16 : 2;
-  }
-  let best = Infinity;
-  for (let s = 0; s < SAMPLES; s++) {
-    const t0 = performance.now();
-    for (let r = 0; r < reps; r++) run(input);
-    best = Math.min(best, (performance.now() - t0) / reps);
-  }
-  return best;
-}
-
 interface Growth { small: number; large: number; ratio: number }
 
 /** Time per byte at GROWTH times the repeated part over that at the base size. */
@@ -136,8 +114,7 @@ function growth(run: (input: string) => void, build: (repeated: string) => strin
 function assertLinear(name: string, run: (input: string) => void, examples: Array<[string, string]>, numRuns = 25): void {
   fc.assert(fc.property(fc.constantFrom(...HEADS), unit, (head, piece) => {
     const build = (repeated: string): string => head + repeated;
-    let g = growth(run, build, piece);
-    for (let again = 0; again < 3 && g.ratio >= MAX_RATIO; again++) g = growth(run, build, piece);
+    const g = remeasured(() => growth(run, build, piece), (m) => m.ratio >= MAX_RATIO);
     assert.ok(g.ratio < MAX_RATIO, `${name}: ${JSON.stringify(head)} + ${JSON.stringify(piece)} repeated: ` +
       `${g.small.toFixed(4)} ms at ${BASE_BYTES} bytes, ${g.large.toFixed(4)} ms at ${GROWTH}x: ${g.ratio.toFixed(1)}x the time per byte`);
   }), { numRuns, endOnFailure: true, examples });
