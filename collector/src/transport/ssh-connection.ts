@@ -23,7 +23,7 @@ import { Semaphore } from './semaphore.ts';
 import { clientAlgorithms, PREFERRED_CIPHERS } from './ssh-algorithms.ts';
 import { describeEndpoint, isChannelOpenRefusal, toSshError, type SshEndpoint } from './ssh-errors.ts';
 import { SshRemoteProcess, watchExit } from './ssh-process.ts';
-import { DEFAULT_CHANNEL_WINDOW_BYTES, holdWindow, MAX_CHANNEL_WINDOW_BYTES, MIN_CHANNEL_WINDOW_BYTES, openSessionsWithWindow } from './ssh-window.ts';
+import { DEFAULT_CHANNEL_WINDOW_BYTES, holdWindow, openSessionsWithWindow } from './ssh-window.ts';
 
 export type SshConnectionState = 'idle' | 'connecting' | 'ready' | 'backoff' | 'closed';
 
@@ -51,7 +51,8 @@ export interface SshConnectionOptions {
   backoff?: BackoffOptions;
   /**
    * Most bytes of a command's output held in the collector while its consumer does not read
-   * (the SSH window of each session channel: ssh-window.ts). Default DEFAULT_CHANNEL_WINDOW_BYTES.
+   * (the SSH window of each session channel: ssh-window.ts), MIN_ to MAX_CHANNEL_WINDOW_BYTES,
+   * as --ssh-window is checked. Default DEFAULT_CHANNEL_WINDOW_BYTES.
    */
   channelWindowBytes?: number;
   /** Cipher preference (benchmarks); default PREFERRED_CIPHERS. */
@@ -95,10 +96,8 @@ export class SshConnection implements RemoteShell {
 
   constructor(options: SshConnectionOptions) {
     this.o = options;
+    // Validated once, where it is parsed (collect-config.ts --ssh-window).
     this.windowBytes = options.channelWindowBytes ?? DEFAULT_CHANNEL_WINDOW_BYTES;
-    if (!Number.isInteger(this.windowBytes) || this.windowBytes < MIN_CHANNEL_WINDOW_BYTES || this.windowBytes > MAX_CHANNEL_WINDOW_BYTES) {
-      throw new PglogError('USAGE', `channel window of ${this.windowBytes} bytes: must be a whole number from ${MIN_CHANNEL_WINDOW_BYTES} to ${MAX_CHANNEL_WINDOW_BYTES}`);
-    }
     this.endpoint = { target: options.target, host: options.host, port: options.port, username: options.username };
     this.keySource = options.privateKeySource ?? `key of target ${options.target}`;
     this.knownHosts = parseKnownHosts(options.knownHosts.text, options.knownHosts.source);
