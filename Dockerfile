@@ -24,8 +24,13 @@ RUN apt-get update \
  && rm -rf /var/lib/apt/lists/*
 WORKDIR /app
 COPY package.json package-lock.json ./
+# Every workspace's package.json (npm ci checks them against the lockfile); test-support's only
+# for that: its files are not in the image.
+COPY common/package.json common/
 COPY collector/package.json collector/
 COPY operator/package.json operator/
+COPY cli/package.json cli/
+COPY test-support/package.json test-support/
 # node-gyp uses the headers that ship with the image's Node (/usr/local/include/node) instead of
 # downloading them, which fails offline and which ssh2's installer reports as success. The CA
 # bundle npm must trust (the machine's `npm config get cafile`) arrives as a secret, so it is in
@@ -52,12 +57,16 @@ COPY --from=deps /app/node_modules node_modules
 # The CycloneDX SBOM of the npm packages above; `make image` also writes it beside the image.
 COPY --from=deps /app/sbom.cdx.json sbom.cdx.json
 COPY package.json package-lock.json ./
+COPY common/package.json common/
+COPY common/src common/src
 COPY collector/package.json collector/
-COPY collector/bin collector/bin
 COPY collector/src collector/src
 COPY operator/package.json operator/
 COPY operator/src operator/src
-RUN ln -s /app/collector/bin/pglog /usr/local/bin/pglog
+COPY cli/package.json cli/
+COPY cli/bin cli/bin
+COPY cli/src cli/src
+RUN ln -s /app/cli/bin/pglog /usr/local/bin/pglog
 ENV NODE_ENV=production HOME=/tmp
 USER 65532:65532
 # tini reaps the ssh processes the sidecar starts and forwards SIGTERM; pods override the

@@ -39,7 +39,7 @@ export default tseslint.config(
       '@typescript-eslint/consistent-type-imports': 'error',
       '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_' }],
       // Configuration is parsed once at the entry point and passed down.
-      'no-restricted-properties': ['error', { object: 'process', property: 'env', message: 'Read process.env only in an entry point (src/cli/main.ts, bench/, tests) and pass configuration down.' }],
+      'no-restricted-properties': ['error', { object: 'process', property: 'env', message: 'Read process.env only in an entry point (cli/src/main.ts, bench/, tests) and pass configuration down.' }],
     },
   },
   {
@@ -53,7 +53,7 @@ export default tseslint.config(
   {
     // A test file's describe() body is its scenario and a benchmark's main its run, not functions
     // to cut; the file limit still holds for them.
-    files: ['collector/test/**/*.test.ts', 'operator/test/**/*.test.ts', 'scripts/**/*.test.ts', 'bench/**/*.ts'],
+    files: ['*/test/**/*.test.ts', 'scripts/**/*.test.ts', 'bench/**/*.ts'],
     rules: { 'max-lines-per-function': 'off' },
   },
   {
@@ -65,9 +65,9 @@ export default tseslint.config(
       'collector/src/report/blocking-tree.ts', // buildBlockingForest(): one pass over the samples, property-tested as a whole
       'collector/src/follow/follower.ts', // readSegment(): the mailbox loop with its status lines and exit cases
       'operator/src/sharding/bounded-consistent-hashing.ts', // planBoundedAssignment(): the algorithm in one piece, as in the paper
-      'operator/src/kube/client.ts', // createKubeClient(): a closure over every verb; to become a request core and verbs (issue 17)
-      'collector/test/helpers/sshd.ts', 'collector/test/helpers/pg-cluster.ts', 'collector/test/helpers/log-server.ts',
-      'operator/test/helpers/real-node.ts', 'operator/test/helpers/custom-metrics-server.ts', // start-ups of real servers: one sequence each
+      'common/src/kube/client.ts', // createKubeClient(): a closure over every verb; to become a request core and verbs (issue 17)
+      'test-support/src/sshd.ts', 'test-support/src/pg-cluster.ts', 'test-support/src/log-server.ts',
+      'test-support/src/real-node.ts', 'operator/test/helpers/custom-metrics-server.ts', // start-ups of real servers: one sequence each
     ],
     rules: { 'max-lines-per-function': 'off' },
   },
@@ -102,7 +102,7 @@ export default tseslint.config(
   },
   {
     // Entry points: the only places allowed to read the environment.
-    files: ['collector/src/cli/main.ts', 'bench/**/*.ts', 'collector/test/**/*.ts', 'operator/test/**/*.ts', 'scripts/**/*.ts'],
+    files: ['cli/src/main.ts', 'bench/**/*.ts', '*/test/**/*.ts', 'test-support/src/**/*.ts', 'scripts/**/*.ts'],
     rules: { 'no-restricted-properties': 'off' },
   },
 );

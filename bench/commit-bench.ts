@@ -24,12 +24,12 @@ import { join } from 'node:path';
 import { setImmediate as yieldNow } from 'node:timers/promises';
 import { parseArgs } from 'node:util';
 import pg from 'pg';
-import { Batcher, DEFAULT_BATCHER_OPTIONS } from '../collector/src/collect/batcher.ts';
-import { DEFAULT_STORE_CONNECTIONS } from '../collector/src/collect/collect-config.ts';
-import type { StatementEvent } from '../collector/src/logformat/events.ts';
-import { StoreWriter } from '../collector/src/store/store-writer.ts';
-import type { SourceRef } from '../collector/src/store/store-writer.ts';
-import { startCluster } from '../collector/test/helpers/pg-cluster.ts';
+import { Batcher, DEFAULT_BATCHER_OPTIONS } from '@pglog/collector/collect/batcher.ts';
+import { DEFAULT_STORE_CONNECTIONS } from '@pglog/cli/collect-config.ts';
+import type { StatementEvent } from '@pglog/collector/logformat/events.ts';
+import { StoreWriter } from '@pglog/collector/store/store-writer.ts';
+import type { SourceRef } from '@pglog/collector/store/store-writer.ts';
+import { startCluster } from '@pglog/test-support/pg-cluster.ts';
 import { cpuDelta, descendantsNamed, machineCpu, processCpuSeconds } from './ingest/proc-stats.ts';
 import { generateLog, parseEvents } from './lib/statement-events.ts';
 

@@ -20,17 +20,17 @@ import { cpus, loadavg } from 'node:os';
 import { writeFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import pg from 'pg';
-import { DEFAULT_BATCHER_OPTIONS } from '../collector/src/collect/batcher.ts';
-import { CopyBinaryEncoder } from '../collector/src/store/copy-binary.ts';
-import { copyIn } from '../collector/src/store/copy-stream.ts';
-import { mapEvent, rowContext } from '../collector/src/store/event-rows.ts';
-import { STATEMENT_TABLE } from '../collector/src/store/event-tables.ts';
-import { microsToIso, type Micros } from '../collector/src/store/iso-time.ts';
-import { CHUNK_BYTES } from '../collector/src/store/copy-stream.ts';
-import { StoreWriter, streamKeyOf } from '../collector/src/store/store-writer.ts';
-import type { BatchItem, SourceRef } from '../collector/src/store/store-writer.ts';
-import { DEFAULT_MAX_TEXT_BYTES } from '../collector/src/store/text-clean.ts';
-import { startPostgres } from '../collector/test/helpers/postgres.ts';
+import { DEFAULT_BATCHER_OPTIONS } from '@pglog/collector/collect/batcher.ts';
+import { CopyBinaryEncoder } from '@pglog/collector/store/copy-binary.ts';
+import { copyIn } from '@pglog/collector/store/copy-stream.ts';
+import { mapEvent, rowContext } from '@pglog/collector/store/event-rows.ts';
+import { STATEMENT_TABLE } from '@pglog/collector/store/event-tables.ts';
+import { microsToIso, type Micros } from '@pglog/collector/store/iso-time.ts';
+import { CHUNK_BYTES } from '@pglog/collector/store/copy-stream.ts';
+import { StoreWriter, streamKeyOf } from '@pglog/collector/store/store-writer.ts';
+import type { BatchItem, SourceRef } from '@pglog/collector/store/store-writer.ts';
+import { DEFAULT_MAX_TEXT_BYTES } from '@pglog/collector/store/text-clean.ts';
+import { startPostgres } from '@pglog/test-support/postgres.ts';
 import { generateLog, parseEvents } from './lib/statement-events.ts';
 
 const { values } = parseArgs({

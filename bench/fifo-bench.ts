@@ -81,7 +81,7 @@ async function collectorMain(): Promise<CollectorResult> {
   const kind = need(values.reader, 'reader') as ReaderKind;
   if (!READERS.includes(kind)) throw new Error(`--reader must be one of ${READERS.join(', ')}`);
   const dir = need(values.dir, 'dir');
-  const { openFifoReader } = await import('../collector/src/transport/fifo-reader.ts');
+  const { openFifoReader } = await import('@pglog/collector/transport/fifo-reader.ts');
   const delay = monitorEventLoopDelay({ resolution: RESOLUTION_MS });
   delay.enable();
   const cpu0 = process.cpuUsage();

@@ -32,13 +32,13 @@ import { mkdtempSync, rmSync, chmodSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import type { TestPostgres } from '../collector/test/helpers/postgres.ts';
+import type { TestPostgres } from '@pglog/test-support/postgres.ts';
 import { renderSection, writeSection } from './ingest/report.ts';
 import { measureRun, type RunResult } from './ingest/run.ts';
 import { startFleet, type Fleet } from './ingest/servers.ts';
 import { emptyEventTables, startBenchStore } from './ingest/store.ts';
 import { createCleanup } from './lib/cleanup.ts';
-import { computeTuning } from '../operator/src/desired/tuning.ts';
+import { computeTuning } from '@pglog/operator/desired/tuning.ts';
 
 const { values } = parseArgs({
   options: {

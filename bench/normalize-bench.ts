@@ -11,7 +11,7 @@
 import { pathToFileURL } from 'node:url';
 import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
-import type * as Normalize from '../collector/src/logformat/normalize/normalize.ts';
+import type * as Normalize from '@pglog/collector/logformat/normalize/normalize.ts';
 import { pgbenchStatement } from './lib/pgbench-statements.ts';
 
 const { values } = parseArgs({

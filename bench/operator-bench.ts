@@ -32,8 +32,8 @@ import { parseArgs } from 'node:util';
 import {
   boundedConsistentHashing, DEFAULT_SHARDING_OPTIONS, moduloHashing, movedWeight, planBoundedAssignment, shardLoads, targetWeights,
   type ShardingStrategy, type ShardingTarget,
-} from '../operator/src/sharding/index.ts';
-import type { KubeObject } from '../operator/src/kube/client-types.ts';
+} from '@pglog/operator/sharding/index.ts';
+import type { KubeObject } from '@pglog/common/kube/client-types.ts';
 import { createCleanup } from './lib/cleanup.ts';
 
 const { values } = parseArgs({
@@ -272,12 +272,12 @@ async function e2e(): Promise<E2eResult> {
   const replicas = positiveInt('e2e-replicas');
   const timeoutMs = positiveInt('e2e-timeout') * 1000;
   // Loaded only here: --skip-e2e runs without the operator's modules.
-  const { startControlPlane } = await import('../operator/test/helpers/control-plane.ts');
+  const { startControlPlane } = await import('@pglog/test-support/control-plane.ts');
   const { startOperator } = await import('../operator/test/helpers/operator-process.ts');
-  const { assignmentOf, createAll, eventually, poolObject, targetObject } = await import('../operator/test/helpers/fleet.ts');
-  const { createKubeClient } = await import('../operator/src/kube/client.ts');
-  const { loadKubeconfigFile } = await import('../operator/src/kube/config.ts');
-  const { COLLECTOR_POOLS, LEASES, POSTGRES_TARGETS } = await import('../operator/src/kube/resources.ts');
+  const { assignmentOf, createAll, eventually, poolObject, targetObject } = await import('@pglog/test-support/fleet.ts');
+  const { createKubeClient } = await import('@pglog/common/kube/client.ts');
+  const { loadKubeconfigFile } = await import('@pglog/common/kube/config.ts');
+  const { COLLECTOR_POOLS, LEASES, POSTGRES_TARGETS } = await import('@pglog/common/kube/resources.ts');
 
   const NS = 'bench';
   const POOL = 'bench';

@@ -14,7 +14,7 @@
  * --runs runs counts (pgBadger, the slowest by far, runs once).
  */
 import { execFileSync, spawnSync } from 'node:child_process';
-import { readFileSync, statSync, writeFileSync, mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, readFileSync, statSync, writeFileSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir, cpus } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
@@ -49,7 +49,7 @@ interface Contender {
 const nodeScript = (name: string): string[] => [node, join(root, 'bench/contenders', name)];
 const pglogParse = (name: string, what: string, checkout: string): Contender => ({
   name, what,
-  command: [join(checkout, 'collector/bin/pglog'), 'parse', '--summary', '--format', 'stderr', '--prefix', prefix, log], runs,
+  command: [join(checkout, existsSync(join(checkout, 'cli/bin/pglog')) ? 'cli/bin/pglog' : 'collector/bin/pglog'), 'parse', '--summary', '--format', 'stderr', '--prefix', prefix, log], runs,
   count: (s) => { const j = JSON.parse(s) as { lines: number; entries: number }; return { lines: j.lines, entries: j.entries }; },
 });
 const baseline = values.baseline;

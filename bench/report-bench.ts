@@ -22,9 +22,9 @@ import { pipeline } from 'node:stream/promises';
 import { parseArgs, promisify } from 'node:util';
 import pg from 'pg';
 import { to as copyTo } from 'pg-copy-streams';
-import { fetchHtmlReport, type QueryTimings } from '../collector/src/report/html/fetch.ts';
-import { PGLOG } from '../collector/test/helpers/cli.ts';
-import { migrateStore, startPostgres } from '../collector/test/helpers/postgres.ts';
+import { fetchHtmlReport, type QueryTimings } from '@pglog/collector/report/html/fetch.ts';
+import { PGLOG } from '@pglog/test-support/cli.ts';
+import { migrateStore, startPostgres } from '@pglog/test-support/postgres.ts';
 import { createCleanup } from './lib/cleanup.ts';
 
 const run = promisify(execFile);

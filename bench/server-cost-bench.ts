@@ -14,10 +14,10 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync, chmodSync } from 'nod
 import { cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import type { IdleWait } from '../collector/src/follow/segment-script.ts';
-import { ConnectLimiter } from '../collector/src/transport/connect-limiter.ts';
-import { SshConnection } from '../collector/src/transport/ssh-connection.ts';
-import { startSshServer } from '../collector/test/helpers/sshd.ts';
+import type { IdleWait } from '@pglog/collector/follow/segment-script.ts';
+import { ConnectLimiter } from '@pglog/collector/transport/connect-limiter.ts';
+import { SshConnection } from '@pglog/collector/transport/ssh-connection.ts';
+import { startSshServer } from '@pglog/test-support/sshd.ts';
 import { createCleanup } from './lib/cleanup.ts';
 import { runPhase, type PhaseResult } from './server-cost/phase.ts';
 

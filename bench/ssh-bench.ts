@@ -64,10 +64,10 @@ async function childMain(): Promise<ChildResult> {
     });
   }
   // Imported only now, after the hook: ssh2 probes for its addon when first loaded.
-  const { SshConnection } = await import('../collector/src/transport/ssh-connection.ts');
-  const { ConnectLimiter } = await import('../collector/src/transport/connect-limiter.ts');
-  const { runRemote } = await import('../collector/src/transport/remote-shell.ts');
-  const { cryptoBindingAvailable } = await import('../collector/src/transport/ssh-algorithms.ts');
+  const { SshConnection } = await import('@pglog/collector/transport/ssh-connection.ts');
+  const { ConnectLimiter } = await import('@pglog/collector/transport/connect-limiter.ts');
+  const { runRemote } = await import('@pglog/collector/transport/remote-shell.ts');
+  const { cryptoBindingAvailable } = await import('@pglog/collector/transport/ssh-algorithms.ts');
   const need = (v: string | undefined, name: string): string => {
     if (v === undefined) throw new Error(`--child needs --${name}`);
     return v;
@@ -100,7 +100,7 @@ async function childMain(): Promise<ChildResult> {
 interface Row { name: string; cipher: string; seconds: number; mbps: number }
 
 async function parentMain(): Promise<void> {
-  const { startSshServer } = await import('../collector/test/helpers/sshd.ts');
+  const { startSshServer } = await import('@pglog/test-support/sshd.ts');
   const mb = Number(values.mb);
   const runs = Math.max(1, Number(values.runs));
   const server = await startSshServer();

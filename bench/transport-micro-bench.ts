@@ -104,7 +104,7 @@ function ownCpu(): number {
 }
 
 async function childMain(c: ChildConfig): Promise<ChildResult> {
-  const { LineSplitter } = await import('../collector/src/logformat/line-splitter.ts');
+  const { LineSplitter } = await import('@pglog/collector/logformat/line-splitter.ts');
   const { treeCpuSeconds } = await import('./transport/proc-cpu.ts');
   const { CLK_TCK } = await import('./ingest/proc-stats.ts');
   /** Busy CPU seconds of the whole machine without niced work (other jobs may run niced here). */
@@ -112,7 +112,7 @@ async function childMain(c: ChildConfig): Promise<ChildResult> {
     const [user = 0, , system = 0, , , irq = 0, softirq = 0, steal = 0] = readFileSync('/proc/stat', 'utf8').split('\n')[0]!.trim().split(/\s+/).slice(1).map(Number);
     return (user + system + irq + softirq + steal) / CLK_TCK;
   };
-  const { cryptoBindingAvailable } = await import('../collector/src/transport/ssh-algorithms.ts');
+  const { cryptoBindingAvailable } = await import('@pglog/collector/transport/ssh-algorithms.ts');
   let lines = 0;
   const splitters = Array.from({ length: c.streams }, () => new LineSplitter(() => { lines++; }));
   const splitBytes = (): number => splitters.reduce((sum, s) => sum + s.bytes, 0);
@@ -130,8 +130,8 @@ async function childMain(c: ChildConfig): Promise<ChildResult> {
   let stop: () => Promise<void>;
   let first: Promise<void>[];
   if (c.transport === 'ssh2') {
-    const { SshConnection } = await import('../collector/src/transport/ssh-connection.ts');
-    const { ConnectLimiter } = await import('../collector/src/transport/connect-limiter.ts');
+    const { SshConnection } = await import('@pglog/collector/transport/ssh-connection.ts');
+    const { ConnectLimiter } = await import('@pglog/collector/transport/connect-limiter.ts');
     const limiter = new ConnectLimiter({ spreadMs: 0 });
     const connections = Array.from({ length: c.streams }, (_, i) => new SshConnection({
       target: `s${i}`, host: c.host, port: c.port, username: c.user, privateKey: readFileSync(c.key),
@@ -154,7 +154,7 @@ async function childMain(c: ChildConfig): Promise<ChildResult> {
       return Promise.resolve();
     };
   } else {
-    const { openFifoReader, closeFifoReader } = await import('../collector/src/transport/fifo-reader.ts');
+    const { openFifoReader, closeFifoReader } = await import('@pglog/collector/transport/fifo-reader.ts');
     const fifoDir = mkdtempSync(join(tmpdir(), 'pglog-micro-fifo-'));
     const paths = splitters.map((_, i) => join(fifoDir, `s${i}.out`));
     const made = spawnSync('mkfifo', ['-m', '0600', ...paths], { encoding: 'utf8' });
@@ -166,7 +166,7 @@ async function childMain(c: ChildConfig): Promise<ChildResult> {
     const sidecar = spawn('/bin/sh', ['-c', script, 'sidecar', ...sshArgs(c)], { stdio: ['ignore', 'ignore', 'inherit'] });
     children.push(sidecar);
     stop = async (): Promise<void> => {
-      const { killTree } = await import('../collector/test/helpers/process-tree.ts');
+      const { killTree } = await import('@pglog/test-support/process-tree.ts');
       if (sidecar.pid !== undefined) killTree(sidecar.pid);
       for (const reader of readers) closeFifoReader(reader);
       rmSync(fifoDir, { recursive: true, force: true });
@@ -225,7 +225,7 @@ async function writeLog(file: string, mb: number): Promise<number> {
 const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? NaN;
 
 async function parentMain(): Promise<void> {
-  const { startSshServer } = await import('../collector/test/helpers/sshd.ts');
+  const { startSshServer } = await import('@pglog/test-support/sshd.ts');
   const streams = Number(values.streams);
   const seconds = Number(values.seconds);
   const lightMBps = Number(values['light-mbps']);

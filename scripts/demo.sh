@@ -11,5 +11,5 @@ encodings=$(node -p 'Object.entries(JSON.parse(require("fs").readFileSync(proces
 echo "pglog demo: a real PostgreSQL 15 log ($(du -h "$log" | cut -f1), pgbench, errors, a deadlock, lock waits, plans, WIN1251 and KOI8R databases)"
 echo "\$ pglog parse --summary --prefix '$prefix' $encodings $log"
 # shellcheck disable=SC2086 # one word per --encoding option
-"$here/collector/bin/pglog" parse --summary --prefix "$prefix" $encodings "$log" \
+"$here/cli/bin/pglog" parse --summary --prefix "$prefix" $encodings "$log" \
   | node -e 'let s = ""; process.stdin.on("data", (d) => (s += d)).on("end", () => { const j = JSON.parse(s); j.templates = j.templates.slice(0, 5); console.log(JSON.stringify(j, null, 2)); console.log("(top 5 of the summary'"'"'s templates shown; pglog parse --events prints every event)"); })'

@@ -13,8 +13,8 @@ import { readFileSync, readdirSync } from 'node:fs';
 import { cpus } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
-import { startCollector, writeTargetsFile, type CollectorProcess } from '../../collector/test/helpers/collector-process.ts';
-import type { TestSshServer } from '../../collector/test/helpers/sshd.ts';
+import { startCollector, writeTargetsFile, type CollectorProcess } from '@pglog/test-support/collector-process.ts';
+import type { TestSshServer } from '@pglog/test-support/sshd.ts';
 import { splitProfile, type CpuProfile, type ProfileSplit } from './cpu-profile.ts';
 import { countEqual, scrape, sum, value, type Sample } from './metrics-scrape.ts';
 import { cpuByCommand, cpuDelta, forksSinceBoot, machineCpu, processCpuSeconds, processMemory } from './proc-stats.ts';
@@ -22,7 +22,7 @@ import { createServerLogs } from './servers.ts';
 import { latencyOfRowsCommitted, statementRows, type Latency } from './store.ts';
 import type { WriterTotals } from './log-writer.ts';
 import { spawnLogWriter, type LogWriter } from './writer-client.ts';
-import { freePort, sleep } from '../../collector/test/helpers/wait.ts';
+import { freePort, sleep } from '@pglog/test-support/wait.ts';
 
 export interface RunOptions {
   /** Directory of this run (log files, targets file, collector output). */

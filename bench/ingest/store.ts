@@ -15,8 +15,8 @@
  *   benchmark measures).
  */
 import pg from 'pg';
-import { startPostgres, type TestPostgres } from '../../collector/test/helpers/postgres.ts';
-import { EVENT_TABLES } from '../../collector/src/store/event-tables.ts';
+import { startPostgres, type TestPostgres } from '@pglog/test-support/postgres.ts';
+import { EVENT_TABLES } from '@pglog/collector/store/event-tables.ts';
 
 export const STORE_SETTINGS: Readonly<Record<string, string>> = {
   track_commit_timestamp: 'on',

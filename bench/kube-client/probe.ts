@@ -15,8 +15,8 @@ if (kubeconfig === undefined || namespace === undefined || name === undefined) {
 
 let got = '';
 if (which === 'own') {
-  const { loadKubeconfigFile } = await import('../../operator/src/kube/config.ts');
-  const { createKubeClient } = await import('../../operator/src/kube/client.ts');
+  const { loadKubeconfigFile } = await import('@pglog/common/kube/config.ts');
+  const { createKubeClient } = await import('@pglog/common/kube/client.ts');
   const client = createKubeClient(await loadKubeconfigFile(kubeconfig));
   const cm = await client.get({ group: '', version: 'v1', plural: 'configmaps', kind: 'ConfigMap', namespaced: true }, namespace, name);
   got = cm?.metadata.name ?? '';

@@ -13,11 +13,11 @@
  */
 import { appendFileSync, chmodSync, mkdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { LogFollower } from '../../collector/src/follow/follower.ts';
-import type { IdleWait } from '../../collector/src/follow/segment-script.ts';
-import type { RemoteShell } from '../../collector/src/transport/remote-shell.ts';
+import { LogFollower } from '@pglog/collector/follow/follower.ts';
+import type { IdleWait } from '@pglog/collector/follow/segment-script.ts';
+import type { RemoteShell } from '@pglog/collector/transport/remote-shell.ts';
 import { countProcessStarts, cpuSecondsOf, processesWithCommandLine } from '../../collector/test/helpers/process-starts.ts';
-import { sleep } from '../../collector/test/helpers/wait.ts';
+import { sleep } from '@pglog/test-support/wait.ts';
 import { descendantsNamed, processCpuSeconds } from '../ingest/proc-stats.ts';
 
 export interface PhaseOptions {

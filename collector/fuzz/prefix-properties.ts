@@ -16,7 +16,7 @@
  * - the fields of a match are read without throwing.
  */
 import { isDeepStrictEqual } from 'node:util';
-import { isPglogError } from '../src/errors.ts';
+import { isPglogError } from '@pglog/common/errors.ts';
 import { compilePrefix, type CompiledPrefix, type PrefixFields } from '../src/logformat/prefix.ts';
 
 export class PrefixPropertyViolation extends Error {

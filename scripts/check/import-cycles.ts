@@ -1,7 +1,8 @@
 /**
  * `make check` step: no two source files import each other, directly or around a circle
  * (issue 17: a circle makes a file's room unclear and its load order fragile). Reads the
- * relative imports of every tracked TypeScript file under collector/src and operator/src,
+ * imports (relative, and of our packages by name) of every tracked TypeScript file under the
+ * packages' src folders,
  * type-only ones included (a type circle is a design circle too), and prints each circle.
  */
 import { execFileSync } from 'node:child_process';
@@ -13,8 +14,12 @@ import ts from 'typescript';
 export function importsOf(file: string, text: string): string[] {
   return ts.preProcessFile(text, true, false).importedFiles
     .map((f) => f.fileName)
-    .filter((name) => name.startsWith('./') || name.startsWith('../'))
-    .map((name) => normalize(join(dirname(file), name)));
+    .flatMap((name) => {
+      if (name.startsWith('./') || name.startsWith('../')) return [normalize(join(dirname(file), name))];
+      // A workspace package by name: @pglog/<package>/<path> is <package>/src/<path> (its "exports").
+      const own = /^@pglog\/([a-z-]+)\/(.+)$/.exec(name);
+      return own === null ? [] : [`${own[1]!}/src/${own[2]!}`];
+    });
 }
 
 /** The circles of a graph (its strongly connected parts with more than one file), each sorted. Pure. */
@@ -63,7 +68,7 @@ export function findCycles(graph: ReadonlyMap<string, readonly string[]>): strin
 }
 
 function main(): number {
-  const files = execFileSync('git', ['ls-files', '-z', 'collector/src', 'operator/src'], { encoding: 'utf8' })
+  const files = execFileSync('git', ['ls-files', '-z', 'common/src', 'collector/src', 'operator/src', 'cli/src', 'test-support/src'], { encoding: 'utf8' })
     .split('\0').filter((f) => f.endsWith('.ts'));
   const graph = new Map(files.map((f) => [f, importsOf(f, readFileSync(f, 'utf8'))] as const));
   const cycles = findCycles(graph);

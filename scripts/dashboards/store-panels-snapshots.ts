@@ -1,7 +1,7 @@
 // The store dashboard's panels on the SQL snapshots (docs/snapshots.md): blocking episodes and
 // blocked sessions, client sessions by state, and the pg_stat_database deltas (backends,
 // transactions, temporary bytes). Only the stable views are read (docs/store.md).
-import { blockingRootsCtes } from '../../collector/src/report/locks-query.ts';
+import { blockingRootsCtes } from '@pglog/collector/report/locks-query.ts';
 import { table, timeseries, type Section } from './grafana.ts';
 import { byDatabase, byTarget, inWindow } from './store-filters.ts';
 

@@ -3,8 +3,8 @@
  * starts with a shard's Node.js tuning (docs/operator.md "Node.js tuning": heap and semi-space sizes are V8 flags and
  * the libuv threadpool size an environment variable, all fixed at process start).
  */
-import type { ShardTuning } from '../../../operator/src/api/collector-shard.ts';
-import { formatTuning } from './cluster-config.ts';
+import type { ShardTuning } from '@pglog/common/api/collector-shard.ts';
+import { formatTuning } from './tuning.ts';
 
 /** V8 flags the launcher owns: any the launcher itself was started with are replaced. */
 const TUNED_NODE_FLAGS = ['--max-old-space-size', '--max-semi-space-size'];

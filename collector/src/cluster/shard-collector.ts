@@ -6,13 +6,13 @@
  * committed, positions are in the store) and ends with EXIT_TUNING_CHANGED so the launcher
  * starts a process with the new tuning.
  */
-import type { CollectorShard, ShardTarget, ShardTuning } from '../../../operator/src/api/collector-shard.ts';
-import type { KubeClient } from '../../../operator/src/kube/client-types.ts';
+import type { CollectorShard, ShardTarget, ShardTuning } from '@pglog/common/api/collector-shard.ts';
+import type { KubeClient } from '@pglog/common/kube/client-types.ts';
 import type { Collector } from '../collect/collector.ts';
-import type { Logger } from '../observability/logger.ts';
-import { settleWithin } from '../time/retry.ts';
-import { pause } from '../time/clock.ts';
-import { sameTuning } from './cluster-config.ts';
+import type { Logger } from '@pglog/common/observability/logger.ts';
+import { settleWithin } from '@pglog/common/time/retry.ts';
+import { pause } from '@pglog/common/time/clock.ts';
+import { sameTuning } from './tuning.ts';
 import { ShardWatcher } from './shard-watcher.ts';
 import { buildShardStatus } from './shard-status.ts';
 import { StatusReporter } from './status-reporter.ts';

@@ -5,11 +5,11 @@
  * what the collector needs on top: the shard itself on every change (null once it is deleted)
  * and a health that also says when the shard does not exist.
  */
-import type { CollectorShard } from '../../../operator/src/api/collector-shard.ts';
-import type { KubeClient } from '../../../operator/src/kube/client-types.ts';
-import { Informer } from '../../../operator/src/kube/informer.ts';
-import { COLLECTOR_SHARDS } from '../../../operator/src/kube/resources.ts';
-import type { Logger } from '../observability/logger.ts';
+import type { CollectorShard } from '@pglog/common/api/collector-shard.ts';
+import type { KubeClient } from '@pglog/common/kube/client-types.ts';
+import { Informer } from '@pglog/common/kube/informer.ts';
+import { COLLECTOR_SHARDS } from '@pglog/common/kube/resources.ts';
+import type { Logger } from '@pglog/common/observability/logger.ts';
 
 export interface ShardWatcherOptions {
   kube: KubeClient;

@@ -7,8 +7,8 @@
 import type { TargetCredentials } from '../collect/credentials.ts';
 import { formatPath } from '../config/field-path.ts';
 import { DocumentValidator } from '../config/target-validation.ts';
-import { isSshKeyFiles, type PostgresTarget } from '../config/target-types.ts';
-import { PglogError } from '../errors.ts';
+import { isSshKeyFiles, type PostgresTarget } from '@pglog/common/api/postgres-target.ts';
+import { PglogError } from '@pglog/common/errors.ts';
 
 /** The Secret keys that may hold the private key, in order of preference. */
 export const PRIVATE_KEY_KEYS = ['id_ed25519', 'id_rsa'] as const;

@@ -11,14 +11,14 @@
  * target's last good resolution rather than stopping a running stream.
  */
 import type { RateHint } from '../collect/target-transports.ts';
-import type { ShardTarget } from '../../../operator/src/api/collector-shard.ts';
-import type { KubeClient, KubeObject } from '../../../operator/src/kube/client-types.ts';
-import { POSTGRES_TARGETS, SECRETS } from '../../../operator/src/kube/resources.ts';
+import type { ShardTarget } from '@pglog/common/api/collector-shard.ts';
+import type { KubeClient, KubeObject } from '@pglog/common/kube/client-types.ts';
+import { POSTGRES_TARGETS, SECRETS } from '@pglog/common/kube/resources.ts';
 import type { TargetAssignment } from '../collect/assignment-plan.ts';
 import type { TargetCredentials } from '../collect/credentials.ts';
-import type { PostgresTarget } from '../config/target-types.ts';
-import { isPglogError, PglogError } from '../errors.ts';
-import { registerSecret } from '../observability/logger.ts';
+import type { PostgresTarget } from '@pglog/common/api/postgres-target.ts';
+import { isPglogError, PglogError } from '@pglog/common/errors.ts';
+import { registerSecret } from '@pglog/common/observability/logger.ts';
 import { credentialsFromSecret, optsInAsSshCredentials, secretNameOf, SSH_CREDENTIALS_LABEL, targetFromObject, type SecretObject } from './target-credentials.ts';
 
 export type ResolvedTarget =

@@ -8,7 +8,7 @@
  */
 import type { RateHint } from './target-transports.ts';
 import { createHash } from 'node:crypto';
-import type { ActiveTransport, PostgresTarget, Transport } from '../config/target-types.ts';
+import type { ActiveTransport, PostgresTarget, Transport } from '@pglog/common/api/postgres-target.ts';
 
 /** One target as the plan compares it. */
 export interface PlannedTarget {

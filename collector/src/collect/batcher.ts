@@ -12,11 +12,11 @@
  * target: a stream whose events would go over it waits in `waitForRoom()` before reading on,
  * which is what makes a slow store pause the remote `tail` (the SSH window stays closed).
  */
-import { PglogError } from '../errors.ts';
+import { PglogError } from '@pglog/common/errors.ts';
 import type { PglogEvent } from '../logformat/events.ts';
 import { stringHeapBytes } from '../logformat/heap-bytes.ts';
 import { streamKeyOf, type BatchItem, type CommitResult, type SourceRef, type StoreBatch, type StorePosition } from '../store/store-writer.ts';
-import { backoffDelay, settleWithin } from '../time/retry.ts';
+import { backoffDelay, settleWithin } from '@pglog/common/time/retry.ts';
 
 export interface BatcherOptions {
   /** Commit once this many events are pending. */

@@ -17,23 +17,23 @@
  * committed until the deadline, and whatever is left is read again next time from the
  * committed offsets.
  */
-import { isPglogError } from '../errors.ts';
-import { takesSnapshots, type PostgresInstance, type PostgresTarget } from '../config/target-types.ts';
+import { isPglogError } from '@pglog/common/errors.ts';
+import { takesSnapshots, type PostgresInstance, type PostgresTarget } from '@pglog/common/api/postgres-target.ts';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Writable } from 'node:stream';
 import { TemplateCache } from '../logformat/normalize/normalize.ts';
 import type { CollectorMetrics } from '../observability/metrics.ts';
-import type { Logger } from '../observability/logger.ts';
+import type { Logger } from '@pglog/common/observability/logger.ts';
 import { streamKeyOf, StoreWriter, type StorePosition } from '../store/store-writer.ts';
 import { SidecarClient } from '../transport/sidecar-client.ts';
 import { SshConnectionPool } from '../transport/ssh-pool.ts';
 import { Batcher } from './batcher.ts';
-import type { CollectConfig } from './collect-config.ts';
+import type { CollectConfig } from './collect-types.ts';
 import { InstanceStream } from './instance-stream.ts';
-import { backoffDelay, settleWithin } from '../time/retry.ts';
-import { pause } from '../time/clock.ts';
+import { backoffDelay, settleWithin } from '@pglog/common/time/retry.ts';
+import { pause } from '@pglog/common/time/clock.ts';
 import { streamHooks, batcherHooks } from './collector-hooks.ts';
 import { SidecarChild } from '../promotion/sidecar-child.ts';
 import type { TargetStreams } from './target-streams.ts';

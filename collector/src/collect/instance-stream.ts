@@ -17,7 +17,7 @@
  * this target the loop waits before pulling the next chunk, so the transport stops the remote
  * side (ssh2 withholds window adjustments).
  */
-import { isPglogError, PglogError } from '../errors.ts';
+import { isPglogError, PglogError } from '@pglog/common/errors.ts';
 import type { FollowedFile, FollowItem, FollowPosition } from '../follow/follower.ts';
 import { LogParser, type ParseCounters, type SlowEntry, ZERO_COUNTERS } from '../logformat/log-parser.ts';
 import type { EncodingConfig } from '../logformat/decode.ts';
@@ -27,8 +27,8 @@ import { isErrorSeverity, sqlstateClassOf, type SqlstateClass } from '../observa
 import type { LogFormat } from '../logformat/record.ts';
 import type { StorePosition } from '../store/store-writer.ts';
 import type { Batcher } from './batcher.ts';
-import { backoffDelay } from '../time/retry.ts';
-import { pause, untilAborted } from '../time/clock.ts';
+import { backoffDelay } from '@pglog/common/time/retry.ts';
+import { pause, untilAborted } from '@pglog/common/time/clock.ts';
 
 /** What the stream needs of a follower (the LogFollower; a scripted fake in unit tests). */
 export interface Follower {

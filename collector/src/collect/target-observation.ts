@@ -3,8 +3,8 @@
  * line rate, lag, whether every stream reads, the last failure, the newest committed entry
  * and the committed read positions. Fed by the stream and batcher hooks; read by snapshot().
  */
-import type { ActiveTransport } from '../config/target-types.ts';
-import { isPglogError } from '../errors.ts';
+import type { ActiveTransport } from '@pglog/common/api/postgres-target.ts';
+import { isPglogError } from '@pglog/common/errors.ts';
 import type { StorePosition } from '../store/store-writer.ts';
 import { RateMeter } from '../promotion/rate-meter.ts';
 import type { StreamHooks } from './instance-stream.ts';

@@ -6,9 +6,9 @@
  * InstanceStream.switchFollower (end at the committed boundary, start there on the other
  * transport), all of them at once.
  */
-import type { ActiveTransport, PostgresInstance, PostgresTarget, StartPoint, Transport } from '../config/target-types.ts';
+import type { ActiveTransport, PostgresInstance, PostgresTarget, StartPoint, Transport } from '@pglog/common/api/postgres-target.ts';
 import { LogFollower } from '../follow/follower.ts';
-import type { Logger } from '../observability/logger.ts';
+import type { Logger } from '@pglog/common/observability/logger.ts';
 import type { CollectorMetrics } from '../observability/metrics.ts';
 import type { RemoteShell } from '../transport/remote-shell.ts';
 import type { InstanceStream } from './instance-stream.ts';

@@ -8,7 +8,7 @@ import { isIP } from 'node:net';
 import path from 'node:path';
 import { canonicalEncoding } from '../logformat/decode.ts';
 import { compilePrefix } from '../logformat/prefix.ts';
-import { sshUserProblem } from '../sidecar/contract.ts';
+import { sshUserProblem } from '@pglog/common/sidecar/contract.ts';
 import { describe } from './field-path.ts';
 import type { FieldPath, Problem } from './field-path.ts';
 import { closest } from './suggest.ts';

@@ -11,11 +11,11 @@ import { describe } from './field-path.ts';
 import type { FieldPath } from './field-path.ts';
 import {
   API_VERSION, LOG_FORMATS, SNAPSHOT_INTERVAL_BOUNDS, SQL_TIMEOUT_BOUNDS, START_POINTS, TARGET_DEFAULTS, TARGET_KIND, TRANSPORTS, takesSnapshots,
-} from './target-types.ts';
+} from '@pglog/common/api/postgres-target.ts';
 import type {
   InstanceEncodings, InstanceSql, PostgresInstance, PostgresTarget, PostgresTargetSpec,
   SshCredentials, TargetCollect, TargetMetadata, TargetsMode,
-} from './target-types.ts';
+} from '@pglog/common/api/postgres-target.ts';
 
 const TOP_FIELDS = ['apiVersion', 'kind', 'metadata', 'spec'] as const;
 const METADATA_FIELDS = ['name', 'namespace', 'labels', 'annotations'] as const;

@@ -16,10 +16,10 @@
  * grows. `currentFile()` returns the file of the last `file` item with the best identity known
  * (same path, same inode); commit positions with it.
  */
-import type { LogFormat, StartPoint } from '../config/target-types.ts';
-import { isPglogError, PglogError } from '../errors.ts';
+import type { LogFormat, StartPoint } from '@pglog/common/api/postgres-target.ts';
+import { isPglogError, PglogError } from '@pglog/common/errors.ts';
 import { runRemote, type RemoteExit, type RemoteProcess, type RemoteShell } from '../transport/remote-shell.ts';
-import { pause } from '../time/clock.ts';
+import { pause } from '@pglog/common/time/clock.ts';
 import { formatIdentity, parseIdentity } from './identity.ts';
 import { planNext, planStart, type Plan, type ReadStep } from './planner.ts';
 import { buildProbeScript, parseProbeOutput, type ChecksumRequest, type ProbeResult } from './probe-script.ts';

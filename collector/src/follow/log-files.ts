@@ -9,7 +9,7 @@
  * compressed ones (`.gz`, ...) cannot be streamed and are left out.
  * A stderr log_filename without `.log` is found only through current_logfiles.
  */
-import type { LogFormat } from '../config/target-types.ts';
+import type { LogFormat } from '@pglog/common/api/postgres-target.ts';
 
 export function formatSuffix(format: LogFormat): string {
   switch (format) {

@@ -12,7 +12,7 @@
  * Assumes a Linux server with GNU findutils and coreutils (`find -printf`, `stat -c`,
  * `head -c`, `cksum`); nothing is installed and nothing needs privileges beyond reading the logs.
  */
-import type { LogFormat } from '../config/target-types.ts';
+import type { LogFormat } from '@pglog/common/api/postgres-target.ts';
 import { FIND_ACTIVE_FUNCTION } from './active-file.sh.ts';
 import { classifyLogFileName, formatSuffix } from './log-files.ts';
 import { shellInteger, shellQuote } from './shell-quote.ts';

@@ -18,7 +18,7 @@
  */
 import { isAscii, isUtf8 } from 'node:buffer';
 import iconv from 'iconv-lite';
-import { PglogError } from '../errors.ts';
+import { PglogError } from '@pglog/common/errors.ts';
 
 export interface EncodingConfig {
   /** PostgreSQL encoding name (or alias) for databases not listed in `databases`. */

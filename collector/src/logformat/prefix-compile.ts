@@ -2,7 +2,7 @@
  * log_line_prefix compiled: the escapes of the prefix string parsed into the operations the
  * matcher (prefix-matcher.ts) runs, and the PglogError messages for a prefix it cannot match.
  */
-import { PglogError } from '../errors.ts';
+import { PglogError } from '@pglog/common/errors.ts';
 import { OPERATIONS } from './prefix-matcher.ts';
 import type { Op } from './prefix-matcher.ts';
 

@@ -9,7 +9,7 @@
  * removes a series only by its full label set).
  */
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
-import type { ErrorLabel } from '../errors.ts';
+import type { ErrorLabel } from '@pglog/common/errors.ts';
 import { EVENT_KINDS, type EventKind } from '../logformat/events.ts';
 import { EVENT_TABLES } from '../store/event-tables.ts';
 import { SnapshotMetrics } from './snapshot-metrics.ts';

@@ -6,7 +6,7 @@
  * is remembered, so forgetTarget removes all of that target's series.
  */
 import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
-import type { ErrorLabel } from '../errors.ts';
+import type { ErrorLabel } from '@pglog/common/errors.ts';
 import { SQL_ROLE_PRIVILEGES, type SqlRolePrivilege } from '../snapshot/server-info.ts';
 import type { SnapshotKind } from '../snapshot/types.ts';
 

@@ -9,12 +9,12 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import type { Readable, Writable } from 'node:stream';
-import type { Logger } from '../observability/logger.ts';
+import type { Logger } from '@pglog/common/observability/logger.ts';
 import type { CollectorMetrics } from '../observability/metrics.ts';
 import type { SidecarClient } from '../transport/sidecar-client.ts';
-import { pause } from '../time/clock.ts';
+import { pause } from '@pglog/common/time/clock.ts';
 import { killStrayProcesses } from '../sidecar/sidecar-files.ts';
-import { backoffDelay } from '../time/retry.ts';
+import { backoffDelay } from '@pglog/common/time/retry.ts';
 
 export interface SidecarChildOptions {
   /** How to run this program: [node, ...node flags, main script]; `sshproxy --dir DIR` is appended. */

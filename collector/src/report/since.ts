@@ -4,7 +4,7 @@
  * `2024-05-01T10:00`, `2024-05-01 10:00:00+02`). Timestamps without an offset are UTC, so a
  * report means the same on every machine. Pure: "now" is an argument.
  */
-import { PglogError } from '../errors.ts';
+import { PglogError } from '@pglog/common/errors.ts';
 
 /** A bound as given: some time before now, or an absolute instant. */
 export type TimeBound = { agoMs: number } | { at: Date };

@@ -16,12 +16,12 @@
  *   reported as found at each session start: pglog_sql_role_privileged, and the target's
  *   status (its SqlRole condition in cluster mode).
  */
-import { isLastingSshFailure, isPglogError } from '../errors.ts';
-import type { TargetCollect } from '../config/target-types.ts';
-import type { Logger } from '../observability/logger.ts';
-import type { ErrorLabel } from '../errors.ts';
+import { isLastingSshFailure, isPglogError } from '@pglog/common/errors.ts';
+import type { TargetCollect } from '@pglog/common/api/postgres-target.ts';
+import type { Logger } from '@pglog/common/observability/logger.ts';
+import type { ErrorLabel } from '@pglog/common/errors.ts';
 import type { SnapshotMetrics } from '../observability/snapshot-metrics.ts';
-import { pause } from '../time/clock.ts';
+import { pause } from '@pglog/common/time/clock.ts';
 import type { ActivityResult } from '../snapshot/activity-query.ts';
 import type { SqlRolePrivilege } from '../snapshot/server-info.ts';
 import type { Snapshot, SnapshotFailure, SnapshotKind } from '../snapshot/types.ts';

@@ -5,7 +5,7 @@
  * Each write() resolves or rejects with its own snapshot's outcome, so InstanceSnapshots
  * counts a store failure against the snapshot it lost.
  */
-import type { PglogError } from '../errors.ts';
+import type { PglogError } from '@pglog/common/errors.ts';
 import type { Snapshot, SnapshotFailure } from '../snapshot/types.ts';
 
 export interface SnapshotSinkOptions {

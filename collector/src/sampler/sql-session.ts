@@ -14,8 +14,8 @@
  */
 import type { Duplex } from 'node:stream';
 import pg from 'pg';
-import { sqlStateOf, type PglogError } from '../errors.ts';
-import { settleWithin } from '../time/retry.ts';
+import { sqlStateOf, type PglogError } from '@pglog/common/errors.ts';
+import { settleWithin } from '@pglog/common/time/retry.ts';
 import { DeferredSocket } from './deferred-socket.ts';
 import { toSqlError } from './sql-errors.ts';
 

@@ -10,9 +10,9 @@
  */
 import { connect } from 'node:net';
 import type { Duplex } from 'node:stream';
-import { PglogError } from '../errors.ts';
-import type { ActiveTransport, PostgresInstance, PostgresTarget } from '../config/target-types.ts';
-import type { Logger } from '../observability/logger.ts';
+import { PglogError } from '@pglog/common/errors.ts';
+import type { ActiveTransport, PostgresInstance, PostgresTarget } from '@pglog/common/api/postgres-target.ts';
+import type { Logger } from '@pglog/common/observability/logger.ts';
 import { readActivity, type ActivityResult } from '../snapshot/activity-query.ts';
 import { readServerInfo, rolePrivilegeOf, type ServerInfo, type SqlRolePrivilege } from '../snapshot/server-info.ts';
 import { readStatistics, type StatisticsSample } from '../snapshot/statistics-query.ts';

@@ -7,7 +7,7 @@
  */
 import { watch, type FSWatcher } from 'node:fs';
 import { readFile } from 'node:fs/promises';
-import { DESIRED_FILE, DesiredStateError, parseDesiredState, type ParsedDesiredState } from './contract.ts';
+import { DESIRED_FILE, DesiredStateError, parseDesiredState, type ParsedDesiredState } from '@pglog/common/sidecar/contract.ts';
 
 export const DESIRED_POLL_MS = 500;
 

@@ -9,7 +9,7 @@
  * and goes back to `pending`; the next master that comes up gets it again. `connection`
  * numbers tell master runs apart (SshMaster.connection: new for every time a master is up).
  */
-import type { DesiredForward } from './contract.ts';
+import type { DesiredForward } from '@pglog/common/sidecar/contract.ts';
 
 /**
  * `pending`: waiting for its master, or lost with a master; `opening`: an `ssh -O forward`

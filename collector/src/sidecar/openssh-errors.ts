@@ -6,8 +6,8 @@
  * test/integration/sshproxy.test.ts). ssh never prints key material, so its lines may be
  * quoted in messages.
  */
-import type { ErrorCode } from '../errors.ts';
-import type { StatusError } from './contract.ts';
+import type { ErrorCode } from '@pglog/common/errors.ts';
+import type { StatusError } from '@pglog/common/sidecar/contract.ts';
 
 export interface SshTarget {
   host: string;

@@ -17,7 +17,7 @@
  * a new run must start).
  */
 import { serverFingerprint } from './openssh-args.ts';
-import type { DesiredState } from './contract.ts';
+import type { DesiredState } from '@pglog/common/sidecar/contract.ts';
 
 export type StreamPhase = 'waiting' | 'running' | 'done';
 

@@ -4,7 +4,7 @@
  */
 import { lstat, mkdir, readdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import { readdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
-import { CONTROL_DIR, FORWARDS_DIR, KEYS_DIR, STREAMS_DIR, type StatusError } from './contract.ts';
+import { CONTROL_DIR, FORWARDS_DIR, KEYS_DIR, STREAMS_DIR, type StatusError } from '@pglog/common/sidecar/contract.ts';
 
 /** Processes the sidecar started and that may still run: read by the next sidecar on DIR. */
 export const PIDS_FILE = 'sidecar.pids';

@@ -15,15 +15,15 @@
  */
 import { randomUUID } from 'node:crypto';
 import { resolve } from 'node:path';
-import { PglogError } from '../errors.ts';
-import type { Logger } from '../observability/logger.ts';
+import { PglogError } from '@pglog/common/errors.ts';
+import type { Logger } from '@pglog/common/observability/logger.ts';
 import { DesiredWatcher, DESIRED_POLL_MS } from './desired-watcher.ts';
 import { Forwards, type UpMaster } from './forwards.ts';
 import { DEFAULT_MASTER_BACKOFF, SshMaster, type MasterBackoffOptions } from './master-process.ts';
 import { dirTooLong } from './openssh-args.ts';
 import {
   forwardDir, HEARTBEAT_MS, PROTOCOL_VERSION, STATUS_FILE, type DesiredRefusals, type DesiredState, type ForwardStatus, type MasterState, type MasterStatus, type SidecarStatus, type StreamStatus,
-} from './contract.ts';
+} from '@pglog/common/sidecar/contract.ts';
 import { EMPTY_DESIRED, reconcile, type Plan, type Snapshot } from './reconcile.ts';
 import { cleanStaleDir, PidsFile, prepareDir, writeFileAtomic } from './sidecar-files.ts';
 import { StreamRun } from './stream-process.ts';

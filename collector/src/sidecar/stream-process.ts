@@ -14,7 +14,7 @@ import { unlink } from 'node:fs/promises';
 import { promisify } from 'node:util';
 import { Child, type ChildExit } from './children.ts';
 import { streamClientArgs } from './openssh-args.ts';
-import { streamFifos, type DesiredServer, type StatusError } from './contract.ts';
+import { streamFifos, type DesiredServer, type StatusError } from '@pglog/common/sidecar/contract.ts';
 import type { PidsFile } from './sidecar-files.ts';
 
 const run = promisify(execFile);

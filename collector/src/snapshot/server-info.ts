@@ -4,7 +4,7 @@
  * database, and what the monitoring role may do. One round trip, once per session.
  */
 import type pg from 'pg';
-import { PglogError } from '../errors.ts';
+import { PglogError } from '@pglog/common/errors.ts';
 import { boolOf, intOf, textOf, textOrNull } from './pg-values.ts';
 
 export interface ServerInfo {

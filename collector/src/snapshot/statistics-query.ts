@@ -4,8 +4,8 @@
  * between two samples are deltas.ts.
  */
 import type pg from 'pg';
-import { PglogError } from '../errors.ts';
-import { sqlStateOf } from '../errors.ts';
+import { PglogError } from '@pglog/common/errors.ts';
+import { sqlStateOf } from '@pglog/common/errors.ts';
 import { bigintOf, boolOf, dateOf, dateOrNull, floatOf, intOf, textOf, textOrNull } from './pg-values.ts';
 import type { Row } from './pg-values.ts';
 import type { ServerInfo } from './server-info.ts';

@@ -10,7 +10,7 @@
  * search_path). Entries without a queryid (other roles' entries when the role lacks
  * pg_read_all_stats) cannot be keyed and are left out.
  */
-import { PglogError } from '../errors.ts';
+import { PglogError } from '@pglog/common/errors.ts';
 import { assertSupported, quoteIdent } from './server-info.ts';
 import type { ServerInfo } from './server-info.ts';
 

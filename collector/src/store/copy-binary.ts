@@ -29,7 +29,7 @@
  *   int4[]       number[] of int4 integers: a one-dimensional array with lower bound 1 (an
  *                empty array has no dimension, as the server's own '{}'); no NULL elements
  */
-import { PglogError } from '../errors.ts';
+import { PglogError } from '@pglog/common/errors.ts';
 
 export const COLUMN_TYPES = ['int2', 'int4', 'int8', 'float8', 'bool', 'text', 'bytea', 'timestamptz', 'jsonb', 'int4[]'] as const;
 export type ColumnType = (typeof COLUMN_TYPES)[number];

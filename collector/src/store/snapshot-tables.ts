@@ -11,7 +11,7 @@
  * at most `maxTextBytes` of UTF-8 per value. The writer refuses a limit below
  * MIN_MAX_TEXT_BYTES, so a query text keeps at least its first 1000 characters (docs/store.md "Stable views").
  */
-import { PglogError } from '../errors.ts';
+import { PglogError } from '@pglog/common/errors.ts';
 import type { ActivitySession, BlockingEdge, DatabaseDelta, Snapshot, SnapshotFailure, StatementDelta } from '../snapshot/types.ts';
 import { table } from './event-tables.ts';
 import type { TableDef } from './event-tables.ts';

@@ -16,7 +16,7 @@
  *   rethrown for the writer, which reports STORE_UNAVAILABLE and drops the connection.
  */
 import type pg from 'pg';
-import { PglogError, isPglogError } from '../errors.ts';
+import { PglogError, isPglogError } from '@pglog/common/errors.ts';
 import type { Snapshot, SnapshotFailure } from '../snapshot/types.ts';
 import { CopyBinaryEncoder } from './copy-binary.ts';
 import { CHUNK_BYTES, copyIn, estimatedRowBytes } from './copy-stream.ts';

@@ -6,7 +6,7 @@
  * permission) says nothing about the rows: the whole transaction is rolled back and retried
  * later with the batch unchanged.
  */
-import { sqlStateOf } from '../errors.ts';
+import { sqlStateOf } from '@pglog/common/errors.ts';
 
 const DATA_CLASSES: ReadonlySet<string> = new Set(['22', '23', '54']);
 

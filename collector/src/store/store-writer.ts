@@ -37,7 +37,7 @@
  * previous one was handed to the socket.
  */
 import pg from 'pg';
-import { PglogError, isPglogError } from '../errors.ts';
+import { PglogError, isPglogError } from '@pglog/common/errors.ts';
 import type { Snapshot, SnapshotFailure } from '../snapshot/types.ts';
 import { writeWithBisection } from './bisect.ts';
 import { ConnectionPool, type PoolSlot } from './connection-pool.ts';

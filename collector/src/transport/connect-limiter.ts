@@ -8,7 +8,7 @@
  * - a random delay in [0, spreadMs) before a connection's very first attempt, so targets
  *   configured together spread out even before the other two limits apply.
  */
-import { realClock, type Clock } from '../time/clock.ts';
+import { realClock, type Clock } from '@pglog/common/time/clock.ts';
 import { Semaphore, type Release } from './semaphore.ts';
 
 export interface ConnectLimiterOptions {

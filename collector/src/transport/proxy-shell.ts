@@ -15,8 +15,8 @@
  */
 import type { Readable } from 'node:stream';
 import { join } from 'node:path';
-import { ERROR_CODES, isLastingSshFailure, isPglogError, PglogError, type ErrorCode } from '../errors.ts';
-import { streamFifos, type StatusError } from '../sidecar/contract.ts';
+import { ERROR_CODES, isLastingSshFailure, isPglogError, PglogError, type ErrorCode } from '@pglog/common/errors.ts';
+import { streamFifos, type StatusError } from '@pglog/common/sidecar/contract.ts';
 import { openFifoReader } from './fifo-reader.ts';
 import type { RemoteExit, RemoteProcess, RemoteShell } from './remote-shell.ts';
 import type { SidecarClient } from './sidecar-client.ts';

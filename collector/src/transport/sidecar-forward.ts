@@ -10,8 +10,8 @@
  * `pending` again and a new call waits for the new master to have it.
  */
 import { createHash } from 'node:crypto';
-import { ERROR_CODES, isLastingSshFailure, PglogError, type ErrorCode } from '../errors.ts';
-import type { DesiredForward, ForwardStatus, SidecarStatus, StatusError } from '../sidecar/contract.ts';
+import { ERROR_CODES, isLastingSshFailure, PglogError, type ErrorCode } from '@pglog/common/errors.ts';
+import type { DesiredForward, ForwardStatus, SidecarStatus, StatusError } from '@pglog/common/sidecar/contract.ts';
 
 /** How long `forward()` waits for `ready` by default. */
 export const DEFAULT_FORWARD_TIMEOUT_MS = 30_000;

@@ -13,9 +13,9 @@
  *   further spawns wait in order for a slot.
  */
 import { Client, type ClientChannel, type CipherAlgorithm } from 'ssh2';
-import { isLastingSshFailure, PglogError } from '../errors.ts';
-import { Backoff, type BackoffOptions } from '../time/backoff.ts';
-import { realClock, type Clock } from '../time/clock.ts';
+import { isLastingSshFailure, PglogError } from '@pglog/common/errors.ts';
+import { Backoff, type BackoffOptions } from '@pglog/common/time/backoff.ts';
+import { realClock, type Clock } from '@pglog/common/time/clock.ts';
 import type { ConnectLimiter } from './connect-limiter.ts';
 import { knownKeyTypes, parseKnownHosts, sshKeyType, verifyHostKey, type KnownHosts } from './known-hosts.ts';
 import type { RemoteProcess, RemoteShell } from './remote-shell.ts';

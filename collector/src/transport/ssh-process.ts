@@ -12,7 +12,7 @@
  */
 import type { Readable } from 'node:stream';
 import type { ClientChannel } from 'ssh2';
-import type { PglogError } from '../errors.ts';
+import type { PglogError } from '@pglog/common/errors.ts';
 import type { RemoteExit, RemoteProcess } from './remote-shell.ts';
 
 /** How long close() waits for the command to end on TERM before closing the channel. */

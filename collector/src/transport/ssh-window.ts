@@ -27,7 +27,7 @@
  */
 import type { Readable } from 'node:stream';
 import type { Client, ClientChannel } from 'ssh2';
-import { PglogError } from '../errors.ts';
+import { PglogError } from '@pglog/common/errors.ts';
 
 /** The default window per session channel: at 0.5 MB/s a stream, a second of log. */
 export const DEFAULT_CHANNEL_WINDOW_BYTES = 512 * 1024;

@@ -4,7 +4,7 @@
 import { appendFileSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import pg from 'pg';
-import type { LogServer } from './log-server.ts';
+import type { LogServer } from '@pglog/test-support/log-server.ts';
 
 export const MONITOR_ROLE = 'pglog_monitor';
 

@@ -5,11 +5,11 @@
 // connections and disconnections, and texts written to be hostile to an HTML page.
 // The collector is stopped before the scenario returns, so the store no longer changes.
 import pg from 'pg';
-import { checkStore, formatCheck, type CheckResult } from './checker.ts';
+import { checkStore, formatCheck, type CheckResult } from '@pglog/test-support/checker.ts';
 import { startCollectedStore, waitForViews } from './collected-store.ts';
-import { waitFor } from './collector-process.ts';
-import type { LogServer } from './log-server.ts';
-import { startSeqLoad } from './seq-load.ts';
+import { waitFor } from '@pglog/test-support/collector-process.ts';
+import type { LogServer } from '@pglog/test-support/log-server.ts';
+import { startSeqLoad } from '@pglog/test-support/seq-load.ts';
 
 /** Markup and script in a query literal and in a relation name (so in an error message). */
 export const HOSTILE_LITERAL = `</script><img src=x onerror="window.__pwned=1"><script>window.__pwned=2</script>`;

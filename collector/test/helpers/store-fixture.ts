@@ -3,7 +3,7 @@
 // checked for it), plain clients, and everything closed at the end.
 import pg from 'pg';
 import { StoreWriter } from '../../src/store/store-writer.ts';
-import { startPostgres, type TestPostgres } from './postgres.ts';
+import { startPostgres, type TestPostgres } from '@pglog/test-support/postgres.ts';
 
 export interface FreshStore {
   writer: StoreWriter;

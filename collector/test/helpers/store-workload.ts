@@ -7,8 +7,8 @@
 // coming and going. Returns once every stable view holds rows of it.
 import pg from 'pg';
 import { startCollectedStore, waitForViews } from './collected-store.ts';
-import type { CollectorProcess } from './collector-process.ts';
-import type { LogServer } from './log-server.ts';
+import type { CollectorProcess } from '@pglog/test-support/collector-process.ts';
+import type { LogServer } from '@pglog/test-support/log-server.ts';
 
 export const WORKLOAD_TARGET = 'db1';
 export const WORKLOAD_DATABASE = 'shop';

@@ -17,13 +17,13 @@ import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import pg from 'pg';
-import { checkStore, formatCheck, loggedStatementTags } from '../helpers/checker.ts';
+import { checkStore, formatCheck, loggedStatementTags } from '@pglog/test-support/checker.ts';
 import {
   freePort, leakedSecrets, metricSum, mib, MiB, processMemory, scrapeMetrics, startCollectScenario, withPassword,
   type CollectScenario,
-} from '../helpers/collect-scenario.ts';
-import { waitFor, type CollectorProcess } from '../helpers/collector-process.ts';
-import { startSeqLoad, type SeqLoad } from '../helpers/seq-load.ts';
+} from '@pglog/test-support/collect-scenario.ts';
+import { waitFor, type CollectorProcess } from '@pglog/test-support/collector-process.ts';
+import { startSeqLoad, type SeqLoad } from '@pglog/test-support/seq-load.ts';
 
 /** Stated bound on the collector's peak resident memory through a 50 MB entry and a 200 MB line. */
 const PEAK_RSS_BOUND = 600 * MiB;

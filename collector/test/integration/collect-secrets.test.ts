@@ -12,9 +12,9 @@ import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { freePort, privateKeyBodyLines, scrapeMetrics, startCollectScenario, type CollectScenario } from '../helpers/collect-scenario.ts';
-import { startCollector, waitFor, writeTargetsFile, type CollectorProcess } from '../helpers/collector-process.ts';
-import { descendants } from '../helpers/process-tree.ts';
+import { freePort, privateKeyBodyLines, scrapeMetrics, startCollectScenario, type CollectScenario } from '@pglog/test-support/collect-scenario.ts';
+import { startCollector, waitFor, writeTargetsFile, type CollectorProcess } from '@pglog/test-support/collector-process.ts';
+import { descendants } from '@pglog/test-support/process-tree.ts';
 
 function procText(pid: number, file: 'cmdline' | 'environ'): string {
   try {

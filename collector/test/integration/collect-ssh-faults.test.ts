@@ -12,12 +12,12 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import pg from 'pg';
-import { checkStore, formatCheck } from '../helpers/checker.ts';
-import { startCollector, waitFor, writeTargetsFile, type CollectorProcess, type TargetSpec } from '../helpers/collector-process.ts';
-import { startLogServer, type LogServer } from '../helpers/log-server.ts';
-import { startPostgres, type TestPostgres } from '../helpers/postgres.ts';
-import { startSeqLoad, type SeqLoad } from '../helpers/seq-load.ts';
-import { startSshServer, type TestSshServer } from '../helpers/sshd.ts';
+import { checkStore, formatCheck } from '@pglog/test-support/checker.ts';
+import { startCollector, waitFor, writeTargetsFile, type CollectorProcess, type TargetSpec } from '@pglog/test-support/collector-process.ts';
+import { startLogServer, type LogServer } from '@pglog/test-support/log-server.ts';
+import { startPostgres, type TestPostgres } from '@pglog/test-support/postgres.ts';
+import { startSeqLoad, type SeqLoad } from '@pglog/test-support/seq-load.ts';
+import { startSshServer, type TestSshServer } from '@pglog/test-support/sshd.ts';
 
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 

@@ -23,15 +23,15 @@ import { readFileSync, statSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import pg from 'pg';
-import { checkStore, formatCheck } from '../helpers/checker.ts';
+import { checkStore, formatCheck } from '@pglog/test-support/checker.ts';
 import {
   freePort, leakedSecrets, metricSum, mib, MiB, processMemory, scrapeMetrics, startCollectScenario, withPassword,
   type CollectScenario,
-} from '../helpers/collect-scenario.ts';
-import { waitFor, type CollectorProcess } from '../helpers/collector-process.ts';
-import { PG_BIN } from '../helpers/postgres.ts';
-import { startSeqLoad, type SeqLoad } from '../helpers/seq-load.ts';
-import { isRoot, serverUser } from '../helpers/server-user.ts';
+} from '@pglog/test-support/collect-scenario.ts';
+import { waitFor, type CollectorProcess } from '@pglog/test-support/collector-process.ts';
+import { PG_BIN } from '@pglog/test-support/postgres.ts';
+import { startSeqLoad, type SeqLoad } from '@pglog/test-support/seq-load.ts';
+import { isRoot, serverUser } from '@pglog/test-support/server-user.ts';
 
 const OUTAGE_MS = 30_000;
 const MEMORY_BUDGET = 64 * MiB;

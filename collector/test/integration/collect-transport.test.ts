@@ -13,15 +13,15 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import pg from 'pg';
-import { checkStore, formatCheck, type CheckResult } from '../helpers/checker.ts';
-import { freePort, metricSum, scrapeMetrics } from '../helpers/collect-scenario.ts';
-import { startCollector, waitFor, writeTargetsFile, type CollectorProcess, type TargetSpec } from '../helpers/collector-process.ts';
-import { startLogServer, type LogServer } from '../helpers/log-server.ts';
-import { startPostgres, type TestPostgres } from '../helpers/postgres.ts';
-import { descendants } from '../helpers/process-tree.ts';
+import { checkStore, formatCheck, type CheckResult } from '@pglog/test-support/checker.ts';
+import { freePort, metricSum, scrapeMetrics } from '@pglog/test-support/collect-scenario.ts';
+import { startCollector, waitFor, writeTargetsFile, type CollectorProcess, type TargetSpec } from '@pglog/test-support/collector-process.ts';
+import { startLogServer, type LogServer } from '@pglog/test-support/log-server.ts';
+import { startPostgres, type TestPostgres } from '@pglog/test-support/postgres.ts';
+import { descendants } from '@pglog/test-support/process-tree.ts';
 import { isAlive, strayProcesses } from '../../src/sidecar/sidecar-files.ts';
-import { startSeqLoad } from '../helpers/seq-load.ts';
-import { startSshServer, type TestSshServer } from '../helpers/sshd.ts';
+import { startSeqLoad } from '@pglog/test-support/seq-load.ts';
+import { startSshServer, type TestSshServer } from '@pglog/test-support/sshd.ts';
 
 const SWITCHES = 20;
 

@@ -8,9 +8,9 @@ import pg from 'pg';
 import { from as copyFrom } from 'pg-copy-streams';
 import { CopyBinaryEncoder } from '../../src/store/copy-binary.ts';
 import type { ColumnType } from '../../src/store/copy-binary.ts';
-import { isPglogError } from '../../src/errors.ts';
-import { startPostgres } from '../helpers/postgres.ts';
-import type { TestPostgres } from '../helpers/postgres.ts';
+import { isPglogError } from '@pglog/common/errors.ts';
+import { startPostgres } from '@pglog/test-support/postgres.ts';
+import type { TestPostgres } from '@pglog/test-support/postgres.ts';
 
 const COLUMNS: readonly (readonly [string, ColumnType])[] = [
   ['n', 'int4'], ['i2', 'int2'], ['i4', 'int4'], ['i8', 'int8'], ['f8', 'float8'], ['b', 'bool'],

@@ -12,7 +12,7 @@ import { after, afterEach, before, describe, it } from 'node:test';
 import { promisify } from 'node:util';
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
-import { isPglogError } from '../../src/errors.ts';
+import { isPglogError } from '@pglog/common/errors.ts';
 import { parseIdentity } from '../../src/follow/identity.ts';
 import { LogFollower, type LogFollowerOptions } from '../../src/follow/follower.ts';
 import type { FollowedFile, FollowItem, FollowPosition } from '../../src/follow/types.ts';

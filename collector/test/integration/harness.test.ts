@@ -11,12 +11,12 @@ import { createConnection } from 'node:net';
 import { basename } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import pg from 'pg';
-import { checkStore, compareNumbers, formatCheck, loggedNumbers, loggedStatementTags } from '../helpers/checker.ts';
-import { startLogServer, type LogServer } from '../helpers/log-server.ts';
-import { migrateStore, startPostgres, type TestPostgres } from '../helpers/postgres.ts';
-import { parseSeqTags, seqStatement, startSeqLoad, withDatabase } from '../helpers/seq-load.ts';
-import { startSshServer, type TestSshServer } from '../helpers/sshd.ts';
-import { sleep, within } from '../helpers/wait.ts';
+import { checkStore, compareNumbers, formatCheck, loggedNumbers, loggedStatementTags } from '@pglog/test-support/checker.ts';
+import { startLogServer, type LogServer } from '@pglog/test-support/log-server.ts';
+import { migrateStore, startPostgres, type TestPostgres } from '@pglog/test-support/postgres.ts';
+import { parseSeqTags, seqStatement, startSeqLoad, withDatabase } from '@pglog/test-support/seq-load.ts';
+import { startSshServer, type TestSshServer } from '@pglog/test-support/sshd.ts';
+import { sleep, within } from '@pglog/test-support/wait.ts';
 
 
 /** Polls `condition` every 50 ms until it holds; fails after `ms`. */

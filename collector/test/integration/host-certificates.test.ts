@@ -16,17 +16,17 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { after, before, describe, test } from 'node:test';
-import { isPglogError } from '../../src/errors.ts';
+import { isPglogError } from '@pglog/common/errors.ts';
 import { ConnectLimiter } from '../../src/transport/connect-limiter.ts';
 import { ProxyShell } from '../../src/transport/proxy-shell.ts';
 import { runRemote, type RemoteShell } from '../../src/transport/remote-shell.ts';
 import { SidecarClient } from '../../src/transport/sidecar-client.ts';
 import { SshConnection } from '../../src/transport/ssh-connection.ts';
-import { onProcessExit } from '../helpers/exit-cleanup.ts';
-import { startSshServer, type TestSshServer } from '../helpers/sshd.ts';
-import { within } from '../helpers/wait.ts';
+import { onProcessExit } from '@pglog/test-support/exit-cleanup.ts';
+import { startSshServer, type TestSshServer } from '@pglog/test-support/sshd.ts';
+import { within } from '@pglog/test-support/wait.ts';
 
-const MAIN = fileURLToPath(new URL('../../src/cli/main.ts', import.meta.url));
+const MAIN = fileURLToPath(new URL('../../../cli/src/main.ts', import.meta.url));
 
 /** What running `touch MARKER; echo ran` gives: its output, or the error code it was refused with. */
 async function outcome(shell: RemoteShell, marker: string): Promise<string> {

@@ -3,10 +3,10 @@ import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { request } from 'node:http';
 import { Writable } from 'node:stream';
-import { startHttpServer, type Readiness, type RunningHttpServer } from '../../src/observability/http-server.ts';
-import { createLogger } from '../../src/observability/logger.ts';
+import { startHttpServer, type Readiness, type RunningHttpServer } from '@pglog/common/observability/http-server.ts';
+import { createLogger } from '@pglog/common/observability/logger.ts';
 import { createCollectorMetrics } from '../../src/observability/metrics.ts';
-import { SecretScrubber } from '../../src/observability/redact.ts';
+import { SecretScrubber } from '@pglog/common/observability/redact.ts';
 
 interface Reply { status: number; headers: Record<string, string | string[] | undefined>; body: string }
 

@@ -16,12 +16,12 @@ import { appendFileSync, chmodSync, chownSync, copyFileSync, mkdirSync, mkdtempS
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { expectStoredOnce } from '../helpers/checker.ts';
-import { waitFor, writeTargetsFile, type TargetSpec } from '../helpers/collector-process.ts';
-import { startLogServer, type LogServer } from '../helpers/log-server.ts';
-import { startPostgres, type TestPostgres } from '../helpers/postgres.ts';
-import { startSeqLoad } from '../helpers/seq-load.ts';
-import { startSshServer, type TestSshServer } from '../helpers/sshd.ts';
+import { expectStoredOnce } from '@pglog/test-support/checker.ts';
+import { waitFor, writeTargetsFile, type TargetSpec } from '@pglog/test-support/collector-process.ts';
+import { startLogServer, type LogServer } from '@pglog/test-support/log-server.ts';
+import { startPostgres, type TestPostgres } from '@pglog/test-support/postgres.ts';
+import { startSeqLoad } from '@pglog/test-support/seq-load.ts';
+import { startSshServer, type TestSshServer } from '@pglog/test-support/sshd.ts';
 
 const IMAGE = process.env['PGLOG_TEST_IMAGE'];
 const DOCKER = process.env['PGLOG_TEST_DOCKER'] ?? 'docker';

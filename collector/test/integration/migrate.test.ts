@@ -8,9 +8,9 @@ import { join } from 'node:path';
 import pg from 'pg';
 import { DEFAULT_MIGRATIONS_DIR, MIGRATION_LOCK_KEY, checksumOf, migrate, planMigrations, readMigrations } from '../../src/store/migrate.ts';
 import type { AppliedMigration, MigrationFile } from '../../src/store/migrate.ts';
-import { isPglogError } from '../../src/errors.ts';
-import { startPostgres } from '../helpers/postgres.ts';
-import type { TestPostgres } from '../helpers/postgres.ts';
+import { isPglogError } from '@pglog/common/errors.ts';
+import { startPostgres } from '@pglog/test-support/postgres.ts';
+import type { TestPostgres } from '@pglog/test-support/postgres.ts';
 
 // ---------------------------------------------------------------- planning (pure)
 

@@ -14,7 +14,7 @@ import pg from 'pg';
 import { chromium } from 'playwright-core';
 import { fetchHtmlReport } from '../../src/report/html/fetch.ts';
 import type { HtmlReport } from '../../src/report/html/model.ts';
-import { runPglog } from '../helpers/cli.ts';
+import { runPglog } from '@pglog/test-support/cli.ts';
 import { HOSTILE_LITERAL, startReportScenario, type ReportScenario } from '../helpers/report-scenario.ts';
 
 const CHROMIUM = '/usr/bin/chromium';

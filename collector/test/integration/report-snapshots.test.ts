@@ -5,8 +5,8 @@ import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import pg from 'pg';
 import { migrate } from '../../src/store/migrate.ts';
-import { runPglog } from '../helpers/cli.ts';
-import { startPostgres, type TestPostgres } from '../helpers/postgres.ts';
+import { runPglog } from '@pglog/test-support/cli.ts';
+import { startPostgres, type TestPostgres } from '@pglog/test-support/postgres.ts';
 
 let server: TestPostgres;
 let storeUrl: string;

@@ -28,7 +28,7 @@ import { readStatistics } from '../../src/snapshot/statistics-query.ts';
 import { SqlSession } from '../../src/sampler/sql-session.ts';
 import { ClusterClients } from '../helpers/cluster-clients.ts';
 import { everyMonitoringSql } from '../helpers/monitoring-sql.ts';
-import { startCluster, type Cluster } from '../helpers/pg-cluster.ts';
+import { startCluster, type Cluster } from '@pglog/test-support/pg-cluster.ts';
 
 const TIMEOUT = { timeout: 180_000 };
 

@@ -5,7 +5,7 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import pg from 'pg';
-import { isPglogError } from '../../src/errors.ts';
+import { isPglogError } from '@pglog/common/errors.ts';
 import { activityFromRows, readActivity } from '../../src/snapshot/activity-query.ts';
 import { activitySql } from '../../src/snapshot/activity-sql.ts';
 import { statisticsDeltas } from '../../src/snapshot/deltas.ts';
@@ -16,8 +16,8 @@ import { readStatistics } from '../../src/snapshot/statistics-query.ts';
 import type { StatisticsOptions, StatisticsSample } from '../../src/snapshot/statistics-query.ts';
 import type { BlockingEdge } from '../../src/snapshot/types.ts';
 import { ClusterClients } from '../helpers/cluster-clients.ts';
-import { startCluster } from '../helpers/pg-cluster.ts';
-import type { Cluster } from '../helpers/pg-cluster.ts';
+import { startCluster } from '@pglog/test-support/pg-cluster.ts';
+import type { Cluster } from '@pglog/test-support/pg-cluster.ts';
 
 const TIMEOUT = { timeout: 120_000 };
 

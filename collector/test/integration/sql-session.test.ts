@@ -5,12 +5,12 @@ import { strict as assert } from 'node:assert';
 import { readFileSync } from 'node:fs';
 import { after, before, describe, test } from 'node:test';
 import pg from 'pg';
-import { isPglogError } from '../../src/errors.ts';
+import { isPglogError } from '@pglog/common/errors.ts';
 import { SqlSession } from '../../src/sampler/sql-session.ts';
 import { ConnectLimiter } from '../../src/transport/connect-limiter.ts';
 import { SshConnection } from '../../src/transport/ssh-connection.ts';
-import { startLogServer, type LogServer } from '../helpers/log-server.ts';
-import { startSshServer, type TestSshServer } from '../helpers/sshd.ts';
+import { startLogServer, type LogServer } from '@pglog/test-support/log-server.ts';
+import { startSshServer, type TestSshServer } from '@pglog/test-support/sshd.ts';
 
 describe('SqlSession over an ssh2 stream-local channel (real sshd, PostgreSQL 15)', { timeout: 120_000 }, () => {
   let ssh: TestSshServer;

@@ -21,17 +21,17 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { after, afterEach, before, describe, test } from 'node:test';
 import pg from 'pg';
-import { PglogError } from '../../src/errors.ts';
+import { PglogError } from '@pglog/common/errors.ts';
 import { isAlive } from '../../src/sidecar/sidecar-files.ts';
 import { SidecarClient } from '../../src/transport/sidecar-client.ts';
-import { onProcessExit } from '../helpers/exit-cleanup.ts';
-import { startPostgres, type TestPostgres } from '../helpers/postgres.ts';
-import { cmdline, descendants } from '../helpers/process-tree.ts';
-import { isRoot, serverUser } from '../helpers/server-user.ts';
-import { startSshServer, type TestSshServer } from '../helpers/sshd.ts';
-import { sleep, within } from '../helpers/wait.ts';
+import { onProcessExit } from '@pglog/test-support/exit-cleanup.ts';
+import { startPostgres, type TestPostgres } from '@pglog/test-support/postgres.ts';
+import { cmdline, descendants } from '@pglog/test-support/process-tree.ts';
+import { isRoot, serverUser } from '@pglog/test-support/server-user.ts';
+import { startSshServer, type TestSshServer } from '@pglog/test-support/sshd.ts';
+import { sleep, within } from '@pglog/test-support/wait.ts';
 
-const MAIN = fileURLToPath(new URL('../../src/cli/main.ts', import.meta.url));
+const MAIN = fileURLToPath(new URL('../../../cli/src/main.ts', import.meta.url));
 
 interface RunningSidecar {
   proc: ChildProcess;

@@ -17,17 +17,17 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { after, before, describe, test } from 'node:test';
-import { isPglogError } from '../../src/errors.ts';
+import { isPglogError } from '@pglog/common/errors.ts';
 import { isAlive } from '../../src/sidecar/sidecar-files.ts';
 import { ProxyShell } from '../../src/transport/proxy-shell.ts';
 import { runRemote } from '../../src/transport/remote-shell.ts';
 import { SidecarClient, type SidecarServer } from '../../src/transport/sidecar-client.ts';
-import { onProcessExit } from '../helpers/exit-cleanup.ts';
-import { cmdline } from '../helpers/process-tree.ts';
-import { startSshServer, type TestSshServer } from '../helpers/sshd.ts';
-import { within } from '../helpers/wait.ts';
+import { onProcessExit } from '@pglog/test-support/exit-cleanup.ts';
+import { cmdline } from '@pglog/test-support/process-tree.ts';
+import { startSshServer, type TestSshServer } from '@pglog/test-support/sshd.ts';
+import { within } from '@pglog/test-support/wait.ts';
 
-const MAIN = fileURLToPath(new URL('../../src/cli/main.ts', import.meta.url));
+const MAIN = fileURLToPath(new URL('../../../cli/src/main.ts', import.meta.url));
 
 function allProcesses(): number[] {
   return readdirSync('/proc').filter((e) => /^\d+$/.test(e)).map(Number).filter((pid) => pid !== process.pid && isAlive(pid));

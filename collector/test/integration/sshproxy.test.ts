@@ -26,13 +26,13 @@ import { openFifoReader } from '../../src/transport/fifo-reader.ts';
 import { masterArgs } from '../../src/sidecar/openssh-args.ts';
 import { classifyOpenSshError } from '../../src/sidecar/openssh-errors.ts';
 import { isAlive } from '../../src/sidecar/sidecar-files.ts';
-import { parseSidecarStatus, streamFifos, type DesiredServer, type DesiredStream, type SidecarStatus } from '../../src/sidecar/contract.ts';
-import { onProcessExit } from '../helpers/exit-cleanup.ts';
-import { cmdline, descendants } from '../helpers/process-tree.ts';
-import { startSshServer, type TestSshServer } from '../helpers/sshd.ts';
-import { sleep, within } from '../helpers/wait.ts';
+import { parseSidecarStatus, streamFifos, type DesiredServer, type DesiredStream, type SidecarStatus } from '@pglog/common/sidecar/contract.ts';
+import { onProcessExit } from '@pglog/test-support/exit-cleanup.ts';
+import { cmdline, descendants } from '@pglog/test-support/process-tree.ts';
+import { startSshServer, type TestSshServer } from '@pglog/test-support/sshd.ts';
+import { sleep, within } from '@pglog/test-support/wait.ts';
 
-const MAIN = fileURLToPath(new URL('../../src/cli/main.ts', import.meta.url));
+const MAIN = fileURLToPath(new URL('../../../cli/src/main.ts', import.meta.url));
 
 // ---- processes ----
 

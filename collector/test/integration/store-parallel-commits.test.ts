@@ -10,7 +10,7 @@ import assert from 'node:assert/strict';
 import { setImmediate as yieldNow } from 'node:timers/promises';
 import type pg from 'pg';
 import { Batcher, type BatchCommitter } from '../../src/collect/batcher.ts';
-import { isPglogError } from '../../src/errors.ts';
+import { isPglogError } from '@pglog/common/errors.ts';
 import type { StatementEvent } from '../../src/logformat/events.ts';
 import type { SourceRef, StoreWriter } from '../../src/store/store-writer.ts';
 import { StoreFixture } from '../helpers/store-fixture.ts';

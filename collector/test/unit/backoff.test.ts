@@ -6,8 +6,8 @@ import { strict as assert } from 'node:assert';
 import { setImmediate as turn } from 'node:timers/promises';
 import { describe, test } from 'node:test';
 import fc from 'fast-check';
-import { Backoff, fullJitterDelay } from '../../src/time/backoff.ts';
-import type { Clock } from '../../src/time/clock.ts';
+import { Backoff, fullJitterDelay } from '@pglog/common/time/backoff.ts';
+import type { Clock } from '@pglog/common/time/clock.ts';
 import { ConnectLimiter } from '../../src/transport/connect-limiter.ts';
 
 /** A clock that moves only when told; sleeps resolve in time order as it moves. */

@@ -4,7 +4,7 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { Batcher, eventCost, type BatchCommitter } from '../../src/collect/batcher.ts';
-import { PglogError } from '../../src/errors.ts';
+import { PglogError } from '@pglog/common/errors.ts';
 import type { PglogEvent } from '../../src/logformat/events.ts';
 import type { CommitResult, StoreBatch, StorePosition } from '../../src/store/store-writer.ts';
 

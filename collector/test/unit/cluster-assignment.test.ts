@@ -5,8 +5,8 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { planAssignment, targetFingerprint, type PlannedTarget } from '../../src/collect/assignment-plan.ts';
 import { credentialsFromSecret, secretNameOf, targetFromObject } from '../../src/cluster/target-credentials.ts';
-import type { PostgresTarget } from '../../src/config/target-types.ts';
-import { PglogError } from '../../src/errors.ts';
+import type { PostgresTarget } from '@pglog/common/api/postgres-target.ts';
+import { PglogError } from '@pglog/common/errors.ts';
 
 const p = (name: string, fingerprint = 'f', epoch: number | null = 1, transport: PlannedTarget['transport'] = 'inproc'): PlannedTarget => ({ name, fingerprint, epoch, transport });
 

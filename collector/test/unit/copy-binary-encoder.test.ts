@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import fc from 'fast-check';
 import { CopyBinaryEncoder } from '../../src/store/copy-binary.ts';
 import type { ColumnType } from '../../src/store/copy-binary.ts';
-import { isPglogError } from '../../src/errors.ts';
+import { isPglogError } from '@pglog/common/errors.ts';
 
 const hex = (b: Buffer): string => b.toString('hex');
 

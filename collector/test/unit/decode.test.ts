@@ -7,7 +7,7 @@ import { describe, test } from 'node:test';
 import fc from 'fast-check';
 import iconv from 'iconv-lite';
 import { canonicalEncoding, Decoder, SUPPORTED_ENCODINGS } from '../../src/logformat/decode.ts';
-import { isPglogError } from '../../src/errors.ts';
+import { isPglogError } from '@pglog/common/errors.ts';
 
 const HELLO = 'Привет, мир';
 

@@ -8,7 +8,7 @@ import fc from 'fast-check';
 import { formatIdentity, HEAD_BYTES, parseIdentity } from '../../src/follow/identity.ts';
 import { classifyLogFileName } from '../../src/follow/log-files.ts';
 import { orderFiles, planNext, planStart, type Plan } from '../../src/follow/planner.ts';
-import type { StartPoint } from '../../src/config/target-types.ts';
+import type { StartPoint } from '@pglog/common/api/postgres-target.ts';
 import { checksumKey, type ChecksumRequest, type ProbedFile, type ProbeResult } from '../../src/follow/probe-script.ts';
 import type { FollowPosition } from '../../src/follow/types.ts';
 

@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { Batcher } from '../../src/collect/batcher.ts';
 import { InstanceStream, type Follower } from '../../src/collect/instance-stream.ts';
-import { PglogError } from '../../src/errors.ts';
+import { PglogError } from '@pglog/common/errors.ts';
 import type { FollowedFile, FollowItem, FollowPosition } from '../../src/follow/follower.ts';
 import { TemplateCache } from '../../src/logformat/normalize/normalize.ts';
 import type { CommitResult, StoreBatch } from '../../src/store/store-writer.ts';

@@ -3,8 +3,8 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { Writable } from 'node:stream';
-import { childForTarget, createLogger, serializeError } from '../../src/observability/logger.ts';
-import { processSecrets, registerSecret, SecretScrubber } from '../../src/observability/redact.ts';
+import { childForTarget, createLogger, serializeError } from '@pglog/common/observability/logger.ts';
+import { processSecrets, registerSecret, SecretScrubber } from '@pglog/common/observability/redact.ts';
 
 /** A destination that keeps every line written to it. */
 function capture(): { stream: Writable; lines: () => string[] } {

@@ -5,7 +5,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import fc from 'fast-check';
-import { isPglogError } from '../../src/errors.ts';
+import { isPglogError } from '@pglog/common/errors.ts';
 import { compilePrefix } from '../../src/logformat/prefix.ts';
 import type { PrefixFields } from '../../src/logformat/prefix.ts';
 import { SEVERITY_WORDS } from '../../src/logformat/severity.ts';

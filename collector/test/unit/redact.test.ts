@@ -2,7 +2,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
-import { describePostgresUrl, redactUrl, REDACTED, SecretScrubber, scrubText } from '../../src/observability/redact.ts';
+import { describePostgresUrl, redactUrl, REDACTED, SecretScrubber, scrubText } from '@pglog/common/observability/redact.ts';
 
 test('redactUrl removes the password of scheme://user:password@host and keeps the rest', () => {
   assert.equal(redactUrl('postgres://pglog:s3cret@db.example:5432/store'), `postgres://pglog:${REDACTED}@db.example:5432/store`);

@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import { test } from 'node:test';
 import { SidecarChild, sidecarChildEnv } from '../../src/promotion/sidecar-child.ts';
-import { createLogger } from '../../src/observability/logger.ts';
+import { createLogger } from '@pglog/common/observability/logger.ts';
 import { createCollectorMetrics } from '../../src/observability/metrics.ts';
 import { SidecarClient } from '../../src/transport/sidecar-client.ts';
 

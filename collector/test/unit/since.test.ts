@@ -2,7 +2,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
-import { isPglogError } from '../../src/errors.ts';
+import { isPglogError } from '@pglog/common/errors.ts';
 import { parseDuration, parseTimeBound, parseTimestamp, resolveWindow } from '../../src/report/since.ts';
 
 const usage = (re: RegExp) => (e: unknown): boolean => isPglogError(e) && e.code === 'USAGE' && re.test(e.message);

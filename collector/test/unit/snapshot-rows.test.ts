@@ -3,7 +3,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
-import { isPglogError } from '../../src/errors.ts';
+import { isPglogError } from '@pglog/common/errors.ts';
 import { CopyBinaryEncoder } from '../../src/store/copy-binary.ts';
 import { SNAPSHOT_TABLES, SNAPSHOT_TABLE_DEFS, isSnapshotFailure, snapshotRows } from '../../src/store/snapshot-tables.ts';
 import type { SnapshotRows, SnapshotTable } from '../../src/store/snapshot-tables.ts';

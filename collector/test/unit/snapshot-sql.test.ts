@@ -3,7 +3,7 @@
 // That each text runs on a real server is snapshot-queries.test.ts.
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { isPglogError } from '../../src/errors.ts';
+import { isPglogError } from '@pglog/common/errors.ts';
 import { decodeServerText } from '../../src/snapshot/server-text.ts';
 import { activityFromRows } from '../../src/snapshot/activity-query.ts';
 import { activitySql } from '../../src/snapshot/activity-sql.ts';

@@ -9,7 +9,7 @@ import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { test } from 'node:test';
 import { Client } from 'ssh2';
-import { isPglogError } from '../../src/errors.ts';
+import { isPglogError } from '@pglog/common/errors.ts';
 import { holdWindow, openSessionsWithWindow } from '../../src/transport/ssh-window.ts';
 
 const require = createRequire(import.meta.url);

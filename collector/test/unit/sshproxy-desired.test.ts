@@ -9,8 +9,8 @@ import { describe, test } from 'node:test';
 import fc from 'fast-check';
 import { parse as parseYaml } from 'yaml';
 import { parseTargetsFile } from '../../src/config/targets.ts';
-import { isPglogError } from '../../src/errors.ts';
-import { parseDesiredState, sshUserProblem, SSH_USER_PATTERN, type DesiredServer } from '../../src/sidecar/contract.ts';
+import { isPglogError } from '@pglog/common/errors.ts';
+import { parseDesiredState, sshUserProblem, SSH_USER_PATTERN, type DesiredServer } from '@pglog/common/sidecar/contract.ts';
 
 const ROOT = join(import.meta.dirname, '../../..');
 

@@ -7,7 +7,7 @@ import fc from 'fast-check';
 import { applyForwardPlan, isEmptyForwardPlan, planForwards, type ForwardSnapshot } from '../../src/sidecar/forward-plan.ts';
 import { forwardClientArgs, forwardSocketPath, masterArgs, MAX_DIR_LENGTH } from '../../src/sidecar/openssh-args.ts';
 import { meaningfulLines } from '../../src/sidecar/openssh-errors.ts';
-import { parseDesiredState, parseSidecarStatus, type DesiredForward, type DesiredServer } from '../../src/sidecar/contract.ts';
+import { parseDesiredState, parseSidecarStatus, type DesiredForward, type DesiredServer } from '@pglog/common/sidecar/contract.ts';
 import { applyPlan, reconcile } from '../../src/sidecar/reconcile.ts';
 
 const server: DesiredServer = {

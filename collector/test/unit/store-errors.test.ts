@@ -2,7 +2,7 @@
 // its password.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { sqlStateOf } from '../../src/errors.ts';
+import { sqlStateOf } from '@pglog/common/errors.ts';
 import { copyLineOf, describeServerError, isDataRejection } from '../../src/store/sqlstate.ts';
 import { describeStore, storeUrlPasswords, withoutPassword } from '../../src/store/store-url.ts';
 

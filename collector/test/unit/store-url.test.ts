@@ -5,8 +5,8 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createRequire } from 'node:module';
 import { Writable } from 'node:stream';
-import { createLogger } from '../../src/observability/logger.ts';
-import { SecretScrubber } from '../../src/observability/redact.ts';
+import { createLogger } from '@pglog/common/observability/logger.ts';
+import { SecretScrubber } from '@pglog/common/observability/redact.ts';
 import { describeStore, storeUrlPasswords, withoutPassword } from '../../src/store/store-url.ts';
 
 // node-postgres' own reading of a connection string: the password it would send.

@@ -10,9 +10,9 @@ import { fileURLToPath } from 'node:url';
 import fc from 'fast-check';
 import { stringify } from 'yaml';
 import { loadTargetsFile, parseTargetsFile } from '../../src/config/targets.ts';
-import { LOG_FORMATS, TRANSPORTS } from '../../src/config/target-types.ts';
-import type { PostgresInstance, PostgresTarget } from '../../src/config/target-types.ts';
-import { isPglogError } from '../../src/errors.ts';
+import { LOG_FORMATS, TRANSPORTS } from '@pglog/common/api/postgres-target.ts';
+import type { PostgresInstance, PostgresTarget } from '@pglog/common/api/postgres-target.ts';
+import { isPglogError } from '@pglog/common/errors.ts';
 import { SUPPORTED_ENCODINGS } from '../../src/logformat/decode.ts';
 
 const FIXTURES = path.join(path.dirname(fileURLToPath(import.meta.url)), '..', 'fixtures');

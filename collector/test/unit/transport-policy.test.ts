@@ -6,12 +6,12 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import fc from 'fast-check';
-import type { ActiveTransport, Transport } from '../../src/config/target-types.ts';
+import type { ActiveTransport, Transport } from '@pglog/common/api/postgres-target.ts';
 import { RateMeter } from '../../src/promotion/rate-meter.ts';
 import {
   decideTransports, DEFAULT_POLICY_SETTINGS, validatePolicyOptions,
   type PolicyOptions, type ServerTransportState, type Switch,
-} from '../../src/promotion/policy.ts';
+} from '@pglog/common/promotion/policy.ts';
 
 const NOW = 10_000_000;
 const DEFAULTS: PolicyOptions = { ...validatePolicyOptions(), proxyAvailable: true };

@@ -4,15 +4,15 @@
  * de-duplicating queue and run the PoolReconciler in the generic loop of kube/controller-loop.ts
  * (per-key backoff, conflicts retried right away from fresh caches, outcome metrics).
  */
-import type { CollectorPool } from '../api/collector-pool.ts';
-import type { CollectorShard } from '../api/collector-shard.ts';
-import type { KubeClient, KubeObject } from '../kube/client-types.ts';
-import { Informer } from '../kube/informer.ts';
-import { WorkQueue } from '../kube/workqueue.ts';
-import { runControllerLoop } from '../kube/controller-loop.ts';
-import { COLLECTOR_POOLS, COLLECTOR_SHARDS, POD_DISRUPTION_BUDGETS, POSTGRES_TARGETS, SERVICES, STATEFUL_SETS } from '../kube/resources.ts';
-import type { Logger } from '../../../collector/src/observability/logger.ts';
-import type { TargetObject } from '../api/target-object.ts';
+import type { CollectorPool } from '@pglog/common/api/collector-pool.ts';
+import type { CollectorShard } from '@pglog/common/api/collector-shard.ts';
+import type { KubeClient, KubeObject } from '@pglog/common/kube/client-types.ts';
+import { Informer } from '@pglog/common/kube/informer.ts';
+import { WorkQueue } from '@pglog/common/kube/workqueue.ts';
+import { runControllerLoop } from '@pglog/common/kube/controller-loop.ts';
+import { COLLECTOR_POOLS, COLLECTOR_SHARDS, POD_DISRUPTION_BUDGETS, POSTGRES_TARGETS, SERVICES, STATEFUL_SETS } from '@pglog/common/kube/resources.ts';
+import type { Logger } from '@pglog/common/observability/logger.ts';
+import type { TargetObject } from '@pglog/common/api/target-object.ts';
 import type { OperatorMetrics } from './operator-metrics.ts';
 import { PoolReconciler, type PoolOutcome } from './pool-reconciler.ts';
 import type { EventSink } from './pool-pass.ts';

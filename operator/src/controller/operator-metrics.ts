@@ -3,7 +3,7 @@
  * promotions and demotions, leadership and the work queue. Own Registry, prefix `pglog_`.
  */
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
-import type { ErrorCode } from '../../../collector/src/errors.ts';
+import type { ErrorCode } from '@pglog/common/errors.ts';
 
 export type ReconcileOutcome = 'success' | 'requeue' | 'error';
 

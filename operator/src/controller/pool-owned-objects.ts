@@ -4,8 +4,8 @@
  * the same name that the pool does not control is left untouched and reported as a problem; a
  * refused image leaves the StatefulSet as it is (the pods running keep theirs).
  */
-import type { KubeObject } from '../kube/client-types.ts';
-import { POD_DISRUPTION_BUDGETS, SERVICES, STATEFUL_SETS } from '../kube/resources.ts';
+import type { KubeObject } from '@pglog/common/kube/client-types.ts';
+import { POD_DISRUPTION_BUDGETS, SERVICES, STATEFUL_SETS } from '@pglog/common/kube/resources.ts';
 import { desiredHeadlessService, desiredPodDisruptionBudget, desiredStatefulSet } from '../desired/pool-resources.ts';
 import { applyOwned, controlledBy, currentObject } from './owned-objects.ts';
 import type { PoolPass } from './pool-pass.ts';

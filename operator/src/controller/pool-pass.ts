@@ -5,11 +5,11 @@
  * (pool-owned-objects, pool-shards, pool-transitions, pool-target-status, pool-status-writer)
  * reads it and adds its writes and problems.
  */
-import type { CollectorPool } from '../api/collector-pool.ts';
-import type { CollectorShard } from '../api/collector-shard.ts';
-import type { OwnerReference } from '../api/common.ts';
-import type { TargetObject } from '../api/target-object.ts';
-import type { KubeClient, KubeObject } from '../kube/client-types.ts';
+import type { CollectorPool } from '@pglog/common/api/collector-pool.ts';
+import type { CollectorShard } from '@pglog/common/api/collector-shard.ts';
+import type { OwnerReference } from '@pglog/common/api/common.ts';
+import type { TargetObject } from '@pglog/common/api/target-object.ts';
+import type { KubeClient, KubeObject } from '@pglog/common/kube/client-types.ts';
 import type { PoolPlan } from '../desired/assignment.ts';
 import type { PolicyRefusal, PoolPolicy } from '../desired/pool-policy.ts';
 import type { OperatorMetrics } from './operator-metrics.ts';

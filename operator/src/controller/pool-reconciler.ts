@@ -7,10 +7,10 @@
  * (maybe with a time to look again), a TerminalError for an invalid spec (a condition says
  * why; not retried), or an error the queue retries with backoff.
  */
-import type { CollectorPool } from '../api/collector-pool.ts';
-import type { KubeObject } from '../kube/client-types.ts';
-import type { Result } from '../kube/controller-loop.ts';
-import { PglogError } from '../../../collector/src/errors.ts';
+import type { CollectorPool } from '@pglog/common/api/collector-pool.ts';
+import type { KubeObject } from '@pglog/common/kube/client-types.ts';
+import type { Result } from '@pglog/common/kube/controller-loop.ts';
+import { PglogError } from '@pglog/common/errors.ts';
 import { planPool, selectPoolTargets } from '../desired/assignment.ts';
 import { ownerReference } from '../desired/pool-resources.ts';
 import { policyRefusal } from '../desired/pool-policy.ts';

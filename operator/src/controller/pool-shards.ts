@@ -3,8 +3,8 @@
  * planned assignment; changed ones are replaced (optimistically: a concurrent writer makes it
  * a 409 and the loop reads again), surplus ones (a scale-down) deleted.
  */
-import type { CollectorShard } from '../api/collector-shard.ts';
-import { COLLECTOR_SHARDS } from '../kube/resources.ts';
+import type { CollectorShard } from '@pglog/common/api/collector-shard.ts';
+import { COLLECTOR_SHARDS } from '@pglog/common/kube/resources.ts';
 import { semanticEqual } from '../desired/conditions.ts';
 import { poolLabels } from '../desired/pool-resources.ts';
 import type { PoolPass } from './pool-pass.ts';

@@ -4,11 +4,11 @@
  * and Degraded True with the first one's reason, and are announced once by a Warning Event.
  * Also the way out for an invalid spec: its status, then a TerminalError.
  */
-import type { CollectorPool, ShardLoad } from '../api/collector-pool.ts';
-import type { CollectorShard } from '../api/collector-shard.ts';
-import { isPglogError } from '../../../collector/src/errors.ts';
-import { TerminalError } from '../kube/controller-loop.ts';
-import { COLLECTOR_POOLS } from '../kube/resources.ts';
+import type { CollectorPool, ShardLoad } from '@pglog/common/api/collector-pool.ts';
+import type { CollectorShard } from '@pglog/common/api/collector-shard.ts';
+import { isPglogError } from '@pglog/common/errors.ts';
+import { TerminalError } from '@pglog/common/kube/controller-loop.ts';
+import { COLLECTOR_POOLS } from '@pglog/common/kube/resources.ts';
 import { semanticEqual } from '../desired/conditions.ts';
 import { poolSelector } from '../desired/pool-resources.ts';
 import type { PoolMemory, PoolPass, PoolReconcilerOptions } from './pool-pass.ts';

@@ -3,9 +3,9 @@
  * and conditions (what `kubectl get postgrestargets` shows), written where they changed, a
  * bounded number at a time.
  */
-import type { CollectorShard } from '../api/collector-shard.ts';
-import { isKubeError } from '../kube/errors.ts';
-import { POSTGRES_TARGETS } from '../kube/resources.ts';
+import type { CollectorShard } from '@pglog/common/api/collector-shard.ts';
+import { isKubeError } from '@pglog/common/kube/errors.ts';
+import { POSTGRES_TARGETS } from '@pglog/common/kube/resources.ts';
 import { mapLimit } from './map-limit.ts';
 import type { PoolPass } from './pool-pass.ts';
 import { desiredTargetStatus, targetStatusChanged } from '../desired/target-status.ts';

@@ -3,7 +3,7 @@
  * transports promoted to the sidecar or demoted back) compared with the shards as they were,
  * as Events and metrics, and the per-shard load gauges.
  */
-import type { CollectorShard } from '../api/collector-shard.ts';
+import type { CollectorShard } from '@pglog/common/api/collector-shard.ts';
 import type { PoolPass } from './pool-pass.ts';
 
 export async function transitionsPhase(pass: PoolPass): Promise<void> {

@@ -3,14 +3,14 @@
  * it loses the Lease, stops the controller and campaigns again. Serves /metrics, /healthz and
  * /readyz throughout (a standby replica is ready: it is healthy and waiting).
  */
-import type { OwnerReference } from '../api/common.ts';
-import type { KubeClient } from '../kube/client-types.ts';
-import { DEPLOYMENTS } from '../kube/resources.ts';
-import { PglogError } from '../../../collector/src/errors.ts';
-import { EventRecorder } from '../kube/events.ts';
-import { LeaderElector } from '../kube/leader-election.ts';
-import type { Logger } from '../../../collector/src/observability/logger.ts';
-import { startHttpServer } from '../../../collector/src/observability/http-server.ts';
+import type { OwnerReference } from '@pglog/common/api/common.ts';
+import type { KubeClient } from '@pglog/common/kube/client-types.ts';
+import { DEPLOYMENTS } from '@pglog/common/kube/resources.ts';
+import { PglogError } from '@pglog/common/errors.ts';
+import { EventRecorder } from '@pglog/common/kube/events.ts';
+import { LeaderElector } from '@pglog/common/kube/leader-election.ts';
+import type { Logger } from '@pglog/common/observability/logger.ts';
+import { startHttpServer } from '@pglog/common/observability/http-server.ts';
 import { Controller } from './controller.ts';
 import { OperatorMetrics } from './operator-metrics.ts';
 import type { PoolPolicy } from '../desired/pool-policy.ts';

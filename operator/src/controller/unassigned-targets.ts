@@ -4,14 +4,14 @@
  * shard, transport, rates and lag, and `Ready` becomes False with reason `NoPool`. Reconciled
  * per namespace, level-triggered like the pools.
  */
-import type { CollectorPool } from '../api/collector-pool.ts';
-import type { TargetObject } from '../api/target-object.ts';
-import type { KubeClient } from '../kube/client-types.ts';
-import { isKubeError } from '../kube/errors.ts';
-import { POSTGRES_TARGETS } from '../kube/resources.ts';
+import type { CollectorPool } from '@pglog/common/api/collector-pool.ts';
+import type { TargetObject } from '@pglog/common/api/target-object.ts';
+import type { KubeClient } from '@pglog/common/kube/client-types.ts';
+import { isKubeError } from '@pglog/common/kube/errors.ts';
+import { POSTGRES_TARGETS } from '@pglog/common/kube/resources.ts';
 import { selectPoolTargets } from '../desired/assignment.ts';
 import { findCondition, setCondition } from '../desired/conditions.ts';
-import type { Condition } from '../api/common.ts';
+import type { Condition } from '@pglog/common/api/common.ts';
 import type { CacheReader } from './pool-pass.ts';
 import { mapLimit } from './map-limit.ts';
 

@@ -13,10 +13,10 @@
  * any shard, but the store still holds its old claim, which a fresh count from 1 could never
  * outrank. Time only sets the floor; the count keeps epochs rising within one second.
  */
-import { PglogError } from '../../../collector/src/errors.ts';
-import type { ActiveTransport, PostgresTarget } from '../../../collector/src/config/target-types.ts';
-import type { CollectorPool, ShardLoad } from '../api/collector-pool.ts';
-import type { CollectorShard, CollectorShardSpec, ShardTarget } from '../api/collector-shard.ts';
+import { PglogError } from '@pglog/common/errors.ts';
+import type { ActiveTransport, PostgresTarget } from '@pglog/common/api/postgres-target.ts';
+import type { CollectorPool, ShardLoad } from '@pglog/common/api/collector-pool.ts';
+import type { CollectorShard, CollectorShardSpec, ShardTarget } from '@pglog/common/api/collector-shard.ts';
 import { planBoundedAssignment, targetWeight, validateShardingOptions, type ShardingOptions, type ShardingTarget } from '../sharding/index.ts';
 import { collectorResources } from './pool-resources.ts';
 import { parseQuantity } from './quantity.ts';

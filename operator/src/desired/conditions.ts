@@ -4,7 +4,7 @@
  * semantically keeps the operator from bumping resourceVersions (and waking every watcher)
  * on a no-op pass. Pure: the time is a parameter.
  */
-import type { Condition } from '../api/common.ts';
+import type { Condition } from '@pglog/common/api/common.ts';
 
 /** What a caller decides about a condition; the time and generation are filled in by `setCondition`. */
 export interface ConditionUpdate {

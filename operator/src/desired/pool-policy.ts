@@ -11,8 +11,8 @@
  * Parsed once at start-up (a bad flag stops the operator with a message naming the entry);
  * the checks are pure and run on every reconcile.
  */
-import type { CollectorPool } from '../api/collector-pool.ts';
-import { PglogError } from '../../../collector/src/errors.ts';
+import type { CollectorPool } from '@pglog/common/api/collector-pool.ts';
+import { PglogError } from '@pglog/common/errors.ts';
 
 export interface PoolPolicy {
   /** Repositories (`registry.example/pglog`) and repository prefixes ending in `/` (`registry.example/team/`). */

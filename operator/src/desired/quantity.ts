@@ -5,7 +5,7 @@
  * suffix (powers of 1024), a decimal suffix (powers of 1000, including `m` for milli) or a
  * decimal exponent (`e`/`E` and a signed integer). Pure.
  */
-import { PglogError } from '../../../collector/src/errors.ts';
+import { PglogError } from '@pglog/common/errors.ts';
 
 const BINARY_SUFFIXES: Readonly<Record<string, number>> = {
   Ki: 2 ** 10, Mi: 2 ** 20, Gi: 2 ** 30, Ti: 2 ** 40, Pi: 2 ** 50, Ei: 2 ** 60,

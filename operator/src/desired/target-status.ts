@@ -4,10 +4,10 @@
  * conditions: `Ready`, and for a target that takes snapshots `Snapshots` and `SqlRole`. Pure;
  * the reconciler writes it only when it differs from what is there.
  */
-import type { Condition } from '../api/common.ts';
-import type { ShardTargetStatus } from '../api/collector-shard.ts';
-import { takesSnapshots, type PostgresTargetStatus } from '../../../collector/src/config/target-types.ts';
-import type { TargetObject } from '../api/target-object.ts';
+import type { Condition } from '@pglog/common/api/common.ts';
+import type { ShardTargetStatus } from '@pglog/common/api/collector-shard.ts';
+import { takesSnapshots, type PostgresTargetStatus } from '@pglog/common/api/postgres-target.ts';
+import type { TargetObject } from '@pglog/common/api/target-object.ts';
 import { semanticEqual, setCondition } from './conditions.ts';
 
 export interface TargetAssignment {

@@ -4,7 +4,7 @@
  * server fills in the rest; the reconcile loop applies these with server-side apply, so a
  * field left out here is not owned (and not fought over) by the operator.
  */
-import type { LabelSelector, ObjectMeta, ResourceRequirements } from '../api/common.ts';
+import type { LabelSelector, ObjectMeta, ResourceRequirements } from '@pglog/common/api/common.ts';
 
 export interface EnvVar {
   name: string;

@@ -15,8 +15,8 @@ import { mkdtempSync, readFileSync, renameSync, rmSync, writeFileSync } from 'no
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { onProcessExit } from '../../../collector/test/helpers/exit-cleanup.ts';
-import { eventually } from './fleet.ts';
+import { onProcessExit } from '@pglog/test-support/exit-cleanup.ts';
+import { eventually } from '@pglog/test-support/fleet.ts';
 import type { NetnsHost } from './netns.ts';
 
 const run = promisify(execFile);

@@ -9,7 +9,7 @@
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
-import { onProcessExit } from '../../../collector/test/helpers/exit-cleanup.ts';
+import { onProcessExit } from '@pglog/test-support/exit-cleanup.ts';
 
 export interface NetnsHost {
   /** The namespace's name, e.g. pglog-t-1234-1a2b3c. */

@@ -1,9 +1,9 @@
 // Runs the real `pglog operator` CLI as a child process against a test control plane, with a
 // short Lease so leader hand-over fits in a test. Its log lines are kept for failure messages.
 import { spawn, type ChildProcess } from 'node:child_process';
-import { onProcessExit } from '../../../collector/test/helpers/exit-cleanup.ts';
-import { PGLOG } from '../../../collector/test/helpers/cli.ts';
-import { freePort } from '../../../collector/test/helpers/wait.ts';
+import { onProcessExit } from '@pglog/test-support/exit-cleanup.ts';
+import { PGLOG } from '@pglog/test-support/cli.ts';
+import { freePort } from '@pglog/test-support/wait.ts';
 
 export interface OperatorProcess {
   readonly identity: string;

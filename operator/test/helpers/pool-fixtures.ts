@@ -1,7 +1,7 @@
 // Sample CollectorPool, PostgresTarget and CollectorShard objects for the controller's tests.
-import type { CollectorPool, CollectorPoolSpec } from '../../src/api/collector-pool.ts';
-import type { CollectorShard, ShardTarget } from '../../src/api/collector-shard.ts';
-import type { PostgresTarget, Transport } from '../../../collector/src/config/target-types.ts';
+import type { CollectorPool, CollectorPoolSpec } from '@pglog/common/api/collector-pool.ts';
+import type { CollectorShard, ShardTarget } from '@pglog/common/api/collector-shard.ts';
+import type { PostgresTarget, Transport } from '@pglog/common/api/postgres-target.ts';
 
 export function samplePool(overrides: Partial<CollectorPoolSpec> = {}, name = 'main'): CollectorPool {
   return {

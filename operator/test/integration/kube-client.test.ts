@@ -9,12 +9,12 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { useSharedControlPlane, type SharedControlPlane } from '../helpers/shared-control-plane.ts';
-import { createKubeClient } from '../../src/kube/client.ts';
-import type { KubeClient, KubeObject, ResourceType, WatchEvent } from '../../src/kube/client-types.ts';
-import { loadKubeconfigFile } from '../../src/kube/config.ts';
-import { isKubeError, type KubeError } from '../../src/kube/errors.ts';
-import { CUSTOM_RESOURCE_DEFINITIONS } from '../../src/kube/resources.ts';
-import { freePort, sleep } from '../../../collector/test/helpers/wait.ts';
+import { createKubeClient } from '@pglog/common/kube/client.ts';
+import type { KubeClient, KubeObject, ResourceType, WatchEvent } from '@pglog/common/kube/client-types.ts';
+import { loadKubeconfigFile } from '@pglog/common/kube/config.ts';
+import { isKubeError, type KubeError } from '@pglog/common/kube/errors.ts';
+import { CUSTOM_RESOURCE_DEFINITIONS } from '@pglog/common/kube/resources.ts';
+import { freePort, sleep } from '@pglog/test-support/wait.ts';
 
 /** This file's namespace on the shared control plane (shared-control-plane.ts). */
 const NS = 'kube-client';

@@ -4,9 +4,9 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { useSharedControlPlane, type SharedControlPlane } from '../helpers/shared-control-plane.ts';
-import { createKubeClient } from '../../src/kube/client.ts';
-import type { KubeClient, KubeObject, ResourceType } from '../../src/kube/client-types.ts';
-import { CORE_EVENTS, EventRecorder, type CoreEvent } from '../../src/kube/events.ts';
+import { createKubeClient } from '@pglog/common/kube/client.ts';
+import type { KubeClient, KubeObject, ResourceType } from '@pglog/common/kube/client-types.ts';
+import { CORE_EVENTS, EventRecorder, type CoreEvent } from '@pglog/common/kube/events.ts';
 
 /** This file's namespace on the shared control plane (shared-control-plane.ts). */
 const NS = 'kube-events';

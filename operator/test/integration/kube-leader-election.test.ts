@@ -5,11 +5,11 @@ import assert from 'node:assert/strict';
 import { after, afterEach, before, describe, test } from 'node:test';
 import { useSharedControlPlane, type SharedControlPlane } from '../helpers/shared-control-plane.ts';
 import { startTcpProxy } from '../helpers/tcp-proxy.ts';
-import { createKubeClient } from '../../src/kube/client.ts';
-import type { KubeClient } from '../../src/kube/client-types.ts';
-import { LeaderElector, type Lease, type LeaderElectorOptions } from '../../src/kube/leader-election.ts';
-import { LEASES } from '../../src/kube/resources.ts';
-import { sleep } from '../../../collector/test/helpers/wait.ts';
+import { createKubeClient } from '@pglog/common/kube/client.ts';
+import type { KubeClient } from '@pglog/common/kube/client-types.ts';
+import { LeaderElector, type Lease, type LeaderElectorOptions } from '@pglog/common/kube/leader-election.ts';
+import { LEASES } from '@pglog/common/kube/resources.ts';
+import { sleep } from '@pglog/test-support/wait.ts';
 
 /** This file's namespace on the shared control plane (shared-control-plane.ts). */
 const NS = 'kube-leader-election';

@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { desiredStatefulSet } from '../../src/desired/pool-resources.ts';
 import type { StatefulSet } from '../../src/desired/workload-types.ts';
-import { kubeBin, type ControlPlane } from '../helpers/control-plane.ts';
+import { kubeBin, type ControlPlane } from '@pglog/test-support/control-plane.ts';
 import { useSharedControlPlane, type SharedControlPlane } from '../helpers/shared-control-plane.ts';
 import { samplePool } from '../helpers/pool-fixtures.ts';
 

@@ -5,9 +5,9 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import fc from 'fast-check';
-import type { CollectorShard } from '../../src/api/collector-shard.ts';
+import type { CollectorShard } from '@pglog/common/api/collector-shard.ts';
 import { epochFloor, planPool, type PoolPlan } from '../../src/desired/assignment.ts';
-import type { PostgresTarget } from '../../../collector/src/config/target-types.ts';
+import type { PostgresTarget } from '@pglog/common/api/postgres-target.ts';
 import { samplePool, sampleShard, sampleTarget } from '../helpers/pool-fixtures.ts';
 
 const NOW = Date.parse('2026-11-23T12:00:00.000Z');

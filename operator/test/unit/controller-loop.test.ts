@@ -4,11 +4,11 @@
 // the outcome hooks see every reconcile.
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { PglogError } from '../../../collector/src/errors.ts';
-import { runControllerLoop, TerminalError, type LoopOutcome, type Result } from '../../src/kube/controller-loop.ts';
-import { KubeError } from '../../src/kube/errors.ts';
-import { WorkQueue } from '../../src/kube/workqueue.ts';
-import { FakeClock } from './fake-clock.ts';
+import { PglogError } from '@pglog/common/errors.ts';
+import { runControllerLoop, TerminalError, type LoopOutcome, type Result } from '@pglog/common/kube/controller-loop.ts';
+import { KubeError } from '@pglog/common/kube/errors.ts';
+import { WorkQueue } from '@pglog/common/kube/workqueue.ts';
+import { FakeClock } from '@pglog/test-support/fake-clock.ts';
 
 const silent = { debug: () => undefined, warn: () => undefined };
 

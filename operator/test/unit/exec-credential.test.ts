@@ -2,8 +2,8 @@
 // told in KUBERNETES_EXEC_INFO, and which outputs are refused with an error that names it.
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import type { ExecPlugin, KubeConfig } from '../../src/kube/config.ts';
-import { execInfo, parseExecCredential } from '../../src/kube/credentials.ts';
+import type { ExecPlugin, KubeConfig } from '@pglog/common/kube/config.ts';
+import { execInfo, parseExecCredential } from '@pglog/common/kube/credentials.ts';
 
 const PLUGIN: ExecPlugin = {
   command: '/usr/bin/get-token', args: [], env: {}, apiVersion: 'client.authentication.k8s.io/v1',

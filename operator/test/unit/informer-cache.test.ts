@@ -3,8 +3,8 @@
 // recreated object by its new uid), and watch events applied with repeats ignored.
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import type { KubeObject } from '../../src/kube/client-types.ts';
-import { applyWatchEvent, diffRelist, keyOf, objectKey } from '../../src/kube/informer-cache.ts';
+import type { KubeObject } from '@pglog/common/kube/client-types.ts';
+import { applyWatchEvent, diffRelist, keyOf, objectKey } from '@pglog/common/kube/informer-cache.ts';
 
 const obj = (name: string, rv: string, uid = `uid-${name}`, namespace = 'ns'): KubeObject =>
   ({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name, namespace, resourceVersion: rv, uid } });

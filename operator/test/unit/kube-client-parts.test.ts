@@ -2,10 +2,10 @@
 import assert from 'node:assert/strict';
 import { Readable } from 'node:stream';
 import { describe, test } from 'node:test';
-import { codeForStatus, isKubeError, KubeError, kubeErrorFromStatus, kubeNetworkError } from '../../src/kube/errors.ts';
-import { ndjsonLines } from '../../src/kube/ndjson.ts';
-import { queryString, resourcePath } from '../../src/kube/paths.ts';
-import { COLLECTOR_SHARDS, CUSTOM_RESOURCE_DEFINITIONS, PODS } from '../../src/kube/resources.ts';
+import { codeForStatus, isKubeError, KubeError, kubeErrorFromStatus, kubeNetworkError } from '@pglog/common/kube/errors.ts';
+import { ndjsonLines } from '@pglog/common/kube/ndjson.ts';
+import { queryString, resourcePath } from '@pglog/common/kube/paths.ts';
+import { COLLECTOR_SHARDS, CUSTOM_RESOURCE_DEFINITIONS, PODS } from '@pglog/common/kube/resources.ts';
 
 describe('resource paths', () => {
   test('core and group resources, namespaced and cluster-scoped, subresources', () => {

@@ -9,9 +9,9 @@ import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { createKubeClient, retryAfterMs } from '../../src/kube/client.ts';
-import type { ResourceType } from '../../src/kube/client-types.ts';
-import { isKubeError } from '../../src/kube/errors.ts';
+import { createKubeClient, retryAfterMs } from '@pglog/common/kube/client.ts';
+import type { ResourceType } from '@pglog/common/kube/client-types.ts';
+import { isKubeError } from '@pglog/common/kube/errors.ts';
 
 const CONFIG_MAPS: ResourceType = { group: '', version: 'v1', plural: 'configmaps', kind: 'ConfigMap', namespaced: true };
 

@@ -4,8 +4,8 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import fc from 'fast-check';
-import { WorkQueue } from '../../src/kube/workqueue.ts';
-import { FakeClock } from './fake-clock.ts';
+import { WorkQueue } from '@pglog/common/kube/workqueue.ts';
+import { FakeClock } from '@pglog/test-support/fake-clock.ts';
 
 describe('WorkQueue', () => {
   test('a key queued twice is handed out once, in FIFO order', async () => {

@@ -5,7 +5,7 @@
  */
 import { readFile } from 'node:fs/promises';
 import { createRequire } from 'node:module';
-import { PglogError } from '../../errors.ts';
+import { PglogError } from '@pglog/common/errors.ts';
 import type { Assets } from './render.ts';
 
 const CSS = `

@@ -3,7 +3,7 @@
  * passed in as `assets`), the model embedded as JSON for the charts, tables rendered here.
  * Pure: a model and the assets in, a string out. The event sections are in sections.ts.
  */
-import { PglogError } from '../../errors.ts';
+import { PglogError } from '@pglog/common/errors.ts';
 import type { HtmlReport, Template } from './model.ts';
 import { anyPoint, bytes, chart, count, esc, jsonForScript, ms, NONE_HTML, orNone, shownOf, table, timeCell, type Column } from './markup.ts';
 import { blockingSection, checkpointSection, errorSection, lockSection, maintenanceSection, sessionSection, tempFileSection } from './sections.ts';

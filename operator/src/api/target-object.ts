@@ -1,9 +1,0 @@
-/**
- * A PostgresTarget as the API server serves it: the collector's PostgresTarget type (shared
- * with the standalone targets file) with the full object metadata (uid, generation,
- * resourceVersion) the operator needs.
- */
-import type { PostgresTarget, TargetMetadata } from '../../../collector/src/config/target-types.ts';
-import type { ObjectMeta } from './common.ts';
-
-export type TargetObject = PostgresTarget & { metadata: TargetMetadata & ObjectMeta };
