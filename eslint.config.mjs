@@ -3,6 +3,33 @@ import js from '@eslint/js';
 import regexp from 'eslint-plugin-regexp';
 import tseslint from 'typescript-eslint';
 
+// Package boundaries (docs/decisions/0017-package-boundaries.md): one direction of dependency,
+// cli -> collector | operator -> common, test-support used by tests only. Per workspace: the
+// packages its files may not import, its sources also not test-support. Importing another
+// package's files by relative path is refused everywhere: a package is imported by its name.
+const PACKAGES = ['common', 'collector', 'operator', 'cli', 'test-support'];
+const FORBIDDEN = {
+  common: ['collector', 'operator', 'cli'],
+  collector: ['operator', 'cli'],
+  operator: ['collector', 'cli'],
+  cli: [],
+  'test-support': ['operator', 'cli'],
+};
+function boundaries(pkg, inSources) {
+  const banned = [...FORBIDDEN[pkg], ...(inSources ? ['test-support'] : [])];
+  const patterns = [{
+    regex: `^(\\.\\./)+(${PACKAGES.join('|')})/`,
+    message: 'Import another package by its name (@pglog/<package>/<path>), not its files by relative path (ADR 0017).',
+  }];
+  if (banned.length > 0) {
+    patterns.push({
+      regex: `^@pglog/(${banned.join('|')})(/|$)`,
+      message: `${pkg}${inSources ? "'s sources" : ''} may not import this package: the dependencies go cli -> collector | operator -> common, test-support from tests only (ADR 0017).`,
+    });
+  }
+  return { patterns };
+}
+
 export default tseslint.config(
   { ignores: ['**/node_modules/**', '.tools/**', 'tmp/**'] },
   js.configs.recommended,
@@ -96,6 +123,11 @@ export default tseslint.config(
       'no-restricted-properties': ['error', { object: 'Date', property: 'now', message: 'This folder is pure: take the time as a parameter.' }],
     },
   },
+  // Package boundaries, sources first, then everything else in the workspace (tests, fuzz).
+  ...PACKAGES.flatMap((pkg) => [
+    { files: [`${pkg}/**/*.ts`], ignores: [`${pkg}/src/**`], rules: { 'no-restricted-imports': ['error', boundaries(pkg, false)] } },
+    { files: [`${pkg}/src/**/*.ts`], rules: { 'no-restricted-imports': ['error', boundaries(pkg, pkg !== 'test-support')] } },
+  ]),
   {
     files: ['**/*.mjs', '**/*.js'],
     ...tseslint.configs.disableTypeChecked,
