@@ -99,7 +99,7 @@ bench-logs: system-deps deps ## Generate the ~500 MB benchmark log (cached)
 	@scripts/loggen/generate.sh --out $(LOGS_DIR)/bench --bench-mb $(BENCH_MB)
 
 # Coverage-guided fuzzing with jazzer.js (docs/parser.md, Fuzzing): not part of `make test`, which
-# replays the committed findings and seeds (collector/test/unit/fuzz-regressions.test.ts).
+# replays the committed findings and seeds (collector/test/unit/logformat/fuzz-regressions.test.ts).
 fuzz: deps ## Fuzz each log format and the prefix compiler with jazzer.js, FUZZ_SECONDS (60) each; findings go to collector/fuzz/regressions/
 	node collector/fuzz/jazzer-compat.ts
 	node collector/fuzz/run.ts --seconds $(FUZZ_SECONDS) --work $(FUZZ_WORK)

@@ -11,7 +11,7 @@
  * parser (bench/lib/statement-events.ts), H at a time with the position after them, as fast
  * as the batcher lets them (each waits for room in the memory budgets, as a stream does): the
  * store is the only limit. R events per stream. Two throwaway PostgreSQL 15 stores
- * (collector/test/helpers/pg-cluster.ts), one after the other: `fast` (fsync off, as the
+ * (test-support/src/pg-cluster.ts), one after the other: `fast` (fsync off, as the
  * other benchmarks and the tests) and `durable` (fsync, synchronous_commit and
  * full_page_writes on: a production store, whose every COMMIT waits for its WAL to reach the
  * disk). Each configuration runs K times, round robin, tables truncated before each run; the

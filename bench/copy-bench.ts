@@ -13,7 +13,7 @@
  * The events come from the real parser (LogParser) reading generated stderr log text of a
  * pgbench-like load (the TPC-B script in the simple protocol, about 10 % extended-protocol
  * executes with parameters). A throwaway PostgreSQL 15 is started for the run
- * (collector/test/helpers/postgres.ts). Every method runs --runs times; the table is
+ * (test-support/src/postgres.ts). Every method runs --runs times; the table is
  * truncated before each run and the best run counts.
  */
 import { cpus, loadavg } from 'node:os';

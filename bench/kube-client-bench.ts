@@ -1,8 +1,8 @@
 /**
  * `make bench` (kube client part): the measured comparison behind ADR 0009, our own client
- * (operator/src/kube/) against `@kubernetes/client-node` 2.x (a devDependency for this bench
+ * (common/src/kube/) against `@kubernetes/client-node` 2.x (a devDependency for this bench
  * only), side by side in one run against a real kube-apiserver and etcd on loopback
- * (operator/test/helpers/control-plane.ts; binaries in PGLOG_KUBE_BIN or
+ * (test-support/src/control-plane.ts; binaries in PGLOG_KUBE_BIN or
  * ~/.cache/pglog/kube/v1.37.2/bin).
  *
  *   node bench/kube-client-bench.ts [--gets 200] [--runs 7] [--out FILE.md]

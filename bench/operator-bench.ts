@@ -393,7 +393,7 @@ function e2eSection(r: E2eResult): string {
   return [
     '### End to end: the operator on a real API server',
     '',
-    `A real kube-apiserver and etcd on this machine (operator/test/helpers/control-plane.ts, no controller manager: StatefulSets stay without pods), the CRDs, and the real \`pglog operator\` CLI (one replica, \`--resync 5\`, log level info). ` +
+    `A real kube-apiserver and etcd on this machine (test-support/src/control-plane.ts, no controller manager: StatefulSets stay without pods), the CRDs, and the real \`pglog operator\` CLI (one replica, \`--resync 5\`, log level info). ` +
       `${r.targets.toLocaleString('en-US')} PostgresTargets created through the API (32 concurrent creates), then a CollectorPool with ${r.replicas} replicas. No collector runs, so no rates are reported: every target weighs the floor and load = number of targets. ` +
       `Times from the pool's creation (or the scale patch), polling the CollectorShards every 0.2 s, then the targets' statuses (a full list) every second.`,
     '',

@@ -6,7 +6,7 @@
  *
  *   node bench/server-cost-bench.ts [--streams 4] [--rate-mb 1] [--window 20] [--latency-rounds 3] [--out FILE.md]
  *
- * One local OpenSSH sshd (collector/test/helpers/sshd.ts) and one ssh2 connection from this
+ * One local OpenSSH sshd (test-support/src/sshd.ts) and one ssh2 connection from this
  * process, the collector's LogFollower with its production intervals; the logs are appended
  * to by this process. Phases run one at a time, each on fresh logs (bench/server-cost/phase.ts).
  */

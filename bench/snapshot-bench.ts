@@ -1,8 +1,8 @@
 /**
  * `make bench` (SQL snapshot part): the numbers behind ADR 0010 (SQL snapshots through the SSH
  * connection, one kept session per instance), side by side in one run, against one local
- * OpenSSH sshd (collector/test/helpers/sshd.ts, stream-local forwarding allowed) and one
- * PostgreSQL 15 listening on its Unix socket only (collector/test/helpers/pg-cluster.ts,
+ * OpenSSH sshd (test-support/src/sshd.ts, stream-local forwarding allowed) and one
+ * PostgreSQL 15 listening on its Unix socket only (test-support/src/pg-cluster.ts,
  * max_connections raised for part 3).
  *
  *   node bench/snapshot-bench.ts [--snapshots 200] [--out FILE.md]

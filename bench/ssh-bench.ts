@@ -1,7 +1,7 @@
 /**
  * `make bench` (SSH part): how fast one in-process ssh2 channel streams, per cipher, with
  * ssh2's native crypto binding and without it, and the OpenSSH client for reference, all in
- * one run against one local OpenSSH server (collector/test/helpers/sshd.ts).
+ * one run against one local OpenSSH server (test-support/src/sshd.ts).
  *
  *   node bench/ssh-bench.ts [--mb 512] [--runs 3] [--out FILE.md]
  *

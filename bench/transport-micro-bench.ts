@@ -6,7 +6,7 @@
  *
  *   node bench/transport-micro-bench.ts [--streams 8] [--light-mbps 40] [--seconds 4] [--runs 3] [--log-mb 128] [--out FILE.md]
  *
- * One local OpenSSH sshd (collector/test/helpers/sshd.ts) serves every stream. The remote
+ * One local OpenSSH sshd (test-support/src/sshd.ts) serves every stream. The remote
  * command reads a PostgreSQL stderr log generated once into the server's directory
  * (bench/ingest/statements.ts: pgbench-like entries, about 150 bytes a line): at the
  * `saturated` level `cat` in a loop, as fast as the transport takes it; at the `light` level

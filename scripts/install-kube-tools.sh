@@ -93,7 +93,7 @@ build_kube() {
   echo "$stamp" >"$stamp_file"
 }
 build_kube control-plane kube-apiserver kube-controller-manager kubectl
-# The node of the real-node tests (operator/test/helpers/real-node.ts).
+# The node of the real-node tests (test-support/src/real-node.ts).
 build_kube node kubelet kube-scheduler kube-proxy
 
 # The node's container runtime and network: Debian's containerd and runc (Docker's engine

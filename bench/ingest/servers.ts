@@ -1,6 +1,6 @@
 /**
  * The ingest benchmark's fleet: N real OpenSSH servers on 127.0.0.2, 127.0.0.3, ... (the test
- * helper collector/test/helpers/sshd.ts, one sshd each, as the login user it chooses), and for
+ * helper test-support/src/sshd.ts, one sshd each, as the login user it chooses), and for
  * every server a PostgreSQL-like data directory the collector follows:
  *
  *   DIR/srvNN/data/current_logfiles     "stderr log/postgresql.log"

@@ -1,6 +1,6 @@
 /**
  * The ingest benchmark's store: the test helper's throwaway PostgreSQL 15
- * (collector/test/helpers/postgres.ts) restarted once with the settings the benchmark needs,
+ * (test-support/src/postgres.ts) restarted once with the settings the benchmark needs,
  * and the queries that read end-to-end latency and row counts out of it.
  *
  * Why restart instead of a starter of our own: the helper already owns creating the cluster,

@@ -1,7 +1,7 @@
 /**
  * What must hold for any bytes given to the LogParser, in every log format: the property
  * checks of the log-format fuzz targets (targets.ts), also replayed by the unit test
- * collector/test/unit/fuzz-regressions.test.ts over the committed corpus and findings.
+ * collector/test/unit/logformat/fuzz-regressions.test.ts over the committed corpus and findings.
  *
  * A fuzz input is a two-byte header and the log bytes:
  *

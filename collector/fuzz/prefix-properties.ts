@@ -1,7 +1,7 @@
 /**
  * What must hold for any log_line_prefix and any line given to the prefix compiler and
  * matcher (collector/src/logformat/prefix*.ts): the property checks of the prefix fuzz target,
- * also replayed by collector/test/unit/fuzz-regressions.test.ts.
+ * also replayed by collector/test/unit/logformat/fuzz-regressions.test.ts.
  *
  * A fuzz input is the prefix, a NUL byte, and the line (without NUL: the whole input is the
  * prefix, matched against the line `<prefix as written>LOG:  x`).

@@ -8,7 +8,7 @@
  * (<work>/corpus/<target>/, where libFuzzer keeps what it learns, so later runs go on from
  * there). An input that breaks a property (crash-*) or runs past the timeout (timeout-*,
  * slow-unit-*) is written to regressions/<target>/, where the unit test
- * collector/test/unit/fuzz-regressions.test.ts replays it: fix the bug, keep the file.
+ * collector/test/unit/logformat/fuzz-regressions.test.ts replays it: fix the bug, keep the file.
  *
  * Exit status: 0 when no target found anything, 1 otherwise.
  */
@@ -82,7 +82,7 @@ function main(): void {
     console.log(`  ${o.target.padEnd(8)} ${what}`);
   }
   if (outcomes.some((o) => o.found.length > 0 || o.status !== 0)) {
-    console.log('fuzz: each finding is now replayed by collector/test/unit/fuzz-regressions.test.ts; fix the bug and commit the file.');
+    console.log('fuzz: each finding is now replayed by collector/test/unit/logformat/fuzz-regressions.test.ts; fix the bug and commit the file.');
     process.exitCode = 1;
   }
 }

@@ -22,8 +22,8 @@ async function boundaryErrors(filePath: string, text: string): Promise<string[]>
 const OPERATOR_SRC = 'operator/src/desired/tuning.ts';
 const COLLECTOR_SRC = 'collector/src/cluster/tuning.ts';
 const COMMON_SRC = 'common/src/time/retry.ts';
-const OPERATOR_TEST = 'operator/test/unit/tuning.test.ts';
-const COLLECTOR_TEST = 'collector/test/unit/batcher.test.ts';
+const OPERATOR_TEST = 'operator/test/unit/desired/tuning.test.ts';
+const COLLECTOR_TEST = 'collector/test/unit/collect/batcher.test.ts';
 
 const forbidden: Array<[file: string, text: string, why: RegExp]> = [
   [OPERATOR_SRC, "import { PglogError } from '../../../common/src/errors.ts';\nexport const e = PglogError;\n", /by its name/],

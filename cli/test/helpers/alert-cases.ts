@@ -1,4 +1,4 @@
-// The series of operator/test/integration/chart-alerts.test.ts: for each alert of the chart's
+// The series of cli/test/operator/chart-alerts.test.ts: for each alert of the chart's
 // PrometheusRule, cases in which it fires (with the labels it must carry and how its `$value`
 // reads) and cases in which it must stay quiet. Series are written as Prometheus stores a
 // collector's metrics scraped through the chart's ServiceMonitor: the scrape's labels

@@ -1,5 +1,5 @@
 /**
- * The in-process SSH transport against real OpenSSH servers (collector/test/helpers/sshd.ts):
+ * The in-process SSH transport against real OpenSSH servers (test-support/src/sshd.ts):
  * exact bytes, host key refusal, authentication, session limits, reconnects, keepalive loss,
  * backpressure, and the cipher actually negotiated.
  */

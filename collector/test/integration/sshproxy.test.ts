@@ -1,5 +1,5 @@
 /**
- * `pglog sshproxy` against real OpenSSH servers (collector/test/helpers/sshd.ts), run as the
+ * `pglog sshproxy` against real OpenSSH servers (test-support/src/sshd.ts), run as the
  * real CLI in a child process. The test plays the collector: it copies keys into DIR/keys
  * (0600), writes desired.json atomically, opens the FIFOs non-blocking (the collector's own
  * openFifoReader) and follows status.json.

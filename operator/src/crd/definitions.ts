@@ -45,7 +45,7 @@ const AGE: PrinterColumn = { name: 'Age', type: 'date', jsonPath: '.metadata.cre
 export const RESOURCES: readonly ResourceDefinition[] = [
   {
     kind: 'PostgresTarget', plural: 'postgrestargets', singular: 'postgrestarget', shortNames: ['pgt'],
-    typeFile: 'collector/src/config/target-types.ts', typeName: 'PostgresTarget',
+    typeFile: 'common/src/api/postgres-target.ts', typeName: 'PostgresTarget',
     printerColumns: [
       { name: 'Host', type: 'string', jsonPath: '.spec.host', description: 'SSH server.' },
       { name: 'Pool', type: 'string', jsonPath: '.spec.pool', description: 'CollectorPool that collects the target.' },
@@ -57,7 +57,7 @@ export const RESOURCES: readonly ResourceDefinition[] = [
   },
   {
     kind: 'CollectorPool', plural: 'collectorpools', singular: 'collectorpool', shortNames: ['cpool'],
-    typeFile: 'operator/src/api/collector-pool.ts', typeName: 'CollectorPool',
+    typeFile: 'common/src/api/collector-pool.ts', typeName: 'CollectorPool',
     printerColumns: [
       { name: 'Replicas', type: 'integer', jsonPath: '.spec.replicas', description: 'Desired collector pods (shards).' },
       { name: 'Ready', type: 'integer', jsonPath: '.status.readyReplicas', description: 'Pods that are ready.' },
@@ -68,7 +68,7 @@ export const RESOURCES: readonly ResourceDefinition[] = [
   },
   {
     kind: 'CollectorShard', plural: 'collectorshards', singular: 'collectorshard', shortNames: ['cshard'],
-    typeFile: 'operator/src/api/collector-shard.ts', typeName: 'CollectorShard',
+    typeFile: 'common/src/api/collector-shard.ts', typeName: 'CollectorShard',
     printerColumns: [
       { name: 'Pool', type: 'string', jsonPath: '.spec.pool', description: 'The pool the shard belongs to.' },
       { name: 'Index', type: 'integer', jsonPath: '.spec.index', description: 'Shard index (pod ordinal).' },

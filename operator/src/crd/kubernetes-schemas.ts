@@ -1,5 +1,5 @@
 /**
- * Schemas of the Kubernetes types pglog's resources embed (operator/src/api/common.ts). The
+ * Schemas of the Kubernetes types pglog's resources embed (common/src/api/common.ts). The
  * TypeScript interfaces are reduced to what pglog reads; the CRDs carry Kubernetes' own schema
  * so users can write what they write everywhere else (`cpu: 1` as well as `cpu: "500m"`).
  */
@@ -51,7 +51,7 @@ const RESOURCE_REQUIREMENTS: JsonSchema = {
   },
 };
 
-/** By interface name as declared in operator/src/api/common.ts. */
+/** By interface name as declared in common/src/api/common.ts. */
 export const KUBERNETES_SCHEMAS: ReadonlyMap<string, JsonSchema> = new Map([
   ['LabelSelector', LABEL_SELECTOR],
   ['ResourceRequirements', RESOURCE_REQUIREMENTS],

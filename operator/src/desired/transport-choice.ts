@@ -1,6 +1,6 @@
 /**
  * The operator's transport choice for one shard (one pod, one sidecar): the collector's own
- * promotion policy (collector/src/promotion/policy.ts: hysteresis, dwell, capacity),
+ * promotion policy (common/src/promotion/policy.ts: hysteresis, dwell, capacity),
  * applied to the rates the collector reported, plus the bookkeeping the policy leaves to its
  * caller (the transport of a target new to the shard, the time of each switch). Pure.
  *

@@ -1,0 +1,38 @@
+// The segment script's idle wait: under bash (when the server has it) a loop that waits and
+// looks for data with builtins only, no process per idle round; otherwise the POSIX polling loop.
+// Checks the generated text, and that sh and bash parse it (`-n`, nothing is run), for a path
+// full of quotes and `$`.
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import { describe, it } from 'node:test';
+import { buildBuiltinWaitScript } from '../../../src/follow/segment-script-bash.ts';
+import { buildSegmentScript, type SegmentScriptOptions } from '../../../src/follow/segment-script.ts';
+import { shellQuote } from '../../../src/follow/shell-quote.ts';
+
+const options: SegmentScriptOptions = {
+  path: `/var/log/it's "pg" $HOME/a.log`, inode: '12', offset: 5, follow: true, headLength: 3,
+  logDirectory: `/var/log/it's "pg" $HOME`, dataDirectory: '/d', format: 'stderr', pollIntervalMs: 200, rotationCheckMs: 1000, heartbeatMs: 2000,
+};
+
+describe('segment script idle wait', () => {
+  it('runs the builtin loop under bash when the server has bash, else the polling loop', () => {
+    const command = buildSegmentScript(options);
+    assert.ok(command.startsWith(`if command -v bash >/dev/null 2>&1; then exec bash -c ${shellQuote(buildBuiltinWaitScript(options))}; fi\n`));
+    assert.ok(command.endsWith(buildSegmentScript({ ...options, idleWait: 'polling' })));
+    assert.ok(!buildSegmentScript({ ...options, idleWait: 'polling' }).includes('bash'));
+  });
+
+  it('builds scripts their shells parse', () => {
+    execFileSync('sh', ['-n', '-c', buildSegmentScript(options)]);
+    execFileSync('bash', ['-n', '-c', buildBuiltinWaitScript(options)]);
+  });
+
+  it('waits and looks for data without a process in an idle round', () => {
+    const script = buildBuiltinWaitScript(options);
+    assert.ok(script.includes('exec 9<> <(:)'));
+    assert.ok(script.includes('read -t 0.200 -u 9 z'));
+    assert.ok(script.includes(`LC_ALL=C IFS= read -r -d '' -n 1 -u 3 c`));
+    // the full check backs off to one per heartbeat (10 rounds of 200 ms)
+    assert.ok(script.includes('next_full=$((idle + 10))'));
+  });
+});

@@ -1,0 +1,38 @@
+// createAssembler, the one factory the streams build assemblers with: the right assembler for
+// each log format, a valid log_line_prefix required for stderr and syslog, maxEntryBytes passed on.
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { isPglogError } from '@pglog/common/errors.ts';
+import { createAssembler } from '../../../src/logformat/assembler.ts';
+import { CsvAssembler } from '../../../src/logformat/csv-assembler.ts';
+import { JsonAssembler } from '../../../src/logformat/json-assembler.ts';
+import { compilePrefix } from '../../../src/logformat/prefix.ts';
+import type { LogRecord } from '../../../src/logformat/record.ts';
+import { StderrAssembler } from '../../../src/logformat/stderr-assembler.ts';
+import { SyslogAssembler } from '../../../src/logformat/syslog-assembler.ts';
+
+void describe('createAssembler', () => {
+  void it('builds the assembler of each format', () => {
+    const sink = (): void => undefined;
+    assert.ok(createAssembler('csvlog', sink) instanceof CsvAssembler);
+    assert.ok(createAssembler('jsonlog', sink) instanceof JsonAssembler);
+    assert.ok(createAssembler('stderr', sink, { prefix: '%m [%p] ' }) instanceof StderrAssembler);
+    assert.ok(createAssembler('syslog', sink, { prefix: compilePrefix('') }) instanceof SyslogAssembler);
+  });
+
+  void it('needs a prefix for stderr and syslog, and rejects a bad one', () => {
+    assert.throws(() => createAssembler('stderr', () => undefined, {}), (e: unknown) => isPglogError(e) && e.code === 'USAGE');
+    assert.throws(() => createAssembler('syslog', () => undefined, { prefix: '%Z' }), (e: unknown) => isPglogError(e) && e.code === 'PREFIX_UNSUPPORTED');
+  });
+
+  void it('applies maxEntryBytes', () => {
+    const got: LogRecord[] = [];
+    const a = createAssembler('stderr', (r) => got.push(r), { prefix: '', maxEntryBytes: 10 });
+    const line = Buffer.from('LOG:  0123456789abcdef');
+    a.pushLine(line, 0, line.length, 0, line.length + 1, false);
+    a.flush();
+    assert.equal(got.length, 1);
+    assert.equal(got[0]!.truncated, true);
+    assert.equal(a.stats.truncated, 1);
+  });
+});
