@@ -13,9 +13,9 @@ import { promisify } from 'node:util';
 import { createKubeClient } from '@pglog/common/kube/client.ts';
 import type { KubeClient } from '@pglog/common/kube/client-types.ts';
 import { loadKubeconfigFile } from '@pglog/common/kube/config.ts';
-import { sleep } from '@pglog/test-support/wait.ts';
-import { kubeBin, type ControlPlane } from '@pglog/test-support/control-plane.ts';
-import { startRealNode, type RealNode, type RealNodeOptions } from '@pglog/test-support/real-node.ts';
+import { sleep } from './wait.ts';
+import { kubeBin, type ControlPlane } from './control-plane.ts';
+import { startRealNode, type RealNode, type RealNodeOptions } from './real-node.ts';
 
 const run = promisify(execFile);
 const repoRoot = join(import.meta.dirname, '../..');
