@@ -74,7 +74,7 @@ system-deps: ## Install Debian packages: PostgreSQL 15, OpenSSH server and clien
 typecheck: deps ## Type-check all TypeScript (strict)
 	tsc -p tsconfig.json
 
-lint: deps ## ESLint with typescript-eslint: no-floating-promises, file and function length limits, pure folders free of I/O
+lint: deps ## ESLint with typescript-eslint: no-floating-promises, file and function length limits, pure folders free of I/O, package boundaries (ADR 0017), import order
 	eslint --max-warnings 0 .
 
 # The entry scripts, with the libraries they source followed (-x); a library alone would only

@@ -1,6 +1,7 @@
 // ESLint flat config: typescript-eslint with type information, so promise misuse is caught.
 import js from '@eslint/js';
 import regexp from 'eslint-plugin-regexp';
+import simpleImportSort from 'eslint-plugin-simple-import-sort';
 import tseslint from 'typescript-eslint';
 
 // Package boundaries (docs/decisions/0017-package-boundaries.md): one direction of dependency,
@@ -67,6 +68,15 @@ export default tseslint.config(
       '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_' }],
       // Configuration is parsed once at the entry point and passed down.
       'no-restricted-properties': ['error', { object: 'process', property: 'env', message: 'Read process.env only in an entry point (cli/src/main.ts, bench/, tests) and pass configuration down.' }],
+    },
+  },
+  {
+    // Import order is a rule, not a habit: one order (packages, then ours by name, then relative),
+    // fixed by `eslint --fix`, so a diff of imports shows only what changed.
+    plugins: { 'simple-import-sort': simpleImportSort },
+    rules: {
+      'simple-import-sort/imports': 'error',
+      'simple-import-sort/exports': 'error',
     },
   },
   {

@@ -18,18 +18,20 @@
  * best run counts, and every run is checked: every row once, every stream's position at its
  * last event.
  */
-import { cpus, loadavg } from 'node:os';
 import { readFileSync, writeFileSync } from 'node:fs';
+import { cpus, loadavg } from 'node:os';
 import { join } from 'node:path';
 import { setImmediate as yieldNow } from 'node:timers/promises';
 import { parseArgs } from 'node:util';
-import pg from 'pg';
-import { Batcher, DEFAULT_BATCHER_OPTIONS } from '@pglog/collector/collect/batcher.ts';
+
 import { DEFAULT_STORE_CONNECTIONS } from '@pglog/cli/collect-config.ts';
+import { Batcher, DEFAULT_BATCHER_OPTIONS } from '@pglog/collector/collect/batcher.ts';
 import type { StatementEvent } from '@pglog/collector/logformat/events.ts';
-import { StoreWriter } from '@pglog/collector/store/store-writer.ts';
 import type { SourceRef } from '@pglog/collector/store/store-writer.ts';
+import { StoreWriter } from '@pglog/collector/store/store-writer.ts';
 import { startCluster } from '@pglog/test-support/pg-cluster.ts';
+import pg from 'pg';
+
 import { cpuDelta, descendantsNamed, machineCpu, processCpuSeconds } from './ingest/proc-stats.ts';
 import { generateLog, parseEvents } from './lib/statement-events.ts';
 

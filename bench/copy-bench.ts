@@ -16,21 +16,23 @@
  * (test-support/src/postgres.ts). Every method runs --runs times; the table is
  * truncated before each run and the best run counts.
  */
-import { cpus, loadavg } from 'node:os';
 import { writeFileSync } from 'node:fs';
+import { cpus, loadavg } from 'node:os';
 import { parseArgs } from 'node:util';
-import pg from 'pg';
+
 import { DEFAULT_BATCHER_OPTIONS } from '@pglog/collector/collect/batcher.ts';
 import { CopyBinaryEncoder } from '@pglog/collector/store/copy-binary.ts';
 import { copyIn } from '@pglog/collector/store/copy-stream.ts';
+import { CHUNK_BYTES } from '@pglog/collector/store/copy-stream.ts';
 import { mapEvent, rowContext } from '@pglog/collector/store/event-rows.ts';
 import { STATEMENT_TABLE } from '@pglog/collector/store/event-tables.ts';
-import { microsToIso, type Micros } from '@pglog/collector/store/iso-time.ts';
-import { CHUNK_BYTES } from '@pglog/collector/store/copy-stream.ts';
-import { StoreWriter, streamKeyOf } from '@pglog/collector/store/store-writer.ts';
+import { type Micros,microsToIso } from '@pglog/collector/store/iso-time.ts';
 import type { BatchItem, SourceRef } from '@pglog/collector/store/store-writer.ts';
+import { StoreWriter, streamKeyOf } from '@pglog/collector/store/store-writer.ts';
 import { DEFAULT_MAX_TEXT_BYTES } from '@pglog/collector/store/text-clean.ts';
 import { startPostgres } from '@pglog/test-support/postgres.ts';
+import pg from 'pg';
+
 import { generateLog, parseEvents } from './lib/statement-events.ts';
 
 const { values } = parseArgs({

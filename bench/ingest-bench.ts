@@ -28,17 +28,19 @@
  * directories with the collector's own log, for looking into a result; --verbose prints a
  * line a second: read rate, event-loop delay, /metrics answer time, pauses, memory).
  */
-import { mkdtempSync, rmSync, chmodSync } from 'node:fs';
+import { chmodSync,mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
+
+import { computeTuning } from '@pglog/operator/desired/tuning.ts';
 import type { TestPostgres } from '@pglog/test-support/postgres.ts';
+
 import { renderSection, writeSection } from './ingest/report.ts';
 import { measureRun, type RunResult } from './ingest/run.ts';
-import { startFleet, type Fleet } from './ingest/servers.ts';
+import { type Fleet,startFleet } from './ingest/servers.ts';
 import { emptyEventTables, startBenchStore } from './ingest/store.ts';
 import { createCleanup } from './lib/cleanup.ts';
-import { computeTuning } from '@pglog/operator/desired/tuning.ts';
 
 const { values } = parseArgs({
   options: {

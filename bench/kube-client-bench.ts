@@ -28,15 +28,17 @@ import { cpus, loadavg, release } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { parseArgs } from 'node:util';
+
 import * as k8s from '@kubernetes/client-node';
-import { startControlPlane } from '@pglog/test-support/control-plane.ts';
-import { startTcpProxy, type TcpProxy } from '../operator/test/helpers/tcp-proxy.ts';
 import { createKubeClient } from '@pglog/common/kube/client.ts';
+import type { KubeObject, ResourceType } from '@pglog/common/kube/client-types.ts';
 import { loadKubeconfigFile } from '@pglog/common/kube/config.ts';
 import { Informer } from '@pglog/common/kube/informer.ts';
-import type { KubeObject, ResourceType } from '@pglog/common/kube/client-types.ts';
-import { createCleanup } from './lib/cleanup.ts';
+import { startControlPlane } from '@pglog/test-support/control-plane.ts';
+
+import { startTcpProxy, type TcpProxy } from '../operator/test/helpers/tcp-proxy.ts';
 import { extraPackages, installedVersion } from './kube-client/packages.ts';
+import { createCleanup } from './lib/cleanup.ts';
 
 const { values } = parseArgs({
   options: {

@@ -8,10 +8,12 @@
  * MB/s counts the UTF-8 bytes of the SQL text. The best of R runs counts; template() runs on a
  * fresh cache each run. --module benchmarks another copy of normalize.ts (before/after).
  */
-import { pathToFileURL } from 'node:url';
 import { resolve } from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
+
 import type * as Normalize from '@pglog/collector/logformat/normalize/normalize.ts';
+
 import { pgbenchStatement } from './lib/pgbench-statements.ts';
 
 const { values } = parseArgs({

@@ -29,11 +29,13 @@ import { writeFileSync } from 'node:fs';
 import { cpus, release } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import {
-  boundedConsistentHashing, DEFAULT_SHARDING_OPTIONS, moduloHashing, movedWeight, planBoundedAssignment, shardLoads, targetWeights,
-  type ShardingStrategy, type ShardingTarget,
-} from '@pglog/operator/sharding/index.ts';
+
 import type { KubeObject } from '@pglog/common/kube/client-types.ts';
+import {
+  boundedConsistentHashing, DEFAULT_SHARDING_OPTIONS, moduloHashing, movedWeight, planBoundedAssignment,   type ShardingStrategy, type ShardingTarget,
+shardLoads, targetWeights,
+} from '@pglog/operator/sharding/index.ts';
+
 import { createCleanup } from './lib/cleanup.ts';
 
 const { values } = parseArgs({

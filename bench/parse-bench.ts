@@ -14,8 +14,8 @@
  * --runs runs counts (pgBadger, the slowest by far, runs once).
  */
 import { execFileSync, spawnSync } from 'node:child_process';
-import { existsSync, readFileSync, statSync, writeFileSync, mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir, cpus } from 'node:os';
+import { existsSync, mkdtempSync, readFileSync, rmSync,statSync, writeFileSync } from 'node:fs';
+import { cpus,tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 

@@ -20,11 +20,13 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pipeline } from 'node:stream/promises';
 import { parseArgs, promisify } from 'node:util';
-import pg from 'pg';
-import { to as copyTo } from 'pg-copy-streams';
+
 import { fetchHtmlReport, type QueryTimings } from '@pglog/collector/report/html/fetch.ts';
 import { PGLOG } from '@pglog/test-support/cli.ts';
 import { migrateStore, startPostgres } from '@pglog/test-support/postgres.ts';
+import pg from 'pg';
+import { to as copyTo } from 'pg-copy-streams';
+
 import { createCleanup } from './lib/cleanup.ts';
 
 const run = promisify(execFile);

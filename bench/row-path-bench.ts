@@ -19,11 +19,13 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
+
 import type * as ParserModule from '@pglog/collector/logformat/log-parser.ts';
 import type * as NormalizeModule from '@pglog/collector/logformat/normalize/normalize.ts';
 import type * as CopyModule from '@pglog/collector/store/copy-binary.ts';
 import type * as RowsModule from '@pglog/collector/store/event-rows.ts';
 import type * as TablesModule from '@pglog/collector/store/event-tables.ts';
+
 import { writeSection } from './lib/doc-section.ts';
 
 const STAGES = ['parse', 'map', 'encode'] as const;

@@ -10,16 +10,18 @@
  * process, the collector's LogFollower with its production intervals; the logs are appended
  * to by this process. Phases run one at a time, each on fresh logs (bench/server-cost/phase.ts).
  */
-import { mkdtempSync, readFileSync, rmSync, writeFileSync, chmodSync } from 'node:fs';
+import { chmodSync,mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
+
 import type { IdleWait } from '@pglog/collector/follow/segment-script.ts';
 import { ConnectLimiter } from '@pglog/collector/transport/connect-limiter.ts';
 import { SshConnection } from '@pglog/collector/transport/ssh-connection.ts';
 import { startSshServer } from '@pglog/test-support/sshd.ts';
+
 import { createCleanup } from './lib/cleanup.ts';
-import { runPhase, type PhaseResult } from './server-cost/phase.ts';
+import { type PhaseResult,runPhase } from './server-cost/phase.ts';
 
 const { values } = parseArgs({
   options: {

@@ -35,7 +35,7 @@
  * (/proc/net/netstat, machine-wide) per snapshot, with the share of snapshots over STALL_MS: through
  * SSH a response often ends waiting for one (the section's text says why).
  */
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { type ChildProcess,spawn, spawnSync } from 'node:child_process';
 import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { connect } from 'node:net';
 import { cpus, release, tmpdir } from 'node:os';
@@ -43,18 +43,20 @@ import { join } from 'node:path';
 import type { Duplex } from 'node:stream';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import pg from 'pg';
-import { activitySql } from '@pglog/collector/snapshot/activity-sql.ts';
+
+import { SqlSession } from '@pglog/collector/sampler/sql-session.ts';
 import { activityFromRows } from '@pglog/collector/snapshot/activity-query.ts';
+import { activitySql } from '@pglog/collector/snapshot/activity-sql.ts';
 import type { Row } from '@pglog/collector/snapshot/pg-values.ts';
 import { readServerInfo, type ServerInfo } from '@pglog/collector/snapshot/server-info.ts';
-import { SqlSession } from '@pglog/collector/sampler/sql-session.ts';
 import { ConnectLimiter } from '@pglog/collector/transport/connect-limiter.ts';
 import { SidecarClient } from '@pglog/collector/transport/sidecar-client.ts';
 import { SshConnection } from '@pglog/collector/transport/ssh-connection.ts';
-import { startCluster, type Cluster } from '@pglog/test-support/pg-cluster.ts';
+import { type Cluster,startCluster } from '@pglog/test-support/pg-cluster.ts';
 import { descendants } from '@pglog/test-support/process-tree.ts';
 import { startSshServer, type TestSshServer } from '@pglog/test-support/sshd.ts';
+import pg from 'pg';
+
 import { createCleanup } from './lib/cleanup.ts';
 
 const MAIN = fileURLToPath(new URL('../cli/src/main.ts', import.meta.url));

@@ -8,9 +8,11 @@
  */
 import { writeFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
-import { StoreWriter } from '@pglog/collector/store/store-writer.ts';
+
 import type { ActivitySession, Snapshot } from '@pglog/collector/snapshot/types.ts';
+import { StoreWriter } from '@pglog/collector/store/store-writer.ts';
 import { startPostgres } from '@pglog/test-support/postgres.ts';
+
 import { createCleanup } from './lib/cleanup.ts';
 
 const { values } = parseArgs({ options: { snapshots: { type: 'string', default: '2000' }, sessions: { type: 'string', default: '20' }, out: { type: 'string' } } });

@@ -36,17 +36,19 @@ import { chmodSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import pg from 'pg';
+
 import type { TestPostgres } from '@pglog/test-support/postgres.ts';
 import { sleep } from '@pglog/test-support/wait.ts';
-import { startFleet, type Fleet } from './ingest/servers.ts';
+import pg from 'pg';
+
+import { type Fleet,startFleet } from './ingest/servers.ts';
 import { startBenchStore } from './ingest/store.ts';
-import { renderSection, type AutoResult, type BenchResult, type Step } from './transport/report.ts';
-import { Session, type DrainResult, type SessionOptions, type Transport } from './transport/session.ts';
-import { parentPid } from './transport/proc-cpu.ts';
-import { windowStats, type WindowStats } from './transport/window.ts';
 import { createCleanup } from './lib/cleanup.ts';
 import { ownCpus } from './transport/pinning.ts';
+import { parentPid } from './transport/proc-cpu.ts';
+import { type AutoResult, type BenchResult, renderSection, type Step } from './transport/report.ts';
+import { type DrainResult, Session, type SessionOptions, type Transport } from './transport/session.ts';
+import { type WindowStats,windowStats } from './transport/window.ts';
 
 const { values } = parseArgs({
   options: {

@@ -30,7 +30,7 @@
  * 1 ms resolution; reported RAW, i.e. including the 1 ms sampling interval, as the issue's
  * numbers are). The parent interleaves the configurations run by run and reports medians.
  */
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { type ChildProcess,spawn, spawnSync } from 'node:child_process';
 import { chmodSync, closeSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync, writeSync } from 'node:fs';
 import { cpus, release, tmpdir } from 'node:os';
 import { join } from 'node:path';

@@ -5,6 +5,7 @@
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+
 import { generateFiles } from '@pglog/operator/crd/generate.ts';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');

@@ -5,6 +5,7 @@
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+
 import { STORE_DASHBOARD_FILE, storeDashboardText } from './dashboards/store-dashboard.ts';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');

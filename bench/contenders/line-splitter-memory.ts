@@ -1,6 +1,7 @@
 // The LineSplitter's own cost, without reading: the file is loaded first (not timed), then
 // split in 256 KiB chunks; reports its own elapsed time. Separates splitting from file I/O.
 import { readFileSync } from 'node:fs';
+
 import { LineSplitter } from '@pglog/collector/logformat/line-splitter.ts';
 
 const data = readFileSync(process.argv[2]!);

@@ -1,8 +1,9 @@
 // pglog's LineSplitter alone: bytes to line boundaries, a handler that only counts. Reads the
 // file the way `pglog parse` does (collector/src/parse/input.ts, 256 KiB chunks).
 import { PassThrough } from 'node:stream';
-import { readInput } from '@pglog/collector/parse/input.ts';
+
 import { LineSplitter } from '@pglog/collector/logformat/line-splitter.ts';
+import { readInput } from '@pglog/collector/parse/input.ts';
 
 const file = process.argv[2]!;
 let lines = 0;

@@ -1,6 +1,7 @@
 // Reference: the split2 transform (one string per line), as many log shippers use it.
 import { createReadStream } from 'node:fs';
 import { pipeline } from 'node:stream/promises';
+
 import split2 from 'split2';
 
 const file = process.argv[2]!;

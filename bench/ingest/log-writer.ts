@@ -19,7 +19,8 @@
  * (hot and cold servers, bench/transport-bench.ts).
  */
 import { closeSync, openSync, writeSync } from 'node:fs';
-import { StatementLog, formatLogTime } from './statements.ts';
+
+import { formatLogTime,StatementLog } from './statements.ts';
 
 export interface WriterConfig {
   files: string[];

@@ -4,6 +4,7 @@
  */
 import { execFileSync } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
+
 import { descendants } from '@pglog/test-support/process-tree.ts';
 
 export const CLK_TCK = ((): number => {

@@ -5,6 +5,7 @@
  */
 import { readFileSync, writeFileSync } from 'node:fs';
 import { cpus } from 'node:os';
+
 import { STAGES } from './cpu-profile.ts';
 import type { RunResult } from './run.ts';
 import { STORE_SETTINGS } from './store.ts';

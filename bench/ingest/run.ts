@@ -9,20 +9,22 @@
  * prom-client's process_cpu_seconds_total as a cross-check), peak RSS from VmHWM, bytes read
  * and event-loop delay from its /metrics, latency from the store's commit timestamps.
  */
-import { readFileSync, readdirSync } from 'node:fs';
+import { readdirSync,readFileSync } from 'node:fs';
 import { cpus } from 'node:os';
 import { join } from 'node:path';
-import pg from 'pg';
-import { startCollector, writeTargetsFile, type CollectorProcess } from '@pglog/test-support/collector-process.ts';
+
+import { type CollectorProcess,startCollector, writeTargetsFile } from '@pglog/test-support/collector-process.ts';
 import type { TestSshServer } from '@pglog/test-support/sshd.ts';
-import { splitProfile, type CpuProfile, type ProfileSplit } from './cpu-profile.ts';
-import { countEqual, scrape, sum, value, type Sample } from './metrics-scrape.ts';
+import { freePort, sleep } from '@pglog/test-support/wait.ts';
+import pg from 'pg';
+
+import { type CpuProfile, type ProfileSplit,splitProfile } from './cpu-profile.ts';
+import type { WriterTotals } from './log-writer.ts';
+import { countEqual, type Sample,scrape, sum, value } from './metrics-scrape.ts';
 import { cpuByCommand, cpuDelta, forksSinceBoot, machineCpu, processCpuSeconds, processMemory } from './proc-stats.ts';
 import { createServerLogs } from './servers.ts';
-import { latencyOfRowsCommitted, statementRows, type Latency } from './store.ts';
-import type { WriterTotals } from './log-writer.ts';
-import { spawnLogWriter, type LogWriter } from './writer-client.ts';
-import { freePort, sleep } from '@pglog/test-support/wait.ts';
+import { type Latency,latencyOfRowsCommitted, statementRows } from './store.ts';
+import { type LogWriter,spawnLogWriter } from './writer-client.ts';
 
 export interface RunOptions {
   /** Directory of this run (log files, targets file, collector output). */

@@ -13,8 +13,10 @@ import { execFileSync } from 'node:child_process';
 import { chmodSync, chownSync, mkdirSync, writeFileSync } from 'node:fs';
 import { setPriority } from 'node:os';
 import { join } from 'node:path';
-import { startSshServer, type TestSshServer } from '@pglog/test-support/sshd.ts';
+
 import type { TargetSpec } from '@pglog/test-support/collector-process.ts';
+import { startSshServer, type TestSshServer } from '@pglog/test-support/sshd.ts';
+
 import { descendantsNamed } from './proc-stats.ts';
 import { LOG_LINE_PREFIX } from './statements.ts';
 

@@ -14,9 +14,9 @@
  *   synchronous_commit stay off as the helper sets them: the store's disk is not what this
  *   benchmark measures).
  */
-import pg from 'pg';
-import { startPostgres, type TestPostgres } from '@pglog/test-support/postgres.ts';
 import { EVENT_TABLES } from '@pglog/collector/store/event-tables.ts';
+import { startPostgres, type TestPostgres } from '@pglog/test-support/postgres.ts';
+import pg from 'pg';
 
 export const STORE_SETTINGS: Readonly<Record<string, string>> = {
   track_commit_timestamp: 'on',

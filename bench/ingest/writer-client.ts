@@ -2,7 +2,8 @@
  * The parent's handle on the log writer child (bench/ingest/log-writer.ts): spawn, start,
  * snapshots of what was written, stop, and a kill that always works (for cleanup on failure).
  */
-import { fork, type ChildProcess } from 'node:child_process';
+import { type ChildProcess,fork } from 'node:child_process';
+
 import type { WriterCommand, WriterConfig, WriterTotals } from './log-writer.ts';
 
 export interface LogWriter {

@@ -4,7 +4,7 @@
  * under node_modules/. Dependencies resolve as Node does (nearest node_modules upwards);
  * workspaces (`link: true`) are followed to their folder.
  */
-import { readdirSync, readFileSync, lstatSync } from 'node:fs';
+import { lstatSync,readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 
 interface LockEntry {

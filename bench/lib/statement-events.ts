@@ -1,8 +1,9 @@
 // Statement events from the real parser (LogParser) reading generated stderr log text of a
 // pgbench-like load (the TPC-B script in the simple protocol, about 10 % extended-protocol
 // executes with parameters): the rows the store benchmarks write, the same every run.
-import { LogParser } from '@pglog/collector/logformat/log-parser.ts';
 import type { PglogEvent, StatementEvent } from '@pglog/collector/logformat/events.ts';
+import { LogParser } from '@pglog/collector/logformat/log-parser.ts';
+
 import { pgbenchStatement } from './pgbench-statements.ts';
 
 const PREFIX = '%m [%p] %q%u@%d ';

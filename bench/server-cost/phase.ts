@@ -13,11 +13,13 @@
  */
 import { appendFileSync, chmodSync, mkdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+
 import { LogFollower } from '@pglog/collector/follow/follower.ts';
 import type { IdleWait } from '@pglog/collector/follow/segment-script.ts';
 import type { RemoteShell } from '@pglog/collector/transport/remote-shell.ts';
-import { countProcessStarts, cpuSecondsOf, processesWithCommandLine } from '../../collector/test/helpers/process-starts.ts';
 import { sleep } from '@pglog/test-support/wait.ts';
+
+import { countProcessStarts, cpuSecondsOf, processesWithCommandLine } from '../../collector/test/helpers/process-starts.ts';
 import { descendantsNamed, processCpuSeconds } from '../ingest/proc-stats.ts';
 
 export interface PhaseOptions {

@@ -9,6 +9,7 @@
  */
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
+
 import { descendants } from '@pglog/test-support/process-tree.ts';
 
 const run = promisify(execFile);

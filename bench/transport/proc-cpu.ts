@@ -10,7 +10,9 @@
  * as long as the tree's root lived through it.
  */
 import { readFileSync } from 'node:fs';
+
 import { descendants } from '@pglog/test-support/process-tree.ts';
+
 import { CLK_TCK, processCpuSeconds } from '../ingest/proc-stats.ts';
 
 interface Stat { ppid: number; own: number; reaped: number }

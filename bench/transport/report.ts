@@ -3,8 +3,9 @@
  * inproc against hot in proxy at the saturation load, with ratios), the proxy's own climb,
  * the auto run, and what the numbers say about the issue's goals, written from the numbers.
  */
-import { cpus, release } from 'node:os';
 import { execFileSync } from 'node:child_process';
+import { cpus, release } from 'node:os';
+
 import { STORE_SETTINGS } from '../ingest/store.ts';
 import type { DrainResult } from './session.ts';
 import type { WindowStats } from './window.ts';

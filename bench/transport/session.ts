@@ -16,18 +16,20 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import pg from 'pg';
-import { startCollector, writeTargetsFile, type CollectorProcess } from '@pglog/test-support/collector-process.ts';
+
+import { type CollectorProcess,startCollector, writeTargetsFile } from '@pglog/test-support/collector-process.ts';
 import type { TestSshServer } from '@pglog/test-support/sshd.ts';
 import { freePort, sleep } from '@pglog/test-support/wait.ts';
+import pg from 'pg';
+
 import type { WriterTotals } from '../ingest/log-writer.ts';
-import { scrape, sum, value, type Sample } from '../ingest/metrics-scrape.ts';
+import { type Sample,scrape, sum, value } from '../ingest/metrics-scrape.ts';
 import { machineCpu, processCpuSeconds } from '../ingest/proc-stats.ts';
 import { createServerLogs } from '../ingest/servers.ts';
-import { spawnLogWriter, type LogWriter } from '../ingest/writer-client.ts';
-import { pinCollector } from './pinning.ts';
+import { type LogWriter,spawnLogWriter } from '../ingest/writer-client.ts';
 import type { EldLine } from './eld-probe.ts';
-import { cpuSplit, fleetRoots, runQueueWaitSeconds, treeCpuSeconds, type CpuSplit } from './proc-cpu.ts';
+import { pinCollector } from './pinning.ts';
+import { type CpuSplit,cpuSplit, fleetRoots, runQueueWaitSeconds, treeCpuSeconds } from './proc-cpu.ts';
 
 export type Transport = 'auto' | 'inproc' | 'proxy';
 

@@ -3,6 +3,7 @@
  * (bench/transport/session.ts) and the event-loop probe's histogram over the same window.
  */
 import { cpus } from 'node:os';
+
 import { ELD_RESOLUTION_MS, type EldLine } from './eld-probe.ts';
 import type { MetricsSample, Snapshot } from './session.ts';
 

@@ -4,20 +4,21 @@
  * and health, until stopped (exit 0) or until its tuning changes (exit EXIT_TUNING_CHANGED).
  */
 import type { Writable } from 'node:stream';
-import { createKubeClient } from '@pglog/common/kube/client.ts';
-import type { KubeClient } from '@pglog/common/kube/client-types.ts';
-import { Collector } from '@pglog/collector/collect/collector.ts';
-import type { CollectConfig } from '@pglog/collector/collect/collect-types.ts';
-import { settleWithin } from '@pglog/common/time/retry.ts';
-import { startHttpServer } from '@pglog/common/observability/http-server.ts';
-import { createLogger } from '@pglog/common/observability/logger.ts';
-import { describeStore } from '@pglog/collector/store/store-url.ts';
-import { createCollectorMetrics } from '@pglog/collector/observability/metrics.ts';
-import type { ClusterConfig } from '@pglog/collector/collect/collect-types.ts';
-import { EXIT_TUNING_CHANGED } from '@pglog/collector/cluster/tuning.ts';
-import { loadKubeAccess } from '@pglog/common/kube/kube-access.ts';
+
 import { runLauncher } from '@pglog/collector/cluster/launcher.ts';
 import { ShardCollector } from '@pglog/collector/cluster/shard-collector.ts';
+import { EXIT_TUNING_CHANGED } from '@pglog/collector/cluster/tuning.ts';
+import type { CollectConfig } from '@pglog/collector/collect/collect-types.ts';
+import type { ClusterConfig } from '@pglog/collector/collect/collect-types.ts';
+import { Collector } from '@pglog/collector/collect/collector.ts';
+import { createCollectorMetrics } from '@pglog/collector/observability/metrics.ts';
+import { describeStore } from '@pglog/collector/store/store-url.ts';
+import { createKubeClient } from '@pglog/common/kube/client.ts';
+import type { KubeClient } from '@pglog/common/kube/client-types.ts';
+import { loadKubeAccess } from '@pglog/common/kube/kube-access.ts';
+import { startHttpServer } from '@pglog/common/observability/http-server.ts';
+import { createLogger } from '@pglog/common/observability/logger.ts';
+import { settleWithin } from '@pglog/common/time/retry.ts';
 
 export interface ClusterIO {
   stdout: Writable;

@@ -3,12 +3,12 @@
  * command line. The in-cluster API server address comes from the environment Kubernetes
  * sets in every pod; the entry point passes the environment in, nothing below reads it.
  */
-import { wholeNumberOption } from './whole-number-option.ts';
-import { PglogError } from '@pglog/common/errors.ts';
-import { parseKubeAccess, type KubeAccess } from '@pglog/common/kube/kube-access.ts';
-
-import type { ClusterConfig } from '@pglog/collector/collect/collect-types.ts';
 import { parseTuning } from '@pglog/collector/cluster/tuning.ts';
+import type { ClusterConfig } from '@pglog/collector/collect/collect-types.ts';
+import { PglogError } from '@pglog/common/errors.ts';
+import { type KubeAccess,parseKubeAccess } from '@pglog/common/kube/kube-access.ts';
+
+import { wholeNumberOption } from './whole-number-option.ts';
 
 
 

@@ -6,16 +6,18 @@
  */
 import { readFile } from 'node:fs/promises';
 import type { Writable } from 'node:stream';
+
+import type { CollectConfig } from '@pglog/collector/collect/collect-types.ts';
 import { Collector } from '@pglog/collector/collect/collector.ts';
 import type { TargetCredentials } from '@pglog/collector/collect/credentials.ts';
-import type { CollectConfig } from '@pglog/collector/collect/collect-types.ts';
-import { isSshKeyFiles, type PostgresTarget } from '@pglog/common/api/postgres-target.ts';
 import { loadTargetsFile } from '@pglog/collector/config/targets.ts';
-import { PglogError } from '@pglog/common/errors.ts';
-import { describeStore, storeUrlPasswords } from '@pglog/collector/store/store-url.ts';
-import { createLogger, registerSecret } from '@pglog/common/observability/logger.ts';
-import { startHttpServer } from '@pglog/common/observability/http-server.ts';
 import { createCollectorMetrics } from '@pglog/collector/observability/metrics.ts';
+import { describeStore, storeUrlPasswords } from '@pglog/collector/store/store-url.ts';
+import { isSshKeyFiles, type PostgresTarget } from '@pglog/common/api/postgres-target.ts';
+import { PglogError } from '@pglog/common/errors.ts';
+import { startHttpServer } from '@pglog/common/observability/http-server.ts';
+import { createLogger, registerSecret } from '@pglog/common/observability/logger.ts';
+
 import { runClusterCollect } from './cluster-command.ts';
 
 export { COLLECT_USAGE, parseCollectArgs } from './collect-config.ts';

@@ -3,19 +3,20 @@
  * store URL from the environment when not given), then passed down as one plain object.
  * Nothing below the entry point reads argv or the environment.
  */
-import { parseCommandArgs } from './command-args.ts';
-import { PglogError } from '@pglog/common/errors.ts';
-import { START_POINTS, type StartPoint } from '@pglog/common/api/postgres-target.ts';
-import { wholeNumberOption } from './whole-number-option.ts';
-import { parseLogLevelOption } from '@pglog/common/observability/logger.ts';
+import { type BatcherOptions,DEFAULT_BATCHER_OPTIONS } from '@pglog/collector/collect/batcher.ts';
+import type { CollectConfig } from '@pglog/collector/collect/collect-types.ts';
 import { DEFAULT_MAX_ENTRY_BYTES } from '@pglog/collector/logformat/line-splitter.ts';
 import { DEFAULT_TEMPLATE_CACHE_BYTES } from '@pglog/collector/logformat/normalize/normalize.ts';
 import { MAX_STORE_CONNECTIONS } from '@pglog/collector/store/store-writer.ts';
 import { DEFAULT_CHANNEL_WINDOW_BYTES, MAX_CHANNEL_WINDOW_BYTES, MIN_CHANNEL_WINDOW_BYTES } from '@pglog/collector/transport/ssh-window.ts';
-import { DEFAULT_BATCHER_OPTIONS, type BatcherOptions } from '@pglog/collector/collect/batcher.ts';
-import { parseTransportConfig, TRANSPORT_OPTIONS, TRANSPORT_USAGE } from './transport-config.ts';
+import { START_POINTS, type StartPoint } from '@pglog/common/api/postgres-target.ts';
+import { PglogError } from '@pglog/common/errors.ts';
+import { parseLogLevelOption } from '@pglog/common/observability/logger.ts';
+
 import { CLUSTER_OPTIONS, CLUSTER_USAGE, parseClusterConfig } from './cluster-config.ts';
-import type { CollectConfig } from '@pglog/collector/collect/collect-types.ts';
+import { parseCommandArgs } from './command-args.ts';
+import { parseTransportConfig, TRANSPORT_OPTIONS, TRANSPORT_USAGE } from './transport-config.ts';
+import { wholeNumberOption } from './whole-number-option.ts';
 
 /**
  * Batches committing at once by default: enough to keep the store's cores busy while the

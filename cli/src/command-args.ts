@@ -3,6 +3,7 @@
  * (unknown option, missing value) turned into PglogError('USAGE') worded by the command.
  */
 import { parseArgs, type ParseArgsConfig } from 'node:util';
+
 import { PglogError } from '@pglog/common/errors.ts';
 
 export function parseCommandArgs<T extends ParseArgsConfig>(config: T, usageMessage: (parserMessage: string) => string): ReturnType<typeof parseArgs<T>> {

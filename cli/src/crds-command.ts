@@ -8,12 +8,14 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Writable } from 'node:stream';
-import { parseAllDocuments } from 'yaml';
-import { parseCommandArgs } from './command-args.ts';
+
 import { PglogError } from '@pglog/common/errors.ts';
 import { createKubeClient } from '@pglog/common/kube/client.ts';
 import type { KubeClient, KubeObject, ResourceType } from '@pglog/common/kube/client-types.ts';
-import { loadKubeAccess, parseKubeAccess, type KubeAccess } from '@pglog/common/kube/kube-access.ts';
+import { type KubeAccess,loadKubeAccess, parseKubeAccess } from '@pglog/common/kube/kube-access.ts';
+import { parseAllDocuments } from 'yaml';
+
+import { parseCommandArgs } from './command-args.ts';
 
 export const CRDS_USAGE = `usage: pglog crds apply --dir DIR [OPTIONS]
   Applies the CustomResourceDefinitions in DIR's *.yaml files (pglog's own, *.pglog.io, and

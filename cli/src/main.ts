@@ -3,13 +3,15 @@
  * and the standard streams; everything below receives its configuration as arguments.
  */
 import { readFileSync } from 'node:fs';
+
 import { isPglogError } from '@pglog/common/errors.ts';
+
 import { COLLECT_USAGE, parseCollectArgs, runCollect } from './collect-command.ts';
 import { CRDS_USAGE, parseCrdsArgs, runCrdsCommand } from './crds-command.ts';
 import { OPERATOR_USAGE, parseOperatorArgs, runOperatorCommand } from './operator-command.ts';
 import { PARSE_USAGE, parseParseArgs, runParse } from './parse-command.ts';
-import { REPORT_USAGE, parseReportArgs, runReport } from './report-command.ts';
-import { SSHPROXY_USAGE, parseSshproxyArgs, runSshproxy } from './sshproxy-command.ts';
+import { parseReportArgs, REPORT_USAGE, runReport } from './report-command.ts';
+import { parseSshproxyArgs, runSshproxy,SSHPROXY_USAGE } from './sshproxy-command.ts';
 
 const USAGE = `usage: pglog COMMAND [OPTIONS]
 

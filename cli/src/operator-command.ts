@@ -4,14 +4,16 @@
  */
 import { hostname } from 'node:os';
 import type { Writable } from 'node:stream';
+
+import { PglogError } from '@pglog/common/errors.ts';
+import { createKubeClient } from '@pglog/common/kube/client.ts';
+import { type KubeAccess,loadKubeAccess, parseKubeAccess } from '@pglog/common/kube/kube-access.ts';
+import { createLogger, type OptionLogLevel,parseLogLevelOption } from '@pglog/common/observability/logger.ts';
+import { type OperatorConfig,runOperator } from '@pglog/operator/controller/run-operator.ts';
+import { imageAllowed, imageRepository, parseAllowedImages, parseNamespaceList } from '@pglog/operator/desired/pool-policy.ts';
+
 import { parseCommandArgs } from './command-args.ts';
 import { wholeNumberOption } from './whole-number-option.ts';
-import { PglogError } from '@pglog/common/errors.ts';
-import { createLogger, parseLogLevelOption, type OptionLogLevel } from '@pglog/common/observability/logger.ts';
-import { createKubeClient } from '@pglog/common/kube/client.ts';
-import { runOperator, type OperatorConfig } from '@pglog/operator/controller/run-operator.ts';
-import { imageAllowed, imageRepository, parseAllowedImages, parseNamespaceList } from '@pglog/operator/desired/pool-policy.ts';
-import { loadKubeAccess, parseKubeAccess, type KubeAccess } from '@pglog/common/kube/kube-access.ts';
 
 export const OPERATOR_USAGE = `usage: pglog operator [OPTIONS]
   Runs the Kubernetes operator: shards the PostgresTargets of each CollectorPool over its

@@ -6,17 +6,19 @@
  * once, and passed down as a plain object.
  */
 import type { Readable, Writable } from 'node:stream';
-import { parseCommandArgs } from './command-args.ts';
-import { isPglogError, PglogError } from '@pglog/common/errors.ts';
+
 import { canonicalEncoding, type EncodingConfig } from '@pglog/collector/logformat/decode.ts';
 import { detectFormat, detectPrefix } from '@pglog/collector/logformat/detect.ts';
 import { DEFAULT_MAX_ENTRY_BYTES } from '@pglog/collector/logformat/line-splitter.ts';
+import { addCounters, LogParser, type ParseCounters,ZERO_COUNTERS } from '@pglog/collector/logformat/log-parser.ts';
 import { TemplateCache } from '@pglog/collector/logformat/normalize/normalize.ts';
 import { compilePrefix } from '@pglog/collector/logformat/prefix.ts';
 import { LOG_FORMATS, type LogFormat } from '@pglog/collector/logformat/record.ts';
 import { inputName, readInput } from '@pglog/collector/parse/input.ts';
-import { addCounters, LogParser, ZERO_COUNTERS, type ParseCounters } from '@pglog/collector/logformat/log-parser.ts';
 import { SummaryBuilder } from '@pglog/collector/parse/summary.ts';
+import { isPglogError, PglogError } from '@pglog/common/errors.ts';
+
+import { parseCommandArgs } from './command-args.ts';
 import { BufferedOutput } from './output.ts';
 
 export const PARSE_USAGE = `usage: pglog parse [--format stderr|csvlog|jsonlog|syslog] [--prefix PREFIX]

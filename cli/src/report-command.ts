@@ -11,23 +11,25 @@
  */
 import { writeFile } from 'node:fs/promises';
 import type { Writable } from 'node:stream';
-import { parseCommandArgs } from './command-args.ts';
-import pg from 'pg';
-import { isPglogError, PglogError } from '@pglog/common/errors.ts';
-import { describePostgresUrl, scrubText, SecretScrubber } from '@pglog/common/observability/redact.ts';
+
 import { formatActivityJson, formatActivityText } from '@pglog/collector/report/activity-format.ts';
 import { fetchReport } from '@pglog/collector/report/fetch.ts';
+import { formatReportJson, formatReportText } from '@pglog/collector/report/format.ts';
 import { loadAssets } from '@pglog/collector/report/html/assets.ts';
 import { fetchHtmlReport } from '@pglog/collector/report/html/fetch.ts';
-import { renderHtml, type Assets } from '@pglog/collector/report/html/render.ts';
-import { formatReportJson, formatReportText } from '@pglog/collector/report/format.ts';
+import { type Assets,renderHtml } from '@pglog/collector/report/html/render.ts';
 import { formatLocksJson, formatLocksText } from '@pglog/collector/report/locks-format.ts';
+import { parseDuration, parseTimeBound, resolveWindow, type TimeBound } from '@pglog/collector/report/since.ts';
 import { fetchActivityReport, fetchLocksReport } from '@pglog/collector/report/snapshot-fetch.ts';
 import type { SnapshotFilter } from '@pglog/collector/report/snapshot-types.ts';
-import { parseDuration, parseTimeBound, resolveWindow, type TimeBound } from '@pglog/collector/report/since.ts';
 import type { ReportFilter } from '@pglog/collector/report/types.ts';
-import { BufferedOutput } from './output.ts';
 import { storeUrlPasswords } from '@pglog/collector/store/store-url.ts';
+import { isPglogError, PglogError } from '@pglog/common/errors.ts';
+import { describePostgresUrl, scrubText, SecretScrubber } from '@pglog/common/observability/redact.ts';
+import pg from 'pg';
+
+import { parseCommandArgs } from './command-args.ts';
+import { BufferedOutput } from './output.ts';
 
 export const REPORT_USAGE = `usage: pglog report --store URL [--since DURATION|TIME] [--until DURATION|TIME]
                     [--target NAME] [--database NAME] [--limit N]

@@ -5,11 +5,13 @@
  */
 import { rm } from 'node:fs/promises';
 import type { Writable } from 'node:stream';
+
+import { Sidecar } from '@pglog/collector/sidecar/sidecar.ts';
+import { PglogError } from '@pglog/common/errors.ts';
+import { createLogger, type OptionLogLevel,parseLogLevelOption } from '@pglog/common/observability/logger.ts';
+
 import { parseCommandArgs } from './command-args.ts';
 import { wholeNumberOption } from './whole-number-option.ts';
-import { PglogError } from '@pglog/common/errors.ts';
-import { createLogger, parseLogLevelOption, type OptionLogLevel } from '@pglog/common/observability/logger.ts';
-import { Sidecar } from '@pglog/collector/sidecar/sidecar.ts';
 
 export const SSHPROXY_USAGE = `usage: pglog sshproxy --dir DIR [--log-level LEVEL]
   Runs the OpenSSH connections and streams that the collector asks for in DIR/desired.json

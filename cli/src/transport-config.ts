@@ -2,10 +2,11 @@
  * `pglog collect` options for transports: the promotion policy (docs/decisions/0007-transport-promotion.md) and how the
  * sshproxy sidecar is reached. Parsed once with the rest of the command line.
  */
-import { wholeNumberOption } from './whole-number-option.ts';
-import { PglogError } from '@pglog/common/errors.ts';
-import { DEFAULT_POLICY_SETTINGS, validatePolicyOptions, type PolicySettings } from '@pglog/common/promotion/policy.ts';
 import type { TransportConfig } from '@pglog/collector/collect/collect-types.ts';
+import { PglogError } from '@pglog/common/errors.ts';
+import { DEFAULT_POLICY_SETTINGS, type PolicySettings,validatePolicyOptions } from '@pglog/common/promotion/policy.ts';
+
+import { wholeNumberOption } from './whole-number-option.ts';
 
 
 export const TRANSPORT_USAGE = `  --promote-above RATE      move an auto target to the sshproxy sidecar above RATE (default 1.25Mbit)

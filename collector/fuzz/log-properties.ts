@@ -21,8 +21,9 @@
  * Time per input is bounded by the fuzzer's -timeout (make fuzz).
  */
 import { isDeepStrictEqual } from 'node:util';
-import { LogParser, type ParseCounters } from '../src/logformat/log-parser.ts';
+
 import type { PglogEvent } from '../src/logformat/events.ts';
+import { LogParser, type ParseCounters } from '../src/logformat/log-parser.ts';
 import type { LogFormat } from '../src/logformat/record.ts';
 
 /** The prefixes the generated logs use (scripts/loggen, runs A and B) and PostgreSQL's default. */

@@ -16,8 +16,10 @@
  * - the fields of a match are read without throwing.
  */
 import { isDeepStrictEqual } from 'node:util';
+
 import { isPglogError } from '@pglog/common/errors.ts';
-import { compilePrefix, type CompiledPrefix, type PrefixFields } from '../src/logformat/prefix.ts';
+
+import { type CompiledPrefix, compilePrefix, type PrefixFields } from '../src/logformat/prefix.ts';
 
 export class PrefixPropertyViolation extends Error {
   constructor(prefix: string, message: string) {

@@ -17,6 +17,7 @@ import { mkdirSync, readdirSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
+
 import { TARGET_NAMES, type TargetName } from './targets.ts';
 
 const HERE = import.meta.dirname;

@@ -14,12 +14,13 @@
  * log-properties.ts. The corpus is committed; this script rewrites it.
  */
 import { createHash } from 'node:crypto';
-import { mkdirSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { LogParser } from '../src/logformat/log-parser.ts';
+
 import { KNOWN_PREFIXES } from '../src/logformat/detect.ts';
 import type { PglogEvent } from '../src/logformat/events.ts';
+import { LogParser } from '../src/logformat/log-parser.ts';
 import type { LogFormat } from '../src/logformat/record.ts';
 import { PREFIXES } from './log-properties.ts';
 import { corpusDir } from './run.ts';

@@ -2,6 +2,7 @@
 // header for TypeScript and for shell scripts.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
+
 import { hasHeaderComment } from './header-comments.ts';
 
 void test('a comment first counts, after blank lines and a #! line; code first does not', () => {

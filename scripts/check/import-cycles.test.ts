@@ -2,6 +2,7 @@
 // source text, and circles found in small graphs, including a long one and a self-free DAG.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
+
 import { findCycles, importsOf } from './import-cycles.ts';
 
 void test('imports and re-exports by relative path, type-only ones too; packages are not ours', () => {

@@ -8,6 +8,7 @@
 import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { dirname, join, normalize } from 'node:path';
+
 import ts from 'typescript';
 
 /** The relative imports and re-exports of one file, as repository paths (the compiler's own scan). Pure. */

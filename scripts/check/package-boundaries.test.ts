@@ -4,6 +4,7 @@
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { test } from 'node:test';
+
 import { ESLint } from 'eslint';
 
 const ROOT = join(import.meta.dirname, '../..');

@@ -1,7 +1,7 @@
 // The chart's store dashboard (charts/pglog/dashboards/pglog-store.json): what a DBA reads in
 // `pglog report`, over any window of the store, on a PostgreSQL data source connected to it.
 // Pure; scripts/gen-dashboards.ts writes it. See docs/install.md ("The store dashboard").
-import { DATASOURCE_TYPE, layout, queryVariable, textboxVariable, type Section } from './grafana.ts';
+import { DATASOURCE_TYPE, layout, queryVariable, type Section,textboxVariable } from './grafana.ts';
 import { ALL, byTarget } from './store-filters.ts';
 import { errors, lockWaits, overview, statements } from './store-panels-log.ts';
 import { checkpoints, connections, deadlocks, maintenance, tempFiles } from './store-panels-maintenance.ts';

@@ -2,7 +2,7 @@
 // statements (rates, duration percentiles, top templates), errors by SQLSTATE and lock waits.
 // Only the stable views (docs/store.md) are read; each query is what `pglog report` computes
 // for the same window (collector/src/report/query.ts), binned by Grafana's $__interval.
-import { stat, table, timeseries, type Section } from './grafana.ts';
+import { type Section,stat, table, timeseries } from './grafana.ts';
 import { inWindow } from './store-filters.ts';
 
 /** Characters of a statement's text shown (as in `pglog report`). */

@@ -2,7 +2,7 @@
 // (docs/store.md, "Event views"): deadlocks as logged, checkpoints, autovacuum and autoanalyze
 // per table, temporary files, connections and sessions. Checkpoints have no database: they are
 // filtered by target only.
-import { table, timeseries, type Section } from './grafana.ts';
+import { type Section,table, timeseries } from './grafana.ts';
 import { byTarget, inWindow } from './store-filters.ts';
 
 export const deadlocks: Section = {

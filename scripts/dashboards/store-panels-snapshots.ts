@@ -2,7 +2,8 @@
 // blocked sessions, client sessions by state, and the pg_stat_database deltas (backends,
 // transactions, temporary bytes). Only the stable views are read (docs/store.md).
 import { blockingRootsCtes } from '@pglog/collector/report/locks-query.ts';
-import { table, timeseries, type Section } from './grafana.ts';
+
+import { type Section,table, timeseries } from './grafana.ts';
 import { byDatabase, byTarget, inWindow } from './store-filters.ts';
 
 export const blocking: Section = {

@@ -13,13 +13,15 @@ import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { parseArgs, promisify } from 'node:util';
-import pg from 'pg';
+
 import { PGLOG } from '@pglog/test-support/cli.ts';
 import { startCollector, waitFor, writeTargetsFile } from '@pglog/test-support/collector-process.ts';
-import { startLogServer, type LogServer } from '@pglog/test-support/log-server.ts';
-import { MONITOR_ROLE, setUpMonitoringRole } from '../../collector/test/helpers/monitoring-role.ts';
+import { type LogServer,startLogServer } from '@pglog/test-support/log-server.ts';
 import { PG_BIN, startPostgres } from '@pglog/test-support/postgres.ts';
 import { startSshServer } from '@pglog/test-support/sshd.ts';
+import pg from 'pg';
+
+import { MONITOR_ROLE, setUpMonitoringRole } from '../../collector/test/helpers/monitoring-role.ts';
 
 const run = promisify(execFile);
 const { values } = parseArgs({ options: { seconds: { type: 'string', default: '60' }, html: { type: 'string', default: 'pglog-demo-report.html' } } });

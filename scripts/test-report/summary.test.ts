@@ -9,6 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { promisify } from 'node:util';
+
 import { judgeTier, parseTier, totals } from './summary.ts';
 
 const REPORTER = join(import.meta.dirname, 'durations-reporter.ts');

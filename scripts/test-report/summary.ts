@@ -7,6 +7,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { basename, join, relative } from 'node:path';
+
 import { BUDGETS, type TierBudget } from './budgets.ts';
 import type { DurationRecord } from './durations-reporter.ts';
 

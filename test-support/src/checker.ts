@@ -4,7 +4,9 @@ import assert from 'node:assert/strict';
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { gunzipSync } from 'node:zlib';
+
 import pg from 'pg';
+
 import { DEFAULT_TAG_PREFIX, parseSeqTags } from './seq-load.ts';
 
 export interface CheckResult {

@@ -1,7 +1,7 @@
 // The server processes one test fixture starts (etcd, kube-apiserver, kubelet, ...): each
 // started in the fixture's directory, their output kept in a bounded buffer for failure
 // messages, stopped together in reverse start order (SIGTERM, SIGKILL after a grace period).
-import { spawn, type ChildProcess } from 'node:child_process';
+import { type ChildProcess,spawn } from 'node:child_process';
 
 export class ChildGroup {
   private readonly children: ChildProcess[] = [];

@@ -5,8 +5,9 @@
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { startCollector, writeTargetsFile, type CollectorProcess } from './collector-process.ts';
-import { startLogServer, type LogServer, type LogServerOptions } from './log-server.ts';
+
+import { type CollectorProcess,startCollector, writeTargetsFile } from './collector-process.ts';
+import { type LogServer, type LogServerOptions,startLogServer } from './log-server.ts';
 import { startPostgres, type TestPostgres } from './postgres.ts';
 import { startSshServer, type TestSshServer } from './sshd.ts';
 

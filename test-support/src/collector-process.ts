@@ -1,9 +1,10 @@
 // Runs the real `pglog collect` as a child process (the launcher users run), with a targets
 // file written for the test's SSH servers and PostgreSQL instances, and keeps its JSON log.
-import { spawn, type ChildProcess } from 'node:child_process';
+import { type ChildProcess,spawn } from 'node:child_process';
 import { appendFileSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+
 import { PGLOG } from './cli.ts';
 
 export interface TargetInstanceSpec {

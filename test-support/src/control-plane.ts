@@ -4,15 +4,16 @@
 // PGLOG_KUBE_BIN). Everything listens on 127.0.0.1 on free ports, in a private directory,
 // with a bearer token in the system:masters group; it is all stopped and removed by stop()
 // and on process exit.
-import { execFile, type ChildProcess } from 'node:child_process';
+import { type ChildProcess,execFile } from 'node:child_process';
 import { generateKeyPairSync, randomBytes } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
+
+import { ChildGroup } from './child-group.ts';
 import { onProcessExit } from './exit-cleanup.ts';
 import { freePort, sleep } from './wait.ts';
-import { ChildGroup } from './child-group.ts';
 
 const run = promisify(execFile);
 

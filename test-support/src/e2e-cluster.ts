@@ -10,12 +10,14 @@ import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
+
 import { createKubeClient } from '@pglog/common/kube/client.ts';
 import type { KubeClient } from '@pglog/common/kube/client-types.ts';
 import { loadKubeconfigFile } from '@pglog/common/kube/config.ts';
+
+import { type ControlPlane,kubeBin } from './control-plane.ts';
+import { type RealNode, type RealNodeOptions,startRealNode } from './real-node.ts';
 import { sleep } from './wait.ts';
-import { kubeBin, type ControlPlane } from './control-plane.ts';
-import { startRealNode, type RealNode, type RealNodeOptions } from './real-node.ts';
 
 const run = promisify(execFile);
 const repoRoot = join(import.meta.dirname, '../..');

@@ -3,8 +3,9 @@
 // leader election). Time moves only when a test advances it; timers fire in order of their due
 // time (equal times in the order they were set).
 import { setImmediate as turn } from 'node:timers/promises';
-import type { Clock } from '@pglog/common/time/clock.ts';
+
 import type { QueueClock } from '@pglog/common/kube/workqueue.ts';
+import type { Clock } from '@pglog/common/time/clock.ts';
 
 interface Timer { at: number; fn: () => void }
 

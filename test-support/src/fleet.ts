@@ -1,9 +1,9 @@
 // Test fixtures: pools and targets as users would write them, created in bulk through the
 // real client (1,000 objects through kubectl apply would take longer than the test itself).
-import type { KubeClient } from '@pglog/common/kube/client-types.ts';
-import { COLLECTOR_POOLS, COLLECTOR_SHARDS, POSTGRES_TARGETS } from '@pglog/common/kube/resources.ts';
 import type { CollectorShard } from '@pglog/common/api/collector-shard.ts';
+import type { KubeClient } from '@pglog/common/kube/client-types.ts';
 import type { KubeObject } from '@pglog/common/kube/client-types.ts';
+import { COLLECTOR_POOLS, COLLECTOR_SHARDS, POSTGRES_TARGETS } from '@pglog/common/kube/resources.ts';
 
 export function poolObject(namespace: string, name: string, replicas: number, extra: Record<string, unknown> = {}): KubeObject & { spec: Record<string, unknown> } {
   return {

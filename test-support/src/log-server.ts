@@ -4,7 +4,9 @@
 // test sshd logs in as (sshd.ts), so a remote command reads its logs like a monitoring account.
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
+
 import pg from 'pg';
+
 import { startCluster } from './pg-cluster.ts';
 
 export interface LogServerOptions {

@@ -5,6 +5,7 @@
 import { mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+
 import { onProcessExit } from './exit-cleanup.ts';
 import { sleep } from './wait.ts';
 

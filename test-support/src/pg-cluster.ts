@@ -8,6 +8,7 @@ import { randomBytes } from 'node:crypto';
 import { appendFileSync, chmodSync, chownSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+
 import { onProcessExit } from './exit-cleanup.ts';
 import { isRoot, serverUser } from './server-user.ts';
 import { freePort } from './wait.ts';

@@ -7,7 +7,7 @@
 // same inode. A file the kubelet rotates away is another inode and is linked in turn.
 // What a container writes and loses within one scan of its start is missed; the pods under test
 // live for seconds at least.
-import { linkSync, mkdirSync, readFileSync, readdirSync, statSync } from 'node:fs';
+import { linkSync, mkdirSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 
 interface KeptFile {

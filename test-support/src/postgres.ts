@@ -1,9 +1,10 @@
 // A real, throwaway PostgreSQL 15 for tests (pg-cluster.ts): a fresh cluster in a temporary
 // directory that listens only on a Unix socket there, run as the unprivileged server user
 // when we are root.
-import pg from 'pg';
 import { migrate } from '@pglog/collector/store/migrate.ts';
-import { startCluster, type ClusterSpec } from './pg-cluster.ts';
+import pg from 'pg';
+
+import { type ClusterSpec,startCluster } from './pg-cluster.ts';
 
 export { PG_BIN } from './pg-cluster.ts';
 

@@ -4,18 +4,19 @@
 // state), the CNI bridge of node-config.ts, kubelet and kube-proxy in iptables mode, all built
 // or installed by scripts/install-kube-tools.sh. stop() removes what it made: processes, pod
 // sandboxes, mounts under its directory, network namespaces, the bridge and the iptables rules.
-import { execFile, spawn, type ChildProcess } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { type ChildProcess,execFile, spawn } from 'node:child_process';
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { onProcessExit } from './exit-cleanup.ts';
-import { freePort, sleep } from './wait.ts';
+
 import { ChildGroup } from './child-group.ts';
-import { kubeBin, runKubectl, startControlPlane, type ControlPlane } from './control-plane.ts';
+import { type ControlPlane,kubeBin, runKubectl, startControlPlane } from './control-plane.ts';
+import { onProcessExit } from './exit-cleanup.ts';
 import { acquireMachineLock } from './machine-lock.ts';
 import { cniConflist, containerdConfig, defaultNodeNetwork, kubeletConfig, type NodeNetwork } from './node-config.ts';
 import { PodLogKeeper } from './pod-logs.ts';
+import { freePort, sleep } from './wait.ts';
 
 const run = promisify(execFile);
 const repoRoot = join(import.meta.dirname, '../..');

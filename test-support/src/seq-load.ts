@@ -3,6 +3,7 @@
 // text is logged as sent (log_min_duration_statement = 0 logs each one exactly once). The
 // loss/duplicate checker (checker.ts) compares these numbers across the log and the store.
 import { randomBytes } from 'node:crypto';
+
 import pg from 'pg';
 
 export const DEFAULT_TAG_PREFIX = 'pglog-seq';

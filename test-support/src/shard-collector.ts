@@ -6,6 +6,7 @@
 import { spawn } from 'node:child_process';
 import { appendFileSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
+
 import { PGLOG } from './cli.ts';
 import type { LogServer } from './log-server.ts';
 import type { TestSshServer } from './sshd.ts';

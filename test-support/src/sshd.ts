@@ -7,6 +7,7 @@ import { chmodSync, chownSync, closeSync, existsSync, mkdirSync, mkdtempSync, op
 import { createConnection } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+
 import { onProcessExit } from './exit-cleanup.ts';
 import { continueTree, killTree, stopTree } from './process-tree.ts';
 import { allowKeyLogin, currentUser, isRoot, serverUser, type SystemUser } from './server-user.ts';

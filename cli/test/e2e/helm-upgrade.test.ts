@@ -12,11 +12,12 @@ import assert from 'node:assert/strict';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
+
 import { readCrds } from '@pglog/cli/crds-command.ts';
 import { isPglogError } from '@pglog/common/errors.ts';
 import type { KubeClient, KubeObject, ResourceType } from '@pglog/common/kube/client-types.ts';
 import { COLLECTOR_SHARDS, POSTGRES_TARGETS, STATEFUL_SETS } from '@pglog/common/kube/resources.ts';
-import { POD_SECURITY_WARNING, startE2eCluster, type E2eCluster } from '@pglog/test-support/e2e-cluster.ts';
+import { type E2eCluster,POD_SECURITY_WARNING, startE2eCluster } from '@pglog/test-support/e2e-cluster.ts';
 import { assignmentOf, eventually, targetObject } from '@pglog/test-support/fleet.ts';
 
 const ROOT = join(import.meta.dirname, '../../..');

@@ -1,7 +1,8 @@
 // Every pglog command answers --help and -h with its usage on standard output and exit 0,
 // through the real launcher, even when the options it needs to run are missing.
-import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import { test } from 'node:test';
+
 import { runPglog } from '@pglog/test-support/cli.ts';
 
 const COMMANDS: ReadonlyArray<{ args: string[]; usage: string }> = [

@@ -2,11 +2,12 @@
 // the bad inputs that must give counted, reported outcomes instead of a crash.
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync, writeFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync,writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, test } from 'node:test';
 import { gzipSync } from 'node:zlib';
+
 import { runPglog } from '@pglog/test-support/cli.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'pglog-cli-'));

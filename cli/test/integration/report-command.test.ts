@@ -1,13 +1,14 @@
 // `pglog report` against a real PostgreSQL 15: the store schema from migrate(), known rows
 // inserted with SQL, and the report's numbers checked exactly in JSON and in the tables.
-import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { Writable } from 'node:stream';
-import pg from 'pg';
+import { after, before, test } from 'node:test';
+
 import { parseReportArgs, runReport } from '@pglog/cli/report-command.ts';
-import { isPglogError } from '@pglog/common/errors.ts';
 import { migrate } from '@pglog/collector/store/migrate.ts';
+import { isPglogError } from '@pglog/common/errors.ts';
 import { startPostgres, type TestPostgres } from '@pglog/test-support/postgres.ts';
+import pg from 'pg';
 
 let server: TestPostgres;
 let storeUrl: string;

@@ -13,11 +13,13 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, test } from 'node:test';
-import { parseAllDocuments, stringify } from 'yaml';
+
 import { createCollectorMetrics } from '@pglog/collector/observability/metrics.ts';
 import { parseMetrics } from '@pglog/test-support/collect-scenario.ts';
 import { kubeBin } from '@pglog/test-support/control-plane.ts';
-import { ALERT_CASES, SCRAPE_LABELS, type AlertCase } from '../helpers/alert-cases.ts';
+import { parseAllDocuments, stringify } from 'yaml';
+
+import { ALERT_CASES, type AlertCase,SCRAPE_LABELS } from '../helpers/alert-cases.ts';
 
 const ROOT = join(import.meta.dirname, '../../..');
 const CHART = join(ROOT, 'charts/pglog');

@@ -12,9 +12,10 @@ import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { parseAllDocuments } from 'yaml';
+
 import { parseOperatorArgs } from '@pglog/cli/operator-command.ts';
-import { kubeBin, startControlPlane, type ControlPlane } from '@pglog/test-support/control-plane.ts';
+import { type ControlPlane,kubeBin, startControlPlane } from '@pglog/test-support/control-plane.ts';
+import { parseAllDocuments } from 'yaml';
 
 const ROOT = join(import.meta.dirname, '../../..');
 const CHART = join(ROOT, 'charts/pglog');

@@ -11,13 +11,14 @@ import { request } from 'node:https';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { startControlPlane, type ControlPlane } from '@pglog/test-support/control-plane.ts';
+
+import { parseOperatorArgs } from '@pglog/cli/operator-command.ts';
 import { createKubeClient } from '@pglog/common/kube/client.ts';
 import type { KubeClient, KubeObject, ResourceType } from '@pglog/common/kube/client-types.ts';
 import { loadKubeconfigFile } from '@pglog/common/kube/config.ts';
-import { parseOperatorArgs } from '@pglog/cli/operator-command.ts';
 import { loadKubeAccess } from '@pglog/common/kube/kube-access.ts';
 import { PGLOG } from '@pglog/test-support/cli.ts';
+import { type ControlPlane,startControlPlane } from '@pglog/test-support/control-plane.ts';
 import { onProcessExit } from '@pglog/test-support/exit-cleanup.ts';
 import { freePort, sleep } from '@pglog/test-support/wait.ts';
 

@@ -3,14 +3,15 @@
 // cluster options.
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import type { CollectorShardStatus, ShardTarget } from '@pglog/common/api/collector-shard.ts';
-import type { TargetSnapshot } from '@pglog/collector/collect/target-observation.ts';
+
 import { parseClusterConfig } from '@pglog/cli/cluster-config.ts';
-import { formatTuning, parseTuning } from '@pglog/collector/cluster/tuning.ts';
+import { parseCollectArgs } from '@pglog/cli/collect-config.ts';
 import { exitStatusOf, launchCommand } from '@pglog/collector/cluster/launch-command.ts';
 import { buildShardStatus, changedEnough, type StatusInputs } from '@pglog/collector/cluster/shard-status.ts';
+import { formatTuning, parseTuning } from '@pglog/collector/cluster/tuning.ts';
+import type { TargetSnapshot } from '@pglog/collector/collect/target-observation.ts';
+import type { CollectorShardStatus, ShardTarget } from '@pglog/common/api/collector-shard.ts';
 import { PglogError } from '@pglog/common/errors.ts';
-import { parseCollectArgs } from '@pglog/cli/collect-config.ts';
 
 const assigned: ShardTarget[] = [
   { name: 'db2', transport: 'proxy', epoch: 4 },

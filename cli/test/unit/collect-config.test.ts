@@ -2,9 +2,10 @@
 // names the option; the store URL from the flag, a file or the environment, never two at once.
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { DEFAULT_BATCHER_OPTIONS } from '@pglog/collector/collect/batcher.ts';
+
 import { parseCollectArgs, parseSize } from '@pglog/cli/collect-config.ts';
 import { parseBitRate } from '@pglog/cli/transport-config.ts';
+import { DEFAULT_BATCHER_OPTIONS } from '@pglog/collector/collect/batcher.ts';
 import { PglogError } from '@pglog/common/errors.ts';
 
 const URL = 'postgresql://pglog:secret@store/pglog';

@@ -2,6 +2,7 @@
 // from its duration, and USAGE errors that name the option.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
+
 import { parseOperatorArgs } from '@pglog/cli/operator-command.ts';
 import { isPglogError } from '@pglog/common/errors.ts';
 

@@ -1,14 +1,15 @@
 // The HTML report's pure parts: escaping and script-safe JSON with hostile texts, the bin
 // width chosen from the window, the page rendered from a model (hostile names stay escaped,
 // every section present), and the --html / --format options.
-import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import { test } from 'node:test';
+
 import { parseReportArgs } from '@pglog/cli/report-command.ts';
-import { isPglogError } from '@pglog/common/errors.ts';
 import { esc, jsonForScript } from '@pglog/collector/report/html/markup.ts';
 import type { HtmlReport } from '@pglog/collector/report/html/model.ts';
 import { binCount, binWidthMs, MAX_BINS } from '@pglog/collector/report/html/queries.ts';
 import { renderHtml } from '@pglog/collector/report/html/render.ts';
+import { isPglogError } from '@pglog/common/errors.ts';
 
 const HOSTILE = `</script><script>alert(1)</script><!-- ' " & \u2028 <img src=x onerror=alert(2)>`;
 

@@ -4,6 +4,7 @@
  * the libuv threadpool size an environment variable, all fixed at process start).
  */
 import type { ShardTuning } from '@pglog/common/api/collector-shard.ts';
+
 import { formatTuning } from './tuning.ts';
 
 /** V8 flags the launcher owns: any the launcher itself was started with are replaced. */

@@ -9,15 +9,17 @@
  */
 import { spawn } from 'node:child_process';
 import { constants } from 'node:os';
+
 import type { CollectorShard, ShardTuning } from '@pglog/common/api/collector-shard.ts';
+import { isPglogError } from '@pglog/common/errors.ts';
 import type { KubeClient } from '@pglog/common/kube/client-types.ts';
 import { COLLECTOR_SHARDS } from '@pglog/common/kube/resources.ts';
-import { backoffDelay } from '@pglog/common/time/retry.ts';
-import { isPglogError } from '@pglog/common/errors.ts';
 import type { Logger } from '@pglog/common/observability/logger.ts';
 import { pause } from '@pglog/common/time/clock.ts';
-import { EXIT_TUNING_CHANGED } from './tuning.ts';
+import { backoffDelay } from '@pglog/common/time/retry.ts';
+
 import { exitStatusOf, launchCommand } from './launch-command.ts';
+import { EXIT_TUNING_CHANGED } from './tuning.ts';
 
 export interface LauncherOptions {
   kube: KubeClient;

@@ -8,15 +8,16 @@
  */
 import type { CollectorShard, ShardTarget, ShardTuning } from '@pglog/common/api/collector-shard.ts';
 import type { KubeClient } from '@pglog/common/kube/client-types.ts';
-import type { Collector } from '../collect/collector.ts';
 import type { Logger } from '@pglog/common/observability/logger.ts';
-import { settleWithin } from '@pglog/common/time/retry.ts';
 import { pause } from '@pglog/common/time/clock.ts';
-import { sameTuning } from './tuning.ts';
-import { ShardWatcher } from './shard-watcher.ts';
+import { settleWithin } from '@pglog/common/time/retry.ts';
+
+import type { Collector } from '../collect/collector.ts';
 import { buildShardStatus } from './shard-status.ts';
+import { ShardWatcher } from './shard-watcher.ts';
 import { StatusReporter } from './status-reporter.ts';
 import { TargetResolver } from './target-resolver.ts';
+import { sameTuning } from './tuning.ts';
 
 export interface ShardCollectorOptions {
   kube: KubeClient;

@@ -4,8 +4,9 @@
  * shard pay for each write, so rates that wobble do not count, but a target that connects,
  * fails, moves or leaves does).
  */
-import type { Condition } from '@pglog/common/api/common.ts';
 import type { CollectorShardStatus, ShardTarget, ShardTargetStatus, ShardTuning } from '@pglog/common/api/collector-shard.ts';
+import type { Condition } from '@pglog/common/api/common.ts';
+
 import type { TargetSnapshot } from '../collect/target-observation.ts';
 
 export interface StatusInputs {

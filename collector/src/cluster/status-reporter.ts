@@ -5,11 +5,12 @@
  * writing once more; other failures are logged and tried again at the next interval.
  */
 import type { CollectorShard, CollectorShardStatus } from '@pglog/common/api/collector-shard.ts';
+import { isPglogError } from '@pglog/common/errors.ts';
 import type { KubeClient } from '@pglog/common/kube/client-types.ts';
 import { COLLECTOR_SHARDS } from '@pglog/common/kube/resources.ts';
-import { isPglogError } from '@pglog/common/errors.ts';
 import type { Logger } from '@pglog/common/observability/logger.ts';
 import { pause } from '@pglog/common/time/clock.ts';
+
 import { changedEnough, DEFAULT_WRITE_RULE, type WriteRule } from './shard-status.ts';
 
 export interface StatusReporterOptions {

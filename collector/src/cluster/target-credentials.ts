@@ -4,11 +4,12 @@
  * it names → SSH credentials. Errors are PglogError CONFIG_INVALID naming the object and the
  * field or key; they never quote a key's content.
  */
+import { isSshKeyFiles, type PostgresTarget } from '@pglog/common/api/postgres-target.ts';
+import { PglogError } from '@pglog/common/errors.ts';
+
 import type { TargetCredentials } from '../collect/credentials.ts';
 import { formatPath } from '../config/field-path.ts';
 import { DocumentValidator } from '../config/target-validation.ts';
-import { isSshKeyFiles, type PostgresTarget } from '@pglog/common/api/postgres-target.ts';
-import { PglogError } from '@pglog/common/errors.ts';
 
 /** The Secret keys that may hold the private key, in order of preference. */
 export const PRIVATE_KEY_KEYS = ['id_ed25519', 'id_rsa'] as const;

@@ -10,16 +10,17 @@
  * whose resourceVersion did not change is not parsed again. A transient API failure keeps a
  * target's last good resolution rather than stopping a running stream.
  */
-import type { RateHint } from '../collect/target-transports.ts';
 import type { ShardTarget } from '@pglog/common/api/collector-shard.ts';
-import type { KubeClient, KubeObject } from '@pglog/common/kube/client-types.ts';
-import { POSTGRES_TARGETS, SECRETS } from '@pglog/common/kube/resources.ts';
-import type { TargetAssignment } from '../collect/assignment-plan.ts';
-import type { TargetCredentials } from '../collect/credentials.ts';
 import type { PostgresTarget } from '@pglog/common/api/postgres-target.ts';
 import { isPglogError, PglogError } from '@pglog/common/errors.ts';
+import type { KubeClient, KubeObject } from '@pglog/common/kube/client-types.ts';
+import { POSTGRES_TARGETS, SECRETS } from '@pglog/common/kube/resources.ts';
 import { registerSecret } from '@pglog/common/observability/logger.ts';
-import { credentialsFromSecret, optsInAsSshCredentials, secretNameOf, SSH_CREDENTIALS_LABEL, targetFromObject, type SecretObject } from './target-credentials.ts';
+
+import type { TargetAssignment } from '../collect/assignment-plan.ts';
+import type { TargetCredentials } from '../collect/credentials.ts';
+import type { RateHint } from '../collect/target-transports.ts';
+import { credentialsFromSecret, optsInAsSshCredentials, secretNameOf, type SecretObject,SSH_CREDENTIALS_LABEL, targetFromObject } from './target-credentials.ts';
 
 export type ResolvedTarget =
   | { name: string; ok: true; assignment: TargetAssignment }

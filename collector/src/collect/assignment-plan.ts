@@ -6,9 +6,11 @@
  * fingerprint of everything that needs new streams when it changes (spec without the
  * transport, credentials), its assignment epoch and its transport.
  */
-import type { RateHint } from './target-transports.ts';
 import { createHash } from 'node:crypto';
+
 import type { ActiveTransport, PostgresTarget, Transport } from '@pglog/common/api/postgres-target.ts';
+
+import type { RateHint } from './target-transports.ts';
 
 /** One target as the plan compares it. */
 export interface PlannedTarget {

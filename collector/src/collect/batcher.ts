@@ -13,10 +13,11 @@
  * which is what makes a slow store pause the remote `tail` (the SSH window stays closed).
  */
 import { PglogError } from '@pglog/common/errors.ts';
+import { backoffDelay, settleWithin } from '@pglog/common/time/retry.ts';
+
 import type { PglogEvent } from '../logformat/events.ts';
 import { stringHeapBytes } from '../logformat/heap-bytes.ts';
-import { streamKeyOf, type BatchItem, type CommitResult, type SourceRef, type StoreBatch, type StorePosition } from '../store/store-writer.ts';
-import { backoffDelay, settleWithin } from '@pglog/common/time/retry.ts';
+import { type BatchItem, type CommitResult, type SourceRef, type StoreBatch, type StorePosition,streamKeyOf } from '../store/store-writer.ts';
 
 export interface BatcherOptions {
   /** Commit once this many events are pending. */

@@ -9,6 +9,7 @@ import type { StartPoint } from '@pglog/common/api/postgres-target.ts';
 import type { KubeAccess } from '@pglog/common/kube/kube-access.ts';
 import type { OptionLogLevel } from '@pglog/common/observability/logger.ts';
 import type { PolicySettings } from '@pglog/common/promotion/policy.ts';
+
 import type { BatcherOptions } from './batcher.ts';
 
 export interface CollectConfig {

@@ -2,10 +2,11 @@
  * What the collector's parts report, turned into metrics and log lines: one place that knows
  * both the hook shapes and the metric names, so streams and the batcher stay free of either.
  */
-import { isPglogError } from '@pglog/common/errors.ts';
 import type { ErrorLabel } from '@pglog/common/errors.ts';
-import type { CollectorMetrics } from '../observability/metrics.ts';
+import { isPglogError } from '@pglog/common/errors.ts';
 import type { Logger } from '@pglog/common/observability/logger.ts';
+
+import type { CollectorMetrics } from '../observability/metrics.ts';
 import type { BatcherHooks } from './batcher.ts';
 import type { StreamHooks } from './instance-stream.ts';
 

@@ -17,34 +17,36 @@
  * committed until the deadline, and whatever is left is read again next time from the
  * committed offsets.
  */
-import { isPglogError } from '@pglog/common/errors.ts';
-import { takesSnapshots, type PostgresInstance, type PostgresTarget } from '@pglog/common/api/postgres-target.ts';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Writable } from 'node:stream';
+
+import { type PostgresInstance, type PostgresTarget,takesSnapshots } from '@pglog/common/api/postgres-target.ts';
+import { isPglogError } from '@pglog/common/errors.ts';
+import type { Logger } from '@pglog/common/observability/logger.ts';
+import { pause } from '@pglog/common/time/clock.ts';
+import { backoffDelay, settleWithin } from '@pglog/common/time/retry.ts';
+
 import { TemplateCache } from '../logformat/normalize/normalize.ts';
 import type { CollectorMetrics } from '../observability/metrics.ts';
-import type { Logger } from '@pglog/common/observability/logger.ts';
-import { streamKeyOf, StoreWriter, type StorePosition } from '../store/store-writer.ts';
+import { SidecarChild } from '../promotion/sidecar-child.ts';
+import { TransportControl } from '../promotion/transport-control.ts';
+import { InstanceSnapshots } from '../sampler/instance-snapshots.ts';
+import { SnapshotSink } from '../sampler/snapshot-sink.ts';
+import { SqlSnapshotSource } from '../sampler/sql-snapshot-source.ts';
+import { type StorePosition,StoreWriter, streamKeyOf } from '../store/store-writer.ts';
 import { SidecarClient } from '../transport/sidecar-client.ts';
 import { SshConnectionPool } from '../transport/ssh-pool.ts';
+import { planAssignment, type PlannedTarget, type TargetAssignment,targetFingerprint } from './assignment-plan.ts';
 import { Batcher } from './batcher.ts';
 import type { CollectConfig } from './collect-types.ts';
-import { InstanceStream } from './instance-stream.ts';
-import { backoffDelay, settleWithin } from '@pglog/common/time/retry.ts';
-import { pause } from '@pglog/common/time/clock.ts';
-import { streamHooks, batcherHooks } from './collector-hooks.ts';
-import { SidecarChild } from '../promotion/sidecar-child.ts';
-import type { TargetStreams } from './target-streams.ts';
+import { batcherHooks,streamHooks } from './collector-hooks.ts';
 import type { TargetCredentials } from './credentials.ts';
-import { openTargetStreams, type RateHint } from './target-transports.ts';
-import { TransportControl } from '../promotion/transport-control.ts';
-import { planAssignment, targetFingerprint, type PlannedTarget, type TargetAssignment } from './assignment-plan.ts';
+import { InstanceStream } from './instance-stream.ts';
 import { observedHooks, TargetObservation, type TargetSnapshot } from './target-observation.ts';
-import { InstanceSnapshots } from '../sampler/instance-snapshots.ts';
-import { SqlSnapshotSource } from '../sampler/sql-snapshot-source.ts';
-import { SnapshotSink } from '../sampler/snapshot-sink.ts';
+import type { TargetStreams } from './target-streams.ts';
+import { openTargetStreams, type RateHint } from './target-transports.ts';
 
 export type { TargetAssignment } from './assignment-plan.ts';
 export type { TargetSnapshot } from './target-observation.ts';

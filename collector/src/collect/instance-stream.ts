@@ -18,17 +18,18 @@
  * side (ssh2 withholds window adjustments).
  */
 import { isPglogError, PglogError } from '@pglog/common/errors.ts';
+import { pause, untilAborted } from '@pglog/common/time/clock.ts';
+import { backoffDelay } from '@pglog/common/time/retry.ts';
+
 import type { FollowedFile, FollowItem, FollowPosition } from '../follow/follower.ts';
-import { LogParser, type ParseCounters, type SlowEntry, ZERO_COUNTERS } from '../logformat/log-parser.ts';
 import type { EncodingConfig } from '../logformat/decode.ts';
 import type { EventKind, PglogEvent } from '../logformat/events.ts';
+import { LogParser, type ParseCounters, type SlowEntry, ZERO_COUNTERS } from '../logformat/log-parser.ts';
 import type { TemplateCache } from '../logformat/normalize/normalize.ts';
-import { isErrorSeverity, sqlstateClassOf, type SqlstateClass } from '../observability/sqlstate-class.ts';
 import type { LogFormat } from '../logformat/record.ts';
+import { isErrorSeverity, type SqlstateClass,sqlstateClassOf } from '../observability/sqlstate-class.ts';
 import type { StorePosition } from '../store/store-writer.ts';
 import type { Batcher } from './batcher.ts';
-import { backoffDelay } from '@pglog/common/time/retry.ts';
-import { pause, untilAborted } from '@pglog/common/time/clock.ts';
 
 /** What the stream needs of a follower (the LogFollower; a scripted fake in unit tests). */
 export interface Follower {

@@ -5,8 +5,9 @@
  */
 import type { ActiveTransport } from '@pglog/common/api/postgres-target.ts';
 import { isPglogError } from '@pglog/common/errors.ts';
-import type { StorePosition } from '../store/store-writer.ts';
+
 import { RateMeter } from '../promotion/rate-meter.ts';
+import type { StorePosition } from '../store/store-writer.ts';
 import type { StreamHooks } from './instance-stream.ts';
 
 /** One target as its collector sees it now (the shape of a shard status entry). */

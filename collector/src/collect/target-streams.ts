@@ -7,12 +7,13 @@
  * transport), all of them at once.
  */
 import type { ActiveTransport, PostgresInstance, PostgresTarget, StartPoint, Transport } from '@pglog/common/api/postgres-target.ts';
-import { LogFollower } from '../follow/follower.ts';
 import type { Logger } from '@pglog/common/observability/logger.ts';
+
+import { LogFollower } from '../follow/follower.ts';
 import type { CollectorMetrics } from '../observability/metrics.ts';
+import { RateMeter } from '../promotion/rate-meter.ts';
 import type { RemoteShell } from '../transport/remote-shell.ts';
 import type { InstanceStream } from './instance-stream.ts';
-import { RateMeter } from '../promotion/rate-meter.ts';
 
 export interface TargetStreamsOptions {
   target: PostgresTarget;

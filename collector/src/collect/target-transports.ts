@@ -3,17 +3,18 @@
  * (connects on first use; state changes go to metrics and the log) and, with a sidecar, its
  * server entry there (key and known_hosts written to the shared directory) and a ProxyShell.
  */
-import type { CollectConfig } from './collect-types.ts';
-import type { TargetCredentials } from './credentials.ts';
 import type { PostgresTarget } from '@pglog/common/api/postgres-target.ts';
+import { isLastingSshFailure } from '@pglog/common/errors.ts';
 import type { Logger } from '@pglog/common/observability/logger.ts';
+
 import type { CollectorMetrics } from '../observability/metrics.ts';
 import { ProxyShell } from '../transport/proxy-shell.ts';
 import type { SidecarClient } from '../transport/sidecar-client.ts';
 import { cryptoBindingAvailable } from '../transport/ssh-algorithms.ts';
 import type { SshConnectionPool } from '../transport/ssh-pool.ts';
+import type { CollectConfig } from './collect-types.ts';
+import type { TargetCredentials } from './credentials.ts';
 import { TargetStreams } from './target-streams.ts';
-import { isLastingSshFailure } from '@pglog/common/errors.ts';
 
 export interface TargetTransportsOptions {
   config: CollectConfig;

@@ -6,11 +6,13 @@
  */
 import { isIP } from 'node:net';
 import path from 'node:path';
+
+import { sshUserProblem } from '@pglog/common/sidecar/contract.ts';
+
 import { canonicalEncoding } from '../logformat/decode.ts';
 import { compilePrefix } from '../logformat/prefix.ts';
-import { sshUserProblem } from '@pglog/common/sidecar/contract.ts';
-import { describe } from './field-path.ts';
 import type { FieldPath, Problem } from './field-path.ts';
+import { describe } from './field-path.ts';
 import { closest } from './suggest.ts';
 
 export type Obj = Record<string, unknown>;

@@ -5,17 +5,19 @@
  * this machine.
  */
 import path from 'node:path';
-import { DNS1123_LABEL, DNS1123_SUBDOMAIN, FieldChecks } from './field-checks.ts';
-import type { Obj } from './field-checks.ts';
-import { describe } from './field-path.ts';
-import type { FieldPath } from './field-path.ts';
-import {
-  API_VERSION, LOG_FORMATS, SNAPSHOT_INTERVAL_BOUNDS, SQL_TIMEOUT_BOUNDS, START_POINTS, TARGET_DEFAULTS, TARGET_KIND, TRANSPORTS, takesSnapshots,
-} from '@pglog/common/api/postgres-target.ts';
+
 import type {
   InstanceEncodings, InstanceSql, PostgresInstance, PostgresTarget, PostgresTargetSpec,
   SshCredentials, TargetCollect, TargetMetadata, TargetsMode,
 } from '@pglog/common/api/postgres-target.ts';
+import {
+  API_VERSION, LOG_FORMATS, SNAPSHOT_INTERVAL_BOUNDS, SQL_TIMEOUT_BOUNDS, START_POINTS, takesSnapshots,
+TARGET_DEFAULTS, TARGET_KIND, TRANSPORTS, } from '@pglog/common/api/postgres-target.ts';
+
+import type { Obj } from './field-checks.ts';
+import { DNS1123_LABEL, DNS1123_SUBDOMAIN, FieldChecks } from './field-checks.ts';
+import type { FieldPath } from './field-path.ts';
+import { describe } from './field-path.ts';
 
 const TOP_FIELDS = ['apiVersion', 'kind', 'metadata', 'spec'] as const;
 const METADATA_FIELDS = ['name', 'namespace', 'labels', 'annotations'] as const;

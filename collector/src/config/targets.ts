@@ -22,15 +22,17 @@
 import { isUtf8 } from 'node:buffer';
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
-import { LineCounter, parseAllDocuments } from 'yaml';
-import type { Document } from 'yaml';
-import { PglogError } from '@pglog/common/errors.ts';
-import type { Obj } from './field-checks.ts';
-import { describe, formatPath } from './field-path.ts';
-import type { FieldPath } from './field-path.ts';
-import { DocumentValidator } from './target-validation.ts';
-import { TARGET_KIND } from '@pglog/common/api/postgres-target.ts';
+
 import type { PostgresTarget, TargetsMode } from '@pglog/common/api/postgres-target.ts';
+import { TARGET_KIND } from '@pglog/common/api/postgres-target.ts';
+import { PglogError } from '@pglog/common/errors.ts';
+import type { Document } from 'yaml';
+import { LineCounter, parseAllDocuments } from 'yaml';
+
+import type { Obj } from './field-checks.ts';
+import type { FieldPath } from './field-path.ts';
+import { describe, formatPath } from './field-path.ts';
+import { DocumentValidator } from './target-validation.ts';
 
 export interface TargetsFileOptions {
   /**

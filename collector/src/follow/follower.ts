@@ -18,12 +18,13 @@
  */
 import type { LogFormat, StartPoint } from '@pglog/common/api/postgres-target.ts';
 import { isPglogError, PglogError } from '@pglog/common/errors.ts';
-import { runRemote, type RemoteExit, type RemoteProcess, type RemoteShell } from '../transport/remote-shell.ts';
 import { pause } from '@pglog/common/time/clock.ts';
+
+import { type RemoteExit, type RemoteProcess, type RemoteShell,runRemote } from '../transport/remote-shell.ts';
 import { formatIdentity, parseIdentity } from './identity.ts';
-import { planNext, planStart, type Plan, type ReadStep } from './planner.ts';
-import { buildProbeScript, parseProbeOutput, type ChecksumRequest, type ProbeResult } from './probe-script.ts';
-import { buildSegmentScript, parseSegmentStatus, SEGMENT_EXIT, type IdleWait, type SegmentStatus } from './segment-script.ts';
+import { type Plan, planNext, planStart, type ReadStep } from './planner.ts';
+import { buildProbeScript, type ChecksumRequest, parseProbeOutput, type ProbeResult } from './probe-script.ts';
+import { buildSegmentScript, type IdleWait, parseSegmentStatus, SEGMENT_EXIT, type SegmentStatus } from './segment-script.ts';
 import type { FollowedFile, FollowItem, FollowPosition } from './types.ts';
 
 export type { FollowedFile, FollowItem, FollowPosition } from './types.ts';

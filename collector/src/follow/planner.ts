@@ -28,6 +28,7 @@
  * (`checksums`) and is called again with a probe that has them.
  */
 import type { StartPoint } from '@pglog/common/api/postgres-target.ts';
+
 import { formatIdentity, HEAD_BYTES, parseIdentity } from './identity.ts';
 import { checksumKey, type ChecksumRequest, type ProbedFile, type ProbeResult } from './probe-script.ts';
 import type { FollowedFile, FollowPosition } from './types.ts';

@@ -13,6 +13,7 @@
  * `head -c`, `cksum`); nothing is installed and nothing needs privileges beyond reading the logs.
  */
 import type { LogFormat } from '@pglog/common/api/postgres-target.ts';
+
 import { FIND_ACTIVE_FUNCTION } from './active-file.sh.ts';
 import { classifyLogFileName, formatSuffix } from './log-files.ts';
 import { shellInteger, shellQuote } from './shell-quote.ts';

@@ -5,6 +5,7 @@
  * copy, so the two loops can never disagree about where a segment starts or what ends it.
  */
 import type { LogFormat } from '@pglog/common/api/postgres-target.ts';
+
 import { FIND_ACTIVE_FUNCTION } from './active-file.sh.ts';
 import { HEAD_BYTES } from './identity.ts';
 import { formatSuffix } from './log-files.ts';

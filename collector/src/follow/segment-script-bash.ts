@@ -26,7 +26,7 @@
  * Assumes bash 4 or later (fractional `read -t`, `read -n -d -u`, process substitution), and what the
  * polling loop assumes (Linux /proc and /dev/fd, GNU coreutils).
  */
-import { pollSeconds, roundsIn, SEGMENT_EXIT, segmentPrelude, sizeAndHeadCheck, type SegmentScriptOptions } from './segment-prelude.ts';
+import { pollSeconds, roundsIn, SEGMENT_EXIT, segmentPrelude, type SegmentScriptOptions,sizeAndHeadCheck } from './segment-prelude.ts';
 
 export function buildBuiltinWaitScript(o: SegmentScriptOptions): string {
   const nap = pollSeconds(o);

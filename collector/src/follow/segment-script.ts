@@ -32,11 +32,11 @@
  *
  * Assumes Linux (/proc, /dev/fd) and GNU coreutils (stat -c, head -c, fractional sleep).
  */
+import { pollSeconds, roundsIn, SEGMENT_EXIT, segmentPrelude, type SegmentScriptOptions,sizeAndHeadCheck } from './segment-prelude.ts';
 import { buildBuiltinWaitScript } from './segment-script-bash.ts';
-import { pollSeconds, roundsIn, SEGMENT_EXIT, segmentPrelude, sizeAndHeadCheck, type SegmentScriptOptions } from './segment-prelude.ts';
 import { shellQuote } from './shell-quote.ts';
 
-export { SEGMENT_EXIT, type IdleWait, type SegmentScriptOptions } from './segment-prelude.ts';
+export { type IdleWait, SEGMENT_EXIT, type SegmentScriptOptions } from './segment-prelude.ts';
 
 /**
  * The command that runs a segment: the builtin-wait script under bash when the server has bash

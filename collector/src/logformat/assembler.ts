@@ -1,5 +1,6 @@
 /** One factory for the entry assemblers of every log format. */
 import { PglogError } from '@pglog/common/errors.ts';
+
 import { CsvAssembler } from './csv-assembler.ts';
 import { JsonAssembler } from './json-assembler.ts';
 import { DEFAULT_MAX_ENTRY_BYTES } from './line-splitter.ts';

@@ -25,13 +25,13 @@
  * `UNKNOWN` and their raw bytes as message, so that no record carries columns of two rows;
  * a quoted field still open at the end of input gives the columns the row has.
  */
-import { emptyRecord } from './record.ts';
-import type { AssemblerStats, EntryAssembler, LogRecord, RecordSink } from './record.ts';
+import { CsvRowReader, CsvRowShape, isWrittenRow, looksLikeCsvRow,MAX_COLUMNS, QUOTE } from './csv-row.ts';
 import { DEFAULT_MAX_ENTRY_BYTES } from './line-splitter.ts';
-import { FieldCache, latin1 } from './prefix.ts';
 import { PieceList } from './piece-list.ts';
+import { FieldCache, latin1 } from './prefix.ts';
+import type { AssemblerStats, EntryAssembler, LogRecord, RecordSink } from './record.ts';
+import { emptyRecord } from './record.ts';
 import { UNKNOWN_SEVERITY } from './stderr-assembler.ts';
-import { CsvRowReader, CsvRowShape, MAX_COLUMNS, QUOTE, isWrittenRow, looksLikeCsvRow } from './csv-row.ts';
 
 const NL = Buffer.from('\n');
 /** How emitRow gives a row (see there). */

@@ -17,8 +17,9 @@
  * and configuring the real encoding of such a database fixes it.
  */
 import { isAscii, isUtf8 } from 'node:buffer';
-import iconv from 'iconv-lite';
+
 import { PglogError } from '@pglog/common/errors.ts';
+import iconv from 'iconv-lite';
 
 export interface EncodingConfig {
   /** PostgreSQL encoding name (or alias) for databases not listed in `databases`. */

@@ -13,12 +13,12 @@
  */
 import { CsvAssembler } from './csv-assembler.ts';
 import { LineSplitter } from './line-splitter.ts';
-import { compilePrefix } from './prefix.ts';
 import type { CompiledPrefix } from './prefix.ts';
+import { compilePrefix } from './prefix.ts';
 import type { LogFormat } from './record.ts';
 import { MAIN_SEVERITIES } from './severity.ts';
-import { parseSyslogHeader } from './syslog-assembler.ts';
 import type { SyslogHeader } from './syslog-assembler.ts';
+import { parseSyslogHeader } from './syslog-assembler.ts';
 
 /** log_line_prefix values seen in the wild, most common first. */
 export const KNOWN_PREFIXES: readonly string[] = [

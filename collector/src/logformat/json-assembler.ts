@@ -13,8 +13,8 @@
  * record flagged truncated with what can be read from the start of the line (timestamp, pid,
  * severity, ...) and the raw bytes kept as message.
  */
-import { emptyRecord } from './record.ts';
 import type { AssemblerStats, EntryAssembler, LogRecord, RecordSink } from './record.ts';
+import { emptyRecord } from './record.ts';
 import { UNKNOWN_SEVERITY } from './stderr-assembler.ts';
 
 type Json = Record<string, unknown>;

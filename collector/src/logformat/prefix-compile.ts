@@ -3,8 +3,9 @@
  * matcher (prefix-matcher.ts) runs, and the PglogError messages for a prefix it cannot match.
  */
 import { PglogError } from '@pglog/common/errors.ts';
-import { OPERATIONS } from './prefix-matcher.ts';
+
 import type { Op } from './prefix-matcher.ts';
+import { OPERATIONS } from './prefix-matcher.ts';
 
 const {
   F_APP, F_BTYPE, F_DB, F_HOST, F_LEADER, F_LINE, F_PID, F_QUERYID, F_REMOTE, F_SESSION, F_SQLSTATE,

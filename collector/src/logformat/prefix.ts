@@ -28,8 +28,8 @@ import { compileOps } from './prefix-compile.ts';
 import { CompiledPrefix } from './prefix-matcher.ts';
 
 export { FieldCache, latin1 } from './prefix-field-cache.ts';
-export { CompiledPrefix } from './prefix-matcher.ts';
 export type { PrefixFields } from './prefix-matcher.ts';
+export { CompiledPrefix } from './prefix-matcher.ts';
 
 /** Compiles a log_line_prefix; throws PglogError('PREFIX_UNSUPPORTED') for what cannot be parsed. */
 export function compilePrefix(prefix: string): CompiledPrefix {

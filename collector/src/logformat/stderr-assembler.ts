@@ -9,12 +9,12 @@
  * stats.malformed. A line without prefix gets severity `UNKNOWN` and the whole line as message;
  * an orphan auxiliary line keeps its prefix fields and its word (e.g. `DETAIL`) as severity.
  */
-import { emptyRecord } from './record.ts';
-import type { AssemblerStats, EntryAssembler, LogRecord, RecordSink } from './record.ts';
 import { DEFAULT_MAX_ENTRY_BYTES } from './line-splitter.ts';
 import { PieceList } from './piece-list.ts';
 import type { CompiledPrefix } from './prefix.ts';
-import { FIRST_AUX, SEVERITY_WORDS, SEV_CONTEXT, SEV_DETAIL, SEV_HINT, SEV_LOCATION, SEV_QUERY, SEV_STATEMENT, parseVerboseSqlstate } from './severity.ts';
+import type { AssemblerStats, EntryAssembler, LogRecord, RecordSink } from './record.ts';
+import { emptyRecord } from './record.ts';
+import { FIRST_AUX, parseVerboseSqlstate,SEV_CONTEXT, SEV_DETAIL, SEV_HINT, SEV_LOCATION, SEV_QUERY, SEV_STATEMENT, SEVERITY_WORDS } from './severity.ts';
 
 /** Severity of records made from lines that are not (part of) a PostgreSQL entry. */
 export const UNKNOWN_SEVERITY = 'UNKNOWN';

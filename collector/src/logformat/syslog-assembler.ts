@@ -21,12 +21,12 @@
  * tab; other `#NNN` escapes are left as written (they stand for control characters that
  * PostgreSQL messages rarely hold, and a literal `#012` would be changed wrongly).
  */
-import { emptyRecord } from './record.ts';
-import type { AssemblerStats, EntryAssembler, RecordSink } from './record.ts';
 import { DEFAULT_MAX_ENTRY_BYTES } from './line-splitter.ts';
 import type { CompiledPrefix } from './prefix.ts';
-import { FIRST_AUX, SEVERITY_WORDS, parseVerboseSqlstate } from './severity.ts';
-import { EntryBuilder, UNKNOWN_SEVERITY, auxSection } from './stderr-assembler.ts';
+import type { AssemblerStats, EntryAssembler, RecordSink } from './record.ts';
+import { emptyRecord } from './record.ts';
+import { FIRST_AUX, parseVerboseSqlstate,SEVERITY_WORDS } from './severity.ts';
+import { auxSection,EntryBuilder, UNKNOWN_SEVERITY } from './stderr-assembler.ts';
 
 const EMPTY = Buffer.alloc(0);
 const SP = 0x20;

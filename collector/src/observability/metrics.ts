@@ -8,8 +8,9 @@
  * so `forgetTarget` can remove every series of a target that left the shard (prom-client
  * removes a series only by its full label set).
  */
-import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { ErrorLabel } from '@pglog/common/errors.ts';
+import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
+
 import { EVENT_KINDS, type EventKind } from '../logformat/events.ts';
 import { EVENT_TABLES } from '../store/event-tables.ts';
 import { SnapshotMetrics } from './snapshot-metrics.ts';

@@ -5,8 +5,9 @@
  * of the collector's registry (CollectorMetrics.snapshots). Every label set used for a target
  * is remembered, so forgetTarget removes all of that target's series.
  */
-import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
 import type { ErrorLabel } from '@pglog/common/errors.ts';
+import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
+
 import { SQL_ROLE_PRIVILEGES, type SqlRolePrivilege } from '../snapshot/server-info.ts';
 import type { SnapshotKind } from '../snapshot/types.ts';
 

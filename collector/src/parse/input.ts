@@ -9,6 +9,7 @@ import { open } from 'node:fs/promises';
 import { PassThrough, type Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { createGunzip } from 'node:zlib';
+
 import { PglogError } from '@pglog/common/errors.ts';
 
 export type Compression = 'none' | 'gzip' | 'bzip2';

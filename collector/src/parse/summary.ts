@@ -8,9 +8,9 @@
  */
 import { EVENT_KINDS, type EventKind, type PglogEvent } from '../logformat/events.ts';
 import { stringHeapBytes } from '../logformat/heap-bytes.ts';
-import { DurationStats } from '../stats/histogram.ts';
 import type { ParseCounters } from '../logformat/log-parser.ts';
 import type { DurationSummary } from '../stats/duration-summary.ts';
+import { DurationStats } from '../stats/histogram.ts';
 
 export const TOP_TEMPLATES = 50;
 /**

@@ -7,14 +7,16 @@
  * after it ended, so the cost of spawning from a big heap is paid rarely. Its JSON log lines
  * go to the same standard output as the collector's.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import { type ChildProcess,spawn } from 'node:child_process';
 import type { Readable, Writable } from 'node:stream';
+
 import type { Logger } from '@pglog/common/observability/logger.ts';
-import type { CollectorMetrics } from '../observability/metrics.ts';
-import type { SidecarClient } from '../transport/sidecar-client.ts';
 import { pause } from '@pglog/common/time/clock.ts';
-import { killStrayProcesses } from '../sidecar/sidecar-files.ts';
 import { backoffDelay } from '@pglog/common/time/retry.ts';
+
+import type { CollectorMetrics } from '../observability/metrics.ts';
+import { killStrayProcesses } from '../sidecar/sidecar-files.ts';
+import type { SidecarClient } from '../transport/sidecar-client.ts';
 
 export interface SidecarChildOptions {
   /** How to run this program: [node, ...node flags, main script]; `sshproxy --dir DIR` is appended. */

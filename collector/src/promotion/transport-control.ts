@@ -4,12 +4,13 @@
  * (`spec.transport: inproc|proxy`) are moved to their pin; targets whose switch is still
  * running are left out of the round.
  */
-import type { Logger } from '@pglog/common/observability/logger.ts';
-import type { CollectorMetrics } from '../observability/metrics.ts';
-import { pause } from '@pglog/common/time/clock.ts';
-import type { SidecarClient } from '../transport/sidecar-client.ts';
 import type { ActiveTransport, Transport } from '@pglog/common/api/postgres-target.ts';
+import type { Logger } from '@pglog/common/observability/logger.ts';
 import { decideTransports, type PolicySettings, type ServerTransportState } from '@pglog/common/promotion/policy.ts';
+import { pause } from '@pglog/common/time/clock.ts';
+
+import type { CollectorMetrics } from '../observability/metrics.ts';
+import type { SidecarClient } from '../transport/sidecar-client.ts';
 import type { RateMeter } from './rate-meter.ts';
 
 /**

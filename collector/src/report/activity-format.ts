@@ -5,7 +5,7 @@
 import { formatCount, formatMs, formatTime, NONE, reportHeader, sectionTitle } from './format.ts';
 import { iso, lastRunFailure, NO_RUNS, serverName, serverRunsJson, windowJson } from './snapshot-format.ts';
 import type { ActivityReport, LongSession, ServerActivity } from './snapshot-types.ts';
-import { oneLine, renderTable, type Column } from './text-table.ts';
+import { type Column,oneLine, renderTable } from './text-table.ts';
 
 
 /** Sessions of the current snapshot: by state, summed (with --database, of that database only). */

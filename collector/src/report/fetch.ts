@@ -3,6 +3,7 @@
  * transaction, so the sections describe the same snapshot even while collectors write.
  */
 import type pg from 'pg';
+
 import { errorFromRow, errorsQuery, groupsOf, lockWaitFromRow, lockWaitsQuery, statementFromRow, statementsQuery } from './query.ts';
 import type { Report, ReportFilter } from './types.ts';
 

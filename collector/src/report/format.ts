@@ -2,7 +2,7 @@
  * The report as text for a terminal (fixed-width tables) or as one JSON object for machines.
  * Pure: a Report in, a string out.
  */
-import { oneLine, renderTable, type Column } from './text-table.ts';
+import { type Column,oneLine, renderTable } from './text-table.ts';
 import type { Report, ReportSection } from './types.ts';
 
 /** A duration in milliseconds for people: `0.250 ms`, `12.3 ms`, `4.57 s`, `12m 05s`, `3h 07m`. */

@@ -6,7 +6,7 @@ import type { BlockingNode } from './blocking-tree.ts';
 import { formatCount, formatMs, formatTime, NONE, reportHeader, sectionTitle } from './format.ts';
 import { iso, lastRunFailure, NO_RUNS, serverName, serverRunsJson, windowJson } from './snapshot-format.ts';
 import type { BlockingEpisode, LocksReport, ServerLocks } from './snapshot-types.ts';
-import { cut, oneLine, renderTable, type Column } from './text-table.ts';
+import { type Column,cut, oneLine, renderTable } from './text-table.ts';
 
 /** The query of a tree line never gets fewer characters than this, even past the width. */
 const MIN_QUERY_CHARS = 20;

@@ -3,8 +3,9 @@
  * store (fetch.ts) and assembles their results per server instance.
  */
 import type pg from 'pg';
+
 import { activityStates, longRunningQuery, longSessionFromRow, sessionStatesQuery } from './activity-query.ts';
-import { buildBlockingForest, treesInDatabase, type EdgeInput, type SessionInput } from './blocking-tree.ts';
+import { buildBlockingForest, type EdgeInput, type SessionInput,treesInDatabase } from './blocking-tree.ts';
 import { inReadOnlySnapshot } from './fetch.ts';
 import { currentEdgesQuery, currentTreeSessionsQuery, edgeFromRow, episodeFromRow, episodesQuery, treeSessionFromRow } from './locks-query.ts';
 import { groupsOf } from './query.ts';

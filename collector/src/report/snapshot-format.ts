@@ -3,8 +3,8 @@
  * status, timestamps. Pure.
  */
 import { formatMs, formatTime } from './format.ts';
-import { oneLine } from './text-table.ts';
 import type { ServerRuns, SnapshotFilter } from './snapshot-types.ts';
+import { oneLine } from './text-table.ts';
 
 export function iso(d: Date | null): string | null {
   return d === null ? null : d.toISOString();

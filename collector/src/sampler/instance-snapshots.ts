@@ -16,17 +16,18 @@
  *   reported as found at each session start: pglog_sql_role_privileged, and the target's
  *   status (its SqlRole condition in cluster mode).
  */
-import { isLastingSshFailure, isPglogError } from '@pglog/common/errors.ts';
 import type { TargetCollect } from '@pglog/common/api/postgres-target.ts';
-import type { Logger } from '@pglog/common/observability/logger.ts';
 import type { ErrorLabel } from '@pglog/common/errors.ts';
-import type { SnapshotMetrics } from '../observability/snapshot-metrics.ts';
+import { isLastingSshFailure, isPglogError } from '@pglog/common/errors.ts';
+import type { Logger } from '@pglog/common/observability/logger.ts';
 import { pause } from '@pglog/common/time/clock.ts';
+
+import type { SnapshotMetrics } from '../observability/snapshot-metrics.ts';
 import type { ActivityResult } from '../snapshot/activity-query.ts';
-import type { SqlRolePrivilege } from '../snapshot/server-info.ts';
-import type { Snapshot, SnapshotFailure, SnapshotKind } from '../snapshot/types.ts';
 import { statisticsDeltas } from '../snapshot/deltas.ts';
+import type { SqlRolePrivilege } from '../snapshot/server-info.ts';
 import type { StatisticsSample } from '../snapshot/statistics-query.ts';
+import type { Snapshot, SnapshotFailure, SnapshotKind } from '../snapshot/types.ts';
 
 /** What a run reads; SqlSnapshotSource reads it from the server, tests script it. */
 export interface SnapshotSource {

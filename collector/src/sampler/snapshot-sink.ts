@@ -6,6 +6,7 @@
  * counts a store failure against the snapshot it lost.
  */
 import type { PglogError } from '@pglog/common/errors.ts';
+
 import type { Snapshot, SnapshotFailure } from '../snapshot/types.ts';
 
 export interface SnapshotSinkOptions {

@@ -12,7 +12,7 @@
  * A PglogError from the transport (SSH_*, SIDECAR_UNAVAILABLE, or an SQL_* already classified)
  * keeps its code: it says better what failed.
  */
-import { isPglogError, PglogError, sqlStateOf, type ErrorCode } from '@pglog/common/errors.ts';
+import { type ErrorCode,isPglogError, PglogError, sqlStateOf } from '@pglog/common/errors.ts';
 
 /** Where the session goes, for messages: `db1/main (/var/run/postgresql/.s.PGSQL.5432 via 10.0.0.5:22)`. */
 export type SessionPlace = string;

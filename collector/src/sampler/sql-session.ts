@@ -13,9 +13,11 @@
  * snapshot.
  */
 import type { Duplex } from 'node:stream';
-import pg from 'pg';
-import { sqlStateOf, type PglogError } from '@pglog/common/errors.ts';
+
+import { type PglogError,sqlStateOf } from '@pglog/common/errors.ts';
 import { settleWithin } from '@pglog/common/time/retry.ts';
+import pg from 'pg';
+
 import { DeferredSocket } from './deferred-socket.ts';
 import { toSqlError } from './sql-errors.ts';
 

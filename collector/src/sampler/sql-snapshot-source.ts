@@ -10,15 +10,17 @@
  */
 import { connect } from 'node:net';
 import type { Duplex } from 'node:stream';
-import { PglogError } from '@pglog/common/errors.ts';
+
 import type { ActiveTransport, PostgresInstance, PostgresTarget } from '@pglog/common/api/postgres-target.ts';
+import { PglogError } from '@pglog/common/errors.ts';
 import type { Logger } from '@pglog/common/observability/logger.ts';
-import { readActivity, type ActivityResult } from '../snapshot/activity-query.ts';
+
+import { type ActivityResult,readActivity } from '../snapshot/activity-query.ts';
 import { readServerInfo, rolePrivilegeOf, type ServerInfo, type SqlRolePrivilege } from '../snapshot/server-info.ts';
 import { readStatistics, type StatisticsSample } from '../snapshot/statistics-query.ts';
-import { SqlSession } from './sql-session.ts';
 import type { SshConnection } from '../transport/ssh-connection.ts';
 import type { SnapshotSource } from './instance-snapshots.ts';
+import { SqlSession } from './sql-session.ts';
 
 /** Opens the sidecar's forward of a remote Unix socket; resolves with the local socket's directory. */
 export interface SocketForwarder {

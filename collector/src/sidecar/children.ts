@@ -5,6 +5,7 @@
  * their standard error kept for the error message.
  */
 import { spawn } from 'node:child_process';
+
 import type { PidsFile } from './sidecar-files.ts';
 
 export interface ChildExit {

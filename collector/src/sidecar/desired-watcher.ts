@@ -5,9 +5,10 @@
  * error is reported until a good file arrives. A file that parses may still refuse single
  * entries (see parseDesiredState): those come with the state.
  */
-import { watch, type FSWatcher } from 'node:fs';
+import { type FSWatcher,watch } from 'node:fs';
 import { readFile } from 'node:fs/promises';
-import { DESIRED_FILE, DesiredStateError, parseDesiredState, type ParsedDesiredState } from '@pglog/common/sidecar/contract.ts';
+
+import { DESIRED_FILE, DesiredStateError, type ParsedDesiredState,parseDesiredState } from '@pglog/common/sidecar/contract.ts';
 
 export const DESIRED_POLL_MS = 500;
 

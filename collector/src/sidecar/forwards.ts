@@ -10,13 +10,15 @@
  * forward removed and added again with the same id waits for its removal to finish.
  */
 import { mkdir, rm, unlink } from 'node:fs/promises';
-import { fullJitterDelay } from '@pglog/common/time/backoff.ts';
+
 import type { Logger } from '@pglog/common/observability/logger.ts';
+import { type DesiredForward, type DesiredServer, forwardDir, type ForwardStatus, type StatusError } from '@pglog/common/sidecar/contract.ts';
+import { fullJitterDelay } from '@pglog/common/time/backoff.ts';
+
 import { Child } from './children.ts';
-import { planForwards, type ForwardPhase, type ForwardSnapshot } from './forward-plan.ts';
+import { type ForwardPhase, type ForwardSnapshot,planForwards } from './forward-plan.ts';
 import { forwardClientArgs, forwardSocketPath } from './openssh-args.ts';
 import { meaningfulLines } from './openssh-errors.ts';
-import { forwardDir, type DesiredForward, type DesiredServer, type ForwardStatus, type StatusError } from '@pglog/common/sidecar/contract.ts';
 import type { PidsFile } from './sidecar-files.ts';
 
 /** A master that accepts forwards now. */

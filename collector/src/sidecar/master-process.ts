@@ -6,13 +6,15 @@
  * key, unusable key file) wait the full cap, so a refused server is not hammered.
  */
 import { stat, unlink } from 'node:fs/promises';
-import { Backoff } from '@pglog/common/time/backoff.ts';
-import { isLastingSshFailure } from '@pglog/common/errors.ts';
+
 import type { ErrorCode } from '@pglog/common/errors.ts';
+import { isLastingSshFailure } from '@pglog/common/errors.ts';
+import type { DesiredServer, MasterState, StatusError } from '@pglog/common/sidecar/contract.ts';
+import { Backoff } from '@pglog/common/time/backoff.ts';
+
 import { Child, type ChildExit } from './children.ts';
 import { controlSocketPath, masterArgs, serverFingerprint } from './openssh-args.ts';
 import { classifyOpenSshError } from './openssh-errors.ts';
-import type { DesiredServer, MasterState, StatusError } from '@pglog/common/sidecar/contract.ts';
 import { checkKeyFile, type PidsFile } from './sidecar-files.ts';
 
 export interface MasterBackoffOptions {

@@ -6,7 +6,8 @@
  * nor /etc/ssh/ssh_config can change what runs (docs/sshproxy.md explains each option).
  */
 import { createHash } from 'node:crypto';
-import { CONTROL_DIR, forwardDir, KEYS_DIR, pgSocketName, type DesiredServer } from '@pglog/common/sidecar/contract.ts';
+
+import { CONTROL_DIR, type DesiredServer,forwardDir, KEYS_DIR, pgSocketName } from '@pglog/common/sidecar/contract.ts';
 
 /** sun_path holds 108 bytes including the terminating NUL. */
 const SUN_PATH_MAX = 107;

@@ -16,8 +16,9 @@
  * it (ssh exit status 255); the sidecar never re-runs them (only the collector knows where
  * a new run must start).
  */
-import { serverFingerprint } from './openssh-args.ts';
 import type { DesiredState } from '@pglog/common/sidecar/contract.ts';
+
+import { serverFingerprint } from './openssh-args.ts';
 
 export type StreamPhase = 'waiting' | 'running' | 'done';
 

@@ -2,9 +2,10 @@
  * The sidecar's file chores in DIR: atomic writes, the key file check, and the clean-up of
  * what a previous sidecar left behind (its processes, FIFOs and control sockets).
  */
-import { lstat, mkdir, readdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import { readdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
-import { CONTROL_DIR, FORWARDS_DIR, KEYS_DIR, STREAMS_DIR, type StatusError } from '@pglog/common/sidecar/contract.ts';
+import { lstat, mkdir, readdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
+
+import { CONTROL_DIR, FORWARDS_DIR, KEYS_DIR, type StatusError,STREAMS_DIR } from '@pglog/common/sidecar/contract.ts';
 
 /** Processes the sidecar started and that may still run: read by the next sidecar on DIR. */
 export const PIDS_FILE = 'sidecar.pids';

@@ -15,16 +15,18 @@
  */
 import { randomUUID } from 'node:crypto';
 import { resolve } from 'node:path';
+
 import { PglogError } from '@pglog/common/errors.ts';
 import type { Logger } from '@pglog/common/observability/logger.ts';
-import { DesiredWatcher, DESIRED_POLL_MS } from './desired-watcher.ts';
-import { Forwards, type UpMaster } from './forwards.ts';
-import { DEFAULT_MASTER_BACKOFF, SshMaster, type MasterBackoffOptions } from './master-process.ts';
-import { dirTooLong } from './openssh-args.ts';
 import {
-  forwardDir, HEARTBEAT_MS, PROTOCOL_VERSION, STATUS_FILE, type DesiredRefusals, type DesiredState, type ForwardStatus, type MasterState, type MasterStatus, type SidecarStatus, type StreamStatus,
+type DesiredRefusals, type DesiredState,   forwardDir, type ForwardStatus, HEARTBEAT_MS, type MasterState, type MasterStatus, PROTOCOL_VERSION, type SidecarStatus, STATUS_FILE, type StreamStatus,
 } from '@pglog/common/sidecar/contract.ts';
-import { EMPTY_DESIRED, reconcile, type Plan, type Snapshot } from './reconcile.ts';
+
+import { DESIRED_POLL_MS,DesiredWatcher } from './desired-watcher.ts';
+import { Forwards, type UpMaster } from './forwards.ts';
+import { DEFAULT_MASTER_BACKOFF, type MasterBackoffOptions,SshMaster } from './master-process.ts';
+import { dirTooLong } from './openssh-args.ts';
+import { EMPTY_DESIRED, type Plan, reconcile, type Snapshot } from './reconcile.ts';
 import { cleanStaleDir, PidsFile, prepareDir, writeFileAtomic } from './sidecar-files.ts';
 import { StreamRun } from './stream-process.ts';
 

@@ -12,9 +12,11 @@
 import { execFile } from 'node:child_process';
 import { unlink } from 'node:fs/promises';
 import { promisify } from 'node:util';
+
+import { type DesiredServer, type StatusError,streamFifos } from '@pglog/common/sidecar/contract.ts';
+
 import { Child, type ChildExit } from './children.ts';
 import { streamClientArgs } from './openssh-args.ts';
-import { streamFifos, type DesiredServer, type StatusError } from '@pglog/common/sidecar/contract.ts';
 import type { PidsFile } from './sidecar-files.ts';
 
 const run = promisify(execFile);

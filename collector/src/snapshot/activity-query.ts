@@ -3,13 +3,14 @@
  * has put into a READ ONLY transaction. The SQL is activity-sql.ts; this maps its rows.
  */
 import type pg from 'pg';
-import { activitySql } from './activity-sql.ts';
+
 import type { ActivitySqlOptions } from './activity-sql.ts';
-import { dateOf, dateOrNull, intArrayOf, intOf, intOrNull, textOf, textOrNull } from './pg-values.ts';
+import { activitySql } from './activity-sql.ts';
 import type { Row } from './pg-values.ts';
+import { dateOf, dateOrNull, intArrayOf, intOf, intOrNull, textOf, textOrNull } from './pg-values.ts';
 import { queryFingerprint } from './query-fingerprint.ts';
-import { serverTextOf } from './server-text.ts';
 import type { ServerInfo } from './server-info.ts';
+import { serverTextOf } from './server-text.ts';
 import type { ActivitySession, BlockingEdge } from './types.ts';
 
 export interface ActivityResult {

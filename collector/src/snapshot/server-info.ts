@@ -3,8 +3,9 @@
  * (the SQL differs by version), whether pg_stat_statements is installed in the session's
  * database, and what the monitoring role may do. One round trip, once per session.
  */
-import type pg from 'pg';
 import { PglogError } from '@pglog/common/errors.ts';
+import type pg from 'pg';
+
 import { boolOf, intOf, textOf, textOrNull } from './pg-values.ts';
 
 export interface ServerInfo {

@@ -3,14 +3,15 @@
  * into a READ ONLY transaction. The SQL is statistics-sql.ts; this maps its rows. Deltas
  * between two samples are deltas.ts.
  */
-import type pg from 'pg';
 import { PglogError } from '@pglog/common/errors.ts';
 import { sqlStateOf } from '@pglog/common/errors.ts';
-import { bigintOf, boolOf, dateOf, dateOrNull, floatOf, intOf, textOf, textOrNull } from './pg-values.ts';
+import type pg from 'pg';
+
 import type { Row } from './pg-values.ts';
+import { bigintOf, boolOf, dateOf, dateOrNull, floatOf, intOf, textOf, textOrNull } from './pg-values.ts';
 import type { ServerInfo } from './server-info.ts';
 import type { DatabaseCounters, StatementCounters, StatisticsSample } from './statistics-sample.ts';
-import { TIMESTAMP_SQL, databasesSql, statementsSql } from './statistics-sql.ts';
+import { databasesSql, statementsSql,TIMESTAMP_SQL } from './statistics-sql.ts';
 
 export type { DatabaseCounters, StatementCounters, StatisticsSample } from './statistics-sample.ts';
 

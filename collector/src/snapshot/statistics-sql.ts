@@ -11,8 +11,9 @@
  * pg_read_all_stats) cannot be keyed and are left out.
  */
 import { PglogError } from '@pglog/common/errors.ts';
-import { assertSupported, quoteIdent } from './server-info.ts';
+
 import type { ServerInfo } from './server-info.ts';
+import { assertSupported, quoteIdent } from './server-info.ts';
 
 /** The extension version as [major, minor] ('1.10' → [1, 10]); [0, 0] when unparsable. */
 export function extensionVersion(text: string): [number, number] {

@@ -6,12 +6,12 @@
  * converted), ts is the time the collector read the entry and `ts_logged` keeps the text.
  */
 import type { PglogEvent } from '../logformat/events.ts';
-import { isoToMicros, msToMicros, type Micros } from './iso-time.ts';
 import { estimatedRowBytes, ROW_OVERHEAD } from './copy-stream.ts';
 import type { EventTable } from './event-tables.ts';
+import { isoToMicros, type Micros,msToMicros } from './iso-time.ts';
 import type { SourceRef } from './store-types.ts';
-import { cleanText, noRepairs } from './text-clean.ts';
 import type { TextRepairs } from './text-clean.ts';
+import { cleanText, noRepairs } from './text-clean.ts';
 
 export interface MappedRow {
   table: EventTable;

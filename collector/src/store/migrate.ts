@@ -17,8 +17,9 @@ import { createHash } from 'node:crypto';
 import { readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import type pg from 'pg';
+
 import { PglogError } from '@pglog/common/errors.ts';
+import type pg from 'pg';
 
 /** `pg_advisory_xact_lock` key: the ASCII bytes of "pglogmig" as a big-endian int64 (0x70676c6f676d6967). */
 export const MIGRATION_LOCK_KEY = 8099561680581519719n;

@@ -3,10 +3,10 @@
  * SQLSTATE or encoder code, message) and the row as JSON, column by column, with long text
  * shortened so that one huge bad entry does not become a huge quarantine row.
  */
-import { TABLES } from './event-tables.ts';
 import type { MappedRow } from './event-rows.ts';
 import { cleanJson } from './event-rows.ts';
-import { microsToIso, type Micros } from './iso-time.ts';
+import { TABLES } from './event-tables.ts';
+import { type Micros,microsToIso } from './iso-time.ts';
 import type { QuarantineRecord } from './store-sql.ts';
 import { cleanText, noRepairs } from './text-clean.ts';
 

@@ -12,11 +12,12 @@
  * MIN_MAX_TEXT_BYTES, so a query text keeps at least its first 1000 characters (docs/store.md "Stable views").
  */
 import { PglogError } from '@pglog/common/errors.ts';
+
 import type { ActivitySession, BlockingEdge, DatabaseDelta, Snapshot, SnapshotFailure, StatementDelta } from '../snapshot/types.ts';
-import { table } from './event-tables.ts';
 import type { TableDef } from './event-tables.ts';
-import { cleanText, noRepairs } from './text-clean.ts';
+import { table } from './event-tables.ts';
 import type { TextRepairs } from './text-clean.ts';
+import { cleanText, noRepairs } from './text-clean.ts';
 
 /** In the order the writer COPYs them: the samples first, the record of the run last. */
 export const SNAPSHOT_TABLES = ['activity_samples', 'blocking_samples', 'statement_deltas', 'database_deltas', 'snapshot_runs'] as const;

@@ -15,13 +15,14 @@
  *   there is no quarantine and no bisection as for event batches. Any other failure is
  *   rethrown for the writer, which reports STORE_UNAVAILABLE and drops the connection.
  */
+import { isPglogError,PglogError } from '@pglog/common/errors.ts';
 import type pg from 'pg';
-import { PglogError, isPglogError } from '@pglog/common/errors.ts';
+
 import type { Snapshot, SnapshotFailure } from '../snapshot/types.ts';
 import { CopyBinaryEncoder } from './copy-binary.ts';
 import { CHUNK_BYTES, copyIn, estimatedRowBytes } from './copy-stream.ts';
-import { isSnapshotFailure, SNAPSHOT_TABLES, SNAPSHOT_TABLE_DEFS, snapshotRows } from './snapshot-tables.ts';
 import type { SnapshotTable } from './snapshot-tables.ts';
+import { isSnapshotFailure, SNAPSHOT_TABLE_DEFS, SNAPSHOT_TABLES, snapshotRows } from './snapshot-tables.ts';
 import { describeServerError, isDataRejection } from './sqlstate.ts';
 
 /** Snapshots are small next to event batches: the encoders start small and grow when needed. */

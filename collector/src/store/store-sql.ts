@@ -5,6 +5,7 @@
  * overlapping streams or templates at the same time queue instead of deadlocking.
  */
 import type pg from 'pg';
+
 import type { Micros } from './iso-time.ts';
 import type { StorePosition } from './store-types.ts';
 

@@ -36,30 +36,31 @@
  * safely. COPY data is produced in chunks of about CHUNK_BYTES, each encoded only once the
  * previous one was handed to the socket.
  */
+import { isPglogError,PglogError } from '@pglog/common/errors.ts';
 import pg from 'pg';
-import { PglogError, isPglogError } from '@pglog/common/errors.ts';
+
 import type { Snapshot, SnapshotFailure } from '../snapshot/types.ts';
+import type { Rejection } from './bisect.ts';
 import { writeWithBisection } from './bisect.ts';
 import { ConnectionPool, type PoolSlot } from './connection-pool.ts';
-import type { Rejection } from './bisect.ts';
 import { CopyBinaryEncoder } from './copy-binary.ts';
 import { CHUNK_BYTES, copyIn } from './copy-stream.ts';
-import { EVENT_TABLES, TABLES } from './event-tables.ts';
-import type { EventTable, TableDef } from './event-tables.ts';
-import { mapEvent, rowContext, tableOf } from './event-rows.ts';
 import type { MappedRow, RowContext } from './event-rows.ts';
+import { mapEvent, rowContext, tableOf } from './event-rows.ts';
+import type { EventTable, TableDef } from './event-tables.ts';
+import { EVENT_TABLES, TABLES } from './event-tables.ts';
 import { migrate } from './migrate.ts';
 import { encoderReason, quarantineRecord } from './quarantine.ts';
 import { ROLLUP_TABLE, StatementRollup } from './rollup.ts';
 import { SnapshotEncoders, writeEncodedSnapshot, writeSnapshotGroup } from './snapshot-writer.ts';
 import { copyLineOf, describeServerError, isDataRejection } from './sqlstate.ts';
+import type { QuarantineRecord, StreamEpoch } from './store-sql.ts';
 import {
   claimEpoch, claimNext, compactRollup, compareKeys, dropPartitionsBefore, ensurePartitions, finishBatch, insertMissingClaims,
   insertStartPosition, lockClaims, readPosition,
 } from './store-sql.ts';
-import type { QuarantineRecord, StreamEpoch } from './store-sql.ts';
-import { streamKeyOf } from './store-types.ts';
 import type { BatchItem, CommitResult, StoreBatch, StorePosition } from './store-types.ts';
+import { streamKeyOf } from './store-types.ts';
 import { describeStore, withoutPassword } from './store-url.ts';
 import { DEFAULT_MAX_TEXT_BYTES, MIN_MAX_TEXT_BYTES } from './text-clean.ts';
 

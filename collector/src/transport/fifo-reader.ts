@@ -41,6 +41,7 @@
  */
 import { closeSync, constants, fstatSync, openSync } from 'node:fs';
 import { Socket } from 'node:net';
+
 import { PglogError } from '@pglog/common/errors.ts';
 
 /** What kind of file `mode` (st_mode) is, for the error message. */

@@ -13,10 +13,12 @@
  * that cannot connect fails it after `startTimeoutMs`. A sidecar that goes away fails everything with
  * SIDECAR_UNAVAILABLE.
  */
-import type { Readable } from 'node:stream';
 import { join } from 'node:path';
-import { ERROR_CODES, isLastingSshFailure, isPglogError, PglogError, type ErrorCode } from '@pglog/common/errors.ts';
-import { streamFifos, type StatusError } from '@pglog/common/sidecar/contract.ts';
+import type { Readable } from 'node:stream';
+
+import { ERROR_CODES, type ErrorCode,isLastingSshFailure, isPglogError, PglogError } from '@pglog/common/errors.ts';
+import { type StatusError,streamFifos } from '@pglog/common/sidecar/contract.ts';
+
 import { openFifoReader } from './fifo-reader.ts';
 import type { RemoteExit, RemoteProcess, RemoteShell } from './remote-shell.ts';
 import type { SidecarClient } from './sidecar-client.ts';

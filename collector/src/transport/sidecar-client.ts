@@ -24,14 +24,16 @@
  * whenever the server's master comes up again.
  */
 import { randomBytes } from 'node:crypto';
-import { watch, type FSWatcher } from 'node:fs';
+import { type FSWatcher,watch } from 'node:fs';
 import { chmod, mkdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
+
 import { PglogError } from '@pglog/common/errors.ts';
 import {
-  CONTROL_DIR, DESIRED_FILE, KEYS_DIR, parseSidecarStatus, PROTOCOL_VERSION, remoteSocketProblem, STALE_STATUS_MS, STATUS_FILE, STREAMS_DIR,
-  type DesiredForward, type DesiredServer, type DesiredState, type DesiredStream, type SidecarStatus, type StatusError, type StreamStatus,
+  CONTROL_DIR, DESIRED_FILE,   type DesiredForward, type DesiredServer, type DesiredState, type DesiredStream, KEYS_DIR, parseSidecarStatus, PROTOCOL_VERSION, remoteSocketProblem, type SidecarStatus, STALE_STATUS_MS, STATUS_FILE, type StatusError, STREAMS_DIR,
+type StreamStatus,
 } from '@pglog/common/sidecar/contract.ts';
+
 import { withoutCertAuthorities } from './known-hosts.ts';
 import { DEFAULT_FORWARD_TIMEOUT_MS, forwardId, waitForwardReady } from './sidecar-forward.ts';
 

@@ -10,7 +10,8 @@
  * `pending` again and a new call waits for the new master to have it.
  */
 import { createHash } from 'node:crypto';
-import { ERROR_CODES, isLastingSshFailure, PglogError, type ErrorCode } from '@pglog/common/errors.ts';
+
+import { ERROR_CODES, type ErrorCode,isLastingSshFailure, PglogError } from '@pglog/common/errors.ts';
 import type { DesiredForward, ForwardStatus, SidecarStatus, StatusError } from '@pglog/common/sidecar/contract.ts';
 
 /** How long `forward()` waits for `ready` by default. */

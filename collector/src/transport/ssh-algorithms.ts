@@ -7,6 +7,7 @@
  * binding, and the fastest without AES-NI); AES-CTR (with a separate HMAC) last.
  */
 import { createRequire } from 'node:module';
+
 import type { Algorithms, CipherAlgorithm, ServerHostKeyAlgorithm } from 'ssh2';
 
 export const PREFERRED_CIPHERS: readonly CipherAlgorithm[] = [

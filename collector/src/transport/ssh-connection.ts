@@ -12,16 +12,17 @@
  * - At most maxSessions channels are open at once (OpenSSH's MaxSessions refuses more);
  *   further spawns wait in order for a slot.
  */
-import { Client, type ClientChannel, type CipherAlgorithm } from 'ssh2';
 import { isLastingSshFailure, PglogError } from '@pglog/common/errors.ts';
 import { Backoff, type BackoffOptions } from '@pglog/common/time/backoff.ts';
-import { realClock, type Clock } from '@pglog/common/time/clock.ts';
+import { type Clock,realClock } from '@pglog/common/time/clock.ts';
+import { type CipherAlgorithm,Client, type ClientChannel } from 'ssh2';
+
 import type { ConnectLimiter } from './connect-limiter.ts';
-import { knownKeyTypes, parseKnownHosts, sshKeyType, verifyHostKey, type KnownHosts } from './known-hosts.ts';
+import { type KnownHosts,knownKeyTypes, parseKnownHosts, sshKeyType, verifyHostKey } from './known-hosts.ts';
 import type { RemoteProcess, RemoteShell } from './remote-shell.ts';
 import { Semaphore } from './semaphore.ts';
 import { clientAlgorithms, PREFERRED_CIPHERS } from './ssh-algorithms.ts';
-import { describeEndpoint, isChannelOpenRefusal, toSshError, type SshEndpoint } from './ssh-errors.ts';
+import { describeEndpoint, isChannelOpenRefusal, type SshEndpoint,toSshError } from './ssh-errors.ts';
 import { SshRemoteProcess, watchExit } from './ssh-process.ts';
 import { DEFAULT_CHANNEL_WINDOW_BYTES, holdWindow, openSessionsWithWindow } from './ssh-window.ts';
 

@@ -5,7 +5,7 @@
  * target and host:port. Pure; never includes key material (ssh2's key parser messages name
  * the problem, not the key, and are the only ssh2 text passed through for keys).
  */
-import { PglogError, isPglogError, type ErrorCode } from '@pglog/common/errors.ts';
+import { type ErrorCode,isPglogError, PglogError } from '@pglog/common/errors.ts';
 
 export interface SshEndpoint {
   target: string;

@@ -11,8 +11,10 @@
  * never read their standard input.
  */
 import type { Readable } from 'node:stream';
-import type { ClientChannel } from 'ssh2';
+
 import type { PglogError } from '@pglog/common/errors.ts';
+import type { ClientChannel } from 'ssh2';
+
 import type { RemoteExit, RemoteProcess } from './remote-shell.ts';
 
 /** How long close() waits for the command to end on TERM before closing the channel. */

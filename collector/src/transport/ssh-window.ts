@@ -26,8 +26,9 @@
  * until the next push, so a consumer draining a full buffer would never grant again.)
  */
 import type { Readable } from 'node:stream';
-import type { Client, ClientChannel } from 'ssh2';
+
 import { PglogError } from '@pglog/common/errors.ts';
+import type { Client, ClientChannel } from 'ssh2';
 
 /** The default window per session channel: at 0.5 MB/s a stream, a second of log. */
 export const DEFAULT_CHANNEL_WINDOW_BYTES = 512 * 1024;

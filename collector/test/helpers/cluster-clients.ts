@@ -1,7 +1,7 @@
 // Sessions to a test cluster (pg-cluster.ts) as any role and database, all ended by endAll():
 // the snapshot tests open several per test (lock holders, waiters, observers, monitors).
-import pg from 'pg';
 import type { Cluster } from '@pglog/test-support/pg-cluster.ts';
+import pg from 'pg';
 
 export class ClusterClients {
   private readonly open: pg.Client[] = [];

@@ -6,13 +6,15 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import pg from 'pg';
-import { startCollector, waitFor, writeTargetsFile, type CollectorProcess, type TargetInstanceSpec, type TargetSpec } from '@pglog/test-support/collector-process.ts';
-import { startLogServer, type LogServer, type LogServerOptions } from '@pglog/test-support/log-server.ts';
-import { MONITOR_ROLE, setUpMonitoringRole } from './monitoring-role.ts';
+
+import { type CollectorProcess, startCollector, type TargetInstanceSpec, type TargetSpec,waitFor, writeTargetsFile } from '@pglog/test-support/collector-process.ts';
+import { type LogServer, type LogServerOptions,startLogServer } from '@pglog/test-support/log-server.ts';
 import { startPostgres, type TestPostgres } from '@pglog/test-support/postgres.ts';
 import { currentUser } from '@pglog/test-support/server-user.ts';
 import { startSshServer, type TestSshServer } from '@pglog/test-support/sshd.ts';
+import pg from 'pg';
+
+import { MONITOR_ROLE, setUpMonitoringRole } from './monitoring-role.ts';
 
 export interface CollectedStoreOptions {
   /** Directory name prefix of the scenario's files. */

@@ -1,7 +1,7 @@
 // Busy loops that keep the machine's cores occupied, as other work on a shared host does: the
 // collector then gets its CPU in slices and its start-up stages stretch out. One process per
 // core, each spinning forever until stop() kills it.
-import { spawn, type ChildProcess } from 'node:child_process';
+import { type ChildProcess,spawn } from 'node:child_process';
 import { availableParallelism } from 'node:os';
 
 export interface CpuHog {

@@ -19,6 +19,7 @@ import { readFile, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Readable } from 'node:stream';
 import { parseArgs } from 'node:util';
+
 import { openFifoReader } from '../../src/transport/fifo-reader.ts';
 
 const { values } = parseArgs({

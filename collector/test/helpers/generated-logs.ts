@@ -1,6 +1,7 @@
 // Access to the real PostgreSQL logs that scripts/loggen/generate.sh makes (`make logs`).
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
+
 import type { LogFormat } from '../../src/logformat/record.ts';
 
 export interface RunManifest {

@@ -6,7 +6,9 @@
  * command does when a channel closes: on its next write).
  */
 import { type ChildProcess, spawn } from 'node:child_process';
+
 import { PglogError } from '@pglog/common/errors.ts';
+
 import type { RemoteExit, RemoteProcess, RemoteShell } from '../../src/transport/remote-shell.ts';
 
 export interface LocalShellOptions {

@@ -13,8 +13,8 @@
  * of millions of one-byte continuation lines, held until it ends).
  */
 import { LogParser, type LogParserOptions } from '../../src/logformat/log-parser.ts';
-import { SummaryBuilder } from '../../src/parse/summary.ts';
 import { TemplateCache } from '../../src/logformat/normalize/normalize.ts';
+import { SummaryBuilder } from '../../src/parse/summary.ts';
 
 const [scenario, megabytes, cacheBytes, summaryBytes] = process.argv.slice(2);
 if (scenario === undefined) throw new Error('usage: memory-scenario.ts <scenario> <megabytes> <cache bytes> <summary bytes>');

@@ -3,8 +3,9 @@
 // given (over SSH the peer is the SSH login user).
 import { appendFileSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import pg from 'pg';
+
 import type { LogServer } from '@pglog/test-support/log-server.ts';
+import pg from 'pg';
 
 export const MONITOR_ROLE = 'pglog_monitor';
 

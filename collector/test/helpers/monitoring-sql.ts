@@ -3,9 +3,9 @@
 // the server-info query, the activity statement of each option set, the statistics
 // statements, and the transaction control of SqlSession.
 import { activitySql } from '../../src/snapshot/activity-sql.ts';
-import { SERVER_INFO_SQL } from '../../src/snapshot/server-info.ts';
 import type { ServerInfo } from '../../src/snapshot/server-info.ts';
-import { TIMESTAMP_SQL, databasesSql, statementsSql } from '../../src/snapshot/statistics-sql.ts';
+import { SERVER_INFO_SQL } from '../../src/snapshot/server-info.ts';
+import { databasesSql, statementsSql,TIMESTAMP_SQL } from '../../src/snapshot/statistics-sql.ts';
 
 export interface NamedSql {
   name: string;

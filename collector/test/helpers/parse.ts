@@ -1,8 +1,8 @@
 // Test helpers: run the whole parsing path over bytes, chunked as a test wants.
 import type { EncodingConfig } from '../../src/logformat/decode.ts';
 import type { PglogEvent } from '../../src/logformat/events.ts';
-import type { LogFormat } from '../../src/logformat/record.ts';
 import { LogParser, type ParseCounters } from '../../src/logformat/log-parser.ts';
+import type { LogFormat } from '../../src/logformat/record.ts';
 
 export interface ParseSetup {
   format: LogFormat;

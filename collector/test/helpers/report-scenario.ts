@@ -4,12 +4,13 @@
 // snapshots catch as a blocking episode, a deadlock, checkpoints, autovacuum and autoanalyze,
 // connections and disconnections, and texts written to be hostile to an HTML page.
 // The collector is stopped before the scenario returns, so the store no longer changes.
-import pg from 'pg';
-import { checkStore, formatCheck, type CheckResult } from '@pglog/test-support/checker.ts';
-import { startCollectedStore, waitForViews } from './collected-store.ts';
+import { type CheckResult,checkStore, formatCheck } from '@pglog/test-support/checker.ts';
 import { waitFor } from '@pglog/test-support/collector-process.ts';
 import type { LogServer } from '@pglog/test-support/log-server.ts';
 import { startSeqLoad } from '@pglog/test-support/seq-load.ts';
+import pg from 'pg';
+
+import { startCollectedStore, waitForViews } from './collected-store.ts';
 
 /** Markup and script in a query literal and in a relation name (so in an error message). */
 export const HOSTILE_LITERAL = `</script><img src=x onerror="window.__pwned=1"><script>window.__pwned=2</script>`;

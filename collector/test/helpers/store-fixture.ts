@@ -1,9 +1,10 @@
 // One test PostgreSQL for a file of store tests: a fresh database per test with a StoreWriter
 // on it (its URL carries a password that trust authentication ignores, so messages can be
 // checked for it), plain clients, and everything closed at the end.
-import pg from 'pg';
-import { StoreWriter } from '../../src/store/store-writer.ts';
 import { startPostgres, type TestPostgres } from '@pglog/test-support/postgres.ts';
+import pg from 'pg';
+
+import { StoreWriter } from '../../src/store/store-writer.ts';
 
 export interface FreshStore {
   writer: StoreWriter;

@@ -5,10 +5,11 @@
 // statements, three kinds of error, a lock wait held across snapshots (blocking), a deadlock,
 // a sort spilling to a temporary file, a slow statement, a CHECKPOINT, deletes that wake autovacuum, sessions
 // coming and going. Returns once every stable view holds rows of it.
-import pg from 'pg';
-import { startCollectedStore, waitForViews } from './collected-store.ts';
 import type { CollectorProcess } from '@pglog/test-support/collector-process.ts';
 import type { LogServer } from '@pglog/test-support/log-server.ts';
+import pg from 'pg';
+
+import { startCollectedStore, waitForViews } from './collected-store.ts';
 
 export const WORKLOAD_TARGET = 'db1';
 export const WORKLOAD_DATABASE = 'shop';

@@ -12,18 +12,19 @@
 // store exactly once; the repairs and the truncation show in pglog_parse_problems_total; the
 // collector's peak RSS (VmHWM) stays under a stated bound.
 import assert from 'node:assert/strict';
-import { closeSync, openSync, readdirSync, readFileSync, statSync, writeSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
+import { closeSync, openSync, readdirSync, readFileSync, statSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import pg from 'pg';
+
 import { checkStore, formatCheck, loggedStatementTags } from '@pglog/test-support/checker.ts';
 import {
-  freePort, leakedSecrets, metricSum, mib, MiB, processMemory, scrapeMetrics, startCollectScenario, withPassword,
   type CollectScenario,
+  freePort, leakedSecrets, metricSum, MiB, mib, processMemory, scrapeMetrics, startCollectScenario, withPassword,
 } from '@pglog/test-support/collect-scenario.ts';
-import { waitFor, type CollectorProcess } from '@pglog/test-support/collector-process.ts';
-import { startSeqLoad, type SeqLoad } from '@pglog/test-support/seq-load.ts';
+import { type CollectorProcess,waitFor } from '@pglog/test-support/collector-process.ts';
+import { type SeqLoad,startSeqLoad } from '@pglog/test-support/seq-load.ts';
+import pg from 'pg';
 
 /** Stated bound on the collector's peak resident memory through a 50 MB entry and a 200 MB line. */
 const PEAK_RSS_BOUND = 600 * MiB;

@@ -19,17 +19,18 @@ import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import pg from 'pg';
-import { startControlPlane, type ControlPlane } from '@pglog/test-support/control-plane.ts';
+
 import type { CollectorShard, ShardTarget, ShardTuning } from '@pglog/common/api/collector-shard.ts';
 import { checkStore, formatCheck } from '@pglog/test-support/checker.ts';
 import { waitFor } from '@pglog/test-support/collector-process.ts';
-import { startLogServer, type LogServer } from '@pglog/test-support/log-server.ts';
+import { type ControlPlane,startControlPlane } from '@pglog/test-support/control-plane.ts';
+import { type LogServer,startLogServer } from '@pglog/test-support/log-server.ts';
 import { startPostgres, type TestPostgres } from '@pglog/test-support/postgres.ts';
-import { startSeqLoad, type SeqLoad } from '@pglog/test-support/seq-load.ts';
 import { killTree } from '@pglog/test-support/process-tree.ts';
+import { type SeqLoad,startSeqLoad } from '@pglog/test-support/seq-load.ts';
 import { launchShardCollector, logServerTarget, type ShardCollector } from '@pglog/test-support/shard-collector.ts';
 import { startSshServer, type TestSshServer } from '@pglog/test-support/sshd.ts';
+import pg from 'pg';
 
 const NS = 'pglog-test';
 const CRDS = join(import.meta.dirname, '../../../crds');

@@ -19,15 +19,17 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import pg from 'pg';
+
 import { checkStore, formatCheck } from '@pglog/test-support/checker.ts';
-import { startCollector, waitFor, writeTargetsFile, type CollectorProcess } from '@pglog/test-support/collector-process.ts';
-import { startCpuHog, type CpuHog } from '../helpers/cpu-hog.ts';
-import { startLogServer, type LogServer } from '@pglog/test-support/log-server.ts';
+import { type CollectorProcess,startCollector, waitFor, writeTargetsFile } from '@pglog/test-support/collector-process.ts';
+import { type LogServer,startLogServer } from '@pglog/test-support/log-server.ts';
 import { migrateStore, startPostgres, type TestPostgres } from '@pglog/test-support/postgres.ts';
 import { killTree } from '@pglog/test-support/process-tree.ts';
-import { startSeqLoad, type SeqLoad } from '@pglog/test-support/seq-load.ts';
+import { type SeqLoad,startSeqLoad } from '@pglog/test-support/seq-load.ts';
 import { startSshServer, type TestSshServer } from '@pglog/test-support/sshd.ts';
+import pg from 'pg';
+
+import { type CpuHog,startCpuHog } from '../helpers/cpu-hog.ts';
 import { connectStoreLocks, type StoreLocks, type StoreTable } from '../helpers/store-locks.ts';
 
 /** Kills after the load started, cycling through the stages a stored start can still reach. */

@@ -7,13 +7,14 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import pg from 'pg';
+
 import { checkStore, formatCheck } from '@pglog/test-support/checker.ts';
-import { startCollector, waitFor, writeTargetsFile, type CollectorProcess } from '@pglog/test-support/collector-process.ts';
-import { startLogServer, type LogServer } from '@pglog/test-support/log-server.ts';
+import { type CollectorProcess,startCollector, waitFor, writeTargetsFile } from '@pglog/test-support/collector-process.ts';
+import { type LogServer,startLogServer } from '@pglog/test-support/log-server.ts';
 import { startPostgres, type TestPostgres } from '@pglog/test-support/postgres.ts';
-import { startSeqLoad, type SeqLoad } from '@pglog/test-support/seq-load.ts';
+import { type SeqLoad,startSeqLoad } from '@pglog/test-support/seq-load.ts';
 import { startSshServer, type TestSshServer } from '@pglog/test-support/sshd.ts';
+import pg from 'pg';
 
 const KILLS = 6;
 

@@ -12,8 +12,9 @@ import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { freePort, privateKeyBodyLines, scrapeMetrics, startCollectScenario, type CollectScenario } from '@pglog/test-support/collect-scenario.ts';
-import { startCollector, waitFor, writeTargetsFile, type CollectorProcess } from '@pglog/test-support/collector-process.ts';
+
+import { type CollectScenario,freePort, privateKeyBodyLines, scrapeMetrics, startCollectScenario } from '@pglog/test-support/collect-scenario.ts';
+import { type CollectorProcess,startCollector, waitFor, writeTargetsFile } from '@pglog/test-support/collector-process.ts';
 import { descendants } from '@pglog/test-support/process-tree.ts';
 
 function procText(pid: number, file: 'cmdline' | 'environ'): string {

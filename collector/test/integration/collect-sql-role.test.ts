@@ -13,14 +13,16 @@ import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import pg from 'pg';
+
 import { freePort, metricSum, parseMetrics, scrapeMetrics } from '@pglog/test-support/collect-scenario.ts';
-import { startCollector, waitFor, writeTargetsFile, type CollectorProcess, type TargetSpec } from '@pglog/test-support/collector-process.ts';
-import { startLogServer, type LogServer } from '@pglog/test-support/log-server.ts';
-import { MONITOR_ROLE, setUpMonitoringRole } from '../helpers/monitoring-role.ts';
+import { type CollectorProcess, startCollector, type TargetSpec,waitFor, writeTargetsFile } from '@pglog/test-support/collector-process.ts';
+import { type LogServer,startLogServer } from '@pglog/test-support/log-server.ts';
 import { startPostgres, type TestPostgres } from '@pglog/test-support/postgres.ts';
 import { currentUser } from '@pglog/test-support/server-user.ts';
 import { startSshServer, type TestSshServer } from '@pglog/test-support/sshd.ts';
+import pg from 'pg';
+
+import { MONITOR_ROLE, setUpMonitoringRole } from '../helpers/monitoring-role.ts';
 
 const ROLES = { 'su-inproc': 'postgres', 'su-proxy': 'postgres', writer: 'writer', monitor: MONITOR_ROLE } as const;
 type TargetName = keyof typeof ROLES;

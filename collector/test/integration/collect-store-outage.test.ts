@@ -22,16 +22,17 @@ import { randomBytes } from 'node:crypto';
 import { readFileSync, statSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import pg from 'pg';
+
 import { checkStore, formatCheck } from '@pglog/test-support/checker.ts';
 import {
-  freePort, leakedSecrets, metricSum, mib, MiB, processMemory, scrapeMetrics, startCollectScenario, withPassword,
   type CollectScenario,
+  freePort, leakedSecrets, metricSum, MiB, mib, processMemory, scrapeMetrics, startCollectScenario, withPassword,
 } from '@pglog/test-support/collect-scenario.ts';
-import { waitFor, type CollectorProcess } from '@pglog/test-support/collector-process.ts';
+import { type CollectorProcess,waitFor } from '@pglog/test-support/collector-process.ts';
 import { PG_BIN } from '@pglog/test-support/postgres.ts';
-import { startSeqLoad, type SeqLoad } from '@pglog/test-support/seq-load.ts';
+import { type SeqLoad,startSeqLoad } from '@pglog/test-support/seq-load.ts';
 import { isRoot, serverUser } from '@pglog/test-support/server-user.ts';
+import pg from 'pg';
 
 const OUTAGE_MS = 30_000;
 const MEMORY_BUDGET = 64 * MiB;

@@ -12,16 +12,18 @@ import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import pg from 'pg';
-import { checkStore, formatCheck, type CheckResult } from '@pglog/test-support/checker.ts';
+
+import { type CheckResult,checkStore, formatCheck } from '@pglog/test-support/checker.ts';
 import { freePort, metricSum, scrapeMetrics } from '@pglog/test-support/collect-scenario.ts';
-import { startCollector, waitFor, writeTargetsFile, type CollectorProcess, type TargetSpec } from '@pglog/test-support/collector-process.ts';
-import { startLogServer, type LogServer } from '@pglog/test-support/log-server.ts';
+import { type CollectorProcess, startCollector, type TargetSpec,waitFor, writeTargetsFile } from '@pglog/test-support/collector-process.ts';
+import { type LogServer,startLogServer } from '@pglog/test-support/log-server.ts';
 import { startPostgres, type TestPostgres } from '@pglog/test-support/postgres.ts';
 import { descendants } from '@pglog/test-support/process-tree.ts';
-import { isAlive, strayProcesses } from '../../src/sidecar/sidecar-files.ts';
 import { startSeqLoad } from '@pglog/test-support/seq-load.ts';
 import { startSshServer, type TestSshServer } from '@pglog/test-support/sshd.ts';
+import pg from 'pg';
+
+import { isAlive, strayProcesses } from '../../src/sidecar/sidecar-files.ts';
 
 const SWITCHES = 20;
 

@@ -1,16 +1,18 @@
 // The COPY BINARY encoder against a real PostgreSQL 15: what the server stores is what was encoded.
-import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
+import { after, before, test } from 'node:test';
+
+import { isPglogError } from '@pglog/common/errors.ts';
+import type { TestPostgres } from '@pglog/test-support/postgres.ts';
+import { startPostgres } from '@pglog/test-support/postgres.ts';
 import fc from 'fast-check';
 import pg from 'pg';
 import { from as copyFrom } from 'pg-copy-streams';
-import { CopyBinaryEncoder } from '../../src/store/copy-binary.ts';
+
 import type { ColumnType } from '../../src/store/copy-binary.ts';
-import { isPglogError } from '@pglog/common/errors.ts';
-import { startPostgres } from '@pglog/test-support/postgres.ts';
-import type { TestPostgres } from '@pglog/test-support/postgres.ts';
+import { CopyBinaryEncoder } from '../../src/store/copy-binary.ts';
 
 const COLUMNS: readonly (readonly [string, ColumnType])[] = [
   ['n', 'int4'], ['i2', 'int2'], ['i4', 'int4'], ['i8', 'int8'], ['f8', 'float8'], ['b', 'bool'],

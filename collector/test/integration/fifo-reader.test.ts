@@ -11,10 +11,12 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { after, afterEach, describe, it } from 'node:test';
+
 import { isPglogError } from '@pglog/common/errors.ts';
-import { closeFifoReader, openFifoReader } from '../../src/transport/fifo-reader.ts';
 import { onProcessExit } from '@pglog/test-support/exit-cleanup.ts';
 import { sleep, within } from '@pglog/test-support/wait.ts';
+
+import { closeFifoReader, openFifoReader } from '../../src/transport/fifo-reader.ts';
 
 /** Generous bound on every wait: a hang fails the test instead of blocking CI. */
 const WAIT_MS = 30_000;

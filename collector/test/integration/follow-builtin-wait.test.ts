@@ -10,11 +10,13 @@ import { appendFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFile
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
+
+import { sleep } from '@pglog/test-support/wait.ts';
+
 import { LogFollower } from '../../src/follow/follower.ts';
 import type { IdleWait } from '../../src/follow/segment-script.ts';
-import { processesWithCommandLine } from '../helpers/process-starts.ts';
 import { LocalShell } from '../helpers/local-shell.ts';
-import { sleep } from '@pglog/test-support/wait.ts';
+import { processesWithCommandLine } from '../helpers/process-starts.ts';
 
 const WAIT_MS = 30_000;
 // The remote shell's locale: a UTF-8 one, where `read -n 1` would take a character, not a byte.

@@ -12,13 +12,15 @@ import { appendFileSync, chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
+
+import { startSshServer, type TestSshServer } from '@pglog/test-support/sshd.ts';
+import { sleep, within } from '@pglog/test-support/wait.ts';
+
 import { LogFollower, type LogFollowerOptions } from '../../src/follow/follower.ts';
 import type { FollowItem } from '../../src/follow/types.ts';
 import { ConnectLimiter } from '../../src/transport/connect-limiter.ts';
 import { SshConnection } from '../../src/transport/ssh-connection.ts';
 import { countProcessStarts, cpuSecondsOf, processesWithCommandLine } from '../helpers/process-starts.ts';
-import { startSshServer, type TestSshServer } from '@pglog/test-support/sshd.ts';
-import { sleep, within } from '@pglog/test-support/wait.ts';
 
 /** The window of silence measured; long enough to hold several heartbeats and rotation checks. */
 const WINDOW_S = 12;

@@ -5,16 +5,18 @@
  */
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
-import { appendFileSync, mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync, writeFileSync, openSync, writeSync, closeSync } from 'node:fs';
+import { appendFileSync, closeSync,mkdirSync, mkdtempSync, openSync, readFileSync, renameSync, rmSync, writeFileSync, writeSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, afterEach, before, describe, it } from 'node:test';
 import { promisify } from 'node:util';
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
+
 import { isPglogError } from '@pglog/common/errors.ts';
-import { parseIdentity } from '../../src/follow/identity.ts';
+
 import { LogFollower, type LogFollowerOptions } from '../../src/follow/follower.ts';
+import { parseIdentity } from '../../src/follow/identity.ts';
 import type { FollowedFile, FollowItem, FollowPosition } from '../../src/follow/types.ts';
 import { LocalShell } from '../helpers/local-shell.ts';
 

@@ -4,7 +4,9 @@
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { describe, test } from 'node:test';
+
 import fc from 'fast-check';
+
 import type { PglogEvent, PlanEvent, StatementEvent } from '../../src/logformat/events.ts';
 import type { LogFormat } from '../../src/logformat/record.ts';
 import { FORMATS, generatedLogs, logPath, type RunManifest } from '../helpers/generated-logs.ts';

@@ -10,13 +10,14 @@ import { readFileSync, statSync, writeFileSync } from 'node:fs';
 import { createConnection } from 'node:net';
 import { basename } from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import pg from 'pg';
+
 import { checkStore, compareNumbers, formatCheck, loggedNumbers, loggedStatementTags } from '@pglog/test-support/checker.ts';
-import { startLogServer, type LogServer } from '@pglog/test-support/log-server.ts';
+import { type LogServer,startLogServer } from '@pglog/test-support/log-server.ts';
 import { migrateStore, startPostgres, type TestPostgres } from '@pglog/test-support/postgres.ts';
 import { parseSeqTags, seqStatement, startSeqLoad, withDatabase } from '@pglog/test-support/seq-load.ts';
 import { startSshServer, type TestSshServer } from '@pglog/test-support/sshd.ts';
 import { sleep, within } from '@pglog/test-support/wait.ts';
+import pg from 'pg';
 
 
 /** Polls `condition` every 50 ms until it holds; fails after `ms`. */

@@ -10,21 +10,23 @@
  * - with the server's plain key listed too, both accept it.
  */
 import { strict as assert } from 'node:assert';
-import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { type ChildProcess,execFile, spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { after, before, describe, test } from 'node:test';
+import { fileURLToPath } from 'node:url';
+
 import { isPglogError } from '@pglog/common/errors.ts';
-import { ConnectLimiter } from '../../src/transport/connect-limiter.ts';
-import { ProxyShell } from '../../src/transport/proxy-shell.ts';
-import { runRemote, type RemoteShell } from '../../src/transport/remote-shell.ts';
-import { SidecarClient } from '../../src/transport/sidecar-client.ts';
-import { SshConnection } from '../../src/transport/ssh-connection.ts';
 import { onProcessExit } from '@pglog/test-support/exit-cleanup.ts';
 import { startSshServer, type TestSshServer } from '@pglog/test-support/sshd.ts';
 import { within } from '@pglog/test-support/wait.ts';
+
+import { ConnectLimiter } from '../../src/transport/connect-limiter.ts';
+import { ProxyShell } from '../../src/transport/proxy-shell.ts';
+import { type RemoteShell,runRemote } from '../../src/transport/remote-shell.ts';
+import { SidecarClient } from '../../src/transport/sidecar-client.ts';
+import { SshConnection } from '../../src/transport/ssh-connection.ts';
 
 const MAIN = fileURLToPath(new URL('../../../cli/src/main.ts', import.meta.url));
 

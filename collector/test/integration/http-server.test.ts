@@ -1,12 +1,14 @@
 // The /metrics, /healthz and /readyz server over real HTTP on a free local port.
-import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { request } from 'node:http';
 import { Writable } from 'node:stream';
-import { startHttpServer, type Readiness, type RunningHttpServer } from '@pglog/common/observability/http-server.ts';
+import { after, before, test } from 'node:test';
+
+import { type Readiness, type RunningHttpServer,startHttpServer } from '@pglog/common/observability/http-server.ts';
 import { createLogger } from '@pglog/common/observability/logger.ts';
-import { createCollectorMetrics } from '../../src/observability/metrics.ts';
 import { SecretScrubber } from '@pglog/common/observability/redact.ts';
+
+import { createCollectorMetrics } from '../../src/observability/metrics.ts';
 
 interface Reply { status: number; headers: Record<string, string | string[] | undefined>; body: string }
 

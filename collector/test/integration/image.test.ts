@@ -11,14 +11,15 @@
 //     it, in a second container sharing a memory-backed volume.
 // Nothing is skipped: without Docker or without the image the tests fail and say why.
 import assert from 'node:assert/strict';
-import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { type ChildProcess,execFile, spawn } from 'node:child_process';
 import { appendFileSync, chmodSync, chownSync, copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
+
 import { expectStoredOnce } from '@pglog/test-support/checker.ts';
-import { waitFor, writeTargetsFile, type TargetSpec } from '@pglog/test-support/collector-process.ts';
-import { startLogServer, type LogServer } from '@pglog/test-support/log-server.ts';
+import { type TargetSpec,waitFor, writeTargetsFile } from '@pglog/test-support/collector-process.ts';
+import { type LogServer,startLogServer } from '@pglog/test-support/log-server.ts';
 import { startPostgres, type TestPostgres } from '@pglog/test-support/postgres.ts';
 import { startSeqLoad } from '@pglog/test-support/seq-load.ts';
 import { startSshServer, type TestSshServer } from '@pglog/test-support/sshd.ts';

@@ -1,16 +1,18 @@
 // Store schema migrations: the pure planning logic, and migrate() against a real PostgreSQL 15
 // (one fresh database per test, so tests do not see each other's schema).
-import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import pg from 'pg';
-import { DEFAULT_MIGRATIONS_DIR, MIGRATION_LOCK_KEY, checksumOf, migrate, planMigrations, readMigrations } from '../../src/store/migrate.ts';
-import type { AppliedMigration, MigrationFile } from '../../src/store/migrate.ts';
+import { after, before, test } from 'node:test';
+
 import { isPglogError } from '@pglog/common/errors.ts';
-import { startPostgres } from '@pglog/test-support/postgres.ts';
 import type { TestPostgres } from '@pglog/test-support/postgres.ts';
+import { startPostgres } from '@pglog/test-support/postgres.ts';
+import pg from 'pg';
+
+import type { AppliedMigration, MigrationFile } from '../../src/store/migrate.ts';
+import { checksumOf, DEFAULT_MIGRATIONS_DIR, migrate, MIGRATION_LOCK_KEY, planMigrations, readMigrations } from '../../src/store/migrate.ts';
 
 // ---------------------------------------------------------------- planning (pure)
 

@@ -10,12 +10,14 @@ import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync,
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
+
+import { runPglog } from '@pglog/test-support/cli.ts';
 import pg from 'pg';
 import { chromium } from 'playwright-core';
+
 import { fetchHtmlReport } from '../../src/report/html/fetch.ts';
 import type { HtmlReport } from '../../src/report/html/model.ts';
-import { runPglog } from '@pglog/test-support/cli.ts';
-import { HOSTILE_LITERAL, startReportScenario, type ReportScenario } from '../helpers/report-scenario.ts';
+import { HOSTILE_LITERAL, type ReportScenario,startReportScenario } from '../helpers/report-scenario.ts';
 
 const CHROMIUM = '/usr/bin/chromium';
 const CHROMIUM_FLAGS = ['--headless', '--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'];

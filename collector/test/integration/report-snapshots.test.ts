@@ -1,12 +1,14 @@
 // `pglog report locks` and `pglog report activity` through the real CLI against a real
 // PostgreSQL 15 store: the schema from migrate(), snapshot rows inserted with SQL (a chain
 // A <- B <- C on public.t, an older episode, a server whose runs failed), text and JSON checked.
-import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import pg from 'pg';
-import { migrate } from '../../src/store/migrate.ts';
+import { after, before, test } from 'node:test';
+
 import { runPglog } from '@pglog/test-support/cli.ts';
 import { startPostgres, type TestPostgres } from '@pglog/test-support/postgres.ts';
+import pg from 'pg';
+
+import { migrate } from '../../src/store/migrate.ts';
 
 let server: TestPostgres;
 let storeUrl: string;

@@ -2,12 +2,13 @@
 // deadlocks) against a real PostgreSQL 15: events of every such kind, parsed from a real
 // server's log and committed by the store writer, read back through the views with the exact
 // values the parser produced, typed (numbers, booleans, jsonb) instead of payload text.
-import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
+import { after, before, test } from 'node:test';
+
 import type { PglogEvent } from '../../src/logformat/events.ts';
-import { streamKeyOf } from '../../src/store/store-writer.ts';
 import type { SourceRef } from '../../src/store/store-writer.ts';
+import { streamKeyOf } from '../../src/store/store-writer.ts';
 import { parseChunks } from '../helpers/parse.ts';
 import { StoreFixture } from '../helpers/store-fixture.ts';
 

@@ -15,20 +15,22 @@
 // as a pg_monitor role: none of the planted code runs, the session's search_path is
 // pg_catalog then pg_temp, nothing outside pg_catalog is visible on it, and EXPLAIN VERBOSE
 // of each statement names no operator or function outside pg_catalog (but the extension's).
-import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { existsSync, readFileSync } from 'node:fs';
 import { connect as netConnect } from 'node:net';
 import { join } from 'node:path';
 import type { Duplex } from 'node:stream';
+import { after, before, describe, test } from 'node:test';
+
+import { type Cluster,startCluster } from '@pglog/test-support/pg-cluster.ts';
 import type pg from 'pg';
+
+import { SqlSession } from '../../src/sampler/sql-session.ts';
 import { readActivity } from '../../src/snapshot/activity-query.ts';
 import { readServerInfo, type ServerInfo } from '../../src/snapshot/server-info.ts';
 import { readStatistics } from '../../src/snapshot/statistics-query.ts';
-import { SqlSession } from '../../src/sampler/sql-session.ts';
 import { ClusterClients } from '../helpers/cluster-clients.ts';
 import { everyMonitoringSql } from '../helpers/monitoring-sql.ts';
-import { startCluster, type Cluster } from '@pglog/test-support/pg-cluster.ts';
 
 const TIMEOUT = { timeout: 180_000 };
 

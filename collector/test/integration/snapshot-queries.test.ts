@@ -2,22 +2,24 @@
 // a role that has only pg_monitor, in READ ONLY transactions as the collector reads: a scripted
 // blocking chain of three sessions, the activity SQL of every version branch, pg_stat_statements
 // and pg_stat_database deltas across samples, and the errors of a missing or unloaded extension.
-import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import pg from 'pg';
+import { after, before, describe, test } from 'node:test';
+
 import { isPglogError } from '@pglog/common/errors.ts';
+import type { Cluster } from '@pglog/test-support/pg-cluster.ts';
+import { startCluster } from '@pglog/test-support/pg-cluster.ts';
+import pg from 'pg';
+
 import { activityFromRows, readActivity } from '../../src/snapshot/activity-query.ts';
 import { activitySql } from '../../src/snapshot/activity-sql.ts';
 import { statisticsDeltas } from '../../src/snapshot/deltas.ts';
 import { queryFingerprint } from '../../src/snapshot/query-fingerprint.ts';
-import { readServerInfo } from '../../src/snapshot/server-info.ts';
 import type { ServerInfo } from '../../src/snapshot/server-info.ts';
-import { readStatistics } from '../../src/snapshot/statistics-query.ts';
+import { readServerInfo } from '../../src/snapshot/server-info.ts';
 import type { StatisticsOptions, StatisticsSample } from '../../src/snapshot/statistics-query.ts';
+import { readStatistics } from '../../src/snapshot/statistics-query.ts';
 import type { BlockingEdge } from '../../src/snapshot/types.ts';
 import { ClusterClients } from '../helpers/cluster-clients.ts';
-import { startCluster } from '@pglog/test-support/pg-cluster.ts';
-import type { Cluster } from '@pglog/test-support/pg-cluster.ts';
 
 const TIMEOUT = { timeout: 120_000 };
 

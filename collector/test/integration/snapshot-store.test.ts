@@ -2,17 +2,19 @@
 // store and on one at version 2, snapshots and failed runs written by StoreWriter.writeSnapshot
 // and read back through the stable views with their exact values, daily partitions and
 // retention of the new tables, a refused snapshot, and a store outage and its end.
-import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { cpSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type pg from 'pg';
+import { after, before, test } from 'node:test';
+
 import { isPglogError } from '@pglog/common/errors.ts';
+import type pg from 'pg';
+
 import type { Snapshot, SnapshotKind } from '../../src/snapshot/types.ts';
 import { DEFAULT_MIGRATIONS_DIR, migrate } from '../../src/store/migrate.ts';
-import { streamKeyOf } from '../../src/store/store-writer.ts';
 import type { StoreBatch, StoreWriter } from '../../src/store/store-writer.ts';
+import { streamKeyOf } from '../../src/store/store-writer.ts';
 import { activitySnapshot, failure, session, statisticsSnapshot } from '../helpers/snapshot-fixtures.ts';
 import { StoreFixture } from '../helpers/store-fixture.ts';
 

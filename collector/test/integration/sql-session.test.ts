@@ -4,13 +4,15 @@
 import { strict as assert } from 'node:assert';
 import { readFileSync } from 'node:fs';
 import { after, before, describe, test } from 'node:test';
-import pg from 'pg';
+
 import { isPglogError } from '@pglog/common/errors.ts';
+import { type LogServer,startLogServer } from '@pglog/test-support/log-server.ts';
+import { startSshServer, type TestSshServer } from '@pglog/test-support/sshd.ts';
+import pg from 'pg';
+
 import { SqlSession } from '../../src/sampler/sql-session.ts';
 import { ConnectLimiter } from '../../src/transport/connect-limiter.ts';
 import { SshConnection } from '../../src/transport/ssh-connection.ts';
-import { startLogServer, type LogServer } from '@pglog/test-support/log-server.ts';
-import { startSshServer, type TestSshServer } from '@pglog/test-support/sshd.ts';
 
 describe('SqlSession over an ssh2 stream-local channel (real sshd, PostgreSQL 15)', { timeout: 120_000 }, () => {
   let ssh: TestSshServer;

@@ -10,15 +10,17 @@ import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
+
 import { isPglogError } from '@pglog/common/errors.ts';
+import { startSshServer, type TestSshServer } from '@pglog/test-support/sshd.ts';
+import { sleep, within } from '@pglog/test-support/wait.ts';
+
 import { ConnectLimiter } from '../../src/transport/connect-limiter.ts';
-import { runRemote, type RemoteProcess } from '../../src/transport/remote-shell.ts';
+import { type RemoteProcess,runRemote } from '../../src/transport/remote-shell.ts';
 import { cryptoBindingAvailable } from '../../src/transport/ssh-algorithms.ts';
 import { SshConnection, type SshConnectionOptions } from '../../src/transport/ssh-connection.ts';
 import { SshConnectionPool } from '../../src/transport/ssh-pool.ts';
 import { DEFAULT_CHANNEL_WINDOW_BYTES } from '../../src/transport/ssh-window.ts';
-import { startSshServer, type TestSshServer } from '@pglog/test-support/sshd.ts';
-import { sleep, within } from '@pglog/test-support/wait.ts';
 
 
 /** Every connection of this file paces handshakes through one limiter, with no start-up spread. */

@@ -13,23 +13,25 @@
  * - a master refused for good (changed host key): forward() rejects at once with its code.
  */
 import { strict as assert } from 'node:assert';
-import { spawn, type ChildProcess } from 'node:child_process';
+import { type ChildProcess,spawn } from 'node:child_process';
 import { chmodSync, chownSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { connect, createServer, type Server } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { after, afterEach, before, describe, test } from 'node:test';
-import pg from 'pg';
+import { fileURLToPath } from 'node:url';
+
 import { PglogError } from '@pglog/common/errors.ts';
-import { isAlive } from '../../src/sidecar/sidecar-files.ts';
-import { SidecarClient } from '../../src/transport/sidecar-client.ts';
 import { onProcessExit } from '@pglog/test-support/exit-cleanup.ts';
 import { startPostgres, type TestPostgres } from '@pglog/test-support/postgres.ts';
 import { cmdline, descendants } from '@pglog/test-support/process-tree.ts';
 import { isRoot, serverUser } from '@pglog/test-support/server-user.ts';
 import { startSshServer, type TestSshServer } from '@pglog/test-support/sshd.ts';
 import { sleep, within } from '@pglog/test-support/wait.ts';
+import pg from 'pg';
+
+import { isAlive } from '../../src/sidecar/sidecar-files.ts';
+import { SidecarClient } from '../../src/transport/sidecar-client.ts';
 
 const MAIN = fileURLToPath(new URL('../../../cli/src/main.ts', import.meta.url));
 

@@ -11,21 +11,23 @@
  *   ssh process ever gets it as an argument.
  */
 import { strict as assert } from 'node:assert';
-import { spawn, type ChildProcess } from 'node:child_process';
+import { type ChildProcess,spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { after, before, describe, test } from 'node:test';
+import { fileURLToPath } from 'node:url';
+
 import { isPglogError } from '@pglog/common/errors.ts';
-import { isAlive } from '../../src/sidecar/sidecar-files.ts';
-import { ProxyShell } from '../../src/transport/proxy-shell.ts';
-import { runRemote } from '../../src/transport/remote-shell.ts';
-import { SidecarClient, type SidecarServer } from '../../src/transport/sidecar-client.ts';
 import { onProcessExit } from '@pglog/test-support/exit-cleanup.ts';
 import { cmdline } from '@pglog/test-support/process-tree.ts';
 import { startSshServer, type TestSshServer } from '@pglog/test-support/sshd.ts';
 import { within } from '@pglog/test-support/wait.ts';
+
+import { isAlive } from '../../src/sidecar/sidecar-files.ts';
+import { ProxyShell } from '../../src/transport/proxy-shell.ts';
+import { runRemote } from '../../src/transport/remote-shell.ts';
+import { SidecarClient, type SidecarServer } from '../../src/transport/sidecar-client.ts';
 
 const MAIN = fileURLToPath(new URL('../../../cli/src/main.ts', import.meta.url));
 

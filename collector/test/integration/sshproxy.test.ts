@@ -15,22 +15,24 @@
  * plus OpenSSH's real stderr through the classifier, SIGTERM, and bad command lines.
  */
 import { strict as assert } from 'node:assert';
-import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { type ChildProcess,execFile, spawn } from 'node:child_process';
 import { chmodSync, copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import type { Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { after, afterEach, before, describe, test } from 'node:test';
-import { openFifoReader } from '../../src/transport/fifo-reader.ts';
-import { masterArgs } from '../../src/sidecar/openssh-args.ts';
-import { classifyOpenSshError } from '../../src/sidecar/openssh-errors.ts';
-import { isAlive } from '../../src/sidecar/sidecar-files.ts';
-import { parseSidecarStatus, streamFifos, type DesiredServer, type DesiredStream, type SidecarStatus } from '@pglog/common/sidecar/contract.ts';
+import { fileURLToPath } from 'node:url';
+
+import { type DesiredServer, type DesiredStream, parseSidecarStatus, type SidecarStatus,streamFifos } from '@pglog/common/sidecar/contract.ts';
 import { onProcessExit } from '@pglog/test-support/exit-cleanup.ts';
 import { cmdline, descendants } from '@pglog/test-support/process-tree.ts';
 import { startSshServer, type TestSshServer } from '@pglog/test-support/sshd.ts';
 import { sleep, within } from '@pglog/test-support/wait.ts';
+
+import { masterArgs } from '../../src/sidecar/openssh-args.ts';
+import { classifyOpenSshError } from '../../src/sidecar/openssh-errors.ts';
+import { isAlive } from '../../src/sidecar/sidecar-files.ts';
+import { openFifoReader } from '../../src/transport/fifo-reader.ts';
 
 const MAIN = fileURLToPath(new URL('../../../cli/src/main.ts', import.meta.url));
 

@@ -10,9 +10,11 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
+
 import pg from 'pg';
-import { grafanaSql, type GrafanaQueryContext, type GrafanaVariable } from '../helpers/grafana-sql.ts';
-import { startStoreWorkload, WORKLOAD_DATABASE, WORKLOAD_TARGET, type StoreWorkload } from '../helpers/store-workload.ts';
+
+import { type GrafanaQueryContext, grafanaSql, type GrafanaVariable } from '../helpers/grafana-sql.ts';
+import { startStoreWorkload, type StoreWorkload,WORKLOAD_DATABASE, WORKLOAD_TARGET } from '../helpers/store-workload.ts';
 
 const ROOT = join(import.meta.dirname, '../../..');
 const DASHBOARD = join(ROOT, 'charts/pglog/dashboards/pglog-store.json');

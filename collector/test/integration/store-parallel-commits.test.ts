@@ -5,12 +5,14 @@
 // fenced with nothing of theirs beyond their committed position, and a connection of the pool
 // killed in the middle of a COPY costs nothing: that batch is retried and commits once while
 // the other connections go on; partition maintenance never runs beside a commit.
-import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
+import { after, before, test } from 'node:test';
 import { setImmediate as yieldNow } from 'node:timers/promises';
-import type pg from 'pg';
-import { Batcher, type BatchCommitter } from '../../src/collect/batcher.ts';
+
 import { isPglogError } from '@pglog/common/errors.ts';
+import type pg from 'pg';
+
+import { type BatchCommitter,Batcher } from '../../src/collect/batcher.ts';
 import type { StatementEvent } from '../../src/logformat/events.ts';
 import type { SourceRef, StoreWriter } from '../../src/store/store-writer.ts';
 import { StoreFixture } from '../helpers/store-fixture.ts';

@@ -1,14 +1,16 @@
 // The store writer against a real PostgreSQL 15: events into their tables and the stable
 // views, positions committed atomically with them, fencing, bisection and quarantine, text
 // repairs, an outage and its end, partition maintenance.
-import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
-import type pg from 'pg';
+import { after, before, test } from 'node:test';
+
 import { isPglogError } from '@pglog/common/errors.ts';
+import type pg from 'pg';
+
 import type { PglogEvent, StatementEvent } from '../../src/logformat/events.ts';
-import { streamKeyOf } from '../../src/store/store-writer.ts';
 import type { BatchItem, SourceRef, StoreBatch, StorePosition } from '../../src/store/store-writer.ts';
+import { streamKeyOf } from '../../src/store/store-writer.ts';
 import { parseChunks } from '../helpers/parse.ts';
 import { StoreFixture } from '../helpers/store-fixture.ts';
 

@@ -3,7 +3,8 @@
 // apart, and only samples inside the window count.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { splitProfile, type CpuProfile } from '../../../bench/ingest/cpu-profile.ts';
+
+import { type CpuProfile,splitProfile } from '../../../bench/ingest/cpu-profile.ts';
 
 const src = '/work/pglog/collector/src';
 const frame = (functionName: string, url = ''): { functionName: string; url: string } => ({ functionName, url });

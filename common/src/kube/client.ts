@@ -4,15 +4,16 @@
  * client certificate, 401 and 429 retried once and after Retry-After, typed errors.
  * No third-party Kubernetes client: we use a handful of verbs and want to own their errors.
  */
-import { Agent, request, type RequestOptions } from 'node:https';
 import type { IncomingMessage } from 'node:http';
+import { Agent, request, type RequestOptions } from 'node:https';
 import { setTimeout as sleep } from 'node:timers/promises';
+
 import type {
   ApplyOptions, DeleteOptions, KubeClient, KubeObject, ListOptions, ListResult, ResourceType, WatchEvent, WatchOptions,
 } from './client-types.ts';
 import type { KubeConfig } from './config.ts';
 import { tokenSource, type TokenSourceOptions } from './credentials.ts';
-import { KubeError, kubeErrorFromStatus, kubeNetworkError, type ApiStatus } from './errors.ts';
+import { type ApiStatus,KubeError, kubeErrorFromStatus, kubeNetworkError } from './errors.ts';
 import { ndjsonLines } from './ndjson.ts';
 import { queryString, resourcePath } from './paths.ts';
 import { apiVersionOf } from './resources.ts';

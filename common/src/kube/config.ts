@@ -5,7 +5,9 @@
  */
 import { readFile } from 'node:fs/promises';
 import { dirname, isAbsolute, resolve } from 'node:path';
+
 import { parse } from 'yaml';
+
 import { PglogError } from '../errors.ts';
 
 export interface KubeConfig {

@@ -7,6 +7,7 @@
  */
 import { execFile } from 'node:child_process';
 import { readFile, stat } from 'node:fs/promises';
+
 import type { ExecPlugin, KubeConfig } from './config.ts';
 import { EXEC_API_VERSION } from './config.ts';
 import { KubeError } from './errors.ts';

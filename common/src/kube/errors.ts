@@ -2,7 +2,7 @@
  * Kubernetes API failures as PglogErrors: the stable code says what a caller does about it
  * (retry, re-read, relist, give up), `status` and `reason` keep what the API server said.
  */
-import { PglogError, type ErrorCode } from '../errors.ts';
+import { type ErrorCode,PglogError } from '../errors.ts';
 
 export class KubeError extends PglogError {
   /** HTTP status; 0 when no response arrived (network error, timeout). */

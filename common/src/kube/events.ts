@@ -5,6 +5,7 @@
  * Recording never throws: an event is worth less than the reconcile that reports it.
  */
 import { randomBytes } from 'node:crypto';
+
 import type { KubeClient, KubeObject, ResourceType } from './client-types.ts';
 import { isKubeError } from './errors.ts';
 

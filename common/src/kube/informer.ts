@@ -5,9 +5,10 @@
  * missed, back off with jitter on other errors. run() never rejects: it resolves when aborted.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
+
 import type { KubeClient, KubeObject, ResourceType } from './client-types.ts';
 import { isKubeError } from './errors.ts';
-import { applyWatchEvent, diffRelist, objectKey, type InformerEvent } from './informer-cache.ts';
+import { applyWatchEvent, diffRelist, type InformerEvent,objectKey } from './informer-cache.ts';
 
 export type { InformerEvent } from './informer-cache.ts';
 

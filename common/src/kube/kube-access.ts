@@ -6,8 +6,9 @@
  * the entry point (`pglog collect --shard`, `pglog operator`); the files are read at start.
  */
 import { delimiter, join } from 'node:path';
+
 import { PglogError } from '../errors.ts';
-import { inClusterConfig, loadKubeconfig, type KubeConfig } from './config.ts';
+import { inClusterConfig, type KubeConfig,loadKubeconfig } from './config.ts';
 
 /** Where a pod's service account credentials are mounted. */
 export const SERVICE_ACCOUNT_DIR = '/var/run/secrets/kubernetes.io/serviceaccount';

@@ -7,6 +7,7 @@
  * Writes are optimistic: a 409 means someone else wrote first; read again next round.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
+
 import type { OwnerReference } from '../api/common.ts';
 import type { KubeClient, KubeObject } from './client-types.ts';
 import { isKubeError } from './errors.ts';

@@ -4,6 +4,7 @@
  */
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+
 import type { Logger } from './logger.ts';
 
 /** What /metrics serves: a Prometheus registry's text (the collector's or the operator's). */

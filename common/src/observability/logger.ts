@@ -9,7 +9,9 @@
  *   field is replaced whatever path it took.
  */
 import type { Writable } from 'node:stream';
-import { pino, type DestinationStream, type Logger as PinoLogger } from 'pino';
+
+import { type DestinationStream, type Logger as PinoLogger,pino } from 'pino';
+
 import { PglogError } from '../errors.ts';
 import { processSecrets, REDACTED, redactUrl, scrubText, type SecretScrubber } from './redact.ts';
 

@@ -6,19 +6,20 @@
  */
 import type { CollectorPool } from '@pglog/common/api/collector-pool.ts';
 import type { CollectorShard } from '@pglog/common/api/collector-shard.ts';
-import type { KubeClient, KubeObject } from '@pglog/common/kube/client-types.ts';
-import { Informer } from '@pglog/common/kube/informer.ts';
-import { WorkQueue } from '@pglog/common/kube/workqueue.ts';
-import { runControllerLoop } from '@pglog/common/kube/controller-loop.ts';
-import { COLLECTOR_POOLS, COLLECTOR_SHARDS, POD_DISRUPTION_BUDGETS, POSTGRES_TARGETS, SERVICES, STATEFUL_SETS } from '@pglog/common/kube/resources.ts';
-import type { Logger } from '@pglog/common/observability/logger.ts';
 import type { TargetObject } from '@pglog/common/api/target-object.ts';
-import type { OperatorMetrics } from './operator-metrics.ts';
-import { PoolReconciler, type PoolOutcome } from './pool-reconciler.ts';
-import type { EventSink } from './pool-pass.ts';
-import { reconcileUnassignedTargets } from './unassigned-targets.ts';
+import type { KubeClient, KubeObject } from '@pglog/common/kube/client-types.ts';
+import { runControllerLoop } from '@pglog/common/kube/controller-loop.ts';
+import { Informer } from '@pglog/common/kube/informer.ts';
+import { COLLECTOR_POOLS, COLLECTOR_SHARDS, POD_DISRUPTION_BUDGETS, POSTGRES_TARGETS, SERVICES, STATEFUL_SETS } from '@pglog/common/kube/resources.ts';
+import { WorkQueue } from '@pglog/common/kube/workqueue.ts';
+import type { Logger } from '@pglog/common/observability/logger.ts';
+
 import type { PoolPolicy } from '../desired/pool-policy.ts';
 import type { StatefulSetState } from '../desired/pool-status.ts';
+import type { OperatorMetrics } from './operator-metrics.ts';
+import type { EventSink } from './pool-pass.ts';
+import { type PoolOutcome,PoolReconciler } from './pool-reconciler.ts';
+import { reconcileUnassignedTargets } from './unassigned-targets.ts';
 
 export interface ControllerOptions {
   client: KubeClient;

@@ -2,8 +2,8 @@
  * The operator's Prometheus metrics (docs/operator.md "Metrics"): reconcile outcomes and duration, shard load,
  * promotions and demotions, leadership and the work queue. Own Registry, prefix `pglog_`.
  */
-import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import type { ErrorCode } from '@pglog/common/errors.ts';
+import { collectDefaultMetrics,Counter, Gauge, Histogram, Registry } from 'prom-client';
 
 export type ReconcileOutcome = 'success' | 'requeue' | 'error';
 

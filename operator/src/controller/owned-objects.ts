@@ -10,6 +10,7 @@
  * field manager owns those fields and takes them back).
  */
 import { createHash } from 'node:crypto';
+
 import type { ApplyOptions, KubeClient, KubeObject, ResourceType } from '@pglog/common/kube/client-types.ts';
 
 export const DESIRED_HASH_ANNOTATION = 'pglog.io/desired-hash';

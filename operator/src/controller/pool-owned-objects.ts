@@ -6,6 +6,7 @@
  */
 import type { KubeObject } from '@pglog/common/kube/client-types.ts';
 import { POD_DISRUPTION_BUDGETS, SERVICES, STATEFUL_SETS } from '@pglog/common/kube/resources.ts';
+
 import { desiredHeadlessService, desiredPodDisruptionBudget, desiredStatefulSet } from '../desired/pool-resources.ts';
 import { applyOwned, controlledBy, currentObject } from './owned-objects.ts';
 import type { PoolPass } from './pool-pass.ts';

@@ -10,10 +10,11 @@ import type { CollectorShard } from '@pglog/common/api/collector-shard.ts';
 import type { OwnerReference } from '@pglog/common/api/common.ts';
 import type { TargetObject } from '@pglog/common/api/target-object.ts';
 import type { KubeClient, KubeObject } from '@pglog/common/kube/client-types.ts';
+
 import type { PoolPlan } from '../desired/assignment.ts';
 import type { PolicyRefusal, PoolPolicy } from '../desired/pool-policy.ts';
-import type { OperatorMetrics } from './operator-metrics.ts';
 import type { PoolProblem, StatefulSetState } from '../desired/pool-status.ts';
+import type { OperatorMetrics } from './operator-metrics.ts';
 
 /** Reads of the informer caches. */
 export interface CacheReader<T> {

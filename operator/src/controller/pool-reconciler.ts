@@ -8,18 +8,19 @@
  * why; not retried), or an error the queue retries with backoff.
  */
 import type { CollectorPool } from '@pglog/common/api/collector-pool.ts';
+import { PglogError } from '@pglog/common/errors.ts';
 import type { KubeObject } from '@pglog/common/kube/client-types.ts';
 import type { Result } from '@pglog/common/kube/controller-loop.ts';
-import { PglogError } from '@pglog/common/errors.ts';
+
 import { planPool, selectPoolTargets } from '../desired/assignment.ts';
-import { ownerReference } from '../desired/pool-resources.ts';
 import { policyRefusal } from '../desired/pool-policy.ts';
-import type { PoolMemory, PoolPass, PoolReconcilerOptions } from './pool-pass.ts';
+import { ownerReference } from '../desired/pool-resources.ts';
 import { ownedObjectsPhase } from './pool-owned-objects.ts';
+import type { PoolMemory, PoolPass, PoolReconcilerOptions } from './pool-pass.ts';
 import { shardsPhase } from './pool-shards.ts';
-import { transitionsPhase } from './pool-transitions.ts';
-import { targetStatusPhase } from './pool-target-status.ts';
 import { orInvalidSpec, poolStatusPhase, writePoolStatus } from './pool-status-writer.ts';
+import { targetStatusPhase } from './pool-target-status.ts';
+import { transitionsPhase } from './pool-transitions.ts';
 
 /** The loop's Result, and how many objects were written (for the debug log). */
 export type PoolOutcome = Result & { writes: number };

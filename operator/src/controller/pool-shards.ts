@@ -5,6 +5,7 @@
  */
 import type { CollectorShard } from '@pglog/common/api/collector-shard.ts';
 import { COLLECTOR_SHARDS } from '@pglog/common/kube/resources.ts';
+
 import { semanticEqual } from '../desired/conditions.ts';
 import { poolLabels } from '../desired/pool-resources.ts';
 import type { PoolPass } from './pool-pass.ts';

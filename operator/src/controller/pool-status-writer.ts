@@ -9,10 +9,11 @@ import type { CollectorShard } from '@pglog/common/api/collector-shard.ts';
 import { isPglogError } from '@pglog/common/errors.ts';
 import { TerminalError } from '@pglog/common/kube/controller-loop.ts';
 import { COLLECTOR_POOLS } from '@pglog/common/kube/resources.ts';
+
 import { semanticEqual } from '../desired/conditions.ts';
 import { poolSelector } from '../desired/pool-resources.ts';
-import type { PoolMemory, PoolPass, PoolReconcilerOptions } from './pool-pass.ts';
 import { desiredPoolStatus, type PoolProblem, type StatefulSetState } from '../desired/pool-status.ts';
+import type { PoolMemory, PoolPass, PoolReconcilerOptions } from './pool-pass.ts';
 
 /** What the pool's status is built from. */
 export interface PoolStatusInput {

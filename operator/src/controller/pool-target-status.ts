@@ -6,9 +6,10 @@
 import type { CollectorShard } from '@pglog/common/api/collector-shard.ts';
 import { isKubeError } from '@pglog/common/kube/errors.ts';
 import { POSTGRES_TARGETS } from '@pglog/common/kube/resources.ts';
+
+import { desiredTargetStatus, targetStatusChanged } from '../desired/target-status.ts';
 import { mapLimit } from './map-limit.ts';
 import type { PoolPass } from './pool-pass.ts';
-import { desiredTargetStatus, targetStatusChanged } from '../desired/target-status.ts';
 
 export async function targetStatusPhase(pass: PoolPass): Promise<void> {
   const { o, namespace } = pass;

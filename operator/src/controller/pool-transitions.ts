@@ -4,6 +4,7 @@
  * as Events and metrics, and the per-shard load gauges.
  */
 import type { CollectorShard } from '@pglog/common/api/collector-shard.ts';
+
 import type { PoolPass } from './pool-pass.ts';
 
 export async function transitionsPhase(pass: PoolPass): Promise<void> {

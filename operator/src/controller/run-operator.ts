@@ -4,16 +4,17 @@
  * /readyz throughout (a standby replica is ready: it is healthy and waiting).
  */
 import type { OwnerReference } from '@pglog/common/api/common.ts';
-import type { KubeClient } from '@pglog/common/kube/client-types.ts';
-import { DEPLOYMENTS } from '@pglog/common/kube/resources.ts';
 import { PglogError } from '@pglog/common/errors.ts';
+import type { KubeClient } from '@pglog/common/kube/client-types.ts';
 import { EventRecorder } from '@pglog/common/kube/events.ts';
 import { LeaderElector } from '@pglog/common/kube/leader-election.ts';
-import type { Logger } from '@pglog/common/observability/logger.ts';
+import { DEPLOYMENTS } from '@pglog/common/kube/resources.ts';
 import { startHttpServer } from '@pglog/common/observability/http-server.ts';
+import type { Logger } from '@pglog/common/observability/logger.ts';
+
+import type { PoolPolicy } from '../desired/pool-policy.ts';
 import { Controller } from './controller.ts';
 import { OperatorMetrics } from './operator-metrics.ts';
-import type { PoolPolicy } from '../desired/pool-policy.ts';
 
 export interface OperatorConfig {
   /** Namespace to watch; undefined: all namespaces. */

@@ -5,15 +5,16 @@
  * per namespace, level-triggered like the pools.
  */
 import type { CollectorPool } from '@pglog/common/api/collector-pool.ts';
+import type { Condition } from '@pglog/common/api/common.ts';
 import type { TargetObject } from '@pglog/common/api/target-object.ts';
 import type { KubeClient } from '@pglog/common/kube/client-types.ts';
 import { isKubeError } from '@pglog/common/kube/errors.ts';
 import { POSTGRES_TARGETS } from '@pglog/common/kube/resources.ts';
+
 import { selectPoolTargets } from '../desired/assignment.ts';
 import { findCondition, setCondition } from '../desired/conditions.ts';
-import type { Condition } from '@pglog/common/api/common.ts';
-import type { CacheReader } from './pool-pass.ts';
 import { mapLimit } from './map-limit.ts';
+import type { CacheReader } from './pool-pass.ts';
 
 /** The merge patch that marks `target` unassigned, or null when its status already says so. */
 export function unassignedStatusPatch(target: TargetObject, nowIso: string): { status: Record<string, unknown> } | null {

@@ -4,8 +4,9 @@
  * (schema-from-types.ts).
  */
 import type ts from 'typescript';
+
+import { type JsonSchema,orderSchema } from './json-schema.ts';
 import { KUBERNETES_SCHEMAS } from './kubernetes-schemas.ts';
-import { orderSchema, type JsonSchema } from './json-schema.ts';
 import { resourceSchema } from './schema-from-types.ts';
 
 export const GROUP = 'pglog.io';

@@ -5,7 +5,8 @@
  * drift test compares them with what is committed.
  */
 import { stringify } from 'yaml';
-import { buildCrd, RESOURCES, type CustomResourceDefinition } from './definitions.ts';
+
+import { buildCrd, type CustomResourceDefinition,RESOURCES } from './definitions.ts';
 import { resourcesDoc } from './resources-doc.ts';
 import { createTypeProgram } from './schema-from-types.ts';
 

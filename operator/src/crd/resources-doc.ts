@@ -4,6 +4,7 @@
  * cannot drift from the types either.
  */
 import { stringify } from 'yaml';
+
 import type { CustomResourceDefinition } from './definitions.ts';
 import { EXAMPLES } from './examples.ts';
 import type { JsonSchema } from './json-schema.ts';

@@ -14,7 +14,8 @@
  * comment is the description; a field without one (on itself or on its interface) is an error.
  */
 import ts from 'typescript';
-import { parseDocComment, type DocComment } from './doc-comment.ts';
+
+import { type DocComment,parseDocComment } from './doc-comment.ts';
 import type { JsonSchema, ValidationRule } from './json-schema.ts';
 
 export interface SchemaOptions {

@@ -13,11 +13,12 @@
  * any shard, but the store still holds its old claim, which a fresh count from 1 could never
  * outrank. Time only sets the floor; the count keeps epochs rising within one second.
  */
-import { PglogError } from '@pglog/common/errors.ts';
-import type { ActiveTransport, PostgresTarget } from '@pglog/common/api/postgres-target.ts';
 import type { CollectorPool, ShardLoad } from '@pglog/common/api/collector-pool.ts';
 import type { CollectorShard, CollectorShardSpec, ShardTarget } from '@pglog/common/api/collector-shard.ts';
-import { planBoundedAssignment, targetWeight, validateShardingOptions, type ShardingOptions, type ShardingTarget } from '../sharding/index.ts';
+import type { ActiveTransport, PostgresTarget } from '@pglog/common/api/postgres-target.ts';
+import { PglogError } from '@pglog/common/errors.ts';
+
+import { planBoundedAssignment, type ShardingOptions, type ShardingTarget,targetWeight, validateShardingOptions } from '../sharding/index.ts';
 import { collectorResources } from './pool-resources.ts';
 import { parseQuantity } from './quantity.ts';
 import { chooseTransports, type TransportCandidate } from './transport-choice.ts';

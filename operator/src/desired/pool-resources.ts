@@ -8,11 +8,12 @@
  * CollectorShard specs, which the collector watches. So a rebalance or a tuning change never
  * makes the StatefulSet controller roll the pods.
  */
-import type { LabelSelector, OwnerReference, ResourceRequirements } from '@pglog/common/api/common.ts';
 import type { CollectorPool } from '@pglog/common/api/collector-pool.ts';
+import type { LabelSelector, OwnerReference, ResourceRequirements } from '@pglog/common/api/common.ts';
 import { PglogError } from '@pglog/common/errors.ts';
-import { STATUS_FILE as SIDECAR_STATUS_FILE } from '@pglog/common/sidecar/contract.ts';
 import type { KubeObject } from '@pglog/common/kube/client-types.ts';
+import { STATUS_FILE as SIDECAR_STATUS_FILE } from '@pglog/common/sidecar/contract.ts';
+
 import type { Container, PodDisruptionBudget, PodSecurityContext, SecurityContext, Service, StatefulSet, Volume } from './workload-types.ts';
 
 /** The shared in-memory directory of the collector and its sidecar (FIFOs, keys, desired/status files). */

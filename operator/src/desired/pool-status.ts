@@ -2,9 +2,10 @@
  * The CollectorPool's status: what the scale subresource reads (`replicas`, `selector`), the
  * load per shard and the conditions. Pure.
  */
-import type { Condition } from '@pglog/common/api/common.ts';
 import type { CollectorPool, CollectorPoolStatus, ShardLoad } from '@pglog/common/api/collector-pool.ts';
 import type { CollectorShard } from '@pglog/common/api/collector-shard.ts';
+import type { Condition } from '@pglog/common/api/common.ts';
+
 import { setCondition } from './conditions.ts';
 
 export interface StatefulSetState {

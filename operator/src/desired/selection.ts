@@ -5,10 +5,10 @@
  * every target is collected by at most one pool, and the choice does not depend on the order
  * the caches list objects in. Pure.
  */
-import { PglogError } from '@pglog/common/errors.ts';
-import type { PostgresTarget } from '@pglog/common/api/postgres-target.ts';
-import type { LabelSelector } from '@pglog/common/api/common.ts';
 import type { CollectorPool } from '@pglog/common/api/collector-pool.ts';
+import type { LabelSelector } from '@pglog/common/api/common.ts';
+import type { PostgresTarget } from '@pglog/common/api/postgres-target.ts';
+import { PglogError } from '@pglog/common/errors.ts';
 
 /**
  * Whether `labels` satisfy `selector`, as Kubernetes defines it: every `matchLabels` pair and

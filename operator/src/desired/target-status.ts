@@ -4,10 +4,11 @@
  * conditions: `Ready`, and for a target that takes snapshots `Snapshots` and `SqlRole`. Pure;
  * the reconciler writes it only when it differs from what is there.
  */
-import type { Condition } from '@pglog/common/api/common.ts';
 import type { ShardTargetStatus } from '@pglog/common/api/collector-shard.ts';
-import { takesSnapshots, type PostgresTargetStatus } from '@pglog/common/api/postgres-target.ts';
+import type { Condition } from '@pglog/common/api/common.ts';
+import { type PostgresTargetStatus,takesSnapshots } from '@pglog/common/api/postgres-target.ts';
 import type { TargetObject } from '@pglog/common/api/target-object.ts';
+
 import { semanticEqual, setCondition } from './conditions.ts';
 
 export interface TargetAssignment {

@@ -8,10 +8,10 @@
  * back to `inproc` on its own while its sidecar is down and reports that in its status; the
  * operator's choice is what the shard should run once it is up again.
  */
-import { PglogError } from '@pglog/common/errors.ts';
-import type { ActiveTransport, Transport } from '@pglog/common/api/postgres-target.ts';
-import { decideTransports, validatePolicyOptions, type PolicySettings, type ServerTransportState } from '@pglog/common/promotion/policy.ts';
 import type { PoolTransport } from '@pglog/common/api/collector-pool.ts';
+import type { ActiveTransport, Transport } from '@pglog/common/api/postgres-target.ts';
+import { PglogError } from '@pglog/common/errors.ts';
+import { decideTransports, type PolicySettings, type ServerTransportState,validatePolicyOptions } from '@pglog/common/promotion/policy.ts';
 
 export interface TransportCandidate {
   name: string;

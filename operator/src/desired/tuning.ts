@@ -16,9 +16,9 @@
  *   (synchronous on the main thread), SQL sessions (forwarded over the SSH connection: no
  *   lookup), `proxy` targets' SSH (OpenSSH in the sidecar resolves the names).
  */
-import { PglogError } from '@pglog/common/errors.ts';
 import type { NodeTuning } from '@pglog/common/api/collector-pool.ts';
 import type { ShardTuning } from '@pglog/common/api/collector-shard.ts';
+import { PglogError } from '@pglog/common/errors.ts';
 
 const MiB = 2 ** 20;
 /** Relative band around the ingest rate within which a shard keeps its semi-space size. */

@@ -41,8 +41,8 @@
  */
 import { murmur3 } from './hash.ts';
 import {
-  compareStrings, DEFAULT_SHARDING_OPTIONS, sortedShards, targetWeight, validateShardingOptions,
-  type ShardingInput, type ShardingOptions, type ShardingStrategy,
+  compareStrings, DEFAULT_SHARDING_OPTIONS,   type ShardingInput, type ShardingOptions, type ShardingStrategy,
+sortedShards, targetWeight, validateShardingOptions,
 } from './types.ts';
 
 /** Different seeds, so a target named like a virtual node does not land exactly on it. */

@@ -10,13 +10,15 @@
 //     Endpoints and EndpointSlice holding the namespace's address, and the APIService
 //     v1beta2.custom.metrics.k8s.io, and waits until the APIService is Available. The values
 //     it serves are what setPods() last wrote (a JSON file the server reads per request).
-import { execFile, type ChildProcess } from 'node:child_process';
+import { type ChildProcess,execFile } from 'node:child_process';
 import { mkdtempSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
+
 import { onProcessExit } from '@pglog/test-support/exit-cleanup.ts';
 import { eventually } from '@pglog/test-support/fleet.ts';
+
 import type { NetnsHost } from './netns.ts';
 
 const run = promisify(execFile);

@@ -6,9 +6,10 @@
 // deletes the namespace, which deletes both ends of the veth pair. A namespace's name holds
 // the creating process's pid (pglog-t-PID-XXXX): one left behind by a test process killed by a
 // signal (no exit hooks run) is removed, with its processes, by the next createNetnsHost().
-import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { type ChildProcess,execFileSync, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
+
 import { onProcessExit } from '@pglog/test-support/exit-cleanup.ts';
 
 export interface NetnsHost {

@@ -1,8 +1,9 @@
 // Runs the real `pglog operator` CLI as a child process against a test control plane, with a
 // short Lease so leader hand-over fits in a test. Its log lines are kept for failure messages.
-import { spawn, type ChildProcess } from 'node:child_process';
-import { onProcessExit } from '@pglog/test-support/exit-cleanup.ts';
+import { type ChildProcess,spawn } from 'node:child_process';
+
 import { PGLOG } from '@pglog/test-support/cli.ts';
+import { onProcessExit } from '@pglog/test-support/exit-cleanup.ts';
 import { freePort } from '@pglog/test-support/wait.ts';
 
 export interface OperatorProcess {

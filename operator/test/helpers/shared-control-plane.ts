@@ -10,7 +10,8 @@
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { runKubectl, startControlPlane, type ControlPlane, type ControlPlaneOptions } from '@pglog/test-support/control-plane.ts';
+
+import { type ControlPlane, type ControlPlaneOptions,runKubectl, startControlPlane } from '@pglog/test-support/control-plane.ts';
 
 const ENV = 'PGLOG_SHARED_CONTROL_PLANE';
 

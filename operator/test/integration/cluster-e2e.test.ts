@@ -38,19 +38,20 @@
 //     Secrets. The operators' leader Lease, created at run time and so unknown to Helm, is
 //     owned by the operator Deployment and goes with it. Nothing else is left in the namespace.
 import assert from 'node:assert/strict';
-import { readFileSync, readdirSync, writeFileSync } from 'node:fs';
+import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
+
 import type { DeleteOptions, KubeClient, KubeObject, ResourceType } from '@pglog/common/kube/client-types.ts';
 import { COLLECTOR_POOLS, LEASES, PODS } from '@pglog/common/kube/resources.ts';
 import { expectStoredOnce, storedRows } from '@pglog/test-support/checker.ts';
-import { startLogServer, type LogServer } from '@pglog/test-support/log-server.ts';
+import { type E2eCluster,POD_SECURITY_WARNING, startE2eCluster } from '@pglog/test-support/e2e-cluster.ts';
+import { assignmentOf, eventually } from '@pglog/test-support/fleet.ts';
+import { type LogServer,startLogServer } from '@pglog/test-support/log-server.ts';
 import { startPostgres, type TestPostgres } from '@pglog/test-support/postgres.ts';
-import { startSeqLoad, type SeqLoad } from '@pglog/test-support/seq-load.ts';
+import { type SeqLoad,startSeqLoad } from '@pglog/test-support/seq-load.ts';
 import { logServerTarget } from '@pglog/test-support/shard-collector.ts';
 import { startSshServer, type TestSshServer } from '@pglog/test-support/sshd.ts';
-import { POD_SECURITY_WARNING, startE2eCluster, type E2eCluster } from '@pglog/test-support/e2e-cluster.ts';
-import { assignmentOf, eventually } from '@pglog/test-support/fleet.ts';
 
 const NS = 'pglog';
 const POOL = 'main';

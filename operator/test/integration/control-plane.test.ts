@@ -5,7 +5,8 @@
 // garbage-collects them through owner references when the StatefulSet is deleted.
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { useSharedControlPlane, type SharedControlPlane } from '../helpers/shared-control-plane.ts';
+
+import { type SharedControlPlane,useSharedControlPlane } from '../helpers/shared-control-plane.ts';
 
 /** This file's namespace on the shared control plane (shared-control-plane.ts). */
 const NS = 'harness';

@@ -6,8 +6,9 @@ import assert from 'node:assert/strict';
 import { readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
+
 import { EXAMPLES } from '../../src/crd/examples.ts';
-import { useSharedControlPlane, type SharedControlPlane } from '../helpers/shared-control-plane.ts';
+import { type SharedControlPlane,useSharedControlPlane } from '../helpers/shared-control-plane.ts';
 
 /** This file's namespace on the shared control plane (shared-control-plane.ts). */
 const NS = 'crds';

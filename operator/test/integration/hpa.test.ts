@@ -24,15 +24,17 @@ import assert from 'node:assert/strict';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
+
 import type { KubeClient, KubeObject, ResourceType } from '@pglog/common/kube/client-types.ts';
 import { COLLECTOR_POOLS, COLLECTOR_SHARDS, PODS, STATEFUL_SETS } from '@pglog/common/kube/resources.ts';
-import { METRICS_PORT } from '../../src/desired/pool-resources.ts';
-import { startPostgres, type TestPostgres } from '@pglog/test-support/postgres.ts';
 import type { ControlPlane } from '@pglog/test-support/control-plane.ts';
-import { aggregatorCerts, startCustomMetricsApi, type AggregatorCerts, type CustomMetricsApi, type MetricPod } from '../helpers/custom-metrics-server.ts';
+import { type E2eCluster,POD_SECURITY_WARNING, startE2eCluster } from '@pglog/test-support/e2e-cluster.ts';
 import { eventually } from '@pglog/test-support/fleet.ts';
+import { startPostgres, type TestPostgres } from '@pglog/test-support/postgres.ts';
+
+import { METRICS_PORT } from '../../src/desired/pool-resources.ts';
+import { type AggregatorCerts, aggregatorCerts, type CustomMetricsApi, type MetricPod,startCustomMetricsApi } from '../helpers/custom-metrics-server.ts';
 import { createNetnsHost, type NetnsHost } from '../helpers/netns.ts';
-import { POD_SECURITY_WARNING, startE2eCluster, type E2eCluster } from '@pglog/test-support/e2e-cluster.ts';
 
 const NS = 'pglog';
 const POOL = 'main';

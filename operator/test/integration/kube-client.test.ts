@@ -8,13 +8,15 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { useSharedControlPlane, type SharedControlPlane } from '../helpers/shared-control-plane.ts';
+
 import { createKubeClient } from '@pglog/common/kube/client.ts';
 import type { KubeClient, KubeObject, ResourceType, WatchEvent } from '@pglog/common/kube/client-types.ts';
 import { loadKubeconfigFile } from '@pglog/common/kube/config.ts';
 import { isKubeError, type KubeError } from '@pglog/common/kube/errors.ts';
 import { CUSTOM_RESOURCE_DEFINITIONS } from '@pglog/common/kube/resources.ts';
 import { freePort, sleep } from '@pglog/test-support/wait.ts';
+
+import { type SharedControlPlane,useSharedControlPlane } from '../helpers/shared-control-plane.ts';
 
 /** This file's namespace on the shared control plane (shared-control-plane.ts). */
 const NS = 'kube-client';

@@ -3,10 +3,12 @@
 // cannot write logs instead of throwing.
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { useSharedControlPlane, type SharedControlPlane } from '../helpers/shared-control-plane.ts';
+
 import { createKubeClient } from '@pglog/common/kube/client.ts';
 import type { KubeClient, KubeObject, ResourceType } from '@pglog/common/kube/client-types.ts';
-import { CORE_EVENTS, EventRecorder, type CoreEvent } from '@pglog/common/kube/events.ts';
+import { CORE_EVENTS, type CoreEvent,EventRecorder } from '@pglog/common/kube/events.ts';
+
+import { type SharedControlPlane,useSharedControlPlane } from '../helpers/shared-control-plane.ts';
 
 /** This file's namespace on the shared control plane (shared-control-plane.ts). */
 const NS = 'kube-events';

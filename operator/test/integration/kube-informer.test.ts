@@ -5,13 +5,15 @@
 // in this test that is closed and opened again (the harness cannot restart the apiserver).
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { useSharedControlPlane, type SharedControlPlane } from '../helpers/shared-control-plane.ts';
-import { startTcpProxy } from '../helpers/tcp-proxy.ts';
+
 import { createKubeClient } from '@pglog/common/kube/client.ts';
 import type { KubeClient, KubeObject, ResourceType, WatchEvent, WatchOptions } from '@pglog/common/kube/client-types.ts';
 import { isKubeError } from '@pglog/common/kube/errors.ts';
 import { Informer, type InformerEvent } from '@pglog/common/kube/informer.ts';
 import { sleep } from '@pglog/test-support/wait.ts';
+
+import { type SharedControlPlane,useSharedControlPlane } from '../helpers/shared-control-plane.ts';
+import { startTcpProxy } from '../helpers/tcp-proxy.ts';
 
 /** This file's namespace on the shared control plane (shared-control-plane.ts). */
 const NS = 'kube-informer';

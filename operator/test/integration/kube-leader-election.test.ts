@@ -3,13 +3,15 @@
 // once; a leader that cannot reach the API server stops leading within its renew deadline.
 import assert from 'node:assert/strict';
 import { after, afterEach, before, describe, test } from 'node:test';
-import { useSharedControlPlane, type SharedControlPlane } from '../helpers/shared-control-plane.ts';
-import { startTcpProxy } from '../helpers/tcp-proxy.ts';
+
 import { createKubeClient } from '@pglog/common/kube/client.ts';
 import type { KubeClient } from '@pglog/common/kube/client-types.ts';
-import { LeaderElector, type Lease, type LeaderElectorOptions } from '@pglog/common/kube/leader-election.ts';
+import { LeaderElector, type LeaderElectorOptions,type Lease } from '@pglog/common/kube/leader-election.ts';
 import { LEASES } from '@pglog/common/kube/resources.ts';
 import { sleep } from '@pglog/test-support/wait.ts';
+
+import { type SharedControlPlane,useSharedControlPlane } from '../helpers/shared-control-plane.ts';
+import { startTcpProxy } from '../helpers/tcp-proxy.ts';
 
 /** This file's namespace on the shared control plane (shared-control-plane.ts). */
 const NS = 'kube-leader-election';

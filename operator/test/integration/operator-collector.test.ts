@@ -18,7 +18,7 @@ import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import pg from 'pg';
+
 import type { CollectorShard } from '@pglog/common/api/collector-shard.ts';
 import type { TargetObject } from '@pglog/common/api/target-object.ts';
 import { createKubeClient } from '@pglog/common/kube/client.ts';
@@ -26,15 +26,17 @@ import type { KubeClient, KubeObject } from '@pglog/common/kube/client-types.ts'
 import { loadKubeconfigFile } from '@pglog/common/kube/config.ts';
 import { COLLECTOR_POOLS, COLLECTOR_SHARDS, POSTGRES_TARGETS, SECRETS, STATEFUL_SETS } from '@pglog/common/kube/resources.ts';
 import { expectStoredOnce, storedRows } from '@pglog/test-support/checker.ts';
-import { startLogServer, type LogServer } from '@pglog/test-support/log-server.ts';
+import { type ControlPlane,startControlPlane } from '@pglog/test-support/control-plane.ts';
+import { assignmentOf, eventually } from '@pglog/test-support/fleet.ts';
+import { type LogServer,startLogServer } from '@pglog/test-support/log-server.ts';
 import { startPostgres, type TestPostgres } from '@pglog/test-support/postgres.ts';
 import { killTree } from '@pglog/test-support/process-tree.ts';
-import { startSeqLoad, type SeqLoad } from '@pglog/test-support/seq-load.ts';
+import { type SeqLoad,startSeqLoad } from '@pglog/test-support/seq-load.ts';
 import { launchShardCollector, logServerTarget, type ShardCollector } from '@pglog/test-support/shard-collector.ts';
 import { startSshServer, type TestSshServer } from '@pglog/test-support/sshd.ts';
-import { startControlPlane, type ControlPlane } from '@pglog/test-support/control-plane.ts';
-import { assignmentOf, eventually } from '@pglog/test-support/fleet.ts';
-import { startOperator, type OperatorProcess } from '../helpers/operator-process.ts';
+import pg from 'pg';
+
+import { type OperatorProcess,startOperator } from '../helpers/operator-process.ts';
 
 const NS = 'loop';
 const POOL = 'main';

@@ -13,14 +13,16 @@
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
+
 import { createKubeClient } from '@pglog/common/kube/client.ts';
 import type { KubeClient, KubeObject } from '@pglog/common/kube/client-types.ts';
 import { loadKubeconfigFile } from '@pglog/common/kube/config.ts';
 import { CORE_EVENTS, type CoreEvent } from '@pglog/common/kube/events.ts';
 import { COLLECTOR_POOLS, COLLECTOR_SHARDS, POD_DISRUPTION_BUDGETS, SERVICES, STATEFUL_SETS } from '@pglog/common/kube/resources.ts';
-import { startControlPlane, type ControlPlane } from '@pglog/test-support/control-plane.ts';
+import { type ControlPlane,startControlPlane } from '@pglog/test-support/control-plane.ts';
 import { eventually, poolObject } from '@pglog/test-support/fleet.ts';
-import { startOperator, type OperatorProcess } from '../helpers/operator-process.ts';
+
+import { type OperatorProcess,startOperator } from '../helpers/operator-process.ts';
 
 const SYSTEM = 'pglog-system';
 const TEAM = 'team-a';

@@ -14,14 +14,16 @@
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
+
 import type { CollectorShard } from '@pglog/common/api/collector-shard.ts';
 import { createKubeClient } from '@pglog/common/kube/client.ts';
 import type { KubeClient, KubeObject } from '@pglog/common/kube/client-types.ts';
 import { loadKubeconfigFile } from '@pglog/common/kube/config.ts';
 import { COLLECTOR_POOLS, COLLECTOR_SHARDS, LEASES, POSTGRES_TARGETS, STATEFUL_SETS } from '@pglog/common/kube/resources.ts';
-import { startControlPlane, type ControlPlane } from '@pglog/test-support/control-plane.ts';
+import { type ControlPlane,startControlPlane } from '@pglog/test-support/control-plane.ts';
 import { assignmentOf, createAll, eventually, poolObject, targetObject } from '@pglog/test-support/fleet.ts';
-import { startOperator, type OperatorProcess } from '../helpers/operator-process.ts';
+
+import { type OperatorProcess,startOperator } from '../helpers/operator-process.ts';
 
 const NS = 'fleet';
 const CRDS = ['pglog.io_postgrestargets.yaml', 'pglog.io_collectorpools.yaml', 'pglog.io_collectorshards.yaml'].map((f) => join(import.meta.dirname, '../../../crds', f));

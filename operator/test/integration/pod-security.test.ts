@@ -8,11 +8,13 @@ import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
+
+import { type ControlPlane,kubeBin } from '@pglog/test-support/control-plane.ts';
+
 import { desiredStatefulSet } from '../../src/desired/pool-resources.ts';
 import type { StatefulSet } from '../../src/desired/workload-types.ts';
-import { kubeBin, type ControlPlane } from '@pglog/test-support/control-plane.ts';
-import { useSharedControlPlane, type SharedControlPlane } from '../helpers/shared-control-plane.ts';
 import { samplePool } from '../helpers/pool-fixtures.ts';
+import { type SharedControlPlane,useSharedControlPlane } from '../helpers/shared-control-plane.ts';
 
 const NAMESPACE = 'pglog-restricted';
 const SERVICE_ACCOUNT = 'pglog-collector';

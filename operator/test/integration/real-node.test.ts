@@ -10,9 +10,10 @@
 // Nothing is skipped: without Docker, the image or the node's tools the test fails and says why.
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { sleep } from '@pglog/test-support/wait.ts';
-import { startE2eCluster, type E2eCluster } from '@pglog/test-support/e2e-cluster.ts';
+
+import { type E2eCluster,startE2eCluster } from '@pglog/test-support/e2e-cluster.ts';
 import type { RealNode } from '@pglog/test-support/real-node.ts';
+import { sleep } from '@pglog/test-support/wait.ts';
 
 const IMAGE = process.env['PGLOG_TEST_IMAGE'];
 const DOCKER = process.env['PGLOG_TEST_DOCKER'] ?? 'docker';

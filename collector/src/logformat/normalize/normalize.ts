@@ -30,8 +30,8 @@
  */
 import { decodeOutput, releaseBuffers, scan } from './sql-scanner.ts';
 
-export { DEFAULT_TEMPLATE_CACHE_BYTES, fingerprintOf, MAX_CACHED_TEMPLATE_BYTES, TemplateCache } from './sql-template-cache.ts';
 export type { QueryTemplate, TemplateCacheOptions } from './sql-template-cache.ts';
+export { DEFAULT_TEMPLATE_CACHE_BYTES, fingerprintOf, MAX_CACHED_TEMPLATE_BYTES, TemplateCache } from './sql-template-cache.ts';
 
 /** Normalizes SQL text into its template (see the module comment). Never throws. */
 export function normalizeQuery(sql: string): string {

@@ -8,6 +8,7 @@
  * and the rest live in a byte budget from which the least recently used leave first.
  */
 import { hash } from 'node:crypto';
+
 import { stringHeapBytes } from '../heap-bytes.ts';
 import { decodeOutput, encodeInput, inputWords, literalsReplaced, outputWords, releaseBuffers, scanInput } from './sql-scanner.ts';
 

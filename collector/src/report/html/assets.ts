@@ -5,7 +5,9 @@
  */
 import { readFile } from 'node:fs/promises';
 import { createRequire } from 'node:module';
+
 import { PglogError } from '@pglog/common/errors.ts';
+
 import type { Assets } from './render.ts';
 
 const CSS = `

@@ -4,18 +4,19 @@
  * write, and assembles the model (model.ts).
  */
 import type pg from 'pg';
+
 import { inReadOnlySnapshot } from '../fetch.ts';
 import { episodeFromRow, episodesQuery } from '../locks-query.ts';
 import { errorFromRow, errorsQuery, groupsOf, lockWaitFromRow, lockWaitsQuery, type Row } from '../query.ts';
 import type { ReportFilter } from '../types.ts';
 import {
-  attachTemplateDetails, checkpointFromRow, deadlockFromRow, errorSeries, eventSeries, maintenanceFromRow, metaOf,
-  sessionFromRow, sizeClasses, statementSeries, targetSeries, templateFromRow, templateKeys, tempFileFromRow, type HtmlReport,
-} from './model.ts';
+  attachTemplateDetails, checkpointFromRow, deadlockFromRow, errorSeries, eventSeries, type HtmlReport,
+maintenanceFromRow, metaOf,
+  sessionFromRow, sizeClasses, statementSeries, targetSeries, tempFileFromRow, templateFromRow, templateKeys, } from './model.ts';
 import {
-  binCount, binWidthMs, checkpointsQuery, deadlocksQuery, errorSeriesQuery, eventSeriesQuery, maintenanceQuery, perTargetCountsQuery,
-  sessionsQuery, statementSeriesQuery, targetSeriesQuery, templateExamplesQuery, templatePlansQuery, templateSeriesQuery, templatesQuery,
-  tempFileSizesQuery, tempFilesQuery, type HtmlFilter,
+  binCount, binWidthMs, checkpointsQuery, deadlocksQuery, errorSeriesQuery, eventSeriesQuery, type HtmlFilter,
+maintenanceQuery, perTargetCountsQuery,
+  sessionsQuery, statementSeriesQuery, targetSeriesQuery,   tempFileSizesQuery, tempFilesQuery, templateExamplesQuery, templatePlansQuery, templateSeriesQuery, templatesQuery,
 } from './queries.ts';
 import { rollupServes, rollupStatementSeriesQuery, rollupTargetSeriesQuery, rollupTemplateSeriesQuery, rollupTemplatesQuery } from './queries-rollup.ts';
 

@@ -7,10 +7,10 @@
  * count was zero. Times are epoch milliseconds (UTC); the page shows them in the reader's zone
  * or in UTC.
  */
-import { date, num, numOrNull, text, textOrNull, type Row } from '../query.ts';
+import { date, num, numOrNull, type Row,text, textOrNull } from '../query.ts';
 import type { BlockingEpisode } from '../snapshot-types.ts';
 import type { ErrorStats, LockWaitStats } from '../types.ts';
-import { binCount, SERIES_TOP, type HtmlFilter, type TemplateKeys } from './queries.ts';
+import { binCount, type HtmlFilter, SERIES_TOP, type TemplateKeys } from './queries.ts';
 
 export interface Overview {
   statements: number;

@@ -4,8 +4,9 @@
  * Pure: a model and the assets in, a string out. The event sections are in sections.ts.
  */
 import { PglogError } from '@pglog/common/errors.ts';
+
+import { anyPoint, bytes, chart, type Column,count, esc, jsonForScript, ms, NONE_HTML, orNone, shownOf, table, timeCell } from './markup.ts';
 import type { HtmlReport, Template } from './model.ts';
-import { anyPoint, bytes, chart, count, esc, jsonForScript, ms, NONE_HTML, orNone, shownOf, table, timeCell, type Column } from './markup.ts';
 import { blockingSection, checkpointSection, errorSection, lockSection, maintenanceSection, sessionSection, tempFileSection } from './sections.ts';
 
 export interface Assets {

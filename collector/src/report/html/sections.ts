@@ -4,8 +4,8 @@
  */
 import type { BlockingEpisode } from '../snapshot-types.ts';
 import type { ErrorStats, LockWaitStats } from '../types.ts';
+import { anyPoint, bytes, chart, type Column,count, esc, ms, orNone, shownOf, table, timeCell } from './markup.ts';
 import type { Checkpoint, Deadlock, HtmlReport, MaintenanceRow, SessionRow, TempFileRow } from './model.ts';
-import { anyPoint, bytes, chart, count, esc, ms, orNone, shownOf, table, timeCell, type Column } from './markup.ts';
 
 const text = <T>(title: string, f: (r: T) => string | null): Column<T> => ({ title, cell: (r) => orNone(f(r)) });
 const code = <T>(title: string, f: (r: T) => string | null): Column<T> => ({ title, cls: 'code', cell: (r) => `<span class="q">${orNone(f(r))}</span>` });

@@ -3,15 +3,17 @@
 // reporter answers a 409 by reading again; the shard watcher delivers its one shard and reports
 // an API failure or a missing shard as its health instead of throwing.
 import assert from 'node:assert/strict';
+import { Writable } from 'node:stream';
 import { describe, test } from 'node:test';
+
 import type { CollectorShard, CollectorShardStatus } from '@pglog/common/api/collector-shard.ts';
+import { PglogError } from '@pglog/common/errors.ts';
 import type { KubeClient, KubeObject, ListResult, ResourceType, WatchEvent } from '@pglog/common/kube/client-types.ts';
+import { createLogger } from '@pglog/common/observability/logger.ts';
+
 import { ShardWatcher } from '../../../src/cluster/shard-watcher.ts';
 import { StatusReporter } from '../../../src/cluster/status-reporter.ts';
 import { rateHintOf, TargetResolver } from '../../../src/cluster/target-resolver.ts';
-import { PglogError } from '@pglog/common/errors.ts';
-import { createLogger } from '@pglog/common/observability/logger.ts';
-import { Writable } from 'node:stream';
 
 const log = createLogger({ level: 'error', destination: new Writable({ write: (_c, _e, cb) => cb() }) });
 

@@ -3,10 +3,12 @@
 // target validation, with errors that name the object and never the key.
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { planAssignment, targetFingerprint, type PlannedTarget } from '../../../src/collect/assignment-plan.ts';
-import { credentialsFromSecret, secretNameOf, targetFromObject } from '../../../src/cluster/target-credentials.ts';
+
 import type { PostgresTarget } from '@pglog/common/api/postgres-target.ts';
 import { PglogError } from '@pglog/common/errors.ts';
+
+import { credentialsFromSecret, secretNameOf, targetFromObject } from '../../../src/cluster/target-credentials.ts';
+import { planAssignment, type PlannedTarget,targetFingerprint } from '../../../src/collect/assignment-plan.ts';
 
 const p = (name: string, fingerprint = 'f', epoch: number | null = 1, transport: PlannedTarget['transport'] = 'inproc'): PlannedTarget => ({ name, fingerprint, epoch, transport });
 

@@ -3,8 +3,10 @@
 // retries it whole; budgets pause producers until a commit frees room; stop() flushes.
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { Batcher, eventCost, type BatchCommitter } from '../../../src/collect/batcher.ts';
+
 import { PglogError } from '@pglog/common/errors.ts';
+
+import { type BatchCommitter,Batcher, eventCost } from '../../../src/collect/batcher.ts';
 import type { PglogEvent } from '../../../src/logformat/events.ts';
 import type { CommitResult, StoreBatch, StorePosition } from '../../../src/store/store-writer.ts';
 

@@ -4,9 +4,11 @@
 // last entry; idle flushes a quiet log's newest entry.
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { Batcher } from '../../../src/collect/batcher.ts';
-import { InstanceStream, type Follower } from '../../../src/collect/instance-stream.ts';
+
 import { PglogError } from '@pglog/common/errors.ts';
+
+import { Batcher } from '../../../src/collect/batcher.ts';
+import { type Follower,InstanceStream } from '../../../src/collect/instance-stream.ts';
 import type { FollowedFile, FollowItem, FollowPosition } from '../../../src/follow/follower.ts';
 import { TemplateCache } from '../../../src/logformat/normalize/normalize.ts';
 import type { CommitResult, StoreBatch } from '../../../src/store/store-writer.ts';

@@ -7,12 +7,14 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
+
+import type { PostgresInstance, PostgresTarget } from '@pglog/common/api/postgres-target.ts';
+import { LOG_FORMATS, TRANSPORTS } from '@pglog/common/api/postgres-target.ts';
+import { isPglogError } from '@pglog/common/errors.ts';
 import fc from 'fast-check';
 import { stringify } from 'yaml';
+
 import { loadTargetsFile, parseTargetsFile } from '../../../src/config/targets.ts';
-import { LOG_FORMATS, TRANSPORTS } from '@pglog/common/api/postgres-target.ts';
-import type { PostgresInstance, PostgresTarget } from '@pglog/common/api/postgres-target.ts';
-import { isPglogError } from '@pglog/common/errors.ts';
 import { SUPPORTED_ENCODINGS } from '../../../src/logformat/decode.ts';
 
 const FIXTURES = path.join(path.dirname(fileURLToPath(import.meta.url)), '..', '..', 'fixtures');

@@ -4,11 +4,13 @@
 // in order; then starts, waits, gaps (a file gone or truncated with no copy) and file ordering.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
+
+import type { StartPoint } from '@pglog/common/api/postgres-target.ts';
 import fc from 'fast-check';
+
 import { formatIdentity, HEAD_BYTES, parseIdentity } from '../../../src/follow/identity.ts';
 import { classifyLogFileName } from '../../../src/follow/log-files.ts';
-import { orderFiles, planNext, planStart, type Plan } from '../../../src/follow/planner.ts';
-import type { StartPoint } from '@pglog/common/api/postgres-target.ts';
+import { orderFiles, type Plan,planNext, planStart } from '../../../src/follow/planner.ts';
 import { checksumKey, type ChecksumRequest, type ProbedFile, type ProbeResult } from '../../../src/follow/probe-script.ts';
 import type { FollowPosition } from '../../../src/follow/types.ts';
 

@@ -4,12 +4,14 @@
 // newlines), log file names, segment status lines and file identities are parsed or refused.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
+
 import fc from 'fast-check';
+
+import { formatIdentity, parseIdentity } from '../../../src/follow/identity.ts';
 import { classifyLogFileName } from '../../../src/follow/log-files.ts';
 import { buildProbeScript, checksumKey, parseProbeOutput } from '../../../src/follow/probe-script.ts';
 import { buildSegmentScript, parseSegmentStatus } from '../../../src/follow/segment-script.ts';
 import { shellInteger, shellQuote } from '../../../src/follow/shell-quote.ts';
-import { formatIdentity, parseIdentity } from '../../../src/follow/identity.ts';
 
 /** How POSIX sh reads a run of single-quoted words (no expansion inside quotes). */
 function unquoteSh(word: string): string {

@@ -5,8 +5,9 @@
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { describe, it } from 'node:test';
-import { buildBuiltinWaitScript } from '../../../src/follow/segment-script-bash.ts';
+
 import { buildSegmentScript, type SegmentScriptOptions } from '../../../src/follow/segment-script.ts';
+import { buildBuiltinWaitScript } from '../../../src/follow/segment-script-bash.ts';
 import { shellQuote } from '../../../src/follow/shell-quote.ts';
 
 const options: SegmentScriptOptions = {

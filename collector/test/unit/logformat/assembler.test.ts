@@ -2,7 +2,9 @@
 // each log format, a valid log_line_prefix required for stderr and syslog, maxEntryBytes passed on.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
+
 import { isPglogError } from '@pglog/common/errors.ts';
+
 import { createAssembler } from '../../../src/logformat/assembler.ts';
 import { CsvAssembler } from '../../../src/logformat/csv-assembler.ts';
 import { JsonAssembler } from '../../../src/logformat/json-assembler.ts';

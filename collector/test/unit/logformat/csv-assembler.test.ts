@@ -4,10 +4,11 @@
 // run together, row-like lines inside a message) costs only the rows it touches.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { assemble, checkChunking, checkGarbage, checkResume, fixture, plain } from '../../fixtures/asm-harness.ts';
+
 import { createAssembler } from '../../../src/logformat/assembler.ts';
 import { LineSplitter } from '../../../src/logformat/line-splitter.ts';
 import type { LogRecord } from '../../../src/logformat/record.ts';
+import { assemble, checkChunking, checkGarbage, checkResume, fixture, plain } from '../../fixtures/asm-harness.ts';
 
 const data = fixture('asm-csvlog.csv');
 const stderr = fixture('asm-stderr.log');

@@ -9,11 +9,13 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { isDeepStrictEqual } from 'node:util';
+
 import fc from 'fast-check';
-import { assemble } from '../../fixtures/asm-harness.ts';
+
 import { LogParser } from '../../../src/logformat/log-parser.ts';
-import { SummaryBuilder } from '../../../src/parse/summary.ts';
 import type { LogFormat } from '../../../src/logformat/record.ts';
+import { SummaryBuilder } from '../../../src/parse/summary.ts';
+import { assemble } from '../../fixtures/asm-harness.ts';
 
 const STDERR_PREFIX = '%m [%p] %q%u@%d ';
 const SYSLOG_PREFIX = 'user=%u,db=%d ';

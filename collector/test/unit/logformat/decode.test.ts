@@ -4,10 +4,12 @@
 // fast-check properties that decoding never throws and never yields a NUL.
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
+
+import { isPglogError } from '@pglog/common/errors.ts';
 import fc from 'fast-check';
 import iconv from 'iconv-lite';
+
 import { canonicalEncoding, Decoder, SUPPORTED_ENCODINGS } from '../../../src/logformat/decode.ts';
-import { isPglogError } from '@pglog/common/errors.ts';
 
 const HELLO = 'Привет, мир';
 

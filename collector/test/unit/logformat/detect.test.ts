@@ -3,6 +3,7 @@
 // mid-row still recognized; the known prefixes (default, Debian's, pgBadger's, Amazon RDS) found.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
+
 import { detectFormat, detectPrefix } from '../../../src/logformat/detect.ts';
 import { fixture } from '../../fixtures/asm-harness.ts';
 

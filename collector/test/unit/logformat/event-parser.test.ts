@@ -5,8 +5,10 @@
 // as the text parser on the decoded message, and no record makes it throw or yield NaN.
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
+
 import fc from 'fast-check';
 import iconv from 'iconv-lite';
+
 import { Decoder, type EncodingConfig } from '../../../src/logformat/decode.ts';
 import { EventParser } from '../../../src/logformat/event-parser.ts';
 import { EVENT_KINDS, type PglogEvent } from '../../../src/logformat/events.ts';

@@ -8,8 +8,9 @@ import assert from 'node:assert/strict';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
+
 import { corpusDir, regressionsDir } from '../../../fuzz/run.ts';
-import { TARGETS, TARGET_NAMES, type TargetName } from '../../../fuzz/targets.ts';
+import { TARGET_NAMES, type TargetName,TARGETS } from '../../../fuzz/targets.ts';
 
 /** An input that once ran too long may take this many times as long as a real log of its size. */
 const SLOW_RATIO = 20;

@@ -3,6 +3,7 @@
 // point, invalid lines kept as UNKNOWN, the leading fields of a line cut at the cap salvaged.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
+
 import { assemble, checkChunking, checkGarbage, checkResume, fixture, plain } from '../../fixtures/asm-harness.ts';
 
 const data = fixture('asm-jsonlog.json');

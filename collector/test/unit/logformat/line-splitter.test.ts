@@ -4,7 +4,9 @@
 // line without newline to check memory stays bounded.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
+
 import fc from 'fast-check';
+
 import { DEFAULT_MAX_ENTRY_BYTES, LineSplitter } from '../../../src/logformat/line-splitter.ts';
 
 interface Line { text: string; offset: number; next: number; truncated: boolean }

@@ -4,10 +4,12 @@
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { describe, test } from 'node:test';
+
 import fc from 'fast-check';
-import { parseChunks, UTF8_ONLY, type ParseSetup } from '../../helpers/parse.ts';
-import { LogParser } from '../../../src/logformat/log-parser.ts';
+
 import type { PglogEvent } from '../../../src/logformat/events.ts';
+import { LogParser } from '../../../src/logformat/log-parser.ts';
+import { parseChunks, type ParseSetup,UTF8_ONLY } from '../../helpers/parse.ts';
 
 const fixture = (name: string): Buffer => readFileSync(new URL(`../../fixtures/${name}`, import.meta.url));
 

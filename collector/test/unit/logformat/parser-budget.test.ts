@@ -4,10 +4,11 @@
 // counted and reported with its offset. The clock is injected: no timing in these tests.
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { DEFAULT_ENTRY_BUDGET_MS, ENTRY_BUDGET_MS_PER_KIB, LogParser, type SlowEntry } from '../../../src/logformat/log-parser.ts';
-import { SummaryBuilder } from '../../../src/parse/summary.ts';
+
 import { MAX_STRUCTURED_MESSAGE_BYTES } from '../../../src/logformat/event-parser.ts';
 import type { PglogEvent } from '../../../src/logformat/events.ts';
+import { DEFAULT_ENTRY_BUDGET_MS, ENTRY_BUDGET_MS_PER_KIB, LogParser, type SlowEntry } from '../../../src/logformat/log-parser.ts';
+import { SummaryBuilder } from '../../../src/parse/summary.ts';
 
 const encodings = { defaultEncoding: 'UTF8', databases: {} };
 const HEAD = '2024-05-01 10:00:00.000 UTC [4242] ';

@@ -9,10 +9,12 @@
 import assert from 'node:assert/strict';
 import { readdirSync, readFileSync } from 'node:fs';
 import { describe, test } from 'node:test';
+
 import fc from 'fast-check';
-import { LogParser } from '../../../src/logformat/log-parser.ts';
+
 import { Decoder } from '../../../src/logformat/decode.ts';
 import { EventParser } from '../../../src/logformat/event-parser.ts';
+import { LogParser } from '../../../src/logformat/log-parser.ts';
 import { parseCheckpoint } from '../../../src/logformat/messages/checkpoint.ts';
 import { parseConnection, parseDisconnection } from '../../../src/logformat/messages/connection.ts';
 import { lockTypeOf, parseDeadlockDetail, parseLockQueue, parseLockWait } from '../../../src/logformat/messages/locks.ts';
@@ -20,8 +22,8 @@ import { parseAutoanalyze, parseAutovacuum } from '../../../src/logformat/messag
 import { parsePlan } from '../../../src/logformat/messages/plan.ts';
 import { parseStatementMessage, scanStatement, StatementSpans } from '../../../src/logformat/messages/statement.ts';
 import { intList } from '../../../src/logformat/messages/text.ts';
-import { emptyRecord, type LogFormat } from '../../../src/logformat/record.ts';
 import { TemplateCache } from '../../../src/logformat/normalize/sql-template-cache.ts';
+import { emptyRecord, type LogFormat } from '../../../src/logformat/record.ts';
 import { fastest, remeasured } from '../../helpers/linear-time.ts';
 
 /** Bytes of the repeated part at the smaller size; the larger is GROWTH times it. */

@@ -5,7 +5,9 @@
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
+
 import fc from 'fast-check';
+
 import { FieldCache } from '../../../src/logformat/prefix-field-cache.ts';
 
 const line = (...fields: string[]): { b: Buffer; at: Array<[number, number]> } => {

@@ -4,10 +4,12 @@
 // prefixes; a fast-check property that arbitrary bytes never make it throw.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import fc from 'fast-check';
+
 import { isPglogError } from '@pglog/common/errors.ts';
-import { compilePrefix } from '../../../src/logformat/prefix.ts';
+import fc from 'fast-check';
+
 import type { PrefixFields } from '../../../src/logformat/prefix.ts';
+import { compilePrefix } from '../../../src/logformat/prefix.ts';
 import { SEVERITY_WORDS } from '../../../src/logformat/severity.ts';
 
 function blank(): PrefixFields {

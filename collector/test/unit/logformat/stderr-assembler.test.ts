@@ -4,6 +4,7 @@
 // and the server's " at character N" moved into cursorPosition.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
+
 import { assemble, checkChunking, checkGarbage, checkResume, fixture, plain } from '../../fixtures/asm-harness.ts';
 
 const PREFIX = '%m [%p] %q%u@%d ';

@@ -3,6 +3,7 @@
 // logs without sequence numbers, lines of another pid or not syslog at all; never throws.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
+
 import { assemble, checkChunking, checkGarbage, checkResume, fixture, plain } from '../../fixtures/asm-harness.ts';
 
 const PREFIX = 'user=%u,db=%d,app=%a,client=%h ';

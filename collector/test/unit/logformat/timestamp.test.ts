@@ -3,7 +3,9 @@
 // throws, and any date logged as %m in UTC or as %n round-trips.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
+
 import fc from 'fast-check';
+
 import { toIsoTimestamp } from '../../../src/logformat/timestamp.ts';
 
 void test('UTC and GMT: Z, fraction kept as logged', () => {

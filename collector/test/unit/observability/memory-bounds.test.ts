@@ -9,12 +9,13 @@
  */
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
-import { fileURLToPath } from 'node:url';
 import { describe, test } from 'node:test';
+import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
-import { CollectorMetrics } from '../../../src/observability/metrics.ts';
+
 import { DEFAULT_MAX_ENTRY_BYTES } from '../../../src/logformat/line-splitter.ts';
 import { TemplateCache } from '../../../src/logformat/normalize/normalize.ts';
+import { CollectorMetrics } from '../../../src/observability/metrics.ts';
 
 const SCENARIO = fileURLToPath(new URL('../../helpers/memory-scenario.ts', import.meta.url));
 const MiB = 1024 * 1024;

@@ -1,9 +1,10 @@
 // Collector metrics: names, labels and values in the exposition text, lag computed at scrape
 // time, and forgetTarget removing every series of one target and nothing else.
-import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { createCollectorMetrics } from '../../../src/observability/metrics.ts';
+import { test } from 'node:test';
+
 import { EVENT_KINDS } from '../../../src/logformat/events.ts';
+import { createCollectorMetrics } from '../../../src/observability/metrics.ts';
 import { EVENT_TABLES } from '../../../src/store/event-tables.ts';
 
 /** The value of one sample line, e.g. sample(text, 'pglog_read_bytes_total{target="a",instance="main"}'). */

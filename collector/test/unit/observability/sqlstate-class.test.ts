@@ -3,10 +3,12 @@
 // stream's tally, which counts ERROR/FATAL/PANIC error and deadlock events by that class.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
+
 import fc from 'fast-check';
+
 import { tallyEvents } from '../../../src/collect/instance-stream.ts';
-import { isErrorSeverity, SQLSTATE_CLASSES, sqlstateClassOf } from '../../../src/observability/sqlstate-class.ts';
 import type { PglogEvent } from '../../../src/logformat/events.ts';
+import { isErrorSeverity, SQLSTATE_CLASSES, sqlstateClassOf } from '../../../src/observability/sqlstate-class.ts';
 
 test('known SQLSTATEs give their class; anything else other; none unknown', () => {
   assert.equal(sqlstateClassOf('40P01'), '40');

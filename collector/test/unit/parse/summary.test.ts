@@ -3,11 +3,12 @@
 // sharing one overflow entry so memory stays bounded.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
+
 import { Decoder } from '../../../src/logformat/decode.ts';
 import { EventParser } from '../../../src/logformat/event-parser.ts';
+import { ZERO_COUNTERS } from '../../../src/logformat/log-parser.ts';
 import { emptyRecord } from '../../../src/logformat/record.ts';
 import { OVERFLOW_FINGERPRINT, SummaryBuilder } from '../../../src/parse/summary.ts';
-import { ZERO_COUNTERS } from '../../../src/logformat/log-parser.ts';
 
 const parser = new EventParser({ decoder: new Decoder({ defaultEncoding: 'UTF8', databases: {} }) });
 const statement = (sql: string, ms: number) =>

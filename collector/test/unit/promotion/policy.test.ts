@@ -5,13 +5,15 @@
 // RateMeter: no flapping between close rates, one promotion and one demotion for a burst.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import fc from 'fast-check';
+
 import type { ActiveTransport, Transport } from '@pglog/common/api/postgres-target.ts';
-import { RateMeter } from '../../../src/promotion/rate-meter.ts';
 import {
-  decideTransports, DEFAULT_POLICY_SETTINGS, validatePolicyOptions,
-  type PolicyOptions, type ServerTransportState, type Switch,
+  decideTransports, DEFAULT_POLICY_SETTINGS,   type PolicyOptions, type ServerTransportState, type Switch,
+validatePolicyOptions,
 } from '@pglog/common/promotion/policy.ts';
+import fc from 'fast-check';
+
+import { RateMeter } from '../../../src/promotion/rate-meter.ts';
 
 const NOW = 10_000_000;
 const DEFAULTS: PolicyOptions = { ...validatePolicyOptions(), proxyAvailable: true };

@@ -4,7 +4,9 @@
 // no spike after a quiet start, clock steps backwards, an initial rate, bad options refused.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
+
 import fc from 'fast-check';
+
 import { DEFAULT_RATE_TIME_CONSTANT_MS, RateMeter } from '../../../src/promotion/rate-meter.ts';
 
 const TAU = DEFAULT_RATE_TIME_CONSTANT_MS;

@@ -7,9 +7,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import { test } from 'node:test';
-import { SidecarChild, sidecarChildEnv } from '../../../src/promotion/sidecar-child.ts';
+
 import { createLogger } from '@pglog/common/observability/logger.ts';
+
 import { createCollectorMetrics } from '../../../src/observability/metrics.ts';
+import { SidecarChild, sidecarChildEnv } from '../../../src/promotion/sidecar-child.ts';
 import { SidecarClient } from '../../../src/transport/sidecar-client.ts';
 
 test('sidecarChildEnv drops PGLOG_STORE_URL and keeps the rest', () => {

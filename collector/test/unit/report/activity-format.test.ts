@@ -1,7 +1,8 @@
 // `report activity` text and JSON: state columns (aborted transactions count as idle in
 // transaction, the rest as other), failures in full below the table, long-running rows.
-import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import { test } from 'node:test';
+
 import { activityToJson, formatActivityText } from '../../../src/report/activity-format.ts';
 import type { ActivityReport, ServerActivity } from '../../../src/report/snapshot-types.ts';
 

@@ -1,10 +1,12 @@
 // The blocking forest of one snapshot: examples (chain, two blockers, cycles) and properties
 // over random edge sets (every edge shown once, no session its own ancestor except at a
 // marked cycle end, roots wait for nobody, the same forest for any input order).
-import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import { test } from 'node:test';
+
 import fc from 'fast-check';
-import { buildBlockingForest, treesInDatabase, type BlockingNode, type EdgeInput, type SessionInput } from '../../../src/report/blocking-tree.ts';
+
+import { type BlockingNode, buildBlockingForest, type EdgeInput, type SessionInput,treesInDatabase } from '../../../src/report/blocking-tree.ts';
 
 function edge(pid: number, blockingPid: number, waitMs: number | null = 1000, over: Partial<EdgeInput> = {}): EdgeInput {
   return { pid, blockingPid, database: 'shop', lockType: 'relation', waitMode: 'ShareLock', heldMode: 'RowExclusiveLock', relation: 'public.t', waitMs, ...over };

@@ -1,6 +1,7 @@
 // The report's text tables and JSON: number formats, alignment, cutting long text, empty sections.
-import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import { test } from 'node:test';
+
 import { formatCount, formatMs, formatReportJson, formatReportText, formatTime } from '../../../src/report/format.ts';
 import { cut, oneLine, renderTable } from '../../../src/report/text-table.ts';
 import type { Report } from '../../../src/report/types.ts';

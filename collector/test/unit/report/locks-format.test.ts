@@ -1,7 +1,8 @@
 // `report locks` text and JSON: the ASCII tree, waits and held modes, a failed newest run,
 // the episodes table, and the JSON document's field names.
-import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import { test } from 'node:test';
+
 import { buildBlockingForest, type EdgeInput } from '../../../src/report/blocking-tree.ts';
 import { formatLocksJson, formatLocksText, MAX_CHILDREN_SHOWN, nodeLine, QUIET_SERVERS_LISTED } from '../../../src/report/locks-format.ts';
 import type { LocksReport, ServerLocks, SnapshotFilter } from '../../../src/report/snapshot-types.ts';

@@ -1,10 +1,11 @@
 // The report's SQL: only the stable views, every value a bind parameter, filters in order;
 // and decoding of the rows pg returns (int8 as text, timestamptz as Date).
-import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import { test } from 'node:test';
+
 import {
-  errorFromRow, errorsQuery, groupsOf, lockWaitFromRow, lockWaitsQuery, statementFromRow, statementsQuery, type SqlQuery,
-} from '../../../src/report/query.ts';
+  errorFromRow, errorsQuery, groupsOf, lockWaitFromRow, lockWaitsQuery, type SqlQuery,
+statementFromRow, statementsQuery, } from '../../../src/report/query.ts';
 import type { ReportFilter } from '../../../src/report/types.ts';
 
 const since = new Date('2024-05-01T10:00:00Z');

@@ -1,8 +1,10 @@
 // --since/--until: durations before now and ISO timestamps (UTC without an offset).
-import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import fc from 'fast-check';
+import { test } from 'node:test';
+
 import { isPglogError } from '@pglog/common/errors.ts';
+import fc from 'fast-check';
+
 import { parseDuration, parseTimeBound, parseTimestamp, resolveWindow } from '../../../src/report/since.ts';
 
 const usage = (re: RegExp) => (e: unknown): boolean => isPglogError(e) && e.code === 'USAGE' && re.test(e.message);

@@ -9,6 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Duplex } from 'node:stream';
 import { after, before, describe, test } from 'node:test';
+
 import { DeferredSocket } from '../../../src/sampler/deferred-socket.ts';
 
 // A Unix socket server plays the far end (what an SSH channel or forward would reach).

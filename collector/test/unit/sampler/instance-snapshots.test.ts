@@ -5,12 +5,14 @@
 import { strict as assert } from 'node:assert';
 import { Writable } from 'node:stream';
 import { describe, test } from 'node:test';
-import { Registry } from 'prom-client';
-import { PglogError } from '@pglog/common/errors.ts';
-import { InstanceSnapshots, snapshotKinds, type SnapshotSource } from '../../../src/sampler/instance-snapshots.ts';
+
 import type { TargetCollect } from '@pglog/common/api/postgres-target.ts';
+import { PglogError } from '@pglog/common/errors.ts';
 import { createLogger } from '@pglog/common/observability/logger.ts';
+import { Registry } from 'prom-client';
+
 import { SnapshotMetrics } from '../../../src/observability/snapshot-metrics.ts';
+import { InstanceSnapshots, snapshotKinds, type SnapshotSource } from '../../../src/sampler/instance-snapshots.ts';
 import type { SqlRolePrivilege } from '../../../src/snapshot/server-info.ts';
 import type { StatisticsSample } from '../../../src/snapshot/statistics-sample.ts';
 import type { ActivitySession, BlockingEdge, Snapshot, SnapshotFailure } from '../../../src/snapshot/types.ts';

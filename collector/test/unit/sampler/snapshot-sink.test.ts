@@ -3,8 +3,10 @@
 // are written one at a time in order, each write settles with its own outcome, flush() drains.
 import { strict as assert } from 'node:assert';
 import { describe, test } from 'node:test';
-import { SnapshotSink } from '../../../src/sampler/snapshot-sink.ts';
+
 import { PglogError } from '@pglog/common/errors.ts';
+
+import { SnapshotSink } from '../../../src/sampler/snapshot-sink.ts';
 import type { SnapshotFailure } from '../../../src/snapshot/types.ts';
 
 const run = (target: string): SnapshotFailure => ({ target, instance: 'main', kind: 'activity', ts: new Date(0), durationMs: 1, code: 'SQL_TIMEOUT', message: 'x' });

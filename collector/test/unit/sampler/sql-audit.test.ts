@@ -7,6 +7,7 @@
 // snapshot-hostile-schema.test.ts.
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
+
 import { SESSION_OPTIONS } from '../../../src/sampler/sql-session.ts';
 import { everyMonitoringSql, infoFor } from '../../helpers/monitoring-sql.ts';
 import { auditSql, blankLiterals } from '../../helpers/sql-audit.ts';

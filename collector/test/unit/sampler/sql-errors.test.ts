@@ -3,8 +3,10 @@
 // look at; a transport PglogError passes through; errno codes are not taken for SQLSTATEs.
 import { strict as assert } from 'node:assert';
 import { describe, test } from 'node:test';
+
 import { PglogError } from '@pglog/common/errors.ts';
 import { sqlStateOf } from '@pglog/common/errors.ts';
+
 import { toSqlError } from '../../../src/sampler/sql-errors.ts';
 
 const place = 'db1/main (/var/run/postgresql/.s.PGSQL.5432 as pglog@postgres via 10.0.0.5:22)';

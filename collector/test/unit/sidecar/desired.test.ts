@@ -6,11 +6,13 @@ import { strict as assert } from 'node:assert';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
+
+import { isPglogError } from '@pglog/common/errors.ts';
+import { type DesiredServer,parseDesiredState, SSH_USER_PATTERN, sshUserProblem } from '@pglog/common/sidecar/contract.ts';
 import fc from 'fast-check';
 import { parse as parseYaml } from 'yaml';
+
 import { parseTargetsFile } from '../../../src/config/targets.ts';
-import { isPglogError } from '@pglog/common/errors.ts';
-import { parseDesiredState, sshUserProblem, SSH_USER_PATTERN, type DesiredServer } from '@pglog/common/sidecar/contract.ts';
 
 const ROOT = join(import.meta.dirname, '../../../..');
 

@@ -3,11 +3,13 @@
 // forward needs, and the OpenSSH command lines.
 import { strict as assert } from 'node:assert';
 import { describe, test } from 'node:test';
+
+import { type DesiredForward, type DesiredServer,parseDesiredState, parseSidecarStatus } from '@pglog/common/sidecar/contract.ts';
 import fc from 'fast-check';
-import { applyForwardPlan, isEmptyForwardPlan, planForwards, type ForwardSnapshot } from '../../../src/sidecar/forward-plan.ts';
+
+import { applyForwardPlan, type ForwardSnapshot,isEmptyForwardPlan, planForwards } from '../../../src/sidecar/forward-plan.ts';
 import { forwardClientArgs, forwardSocketPath, masterArgs, MAX_DIR_LENGTH } from '../../../src/sidecar/openssh-args.ts';
 import { meaningfulLines } from '../../../src/sidecar/openssh-errors.ts';
-import { parseDesiredState, parseSidecarStatus, type DesiredForward, type DesiredServer } from '@pglog/common/sidecar/contract.ts';
 import { applyPlan, reconcile } from '../../../src/sidecar/reconcile.ts';
 
 const server: DesiredServer = {

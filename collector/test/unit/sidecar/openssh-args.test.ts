@@ -8,8 +8,10 @@ import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
-import { controlSocketPath, dirTooLong, masterArgs, MAX_DIR_LENGTH, MAX_SLOT, remoteCommandArg, serverFingerprint, streamClientArgs } from '../../../src/sidecar/openssh-args.ts';
+
 import type { DesiredServer } from '@pglog/common/sidecar/contract.ts';
+
+import { controlSocketPath, dirTooLong, masterArgs, MAX_DIR_LENGTH, MAX_SLOT, remoteCommandArg, serverFingerprint, streamClientArgs } from '../../../src/sidecar/openssh-args.ts';
 
 const server: DesiredServer = {
   name: 'db1', host: '10.0.0.5', port: 2222, user: 'postgres', identityFile: 'db1.key', knownHostsFile: 'db1.known_hosts',

@@ -4,6 +4,7 @@
  */
 import { strict as assert } from 'node:assert';
 import { describe, test } from 'node:test';
+
 import { classifyOpenSshError, MAX_MESSAGE_CHARS, meaningfulLines } from '../../../src/sidecar/openssh-errors.ts';
 
 const target = { host: '127.0.0.59', port: 34391, user: 'pglog-loggen' };

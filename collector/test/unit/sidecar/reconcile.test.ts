@@ -4,9 +4,11 @@
 // stream outside desired.json, slots within maxSessions, streams only on a master that is up.
 import { strict as assert } from 'node:assert';
 import { describe, test } from 'node:test';
-import fc from 'fast-check';
-import { serverFingerprint } from '../../../src/sidecar/openssh-args.ts';
+
 import type { DesiredServer, DesiredState, DesiredStream } from '@pglog/common/sidecar/contract.ts';
+import fc from 'fast-check';
+
+import { serverFingerprint } from '../../../src/sidecar/openssh-args.ts';
 import { applyPlan, isEmptyPlan, reconcile, type Snapshot } from '../../../src/sidecar/reconcile.ts';
 
 function server(name: string, maxSessions: number, port = 22): DesiredServer {

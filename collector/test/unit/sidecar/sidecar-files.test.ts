@@ -8,6 +8,7 @@ import { chmodSync, chownSync, existsSync, mkdirSync, mkdtempSync, readFileSync,
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, test } from 'node:test';
+
 import { checkKeyFile, cleanStaleDir, isAlive, PIDS_FILE, PidsFile, prepareDir, writeFileAtomic } from '../../../src/sidecar/sidecar-files.ts';
 
 const uid = process.getuid?.() ?? 0;

@@ -2,7 +2,9 @@
 // samples and sequences of samples (fast-check).
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
+
 import fc from 'fast-check';
+
 import { statementKey, statisticsDeltas } from '../../../src/snapshot/deltas.ts';
 import { queryFingerprint } from '../../../src/snapshot/query-fingerprint.ts';
 import type { DatabaseCounters, StatementCounters, StatisticsSample } from '../../../src/snapshot/statistics-sample.ts';

@@ -3,12 +3,14 @@
 // That each text runs on a real server is snapshot-queries.test.ts.
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
+
 import { isPglogError } from '@pglog/common/errors.ts';
-import { decodeServerText } from '../../../src/snapshot/server-text.ts';
+
 import { activityFromRows } from '../../../src/snapshot/activity-query.ts';
 import { activitySql } from '../../../src/snapshot/activity-sql.ts';
 import type { ServerInfo } from '../../../src/snapshot/server-info.ts';
 import { quoteIdent } from '../../../src/snapshot/server-info.ts';
+import { decodeServerText } from '../../../src/snapshot/server-text.ts';
 import { databasesFromRows, statementsFromRows } from '../../../src/snapshot/statistics-query.ts';
 import { databasesSql, extensionVersion, statementsSql } from '../../../src/snapshot/statistics-sql.ts';
 

@@ -3,7 +3,9 @@
 // nearest-rank value and that merging equals adding every sample to one; non-durations ignored.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
+
 import fc from 'fast-check';
+
 import { DurationStats, RELATIVE_ERROR } from '../../../src/stats/histogram.ts';
 
 function exactQuantile(values: number[], q: number): number {

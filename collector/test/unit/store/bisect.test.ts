@@ -1,9 +1,11 @@
 // Bisection finds exactly the rows the server refuses; every other row goes in exactly once.
-import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import { test } from 'node:test';
+
 import fc from 'fast-check';
-import { writeWithBisection } from '../../../src/store/bisect.ts';
+
 import type { Rejection } from '../../../src/store/bisect.ts';
+import { writeWithBisection } from '../../../src/store/bisect.ts';
 
 /** A fake store that refuses a set when it holds a poison row; `hint` says what it reports. */
 function fakeStore(poison: ReadonlySet<number>, hint: 'first-bad' | 'none' | 'wrong') {

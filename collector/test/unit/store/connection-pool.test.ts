@@ -2,6 +2,7 @@
 // slot for migrations and maintenance, granted strictly in the order asked.
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
+
 import { ConnectionPool } from '../../../src/store/connection-pool.ts';
 
 const settled = (): Promise<void> => new Promise((r) => setImmediate(r));

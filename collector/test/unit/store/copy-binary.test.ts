@@ -2,12 +2,14 @@
 // and fast-check properties): header and trailer, NULLs, each column type at its edges
 // (timestamptz's range, int4[] layout), and values it must refuse with row, column and type,
 // after which the encoder starts clean.
-import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import fc from 'fast-check';
-import { CopyBinaryEncoder } from '../../../src/store/copy-binary.ts';
-import type { ColumnType } from '../../../src/store/copy-binary.ts';
+import { test } from 'node:test';
+
 import { isPglogError } from '@pglog/common/errors.ts';
+import fc from 'fast-check';
+
+import type { ColumnType } from '../../../src/store/copy-binary.ts';
+import { CopyBinaryEncoder } from '../../../src/store/copy-binary.ts';
 
 const hex = (b: Buffer): string => b.toString('hex');
 

@@ -8,6 +8,7 @@ import assert from 'node:assert/strict';
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
+
 import { DATASOURCE_TYPE } from '../../../../scripts/dashboards/grafana.ts';
 import { STORE_DASHBOARD_FILE, storeDashboardText } from '../../../../scripts/dashboards/store-dashboard.ts';
 

@@ -1,15 +1,16 @@
 // Events → rows of the event tables: every kind to its table, in the table's column order and
 // types, text cleaned, timestamps exact.
-import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
-import { EVENT_KINDS } from '../../../src/logformat/events.ts';
+import { test } from 'node:test';
+
 import type { PglogEvent, StatementEvent } from '../../../src/logformat/events.ts';
+import { EVENT_KINDS } from '../../../src/logformat/events.ts';
 import { CopyBinaryEncoder } from '../../../src/store/copy-binary.ts';
 import { mapEvent, rowContext, TemplateSet } from '../../../src/store/event-rows.ts';
 import { EVENT_TABLES, TABLES } from '../../../src/store/event-tables.ts';
-import { cutMarker } from '../../../src/store/text-clean.ts';
 import { quarantineRecord } from '../../../src/store/quarantine.ts';
+import { cutMarker } from '../../../src/store/text-clean.ts';
 import { parseChunks } from '../../helpers/parse.ts';
 
 const SOURCE = { target: 'db1', instance: 'main', file: 'log/postgresql-2026-11-21.log' };

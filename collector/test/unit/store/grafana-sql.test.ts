@@ -5,7 +5,8 @@
 //   https://grafana.com/docs/grafana/latest/datasources/postgres/template-variables/
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { expandMacros, formatInterval, grafanaSql, interpolateVariables, parseIntervalSeconds, type GrafanaQueryContext, type GrafanaVariable } from '../../helpers/grafana-sql.ts';
+
+import { expandMacros, formatInterval, type GrafanaQueryContext, grafanaSql, type GrafanaVariable,interpolateVariables, parseIntervalSeconds } from '../../helpers/grafana-sql.ts';
 
 // The documentation's example range: 2017-04-21T05:01:17Z .. 2017-04-21T05:06:17Z.
 const range = { from: new Date('2017-04-21T05:01:17Z'), to: new Date('2017-04-21T05:06:17Z') };

@@ -1,7 +1,9 @@
 // ISO 8601 → microseconds, exactly: the store keeps what the log says down to the microsecond.
-import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import { test } from 'node:test';
+
 import fc from 'fast-check';
+
 import { isoToMicros as isoToMicrosValue, microsToIso, msToMicros } from '../../../src/store/iso-time.ts';
 
 /** The value as a bigint, whatever form it came in (a number while a safe integer). */

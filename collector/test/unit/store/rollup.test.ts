@@ -4,10 +4,12 @@
 // MAX_PERCENTILE_ERROR (9.1 %) of the exact nearest-rank one; bins are the SQL function's.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
+
 import fc from 'fast-check';
+
 import {
-  BIN_BASE_MS, MAX_BIN, MAX_PERCENTILE_ERROR, StatementRollup, durationBin, durationOfBin, histogramPercentile,
-} from '../../../src/store/rollup.ts';
+  BIN_BASE_MS, durationBin, durationOfBin, histogramPercentile,
+MAX_BIN, MAX_PERCENTILE_ERROR, StatementRollup, } from '../../../src/store/rollup.ts';
 
 /** A statement_events row with the columns the rollup reads (the others null). */
 function row(tsMs: number, target: string, database: string | null, fingerprint: string | null, ms: number | null): unknown[] {

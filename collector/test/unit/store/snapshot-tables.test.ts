@@ -1,15 +1,17 @@
 // Snapshots → rows of the snapshot tables: the definitions agree with the migration, every row
 // has its table's columns in order and types, text is cleaned, and the run record counts right.
-import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
+import { test } from 'node:test';
+
 import { isPglogError } from '@pglog/common/errors.ts';
+
 import { CopyBinaryEncoder } from '../../../src/store/copy-binary.ts';
-import { SNAPSHOT_TABLES, SNAPSHOT_TABLE_DEFS, isSnapshotFailure, snapshotRows } from '../../../src/store/snapshot-tables.ts';
 import type { SnapshotRows, SnapshotTable } from '../../../src/store/snapshot-tables.ts';
+import { isSnapshotFailure, SNAPSHOT_TABLE_DEFS, SNAPSHOT_TABLES, snapshotRows } from '../../../src/store/snapshot-tables.ts';
 import { SnapshotEncoders } from '../../../src/store/snapshot-writer.ts';
-import { MIN_MAX_TEXT_BYTES, cutMarker, noRepairs } from '../../../src/store/text-clean.ts';
-import { SNAPSHOT_TS, activitySnapshot, failure, session, statementDelta, statisticsSnapshot } from '../../helpers/snapshot-fixtures.ts';
+import { cutMarker, MIN_MAX_TEXT_BYTES, noRepairs } from '../../../src/store/text-clean.ts';
+import { activitySnapshot, failure, session, SNAPSHOT_TS, statementDelta, statisticsSnapshot } from '../../helpers/snapshot-fixtures.ts';
 
 const MAX = 1024 * 1024;
 

@@ -1,8 +1,10 @@
 // Which server errors are about the rows, where a COPY stopped, and naming the store without
 // its password.
-import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import { test } from 'node:test';
+
 import { sqlStateOf } from '@pglog/common/errors.ts';
+
 import { copyLineOf, describeServerError, isDataRejection } from '../../../src/store/sqlstate.ts';
 import { describeStore, storeUrlPasswords, withoutPassword } from '../../../src/store/store-url.ts';
 

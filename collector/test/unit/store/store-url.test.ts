@@ -1,12 +1,14 @@
 // The store URL's password, however it is written ('@', ':', '/', '?', '#', '%', spaces, a
 // password= parameter, a libpq key=value string), never appears in the store's name, in a
 // message withoutPassword cleaned, or in a log line of the real logger fed storeUrlPasswords.
-import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createRequire } from 'node:module';
 import { Writable } from 'node:stream';
+import { test } from 'node:test';
+
 import { createLogger } from '@pglog/common/observability/logger.ts';
 import { SecretScrubber } from '@pglog/common/observability/redact.ts';
+
 import { describeStore, storeUrlPasswords, withoutPassword } from '../../../src/store/store-url.ts';
 
 // node-postgres' own reading of a connection string: the password it would send.

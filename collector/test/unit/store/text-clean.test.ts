@@ -1,8 +1,10 @@
 // Text on its way into the store: NULs removed, lone surrogates replaced, long text cut at a
 // character boundary within the byte limit, each repair counted.
-import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import { test } from 'node:test';
+
 import fc from 'fast-check';
+
 import { cleanText, cutMarker, cutUtf8, MIN_MAX_TEXT_BYTES, noRepairs } from '../../../src/store/text-clean.ts';
 
 const bytes = (s: string): number => Buffer.byteLength(s, 'utf8');

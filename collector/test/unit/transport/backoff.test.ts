@@ -4,9 +4,11 @@
 // initial spread.
 import { strict as assert } from 'node:assert';
 import { describe, test } from 'node:test';
-import fc from 'fast-check';
+
 import { Backoff, fullJitterDelay } from '@pglog/common/time/backoff.ts';
 import { FakeClock } from '@pglog/test-support/fake-clock.ts';
+import fc from 'fast-check';
+
 import { ConnectLimiter } from '../../../src/transport/connect-limiter.ts';
 
 /** Deterministic "random" numbers in [0, 1). */

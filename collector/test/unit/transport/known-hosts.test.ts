@@ -5,7 +5,9 @@
 import { strict as assert } from 'node:assert';
 import { createHmac, randomBytes } from 'node:crypto';
 import { describe, test } from 'node:test';
+
 import fc from 'fast-check';
+
 import {
   entryMatchesHost, knownHostsName, knownKeyTypes, matchWildcard, parseKnownHosts, sha256Fingerprint, sshKeyType, verifyHostKey, withoutCertAuthorities,
 } from '../../../src/transport/known-hosts.ts';

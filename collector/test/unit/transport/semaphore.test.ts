@@ -3,8 +3,10 @@
 // than the limit is ever held and every acquire is eventually granted.
 import { strict as assert } from 'node:assert';
 import { describe, test } from 'node:test';
+
 import fc from 'fast-check';
-import { Semaphore, type Release } from '../../../src/transport/semaphore.ts';
+
+import { type Release,Semaphore } from '../../../src/transport/semaphore.ts';
 
 describe('Semaphore', { timeout: 20_000 }, () => {
   test('grants up to the limit at once, then in arrival order as permits come back', async () => {

@@ -6,6 +6,7 @@ import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'no
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
+
 import { ProxyShell } from '../../../src/transport/proxy-shell.ts';
 import { SidecarClient, type SidecarServer } from '../../../src/transport/sidecar-client.ts';
 

@@ -7,8 +7,10 @@ import { mkdtempSync, readFileSync, renameSync, rmSync, writeFileSync } from 'no
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, test } from 'node:test';
+
 import { PglogError } from '@pglog/common/errors.ts';
 import type { DesiredState, ForwardStatus, SidecarStatus } from '@pglog/common/sidecar/contract.ts';
+
 import { SidecarClient, type SidecarServer } from '../../../src/transport/sidecar-client.ts';
 import { forwardId } from '../../../src/transport/sidecar-forward.ts';
 

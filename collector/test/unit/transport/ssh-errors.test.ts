@@ -3,9 +3,11 @@
 // host key algorithms offered, the types known_hosts lists for the host first.
 import { strict as assert } from 'node:assert';
 import { describe, test } from 'node:test';
+
 import { PglogError } from '@pglog/common/errors.ts';
-import { hostKeyAlgorithms } from '../../../src/transport/ssh-algorithms.ts';
 import { isLastingSshFailure } from '@pglog/common/errors.ts';
+
+import { hostKeyAlgorithms } from '../../../src/transport/ssh-algorithms.ts';
 import { toSshError } from '../../../src/transport/ssh-errors.ts';
 
 const where = { target: 'db1', host: '10.0.0.5', port: 2222, username: 'postgres' };

@@ -8,8 +8,10 @@ import { strict as assert } from 'node:assert';
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { test } from 'node:test';
-import { Client } from 'ssh2';
+
 import { isPglogError } from '@pglog/common/errors.ts';
+import { Client } from 'ssh2';
+
 import { holdWindow, openSessionsWithWindow } from '../../../src/transport/ssh-window.ts';
 
 const require = createRequire(import.meta.url);

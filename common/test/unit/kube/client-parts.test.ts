@@ -2,6 +2,7 @@
 import assert from 'node:assert/strict';
 import { Readable } from 'node:stream';
 import { describe, test } from 'node:test';
+
 import { codeForStatus, isKubeError, KubeError, kubeErrorFromStatus, kubeNetworkError } from '@pglog/common/kube/errors.ts';
 import { ndjsonLines } from '@pglog/common/kube/ndjson.ts';
 import { queryString, resourcePath } from '@pglog/common/kube/paths.ts';

@@ -9,6 +9,7 @@ import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
+
 import { createKubeClient, retryAfterMs } from '@pglog/common/kube/client.ts';
 import type { ResourceType } from '@pglog/common/kube/client-types.ts';
 import { isKubeError } from '@pglog/common/kube/errors.ts';

@@ -4,8 +4,9 @@
 // the outcome hooks see every reconcile.
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
+
 import { PglogError } from '@pglog/common/errors.ts';
-import { runControllerLoop, TerminalError, type LoopOutcome, type Result } from '@pglog/common/kube/controller-loop.ts';
+import { type LoopOutcome, type Result,runControllerLoop, TerminalError } from '@pglog/common/kube/controller-loop.ts';
 import { KubeError } from '@pglog/common/kube/errors.ts';
 import { WorkQueue } from '@pglog/common/kube/workqueue.ts';
 import { FakeClock } from '@pglog/test-support/fake-clock.ts';

@@ -2,6 +2,7 @@
 // told in KUBERNETES_EXEC_INFO, and which outputs are refused with an error that names it.
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
+
 import type { ExecPlugin, KubeConfig } from '@pglog/common/kube/config.ts';
 import { execInfo, parseExecCredential } from '@pglog/common/kube/credentials.ts';
 

@@ -3,6 +3,7 @@
 // recreated object by its new uid), and watch events applied with repeats ignored.
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
+
 import type { KubeObject } from '@pglog/common/kube/client-types.ts';
 import { applyWatchEvent, diffRelist, keyOf, objectKey } from '@pglog/common/kube/informer-cache.ts';
 

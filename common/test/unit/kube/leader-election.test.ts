@@ -3,6 +3,7 @@
 // renewTime's wall clock), when a lease may be taken at once, and takeover vs renewal fields.
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
+
 import { mayAcquire, microTime, observe, takeLease } from '@pglog/common/kube/leader-election.ts';
 
 describe('leader election: the lease math', () => {

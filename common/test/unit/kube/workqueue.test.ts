@@ -3,9 +3,10 @@
 // fast-check property over random operation sequences that every add is processed after it.
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import fc from 'fast-check';
+
 import { WorkQueue } from '@pglog/common/kube/workqueue.ts';
 import { FakeClock } from '@pglog/test-support/fake-clock.ts';
+import fc from 'fast-check';
 
 describe('WorkQueue', () => {
   test('a key queued twice is handed out once, in FIFO order', async () => {

@@ -1,8 +1,9 @@
 // JSON logs: one object per line, levels by name, target children, and no secret in any line:
 // canary strings planted in fields, nested objects, error messages, causes, stacks and URLs.
-import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { Writable } from 'node:stream';
+import { test } from 'node:test';
+
 import { childForTarget, createLogger, serializeError } from '@pglog/common/observability/logger.ts';
 import { processSecrets, registerSecret, SecretScrubber } from '@pglog/common/observability/redact.ts';
 

@@ -1,8 +1,9 @@
 // Redaction of secrets in text: URL passwords, password= parameters, registered literal secrets.
-import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import { test } from 'node:test';
+
+import { describePostgresUrl, REDACTED, redactUrl, scrubText,SecretScrubber } from '@pglog/common/observability/redact.ts';
 import fc from 'fast-check';
-import { describePostgresUrl, redactUrl, REDACTED, SecretScrubber, scrubText } from '@pglog/common/observability/redact.ts';
 
 test('redactUrl removes the password of scheme://user:password@host and keeps the rest', () => {
   assert.equal(redactUrl('postgres://pglog:s3cret@db.example:5432/store'), `postgres://pglog:${REDACTED}@db.example:5432/store`);

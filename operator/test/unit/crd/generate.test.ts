@@ -5,7 +5,9 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, test } from 'node:test';
+
 import { parse } from 'yaml';
+
 import { parseDocComment } from '../../../src/crd/doc-comment.ts';
 import { buildCrds, crdYaml, generateFiles } from '../../../src/crd/generate.ts';
 import type { JsonSchema } from '../../../src/crd/json-schema.ts';

@@ -4,10 +4,12 @@
 // up and down, promotion, pins, heap sizing; a fast-check property over random fleets and resizes.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import fc from 'fast-check';
+
 import type { CollectorShard } from '@pglog/common/api/collector-shard.ts';
-import { epochFloor, planPool, type PoolPlan } from '../../../src/desired/assignment.ts';
 import type { PostgresTarget } from '@pglog/common/api/postgres-target.ts';
+import fc from 'fast-check';
+
+import { epochFloor, planPool, type PoolPlan } from '../../../src/desired/assignment.ts';
 import { samplePool, sampleShard, sampleTarget } from '../../helpers/pool-fixtures.ts';
 
 const NOW = Date.parse('2026-11-23T12:00:00.000Z');

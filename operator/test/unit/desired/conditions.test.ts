@@ -3,7 +3,9 @@
 // same array when nothing changed), order-free comparison, JSON deep equality.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
+
 import type { Condition } from '@pglog/common/api/common.ts';
+
 import { conditionsEqual, findCondition, semanticEqual, setCondition } from '../../../src/desired/conditions.ts';
 
 const T1 = '2026-11-23T10:00:00.000Z';

@@ -3,6 +3,7 @@
 // a look-alike repository is not a match), and workloads only in the collector namespaces.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
+
 import { imageAllowed, imageRepository, parseAllowedImages, policyRefusal } from '../../../src/desired/pool-policy.ts';
 import { samplePool } from '../../helpers/pool-fixtures.ts';
 

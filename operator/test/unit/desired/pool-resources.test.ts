@@ -4,12 +4,13 @@
 // restricted security), that it ignores assignment and tuning settings; Service and PDB.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
+
 import {
+COLLECTOR_STOP_TIMEOUT_MS,
   DEFAULT_COLLECTOR_RESOURCES, desiredHeadlessService, desiredPodDisruptionBudget, desiredStatefulSet, ownerReference,
-  poolLabels, poolSelector, SERVICE_ACCOUNT_DIR, SERVICE_ACCOUNT_VOLUME, SSHPROXY_DIR, TERMINATION_GRACE_SECONDS, COLLECTOR_STOP_TIMEOUT_MS,
-} from '../../../src/desired/pool-resources.ts';
-import { samplePool } from '../../helpers/pool-fixtures.ts';
+  poolLabels, poolSelector, SERVICE_ACCOUNT_DIR, SERVICE_ACCOUNT_VOLUME, SSHPROXY_DIR, TERMINATION_GRACE_SECONDS, } from '../../../src/desired/pool-resources.ts';
 import type { Container } from '../../../src/desired/workload-types.ts';
+import { samplePool } from '../../helpers/pool-fixtures.ts';
 
 const OPTIONS = { defaultImage: 'ghcr.io/pglog/pglog:0.1.0', serviceAccountName: 'pglog-collector' };
 

@@ -3,15 +3,17 @@
 // changed (a rate wobbling in its fourth digit included).
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
+
 import type { CollectorPool } from '@pglog/common/api/collector-pool.ts';
 import type { ShardTargetStatus } from '@pglog/common/api/collector-shard.ts';
 import type { TargetObject } from '@pglog/common/api/target-object.ts';
+import type { KubeObject } from '@pglog/common/kube/client-types.ts';
+
+import { mapLimit } from '../../../src/controller/map-limit.ts';
+import { DESIRED_HASH_ANNOTATION,desiredHash, withDesiredHash } from '../../../src/controller/owned-objects.ts';
+import { unassignedStatusPatch } from '../../../src/controller/unassigned-targets.ts';
 import { desiredPoolStatus } from '../../../src/desired/pool-status.ts';
 import { desiredTargetStatus, roundRate, targetStatusChanged } from '../../../src/desired/target-status.ts';
-import { desiredHash, withDesiredHash, DESIRED_HASH_ANNOTATION } from '../../../src/controller/owned-objects.ts';
-import { mapLimit } from '../../../src/controller/map-limit.ts';
-import { unassignedStatusPatch } from '../../../src/controller/unassigned-targets.ts';
-import type { KubeObject } from '@pglog/common/kube/client-types.ts';
 
 const target = (status?: TargetObject['status']): TargetObject => ({
   apiVersion: 'pglog.io/v1alpha1', kind: 'PostgresTarget',

@@ -3,6 +3,7 @@
 // else is CONFIG_INVALID.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
+
 import { parseQuantity } from '../../../src/desired/quantity.ts';
 
 describe('parseQuantity', () => {

@@ -3,6 +3,7 @@
 // go to the first pool by name, input order does not matter, and duplicate pool names are refused.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
+
 import { matchesLabelSelector, selectPoolTargets } from '../../../src/desired/assignment.ts';
 import { samplePool, sampleTarget } from '../../helpers/pool-fixtures.ts';
 

@@ -4,8 +4,10 @@
 // and auto targets stay within the capacity the pins leave.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import fc from 'fast-check';
+
 import type { PoolTransport } from '@pglog/common/api/collector-pool.ts';
+import fc from 'fast-check';
+
 import { chooseTransports, type TransportCandidate, type TransportChoice } from '../../../src/desired/transport-choice.ts';
 
 const SETTINGS: PoolTransport = { promoteAboveBitsPerSecond: 1_250_000, demoteBelowBitsPerSecond: 750_000, minDwellSeconds: 60, proxyCapacityPerPod: 64 };

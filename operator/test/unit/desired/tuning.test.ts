@@ -4,7 +4,9 @@
 // explicit values and CONFIG_INVALID for out-of-range ones.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
+
 import fc from 'fast-check';
+
 import { autoSemiSpaceMiB, autoThreadpoolSize, computeTuning, type TuningInput } from '../../../src/desired/tuning.ts';
 
 const MiB = 2 ** 20;

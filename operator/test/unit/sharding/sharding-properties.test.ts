@@ -4,11 +4,13 @@
 // heavy targets included, check completeness, reported excess, stickiness and determinism.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
+
 import fc from 'fast-check';
+
 import {
-  buildRing, DEFAULT_SHARDING_OPTIONS, moduloHashing, movedWeight, planBoundedAssignment, shardLoads, sortedShards,
-  targetRingPosition, targetWeights, type BoundedAssignment, type ShardingInput, type ShardingOptions, type ShardingTarget,
-} from '../../../src/sharding/index.ts';
+type BoundedAssignment,   buildRing, DEFAULT_SHARDING_OPTIONS, moduloHashing, movedWeight, planBoundedAssignment, type ShardingInput, type ShardingOptions, type ShardingTarget,
+shardLoads, sortedShards,
+  targetRingPosition, targetWeights, } from '../../../src/sharding/index.ts';
 
 /**
  * Fleets for the 10,000-target properties. Rates are skewed (log-normal with sigma up to 2.5,

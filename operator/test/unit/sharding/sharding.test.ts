@@ -3,10 +3,11 @@
 // cannot fit, stickiness, 5 → 6 → 5 shards, new targets), with modulo hashing as the baseline.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
+
 import {
   boundedConsistentHashing, buildRing, DEFAULT_SHARDING_OPTIONS, moduloHashing, movedWeight, murmur3, planBoundedAssignment,
-  shardLoads, targetRingPosition, targetWeights, validateShardingOptions, type ShardingTarget,
-} from '../../../src/sharding/index.ts';
+type ShardingTarget,
+  shardLoads, targetRingPosition, targetWeights, validateShardingOptions, } from '../../../src/sharding/index.ts';
 
 const shardNames = (n: number): string[] => Array.from({ length: n }, (_, i) => `pool-${i}`);
 

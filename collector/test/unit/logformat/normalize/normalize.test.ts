@@ -4,7 +4,9 @@
 // huge statements, and TemplateCache agreeing with a fresh normalization.
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
+
 import fc from 'fast-check';
+
 import { fingerprintOf, normalizeQuery, TemplateCache } from '../../../../src/logformat/normalize/normalize.ts';
 import { fastest, remeasured } from '../../../helpers/linear-time.ts';
 
