@@ -11,20 +11,17 @@
 import type { ErrorLabel } from '@pglog/common/errors.ts';
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 
-import { EVENT_KINDS, type EventKind } from '../logformat/events.ts';
+import type { EventKind } from '../logformat/events.ts';
 import { EVENT_TABLES } from '../store/event-tables.ts';
+import { createInstruments, type Instruments, type ParseProblem, registerTemplateCacheMetrics, type TemplateCacheReading, type Transport, TRANSPORTS } from './instruments.ts';
+import { InstanceSeries, TargetSeries } from './metric-series.ts';
 import { SnapshotMetrics } from './snapshot-metrics.ts';
 import type { SqlstateClass } from './sqlstate-class.ts';
 
 export const METRIC_PREFIX = 'pglog_';
 
-export const PARSE_PROBLEMS = ['malformed', 'truncated', 'replacement', 'nul_removed', 'oversized'] as const;
-/** malformed entry, entry truncated at the size cap, invalid bytes replaced while decoding, NUL bytes removed, message too long for its kind's fields (kept as `other`). */
-export type ParseProblem = (typeof PARSE_PROBLEMS)[number];
 export const BATCH_OUTCOMES = ['committed', 'retried', 'fenced'] as const;
 export type BatchOutcome = (typeof BATCH_OUTCOMES)[number];
-export const TRANSPORTS = ['inproc', 'proxy'] as const;
-export type Transport = (typeof TRANSPORTS)[number];
 
 export interface CollectorMetricsOptions {
   /** Sampling resolution of the event-loop delay histogram, ms (default 10). */
@@ -44,124 +41,6 @@ const BATCH_ROWS_BUCKETS = [1, 10, 50, 100, 500, 1000, 5000, 10_000, 50_000, 100
 const BATCH_BYTES_BUCKETS = [1024, 4096, 16_384, 65_536, 262_144, 1_048_576, 4_194_304, 16_777_216, 67_108_864];
 // GC pauses of a Node.js process: mostly sub-millisecond scavenges, rarely 100 ms+ mark-compacts.
 const GC_SECONDS_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1];
-
-type InstanceLabels = { target: string; instance: string };
-/** What the metrics read of a TemplateCache. */
-export interface TemplateCacheReading { readonly bytes: number; readonly size: number; readonly evictions: number; readonly uncached: number }
-
-/** The metric objects; the handles write to them. */
-interface Instruments {
-  readBytes: Counter<'target' | 'instance'>;
-  readLines: Counter<'target' | 'instance'>;
-  events: Counter<'target' | 'instance' | 'kind'>;
-  logErrors: Counter<'target' | 'instance' | 'sqlstate_class'>;
-  parseProblems: Counter<'target' | 'instance' | 'problem'>;
-  slowEntries: Counter<'target' | 'instance'>;
-  skippedBytes: Counter<'target' | 'instance'>;
-  lagBytes: Gauge<'target' | 'instance'>;
-  lagSeconds: Gauge<'target' | 'instance'>;
-  connected: Gauge<'target'>;
-  transport: Gauge<'target' | 'transport'>;
-  pendingBytesTarget: Gauge<'target'>;
-  reconnects: Counter<'target'>;
-  errors: Counter<'target' | 'code'>;
-  fifoBytes: Counter<'target' | 'instance'>;
-  rate: Gauge<'target'>;
-  promotions: Counter<'target'>;
-  demotions: Counter<'target'>;
-  sidecarRestarts: Counter<'target'>;
-}
-
-/** The series of one instance, and the label values it used (to remove them all later). */
-class InstanceSeries {
-  private readonly m: Instruments;
-  readonly labels: InstanceLabels;
-  private readonly kindLabels = new Map<EventKind, InstanceLabels & { kind: EventKind }>();
-  private readonly problemLabels = new Map<ParseProblem, InstanceLabels & { problem: ParseProblem }>();
-  private readonly classLabels = new Map<SqlstateClass, InstanceLabels & { sqlstate_class: SqlstateClass }>();
-  newestCommittedMs: number | null = null;
-
-  constructor(m: Instruments, target: string, instance: string) {
-    this.m = m;
-    this.labels = { target, instance };
-    // Every kind from zero: a rare event (a deadlock) shows in rate() and increase() from its
-    // first occurrence, which a series born at 1 would hide.
-    for (const kind of EVENT_KINDS) this.m.events.inc(this.kind(kind), 0);
-  }
-
-  kind(kind: EventKind): InstanceLabels & { kind: EventKind } {
-    let labels = this.kindLabels.get(kind);
-    if (labels === undefined) {
-      labels = { ...this.labels, kind };
-      this.kindLabels.set(kind, labels);
-    }
-    return labels;
-  }
-
-  problem(problem: ParseProblem): InstanceLabels & { problem: ParseProblem } {
-    let labels = this.problemLabels.get(problem);
-    if (labels === undefined) {
-      labels = { ...this.labels, problem };
-      this.problemLabels.set(problem, labels);
-    }
-    return labels;
-  }
-
-  sqlstateClass(cls: SqlstateClass): InstanceLabels & { sqlstate_class: SqlstateClass } {
-    let labels = this.classLabels.get(cls);
-    if (labels === undefined) {
-      labels = { ...this.labels, sqlstate_class: cls };
-      this.classLabels.set(cls, labels);
-    }
-    return labels;
-  }
-
-  /** Called at scrape time: lag_seconds keeps growing while nothing is committed. */
-  updateLagSeconds(nowMs: number): void {
-    if (this.newestCommittedMs === null) this.m.lagSeconds.remove(this.labels);
-    else this.m.lagSeconds.set(this.labels, Math.max(0, (nowMs - this.newestCommittedMs) / 1000));
-  }
-
-  remove(): void {
-    for (const metric of [this.m.readBytes, this.m.readLines, this.m.slowEntries, this.m.skippedBytes, this.m.lagBytes, this.m.lagSeconds, this.m.fifoBytes]) {
-      metric.remove(this.labels);
-    }
-    for (const labels of this.kindLabels.values()) this.m.events.remove(labels);
-    for (const labels of this.problemLabels.values()) this.m.parseProblems.remove(labels);
-    for (const labels of this.classLabels.values()) this.m.logErrors.remove(labels);
-  }
-}
-
-/** The series of one target, and the error codes it used. */
-class TargetSeries {
-  private readonly m: Instruments;
-  readonly labels: { target: string };
-  private readonly codeLabels = new Map<ErrorLabel, { target: string; code: ErrorLabel }>();
-  pendingBytes = 0;
-
-  constructor(m: Instruments, target: string) {
-    this.m = m;
-    this.labels = { target };
-  }
-
-  code(code: ErrorLabel): { target: string; code: ErrorLabel } {
-    let labels = this.codeLabels.get(code);
-    if (labels === undefined) {
-      labels = { target: this.labels.target, code };
-      this.codeLabels.set(code, labels);
-    }
-    return labels;
-  }
-
-  remove(): void {
-    this.m.connected.remove(this.labels);
-    this.m.pendingBytesTarget.remove(this.labels);
-    this.m.reconnects.remove(this.labels);
-    for (const metric of [this.m.rate, this.m.promotions, this.m.demotions, this.m.sidecarRestarts]) metric.remove(this.labels);
-    for (const t of TRANSPORTS) this.m.transport.remove({ target: this.labels.target, transport: t });
-    for (const labels of this.codeLabels.values()) this.m.errors.remove(labels);
-  }
-}
 
 export class CollectorMetrics {
   readonly registry: Registry;
@@ -199,38 +78,7 @@ export class CollectorMetrics {
     const p = METRIC_PREFIX;
     const allInstances = (): InstanceSeries[] => [...this.instances.values()].flatMap((byName) => [...byName.values()]);
     const allTargets = (): TargetSeries[] => [...this.targets.values()];
-    this.m = {
-      readBytes: new Counter({ name: `${p}read_bytes_total`, help: 'Bytes read from the log, per target and instance.', labelNames: ['target', 'instance'], registers }),
-      readLines: new Counter({ name: `${p}read_lines_total`, help: 'Lines read from the log, per target and instance.', labelNames: ['target', 'instance'], registers }),
-      events: new Counter({ name: `${p}events_total`, help: 'Log entries parsed, by event kind.', labelNames: ['target', 'instance', 'kind'], registers }),
-      logErrors: new Counter({
-        name: `${p}log_errors_total`,
-        help: 'ERROR, FATAL and PANIC entries the server logged, by SQLSTATE class (a known two-character class, other, or unknown when none was logged).',
-        labelNames: ['target', 'instance', 'sqlstate_class'], registers,
-      }),
-      parseProblems: new Counter({
-        name: `${p}parse_problems_total`,
-        help: 'Parse problems: malformed entries, entries truncated at the size cap, invalid bytes replaced, NUL bytes removed, messages too long for their kind kept unparsed.',
-        labelNames: ['target', 'instance', 'problem'], registers,
-      }),
-      slowEntries: new Counter({ name: `${p}parse_slow_entries_total`, help: 'Log entries that took the parser longer than their time budget.', labelNames: ['target', 'instance'], registers }),
-      skippedBytes: new Counter({ name: `${p}skipped_bytes_total`, help: 'Log bytes never read because the committed position was lost.', labelNames: ['target', 'instance'], registers }),
-      lagBytes: new Gauge({ name: `${p}lag_bytes`, help: 'End of the log file minus the committed offset.', labelNames: ['target', 'instance'], registers }),
-      lagSeconds: new Gauge({
-        name: `${p}lag_seconds`, help: 'Now minus the time of the newest committed log entry.', labelNames: ['target', 'instance'], registers,
-        collect: () => { const t = now(); for (const i of allInstances()) i.updateLagSeconds(t); },
-      }),
-      connected: new Gauge({ name: `${p}target_connected`, help: '1 while the SSH connection to the target is up, else 0.', labelNames: ['target'], registers }),
-      transport: new Gauge({ name: `${p}target_transport`, help: '1 for the transport the target is read through (inproc or proxy), 0 for the others.', labelNames: ['target', 'transport'], registers }),
-      pendingBytesTarget: new Gauge({ name: `${p}pending_bytes_target`, help: 'Bytes held in memory for the store, per target.', labelNames: ['target'], registers }),
-      reconnects: new Counter({ name: `${p}reconnects_total`, help: 'SSH reconnections per target.', labelNames: ['target'], registers }),
-      errors: new Counter({ name: `${p}errors_total`, help: 'Errors per target by PglogError code.', labelNames: ['target', 'code'], registers }),
-      fifoBytes: new Counter({ name: `${p}fifo_read_bytes_total`, help: 'Log bytes read through the sshproxy sidecar\'s FIFOs (the proxy transport), per target and instance.', labelNames: ['target', 'instance'], registers }),
-      rate: new Gauge({ name: `${p}target_rate_bits_per_second`, help: 'Smoothed log read rate per target: what promotion to the sidecar and demotion back are decided on.', labelNames: ['target'], registers }),
-      promotions: new Counter({ name: `${p}transport_promotions_total`, help: 'Moves of a target from the in-process SSH client to the sshproxy sidecar.', labelNames: ['target'], registers }),
-      demotions: new Counter({ name: `${p}transport_demotions_total`, help: 'Moves of a target from the sshproxy sidecar back to the in-process SSH client.', labelNames: ['target'], registers }),
-      sidecarRestarts: new Counter({ name: `${p}sidecar_stream_restarts_total`, help: 'Streams of a target started again through the sidecar after one failed or the sidecar went away.', labelNames: ['target'], registers }),
-    };
+    this.m = createInstruments(registers, p, () => { const t = now(); for (const i of allInstances()) i.updateLagSeconds(t); });
     this.sidecarUpGauge = new Gauge({ name: `${p}sidecar_up`, help: '1 while the sshproxy sidecar reports a fresh status, else 0.', registers });
     // Absent until the collector has a sidecar to watch (none with --sshproxy off), not a 0 that
     // would read as "the sidecar is down".
@@ -252,16 +100,7 @@ export class CollectorMetrics {
     // Every table from zero, so increase() sees the first quarantined rows (alerts on them).
     for (const table of EVENT_TABLES) this.quarantinedRows.inc({ table }, 0);
     this.snapshots = new SnapshotMetrics(registry, p);
-    const cache = (): TemplateCacheReading | null => this.templateCache;
-    new Gauge({ name: `${p}template_cache_bytes`, help: 'Bytes held by the query template cache (its own accounting; bounded by --template-cache-bytes).', registers, collect() { this.set(cache()?.bytes ?? 0); } });
-    new Gauge({ name: `${p}template_cache_entries`, help: 'Distinct query templates held by the template cache.', registers, collect() { this.set(cache()?.size ?? 0); } });
-    // Totals kept by the cache: counters that advance by what the cache counted since the last scrape.
-    let evicted = 0;
-    let uncached = 0;
-    new Counter({ name: `${p}template_cache_evictions_total`, help: 'Templates evicted from the template cache to stay within its bytes.', registers,
-      collect() { const n = cache()?.evictions ?? evicted; if (n > evicted) this.inc(n - evicted); evicted = n; } });
-    new Counter({ name: `${p}template_cache_uncached_total`, help: 'Templates too long to be cached (normalized text over 4 KiB), made afresh each time.', registers,
-      collect() { const n = cache()?.uncached ?? uncached; if (n > uncached) this.inc(n - uncached); uncached = n; } });
+    registerTemplateCacheMetrics(registers, p, () => this.templateCache);
   }
 
   private instance(target: string, instance: string): InstanceSeries {
