@@ -6,13 +6,11 @@
 import type pg from 'pg';
 
 import { inReadOnlySnapshot } from '../fetch.ts';
-import { episodeFromRow, episodesQuery } from '../locks-query.ts';
-import { errorFromRow, errorsQuery, groupsOf, lockWaitFromRow, lockWaitsQuery, type Row } from '../query.ts';
+import { episodesQuery } from '../locks-query.ts';
+import { errorsQuery, lockWaitsQuery, type Row } from '../query.ts';
 import type { ReportFilter } from '../types.ts';
-import {
-  attachTemplateDetails, checkpointFromRow, deadlockFromRow, errorSeries, eventSeries, type HtmlReport,
-maintenanceFromRow, metaOf,
-  sessionFromRow, sizeClasses, statementSeries, targetSeries, tempFileFromRow, templateFromRow, templateKeys, } from './model.ts';
+import { assembleHtmlReport } from './assemble.ts';
+import { attachTemplateDetails, errorSeries, eventSeries, type HtmlReport,statementSeries, targetSeries, templateFromRow, templateKeys } from './model.ts';
 import {
   binCount, binWidthMs, checkpointsQuery, deadlocksQuery, errorSeriesQuery, eventSeriesQuery, type HtmlFilter,
 maintenanceQuery, perTargetCountsQuery,
@@ -73,49 +71,9 @@ export async function fetchHtmlReport(client: pg.ClientBase, base: ReportFilter,
     const sizeRows = await rows(tempFileSizesQuery(filter), 'temp file sizes');
     const sessionRows = await rows(sessionsQuery(filter), 'sessions');
 
-    const targets = new Map<string, HtmlReport['targets'][number]>();
-    for (const [target, t] of tg.totals) targets.set(target, { target, statements: t.statements, totalMs: t.totalMs, counts: {} });
-    for (const r of perTarget) {
-      const target = String(r.target);
-      const row = targets.get(target) ?? { target, statements: 0, totalMs: 0, counts: {} };
-      row.counts[String(r.kind)] = Number(r.n);
-      targets.set(target, row);
-    }
-    const errorsTotal = er.totals.reduce((a, t) => a + t.count, 0);
-    const t = ev.totals;
-    const report: HtmlReport = {
-      meta: metaOf(filter, now, statements === FROM_ROLLUP ? 'histogram' : 'exact'),
-      overview: {
-        ...st.totals,
-        peakQpsAt: st.totals.peakQpsAt === null ? null : filter.since.getTime() + st.totals.peakQpsAt * filter.binMs,
-        meanMs: st.totals.timed === 0 ? null : st.totals.totalMs / st.totals.timed,
-        errors: errorsTotal, lockWaits: t.lock_waits ?? 0, deadlocks: t.deadlocks ?? 0, connections: t.connections ?? 0,
-        disconnections: t.disconnections ?? 0, tempFiles: t.temp_files ?? 0, tempBytes: t.temp_bytes ?? 0, checkpoints: t.checkpoints ?? 0,
-        autovacuum: t.autovacuum ?? 0, autoanalyze: t.autoanalyze ?? 0,
-        peakErrorsPerS: Math.max(0, ...er.perBin) / (filter.binMs / 1000),
-      },
-      targets: [...targets.values()].sort((a, b) => b.statements - a.statements || a.target.localeCompare(b.target)),
-      series: {
-        ...st.series, errors: er.perBin,
-        lockWaits: ev.counts.lock_waits ?? [], deadlocks: ev.counts.deadlocks ?? [],
-        connections: ev.counts.connections ?? [], disconnections: ev.counts.disconnections ?? [],
-        tempFiles: ev.counts.temp_files ?? [], tempBytes: ev.values.temp_files ?? [],
-        checkpoints: ev.counts.checkpoints ?? [], checkpointMaxS: ev.values.checkpoints ?? [],
-        autovacuum: ev.counts.autovacuum ?? [], autoanalyze: ev.counts.autoanalyze ?? [], blocked: ev.values.blocked ?? [],
-      },
-      targetSeries: tg.series,
-      templates: { rows: templates, groups: groupsOf(templateRows) },
-      errors: { sqlstates: er.totals, series: { sqlstates: er.sqlstates, counts: er.counts }, messages: { rows: errorRows.map(errorFromRow), groups: groupsOf(errorRows) } },
-      locks: {
-        byType: { rows: lockRows.map(lockWaitFromRow), groups: groupsOf(lockRows) },
-        deadlocks: { rows: deadlockRows.map(deadlockFromRow), groups: groupsOf(deadlockRows) },
-      },
-      blocking: { rows: episodeRows.map(episodeFromRow), groups: groupsOf(episodeRows) },
-      checkpoints: { rows: checkpointRows.map(checkpointFromRow).reverse(), groups: groupsOf(checkpointRows) },
-      maintenance: { rows: maintenanceRows.map(maintenanceFromRow), groups: groupsOf(maintenanceRows) },
-      tempFiles: { rows: tempRows.map(tempFileFromRow), groups: groupsOf(tempRows), sizeClasses: sizeClasses(sizeRows) },
-      sessions: { rows: sessionRows.map(sessionFromRow), groups: groupsOf(sessionRows) },
-    };
-    return report;
+    return assembleHtmlReport({
+      filter, now, percentiles: statements === FROM_ROLLUP ? 'histogram' : 'exact', st, ev, er, tg, perTarget, templateRows, templates,
+      errorRows, lockRows, deadlockRows, episodeRows, checkpointRows, maintenanceRows, tempRows, sizeRows, sessionRows,
+    });
   });
 }

@@ -10,7 +10,7 @@
 import { date, num, numOrNull, type Row,text, textOrNull } from '../query.ts';
 import type { BlockingEpisode } from '../snapshot-types.ts';
 import type { ErrorStats, LockWaitStats } from '../types.ts';
-import { binCount, type HtmlFilter, SERIES_TOP, type TemplateKeys } from './queries.ts';
+import { SERIES_TOP, type TemplateKeys } from './queries.ts';
 
 export interface Overview {
   statements: number;
@@ -106,10 +106,10 @@ export interface HtmlReport {
   sessions: Listed<SessionRow>;
 }
 
-const ms = (v: unknown): number => date(v).getTime();
-const zeros = (n: number): number[] => new Array<number>(n).fill(0);
+export const ms = (v: unknown): number => date(v).getTime();
+export const zeros = (n: number): number[] => new Array<number>(n).fill(0);
 const nulls = (n: number): Array<number | null> => new Array<number | null>(n).fill(null);
-const inRange = (bin: number, bins: number): boolean => Number.isInteger(bin) && bin >= 0 && bin < bins;
+export const inRange = (bin: number, bins: number): boolean => Number.isInteger(bin) && bin >= 0 && bin < bins;
 
 /** The statement series (qps, percentiles, totals) and the overview's statement numbers. */
 export function statementSeries(rows: readonly Row[], bins: number, binMs: number): { series: Record<string, Array<number | null>>; totals: Pick<Overview, 'statements' | 'timed' | 'totalMs' | 'peakQps' | 'peakQpsAt'> } {
@@ -230,56 +230,4 @@ export function attachTemplateDetails(templates: readonly Template[], examples: 
     const p = planOf.get(JSON.stringify([t.target, t.fingerprint]));
     if (p !== undefined) t.plan = { ts: ms(p.ts), durationMs: numOrNull(p.duration_ms), format: textOrNull(p.format), plan: text(p.plan) };
   }
-}
-
-export function checkpointFromRow(r: Row): Checkpoint {
-  return {
-    ts: ms(r.ts), target: text(r.target), instance: text(r.instance), kind: textOrNull(r.checkpoint_kind), reason: textOrNull(r.reason),
-    buffers: numOrNull(r.buffers_written), buffersPct: numOrNull(r.buffers_pct), walAdded: numOrNull(r.wal_added),
-    walRemoved: numOrNull(r.wal_removed), walRecycled: numOrNull(r.wal_recycled), writeS: numOrNull(r.write_s),
-    syncS: numOrNull(r.sync_s), totalS: numOrNull(r.total_s), distanceKb: numOrNull(r.distance_kb),
-  };
-}
-
-export function maintenanceFromRow(r: Row): MaintenanceRow {
-  return {
-    target: text(r.target), database: textOrNull(r.database), relation: textOrNull(r.relation), vacuums: num(r.vacuums), analyzes: num(r.analyzes),
-    elapsedS: num(r.elapsed_s), tuplesRemoved: num(r.tuples_removed), pagesRemoved: num(r.pages_removed), walBytes: num(r.wal_bytes),
-    aggressive: r.aggressive === true, wraparound: r.wraparound === true, lastSeen: ms(r.last_seen),
-  };
-}
-
-export function tempFileFromRow(r: Row): TempFileRow {
-  return {
-    target: text(r.target), database: textOrNull(r.database), fingerprint: textOrNull(r.fingerprint), files: num(r.files),
-    totalBytes: num(r.total_bytes), maxBytes: num(r.max_bytes), statement: textOrNull(r.statement),
-  };
-}
-
-export function sessionFromRow(r: Row): SessionRow {
-  return {
-    target: text(r.target), database: textOrNull(r.database), user: textOrNull(r.username), application: textOrNull(r.application),
-    connections: num(r.connections), disconnections: num(r.disconnections), meanSessionMs: numOrNull(r.mean_session_ms), maxSessionMs: numOrNull(r.max_session_ms),
-  };
-}
-
-export function deadlockFromRow(r: Row): Deadlock {
-  return {
-    ts: ms(r.ts), target: text(r.target), instance: text(r.instance), database: textOrNull(r.database), pid: numOrNull(r.pid),
-    message: text(r.message), processes: r.processes ?? null,
-  };
-}
-
-/** Size classes of temporary files: index i counts files in [64 kB·4^(i-1), 64 kB·4^i). */
-export function sizeClasses(rows: readonly Row[]): number[] {
-  const out = zeros(9);
-  for (const r of rows) { const c = num(r.class); if (inRange(c, 9)) out[c] = num(r.n); }
-  return out;
-}
-
-export function metaOf(filter: HtmlFilter, generatedAt: number, percentiles: HtmlReport['meta']['percentiles'] = 'exact'): HtmlReport['meta'] {
-  return {
-    since: filter.since.getTime(), until: filter.until.getTime(), binMs: filter.binMs, bins: binCount(filter.since, filter.until, filter.binMs),
-    target: filter.target, database: filter.database, limit: filter.limit, generatedAt, percentiles,
-  };
 }
