@@ -68,8 +68,8 @@ export class Controller {
     return { ok: reasons.length === 0, reasons };
   }
 
-  /** Runs until `signal` aborts (leadership lost or shutdown). */
-  async run(signal: AbortSignal): Promise<void> {
+  /** One informer per watched type, each remembered for health() and run(). */
+  private createCaches(): Caches {
     const { o } = this;
     const logFor = (what: string) => (level: string, msg: string, fields?: Record<string, unknown>): void => {
       const line = { informer: what, ...fields };
@@ -82,45 +82,23 @@ export class Controller {
       this.informers.push(i as unknown as Informer<KubeObject>);
       return i;
     };
-    const pools = informer<CollectorPool>(COLLECTOR_POOLS);
-    const targets = informer<TargetObject>(POSTGRES_TARGETS);
-    const shards = informer<CollectorShard>(COLLECTOR_SHARDS);
-    const statefulSets = informer<KubeObject & { status?: StatefulSetState }>(STATEFUL_SETS, OWNED_SELECTOR);
-    const services = informer<KubeObject>(SERVICES, OWNED_SELECTOR);
-    const pdbs = informer<KubeObject>(POD_DISRUPTION_BUDGETS, OWNED_SELECTOR);
-
-    const queue = new WorkQueue();
-    // Bursts (10,000 targets created, 100 collectors reporting) are coalesced into one
-    // reconcile per key per COALESCE_MS: every pass reads the whole namespace anyway.
-    const enqueueNamespace = (namespace: string | undefined): void => {
-      for (const p of pools.list()) if (p.metadata.namespace === namespace) queue.addAfter(poolKey(namespace, p.metadata.name), COALESCE_MS);
-      queue.addAfter(unassignedKey(namespace), COALESCE_MS);
+    return {
+      pools: informer<CollectorPool>(COLLECTOR_POOLS),
+      targets: informer<TargetObject>(POSTGRES_TARGETS),
+      shards: informer<CollectorShard>(COLLECTOR_SHARDS),
+      statefulSets: informer<KubeObject & { status?: StatefulSetState }>(STATEFUL_SETS, OWNED_SELECTOR),
+      services: informer<KubeObject>(SERVICES, OWNED_SELECTOR),
+      pdbs: informer<KubeObject>(POD_DISRUPTION_BUDGETS, OWNED_SELECTOR),
     };
-    pools.onChange((e) => {
-      queue.add(poolKey(e.object.metadata.namespace, e.object.metadata.name));
-      // A new or deleted pool changes which targets are unassigned.
-      if (e.type !== 'update') queue.add(unassignedKey(e.object.metadata.namespace));
-    });
-    // A target may join or leave any pool of its namespace (spec.pool, labels).
-    // Status written by the operator itself changes nothing a reconcile reads for placement;
-    // the periodic resync repairs a status someone else overwrote.
-    targets.onChange((e) => {
-      if (e.type === 'update' && e.old !== undefined && onlyStatusChanged(e.old, e.object)) return;
-      enqueueNamespace(e.object.metadata.namespace);
-    });
-    shards.onChange((e) => {
-      const key = poolKey(e.object.metadata.namespace, e.object.spec.pool);
-      // A collector's report (status) waits for the next coalesced pass; a changed or deleted
-      // assignment (spec) is repaired at once.
-      if (e.type === 'update' && e.old !== undefined && onlyStatusChanged(e.old, e.object)) queue.addAfter(key, COALESCE_MS);
-      else queue.add(key);
-    });
-    for (const owned of [statefulSets, services, pdbs]) {
-      owned.onChange((e) => {
-        const pool = e.object.metadata.labels?.['pglog.io/pool'];
-        if (pool !== undefined) queue.add(poolKey(e.object.metadata.namespace, pool));
-      });
-    }
+  }
+
+  /** Runs until `signal` aborts (leadership lost or shutdown). */
+  async run(signal: AbortSignal): Promise<void> {
+    const { o } = this;
+    const caches = this.createCaches();
+    const { pools, targets, shards, statefulSets, services, pdbs } = caches;
+    const queue = new WorkQueue();
+    enqueueOnChange(caches, queue);
 
     const reconciler = new PoolReconciler({
       client: o.client, pools, targets, shards, statefulSets, services, podDisruptionBudgets: pdbs,
@@ -158,6 +136,51 @@ export class Controller {
       },
     }, signal);
     await Promise.all(running);
+  }
+}
+
+/** What the operator watches. */
+interface Caches {
+  pools: Informer<CollectorPool>;
+  targets: Informer<TargetObject>;
+  shards: Informer<CollectorShard>;
+  statefulSets: Informer<KubeObject & { status?: StatefulSetState }>;
+  services: Informer<KubeObject>;
+  pdbs: Informer<KubeObject>;
+}
+
+/** Which keys a change of each watched object queues. */
+function enqueueOnChange({ pools, targets, shards, statefulSets, services, pdbs }: Caches, queue: WorkQueue): void {
+  // Bursts (10,000 targets created, 100 collectors reporting) are coalesced into one
+  // reconcile per key per COALESCE_MS: every pass reads the whole namespace anyway.
+  const enqueueNamespace = (namespace: string | undefined): void => {
+    for (const p of pools.list()) if (p.metadata.namespace === namespace) queue.addAfter(poolKey(namespace, p.metadata.name), COALESCE_MS);
+    queue.addAfter(unassignedKey(namespace), COALESCE_MS);
+  };
+  pools.onChange((e) => {
+    queue.add(poolKey(e.object.metadata.namespace, e.object.metadata.name));
+    // A new or deleted pool changes which targets are unassigned.
+    if (e.type !== 'update') queue.add(unassignedKey(e.object.metadata.namespace));
+  });
+  // A target may join or leave any pool of its namespace (spec.pool, labels).
+  // Status written by the operator itself changes nothing a reconcile reads for placement;
+  // the periodic resync repairs a status someone else overwrote.
+  targets.onChange((e) => {
+    if (e.type === 'update' && e.old !== undefined && onlyStatusChanged(e.old, e.object)) return;
+    enqueueNamespace(e.object.metadata.namespace);
+  });
+  shards.onChange((e) => {
+    const key = poolKey(e.object.metadata.namespace, e.object.spec.pool);
+    // A collector's report (status) waits for the next coalesced pass; a changed or deleted
+    // assignment (spec) is repaired at once.
+    if (e.type === 'update' && e.old !== undefined && onlyStatusChanged(e.old, e.object)) queue.addAfter(key, COALESCE_MS);
+    else queue.add(key);
+  });
+  for (const owned of [statefulSets, services, pdbs]) {
+    owned.onChange((e) => {
+      const pool = e.object.metadata.labels?.['pglog.io/pool'];
+      if (pool !== undefined) queue.add(poolKey(e.object.metadata.namespace, pool));
+    });
   }
 }
 
