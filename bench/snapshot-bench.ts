@@ -1,8 +1,8 @@
 /**
  * `make bench` (SQL snapshot part): the numbers behind ADR 0010 (SQL snapshots through the SSH
  * connection, one kept session per instance), side by side in one run, against one local
- * OpenSSH sshd (test-support/src/sshd.ts, stream-local forwarding allowed) and one
- * PostgreSQL 15 listening on its Unix socket only (test-support/src/pg-cluster.ts,
+ * OpenSSH sshd (collector/test/helpers/sshd.ts, stream-local forwarding allowed) and one
+ * PostgreSQL 15 listening on its Unix socket only (collector/test/helpers/pg-cluster.ts,
  * max_connections raised for part 3).
  *
  *   node bench/snapshot-bench.ts [--snapshots 200] [--out FILE.md]
@@ -36,7 +36,7 @@
  * SSH a response often ends waiting for one (the section's text says why).
  */
 import { type ChildProcess,spawn, spawnSync } from 'node:child_process';
-import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { connect } from 'node:net';
 import { cpus, release, tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -54,20 +54,19 @@ import { SidecarClient } from '@pglog/collector/transport/sidecar-client.ts';
 import { SshConnection } from '@pglog/collector/transport/ssh-connection.ts';
 import { type Cluster,startCluster } from '@pglog/test-support/pg-cluster.ts';
 import { descendants } from '@pglog/test-support/process-tree.ts';
-import { startSshServer, type TestSshServer } from '@pglog/test-support/sshd.ts';
+import { startSshServer } from '@pglog/test-support/sshd.ts';
 import pg from 'pg';
 
 import { createCleanup } from './lib/cleanup.ts';
+import { measure, type Shape, STALL_MS, type Variant, type VariantResult } from './snapshot/measure.ts';
+import { cmdline, sshdListenerPid } from './snapshot/proc.ts';
 
-const MAIN = fileURLToPath(new URL('../cli/src/main.ts', import.meta.url));
+const MAIN = fileURLToPath(new URL('@pglog/collector/cli/main.ts', import.meta.url));
 const LEVELS = [10, 100, 400] as const;
 const MAX_CONNECTIONS = 450;
 const WARMUP = 10;
 const TIMEOUT_MS = 10_000;
 const BACKGROUND_APP = 'snapshot-bench-background';
-/** Linux's minimum delayed-ACK time is 40 ms: a snapshot above this waited for one (see the section's text). */
-const STALL_MS = 35;
-
 const { values } = parseArgs({
   options: {
     snapshots: { type: 'string', default: '200' },
@@ -80,82 +79,6 @@ const half = Math.ceil(snapshots / 2);
 
 const say = (line: string): void => { process.stderr.write(`${line}\n`); };
 const cleanup = createCleanup(say);
-
-interface Percentiles {
-  p50: number;
-  p99: number;
-  max: number;
-  /** Share of samples over STALL_MS (0..1). */
-  stalled: number;
-  /** Median of the samples up to STALL_MS (NaN when none). */
-  p50Unstalled: number;
-}
-interface Shape { rows: number; sessions: number; edges: number }
-interface VariantResult {
-  latency: Percentiles;
-  /** Per snapshot, ms. */
-  collectorCpuMs: number;
-  serverCpuMs: number;
-  sidecarCpuMs: number;
-  /** Machine-wide TcpExt DelayedACKs (/proc/net/netstat) per snapshot. */
-  delayedAcks: number;
-  shape: Shape;
-}
-
-function percentiles(samples: number[]): Percentiles {
-  const s = [...samples].sort((a, b) => a - b);
-  const at = (q: number): number => s[Math.min(s.length - 1, Math.ceil(q * s.length) - 1)] ?? NaN;
-  const unstalled = s.filter((x) => x <= STALL_MS);
-  return {
-    p50: at(0.5), p99: at(0.99), max: s[s.length - 1] ?? NaN,
-    stalled: (s.length - unstalled.length) / s.length,
-    p50Unstalled: unstalled[Math.max(0, Math.ceil(0.5 * unstalled.length) - 1)] ?? NaN,
-  };
-}
-
-const CLK_TCK = Number(spawnSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).stdout.trim()) || 100;
-
-/** CPU ms of `pids` (utime + stime + reaped children's), from /proc; a process that is gone counts 0. */
-function treeCpuMs(pids: number[]): number {
-  let ticks = 0;
-  for (const pid of pids) {
-    try {
-      const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-      const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-      // After "pid (comm) ": state is f[0], so utime (field 14) is f[11] … cstime (17) f[14].
-      ticks += Number(f[11]) + Number(f[12]) + Number(f[13]) + Number(f[14]);
-    } catch { /* exited */ }
-  }
-  return ticks * 1000 / CLK_TCK;
-}
-
-/** TcpExt DelayedACKs: delayed ACKs the kernel has sent (all sockets of the network namespace). */
-function delayedAcks(): number {
-  const lines = readFileSync('/proc/net/netstat', 'utf8').split('\n').filter((l) => l.startsWith('TcpExt:'));
-  const names = lines[0]?.split(' ') ?? [];
-  const counts = lines[1]?.split(' ') ?? [];
-  const at = names.indexOf('DelayedACKs');
-  return at === -1 ? NaN : Number(counts[at]);
-}
-
-function cmdline(pid: number): string[] {
-  try {
-    return readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').filter((a) => a !== '');
-  } catch {
-    return [];
-  }
-}
-
-function sshdListenerPid(ssh: TestSshServer): number {
-  const config = join(ssh.dir, 'sshd_config');
-  // sshd sets its process title: "sshd: /usr/sbin/sshd -D -e -f CONFIG [listener] ...".
-  const pid = readdirSync('/proc').filter((e) => /^\d+$/.test(e)).map(Number).find((p) => {
-    const args = cmdline(p).join(' ');
-    return args.includes('sshd') && args.includes(config);
-  });
-  if (pid === undefined) throw new Error(`no sshd with ${config} found in /proc`);
-  return pid;
-}
 
 /** Connects to a local Unix socket (the sidecar's forward), as the collector's SqlSnapshotSource does. */
 function connectUnix(path: string, signal: AbortSignal): Promise<Duplex> {
@@ -184,52 +107,6 @@ function newSession(place: string, open: (signal: AbortSignal) => Promise<Duplex
     prepare: async (client) => { info = await readServerInfo(client); },
   });
   return { session, snapshot: () => activitySnapshot(session, () => info!) };
-}
-
-interface Variant {
-  name: string;
-  /** One snapshot; resolves with its shape once the result is there, and `done` after any clean-up of it. */
-  run(): Promise<{ shape: Shape; done: Promise<void> }>;
-  sidecarPids?: () => number[];
-}
-
-/** Runs the variants in blocks A B … B A (one variant: two blocks), after warm-up; per-snapshot numbers. */
-async function measure(variants: Variant[], serverPids: () => number[], perBlock: number): Promise<VariantResult[]> {
-  const samples = variants.map(() => [] as number[]);
-  const collector = variants.map(() => 0);
-  const server = variants.map(() => 0);
-  const sidecar = variants.map(() => 0);
-  const acks = variants.map(() => 0);
-  const shapes: (Shape | null)[] = variants.map(() => null);
-  for (const v of variants) for (let i = 0; i < WARMUP; i++) await (await v.run()).done;
-  const forward = variants.map((_, k) => k);
-  const order = [...forward, ...forward.reverse()];
-  for (const k of order) {
-    const v = variants[k]!;
-    const cpu0 = process.cpuUsage();
-    const server0 = treeCpuMs(serverPids());
-    const sidecar0 = treeCpuMs(v.sidecarPids?.() ?? []);
-    const acks0 = delayedAcks();
-    for (let i = 0; i < perBlock; i++) {
-      const t0 = performance.now();
-      const { shape, done } = await v.run();
-      samples[k]!.push(performance.now() - t0);
-      await done;
-      shapes[k] = shape;
-    }
-    const cpu = process.cpuUsage(cpu0);
-    collector[k]! += (cpu.user + cpu.system) / 1000;
-    server[k]! += treeCpuMs(serverPids()) - server0;
-    sidecar[k]! += treeCpuMs(v.sidecarPids?.() ?? []) - sidecar0;
-    acks[k]! += delayedAcks() - acks0;
-  }
-  return variants.map((v, k) => {
-    const n = samples[k]!.length;
-    const r: VariantResult = { latency: percentiles(samples[k]!), collectorCpuMs: collector[k]! / n, serverCpuMs: server[k]! / n, sidecarCpuMs: sidecar[k]! / n, delayedAcks: acks[k]! / n, shape: shapes[k]! };
-    say(`${v.name.padEnd(44)} p50 ${r.latency.p50.toFixed(2)} p99 ${r.latency.p99.toFixed(2)} max ${r.latency.max.toFixed(2)} ms; ` +
-      `CPU per snapshot: collector ${r.collectorCpuMs.toFixed(2)} ms, server ${r.serverCpuMs.toFixed(2)} ms, sidecar ${r.sidecarCpuMs.toFixed(2)} ms; ${r.delayedAcks.toFixed(2)} delayed ACKs; ${r.shape.rows} rows`);
-    return r;
-  });
 }
 
 /** Background sessions on the server: the blocking chain first, then idle ones; grows to a level. */
@@ -386,15 +263,15 @@ async function main(): Promise<void> {
   say(`set up in ${((performance.now() - started) / 1000).toFixed(1)} s; ${snapshots} snapshots per variant, in blocks of ${half}`);
 
   // 1. Kept against new per snapshot.
-  const [keptR, freshR] = await measure([keptVariant, freshVariant], serverPids, half) as [VariantResult, VariantResult];
+  const [keptR, freshR] = await measure([keptVariant, freshVariant], serverPids, half, WARMUP, say) as [VariantResult, VariantResult];
   // 2. ssh2 channel against the sidecar's forward, and the socket without SSH.
-  const [ssh2R, proxyR, directR] = await measure([keptVariant, proxiedVariant, directVariant], serverPids, half) as [VariantResult, VariantResult, VariantResult];
+  const [ssh2R, proxyR, directR] = await measure([keptVariant, proxiedVariant, directVariant], serverPids, half, WARMUP, say) as [VariantResult, VariantResult, VariantResult];
   // 3. Scale.
   const scale: { level: number; ssh2: VariantResult; direct: VariantResult }[] = [];
   for (const level of LEVELS) {
     await background.growTo(level);
     const [s, d] = await measure([{ ...keptVariant, name: `kept session, ssh2, ${level} sessions` }, { ...directVariant, name: `kept session, no SSH, ${level} sessions` }],
-      serverPids, half) as [VariantResult, VariantResult];
+      serverPids, half, WARMUP, say) as [VariantResult, VariantResult];
     scale.push({ level, ssh2: s, direct: d });
   }
   const seconds = (performance.now() - started) / 1000;
