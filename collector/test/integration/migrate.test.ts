@@ -13,6 +13,7 @@ import pg from 'pg';
 
 import type { AppliedMigration, MigrationFile } from '../../src/store/migrate.ts';
 import { checksumOf, DEFAULT_MIGRATIONS_DIR, migrate, MIGRATION_LOCK_KEY, planMigrations, readMigrations } from '../../src/store/migrate.ts';
+import { partitions, versions } from '../helpers/store-catalog.ts';
 
 // ---------------------------------------------------------------- planning (pure)
 
@@ -123,18 +124,6 @@ function migrationsCopy(extra: Record<string, string> = {}): string {
 
 async function realFiles(): Promise<string[]> {
   return (await readMigrations(DEFAULT_MIGRATIONS_DIR)).map((f) => f.file);
-}
-
-async function versions(c: pg.Client): Promise<number[]> {
-  const r = await c.query<{ version: number }>('SELECT version FROM pglog.schema_migrations ORDER BY version');
-  return r.rows.map((x) => x.version);
-}
-
-async function partitions(c: pg.Client, parent: string): Promise<string[]> {
-  const r = await c.query<{ relname: string }>(
-    `SELECT c.relname FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid
-     WHERE i.inhparent = $1::regclass ORDER BY c.relname`, [parent]);
-  return r.rows.map((x) => x.relname);
 }
 
 const STATEMENT_INSERT = `INSERT INTO pglog.statement_events

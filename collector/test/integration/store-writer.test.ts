@@ -12,6 +12,7 @@ import type { PglogEvent, StatementEvent } from '../../src/logformat/events.ts';
 import type { BatchItem, SourceRef, StoreBatch, StorePosition } from '../../src/store/store-writer.ts';
 import { streamKeyOf } from '../../src/store/store-writer.ts';
 import { parseChunks } from '../helpers/parse.ts';
+import { count } from '../helpers/store-catalog.ts';
 import { StoreFixture } from '../helpers/store-fixture.ts';
 
 const TIMEOUT = { timeout: 180_000 };
@@ -55,11 +56,6 @@ function batchOf(source: SourceRef, events: readonly PglogEvent[], offset: numbe
 
 const epochsOf = (...pairs: Array<[SourceRef, number]>): Map<string, number> =>
   new Map(pairs.map(([s, e]) => [streamKeyOf(s.target, s.instance), e]));
-
-async function count(db: pg.Client, sql: string, params: unknown[] = []): Promise<number> {
-  const r = await db.query<{ n: number }>(`SELECT count(*)::int AS n FROM (${sql}) x`, params);
-  return r.rows[0]?.n ?? -1;
-}
 
 async function positionOf(db: pg.Client, source: SourceRef): Promise<number | null> {
   const r = await db.query<{ offset: string }>('SELECT "offset"::text AS offset FROM pglog.read_positions WHERE target = $1 AND instance = $2', [source.target, source.instance]);

@@ -1,0 +1,31 @@
+/**
+ * What the store tests read of a store's catalog and tables: applied migrations, a table's
+ * partitions and columns, and the row count of a query.
+ */
+import type pg from 'pg';
+
+/** The migration versions applied (pglog.schema_migrations), in order. */
+export async function versions(c: pg.ClientBase): Promise<number[]> {
+  const r = await c.query<{ version: number }>('SELECT version FROM pglog.schema_migrations ORDER BY version');
+  return r.rows.map((x) => x.version);
+}
+
+/** The partitions of `parent`, by name. */
+export async function partitions(c: pg.ClientBase, parent: string): Promise<string[]> {
+  const r = await c.query<{ relname: string }>(
+    'SELECT c.relname FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid WHERE i.inhparent = $1::regclass ORDER BY c.relname', [parent]);
+  return r.rows.map((x) => x.relname);
+}
+
+/** The rows `sql` returns (-1 when the count itself returns none). */
+export async function count(c: pg.ClientBase, sql: string, params: unknown[] = []): Promise<number> {
+  const r = await c.query<{ n: number }>(`SELECT count(*)::int AS n FROM (${sql}) x`, params);
+  return r.rows[0]?.n ?? -1;
+}
+
+/** The columns of `rel`, in their order. */
+export async function columns(c: pg.ClientBase, rel: string): Promise<string[]> {
+  const r = await c.query<{ attname: string }>(
+    'SELECT attname FROM pg_attribute WHERE attrelid = $1::regclass AND attnum > 0 AND NOT attisdropped ORDER BY attnum', [rel]);
+  return r.rows.map((x) => x.attname);
+}
