@@ -1,6 +1,6 @@
 /**
  * What the store tests read of a store's catalog and tables: applied migrations, a table's
- * partitions and columns, and the row count of a query.
+ * partitions and columns, the row count of a query, and a stream's committed read position.
  */
 import type pg from 'pg';
 
@@ -28,4 +28,10 @@ export async function columns(c: pg.ClientBase, rel: string): Promise<string[]> 
   const r = await c.query<{ attname: string }>(
     'SELECT attname FROM pg_attribute WHERE attrelid = $1::regclass AND attnum > 0 AND NOT attisdropped ORDER BY attnum', [rel]);
   return r.rows.map((x) => x.attname);
+}
+
+/** The committed read offset of a target's instance, or null when none is stored. */
+export async function positionOf(c: pg.ClientBase, source: { target: string; instance: string }): Promise<number | null> {
+  const r = await c.query<{ offset: string }>('SELECT "offset"::text AS offset FROM pglog.read_positions WHERE target = $1 AND instance = $2', [source.target, source.instance]);
+  return r.rows[0] === undefined ? null : Number(r.rows[0].offset);
 }

@@ -12,7 +12,8 @@ import type { PglogEvent, StatementEvent } from '../../src/logformat/events.ts';
 import type { BatchItem, SourceRef, StoreBatch, StorePosition } from '../../src/store/store-writer.ts';
 import { streamKeyOf } from '../../src/store/store-writer.ts';
 import { parseChunks } from '../helpers/parse.ts';
-import { count } from '../helpers/store-catalog.ts';
+import { waitFor } from '../helpers/collector-process.ts';
+import { count, positionOf, versions } from '../helpers/store-catalog.ts';
 import { StoreFixture } from '../helpers/store-fixture.ts';
 
 const TIMEOUT = { timeout: 180_000 };
@@ -57,24 +58,9 @@ function batchOf(source: SourceRef, events: readonly PglogEvent[], offset: numbe
 const epochsOf = (...pairs: Array<[SourceRef, number]>): Map<string, number> =>
   new Map(pairs.map(([s, e]) => [streamKeyOf(s.target, s.instance), e]));
 
-async function positionOf(db: pg.Client, source: SourceRef): Promise<number | null> {
-  const r = await db.query<{ offset: string }>('SELECT "offset"::text AS offset FROM pglog.read_positions WHERE target = $1 AND instance = $2', [source.target, source.instance]);
-  return r.rows[0] === undefined ? null : Number(r.rows[0].offset);
-}
-
-/** Waits until `check` holds, polling; the test's own timeout bounds it. */
-async function until(check: () => Promise<boolean>, what: string, limitMs = 60_000): Promise<void> {
-  const end = Date.now() + limitMs;
-  while (!(await check())) {
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 10));
-  }
-}
-
 test('open() migrates and makes the partitions around today', TIMEOUT, async () => {
   const { db } = await freshStore();
-  const versions = await db.query<{ version: number }>('SELECT version FROM pglog.schema_migrations ORDER BY version');
-  assert.deepEqual(versions.rows.map((r) => r.version), [1, 2, 3, 4, 5, 6]);
+  assert.deepEqual(await versions(db), [1, 2, 3, 4, 5, 6]);
   const today = new Date().toISOString().slice(0, 10).replaceAll('-', '');
   assert.equal(await count(db, `SELECT 1 FROM pg_class WHERE relname = $1`, [`statement_events_p${today}`]), 1);
 });
@@ -279,7 +265,7 @@ test('a connection killed in the middle of a COPY commits nothing of the batch; 
   const commit = writer.commit(batch, epochsOf());
   commit.catch(() => { /* asserted below */ });
   let pid = 0;
-  await until(async () => {
+  await waitFor(async () => {
     const r = await db.query<{ pid: number; tuples: string }>(`SELECT a.pid, p.tuples_processed::text AS tuples FROM pg_stat_activity a
       JOIN pg_stat_progress_copy p USING (pid) WHERE a.application_name = 'pglog-test-writer' AND a.wait_event = 'advisory'`);
     pid = r.rows[0]?.pid ?? 0;
