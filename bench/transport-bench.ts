@@ -46,7 +46,8 @@ import { startBenchStore } from './ingest/store.ts';
 import { createCleanup } from './lib/cleanup.ts';
 import { ownCpus } from './transport/pinning.ts';
 import { parentPid } from './transport/proc-cpu.ts';
-import { type AutoResult, type BenchResult, renderSection, type Step } from './transport/report.ts';
+import { renderSection } from './transport/report.ts';
+import type { AutoResult, BenchResult, Step } from './transport/results.ts';
 import { type DrainResult, Session, type SessionOptions, type Transport } from './transport/session.ts';
 import { type WindowStats,windowStats } from './transport/window.ts';
 
