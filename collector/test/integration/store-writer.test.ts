@@ -6,13 +6,13 @@ import { readFileSync } from 'node:fs';
 import { after, before, test } from 'node:test';
 
 import { isPglogError } from '@pglog/common/errors.ts';
+import { waitFor } from '@pglog/test-support/collector-process.ts';
 import type pg from 'pg';
 
 import type { PglogEvent, StatementEvent } from '../../src/logformat/events.ts';
 import type { BatchItem, SourceRef, StoreBatch, StorePosition } from '../../src/store/store-writer.ts';
 import { streamKeyOf } from '../../src/store/store-writer.ts';
 import { parseChunks } from '../helpers/parse.ts';
-import { waitFor } from '../helpers/collector-process.ts';
 import { count, positionOf, versions } from '../helpers/store-catalog.ts';
 import { StoreFixture } from '../helpers/store-fixture.ts';
 
