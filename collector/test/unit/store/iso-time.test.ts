@@ -100,3 +100,19 @@ test('property: consecutive timestamps of the same second (the cached path) conv
     },
   ), { numRuns: 500 });
 });
+
+test('property: a text repeated (the last-text shortcut) converts like the first time, also after a text that is not an instant', () => {
+  const pool = [
+    '2026-11-26T08:00:00.123Z', '2026-11-26T08:00:00.124Z', '2026-11-26T08:00:00.123+03:00',
+    '2026-11-26T08:00:01Z', '2026-13-26T08:00:00.123Z', '2026-11-26 08:00:00.123 XYZ',
+  ];
+  const expected = pool.map((t) => {
+    isoToMicrosValue('1999-01-01T00:00:00Z'); // another text first: no shortcut taken
+    return isoToMicrosValue(t);
+  });
+  assert.equal(expected[4], null);
+  assert.equal(expected[5], null);
+  fc.assert(fc.property(fc.array(fc.integer({ min: 0, max: pool.length - 1 }), { minLength: 1, maxLength: 20 }), (picks) => {
+    for (const k of picks) assert.equal(isoToMicrosValue(pool[k]!), expected[k], pool[k]);
+  }), { numRuns: 300 });
+});
