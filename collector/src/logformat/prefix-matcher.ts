@@ -11,7 +11,8 @@
  */
 import { FieldCache, latin1 } from './prefix-field-cache.ts';
 import type { LogRecord } from './record.ts';
-import { parseSeverity, severityEnd } from './severity.ts';
+import { LastMatch, SEVERITY_READ } from './prefix-replay.ts';
+import { parseSeverity, severityEnd, startsSeverity } from './severity.ts';
 
 /** The LogRecord fields a prefix can carry. */
 export type PrefixFields = Pick<LogRecord, 'time' | 'pid' | 'user' | 'database' | 'application' | 'remoteHost' |
@@ -165,6 +166,19 @@ export class CompiledPrefix {
   textStart = 0;
   /** The last successful match stopped at %q (a process without client connection). */
   cutAtQ = false;
+  /** Variable fields with a delimiter: a match tried exactly this many candidates when it never back-tracked. */
+  private readonly delimitedVars: number;
+  /** A variable field ends at the severity (delim null): its failed candidates read past the prefix, never replayed. */
+  private readonly replayable: boolean;
+  /** Where the last run tried the severity at %q (a failed try reads up to SEVERITY_READ bytes from there), or -1. */
+  private qAt = -1;
+  /** The last line's match, replayed on the next line that starts with the same bytes (see replay()). */
+  private readonly last = new LastMatch();
+  /** The last match was a replay, and fill() may copy `snap` when it belongs to the same recorded match. */
+  private replayed = false;
+  private recorded = 0;
+  private snapOf = -1;
+  private readonly snap: PrefixFields = emptyPrefixFields();
 
   /** `ops`: compileOps(source) (see compilePrefix in prefix.ts). */
   constructor(source: string, ops: Op[]) {
@@ -174,6 +188,8 @@ export class CompiledPrefix {
     for (const op of this.ops) if (op.field >= 0) set.add(op.field);
     this.fields = [...set];
     this.hasPid = set.has(F_PID);
+    this.delimitedVars = ops.filter((op) => op.kind === K_VAR && op.delim !== null).length;
+    this.replayable = !ops.some((op) => op.kind === K_VAR && op.delim === null);
     // Interleaved sessions alternate among a few users, databases and applications.
     for (let f = 0; f < NFIELDS; f++) this.cache.push(new FieldCache(f === F_USER || f === F_DB || f === F_APP ? NAME_SLOTS : 1));
   }
@@ -184,6 +200,9 @@ export class CompiledPrefix {
    * `textStart` are set and the fields can be read with fill() / pid().
    */
   match(bytes: Buffer, from: number, to: number): number {
+    const replayed = this.replay(bytes, from, to);
+    this.replayed = replayed >= 0;
+    if (replayed >= 0) return replayed;
     // Only the prefix's own fields are ever set or read.
     const sp = this.spans;
     const fields = this.fields;
@@ -193,7 +212,63 @@ export class CompiledPrefix {
       sp[f * 2 + 1] = -1;
     }
     this.tries = 0;
-    return this.run(this.ops, 0, bytes, from, to);
+    this.qAt = -1;
+    const at = this.run(this.ops, 0, bytes, from, to);
+    this.record(bytes, from, to, at);
+    return at;
+  }
+
+  /**
+   * The last line's match again, when this line starts with the bytes that match read: a
+   * session's lines (an entry and its DETAIL, a bind and its execute) mostly share their
+   * prefix. Exact: a match that never back-tracked read nothing but those bytes before the
+   * severity (record() keeps how far it read), so run() would take the same steps and stop at
+   * the same index; only the severity there is read again. Returns that index, or -1 (then
+   * run() decides, as without this).
+   */
+  private replay(b: Buffer, from: number, to: number): number {
+    const last = this.last;
+    const was = last.from;
+    const at = from + last.at;
+    if (!last.take(b, from, to)) return -1;
+    // The spans are still the recorded match's (nothing else sets them): moved to this line.
+    const delta = from - was;
+    const sp = this.spans;
+    const fields = this.fields;
+    for (let k = 0; k < fields.length; k++) {
+      const f = fields[k]!;
+      if (sp[f * 2]! >= 0) {
+        sp[f * 2] = sp[f * 2]! + delta;
+        sp[f * 2 + 1] = sp[f * 2 + 1]! + delta;
+      }
+    }
+    const sev = parseSeverity(b, at, to);
+    if (sev < 0) {
+      // run() decides; it sets the spans afresh.
+      last.clear();
+      return -1;
+    }
+    this.severity = sev;
+    this.textStart = severityEnd;
+    this.cutAtQ = false;
+    return at;
+  }
+
+  /** After run(): keeps this line's match for replay() when it can be replayed exactly. */
+  private record(b: Buffer, from: number, to: number, at: number): void {
+    this.recorded++;
+    const last = this.last;
+    last.clear();
+    if (at < 0 || this.cutAtQ || !this.replayable || this.tries !== this.delimitedVars) return;
+    // Bytes the match read: up to the severity (also the byte there, unless a literal ended
+    // the prefix: a field reads the byte after its end), and a failed severity try at %q.
+    const ops = this.ops;
+    let reach = ops.length > 0 && ops[ops.length - 1]!.kind === K_LIT ? at : at + 1;
+    // A try at %q that found no severity word starting there read one byte (the usual case: a user name).
+    const q = this.qAt;
+    if (q >= 0 && q < to && startsSeverity(b[q]!)) reach = Math.max(reach, q + SEVERITY_READ);
+    if (reach > to) return;
+    last.save(b, from, reach, at);
   }
 
   /** match() and fill() in one call. */
@@ -210,6 +285,20 @@ export class CompiledPrefix {
 
   /** Writes the fields of the last match into target (fields the prefix has; others untouched). */
   fill(bytes: Buffer, target: PrefixFields): void {
+    if (this.replayed && this.snapOf === this.recorded) {
+      copyFields(this.fields, this.snap, target);
+      return;
+    }
+    this.fillFromSpans(bytes, target);
+    // The values of a replayed match, for the lines that replay it again (kept only once a
+    // line replays: copying them for every line would cost the lines that never do).
+    if (this.replayed) {
+      copyFields(this.fields, target, this.snap);
+      this.snapOf = this.recorded;
+    }
+  }
+
+  private fillFromSpans(bytes: Buffer, target: PrefixFields): void {
     const sp = this.spans;
     const fields = this.fields;
     const cache = this.cache;
@@ -276,6 +365,7 @@ export class CompiledPrefix {
       }
       if (kind === K_Q) {
         // A process without a client connection stops the prefix here.
+        this.qAt = i;
         const sev = parseSeverity(b, i, to);
         if (sev >= 0) {
           this.severity = sev;
@@ -373,4 +463,39 @@ const NAME_SLOTS = 8;
 function textField(cache: FieldCache, b: Buffer, s: number, e: number): Buffer | null {
   if (e - s === 9 && b[s] === 0x5b && b.compare(UNKNOWN, 0, 9, s, e) === 0) return null;
   return cache.buffer(b, s, e);
+}
+
+/** A PrefixFields with every field null. */
+function emptyPrefixFields(): PrefixFields {
+  return {
+    time: null, pid: null, user: null, database: null, application: null, remoteHost: null, remotePort: null,
+    sessionId: null, sessionLine: null, commandTag: null, sessionStart: null, vxid: null, txid: null,
+    backendType: null, leaderPid: null, queryId: null, sqlstate: null,
+  };
+}
+
+/** Copies what fill() writes for `fields` from one PrefixFields to another. */
+function copyFields(fields: readonly number[], from: PrefixFields, to: PrefixFields): void {
+  for (let k = 0; k < fields.length; k++) {
+    switch (fields[k]!) {
+      case F_TIME: to.time = from.time; break;
+      case F_PID: to.pid = from.pid; break;
+      case F_USER: to.user = from.user; break;
+      case F_DB: to.database = from.database; break;
+      case F_APP: to.application = from.application; break;
+      case F_HOST: to.remoteHost = from.remoteHost; break;
+      case F_REMOTE: to.remoteHost = from.remoteHost; to.remotePort = from.remotePort; break;
+      case F_SESSION: to.sessionId = from.sessionId; break;
+      case F_LINE: to.sessionLine = from.sessionLine; break;
+      case F_TAG: to.commandTag = from.commandTag; break;
+      case F_START: to.sessionStart = from.sessionStart; break;
+      case F_VXID: to.vxid = from.vxid; break;
+      case F_TXID: to.txid = from.txid; break;
+      case F_BTYPE: to.backendType = from.backendType; break;
+      case F_LEADER: to.leaderPid = from.leaderPid; break;
+      case F_QUERYID: to.queryId = from.queryId; break;
+      case F_SQLSTATE: to.sqlstate = from.sqlstate; break;
+      default: break;
+    }
+  }
 }

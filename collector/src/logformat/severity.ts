@@ -29,6 +29,11 @@ for (let i = 0; i < WORD_BYTES.length; i++) {
   (BY_FIRST[c] ??= []).push(i);
 }
 
+/** True when a severity word starts with byte `c` (parseSeverity reads nothing after any other). */
+export function startsSeverity(c: number): boolean {
+  return BY_FIRST[c] !== undefined;
+}
+
 /**
  * Parses `WORD:  ` (colon, two spaces) at `bytes[pos]` (before `to`). Returns the severity
  * code (an index into SEVERITY_WORDS) and sets `severityEnd` to the index after the two

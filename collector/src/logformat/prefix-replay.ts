@@ -1,0 +1,59 @@
+/**
+ * The memory of CompiledPrefix's last match (prefix-matcher.ts), for replaying it on a line
+ * that starts with the same bytes: where the bytes the match read are and the index of its
+ * severity, relative to the line's start (the spans stay in CompiledPrefix).
+ */
+
+/**
+ * The most bytes a severity try reads from where it starts: the longest word (`STATEMENT`),
+ * its colon and two spaces (severity.ts).
+ */
+export const SEVERITY_READ = 12;
+
+/** Matches that read more than this are not kept (a field can be megabytes long: not compared again). */
+const MAX_KEPT = 256;
+
+export class LastMatch {
+  /**
+   * The line of the match, as a view of its chunk (not a copy: the chunks a parser is given
+   * are never changed afterwards, records keep views of them too); null: nothing kept.
+   */
+  private line: Buffer | null = null;
+  /** Where that line starts in `line`. */
+  from = 0;
+  /** Bytes the match read, from the line's start. */
+  private len = 0;
+  /** The severity's index, relative to the line's start. */
+  at = 0;
+
+  get valid(): boolean {
+    return this.line !== null;
+  }
+
+  clear(): void {
+    this.line = null;
+  }
+
+  /** Keeps where the match read b[from, reach) and found the severity at `at`. */
+  save(b: Buffer, from: number, reach: number, at: number): void {
+    const n = reach - from;
+    if (n <= 0 || n > MAX_KEPT) return;
+    this.line = b;
+    this.from = from;
+    this.len = n;
+    this.at = at - from;
+  }
+
+  /** The line b[from, to) starts with the kept bytes: it becomes the kept line (same bytes, same match). */
+  take(b: Buffer, from: number, to: number): boolean {
+    const c = this.line;
+    const n = this.len;
+    if (c === null || to - from < n) return false;
+    const d = this.from - from;
+    // From the end: lines of one second share their start, a session's lines their end (pid, names).
+    for (let i = from + n - 1; i >= from; i--) if (b[i] !== c[i + d]) return false;
+    this.line = b;
+    this.from = from;
+    return true;
+  }
+}
