@@ -155,6 +155,7 @@ export function detectPrefix(sample: Buffer, format: 'stderr' | 'syslog'): strin
         if (!cp.cutAtQ) full++;
       }
     }
+    cp.forget(); // the cached prefix must not keep the sample alive
     const escapes = (p.match(/%[^%]/g) ?? []).length;
     if (score === 0) continue;
     if (score > bestScore || (score === bestScore && (full > bestFull || (full === bestFull && escapes > bestEscapes)))) {

@@ -254,6 +254,14 @@ export class CompiledPrefix {
     return at;
   }
 
+  /**
+   * Lets go of the last line (the replay memory holds a view of its chunk): the assemblers call
+   * this when their stream goes idle or ends, so a quiet stream keeps no chunk alive for it.
+   */
+  forget(): void {
+    this.last.clear();
+  }
+
   /** After run(): keeps this line's match for replay() when it can be replayed exactly. */
   private record(b: Buffer, from: number, to: number, at: number): void {
     this.recorded++;
@@ -265,8 +273,7 @@ export class CompiledPrefix {
     const ops = this.ops;
     let reach = ops.length > 0 && ops[ops.length - 1]!.kind === K_LIT ? at : at + 1;
     // A try at %q that found no severity word starting there read one byte (the usual case: a user name).
-    const q = this.qAt;
-    if (q >= 0 && q < to && startsSeverity(b[q]!)) reach = Math.max(reach, q + SEVERITY_READ);
+    if (this.qAt >= 0 && this.qAt < to && startsSeverity(b[this.qAt]!)) reach = Math.max(reach, this.qAt + SEVERITY_READ);
     if (reach > to) return;
     last.save(b, from, reach, at);
   }
@@ -467,11 +474,9 @@ function textField(cache: FieldCache, b: Buffer, s: number, e: number): Buffer |
 
 /** A PrefixFields with every field null. */
 function emptyPrefixFields(): PrefixFields {
-  return {
-    time: null, pid: null, user: null, database: null, application: null, remoteHost: null, remotePort: null,
+  return { time: null, pid: null, user: null, database: null, application: null, remoteHost: null, remotePort: null,
     sessionId: null, sessionLine: null, commandTag: null, sessionStart: null, vxid: null, txid: null,
-    backendType: null, leaderPid: null, queryId: null, sqlstate: null,
-  };
+    backendType: null, leaderPid: null, queryId: null, sqlstate: null };
 }
 
 /** Copies what fill() writes for `fields` from one PrefixFields to another. */

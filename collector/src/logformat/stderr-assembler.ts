@@ -223,5 +223,7 @@ export class StderrAssembler implements EntryAssembler {
 
   flush(): void {
     this.b.emit();
+    // Idle or ended: the prefix's replay memory must not keep the last chunk alive meanwhile.
+    this.prefix.forget();
   }
 }

@@ -249,5 +249,7 @@ export class SyslogAssembler implements EntryAssembler {
 
   flush(): void {
     this.b.emit();
+    // Idle or ended: the prefix's replay memory must not keep the last chunk alive meanwhile.
+    this.prefix.forget();
   }
 }

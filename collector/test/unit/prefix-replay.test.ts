@@ -2,10 +2,14 @@
 // (prefix-replay.ts): a property that a matcher fed a sequence of lines (one shared, with its
 // memory) gives, line by line, what a fresh matcher gives (return value, severity, text start,
 // %q cut, every field, pid), on lines built to share prefixes, back-track over delimiters,
-// cut at %q and end early; and the replay's own cases by hand.
+// cut at %q and end early; the replay's own cases by hand; and that a flushed assembler's
+// prefix keeps no chunk alive.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
 import fc from 'fast-check';
+import { createAssembler } from '../../src/logformat/assembler.ts';
 import { compilePrefix } from '../../src/logformat/prefix.ts';
 import type { CompiledPrefix, PrefixFields } from '../../src/logformat/prefix.ts';
 
@@ -95,5 +99,30 @@ describe('prefix replay', () => {
     // Same bytes up to the severity's place, but none there: the database name goes on.
     const longer = Buffer.from('2026-11-26 08:00:00.123 UTC [7] u@db x LOG:  y');
     assert.deepEqual(outcome(p, longer, 0, longer.length), outcome(compilePrefix('%m [%p] %q%u@%d '), longer, 0, longer.length));
+  });
+});
+
+describe('prefix replay memory', () => {
+  void it('an idle or ended stream keeps no chunk alive for it (the assembler\'s flush lets go of it)', async () => {
+    setFlagsFromString('--expose-gc');
+    const gc = runInNewContext('gc') as () => void;
+    const records: number[] = [];
+    const assembler = createAssembler('stderr', (r) => records.push(r.start), { prefix: '%m [%p] %q%u@%d ' });
+    let ref: WeakRef<ArrayBuffer>;
+    ((): void => {
+      // A chunk of its own (not a slab of Buffer's pool), seen only through this scope.
+      const chunk = Buffer.alloc(64 * 1024, 0x20);
+      const line = Buffer.from('2026-11-26 08:00:00.123 UTC [7] u@db LOG:  duration: 1 ms  statement: SELECT 1');
+      line.copy(chunk, 0);
+      line.copy(chunk, line.length + 1);
+      assembler.pushLine(chunk, 0, line.length, 0, line.length + 1, false);
+      assembler.pushLine(chunk, line.length + 1, 2 * line.length + 1, line.length + 1, 2 * line.length + 2, false);
+      assembler.flush();
+      ref = new WeakRef(chunk.buffer);
+    })();
+    await new Promise((resolve) => setImmediate(resolve));
+    gc();
+    assert.equal(records.length, 2);
+    assert.equal(ref!.deref(), undefined);
   });
 });
