@@ -8,7 +8,8 @@
  *
  * Modules: prefix-compile.ts (escapes → operations, error messages), prefix-matcher.ts
  * (CompiledPrefix), prefix-field-cache.ts (FieldCache and latin1, also used by the other
- * assemblers); re-exported here.
+ * assemblers), prefix-replay.ts (the last match, replayed on a line that starts with the
+ * bytes it read); re-exported here.
  *
  * Semantics follow elog.c log_line_prefix():
  * - `%q`: processes without a client connection stop the prefix there, so both the full
