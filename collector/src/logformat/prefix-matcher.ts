@@ -10,8 +10,8 @@
  * module cell at every use, which made the matcher 4-8% slower.
  */
 import { FieldCache, latin1 } from './prefix-field-cache.ts';
-import type { LogRecord } from './record.ts';
 import { LastMatch, SEVERITY_READ } from './prefix-replay.ts';
+import type { LogRecord } from './record.ts';
 import { parseSeverity, severityEnd, startsSeverity } from './severity.ts';
 
 /** The LogRecord fields a prefix can carry. */

@@ -8,10 +8,12 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
+
 import fc from 'fast-check';
-import { createAssembler } from '../../src/logformat/assembler.ts';
-import { compilePrefix } from '../../src/logformat/prefix.ts';
-import type { CompiledPrefix, PrefixFields } from '../../src/logformat/prefix.ts';
+
+import { createAssembler } from '../../../src/logformat/assembler.ts';
+import type { CompiledPrefix, PrefixFields } from '../../../src/logformat/prefix.ts';
+import { compilePrefix } from '../../../src/logformat/prefix.ts';
 
 function blank(): PrefixFields {
   return {
