@@ -6,7 +6,8 @@
  *   node bench/ingest-bench.ts [--servers 50] [--mb-per-sec 20[,10...]] [--seconds 30]
  *                              [--warmup 5] [--fleet-nice 10] [--collector-arg ARG ...]
  *                              [--profile-at MB_PER_SEC] [--tuned-for-limit MIB]
- *                              [--node-options 'FLAGS' ...] [--variant-args 'ARGS' ...]
+ *                              [--node-options 'FLAGS' ...] [--launcher-flags 'FLAGS' ...]
+ *                              [--variant-args 'ARGS' ...] [--pin-collector CORE]
  *                              [--out FILE.md] [--keep] [--verbose]
  *
  * Sets up a throwaway store (PostgreSQL 15, track_commit_timestamp on) and N real OpenSSH
@@ -22,11 +23,16 @@
  * threadpool the operator gives a collector pod with that memory limit at that ingest rate
  * (operator/src/desired/tuning.ts), side by side. Each --node-options adds one more run per
  * rate with the collector's NODE_OPTIONS set to FLAGS (V8 flags to compare), each
+ * --launcher-flags one with the launcher's own V8 flags for a collector replaced by FLAGS
+ * (PGLOG_NODE_FLAGS, collector/bin/pglog; '' runs Node's defaults, as before ADR 0018), each
  * --variant-args one with ARGS (space-separated) added to the collector's arguments (e.g. the
  * settings of an earlier version, `--ssh-window 2MiB --memory-budget 128MiB`). Everything started is stopped
  * and every temporary directory removed, also on failure or Ctrl-C (--keep keeps the run
  * directories with the collector's own log, for looking into a result; --verbose prints a
  * line a second: read rate, event-loop delay, /metrics answer time, pauses, memory).
+ * --pin-collector CORE puts the collector (every thread) alone on CORE and everything else on
+ * the CPUs the benchmark was started on (issue 15 point 2; bench/transport/pinning.ts): run as
+ * `taskset -c 1 node bench/ingest-bench.ts --pin-collector 0`.
  */
 import { chmodSync,mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -41,6 +47,7 @@ import { measureRun, type RunResult } from './ingest/run.ts';
 import { type Fleet,startFleet } from './ingest/servers.ts';
 import { emptyEventTables, startBenchStore } from './ingest/store.ts';
 import { createCleanup } from './lib/cleanup.ts';
+import { pinningOption } from './transport/pinning.ts';
 
 const { values } = parseArgs({
   options: {
@@ -53,7 +60,9 @@ const { values } = parseArgs({
     'profile-at': { type: 'string' },
     'tuned-for-limit': { type: 'string' },
     'node-options': { type: 'string', multiple: true, default: [] },
+    'launcher-flags': { type: 'string', multiple: true, default: [] },
     'variant-args': { type: 'string', multiple: true, default: [] },
+    'pin-collector': { type: 'string' },
     out: { type: 'string' },
     keep: { type: 'boolean', default: false },
     verbose: { type: 'boolean', default: false },
@@ -74,6 +83,7 @@ function operatorTuning(rate: number, limitMiB: number): { nodeOptions: string; 
   const nodeOptions = `--max-old-space-size=${t.maxOldSpaceSizeMiB} --max-semi-space-size=${t.maxSemiSpaceSizeMiB}`;
   return { nodeOptions, uvThreadpoolSize: t.uvThreadpoolSize, label: `operator tuning for a ${limitMiB} MiB limit (\`${nodeOptions}\`, UV_THREADPOOL_SIZE=${t.uvThreadpoolSize})` };
 }
+const pin = await pinningOption(values['pin-collector']);
 const measureSeconds = Number(values.seconds);
 const warmupSeconds = Number(values.warmup);
 const collectorArgs = values['collector-arg'];
@@ -106,12 +116,15 @@ try {
     startFleet(servers, fleetNice).then((f: Fleet) => { cleanups.push(() => f.dispose()); return f; }),
   ]);
   say(`set up in ${((Date.now() - started) / 1000).toFixed(1)} s`);
-  type Tuning = { nodeOptions: string; uvThreadpoolSize?: number; label: string } | undefined;
+  type Tuning = { nodeOptions: string; uvThreadpoolSize?: number; label: string; launcherFlags?: string } | undefined;
   const plan: Array<{ rate: number; profile: boolean; tuning: Tuning; extraArgs?: string[] }> = [
     ...rates.flatMap((rate) => [
       { rate, profile: false, tuning: undefined },
       ...(tunedLimitMiB === undefined ? [] : [{ rate, profile: false, tuning: operatorTuning(rate, tunedLimitMiB) }]),
       ...values['node-options'].map((flags) => ({ rate, profile: false, tuning: { nodeOptions: flags, label: `\`NODE_OPTIONS=${flags}\`` } })),
+      ...values['launcher-flags'].map((flags) => ({
+        rate, profile: false, tuning: { nodeOptions: '', launcherFlags: flags, label: flags === '' ? 'Node\'s defaults (no launcher flags)' : `launcher flags \`${flags}\`` },
+      })),
       ...values['variant-args'].map((args) => ({ rate, profile: false, tuning: undefined, extraArgs: args.split(' ').filter((a) => a !== '') })),
     ]),
     ...(profileRate === undefined ? [] : [{ rate: profileRate, profile: true, tuning: undefined }]),
@@ -139,6 +152,7 @@ try {
         onCleanup: (fn) => { runCleanups.push(fn); cleanups.push(fn); },
         ...(profile ? { profileDir } : {}),
         ...(tuning === undefined ? {} : { tuning }),
+        ...(pin === undefined ? {} : { pin }),
       });
       (profile ? profiled : results).push(result);
     } catch (e) {
@@ -157,7 +171,7 @@ try {
   say(`done in ${((Date.now() - started) / 1000).toFixed(0)} s`);
 }
 
-const section = renderSection(results, failures, { collectorArgs, warmupSeconds, measureSeconds, fleetNice, servers }, profiled);
+const section = renderSection(results, failures, { collectorArgs, warmupSeconds, measureSeconds, fleetNice, servers, ...(pin === undefined ? {} : { pin }) }, profiled);
 process.stdout.write(`${section}\n`);
 if (values.out !== undefined) {
   writeSection(values.out, section);

@@ -44,7 +44,7 @@ import pg from 'pg';
 import { type Fleet,startFleet } from './ingest/servers.ts';
 import { startBenchStore } from './ingest/store.ts';
 import { createCleanup } from './lib/cleanup.ts';
-import { ownCpus } from './transport/pinning.ts';
+import { pinningOption } from './transport/pinning.ts';
 import { parentPid } from './transport/proc-cpu.ts';
 import { renderSection } from './transport/report.ts';
 import type { AutoResult, BenchResult, Step } from './transport/results.ts';
@@ -99,23 +99,8 @@ if (!Number.isInteger(hotCount) || hotCount < 1 || !Number.isInteger(coldCount) 
   || !(autoSeconds > 0) || !Number.isInteger(retries) || retries < 0 || !Number.isInteger(rounds) || rounds < 1 || !(disturbed > 0) || (fixedLoad !== undefined && !ladder.includes(fixedLoad)) || !Number.isInteger(fleetNice) || fleetNice < 0 || fleetNice > 19) {
   throw new Error('usage: transport-bench.ts [--hot N] [--cold N] [--cold-kbps K] [--ladder R,R,... (MB/s per hot server, increasing)] [--step-seconds S] [--settle S] [--warmup S] [--seconds S] [--keep-up F] [--auto-seconds S] [--load R] [--no-proxy-climb] [--rounds N] [--retries N] [--disturbed F] [--fleet-nice N] [--collector-arg ARG ...] [--pin-collector CORE] [--out FILE.md] [--keep] [--verbose]');
 }
-/**
- * --pin-collector CORE: the collector alone on CORE, everything else (store, servers, writer, the
- * sidecar and its ssh clients) on the CPUs this process was started with, which must not
- * include CORE: run as `taskset -c 1 node bench/transport-bench.ts --pin-collector 0`.
- */
-const pinCore = values['pin-collector'] === undefined ? undefined : Number(values['pin-collector']);
-let pin: { core: number; others: string } | undefined;
-if (pinCore !== undefined) {
-  const others = await ownCpus();
-  if (!Number.isInteger(pinCore) || pinCore < 0 || others.split(',').some((part) => {
-    const [a, b] = part.split('-').map(Number);
-    return pinCore >= a! && pinCore <= (b ?? a)!;
-  })) {
-    throw new Error(`--pin-collector ${String(values['pin-collector'])}: a core this process does not run on (it runs on ${others}; start it with taskset -c)`);
-  }
-  pin = { core: pinCore, others };
-}
+// --pin-collector CORE: the collector alone on CORE, everything else on this process's CPUs (pinning.ts).
+const pin = await pinningOption(values['pin-collector']);
 const serverCount = hotCount + coldCount;
 const AUTO_ARGS = ['--min-dwell', '5000', '--rate-window', '3000'];
 

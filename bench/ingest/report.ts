@@ -24,6 +24,8 @@ export interface ReportContext {
   measureSeconds: number;
   fleetNice: number;
   servers: number;
+  /** The collector alone on `core`, everything else on `others` (--pin-collector). */
+  pin?: { core: number; others: string };
 }
 
 export function renderSection(runs: readonly RunResult[], failures: readonly string[], ctx: ReportContext, profiled: readonly RunResult[] = []): string {
@@ -98,7 +100,9 @@ export function renderSection(runs: readonly RunResult[], failures: readonly str
     ...profileTable,
     '',
     '- CPU: utime + stime of the collector process from /proc over the window, divided by the log bytes it read in the window '
-      + '(`pglog_read_bytes_total`). Writer, sshd (with its per-connection processes) and the store run on the same cores.',
+      + `(\`pglog_read_bytes_total\`). ${ctx.pin === undefined
+        ? 'Writer, sshd (with its per-connection processes) and the store run on the same cores.'
+        : `The collector runs alone on CPU ${ctx.pin.core} (\`taskset\`, every thread); writer, sshd (with its per-connection processes) and the store on CPU ${ctx.pin.others}.`}`,
     '- Event-loop delay: prom-client\'s `pglog_nodejs_eventloop_lag_p99_seconds` / `_max_seconds`, scraped every second '
       + '(each scrape resets the histogram, so each sample covers one second). The histogram samples every 10 ms and its values '
       + 'include that interval: an idle process reads about 10.2 ms.',

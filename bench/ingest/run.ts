@@ -18,6 +18,7 @@ import type { TestSshServer } from '@pglog/test-support/sshd.ts';
 import { freePort, sleep } from '@pglog/test-support/wait.ts';
 import pg from 'pg';
 
+import { pinCollector } from '../transport/pinning.ts';
 import { type CpuProfile, type ProfileSplit,splitProfile } from './cpu-profile.ts';
 import type { WriterTotals } from './log-writer.ts';
 import { countEqual, type Sample,scrape, sum, value } from './metrics-scrape.ts';
@@ -47,7 +48,9 @@ export interface RunOptions {
   /** Run the collector under V8's sampling profiler (`--cpu-prof` into this directory) and split the window's samples by stage. */
   profileDir?: string;
   /** Node and V8 settings of the collector, as the operator's tuning sets them in a pod (default: Node's own). */
-  tuning?: { nodeOptions: string; uvThreadpoolSize?: number; label: string };
+  tuning?: { nodeOptions: string; uvThreadpoolSize?: number; label: string; launcherFlags?: string };
+  /** The collector alone on `core` (every thread), its descendants on `others` (bench/transport/pinning.ts). */
+  pin?: { core: number; others: string };
 }
 
 export interface RunResult {
@@ -140,8 +143,12 @@ export async function measureRun(o: RunOptions): Promise<RunResult> {
     env: {
       NODE_OPTIONS: [o.tuning?.nodeOptions ?? '', o.profileDir === undefined ? '' : `--cpu-prof --cpu-prof-dir=${o.profileDir}`].join(' ').trim(),
       ...(o.tuning?.uvThreadpoolSize === undefined ? {} : { UV_THREADPOOL_SIZE: String(o.tuning.uvThreadpoolSize) }),
+      // The launcher's V8 flags for a collector (collector/bin/pglog): its own unless a column replaces them.
+      ...(o.tuning?.launcherFlags === undefined ? {} : { PGLOG_NODE_FLAGS: o.tuning.launcherFlags }),
     },
   });
+  // The launcher execs node: the pid is the collector's own process.
+  if (o.pin !== undefined) o.onCleanup(await pinCollector(collector.pid, o.pin.core, o.pin.others));
   let collectorExited = false;
   void collector.exited.then(() => { collectorExited = true; });
   o.onCleanup(() => { if (!collectorExited) collector.kill('SIGKILL'); });

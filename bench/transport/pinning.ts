@@ -1,5 +1,5 @@
 /**
- * CPU placement for the transport benchmark's `--pin-collector` (issue 15 point 6): the
+ * CPU placement for the transport and ingest benchmarks' `--pin-collector` (issue 15 points 2 and 6): the
  * collector's own process (every thread: main, libuv's pool, V8's helpers) alone on one core,
  * and everything else, its sidecar and the ssh clients the sidecar starts included, on the
  * others. The benchmark itself runs under `taskset -c <others>`, so the store, the servers and
@@ -26,6 +26,24 @@ export async function ownCpus(): Promise<string> {
   const list = stdout.trim().split(':').at(-1)?.trim();
   if (list === undefined || list === '') throw new Error(`taskset -p: unexpected output ${JSON.stringify(stdout)}`);
   return list;
+}
+
+/**
+ * `--pin-collector CORE`: the collector alone on CORE, everything else (store, servers, writer,
+ * a sidecar and its ssh clients) on the CPUs this process was started with, which must not
+ * include CORE: run as `taskset -c 1 node bench/....ts --pin-collector 0`. Undefined without it.
+ */
+export async function pinningOption(option: string | undefined): Promise<{ core: number; others: string } | undefined> {
+  if (option === undefined) return undefined;
+  const core = Number(option);
+  const others = await ownCpus();
+  if (!Number.isInteger(core) || core < 0 || others.split(',').some((part) => {
+    const [a, b] = part.split('-').map(Number);
+    return core >= a! && core <= (b ?? a)!;
+  })) {
+    throw new Error(`--pin-collector ${option}: a core this process does not run on (it runs on ${others}; start it with taskset -c)`);
+  }
+  return { core, others };
 }
 
 /**
