@@ -191,7 +191,9 @@ bench: bench-logs ## Benchmarks (parse vs pgbadger, COPY BINARY vs text vs INSER
 	node bench/merge-section.ts docs/benchmarks.md commit-bench $(BENCH_OUT)/commit.md
 	node bench/ssh-bench.ts --out $(BENCH_OUT)/ssh.md
 	node bench/merge-section.ts docs/benchmarks.md ssh-bench $(BENCH_OUT)/ssh.md
-	node bench/ingest-bench.ts --mb-per-sec 20,5 --tuned-for-limit 1024 --profile-at 10 --out $(BENCH_OUT)/ingest.md
+	@# The collector alone on CPU 0, store, sshd and log writer on the others (issue 15 point 2); Node's defaults
+	@# (no launcher flags, as before ADR 0018) beside the launcher's and the operator's tuning.
+	taskset -c 1-$$(($$(nproc) - 1)) node bench/ingest-bench.ts --pin-collector 0 --mb-per-sec 20,5 --tuned-for-limit 1024 --launcher-flags= --profile-at 10 --out $(BENCH_OUT)/ingest.md
 	node bench/merge-section.ts docs/benchmarks.md ingest-bench $(BENCH_OUT)/ingest.md
 	node bench/server-cost-bench.ts --out $(BENCH_OUT)/server-cost.md
 	node bench/merge-section.ts docs/benchmarks.md server-cost-bench $(BENCH_OUT)/server-cost.md
