@@ -24,7 +24,7 @@
  * (operator/src/desired/tuning.ts), side by side. Each --node-options adds one more run per
  * rate with the collector's NODE_OPTIONS set to FLAGS (V8 flags to compare), each
  * --launcher-flags one with the launcher's own V8 flags for a collector replaced by FLAGS
- * (PGLOG_NODE_FLAGS, collector/bin/pglog; '' runs Node's defaults, as before ADR 0018), each
+ * (PGLOG_NODE_FLAGS, cli/bin/pglog; '' runs Node's defaults, as before ADR 0018), each
  * --variant-args one with ARGS (space-separated) added to the collector's arguments (e.g. the
  * settings of an earlier version, `--ssh-window 2MiB --memory-budget 128MiB`). Everything started is stopped
  * and every temporary directory removed, also on failure or Ctrl-C (--keep keeps the run

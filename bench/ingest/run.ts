@@ -143,7 +143,7 @@ export async function measureRun(o: RunOptions): Promise<RunResult> {
     env: {
       NODE_OPTIONS: [o.tuning?.nodeOptions ?? '', o.profileDir === undefined ? '' : `--cpu-prof --cpu-prof-dir=${o.profileDir}`].join(' ').trim(),
       ...(o.tuning?.uvThreadpoolSize === undefined ? {} : { UV_THREADPOOL_SIZE: String(o.tuning.uvThreadpoolSize) }),
-      // The launcher's V8 flags for a collector (collector/bin/pglog): its own unless a column replaces them.
+      // The launcher's V8 flags for a collector (cli/bin/pglog): its own unless a column replaces them.
       ...(o.tuning?.launcherFlags === undefined ? {} : { PGLOG_NODE_FLAGS: o.tuning.launcherFlags }),
     },
   });

@@ -144,7 +144,7 @@ export function autoSemiSpaceMiB(ingestBytesPerSecond: number, memoryLimitBytes:
  * 20 MB/s from 50 servers used at most 83 MB of heap under a 256 MiB old space, 298 MB RSS
  * against 493 MB with Node's defaults, docs/benchmarks.md). How far below its limit the old
  * generation grows between mark-compacts is the launcher's `--heap-growing-percent` (1.5 times
- * the live set, collector/bin/pglog, ADR 0018), which a pod keeps: this limit is the ceiling.
+ * the live set, cli/bin/pglog, ADR 0018), which a pod keeps: this limit is the ceiling.
  */
 export function autoOldSpaceMiB(memoryLimitBytes: number | null, semiSpaceMiB: number, instances: number, sqlSessions: number): number {
   const need = Math.ceil((2 * NON_HEAP_RESERVE_MIB + HEAP_PER_STREAM_MIB * instances + HEAP_PER_SQL_SESSION_MIB * sqlSessions) / 64) * 64;
