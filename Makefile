@@ -51,7 +51,7 @@ DOCKER       := /usr/bin/docker
 sbom          = dist/$(subst :,-,$(subst /,-,$(1))).sbom.cdx.json
 
 .DEFAULT_GOAL := help
-.PHONY: help node deps system-deps kube-tools promtool typecheck lint shellcheck headers import-cycles check logs bench-logs test test-unit test-collector test-operator demo demo-parse bench crds dashboards docker image image-base test-image image-test e2e fuzz clean distclean
+.PHONY: help node deps system-deps kube-tools promtool typecheck format format-check lint shellcheck headers import-cycles check logs bench-logs test test-unit test-collector test-operator demo demo-parse bench crds dashboards docker image image-base test-image image-test e2e fuzz clean distclean
 
 help: ## Show this help
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  \033[36m%-14s\033[0m %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -81,6 +81,12 @@ lint: deps ## ESLint with typescript-eslint: no-floating-promises, file and func
 # show its globals as unused.
 SHELL_SCRIPTS := $(wildcard scripts/*.sh) scripts/loggen/generate.sh .ci/run cli/bin/pglog
 
+format: deps ## Format the TypeScript and JavaScript with prettier (width 160: .prettierrc.json; what it covers: .prettierignore)
+	prettier --write --log-level warn .
+
+format-check: deps ## Fail when a source is not as prettier formats it (make format fixes it)
+	prettier --check --log-level warn .
+
 shellcheck: system-deps ## shellcheck over the shell scripts
 	shellcheck -x $(SHELL_SCRIPTS)
 
@@ -90,7 +96,7 @@ headers: deps ## Every source file and script opens with a comment saying what i
 import-cycles: deps ## No source files that import each other, directly or around a circle
 	node scripts/check/import-cycles.ts
 
-check: typecheck lint shellcheck headers import-cycles ## The static checks: type-check, lint, shellcheck, header comments, import circles (CI runs them as their own step)
+check: typecheck format-check lint shellcheck headers import-cycles ## The static checks: type-check, formatting, lint, shellcheck, header comments, import circles (CI runs them as their own step)
 
 logs: system-deps deps ## Generate the real PostgreSQL test logs (cached under ~/.cache/pglog/logs)
 	@scripts/loggen/generate.sh --out $(LOGS_DIR)/test

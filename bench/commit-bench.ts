@@ -77,7 +77,11 @@ function serverCpu(postmaster: number): Map<number, number> {
 /** One run: every stream hands over all its events; resolves once all are committed. */
 async function runOnce(url: string, postmaster: number, connections: number, events: readonly StatementEvent[]): Promise<Run> {
   const writer = await StoreWriter.open({ url, applicationName: `commit-bench ${connections}`, connections });
-  const sources: SourceRef[] = Array.from({ length: STREAMS }, (_, i) => ({ target: `db${String(i).padStart(3, '0')}`, instance: 'main', file: 'log/postgresql.log' }));
+  const sources: SourceRef[] = Array.from({ length: STREAMS }, (_, i) => ({
+    target: `db${String(i).padStart(3, '0')}`,
+    instance: 'main',
+    file: 'log/postgresql.log',
+  }));
   const epochs = await Promise.all(sources.map(async (s) => (await writer.claim(s.target, s.instance)).epoch));
   let batches = 0;
   let inFlight = 0;
@@ -99,16 +103,18 @@ async function runOnce(url: string, postmaster: number, connections: number, eve
   const server0 = serverCpu(postmaster);
   const machine0 = machineCpu();
   const t0 = performance.now();
-  await Promise.all(sources.map(async (source, s) => {
-    const readAt = Date.now();
-    for (let i = 0; i < events.length; i += HANDOVER) {
-      await batcher.waitForRoom(source.target);
-      const part = events.slice(i, i + HANDOVER);
-      batcher.add(source, part, { ...source, identity: 'inode:1', offset: (part.at(-1) as StatementEvent).end }, epochs[s] as number, readAt);
-      // A stream parses its next read in a later turn of the event loop.
-      await yieldNow();
-    }
-  }));
+  await Promise.all(
+    sources.map(async (source, s) => {
+      const readAt = Date.now();
+      for (let i = 0; i < events.length; i += HANDOVER) {
+        await batcher.waitForRoom(source.target);
+        const part = events.slice(i, i + HANDOVER);
+        batcher.add(source, part, { ...source, identity: 'inode:1', offset: (part.at(-1) as StatementEvent).end }, epochs[s] as number, readAt);
+        // A stream parses its next read in a later turn of the event loop.
+        await yieldNow();
+      }
+    }),
+  );
   await batcher.flush();
   const seconds = (performance.now() - t0) / 1000;
   const cpu = process.cpuUsage(cpu0);
@@ -124,7 +130,11 @@ async function runOnce(url: string, postmaster: number, connections: number, eve
 const COMMON = ['shared_buffers = 256MB', 'max_wal_size = 4GB'];
 const STORES = [
   { name: 'fast', settings: COMMON, what: 'fsync off' },
-  { name: 'durable', settings: [...COMMON, 'fsync = on', 'synchronous_commit = on', 'full_page_writes = on'], what: 'fsync, synchronous_commit, full_page_writes on' },
+  {
+    name: 'durable',
+    settings: [...COMMON, 'fsync = on', 'synchronous_commit = on', 'full_page_writes = on'],
+    what: 'fsync, synchronous_commit, full_page_writes on',
+  },
 ] as const;
 
 process.stderr.write(`generating and parsing ${ROWS} statements ...\n`);
@@ -147,7 +157,9 @@ async function measureStore(settings: readonly string[]): Promise<Map<number, Ru
     await (await StoreWriter.open({ url })).close();
     version = (await client.query<{ v: string }>("SELECT current_setting('server_version') AS v")).rows[0]?.v ?? '?';
     const truncate = async (): Promise<void> => {
-      await client.query('TRUNCATE pglog.statement_events, pglog.statement_rollup_parts, pglog.query_templates, pglog.read_position_state, pglog.stream_claims');
+      await client.query(
+        'TRUNCATE pglog.statement_events, pglog.statement_rollup_parts, pglog.query_templates, pglog.read_position_state, pglog.stream_claims',
+      );
       await client.query('CHECKPOINT');
     };
     const check = async (name: string): Promise<void> => {
@@ -156,7 +168,9 @@ async function measureStore(settings: readonly string[]): Promise<Map<number, Ru
       // The statement rollup written with each batch (docs/store.md, version 6) counts each row once too.
       const rolled = await client.query<{ n: string }>('SELECT coalesce(sum(calls), 0) AS n FROM pglog.statement_rollup');
       if (Number(r.rows[0]?.n) !== total || Number(r.rows[0]?.d) !== total || Number(p.rows[0]?.n) !== STREAMS || Number(rolled.rows[0]?.n) !== total) {
-        throw new Error(`${name}: ${r.rows[0]?.n} rows (${r.rows[0]?.d} distinct), ${rolled.rows[0]?.n} in the rollup, ${p.rows[0]?.n} positions at the end; expected ${total} rows, ${STREAMS} positions`);
+        throw new Error(
+          `${name}: ${r.rows[0]?.n} rows (${r.rows[0]?.d} distinct), ${rolled.rows[0]?.n} in the rollup, ${p.rows[0]?.n} positions at the end; expected ${total} rows, ${STREAMS} positions`,
+        );
       }
     };
     const results = new Map<number, Run[]>(configs.map((c) => [c, []]));
@@ -166,7 +180,9 @@ async function measureStore(settings: readonly string[]): Promise<Map<number, Ru
         const run = await runOnce(url, postmaster, c, events);
         await check(`${c} connection(s), run ${i + 1}`);
         results.get(c)?.push(run);
-        process.stderr.write(`run ${i + 1}, ${c} connection(s): ${fmt(total / run.seconds)} rows/s, ${run.batches} batches, at most ${run.maxInFlight} in flight\n`);
+        process.stderr.write(
+          `run ${i + 1}, ${c} connection(s): ${fmt(total / run.seconds)} rows/s, ${run.batches} batches, at most ${run.maxInFlight} in flight\n`,
+        );
       }
     }
     await client.end();
@@ -188,8 +204,11 @@ for (const store of STORES) {
   const row = (name: string, results: Map<number, Run[]>, c: number): string => {
     const b = best(results, c);
     const runs = (results.get(c) ?? []).map((r) => fmt(total / r.seconds)).join(', ');
-    const what = c === 1 ? 'each batch commits after the one before (before `--store-connections`)' : `\`--store-connections ${c}\`: ${c} lanes of streams, a batch of each committing side by side`;
-    const perRow = (sec: number): string => (sec / total * 1e6).toFixed(2);
+    const what =
+      c === 1
+        ? 'each batch commits after the one before (before `--store-connections`)'
+        : `\`--store-connections ${c}\`: ${c} lanes of streams, a batch of each committing side by side`;
+    const perRow = (sec: number): string => ((sec / total) * 1e6).toFixed(2);
     return `| ${name} | ${c} | ${fmt(rate(results, c))} | ${runs} | ${b.seconds.toFixed(2)} | ${b.batches} | ${b.maxInFlight} | ${perRow(b.cpuSeconds)} | ${perRow(b.serverCpuSeconds)} | ${(b.machineBusy * 100).toFixed(0)} | ${what} |`;
   };
   const md = [
@@ -203,7 +222,9 @@ for (const store of STORES) {
     `${version}, a throwaway cluster on a Unix socket (shared_buffers 256MB, max_wal_size 4GB), Node ${process.version},`,
     `${cpus().length} × ${cpus()[0]?.model ?? 'CPU'}, collector and store on the same cores. Two stores: ${STORES.map((st) => `${st.name} (${st.what})`).join('; ')}.`,
     `Best of ${RUNS} runs each (round robin), tables truncated before each; every run checked (each row once in the table and in the statement rollup, each`,
-    `position at its stream's last event). Load average ${loadavg().map((x) => x.toFixed(1)).join(' / ')} at the end. Measured ${new Date().toISOString().slice(0, 10)}.`,
+    `position at its stream's last event). Load average ${loadavg()
+      .map((x) => x.toFixed(1))
+      .join(' / ')} at the end. Measured ${new Date().toISOString().slice(0, 10)}.`,
     '',
     '| store | connections | rows/s (best) | runs, rows/s | best s | batches | most in flight | collector CPU µs/row | store CPU µs/row | machine busy % | what |',
     '|---|---:|---:|---|---:|---:|---:|---:|---:|---:|---|',

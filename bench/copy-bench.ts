@@ -26,7 +26,7 @@ import { copyIn } from '@pglog/collector/store/copy-stream.ts';
 import { CHUNK_BYTES } from '@pglog/collector/store/copy-stream.ts';
 import { mapEvent, rowContext } from '@pglog/collector/store/event-rows.ts';
 import { STATEMENT_TABLE } from '@pglog/collector/store/event-tables.ts';
-import { type Micros,microsToIso } from '@pglog/collector/store/iso-time.ts';
+import { type Micros, microsToIso } from '@pglog/collector/store/iso-time.ts';
 import type { BatchItem, SourceRef } from '@pglog/collector/store/store-writer.ts';
 import { StoreWriter, streamKeyOf } from '@pglog/collector/store/store-writer.ts';
 import { DEFAULT_MAX_TEXT_BYTES } from '@pglog/collector/store/text-clean.ts';
@@ -77,11 +77,14 @@ function* chunksOf<T>(rows: readonly T[], sizeOf: (row: T) => number): Generator
   if (chunk.length > 0) yield chunk;
 }
 
-interface Prepared { values: unknown[]; size: number }
+interface Prepared {
+  values: unknown[];
+  size: number;
+}
 
 async function insertRows(client: pg.Client, rows: readonly Prepared[]): Promise<void> {
-  const placeholders = (n: number): string => Array.from({ length: n }, (_, r) =>
-    `(${COLUMNS.map((_c, c) => `$${r * COLUMNS.length + c + 1}`).join(', ')})`).join(', ');
+  const placeholders = (n: number): string =>
+    Array.from({ length: n }, (_, r) => `(${COLUMNS.map((_c, c) => `$${r * COLUMNS.length + c + 1}`).join(', ')})`).join(', ');
   const full = `INSERT INTO pglog.statement_events (${COLUMN_LIST}) VALUES ${placeholders(INSERT_BATCH)}`;
   await client.query('BEGIN');
   for (let i = 0; i < rows.length; i += INSERT_BATCH) {
@@ -167,13 +170,39 @@ try {
   };
   const count = async (): Promise<number> => Number((await client.query<{ n: string }>('SELECT count(*) AS n FROM pglog.statement_events')).rows[0]?.n);
 
-  interface Contender { name: string; what: string; run: () => Promise<void> }
-  interface Result { name: string; what: string; best: number; all: number[]; cpu: number[] }
+  interface Contender {
+    name: string;
+    what: string;
+    run: () => Promise<void>;
+  }
+  interface Result {
+    name: string;
+    what: string;
+    best: number;
+    all: number[];
+    cpu: number[];
+  }
   const contenders: Contender[] = [
-    { name: 'INSERT', what: `multi-row INSERT, ${INSERT_BATCH} rows (${INSERT_BATCH * COLUMNS.length} parameters) per statement, one transaction`, run: () => insertRows(client, prepared) },
-    { name: 'COPY text', what: `pg-copy-streams, text format, escaped, ${CHUNK_BYTES / 1024} KiB chunks, rows mapped beforehand`, run: () => copyText(client, prepared) },
-    { name: 'COPY BINARY (bare)', what: `CopyBinaryEncoder, ${CHUNK_BYTES / 1024} KiB chunks, rows mapped beforehand, one COPY`, run: () => copyBinary(client, prepared) },
-    { name: `StoreWriter.commit, ${WRITER_BATCH}-event batches`, what: 'events → rows, cleaning, COPY BINARY, templates, claims and positions, one transaction per batch', run: () => writerCommit(writer, items, WRITER_BATCH) },
+    {
+      name: 'INSERT',
+      what: `multi-row INSERT, ${INSERT_BATCH} rows (${INSERT_BATCH * COLUMNS.length} parameters) per statement, one transaction`,
+      run: () => insertRows(client, prepared),
+    },
+    {
+      name: 'COPY text',
+      what: `pg-copy-streams, text format, escaped, ${CHUNK_BYTES / 1024} KiB chunks, rows mapped beforehand`,
+      run: () => copyText(client, prepared),
+    },
+    {
+      name: 'COPY BINARY (bare)',
+      what: `CopyBinaryEncoder, ${CHUNK_BYTES / 1024} KiB chunks, rows mapped beforehand, one COPY`,
+      run: () => copyBinary(client, prepared),
+    },
+    {
+      name: `StoreWriter.commit, ${WRITER_BATCH}-event batches`,
+      what: 'events → rows, cleaning, COPY BINARY, templates, claims and positions, one transaction per batch',
+      run: () => writerCommit(writer, items, WRITER_BATCH),
+    },
     { name: 'StoreWriter.commit, one batch', what: 'the same, all events in one commit', run: () => writerCommit(writer, items, items.length) },
   ];
   const results: Result[] = contenders.map((c) => ({ name: c.name, what: c.what, best: Infinity, all: [], cpu: [] }));
@@ -210,15 +239,20 @@ try {
     `${fmt(events.length)} statement events from the parser (pgbench TPC-B script, ~10 % extended protocol with parameters) into`,
     `\`pglog.statement_events\` (${COLUMNS.length} columns, ~${(dataBytes / events.length).toFixed(0)} bytes of data per row), PostgreSQL ${version}`,
     `(throwaway cluster on a Unix socket, fsync off), Node ${process.version}, ${cpus().length} × ${cpus()[0]?.model ?? 'CPU'}.`,
-    `Best of ${RUNS} runs each (round robin), table truncated before every run; load average ${loadavg().map((x) => x.toFixed(1)).join(' / ')} at the end`,
+    `Best of ${RUNS} runs each (round robin), table truncated before every run; load average ${loadavg()
+      .map((x) => x.toFixed(1))
+      .join(' / ')} at the end`,
     '(other work on the machine: rates vary with it, the ratios less).',
     '',
-    'Client CPU is the benchmark process\'s own user + system time (the server works in parallel on the',
+    "Client CPU is the benchmark process's own user + system time (the server works in parallel on the",
     'other core): it shows what each method costs the collector, whatever the load on the machine.',
     '',
     '| method | rows/s | best s | runs (s) | client CPU µs/row (min) | what |',
     '|---|---:|---:|---|---:|---|',
-    ...results.map((r) => `| ${r.name} | ${fmt(rate(r))} | ${r.best.toFixed(3)} | ${r.all.map((s) => s.toFixed(2)).join(', ')} | ${(Math.min(...r.cpu) / events.length * 1e6).toFixed(2)} | ${r.what} |`),
+    ...results.map(
+      (r) =>
+        `| ${r.name} | ${fmt(rate(r))} | ${r.best.toFixed(3)} | ${r.all.map((s) => s.toFixed(2)).join(', ')} | ${((Math.min(...r.cpu) / events.length) * 1e6).toFixed(2)} | ${r.what} |`,
+    ),
     '',
     '| ratio | value | reference / target |',
     '|---|---:|---|',

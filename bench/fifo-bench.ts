@@ -53,9 +53,24 @@ const { values } = parseArgs({
 const fifoCount = Number(values.fifos);
 const fifoPaths = (dir: string): string[] => Array.from({ length: fifoCount }, (_, i) => join(dir, `s${String(i).padStart(2, '0')}.out`));
 
-interface Percentiles { p50: number; p99: number; max: number; count: number }
-interface CollectorResult { bytes: number; seconds: number; cpuMs: number; delay: Percentiles; stat: Percentiles; lookup: Percentiles }
-interface WriterResult { bytes: number; seconds: number }
+interface Percentiles {
+  p50: number;
+  p99: number;
+  max: number;
+  count: number;
+}
+interface CollectorResult {
+  bytes: number;
+  seconds: number;
+  cpuMs: number;
+  delay: Percentiles;
+  stat: Percentiles;
+  lookup: Percentiles;
+}
+interface WriterResult {
+  bytes: number;
+  seconds: number;
+}
 
 if (values.role === 'collector') {
   process.stdout.write(JSON.stringify(await collectorMain()) + '\n');
@@ -89,18 +104,30 @@ async function collectorMain(): Promise<CollectorResult> {
   let bytes = 0;
   const ended = fifoPaths(dir).map((path) => {
     const stream: Readable = kind === 'fifo-reader' ? openFifoReader(path) : createReadStream(path);
-    stream.on('data', (chunk: Buffer) => { bytes += chunk.length; });
-    return new Promise<void>((resolve, reject) => { stream.once('end', resolve); stream.once('error', reject); });
+    stream.on('data', (chunk: Buffer) => {
+      bytes += chunk.length;
+    });
+    return new Promise<void>((resolve, reject) => {
+      stream.once('end', resolve);
+      stream.once('error', reject);
+    });
   });
   const statMs: number[] = [];
   const lookupMs: number[] = [];
   const inFlight = new Set<Promise<void>>();
   let measuring = false;
-  const warmup = setTimeout(() => { measuring = true; delay.reset(); }, WARMUP_MS);
+  const warmup = setTimeout(() => {
+    measuring = true;
+    delay.reset();
+  }, WARMUP_MS);
   const probe = (into: number[], call: () => Promise<unknown>): void => {
     const started = performance.now();
     const counted = measuring;
-    const p = call().then(() => { if (counted) into.push(performance.now() - started); }).finally(() => inFlight.delete(p));
+    const p = call()
+      .then(() => {
+        if (counted) into.push(performance.now() - started);
+      })
+      .finally(() => inFlight.delete(p));
     inFlight.add(p);
   };
   const timer = setInterval(() => {
@@ -120,9 +147,12 @@ async function collectorMain(): Promise<CollectorResult> {
   await Promise.all(inFlight);
   const ms = (ns: number): number => Math.max(0, ns / 1e6 - RESOLUTION_MS);
   return {
-    bytes, seconds, cpuMs: (cpu.user + cpu.system) / 1000,
+    bytes,
+    seconds,
+    cpuMs: (cpu.user + cpu.system) / 1000,
     delay: { p50: ms(delay.percentile(50)), p99: ms(delay.percentile(99)), max: ms(delay.max), count: delay.count },
-    stat: percentiles(statMs), lookup: percentiles(lookupMs),
+    stat: percentiles(statMs),
+    lookup: percentiles(lookupMs),
   };
 }
 
@@ -162,8 +192,12 @@ function runNode(args: string[], what: string): Promise<unknown> {
     const child = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'pipe'] });
     let out = '';
     let err = '';
-    child.stdout.setEncoding('utf8').on('data', (s: string) => { out += s; });
-    child.stderr.setEncoding('utf8').on('data', (s: string) => { err += s; });
+    child.stdout.setEncoding('utf8').on('data', (s: string) => {
+      out += s;
+    });
+    child.stderr.setEncoding('utf8').on('data', (s: string) => {
+      err += s;
+    });
     child.once('error', reject);
     child.once('close', (code) => {
       if (code !== 0) reject(new Error(`${what} exited with ${code}: ${err}`));
@@ -179,9 +213,24 @@ async function runVariant(kind: ReaderKind, kbps: number): Promise<CollectorResu
     const made = spawnSync('mkfifo', ['-m', '0600', ...fifoPaths(dir)], { encoding: 'utf8' });
     if (made.status !== 0) throw new Error(`mkfifo failed: ${made.stderr}`);
     const collector = runNode([self, '--role', 'collector', '--reader', kind, '--dir', dir, '--fifos', String(fifoCount)], `${kind} collector`);
-    const writer = runNode(['--max-old-space-size=64', self, '--role', 'writer', '--dir', dir, '--fifos', String(fifoCount),
-      '--seconds', String(values.seconds), '--kbps', String(kbps)], 'writer');
-    const [c, w] = await Promise.all([collector, writer]) as [CollectorResult, WriterResult];
+    const writer = runNode(
+      [
+        '--max-old-space-size=64',
+        self,
+        '--role',
+        'writer',
+        '--dir',
+        dir,
+        '--fifos',
+        String(fifoCount),
+        '--seconds',
+        String(values.seconds),
+        '--kbps',
+        String(kbps),
+      ],
+      'writer',
+    );
+    const [c, w] = (await Promise.all([collector, writer])) as [CollectorResult, WriterResult];
     if (c.bytes !== w.bytes) throw new Error(`${kind}: the collector read ${c.bytes} bytes, the writer wrote ${w.bytes}`);
     return { ...c, writer: w };
   } finally {
@@ -200,8 +249,10 @@ async function parentMain(): Promise<void> {
       for (const kind of READERS) {
         const r = await runVariant(kind, kbps);
         results.set(key(kind, kbps), [...(results.get(key(kind, kbps)) ?? []), r]);
-        process.stderr.write(`${LABEL[kind].padEnd(24)} ${String(kbps).padStart(5)} kB/s: loop delay p99 ${r.delay.p99.toFixed(2)} max ${r.delay.max.toFixed(2)} ms; ` +
-          `stat p99 ${r.stat.p99.toFixed(2)} ms; lookup p99 ${r.lookup.p99.toFixed(2)} ms; ${(r.bytes / r.seconds / 1e6).toFixed(2)} MB/s\n`);
+        process.stderr.write(
+          `${LABEL[kind].padEnd(24)} ${String(kbps).padStart(5)} kB/s: loop delay p99 ${r.delay.p99.toFixed(2)} max ${r.delay.max.toFixed(2)} ms; ` +
+            `stat p99 ${r.stat.p99.toFixed(2)} ms; lookup p99 ${r.lookup.p99.toFixed(2)} ms; ${(r.bytes / r.seconds / 1e6).toFixed(2)} MB/s\n`,
+        );
       }
     }
   }
@@ -209,29 +260,40 @@ async function parentMain(): Promise<void> {
   const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? NaN;
   const pick = (kind: ReaderKind, kbps: number, get: (r: CollectorResult) => number): number => median((results.get(key(kind, kbps)) ?? []).map(get));
   const columns: [string, (r: CollectorResult) => number, number][] = [
-    ['loop delay p50', (r) => r.delay.p50, 2], ['loop delay p99', (r) => r.delay.p99, 2], ['loop delay max', (r) => r.delay.max, 1],
-    ['stat p50', (r) => r.stat.p50, 2], ['stat p99', (r) => r.stat.p99, 2], ['stat max', (r) => r.stat.max, 1],
-    ['lookup p50', (r) => r.lookup.p50, 2], ['lookup p99', (r) => r.lookup.p99, 2], ['lookup max', (r) => r.lookup.max, 1],
+    ['loop delay p50', (r) => r.delay.p50, 2],
+    ['loop delay p99', (r) => r.delay.p99, 2],
+    ['loop delay max', (r) => r.delay.max, 1],
+    ['stat p50', (r) => r.stat.p50, 2],
+    ['stat p99', (r) => r.stat.p99, 2],
+    ['stat max', (r) => r.stat.max, 1],
+    ['lookup p50', (r) => r.lookup.p50, 2],
+    ['lookup p99', (r) => r.lookup.p99, 2],
+    ['lookup max', (r) => r.lookup.max, 1],
     ['collector CPU ms / MB', (r) => r.cpuMs / (r.bytes / 1e6), 1],
   ];
-  const rate = (kbps: number): string => `${fifoCount} × ${kbps * 8 / 1000} Mbit/s`;
+  const rate = (kbps: number): string => `${fifoCount} × ${(kbps * 8) / 1000} Mbit/s`;
   const row = (kind: ReaderKind, kbps: number): string =>
     `| ${rate(kbps)} | ${LABEL[kind]} | ${columns.map(([, get, digits]) => pick(kind, kbps, get).toFixed(digits)).join(' | ')} | ${pick(kind, kbps, (r) => r.bytes / r.seconds / 1e6).toFixed(1)} |`;
-  const ratioRow = (kbps: number): string => `| ${rate(kbps)} | *createReadStream / openFifoReader* | ${columns.map(([, get]) => {
-    const a = pick('read-stream', kbps, get);
-    const b = pick('fifo-reader', kbps, get);
-    return b > 0 ? `${(a / b).toFixed(1)}×` : '—';
-  }).join(' | ')} | |`;
+  const ratioRow = (kbps: number): string =>
+    `| ${rate(kbps)} | *createReadStream / openFifoReader* | ${columns
+      .map(([, get]) => {
+        const a = pick('read-stream', kbps, get);
+        const b = pick('fifo-reader', kbps, get);
+        return b > 0 ? `${(a / b).toFixed(1)}×` : '—';
+      })
+      .join(' | ')} | |`;
   const first = rates[0] ?? NaN;
   const summary = (): string => {
     const f = (kind: ReaderKind, get: (r: CollectorResult) => number, digits = 1): string => pick(kind, first, get).toFixed(digits);
-    return `The issue's reference measurement (another machine) had fs.createReadStream on 32 FIFOs at an event-loop delay of p99 7.6 ms and max 37 ms, with a pipe handle on a non-blocking descriptor flat. ` +
+    return (
+      `The issue's reference measurement (another machine) had fs.createReadStream on 32 FIFOs at an event-loop delay of p99 7.6 ms and max 37 ms, with a pipe handle on a non-blocking descriptor flat. ` +
       `In this run, at ${rate(first)}, the loop delay is p99 ${f('read-stream', (r) => r.delay.p99, 2)} / max ${f('read-stream', (r) => r.delay.max)} ms with createReadStream and ` +
       `p99 ${f('fifo-reader', (r) => r.delay.p99, 2)} / max ${f('fifo-reader', (r) => r.delay.max)} ms with openFifoReader; the cost shows most in the threadpool: ` +
       `a stat waits ${f('read-stream', (r) => r.stat.p50, 2)} ms (median) behind the FIFO reads instead of ${f('fifo-reader', (r) => r.stat.p50, 2)} ms, a dns.lookup ${f('read-stream', (r) => r.lookup.p50, 2)} instead of ${f('fifo-reader', (r) => r.lookup.p50, 2)} ms ` +
       `(a queued call waits for a pool thread, and each pool thread waits in a read() for that FIFO's next write), and reading takes ` +
       `${(pick('read-stream', first, (r) => r.cpuMs / r.bytes) / pick('fifo-reader', first, (r) => r.cpuMs / r.bytes)).toFixed(1)}× the collector CPU per MB. ` +
-      'With writers that pause (idle servers) or have not yet opened their FIFO, each of those reads holds its pool thread for the whole pause: collector/test/integration/fifo-reader.test.ts shows fs and dns calls blocked for good with 30 writerless FIFOs and 2 pool threads.';
+      'With writers that pause (idle servers) or have not yet opened their FIFO, each of those reads holds its pool thread for the whole pause: collector/test/integration/fifo-reader.test.ts shows fs and dns calls blocked for good with 30 writerless FIFOs and 2 pool threads.'
+    );
   };
   const text = [
     `## sshproxy FIFOs: reading ${fifoCount} streams without the threadpool (bench/fifo-bench.ts)`,
@@ -246,8 +308,8 @@ async function parentMain(): Promise<void> {
     `|---|---|${columns.map(() => '---:').join('|')}|---:|`,
     ...rates.flatMap((kbps) => [row('read-stream', kbps), row('fifo-reader', kbps), ratioRow(kbps)]),
     '',
-    'pglog reads the sidecar\'s FIFOs with **openFifoReader** (collector/src/transport/fifo-reader.ts). fs.createReadStream keeps one blocking read() per FIFO ' +
-      'queued on the threadpool (a pool thread waits inside it until that FIFO has data), so every stat and lookup queues behind them; openFifoReader waits in epoll on the event loop\'s thread and uses no pool thread.',
+    "pglog reads the sidecar's FIFOs with **openFifoReader** (collector/src/transport/fifo-reader.ts). fs.createReadStream keeps one blocking read() per FIFO " +
+      "queued on the threadpool (a pool thread waits inside it until that FIFO has data), so every stat and lookup queues behind them; openFifoReader waits in epoll on the event loop's thread and uses no pool thread.",
     '',
     summary(),
     '',

@@ -34,7 +34,7 @@
  * the CPUs the benchmark was started on (issue 15 point 2; bench/transport/pinning.ts): run as
  * `taskset -c 1 node bench/ingest-bench.ts --pin-collector 0`.
  */
-import { chmodSync,mkdtempSync, rmSync } from 'node:fs';
+import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
@@ -44,7 +44,7 @@ import type { TestPostgres } from '@pglog/test-support/postgres.ts';
 
 import { renderSection, writeSection } from './ingest/report.ts';
 import { measureRun, type RunResult } from './ingest/run.ts';
-import { type Fleet,startFleet } from './ingest/servers.ts';
+import { type Fleet, startFleet } from './ingest/servers.ts';
 import { emptyEventTables, startBenchStore } from './ingest/store.ts';
 import { createCleanup } from './lib/cleanup.ts';
 import { pinningOption } from './transport/pinning.ts';
@@ -72,16 +72,26 @@ const servers = Number(values.servers);
 const rates = values['mb-per-sec'].split(',').map(Number);
 const profileRate = values['profile-at'] === undefined ? undefined : Number(values['profile-at']);
 const tunedLimitMiB = values['tuned-for-limit'] === undefined ? undefined : Number(values['tuned-for-limit']);
-if (tunedLimitMiB !== undefined && !(Number.isInteger(tunedLimitMiB) && tunedLimitMiB >= 128)) throw new Error('--tuned-for-limit takes a memory limit in MiB (at least 128)');
+if (tunedLimitMiB !== undefined && !(Number.isInteger(tunedLimitMiB) && tunedLimitMiB >= 128))
+  throw new Error('--tuned-for-limit takes a memory limit in MiB (at least 128)');
 
 /** The Node settings the operator's tuning gives a pod collecting `servers` logs at `rate` MB/s under the limit. */
 function operatorTuning(rate: number, limitMiB: number): { nodeOptions: string; uvThreadpoolSize: number; label: string } {
   const t = computeTuning({
-    nodeTuning: { mode: 'auto' }, memoryLimitBytes: limitMiB * 2 ** 20, inprocTargets: servers, proxyTargets: 0,
-    instances: servers, sqlSessions: 0, ingestBytesPerSecond: rate * 1e6,
+    nodeTuning: { mode: 'auto' },
+    memoryLimitBytes: limitMiB * 2 ** 20,
+    inprocTargets: servers,
+    proxyTargets: 0,
+    instances: servers,
+    sqlSessions: 0,
+    ingestBytesPerSecond: rate * 1e6,
   });
   const nodeOptions = `--max-old-space-size=${t.maxOldSpaceSizeMiB} --max-semi-space-size=${t.maxSemiSpaceSizeMiB}`;
-  return { nodeOptions, uvThreadpoolSize: t.uvThreadpoolSize, label: `operator tuning for a ${limitMiB} MiB limit (\`${nodeOptions}\`, UV_THREADPOOL_SIZE=${t.uvThreadpoolSize})` };
+  return {
+    nodeOptions,
+    uvThreadpoolSize: t.uvThreadpoolSize,
+    label: `operator tuning for a ${limitMiB} MiB limit (\`${nodeOptions}\`, UV_THREADPOOL_SIZE=${t.uvThreadpoolSize})`,
+  };
 }
 const pin = await pinningOption(values['pin-collector']);
 const measureSeconds = Number(values.seconds);
@@ -89,13 +99,25 @@ const warmupSeconds = Number(values.warmup);
 const collectorArgs = values['collector-arg'];
 const fleetNice = Number(values['fleet-nice']);
 if (profileRate !== undefined && !(profileRate > 0)) throw new Error('--profile-at takes an offered rate in MB/s');
-if (!Number.isInteger(servers) || rates.some((r) => !(r > 0)) || !(measureSeconds > 0) || !(warmupSeconds >= 0) || !Number.isInteger(fleetNice) || fleetNice < 0 || fleetNice > 19) {
-  throw new Error('usage: ingest-bench.ts [--servers N] [--mb-per-sec R[,R...]] [--seconds S] [--warmup S] [--fleet-nice N] [--collector-arg ARG ...] [--out FILE.md] [--keep] [--verbose]');
+if (
+  !Number.isInteger(servers) ||
+  rates.some((r) => !(r > 0)) ||
+  !(measureSeconds > 0) ||
+  !(warmupSeconds >= 0) ||
+  !Number.isInteger(fleetNice) ||
+  fleetNice < 0 ||
+  fleetNice > 19
+) {
+  throw new Error(
+    'usage: ingest-bench.ts [--servers N] [--mb-per-sec R[,R...]] [--seconds S] [--warmup S] [--fleet-nice N] [--collector-arg ARG ...] [--out FILE.md] [--keep] [--verbose]',
+  );
 }
 
 // Every sshd and PostgreSQL helper registers a process 'exit' hook of its own.
 process.setMaxListeners(servers + 20);
-const say = (line: string): void => { process.stderr.write(`ingest-bench: ${line}\n`); };
+const say = (line: string): void => {
+  process.stderr.write(`ingest-bench: ${line}\n`);
+};
 const cleanups = createCleanup(say);
 const cleanup = (): Promise<void> => cleanups.run();
 
@@ -112,8 +134,14 @@ const failures: string[] = [];
 try {
   say(`starting the store and ${servers} sshd servers`);
   const [store, fleet] = await Promise.all([
-    startBenchStore().then((s: TestPostgres) => { cleanups.push(() => s.stop()); return s; }),
-    startFleet(servers, fleetNice).then((f: Fleet) => { cleanups.push(() => f.dispose()); return f; }),
+    startBenchStore().then((s: TestPostgres) => {
+      cleanups.push(() => s.stop());
+      return s;
+    }),
+    startFleet(servers, fleetNice).then((f: Fleet) => {
+      cleanups.push(() => f.dispose());
+      return f;
+    }),
   ]);
   say(`set up in ${((Date.now() - started) / 1000).toFixed(1)} s`);
   type Tuning = { nodeOptions: string; uvThreadpoolSize?: number; label: string; launcherFlags?: string } | undefined;
@@ -123,7 +151,9 @@ try {
       ...(tunedLimitMiB === undefined ? [] : [{ rate, profile: false, tuning: operatorTuning(rate, tunedLimitMiB) }]),
       ...values['node-options'].map((flags) => ({ rate, profile: false, tuning: { nodeOptions: flags, label: `\`NODE_OPTIONS=${flags}\`` } })),
       ...values['launcher-flags'].map((flags) => ({
-        rate, profile: false, tuning: { nodeOptions: '', launcherFlags: flags, label: flags === '' ? 'Node\'s defaults (no launcher flags)' : `launcher flags \`${flags}\`` },
+        rate,
+        profile: false,
+        tuning: { nodeOptions: '', launcherFlags: flags, label: flags === '' ? "Node's defaults (no launcher flags)" : `launcher flags \`${flags}\`` },
       })),
       ...values['variant-args'].map((args) => ({ rate, profile: false, tuning: undefined, extraArgs: args.split(' ').filter((a) => a !== '') })),
     ]),
@@ -133,7 +163,9 @@ try {
     const { rate, profile } = entry;
     const extraArgs = entry.extraArgs ?? [];
     const tuning = extraArgs.length > 0 ? { nodeOptions: '', label: `\`${extraArgs.join(' ')}\`` } : entry.tuning;
-    say(`run ${i + 1}/${plan.length}: ${rate} MB/s offered from ${servers} servers${profile ? ', profiled' : ''}${tuning === undefined ? '' : `, ${tuning.label}`}`);
+    say(
+      `run ${i + 1}/${plan.length}: ${rate} MB/s offered from ${servers} servers${profile ? ', profiled' : ''}${tuning === undefined ? '' : `, ${tuning.label}`}`,
+    );
     const runCleanups: Array<() => Promise<void> | void> = [];
     try {
       const profileDir = join(root, `run${i + 1}`, 'cpu-profile');
@@ -149,7 +181,10 @@ try {
         collectorArgs: [...collectorArgs, ...extraArgs],
         say,
         verbose: values.verbose,
-        onCleanup: (fn) => { runCleanups.push(fn); cleanups.push(fn); },
+        onCleanup: (fn) => {
+          runCleanups.push(fn);
+          cleanups.push(fn);
+        },
         ...(profile ? { profileDir } : {}),
         ...(tuning === undefined ? {} : { tuning }),
         ...(pin === undefined ? {} : { pin }),
@@ -171,7 +206,12 @@ try {
   say(`done in ${((Date.now() - started) / 1000).toFixed(0)} s`);
 }
 
-const section = renderSection(results, failures, { collectorArgs, warmupSeconds, measureSeconds, fleetNice, servers, ...(pin === undefined ? {} : { pin }) }, profiled);
+const section = renderSection(
+  results,
+  failures,
+  { collectorArgs, warmupSeconds, measureSeconds, fleetNice, servers, ...(pin === undefined ? {} : { pin }) },
+  profiled,
+);
 process.stdout.write(`${section}\n`);
 if (values.out !== undefined) {
   writeSection(values.out, section);

@@ -62,19 +62,30 @@ const NAME = 'bench-object';
 const CONFIG_MAPS: ResourceType = { group: '', version: 'v1', plural: 'configmaps', kind: 'ConfigMap', namespaced: true };
 const ROOT = join(import.meta.dirname, '..');
 
-const say = (line: string): void => { process.stderr.write(`${line}\n`); };
-const median = (xs: readonly number[]): number => { const s = [...xs].sort((a, b) => a - b); return s[Math.floor(s.length / 2)]!; };
+const say = (line: string): void => {
+  process.stderr.write(`${line}\n`);
+};
+const median = (xs: readonly number[]): number => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.floor(s.length / 2)]!;
+};
 const mb = (bytes: number): string => (bytes / 1e6).toFixed(1);
 
 /** A kubeconfig like the control plane's, but to the proxy's port. */
 function kubeconfigVia(dir: string, file: string, server: string, caCert: string, token: string): string {
   const path = join(dir, file);
-  writeFileSync(path, JSON.stringify({
-    apiVersion: 'v1', kind: 'Config', 'current-context': 'bench',
-    clusters: [{ name: 'bench', cluster: { server, 'certificate-authority-data': Buffer.from(caCert).toString('base64'), 'tls-server-name': 'kubernetes' } }],
-    users: [{ name: 'admin', user: { token } }],
-    contexts: [{ name: 'bench', context: { cluster: 'bench', user: 'admin', namespace: NS } }],
-  }), { mode: 0o600 });
+  writeFileSync(
+    path,
+    JSON.stringify({
+      apiVersion: 'v1',
+      kind: 'Config',
+      'current-context': 'bench',
+      clusters: [{ name: 'bench', cluster: { server, 'certificate-authority-data': Buffer.from(caCert).toString('base64'), 'tls-server-name': 'kubernetes' } }],
+      users: [{ name: 'admin', user: { token } }],
+      contexts: [{ name: 'bench', context: { cluster: 'bench', user: 'admin', namespace: NS } }],
+    }),
+    { mode: 0o600 },
+  );
   return path;
 }
 
@@ -99,17 +110,36 @@ async function ownContender(proxy: TcpProxy, kubeconfig: string): Promise<Conten
   return {
     name: 'pglog (operator/src/kube)',
     proxy,
-    async get() { if ((await client.get(CONFIG_MAPS, NS, NAME)) === undefined) throw new Error('own: not found'); },
+    async get() {
+      if ((await client.get(CONFIG_MAPS, NS, NAME)) === undefined) throw new Error('own: not found');
+    },
     async inform(onChange, onError) {
       type Cm = KubeObject & { data?: Record<string, string> };
-      const informer = new Informer<Cm>(client, CONFIG_MAPS, { namespace: NS, log: (level) => { if (level === 'warn' || level === 'error') onError(); } });
-      informer.onChange((e) => { if (e.object.metadata.name === NAME) onChange(e.object.data ?? {}); });
+      const informer = new Informer<Cm>(client, CONFIG_MAPS, {
+        namespace: NS,
+        log: (level) => {
+          if (level === 'warn' || level === 'error') onError();
+        },
+      });
+      informer.onChange((e) => {
+        if (e.object.metadata.name === NAME) onChange(e.object.data ?? {});
+      });
       const abort = new AbortController();
       const running = informer.run(abort.signal);
       while (!informer.hasSynced()) await sleep(20);
-      return { async stop() { abort.abort(); await running; }, async restart() { /* never stops by itself */ } };
+      return {
+        async stop() {
+          abort.abort();
+          await running;
+        },
+        async restart() {
+          /* never stops by itself */
+        },
+      };
     },
-    close() { client.close(); },
+    close() {
+      client.close();
+    },
   };
 }
 
@@ -120,21 +150,32 @@ function clientNodeContender(proxy: TcpProxy, kubeconfig: string): Contender {
   return {
     name: '@kubernetes/client-node 2.x',
     proxy,
-    async get() { await api.readNamespacedConfigMap({ name: NAME, namespace: NS }); },
+    async get() {
+      await api.readNamespacedConfigMap({ name: NAME, namespace: NS });
+    },
     async inform(onChange, onError) {
       const informer = k8s.makeInformer(kc, `/api/v1/namespaces/${NS}/configmaps`, () => api.listNamespacedConfigMap({ namespace: NS }));
-      const seen = (o: k8s.V1ConfigMap): void => { if (o.metadata?.name === NAME) onChange(o.data ?? {}); };
+      const seen = (o: k8s.V1ConfigMap): void => {
+        if (o.metadata?.name === NAME) onChange(o.data ?? {});
+      };
       informer.on('add', seen);
       informer.on('update', seen);
       informer.on('error', onError);
       await informer.start();
       return { stop: () => informer.stop(), restart: () => informer.start() };
     },
-    close() { /* no handle to close: its agents are per request */ },
+    close() {
+      /* no handle to close: its agents are per request */
+    },
   };
 }
 
-interface ConnectionResult { sequential: number; concurrent: number; seqMs: number; concMs: number }
+interface ConnectionResult {
+  sequential: number;
+  concurrent: number;
+  seqMs: number;
+  concMs: number;
+}
 
 async function connections(c: Contender): Promise<ConnectionResult> {
   // No warm-up: the first of the GETs opens the first connection, so reuse counts as 1.
@@ -148,16 +189,29 @@ async function connections(c: Contender): Promise<ConnectionResult> {
   await Promise.all(Array.from({ length: GETS }, () => c.get()));
   const concMs = performance.now() - t0;
   const concurrent = c.proxy.accepted() - before;
-  say(`${c.name}: ${sequential} connections for ${GETS} sequential GETs (${seqMs.toFixed(0)} ms), ${concurrent} for ${GETS} concurrent (${concMs.toFixed(0)} ms)`);
+  say(
+    `${c.name}: ${sequential} connections for ${GETS} sequential GETs (${seqMs.toFixed(0)} ms), ${concurrent} for ${GETS} concurrent (${concMs.toFixed(0)} ms)`,
+  );
   return { sequential, concurrent, seqMs, concMs };
 }
 
-interface InformerResult { seenAfterMs: number | null; errors: number; restartedSeenMs: number | null }
+interface InformerResult {
+  seenAfterMs: number | null;
+  errors: number;
+  restartedSeenMs: number | null;
+}
 
 async function afterDrop(c: Contender, change: (value: string) => Promise<void>): Promise<InformerResult> {
   let latest = '';
   let errors = 0;
-  const handle = await c.inform((data) => { latest = data['step'] ?? ''; }, () => { errors += 1; });
+  const handle = await c.inform(
+    (data) => {
+      latest = data['step'] ?? '';
+    },
+    () => {
+      errors += 1;
+    },
+  );
   await sleep(500);
   await c.proxy.close();
   await sleep(1000);
@@ -176,7 +230,9 @@ async function afterDrop(c: Contender, change: (value: string) => Promise<void>)
     say(`${c.name}: restarted by hand, ${restartedSeenMs === null ? 'still did not see the change' : `saw the change ${restartedSeenMs.toFixed(0)} ms later`}`);
   }
   await handle.stop();
-  say(`${c.name}: informer after a dropped connection ${seenAfterMs === null ? `did not see the change within ${INFORMER_WAIT_MS / 1000} s` : `saw the change ${seenAfterMs.toFixed(0)} ms after it was made`} (${errors} errors reported)`);
+  say(
+    `${c.name}: informer after a dropped connection ${seenAfterMs === null ? `did not see the change within ${INFORMER_WAIT_MS / 1000} s` : `saw the change ${seenAfterMs.toFixed(0)} ms after it was made`} (${errors} errors reported)`,
+  );
   return { seenAfterMs, errors, restartedSeenMs };
 }
 
@@ -189,20 +245,34 @@ async function waitFor(done: () => boolean, since: number): Promise<number | nul
   return null;
 }
 
-interface ProbeResult { startMs: number; rss: number; heapUsed: number }
+interface ProbeResult {
+  startMs: number;
+  rss: number;
+  heapUsed: number;
+}
 
 function probe(which: string, kubeconfig: string): Promise<ProbeResult> {
   return new Promise((resolve, reject) => {
     const t0 = performance.now();
-    const child = spawn(process.execPath, ['--expose-gc', join(import.meta.dirname, 'kube-client/probe.ts'), which, kubeconfig, NS, NAME], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, ['--expose-gc', join(import.meta.dirname, 'kube-client/probe.ts'), which, kubeconfig, NS, NAME], {
+      cwd: ROOT,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     let out = '';
     let err = '';
-    child.stdout.on('data', (b: Buffer) => { out += b.toString(); });
-    child.stderr.on('data', (b: Buffer) => { err += b.toString(); });
+    child.stdout.on('data', (b: Buffer) => {
+      out += b.toString();
+    });
+    child.stderr.on('data', (b: Buffer) => {
+      err += b.toString();
+    });
     child.once('error', reject);
     child.once('exit', (code) => {
       const startMs = performance.now() - t0;
-      if (code !== 0) { reject(new Error(`probe ${which} exited ${code}: ${err}`)); return; }
+      if (code !== 0) {
+        reject(new Error(`probe ${which} exited ${code}: ${err}`));
+        return;
+      }
       const m = JSON.parse(out) as { rss: number; heapUsed: number };
       resolve({ startMs, ...m });
     });
@@ -214,12 +284,14 @@ async function processes(kubeconfig: string): Promise<Map<string, ProbeResult>> 
   const samples = new Map(kinds.map((k) => [k, [] as ProbeResult[]]));
   for (const k of kinds) await probe(k, kubeconfig); // warm the file cache
   for (let i = 0; i < RUNS; i++) for (const k of kinds) samples.get(k)!.push(await probe(k, kubeconfig));
-  return new Map(kinds.map((k) => {
-    const s = samples.get(k)!;
-    const m = { startMs: median(s.map((x) => x.startMs)), rss: median(s.map((x) => x.rss)), heapUsed: median(s.map((x) => x.heapUsed)) };
-    say(`process ${k}: start-up ${m.startMs.toFixed(0)} ms, RSS ${mb(m.rss)} MB, heap ${mb(m.heapUsed)} MB (median of ${RUNS})`);
-    return [k, m];
-  }));
+  return new Map(
+    kinds.map((k) => {
+      const s = samples.get(k)!;
+      const m = { startMs: median(s.map((x) => x.startMs)), rss: median(s.map((x) => x.rss)), heapUsed: median(s.map((x) => x.heapUsed)) };
+      say(`process ${k}: start-up ${m.startMs.toFixed(0)} ms, RSS ${mb(m.rss)} MB, heap ${mb(m.heapUsed)} MB (median of ${RUNS})`);
+      return [k, m];
+    }),
+  );
 }
 
 const cleanup = createCleanup(say);
@@ -234,7 +306,9 @@ try {
   cleanup.push(() => cp.stop());
   await cp.kubectl(['create', 'namespace', NS]);
   await cp.kubectl(['-n', NS, 'create', 'configmap', NAME, '--from-literal=step=0']);
-  const change = async (value: string): Promise<void> => { await cp.kubectl(['-n', NS, 'patch', 'configmap', NAME, '--type=merge', '-p', JSON.stringify({ data: { step: value } })]); };
+  const change = async (value: string): Promise<void> => {
+    await cp.kubectl(['-n', NS, 'patch', 'configmap', NAME, '--type=merge', '-p', JSON.stringify({ data: { step: value } })]);
+  };
   const dir = join(cp.kubeconfig, '..');
   const server = new URL(cp.server);
   const contenders: Contender[] = [];
@@ -253,8 +327,10 @@ try {
   const [own, node, base] = [procs.get('own')!, procs.get('client-node')!, procs.get('none')!];
   const [o, n] = contenders;
 
-  const seen = (r: InformerResult): string => (r.seenAfterMs === null ? `no: not within ${INFORMER_WAIT_MS / 1000} s` : `yes, ${(r.seenAfterMs / 1000).toFixed(2)} s after the change`);
-  const restarted = (r: InformerResult): string => (r.seenAfterMs !== null ? 'not needed' : r.restartedSeenMs === null ? 'still not seen' : `seen ${(r.restartedSeenMs / 1000).toFixed(2)} s after \`start()\``);
+  const seen = (r: InformerResult): string =>
+    r.seenAfterMs === null ? `no: not within ${INFORMER_WAIT_MS / 1000} s` : `yes, ${(r.seenAfterMs / 1000).toFixed(2)} s after the change`;
+  const restarted = (r: InformerResult): string =>
+    r.seenAfterMs !== null ? 'not needed' : r.restartedSeenMs === null ? 'still not seen' : `seen ${(r.restartedSeenMs / 1000).toFixed(2)} s after \`start()\``;
   text = [
     '<!-- kube-client-bench:start -->',
     '## Kubernetes client: ours against @kubernetes/client-node (ADR 0009)',
@@ -287,4 +363,3 @@ process.stdout.write(`${text}\n`);
 if (values.out !== undefined) writeFileSync(values.out, text);
 // client-node's informer may leave a reconnect timer behind: end here.
 process.exit(0);
-

@@ -25,10 +25,9 @@ const { values } = parseArgs({
 });
 const count = Number(values.count);
 const runs = Number(values.runs);
-const modulePath = values.module === undefined
-  ? new URL('../collector/src/logformat/normalize/normalize.ts', import.meta.url).href
-  : pathToFileURL(resolve(values.module)).href;
-const { normalizeQuery, TemplateCache } = await import(modulePath) as typeof Normalize;
+const modulePath =
+  values.module === undefined ? new URL('../collector/src/logformat/normalize/normalize.ts', import.meta.url).href : pathToFileURL(resolve(values.module)).href;
+const { normalizeQuery, TemplateCache } = (await import(modulePath)) as typeof Normalize;
 
 /** Deterministic pseudo-random integers (xorshift32), so every run sees the same text. */
 let seed = 2463534242;
@@ -97,6 +96,8 @@ for (const [name, sqls] of sets) {
     for (const s of sqls) sink += cache.template(s).fingerprint.length;
   });
   const mbs = (ms: number): string => (bytes / 1e6 / (ms / 1000)).toFixed(0).padStart(5);
-  console.log(`${name.padEnd(8)} ${String(sqls.length).padStart(8)} statements ${(bytes / 1e6).toFixed(1).padStart(6)} MB | normalizeQuery ${mbs(normalizeMs)} MB/s ${normalizeMs.toFixed(0).padStart(5)} ms | template() ${mbs(templateMs)} MB/s ${templateMs.toFixed(0).padStart(5)} ms | template/normalize ${(templateMs / normalizeMs).toFixed(2)}x`);
+  console.log(
+    `${name.padEnd(8)} ${String(sqls.length).padStart(8)} statements ${(bytes / 1e6).toFixed(1).padStart(6)} MB | normalizeQuery ${mbs(normalizeMs)} MB/s ${normalizeMs.toFixed(0).padStart(5)} ms | template() ${mbs(templateMs)} MB/s ${templateMs.toFixed(0).padStart(5)} ms | template/normalize ${(templateMs / normalizeMs).toFixed(2)}x`,
+  );
 }
 if (sink === 0) console.log('');

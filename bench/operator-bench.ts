@@ -30,8 +30,15 @@ import { cpus, release } from 'node:os';
 import { parseArgs } from 'node:util';
 
 import {
-  boundedConsistentHashing, DEFAULT_SHARDING_OPTIONS, moduloHashing, movedWeight, planBoundedAssignment,   type ShardingStrategy, type ShardingTarget,
-shardLoads, targetWeights,
+  boundedConsistentHashing,
+  DEFAULT_SHARDING_OPTIONS,
+  moduloHashing,
+  movedWeight,
+  planBoundedAssignment,
+  type ShardingStrategy,
+  type ShardingTarget,
+  shardLoads,
+  targetWeights,
 } from '@pglog/operator/sharding/index.ts';
 
 import { e2e, e2eSection } from './operator/e2e.ts';
@@ -59,7 +66,9 @@ const SIGMA = 2;
 const NEW_FRACTION = 0.1;
 const SEED = 20261123;
 
-const say = (line: string): void => { process.stderr.write(`${line}\n`); };
+const say = (line: string): void => {
+  process.stderr.write(`${line}\n`);
+};
 
 function positiveInt(name: 'targets' | 'shards' | 'runs' | 'e2e-targets' | 'e2e-replicas' | 'e2e-timeout'): number {
   const n = Number(values[name]);
@@ -95,7 +104,10 @@ const shardNames = (n: number): string[] => Array.from({ length: n }, (_, i) => 
 // ---------------------------------------------------------------------------------------------
 // 1. Pure sharding.
 
-interface Timing { best: number; median: number }
+interface Timing {
+  best: number;
+  median: number;
+}
 interface StrategyResult {
   name: string;
   first: Timing;
@@ -125,12 +137,18 @@ function timeStrategies(targets: readonly ShardingTarget[], weights: ReadonlyMap
   return STRATEGIES.map((strategy) => {
     const empty = new Map<string, string>();
     let last = strategy.assign({ shards, targets, previous: empty });
-    const first = timed(() => { last = strategy.assign({ shards, targets, previous: empty }); });
+    const first = timed(() => {
+      last = strategy.assign({ shards, targets, previous: empty });
+    });
     const settled = last;
-    const recompute = timed(() => { last = strategy.assign({ shards, targets, previous: settled }); });
+    const recompute = timed(() => {
+      last = strategy.assign({ shards, targets, previous: settled });
+    });
     if (movedWeight(settled, last, weights) !== 0 && strategy === boundedConsistentHashing) throw new Error('a no-op recompute moved targets');
     const loads = [...shardLoads(last, weights, shards).values()];
-    say(`${strategy.name}: from scratch best ${first.best.toFixed(1)} ms, median ${first.median.toFixed(1)}; recompute best ${recompute.best.toFixed(1)}, median ${recompute.median.toFixed(1)}`);
+    say(
+      `${strategy.name}: from scratch best ${first.best.toFixed(1)} ms, median ${first.median.toFixed(1)}; recompute best ${recompute.best.toFixed(1)}, median ${recompute.median.toFixed(1)}`,
+    );
     return { name: strategy.name, first, recompute, maxOverMean: Math.max(...loads) / mean, minOverMean: Math.min(...loads) / mean };
   });
 }
@@ -170,7 +188,9 @@ function pureSection(): string {
   const unmeasured = targets.filter((t) => t.bytesPerSecond === null).length;
   const heaviest = Math.max(...weights.values());
   const plan = planBoundedAssignment({ shards: shardNames(SHARDS), targets, previous: new Map() });
-  say(`fleet: ${TARGETS} targets, ${unmeasured} unmeasured, total ${(total / 1e6).toFixed(1)} MB/s, heaviest ${(heaviest / 1e6).toFixed(2)} MB/s; ${plan.dedicated.length} dedicated, ${plan.overBound.length} over the bound at ${SHARDS} shards`);
+  say(
+    `fleet: ${TARGETS} targets, ${unmeasured} unmeasured, total ${(total / 1e6).toFixed(1)} MB/s, heaviest ${(heaviest / 1e6).toFixed(2)} MB/s; ${plan.dedicated.length} dedicated, ${plan.overBound.length} over the bound at ${SHARDS} shards`,
+  );
   const dedicatedShards = new Set(plan.dedicated.map((t) => plan.assignment.get(t)));
   const sharedLoads = [...shardLoads(plan.assignment, weights, shardNames(SHARDS))].filter(([shard]) => !dedicatedShards.has(shard)).map(([, load]) => load);
   const sharedMax = Math.max(...sharedLoads) / (total / SHARDS);
@@ -196,7 +216,10 @@ function pureSection(): string {
     '',
     `| strategy | from scratch best | from scratch median | recompute best | recompute median | max load / mean | min load / mean |`,
     '|---|---:|---:|---:|---:|---:|---:|',
-    ...timings.map((t) => `| ${t.name} | ${ms(t.first.best)} | ${ms(t.first.median)} | ${ms(t.recompute.best)} | ${ms(t.recompute.median)} | ${x(t.maxOverMean)} | ${x(t.minOverMean)} |`),
+    ...timings.map(
+      (t) =>
+        `| ${t.name} | ${ms(t.first.best)} | ${ms(t.first.median)} | ${ms(t.recompute.best)} | ${ms(t.recompute.median)} | ${x(t.maxOverMean)} | ${x(t.minOverMean)} |`,
+    ),
     `| *bounded / modulo* | ${ratio(b.first.best, m.first.best)} | ${ratio(b.first.median, m.first.median)} | ${ratio(b.recompute.best, m.recompute.best)} | ${ratio(b.recompute.median, m.recompute.median)} | | |`,
     '',
     `At ${SHARDS} shards the bound C = ${DEFAULT_SHARDING_OPTIONS.loadFactor} × mean is ${(plan.capacity / 1e6).toFixed(1)} MB/s (bounded consistent hashing); ` +
@@ -231,7 +254,9 @@ if (values['skip-e2e']) {
   parts.push('*End to end part skipped (--skip-e2e).*\n');
 } else {
   try {
-    parts.push(e2eSection(await e2e({ count: positiveInt('e2e-targets'), replicas: positiveInt('e2e-replicas'), timeoutMs: positiveInt('e2e-timeout') * 1000, say })));
+    parts.push(
+      e2eSection(await e2e({ count: positiveInt('e2e-targets'), replicas: positiveInt('e2e-replicas'), timeoutMs: positiveInt('e2e-timeout') * 1000, say })),
+    );
   } catch (e) {
     failed = true;
     say(`e2e failed: ${(e as Error).stack ?? String(e)}`);

@@ -14,8 +14,8 @@
  * --runs runs counts (pgBadger, the slowest by far, runs once).
  */
 import { execFileSync, spawnSync } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, rmSync,statSync, writeFileSync } from 'node:fs';
-import { cpus,tmpdir } from 'node:os';
+import { existsSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 
@@ -48,28 +48,76 @@ interface Contender {
 
 const nodeScript = (name: string): string[] => [node, join(root, 'bench/contenders', name)];
 const pglogParse = (name: string, what: string, checkout: string): Contender => ({
-  name, what,
-  command: [join(checkout, existsSync(join(checkout, 'cli/bin/pglog')) ? 'cli/bin/pglog' : 'collector/bin/pglog'), 'parse', '--summary', '--format', 'stderr', '--prefix', prefix, log], runs,
-  count: (s) => { const j = JSON.parse(s) as { lines: number; entries: number }; return { lines: j.lines, entries: j.entries }; },
+  name,
+  what,
+  command: [
+    join(checkout, existsSync(join(checkout, 'cli/bin/pglog')) ? 'cli/bin/pglog' : 'collector/bin/pglog'),
+    'parse',
+    '--summary',
+    '--format',
+    'stderr',
+    '--prefix',
+    prefix,
+    log,
+  ],
+  runs,
+  count: (s) => {
+    const j = JSON.parse(s) as { lines: number; entries: number };
+    return { lines: j.lines, entries: j.entries };
+  },
 });
 const baseline = values.baseline;
 const contenders: Contender[] = [
   { name: 'wc -l', what: 'memchr line counting (upper bound)', command: ['wc', '-l', log], runs, count: (s) => ({ lines: Number(s.trim().split(/\s+/)[0]) }) },
-  { name: 'readline', what: 'Node readline, a string per line', command: [...nodeScript('readline.ts'), log], runs, count: (s) => JSON.parse(s) as { lines: number } },
-  { name: 'split2', what: 'split2 transform, a string per line', command: [...nodeScript('split2.ts'), log], runs, count: (s) => JSON.parse(s) as { lines: number } },
-  { name: 'pglog LineSplitter', what: 'Buffer lines, no decoding (reading as pglog parse does)', command: [...nodeScript('line-splitter.ts'), log], runs, count: (s) => JSON.parse(s) as { lines: number } },
-  { name: 'LineSplitter, in memory', what: 'the same, file already in memory: splitting alone, self-timed', command: [...nodeScript('line-splitter-memory.ts'), log], runs, count: (s) => JSON.parse(s) as { lines: number; seconds: number } },
+  {
+    name: 'readline',
+    what: 'Node readline, a string per line',
+    command: [...nodeScript('readline.ts'), log],
+    runs,
+    count: (s) => JSON.parse(s) as { lines: number },
+  },
+  {
+    name: 'split2',
+    what: 'split2 transform, a string per line',
+    command: [...nodeScript('split2.ts'), log],
+    runs,
+    count: (s) => JSON.parse(s) as { lines: number },
+  },
+  {
+    name: 'pglog LineSplitter',
+    what: 'Buffer lines, no decoding (reading as pglog parse does)',
+    command: [...nodeScript('line-splitter.ts'), log],
+    runs,
+    count: (s) => JSON.parse(s) as { lines: number },
+  },
+  {
+    name: 'LineSplitter, in memory',
+    what: 'the same, file already in memory: splitting alone, self-timed',
+    command: [...nodeScript('line-splitter-memory.ts'), log],
+    runs,
+    count: (s) => JSON.parse(s) as { lines: number; seconds: number },
+  },
   pglogParse('pglog parse', 'split, assemble, parse, decode, normalize, summarize', root),
   ...(baseline === undefined ? [] : [pglogParse('pglog parse, baseline', `the same, by the checkout in ${baseline}`, baseline)]),
   {
-    name: 'pgbadger -j 1', what: 'pgBadger (Debian), one process, text report',
+    name: 'pgbadger -j 1',
+    what: 'pgBadger (Debian), one process, text report',
     // Its own pid file: pgBadger refuses to start (exit 3) while another one's is in /tmp.
-    command: ['pgbadger', '-j', '1', '-f', 'stderr', '-p', prefix, '-x', 'text', '-o', join(work, 'pgbadger.txt'), '--pid-dir', work, '--quiet', log], runs: 1,
+    command: ['pgbadger', '-j', '1', '-f', 'stderr', '-p', prefix, '-x', 'text', '-o', join(work, 'pgbadger.txt'), '--pid-dir', work, '--quiet', log],
+    runs: 1,
     count: () => ({}),
   },
 ];
 
-interface Result { name: string; what: string; seconds: number; cpuSeconds: number; rssMb: number; lines: number | null; entries: number | null }
+interface Result {
+  name: string;
+  what: string;
+  seconds: number;
+  cpuSeconds: number;
+  rssMb: number;
+  lines: number | null;
+  entries: number | null;
+}
 
 /** Wall-clock seconds, CPU seconds (user + system, from GNU time), peak RSS and output of one run. */
 function runOnce(c: Contender): { seconds: number; cpuSeconds: number; rssMb: number; stdout: string } {
@@ -103,7 +151,9 @@ for (const c of contenders) {
   const counted = c.count(samples[0]!.stdout);
   if (counted.entries !== undefined) entries = counted.entries;
   results.push({ name: c.name, what: c.what, seconds, cpuSeconds, rssMb, lines: counted.lines ?? null, entries: counted.entries ?? null });
-  process.stderr.write(`  ${c.name.padEnd(20)} ${(bytes / 1e6 / seconds).toFixed(1).padStart(8)} MB/s  ${rssMb.toFixed(0).padStart(5)} MB RSS  (${seconds.toFixed(2)} s, ${cpuSeconds.toFixed(2)} s CPU)\n`);
+  process.stderr.write(
+    `  ${c.name.padEnd(20)} ${(bytes / 1e6 / seconds).toFixed(1).padStart(8)} MB/s  ${rssMb.toFixed(0).padStart(5)} MB RSS  (${seconds.toFixed(2)} s, ${cpuSeconds.toFixed(2)} s CPU)\n`,
+  );
 }
 rmSync(work, { recursive: true, force: true });
 
@@ -116,7 +166,10 @@ const lineCounts = new Set(results.filter((r) => r.lines !== null).map((r) => r.
 const table = [
   '| contender | what it does | MB/s | entries/s | peak RSS (MB) | seconds | CPU seconds |',
   '|---|---|---:|---:|---:|---:|---:|',
-  ...results.map((r) => `| ${r.name} | ${r.what} | ${rate(r).toFixed(1)} | ${entries === null || !['pglog parse', 'pglog parse, baseline', 'pgbadger -j 1'].includes(r.name) ? '' : Math.round(entries / r.seconds).toLocaleString('en-US')} | ${r.rssMb.toFixed(0)} | ${r.seconds.toFixed(2)} | ${r.cpuSeconds.toFixed(2)} |`),
+  ...results.map(
+    (r) =>
+      `| ${r.name} | ${r.what} | ${rate(r).toFixed(1)} | ${entries === null || !['pglog parse', 'pglog parse, baseline', 'pgbadger -j 1'].includes(r.name) ? '' : Math.round(entries / r.seconds).toLocaleString('en-US')} | ${r.rssMb.toFixed(0)} | ${r.seconds.toFixed(2)} | ${r.cpuSeconds.toFixed(2)} |`,
+  ),
 ];
 const ratios = [
   `| LineSplitter / wc -l | ${ratio('pglog LineSplitter', 'wc -l')} | target ≥ 0.25 |`,
@@ -124,10 +177,12 @@ const ratios = [
   `| LineSplitter / split2 | ${ratio('pglog LineSplitter', 'split2')} | |`,
   `| LineSplitter in memory / wc -l | ${ratio('LineSplitter, in memory', 'wc -l')} | splitting alone |`,
   `| pglog parse / pgbadger -j 1 | ${ratio('pglog parse', 'pgbadger -j 1')} (by CPU time: ${cpuRatio('pglog parse', 'pgbadger -j 1')}) | target ≥ 50 (issue 15) |`,
-  ...(baseline === undefined ? [] : [
-    `| baseline pglog parse / pgbadger -j 1 | ${ratio('pglog parse, baseline', 'pgbadger -j 1')} (by CPU time: ${cpuRatio('pglog parse, baseline', 'pgbadger -j 1')}) | |`,
-    `| pglog parse / its baseline | ${ratio('pglog parse', 'pglog parse, baseline')} (by CPU time: ${cpuRatio('pglog parse', 'pglog parse, baseline')}) | |`,
-  ]),
+  ...(baseline === undefined
+    ? []
+    : [
+        `| baseline pglog parse / pgbadger -j 1 | ${ratio('pglog parse, baseline', 'pgbadger -j 1')} (by CPU time: ${cpuRatio('pglog parse, baseline', 'pgbadger -j 1')}) | |`,
+        `| pglog parse / its baseline | ${ratio('pglog parse', 'pglog parse, baseline')} (by CPU time: ${cpuRatio('pglog parse', 'pglog parse, baseline')}) | |`,
+      ]),
   `| pglog parse peak RSS | ${by('pglog parse').rssMb.toFixed(0)} MB | target < 200 MB |`,
 ];
 const section = [
@@ -148,7 +203,11 @@ const section = [
 process.stdout.write(`${section}\n`);
 if (values.out !== undefined) {
   let doc = '';
-  try { doc = readFileSync(values.out, 'utf8'); } catch { doc = '# Benchmarks\n\nMeasured by `make bench`; each section is rewritten by its benchmark.\n'; }
+  try {
+    doc = readFileSync(values.out, 'utf8');
+  } catch {
+    doc = '# Benchmarks\n\nMeasured by `make bench`; each section is rewritten by its benchmark.\n';
+  }
   const re = /<!-- parse-bench:start -->[\s\S]*<!-- parse-bench:end -->/;
   writeFileSync(values.out, re.test(doc) ? doc.replace(re, section) : `${doc.trimEnd()}\n\n${section}\n`);
   process.stderr.write(`parse-bench: wrote ${values.out}\n`);

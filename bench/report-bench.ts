@@ -30,7 +30,14 @@ import { to as copyTo } from 'pg-copy-streams';
 import { createCleanup } from './lib/cleanup.ts';
 
 const run = promisify(execFile);
-const { values } = parseArgs({ options: { rows: { type: 'string', default: '10000000' }, 'pgbadger-rows': { type: 'string' }, 'pgbadger-jobs': { type: 'string', default: '2' }, out: { type: 'string' } } });
+const { values } = parseArgs({
+  options: {
+    rows: { type: 'string', default: '10000000' },
+    'pgbadger-rows': { type: 'string' },
+    'pgbadger-jobs': { type: 'string', default: '2' },
+    out: { type: 'string' },
+  },
+});
 const ROWS = Number(values.rows);
 /** pgBadger reads the log of the first PART of the day (its statements and errors); pglog is timed on the same window too. */
 const PART = Math.min(ROWS, Number(values['pgbadger-rows'] ?? ROWS)) / ROWS;
@@ -38,7 +45,9 @@ const JOBS = Number(values['pgbadger-jobs']);
 const DAY = '2026-11-20';
 const NEXT_DAY = '2026-11-21T00:00:00Z';
 const PREFIX = '%m [%p] %q%u@%d ';
-const say = (line: string): void => { process.stderr.write(`report-bench: ${line}\n`); };
+const say = (line: string): void => {
+  process.stderr.write(`report-bench: ${line}\n`);
+};
 const cleanup = createCleanup(say);
 
 /** 40 templates: (typical ms, weight in calls, text with $1 for a literal). */
@@ -48,10 +57,14 @@ const TEMPLATES: Array<[number, number, string]> = [
   [0.12, 15, 'INSERT INTO pgbench_history (tid, bid, aid, delta, mtime) VALUES (3, 1, $1, 7, CURRENT_TIMESTAMP)'],
   [0.3, 10, 'SELECT o.id, o.total, c.name FROM orders o JOIN customers c ON c.id = o.customer_id WHERE o.id = $1'],
   [2.5, 6, 'SELECT * FROM orders WHERE customer_id = $1 ORDER BY created_at DESC LIMIT 50'],
-  [25, 2, 'SELECT date_trunc(\'hour\', created_at), count(*), sum(total) FROM orders WHERE created_at > now() - interval \'1 day\' AND shop_id = $1 GROUP BY 1'],
+  [25, 2, "SELECT date_trunc('hour', created_at), count(*), sum(total) FROM orders WHERE created_at > now() - interval '1 day' AND shop_id = $1 GROUP BY 1"],
   [400, 0.2, 'SELECT c.id, count(o.id) FROM customers c LEFT JOIN orders o ON o.customer_id = c.id WHERE c.region = $1 GROUP BY c.id ORDER BY 2 DESC'],
   [1500, 0.05, 'REFRESH MATERIALIZED VIEW CONCURRENTLY sales_summary_$1'],
-  ...Array.from({ length: 32 }, (_, i): [number, number, string] => [0.05 + (i % 7) * 0.4, 1 + (i % 5), `SELECT id, status, updated_at FROM table_${i} WHERE key = $1 AND tenant = ${i}`]),
+  ...Array.from({ length: 32 }, (_, i): [number, number, string] => [
+    0.05 + (i % 7) * 0.4,
+    1 + (i % 5),
+    `SELECT id, status, updated_at FROM table_${i} WHERE key = $1 AND tenant = ${i}`,
+  ]),
 ];
 
 async function fill(db: pg.Client): Promise<void> {
@@ -70,13 +83,16 @@ async function fill(db: pg.Client): Promise<void> {
     const started = performance.now();
     // Rows in time order (as collectors write them); a template drawn by weight; a duration
     // log-normally around the template's typical time.
-    await db.query(`INSERT INTO pglog.statement_events (ts, target, instance, database, username, application, pid, duration_ms, fingerprint, query, protocol, parameters, file, file_offset)
+    await db.query(
+      `INSERT INTO pglog.statement_events (ts, target, instance, database, username, application, pid, duration_ms, fingerprint, query, protocol, parameters, file, file_offset)
       SELECT TIMESTAMPTZ '${DAY}T00:00:00Z' + (g::float8 * 86400 / $2) * interval '1 second',
              'db' || (g % 4 + 1), 'main', CASE WHEN g % 3 = 0 THEN 'shop' ELSE 'app' END, 'app', 'web', 1000 + g % 300,
              round((t.base_ms * exp((random() + random() + random() - 1.5) * 1.2))::numeric, 3)::float8,
              t.fp, replace(t.text, '$1', (g % 100003)::text), 'simple', NULL, 'postgresql.log', g::int8 * 160
         FROM (SELECT g, random() AS r FROM generate_series($1::int8, $3::int8 - 1) g) s
-        JOIN tpl t ON s.r >= t.lo AND s.r < t.hi`, [from, ROWS, to]);
+        JOIN tpl t ON s.r >= t.lo AND s.r < t.hi`,
+      [from, ROWS, to],
+    );
     say(`statements ${to.toLocaleString('en-US')} of ${ROWS.toLocaleString('en-US')} (${((performance.now() - started) / 1000).toFixed(1)} s)`);
   }
   // The statement rollup the collector writes with each batch (docs/store.md), made for the
@@ -95,12 +111,26 @@ async function fill(db: pg.Client): Promise<void> {
   await db.query(`INSERT INTO pglog.lock_wait_events (ts, target, instance, database, pid, state, lock_type, lock_mode, lock_object, wait_ms, file, file_offset)
     SELECT ${at('g', n / 10)}, 'db' || (g % 4 + 1), 'main', 'app', 2000 + g % 100, CASE WHEN g % 2 = 0 THEN 'waiting' ELSE 'acquired' END,
            'transaction', 'ShareLock', 'transaction ' || g, 1000 + (g % 50) * 100, 'postgresql.log', g FROM generate_series(1, ${Math.ceil(n / 10)}) g`);
-  const other = (kind: string, count: number, payload: string, database = "'app'"): Promise<unknown> => db.query(`INSERT INTO pglog.other_events (ts, target, instance, kind, severity, database, payload, file, file_offset)
+  const other = (kind: string, count: number, payload: string, database = "'app'"): Promise<unknown> =>
+    db.query(`INSERT INTO pglog.other_events (ts, target, instance, kind, severity, database, payload, file, file_offset)
     SELECT ${at('g', count)}, 'db' || (g % 4 + 1), 'main', '${kind}', 'LOG', ${database}, ${payload}, 'postgresql.log', g FROM generate_series(1, ${count}) g`);
-  await other('checkpoint', 4 * 288, `jsonb_build_object('checkpoint_kind', 'checkpoint', 'phase', 'complete', 'reason', 'time', 'buffers_written', g % 5000, 'wal_added', 0, 'wal_removed', g % 3, 'wal_recycled', g % 5, 'write_s', (g % 270) / 1.0, 'sync_s', (g % 7) / 10.0, 'total_s', (g % 270) + 0.5, 'distance_kb', 10000 + g % 90000)`, 'NULL');
-  await other('autovacuum', 2000, `jsonb_build_object('table', 'app.public.table_' || (g % 40), 'elapsed_s', (g % 30) / 3.0, 'tuples_removed', g % 10000, 'pages_removed', g % 100, 'wal_bytes', g * 100, 'aggressive', g % 50 = 0, 'wraparound', false)`);
+  await other(
+    'checkpoint',
+    4 * 288,
+    `jsonb_build_object('checkpoint_kind', 'checkpoint', 'phase', 'complete', 'reason', 'time', 'buffers_written', g % 5000, 'wal_added', 0, 'wal_removed', g % 3, 'wal_recycled', g % 5, 'write_s', (g % 270) / 1.0, 'sync_s', (g % 7) / 10.0, 'total_s', (g % 270) + 0.5, 'distance_kb', 10000 + g % 90000)`,
+    'NULL',
+  );
+  await other(
+    'autovacuum',
+    2000,
+    `jsonb_build_object('table', 'app.public.table_' || (g % 40), 'elapsed_s', (g % 30) / 3.0, 'tuples_removed', g % 10000, 'pages_removed', g % 100, 'wal_bytes', g * 100, 'aggressive', g % 50 = 0, 'wraparound', false)`,
+  );
   await other('autoanalyze', 2000, `jsonb_build_object('table', 'app.public.table_' || (g % 40), 'elapsed_s', (g % 10) / 5.0)`);
-  await other('temp_file', Math.ceil(n / 10), `jsonb_build_object('path', 'base/pgsql_tmp/pgsql_tmp' || g, 'size_bytes', (g % 20 + 1) * 1048576, 'fingerprint', 'fp00000000000006', 'statement', 'SELECT c.id, count(o.id) FROM customers c ...', 'user', 'app', 'pid', 3000)`);
+  await other(
+    'temp_file',
+    Math.ceil(n / 10),
+    `jsonb_build_object('path', 'base/pgsql_tmp/pgsql_tmp' || g, 'size_bytes', (g % 20 + 1) * 1048576, 'fingerprint', 'fp00000000000006', 'statement', 'SELECT c.id, count(o.id) FROM customers c ...', 'user', 'app', 'pid', 3000)`,
+  );
   await other('connection', n, `jsonb_build_object('phase', 'authorized', 'user', 'app', 'application', 'web', 'pid', g % 5000)`);
   await other('disconnection', n, `jsonb_build_object('session_ms', (g % 600) * 1000, 'user', 'app', 'application', 'web', 'pid', g % 5000)`);
   say('analyze');
@@ -144,9 +174,20 @@ const load = (): string => readFileSync('/proc/loadavg', 'utf8').split(' ')[0] ?
 
 try {
   const work = mkdtempSync(join(tmpdir(), 'pglog-report-bench-'));
-  cleanup.push(() => { rmSync(work, { recursive: true, force: true }); });
+  cleanup.push(() => {
+    rmSync(work, { recursive: true, force: true });
+  });
   // A store sized for its data, as any PostgreSQL holding tens of GB would be configured.
-  const store = await startPostgres({ settings: ["shared_buffers = '2GB'", "work_mem = '64MB'", "maintenance_work_mem = '512MB'", "max_wal_size = '8GB'", 'max_parallel_workers_per_gather = 2', 'synchronous_commit = off'] });
+  const store = await startPostgres({
+    settings: [
+      "shared_buffers = '2GB'",
+      "work_mem = '64MB'",
+      "maintenance_work_mem = '512MB'",
+      "max_wal_size = '8GB'",
+      'max_parallel_workers_per_gather = 2',
+      'synchronous_commit = off',
+    ],
+  });
   cleanup.push(() => store.stop());
   await migrateStore(store.url);
   const db = new pg.Client({ connectionString: store.url });
@@ -155,7 +196,12 @@ try {
   const loadStarted = performance.now();
   await fill(db);
   const loadS = (performance.now() - loadStarted) / 1000;
-  const size = (await db.query<{ s: string }>("SELECT pg_size_pretty(sum(pg_total_relation_size(c.oid))) AS s FROM pg_class c WHERE c.relnamespace = 'pglog'::regnamespace AND c.relkind = 'r'")).rows[0]?.s ?? '?';
+  const size =
+    (
+      await db.query<{ s: string }>(
+        "SELECT pg_size_pretty(sum(pg_total_relation_size(c.oid))) AS s FROM pg_class c WHERE c.relnamespace = 'pglog'::regnamespace AND c.relkind = 'r'",
+      )
+    ).rows[0]?.s ?? '?';
   say(`store filled in ${loadS.toFixed(0)} s (${size})`);
   const log = join(work, 'postgresql.log');
   const partUntil = new Date(Date.parse(`${DAY}T00:00:00Z`) + Math.round(PART * 86_400_000));
@@ -169,7 +215,20 @@ try {
   const first = await timed('pglog report --html (first run)', reportArgs);
   const second = await timed('pglog report --html (second run)', reportArgs);
   const partHtml = join(work, 'pglog-part.html');
-  const part = PART === 1 ? null : await timed('pglog report --html (pgBadger\'s window)', ['report', '--store', store.url, '--since', `${DAY}T00:00:00Z`, '--until', partUntil.toISOString(), '--html', partHtml]);
+  const part =
+    PART === 1
+      ? null
+      : await timed("pglog report --html (pgBadger's window)", [
+          'report',
+          '--store',
+          store.url,
+          '--since',
+          `${DAY}T00:00:00Z`,
+          '--until',
+          partUntil.toISOString(),
+          '--html',
+          partHtml,
+        ]);
   // The same report in this process, for the time of each query.
   const timings: QueryTimings = [];
   await fetchHtmlReport(db, { since: new Date(`${DAY}T00:00:00Z`), until: new Date(NEXT_DAY), target: null, database: null, limit: 20 }, Date.now(), timings);
@@ -177,13 +236,19 @@ try {
   // And from the statement rows instead of the rollup (exact percentiles): what it cost before.
   const rawTimings: QueryTimings = [];
   const rawStarted = performance.now();
-  await fetchHtmlReport(db, { since: new Date(`${DAY}T00:00:00Z`), until: new Date(NEXT_DAY), target: null, database: null, limit: 20 }, Date.now(), rawTimings, { rollup: false });
+  await fetchHtmlReport(
+    db,
+    { since: new Date(`${DAY}T00:00:00Z`), until: new Date(NEXT_DAY), target: null, database: null, limit: 20 },
+    Date.now(),
+    rawTimings,
+    { rollup: false },
+  );
   const rawS = (performance.now() - rawStarted) / 1000;
   const rollupRows = Number((await db.query<{ n: string }>('SELECT count(*) AS n FROM pglog.statement_rollup')).rows[0]?.n);
   const loadAfter = load();
   const badgerHtml = join(work, 'pgbadger.html');
-  const badger = JOBS === 0 ? null
-    : await timed(`pgbadger -j ${JOBS}`, ['-j', String(JOBS), '-f', 'stderr', '-p', PREFIX, '-o', badgerHtml, '--quiet', log], 'pgbadger');
+  const badger =
+    JOBS === 0 ? null : await timed(`pgbadger -j ${JOBS}`, ['-j', String(JOBS), '-f', 'stderr', '-p', PREFIX, '-o', badgerHtml, '--quiet', log], 'pgbadger');
 
   const md = [
     '## The HTML report over a large store (bench/report-bench.ts)',
@@ -199,8 +264,14 @@ try {
     `| \`pglog report --html\`, whole day, first run | the store | ${first.toFixed(1)} | ${mb(html)} MB |`,
     `| \`pglog report --html\`, whole day, again | the store | ${second.toFixed(1)} | ${mb(html)} MB |`,
     `| the same report from the statement rows, not the rollup (in process, \`rollup: false\`: exact percentiles) | the store | ${rawS.toFixed(1)} | |`,
-    ...(part === null ? [] : [`| \`pglog report --html\`, pgBadger's window (${DAY} 00:00 .. ${partUntil.toISOString().slice(11, 19)} UTC, ${Math.round(PART * ROWS).toLocaleString('en-US')} statements) | the store | ${part.toFixed(1)} | ${mb(partHtml)} MB |`]),
-    badger === null ? '| pgBadger | not run (--pgbadger-jobs 0) | | |' : `| \`pgbadger -j ${JOBS}\` (Debian 12.0), HTML | the log${PART === 1 ? '' : ' of that window'} | ${badger.toFixed(1)} | ${mb(badgerHtml)} MB |`,
+    ...(part === null
+      ? []
+      : [
+          `| \`pglog report --html\`, pgBadger's window (${DAY} 00:00 .. ${partUntil.toISOString().slice(11, 19)} UTC, ${Math.round(PART * ROWS).toLocaleString('en-US')} statements) | the store | ${part.toFixed(1)} | ${mb(partHtml)} MB |`,
+        ]),
+    badger === null
+      ? '| pgBadger | not run (--pgbadger-jobs 0) | | |'
+      : `| \`pgbadger -j ${JOBS}\` (Debian 12.0), HTML | the log${PART === 1 ? '' : ' of that window'} | ${badger.toFixed(1)} | ${mb(badgerHtml)} MB |`,
     '',
     `The statement rollup (docs/store.md, version 6: ${rollupRows.toLocaleString('en-US')} rows, one per minute and template here; the collector writes it with each batch) was made for the generated rows by migration 0006's backfill statement in ${rollupS.toFixed(0)} s; the report reads it for the template ranking, the statement, target and template series (percentiles from its histogram, within 9.1 %), and the rows only for the partial minutes at the window's edges and the top templates' examples.`,
     '',

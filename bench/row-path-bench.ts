@@ -29,7 +29,7 @@ import type * as TablesModule from '@pglog/collector/store/event-tables.ts';
 import { writeSection } from './lib/doc-section.ts';
 
 const STAGES = ['parse', 'map', 'encode'] as const;
-type Stage = typeof STAGES[number];
+type Stage = (typeof STAGES)[number];
 const STAGE_LABEL: Record<Stage, string> = {
   parse: 'parse (split, assemble, decode, classify, normalize)',
   map: '… and map to rows (mapEvent, text cleaning, timestamps)',
@@ -56,11 +56,11 @@ if (values.child !== undefined) {
 
 /** One stage of one checkout over the log: CPU ms of the second (warm) pass. */
 async function child(checkout: string, stage: Stage, logPath: string): Promise<{ cpuMs: number; events: number; bytes: number }> {
-  const { LogParser } = await import(join(checkout, 'collector/src/logformat/log-parser.ts')) as typeof ParserModule;
-  const { mapEvent, rowContext } = await import(join(checkout, 'collector/src/store/event-rows.ts')) as typeof RowsModule;
-  const { CopyBinaryEncoder } = await import(join(checkout, 'collector/src/store/copy-binary.ts')) as typeof CopyModule;
-  const { TABLES, EVENT_TABLES } = await import(join(checkout, 'collector/src/store/event-tables.ts')) as typeof TablesModule;
-  const { TemplateCache } = await import(join(checkout, 'collector/src/logformat/normalize/normalize.ts')) as typeof NormalizeModule;
+  const { LogParser } = (await import(join(checkout, 'collector/src/logformat/log-parser.ts'))) as typeof ParserModule;
+  const { mapEvent, rowContext } = (await import(join(checkout, 'collector/src/store/event-rows.ts'))) as typeof RowsModule;
+  const { CopyBinaryEncoder } = (await import(join(checkout, 'collector/src/store/copy-binary.ts'))) as typeof CopyModule;
+  const { TABLES, EVENT_TABLES } = (await import(join(checkout, 'collector/src/store/event-tables.ts'))) as typeof TablesModule;
+  const { TemplateCache } = (await import(join(checkout, 'collector/src/logformat/normalize/normalize.ts'))) as typeof NormalizeModule;
   const data = readFileSync(logPath);
   const templates = new TemplateCache();
   const source = { target: 'bench', instance: 'bench-0', file: 'postgresql.log' };
@@ -77,16 +77,19 @@ async function child(checkout: string, stage: Stage, logPath: string): Promise<{
       ctx = rowContext(1024 * 1024);
     };
     events = 0;
-    const parser = new LogParser({ format: 'stderr', prefix: '%m [%p] %q%u@%d ', encodings: { defaultEncoding: 'UTF8', databases: {} }, templates }, (event) => {
-      events++;
-      if (stage === 'parse') return;
-      const row = mapEvent(source, event, 0, ctx);
-      if (stage === 'map') return;
-      let list = batch.get(row.table);
-      if (list === undefined) batch.set(row.table, list = []);
-      list.push(row.values);
-      if (++rows % 20_000 === 0) flush();
-    });
+    const parser = new LogParser(
+      { format: 'stderr', prefix: '%m [%p] %q%u@%d ', encodings: { defaultEncoding: 'UTF8', databases: {} }, templates },
+      (event) => {
+        events++;
+        if (stage === 'parse') return;
+        const row = mapEvent(source, event, 0, ctx);
+        if (stage === 'map') return;
+        let list = batch.get(row.table);
+        if (list === undefined) batch.set(row.table, (list = []));
+        list.push(row.values);
+        if (++rows % 20_000 === 0) flush();
+      },
+    );
     for (let i = 0; i < data.length; i += 256 * 1024) parser.push(data.subarray(i, Math.min(data.length, i + 256 * 1024)));
     parser.end();
     if (stage === 'encode') flush();
@@ -121,7 +124,10 @@ async function main(): Promise<void> {
     for (let r = 0; r < rounds; r++) {
       for (const stage of STAGES) {
         for (const c of r % 2 === 0 ? checkouts : [...checkouts].reverse()) {
-          const out = execFileSync(process.execPath, [new URL(import.meta.url).pathname, '--child', c.dir, '--stage', stage, '--log', logPath], { encoding: 'utf8', maxBuffer: 1 << 20 });
+          const out = execFileSync(process.execPath, [new URL(import.meta.url).pathname, '--child', c.dir, '--stage', stage, '--log', logPath], {
+            encoding: 'utf8',
+            maxBuffer: 1 << 20,
+          });
           const res = JSON.parse(out) as { cpuMs: number; events: number; bytes: number };
           events = res.events;
           const msPerMb = res.cpuMs / (res.bytes / 1e6);
@@ -134,9 +140,12 @@ async function main(): Promise<void> {
     const msOf = (c: { name: string }, s: Stage): number => best.get(`${c.name}\t${s}`)!;
     const head = `| stage (cumulative) | ${checkouts.map((c) => `${c.name}: CPU ms per MB`).join(' | ')} |${checkouts.length > 1 ? ' this tree / baseline |' : ''}`;
     const rule = `|---|${checkouts.map(() => '---:|').join('')}${checkouts.length > 1 ? '---:|' : ''}`;
-    const lines = STAGES.map((s) => `| ${STAGE_LABEL[s]} | ${checkouts.map((c) => msOf(c, s).toFixed(2)).join(' | ')} |${checkouts.length > 1 ? ` ${(msOf(checkouts[0]!, s) / msOf(checkouts[1]!, s)).toFixed(2)} |` : ''}`);
+    const lines = STAGES.map(
+      (s) =>
+        `| ${STAGE_LABEL[s]} | ${checkouts.map((c) => msOf(c, s).toFixed(2)).join(' | ')} |${checkouts.length > 1 ? ` ${(msOf(checkouts[0]!, s) / msOf(checkouts[1]!, s)).toFixed(2)} |` : ''}`,
+    );
     const section = [
-      '## The collector\'s row path without I/O (bench/row-path-bench.ts)',
+      "## The collector's row path without I/O (bench/row-path-bench.ts)",
       '',
       `The ingest benchmark's log mix, ${(n / 1e6).toFixed(0)} MB, ${events.toLocaleString('en-US')} entries, in memory; each figure the lowest of ${rounds} rounds, each round a fresh process per checkout and stage timing its second pass by its own CPU clock; the checkouts alternate. Load average at the start ${load.toFixed(1)} on ${cpus().length} cores. Command: \`node bench/row-path-bench.ts${values.baseline === undefined ? '' : ' --baseline DIR'} --mb ${values.mb} --rounds ${rounds}\`. Measured ${new Date().toISOString().slice(0, 10)}.`,
       '',

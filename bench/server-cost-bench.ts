@@ -10,7 +10,7 @@
  * process, the collector's LogFollower with its production intervals; the logs are appended
  * to by this process. Phases run one at a time, each on fresh logs (bench/server-cost/phase.ts).
  */
-import { chmodSync,mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
@@ -21,7 +21,7 @@ import { SshConnection } from '@pglog/collector/transport/ssh-connection.ts';
 import { startSshServer } from '@pglog/test-support/sshd.ts';
 
 import { createCleanup } from './lib/cleanup.ts';
-import { type PhaseResult,runPhase } from './server-cost/phase.ts';
+import { type PhaseResult, runPhase } from './server-cost/phase.ts';
 
 const { values } = parseArgs({
   options: {
@@ -36,7 +36,9 @@ const streams = Number(values.streams);
 const rate = Number(values['rate-mb']) * 1e6;
 const windowS = Number(values.window);
 const latencyRounds = Number(values['latency-rounds']);
-const say = (line: string): void => { process.stderr.write(`server-cost-bench: ${line}\n`); };
+const say = (line: string): void => {
+  process.stderr.write(`server-cost-bench: ${line}\n`);
+};
 const cleanup = createCleanup(say);
 const started = Date.now();
 
@@ -45,8 +47,12 @@ try {
   const server = await startSshServer({ maxSessions: 4 * streams + 4 });
   cleanup.push(() => server.dispose());
   const connection = new SshConnection({
-    target: 'bench', host: server.host, port: server.port, username: server.user,
-    privateKey: readFileSync(server.privateKeyFile), privateKeySource: server.privateKeyFile,
+    target: 'bench',
+    host: server.host,
+    port: server.port,
+    username: server.user,
+    privateKey: readFileSync(server.privateKeyFile),
+    privateKeySource: server.privateKeyFile,
     knownHosts: { text: readFileSync(server.knownHostsFile, 'utf8'), source: server.knownHostsFile },
     limiter: new ConnectLimiter({ spreadMs: 0 }),
   });
@@ -60,10 +66,18 @@ try {
     for (const idleWait of ['polling', 'builtins', 'builtins', 'polling'] as IdleWait[]) {
       say(`${idleWait}, ${load === 0 ? 'idle' : `${load / 1e6} MB/s`} ...`);
       const r = await runPhase({
-        shell: connection, dir: join(root, `p${++n}`), idleWait, streams, rate: load, windowS,
-        latencyRounds, gapMs: 5_000,
+        shell: connection,
+        dir: join(root, `p${++n}`),
+        idleWait,
+        streams,
+        rate: load,
+        windowS,
+        latencyRounds,
+        gapMs: 5_000,
       });
-      say(`  ${r.startsPerS.toFixed(2)} starts/s, loop ${r.loopCpuMsPerS.toFixed(2)} ms/s, sshd ${r.sshdCpuMsPerS.toFixed(2)} ms/s, ${(r.deliveredBytesPerS / 1e6).toFixed(3)} MB/s per stream`);
+      say(
+        `  ${r.startsPerS.toFixed(2)} starts/s, loop ${r.loopCpuMsPerS.toFixed(2)} ms/s, sshd ${r.sshdCpuMsPerS.toFixed(2)} ms/s, ${(r.deliveredBytesPerS / 1e6).toFixed(3)} MB/s per stream`,
+      );
       results.push(r);
     }
   }
@@ -77,7 +91,9 @@ const find = (idleWait: IdleWait, load: number): PhaseResult => {
   if (rs.length === 0) throw new Error(`no result for ${idleWait} at ${load}`);
   const mean = (f: (r: PhaseResult) => number): number => rs.reduce((a, r) => a + f(r), 0) / rs.length;
   return {
-    idleWait, rate: load, streams,
+    idleWait,
+    rate: load,
+    streams,
     loopCpuMsPerS: mean((r) => r.loopCpuMsPerS),
     sshdCpuMsPerS: mean((r) => r.sshdCpuMsPerS),
     startsPerS: mean((r) => r.startsPerS),
@@ -107,12 +123,12 @@ const minutes = ((Date.now() - started) / 60_000).toFixed(1);
 const text = [
   '## Server cost of a followed log',
   '',
-  `\`node bench/server-cost-bench.ts\` (in \`make bench\`): ${streams} logs followed at once by the collector's LogFollower (production intervals: 200 ms poll, rotation check every 1 s, heartbeat every 2 s) over one ssh2 connection to one local OpenSSH sshd, `
-    + `each log with a \`current_logfiles\` naming it, as PostgreSQL's logging collector writes; first all idle, then each appended to at ${fixed(rate / 1e6, 1)} MB/s (whole ~150-byte lines every 10 ms). `
-    + `**Before**: the polling loop (\`idleWait: 'polling'\`, a few processes every poll); **after**: the builtin wait (the default, ADR 0014). Two sessions of each per load, in the order before, after, after, before (figures: their mean), each on fresh logs, measured after 4 s: `
-    + `over ${windowS} s, CPU (each loop's shell with everything it started, /proc utime+stime+cutime+cstime; sshd's processes) and process starts (\`perf stat\` of the task:task_newtask tracepoint on each loop, inherited by its children: every fork, counted in the kernel without slowing the loop). `
-    + `Per followed log. Latency: in the idle phases, a line appended to every log after ${windowS + 4} s of silence, then ${latencyRounds - 1} more after 5 s silences, timed until delivered. `
-    + `${cpus().length} CPUs (${cpus()[0]?.model ?? 'unknown'}), Node ${process.version}; everything on this machine. Measured ${new Date().toISOString().slice(0, 10)}, ${minutes} min. MB = 10^6 bytes.`,
+  `\`node bench/server-cost-bench.ts\` (in \`make bench\`): ${streams} logs followed at once by the collector's LogFollower (production intervals: 200 ms poll, rotation check every 1 s, heartbeat every 2 s) over one ssh2 connection to one local OpenSSH sshd, ` +
+    `each log with a \`current_logfiles\` naming it, as PostgreSQL's logging collector writes; first all idle, then each appended to at ${fixed(rate / 1e6, 1)} MB/s (whole ~150-byte lines every 10 ms). ` +
+    `**Before**: the polling loop (\`idleWait: 'polling'\`, a few processes every poll); **after**: the builtin wait (the default, ADR 0014). Two sessions of each per load, in the order before, after, after, before (figures: their mean), each on fresh logs, measured after 4 s: ` +
+    `over ${windowS} s, CPU (each loop's shell with everything it started, /proc utime+stime+cutime+cstime; sshd's processes) and process starts (\`perf stat\` of the task:task_newtask tracepoint on each loop, inherited by its children: every fork, counted in the kernel without slowing the loop). ` +
+    `Per followed log. Latency: in the idle phases, a line appended to every log after ${windowS + 4} s of silence, then ${latencyRounds - 1} more after 5 s silences, timed until delivered. ` +
+    `${cpus().length} CPUs (${cpus()[0]?.model ?? 'unknown'}), Node ${process.version}; everything on this machine. Measured ${new Date().toISOString().slice(0, 10)}, ${minutes} min. MB = 10^6 bytes.`,
   '',
   '| load | per followed log | before (polling) | after (builtins) | before / after |',
   '|---|---|---:|---:|---:|',

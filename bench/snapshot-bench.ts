@@ -35,7 +35,7 @@
  * (/proc/net/netstat, machine-wide) per snapshot, with the share of snapshots over STALL_MS: through
  * SSH a response often ends waiting for one (the section's text says why).
  */
-import { type ChildProcess,spawn, spawnSync } from 'node:child_process';
+import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { connect } from 'node:net';
 import { cpus, release, tmpdir } from 'node:os';
@@ -52,7 +52,7 @@ import { readServerInfo, type ServerInfo } from '@pglog/collector/snapshot/serve
 import { ConnectLimiter } from '@pglog/collector/transport/connect-limiter.ts';
 import { SidecarClient } from '@pglog/collector/transport/sidecar-client.ts';
 import { SshConnection } from '@pglog/collector/transport/ssh-connection.ts';
-import { type Cluster,startCluster } from '@pglog/test-support/pg-cluster.ts';
+import { type Cluster, startCluster } from '@pglog/test-support/pg-cluster.ts';
 import { descendants } from '@pglog/test-support/process-tree.ts';
 import { startSshServer } from '@pglog/test-support/sshd.ts';
 import pg from 'pg';
@@ -77,15 +77,23 @@ const snapshots = Math.max(4, Math.floor(Number(values.snapshots)));
 if (!Number.isFinite(snapshots)) throw new Error('--snapshots: a number of snapshots');
 const half = Math.ceil(snapshots / 2);
 
-const say = (line: string): void => { process.stderr.write(`${line}\n`); };
+const say = (line: string): void => {
+  process.stderr.write(`${line}\n`);
+};
 const cleanup = createCleanup(say);
 
 /** Connects to a local Unix socket (the sidecar's forward), as the collector's SqlSnapshotSource does. */
 function connectUnix(path: string, signal: AbortSignal): Promise<Duplex> {
   return new Promise<Duplex>((resolve, reject) => {
-    if (signal.aborted) { reject(signal.reason as Error); return; }
+    if (signal.aborted) {
+      reject(signal.reason as Error);
+      return;
+    }
     const socket = connect(path);
-    socket.once('connect', () => { socket.removeAllListeners('error'); resolve(socket); });
+    socket.once('connect', () => {
+      socket.removeAllListeners('error');
+      resolve(socket);
+    });
     socket.once('error', reject);
   });
 }
@@ -103,8 +111,14 @@ async function activitySnapshot(session: SqlSession, info: () => ServerInfo): Pr
 function newSession(place: string, open: (signal: AbortSignal) => Promise<Duplex>): { session: SqlSession; snapshot: () => Promise<Shape> } {
   let info: ServerInfo | null = null;
   const session = new SqlSession({
-    place, user: 'postgres', database: 'postgres', timeoutMs: TIMEOUT_MS, open,
-    prepare: async (client) => { info = await readServerInfo(client); },
+    place,
+    user: 'postgres',
+    database: 'postgres',
+    timeoutMs: TIMEOUT_MS,
+    open,
+    prepare: async (client) => {
+      info = await readServerInfo(client);
+    },
   });
   return { session, snapshot: () => activitySnapshot(session, () => info!) };
 }
@@ -124,7 +138,13 @@ class Background {
   }
 
   private async client(): Promise<pg.Client> {
-    const c = new pg.Client({ host: this.cluster.socketDir, port: this.cluster.port, user: 'postgres', database: 'postgres', application_name: BACKGROUND_APP });
+    const c = new pg.Client({
+      host: this.cluster.socketDir,
+      port: this.cluster.port,
+      user: 'postgres',
+      database: 'postgres',
+      application_name: BACKGROUND_APP,
+    });
     c.on('error', () => undefined); // terminated at clean-up
     await c.connect();
     this.clients.push(c);
@@ -137,13 +157,21 @@ class Background {
     const [a, b, c, d] = [await this.client(), await this.client(), await this.client(), await this.client()];
     await a.query('BEGIN; LOCK TABLE t1 IN ACCESS EXCLUSIVE MODE');
     await b.query('BEGIN; LOCK TABLE t2 IN ACCESS EXCLUSIVE MODE');
-    const waiting = (q: Promise<unknown>): void => { this.pending.push(q.catch(() => undefined)); };
+    const waiting = (q: Promise<unknown>): void => {
+      this.pending.push(q.catch(() => undefined));
+    };
     waiting(b.query('LOCK TABLE t1 IN ACCESS EXCLUSIVE MODE'));
     waiting(c.query('SELECT count(*) FROM t2'));
     waiting(d.query('SELECT count(*) FROM t1'));
     const deadline = Date.now() + 10_000;
     for (;;) {
-      const n = Number((await admin.query<{ n: string }>(`SELECT count(*) AS n FROM pg_stat_activity WHERE application_name = '${BACKGROUND_APP}' AND wait_event_type = 'Lock'`)).rows[0]!.n);
+      const n = Number(
+        (
+          await admin.query<{ n: string }>(
+            `SELECT count(*) AS n FROM pg_stat_activity WHERE application_name = '${BACKGROUND_APP}' AND wait_event_type = 'Lock'`,
+          )
+        ).rows[0]!.n,
+      );
       if (n === 3) break;
       if (Date.now() > deadline) throw new Error(`the blocking chain: ${n} of 3 sessions waiting after 10 s`);
       await new Promise((resolve) => setTimeout(resolve, 20));
@@ -165,16 +193,22 @@ class Background {
 }
 
 function startSidecar(dir: string): { proc: ChildProcess; output: () => string; exited: Promise<unknown> } {
-  const proc = spawn(process.execPath, ['--disable-warning=ExperimentalWarning', MAIN, 'sshproxy', '--dir', dir, '--log-level', 'warn'], { stdio: ['ignore', 'pipe', 'pipe'] });
+  const proc = spawn(process.execPath, ['--disable-warning=ExperimentalWarning', MAIN, 'sshproxy', '--dir', dir, '--log-level', 'warn'], {
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   let out = '';
-  proc.stdout.setEncoding('utf8').on('data', (s: string) => { out = (out + s).slice(-4000); });
-  proc.stderr.setEncoding('utf8').on('data', (s: string) => { out = (out + s).slice(-4000); });
+  proc.stdout.setEncoding('utf8').on('data', (s: string) => {
+    out = (out + s).slice(-4000);
+  });
+  proc.stderr.setEncoding('utf8').on('data', (s: string) => {
+    out = (out + s).slice(-4000);
+  });
   const exited = new Promise((resolve) => proc.once('exit', resolve));
   return { proc, output: () => out, exited };
 }
 
-const fmt = (x: number, digits = 2): string => Number.isFinite(x) ? x.toFixed(digits) : '—';
-const ratio = (b: number, a: number): string => a > 0 && Number.isFinite(a) && Number.isFinite(b) ? `${(b / a).toFixed(1)}×` : '—';
+const fmt = (x: number, digits = 2): string => (Number.isFinite(x) ? x.toFixed(digits) : '—');
+const ratio = (b: number, a: number): string => (a > 0 && Number.isFinite(a) && Number.isFinite(b) ? `${(b / a).toFixed(1)}×` : '—');
 
 async function main(): Promise<void> {
   const started = performance.now();
@@ -191,15 +225,21 @@ async function main(): Promise<void> {
 
   const admin = new pg.Client({ host: cluster.socketDir, port: cluster.port, user: 'postgres', database: 'postgres' });
   await admin.connect();
-  cleanup.push(async () => { await admin.end().catch(() => undefined); });
+  cleanup.push(async () => {
+    await admin.end().catch(() => undefined);
+  });
   const background = new Background(cluster);
   cleanup.push(() => background.close(admin));
   await background.chain(admin);
   await background.growTo(LEVELS[0]);
 
   const connection = new SshConnection({
-    target: 'bench', host: ssh.host, port: ssh.port, username: ssh.user,
-    privateKey: readFileSync(ssh.privateKeyFile), knownHosts: { text: readFileSync(ssh.knownHostsFile, 'utf8'), source: ssh.knownHostsFile },
+    target: 'bench',
+    host: ssh.host,
+    port: ssh.port,
+    username: ssh.user,
+    privateKey: readFileSync(ssh.privateKeyFile),
+    knownHosts: { text: readFileSync(ssh.knownHostsFile, 'utf8'), source: ssh.knownHostsFile },
     limiter: new ConnectLimiter({ spreadMs: 0 }),
   });
   cleanup.push(() => connection.close());
@@ -227,8 +267,15 @@ async function main(): Promise<void> {
   const sidecarClient = await SidecarClient.open({ dir, pollMs: 50, forwardTimeoutMs: 30_000 });
   cleanup.push(() => sidecarClient.close());
   await sidecarClient.setServer({
-    name: 'db', host: ssh.host, port: ssh.port, user: ssh.user, maxSessions: 10, serverAliveIntervalS: 5, connectTimeoutS: 10,
-    privateKey: readFileSync(ssh.privateKeyFile), knownHosts: readFileSync(ssh.knownHostsFile, 'utf8'),
+    name: 'db',
+    host: ssh.host,
+    port: ssh.port,
+    user: ssh.user,
+    maxSessions: 10,
+    serverAliveIntervalS: 5,
+    connectTimeoutS: 10,
+    privateKey: readFileSync(ssh.privateKeyFile),
+    knownHosts: readFileSync(ssh.knownHostsFile, 'utf8'),
   });
   const sidecar = startSidecar(dir);
   cleanup.push(async () => {
@@ -238,7 +285,11 @@ async function main(): Promise<void> {
     for (const pid of tree) {
       // Only what this sidecar started, and only if it is still that process.
       if (cmdline(pid).some((a) => a.includes(dir))) {
-        try { process.kill(pid, 'SIGKILL'); } catch { /* gone */ }
+        try {
+          process.kill(pid, 'SIGKILL');
+        } catch {
+          /* gone */
+        }
       }
     }
   });
@@ -259,19 +310,34 @@ async function main(): Promise<void> {
   // Reference without SSH: the same session on the server's socket directly (a collector on the database host).
   const direct = newSession(`bench/main (${remoteSocket} directly)`, (signal) => connectUnix(remoteSocket, signal));
   cleanup.push(() => direct.session.close());
-  const directVariant: Variant = { name: 'kept session, local socket (no SSH)', run: async () => ({ shape: await direct.snapshot(), done: Promise.resolve() }) };
+  const directVariant: Variant = {
+    name: 'kept session, local socket (no SSH)',
+    run: async () => ({ shape: await direct.snapshot(), done: Promise.resolve() }),
+  };
   say(`set up in ${((performance.now() - started) / 1000).toFixed(1)} s; ${snapshots} snapshots per variant, in blocks of ${half}`);
 
   // 1. Kept against new per snapshot.
-  const [keptR, freshR] = await measure([keptVariant, freshVariant], serverPids, half, WARMUP, say) as [VariantResult, VariantResult];
+  const [keptR, freshR] = (await measure([keptVariant, freshVariant], serverPids, half, WARMUP, say)) as [VariantResult, VariantResult];
   // 2. ssh2 channel against the sidecar's forward, and the socket without SSH.
-  const [ssh2R, proxyR, directR] = await measure([keptVariant, proxiedVariant, directVariant], serverPids, half, WARMUP, say) as [VariantResult, VariantResult, VariantResult];
+  const [ssh2R, proxyR, directR] = (await measure([keptVariant, proxiedVariant, directVariant], serverPids, half, WARMUP, say)) as [
+    VariantResult,
+    VariantResult,
+    VariantResult,
+  ];
   // 3. Scale.
   const scale: { level: number; ssh2: VariantResult; direct: VariantResult }[] = [];
   for (const level of LEVELS) {
     await background.growTo(level);
-    const [s, d] = await measure([{ ...keptVariant, name: `kept session, ssh2, ${level} sessions` }, { ...directVariant, name: `kept session, no SSH, ${level} sessions` }],
-      serverPids, half, WARMUP, say) as [VariantResult, VariantResult];
+    const [s, d] = (await measure(
+      [
+        { ...keptVariant, name: `kept session, ssh2, ${level} sessions` },
+        { ...directVariant, name: `kept session, no SSH, ${level} sessions` },
+      ],
+      serverPids,
+      half,
+      WARMUP,
+      say,
+    )) as [VariantResult, VariantResult];
     scale.push({ level, ssh2: s, direct: d });
   }
   const seconds = (performance.now() - started) / 1000;
@@ -280,7 +346,8 @@ async function main(): Promise<void> {
   const sshVersion = spawnSync('ssh', ['-V'], { encoding: 'utf8' }).stderr.trim();
   const n = 2 * half;
   const lat = (r: VariantResult): string => `${fmt(r.latency.p50)} | ${fmt(r.latency.p99)} | ${fmt(r.latency.max)} | ${(r.latency.stalled * 100).toFixed(1)} %`;
-  const latRatio = (b: VariantResult, a: VariantResult): string => `${ratio(b.latency.p50, a.latency.p50)} | ${ratio(b.latency.p99, a.latency.p99)} | ${ratio(b.latency.max, a.latency.max)} |`;
+  const latRatio = (b: VariantResult, a: VariantResult): string =>
+    `${ratio(b.latency.p50, a.latency.p50)} | ${ratio(b.latency.p99, a.latency.p99)} | ${ratio(b.latency.max, a.latency.max)} |`;
   const cpu = (r: VariantResult): string => `${fmt(r.collectorCpuMs, 3)} | ${fmt(r.serverCpuMs, 2)}`;
   const cpuRatio = (b: VariantResult, a: VariantResult): string => `${ratio(b.collectorCpuMs, a.collectorCpuMs)} | ${ratio(b.serverCpuMs, a.serverCpuMs)}`;
   const acks = (r: VariantResult): string => fmt(r.delayedAcks, 2);
@@ -294,7 +361,7 @@ async function main(): Promise<void> {
       'among them a blocking chain of four (A holds t1; B holds t2 and waits for t1; C waits for t2; D waits for t1 behind A and B: 4 blocking edges), the others idle. ' +
       `${n} measured snapshots per variant after ${WARMUP} warm-up ones, one at a time; the variants compared in one table run in blocks A B … B A of ${half}. Latency: from the call to the mapped result, in ms; "> ${STALL_MS} ms": the share of snapshots that took longer. ` +
       'CPU per snapshot, in ms: collector = process.cpuUsage() of the benchmark process (ssh2, pg, the mapping); server = /proc of the postmaster and sshd trees (reaped backends included; 10 ms ticks, so small values are coarse); ' +
-      'sidecar = the `pglog sshproxy` process and its ssh master. Delayed ACKs: the kernel\'s TcpExt DelayedACKs counter (machine-wide) per snapshot. ' +
+      "sidecar = the `pglog sshproxy` process and its ssh master. Delayed ACKs: the kernel's TcpExt DelayedACKs counter (machine-wide) per snapshot. " +
       `Everything shares the machine: ${cpus().length} × ${cpus()[0]?.model ?? 'unknown'}, Linux ${release()}, Node ${process.version}, ${sshVersion}. Measured ${new Date().toISOString().slice(0, 10)}, ${seconds.toFixed(0)} s in all.`,
     '',
     `**Kept session against a new one per snapshot** (ADR 0010), through the ssh2 \`direct-streamlocal\` channel, ${LEVELS[0]} background sessions. The new session is a channel open, startup, authentication and readServerInfo before the snapshot, and is closed after it (the close counts in CPU, not in latency):`,
@@ -316,7 +383,7 @@ async function main(): Promise<void> {
     `| *inproc / no SSH* | ${latRatio(ssh2R, directR)} | ${cpuRatio(ssh2R, directR)} | | |`,
     '',
     '**Scale of the activity statement**: the kept ssh2 session (and the socket without SSH for reference, run interleaved) with more sessions on the server. ' +
-      'Rows: what the statement returns, one per session and blocker; sessions and edges: after mapping (the background sessions and the benchmark\'s other kept sessions).',
+      "Rows: what the statement returns, one per session and blocker; sessions and edges: after mapping (the background sessions and the benchmark's other kept sessions).",
     '',
     `| background sessions | transport | p50 | p99 | max | > ${STALL_MS} ms | collector CPU | server CPU | delayed ACKs | rows | sessions | edges |`,
     '|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
@@ -335,9 +402,9 @@ async function main(): Promise<void> {
       `(${first.direct.shape.rows} to ${last.direct.shape.rows} rows), at ${fmt(last.ssh2.collectorCpuMs)} ms of collector CPU per snapshot through ssh2. ` +
       `Through SSH, though, a result of more than a few kB often waits once for a delayed ACK: ${(scale[1]!.ssh2.latency.stalled * 100).toFixed(0)} % of snapshots took over ${STALL_MS} ms at ${scale[1]!.level} sessions ` +
       `(${fmt(scale[1]!.ssh2.delayedAcks)} delayed ACKs per snapshot, about none without SSH), and so did ${(freshR.latency.stalled * 100).toFixed(0)} % of the new sessions. ` +
-      'sshd sets TCP_NODELAY only for interactive sessions, and a connection that only forwards has none (strace of this benchmark\'s sshd: SO_KEEPALIVE on its connections, never TCP_NODELAY), ' +
-      'so the tail of a response waits in Nagle\'s algorithm for the ACK of the segment before it, which the collector\'s kernel delays by its 40 ms minimum; ' +
-      'the sidecar\'s OpenSSH client does set TCP_NODELAY and stalls the same, so the server\'s side alone is enough for it. ' +
+      "sshd sets TCP_NODELAY only for interactive sessions, and a connection that only forwards has none (strace of this benchmark's sshd: SO_KEEPALIVE on its connections, never TCP_NODELAY), " +
+      "so the tail of a response waits in Nagle's algorithm for the ACK of the segment before it, which the collector's kernel delays by its 40 ms minimum; " +
+      "the sidecar's OpenSSH client does set TCP_NODELAY and stalls the same, so the server's side alone is enough for it. " +
       'Measured on loopback (64 KiB segments); on a real network, with smaller segments, how often a response ends in such a wait was not measured.',
     '',
   ].join('\n');

@@ -39,9 +39,24 @@ const { values } = parseArgs({
   },
 });
 
-interface Percentiles { p50: number; p99: number; max: number }
-interface CommandResult { command: string; spawnMs: Percentiles; delayP99: number; delayMax: number; wallMs: number }
-interface ChildResult { heapMB: number; rssMB: number; buildSeconds: number; commands: CommandResult[] }
+interface Percentiles {
+  p50: number;
+  p99: number;
+  max: number;
+}
+interface CommandResult {
+  command: string;
+  spawnMs: Percentiles;
+  delayP99: number;
+  delayMax: number;
+  wallMs: number;
+}
+interface ChildResult {
+  heapMB: number;
+  rssMB: number;
+  buildSeconds: number;
+  commands: CommandResult[];
+}
 
 if (values.role === 'child') {
   process.stdout.write(JSON.stringify(await childMain()) + '\n');
@@ -82,7 +97,10 @@ async function childMain(): Promise<ChildResult> {
       const ms = performance.now() - started;
       await new Promise<void>((resolve, reject) => {
         child.once('error', reject);
-        child.once('exit', (code) => { if (code === 0) resolve(); else reject(new Error(`${command} exited with ${code}`)); });
+        child.once('exit', (code) => {
+          if (code === 0) resolve();
+          else reject(new Error(`${command} exited with ${code}`));
+        });
       });
       return ms;
     };
@@ -95,7 +113,13 @@ async function childMain(): Promise<ChildResult> {
     const wallMs = performance.now() - wall0;
     delay.disable();
     const ms = (ns: number): number => Math.max(0, ns / 1e6 - RESOLUTION_MS);
-    commands.push({ command: [command, ...args].join(' '), spawnMs: percentiles(samples), delayP99: ms(delay.percentile(99)), delayMax: ms(delay.max), wallMs });
+    commands.push({
+      command: [command, ...args].join(' '),
+      spawnMs: percentiles(samples),
+      delayP99: ms(delay.percentile(99)),
+      delayMax: ms(delay.max),
+      wallMs,
+    });
   }
   if (kept.length > 0 && kept[kept.length - 1]?.[0]?.id !== 0) throw new Error('unreachable: keeps the heap alive until here');
   return { heapMB, rssMB, buildSeconds, commands };
@@ -103,8 +127,10 @@ async function childMain(): Promise<ChildResult> {
 
 function runChild(nodeArgs: string[], keepMB: number): ChildResult {
   const self = process.argv[1] ?? new URL(import.meta.url).pathname;
-  const r = spawnSync(process.execPath, ['--expose-gc', ...nodeArgs, self, '--role', 'child', '--keep', String(keepMB), '--spawns', String(values.spawns)],
-    { encoding: 'utf8', maxBuffer: 1 << 20 });
+  const r = spawnSync(process.execPath, ['--expose-gc', ...nodeArgs, self, '--role', 'child', '--keep', String(keepMB), '--spawns', String(values.spawns)], {
+    encoding: 'utf8',
+    maxBuffer: 1 << 20,
+  });
   if (r.status !== 0) throw new Error(`child (keep ${keepMB} MB) failed: ${r.stderr}`);
   return JSON.parse(r.stdout) as ChildResult;
 }
@@ -116,8 +142,13 @@ function parentMain(): void {
     { name: `${heapMB} MiB live heap (like a collector)`, result: runChild([`--max-old-space-size=${Math.ceil(heapMB * 2.5)}`], heapMB) },
   ];
   for (const v of variants) {
-    process.stderr.write(`${v.name}: heap ${v.result.heapMB.toFixed(0)} MB, RSS ${v.result.rssMB.toFixed(0)} MB (built in ${v.result.buildSeconds.toFixed(1)} s)\n`);
-    for (const c of v.result.commands) process.stderr.write(`  ${c.command.padEnd(10)} spawn() p50 ${c.spawnMs.p50.toFixed(2)} p99 ${c.spawnMs.p99.toFixed(2)} max ${c.spawnMs.max.toFixed(2)} ms; loop delay max ${c.delayMax.toFixed(2)} ms\n`);
+    process.stderr.write(
+      `${v.name}: heap ${v.result.heapMB.toFixed(0)} MB, RSS ${v.result.rssMB.toFixed(0)} MB (built in ${v.result.buildSeconds.toFixed(1)} s)\n`,
+    );
+    for (const c of v.result.commands)
+      process.stderr.write(
+        `  ${c.command.padEnd(10)} spawn() p50 ${c.spawnMs.p50.toFixed(2)} p99 ${c.spawnMs.p99.toFixed(2)} max ${c.spawnMs.max.toFixed(2)} ms; loop delay max ${c.delayMax.toFixed(2)} ms\n`,
+      );
   }
   const [small, large] = variants;
   if (small === undefined || large === undefined) throw new Error('unreachable');
@@ -142,9 +173,11 @@ function parentMain(): void {
     const s = ssh(small);
     const l = ssh(large);
     if (s === undefined || l === undefined) return '';
-    return `libuv starts every child with fork() on Linux, then waits for its exec, all on the calling thread; fork copies the page tables of the whole resident heap, so the time grows with the heap. ` +
+    return (
+      `libuv starts every child with fork() on Linux, then waits for its exec, all on the calling thread; fork copies the page tables of the whole resident heap, so the time grows with the heap. ` +
       `Here one spawn of \`ssh\` holds the event loop for ${l.spawnMs.p50.toFixed(1)} ms (median) in the ${large.result.heapMB.toFixed(0)} MiB process against ${s.spawnMs.p50.toFixed(1)} ms in the small one ` +
-      `(${(l.spawnMs.p50 / s.spawnMs.p50).toFixed(1)}×). This is why the sshproxy sidecar, a small-heap process with nothing else on its event loop, starts and restarts the \`ssh\` clients, and the collector, whose heap holds every stream's buffers, only reads their FIFOs.`;
+      `(${(l.spawnMs.p50 / s.spawnMs.p50).toFixed(1)}×). This is why the sshproxy sidecar, a small-heap process with nothing else on its event loop, starts and restarts the \`ssh\` clients, and the collector, whose heap holds every stream's buffers, only reads their FIFOs.`
+    );
   };
   const sshVersion = spawnSync('ssh', ['-V'], { encoding: 'utf8' }).stderr.trim();
   const text = [

@@ -45,7 +45,12 @@ const { values } = parseArgs({
   },
 });
 
-interface ChildResult { bytes: number; seconds: number; cipher: string | null; binding: boolean }
+interface ChildResult {
+  bytes: number;
+  seconds: number;
+  cipher: string | null;
+  binding: boolean;
+}
 
 if (values.child) {
   process.stdout.write(JSON.stringify(await childMain()) + '\n');
@@ -74,7 +79,10 @@ async function childMain(): Promise<ChildResult> {
   };
   const knownHostsFile = need(values['known-hosts'], 'known-hosts');
   const connection = new SshConnection({
-    target: 'bench', host: need(values.host, 'host'), port: Number(need(values.port, 'port')), username: need(values.user, 'user'),
+    target: 'bench',
+    host: need(values.host, 'host'),
+    port: Number(need(values.port, 'port')),
+    username: need(values.user, 'user'),
     privateKey: readFileSync(need(values.key, 'key')),
     knownHosts: { text: readFileSync(knownHostsFile, 'utf8'), source: knownHostsFile },
     limiter: new ConnectLimiter({ spreadMs: 0 }),
@@ -97,7 +105,12 @@ async function childMain(): Promise<ChildResult> {
   }
 }
 
-interface Row { name: string; cipher: string; seconds: number; mbps: number }
+interface Row {
+  name: string;
+  cipher: string;
+  seconds: number;
+  mbps: number;
+}
 
 async function parentMain(): Promise<void> {
   const { startSshServer } = await import('@pglog/test-support/sshd.ts');
@@ -111,8 +124,22 @@ async function parentMain(): Promise<void> {
   };
   try {
     const childArgs = (cipher: string, noBinding: boolean): string[] => [
-      process.argv[1] ?? new URL(import.meta.url).pathname, '--child', '--mb', String(mb), '--cipher', cipher,
-      '--host', server.host, '--port', String(server.port), '--user', server.user, '--key', server.privateKeyFile, '--known-hosts', server.knownHostsFile,
+      process.argv[1] ?? new URL(import.meta.url).pathname,
+      '--child',
+      '--mb',
+      String(mb),
+      '--cipher',
+      cipher,
+      '--host',
+      server.host,
+      '--port',
+      String(server.port),
+      '--user',
+      server.user,
+      '--key',
+      server.privateKeyFile,
+      '--known-hosts',
+      server.knownHostsFile,
       ...(noBinding ? ['--no-binding'] : []),
     ];
     const runChild = (cipher: string, noBinding: boolean): number => {
@@ -124,8 +151,27 @@ async function parentMain(): Promise<void> {
       return result.seconds;
     };
     const ssh = (cipher: string, command: string): number => {
-      const args = ['-T', '-o', 'BatchMode=yes', '-o', 'StrictHostKeyChecking=yes', '-o', `UserKnownHostsFile=${server.knownHostsFile}`, '-o', 'Compression=no',
-        '-i', server.privateKeyFile, '-p', String(server.port), '-c', cipher, '-m', MAC, `${server.user}@${server.host}`, command];
+      const args = [
+        '-T',
+        '-o',
+        'BatchMode=yes',
+        '-o',
+        'StrictHostKeyChecking=yes',
+        '-o',
+        `UserKnownHostsFile=${server.knownHostsFile}`,
+        '-o',
+        'Compression=no',
+        '-i',
+        server.privateKeyFile,
+        '-p',
+        String(server.port),
+        '-c',
+        cipher,
+        '-m',
+        MAC,
+        `${server.user}@${server.host}`,
+        command,
+      ];
       const started = process.hrtime.bigint();
       const r = spawnSync('ssh', args, { stdio: ['ignore', 'ignore', 'pipe'] });
       if (r.status !== 0) throw new Error(`ssh -c ${cipher} failed: ${r.stderr.toString()}`);
@@ -138,10 +184,22 @@ async function parentMain(): Promise<void> {
       process.stderr.write(`${name.padEnd(24)} ${cipher.padEnd(30)} ${row.mbps.toFixed(1).padStart(8)} MB/s\n`);
     };
     for (const cipher of CIPHERS) {
-      record('ssh2 + native binding', cipher, Array.from({ length: runs }, () => runChild(cipher, false)));
-      record('ssh2, JavaScript only', cipher, Array.from({ length: runs }, () => runChild(cipher, true)));
+      record(
+        'ssh2 + native binding',
+        cipher,
+        Array.from({ length: runs }, () => runChild(cipher, false)),
+      );
+      record(
+        'ssh2, JavaScript only',
+        cipher,
+        Array.from({ length: runs }, () => runChild(cipher, true)),
+      );
       const setup = median([0, 1, 2].map(() => ssh(cipher, 'true')));
-      record('OpenSSH ssh', cipher, Array.from({ length: runs }, () => ssh(cipher, `head -c ${mb * 1024 * 1024} /dev/zero`) - setup));
+      record(
+        'OpenSSH ssh',
+        cipher,
+        Array.from({ length: runs }, () => ssh(cipher, `head -c ${mb * 1024 * 1024} /dev/zero`) - setup),
+      );
     }
   } finally {
     await server.dispose();

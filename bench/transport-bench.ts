@@ -41,7 +41,7 @@ import type { TestPostgres } from '@pglog/test-support/postgres.ts';
 import { sleep } from '@pglog/test-support/wait.ts';
 import pg from 'pg';
 
-import { type Fleet,startFleet } from './ingest/servers.ts';
+import { type Fleet, startFleet } from './ingest/servers.ts';
 import { startBenchStore } from './ingest/store.ts';
 import { createCleanup } from './lib/cleanup.ts';
 import { pinningOption } from './transport/pinning.ts';
@@ -49,7 +49,7 @@ import { parentPid } from './transport/proc-cpu.ts';
 import { renderSection } from './transport/report.ts';
 import type { AutoResult, BenchResult, Step } from './transport/results.ts';
 import { type DrainResult, Session, type SessionOptions, type Transport } from './transport/session.ts';
-import { type WindowStats,windowStats } from './transport/window.ts';
+import { type WindowStats, windowStats } from './transport/window.ts';
 
 const { values } = parseArgs({
   options: {
@@ -93,11 +93,34 @@ const retries = Number(values.retries);
 const rounds = Number(values.rounds);
 const disturbed = Number(values.disturbed);
 const collectorArgs = values['collector-arg'];
-if (!Number.isInteger(hotCount) || hotCount < 1 || !Number.isInteger(coldCount) || coldCount < 0 || !(coldBps >= 0)
-  || ladder.length === 0 || ladder.some((r) => !(r > 0)) || ladder.some((r, i) => i > 0 && r <= ladder[i - 1]!)
-  || !(stepSeconds > 0) || !(settleSeconds >= 0) || !(warmupSeconds >= 0) || !(measureSeconds > 0) || !(keepUp > 0 && keepUp <= 1)
-  || !(autoSeconds > 0) || !Number.isInteger(retries) || retries < 0 || !Number.isInteger(rounds) || rounds < 1 || !(disturbed > 0) || (fixedLoad !== undefined && !ladder.includes(fixedLoad)) || !Number.isInteger(fleetNice) || fleetNice < 0 || fleetNice > 19) {
-  throw new Error('usage: transport-bench.ts [--hot N] [--cold N] [--cold-kbps K] [--ladder R,R,... (MB/s per hot server, increasing)] [--step-seconds S] [--settle S] [--warmup S] [--seconds S] [--keep-up F] [--auto-seconds S] [--load R] [--no-proxy-climb] [--rounds N] [--retries N] [--disturbed F] [--fleet-nice N] [--collector-arg ARG ...] [--pin-collector CORE] [--out FILE.md] [--keep] [--verbose]');
+if (
+  !Number.isInteger(hotCount) ||
+  hotCount < 1 ||
+  !Number.isInteger(coldCount) ||
+  coldCount < 0 ||
+  !(coldBps >= 0) ||
+  ladder.length === 0 ||
+  ladder.some((r) => !(r > 0)) ||
+  ladder.some((r, i) => i > 0 && r <= ladder[i - 1]!) ||
+  !(stepSeconds > 0) ||
+  !(settleSeconds >= 0) ||
+  !(warmupSeconds >= 0) ||
+  !(measureSeconds > 0) ||
+  !(keepUp > 0 && keepUp <= 1) ||
+  !(autoSeconds > 0) ||
+  !Number.isInteger(retries) ||
+  retries < 0 ||
+  !Number.isInteger(rounds) ||
+  rounds < 1 ||
+  !(disturbed > 0) ||
+  (fixedLoad !== undefined && !ladder.includes(fixedLoad)) ||
+  !Number.isInteger(fleetNice) ||
+  fleetNice < 0 ||
+  fleetNice > 19
+) {
+  throw new Error(
+    'usage: transport-bench.ts [--hot N] [--cold N] [--cold-kbps K] [--ladder R,R,... (MB/s per hot server, increasing)] [--step-seconds S] [--settle S] [--warmup S] [--seconds S] [--keep-up F] [--auto-seconds S] [--load R] [--no-proxy-climb] [--rounds N] [--retries N] [--disturbed F] [--fleet-nice N] [--collector-arg ARG ...] [--pin-collector CORE] [--out FILE.md] [--keep] [--verbose]',
+  );
 }
 // --pin-collector CORE: the collector alone on CORE, everything else on this process's CPUs (pinning.ts).
 const pin = await pinningOption(values['pin-collector']);
@@ -105,7 +128,9 @@ const serverCount = hotCount + coldCount;
 const AUTO_ARGS = ['--min-dwell', '5000', '--rate-window', '3000'];
 
 process.setMaxListeners(serverCount + 20);
-const say = (line: string): void => { process.stderr.write(`transport-bench: ${line}\n`); };
+const say = (line: string): void => {
+  process.stderr.write(`transport-bench: ${line}\n`);
+};
 const cleanups = createCleanup(say);
 const cleanup = (): Promise<void> => cleanups.run();
 
@@ -142,21 +167,30 @@ async function measureOnce(s: Session, hot: ReadonlySet<string>, settle: number,
 async function measure(s: Session, hot: ReadonlySet<string>, settle: number, seconds: number): Promise<WindowStats> {
   let w = await measureOnce(s, hot, settle, seconds);
   for (let attempt = 2; attempt <= 1 + retries && w.cpu.other / w.seconds > disturbed; attempt++) {
-    say(`  window disturbed: other work took ${((w.cpu.other / w.seconds) * 100).toFixed(0)} % of a core (read ${w.readMBps.toFixed(1)} of ${w.offeredMBps.toFixed(1)} MB/s, loop p99 ${w.eld.p99.toFixed(1)} ms); measuring again`);
+    say(
+      `  window disturbed: other work took ${((w.cpu.other / w.seconds) * 100).toFixed(0)} % of a core (read ${w.readMBps.toFixed(1)} of ${w.offeredMBps.toFixed(1)} MB/s, loop p99 ${w.eld.p99.toFixed(1)} ms); measuring again`,
+    );
     w = { ...(await measureOnce(s, hot, 1, seconds)), attempts: attempt };
   }
   return w;
 }
 
-const stepLine = (label: string, w: WindowStats): string => `  ${label}: offered ${w.offeredMBps.toFixed(1)} MB/s, read ${w.readMBps.toFixed(1)} MB/s (${(w.keptUp * 100).toFixed(0)} %), loop p50/p99/max ${w.eld.p50.toFixed(1)}/${w.eld.p99.toFixed(1)}/${w.eld.max.toFixed(0)} ms, collector ${(w.cpu.collector / w.seconds * 100).toFixed(0)} % (sidecar ${(w.cpu.sidecar / w.seconds * 100).toFixed(0)} %, ssh ${(w.cpu.sshClients / w.seconds * 100).toFixed(0)} %), machine ${(w.cpu.machineBusy / w.seconds * 100).toFixed(0)} % (not ours ${(w.cpu.other / w.seconds * 100).toFixed(0)} %), collector waited for a core ${w.runQueueMsPerSec.toFixed(0)} ms/s, paused ${w.pausedMax}`;
+const stepLine = (label: string, w: WindowStats): string =>
+  `  ${label}: offered ${w.offeredMBps.toFixed(1)} MB/s, read ${w.readMBps.toFixed(1)} MB/s (${(w.keptUp * 100).toFixed(0)} %), loop p50/p99/max ${w.eld.p50.toFixed(1)}/${w.eld.p99.toFixed(1)}/${w.eld.max.toFixed(0)} ms, collector ${((w.cpu.collector / w.seconds) * 100).toFixed(0)} % (sidecar ${((w.cpu.sidecar / w.seconds) * 100).toFixed(0)} %, ssh ${((w.cpu.sshClients / w.seconds) * 100).toFixed(0)} %), machine ${((w.cpu.machineBusy / w.seconds) * 100).toFixed(0)} % (not ours ${((w.cpu.other / w.seconds) * 100).toFixed(0)} %), collector waited for a core ${w.runQueueMsPerSec.toFixed(0)} ms/s, paused ${w.pausedMax}`;
 
 const started = Date.now();
 let result: BenchResult | null = null;
 try {
   say(`starting the store and ${serverCount} sshd servers`);
   const [store, fleet] = await Promise.all([
-    startBenchStore().then((s: TestPostgres) => { cleanups.push(() => s.stop()); return s; }),
-    startFleet(serverCount, fleetNice).then((f: Fleet) => { cleanups.push(() => f.dispose()); return f; }),
+    startBenchStore().then((s: TestPostgres) => {
+      cleanups.push(() => s.stop());
+      return s;
+    }),
+    startFleet(serverCount, fleetNice).then((f: Fleet) => {
+      cleanups.push(() => f.dispose());
+      return f;
+    }),
   ]);
   say(`set up in ${((Date.now() - started) / 1000).toFixed(1)} s`);
   // The store's postmaster (the parent of a backend): its process tree is the store's CPU.
@@ -166,7 +200,7 @@ try {
     try {
       const backend = (await c.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows[0]!.pid;
       const parent = parentPid(backend);
-      if (parent === null) throw new Error('cannot find the store\'s postmaster');
+      if (parent === null) throw new Error("cannot find the store's postmaster");
       return parent;
     } finally {
       await c.end();
@@ -198,7 +232,10 @@ try {
       collectorArgs: [...collectorArgs, ...extraArgs],
       say,
       verbose: values.verbose,
-      onCleanup: (fn) => { local.push(fn); cleanups.push(fn); },
+      onCleanup: (fn) => {
+        local.push(fn);
+        cleanups.push(fn);
+      },
       ...(pin === undefined ? {} : { pin }),
     };
     const s = await Session.open(o);
@@ -241,11 +278,17 @@ try {
   let inprocClimb: Step[] | null = null;
   let satIndex: number;
   if (fixedLoad === undefined) {
-    say(`1. saturation: all ${serverCount} targets inproc, ${hotCount} hot climbing ${ladder.join(', ')} MB/s each, ${coldCount} cold at ${coldBps / 1e3} kB/s`);
+    say(
+      `1. saturation: all ${serverCount} targets inproc, ${hotCount} hot climbing ${ladder.join(', ')} MB/s each, ${coldCount} cold at ${coldBps / 1e3} kB/s`,
+    );
     inprocClimb = await climb('inproc');
     const saturated = inprocClimb.find((st) => !st.keptUp);
     satIndex = ladder.indexOf((saturated ?? inprocClimb[inprocClimb.length - 1]!).hotMBps);
-    say(saturated === undefined ? `  inproc kept up to the top of the ladder (${ladder[satIndex]} MB/s per hot server): no saturation found` : `  inproc saturates at ${ladder[satIndex]} MB/s per hot server (${saturated.stats.offeredMBps.toFixed(1)} MB/s offered)`);
+    say(
+      saturated === undefined
+        ? `  inproc kept up to the top of the ladder (${ladder[satIndex]} MB/s per hot server): no saturation found`
+        : `  inproc saturates at ${ladder[satIndex]} MB/s per hot server (${saturated.stats.offeredMBps.toFixed(1)} MB/s offered)`,
+    );
   } else {
     satIndex = ladder.indexOf(fixedLoad);
     say(`1. skipped: --load ${fixedLoad}`);
@@ -255,9 +298,11 @@ try {
   // 2. At that load: all inproc and hot in proxy, each a fresh session, --rounds times in
   // A B B A order (so that neither always runs first, or on a machine warmer than the other).
   const compare: BenchResult['compare'] = [];
-  const order = Array.from({ length: rounds }, (_, i) => (i % 2 === 0 ? ['inproc', 'proxy'] as const : ['proxy', 'inproc'] as const)).flat();
+  const order = Array.from({ length: rounds }, (_, i) => (i % 2 === 0 ? (['inproc', 'proxy'] as const) : (['proxy', 'inproc'] as const))).flat();
   for (const [i, mode] of order.entries()) {
-    say(`2. (${i + 1}/${order.length}) ${mode === 'inproc' ? 'all inproc' : `${hotCount} hot pinned proxy, ${coldCount} cold inproc`} at ${load} MB/s per hot server`);
+    say(
+      `2. (${i + 1}/${order.length}) ${mode === 'inproc' ? 'all inproc' : `${hotCount} hot pinned proxy, ${coldCount} cold inproc`} at ${load} MB/s per hot server`,
+    );
     const p = await session(transportsOf(mode, 'inproc'), load, []);
     try {
       await p.s.startWriting();
@@ -298,7 +343,10 @@ try {
     say(stepLine('auto, after promotion', after));
     const last = await p3.s.snapshot();
     const moves = p3.s.logRecords().filter((r) => typeof r.msg === 'string' && / moving from \w+ to \w+ /.test(r.msg));
-    const switched = p3.s.logRecords().filter((r) => typeof r.switchMs === 'number').map((r) => r.switchMs as number);
+    const switched = p3.s
+      .logRecords()
+      .filter((r) => typeof r.switchMs === 'number')
+      .map((r) => r.switchMs as number);
     const drain = await p3.s.finish();
     const count = (m: Map<string, number>, hot: boolean): number => [...m].filter(([t, v]) => hotNames.has(t) === hot && v > 0).length;
     auto = {
@@ -307,7 +355,10 @@ try {
       promotedCold: count(last.promotions, false),
       promotionsTotal: [...last.promotions.values()].reduce((x, y) => x + y, 0),
       demotionsTotal: [...last.demotions.values()].reduce((x, y) => x + y, 0),
-      proxyAtEnd: { hot: [...last.transportByTarget].filter(([t, tr]) => hotNames.has(t) && tr === 'proxy').length, cold: [...last.transportByTarget].filter(([t, tr]) => !hotNames.has(t) && tr === 'proxy').length },
+      proxyAtEnd: {
+        hot: [...last.transportByTarget].filter(([t, tr]) => hotNames.has(t) && tr === 'proxy').length,
+        cold: [...last.transportByTarget].filter(([t, tr]) => !hotNames.has(t) && tr === 'proxy').length,
+      },
       promotedAfterSeconds: [...promotedAt].filter(([t]) => hotNames.has(t)).map(([, s]) => s),
       switchMs: switched,
       moves: moves.length,
@@ -327,7 +378,21 @@ try {
 if (result === null) throw new Error('no result');
 const section = renderSection(result, {
   ...(pin === undefined ? {} : { pin }),
-  hot: hotCount, cold: coldCount, coldBps, ladder, retries, disturbed, rounds, stepSeconds, settleSeconds, warmupSeconds, measureSeconds, keepUp, fleetNice, collectorArgs, autoArgs: AUTO_ARGS,
+  hot: hotCount,
+  cold: coldCount,
+  coldBps,
+  ladder,
+  retries,
+  disturbed,
+  rounds,
+  stepSeconds,
+  settleSeconds,
+  warmupSeconds,
+  measureSeconds,
+  keepUp,
+  fleetNice,
+  collectorArgs,
+  autoArgs: AUTO_ARGS,
   totalSeconds: (Date.now() - started) / 1000,
 });
 process.stdout.write(`${section}\n`);

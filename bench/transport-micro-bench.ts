@@ -30,7 +30,7 @@
  * 1 ms resolution; reported RAW, i.e. including the 1 ms sampling interval, as the issue's
  * numbers are). The parent interleaves the configurations run by run and reports medians.
  */
-import { type ChildProcess,spawn, spawnSync } from 'node:child_process';
+import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
 import { chmodSync, closeSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync, writeSync } from 'node:fs';
 import { cpus, release, tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -64,12 +64,27 @@ const { values } = parseArgs({
 
 /** Everything a child needs, passed as one JSON argument. */
 interface ChildConfig {
-  transport: Transport; level: Level; streams: number; seconds: number; lightMBps: number;
-  host: string; port: number; user: string; key: string; knownHosts: string; dir: string;
+  transport: Transport;
+  level: Level;
+  streams: number;
+  seconds: number;
+  lightMBps: number;
+  host: string;
+  port: number;
+  user: string;
+  key: string;
+  knownHosts: string;
+  dir: string;
 }
 interface ChildResult {
-  bytes: number; lines: number; seconds: number; nodeCpu: number; childCpu: number; machineBusy: number;
-  delay: { p50: number; p99: number; max: number; count: number }; binding: boolean;
+  bytes: number;
+  lines: number;
+  seconds: number;
+  nodeCpu: number;
+  childCpu: number;
+  machineBusy: number;
+  delay: { p50: number; p99: number; max: number; count: number };
+  binding: boolean;
 }
 
 /** The remote side: `stream.sh FILE BYTES_PER_SECOND` (0: cat in a loop, as fast as read). */
@@ -88,13 +103,30 @@ done
 `;
 
 function remoteCommand(c: ChildConfig): string {
-  const perStream = c.level === 'light' ? Math.round(c.lightMBps * 1e6 / c.streams) : 0;
+  const perStream = c.level === 'light' ? Math.round((c.lightMBps * 1e6) / c.streams) : 0;
   return `exec bash ${c.dir}/stream.sh ${c.dir}/postgresql.log ${perStream}`;
 }
 
 function sshArgs(c: ChildConfig): string[] {
-  return ['-T', '-o', 'BatchMode=yes', '-o', 'StrictHostKeyChecking=yes', '-o', `UserKnownHostsFile=${c.knownHosts}`, '-o', 'Compression=no',
-    '-i', c.key, '-p', String(c.port), '-c', CIPHER, `${c.user}@${c.host}`, remoteCommand(c)];
+  return [
+    '-T',
+    '-o',
+    'BatchMode=yes',
+    '-o',
+    'StrictHostKeyChecking=yes',
+    '-o',
+    `UserKnownHostsFile=${c.knownHosts}`,
+    '-o',
+    'Compression=no',
+    '-i',
+    c.key,
+    '-p',
+    String(c.port),
+    '-c',
+    CIPHER,
+    `${c.user}@${c.host}`,
+    remoteCommand(c),
+  ];
 }
 
 /** CPU seconds of this process's own threads. */
@@ -109,23 +141,38 @@ async function childMain(c: ChildConfig): Promise<ChildResult> {
   const { CLK_TCK } = await import('./ingest/proc-stats.ts');
   /** Busy CPU seconds of the whole machine without niced work (other jobs may run niced here). */
   const machineBusy = (): number => {
-    const [user = 0, , system = 0, , , irq = 0, softirq = 0, steal = 0] = readFileSync('/proc/stat', 'utf8').split('\n')[0]!.trim().split(/\s+/).slice(1).map(Number);
+    const [user = 0, , system = 0, , , irq = 0, softirq = 0, steal = 0] = readFileSync('/proc/stat', 'utf8')
+      .split('\n')[0]!
+      .trim()
+      .split(/\s+/)
+      .slice(1)
+      .map(Number);
     return (user + system + irq + softirq + steal) / CLK_TCK;
   };
   const { cryptoBindingAvailable } = await import('@pglog/collector/transport/ssh-algorithms.ts');
   let lines = 0;
-  const splitters = Array.from({ length: c.streams }, () => new LineSplitter(() => { lines++; }));
+  const splitters = Array.from(
+    { length: c.streams },
+    () =>
+      new LineSplitter(() => {
+        lines++;
+      }),
+  );
   const splitBytes = (): number => splitters.reduce((sum, s) => sum + s.bytes, 0);
   const delay = monitorEventLoopDelay({ resolution: RESOLUTION_MS });
   delay.enable();
 
   /** Feeds `stream` into splitter `i`; resolves on its first chunk. */
-  const attach = (stream: Readable, i: number): Promise<void> => new Promise((resolve, reject) => {
-    const splitter = splitters[i]!;
-    stream.on('data', (chunk: Buffer) => { splitter.push(chunk); resolve(); });
-    stream.once('error', reject);
-    stream.once('end', () => reject(new Error(`stream ${i} ended before its first data`)));
-  });
+  const attach = (stream: Readable, i: number): Promise<void> =>
+    new Promise((resolve, reject) => {
+      const splitter = splitters[i]!;
+      stream.on('data', (chunk: Buffer) => {
+        splitter.push(chunk);
+        resolve();
+      });
+      stream.once('error', reject);
+      stream.once('end', () => reject(new Error(`stream ${i} ended before its first data`)));
+    });
   const children: ChildProcess[] = [];
   let stop: () => Promise<void>;
   let first: Promise<void>[];
@@ -133,16 +180,28 @@ async function childMain(c: ChildConfig): Promise<ChildResult> {
     const { SshConnection } = await import('@pglog/collector/transport/ssh-connection.ts');
     const { ConnectLimiter } = await import('@pglog/collector/transport/connect-limiter.ts');
     const limiter = new ConnectLimiter({ spreadMs: 0 });
-    const connections = Array.from({ length: c.streams }, (_, i) => new SshConnection({
-      target: `s${i}`, host: c.host, port: c.port, username: c.user, privateKey: readFileSync(c.key),
-      knownHosts: { text: readFileSync(c.knownHosts, 'utf8'), source: c.knownHosts }, limiter, ciphers: [CIPHER],
-    }));
+    const connections = Array.from(
+      { length: c.streams },
+      (_, i) =>
+        new SshConnection({
+          target: `s${i}`,
+          host: c.host,
+          port: c.port,
+          username: c.user,
+          privateKey: readFileSync(c.key),
+          knownHosts: { text: readFileSync(c.knownHosts, 'utf8'), source: c.knownHosts },
+          limiter,
+          ciphers: [CIPHER],
+        }),
+    );
     const procs = await Promise.all(connections.map((conn) => conn.spawn(remoteCommand(c))));
     first = procs.map((p, i) => {
       p.stderr.resume();
       return attach(p.stdout, i);
     });
-    stop = async (): Promise<void> => { await Promise.all(connections.map((conn) => conn.close())); };
+    stop = async (): Promise<void> => {
+      await Promise.all(connections.map((conn) => conn.close()));
+    };
   } else if (c.transport === 'ssh-spawn') {
     first = splitters.map((_, i) => {
       const child = spawn('ssh', sshArgs(c), { stdio: ['ignore', 'pipe', 'inherit'] });
@@ -195,7 +254,12 @@ async function childMain(c: ChildConfig): Promise<ChildResult> {
     const seconds = (performance.now() - t0) / 1000;
     const ms = (ns: number): number => ns / 1e6;
     const result: ChildResult = {
-      bytes: splitBytes() - b0, lines: lines - l0, seconds, nodeCpu: ownCpu() - n0, childCpu: childCpu() - c0, machineBusy: machineBusy() - m0,
+      bytes: splitBytes() - b0,
+      lines: lines - l0,
+      seconds,
+      nodeCpu: ownCpu() - n0,
+      childCpu: childCpu() - c0,
+      machineBusy: machineBusy() - m0,
       delay: { p50: ms(delay.percentile(50)), p99: ms(delay.percentile(99)), max: ms(delay.max), count: delay.count },
       binding: cryptoBindingAvailable(),
     };
@@ -243,17 +307,28 @@ async function parentMain(): Promise<void> {
       for (const level of LEVELS) {
         for (const transport of TRANSPORTS) {
           const config: ChildConfig = {
-            transport, level, streams, seconds, lightMBps, host: server.host, port: server.port, user: server.user,
-            key: server.privateKeyFile, knownHosts: server.knownHostsFile, dir: server.dir,
+            transport,
+            level,
+            streams,
+            seconds,
+            lightMBps,
+            host: server.host,
+            port: server.port,
+            user: server.user,
+            key: server.privateKeyFile,
+            knownHosts: server.knownHostsFile,
+            dir: server.dir,
           };
           const r = spawnSync(process.execPath, [self, '--child', JSON.stringify(config)], { encoding: 'utf8', maxBuffer: 1 << 20, timeout: 120_000 });
           if (r.status !== 0) throw new Error(`child ${transport} ${level} failed (${r.status ?? r.signal}): ${r.stderr}`);
           const res = JSON.parse(r.stdout) as ChildResult;
           if (!res.binding) throw new Error('ssh2 native crypto binding not available: build it (npm rebuild ssh2) before benchmarking');
           results.set(key(transport, level), [...(results.get(key(transport, level)) ?? []), res]);
-          process.stderr.write(`run ${run + 1} ${level.padEnd(9)} ${LABEL[transport].padEnd(28)} ${(res.bytes / res.seconds / 1e6).toFixed(1).padStart(7)} MB/s  ` +
-            `node ${(res.nodeCpu / (res.bytes / 1e9)).toFixed(2)} s/GB  children ${(res.childCpu / (res.bytes / 1e9)).toFixed(2)} s/GB  ` +
-            `loop p50/p99/max ${res.delay.p50.toFixed(2)}/${res.delay.p99.toFixed(2)}/${res.delay.max.toFixed(1)} ms\n`);
+          process.stderr.write(
+            `run ${run + 1} ${level.padEnd(9)} ${LABEL[transport].padEnd(28)} ${(res.bytes / res.seconds / 1e6).toFixed(1).padStart(7)} MB/s  ` +
+              `node ${(res.nodeCpu / (res.bytes / 1e9)).toFixed(2)} s/GB  children ${(res.childCpu / (res.bytes / 1e9)).toFixed(2)} s/GB  ` +
+              `loop p50/p99/max ${res.delay.p50.toFixed(2)}/${res.delay.p99.toFixed(2)}/${res.delay.max.toFixed(1)} ms\n`,
+          );
         }
       }
     }
@@ -264,7 +339,7 @@ async function parentMain(): Promise<void> {
   const mbps = (r: ChildResult): number => r.bytes / r.seconds / 1e6;
   const nodePerGB = (r: ChildResult): number => r.nodeCpu / (r.bytes / 1e9);
   const childPerGB = (r: ChildResult): number => r.childCpu / (r.bytes / 1e9);
-  const busy = (r: ChildResult): number => 100 * r.machineBusy / r.seconds / cpus().length;
+  const busy = (r: ChildResult): number => (100 * r.machineBusy) / r.seconds / cpus().length;
   const p50 = (r: ChildResult): number => r.delay.p50;
   const p99 = (r: ChildResult): number => r.delay.p99;
   const max = (r: ChildResult): number => r.delay.max;

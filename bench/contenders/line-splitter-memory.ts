@@ -8,7 +8,9 @@ const data = readFileSync(process.argv[2]!);
 const CHUNK = 256 * 1024;
 let lines = 0;
 const started = process.hrtime.bigint();
-const splitter = new LineSplitter(() => { lines++; });
+const splitter = new LineSplitter(() => {
+  lines++;
+});
 for (let at = 0; at < data.length; at += CHUNK) splitter.push(data.subarray(at, Math.min(data.length, at + CHUNK)));
 splitter.end();
 const seconds = Number(process.hrtime.bigint() - started) / 1e9;

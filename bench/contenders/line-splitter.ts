@@ -7,7 +7,9 @@ import { readInput } from '@pglog/collector/parse/input.ts';
 
 const file = process.argv[2]!;
 let lines = 0;
-const splitter = new LineSplitter(() => { lines++; });
+const splitter = new LineSplitter(() => {
+  lines++;
+});
 for await (const chunk of readInput(file, new PassThrough())) splitter.push(chunk);
 splitter.end();
 process.stdout.write(JSON.stringify({ lines }) + '\n');

@@ -23,9 +23,20 @@ export interface CpuProfile {
 
 /** The stages, in the order the report lists them. */
 export const STAGES = [
-  'SSH transport', 'follower', 'splitting', 'parsing', 'normalization', 'batching', 'row encoding', 'COPY and store', 'metrics and logging', 'GC', 'other JS', 'idle',
+  'SSH transport',
+  'follower',
+  'splitting',
+  'parsing',
+  'normalization',
+  'batching',
+  'row encoding',
+  'COPY and store',
+  'metrics and logging',
+  'GC',
+  'other JS',
+  'idle',
 ] as const;
-export type Stage = typeof STAGES[number];
+export type Stage = (typeof STAGES)[number];
 
 /** First match wins, tested against a frame's url (file) and then its function name. */
 const RULES: ReadonlyArray<{ stage: Stage; url?: RegExp; fn?: RegExp }> = [
@@ -88,7 +99,7 @@ export function splitProfile(profile: CpuProfile, fromUs = -Infinity, toUs = Inf
   let windowUs = 0;
   for (let i = 0; i < profile.samples.length; i++) {
     t += profile.timeDeltas[i] ?? 0;
-    const weight = (i + 1 < profile.timeDeltas.length ? profile.timeDeltas[i + 1]! : 0);
+    const weight = i + 1 < profile.timeDeltas.length ? profile.timeDeltas[i + 1]! : 0;
     if (t < fromUs || t > toUs) continue;
     windowUs += weight;
     const stage = resolve(profile.samples[i]!);

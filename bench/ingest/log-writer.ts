@@ -20,7 +20,7 @@
  */
 import { closeSync, openSync, writeSync } from 'node:fs';
 
-import { formatLogTime,StatementLog } from './statements.ts';
+import { formatLogTime, StatementLog } from './statements.ts';
 
 export interface WriterConfig {
   files: string[];

@@ -9,23 +9,23 @@
  * prom-client's process_cpu_seconds_total as a cross-check), peak RSS from VmHWM, bytes read
  * and event-loop delay from its /metrics, latency from the store's commit timestamps.
  */
-import { readdirSync,readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import { cpus } from 'node:os';
 import { join } from 'node:path';
 
-import { type CollectorProcess,startCollector, writeTargetsFile } from '@pglog/test-support/collector-process.ts';
+import { type CollectorProcess, startCollector, writeTargetsFile } from '@pglog/test-support/collector-process.ts';
 import type { TestSshServer } from '@pglog/test-support/sshd.ts';
 import { freePort, sleep } from '@pglog/test-support/wait.ts';
 import pg from 'pg';
 
 import { pinCollector } from '../transport/pinning.ts';
-import { type CpuProfile, type ProfileSplit,splitProfile } from './cpu-profile.ts';
+import { type CpuProfile, type ProfileSplit, splitProfile } from './cpu-profile.ts';
 import type { WriterTotals } from './log-writer.ts';
-import { countEqual, type Sample,scrape, sum, value } from './metrics-scrape.ts';
+import { countEqual, type Sample, scrape, sum, value } from './metrics-scrape.ts';
 import { cpuByCommand, cpuDelta, forksSinceBoot, machineCpu, processCpuSeconds, processMemory } from './proc-stats.ts';
 import { createServerLogs } from './servers.ts';
-import { type Latency,latencyOfRowsCommitted, statementRows } from './store.ts';
-import { type LogWriter,spawnLogWriter } from './writer-client.ts';
+import { type Latency, latencyOfRowsCommitted, statementRows } from './store.ts';
+import { type LogWriter, spawnLogWriter } from './writer-client.ts';
 
 export interface RunOptions {
   /** Directory of this run (log files, targets file, collector output). */
@@ -111,8 +111,14 @@ interface Snapshot {
   forks: number;
 }
 
-interface ElSample { at: number; p99: number; max: number; paused: number; scrapeMs: number; memory: { heapTotal: number; newSpace: number; heapUsed: number; external: number; pending: number } }
-
+interface ElSample {
+  at: number;
+  p99: number;
+  max: number;
+  paused: number;
+  scrapeMs: number;
+  memory: { heapTotal: number; newSpace: number; heapUsed: number; external: number; pending: number };
+}
 
 /** The CPU profile V8 wrote for process `pid` in `dir` (`CPU.<date>.<time>.<pid>.<tid>.<seq>.cpuprofile`). */
 function readProfile(dir: string, pid: number): CpuProfile {
@@ -150,8 +156,12 @@ export async function measureRun(o: RunOptions): Promise<RunResult> {
   // The launcher execs node: the pid is the collector's own process.
   if (o.pin !== undefined) o.onCleanup(await pinCollector(collector.pid, o.pin.core, o.pin.others));
   let collectorExited = false;
-  void collector.exited.then(() => { collectorExited = true; });
-  o.onCleanup(() => { if (!collectorExited) collector.kill('SIGKILL'); });
+  void collector.exited.then(() => {
+    collectorExited = true;
+  });
+  o.onCleanup(() => {
+    if (!collectorExited) collector.kill('SIGKILL');
+  });
   const tail = (): string => collector.output().split('\n').slice(-30).join('\n');
   const alive = (): void => {
     if (collectorExited) throw new Error(`pglog collect exited early; its last output:\n${tail()}`);
@@ -160,18 +170,28 @@ export async function measureRun(o: RunOptions): Promise<RunResult> {
   // Every stream reading its log before the writer starts, so the window measures steady
   // state rather than fifty probes racing a loaded machine.
   const connectStart = Date.now();
-  const reading = (): number => new Set(collector.logRecords()
-    .filter((r) => typeof r.msg === 'string' && r.msg.includes(': reading ') && r.file !== undefined)
-    .map((r) => r.target)).size;
+  const reading = (): number =>
+    new Set(
+      collector
+        .logRecords()
+        .filter((r) => typeof r.msg === 'string' && r.msg.includes(': reading ') && r.file !== undefined)
+        .map((r) => r.target),
+    ).size;
   for (;;) {
     alive();
     let samples: Sample[] | null = null;
-    try { samples = await scrape(metricsUrl, 2_000); } catch { /* not listening yet */ }
+    try {
+      samples = await scrape(metricsUrl, 2_000);
+    } catch {
+      /* not listening yet */
+    }
     const connected = samples === null ? 0 : countEqual(samples, 'pglog_target_connected', 1);
     const streams = reading();
     if (connected >= o.servers.length && streams >= o.servers.length) break;
     if (Date.now() - connectStart > 90_000) {
-      throw new Error(`after 90 s: ${samples === null ? 'no /metrics' : `${connected} of ${o.servers.length} targets connected`}, ${streams} streams reading; collector output:\n${tail()}`);
+      throw new Error(
+        `after 90 s: ${samples === null ? 'no /metrics' : `${connected} of ${o.servers.length} targets connected`}, ${streams} streams reading; collector output:\n${tail()}`,
+      );
     }
     await sleep(250);
   }
@@ -190,7 +210,11 @@ export async function measureRun(o: RunOptions): Promise<RunResult> {
         const s = await scrape(metricsUrl, 10_000);
         const at = Date.now();
         const sample = {
-          at, p99: value(s, 'pglog_nodejs_eventloop_lag_p99_seconds'), max: value(s, 'pglog_nodejs_eventloop_lag_max_seconds'), paused: value(s, 'pglog_paused_streams'), scrapeMs: at - begun,
+          at,
+          p99: value(s, 'pglog_nodejs_eventloop_lag_p99_seconds'),
+          max: value(s, 'pglog_nodejs_eventloop_lag_max_seconds'),
+          paused: value(s, 'pglog_paused_streams'),
+          scrapeMs: at - begun,
           memory: {
             heapTotal: value(s, 'pglog_nodejs_heap_size_total_bytes'),
             newSpace: s.find((x) => x.name === 'pglog_nodejs_heap_space_size_total_bytes' && x.labels.space === 'new')?.value ?? NaN,
@@ -202,7 +226,9 @@ export async function measureRun(o: RunOptions): Promise<RunResult> {
         elSamples.push(sample);
         const read = sum(s, 'pglog_read_bytes_total');
         if (o.verbose && previous !== null) {
-          o.say(`    read ${((read - previous.read) / 1e6 / ((at - previous.at) / 1000)).toFixed(1).padStart(5)} MB/s  event loop p99 ${(sample.p99 * 1000).toFixed(0).padStart(4)} ms max ${(sample.max * 1000).toFixed(0).padStart(5)} ms  /metrics ${String(sample.scrapeMs).padStart(4)} ms  paused ${sample.paused}  pending ${(value(s, 'pglog_pending_bytes') / 1e6).toFixed(0)} MB  rss ${(value(s, 'pglog_process_resident_memory_bytes') / 1e6).toFixed(0)} MB (heap used ${(value(s, 'pglog_nodejs_heap_size_used_bytes') / 1e6).toFixed(0)} of ${(value(s, 'pglog_nodejs_heap_size_total_bytes') / 1e6).toFixed(0)}, external ${(value(s, 'pglog_nodejs_external_memory_bytes') / 1e6).toFixed(0)})`);
+          o.say(
+            `    read ${((read - previous.read) / 1e6 / ((at - previous.at) / 1000)).toFixed(1).padStart(5)} MB/s  event loop p99 ${(sample.p99 * 1000).toFixed(0).padStart(4)} ms max ${(sample.max * 1000).toFixed(0).padStart(5)} ms  /metrics ${String(sample.scrapeMs).padStart(4)} ms  paused ${sample.paused}  pending ${(value(s, 'pglog_pending_bytes') / 1e6).toFixed(0)} MB  rss ${(value(s, 'pglog_process_resident_memory_bytes') / 1e6).toFixed(0)} MB (heap used ${(value(s, 'pglog_nodejs_heap_size_used_bytes') / 1e6).toFixed(0)} of ${(value(s, 'pglog_nodejs_heap_size_total_bytes') / 1e6).toFixed(0)}, external ${(value(s, 'pglog_nodejs_external_memory_bytes') / 1e6).toFixed(0)})`,
+          );
         }
         previous = { at, read };
       } catch (e) {
@@ -220,7 +246,10 @@ export async function measureRun(o: RunOptions): Promise<RunResult> {
         return await scrape(metricsUrl, 10_000);
       } catch (e) {
         scrapeFailures.push(`${new Date().toISOString()}: ${(e as Error).message}`);
-        if (Date.now() > deadline) throw new Error(`the collector's GET /metrics did not answer for 30 s (${(e as Error).message}); the collector's event loop was blocked or starved`, { cause: e });
+        if (Date.now() > deadline)
+          throw new Error(`the collector's GET /metrics did not answer for 30 s (${(e as Error).message}); the collector's event loop was blocked or starved`, {
+            cause: e,
+          });
       }
     }
   };
@@ -229,7 +258,8 @@ export async function measureRun(o: RunOptions): Promise<RunResult> {
     const [writerTotals, samples] = await Promise.all([writer.snapshot(), scrapeHard()]);
     const cpu = processCpuSeconds(collector.pid);
     if (cpu === null) alive();
-    const gcCount = (kind: string): number => samples.filter((x) => x.name === 'pglog_nodejs_gc_duration_seconds_count' && x.labels['kind'] === kind).reduce((t, x) => t + x.value, 0);
+    const gcCount = (kind: string): number =>
+      samples.filter((x) => x.name === 'pglog_nodejs_gc_duration_seconds_count' && x.labels['kind'] === kind).reduce((t, x) => t + x.value, 0);
     return {
       at: Date.now(),
       monoUs: Number(process.hrtime.bigint() / 1000n),
@@ -287,7 +317,9 @@ export async function measureRun(o: RunOptions): Promise<RunResult> {
     }
     const drainSeconds = (Date.now() - drainStart) / 1000;
     const complete = readBytes >= written.bytes && rows >= written.statements;
-    o.say(`  drain ${complete ? 'complete' : 'INCOMPLETE'} after ${drainSeconds.toFixed(1)} s: read ${readBytes} of ${written.bytes} bytes, ${rows} of ${written.statements} rows`);
+    o.say(
+      `  drain ${complete ? 'complete' : 'INCOMPLETE'} after ${drainSeconds.toFixed(1)} s: read ${readBytes} of ${written.bytes} bytes, ${rows} of ${written.statements} rows`,
+    );
     const latency = await latencyOfRowsCommitted(client, a.at, b.at);
     const peakRssAfterDrainBytes = processMemory(collector.pid)?.peakRss ?? NaN;
 
@@ -299,7 +331,9 @@ export async function measureRun(o: RunOptions): Promise<RunResult> {
     // When the collector said it had stopped (its last log line), as opposed to when the process ended.
     const stoppedLine = collector.logRecords().find((r) => r.msg === 'pglog collect stopped');
     const stoppedLogMs = typeof stoppedLine?.time === 'string' ? Date.parse(stoppedLine.time) - stopStart : NaN;
-    o.say(`  SIGTERM: ${exit === null ? 'no exit within 15 s, killed' : `exited ${exit.code ?? exit.signal} after ${stopMs} ms`} ('pglog collect stopped' logged after ${stoppedLogMs} ms)`);
+    o.say(
+      `  SIGTERM: ${exit === null ? 'no exit within 15 s, killed' : `exited ${exit.code ?? exit.signal} after ${stopMs} ms`} ('pglog collect stopped' logged after ${stoppedLogMs} ms)`,
+    );
 
     const secs = (b.at - a.at) / 1000;
     const readMB = (b.readBytes - a.readBytes) / 1e6;

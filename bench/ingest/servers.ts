@@ -50,14 +50,20 @@ export async function startFleet(count: number, nice: number, group = 5): Promis
   };
   try {
     for (let i = 0; i < count; i += group) {
-      const started = await Promise.allSettled(Array.from({ length: Math.min(group, count - i) }, (_, j) => startSshServer({ address: `127.0.0.${2 + i + j}` })));
+      const started = await Promise.allSettled(
+        Array.from({ length: Math.min(group, count - i) }, (_, j) => startSshServer({ address: `127.0.0.${2 + i + j}` })),
+      );
       for (const r of started) if (r.status === 'fulfilled') servers.push(r.value);
       const failed = started.find((r) => r.status === 'rejected');
       if (failed !== undefined) throw failed.reason;
     }
     if (nice !== 0) {
       for (const pid of descendantsNamed(process.pid, ['sshd', 'sshd-session'])) {
-        try { setPriority(pid, nice); } catch { /* a pre-authentication child that just ended */ }
+        try {
+          setPriority(pid, nice);
+        } catch {
+          /* a pre-authentication child that just ended */
+        }
       }
     }
   } catch (e) {

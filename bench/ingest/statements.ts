@@ -19,7 +19,7 @@ export const LOG_LINE_PREFIX = '%m [%p] %q%u@%d ';
 export class Rng {
   private s: number;
   constructor(seed: number) {
-    this.s = (seed >>> 0) || 0x9e3779b9;
+    this.s = seed >>> 0 || 0x9e3779b9;
   }
   next(): number {
     let x = this.s;
@@ -93,8 +93,10 @@ export class StatementLog {
       // pgbench -M extended: one execute entry, its parameters on a DETAIL line.
       this.lines += 2;
       const aid = 1 + rng.int(10_000_000);
-      return `${prefix}LOG:  duration: ${duration(rng, false)} ms  execute P0_${1 + rng.int(7)}: SELECT abalance FROM pgbench_accounts WHERE aid = $1\n`
-        + `${prefix}DETAIL:  parameters: $1 = '${aid}'\n`;
+      return (
+        `${prefix}LOG:  duration: ${duration(rng, false)} ms  execute P0_${1 + rng.int(7)}: SELECT abalance FROM pgbench_accounts WHERE aid = $1\n` +
+        `${prefix}DETAIL:  parameters: $1 = '${aid}'\n`
+      );
     }
     this.lines += 1;
     if (pick < 18) return `${prefix}LOG:  duration: ${duration(rng, true)} ms  statement: ${this.ormSelect()}\n`;
@@ -107,7 +109,6 @@ export class StatementLog {
   private pgbench(step: number): string {
     return pgbenchStatement(step, (n) => this.rng.int(n));
   }
-
 
   /** Longer application queries: joins, IN lists of 1-40 items, string and numeric literals. */
   private ormSelect(): string {

@@ -63,7 +63,8 @@ export interface Latency {
  * entry's own log timestamp (millisecond precision, so up to 1 ms too high).
  */
 export async function latencyOfRowsCommitted(client: pg.Client, fromMs: number, toMs: number): Promise<Latency> {
-  const { rows } = await client.query<{ n: string; p50: number | null; p99: number | null; max: number | null }>(`
+  const { rows } = await client.query<{ n: string; p50: number | null; p99: number | null; max: number | null }>(
+    `
     WITH r AS (
       SELECT (extract(epoch FROM pg_xact_commit_timestamp(xmin) - ts) * 1000)::float8 AS ms
       FROM pglog.statement_events
@@ -76,7 +77,9 @@ export async function latencyOfRowsCommitted(client: pg.Client, fromMs: number, 
            percentile_cont(0.5)  WITHIN GROUP (ORDER BY ms) AS p50,
            percentile_cont(0.99) WITHIN GROUP (ORDER BY ms) AS p99,
            max(ms) AS max
-    FROM r`, [fromMs, toMs]);
+    FROM r`,
+    [fromMs, toMs],
+  );
   const r = rows[0]!;
   return { rows: Number(r.n), p50Ms: r.p50 ?? NaN, p99Ms: r.p99 ?? NaN, maxMs: r.max ?? NaN };
 }

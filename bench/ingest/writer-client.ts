@@ -2,7 +2,7 @@
  * The parent's handle on the log writer child (bench/ingest/log-writer.ts): spawn, start,
  * snapshots of what was written, stop, and a kill that always works (for cleanup on failure).
  */
-import { type ChildProcess,fork } from 'node:child_process';
+import { type ChildProcess, fork } from 'node:child_process';
 
 import type { WriterCommand, WriterConfig, WriterTotals } from './log-writer.ts';
 
@@ -23,27 +23,42 @@ export function spawnLogWriter(config: WriterConfig): LogWriter {
     execArgv: ['--disable-warning=ExperimentalWarning'],
   });
   let exited = false;
-  const exit = new Promise<void>((resolve) => child.once('exit', () => { exited = true; resolve(); }));
+  const exit = new Promise<void>((resolve) =>
+    child.once('exit', () => {
+      exited = true;
+      resolve();
+    }),
+  );
   const waiting: Array<{ resolve: (t: WriterTotals) => void; reject: (e: Error) => void }> = [];
-  child.on('message', (m: WriterTotals) => { waiting.shift()?.resolve(m); });
+  child.on('message', (m: WriterTotals) => {
+    waiting.shift()?.resolve(m);
+  });
   void exit.then(() => {
     for (const w of waiting.splice(0)) w.reject(new Error('log writer exited'));
   });
-  const ask = (command: WriterCommand): Promise<WriterTotals> => new Promise((resolve, reject) => {
-    if (exited) { reject(new Error('log writer exited')); return; }
-    waiting.push({ resolve, reject });
-    child.send(command);
-  });
+  const ask = (command: WriterCommand): Promise<WriterTotals> =>
+    new Promise((resolve, reject) => {
+      if (exited) {
+        reject(new Error('log writer exited'));
+        return;
+      }
+      waiting.push({ resolve, reject });
+      child.send(command);
+    });
   return {
     pid: child.pid!,
     prefill: (bytes) => ask({ type: 'prefill', bytes }),
-    start: () => { child.send({ type: 'start' } satisfies WriterCommand); },
+    start: () => {
+      child.send({ type: 'start' } satisfies WriterCommand);
+    },
     snapshot: () => ask({ type: 'snapshot' }),
     stop: async () => {
       const totals = await ask({ type: 'stop' });
       await exit;
       return totals;
     },
-    kill: () => { if (!exited) child.kill('SIGKILL'); },
+    kill: () => {
+      if (!exited) child.kill('SIGKILL');
+    },
   };
 }

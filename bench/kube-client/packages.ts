@@ -4,7 +4,7 @@
  * under node_modules/. Dependencies resolve as Node does (nearest node_modules upwards);
  * workspaces (`link: true`) are followed to their folder.
  */
-import { lstatSync,readdirSync, readFileSync } from 'node:fs';
+import { lstatSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 
 interface LockEntry {
@@ -43,7 +43,12 @@ function closure(packages: Packages, roots: readonly string[]): Set<string> {
     seen.add(path);
     const e = packages[path];
     if (e === undefined) continue;
-    const deps = { ...e.dependencies, ...e.optionalDependencies, ...e.peerDependencies, ...(path === '' || !path.startsWith('node_modules') ? e.devDependencies : {}) };
+    const deps = {
+      ...e.dependencies,
+      ...e.optionalDependencies,
+      ...e.peerDependencies,
+      ...(path === '' || !path.startsWith('node_modules') ? e.devDependencies : {}),
+    };
     for (const name of Object.keys(deps)) {
       const to = resolve(packages, path, name);
       if (to !== undefined) todo.push(to);
@@ -61,7 +66,11 @@ function diskBytes(path: string): number {
   return total;
 }
 
-export interface ExtraPackages { count: number; bytes: number; names: string[] }
+export interface ExtraPackages {
+  count: number;
+  bytes: number;
+  names: string[];
+}
 
 /** The packages only `dependency` (a direct dependency of the root) brings, and their disk use. */
 export function extraPackages(root: string, dependency: string): ExtraPackages {
@@ -69,7 +78,12 @@ export function extraPackages(root: string, dependency: string): ExtraPackages {
   const rootEntry = packages[''] ?? {};
   const direct = (e: LockEntry): string[] => Object.keys({ ...e.dependencies, ...e.devDependencies, ...e.optionalDependencies });
   const workspaces = Object.keys(packages).filter((p) => p !== '' && !p.includes('node_modules'));
-  const others = [...direct(rootEntry).filter((n) => n !== dependency).map((n) => `node_modules/${n}`), ...workspaces];
+  const others = [
+    ...direct(rootEntry)
+      .filter((n) => n !== dependency)
+      .map((n) => `node_modules/${n}`),
+    ...workspaces,
+  ];
   // Everything else the root and the workspaces depend on, with their own closures.
   const kept = closure(packages, others);
   const mine = [...closure(packages, [`node_modules/${dependency}`])].filter((p) => !kept.has(p));

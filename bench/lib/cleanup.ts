@@ -16,7 +16,11 @@ export function createCleanup(say: (line: string) => void): Cleanup {
   const run = (): Promise<void> => {
     running ??= (async () => {
       for (const fn of steps.splice(0).reverse()) {
-        try { await fn(); } catch (e) { say(`cleanup: ${(e as Error).message}`); }
+        try {
+          await fn();
+        } catch (e) {
+          say(`cleanup: ${(e as Error).message}`);
+        }
       }
     })();
     return running;
@@ -27,5 +31,10 @@ export function createCleanup(say: (line: string) => void): Cleanup {
       void run().finally(() => process.exit(130));
     });
   }
-  return { push: (fn) => { steps.push(fn); }, run };
+  return {
+    push: (fn) => {
+      steps.push(fn);
+    },
+    run,
+  };
 }

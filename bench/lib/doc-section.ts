@@ -8,13 +8,18 @@ export function writeSection(doc: string, name: string, markdown: string): void 
   const start = `<!-- ${name}:start -->`;
   const end = `<!-- ${name}:end -->`;
   // A benchmark may already have wrapped its output in its markers: keep one pair.
-  const body = markdown.split('\n').filter((line) => line.trim() !== start && line.trim() !== end).join('\n');
+  const body = markdown
+    .split('\n')
+    .filter((line) => line.trim() !== start && line.trim() !== end)
+    .join('\n');
   const section = `${start}\n${body.trim()}\n${end}`;
   let text = '';
-  try { text = readFileSync(doc, 'utf8'); } catch { text = '# Benchmarks\n'; }
+  try {
+    text = readFileSync(doc, 'utf8');
+  } catch {
+    text = '# Benchmarks\n';
+  }
   const at = text.indexOf(start);
   const until = text.indexOf(end);
-  writeFileSync(doc, at !== -1 && until > at
-    ? `${text.slice(0, at)}${section}${text.slice(until + end.length)}`
-    : `${text.trimEnd()}\n\n${section}\n`);
+  writeFileSync(doc, at !== -1 && until > at ? `${text.slice(0, at)}${section}${text.slice(until + end.length)}` : `${text.trimEnd()}\n\n${section}\n`);
 }

@@ -8,12 +8,19 @@ export function pgbenchStatement(step: number, int: (n: number) => number): stri
   const bid = 1 + int(100);
   const delta = int(10_001) - 5000;
   switch (step % 7) {
-    case 0: return 'BEGIN;';
-    case 1: return `UPDATE pgbench_accounts SET abalance = abalance + ${delta} WHERE aid = ${aid};`;
-    case 2: return `SELECT abalance FROM pgbench_accounts WHERE aid = ${aid};`;
-    case 3: return `UPDATE pgbench_tellers SET tbalance = tbalance + ${delta} WHERE tid = ${tid};`;
-    case 4: return `UPDATE pgbench_branches SET bbalance = bbalance + ${delta} WHERE bid = ${bid};`;
-    case 5: return `INSERT INTO pgbench_history (tid, bid, aid, delta, mtime) VALUES (${tid}, ${bid}, ${aid}, ${delta}, CURRENT_TIMESTAMP);`;
-    default: return 'END;';
+    case 0:
+      return 'BEGIN;';
+    case 1:
+      return `UPDATE pgbench_accounts SET abalance = abalance + ${delta} WHERE aid = ${aid};`;
+    case 2:
+      return `SELECT abalance FROM pgbench_accounts WHERE aid = ${aid};`;
+    case 3:
+      return `UPDATE pgbench_tellers SET tbalance = tbalance + ${delta} WHERE tid = ${tid};`;
+    case 4:
+      return `UPDATE pgbench_branches SET bbalance = bbalance + ${delta} WHERE bid = ${bid};`;
+    case 5:
+      return `INSERT INTO pgbench_history (tid, bid, aid, delta, mtime) VALUES (${tid}, ${bid}, ${aid}, ${delta}, CURRENT_TIMESTAMP);`;
+    default:
+      return 'END;';
   }
 }

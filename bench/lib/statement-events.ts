@@ -12,9 +12,11 @@ const PREFIX = '%m [%p] %q%u@%d ';
 function rng(seed: number): (n: number) => number {
   let s = seed >>> 0;
   return (n) => {
-    s ^= s << 13; s >>>= 0;
+    s ^= s << 13;
+    s >>>= 0;
     s ^= s >>> 17;
-    s ^= s << 5; s >>>= 0;
+    s ^= s << 5;
+    s >>>= 0;
     return s % n;
   };
 }

@@ -79,42 +79,77 @@ export async function e2e(o: E2eOptions): Promise<E2eResult> {
     const cp = await startControlPlane();
     cleanup.push(() => cp.stop());
     const crdDir = join(import.meta.dirname, '../../crds');
-    for (const f of ['pglog.io_postgrestargets.yaml', 'pglog.io_collectorpools.yaml', 'pglog.io_collectorshards.yaml']) await cp.kubectl(['apply', '-f', join(crdDir, f)]);
-    await cp.kubectl(['wait', '--for=condition=Established', '--timeout=60s', 'crd/postgrestargets.pglog.io', 'crd/collectorpools.pglog.io', 'crd/collectorshards.pglog.io']);
+    for (const f of ['pglog.io_postgrestargets.yaml', 'pglog.io_collectorpools.yaml', 'pglog.io_collectorshards.yaml'])
+      await cp.kubectl(['apply', '-f', join(crdDir, f)]);
+    await cp.kubectl([
+      'wait',
+      '--for=condition=Established',
+      '--timeout=60s',
+      'crd/postgrestargets.pglog.io',
+      'crd/collectorpools.pglog.io',
+      'crd/collectorshards.pglog.io',
+    ]);
     await cp.kubectl(['create', 'namespace', NS]);
     const client = createKubeClient(await loadKubeconfigFile(cp.kubeconfig));
     cleanup.push(() => client.close());
 
     const operatorStarted = Date.now();
-    const operator = await startOperator({ kubeconfig: cp.kubeconfig, namespace: NS, identity: 'bench-operator', leaseSeconds: 15, extraArgs: ['--log-level', 'info'] });
+    const operator = await startOperator({
+      kubeconfig: cp.kubeconfig,
+      namespace: NS,
+      identity: 'bench-operator',
+      leaseSeconds: 15,
+      extraArgs: ['--log-level', 'info'],
+    });
     let stopping = false;
-    cleanup.push(async () => { stopping = true; await operator.stop(); });
+    cleanup.push(async () => {
+      stopping = true;
+      await operator.stop();
+    });
     const describe = (): string => `--- operator\n${operator.output().slice(-6000)}`;
     // An operator that exits fails the run at once instead of at the next timeout.
-    const died = new Promise<never>((_, reject) => operator.child.once('exit', (code, signal) => {
-      if (!stopping) reject(new Error(`the operator exited (${code ?? signal}):\n${operator.output().slice(-3000)}`));
-    }));
-    died.catch(() => { /* reported through guard() */ });
+    const died = new Promise<never>((_, reject) =>
+      operator.child.once('exit', (code, signal) => {
+        if (!stopping) reject(new Error(`the operator exited (${code ?? signal}):\n${operator.output().slice(-3000)}`));
+      }),
+    );
+    died.catch(() => {
+      /* reported through guard() */
+    });
     const guard = <T>(p: Promise<T>): Promise<T> => Promise.race([p, died]);
-    await guard(eventually('the operator leads', 60_000, async () => {
-      const lease = await client.get<KubeObject & { spec?: { holderIdentity?: string } }>(LEASES, NS, 'pglog-operator');
-      return lease?.spec?.holderIdentity === 'bench-operator' ? true : undefined;
-    }, describe));
+    await guard(
+      eventually(
+        'the operator leads',
+        60_000,
+        async () => {
+          const lease = await client.get<KubeObject & { spec?: { holderIdentity?: string } }>(LEASES, NS, 'pglog-operator');
+          return lease?.spec?.holderIdentity === 'bench-operator' ? true : undefined;
+        },
+        describe,
+      ),
+    );
     const leaderSeconds = (Date.now() - operatorStarted) / 1000;
     say(`e2e: operator leads after ${leaderSeconds.toFixed(1)} s`);
 
     say(`e2e: creating ${count} PostgresTargets`);
     const names = Array.from({ length: count }, (_, i) => `db${String(i).padStart(5, '0')}`);
     const created = performance.now();
-    await guard(createAll(client, names.map((n) => targetObject(NS, n, POOL))));
+    await guard(
+      createAll(
+        client,
+        names.map((n) => targetObject(NS, n, POOL)),
+      ),
+    );
     const createSeconds = (performance.now() - created) / 1000;
     say(`e2e: created in ${createSeconds.toFixed(1)} s (${(count / createSeconds).toFixed(0)}/s)`);
 
     type Assignment = Awaited<ReturnType<typeof assignmentOf>>;
-    const converged = (shards: number, extra: (a: Assignment) => boolean = () => true) => async (): Promise<Assignment | undefined> => {
-      const a = await assignmentOf(client, NS, POOL);
-      return a.shards.length === shards && a.byTarget.size === count && a.duplicates.length === 0 && extra(a) ? a : undefined;
-    };
+    const converged =
+      (shards: number, extra: (a: Assignment) => boolean = () => true) =>
+      async (): Promise<Assignment | undefined> => {
+        const a = await assignmentOf(client, NS, POOL);
+        return a.shards.length === shards && a.byTarget.size === count && a.duplicates.length === 0 && extra(a) ? a : undefined;
+      };
     // Every target's status.shard equals `want` (or just is set, when want is undefined).
     // A full list of the targets is heavy for the API server: at most one a second.
     const statuses = (want?: ReadonlyMap<string, number>) => async (): Promise<true | undefined> => {
@@ -143,8 +178,14 @@ export async function e2e(o: E2eOptions): Promise<E2eResult> {
     // Scale up by one: a merge patch of spec.replicas, as `kubectl scale` does through /scale.
     const scaled = performance.now();
     await client.mergePatch(COLLECTOR_POOLS, NS, POOL, { spec: { replicas: replicas + 1 } });
-    const after = await guard(eventually(`${replicas + 1} CollectorShards holding all targets`, timeoutMs,
-      converged(replicas + 1, (a) => (a.shards[replicas]?.spec.targets.length ?? 0) > 0), describe));
+    const after = await guard(
+      eventually(
+        `${replicas + 1} CollectorShards holding all targets`,
+        timeoutMs,
+        converged(replicas + 1, (a) => (a.shards[replicas]?.spec.targets.length ?? 0) > 0),
+        describe,
+      ),
+    );
     const scaleShardsSeconds = (performance.now() - scaled) / 1000;
     say(`e2e: re-converged on ${replicas + 1} shards after ${scaleShardsSeconds.toFixed(1)} s`);
     await guard(eventually('every status.shard updated', timeoutMs, statuses(after.byTarget), describe));
@@ -157,10 +198,20 @@ export async function e2e(o: E2eOptions): Promise<E2eResult> {
     const stableAfterScale = later.byTarget.size === count && [...after.byTarget].every(([t, s]) => later.byTarget.get(t) === s);
 
     return {
-      targets: count, replicas, createSeconds, leaderSeconds, shardsSeconds, statusSeconds, scaleShardsSeconds, scaleStatusSeconds,
-      moved, newShardTargets: after.shards[replicas]?.spec.targets.length ?? 0, stableAfterScale,
+      targets: count,
+      replicas,
+      createSeconds,
+      leaderSeconds,
+      shardsSeconds,
+      statusSeconds,
+      scaleShardsSeconds,
+      scaleStatusSeconds,
+      moved,
+      newShardTargets: after.shards[replicas]?.spec.targets.length ?? 0,
+      stableAfterScale,
       perShard: { min: Math.min(...sizes), max: Math.max(...sizes) },
-      beforeScale, end: await snapshot(),
+      beforeScale,
+      end: await snapshot(),
     };
   } finally {
     await cleanup.run();
@@ -170,11 +221,15 @@ export async function e2e(o: E2eOptions): Promise<E2eResult> {
 function reconcileText(beforeScale: OperatorSnapshot, end: OperatorSnapshot): string {
   if (end.reconcile.size === 0) return 'no reconcile duration series';
   const mean = (count: number, sum: number): string => (count > 0 ? `mean ${((sum / count) * 1000).toFixed(1)} ms` : 'none');
-  return [...end.reconcile].map(([controller, e]) => {
-    const b = beforeScale.reconcile.get(controller) ?? { count: 0, sum: 0 };
-    return `${controller}: ${e.count} reconciles, ${mean(e.count, e.sum)}; until every status was written ${b.count}, ${mean(b.count, b.sum)}; ` +
-      `from there through the scale step to the end ${e.count - b.count}, ${mean(e.count - b.count, e.sum - b.sum)}`;
-  }).join('; ');
+  return [...end.reconcile]
+    .map(([controller, e]) => {
+      const b = beforeScale.reconcile.get(controller) ?? { count: 0, sum: 0 };
+      return (
+        `${controller}: ${e.count} reconciles, ${mean(e.count, e.sum)}; until every status was written ${b.count}, ${mean(b.count, b.sum)}; ` +
+        `from there through the scale step to the end ${e.count - b.count}, ${mean(e.count - b.count, e.sum - b.sum)}`
+      );
+    })
+    .join('; ');
 }
 
 export function e2eSection(r: E2eResult): string {

@@ -54,7 +54,12 @@ const TICK_MS = 10;
 const SETTLE_MS = 4_000;
 const WAIT_MS = 60_000;
 
-interface Stream { data: string; file: string; received: number; wake: (() => void) | null }
+interface Stream {
+  data: string;
+  file: string;
+  received: number;
+  wake: (() => void) | null;
+}
 
 export async function runPhase(o: PhaseOptions): Promise<PhaseResult> {
   const streams: Stream[] = [];
@@ -73,7 +78,12 @@ export async function runPhase(o: PhaseOptions): Promise<PhaseResult> {
   let failure: unknown = null;
   const consumers = streams.map(async (s) => {
     const follower = new LogFollower(o.shell, {
-      target: 'bench', instance: s.data, dataDirectory: s.data, logDirectory: join(s.data, 'log'), logFormat: 'stderr', idleWait: o.idleWait,
+      target: 'bench',
+      instance: s.data,
+      dataDirectory: s.data,
+      logDirectory: join(s.data, 'log'),
+      logFormat: 'stderr',
+      idleWait: o.idleWait,
     });
     try {
       for await (const item of follower.follow(null, controller.signal)) {
@@ -92,7 +102,10 @@ export async function runPhase(o: PhaseOptions): Promise<PhaseResult> {
       if (Date.now() > deadline) throw new Error(`${s.file}: ${s.received} of ${size} bytes after ${WAIT_MS} ms`);
       await new Promise<void>((resolve) => {
         const timer = setTimeout(resolve, 50);
-        s.wake = () => { clearTimeout(timer); resolve(); };
+        s.wake = () => {
+          clearTimeout(timer);
+          resolve();
+        };
       });
       s.wake = null;
     }
@@ -102,10 +115,10 @@ export async function runPhase(o: PhaseOptions): Promise<PhaseResult> {
   let written = 0;
   const startWriter = (): void => {
     if (o.rate === 0) return;
-    const chunk = Buffer.from(LINE.repeat(Math.max(1, Math.round(o.rate * TICK_MS / 1000 / LINE.length))));
+    const chunk = Buffer.from(LINE.repeat(Math.max(1, Math.round((o.rate * TICK_MS) / 1000 / LINE.length))));
     const began = performance.now();
     writer = setInterval(() => {
-      while (written < o.rate * (performance.now() - began) / 1000) {
+      while (written < (o.rate * (performance.now() - began)) / 1000) {
         for (const s of streams) appendFileSync(s.file, chunk);
         written += chunk.length;
       }
@@ -142,18 +155,22 @@ export async function runPhase(o: PhaseOptions): Promise<PhaseResult> {
       for (let round = 0; round < o.latencyRounds; round++) {
         if (round > 0) await sleep(o.gapMs);
         const began = performance.now();
-        await Promise.all(streams.map(async (s) => {
-          appendFileSync(s.file, LINE);
-          await caughtUp(s, statSync(s.file).size);
-          latenciesMs.push(performance.now() - began);
-        }));
+        await Promise.all(
+          streams.map(async (s) => {
+            appendFileSync(s.file, LINE);
+            await caughtUp(s, statSync(s.file).size);
+            latenciesMs.push(performance.now() - began);
+          }),
+        );
       }
     }
     const per = o.streams;
     return {
-      idleWait: o.idleWait, rate: o.rate, streams: per,
-      loopCpuMsPerS: loopCpu * 1000 / secs / per,
-      sshdCpuMsPerS: sshdUsed * 1000 / secs / per,
+      idleWait: o.idleWait,
+      rate: o.rate,
+      streams: per,
+      loopCpuMsPerS: (loopCpu * 1000) / secs / per,
+      sshdCpuMsPerS: (sshdUsed * 1000) / secs / per,
       startsPerS: startsPerS / per,
       deliveredBytesPerS: delivered / secs / per,
       latenciesMs,

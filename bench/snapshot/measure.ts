@@ -16,7 +16,11 @@ export interface Percentiles {
   /** Median of the samples up to STALL_MS (NaN when none). */
   p50Unstalled: number;
 }
-export interface Shape { rows: number; sessions: number; edges: number }
+export interface Shape {
+  rows: number;
+  sessions: number;
+  edges: number;
+}
 export interface VariantResult {
   latency: Percentiles;
   /** Per snapshot, ms. */
@@ -33,7 +37,9 @@ function percentiles(samples: number[]): Percentiles {
   const at = (q: number): number => s[Math.min(s.length - 1, Math.ceil(q * s.length) - 1)] ?? NaN;
   const unstalled = s.filter((x) => x <= STALL_MS);
   return {
-    p50: at(0.5), p99: at(0.99), max: s[s.length - 1] ?? NaN,
+    p50: at(0.5),
+    p99: at(0.99),
+    max: s[s.length - 1] ?? NaN,
     stalled: (s.length - unstalled.length) / s.length,
     p50Unstalled: unstalled[Math.max(0, Math.ceil(0.5 * unstalled.length) - 1)] ?? NaN,
   };
@@ -47,7 +53,13 @@ export interface Variant {
 }
 
 /** Runs the variants in blocks A B … B A (one variant: two blocks), after warm-up; per-snapshot numbers. */
-export async function measure(variants: Variant[], serverPids: () => number[], perBlock: number, warmup: number, say: (line: string) => void): Promise<VariantResult[]> {
+export async function measure(
+  variants: Variant[],
+  serverPids: () => number[],
+  perBlock: number,
+  warmup: number,
+  say: (line: string) => void,
+): Promise<VariantResult[]> {
   const samples = variants.map(() => [] as number[]);
   const collector = variants.map(() => 0);
   const server = variants.map(() => 0);
@@ -78,9 +90,18 @@ export async function measure(variants: Variant[], serverPids: () => number[], p
   }
   return variants.map((v, k) => {
     const n = samples[k]!.length;
-    const r: VariantResult = { latency: percentiles(samples[k]!), collectorCpuMs: collector[k]! / n, serverCpuMs: server[k]! / n, sidecarCpuMs: sidecar[k]! / n, delayedAcks: acks[k]! / n, shape: shapes[k]! };
-    say(`${v.name.padEnd(44)} p50 ${r.latency.p50.toFixed(2)} p99 ${r.latency.p99.toFixed(2)} max ${r.latency.max.toFixed(2)} ms; ` +
-      `CPU per snapshot: collector ${r.collectorCpuMs.toFixed(2)} ms, server ${r.serverCpuMs.toFixed(2)} ms, sidecar ${r.sidecarCpuMs.toFixed(2)} ms; ${r.delayedAcks.toFixed(2)} delayed ACKs; ${r.shape.rows} rows`);
+    const r: VariantResult = {
+      latency: percentiles(samples[k]!),
+      collectorCpuMs: collector[k]! / n,
+      serverCpuMs: server[k]! / n,
+      sidecarCpuMs: sidecar[k]! / n,
+      delayedAcks: acks[k]! / n,
+      shape: shapes[k]!,
+    };
+    say(
+      `${v.name.padEnd(44)} p50 ${r.latency.p50.toFixed(2)} p99 ${r.latency.p99.toFixed(2)} max ${r.latency.max.toFixed(2)} ms; ` +
+        `CPU per snapshot: collector ${r.collectorCpuMs.toFixed(2)} ms, server ${r.serverCpuMs.toFixed(2)} ms, sidecar ${r.sidecarCpuMs.toFixed(2)} ms; ${r.delayedAcks.toFixed(2)} delayed ACKs; ${r.shape.rows} rows`,
+    );
     return r;
   });
 }

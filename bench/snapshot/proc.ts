@@ -19,14 +19,18 @@ export function treeCpuMs(pids: number[]): number {
       const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
       // After "pid (comm) ": state is f[0], so utime (field 14) is f[11] … cstime (17) f[14].
       ticks += Number(f[11]) + Number(f[12]) + Number(f[13]) + Number(f[14]);
-    } catch { /* exited */ }
+    } catch {
+      /* exited */
+    }
   }
-  return ticks * 1000 / CLK_TCK;
+  return (ticks * 1000) / CLK_TCK;
 }
 
 /** TcpExt DelayedACKs: delayed ACKs the kernel has sent (all sockets of the network namespace). */
 export function delayedAcks(): number {
-  const lines = readFileSync('/proc/net/netstat', 'utf8').split('\n').filter((l) => l.startsWith('TcpExt:'));
+  const lines = readFileSync('/proc/net/netstat', 'utf8')
+    .split('\n')
+    .filter((l) => l.startsWith('TcpExt:'));
   const names = lines[0]?.split(' ') ?? [];
   const counts = lines[1]?.split(' ') ?? [];
   const at = names.indexOf('DelayedACKs');
@@ -35,7 +39,9 @@ export function delayedAcks(): number {
 
 export function cmdline(pid: number): string[] {
   try {
-    return readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').filter((a) => a !== '');
+    return readFileSync(`/proc/${pid}/cmdline`, 'utf8')
+      .split('\0')
+      .filter((a) => a !== '');
   } catch {
     return [];
   }
@@ -44,10 +50,13 @@ export function cmdline(pid: number): string[] {
 export function sshdListenerPid(ssh: TestSshServer): number {
   const config = join(ssh.dir, 'sshd_config');
   // sshd sets its process title: "sshd: /usr/sbin/sshd -D -e -f CONFIG [listener] ...".
-  const pid = readdirSync('/proc').filter((e) => /^\d+$/.test(e)).map(Number).find((p) => {
-    const args = cmdline(p).join(' ');
-    return args.includes('sshd') && args.includes(config);
-  });
+  const pid = readdirSync('/proc')
+    .filter((e) => /^\d+$/.test(e))
+    .map(Number)
+    .find((p) => {
+      const args = cmdline(p).join(' ');
+      return args.includes('sshd') && args.includes(config);
+    });
   if (pid === undefined) throw new Error(`no sshd with ${config} found in /proc`);
   return pid;
 }

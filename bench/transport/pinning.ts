@@ -37,10 +37,14 @@ export async function pinningOption(option: string | undefined): Promise<{ core:
   if (option === undefined) return undefined;
   const core = Number(option);
   const others = await ownCpus();
-  if (!Number.isInteger(core) || core < 0 || others.split(',').some((part) => {
-    const [a, b] = part.split('-').map(Number);
-    return core >= a! && core <= (b ?? a)!;
-  })) {
+  if (
+    !Number.isInteger(core) ||
+    core < 0 ||
+    others.split(',').some((part) => {
+      const [a, b] = part.split('-').map(Number);
+      return core >= a! && core <= (b ?? a)!;
+    })
+  ) {
     throw new Error(`--pin-collector ${option}: a core this process does not run on (it runs on ${others}; start it with taskset -c)`);
   }
   return { core, others };
@@ -60,14 +64,20 @@ export async function pinCollector(collectorPid: number, core: number, others: s
       try {
         await place(pid, others);
         moved.add(pid);
-      } catch { /* gone already */ }
+      } catch {
+        /* gone already */
+      }
     }
   };
   await tick();
   const timer = setInterval(() => {
     if (busy) return;
     busy = true;
-    tick().catch(() => undefined).finally(() => { busy = false; });
+    tick()
+      .catch(() => undefined)
+      .finally(() => {
+        busy = false;
+      });
   }, 500);
   timer.unref();
   return () => clearInterval(timer);

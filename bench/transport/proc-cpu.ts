@@ -15,7 +15,11 @@ import { descendants } from '@pglog/test-support/process-tree.ts';
 
 import { CLK_TCK, processCpuSeconds } from '../ingest/proc-stats.ts';
 
-interface Stat { ppid: number; own: number; reaped: number }
+interface Stat {
+  ppid: number;
+  own: number;
+  reaped: number;
+}
 
 function stat(pid: number): Stat | null {
   let text: string;
@@ -30,11 +34,19 @@ function stat(pid: number): Stat | null {
 }
 
 function comm(pid: number): string {
-  try { return readFileSync(`/proc/${pid}/comm`, 'utf8').trim(); } catch { return ''; }
+  try {
+    return readFileSync(`/proc/${pid}/comm`, 'utf8').trim();
+  } catch {
+    return '';
+  }
 }
 
 function cmdline(pid: number): string {
-  try { return readFileSync(`/proc/${pid}/cmdline`, 'utf8').replaceAll('\0', ' '); } catch { return ''; }
+  try {
+    return readFileSync(`/proc/${pid}/cmdline`, 'utf8').replaceAll('\0', ' ');
+  } catch {
+    return '';
+  }
 }
 
 /** CPU seconds of `root` and everything under it (own + reaped children's), 0 when gone. */

@@ -7,9 +7,18 @@ import type { DrainResult } from './session.ts';
 import type { WindowStats } from './window.ts';
 
 /** One rung of a climb: a fresh session at one rate. */
-export interface Step { hotMBps: number; stats: WindowStats; keptUp: boolean; drain: DrainResult }
+export interface Step {
+  hotMBps: number;
+  stats: WindowStats;
+  keptUp: boolean;
+  drain: DrainResult;
+}
 
-export interface CompareRun { mode: 'inproc' | 'proxy'; main: WindowStats; drain: DrainResult }
+export interface CompareRun {
+  mode: 'inproc' | 'proxy';
+  main: WindowStats;
+  drain: DrainResult;
+}
 
 export interface AutoResult {
   hotMBps: number;

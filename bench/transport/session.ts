@@ -17,19 +17,19 @@ import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 
-import { type CollectorProcess,startCollector, writeTargetsFile } from '@pglog/test-support/collector-process.ts';
+import { type CollectorProcess, startCollector, writeTargetsFile } from '@pglog/test-support/collector-process.ts';
 import type { TestSshServer } from '@pglog/test-support/sshd.ts';
 import { freePort, sleep } from '@pglog/test-support/wait.ts';
 import pg from 'pg';
 
 import type { WriterTotals } from '../ingest/log-writer.ts';
-import { type Sample,scrape, sum, value } from '../ingest/metrics-scrape.ts';
+import { type Sample, scrape, sum, value } from '../ingest/metrics-scrape.ts';
 import { machineCpu, processCpuSeconds } from '../ingest/proc-stats.ts';
 import { createServerLogs } from '../ingest/servers.ts';
-import { type LogWriter,spawnLogWriter } from '../ingest/writer-client.ts';
+import { type LogWriter, spawnLogWriter } from '../ingest/writer-client.ts';
 import type { EldLine } from './eld-probe.ts';
 import { pinCollector } from './pinning.ts';
-import { type CpuSplit,cpuSplit, fleetRoots, runQueueWaitSeconds, treeCpuSeconds } from './proc-cpu.ts';
+import { type CpuSplit, cpuSplit, fleetRoots, runQueueWaitSeconds, treeCpuSeconds } from './proc-cpu.ts';
 
 export type Transport = 'auto' | 'inproc' | 'proxy';
 
@@ -78,7 +78,14 @@ export interface Snapshot {
 }
 
 /** One /metrics scrape a second: the collector's own event-loop histogram (10 ms timer). */
-export interface MetricsSample { at: number; p50: number; p99: number; max: number; paused: number; scrapeMs: number }
+export interface MetricsSample {
+  at: number;
+  p50: number;
+  p99: number;
+  max: number;
+  paused: number;
+  scrapeMs: number;
+}
 
 export interface DrainResult {
   seconds: number;
@@ -121,7 +128,9 @@ export class Session {
     this.collector = collector;
     this.metricsUrl = metricsUrl;
     this.eldFile = eldFile;
-    void collector.exited.then(() => { this.exited = true; });
+    void collector.exited.then(() => {
+      this.exited = true;
+    });
   }
 
   static async open(o: SessionOptions): Promise<Session> {
@@ -147,11 +156,22 @@ export class Session {
         outputFile: join(o.dir, 'collector.log'),
       });
     } finally {
-      if (saved.options === undefined) delete process.env.NODE_OPTIONS; else process.env.NODE_OPTIONS = saved.options;
-      if (saved.file === undefined) delete process.env.PGLOG_BENCH_ELD_FILE; else process.env.PGLOG_BENCH_ELD_FILE = saved.file;
+      if (saved.options === undefined) delete process.env.NODE_OPTIONS;
+      else process.env.NODE_OPTIONS = saved.options;
+      if (saved.file === undefined) delete process.env.PGLOG_BENCH_ELD_FILE;
+      else process.env.PGLOG_BENCH_ELD_FILE = saved.file;
     }
-    const session = new Session(o, targets.map((t) => t.name), writer, collector, `http://127.0.0.1:${port}/metrics`, eldFile);
-    o.onCleanup(() => { if (!session.exited) collector.kill('SIGKILL'); });
+    const session = new Session(
+      o,
+      targets.map((t) => t.name),
+      writer,
+      collector,
+      `http://127.0.0.1:${port}/metrics`,
+      eldFile,
+    );
+    o.onCleanup(() => {
+      if (!session.exited) collector.kill('SIGKILL');
+    });
     if (o.pin !== undefined) {
       const unpin = await pinCollector(collector.pid, o.pin.core, o.pin.others);
       o.onCleanup(unpin);
@@ -176,14 +196,33 @@ export class Session {
     for (;;) {
       this.alive();
       let samples: Sample[] | null = null;
-      try { samples = await scrape(this.metricsUrl, 2_000); } catch { /* not listening yet */ }
-      const reading = new Set(this.collector.logRecords()
-        .filter((r) => typeof r.msg === 'string' && r.msg.includes(': reading ') && r.file !== undefined)
-        .map((r) => r.target)).size;
-      const pinned = samples === null ? 0 : this.o.transports.filter((t, i) => t === 'auto' || value(samples.filter((s) => s.labels.target === this.names[i] && s.labels.transport === t), 'pglog_target_transport') === 1).length;
+      try {
+        samples = await scrape(this.metricsUrl, 2_000);
+      } catch {
+        /* not listening yet */
+      }
+      const reading = new Set(
+        this.collector
+          .logRecords()
+          .filter((r) => typeof r.msg === 'string' && r.msg.includes(': reading ') && r.file !== undefined)
+          .map((r) => r.target),
+      ).size;
+      const pinned =
+        samples === null
+          ? 0
+          : this.o.transports.filter(
+              (t, i) =>
+                t === 'auto' ||
+                value(
+                  samples.filter((s) => s.labels.target === this.names[i] && s.labels.transport === t),
+                  'pglog_target_transport',
+                ) === 1,
+            ).length;
       if (reading >= n && pinned >= n) break;
       if (Date.now() - started > 90_000) {
-        throw new Error(`after 90 s: ${samples === null ? 'no /metrics' : `${pinned} of ${n} targets on their pinned transport`}, ${reading} streams reading; collector output:\n${this.tail()}`);
+        throw new Error(
+          `after 90 s: ${samples === null ? 'no /metrics' : `${pinned} of ${n} targets on their pinned transport`}, ${reading} streams reading; collector output:\n${this.tail()}`,
+        );
       }
       await sleep(250);
     }
@@ -209,7 +248,9 @@ export class Session {
         this.metricsSamples.push(m);
         const read = sum(s, 'pglog_read_bytes_total');
         if (this.o.verbose && previous !== null) {
-          this.o.say(`    read ${((read - previous.read) / 1e6 / ((at - previous.at) / 1000)).toFixed(1).padStart(5)} MB/s (fifo ${(sum(s, 'pglog_fifo_read_bytes_total') / 1e6).toFixed(0)} MB total)  /metrics loop p99 ${(m.p99 * 1000).toFixed(0).padStart(4)} ms max ${(m.max * 1000).toFixed(0).padStart(5)} ms  paused ${m.paused}  pending ${(value(s, 'pglog_pending_bytes') / 1e6).toFixed(0)} MB`);
+          this.o.say(
+            `    read ${((read - previous.read) / 1e6 / ((at - previous.at) / 1000)).toFixed(1).padStart(5)} MB/s (fifo ${(sum(s, 'pglog_fifo_read_bytes_total') / 1e6).toFixed(0)} MB total)  /metrics loop p99 ${(m.p99 * 1000).toFixed(0).padStart(4)} ms max ${(m.max * 1000).toFixed(0).padStart(5)} ms  paused ${m.paused}  pending ${(value(s, 'pglog_pending_bytes') / 1e6).toFixed(0)} MB`,
+          );
         }
         previous = { at, read };
       } catch (e) {
@@ -266,7 +307,12 @@ export class Session {
 
   /** The probe's histogram since the previous call (SIGUSR2 to the collector), then reset. */
   async eld(): Promise<EldLine> {
-    const lines = (): string[] => (existsSync(this.eldFile) ? readFileSync(this.eldFile, 'utf8').split('\n').filter((l) => l !== '') : []);
+    const lines = (): string[] =>
+      existsSync(this.eldFile)
+        ? readFileSync(this.eldFile, 'utf8')
+            .split('\n')
+            .filter((l) => l !== '')
+        : [];
     const before = lines().length;
     this.alive();
     this.collector.kill('SIGUSR2');
@@ -302,7 +348,8 @@ export class Session {
     const client = new pg.Client({ connectionString: this.o.storeUrl });
     await client.connect();
     try {
-      const count = async (): Promise<number> => Number((await client.query<{ n: string }>('SELECT count(*) AS n FROM pglog.statement_events WHERE instance = $1', [this.o.instance])).rows[0]!.n);
+      const count = async (): Promise<number> =>
+        Number((await client.query<{ n: string }>('SELECT count(*) AS n FROM pglog.statement_events WHERE instance = $1', [this.o.instance])).rows[0]!.n);
       const drainStart = Date.now();
       let readBytes = 0;
       let rows = 0;
@@ -318,8 +365,17 @@ export class Session {
       }
       const seconds = (Date.now() - drainStart) / 1000;
       const complete = readBytes >= written.bytes && rows >= written.statements;
-      const distinctRows = Number((await client.query<{ n: string }>('SELECT count(*) AS n FROM (SELECT DISTINCT target, file, file_offset FROM pglog.statement_events WHERE instance = $1) d', [this.o.instance])).rows[0]!.n);
-      this.o.say(`  drain ${complete ? 'complete' : 'INCOMPLETE'} after ${seconds.toFixed(1)} s: read ${readBytes} of ${written.bytes} bytes, ${rows} rows (${distinctRows} distinct positions) of ${written.statements} entries`);
+      const distinctRows = Number(
+        (
+          await client.query<{ n: string }>(
+            'SELECT count(*) AS n FROM (SELECT DISTINCT target, file, file_offset FROM pglog.statement_events WHERE instance = $1) d',
+            [this.o.instance],
+          )
+        ).rows[0]!.n,
+      );
+      this.o.say(
+        `  drain ${complete ? 'complete' : 'INCOMPLETE'} after ${seconds.toFixed(1)} s: read ${readBytes} of ${written.bytes} bytes, ${rows} rows (${distinctRows} distinct positions) of ${written.statements} entries`,
+      );
       const stopStart = Date.now();
       this.collector.kill('SIGTERM');
       const exit = await Promise.race([this.collector.exited, sleep(15_000).then(() => null)]);
@@ -333,7 +389,13 @@ export class Session {
         rows,
         distinctRows,
         statements: written.statements,
-        errors: { collector: sum(final, 'pglog_errors_total'), beforeWriting: this.errorsBeforeWriting, byCode: Object.fromEntries(labelled(final, 'pglog_errors_total', 'code')), store: sum(final, 'pglog_store_errors_total'), parseProblems: sum(final, 'pglog_parse_problems_total') },
+        errors: {
+          collector: sum(final, 'pglog_errors_total'),
+          beforeWriting: this.errorsBeforeWriting,
+          byCode: Object.fromEntries(labelled(final, 'pglog_errors_total', 'code')),
+          store: sum(final, 'pglog_store_errors_total'),
+          parseProblems: sum(final, 'pglog_parse_problems_total'),
+        },
         stop: { code: exit?.code ?? null, signal: exit?.signal ?? null, ms },
       };
     } finally {

@@ -27,7 +27,18 @@ export interface WindowStats {
   /** The collector's own /metrics histogram (10 ms timer, reset every 1 s scrape): median and worst 1 s p99, raw. */
   metricsEld: { p99Median: number; p99Worst: number; max: number; samples: number; slowestScrapeMs: number };
   /** CPU seconds in the window. */
-  cpu: { collector: number; sidecar: number; sshClients: number; fleet: number; writer: number; store: number; bench: number; machineBusy: number; other: number; cores: number };
+  cpu: {
+    collector: number;
+    sidecar: number;
+    sshClients: number;
+    fleet: number;
+    writer: number;
+    store: number;
+    bench: number;
+    machineBusy: number;
+    other: number;
+    cores: number;
+  };
   /** Milliseconds per second the collector's main thread was runnable but had no CPU. */
   runQueueMsPerSec: number;
   sshProcesses: number;
@@ -41,7 +52,14 @@ const median = (xs: number[]): number => {
   return s[Math.floor(s.length / 2)] ?? NaN;
 };
 
-export function windowStats(a: Snapshot, b: Snapshot, eld: EldLine, metrics: readonly MetricsSample[], hot: ReadonlySet<string>, names: readonly string[]): WindowStats {
+export function windowStats(
+  a: Snapshot,
+  b: Snapshot,
+  eld: EldLine,
+  metrics: readonly MetricsSample[],
+  hot: ReadonlySet<string>,
+  names: readonly string[],
+): WindowStats {
   const seconds = (b.at - a.at) / 1000;
   let offered = 0;
   let offeredHot = 0;
@@ -87,7 +105,15 @@ export function windowStats(a: Snapshot, b: Snapshot, eld: EldLine, metrics: rea
     backlogMB: backlogEnd / 1e6,
     backlogGrowthMB: (backlogEnd - backlogStart) / 1e6,
     pausedMax: Math.max(b.paused, ...metrics.map((m) => m.paused)),
-    eld: { p50: beyond(eld.p50), p90: beyond(eld.p90), p99: beyond(eld.p99), p999: beyond(eld.p999), max: beyond(eld.max), samples: eld.count, rawP99: eld.p99 },
+    eld: {
+      p50: beyond(eld.p50),
+      p90: beyond(eld.p90),
+      p99: beyond(eld.p99),
+      p999: beyond(eld.p999),
+      max: beyond(eld.max),
+      samples: eld.count,
+      rawP99: eld.p99,
+    },
     metricsEld: {
       p99Median: median(metrics.map((m) => m.p99 * 1000)),
       p99Worst: Math.max(...metrics.map((m) => m.p99 * 1000)),

@@ -46,7 +46,15 @@ export async function runClusterCollect(config: CollectConfig, cluster: ClusterC
   try {
     if (cluster.launched === null) {
       return await runLauncher({
-        kube, namespace, shard: cluster.shard, selfCommand: io.selfCommand, collectArgs: io.collectArgs, env: io.env, log, stop: stop.signal, stopSignal: () => stopSignal,
+        kube,
+        namespace,
+        shard: cluster.shard,
+        selfCommand: io.selfCommand,
+        collectArgs: io.collectArgs,
+        env: io.env,
+        log,
+        stop: stop.signal,
+        stopSignal: () => stopSignal,
       });
     }
     return await runShardChild(config, cluster, cluster.launched, kube, namespace, io, log, stop.signal);
@@ -56,28 +64,57 @@ export async function runClusterCollect(config: CollectConfig, cluster: ClusterC
 }
 
 async function runShardChild(
-  config: CollectConfig, cluster: ClusterConfig, tuning: NonNullable<ClusterConfig['launched']>, kube: KubeClient, namespace: string,
-  io: ClusterIO, log: ReturnType<typeof createLogger>, stop: AbortSignal,
+  config: CollectConfig,
+  cluster: ClusterConfig,
+  tuning: NonNullable<ClusterConfig['launched']>,
+  kube: KubeClient,
+  namespace: string,
+  io: ClusterIO,
+  log: ReturnType<typeof createLogger>,
+  stop: AbortSignal,
 ): Promise<number> {
   const metrics = createCollectorMetrics();
-  const collector = new Collector({ config, targets: [], credentials: new Map(), log, metrics, selfCommand: io.selfCommand, logOutput: io.stdout, env: io.env });
-  const shard = new ShardCollector({
-    kube, namespace, shard: cluster.shard, pod: cluster.pod, tuning, collector,
-    statusIntervalMs: cluster.statusIntervalMs, resolveIntervalMs: cluster.resolveIntervalMs, drainTimeoutMs: config.stopTimeoutMs, log,
-  });
-  const http = config.listen === null ? null : await startHttpServer({
-    host: config.listen.host,
-    port: config.listen.port,
+  const collector = new Collector({
+    config,
+    targets: [],
+    credentials: new Map(),
+    log,
     metrics,
-    ready: () => {
-      const a = collector.readiness();
-      const b = shard.readiness();
-      return { ready: a.ready && b.ready, reasons: [...a.reasons, ...b.reasons] };
-    },
+    selfCommand: io.selfCommand,
+    logOutput: io.stdout,
+    env: io.env,
+  });
+  const shard = new ShardCollector({
+    kube,
+    namespace,
+    shard: cluster.shard,
+    pod: cluster.pod,
+    tuning,
+    collector,
+    statusIntervalMs: cluster.statusIntervalMs,
+    resolveIntervalMs: cluster.resolveIntervalMs,
+    drainTimeoutMs: config.stopTimeoutMs,
     log,
   });
+  const http =
+    config.listen === null
+      ? null
+      : await startHttpServer({
+          host: config.listen.host,
+          port: config.listen.port,
+          metrics,
+          ready: () => {
+            const a = collector.readiness();
+            const b = shard.readiness();
+            return { ready: a.ready && b.ready, reasons: [...a.reasons, ...b.reasons] };
+          },
+          log,
+        });
   if (http !== null) log.info({ listen: http.address }, `metrics and health on http://${http.address.host}:${http.address.port}`);
-  log.info({ store: describeStore(config.storeUrl), shard: cluster.shard, namespace, pid: process.pid, tuning }, `pglog collect starting for CollectorShard ${namespace}/${cluster.shard}`);
+  log.info(
+    { store: describeStore(config.storeUrl), shard: cluster.shard, namespace, pid: process.pid, tuning },
+    `pglog collect starting for CollectorShard ${namespace}/${cluster.shard}`,
+  );
   const started = collector.start();
   const how = await shard.run(stop);
   await settleWithin(started, 1000);
@@ -87,4 +124,3 @@ async function runShardChild(
   log.info('pglog collect stopped');
   return how === 'tuning-changed' ? EXIT_TUNING_CHANGED : 0;
 }
-

@@ -6,11 +6,9 @@
 import { parseTuning } from '@pglog/collector/cluster/tuning.ts';
 import type { ClusterConfig } from '@pglog/collector/collect/collect-types.ts';
 import { PglogError } from '@pglog/common/errors.ts';
-import { type KubeAccess,parseKubeAccess } from '@pglog/common/kube/kube-access.ts';
+import { type KubeAccess, parseKubeAccess } from '@pglog/common/kube/kube-access.ts';
 
 import { wholeNumberOption } from './whole-number-option.ts';
-
-
 
 export const CLUSTER_USAGE = `cluster mode (instead of --targets):
   --shard NAME              collect the targets the operator assigned to CollectorShard NAME
@@ -47,7 +45,8 @@ export function parseClusterConfig(values: ClusterValues, env: Readonly<Record<s
     if (stray !== undefined) throw new PglogError('USAGE', `collect: --${stray} needs --shard NAME`);
     return null;
   }
-  if (!DNS1123.test(shard) || shard.length > 253) throw new PglogError('USAGE', `collect: --shard must be a CollectorShard name (lower-case DNS-1123), got '${shard}'`);
+  if (!DNS1123.test(shard) || shard.length > 253)
+    throw new PglogError('USAGE', `collect: --shard must be a CollectorShard name (lower-case DNS-1123), got '${shard}'`);
   const namespace = values.namespace ?? null;
   if (namespace !== null && (!DNS1123.test(namespace) || namespace.length > 63 || namespace.includes('.'))) {
     throw new PglogError('USAGE', `collect: --namespace must be a DNS-1123 label, got '${namespace}'`);
@@ -65,4 +64,3 @@ export function parseClusterConfig(values: ClusterValues, env: Readonly<Record<s
     launched,
   };
 }
-

@@ -51,7 +51,9 @@ export async function runCollect(config: CollectConfig, io: CollectIO): Promise<
 
   let stopRequested = false;
   let resolveStop!: () => void;
-  const stopped = new Promise<void>((resolve) => { resolveStop = resolve; });
+  const stopped = new Promise<void>((resolve) => {
+    resolveStop = resolve;
+  });
   io.onStopRequest(() => {
     if (stopRequested) return;
     stopRequested = true;
@@ -59,13 +61,16 @@ export async function runCollect(config: CollectConfig, io: CollectIO): Promise<
     resolveStop();
   });
 
-  const http = config.listen === null ? null : await startHttpServer({
-    host: config.listen.host,
-    port: config.listen.port,
-    metrics,
-    ready: () => collector.readiness(),
-    log,
-  });
+  const http =
+    config.listen === null
+      ? null
+      : await startHttpServer({
+          host: config.listen.host,
+          port: config.listen.port,
+          metrics,
+          ready: () => collector.readiness(),
+          log,
+        });
   if (http !== null) log.info({ listen: http.address }, `metrics and health on http://${http.address.host}:${http.address.port}`);
   log.info({ store: describeStore(config.storeUrl), targets: targets.map((t) => t.metadata.name) }, 'pglog collect starting');
 
@@ -87,7 +92,10 @@ async function reloadTargets(file: string, collector: Collector, log: ReturnType
   try {
     const targets = await loadTargetsFile(file, { mode: 'standalone' });
     const ignored = collector.applyTargets(targets);
-    log.info({ targetsFile: file, needsRestart: ignored }, `targets file reloaded: transport pins applied${ignored.length === 0 ? '' : `; not applied until a restart: ${ignored.join(', ')}`}`);
+    log.info(
+      { targetsFile: file, needsRestart: ignored },
+      `targets file reloaded: transport pins applied${ignored.length === 0 ? '' : `; not applied until a restart: ${ignored.join(', ')}`}`,
+    );
   } catch (e) {
     log.error({ targetsFile: file, err: e }, `targets file reload failed, keeping the running configuration: ${(e as Error).message}`);
   }
@@ -99,12 +107,19 @@ async function readCredentials(targets: readonly PostgresTarget[]): Promise<Map<
   for (const t of targets) {
     const ssh = t.spec.ssh;
     if (!isSshKeyFiles(ssh)) {
-      throw new PglogError('CONFIG_INVALID', `target ${t.metadata.name}: spec.ssh.secretRef needs the cluster; a targets file gives privateKeyFile and knownHostsFile`);
+      throw new PglogError(
+        'CONFIG_INVALID',
+        `target ${t.metadata.name}: spec.ssh.secretRef needs the cluster; a targets file gives privateKeyFile and knownHostsFile`,
+      );
     }
     const privateKey = await readConfigFile(ssh.privateKeyFile, t.metadata.name, 'spec.ssh.privateKeyFile');
     registerSecret(privateKey.toString('utf8').trim());
     const knownHosts = await readConfigFile(ssh.knownHostsFile, t.metadata.name, 'spec.ssh.knownHostsFile');
-    out.set(t.metadata.name, { privateKey, privateKeySource: ssh.privateKeyFile, knownHosts: { text: knownHosts.toString('utf8'), source: ssh.knownHostsFile } });
+    out.set(t.metadata.name, {
+      privateKey,
+      privateKeySource: ssh.privateKeyFile,
+      knownHosts: { text: knownHosts.toString('utf8'), source: ssh.knownHostsFile },
+    });
   }
   return out;
 }

@@ -3,7 +3,7 @@
  * store URL from the environment when not given), then passed down as one plain object.
  * Nothing below the entry point reads argv or the environment.
  */
-import { type BatcherOptions,DEFAULT_BATCHER_OPTIONS } from '@pglog/collector/collect/batcher.ts';
+import { type BatcherOptions, DEFAULT_BATCHER_OPTIONS } from '@pglog/collector/collect/batcher.ts';
 import type { CollectConfig } from '@pglog/collector/collect/collect-types.ts';
 import { DEFAULT_MAX_ENTRY_BYTES } from '@pglog/collector/logformat/line-splitter.ts';
 import { DEFAULT_TEMPLATE_CACHE_BYTES } from '@pglog/collector/logformat/normalize/normalize.ts';
@@ -57,37 +57,40 @@ ${TRANSPORT_USAGE}
 ${CLUSTER_USAGE}
   SIZE takes a number of bytes or a unit: 512KiB, 64MiB, 1GiB (KB/MB/GB are read as powers of 1024).`;
 
-
 /** `pglog collect` arguments → configuration. `env` is the process environment (entry point only). */
 export function parseCollectArgs(argv: string[], env: Readonly<Record<string, string | undefined>>, readFile: (path: string) => string): CollectConfig {
-  const { values } = parseCommandArgs({
-    args: argv,
-    allowPositionals: false,
-    options: {
-      targets: { type: 'string' },
-      store: { type: 'string' },
-      'store-file': { type: 'string' },
-      listen: { type: 'string' },
-      'log-level': { type: 'string' },
-      'start-at': { type: 'string' },
-      'batch-rows': { type: 'string' },
-      'batch-bytes': { type: 'string' },
-      'batch-ms': { type: 'string' },
-      'store-connections': { type: 'string' },
-      'memory-budget': { type: 'string' },
-      'target-memory-budget': { type: 'string' },
-      'max-entry-bytes': { type: 'string' },
-      'template-cache-bytes': { type: 'string' },
-      'retention-days': { type: 'string' },
-      'stop-timeout': { type: 'string' },
-      'keepalive-ms': { type: 'string' },
-      'ssh-window': { type: 'string' },
-      ...TRANSPORT_OPTIONS,
-      ...CLUSTER_OPTIONS,
+  const { values } = parseCommandArgs(
+    {
+      args: argv,
+      allowPositionals: false,
+      options: {
+        targets: { type: 'string' },
+        store: { type: 'string' },
+        'store-file': { type: 'string' },
+        listen: { type: 'string' },
+        'log-level': { type: 'string' },
+        'start-at': { type: 'string' },
+        'batch-rows': { type: 'string' },
+        'batch-bytes': { type: 'string' },
+        'batch-ms': { type: 'string' },
+        'store-connections': { type: 'string' },
+        'memory-budget': { type: 'string' },
+        'target-memory-budget': { type: 'string' },
+        'max-entry-bytes': { type: 'string' },
+        'template-cache-bytes': { type: 'string' },
+        'retention-days': { type: 'string' },
+        'stop-timeout': { type: 'string' },
+        'keepalive-ms': { type: 'string' },
+        'ssh-window': { type: 'string' },
+        ...TRANSPORT_OPTIONS,
+        ...CLUSTER_OPTIONS,
+      },
     },
-  }, (message) => `collect: ${message}`);
+    (message) => `collect: ${message}`,
+  );
   const cluster = parseClusterConfig(values, env);
-  if (values.targets !== undefined && cluster !== null) throw new PglogError('USAGE', 'collect: give --targets FILE (standalone) or --shard NAME (cluster), not both');
+  if (values.targets !== undefined && cluster !== null)
+    throw new PglogError('USAGE', 'collect: give --targets FILE (standalone) or --shard NAME (cluster), not both');
   if (values.targets === undefined && cluster === null) throw new PglogError('USAGE', 'collect: --targets FILE is required (or --shard NAME: cluster mode)');
   const storeUrl = storeUrlFrom(values.store, values['store-file'], env, readFile);
   const logLevel = parseLogLevelOption(values['log-level'], 'collect');
@@ -104,11 +107,15 @@ export function parseCollectArgs(argv: string[], env: Readonly<Record<string, st
     throw new PglogError('USAGE', `collect: --target-memory-budget (${batcher.targetBudgetBytes}) must not exceed --memory-budget (${batcher.budgetBytes})`);
   }
   const storeConnections = count(values['store-connections'], '--store-connections', DEFAULT_STORE_CONNECTIONS, 1);
-  if (storeConnections > MAX_STORE_CONNECTIONS) throw new PglogError('USAGE', `collect: --store-connections must be at most ${MAX_STORE_CONNECTIONS}, got ${storeConnections}`);
+  if (storeConnections > MAX_STORE_CONNECTIONS)
+    throw new PglogError('USAGE', `collect: --store-connections must be at most ${MAX_STORE_CONNECTIONS}, got ${storeConnections}`);
   const retention = values['retention-days'];
   const sshWindowBytes = size(values['ssh-window'], '--ssh-window', DEFAULT_CHANNEL_WINDOW_BYTES);
   if (sshWindowBytes < MIN_CHANNEL_WINDOW_BYTES || sshWindowBytes > MAX_CHANNEL_WINDOW_BYTES) {
-    throw new PglogError('USAGE', `collect: --ssh-window must be from ${MIN_CHANNEL_WINDOW_BYTES} to ${MAX_CHANNEL_WINDOW_BYTES} bytes (64KiB to 2MiB), got ${sshWindowBytes}`);
+    throw new PglogError(
+      'USAGE',
+      `collect: --ssh-window must be from ${MIN_CHANNEL_WINDOW_BYTES} to ${MAX_CHANNEL_WINDOW_BYTES} bytes (64KiB to 2MiB), got ${sshWindowBytes}`,
+    );
   }
   return {
     targetsFile: values.targets ?? null,
@@ -138,7 +145,12 @@ function startPointOption(value: string | undefined): StartPoint {
   return point;
 }
 
-function storeUrlFrom(flag: string | undefined, file: string | undefined, env: Readonly<Record<string, string | undefined>>, readFile: (path: string) => string): string {
+function storeUrlFrom(
+  flag: string | undefined,
+  file: string | undefined,
+  env: Readonly<Record<string, string | undefined>>,
+  readFile: (path: string) => string,
+): string {
   if (flag !== undefined && file !== undefined) throw new PglogError('USAGE', 'collect: give --store or --store-file, not both');
   let url: string | undefined = flag;
   if (file !== undefined) {
@@ -166,7 +178,19 @@ function count(text: string | undefined, flag: string, fallback: number, min: nu
   return wholeNumberOption('collect', flag, text, fallback, min);
 }
 
-const UNITS: Record<string, number> = { '': 1, b: 1, k: 1024, kb: 1024, kib: 1024, m: 1024 ** 2, mb: 1024 ** 2, mib: 1024 ** 2, g: 1024 ** 3, gb: 1024 ** 3, gib: 1024 ** 3 };
+const UNITS: Record<string, number> = {
+  '': 1,
+  b: 1,
+  k: 1024,
+  kb: 1024,
+  kib: 1024,
+  m: 1024 ** 2,
+  mb: 1024 ** 2,
+  mib: 1024 ** 2,
+  g: 1024 ** 3,
+  gb: 1024 ** 3,
+  gib: 1024 ** 3,
+};
 
 /** `64MiB` → bytes; KB/MB/GB are read as powers of 1024, as PostgreSQL does. */
 export function parseSize(text: string): number | null {

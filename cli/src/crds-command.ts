@@ -12,7 +12,7 @@ import type { Writable } from 'node:stream';
 import { PglogError } from '@pglog/common/errors.ts';
 import { createKubeClient } from '@pglog/common/kube/client.ts';
 import type { KubeClient, KubeObject, ResourceType } from '@pglog/common/kube/client-types.ts';
-import { type KubeAccess,loadKubeAccess, parseKubeAccess } from '@pglog/common/kube/kube-access.ts';
+import { type KubeAccess, loadKubeAccess, parseKubeAccess } from '@pglog/common/kube/kube-access.ts';
 import { parseAllDocuments } from 'yaml';
 
 import { parseCommandArgs } from './command-args.ts';
@@ -28,7 +28,13 @@ export const CRDS_USAGE = `usage: pglog crds apply --dir DIR [OPTIONS]
 
 /** Field manager of the applied CRDs: later applies of a newer chart own and change the same fields. */
 export const CRDS_FIELD_MANAGER = 'pglog-crds';
-const CRDS: ResourceType = { group: 'apiextensions.k8s.io', version: 'v1', plural: 'customresourcedefinitions', kind: 'CustomResourceDefinition', namespaced: false };
+const CRDS: ResourceType = {
+  group: 'apiextensions.k8s.io',
+  version: 'v1',
+  plural: 'customresourcedefinitions',
+  kind: 'CustomResourceDefinition',
+  namespaced: false,
+};
 
 export interface CrdsCommandConfig {
   dir: string;
@@ -38,10 +44,14 @@ export interface CrdsCommandConfig {
 export function parseCrdsArgs(argv: string[], env: NodeJS.ProcessEnv): CrdsCommandConfig {
   const [sub, ...rest] = argv;
   if (sub !== 'apply') throw new PglogError('USAGE', `crds: unknown subcommand '${sub ?? ''}'\n${CRDS_USAGE}`);
-  const { values } = parseCommandArgs({
-    args: rest, allowPositionals: false,
-    options: { dir: { type: 'string' }, kubeconfig: { type: 'string' }, context: { type: 'string' } },
-  }, (message) => `crds: ${message}`);
+  const { values } = parseCommandArgs(
+    {
+      args: rest,
+      allowPositionals: false,
+      options: { dir: { type: 'string' }, kubeconfig: { type: 'string' }, context: { type: 'string' } },
+    },
+    (message) => `crds: ${message}`,
+  );
   if (values.dir === undefined || values.dir === '') throw new PglogError('USAGE', 'crds apply: --dir DIR is required');
   return { dir: values.dir, kube: parseKubeAccess('crds', values.kubeconfig, values.context, env) };
 }
@@ -54,7 +64,9 @@ type Crd = KubeObject & { spec: { group: string } };
  * change pglog's CRDs and nothing else in the cluster.
  */
 export function readCrds(dir: string): Crd[] {
-  const files = readdirSync(dir).filter((f) => !f.startsWith('.') && /\.ya?ml$/.test(f)).sort();
+  const files = readdirSync(dir)
+    .filter((f) => !f.startsWith('.') && /\.ya?ml$/.test(f))
+    .sort();
   const crds: Crd[] = [];
   for (const file of files) {
     for (const doc of parseAllDocuments(readFileSync(join(dir, file), 'utf8'))) {
@@ -62,8 +74,16 @@ export function readCrds(dir: string): Crd[] {
       const obj = doc.toJS() as Crd | null;
       if (obj === null) continue;
       const name = obj.metadata?.name ?? '';
-      if (obj.apiVersion !== 'apiextensions.k8s.io/v1' || obj.kind !== 'CustomResourceDefinition' || !name.endsWith('.pglog.io') || obj.spec?.group !== 'pglog.io') {
-        throw new PglogError('USAGE', `crds apply: ${file}: only pglog.io CustomResourceDefinitions (apiextensions.k8s.io/v1) are applied, found ${obj.kind ?? '?'} ${name}`);
+      if (
+        obj.apiVersion !== 'apiextensions.k8s.io/v1' ||
+        obj.kind !== 'CustomResourceDefinition' ||
+        !name.endsWith('.pglog.io') ||
+        obj.spec?.group !== 'pglog.io'
+      ) {
+        throw new PglogError(
+          'USAGE',
+          `crds apply: ${file}: only pglog.io CustomResourceDefinitions (apiextensions.k8s.io/v1) are applied, found ${obj.kind ?? '?'} ${name}`,
+        );
       }
       crds.push(obj);
     }
@@ -72,7 +92,9 @@ export function readCrds(dir: string): Crd[] {
   return crds;
 }
 
-interface CrdStatus { conditions?: Array<{ type: string; status: string; message?: string }> }
+interface CrdStatus {
+  conditions?: Array<{ type: string; status: string; message?: string }>;
+}
 
 /** Applies each CRD, then waits until all are Established (new names accepted, new schema served). */
 export async function applyCrds(client: KubeClient, crds: readonly Crd[], out: Writable, pollMs = 500): Promise<void> {

@@ -23,7 +23,12 @@ const load = {
 /** The whole usage text (every command's module loaded: only for help and mistakes). */
 async function usageText(): Promise<string> {
   const [{ COLLECT_USAGE }, { REPORT_USAGE }, { PARSE_USAGE }, { SSHPROXY_USAGE }, { OPERATOR_USAGE }, { CRDS_USAGE }] = await Promise.all([
-    load.collect(), load.report(), load.parse(), load.sshproxy(), load.operator(), load.crds(),
+    load.collect(),
+    load.report(),
+    load.parse(),
+    load.sshproxy(),
+    load.operator(),
+    load.crds(),
   ]);
   return `usage: pglog COMMAND [OPTIONS]
 
@@ -88,19 +93,22 @@ async function main(argv: string[]): Promise<number> {
     }
     case 'collect': {
       const { parseCollectArgs, runCollect } = await load.collect();
-      return runCollect(parseCollectArgs(rest, process.env, (f) => readFileSync(f, 'utf8')), {
-        stdout: process.stdout,
-        onStopRequest: (handler) => {
-          process.once('SIGTERM', () => handler('SIGTERM'));
-          process.once('SIGINT', () => handler('SIGINT'));
+      return runCollect(
+        parseCollectArgs(rest, process.env, (f) => readFileSync(f, 'utf8')),
+        {
+          stdout: process.stdout,
+          onStopRequest: (handler) => {
+            process.once('SIGTERM', () => handler('SIGTERM'));
+            process.once('SIGINT', () => handler('SIGINT'));
+          },
+          onReloadRequest: (handler) => {
+            process.on('SIGHUP', handler);
+          },
+          selfCommand: [process.execPath, ...process.execArgv, process.argv[1]!],
+          collectArgs: rest,
+          env: process.env,
         },
-        onReloadRequest: (handler) => {
-          process.on('SIGHUP', handler);
-        },
-        selfCommand: [process.execPath, ...process.execArgv, process.argv[1]!],
-        collectArgs: rest,
-        env: process.env,
-      });
+      );
     }
     case 'sshproxy': {
       const { parseSshproxyArgs, runSshproxy } = await load.sshproxy();

@@ -7,9 +7,9 @@ import type { Writable } from 'node:stream';
 
 import { PglogError } from '@pglog/common/errors.ts';
 import { createKubeClient } from '@pglog/common/kube/client.ts';
-import { type KubeAccess,loadKubeAccess, parseKubeAccess } from '@pglog/common/kube/kube-access.ts';
-import { createLogger, type OptionLogLevel,parseLogLevelOption } from '@pglog/common/observability/logger.ts';
-import { type OperatorConfig,runOperator } from '@pglog/operator/controller/run-operator.ts';
+import { type KubeAccess, loadKubeAccess, parseKubeAccess } from '@pglog/common/kube/kube-access.ts';
+import { createLogger, type OptionLogLevel, parseLogLevelOption } from '@pglog/common/observability/logger.ts';
+import { type OperatorConfig, runOperator } from '@pglog/operator/controller/run-operator.ts';
 import { imageAllowed, imageRepository, parseAllowedImages, parseNamespaceList } from '@pglog/operator/desired/pool-policy.ts';
 
 import { parseCommandArgs } from './command-args.ts';
@@ -50,24 +50,43 @@ export interface OperatorCommandConfig {
 }
 
 export function parseOperatorArgs(argv: string[], env: NodeJS.ProcessEnv): OperatorCommandConfig {
-  const { values } = parseCommandArgs({
-    args: argv,
-    allowPositionals: false,
-    options: {
-      kubeconfig: { type: 'string' }, context: { type: 'string' }, 'kube-context': { type: 'string' }, namespace: { type: 'string' }, 'lease-namespace': { type: 'string' },
-      'lease-name': { type: 'string' }, 'lease-owner-deployment': { type: 'string' }, identity: { type: 'string' }, image: { type: 'string' },
-      'allowed-images': { type: 'string' }, 'collector-namespaces': { type: 'string' },
-      'service-account': { type: 'string' }, listen: { type: 'string' }, workers: { type: 'string' },
-      resync: { type: 'string' }, 'lease-duration': { type: 'string' }, 'log-level': { type: 'string' },
+  const { values } = parseCommandArgs(
+    {
+      args: argv,
+      allowPositionals: false,
+      options: {
+        kubeconfig: { type: 'string' },
+        context: { type: 'string' },
+        'kube-context': { type: 'string' },
+        namespace: { type: 'string' },
+        'lease-namespace': { type: 'string' },
+        'lease-name': { type: 'string' },
+        'lease-owner-deployment': { type: 'string' },
+        identity: { type: 'string' },
+        image: { type: 'string' },
+        'allowed-images': { type: 'string' },
+        'collector-namespaces': { type: 'string' },
+        'service-account': { type: 'string' },
+        listen: { type: 'string' },
+        workers: { type: 'string' },
+        resync: { type: 'string' },
+        'lease-duration': { type: 'string' },
+        'log-level': { type: 'string' },
+      },
     },
-  }, (message) => `operator: ${message}`);
+    (message) => `operator: ${message}`,
+  );
   const kube = parseKubeAccess('operator', values.kubeconfig, values.context ?? values['kube-context'], env);
   const leaseNamespace = values['lease-namespace'] ?? nonEmpty(env['POD_NAMESPACE']) ?? values.namespace ?? 'default';
   const image = values.image ?? env['PGLOG_IMAGE'];
-  if (image === undefined || image === '') throw new PglogError('USAGE', 'operator: --image IMAGE (or PGLOG_IMAGE) is required: the collector image of pools that name none');
+  if (image === undefined || image === '')
+    throw new PglogError('USAGE', 'operator: --image IMAGE (or PGLOG_IMAGE) is required: the collector image of pools that name none');
   const allowedImages = parseAllowedImages(values['allowed-images'] ?? imageRepository(image));
   if (!imageAllowed(image, allowedImages)) {
-    throw new PglogError('USAGE', `operator: --image ${image} is not in --allowed-images (${allowedImages.join(', ')}): pools that name no image would all be refused`);
+    throw new PglogError(
+      'USAGE',
+      `operator: --image ${image} is not in --allowed-images (${allowedImages.join(', ')}): pools that name no image would all be refused`,
+    );
   }
   const collectorNamespaces = values['collector-namespaces'] === undefined ? undefined : parseNamespaceList(values['collector-namespaces']);
   const leaseSeconds = wholeNumberOption('operator', '--lease-duration', values['lease-duration'], 15, 2);
@@ -81,8 +100,8 @@ export function parseOperatorArgs(argv: string[], env: NodeJS.ProcessEnv): Opera
       ...(values['lease-owner-deployment'] === undefined ? {} : { leaseOwnerDeployment: values['lease-owner-deployment'] }),
       identity: values.identity ?? env['POD_NAME'] ?? `${hostname()}-${process.pid}`,
       leaseDurationMs: leaseSeconds * 1000,
-      renewDeadlineMs: Math.round(leaseSeconds * 1000 * 2 / 3),
-      retryPeriodMs: Math.max(500, Math.round(leaseSeconds * 1000 / 7.5)),
+      renewDeadlineMs: Math.round((leaseSeconds * 1000 * 2) / 3),
+      retryPeriodMs: Math.max(500, Math.round((leaseSeconds * 1000) / 7.5)),
       defaultImage: image,
       serviceAccountName: values['service-account'] ?? 'pglog-collector',
       policy: { allowedImages, ...(collectorNamespaces === undefined ? {} : { collectorNamespaces }) },

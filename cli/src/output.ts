@@ -32,8 +32,14 @@ export class BufferedOutput {
     this.size = 0;
     if (!this.out.write(text)) {
       await new Promise<void>((resolve, reject) => {
-        const onDrain = (): void => { this.out.off('error', onError); resolve(); };
-        const onError = (e: Error): void => { this.out.off('drain', onDrain); reject(e); };
+        const onDrain = (): void => {
+          this.out.off('error', onError);
+          resolve();
+        };
+        const onError = (e: Error): void => {
+          this.out.off('drain', onDrain);
+          reject(e);
+        };
         this.out.once('drain', onDrain).once('error', onError);
       });
     }

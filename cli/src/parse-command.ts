@@ -10,7 +10,7 @@ import type { Readable, Writable } from 'node:stream';
 import { canonicalEncoding, type EncodingConfig } from '@pglog/collector/logformat/decode.ts';
 import { detectFormat, detectPrefix } from '@pglog/collector/logformat/detect.ts';
 import { DEFAULT_MAX_ENTRY_BYTES } from '@pglog/collector/logformat/line-splitter.ts';
-import { addCounters, LogParser, type ParseCounters,ZERO_COUNTERS } from '@pglog/collector/logformat/log-parser.ts';
+import { addCounters, LogParser, type ParseCounters, ZERO_COUNTERS } from '@pglog/collector/logformat/log-parser.ts';
 import { TemplateCache } from '@pglog/collector/logformat/normalize/normalize.ts';
 import { compilePrefix } from '@pglog/collector/logformat/prefix.ts';
 import { LOG_FORMATS, type LogFormat } from '@pglog/collector/logformat/record.ts';
@@ -52,19 +52,22 @@ export interface CommandIO {
 const DETECT_SAMPLE_BYTES = 64 * 1024;
 
 export function parseParseArgs(argv: string[]): ParseCommandOptions {
-  const parsed = parseCommandArgs({
-    args: argv,
-    allowPositionals: true,
-    options: {
-      format: { type: 'string' },
-      prefix: { type: 'string' },
-      encoding: { type: 'string', multiple: true },
-      'default-encoding': { type: 'string' },
-      summary: { type: 'boolean' },
-      events: { type: 'boolean' },
-      'max-entry-bytes': { type: 'string' },
+  const parsed = parseCommandArgs(
+    {
+      args: argv,
+      allowPositionals: true,
+      options: {
+        format: { type: 'string' },
+        prefix: { type: 'string' },
+        encoding: { type: 'string', multiple: true },
+        'default-encoding': { type: 'string' },
+        summary: { type: 'boolean' },
+        events: { type: 'boolean' },
+        'max-entry-bytes': { type: 'string' },
+      },
     },
-  }, (message) => `${message}\n${PARSE_USAGE}`);
+    (message) => `${message}\n${PARSE_USAGE}`,
+  );
   const { values, positionals } = parsed;
   if (positionals.length === 0) throw new PglogError('USAGE', `no input files\n${PARSE_USAGE}`);
   if (values.summary === true && values.events === true) throw new PglogError('USAGE', '--summary and --events exclude each other');
@@ -115,12 +118,17 @@ export async function runParse(options: ParseCommandOptions, io: CommandIO): Pro
 }
 
 async function parseOne(
-  file: string, options: ParseCommandOptions, io: CommandIO, templates: TemplateCache,
-  summary: SummaryBuilder | null, out: BufferedOutput,
+  file: string,
+  options: ParseCommandOptions,
+  io: CommandIO,
+  templates: TemplateCache,
+  summary: SummaryBuilder | null,
+  out: BufferedOutput,
 ): Promise<ParseCounters> {
-  const onEvent = summary !== null
-    ? (event: Parameters<SummaryBuilder['add']>[0]): void => summary.add(event)
-    : (event: Parameters<SummaryBuilder['add']>[0]): void => out.append(`${JSON.stringify(event)}\n`);
+  const onEvent =
+    summary !== null
+      ? (event: Parameters<SummaryBuilder['add']>[0]): void => summary.add(event)
+      : (event: Parameters<SummaryBuilder['add']>[0]): void => out.append(`${JSON.stringify(event)}\n`);
   let parser: LogParser | null = null;
   const pending: Buffer[] = [];
   let pendingBytes = 0;

@@ -17,7 +17,7 @@ import { fetchReport } from '@pglog/collector/report/fetch.ts';
 import { formatReportJson, formatReportText } from '@pglog/collector/report/format.ts';
 import { loadAssets } from '@pglog/collector/report/html/assets.ts';
 import { fetchHtmlReport } from '@pglog/collector/report/html/fetch.ts';
-import { type Assets,renderHtml } from '@pglog/collector/report/html/render.ts';
+import { type Assets, renderHtml } from '@pglog/collector/report/html/render.ts';
 import { formatLocksJson, formatLocksText } from '@pglog/collector/report/locks-format.ts';
 import { parseDuration, parseTimeBound, resolveWindow, type TimeBound } from '@pglog/collector/report/since.ts';
 import { fetchActivityReport, fetchLocksReport } from '@pglog/collector/report/snapshot-fetch.ts';
@@ -142,11 +142,16 @@ function outputArgs(values: { json?: boolean; format?: string; html?: string }):
     return { json: false, html: { file: values.html } };
   }
   switch (values.format) {
-    case undefined: return { json: values.json === true };
-    case 'text': return { json: false };
-    case 'json': return { json: true };
-    case 'html': return { json: false, html: { file: null } };
-    default: throw new PglogError('USAGE', `--format ${values.format}: expected text, json or html\n${REPORT_USAGE}`);
+    case undefined:
+      return { json: values.json === true };
+    case 'text':
+      return { json: false };
+    case 'json':
+      return { json: true };
+    case 'html':
+      return { json: false, html: { file: null } };
+    default:
+      throw new PglogError('USAGE', `--format ${values.format}: expected text, json or html\n${REPORT_USAGE}`);
   }
 }
 
@@ -179,22 +184,25 @@ function commonArgs(values: CommonValues, env: Readonly<Record<string, string | 
 export function parseReportArgs(argv: string[], env: Readonly<Record<string, string | undefined>> = {}): ReportCommandArgs {
   const [first, ...rest] = argv;
   if (first === 'locks') {
-    const { values } = parseCommandArgs({ args: rest, allowPositionals: false, options: COMMON_OPTIONS },
-      (message) => `${scrubText(message)}\n${LOCKS_USAGE}`);
+    const { values } = parseCommandArgs({ args: rest, allowPositionals: false, options: COMMON_OPTIONS }, (message) => `${scrubText(message)}\n${LOCKS_USAGE}`);
     if (values.help === true) return { help: LOCKS_USAGE, storeUrl: '' };
     return { report: 'locks', ...commonArgs(values, env, LOCKS_USAGE), minDurationMs: 0 };
   }
   if (first === 'activity') {
-    const { values } = parseCommandArgs({ args: rest, allowPositionals: false, options: { ...COMMON_OPTIONS, 'min-duration': { type: 'string' } } },
-      (message) => `${scrubText(message)}\n${ACTIVITY_USAGE}`);
+    const { values } = parseCommandArgs(
+      { args: rest, allowPositionals: false, options: { ...COMMON_OPTIONS, 'min-duration': { type: 'string' } } },
+      (message) => `${scrubText(message)}\n${ACTIVITY_USAGE}`,
+    );
     if (values.help === true) return { help: ACTIVITY_USAGE, storeUrl: '' };
     const text = values['min-duration'];
     const minDurationMs = text === undefined ? DEFAULT_MIN_DURATION_MS : parseDuration(text);
     if (minDurationMs === null) throw new PglogError('USAGE', `--min-duration ${text}: expected a duration (500ms, 30s, 5m, 1h)\n${ACTIVITY_USAGE}`);
     return { report: 'activity', ...commonArgs(values, env, ACTIVITY_USAGE), minDurationMs };
   }
-  const { values } = parseCommandArgs({ args: argv, allowPositionals: false, options: { ...COMMON_OPTIONS, format: { type: 'string' }, html: { type: 'string' } } },
-    (message) => `${scrubText(message)}\n${REPORT_USAGE}`);
+  const { values } = parseCommandArgs(
+    { args: argv, allowPositionals: false, options: { ...COMMON_OPTIONS, format: { type: 'string' }, html: { type: 'string' } } },
+    (message) => `${scrubText(message)}\n${REPORT_USAGE}`,
+  );
   if (values.help === true) return { help: REPORT_USAGE, storeUrl: '' };
   return { ...commonArgs(values, env, REPORT_USAGE), ...outputArgs(values) };
 }
@@ -213,9 +221,16 @@ export async function runReport(args: ReportCommandArgs, io: ReportIO): Promise<
     name = `pglog report ${args.report}`;
     const filter: SnapshotFilter = { ...window, target: args.target, database: args.database, limit: args.limit, minDurationMs: args.minDurationMs };
     const json = args.json;
-    render = args.report === 'locks'
-      ? async (client) => { const r = await fetchLocksReport(client, filter); return json ? formatLocksJson(r) : formatLocksText(r, width); }
-      : async (client) => { const r = await fetchActivityReport(client, filter); return json ? formatActivityJson(r) : formatActivityText(r, width); };
+    render =
+      args.report === 'locks'
+        ? async (client) => {
+            const r = await fetchLocksReport(client, filter);
+            return json ? formatLocksJson(r) : formatLocksText(r, width);
+          }
+        : async (client) => {
+            const r = await fetchActivityReport(client, filter);
+            return json ? formatActivityJson(r) : formatActivityText(r, width);
+          };
   } else {
     const filter: ReportFilter = { ...window, target: args.target, database: args.database, limit: args.limit };
     const json = args.json;
@@ -231,7 +246,10 @@ export async function runReport(args: ReportCommandArgs, io: ReportIO): Promise<
       }
       render = async (client) => renderHtml(await fetchHtmlReport(client, filter), assets);
     } else {
-      render = async (client) => { const r = await fetchReport(client, filter); return json ? formatReportJson(r) : formatReportText(r, width); };
+      render = async (client) => {
+        const r = await fetchReport(client, filter);
+        return json ? formatReportJson(r) : formatReportText(r, width);
+      };
     }
   }
   let text: string;
@@ -242,7 +260,7 @@ export async function runReport(args: ReportCommandArgs, io: ReportIO): Promise<
     io.stderr.write(`${name}: ${e.message}\n`);
     return 1;
   }
-  const htmlFile = 'html' in args ? args.html?.file ?? null : null;
+  const htmlFile = 'html' in args ? (args.html?.file ?? null) : null;
   if (htmlFile !== null) {
     try {
       await writeFile(htmlFile, text);
@@ -271,7 +289,9 @@ async function queryStore<T>(storeUrl: string, fetch: (client: pg.Client) => Pro
   const client = new pg.Client({ connectionString: storeUrl, connectionTimeoutMillis: CONNECT_TIMEOUT_MS, application_name: 'pglog report' });
   // A connection lost between queries is reported through the failing query; this keeps it
   // from also surfacing as an unhandled 'error' event.
-  client.on('error', () => { /* reported by the query in flight */ });
+  client.on('error', () => {
+    /* reported by the query in flight */
+  });
   try {
     await client.connect();
   } catch (e) {
@@ -282,11 +302,17 @@ async function queryStore<T>(storeUrl: string, fetch: (client: pg.Client) => Pro
   } catch (e) {
     const code = (e as { code?: unknown }).code;
     if (code === '42P01' || code === '3F000') {
-      throw new PglogError('STORE_UNAVAILABLE', `the store (${where}) has no pglog views: is it a pglog store? (pglog collect creates the schema when it starts; the snapshot reports need schema version 3 or later): ${scrubText(messageOf(e), secrets)}`, { cause: e });
+      throw new PglogError(
+        'STORE_UNAVAILABLE',
+        `the store (${where}) has no pglog views: is it a pglog store? (pglog collect creates the schema when it starts; the snapshot reports need schema version 3 or later): ${scrubText(messageOf(e), secrets)}`,
+        { cause: e },
+      );
     }
     throw new PglogError('STORE_UNAVAILABLE', `querying the store (${where}) failed: ${scrubText(messageOf(e), secrets)}`, { cause: e });
   } finally {
-    await client.end().catch(() => { /* the report is done or has already failed */ });
+    await client.end().catch(() => {
+      /* the report is done or has already failed */
+    });
   }
 }
 

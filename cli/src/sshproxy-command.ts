@@ -8,7 +8,7 @@ import type { Writable } from 'node:stream';
 
 import { Sidecar } from '@pglog/collector/sidecar/sidecar.ts';
 import { PglogError } from '@pglog/common/errors.ts';
-import { createLogger, type OptionLogLevel,parseLogLevelOption } from '@pglog/common/observability/logger.ts';
+import { createLogger, type OptionLogLevel, parseLogLevelOption } from '@pglog/common/observability/logger.ts';
 
 import { parseCommandArgs } from './command-args.ts';
 import { wholeNumberOption } from './whole-number-option.ts';
@@ -34,27 +34,35 @@ export interface SshproxyConfig {
 
 /** `pglog sshproxy` arguments → configuration. */
 export function parseSshproxyArgs(argv: string[]): SshproxyConfig {
-  const { values } = parseCommandArgs({
-    args: argv,
-    allowPositionals: false,
-    options: {
-      dir: { type: 'string' },
-      'log-level': { type: 'string' },
-      'stop-on-stdin-eof': { type: 'boolean' },
-      'remove-dir': { type: 'boolean' },
-      // Not in the usage text: tests shorten the master backoff with them.
-      'backoff-base-ms': { type: 'string' },
-      'backoff-cap-ms': { type: 'string' },
+  const { values } = parseCommandArgs(
+    {
+      args: argv,
+      allowPositionals: false,
+      options: {
+        dir: { type: 'string' },
+        'log-level': { type: 'string' },
+        'stop-on-stdin-eof': { type: 'boolean' },
+        'remove-dir': { type: 'boolean' },
+        // Not in the usage text: tests shorten the master backoff with them.
+        'backoff-base-ms': { type: 'string' },
+        'backoff-cap-ms': { type: 'string' },
+      },
     },
-  }, (message) => `sshproxy: ${message}`);
+    (message) => `sshproxy: ${message}`,
+  );
   if (values.dir === undefined || values.dir === '') throw new PglogError('USAGE', 'sshproxy: --dir DIR is required');
   const logLevel = parseLogLevelOption(values['log-level'], 'sshproxy');
   const backoffBaseMs = count(values['backoff-base-ms'], '--backoff-base-ms', 1000);
   const backoffCapMs = count(values['backoff-cap-ms'], '--backoff-cap-ms', 30_000);
-  if (backoffCapMs < backoffBaseMs) throw new PglogError('USAGE', `sshproxy: --backoff-cap-ms (${backoffCapMs}) must not be below --backoff-base-ms (${backoffBaseMs})`);
+  if (backoffCapMs < backoffBaseMs)
+    throw new PglogError('USAGE', `sshproxy: --backoff-cap-ms (${backoffCapMs}) must not be below --backoff-base-ms (${backoffBaseMs})`);
   return {
-    dir: values.dir, logLevel, backoffBaseMs, backoffCapMs,
-    stopOnStdinEof: values['stop-on-stdin-eof'] === true, removeDir: values['remove-dir'] === true,
+    dir: values.dir,
+    logLevel,
+    backoffBaseMs,
+    backoffCapMs,
+    stopOnStdinEof: values['stop-on-stdin-eof'] === true,
+    removeDir: values['remove-dir'] === true,
   };
 }
 
@@ -72,7 +80,9 @@ export interface SshproxyIO {
 export async function runSshproxy(config: SshproxyConfig, io: SshproxyIO): Promise<number> {
   const log = createLogger({ level: config.logLevel, destination: io.stdout });
   let resolveStop!: (why: string) => void;
-  const stopRequested = new Promise<string>((resolve) => { resolveStop = resolve; });
+  const stopRequested = new Promise<string>((resolve) => {
+    resolveStop = resolve;
+  });
   io.onStopRequest((why) => resolveStop(why));
   const sidecar = await Sidecar.start({ dir: config.dir, log, backoff: { baseMs: config.backoffBaseMs, capMs: config.backoffCapMs } });
   const why = await stopRequested;

@@ -4,10 +4,9 @@
  */
 import type { TransportConfig } from '@pglog/collector/collect/collect-types.ts';
 import { PglogError } from '@pglog/common/errors.ts';
-import { DEFAULT_POLICY_SETTINGS, type PolicySettings,validatePolicyOptions } from '@pglog/common/promotion/policy.ts';
+import { DEFAULT_POLICY_SETTINGS, type PolicySettings, validatePolicyOptions } from '@pglog/common/promotion/policy.ts';
 
 import { wholeNumberOption } from './whole-number-option.ts';
-
 
 export const TRANSPORT_USAGE = `  --promote-above RATE      move an auto target to the sshproxy sidecar above RATE (default 1.25Mbit)
   --demote-below RATE       ... and back to the in-process client below RATE (default 0.75Mbit)
@@ -49,7 +48,8 @@ export function parseTransportConfig(values: Partial<Record<keyof typeof TRANSPO
     if (n === null) throw new PglogError('USAGE', `collect: --${flag} must be a rate such as 1.25Mbit or 750kbit, got '${text}'`);
     return n;
   };
-  const whole = (flag: keyof typeof TRANSPORT_OPTIONS, fallback: number, min: number): number => wholeNumberOption('collect', `--${flag}`, values[flag], fallback, min);
+  const whole = (flag: keyof typeof TRANSPORT_OPTIONS, fallback: number, min: number): number =>
+    wholeNumberOption('collect', `--${flag}`, values[flag], fallback, min);
   let policy: PolicySettings;
   try {
     policy = validatePolicyOptions({
@@ -62,9 +62,11 @@ export function parseTransportConfig(values: Partial<Record<keyof typeof TRANSPO
     throw new PglogError('USAGE', `collect: ${(e as Error).message} (--promote-above, --demote-below, --min-dwell, --proxy-capacity)`);
   }
   const sidecar = values.sshproxy ?? 'child';
-  if (sidecar !== 'child' && sidecar !== 'external' && sidecar !== 'off') throw new PglogError('USAGE', `collect: --sshproxy must be child, external or off, got '${sidecar}'`);
+  if (sidecar !== 'child' && sidecar !== 'external' && sidecar !== 'off')
+    throw new PglogError('USAGE', `collect: --sshproxy must be child, external or off, got '${sidecar}'`);
   const sidecarDir = values['sshproxy-dir'] ?? null;
-  if (sidecar === 'external' && sidecarDir === null) throw new PglogError('USAGE', 'collect: --sshproxy external needs --sshproxy-dir DIR (the directory shared with the sidecar)');
+  if (sidecar === 'external' && sidecarDir === null)
+    throw new PglogError('USAGE', 'collect: --sshproxy external needs --sshproxy-dir DIR (the directory shared with the sidecar)');
   return {
     policy,
     rateTimeConstantMs: whole('rate-window', 30_000, 100),

@@ -36,7 +36,13 @@ const REBIND: Record<string, string> = { __isoc23_strtol: 'strtol', __isoc23_str
 const WEAKEN = new Set(['GLIBC_2.38', 'GLIBCXX_3.4.32']);
 const OLD_LIBC_VERSION = 'GLIBC_2.2.5';
 
-interface Section { type: number; offset: number; size: number; link: number; info: number }
+interface Section {
+  type: number;
+  offset: number;
+  size: number;
+  link: number;
+  info: number;
+}
 
 function sections(elf: Buffer): Section[] {
   if (elf.readUInt32BE(0) !== 0x7f454c46 || elf[4] !== 2 || elf[5] !== 1) throw new Error('not a 64-bit little-endian ELF file');

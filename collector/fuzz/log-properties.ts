@@ -27,11 +27,7 @@ import { LogParser, type ParseCounters } from '../src/logformat/log-parser.ts';
 import type { LogFormat } from '../src/logformat/record.ts';
 
 /** The prefixes the generated logs use (scripts/loggen, runs A and B) and PostgreSQL's default. */
-export const PREFIXES: readonly string[] = [
-  '%m [%p] %q%u@%d ',
-  '%t [%p]: [%l-1] user=%u,db=%d,app=%a,client=%h,e=%e,c=%c,x=%x,v=%v ',
-  '%m [%p] ',
-];
+export const PREFIXES: readonly string[] = ['%m [%p] %q%u@%d ', '%t [%p]: [%l-1] user=%u,db=%d,app=%a,client=%h,e=%e,c=%c,x=%x,v=%v ', '%m [%p] '];
 
 const ENCODINGS = { defaultEncoding: 'UTF8', databases: { cyr_win1251: 'WIN1251', cyr_koi8r: 'KOI8R' } };
 /** Entry caps byte 1 chooses from (besides the default): small enough to cut real entries. */
@@ -60,21 +56,23 @@ export function decodeLogInput(data: Buffer): LogInput {
   let x = seed * 2654435761 + 1;
   const chunks: number[] = [];
   for (let k = 0; k < 8; k++) {
-    x ^= x << 13; x ^= x >>> 17; x ^= x << 5;
+    x ^= x << 13;
+    x ^= x >>> 17;
+    x ^= x << 5;
     chunks.push(1 + ((x >>> 0) % 64));
   }
   const maxEntryBytes = seed % 4 === 3 ? SMALL_CAPS[(seed >> 2) % SMALL_CAPS.length] : undefined;
   return { prefix, chunks, maxEntryBytes, log: data.subarray(Math.min(2, data.length)) };
 }
 
-interface Parse { events: PglogEvent[]; counters: ParseCounters }
+interface Parse {
+  events: PglogEvent[];
+  counters: ParseCounters;
+}
 
 function parse(format: LogFormat, input: LogInput, log: Buffer, chunks: number[] | null, startOffset: number): Parse {
   const events: PglogEvent[] = [];
-  const parser = new LogParser(
-    { format, prefix: input.prefix, encodings: ENCODINGS, maxEntryBytes: input.maxEntryBytes, startOffset },
-    (e) => events.push(e),
-  );
+  const parser = new LogParser({ format, prefix: input.prefix, encodings: ENCODINGS, maxEntryBytes: input.maxEntryBytes, startOffset }, (e) => events.push(e));
   if (chunks === null) parser.push(log);
   else {
     for (let at = 0, k = 0; at < log.length; k++) {
@@ -105,7 +103,9 @@ export function checkLog(format: LogFormat, data: Buffer): void {
   const input = decodeLogInput(data);
   const { log } = input;
   const whole = parse(format, input, log, null, 0);
-  const fail = (message: string): never => { throw new PropertyViolation(format, message); };
+  const fail = (message: string): never => {
+    throw new PropertyViolation(format, message);
+  };
 
   let previousEnd = 0;
   for (const [i, e] of whole.events.entries()) {

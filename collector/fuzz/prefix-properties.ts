@@ -28,7 +28,10 @@ export class PrefixPropertyViolation extends Error {
   }
 }
 
-export interface PrefixInput { prefix: string; line: Buffer }
+export interface PrefixInput {
+  prefix: string;
+  line: Buffer;
+}
 
 export function decodePrefixInput(data: Buffer): PrefixInput {
   const nul = data.indexOf(0);
@@ -41,13 +44,33 @@ export function decodePrefixInput(data: Buffer): PrefixInput {
 
 function emptyFields(): PrefixFields {
   return {
-    time: null, pid: null, user: null, database: null, application: null, remoteHost: null,
-    remotePort: null, sessionId: null, sessionLine: null, commandTag: null, sessionStart: null,
-    vxid: null, txid: null, backendType: null, leaderPid: null, queryId: null, sqlstate: null,
+    time: null,
+    pid: null,
+    user: null,
+    database: null,
+    application: null,
+    remoteHost: null,
+    remotePort: null,
+    sessionId: null,
+    sessionLine: null,
+    commandTag: null,
+    sessionStart: null,
+    vxid: null,
+    txid: null,
+    backendType: null,
+    leaderPid: null,
+    queryId: null,
+    sqlstate: null,
   };
 }
 
-interface MatchResult { at: number; severity: number; textStart: number; cutAtQ: boolean; fields: PrefixFields | null }
+interface MatchResult {
+  at: number;
+  severity: number;
+  textStart: number;
+  cutAtQ: boolean;
+  fields: PrefixFields | null;
+}
 
 function matchAt(compiled: CompiledPrefix, bytes: Buffer, from: number, to: number): MatchResult {
   const fields = emptyFields();
@@ -59,7 +82,9 @@ function matchAt(compiled: CompiledPrefix, bytes: Buffer, from: number, to: numb
 /** Throws PrefixPropertyViolation (or what the compiler or matcher threw) when a property fails. */
 export function checkPrefix(data: Buffer): void {
   const { prefix, line } = decodePrefixInput(data);
-  const fail = (message: string): never => { throw new PrefixPropertyViolation(prefix, message); };
+  const fail = (message: string): never => {
+    throw new PrefixPropertyViolation(prefix, message);
+  };
   let compiled: CompiledPrefix;
   try {
     compiled = compilePrefix(prefix);

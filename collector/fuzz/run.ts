@@ -36,7 +36,11 @@ function findings(dir: string): string[] {
   }
 }
 
-interface Outcome { target: TargetName; status: number | null; found: string[] }
+interface Outcome {
+  target: TargetName;
+  status: number | null;
+  found: string[];
+}
 
 function runTarget(target: TargetName, seconds: number, timeoutMs: number, work: string): Outcome {
   const jazzerCli = join(dirname(createRequire(import.meta.url).resolve('@jazzer.js/core/package.json')), 'dist', 'cli.js');
@@ -47,11 +51,24 @@ function runTarget(target: TargetName, seconds: number, timeoutMs: number, work:
   const before = new Set(findings(artifacts));
   const args = [
     '--disable-warning=ExperimentalWarning',
-    '--import', join(HERE, 'register-strip-types.ts'),
-    jazzerCli, join(HERE, 'jazzer-entry.mjs'),
-    '--fuzzEntryPoint', target, '--sync', '--includes', SOURCES, '--timeout', String(timeoutMs),
-    workCorpus, corpusDir(target),
-    '--', `-max_total_time=${seconds}`, `-max_len=${MAX_LEN}`, `-artifact_prefix=${artifacts}/`, '-print_final_stats=1',
+    '--import',
+    join(HERE, 'register-strip-types.ts'),
+    jazzerCli,
+    join(HERE, 'jazzer-entry.mjs'),
+    '--fuzzEntryPoint',
+    target,
+    '--sync',
+    '--includes',
+    SOURCES,
+    '--timeout',
+    String(timeoutMs),
+    workCorpus,
+    corpusDir(target),
+    '--',
+    `-max_total_time=${seconds}`,
+    `-max_len=${MAX_LEN}`,
+    `-artifact_prefix=${artifacts}/`,
+    '-print_final_stats=1',
   ];
   console.log(`fuzz: ${target}: ${seconds} s, timeout ${timeoutMs} ms per input, corpus ${workCorpus} + ${corpusDir(target)}`);
   const r = spawnSync(process.execPath, args, { stdio: 'inherit' });
@@ -74,12 +91,17 @@ function main(): void {
   if (values.work === undefined) throw new Error('--work DIR is required (the working corpus lives there)');
   const unknown = positionals.filter((t) => !(TARGET_NAMES as string[]).includes(t));
   if (unknown.length > 0) throw new Error(`unknown fuzz target ${unknown.join(', ')}; targets: ${TARGET_NAMES.join(', ')}`);
-  const targets = positionals.length > 0 ? positionals as TargetName[] : TARGET_NAMES;
+  const targets = positionals.length > 0 ? (positionals as TargetName[]) : TARGET_NAMES;
 
   const outcomes = targets.map((t) => runTarget(t, seconds, timeoutMs, resolve(values.work!)));
   console.log('\nfuzz: summary');
   for (const o of outcomes) {
-    const what = o.found.length > 0 ? `FOUND ${o.found.map((f) => join(regressionsDir(o.target), f)).join(', ')}` : o.status === 0 ? 'nothing found' : `jazzer exited with ${o.status}`;
+    const what =
+      o.found.length > 0
+        ? `FOUND ${o.found.map((f) => join(regressionsDir(o.target), f)).join(', ')}`
+        : o.status === 0
+          ? 'nothing found'
+          : `jazzer exited with ${o.status}`;
     console.log(`  ${o.target.padEnd(8)} ${what}`);
   }
   if (outcomes.some((o) => o.found.length > 0 || o.status !== 0)) {

@@ -31,7 +31,11 @@ const MAX_SEED_BYTES = 4096;
 const MAX_SEEDS = 24;
 const ENCODINGS = { defaultEncoding: 'UTF8', databases: { cyr_win1251: 'WIN1251', cyr_koi8r: 'KOI8R' } };
 
-interface Run { name: string; prefix: string; files: Partial<Record<LogFormat, string>> }
+interface Run {
+  name: string;
+  prefix: string;
+  files: Partial<Record<LogFormat, string>>;
+}
 
 function readManifest(logs: string): Run[] {
   const manifest = JSON.parse(readFileSync(join(logs, 'manifest.json'), 'utf8')) as {
@@ -118,7 +122,8 @@ function main(): void {
         parser.push(log.subarray(from, to));
         parser.end();
         seeds.syslog!.push([`${run.name}-${e.kind}`, Buffer.concat([header, asSyslog(log.subarray(from, to), events)])]);
-        if (n < 6) seeds.prefix!.push([`${run.name}-line`, Buffer.concat([Buffer.from(run.prefix), Buffer.from([0]), log.subarray(from, log.indexOf(0x0a, from))])]);
+        if (n < 6)
+          seeds.prefix!.push([`${run.name}-line`, Buffer.concat([Buffer.from(run.prefix), Buffer.from([0]), log.subarray(from, log.indexOf(0x0a, from))])]);
       });
     }
   }

@@ -8,7 +8,7 @@
  * types itself with Node's own stripper: jazzer.js then sees JavaScript whose positions are those
  * of the source (types are replaced by spaces).
  */
-import { type LoadHook,stripTypeScriptTypes } from 'node:module';
+import { type LoadHook, stripTypeScriptTypes } from 'node:module';
 
 export const load: LoadHook = async (url, context, nextLoad) => {
   const result = await nextLoad(url, context);

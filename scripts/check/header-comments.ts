@@ -20,7 +20,9 @@ export function hasHeaderComment(text: string, path: string): boolean {
 }
 
 function main(): number {
-  const files = execFileSync('git', ['ls-files', '-z'], { encoding: 'utf8' }).split('\0').filter((f) => CHECKED.test(f));
+  const files = execFileSync('git', ['ls-files', '-z'], { encoding: 'utf8' })
+    .split('\0')
+    .filter((f) => CHECKED.test(f));
   const missing = files.filter((f) => !hasHeaderComment(readFileSync(f, 'utf8'), f));
   for (const f of missing) process.stderr.write(`${f}:1: no header comment: say what the file is for, and why, at its top\n`);
   process.stdout.write(`header comments: ${files.length - missing.length} of ${files.length} files\n`);

@@ -13,8 +13,9 @@ import ts from 'typescript';
 
 /** The relative imports and re-exports of one file, as repository paths (the compiler's own scan). Pure. */
 export function importsOf(file: string, text: string): string[] {
-  return ts.preProcessFile(text, true, false).importedFiles
-    .map((f) => f.fileName)
+  return ts
+    .preProcessFile(text, true, false)
+    .importedFiles.map((f) => f.fileName)
     .flatMap((name) => {
       if (name.startsWith('./') || name.startsWith('../')) return [normalize(join(dirname(file), name))];
       // A workspace package by name: @pglog/<package>/<path> is <package>/src/<path> (its "exports").
@@ -35,7 +36,11 @@ export function findCycles(graph: ReadonlyMap<string, readonly string[]>): strin
   for (const root of graph.keys()) {
     if (index.has(root)) continue;
     const work: Array<{ node: string; edge: number }> = [{ node: root, edge: 0 }];
-    index.set(root, next); low.set(root, next); next += 1; stack.push(root); onStack.add(root);
+    index.set(root, next);
+    low.set(root, next);
+    next += 1;
+    stack.push(root);
+    onStack.add(root);
     while (work.length > 0) {
       const top = work[work.length - 1]!;
       const edges = (graph.get(top.node) ?? []).filter((n) => graph.has(n));
@@ -43,7 +48,11 @@ export function findCycles(graph: ReadonlyMap<string, readonly string[]>): strin
         const w = edges[top.edge]!;
         top.edge += 1;
         if (!index.has(w)) {
-          index.set(w, next); low.set(w, next); next += 1; stack.push(w); onStack.add(w);
+          index.set(w, next);
+          low.set(w, next);
+          next += 1;
+          stack.push(w);
+          onStack.add(w);
           work.push({ node: w, edge: 0 });
         } else if (onStack.has(w)) {
           low.set(top.node, Math.min(low.get(top.node)!, index.get(w)!));
@@ -70,7 +79,8 @@ export function findCycles(graph: ReadonlyMap<string, readonly string[]>): strin
 
 function main(): number {
   const files = execFileSync('git', ['ls-files', '-z', 'common/src', 'collector/src', 'operator/src', 'cli/src', 'test-support/src'], { encoding: 'utf8' })
-    .split('\0').filter((f) => f.endsWith('.ts'));
+    .split('\0')
+    .filter((f) => f.endsWith('.ts'));
   const graph = new Map(files.map((f) => [f, importsOf(f, readFileSync(f, 'utf8'))] as const));
   const cycles = findCycles(graph);
   for (const c of cycles) process.stderr.write(`import circle: ${c.join(' -> ')}\n`);

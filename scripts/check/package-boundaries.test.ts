@@ -15,7 +15,11 @@ const eslint = new ESLint({ cwd: ROOT, ruleFilter: ({ ruleId }) => ruleId === 'n
 async function boundaryErrors(filePath: string, text: string): Promise<string[]> {
   const [result] = await eslint.lintText(text, { filePath: join(ROOT, filePath) });
   assert.ok(result !== undefined);
-  assert.deepEqual(result.messages.filter((m) => m.ruleId !== 'no-restricted-imports'), [], 'only the boundary rule runs');
+  assert.deepEqual(
+    result.messages.filter((m) => m.ruleId !== 'no-restricted-imports'),
+    [],
+    'only the boundary rule runs',
+  );
   return result.messages.map((m) => m.message);
 }
 
@@ -32,17 +36,30 @@ const forbidden: Array<[file: string, text: string, why: RegExp]> = [
   [COLLECTOR_SRC, "import type { PoolReconciler } from '@pglog/operator/controller/pool-reconciler.ts';\nexport type P = PoolReconciler;\n", /may not import/],
   [COLLECTOR_SRC, "import { COLLECT_USAGE } from '@pglog/cli/collect-config.ts';\nexport const u = COLLECT_USAGE;\n", /may not import/],
   [COLLECTOR_SRC, "import { sleep } from '@pglog/test-support/wait.ts';\nexport const s = sleep;\n", /may not import/],
-  [COMMON_SRC, "import { createCollectorMetrics } from '@pglog/collector/observability/metrics.ts';\nexport const m = createCollectorMetrics;\n", /may not import/],
+  [
+    COMMON_SRC,
+    "import { createCollectorMetrics } from '@pglog/collector/observability/metrics.ts';\nexport const m = createCollectorMetrics;\n",
+    /may not import/,
+  ],
   [OPERATOR_TEST, "import { sleep } from '../../../collector/test/helpers/store-fixture.ts';\nexport const s = sleep;\n", /by its name/],
   [OPERATOR_TEST, "import { parseOperatorArgs } from '@pglog/cli/operator-command.ts';\nexport const p = parseOperatorArgs;\n", /may not import/],
   [COLLECTOR_TEST, "import { Collector } from '@pglog/operator/controller/controller.ts';\nexport const c = Collector;\n", /may not import/],
 ];
 
 const permitted: Array<[file: string, text: string]> = [
-  [OPERATOR_SRC, "import { PglogError } from '@pglog/common/errors.ts';\nimport { SHARDING } from '../sharding/index.ts';\nexport const e = [PglogError, SHARDING];\n"],
+  [
+    OPERATOR_SRC,
+    "import { PglogError } from '@pglog/common/errors.ts';\nimport { SHARDING } from '../sharding/index.ts';\nexport const e = [PglogError, SHARDING];\n",
+  ],
   [COLLECTOR_SRC, "import { PglogError } from '@pglog/common/errors.ts';\nexport const e = PglogError;\n"],
-  [OPERATOR_TEST, "import { FakeClock } from '@pglog/test-support/fake-clock.ts';\nimport { tuningFor } from '../../src/desired/tuning.ts';\nexport const f = [FakeClock, tuningFor];\n"],
-  ['cli/src/main.ts', "import { Collector } from '@pglog/collector/collect/collector.ts';\nimport { runOperator } from '@pglog/operator/controller/run-operator.ts';\nexport const r = [Collector, runOperator];\n"],
+  [
+    OPERATOR_TEST,
+    "import { FakeClock } from '@pglog/test-support/fake-clock.ts';\nimport { tuningFor } from '../../src/desired/tuning.ts';\nexport const f = [FakeClock, tuningFor];\n",
+  ],
+  [
+    'cli/src/main.ts',
+    "import { Collector } from '@pglog/collector/collect/collector.ts';\nimport { runOperator } from '@pglog/operator/controller/run-operator.ts';\nexport const r = [Collector, runOperator];\n",
+  ],
 ];
 
 test('an import across a boundary the ADR forbids fails the lint', async () => {

@@ -9,7 +9,12 @@
 export const DATASOURCE_TYPE = 'grafana-postgresql-datasource';
 export const DATASOURCE = { type: DATASOURCE_TYPE, uid: '${datasource}' } as const;
 
-export interface GridPos { x: number; y: number; w: number; h: number }
+export interface GridPos {
+  x: number;
+  y: number;
+  w: number;
+  h: number;
+}
 
 export interface PanelSpec {
   title: string;
@@ -48,14 +53,20 @@ function base(type: string, spec: PanelSpec): Omit<Panel, 'id' | 'gridPos'> {
 
 /** A time series: the query returns time, then values (and optionally `metric`). */
 export function timeseries(spec: PanelSpec & { stack?: boolean; bars?: boolean }): Omit<Panel, 'id' | 'gridPos'> {
-  const custom: Record<string, unknown> = { drawStyle: spec.bars === true ? 'bars' : 'line', fillOpacity: spec.bars === true ? 80 : 10, spanNulls: false, showPoints: 'auto' };
+  const custom: Record<string, unknown> = {
+    drawStyle: spec.bars === true ? 'bars' : 'line',
+    fillOpacity: spec.bars === true ? 80 : 10,
+    spanNulls: false,
+    showPoints: 'auto',
+  };
   if (spec.stack === true) custom['stacking'] = { mode: 'normal', group: 'A' };
   return {
     ...base('timeseries', spec),
     fieldConfig: fieldConfig(spec, { custom }),
     options: { legend: { displayMode: 'table', placement: 'bottom', calcs: ['max', 'mean'] }, tooltip: { mode: 'multi', sort: 'desc' } },
     targets: [target(spec.sql, 'time_series')],
-    w: spec.w, h: spec.h,
+    w: spec.w,
+    h: spec.h,
   };
 }
 
@@ -66,7 +77,8 @@ export function table(spec: PanelSpec): Omit<Panel, 'id' | 'gridPos'> {
     fieldConfig: fieldConfig(spec, { custom: { align: 'auto', cellOptions: { type: 'auto' }, inspect: true } }),
     options: { showHeader: true, cellHeight: 'sm', footer: { show: false, reducer: ['sum'], countRows: false } },
     targets: [target(spec.sql, 'table')],
-    w: spec.w, h: spec.h,
+    w: spec.w,
+    h: spec.h,
   };
 }
 
@@ -75,13 +87,24 @@ export function stat(spec: PanelSpec): Omit<Panel, 'id' | 'gridPos'> {
   return {
     ...base('stat', spec),
     fieldConfig: fieldConfig(spec, { decimals: 2 }),
-    options: { reduceOptions: { values: false, calcs: ['lastNotNull'], fields: '' }, orientation: 'auto', textMode: 'value_and_name', colorMode: 'none', graphMode: 'none', justifyMode: 'auto' },
+    options: {
+      reduceOptions: { values: false, calcs: ['lastNotNull'], fields: '' },
+      orientation: 'auto',
+      textMode: 'value_and_name',
+      colorMode: 'none',
+      graphMode: 'none',
+      justifyMode: 'auto',
+    },
     targets: [target(spec.sql, 'table')],
-    w: spec.w, h: spec.h,
+    w: spec.w,
+    h: spec.h,
   };
 }
 
-export interface Section { title: string; panels: Array<Omit<Panel, 'id' | 'gridPos'>> }
+export interface Section {
+  title: string;
+  panels: Array<Omit<Panel, 'id' | 'gridPos'>>;
+}
 
 /** Rows of panels, laid out on Grafana's 24-column grid, numbered from 1. */
 export function layout(sections: readonly Section[]): Panel[] {
@@ -112,8 +135,13 @@ export function layout(sections: readonly Section[]): Panel[] {
 /** A query variable over the store: multi-value, with All as a custom all value. */
 export function queryVariable(name: string, label: string, description: string, sql: string, allValue: string): Record<string, unknown> {
   return {
-    name, label, description, type: 'query', datasource: DATASOURCE,
-    query: sql, definition: sql,
+    name,
+    label,
+    description,
+    type: 'query',
+    datasource: DATASOURCE,
+    query: sql,
+    definition: sql,
     refresh: 2, // on time range change
     sort: 1,
     multi: true,

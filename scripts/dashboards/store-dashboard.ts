@@ -1,7 +1,7 @@
 // The chart's store dashboard (charts/pglog/dashboards/pglog-store.json): what a DBA reads in
 // `pglog report`, over any window of the store, on a PostgreSQL data source connected to it.
 // Pure; scripts/gen-dashboards.ts writes it. See docs/install.md ("The store dashboard").
-import { DATASOURCE_TYPE, layout, queryVariable, type Section,textboxVariable } from './grafana.ts';
+import { DATASOURCE_TYPE, layout, queryVariable, type Section, textboxVariable } from './grafana.ts';
 import { ALL, byTarget } from './store-filters.ts';
 import { errors, lockWaits, overview, statements } from './store-panels-log.ts';
 import { checkpoints, connections, deadlocks, maintenance, tempFiles } from './store-panels-maintenance.ts';
@@ -33,7 +33,8 @@ export function storeDashboard(): Record<string, unknown> {
   return {
     title: 'pglog store',
     uid: 'pglog-store',
-    description: 'What the pglog store holds about the monitored databases: statements, errors, locks, deadlocks, blocking, sessions, connections, checkpoints, autovacuum, temporary files. Read from the stable views of the store (docs/store.md).',
+    description:
+      'What the pglog store holds about the monitored databases: statements, errors, locks, deadlocks, blocking, sessions, connections, checkpoints, autovacuum, temporary files. Read from the stable views of the store (docs/store.md).',
     tags: ['pglog', 'postgresql'],
     timezone: 'browser',
     schemaVersion: 39,
@@ -43,12 +44,15 @@ export function storeDashboard(): Record<string, unknown> {
     templating: {
       list: [
         {
-          name: 'datasource', label: 'Store', type: 'datasource', query: DATASOURCE_TYPE,
+          name: 'datasource',
+          label: 'Store',
+          type: 'datasource',
+          query: DATASOURCE_TYPE,
           description: 'A PostgreSQL data source connected to the pglog store, as a role that may read schema pglog.',
         },
         queryVariable('target', 'Target', 'PostgresTarget names.', TARGETS_SQL, ALL),
         queryVariable('database', 'Database', 'Databases of the selected targets.', DATABASES_SQL, ALL),
-        textboxVariable('fingerprint', 'Template', 'A query template\'s fingerprint, for the selected-template panel: click one in a top-templates table.'),
+        textboxVariable('fingerprint', 'Template', "A query template's fingerprint, for the selected-template panel: click one in a top-templates table."),
       ],
     },
     panels: layout(sections),

@@ -2,7 +2,7 @@
 // statements (rates, duration percentiles, top templates), errors by SQLSTATE and lock waits.
 // Only the stable views (docs/store.md) are read; each query is what `pglog report` computes
 // for the same window (collector/src/report/query.ts), binned by Grafana's $__interval.
-import { type Section,stat, table, timeseries } from './grafana.ts';
+import { type Section, stat, table, timeseries } from './grafana.ts';
 import { inWindow } from './store-filters.ts';
 
 /** Characters of a statement's text shown (as in `pglog report`). */
@@ -13,10 +13,12 @@ export const overview: Section = {
   panels: [
     stat({
       title: 'Totals over the time range',
-      description: 'Over the time range, for the selected targets and databases: statements logged with a duration, their total and mean duration, '
-        + 'the most statements logged in one second, errors (every severity), and the peak of concurrent client sessions seen by the SQL snapshots '
-        + '(the sum of each server\'s peak).',
-      w: 24, h: 4,
+      description:
+        'Over the time range, for the selected targets and databases: statements logged with a duration, their total and mean duration, ' +
+        'the most statements logged in one second, errors (every severity), and the peak of concurrent client sessions seen by the SQL snapshots ' +
+        "(the sum of each server's peak).",
+      w: 24,
+      h: 4,
       sql: `WITH s AS (
   SELECT count(*) AS statements, coalesce(sum(duration_ms), 0) / 1000 AS total_s, avg(duration_ms) AS mean_ms
     FROM pglog.statements
@@ -52,10 +54,12 @@ SELECT statements, total_s, mean_ms, peak_per_s, errors, peak_sessions
 function topTemplates(title: string, order: string): ReturnType<typeof table> {
   return table({
     title,
-    description: 'Query templates (statements with their literals replaced, one fingerprint per template), over the time range: '
-      + 'statements logged with a duration, their total, mean, p95 (percentile_cont) and longest duration, the template\'s normalized text '
-      + '(pglog.templates) and one statement of it as logged.',
-    w: 12, h: 9,
+    description:
+      'Query templates (statements with their literals replaced, one fingerprint per template), over the time range: ' +
+      "statements logged with a duration, their total, mean, p95 (percentile_cont) and longest duration, the template's normalized text " +
+      '(pglog.templates) and one statement of it as logged.',
+    w: 12,
+    h: 9,
     sql: `WITH t AS (
   SELECT fingerprint,
          count(*) AS calls,
@@ -74,7 +78,10 @@ SELECT t.fingerprint, t.calls, t.total_ms, t.mean_ms, t.p95_ms, t.max_ms, t.targ
        left(coalesce(tpl.normalized, t.example), ${TEXT}) AS template, t.example
   FROM t
   LEFT JOIN pglog.templates tpl ON tpl.fingerprint = t.fingerprint
- ORDER BY ${order.split(', ').map((o) => `t.${o}`).join(', ')}, t.fingerprint`,
+ ORDER BY ${order
+   .split(', ')
+   .map((o) => `t.${o}`)
+   .join(', ')}, t.fingerprint`,
     fields: { fingerprint: { link: TEMPLATE_LINK }, total_ms: { unit: 'ms' }, mean_ms: { unit: 'ms' }, p95_ms: { unit: 'ms' }, max_ms: { unit: 'ms' } },
   });
 }
@@ -94,7 +101,10 @@ export const statements: Section = {
     timeseries({
       title: 'Statements per second, per target',
       description: 'Statements logged per second (every statement, with or without a duration), stacked by target.',
-      w: 12, h: 8, unit: 'short', stack: true,
+      w: 12,
+      h: 8,
+      unit: 'short',
+      stack: true,
       sql: `SELECT $__timeGroupAlias(ts, $__interval), target AS metric, count(*) / ($__interval_ms / 1000.0) AS statements_per_s
   FROM pglog.statements
  WHERE ${inWindow()}
@@ -104,7 +114,9 @@ export const statements: Section = {
     timeseries({
       title: 'Statement duration p50 / p95 / p99',
       description: 'Percentiles (percentile_cont) of the durations of the statements logged in each interval.',
-      w: 12, h: 8, unit: 'ms',
+      w: 12,
+      h: 8,
+      unit: 'ms',
       sql: `SELECT $__timeGroupAlias(ts, $__interval),
        percentile_cont(0.5) WITHIN GROUP (ORDER BY duration_ms) AS p50,
        percentile_cont(0.95) WITHIN GROUP (ORDER BY duration_ms) AS p95,
@@ -121,7 +133,9 @@ export const statements: Section = {
     timeseries({
       title: 'The selected template: statements per second and p95',
       description: 'The template in the Template variable (click a fingerprint in a top-templates table): statements per second and the p95 of their duration.',
-      w: 24, h: 7, unit: 'short',
+      w: 24,
+      h: 7,
+      unit: 'short',
       sql: `SELECT $__timeGroupAlias(ts, $__interval),
        count(*) / ($__interval_ms / 1000.0) AS statements_per_s,
        percentile_cont(0.95) WITHIN GROUP (ORDER BY duration_ms) AS p95_ms
@@ -133,8 +147,10 @@ export const statements: Section = {
     }),
     table({
       title: 'Slowest auto_explain plans',
-      description: 'Plans auto_explain logged (auto_explain.log_min_duration), slowest first, with the template\'s normalized text: why a slow statement was slow.',
-      w: 24, h: 9,
+      description:
+        "Plans auto_explain logged (auto_explain.log_min_duration), slowest first, with the template's normalized text: why a slow statement was slow.",
+      w: 24,
+      h: 9,
       sql: `SELECT p.ts, p.target, p.database, p.duration_ms, p.fingerprint,
        left(coalesce(tpl.normalized, p.query), ${TEXT}) AS template,
        left(p.plan, 4000) AS plan
@@ -147,9 +163,11 @@ export const statements: Section = {
     }),
     table({
       title: 'pg_stat_statements: top by execution time',
-      description: 'What pg_stat_statements counted between the SQL snapshots (spec.collect.statements), summed over the time range: '
-        + 'statements the log does not show too (log_min_duration_statement). The text is pg_stat_statements\' normalized one.',
-      w: 24, h: 8,
+      description:
+        'What pg_stat_statements counted between the SQL snapshots (spec.collect.statements), summed over the time range: ' +
+        "statements the log does not show too (log_min_duration_statement). The text is pg_stat_statements' normalized one.",
+      w: 24,
+      h: 8,
       sql: `SELECT fingerprint,
        sum(calls) AS calls,
        sum(total_exec_ms) AS total_exec_ms,
@@ -173,7 +191,11 @@ export const errors: Section = {
     timeseries({
       title: 'Errors by SQLSTATE',
       description: 'Error, fatal and panic lines (and warnings with a SQLSTATE) logged per interval, by SQLSTATE.',
-      w: 12, h: 8, unit: 'short', stack: true, bars: true,
+      w: 12,
+      h: 8,
+      unit: 'short',
+      stack: true,
+      bars: true,
       sql: `SELECT $__timeGroupAlias(ts, $__interval), coalesce(sqlstate, '-') AS metric, count(*) AS errors
   FROM pglog.errors
  WHERE ${inWindow()}
@@ -183,7 +205,8 @@ export const errors: Section = {
     table({
       title: 'Errors by SQLSTATE and message',
       description: 'The most frequent errors of the time range, with their message (first 500 characters) and when they were last seen.',
-      w: 12, h: 8,
+      w: 12,
+      h: 8,
       sql: `SELECT sqlstate, severity, left(message, 500) AS message, count(*) AS count, count(DISTINCT target) AS targets, max(ts) AS last_seen
   FROM pglog.errors
  WHERE ${inWindow()}
@@ -200,8 +223,11 @@ export const lockWaits: Section = {
   panels: [
     timeseries({
       title: 'Longest lock wait by lock type (log)',
-      description: 'log_lock_waits: the longest wait logged per interval ("still waiting" after deadlock_timeout, then "acquired" with the whole wait), by lock type.',
-      w: 8, h: 8, unit: 'ms',
+      description:
+        'log_lock_waits: the longest wait logged per interval ("still waiting" after deadlock_timeout, then "acquired" with the whole wait), by lock type.',
+      w: 8,
+      h: 8,
+      unit: 'ms',
       sql: `SELECT $__timeGroupAlias(ts, $__interval), coalesce(lock_type, '-') AS metric, max(wait_ms) AS max_wait_ms
   FROM pglog.lock_waits
  WHERE ${inWindow()}
@@ -211,7 +237,10 @@ export const lockWaits: Section = {
     timeseries({
       title: 'Deadlocks (pg_stat_database)',
       description: 'Deadlocks counted by pg_stat_database between the SQL snapshots (spec.collect.databases), per target.',
-      w: 8, h: 8, unit: 'short', bars: true,
+      w: 8,
+      h: 8,
+      unit: 'short',
+      bars: true,
       sql: `SELECT $__timeGroupAlias(ts, $__interval), target AS metric, sum(deadlocks) AS deadlocks
   FROM pglog.database_stats
  WHERE ${inWindow()}
@@ -220,8 +249,10 @@ export const lockWaits: Section = {
     }),
     table({
       title: 'Lock waits by lock type',
-      description: 'Per target, database and lock type: lock-wait lines, waits that ended acquired, their total wait (acquired lines carry the whole wait, so none is counted twice) and the longest.',
-      w: 8, h: 8,
+      description:
+        'Per target, database and lock type: lock-wait lines, waits that ended acquired, their total wait (acquired lines carry the whole wait, so none is counted twice) and the longest.',
+      w: 8,
+      h: 8,
       sql: `SELECT target, database, lock_type,
        count(*) AS lines,
        count(*) FILTER (WHERE acquired) AS acquired,
@@ -236,4 +267,3 @@ export const lockWaits: Section = {
     }),
   ],
 };
-

@@ -2,7 +2,7 @@
 // (docs/store.md, "Event views"): deadlocks as logged, checkpoints, autovacuum and autoanalyze
 // per table, temporary files, connections and sessions. Checkpoints have no database: they are
 // filtered by target only.
-import { type Section,table, timeseries } from './grafana.ts';
+import { type Section, table, timeseries } from './grafana.ts';
 import { byTarget, inWindow } from './store-filters.ts';
 
 export const deadlocks: Section = {
@@ -11,7 +11,10 @@ export const deadlocks: Section = {
     timeseries({
       title: 'Deadlocks detected, per target',
       description: 'Deadlocks the servers logged ("deadlock detected"), per interval and target.',
-      w: 8, h: 8, unit: 'short', bars: true,
+      w: 8,
+      h: 8,
+      unit: 'short',
+      bars: true,
       sql: `SELECT $__timeGroupAlias(ts, $__interval), target AS metric, count(*) AS deadlocks
   FROM pglog.deadlocks
  WHERE ${inWindow()}
@@ -21,7 +24,8 @@ export const deadlocks: Section = {
     table({
       title: 'Deadlocks',
       description: 'The newest deadlocks: the statement that was cancelled, and the processes of the cycle with their locks and queries.',
-      w: 16, h: 8,
+      w: 16,
+      h: 8,
       sql: `SELECT ts, target, instance, database, pid, left(statement, 300) AS statement, left(processes::text, 1000) AS processes
   FROM pglog.deadlocks
  WHERE ${inWindow()}
@@ -38,7 +42,9 @@ export const checkpoints: Section = {
     timeseries({
       title: 'Checkpoint write and sync time',
       description: 'log_checkpoints: the longest write, sync and total time of the checkpoints (and restartpoints) completed per interval.',
-      w: 8, h: 8, unit: 's',
+      w: 8,
+      h: 8,
+      unit: 's',
       sql: `SELECT $__timeGroupAlias(ts, $__interval), max(write_s) AS write_s, max(sync_s) AS sync_s, max(total_s) AS total_s
   FROM pglog.checkpoints
  WHERE $__timeFilter(ts) AND ${byTarget()} AND phase = 'complete'
@@ -48,7 +54,9 @@ export const checkpoints: Section = {
     timeseries({
       title: 'Checkpoint buffers and WAL files',
       description: 'Buffers written and WAL files added, removed and recycled by the checkpoints completed per interval.',
-      w: 8, h: 8, unit: 'short',
+      w: 8,
+      h: 8,
+      unit: 'short',
       sql: `SELECT $__timeGroupAlias(ts, $__interval), sum(buffers_written) AS buffers_written,
        sum(wal_added) AS wal_added, sum(wal_removed) AS wal_removed, sum(wal_recycled) AS wal_recycled
   FROM pglog.checkpoints
@@ -59,14 +67,22 @@ export const checkpoints: Section = {
     table({
       title: 'Checkpoints',
       description: 'The newest completed checkpoints and restartpoints with their WAL, distance and write/sync times.',
-      w: 8, h: 8,
+      w: 8,
+      h: 8,
       sql: `SELECT ts, target, instance, checkpoint_kind, buffers_written, buffers_pct, wal_added, wal_removed, wal_recycled,
        write_s, sync_s, total_s, longest_sync_s, distance_kb
   FROM pglog.checkpoints
  WHERE $__timeFilter(ts) AND ${byTarget()} AND phase = 'complete'
  ORDER BY ts DESC
  LIMIT 50`,
-      fields: { ts: { unit: 'dateTimeAsIso' }, write_s: { unit: 's' }, sync_s: { unit: 's' }, total_s: { unit: 's' }, longest_sync_s: { unit: 's' }, distance_kb: { unit: 'deckbytes' } },
+      fields: {
+        ts: { unit: 'dateTimeAsIso' },
+        write_s: { unit: 's' },
+        sync_s: { unit: 's' },
+        total_s: { unit: 's' },
+        longest_sync_s: { unit: 's' },
+        distance_kb: { unit: 'deckbytes' },
+      },
     }),
   ],
 };
@@ -77,7 +93,11 @@ export const maintenance: Section = {
     timeseries({
       title: 'Autovacuum and autoanalyze runs',
       description: 'Tables processed by autovacuum and autoanalyze per interval (log_autovacuum_min_duration).',
-      w: 8, h: 9, unit: 'short', bars: true, stack: true,
+      w: 8,
+      h: 9,
+      unit: 'short',
+      bars: true,
+      stack: true,
       sql: `SELECT $__timeGroupAlias(ts, $__interval), kind AS metric, count(*) AS runs
   FROM pglog.maintenance
  WHERE ${inWindow()}
@@ -86,8 +106,10 @@ export const maintenance: Section = {
     }),
     table({
       title: 'Autovacuum and autoanalyze per table',
-      description: 'Per table: automatic vacuums and analyzes, their time, the tuples and pages vacuum removed, the WAL it wrote, and whether one was to prevent wraparound.',
-      w: 16, h: 9,
+      description:
+        'Per table: automatic vacuums and analyzes, their time, the tuples and pages vacuum removed, the WAL it wrote, and whether one was to prevent wraparound.',
+      w: 16,
+      h: 9,
       sql: `SELECT target, relation,
        count(*) FILTER (WHERE kind = 'autovacuum') AS vacuums,
        count(*) FILTER (WHERE kind = 'autoanalyze') AS analyzes,
@@ -114,7 +136,11 @@ export const tempFiles: Section = {
     timeseries({
       title: 'Temporary file bytes, per target',
       description: 'log_temp_files: bytes of the temporary files removed per interval (queries that spilled past work_mem), by target.',
-      w: 8, h: 8, unit: 'bytes', bars: true, stack: true,
+      w: 8,
+      h: 8,
+      unit: 'bytes',
+      bars: true,
+      stack: true,
       sql: `SELECT $__timeGroupAlias(ts, $__interval), target AS metric, sum(size_bytes) AS bytes
   FROM pglog.temp_files
  WHERE ${inWindow()}
@@ -124,7 +150,8 @@ export const tempFiles: Section = {
     table({
       title: 'Temporary files by template',
       description: 'Per query template: temporary files, their total and largest size, and one statement that made them, largest total first.',
-      w: 16, h: 8,
+      w: 16,
+      h: 8,
       sql: `SELECT fingerprint, count(*) AS files, sum(size_bytes) AS total_bytes, max(size_bytes) AS max_bytes,
        count(DISTINCT target) AS targets, min(left(statement, 300)) AS statement
   FROM pglog.temp_files
@@ -143,7 +170,9 @@ export const connections: Section = {
     timeseries({
       title: 'Connections per second, per target',
       description: 'log_connections: sessions authorized per second (each logs "connection authorized" once), by target.',
-      w: 8, h: 8, unit: 'short',
+      w: 8,
+      h: 8,
+      unit: 'short',
       sql: `SELECT $__timeGroupAlias(ts, $__interval), target AS metric, count(*) / ($__interval_ms / 1000.0) AS connections_per_s
   FROM pglog.sessions
  WHERE ${inWindow()} AND event = 'connection' AND phase = 'authorized'
@@ -153,7 +182,9 @@ export const connections: Section = {
     timeseries({
       title: 'Session length p50 / p95',
       description: 'log_disconnections: the length of the sessions that ended in each interval.',
-      w: 8, h: 8, unit: 'ms',
+      w: 8,
+      h: 8,
+      unit: 'ms',
       sql: `SELECT $__timeGroupAlias(ts, $__interval),
        percentile_cont(0.5) WITHIN GROUP (ORDER BY session_ms) AS p50,
        percentile_cont(0.95) WITHIN GROUP (ORDER BY session_ms) AS p95
@@ -165,7 +196,8 @@ export const connections: Section = {
     table({
       title: 'Sessions by database and user',
       description: 'Sessions authorized and ended over the time range, and the mean and longest length of those that ended.',
-      w: 8, h: 8,
+      w: 8,
+      h: 8,
       sql: `SELECT target, database, username,
        count(*) FILTER (WHERE event = 'connection' AND phase = 'authorized') AS connections,
        count(*) FILTER (WHERE event = 'disconnection') AS disconnections,

@@ -3,7 +3,7 @@
 // transactions, temporary bytes). Only the stable views are read (docs/store.md).
 import { blockingRootsCtes } from '@pglog/collector/report/locks-query.ts';
 
-import { type Section,table, timeseries } from './grafana.ts';
+import { type Section, table, timeseries } from './grafana.ts';
 import { byDatabase, byTarget, inWindow } from './store-filters.ts';
 
 export const blocking: Section = {
@@ -12,7 +12,9 @@ export const blocking: Section = {
     timeseries({
       title: 'Blocked sessions, per target',
       description: 'The most sessions waiting for a lock held by another in one snapshot (pg_blocking_pids), per interval and target.',
-      w: 8, h: 9, unit: 'short',
+      w: 8,
+      h: 9,
+      unit: 'short',
       sql: `SELECT $__timeGroupAlias(ts, $__interval), target AS metric, max(n) AS blocked
   FROM (SELECT ts, target, instance, count(DISTINCT pid) AS n
           FROM pglog.blocking
@@ -23,10 +25,12 @@ export const blocking: Section = {
     }),
     table({
       title: 'Blocking episodes',
-      description: 'As `pglog report locks`: in each snapshot, each root (a blocker that waits for nobody) with the sessions below it; '
-        + 'one root transaction blocking others over consecutive snapshots is one episode. Newest first; the root\'s user, database and statement '
-        + 'from the activity snapshot. With databases selected, episodes in which a waiter was in one of them.',
-      w: 16, h: 9,
+      description:
+        'As `pglog report locks`: in each snapshot, each root (a blocker that waits for nobody) with the sessions below it; ' +
+        "one root transaction blocking others over consecutive snapshots is one episode. Newest first; the root's user, database and statement " +
+        'from the activity snapshot. With databases selected, episodes in which a waiter was in one of them.',
+      w: 16,
+      h: 9,
       sql: `${blockingRootsCtes(`$__timeFilter(ts) AND ${byTarget()}`, `bool_or(${byDatabase('e.database')})`)}
 SELECT p.target, p.instance, p.root AS root_pid,
        min(p.ts) AS first_seen, max(p.ts) AS last_seen, count(*) AS snapshots,
@@ -52,8 +56,11 @@ export const sessions: Section = {
   panels: [
     timeseries({
       title: 'Client sessions by state',
-      description: 'Client backends of pg_stat_activity by state: per interval, each server\'s most in one snapshot, summed over the servers.',
-      w: 12, h: 8, unit: 'short', stack: true,
+      description: "Client backends of pg_stat_activity by state: per interval, each server's most in one snapshot, summed over the servers.",
+      w: 12,
+      h: 8,
+      unit: 'short',
+      stack: true,
       sql: `WITH per_snapshot AS (
   SELECT ts, target, instance, coalesce(state, '-') AS state, count(*) AS n
     FROM pglog.activity
@@ -71,7 +78,9 @@ SELECT time, state AS metric, sum(n) AS sessions
     timeseries({
       title: 'Backends per database (pg_stat_database)',
       description: 'numbackends of pg_stat_database at each statistics snapshot (spec.collect.databases): the most per interval, by target and database.',
-      w: 12, h: 8, unit: 'short',
+      w: 12,
+      h: 8,
+      unit: 'short',
       sql: `SELECT $__timeGroupAlias(ts, $__interval), target || '/' || database AS metric, max(backends) AS backends
   FROM pglog.database_stats
  WHERE ${inWindow()}
@@ -81,7 +90,9 @@ SELECT time, state AS metric, sum(n) AS sessions
     timeseries({
       title: 'Transactions per second (pg_stat_database)',
       description: 'Commits and rollbacks counted by pg_stat_database between the statistics snapshots, per second of each interval.',
-      w: 12, h: 8, unit: 'short',
+      w: 12,
+      h: 8,
+      unit: 'short',
       sql: `SELECT $__timeGroupAlias(ts, $__interval),
        sum(xact_commit) / ($__interval_ms / 1000.0) AS commits,
        sum(xact_rollback) / ($__interval_ms / 1000.0) AS rollbacks
@@ -92,8 +103,11 @@ SELECT time, state AS metric, sum(n) AS sessions
     }),
     timeseries({
       title: 'Temporary bytes written (pg_stat_database)',
-      description: 'temp_bytes of pg_stat_database between the statistics snapshots, per second of each interval, by target: queries that spilled past work_mem.',
-      w: 12, h: 8, unit: 'Bps',
+      description:
+        'temp_bytes of pg_stat_database between the statistics snapshots, per second of each interval, by target: queries that spilled past work_mem.',
+      w: 12,
+      h: 8,
+      unit: 'Bps',
       sql: `SELECT $__timeGroupAlias(ts, $__interval), target AS metric, sum(temp_bytes) / ($__interval_ms / 1000.0) AS temp_bytes_per_s
   FROM pglog.database_stats
  WHERE ${inWindow()}

@@ -25,15 +25,20 @@ interface TestEventData {
   duration_ms?: number;
 }
 
-interface Tally { pass: number; fail: number; skipped: number }
+interface Tally {
+  pass: number;
+  fail: number;
+  skipped: number;
+}
 
-export default async function* durationsReporter(
-  source: AsyncIterable<{ type: string; data: TestEventData }>,
-): AsyncGenerator<string> {
+export default async function* durationsReporter(source: AsyncIterable<{ type: string; data: TestEventData }>): AsyncGenerator<string> {
   const tallies = new Map<string, Tally>();
   const tallyOf = (file: string): Tally => {
     let t = tallies.get(file);
-    if (t === undefined) { t = { pass: 0, fail: 0, skipped: 0 }; tallies.set(file, t); }
+    if (t === undefined) {
+      t = { pass: 0, fail: 0, skipped: 0 };
+      tallies.set(file, t);
+    }
     return t;
   };
   for await (const { type, data } of source) {
@@ -41,8 +46,14 @@ export default async function* durationsReporter(
     if (type === 'test:summary' && file === undefined && data.counts !== undefined) {
       const c = data.counts;
       const run: DurationRecord = {
-        kind: 'run', durationMs: data.duration_ms ?? 0, tests: c.tests, pass: c.passed, fail: c.failed,
-        cancelled: c.cancelled, skipped: c.skipped, todo: c.todo,
+        kind: 'run',
+        durationMs: data.duration_ms ?? 0,
+        tests: c.tests,
+        pass: c.passed,
+        fail: c.failed,
+        cancelled: c.cancelled,
+        skipped: c.skipped,
+        todo: c.todo,
       };
       yield `${JSON.stringify(run)}\n`;
       continue;
@@ -55,8 +66,13 @@ export default async function* durationsReporter(
       const t = tallyOf(file);
       const crashed = data.details?.passed === false && t.fail === 0;
       const record: DurationRecord = {
-        kind: 'file', file, durationMs: data.details?.duration_ms ?? 0,
-        pass: t.pass, fail: t.fail + (crashed ? 1 : 0), skipped: t.skipped, crashed,
+        kind: 'file',
+        file,
+        durationMs: data.details?.duration_ms ?? 0,
+        pass: t.pass,
+        fail: t.fail + (crashed ? 1 : 0),
+        skipped: t.skipped,
+        crashed,
       };
       yield `${JSON.stringify(record)}\n`;
       continue;
@@ -64,7 +80,8 @@ export default async function* durationsReporter(
     if (isFileLevel || data.details?.type === 'suite') continue;
     if (type === 'test:pass') {
       const t = tallyOf(file);
-      if (data.skip !== undefined || data.todo !== undefined) t.skipped += 1; else t.pass += 1;
+      if (data.skip !== undefined || data.todo !== undefined) t.skipped += 1;
+      else t.pass += 1;
     } else if (type === 'test:fail') {
       tallyOf(file).fail += 1;
     }

@@ -14,9 +14,16 @@ import type { DurationRecord } from './durations-reporter.ts';
 type FileRecord = Extract<DurationRecord, { kind: 'file' }>;
 type RunRecord = Extract<DurationRecord, { kind: 'run' }>;
 
-export interface TierResult { tier: string; files: FileRecord[]; run: RunRecord | undefined }
+export interface TierResult {
+  tier: string;
+  files: FileRecord[];
+  run: RunRecord | undefined;
+}
 
-export interface BudgetVerdict { lines: string[]; overBudget: string[] }
+export interface BudgetVerdict {
+  lines: string[];
+  overBudget: string[];
+}
 
 const SLOWEST = 15;
 
@@ -27,10 +34,13 @@ export function parseTier(tier: string, text: string, path: string): TierResult 
   text.split('\n').forEach((line, i) => {
     if (line.trim() === '') return;
     let rec: DurationRecord;
-    try { rec = JSON.parse(line) as DurationRecord; } catch {
+    try {
+      rec = JSON.parse(line) as DurationRecord;
+    } catch {
       throw new Error(`${path}:${i + 1}: not a JSON line of the durations reporter`);
     }
-    if (rec.kind === 'file') files.push(rec); else run = rec;
+    if (rec.kind === 'file') files.push(rec);
+    else run = rec;
   });
   return { tier, files, run };
 }
@@ -60,13 +70,16 @@ export function judgeTier(result: TierResult, budget: TierBudget, root: string):
 
 /** The totals over all tiers, in node:test's summary form. Pure. */
 export function totals(results: readonly TierResult[]): string[] {
-  const sum = (k: 'tests' | 'pass' | 'fail' | 'cancelled' | 'skipped' | 'todo'): number =>
-    results.reduce((s, r) => s + (r.run?.[k] ?? 0), 0);
+  const sum = (k: 'tests' | 'pass' | 'fail' | 'cancelled' | 'skipped' | 'todo'): number => results.reduce((s, r) => s + (r.run?.[k] ?? 0), 0);
   const ms = results.reduce((s, r) => s + (r.run?.durationMs ?? 0), 0);
   return [
     `ℹ tiers ${results.map((r) => r.tier).join(', ')}`,
-    `ℹ tests ${sum('tests')}`, `ℹ pass ${sum('pass')}`, `ℹ fail ${sum('fail')}`,
-    `ℹ cancelled ${sum('cancelled')}`, `ℹ skipped ${sum('skipped')}`, `ℹ todo ${sum('todo')}`,
+    `ℹ tests ${sum('tests')}`,
+    `ℹ pass ${sum('pass')}`,
+    `ℹ fail ${sum('fail')}`,
+    `ℹ cancelled ${sum('cancelled')}`,
+    `ℹ skipped ${sum('skipped')}`,
+    `ℹ todo ${sum('todo')}`,
     `ℹ duration_ms ${ms.toFixed(3)}`,
   ];
 }
@@ -83,10 +96,15 @@ function main(argv: readonly string[]): number {
   const out: string[] = ['', 'Test durations (slowest files; budgets in scripts/test-report/budgets.ts)'];
   for (const tier of tiers) {
     const budget = BUDGETS[tier];
-    if (budget === undefined) { over.push(`${tier}: no budget in budgets.ts`); continue; }
+    if (budget === undefined) {
+      over.push(`${tier}: no budget in budgets.ts`);
+      continue;
+    }
     const path = join(dir, `${tier}.jsonl`);
     let text: string;
-    try { text = readFileSync(path, 'utf8'); } catch {
+    try {
+      text = readFileSync(path, 'utf8');
+    } catch {
       over.push(`${tier}: no results at ${path} (the tier did not run)`);
       continue;
     }

@@ -80,7 +80,10 @@ export function compareNumbers(expected: Iterable<number>, storedRows: readonly 
     expected: want.size,
     stored: storedRows.length,
     lost: [...want].filter((n) => !counts.has(n)).sort(ascending),
-    duplicated: [...counts].filter(([, c]) => c > 1).map(([n]) => n).sort(ascending),
+    duplicated: [...counts]
+      .filter(([, c]) => c > 1)
+      .map(([n]) => n)
+      .sort(ascending),
     unexpected: [...counts.keys()].filter((n) => !want.has(n)).sort(ascending),
   };
 }
@@ -99,10 +102,7 @@ export async function checkStore(storeUrl: string, run: string, logged: { logDir
   await client.connect();
   try {
     const tag = `${DEFAULT_TAG_PREFIX}:${run}:`;
-    const result = await client.query<{ query: string }>(
-      "SELECT query FROM pglog.statements WHERE query LIKE $1 ESCAPE '\\'",
-      [`%${likePattern(tag)}%`],
-    );
+    const result = await client.query<{ query: string }>("SELECT query FROM pglog.statements WHERE query LIKE $1 ESCAPE '\\'", [`%${likePattern(tag)}%`]);
     // One number per row: the first tag of the run in its text.
     const storedRows = result.rows.flatMap((row) => parseSeqTags(row.query, run).slice(0, 1));
     return compareNumbers(expected, storedRows);

@@ -1,7 +1,7 @@
 // The server processes one test fixture starts (etcd, kube-apiserver, kubelet, ...): each
 // started in the fixture's directory, their output kept in a bounded buffer for failure
 // messages, stopped together in reverse start order (SIGTERM, SIGKILL after a grace period).
-import { type ChildProcess,spawn } from 'node:child_process';
+import { type ChildProcess, spawn } from 'node:child_process';
 
 export class ChildGroup {
   private readonly children: ChildProcess[] = [];
@@ -38,7 +38,9 @@ export class ChildGroup {
 
   /** SIGTERM in reverse start order (dependents first); SIGKILL to those still running after graceMs. */
   async stop(graceMs = 5000): Promise<void> {
-    const exits = this.children.map((c) => (c.exitCode !== null || c.signalCode !== null ? Promise.resolve() : new Promise<void>((r) => c.once('exit', () => r()))));
+    const exits = this.children.map((c) =>
+      c.exitCode !== null || c.signalCode !== null ? Promise.resolve() : new Promise<void>((r) => c.once('exit', () => r())),
+    );
     for (const c of [...this.children].reverse()) c.kill('SIGTERM');
     const timer = setTimeout(() => this.killAll(), graceMs);
     await Promise.all(exits);

@@ -6,8 +6,8 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
-import { type CollectorProcess,startCollector, writeTargetsFile } from './collector-process.ts';
-import { type LogServer, type LogServerOptions,startLogServer } from './log-server.ts';
+import { type CollectorProcess, startCollector, writeTargetsFile } from './collector-process.ts';
+import { type LogServer, type LogServerOptions, startLogServer } from './log-server.ts';
 import { startPostgres, type TestPostgres } from './postgres.ts';
 import { startSshServer, type TestSshServer } from './sshd.ts';
 
@@ -89,7 +89,10 @@ export function withPassword(url: string, password: string): string {
 
 /** The base64 body lines of a PEM / OpenSSH private key file (without the BEGIN/END lines). */
 export function privateKeyBodyLines(privateKeyFile: string): string[] {
-  return readFileSync(privateKeyFile, 'utf8').split(/\r?\n/).map((l) => l.trim()).filter((l) => l.length > 0 && !l.startsWith('-----'));
+  return readFileSync(privateKeyFile, 'utf8')
+    .split(/\r?\n/)
+    .map((l) => l.trim())
+    .filter((l) => l.length > 0 && !l.startsWith('-----'));
 }
 
 /**
@@ -154,17 +157,34 @@ export async function startCollectScenario(options: { name: string; logServer?: 
   const ssh = h.value;
   const server = l.value;
   const format = options.logServer?.logFormat ?? 'stderr';
-  const targetsFile = writeTargetsFile(work, [{
-    name: 'db1', host: ssh.host, port: ssh.port, user: ssh.user, privateKeyFile: ssh.privateKeyFile, knownHostsFile: ssh.knownHostsFile,
-    instances: [{
-      name: 'main', dataDirectory: server.dataDirectory, logDirectory: server.logDirectory, logFormat: format,
-      ...(options.logServer?.logLinePrefix !== undefined ? { logLinePrefix: options.logServer.logLinePrefix } : {}),
-    }],
-  }]);
+  const targetsFile = writeTargetsFile(work, [
+    {
+      name: 'db1',
+      host: ssh.host,
+      port: ssh.port,
+      user: ssh.user,
+      privateKeyFile: ssh.privateKeyFile,
+      knownHostsFile: ssh.knownHostsFile,
+      instances: [
+        {
+          name: 'main',
+          dataDirectory: server.dataDirectory,
+          logDirectory: server.logDirectory,
+          logFormat: format,
+          ...(options.logServer?.logLinePrefix !== undefined ? { logLinePrefix: options.logServer.logLinePrefix } : {}),
+        },
+      ],
+    },
+  ]);
   const outputFile = join(work, 'collector.log');
   const running = new Set<CollectorProcess>();
   return {
-    work, store, ssh, server, targetsFile, outputFile,
+    work,
+    store,
+    ssh,
+    server,
+    targetsFile,
+    outputFile,
     startCollector(args = [], storeUrl = store.url) {
       const c = startCollector({ targetsFile, storeUrl, args, outputFile });
       running.add(c);

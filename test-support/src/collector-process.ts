@@ -1,6 +1,6 @@
 // Runs the real `pglog collect` as a child process (the launcher users run), with a targets
 // file written for the test's SSH servers and PostgreSQL instances, and keeps its JSON log.
-import { type ChildProcess,spawn } from 'node:child_process';
+import { type ChildProcess, spawn } from 'node:child_process';
 import { appendFileSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -29,33 +29,47 @@ export interface TargetSpec {
   transport?: 'auto' | 'inproc' | 'proxy';
   instances: TargetInstanceSpec[];
   /** spec.collect, written as given; default: logs only. */
-  collect?: { logs?: boolean; activity?: boolean; locks?: boolean; statements?: boolean; databases?: boolean; intervalSeconds?: number; statisticsIntervalSeconds?: number };
+  collect?: {
+    logs?: boolean;
+    activity?: boolean;
+    locks?: boolean;
+    statements?: boolean;
+    databases?: boolean;
+    intervalSeconds?: number;
+    statisticsIntervalSeconds?: number;
+  };
 }
 
 /** Writes a targets file (a YAML stream; JSON is YAML) into `dir` and returns its path. */
 export function writeTargetsFile(dir: string, targets: readonly TargetSpec[]): string {
-  const docs = targets.map((t) => JSON.stringify({
-    apiVersion: 'pglog.io/v1alpha1',
-    kind: 'PostgresTarget',
-    metadata: { name: t.name },
-    spec: {
-      host: t.host,
-      port: t.port,
-      user: t.user,
-      transport: t.transport ?? 'inproc',
-      ssh: { privateKeyFile: t.privateKeyFile, knownHostsFile: t.knownHostsFile },
-      instances: t.instances.map((i) => ({
-        name: i.name,
-        dataDirectory: i.dataDirectory,
-        logDirectory: i.logDirectory,
-        logFormat: i.logFormat ?? 'stderr',
-        logLinePrefix: i.logLinePrefix ?? '%m [%p] %q%u@%d ',
-        encodings: { default: i.encodings?.default ?? 'UTF8', databases: i.encodings?.databases ?? {} },
-        ...(i.sql === undefined ? {} : { sql: i.sql }),
-      })),
-      ...(t.collect === undefined ? {} : { collect: t.collect }),
-    },
-  }, null, 2));
+  const docs = targets.map((t) =>
+    JSON.stringify(
+      {
+        apiVersion: 'pglog.io/v1alpha1',
+        kind: 'PostgresTarget',
+        metadata: { name: t.name },
+        spec: {
+          host: t.host,
+          port: t.port,
+          user: t.user,
+          transport: t.transport ?? 'inproc',
+          ssh: { privateKeyFile: t.privateKeyFile, knownHostsFile: t.knownHostsFile },
+          instances: t.instances.map((i) => ({
+            name: i.name,
+            dataDirectory: i.dataDirectory,
+            logDirectory: i.logDirectory,
+            logFormat: i.logFormat ?? 'stderr',
+            logLinePrefix: i.logLinePrefix ?? '%m [%p] %q%u@%d ',
+            encodings: { default: i.encodings?.default ?? 'UTF8', databases: i.encodings?.databases ?? {} },
+            ...(i.sql === undefined ? {} : { sql: i.sql }),
+          })),
+          ...(t.collect === undefined ? {} : { collect: t.collect }),
+        },
+      },
+      null,
+      2,
+    ),
+  );
   const file = join(dir, 'targets.yaml');
   writeFileSync(file, `${docs.join('\n---\n')}\n`);
   return file;
@@ -98,16 +112,31 @@ export function startCollector(options: StartCollectorOptions): CollectorProcess
   const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => {
     child.on('close', (code, signal) => resolve({ code, signal }));
   });
-  const output = (): string => { try { return readFileSync(outputFile, 'utf8'); } catch { return ''; } };
+  const output = (): string => {
+    try {
+      return readFileSync(outputFile, 'utf8');
+    } catch {
+      return '';
+    }
+  };
   return {
     pid: child.pid!,
     output,
-    logRecords: () => output().split('\n').flatMap((line) => {
-      if (!line.startsWith('{')) return [];
-      try { return [JSON.parse(line) as Record<string, unknown>]; } catch { return []; }
-    }),
+    logRecords: () =>
+      output()
+        .split('\n')
+        .flatMap((line) => {
+          if (!line.startsWith('{')) return [];
+          try {
+            return [JSON.parse(line) as Record<string, unknown>];
+          } catch {
+            return [];
+          }
+        }),
     exited,
-    kill: (signal) => { child.kill(signal); },
+    kill: (signal) => {
+      child.kill(signal);
+    },
     stop: async () => {
       const started = Date.now();
       child.kill('SIGTERM');
@@ -118,7 +147,12 @@ export function startCollector(options: StartCollectorOptions): CollectorProcess
 }
 
 /** Polls `check` until it returns true; fails with `what` and the last detail after `timeoutMs`. */
-export async function waitFor(check: () => Promise<boolean> | boolean, what: string, timeoutMs = 60_000, detail?: () => string | Promise<string>): Promise<void> {
+export async function waitFor(
+  check: () => Promise<boolean> | boolean,
+  what: string,
+  timeoutMs = 60_000,
+  detail?: () => string | Promise<string>,
+): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     if (await check()) return;

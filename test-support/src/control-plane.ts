@@ -4,7 +4,7 @@
 // PGLOG_KUBE_BIN). Everything listens on 127.0.0.1 on free ports, in a private directory,
 // with a bearer token in the system:masters group; it is all stopped and removed by stop()
 // and on process exit.
-import { type ChildProcess,execFile } from 'node:child_process';
+import { type ChildProcess, execFile } from 'node:child_process';
 import { generateKeyPairSync, randomBytes } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -63,9 +63,15 @@ export function runKubectl(kubeconfig: string, args: readonly string[], stdin?: 
   const done = new Promise<{ stdout: string; stderr: string }>((resolve, reject) => {
     let out = '';
     let err = '';
-    child.stdout!.on('data', (b: Buffer) => { out += b.toString(); });
-    child.stderr!.on('data', (b: Buffer) => { err += b.toString(); });
-    child.on('close', (code) => (code === 0 ? resolve({ stdout: out, stderr: err }) : reject(new Error(`kubectl ${args.join(' ')}: exit ${code}: ${err.trim()}`))));
+    child.stdout!.on('data', (b: Buffer) => {
+      out += b.toString();
+    });
+    child.stderr!.on('data', (b: Buffer) => {
+      err += b.toString();
+    });
+    child.on('close', (code) =>
+      code === 0 ? resolve({ stdout: out, stderr: err }) : reject(new Error(`kubectl ${args.join(' ')}: exit ${code}: ${err.trim()}`)),
+    );
   });
   child.stdin!.end(stdin ?? '');
   return done;
@@ -101,25 +107,42 @@ export async function startControlPlane(options: ControlPlaneOptions = {}): Prom
   const group = new ChildGroup(dir, 2000);
   const start = (name: string, command: string, args: string[]): ChildProcess => group.start(name, command, args);
   const kill = (): void => group.killAll();
-  const forget = onProcessExit(() => { kill(); rmSync(dir, { recursive: true, force: true }); });
+  const forget = onProcessExit(() => {
+    kill();
+    rmSync(dir, { recursive: true, force: true });
+  });
   const logs = (): string => group.logs();
   try {
     start('etcd', 'etcd', [
-      '--data-dir', join(dir, 'etcd'), '--name', 'pglog-test',
-      '--listen-client-urls', `http://127.0.0.1:${etcdClient}`, '--advertise-client-urls', `http://127.0.0.1:${etcdClient}`,
-      '--listen-peer-urls', `http://127.0.0.1:${etcdPeer}`, '--initial-advertise-peer-urls', `http://127.0.0.1:${etcdPeer}`,
-      '--initial-cluster', `pglog-test=http://127.0.0.1:${etcdPeer}`, '--unsafe-no-fsync',
+      '--data-dir',
+      join(dir, 'etcd'),
+      '--name',
+      'pglog-test',
+      '--listen-client-urls',
+      `http://127.0.0.1:${etcdClient}`,
+      '--advertise-client-urls',
+      `http://127.0.0.1:${etcdClient}`,
+      '--listen-peer-urls',
+      `http://127.0.0.1:${etcdPeer}`,
+      '--initial-advertise-peer-urls',
+      `http://127.0.0.1:${etcdPeer}`,
+      '--initial-cluster',
+      `pglog-test=http://127.0.0.1:${etcdPeer}`,
+      '--unsafe-no-fsync',
     ]);
     start('kube-apiserver', join(bin, 'kube-apiserver'), [
       `--etcd-servers=http://127.0.0.1:${etcdClient}`,
-      `--secure-port=${apiPort}`, `--bind-address=${bindAddress}`,
+      `--secure-port=${apiPort}`,
+      `--bind-address=${bindAddress}`,
       // No kubernetes.default endpoint to maintain when on loopback (a loopback address may not
       // be advertised); otherwise the endpoint pods reach through the Service's ClusterIP.
       ...(bindAddress === '127.0.0.1' ? ['--endpoint-reconciler-type=none'] : [`--advertise-address=${bindAddress}`]),
       `--cert-dir=${join(dir, 'certs')}`,
       '--service-account-issuer=https://kubernetes.default.svc',
-      `--service-account-key-file=${join(dir, 'sa.pub')}`, `--service-account-signing-key-file=${join(dir, 'sa.key')}`,
-      '--authorization-mode=RBAC', `--token-auth-file=${join(dir, 'tokens.csv')}`,
+      `--service-account-key-file=${join(dir, 'sa.pub')}`,
+      `--service-account-signing-key-file=${join(dir, 'sa.key')}`,
+      '--authorization-mode=RBAC',
+      `--token-auth-file=${join(dir, 'tokens.csv')}`,
       `--service-cluster-ip-range=${options.serviceRange ?? '10.0.0.0/24'}`,
       ...(options.apiserverArgs ?? []),
     ]);
@@ -127,18 +150,33 @@ export async function startControlPlane(options: ControlPlaneOptions = {}): Prom
     await waitReady(`${server}/readyz`, token, 'kube-apiserver', logs);
     const caCert = readFileSync(join(dir, 'certs', 'apiserver.crt'), 'utf8');
     const kubeconfig = join(dir, 'kubeconfig');
-    writeFileSync(kubeconfig, JSON.stringify({
-      apiVersion: 'v1', kind: 'Config', 'current-context': 'test',
-      clusters: [{ name: 'test', cluster: { server, 'certificate-authority-data': Buffer.from(caCert).toString('base64'), 'tls-server-name': 'kubernetes' } }],
-      users: [{ name: 'admin', user: { token } }],
-      contexts: [{ name: 'test', context: { cluster: 'test', user: 'admin', namespace: 'default' } }],
-    }), { mode: 0o600 });
+    writeFileSync(
+      kubeconfig,
+      JSON.stringify({
+        apiVersion: 'v1',
+        kind: 'Config',
+        'current-context': 'test',
+        clusters: [
+          { name: 'test', cluster: { server, 'certificate-authority-data': Buffer.from(caCert).toString('base64'), 'tls-server-name': 'kubernetes' } },
+        ],
+        users: [{ name: 'admin', user: { token } }],
+        contexts: [{ name: 'test', context: { cluster: 'test', user: 'admin', namespace: 'default' } }],
+      }),
+      { mode: 0o600 },
+    );
     if (options.controllerManager === true) {
       start('kube-controller-manager', join(bin, 'kube-controller-manager'), [
-        `--kubeconfig=${kubeconfig}`, `--authentication-kubeconfig=${kubeconfig}`, `--authorization-kubeconfig=${kubeconfig}`,
-        `--secure-port=${kcmPort}`, '--bind-address=127.0.0.1', '--leader-elect=false',
-        `--service-account-private-key-file=${join(dir, 'sa.key')}`, '--use-service-account-credentials=false',
-        '--controllers=*', '--cluster-cidr=10.1.0.0/16', '--allocate-node-cidrs=false',
+        `--kubeconfig=${kubeconfig}`,
+        `--authentication-kubeconfig=${kubeconfig}`,
+        `--authorization-kubeconfig=${kubeconfig}`,
+        `--secure-port=${kcmPort}`,
+        '--bind-address=127.0.0.1',
+        '--leader-elect=false',
+        `--service-account-private-key-file=${join(dir, 'sa.key')}`,
+        '--use-service-account-credentials=false',
+        '--controllers=*',
+        '--cluster-cidr=10.1.0.0/16',
+        '--allocate-node-cidrs=false',
         ...(options.controllerManagerArgs ?? []),
       ]);
       await waitReady(`https://127.0.0.1:${kcmPort}/healthz`, token, 'kube-controller-manager', logs);
@@ -146,7 +184,12 @@ export async function startControlPlane(options: ControlPlaneOptions = {}): Prom
     const kubectl = async (args: readonly string[], stdin?: string): Promise<string> => (await runKubectl(kubeconfig, args, stdin)).stdout;
     let stopped = false;
     return {
-      server, token, kubeconfig, caCert, kubectl, logs,
+      server,
+      token,
+      kubeconfig,
+      caCert,
+      kubectl,
+      logs,
       async stop() {
         if (stopped) return;
         stopped = true;

@@ -15,8 +15,8 @@ import { createKubeClient } from '@pglog/common/kube/client.ts';
 import type { KubeClient } from '@pglog/common/kube/client-types.ts';
 import { loadKubeconfigFile } from '@pglog/common/kube/config.ts';
 
-import { type ControlPlane,kubeBin } from './control-plane.ts';
-import { type RealNode, type RealNodeOptions,startRealNode } from './real-node.ts';
+import { type ControlPlane, kubeBin } from './control-plane.ts';
+import { type RealNode, type RealNodeOptions, startRealNode } from './real-node.ts';
 import { sleep } from './wait.ts';
 
 const run = promisify(execFile);
@@ -58,14 +58,20 @@ export interface E2eCluster {
 export const POD_SECURITY_WARNING = /would violate PodSecurity|PodSecurity "restricted"/;
 
 export async function startE2eCluster(options: E2eOptions): Promise<E2eCluster> {
-  if (options.image === undefined || options.image === '') throw new Error('PGLOG_TEST_IMAGE names the built image (make test and make e2e build it: make test-image)');
+  if (options.image === undefined || options.image === '')
+    throw new Error('PGLOG_TEST_IMAGE names the built image (make test and make e2e build it: make test-image)');
   const colon = options.image.lastIndexOf(':');
   const repository = colon > 0 ? options.image.slice(0, colon) : options.image;
   const tag = colon > 0 ? options.image.slice(colon + 1) : 'latest';
   const refs = [options.image, ...(options.extraTags ?? []).map((t) => `${repository}:${t}`)];
   for (const ref of refs.slice(1)) await run(options.docker, ['tag', options.image, ref]);
   const work = mkdtempSync(join(tmpdir(), 'pglog-e2e-'));
-  const helmEnv = { ...process.env, HELM_CACHE_HOME: join(work, 'helm-cache'), HELM_CONFIG_HOME: join(work, 'helm-config'), HELM_DATA_HOME: join(work, 'helm-data') };
+  const helmEnv = {
+    ...process.env,
+    HELM_CACHE_HOME: join(work, 'helm-cache'),
+    HELM_CONFIG_HOME: join(work, 'helm-config'),
+    HELM_DATA_HOME: join(work, 'helm-data'),
+  };
   let node: RealNode | undefined;
   let client: (KubeClient & { close(): void }) | undefined;
   const stop = async (): Promise<void> => {
@@ -79,13 +85,21 @@ export async function startE2eCluster(options: E2eOptions): Promise<E2eCluster> 
     const cp = node.cp;
     client = createKubeClient(await loadKubeconfigFile(cp.kubeconfig));
     const ns = options.namespace;
-    await cp.kubectl(['apply', '-f', '-'], JSON.stringify({
-      apiVersion: 'v1', kind: 'Namespace',
-      metadata: {
-        name: ns,
-        labels: { 'pod-security.kubernetes.io/enforce': 'restricted', 'pod-security.kubernetes.io/warn': 'restricted', 'pod-security.kubernetes.io/audit': 'restricted' },
-      },
-    }));
+    await cp.kubectl(
+      ['apply', '-f', '-'],
+      JSON.stringify({
+        apiVersion: 'v1',
+        kind: 'Namespace',
+        metadata: {
+          name: ns,
+          labels: {
+            'pod-security.kubernetes.io/enforce': 'restricted',
+            'pod-security.kubernetes.io/warn': 'restricted',
+            'pod-security.kubernetes.io/audit': 'restricted',
+          },
+        },
+      }),
+    );
     // The service account controller makes `default`; pods wait for it otherwise.
     for (let i = 0; !(await cp.kubectl(['-n', ns, 'get', 'serviceaccounts', '-o', 'name'])).includes('default'); i++) {
       if (i > 240) throw new Error(`no default ServiceAccount in ${ns} after 60 s`);
@@ -96,11 +110,19 @@ export async function startE2eCluster(options: E2eOptions): Promise<E2eCluster> 
         return await run(join(kubeBin(), 'helm'), [...args, '--kubeconfig', cp.kubeconfig, '--namespace', ns], { env: helmEnv, maxBuffer: 16 * 1024 * 1024 });
       } catch (e) {
         const err = e as Error & { stderr?: string };
-        throw new Error(`helm ${args.join(' ')}: ${err.message}\n${err.stderr ?? ''}\n--- pods of ${ns}:\n${node!.podLogs.all(ns).slice(-60).join('\n')}`, { cause: e });
+        throw new Error(`helm ${args.join(' ')}: ${err.message}\n${err.stderr ?? ''}\n--- pods of ${ns}:\n${node!.podLogs.all(ns).slice(-60).join('\n')}`, {
+          cause: e,
+        });
       }
     };
     const cluster: E2eCluster = {
-      node, cp, client, namespace: ns, work, repository, tag,
+      node,
+      cp,
+      client,
+      namespace: ns,
+      work,
+      repository,
+      tag,
       imageValues: (t = tag) => `image.repository=${repository},image.tag=${t}`,
       helm,
       kubectl: (args, stdin) => cp.kubectl(['-n', ns, ...args], stdin),

@@ -7,7 +7,9 @@ function runAll(): void {
   for (const cleanup of pending) {
     try {
       cleanup();
-    } catch { /* best effort: the process is exiting */ }
+    } catch {
+      /* best effort: the process is exiting */
+    }
   }
   pending.clear();
 }

@@ -7,7 +7,10 @@ import { setImmediate as turn } from 'node:timers/promises';
 import type { QueueClock } from '@pglog/common/kube/workqueue.ts';
 import type { Clock } from '@pglog/common/time/clock.ts';
 
-interface Timer { at: number; fn: () => void }
+interface Timer {
+  at: number;
+  fn: () => void;
+}
 
 export class FakeClock implements Clock, QueueClock {
   private time = 0;
@@ -35,10 +38,14 @@ export class FakeClock implements Clock, QueueClock {
         return;
       }
       const id = this.setTimeout(resolve, ms);
-      signal?.addEventListener('abort', () => {
-        this.clearTimeout(id);
-        reject(signal.reason as Error);
-      }, { once: true });
+      signal?.addEventListener(
+        'abort',
+        () => {
+          this.clearTimeout(id);
+          reject(signal.reason as Error);
+        },
+        { once: true },
+      );
     });
   }
 

@@ -5,21 +5,35 @@ import type { KubeClient } from '@pglog/common/kube/client-types.ts';
 import type { KubeObject } from '@pglog/common/kube/client-types.ts';
 import { COLLECTOR_POOLS, COLLECTOR_SHARDS, POSTGRES_TARGETS } from '@pglog/common/kube/resources.ts';
 
-export function poolObject(namespace: string, name: string, replicas: number, extra: Record<string, unknown> = {}): KubeObject & { spec: Record<string, unknown> } {
+export function poolObject(
+  namespace: string,
+  name: string,
+  replicas: number,
+  extra: Record<string, unknown> = {},
+): KubeObject & { spec: Record<string, unknown> } {
   return {
-    apiVersion: 'pglog.io/v1alpha1', kind: 'CollectorPool',
+    apiVersion: 'pglog.io/v1alpha1',
+    kind: 'CollectorPool',
     metadata: { name, namespace },
     spec: { replicas, store: { secretRef: { name: 'store', key: 'url' } }, ...extra },
   };
 }
 
-export function targetObject(namespace: string, name: string, pool: string, transport: 'auto' | 'inproc' | 'proxy' = 'auto'): KubeObject & { spec: Record<string, unknown> } {
+export function targetObject(
+  namespace: string,
+  name: string,
+  pool: string,
+  transport: 'auto' | 'inproc' | 'proxy' = 'auto',
+): KubeObject & { spec: Record<string, unknown> } {
   return {
-    apiVersion: 'pglog.io/v1alpha1', kind: 'PostgresTarget',
+    apiVersion: 'pglog.io/v1alpha1',
+    kind: 'PostgresTarget',
     metadata: { name, namespace },
     spec: {
-      host: `10.0.${Math.floor(Number(name.replace(/\D/g, '') || 0) / 250) % 250}.${Number(name.replace(/\D/g, '') || 0) % 250 + 1}`,
-      user: 'postgres', pool, transport,
+      host: `10.0.${Math.floor(Number(name.replace(/\D/g, '') || 0) / 250) % 250}.${(Number(name.replace(/\D/g, '') || 0) % 250) + 1}`,
+      user: 'postgres',
+      pool,
+      transport,
       ssh: { secretRef: { name: 'ssh' } },
       instances: [{ name: 'main', dataDirectory: '/var/lib/postgresql/15/main' }],
     },
@@ -38,7 +52,11 @@ export async function createAll(client: KubeClient, objects: readonly KubeObject
 }
 
 /** Target name → shard index, from the pool's CollectorShards. */
-export async function assignmentOf(client: KubeClient, namespace: string, pool: string): Promise<{ shards: CollectorShard[]; byTarget: Map<string, number>; duplicates: string[] }> {
+export async function assignmentOf(
+  client: KubeClient,
+  namespace: string,
+  pool: string,
+): Promise<{ shards: CollectorShard[]; byTarget: Map<string, number>; duplicates: string[] }> {
   const { items } = await client.list<CollectorShard>(COLLECTOR_SHARDS, namespace);
   const shards = items.filter((s) => s.spec.pool === pool).sort((a, b) => a.spec.index - b.spec.index);
   const byTarget = new Map<string, number>();
@@ -64,7 +82,9 @@ export async function eventually<T>(what: string, timeoutMs: number, check: () =
       last = e;
     }
     if (Date.now() > deadline) {
-      throw new Error(`${what}: not within ${timeoutMs} ms${last === undefined ? '' : ` (last error: ${last instanceof Error ? last.message : JSON.stringify(last)})`}${describe === undefined ? '' : `\n${describe()}`}`);
+      throw new Error(
+        `${what}: not within ${timeoutMs} ms${last === undefined ? '' : ` (last error: ${last instanceof Error ? last.message : JSON.stringify(last)})`}${describe === undefined ? '' : `\n${describe()}`}`,
+      );
     }
     await new Promise((r) => setTimeout(r, 200));
   }

@@ -101,7 +101,9 @@ export async function startLogServer(options: LogServerOptions = {}): Promise<Lo
       }
     }
   } catch (e) {
-    await cluster.dispose().catch(() => { /* the first error is the one to report */ });
+    await cluster.dispose().catch(() => {
+      /* the first error is the one to report */
+    });
     throw new Error(`startLogServer: creating databases in ${cluster.dir}: ${(e as Error).message}`, { cause: e });
   }
 
@@ -133,8 +135,12 @@ export async function startLogServer(options: LogServerOptions = {}): Promise<Lo
       await cluster.pgCtl(['logrotate']);
       for (let waited = 0; waited < 1500; waited += 50) {
         const now = currentLogfiles();
-        const reopened = now.length > 0 && now.split('\n').filter((l) => l.length > 0)
-          .every((line) => existsSync(join(dataDirectory, line.slice(line.indexOf(' ') + 1))));
+        const reopened =
+          now.length > 0 &&
+          now
+            .split('\n')
+            .filter((l) => l.length > 0)
+            .every((line) => existsSync(join(dataDirectory, line.slice(line.indexOf(' ') + 1))));
         if (timeNamed ? now !== before && now !== '' : reopened) return;
         await sleep(50);
       }

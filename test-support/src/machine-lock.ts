@@ -15,7 +15,11 @@ function holderAlive(dir: string): boolean {
     pid = Number(readFileSync(join(dir, 'pid'), 'utf8'));
   } catch {
     // Made but not yet named: alive unless that was long ago (a holder killed in between).
-    try { return Date.now() - statSync(dir).mtimeMs < 10_000; } catch { return false; }
+    try {
+      return Date.now() - statSync(dir).mtimeMs < 10_000;
+    } catch {
+      return false;
+    }
   }
   try {
     process.kill(pid, 0);
@@ -51,7 +55,11 @@ export async function acquireMachineLock(name: string, waitMs: number): Promise<
     }
     if (Date.now() > deadline) {
       let holder = '?';
-      try { holder = readFileSync(join(dir, 'pid'), 'utf8'); } catch { /* just released */ }
+      try {
+        holder = readFileSync(join(dir, 'pid'), 'utf8');
+      } catch {
+        /* just released */
+      }
       throw new Error(`${name}: still held by pid ${holder} after ${waitMs / 1000} s (${dir})`);
     }
     await sleep(500);

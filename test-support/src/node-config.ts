@@ -16,7 +16,10 @@ export interface NodeNetwork {
 
 /** A private range no other interface here uses (Docker's is 172.17.0.0/16). */
 export const defaultNodeNetwork: NodeNetwork = {
-  bridge: 'pglogbr0', podRange: '10.99.0.0/24', gateway: '10.99.0.1', serviceRange: '10.98.0.0/24',
+  bridge: 'pglogbr0',
+  podRange: '10.99.0.0/24',
+  gateway: '10.99.0.1',
+  serviceRange: '10.98.0.0/24',
 };
 
 export interface ContainerdPaths {
@@ -59,17 +62,25 @@ export function containerdConfig(p: ContainerdPaths): string {
 
 /** bridge + host-local (+ portmap for hostPorts); no masquerade: nothing leaves the machine. */
 export function cniConflist(net: NodeNetwork): string {
-  return JSON.stringify({
-    cniVersion: '1.0.0',
-    name: 'pglog-node',
-    plugins: [
-      {
-        type: 'bridge', bridge: net.bridge, isGateway: true, ipMasq: false, hairpinMode: true,
-        ipam: { type: 'host-local', ranges: [[{ subnet: net.podRange, gateway: net.gateway }]], routes: [{ dst: '0.0.0.0/0' }] },
-      },
-      { type: 'portmap', capabilities: { portMappings: true } },
-    ],
-  }, null, 2);
+  return JSON.stringify(
+    {
+      cniVersion: '1.0.0',
+      name: 'pglog-node',
+      plugins: [
+        {
+          type: 'bridge',
+          bridge: net.bridge,
+          isGateway: true,
+          ipMasq: false,
+          hairpinMode: true,
+          ipam: { type: 'host-local', ranges: [[{ subnet: net.podRange, gateway: net.gateway }]], routes: [{ dst: '0.0.0.0/0' }] },
+        },
+        { type: 'portmap', capabilities: { portMappings: true } },
+      ],
+    },
+    null,
+    2,
+  );
 }
 
 export interface KubeletOptions {
@@ -84,31 +95,35 @@ export interface KubeletOptions {
 
 /** The KubeletConfiguration (JSON is YAML). */
 export function kubeletConfig(o: KubeletOptions): string {
-  return JSON.stringify({
-    apiVersion: 'kubelet.config.k8s.io/v1beta1',
-    kind: 'KubeletConfiguration',
-    // This machine mounts cgroup v1, which kubelet 1.35+ refuses unless told otherwise.
-    failCgroupV1: false,
-    cgroupDriver: 'cgroupfs',
-    containerRuntimeEndpoint: `unix://${o.runtimeSocket}`,
-    address: o.net.gateway,
-    port: o.port,
-    readOnlyPort: 0,
-    healthzBindAddress: '127.0.0.1',
-    healthzPort: o.healthzPort,
-    // The API server's calls (logs, exec) authenticate with a client certificate of this CA;
-    // anything else is checked against the API server (TokenReview, SubjectAccessReview).
-    authentication: { anonymous: { enabled: false }, webhook: { enabled: true }, x509: { clientCAFile: o.clientCaFile } },
-    authorization: { mode: 'Webhook' },
-    podCIDR: o.net.podRange,
-    podLogsDir: o.podLogsDir,
-    clusterDomain: 'cluster.local',
-    resolvConf: '/etc/resolv.conf',
-    failSwapOn: false,
-    // A test machine's disk and memory are often fuller than the defaults allow.
-    evictionHard: { 'memory.available': '1Mi', 'nodefs.available': '1%', 'imagefs.available': '1%', 'nodefs.inodesFree': '1%' },
-    imageGCHighThresholdPercent: 100,
-    imageGCLowThresholdPercent: 99,
-    serializeImagePulls: false,
-  }, null, 2);
+  return JSON.stringify(
+    {
+      apiVersion: 'kubelet.config.k8s.io/v1beta1',
+      kind: 'KubeletConfiguration',
+      // This machine mounts cgroup v1, which kubelet 1.35+ refuses unless told otherwise.
+      failCgroupV1: false,
+      cgroupDriver: 'cgroupfs',
+      containerRuntimeEndpoint: `unix://${o.runtimeSocket}`,
+      address: o.net.gateway,
+      port: o.port,
+      readOnlyPort: 0,
+      healthzBindAddress: '127.0.0.1',
+      healthzPort: o.healthzPort,
+      // The API server's calls (logs, exec) authenticate with a client certificate of this CA;
+      // anything else is checked against the API server (TokenReview, SubjectAccessReview).
+      authentication: { anonymous: { enabled: false }, webhook: { enabled: true }, x509: { clientCAFile: o.clientCaFile } },
+      authorization: { mode: 'Webhook' },
+      podCIDR: o.net.podRange,
+      podLogsDir: o.podLogsDir,
+      clusterDomain: 'cluster.local',
+      resolvConf: '/etc/resolv.conf',
+      failSwapOn: false,
+      // A test machine's disk and memory are often fuller than the defaults allow.
+      evictionHard: { 'memory.available': '1Mi', 'nodefs.available': '1%', 'imagefs.available': '1%', 'nodefs.inodesFree': '1%' },
+      imageGCHighThresholdPercent: 100,
+      imageGCLowThresholdPercent: 99,
+      serializeImagePulls: false,
+    },
+    null,
+    2,
+  );
 }

@@ -51,7 +51,10 @@ export interface Cluster {
   dispose(): Promise<void>;
 }
 
-interface Owner { uid: number; gid: number }
+interface Owner {
+  uid: number;
+  gid: number;
+}
 
 function run(argv: readonly string[], cwd: string, owner: Owner | null, timeoutMs = 60_000): Promise<void> {
   const [file, ...args] = argv as [string, ...string[]];
@@ -97,7 +100,9 @@ export async function startCluster(spec: ClusterSpec): Promise<Cluster> {
       const [file, ...args] = pgCtlArgv(['-m', 'immediate', 'stop']) as [string, ...string[]];
       try {
         execFileSync(file, args, { cwd: dir, stdio: 'ignore', ...(owner ?? {}) });
-      } catch { /* already gone */ }
+      } catch {
+        /* already gone */
+      }
     }
     rmSync(dir, { recursive: true, force: true });
   };
@@ -110,7 +115,11 @@ export async function startCluster(spec: ClusterSpec): Promise<Cluster> {
       await run(pgCtlArgv(['-l', startupLog, '-w', '-t', '60', 'start']), dir, owner, 90_000);
     } catch (e) {
       let log = '';
-      try { log = readFileSync(startupLog, 'utf8'); } catch { /* no log written */ }
+      try {
+        log = readFileSync(startupLog, 'utf8');
+      } catch {
+        /* no log written */
+      }
       throw new Error(`${(e as Error).message}\n--- server log ${startupLog} ---\n${log}`, { cause: e });
     }
   };
@@ -135,33 +144,54 @@ export async function startCluster(spec: ClusterSpec): Promise<Cluster> {
     if (spec.tcp !== undefined) {
       appendFileSync(join(dataDir, 'pg_hba.conf'), `host all postgres ${spec.tcp.clientRange} scram-sha-256\n`);
     }
-    appendFileSync(join(dataDir, 'postgresql.conf'), [
-      '',
-      '# pglog test harness',
-      `listen_addresses = '${spec.tcp?.address ?? ''}'`,
-      `unix_socket_directories = '${socketDir}'`,
-      `port = ${port}`,
-      'fsync = off',
-      'synchronous_commit = off',
-      'full_page_writes = off',
-      'max_connections = 20',
-      'shared_buffers = 16MB',
-      ...(spec.settings ?? []),
-      '',
-    ].join('\n'));
+    appendFileSync(
+      join(dataDir, 'postgresql.conf'),
+      [
+        '',
+        '# pglog test harness',
+        `listen_addresses = '${spec.tcp?.address ?? ''}'`,
+        `unix_socket_directories = '${socketDir}'`,
+        `port = ${port}`,
+        'fsync = off',
+        'synchronous_commit = off',
+        'full_page_writes = off',
+        'max_connections = 20',
+        'shared_buffers = 16MB',
+        ...(spec.settings ?? []),
+        '',
+      ].join('\n'),
+    );
     initialized = true;
     await start();
     if (spec.tcp !== undefined) {
-      await run([`${PG_BIN}/psql`, '-X', '-q', '-h', socketDir, '-p', String(port), '-U', 'postgres', '-d', 'postgres',
-        '-c', `ALTER ROLE postgres PASSWORD '${password}'`], dir, owner);
+      await run(
+        [
+          `${PG_BIN}/psql`,
+          '-X',
+          '-q',
+          '-h',
+          socketDir,
+          '-p',
+          String(port),
+          '-U',
+          'postgres',
+          '-d',
+          'postgres',
+          '-c',
+          `ALTER ROLE postgres PASSWORD '${password}'`,
+        ],
+        dir,
+        owner,
+      );
     }
   } catch (e) {
-    await dispose().catch(() => { /* the start error is the one to report */ });
+    await dispose().catch(() => {
+      /* the start error is the one to report */
+    });
     throw new Error(`could not start a test PostgreSQL in ${dir}: ${(e as Error).message}`, { cause: e });
   }
 
-  const urlFor = (database: string): string =>
-    `postgresql://postgres@/${encodeURIComponent(database)}?host=${encodeURIComponent(socketDir)}&port=${port}`;
+  const urlFor = (database: string): string => `postgresql://postgres@/${encodeURIComponent(database)}?host=${encodeURIComponent(socketDir)}&port=${port}`;
   const tcpUrl = spec.tcp === undefined ? undefined : `postgresql://postgres:${password}@${spec.tcp.address}:${port}/postgres`;
   return { dir, dataDir, socketDir, port, url: urlFor('postgres'), urlFor, tcpUrl, start, stop, pgCtl, dispose };
 }

@@ -44,7 +44,10 @@ export function criLogLines(content: string): string[] {
     const tag = third < 0 ? line.slice(second + 1) : line.slice(second + 1, third);
     const text = third < 0 ? '' : line.slice(third + 1);
     const joined = (partial.get(stream) ?? '') + text;
-    if (tag === 'P') { partial.set(stream, joined); continue; }
+    if (tag === 'P') {
+      partial.set(stream, joined);
+      continue;
+    }
     partial.delete(stream);
     out.push(joined);
   }
@@ -90,14 +93,18 @@ export class PodLogKeeper {
             const st = statSync(source);
             if (!st.isFile()) continue;
             key = `${st.dev}:${st.ino}`;
-          } catch { continue; }
+          } catch {
+            continue;
+          }
           if (this.kept.has(key)) continue;
           const dir = join(this.keepDir, podDir, container);
           const path = join(dir, `${this.seq}-${file}`);
           try {
             mkdirSync(dir, { recursive: true });
             linkSync(source, path);
-          } catch { continue; }
+          } catch {
+            continue;
+          }
           this.kept.set(key, { namespace, pod, uid, container, seq: this.seq++, path });
         }
       }
@@ -107,7 +114,7 @@ export class PodLogKeeper {
   /** The text lines the matching containers wrote (stdout and stderr), in the order their files appeared. */
   lines(query: LogQuery): string[] {
     this.scan();
-    const podMatches = typeof query.pod === 'string' ? ((n: string): boolean => n === query.pod) : query.pod;
+    const podMatches = typeof query.pod === 'string' ? (n: string): boolean => n === query.pod : query.pod;
     return [...this.kept.values()]
       .filter((f) => f.namespace === query.namespace && podMatches(f.pod) && (query.container === undefined || f.container === query.container))
       .sort((a, b) => a.seq - b.seq)
@@ -121,5 +128,9 @@ export class PodLogKeeper {
 }
 
 function list(dir: string): string[] {
-  try { return readdirSync(dir); } catch { return []; }
+  try {
+    return readdirSync(dir);
+  } catch {
+    return [];
+  }
 }

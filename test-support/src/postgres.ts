@@ -4,7 +4,7 @@
 import { migrate } from '@pglog/collector/store/migrate.ts';
 import pg from 'pg';
 
-import { type ClusterSpec,startCluster } from './pg-cluster.ts';
+import { type ClusterSpec, startCluster } from './pg-cluster.ts';
 
 export { PG_BIN } from './pg-cluster.ts';
 

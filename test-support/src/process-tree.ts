@@ -39,7 +39,9 @@ export function descendants(root: number): number[] {
 function signal(pid: number, sig: NodeJS.Signals): void {
   try {
     process.kill(pid, sig);
-  } catch { /* already gone */ }
+  } catch {
+    /* already gone */
+  }
 }
 
 /**
@@ -72,7 +74,9 @@ export function killTree(root: number): void {
 /** The arguments of a live process (empty once it has exited). */
 export function cmdline(pid: number): string[] {
   try {
-    return readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').filter((a) => a !== '');
+    return readFileSync(`/proc/${pid}/cmdline`, 'utf8')
+      .split('\0')
+      .filter((a) => a !== '');
   } catch {
     return [];
   }

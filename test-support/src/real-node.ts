@@ -4,14 +4,14 @@
 // state), the CNI bridge of node-config.ts, kubelet and kube-proxy in iptables mode, all built
 // or installed by scripts/install-kube-tools.sh. stop() removes what it made: processes, pod
 // sandboxes, mounts under its directory, network namespaces, the bridge and the iptables rules.
-import { type ChildProcess,execFile, spawn } from 'node:child_process';
+import { type ChildProcess, execFile, spawn } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 
 import { ChildGroup } from './child-group.ts';
-import { type ControlPlane,kubeBin, runKubectl, startControlPlane } from './control-plane.ts';
+import { type ControlPlane, kubeBin, runKubectl, startControlPlane } from './control-plane.ts';
 import { onProcessExit } from './exit-cleanup.ts';
 import { acquireMachineLock } from './machine-lock.ts';
 import { cniConflist, containerdConfig, defaultNodeNetwork, kubeletConfig, type NodeNetwork } from './node-config.ts';
@@ -48,20 +48,66 @@ async function sh(cmd: string, args: readonly string[]): Promise<string> {
 }
 
 async function quiet(cmd: string, args: readonly string[]): Promise<void> {
-  try { await sh(cmd, args); } catch { /* best effort clean-up */ }
+  try {
+    await sh(cmd, args);
+  } catch {
+    /* best effort clean-up */
+  }
 }
 
 /** A CA and a client certificate of it in group system:masters, for the API server → kubelet. */
 async function kubeletClientCerts(dir: string): Promise<void> {
   const f = (n: string): string => join(dir, n);
-  await sh('openssl', ['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-days', '2', '-subj', '/CN=pglog-kubelet-client-ca', '-keyout', f('ca.key'), '-out', f('ca.crt')]);
-  await sh('openssl', ['req', '-newkey', 'rsa:2048', '-nodes', '-subj', '/O=system:masters/CN=kube-apiserver', '-keyout', f('client.key'), '-out', f('client.csr')]);
-  await sh('openssl', ['x509', '-req', '-in', f('client.csr'), '-CA', f('ca.crt'), '-CAkey', f('ca.key'), '-CAcreateserial', '-days', '2', '-out', f('client.crt')]);
+  await sh('openssl', [
+    'req',
+    '-x509',
+    '-newkey',
+    'rsa:2048',
+    '-nodes',
+    '-days',
+    '2',
+    '-subj',
+    '/CN=pglog-kubelet-client-ca',
+    '-keyout',
+    f('ca.key'),
+    '-out',
+    f('ca.crt'),
+  ]);
+  await sh('openssl', [
+    'req',
+    '-newkey',
+    'rsa:2048',
+    '-nodes',
+    '-subj',
+    '/O=system:masters/CN=kube-apiserver',
+    '-keyout',
+    f('client.key'),
+    '-out',
+    f('client.csr'),
+  ]);
+  await sh('openssl', [
+    'x509',
+    '-req',
+    '-in',
+    f('client.csr'),
+    '-CA',
+    f('ca.crt'),
+    '-CAkey',
+    f('ca.key'),
+    '-CAcreateserial',
+    '-days',
+    '2',
+    '-out',
+    f('client.crt'),
+  ]);
 }
 
 function ourMounts(dir: string): string[] {
-  return readFileSync('/proc/self/mountinfo', 'utf8').split('\n')
-    .map((l) => l.split(' ')[4] ?? '').filter((m) => m.startsWith(dir)).reverse();
+  return readFileSync('/proc/self/mountinfo', 'utf8')
+    .split('\n')
+    .map((l) => l.split(' ')[4] ?? '')
+    .filter((m) => m.startsWith(dir))
+    .reverse();
 }
 
 export interface RealNodeOptions {
@@ -77,8 +123,12 @@ async function pipeImage(refs: readonly string[], docker: string, socket: string
   const save = spawn(docker, ['save', ...refs], { stdio: ['ignore', 'pipe', 'pipe'] });
   const load = spawn('ctr', ['-a', socket, '-n', 'k8s.io', 'images', 'import', '-'], { stdio: ['pipe', 'pipe', 'pipe'] });
   let err = '';
-  save.stderr.on('data', (b: Buffer) => { err += b.toString(); });
-  load.stderr.on('data', (b: Buffer) => { err += b.toString(); });
+  save.stderr.on('data', (b: Buffer) => {
+    err += b.toString();
+  });
+  load.stderr.on('data', (b: Buffer) => {
+    err += b.toString();
+  });
   load.stdout.resume();
   save.stdout.pipe(load.stdin);
   const exit = (c: ChildProcess): Promise<number | null> => new Promise((r) => c.on('close', (code) => r(code)));
@@ -87,7 +137,11 @@ async function pipeImage(refs: readonly string[], docker: string, socket: string
 }
 
 function netnsNames(): string[] {
-  try { return readdirSync('/var/run/netns'); } catch { return []; }
+  try {
+    return readdirSync('/var/run/netns');
+  } catch {
+    return [];
+  }
 }
 
 export async function startRealNode(options: RealNodeOptions = {}): Promise<RealNode> {
@@ -104,14 +158,26 @@ export async function startRealNode(options: RealNodeOptions = {}): Promise<Real
   const podLogs = new PodLogKeeper(podLogsDir, join(dir, 'kept-logs'));
   let cp: ControlPlane | undefined;
   const killAll = (): void => group.killAll();
-  const cleanupSync = (): void => { killAll(); };
+  const cleanupSync = (): void => {
+    killAll();
+  };
   const forget = onProcessExit(cleanupSync);
 
   const stop = async (): Promise<void> => {
     // Pods first, while the kubelet and containerd still run: the CRI tears down their
     // sandboxes (CNI DEL: veths, IP leases) and unmounts their volumes.
     if (cp !== undefined) {
-      await quiet(join(bin, 'kubectl'), ['--kubeconfig', cp.kubeconfig, 'delete', 'pods', '--all', '--all-namespaces', '--grace-period=0', '--force', '--wait=false']);
+      await quiet(join(bin, 'kubectl'), [
+        '--kubeconfig',
+        cp.kubeconfig,
+        'delete',
+        'pods',
+        '--all',
+        '--all-namespaces',
+        '--grace-period=0',
+        '--force',
+        '--wait=false',
+      ]);
       for (let i = 0; i < 60; i++) {
         const tasks = await sh('ctr', ['-a', socket, '-n', 'k8s.io', 'tasks', 'ls', '-q']).catch(() => '');
         if (tasks.trim() === '') break;
@@ -157,26 +223,48 @@ export async function startRealNode(options: RealNodeOptions = {}): Promise<Real
       serviceRange: net.serviceRange,
       apiserverArgs: [
         '--kubelet-preferred-address-types=InternalIP',
-        `--kubelet-client-certificate=${join(dir, 'client.crt')}`, `--kubelet-client-key=${join(dir, 'client.key')}`,
+        `--kubelet-client-certificate=${join(dir, 'client.crt')}`,
+        `--kubelet-client-key=${join(dir, 'client.key')}`,
         ...(options.apiserverArgs ?? []),
       ],
       ...(options.controllerManagerArgs === undefined ? {} : { controllerManagerArgs: options.controllerManagerArgs }),
     });
-    const [schedPort, kubeletPort, kubeletHealthz, proxyHealthz, proxyMetrics] = [await freePort(), await freePort(), await freePort(), await freePort(), await freePort()];
+    const [schedPort, kubeletPort, kubeletHealthz, proxyHealthz, proxyMetrics] = [
+      await freePort(),
+      await freePort(),
+      await freePort(),
+      await freePort(),
+      await freePort(),
+    ];
     start('kube-scheduler', join(bin, 'kube-scheduler'), [
-      `--kubeconfig=${cp.kubeconfig}`, `--authentication-kubeconfig=${cp.kubeconfig}`, `--authorization-kubeconfig=${cp.kubeconfig}`,
-      `--secure-port=${schedPort}`, '--bind-address=127.0.0.1', '--leader-elect=false',
+      `--kubeconfig=${cp.kubeconfig}`,
+      `--authentication-kubeconfig=${cp.kubeconfig}`,
+      `--authorization-kubeconfig=${cp.kubeconfig}`,
+      `--secure-port=${schedPort}`,
+      '--bind-address=127.0.0.1',
+      '--leader-elect=false',
     ]);
 
     const cniConfDir = join(dir, 'cni');
     mkdirSync(cniConfDir);
     writeFileSync(join(cniConfDir, '10-pglog.conflist'), cniConflist(net));
-    writeFileSync(join(dir, 'containerd.toml'), containerdConfig({
-      root: join(dir, 'containerd-root'), state: join(dir, 'containerd-state'), socket, cniConfDir, cniBinDir: '/usr/lib/cni', sandboxImage,
-    }));
+    writeFileSync(
+      join(dir, 'containerd.toml'),
+      containerdConfig({
+        root: join(dir, 'containerd-root'),
+        state: join(dir, 'containerd-state'),
+        socket,
+        cniConfDir,
+        cniBinDir: '/usr/lib/cni',
+        sandboxImage,
+      }),
+    );
     start('containerd', 'containerd', ['--config', join(dir, 'containerd.toml')]);
     for (let i = 0; ; i++) {
-      try { await sh('ctr', ['-a', socket, 'version']); break; } catch (e) {
+      try {
+        await sh('ctr', ['-a', socket, 'version']);
+        break;
+      } catch (e) {
         if (i > 120) throw new Error(`containerd did not start: ${String(e)}\n${group.logs().slice(-4000)}`);
         await sleep(250);
       }
@@ -184,25 +272,42 @@ export async function startRealNode(options: RealNodeOptions = {}): Promise<Real
     const pause = (await sh(join(repoRoot, 'scripts/build-pause-image.sh'), [sandboxImage])).trim();
     await sh('ctr', ['-a', socket, '-n', 'k8s.io', 'images', 'import', pause]);
 
-    writeFileSync(join(dir, 'kubelet.json'), kubeletConfig({ runtimeSocket: socket, clientCaFile: join(dir, 'ca.crt'), port: kubeletPort, healthzPort: kubeletHealthz, net, podLogsDir }));
+    writeFileSync(
+      join(dir, 'kubelet.json'),
+      kubeletConfig({ runtimeSocket: socket, clientCaFile: join(dir, 'ca.crt'), port: kubeletPort, healthzPort: kubeletHealthz, net, podLogsDir }),
+    );
     start('kubelet', join(bin, 'kubelet'), [
-      `--config=${join(dir, 'kubelet.json')}`, `--kubeconfig=${cp.kubeconfig}`, `--root-dir=${join(dir, 'kubelet')}`,
-      `--cert-dir=${join(dir, 'kubelet-pki')}`, `--hostname-override=${nodeName}`, `--node-ip=${net.gateway}`,
+      `--config=${join(dir, 'kubelet.json')}`,
+      `--kubeconfig=${cp.kubeconfig}`,
+      `--root-dir=${join(dir, 'kubelet')}`,
+      `--cert-dir=${join(dir, 'kubelet-pki')}`,
+      `--hostname-override=${nodeName}`,
+      `--node-ip=${net.gateway}`,
     ]);
     start('kube-proxy', join(bin, 'kube-proxy'), [
-      `--kubeconfig=${cp.kubeconfig}`, '--proxy-mode=iptables', `--hostname-override=${nodeName}`,
-      `--cluster-cidr=${net.podRange}`, `--bind-address=${net.gateway}`, `--nodeport-addresses=${net.gateway}/32`,
-      `--healthz-bind-address=127.0.0.1:${proxyHealthz}`, `--metrics-bind-address=127.0.0.1:${proxyMetrics}`,
+      `--kubeconfig=${cp.kubeconfig}`,
+      '--proxy-mode=iptables',
+      `--hostname-override=${nodeName}`,
+      `--cluster-cidr=${net.podRange}`,
+      `--bind-address=${net.gateway}`,
+      `--nodeport-addresses=${net.gateway}/32`,
+      `--healthz-bind-address=127.0.0.1:${proxyHealthz}`,
+      `--metrics-bind-address=127.0.0.1:${proxyMetrics}`,
       // Leave the machine's conntrack sysctls alone.
       '--conntrack-max-per-core=0',
     ]);
     podLogs.start();
     const controlPlane = cp;
     return {
-      cp, nodeName, network: net, podLogs,
+      cp,
+      nodeName,
+      network: net,
+      podLogs,
       importDockerImage: (refs, docker = 'docker') => pipeImage(typeof refs === 'string' ? [refs] : refs, docker, socket),
       tasks: async () => (await sh('ctr', ['-a', socket, '-n', 'k8s.io', 'tasks', 'ls', '-q'])).split('\n').filter(Boolean),
-      killContainer: async (id) => { await sh('ctr', ['-a', socket, '-n', 'k8s.io', 'tasks', 'kill', '-s', 'SIGKILL', id.replace(/^containerd:\/\//, '')]); },
+      killContainer: async (id) => {
+        await sh('ctr', ['-a', socket, '-n', 'k8s.io', 'tasks', 'kill', '-s', 'SIGKILL', id.replace(/^containerd:\/\//, '')]);
+      },
       kubectlWithWarnings: (args, stdin) => runKubectl(controlPlane.kubeconfig, args, stdin),
       logs: () => `${cp?.logs() ?? ''}${group.logs()}`,
       stop,

@@ -105,7 +105,9 @@ export function startSeqLoad(url: string, options: SeqLoadOptions): SeqLoad {
         if (client === null) {
           const fresh = new pg.Client({ connectionString, application_name: 'pglog-seq-load', connectionTimeoutMillis: 10_000, query_timeout: 30_000 });
           // A connection lost between statements emits 'error' on the idle client: the next query fails and reconnects.
-          fresh.on('error', () => { /* handled by the failing query */ });
+          fresh.on('error', () => {
+            /* handled by the failing query */
+          });
           client = fresh;
           await fresh.connect();
         }
@@ -115,11 +117,17 @@ export function startSeqLoad(url: string, options: SeqLoadOptions): SeqLoad {
         failed++;
         const broken: pg.Client | null = client;
         client = null;
-        if (broken !== null) await broken.end().catch(() => { /* already closed */ });
+        if (broken !== null)
+          await broken.end().catch(() => {
+            /* already closed */
+          });
         if (!stopping) await sleep(100); // the server may be restarting: do not spin
       }
     }
-    if (client !== null) await client.end().catch(() => { /* already closed */ });
+    if (client !== null)
+      await client.end().catch(() => {
+        /* already closed */
+      });
   }
 
   const workers = Array.from({ length: Math.max(1, options.connections ?? 2) }, () => worker());

@@ -54,8 +54,13 @@ function loginFields(name: string): { shell: string; password: string } {
   const passwd = execFileSync('getent', ['passwd', name], { encoding: 'utf8' }).trim().split(':');
   let password = '';
   try {
-    password = execFileSync('getent', ['shadow', name], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim().split(':')[1] ?? '';
-  } catch { /* no shadow entry readable: the passwd field decides */ }
+    password =
+      execFileSync('getent', ['shadow', name], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] })
+        .trim()
+        .split(':')[1] ?? '';
+  } catch {
+    /* no shadow entry readable: the passwd field decides */
+  }
   return { shell: passwd[6] ?? '', password };
 }
 

@@ -41,37 +41,94 @@ export interface ShardCollectorOptions {
 export function launchShardCollector(options: ShardCollectorOptions): ShardCollector {
   const { shard } = options;
   const file = join(options.dir, `${shard}.log`);
-  const child = spawn(PGLOG, [
-    'collect', '--shard', shard, '--kubeconfig', options.kubeconfig, '--namespace', options.namespace, '--listen', 'off', '--log-level', 'debug',
-    '--status-interval', '2', '--resolve-interval', '5', '--batch-ms', '200', ...(options.extraArgs ?? []),
-  ], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, PGLOG_STORE_URL: options.storeUrl, POD_NAME: `pod-${shard}` } });
+  const child = spawn(
+    PGLOG,
+    [
+      'collect',
+      '--shard',
+      shard,
+      '--kubeconfig',
+      options.kubeconfig,
+      '--namespace',
+      options.namespace,
+      '--listen',
+      'off',
+      '--log-level',
+      'debug',
+      '--status-interval',
+      '2',
+      '--resolve-interval',
+      '5',
+      '--batch-ms',
+      '200',
+      ...(options.extraArgs ?? []),
+    ],
+    { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, PGLOG_STORE_URL: options.storeUrl, POD_NAME: `pod-${shard}` } },
+  );
   child.stdout.on('data', (b: Buffer) => appendFileSync(file, b));
   child.stderr.on('data', (b: Buffer) => appendFileSync(file, b));
   const exited = new Promise<number | null>((resolve) => child.on('close', (code) => resolve(code)));
-  const output = (): string => { try { return readFileSync(file, 'utf8'); } catch { return ''; } };
-  const records = (): Array<Record<string, unknown>> => output().split('\n').flatMap((l) => {
-    if (!l.startsWith('{')) return [];
-    try { return [JSON.parse(l) as Record<string, unknown>]; } catch { return []; }
-  });
+  const output = (): string => {
+    try {
+      return readFileSync(file, 'utf8');
+    } catch {
+      return '';
+    }
+  };
+  const records = (): Array<Record<string, unknown>> =>
+    output()
+      .split('\n')
+      .flatMap((l) => {
+        if (!l.startsWith('{')) return [];
+        try {
+          return [JSON.parse(l) as Record<string, unknown>];
+        } catch {
+          return [];
+        }
+      });
   return {
     shard,
     pid: child.pid!,
     output,
     records,
-    childPids: () => [...new Set(records().filter((r) => typeof r['msg'] === 'string' && r['msg'].startsWith('pglog collect starting for CollectorShard')).map((r) => Number(r['pid'])))],
+    childPids: () => [
+      ...new Set(
+        records()
+          .filter((r) => typeof r['msg'] === 'string' && r['msg'].startsWith('pglog collect starting for CollectorShard'))
+          .map((r) => Number(r['pid'])),
+      ),
+    ],
     tail: (lines = 40) => output().split('\n').slice(-lines).join('\n'),
     exited,
-    stop: async () => { child.kill('SIGTERM'); return exited; },
+    stop: async () => {
+      child.kill('SIGTERM');
+      return exited;
+    },
   };
 }
 
 /** A PostgresTarget (cluster form: the key in the Secret `secret`) for a log server reached through the test sshd. */
-export function logServerTarget(name: string, secret: string, ssh: TestSshServer, server: LogServer, extraSpec: Record<string, unknown> = {}, extraInstance: Record<string, unknown> = {}): Record<string, unknown> {
+export function logServerTarget(
+  name: string,
+  secret: string,
+  ssh: TestSshServer,
+  server: LogServer,
+  extraSpec: Record<string, unknown> = {},
+  extraInstance: Record<string, unknown> = {},
+): Record<string, unknown> {
   return {
-    apiVersion: 'pglog.io/v1alpha1', kind: 'PostgresTarget', metadata: { name },
+    apiVersion: 'pglog.io/v1alpha1',
+    kind: 'PostgresTarget',
+    metadata: { name },
     spec: {
-      host: ssh.host, port: ssh.port, user: ssh.user, ssh: { secretRef: { name: secret } }, transport: 'auto',
-      instances: [{ name: 'main', dataDirectory: server.dataDirectory, logDirectory: server.logDirectory, logLinePrefix: '%m [%p] %q%u@%d ', ...extraInstance }],
+      host: ssh.host,
+      port: ssh.port,
+      user: ssh.user,
+      ssh: { secretRef: { name: secret } },
+      transport: 'auto',
+      instances: [
+        { name: 'main', dataDirectory: server.dataDirectory, logDirectory: server.logDirectory, logLinePrefix: '%m [%p] %q%u@%d ', ...extraInstance },
+      ],
       ...extraSpec,
     },
   };

@@ -74,7 +74,6 @@ function randomLoopbackAddress(): string {
   return `127.0.0.${2 + Math.floor(Math.random() * 253)}`;
 }
 
-
 function loginUser(name: string | undefined): SystemUser {
   if (!isRoot()) {
     const me = currentUser();
@@ -119,7 +118,7 @@ export async function startSshServer(options: SshServerOptions = {}): Promise<Te
     mkdirSync('/run/sshd', { recursive: true, mode: 0o755 }); // privilege separation directory
   }
   const host = options.address ?? randomLoopbackAddress();
-  let port = options.port ?? await freePort(host);
+  let port = options.port ?? (await freePort(host));
   const dir = mkdtempSync(join(tmpdir(), 'pglog-sshd-'));
   // The login user reads authorized_keys through it and tests let remote commands write here.
   chmodSync(dir, 0o755);
@@ -140,42 +139,47 @@ export async function startSshServer(options: SshServerOptions = {}): Promise<Te
     const caFile = join(dir, 'host_ca');
     generateKey(caFile, 'pglog-test-host-ca');
     // Principal: the address clients connect to (OpenSSH checks it against the host name).
-    execFileSync('ssh-keygen', ['-q', '-s', caFile, '-I', 'pglog-test-host', '-h', '-n', host, '-V', '-5m:+1d', `${hostKeyFile}.pub`], { stdio: ['ignore', 'ignore', 'pipe'] });
+    execFileSync('ssh-keygen', ['-q', '-s', caFile, '-I', 'pglog-test-host', '-h', '-n', host, '-V', '-5m:+1d', `${hostKeyFile}.pub`], {
+      stdio: ['ignore', 'ignore', 'pipe'],
+    });
     const [caType, caKey] = readFileSync(`${caFile}.pub`, 'utf8').trim().split(/\s+/);
     caPublicKey = `${caType} ${caKey}`;
   }
 
   const writeConfig = (): void => {
-    writeFileSync(configFile, [
-      `ListenAddress ${host}:${port}`,
-      `HostKey ${hostKeyFile}`,
-      ...(caPublicKey === null ? [] : [`HostCertificate ${hostKeyFile}-cert.pub`]),
-      `AuthorizedKeysFile ${authorizedKeysFile}`,
-      `AllowUsers ${user.name}`,
-      'PubkeyAuthentication yes',
-      'PasswordAuthentication no',
-      'KbdInteractiveAuthentication no',
-      'UsePAM no',
-      'StrictModes no',
-      'PermitRootLogin no',
-      'PermitUserEnvironment no',
-      `PidFile ${join(dir, 'sshd.pid')}`,
-      `MaxSessions ${options.maxSessions ?? 10}`,
-      'MaxStartups 100:30:200',
-      'LogLevel VERBOSE',
-      'ClientAliveInterval 0',
-      'UseDNS no',
-      'PrintMotd no',
-      'PrintLastLog no',
-      'X11Forwarding no',
-      `AllowTcpForwarding ${options.allowLocalForwarding === true ? 'local' : 'no'}`,
-      // The test user's home may not exist (system users get /nonexistent), and it cannot be
-      // changed while that user runs test PostgreSQL servers. sshd prints "Could not chdir to
-      // home directory" into every command's stderr unless the session is chrooted; a chroot
-      // to / changes nothing else.
-      ...(isRoot() ? ['ChrootDirectory /'] : []),
-      '',
-    ].join('\n'));
+    writeFileSync(
+      configFile,
+      [
+        `ListenAddress ${host}:${port}`,
+        `HostKey ${hostKeyFile}`,
+        ...(caPublicKey === null ? [] : [`HostCertificate ${hostKeyFile}-cert.pub`]),
+        `AuthorizedKeysFile ${authorizedKeysFile}`,
+        `AllowUsers ${user.name}`,
+        'PubkeyAuthentication yes',
+        'PasswordAuthentication no',
+        'KbdInteractiveAuthentication no',
+        'UsePAM no',
+        'StrictModes no',
+        'PermitRootLogin no',
+        'PermitUserEnvironment no',
+        `PidFile ${join(dir, 'sshd.pid')}`,
+        `MaxSessions ${options.maxSessions ?? 10}`,
+        'MaxStartups 100:30:200',
+        'LogLevel VERBOSE',
+        'ClientAliveInterval 0',
+        'UseDNS no',
+        'PrintMotd no',
+        'PrintLastLog no',
+        'X11Forwarding no',
+        `AllowTcpForwarding ${options.allowLocalForwarding === true ? 'local' : 'no'}`,
+        // The test user's home may not exist (system users get /nonexistent), and it cannot be
+        // changed while that user runs test PostgreSQL servers. sshd prints "Could not chdir to
+        // home directory" into every command's stderr unless the session is chrooted; a chroot
+        // to / changes nothing else.
+        ...(isRoot() ? ['ChrootDirectory /'] : []),
+        '',
+      ].join('\n'),
+    );
   };
   const writeKnownHosts = (): void => {
     const [type, key] = readFileSync(`${hostKeyFile}.pub`, 'utf8').trim().split(/\s+/);

@@ -17,7 +17,7 @@ import { readCrds } from '@pglog/cli/crds-command.ts';
 import { isPglogError } from '@pglog/common/errors.ts';
 import type { KubeClient, KubeObject, ResourceType } from '@pglog/common/kube/client-types.ts';
 import { COLLECTOR_SHARDS, POSTGRES_TARGETS, STATEFUL_SETS } from '@pglog/common/kube/resources.ts';
-import { type E2eCluster,POD_SECURITY_WARNING, startE2eCluster } from '@pglog/test-support/e2e-cluster.ts';
+import { type E2eCluster, POD_SECURITY_WARNING, startE2eCluster } from '@pglog/test-support/e2e-cluster.ts';
 import { assignmentOf, eventually, targetObject } from '@pglog/test-support/fleet.ts';
 
 const ROOT = join(import.meta.dirname, '../../..');
@@ -27,10 +27,19 @@ const PREVIOUS = '60210b1';
 const NS = 'pglog-up';
 const RELEASE = 'pglog';
 const POOL = 'main';
-const CRDS: ResourceType = { group: 'apiextensions.k8s.io', version: 'v1', plural: 'customresourcedefinitions', kind: 'CustomResourceDefinition', namespaced: false };
+const CRDS: ResourceType = {
+  group: 'apiextensions.k8s.io',
+  version: 'v1',
+  plural: 'customresourcedefinitions',
+  kind: 'CustomResourceDefinition',
+  namespaced: false,
+};
 
 type Target = KubeObject & { spec: Record<string, unknown> };
-type Crd = KubeObject & { metadata: { managedFields?: Array<{ manager: string }> }; spec: { versions: Array<{ schema: { openAPIV3Schema: { properties: { spec: { properties: Record<string, unknown> } } } } }> } };
+type Crd = KubeObject & {
+  metadata: { managedFields?: Array<{ manager: string }> };
+  spec: { versions: Array<{ schema: { openAPIV3Schema: { properties: { spec: { properties: Record<string, unknown> } } } } }> };
+};
 
 describe('helm upgrade from the previous chart', { timeout: 600_000 }, () => {
   let cluster: E2eCluster;
@@ -59,7 +68,10 @@ describe('helm upgrade from the previous chart', { timeout: 600_000 }, () => {
   const startAtOf = async (name: string): Promise<unknown> => (await client.get<Target>(POSTGRES_TARGETS, NS, name))?.spec['startAt'];
   // On the node's gateway at a closed port: the collectors' SSH connections fail at once, and
   // stay on this machine.
-  const withStartAt = (name: string): Target => ({ ...targetObject(NS, name, POOL), spec: { ...targetObject(NS, name, POOL).spec, host: cluster.node.network.gateway, port: 1, startAt: 'now' } });
+  const withStartAt = (name: string): Target => ({
+    ...targetObject(NS, name, POOL),
+    spec: { ...targetObject(NS, name, POOL).spec, host: cluster.node.network.gateway, port: 1, startAt: 'now' },
+  });
   const applyTarget = async (name: string): Promise<void> => {
     await kubectl(['apply', '--server-side', '-f', '-'], JSON.stringify(withStartAt(name)));
   };
@@ -87,7 +99,10 @@ describe('helm upgrade from the previous chart', { timeout: 600_000 }, () => {
 
     for (const name of ['collectorpools.pglog.io', 'collectorshards.pglog.io', 'postgrestargets.pglog.io']) {
       const crd = await client.get<Crd>(CRDS, undefined, name);
-      assert.ok(crd?.metadata.managedFields?.some((f) => f.manager === 'pglog-crds'), `${name} applied by the hook`);
+      assert.ok(
+        crd?.metadata.managedFields?.some((f) => f.manager === 'pglog-crds'),
+        `${name} applied by the hook`,
+      );
     }
     const targets = await client.get<Crd>(CRDS, undefined, 'postgrestargets.pglog.io');
     assert.ok('startAt' in targets!.spec.versions[0]!.schema.openAPIV3Schema.properties.spec.properties, 'the new schema has spec.startAt');
@@ -114,10 +129,10 @@ describe('helm upgrade from the previous chart', { timeout: 600_000 }, () => {
   test('helm uninstall leaves the CRDs and the PostgresTargets', async () => {
     await cluster.helm(['uninstall', RELEASE, '--wait', '--timeout', '90s']);
     for (const name of ['collectorpools.pglog.io', 'collectorshards.pglog.io', 'postgrestargets.pglog.io']) {
-      assert.ok(await client.get<KubeObject>(CRDS, undefined, name) !== null, `${name} is still there`);
+      assert.ok((await client.get<KubeObject>(CRDS, undefined, name)) !== null, `${name} is still there`);
     }
     assert.equal(await startAtOf('db1'), 'now');
-    assert.ok(await client.get<Target>(POSTGRES_TARGETS, NS, 'db2') !== null);
+    assert.ok((await client.get<Target>(POSTGRES_TARGETS, NS, 'db2')) !== null);
   });
 
   test('helm install of this chart over CRDs that exist: the pre-install hook applies them again', async () => {
@@ -133,8 +148,17 @@ describe('helm upgrade from the previous chart', { timeout: 600_000 }, () => {
   test('pglog crds apply takes pglog.io CRDs only', () => {
     const dir = join(cluster.work, 'foreign');
     mkdirSync(dir);
-    writeFileSync(join(dir, 'other.yaml'), 'apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata:\n  name: widgets.example.com\nspec:\n  group: example.com\n');
-    assert.throws(() => readCrds(dir), (e: unknown) => isPglogError(e) && /only pglog\.io CustomResourceDefinitions/.test((e as Error).message));
-    assert.deepEqual(readCrds(join(CHART, 'crds')).map((c) => c.metadata.name), ['collectorpools.pglog.io', 'collectorshards.pglog.io', 'postgrestargets.pglog.io']);
+    writeFileSync(
+      join(dir, 'other.yaml'),
+      'apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata:\n  name: widgets.example.com\nspec:\n  group: example.com\n',
+    );
+    assert.throws(
+      () => readCrds(dir),
+      (e: unknown) => isPglogError(e) && /only pglog\.io CustomResourceDefinitions/.test((e as Error).message),
+    );
+    assert.deepEqual(
+      readCrds(join(CHART, 'crds')).map((c) => c.metadata.name),
+      ['collectorpools.pglog.io', 'collectorshards.pglog.io', 'postgrestargets.pglog.io'],
+    );
   });
 });

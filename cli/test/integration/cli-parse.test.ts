@@ -2,7 +2,7 @@
 // the bad inputs that must give counted, reported outcomes instead of a crash.
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync, rmSync,writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, test } from 'node:test';
@@ -14,22 +14,42 @@ const dir = mkdtempSync(join(tmpdir(), 'pglog-cli-'));
 after(() => rmSync(dir, { recursive: true, force: true }));
 
 const PREFIX = '%m [%p] %q%u@%d ';
-const LOG = Buffer.from([
-  '2026-11-21 10:00:00.001 UTC [100] app@shop LOG:  duration: 1.500 ms  statement: SELECT * FROM items WHERE id = 1',
-  '2026-11-21 10:00:00.002 UTC [100] app@shop LOG:  duration: 2.500 ms  statement: SELECT * FROM items WHERE id = 2',
-  '2026-11-21 10:00:00.003 UTC [101] app@shop ERROR:  relation "nope" does not exist at character 15',
-  '2026-11-21 10:00:00.003 UTC [101] app@shop STATEMENT:  SELECT * FROM nope',
-  '2026-11-21 10:00:00.004 UTC [102] LOG:  checkpoint starting: time',
-  '2026-11-21 10:00:00.005 UTC [100] app@shop LOG:  duration: 0.250 ms  statement: UPDATE items',
-  '\tSET n = 3',
-  '\tWHERE id = 7',
-  '',
-].join('\n'));
+const LOG = Buffer.from(
+  [
+    '2026-11-21 10:00:00.001 UTC [100] app@shop LOG:  duration: 1.500 ms  statement: SELECT * FROM items WHERE id = 1',
+    '2026-11-21 10:00:00.002 UTC [100] app@shop LOG:  duration: 2.500 ms  statement: SELECT * FROM items WHERE id = 2',
+    '2026-11-21 10:00:00.003 UTC [101] app@shop ERROR:  relation "nope" does not exist at character 15',
+    '2026-11-21 10:00:00.003 UTC [101] app@shop STATEMENT:  SELECT * FROM nope',
+    '2026-11-21 10:00:00.004 UTC [102] LOG:  checkpoint starting: time',
+    '2026-11-21 10:00:00.005 UTC [100] app@shop LOG:  duration: 0.250 ms  statement: UPDATE items',
+    '\tSET n = 3',
+    '\tWHERE id = 7',
+    '',
+  ].join('\n'),
+);
 
 interface Summary {
-  bytes: number; lines: number; entries: number; truncated: number; malformed: number; replacements: number; nul_removed: number;
-  events: Record<string, number> & { statement: number; other: number; error: number; checkpoint: number }; severities: Record<string, number>; databases: Record<string, number>;
-  templates: { fingerprint: string; query: string; calls: number; total_ms: number; mean_ms: number; stddev_ms: number; min_ms: number; max_ms: number; p95_ms: number }[];
+  bytes: number;
+  lines: number;
+  entries: number;
+  truncated: number;
+  malformed: number;
+  replacements: number;
+  nul_removed: number;
+  events: Record<string, number> & { statement: number; other: number; error: number; checkpoint: number };
+  severities: Record<string, number>;
+  databases: Record<string, number>;
+  templates: {
+    fingerprint: string;
+    query: string;
+    calls: number;
+    total_ms: number;
+    mean_ms: number;
+    stddev_ms: number;
+    min_ms: number;
+    max_ms: number;
+    p95_ms: number;
+  }[];
 }
 
 function summaryOf(stdout: string): Summary {
@@ -84,11 +104,20 @@ describe('pglog parse', () => {
   test('--events prints one typed JSON event per line, in log order', async () => {
     const r = await runPglog(['parse', '--events', '--format', 'stderr', '--prefix', PREFIX, '-'], LOG);
     assert.equal(r.code, 0, r.stderr);
-    const events = r.stdout.trim().split('\n').map((l) => JSON.parse(l) as Record<string, unknown>);
-    assert.deepEqual(events.map((e) => e.kind), ['statement', 'statement', 'error', 'checkpoint', 'statement']);
+    const events = r.stdout
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as Record<string, unknown>);
+    assert.deepEqual(
+      events.map((e) => e.kind),
+      ['statement', 'statement', 'error', 'checkpoint', 'statement'],
+    );
     assert.equal(events[2]!.statement, 'SELECT * FROM nope');
     assert.equal(events[4]!.query, 'UPDATE items\nSET n = 3\nWHERE id = 7');
-    assert.deepEqual(events.map((e) => e.offset), [...events.map((e) => e.offset)].sort((a, b) => (a as number) - (b as number)));
+    assert.deepEqual(
+      events.map((e) => e.offset),
+      [...events.map((e) => e.offset)].sort((a, b) => (a as number) - (b as number)),
+    );
   });
 
   test('an unreadable file exits non-zero naming the file; other files are still read', async () => {
@@ -150,8 +179,8 @@ describe('pglog parse', () => {
     for (let i = 0; i < garbage.length; i++) garbage[i] = (i * 2654435761) >>> 24;
     const input = Buffer.concat([
       LOG,
-      Buffer.from('2026-11-21 10:00:01.000 UTC [103] app@shop LOG:  duration: 1.000 ms  statement: SELECT \'caf\xe9\' AS bad\n', 'latin1'),
-      Buffer.from('2026-11-21 10:00:01.000 UTC [103] app@shop LOG:  duration: 1.000 ms  statement: SELECT \'a\x00b\'\n', 'latin1'),
+      Buffer.from("2026-11-21 10:00:01.000 UTC [103] app@shop LOG:  duration: 1.000 ms  statement: SELECT 'caf\xe9' AS bad\n", 'latin1'),
+      Buffer.from("2026-11-21 10:00:01.000 UTC [103] app@shop LOG:  duration: 1.000 ms  statement: SELECT 'a\x00b'\n", 'latin1'),
       garbage,
       Buffer.from('\n'),
       LOG,
@@ -166,11 +195,13 @@ describe('pglog parse', () => {
   });
 
   test('a csv log ending inside a quoted field gives its entries and a flagged last one', async () => {
-    const csv = Buffer.from([
-      '2026-11-21 10:00:00.001 UTC,"app","shop",100,"127.0.0.1:5000",655f0000.64,1,"SELECT",2026-11-21 09:00:00 UTC,3/4,0,LOG,00000,"duration: 1.000 ms  statement: SELECT 1",,,,,,,,,"psql","client backend",,0',
-      '2026-11-21 10:00:00.002 UTC,"app","shop",100,"127.0.0.1:5000",655f0000.64,2,"SELECT",2026-11-21 09:00:00 UTC,3/4,0,LOG,00000,"duration: 1.000 ms  statement: SELECT \'never',
-      'closed',
-    ].join('\n'));
+    const csv = Buffer.from(
+      [
+        '2026-11-21 10:00:00.001 UTC,"app","shop",100,"127.0.0.1:5000",655f0000.64,1,"SELECT",2026-11-21 09:00:00 UTC,3/4,0,LOG,00000,"duration: 1.000 ms  statement: SELECT 1",,,,,,,,,"psql","client backend",,0',
+        '2026-11-21 10:00:00.002 UTC,"app","shop",100,"127.0.0.1:5000",655f0000.64,2,"SELECT",2026-11-21 09:00:00 UTC,3/4,0,LOG,00000,"duration: 1.000 ms  statement: SELECT \'never',
+        'closed',
+      ].join('\n'),
+    );
     const r = await runPglog(['parse', '--format', 'csvlog', '-'], csv);
     assert.equal(r.code, 0, r.stderr);
     const s = summaryOf(r.stdout);

@@ -12,26 +12,36 @@ import { test } from 'node:test';
 
 import { PGLOG } from '@pglog/test-support/cli.ts';
 
-interface Probe { execArgv: string[]; heapSizeLimit: number }
+interface Probe {
+  execArgv: string[];
+  heapSizeLimit: number;
+}
 
 const dir = mkdtempSync(join(tmpdir(), 'pglog-launcher-'));
 test.after(() => rmSync(dir, { recursive: true, force: true }));
 const probe = join(dir, 'probe.mjs');
 // Only in the process that runs main.ts (the launcher's `node -p` version check loads it too).
-writeFileSync(probe, `import v8 from 'node:v8';
+writeFileSync(
+  probe,
+  `import v8 from 'node:v8';
 if (process.argv[1]?.endsWith('main.ts')) {
   process.stdout.write(JSON.stringify({ execArgv: process.execArgv, heapSizeLimit: v8.getHeapStatistics().heap_size_limit }));
   process.exit(0);
 }
-`);
+`,
+);
 
 function run(command: string, args: string[], env: Record<string, string | undefined>): Promise<{ code: number | null; stdout: string; stderr: string }> {
   return new Promise((resolve, reject) => {
     const child = spawn(command, args, { stdio: ['ignore', 'pipe', 'pipe'], env });
     let stdout = '';
     let stderr = '';
-    child.stdout.on('data', (b: Buffer) => { stdout += b.toString(); });
-    child.stderr.on('data', (b: Buffer) => { stderr += b.toString(); });
+    child.stdout.on('data', (b: Buffer) => {
+      stdout += b.toString();
+    });
+    child.stderr.on('data', (b: Buffer) => {
+      stderr += b.toString();
+    });
     child.on('error', reject);
     child.on('close', (code) => resolve({ code, stdout, stderr }));
   });
@@ -59,14 +69,14 @@ async function heapLimitWith(flags: string[]): Promise<number> {
 
 const tunedFlags = (p: Probe): string[] => p.execArgv.filter((a) => a.startsWith('--max-') || a.startsWith('--heap-'));
 
-test('pglog collect runs with the launcher\'s heap flags by default, and V8 takes them', async () => {
+test("pglog collect runs with the launcher's heap flags by default, and V8 takes them", async () => {
   const p = await launched(['collect', '--help']);
   assert.deepEqual(tunedFlags(p), ['--max-semi-space-size=8', '--heap-growing-percent=50']);
   assert.equal(p.heapSizeLimit, await heapLimitWith(['--max-semi-space-size=8']));
   assert.notEqual(p.heapSizeLimit, await heapLimitWith([]), 'the semi-space flag changes the heap limit');
 });
 
-test('a flag NODE_OPTIONS sets wins over the launcher\'s (either spelling); the others stay', async () => {
+test("a flag NODE_OPTIONS sets wins over the launcher's (either spelling); the others stay", async () => {
   for (const given of ['--max-semi-space-size=32', '--max_semi_space_size=32']) {
     const p = await launched(['collect', '--help'], { NODE_OPTIONS: given });
     assert.deepEqual(tunedFlags(p), ['--heap-growing-percent=50'], given);
@@ -78,7 +88,7 @@ test('a flag NODE_OPTIONS sets wins over the launcher\'s (either spelling); the 
   assert.equal(p.heapSizeLimit, await heapLimitWith(['--max-old-space-size=256', '--max-semi-space-size=16']));
 });
 
-test('PGLOG_NODE_FLAGS replaces the launcher\'s flags; empty runs Node\'s defaults', async () => {
+test("PGLOG_NODE_FLAGS replaces the launcher's flags; empty runs Node's defaults", async () => {
   const none = await launched(['collect', '--help'], { PGLOG_NODE_FLAGS: '' });
   assert.deepEqual(tunedFlags(none), []);
   assert.equal(none.heapSizeLimit, await heapLimitWith([]));
@@ -86,8 +96,12 @@ test('PGLOG_NODE_FLAGS replaces the launcher\'s flags; empty runs Node\'s defaul
   assert.deepEqual(tunedFlags(own), ['--max-semi-space-size=2']);
 });
 
-test('other commands run with Node\'s defaults', async () => {
-  for (const args of [['parse', '--help'], ['report', '--help'], ['sshproxy', '--help']]) {
+test("other commands run with Node's defaults", async () => {
+  for (const args of [
+    ['parse', '--help'],
+    ['report', '--help'],
+    ['sshproxy', '--help'],
+  ]) {
     const p = await launched(args);
     assert.deepEqual(tunedFlags(p), [], args.join(' '));
   }

@@ -33,61 +33,73 @@ function percentileCont(values: number[], p: number): number {
 
 const ORDERS = [10, 20, 30, 40, 50];
 
-before(async () => {
-  server = await startPostgres();
-  const admin = new pg.Client({ host: server.socketDir, port: server.port, user: 'postgres', database: 'postgres' });
-  await admin.connect();
-  try {
-    await admin.query('CREATE DATABASE store');
-    await admin.query('CREATE DATABASE empty');
-  } finally {
-    await admin.end();
-  }
-  storeUrl = server.url.replace('/postgres?', '/store?');
-  emptyUrl = server.url.replace('/postgres?', '/empty?');
-  const client = new pg.Client({ connectionString: storeUrl });
-  await client.connect();
-  try {
-    await migrate(client);
-    const stmt = (ts: string, target: string, database: string | null, ms: number | null, fp: string, query: string): Promise<unknown> =>
-      client.query(`INSERT INTO pglog.statement_events (ts, target, instance, database, duration_ms, fingerprint, query, file, file_offset)
-                    VALUES ($1, $2, 'main', $3, $4, $5, $6, 'postgresql.log', 0)`, [ts, target, database, ms, fp, query]);
-    for (const [i, ms] of ORDERS.entries()) {
-      await stmt(`2024-05-01T10:0${i}:00Z`, 'db1', 'app', ms, 'aaaa000000000000', `SELECT * FROM orders WHERE id = ${i}`);
+before(
+  async () => {
+    server = await startPostgres();
+    const admin = new pg.Client({ host: server.socketDir, port: server.port, user: 'postgres', database: 'postgres' });
+    await admin.connect();
+    try {
+      await admin.query('CREATE DATABASE store');
+      await admin.query('CREATE DATABASE empty');
+    } finally {
+      await admin.end();
     }
-    await stmt('2024-05-01T10:30:00Z', 'db1', 'app', 100, 'bbbb000000000000', 'UPDATE stock SET n = n - 1');
-    await stmt('2024-05-01T10:31:00Z', 'db1', 'other', 1000, 'cccc000000000000', 'VACUUM big');
-    await stmt('2024-05-01T10:32:00Z', 'db2', 'app', 5, 'aaaa000000000000', 'SELECT * FROM orders WHERE id = 99');
-    // Outside the window [since, until), and a statement logged without a duration: not counted.
-    await stmt('2024-05-01T09:59:59.999Z', 'db1', 'app', 100_000, 'aaaa000000000000', 'SELECT * FROM orders WHERE id = 0');
-    await stmt(UNTIL, 'db1', 'app', 100_000, 'aaaa000000000000', 'SELECT * FROM orders WHERE id = 0');
-    await stmt('2024-05-01T10:40:00Z', 'db1', 'app', null, 'aaaa000000000000', 'SELECT * FROM orders WHERE id = 7');
+    storeUrl = server.url.replace('/postgres?', '/store?');
+    emptyUrl = server.url.replace('/postgres?', '/empty?');
+    const client = new pg.Client({ connectionString: storeUrl });
+    await client.connect();
+    try {
+      await migrate(client);
+      const stmt = (ts: string, target: string, database: string | null, ms: number | null, fp: string, query: string): Promise<unknown> =>
+        client.query(
+          `INSERT INTO pglog.statement_events (ts, target, instance, database, duration_ms, fingerprint, query, file, file_offset)
+                    VALUES ($1, $2, 'main', $3, $4, $5, $6, 'postgresql.log', 0)`,
+          [ts, target, database, ms, fp, query],
+        );
+      for (const [i, ms] of ORDERS.entries()) {
+        await stmt(`2024-05-01T10:0${i}:00Z`, 'db1', 'app', ms, 'aaaa000000000000', `SELECT * FROM orders WHERE id = ${i}`);
+      }
+      await stmt('2024-05-01T10:30:00Z', 'db1', 'app', 100, 'bbbb000000000000', 'UPDATE stock SET n = n - 1');
+      await stmt('2024-05-01T10:31:00Z', 'db1', 'other', 1000, 'cccc000000000000', 'VACUUM big');
+      await stmt('2024-05-01T10:32:00Z', 'db2', 'app', 5, 'aaaa000000000000', 'SELECT * FROM orders WHERE id = 99');
+      // Outside the window [since, until), and a statement logged without a duration: not counted.
+      await stmt('2024-05-01T09:59:59.999Z', 'db1', 'app', 100_000, 'aaaa000000000000', 'SELECT * FROM orders WHERE id = 0');
+      await stmt(UNTIL, 'db1', 'app', 100_000, 'aaaa000000000000', 'SELECT * FROM orders WHERE id = 0');
+      await stmt('2024-05-01T10:40:00Z', 'db1', 'app', null, 'aaaa000000000000', 'SELECT * FROM orders WHERE id = 7');
 
-    const err = (ts: string, target: string, severity: string, sqlstate: string, message: string): Promise<unknown> =>
-      client.query(`INSERT INTO pglog.error_events (ts, target, instance, database, severity, sqlstate, message, file, file_offset)
-                    VALUES ($1, $2, 'main', 'app', $3, $4, $5, 'postgresql.log', 0)`, [ts, target, severity, sqlstate, message]);
-    const dup = 'duplicate key value violates unique constraint "orders_pkey"';
-    await err('2024-05-01T10:01:00Z', 'db1', 'ERROR', '23505', dup);
-    await err('2024-05-01T10:30:00Z', 'db1', 'ERROR', '23505', dup);
-    await err('2024-05-01T10:59:00Z', 'db1', 'ERROR', '23505', dup);
-    await err('2024-05-01T10:20:00Z', 'db1', 'FATAL', '28P01', 'password authentication failed for user "app"');
-    await err('2024-05-01T10:10:00Z', 'db2', 'ERROR', '42P01', 'relation "nope" does not exist');
-    await err('2024-05-01T10:11:00Z', 'db2', 'ERROR', '42P01', 'relation "nope" does not exist');
-    await err('2024-05-01T11:30:00Z', 'db1', 'ERROR', '23505', dup); // outside
+      const err = (ts: string, target: string, severity: string, sqlstate: string, message: string): Promise<unknown> =>
+        client.query(
+          `INSERT INTO pglog.error_events (ts, target, instance, database, severity, sqlstate, message, file, file_offset)
+                    VALUES ($1, $2, 'main', 'app', $3, $4, $5, 'postgresql.log', 0)`,
+          [ts, target, severity, sqlstate, message],
+        );
+      const dup = 'duplicate key value violates unique constraint "orders_pkey"';
+      await err('2024-05-01T10:01:00Z', 'db1', 'ERROR', '23505', dup);
+      await err('2024-05-01T10:30:00Z', 'db1', 'ERROR', '23505', dup);
+      await err('2024-05-01T10:59:00Z', 'db1', 'ERROR', '23505', dup);
+      await err('2024-05-01T10:20:00Z', 'db1', 'FATAL', '28P01', 'password authentication failed for user "app"');
+      await err('2024-05-01T10:10:00Z', 'db2', 'ERROR', '42P01', 'relation "nope" does not exist');
+      await err('2024-05-01T10:11:00Z', 'db2', 'ERROR', '42P01', 'relation "nope" does not exist');
+      await err('2024-05-01T11:30:00Z', 'db1', 'ERROR', '23505', dup); // outside
 
-    const lock = (ts: string, state: string, type: string, ms: number): Promise<unknown> =>
-      client.query(`INSERT INTO pglog.lock_wait_events (ts, target, instance, database, pid, state, lock_type, lock_mode, lock_object, wait_ms, file, file_offset)
-                    VALUES ($1, 'db1', 'main', 'app', 42, $2, $3, 'ShareLock', 'x', $4, 'postgresql.log', 0)`, [ts, state, type, ms]);
-    await lock('2024-05-01T10:05:00Z', 'waiting', 'transaction', 1000);
-    await lock('2024-05-01T10:05:04Z', 'acquired', 'transaction', 5200.5);
-    await lock('2024-05-01T10:06:00Z', 'waiting', 'transaction', 1000);
-    await lock('2024-05-01T10:06:01Z', 'acquired', 'transaction', 1800);
-    await lock('2024-05-01T10:07:00Z', 'waiting', 'relation', 1000);
-    await lock('2024-05-01T10:07:01Z', 'deadlock_detected', 'relation', 1000.25);
-  } finally {
-    await client.end();
-  }
-}, { timeout: 180_000 });
+      const lock = (ts: string, state: string, type: string, ms: number): Promise<unknown> =>
+        client.query(
+          `INSERT INTO pglog.lock_wait_events (ts, target, instance, database, pid, state, lock_type, lock_mode, lock_object, wait_ms, file, file_offset)
+                    VALUES ($1, 'db1', 'main', 'app', 42, $2, $3, 'ShareLock', 'x', $4, 'postgresql.log', 0)`,
+          [ts, state, type, ms],
+        );
+      await lock('2024-05-01T10:05:00Z', 'waiting', 'transaction', 1000);
+      await lock('2024-05-01T10:05:04Z', 'acquired', 'transaction', 5200.5);
+      await lock('2024-05-01T10:06:00Z', 'waiting', 'transaction', 1000);
+      await lock('2024-05-01T10:06:01Z', 'acquired', 'transaction', 1800);
+      await lock('2024-05-01T10:07:00Z', 'waiting', 'relation', 1000);
+      await lock('2024-05-01T10:07:01Z', 'deadlock_detected', 'relation', 1000.25);
+    } finally {
+      await client.end();
+    }
+  },
+  { timeout: 180_000 },
+);
 
 after(async () => {
   await server?.stop();
@@ -96,7 +108,12 @@ after(async () => {
 function capture(): { stream: Writable; text: () => string } {
   const chunks: Buffer[] = [];
   return {
-    stream: new Writable({ write(c: Buffer, _e, done): void { chunks.push(c); done(); } }),
+    stream: new Writable({
+      write(c: Buffer, _e, done): void {
+        chunks.push(c);
+        done();
+      },
+    }),
     text: () => Buffer.concat(chunks).toString('utf8'),
   };
 }
@@ -122,16 +139,28 @@ test('JSON: templates by total time with exact calls, totals, mean, stddev, min,
   assert.equal(r.code, 0);
   const json = JSON.parse(r.stdout) as JsonReport;
   assert.deepEqual(json.window, { since: '2024-05-01T10:00:00.000Z', until: '2024-05-01T11:00:00.000Z' });
-  assert.deepEqual(json.statements.map((s) => [s.target, s.database, s.fingerprint, s.calls, s.total_ms]), [
-    ['db1', 'other', 'cccc000000000000', 1, 1000],
-    ['db1', 'app', 'aaaa000000000000', 5, 150],
-    ['db1', 'app', 'bbbb000000000000', 1, 100],
-    ['db2', 'app', 'aaaa000000000000', 1, 5],
-  ]);
+  assert.deepEqual(
+    json.statements.map((s) => [s.target, s.database, s.fingerprint, s.calls, s.total_ms]),
+    [
+      ['db1', 'other', 'cccc000000000000', 1, 1000],
+      ['db1', 'app', 'aaaa000000000000', 5, 150],
+      ['db1', 'app', 'bbbb000000000000', 1, 100],
+      ['db2', 'app', 'aaaa000000000000', 1, 5],
+    ],
+  );
   const orders = json.statements[1];
   assert.deepEqual(orders, {
-    target: 'db1', database: 'app', fingerprint: 'aaaa000000000000', query: 'SELECT * FROM orders WHERE id = 0',
-    calls: 5, total_ms: 150, mean_ms: 30, stddev_ms: Math.sqrt(200), min_ms: 10, max_ms: 50, p95_ms: percentileCont(ORDERS, 0.95),
+    target: 'db1',
+    database: 'app',
+    fingerprint: 'aaaa000000000000',
+    query: 'SELECT * FROM orders WHERE id = 0',
+    calls: 5,
+    total_ms: 150,
+    mean_ms: 30,
+    stddev_ms: Math.sqrt(200),
+    min_ms: 10,
+    max_ms: 50,
+    p95_ms: percentileCont(ORDERS, 0.95),
   });
   assert.equal(percentileCont(ORDERS, 0.95).toFixed(6), '48.000000'); // the helper agrees with the textbook value
   assert.deepEqual(json.statements[0]?.stddev_ms, 0);
@@ -141,9 +170,36 @@ test('JSON: templates by total time with exact calls, totals, mean, stddev, min,
 test('JSON: errors by SQLSTATE and message with counts and first/last seen; lock waits counted once', BOUNDED, async () => {
   const json = JSON.parse((await report(['--store', storeUrl, '--since', SINCE, '--until', UNTIL, '--json'])).stdout) as JsonReport;
   assert.deepEqual(json.errors, [
-    { target: 'db1', database: 'app', severity: 'ERROR', sqlstate: '23505', message: 'duplicate key value violates unique constraint "orders_pkey"', count: 3, first_seen: '2024-05-01T10:01:00.000Z', last_seen: '2024-05-01T10:59:00.000Z' },
-    { target: 'db2', database: 'app', severity: 'ERROR', sqlstate: '42P01', message: 'relation "nope" does not exist', count: 2, first_seen: '2024-05-01T10:10:00.000Z', last_seen: '2024-05-01T10:11:00.000Z' },
-    { target: 'db1', database: 'app', severity: 'FATAL', sqlstate: '28P01', message: 'password authentication failed for user "app"', count: 1, first_seen: '2024-05-01T10:20:00.000Z', last_seen: '2024-05-01T10:20:00.000Z' },
+    {
+      target: 'db1',
+      database: 'app',
+      severity: 'ERROR',
+      sqlstate: '23505',
+      message: 'duplicate key value violates unique constraint "orders_pkey"',
+      count: 3,
+      first_seen: '2024-05-01T10:01:00.000Z',
+      last_seen: '2024-05-01T10:59:00.000Z',
+    },
+    {
+      target: 'db2',
+      database: 'app',
+      severity: 'ERROR',
+      sqlstate: '42P01',
+      message: 'relation "nope" does not exist',
+      count: 2,
+      first_seen: '2024-05-01T10:10:00.000Z',
+      last_seen: '2024-05-01T10:11:00.000Z',
+    },
+    {
+      target: 'db1',
+      database: 'app',
+      severity: 'FATAL',
+      sqlstate: '28P01',
+      message: 'password authentication failed for user "app"',
+      count: 1,
+      first_seen: '2024-05-01T10:20:00.000Z',
+      last_seen: '2024-05-01T10:20:00.000Z',
+    },
   ]);
   assert.deepEqual(json.lock_waits, [
     { target: 'db1', database: 'app', lock_type: 'transaction', count: 4, acquired: 2, total_wait_ms: 7000.5, max_wait_ms: 5200.5 },
@@ -153,12 +209,23 @@ test('JSON: errors by SQLSTATE and message with counts and first/last seen; lock
 });
 
 test('filters: --target and --database narrow every section; --limit keeps the top rows and the group count', BOUNDED, async () => {
-  const json = JSON.parse((await report(['--store', storeUrl, '--since', SINCE, '--until', UNTIL, '--target', 'db1', '--database', 'app', '--json'])).stdout) as JsonReport;
-  assert.deepEqual(json.statements.map((s) => s.fingerprint), ['aaaa000000000000', 'bbbb000000000000']);
-  assert.deepEqual(json.errors.map((e) => e.sqlstate), ['23505', '28P01']);
+  const json = JSON.parse(
+    (await report(['--store', storeUrl, '--since', SINCE, '--until', UNTIL, '--target', 'db1', '--database', 'app', '--json'])).stdout,
+  ) as JsonReport;
+  assert.deepEqual(
+    json.statements.map((s) => s.fingerprint),
+    ['aaaa000000000000', 'bbbb000000000000'],
+  );
+  assert.deepEqual(
+    json.errors.map((e) => e.sqlstate),
+    ['23505', '28P01'],
+  );
   assert.equal(json.lock_waits.length, 2);
   const limited = JSON.parse((await report(['--store', storeUrl, '--since', SINCE, '--until', UNTIL, '--limit', '1', '--json'])).stdout) as JsonReport;
-  assert.deepEqual(limited.statements.map((s) => s.fingerprint), ['cccc000000000000']);
+  assert.deepEqual(
+    limited.statements.map((s) => s.fingerprint),
+    ['cccc000000000000'],
+  );
   assert.deepEqual(limited.groups, { statements: 4, errors: 3, lock_waits: 2 });
   const none = JSON.parse((await report(['--store', storeUrl, '--since', SINCE, '--until', UNTIL, '--target', 'nobody', '--json'])).stdout) as JsonReport;
   assert.deepEqual([none.statements, none.errors, none.lock_waits], [[], [], []]);
@@ -171,9 +238,15 @@ test('tables: the same numbers, formatted and aligned', BOUNDED, async () => {
   assert.equal(lines[0], 'pglog report  2024-05-01 10:00:00 .. 2024-05-01 11:00:00 UTC');
   assert.ok(lines.includes('Top query templates by total time (4 of 4)'));
   const orders = lines.find((l) => l.includes('aaaa000000000000') && l.startsWith('db1'));
-  assert.match(orders ?? '', /^db1 +app +5 +150\.0 ms +30\.0 ms +14\.1 ms +10\.0 ms +50\.0 ms +48\.0 ms +aaaa000000000000 +SELECT \* FROM orders WHERE id = 0$/);
+  assert.match(
+    orders ?? '',
+    /^db1 +app +5 +150\.0 ms +30\.0 ms +14\.1 ms +10\.0 ms +50\.0 ms +48\.0 ms +aaaa000000000000 +SELECT \* FROM orders WHERE id = 0$/,
+  );
   assert.match(lines.find((l) => l.includes('cccc000000000000')) ?? '', /^db1 +other +1 +1\.00 s /);
-  assert.match(lines.find((l) => l.includes('23505')) ?? '', /^db1 +app +ERROR +23505 +3 +2024-05-01 10:01:00 +2024-05-01 10:59:00 +duplicate key value violates/);
+  assert.match(
+    lines.find((l) => l.includes('23505')) ?? '',
+    /^db1 +app +ERROR +23505 +3 +2024-05-01 10:01:00 +2024-05-01 10:59:00 +duplicate key value violates/,
+  );
   assert.match(lines.find((l) => l.includes('transaction')) ?? '', /^db1 +app +transaction +4 +2 +7\.00 s +5\.20 s$/);
   assert.match(lines.find((l) => /^db1 +app +relation/.test(l)) ?? '', /^db1 +app +relation +2 +0 +0\.000 ms +1\.00 s$/);
 });
@@ -209,7 +282,10 @@ test('arguments: defaults, PGLOG_STORE_URL, and usage errors before any connecti
   assert.deepEqual(a, { storeUrl: 'postgres://h/db', since: { agoMs: 3_600_000 }, until: { agoMs: 0 }, target: null, database: null, limit: 20, json: false });
   assert.equal(parseReportArgs([], { PGLOG_STORE_URL: 'postgres://env/db' }).storeUrl, 'postgres://env/db');
   assert.equal(parseReportArgs(['--store', 'postgres://flag/db'], { PGLOG_STORE_URL: 'postgres://env/db' }).storeUrl, 'postgres://flag/db');
-  const usage = (re: RegExp) => (e: unknown): boolean => isPglogError(e) && e.code === 'USAGE' && re.test(e.message);
+  const usage =
+    (re: RegExp) =>
+    (e: unknown): boolean =>
+      isPglogError(e) && e.code === 'USAGE' && re.test(e.message);
   assert.throws(() => parseReportArgs([]), usage(/no store: give --store URL or set PGLOG_STORE_URL/));
   assert.throws(() => parseReportArgs(['--store', 'x', '--limit', '0']), usage(/--limit 0: expected an integer from 1 to 10000/));
   assert.throws(() => parseReportArgs(['--store', 'x', '--since', 'soon']), usage(/--since soon/));

@@ -19,16 +19,29 @@ import { parseMetrics } from '@pglog/test-support/collect-scenario.ts';
 import { kubeBin } from '@pglog/test-support/control-plane.ts';
 import { parseAllDocuments, stringify } from 'yaml';
 
-import { ALERT_CASES, type AlertCase,SCRAPE_LABELS } from '../helpers/alert-cases.ts';
+import { ALERT_CASES, type AlertCase, SCRAPE_LABELS } from '../helpers/alert-cases.ts';
 
 const ROOT = join(import.meta.dirname, '../../..');
 const CHART = join(ROOT, 'charts/pglog');
 const NAMESPACE = 'pglog-system';
 const PROMTOOL = process.env['PGLOG_PROMTOOL'] ?? join(process.env['HOME'] ?? '/root', '.cache/pglog/prometheus/v0.316.0/bin/promtool');
 
-interface Result { code: number; stdout: string; stderr: string }
-interface AlertRule { alert: string; expr: string; for?: string; labels: Record<string, string>; annotations: Record<string, string> }
-interface RuleGroup { name: string; rules: AlertRule[] }
+interface Result {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+interface AlertRule {
+  alert: string;
+  expr: string;
+  for?: string;
+  labels: Record<string, string>;
+  annotations: Record<string, string>;
+}
+interface RuleGroup {
+  name: string;
+  rules: AlertRule[];
+}
 
 function run(command: string, args: readonly string[], env?: NodeJS.ProcessEnv): Promise<Result> {
   return new Promise((resolve) => {
@@ -39,7 +52,12 @@ function run(command: string, args: readonly string[], env?: NodeJS.ProcessEnv):
 }
 
 const WORK = mkdtempSync(join(tmpdir(), 'pglog-alerts-'));
-const HELM_ENV = { ...process.env, HELM_CACHE_HOME: join(WORK, 'helm/cache'), HELM_CONFIG_HOME: join(WORK, 'helm/config'), HELM_DATA_HOME: join(WORK, 'helm/data') };
+const HELM_ENV = {
+  ...process.env,
+  HELM_CACHE_HOME: join(WORK, 'helm/cache'),
+  HELM_CONFIG_HOME: join(WORK, 'helm/config'),
+  HELM_DATA_HOME: join(WORK, 'helm/data'),
+};
 
 async function renderRules(set: string[] = []): Promise<RuleGroup[] | null> {
   const args = ['template', 'pglog', CHART, '--namespace', NAMESPACE, ...set.flatMap((s) => ['--set', s])];
@@ -55,7 +73,11 @@ function stripBetween(text: string, open: string, close: string): string {
   let out = '';
   let inside = false;
   for (const ch of text) {
-    if (!inside && ch === open) { inside = true; out += ' '; } else if (inside && ch === close) inside = false; else if (!inside) out += ch;
+    if (!inside && ch === open) {
+      inside = true;
+      out += ' ';
+    } else if (inside && ch === close) inside = false;
+    else if (!inside) out += ch;
   }
   return out;
 }
@@ -88,16 +110,24 @@ async function exportedSeries(): Promise<Map<string, Set<string>>> {
   m.snapshots.activity('db1', 'main', ['active'], 1, 12);
   const series = new Map<string, Set<string>>();
   for (const s of parseMetrics(await m.metricsText())) {
-    const keys = Object.keys(s.labels).filter((k) => k !== 'le' && k !== 'quantile').sort().join(',');
+    const keys = Object.keys(s.labels)
+      .filter((k) => k !== 'le' && k !== 'quantile')
+      .sort()
+      .join(',');
     let set = series.get(s.name);
-    if (set === undefined) series.set(s.name, set = new Set());
+    if (set === undefined) series.set(s.name, (set = new Set()));
     set.add(keys);
   }
   return series;
 }
 
 /** GitHub's anchor of a Markdown heading. */
-const anchorOf = (heading: string): string => heading.trim().toLowerCase().replace(/[^a-z0-9 _-]/g, '').replace(/ /g, '-');
+const anchorOf = (heading: string): string =>
+  heading
+    .trim()
+    .toLowerCase()
+    .replace(/[^a-z0-9 _-]/g, '')
+    .replace(/ /g, '-');
 
 /** An annotation as Prometheus renders it for these labels; `value` is what the `$value` pipeline prints. */
 function expand(template: string, labels: Record<string, string>, value: string | undefined, alert: string): string {
@@ -118,22 +148,28 @@ function testGroup(c: AlertCase, rule: AlertRule): unknown {
     name: `${c.alert}: ${c.name}`,
     interval: '1m',
     input_series: c.series.map((s) => ({ series: seriesText(s.name, s.labels), values: s.values })),
-    alert_rule_test: [{
-      eval_time: c.evalTime,
-      alertname: c.alert,
-      exp_alerts: c.fires.map((f) => {
-        const labels = { ...f.labels, ...rule.labels };
-        return {
-          exp_labels: labels,
-          exp_annotations: Object.fromEntries(Object.entries(rule.annotations).map(([k, v]) => [k, expand(v, { ...labels, alertname: c.alert }, f.value, c.alert)])),
-        };
-      }),
-    }],
+    alert_rule_test: [
+      {
+        eval_time: c.evalTime,
+        alertname: c.alert,
+        exp_alerts: c.fires.map((f) => {
+          const labels = { ...f.labels, ...rule.labels };
+          return {
+            exp_labels: labels,
+            exp_annotations: Object.fromEntries(
+              Object.entries(rule.annotations).map(([k, v]) => [k, expand(v, { ...labels, alertname: c.alert }, f.value, c.alert)]),
+            ),
+          };
+        }),
+      },
+    ],
   };
 }
 
 const seriesText = (name: string, labels: Record<string, string>): string =>
-  `${name}{${Object.entries(labels).map(([k, v]) => `${k}=${JSON.stringify(v)}`).join(', ')}}`;
+  `${name}{${Object.entries(labels)
+    .map(([k, v]) => `${k}=${JSON.stringify(v)}`)
+    .join(', ')}}`;
 
 describe('charts/pglog alert rules', { timeout: 240_000 }, () => {
   after(() => rmSync(WORK, { recursive: true, force: true }));
@@ -142,11 +178,18 @@ describe('charts/pglog alert rules', { timeout: 240_000 }, () => {
     assert.equal(await renderRules(), null);
     const all = await renderRules(['prometheusRule.enabled=true']);
     assert.deepEqual(all?.[0]?.rules.map((r) => r.alert).sort(), [...new Set(ALERT_CASES.map((c) => c.alert))].sort());
-    const fewer = await renderRules(['prometheusRule.enabled=true', 'prometheusRule.alerts.PglogDeadlocks.enabled=false', 'prometheusRule.alertLabels.team=dba']);
+    const fewer = await renderRules([
+      'prometheusRule.enabled=true',
+      'prometheusRule.alerts.PglogDeadlocks.enabled=false',
+      'prometheusRule.alertLabels.team=dba',
+    ]);
     assert.ok(!fewer![0]!.rules.some((r) => r.alert === 'PglogDeadlocks'));
     for (const r of fewer![0]!.rules) assert.equal(r.labels['team'], 'dba', r.alert);
     // Every alert off: an empty group, still a valid rule file.
-    const none = await renderRules(['prometheusRule.enabled=true', ...[...new Set(ALERT_CASES.map((c) => c.alert))].map((a) => `prometheusRule.alerts.${a}.enabled=false`)]);
+    const none = await renderRules([
+      'prometheusRule.enabled=true',
+      ...[...new Set(ALERT_CASES.map((c) => c.alert))].map((a) => `prometheusRule.alerts.${a}.enabled=false`),
+    ]);
     assert.deepEqual(none, [{ name: 'pglog', rules: [] }]);
   });
 
@@ -181,22 +224,35 @@ describe('charts/pglog alert rules', { timeout: 240_000 }, () => {
     for (const c of ALERT_CASES) {
       for (const s of c.series) {
         if (s.name === 'up') continue;
-        const own = Object.keys(s.labels).filter((k) => !scrapeKeys.has(k)).map((k) => (k === 'exported_instance' ? 'instance' : k)).sort().join(',');
+        const own = Object.keys(s.labels)
+          .filter((k) => !scrapeKeys.has(k))
+          .map((k) => (k === 'exported_instance' ? 'instance' : k))
+          .sort()
+          .join(',');
         assert.ok(exported.get(s.name)?.has(own), `${c.alert} (${c.name}): ${s.name} with labels ${own} is not a series the collector exports`);
       }
     }
     // At least one case where each alert fires and one where it does not.
     const rules = new Map(groups.flatMap((g) => g.rules).map((r) => [r.alert, r]));
     for (const name of rules.keys()) {
-      assert.ok(ALERT_CASES.some((c) => c.alert === name && c.fires.length > 0), `${name}: no case where it fires`);
-      assert.ok(ALERT_CASES.some((c) => c.alert === name && c.fires.length === 0), `${name}: no case where it stays quiet`);
+      assert.ok(
+        ALERT_CASES.some((c) => c.alert === name && c.fires.length > 0),
+        `${name}: no case where it fires`,
+      );
+      assert.ok(
+        ALERT_CASES.some((c) => c.alert === name && c.fires.length === 0),
+        `${name}: no case where it stays quiet`,
+      );
     }
     const testsFile = join(WORK, 'tests.yaml');
-    writeFileSync(testsFile, stringify({
-      rule_files: [rulesFile],
-      evaluation_interval: '1m',
-      tests: ALERT_CASES.map((c) => testGroup(c, rules.get(c.alert)!)),
-    }));
+    writeFileSync(
+      testsFile,
+      stringify({
+        rule_files: [rulesFile],
+        evaluation_interval: '1m',
+        tests: ALERT_CASES.map((c) => testGroup(c, rules.get(c.alert)!)),
+      }),
+    );
     const r = await run(PROMTOOL, ['test', 'rules', testsFile]);
     assert.equal(r.code, 0, `promtool test rules:\n${r.stdout}${r.stderr}`);
     assert.match(r.stdout, /SUCCESS/);
@@ -211,7 +267,10 @@ describe('charts/pglog alert rules', { timeout: 240_000 }, () => {
     const quiet = ALERT_CASES.find((c) => c.alert === 'PglogDeadlocks' && c.fires.length === 0)!;
     const firing = ALERT_CASES.find((c) => c.alert === 'PglogDeadlocks' && c.fires.length > 0)!;
     const testsFile = join(WORK, 'tests-neg.yaml');
-    writeFileSync(testsFile, stringify({ rule_files: [rulesFile], evaluation_interval: '1m', tests: [testGroup({ ...quiet, fires: firing.fires }, rules.get('PglogDeadlocks')!)] }));
+    writeFileSync(
+      testsFile,
+      stringify({ rule_files: [rulesFile], evaluation_interval: '1m', tests: [testGroup({ ...quiet, fires: firing.fires }, rules.get('PglogDeadlocks')!)] }),
+    );
     const r = await run(PROMTOOL, ['test', 'rules', testsFile]);
     assert.notEqual(r.code, 0, r.stdout);
   });

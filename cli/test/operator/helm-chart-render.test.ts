@@ -17,7 +17,12 @@ describe('charts/pglog rendered', { timeout: 240_000 }, () => {
   after(() => rmSync(HELM_HOME, { recursive: true, force: true }));
 
   test('helm lint is clean: defaults, --strict, and with the HPA, custom metric and ServiceMonitor on', async () => {
-    for (const args of [[], ['--strict'], ['--strict', ...ALL_ON], ['--strict', '--set', 'hpa.enabled=true,dashboard.enabled=false,storeDashboard.enabled=false,networkPolicy.enabled=false,pool.enabled=false']]) {
+    for (const args of [
+      [],
+      ['--strict'],
+      ['--strict', ...ALL_ON],
+      ['--strict', '--set', 'hpa.enabled=true,dashboard.enabled=false,storeDashboard.enabled=false,networkPolicy.enabled=false,pool.enabled=false'],
+    ]) {
       const r = await helm(['lint', CHART, ...args]);
       assert.equal(r.code, 0, `helm lint ${args.join(' ')}:\n${r.stdout}${r.stderr}`);
       assert.match(r.stdout, /1 chart\(s\) linted, 0 chart\(s\) failed/);
@@ -26,41 +31,81 @@ describe('charts/pglog rendered', { timeout: 240_000 }, () => {
   });
 
   test('values.schema.json refuses unknown and ill-typed values', async () => {
-    for (const bad of ['unknownKey=1', 'operator.replicas=two', 'hpa.extra=1', 'operator.logLevel=loud', 'pool.name=Not_A_Name',
-      'storeDashboard.extra=1', 'storeDashboard.enabled=yes', 'storeDashboard.namespace=Not_A_Namespace',
-      'prometheusRule.alerts.PglogDeadlocks.count=0', 'prometheusRule.alerts.PglogNoSuchAlert.enabled=true', 'prometheusRule.alerts.PglogLagGrowing.window=soon',
-      'prometheusRule.alerts.PglogTargetDown.severity=page']) {
+    for (const bad of [
+      'unknownKey=1',
+      'operator.replicas=two',
+      'hpa.extra=1',
+      'operator.logLevel=loud',
+      'pool.name=Not_A_Name',
+      'storeDashboard.extra=1',
+      'storeDashboard.enabled=yes',
+      'storeDashboard.namespace=Not_A_Namespace',
+      'prometheusRule.alerts.PglogDeadlocks.count=0',
+      'prometheusRule.alerts.PglogNoSuchAlert.enabled=true',
+      'prometheusRule.alerts.PglogLagGrowing.window=soon',
+      'prometheusRule.alerts.PglogTargetDown.severity=page',
+    ]) {
       const r = await helm(['template', 'pglog', CHART, '--set', bad]);
       assert.notEqual(r.code, 0, `--set ${bad} was accepted`);
       assert.match(r.stderr, /values don't meet the specifications of the schema|schema/, r.stderr);
     }
   });
 
-  test('the chart\'s CRDs are byte for byte those of crds/ (generated together by scripts/gen-crds.ts)', () => {
+  test("the chart's CRDs are byte for byte those of crds/ (generated together by scripts/gen-crds.ts)", () => {
     const names = (dir: string): string[] => readdirSync(dir).sort();
     assert.deepEqual(names(join(CHART, 'crds')), names(join(ROOT, 'crds')));
     for (const name of names(join(ROOT, 'crds'))) {
-      assert.ok(readFileSync(join(CHART, 'crds', name)).equals(readFileSync(join(ROOT, 'crds', name))), `charts/pglog/crds/${name} differs from crds/${name}: run \`make crds\``);
+      assert.ok(
+        readFileSync(join(CHART, 'crds', name)).equals(readFileSync(join(ROOT, 'crds', name))),
+        `charts/pglog/crds/${name} differs from crds/${name}: run \`make crds\``,
+      );
     }
   });
 
   test('what renders: defaults, HPA on CPU or a Pods metric, ServiceMonitor, dashboard', async () => {
     const plain = (await render()).objects;
     const kinds = plain.map((o) => o.kind).sort();
-    for (const kind of ['ClusterRole', 'ClusterRoleBinding', 'CollectorPool', 'ConfigMap', 'Deployment', 'NetworkPolicy', 'PodDisruptionBudget', 'Role', 'RoleBinding', 'Service', 'ServiceAccount']) {
+    for (const kind of [
+      'ClusterRole',
+      'ClusterRoleBinding',
+      'CollectorPool',
+      'ConfigMap',
+      'Deployment',
+      'NetworkPolicy',
+      'PodDisruptionBudget',
+      'Role',
+      'RoleBinding',
+      'Service',
+      'ServiceAccount',
+    ]) {
       assert.ok(kinds.includes(kind), `${kind} missing from ${kinds.join(', ')}`);
     }
-    assert.ok(!kinds.includes('HorizontalPodAutoscaler') && !kinds.includes('ServiceMonitor') && !kinds.includes('PrometheusRule'), 'HPA, ServiceMonitor and PrometheusRule are off by default');
+    assert.ok(
+      !kinds.includes('HorizontalPodAutoscaler') && !kinds.includes('ServiceMonitor') && !kinds.includes('PrometheusRule'),
+      'HPA, ServiceMonitor and PrometheusRule are off by default',
+    );
     const pool = plain.find((o) => o.kind === 'CollectorPool') as unknown as { spec: { replicas?: number; store: unknown } };
     assert.equal(pool.spec.replicas, 2);
     assert.deepEqual(pool.spec.store, { secretRef: { name: 'pglog-store', key: 'url' } });
-    const dashboard = plain.find((o) => o.kind === 'ConfigMap' && o.metadata.name === 'pglog-dashboard') as unknown as { metadata: { labels: Record<string, string> }; data: Record<string, string> };
+    const dashboard = plain.find((o) => o.kind === 'ConfigMap' && o.metadata.name === 'pglog-dashboard') as unknown as {
+      metadata: { labels: Record<string, string> };
+      data: Record<string, string>;
+    };
     assert.equal(dashboard.metadata.labels['grafana_dashboard'], '1');
     const panels = (JSON.parse(dashboard.data['pglog.json']!) as { panels: Array<{ targets: Array<{ expr: string }> }> }).panels;
     const exprs = panels.flatMap((p) => p.targets.map((t) => t.expr)).join('\n');
-    for (const metric of ['pglog_nodejs_eventloop_lag_p99_seconds', 'pglog_read_bytes_total', 'pglog_lag_seconds', 'pglog_copy_duration_seconds_bucket',
-      'pglog_operator_reconcile_total', 'pglog_operator_shard_load_bytes_per_second', 'pglog_operator_transport_promotions_total',
-      'pglog_longest_blocking_wait_seconds', 'pglog_snapshot_failures_total', 'pglog_sessions']) {
+    for (const metric of [
+      'pglog_nodejs_eventloop_lag_p99_seconds',
+      'pglog_read_bytes_total',
+      'pglog_lag_seconds',
+      'pglog_copy_duration_seconds_bucket',
+      'pglog_operator_reconcile_total',
+      'pglog_operator_shard_load_bytes_per_second',
+      'pglog_operator_transport_promotions_total',
+      'pglog_longest_blocking_wait_seconds',
+      'pglog_snapshot_failures_total',
+      'pglog_sessions',
+    ]) {
       assert.ok(exprs.includes(metric), `dashboard has no panel on ${metric}`);
     }
     // Through the chart's ServiceMonitor, Prometheus keeps `instance` for the scraped pod, so
@@ -75,19 +120,34 @@ describe('charts/pglog rendered', { timeout: 240_000 }, () => {
     assert.equal(store.metadata.namespace, NAMESPACE);
     assert.equal(store.metadata.labels['grafana_dashboard'], '1');
     assert.equal(store.data['pglog-store.json'], readFileSync(join(CHART, 'dashboards/pglog-store.json'), 'utf8').trimEnd());
-    const storeJson = JSON.parse(store.data['pglog-store.json']) as { templating: { list: Array<{ name: string; type: string; query: string }> }; panels: Array<{ datasource?: { type: string } }> };
-    assert.deepEqual(storeJson.templating.list.map((v) => [v.name, v.type]), [['datasource', 'datasource'], ['target', 'query'], ['database', 'query'], ['fingerprint', 'textbox']]);
+    const storeJson = JSON.parse(store.data['pglog-store.json']) as {
+      templating: { list: Array<{ name: string; type: string; query: string }> };
+      panels: Array<{ datasource?: { type: string } }>;
+    };
+    assert.deepEqual(
+      storeJson.templating.list.map((v) => [v.name, v.type]),
+      [
+        ['datasource', 'datasource'],
+        ['target', 'query'],
+        ['database', 'query'],
+        ['fingerprint', 'textbox'],
+      ],
+    );
     assert.equal(storeJson.templating.list[0]!.query, 'grafana-postgresql-datasource');
     assert.ok(storeJson.panels.filter((p) => p.datasource !== undefined).every((p) => p.datasource!.type === 'grafana-postgresql-datasource'));
-    const moved = (await render(['--set', 'storeDashboard.namespace=monitoring,storeDashboard.annotations.grafana_folder=pglog'])).objects
-      .find((o) => o.metadata.name === 'pglog-store-dashboard') as unknown as { metadata: { namespace: string; annotations: Record<string, string> } };
+    const moved = (await render(['--set', 'storeDashboard.namespace=monitoring,storeDashboard.annotations.grafana_folder=pglog'])).objects.find(
+      (o) => o.metadata.name === 'pglog-store-dashboard',
+    ) as unknown as { metadata: { namespace: string; annotations: Record<string, string> } };
     assert.deepEqual([moved.metadata.namespace, moved.metadata.annotations], ['monitoring', { grafana_folder: 'pglog' }]);
     const off = (await render(['--set', 'storeDashboard.enabled=false'])).objects;
     const offNames = off.filter((o) => o.kind === 'ConfigMap').map((o) => o.metadata.name);
     assert.ok(offNames.includes('pglog-dashboard') && !offNames.includes('pglog-store-dashboard'), offNames.join(', '));
 
     const cpu = (await render(['--set', 'hpa.enabled=true'])).objects;
-    const hpa = cpu.find((o) => o.kind === 'HorizontalPodAutoscaler') as unknown as { apiVersion: string; spec: { scaleTargetRef: unknown; metrics: unknown[] } };
+    const hpa = cpu.find((o) => o.kind === 'HorizontalPodAutoscaler') as unknown as {
+      apiVersion: string;
+      spec: { scaleTargetRef: unknown; metrics: unknown[] };
+    };
     assert.equal(hpa.apiVersion, 'autoscaling/v2');
     assert.deepEqual(hpa.spec.scaleTargetRef, { apiVersion: 'pglog.io/v1alpha1', kind: 'CollectorPool', name: 'main' });
     assert.deepEqual(hpa.spec.metrics, [{ type: 'Resource', resource: { name: 'cpu', target: { type: 'Utilization', averageUtilization: 70 } } }]);
@@ -96,13 +156,20 @@ describe('charts/pglog rendered', { timeout: 240_000 }, () => {
 
     const all = (await render(ALL_ON)).objects;
     const custom = all.find((o) => o.kind === 'HorizontalPodAutoscaler') as unknown as { spec: { metrics: unknown[] } };
-    assert.deepEqual(custom.spec.metrics, [{ type: 'Pods', pods: { metric: { name: 'pglog_nodejs_eventloop_lag_p99_seconds' }, target: { type: 'AverageValue', averageValue: '100m' } } }]);
-    const monitor = all.find((o) => o.kind === 'ServiceMonitor') as unknown as { spec: { selector: unknown; targetLabels: string[]; endpoints: Array<{ port: string }> } };
+    assert.deepEqual(custom.spec.metrics, [
+      { type: 'Pods', pods: { metric: { name: 'pglog_nodejs_eventloop_lag_p99_seconds' }, target: { type: 'AverageValue', averageValue: '100m' } } },
+    ]);
+    const monitor = all.find((o) => o.kind === 'ServiceMonitor') as unknown as {
+      spec: { selector: unknown; targetLabels: string[]; endpoints: Array<{ port: string }> };
+    };
     assert.deepEqual(monitor.spec.selector, { matchLabels: { 'app.kubernetes.io/name': 'pglog' } });
     // The alert rules tell collector pods from the operator by this label (charts/pglog/templates/prometheusrule.yaml).
     assert.deepEqual(monitor.spec.targetLabels, ['app.kubernetes.io/component']);
     assert.equal(monitor.spec.endpoints[0]!.port, 'http-metrics');
-    const operatorService = all.find((o) => o.kind === 'Service') as unknown as { metadata: { labels: Record<string, string> }; spec: { ports: Array<{ name: string }> } };
+    const operatorService = all.find((o) => o.kind === 'Service') as unknown as {
+      metadata: { labels: Record<string, string> };
+      spec: { ports: Array<{ name: string }> };
+    };
     assert.equal(operatorService.metadata.labels['app.kubernetes.io/name'], 'pglog');
     assert.equal(operatorService.spec.ports[0]!.name, 'http-metrics');
 
@@ -114,16 +181,23 @@ describe('charts/pglog rendered', { timeout: 240_000 }, () => {
 
   test('the operator Deployment: 2 replicas, Lease in the release namespace, its flags parse', async () => {
     const { objects } = await render(['--set', 'image.repository=registry.example/pglog,image.tag=1.2.3']);
-    const deployment = objects.find((o) => o.kind === 'Deployment') as unknown as { spec: { replicas: number; template: PodTemplate & { spec: { serviceAccountName: string } } } };
+    const deployment = objects.find((o) => o.kind === 'Deployment') as unknown as {
+      spec: { replicas: number; template: PodTemplate & { spec: { serviceAccountName: string } } };
+    };
     assert.equal(deployment.spec.replicas, 2);
     assert.equal(deployment.spec.template.spec.serviceAccountName, 'pglog-operator');
     const container = deployment.spec.template.spec.containers[0]!;
-    assert.deepEqual(container.env?.map((e) => e.name), ['POD_NAME', 'POD_NAMESPACE']);
+    assert.deepEqual(
+      container.env?.map((e) => e.name),
+      ['POD_NAME', 'POD_NAMESPACE'],
+    );
     const args = container.args!;
     assert.equal(args[0], 'operator');
     assert.ok(!args.some((a) => a.startsWith('--namespace')), 'watches all namespaces by default');
-    const parsed = parseOperatorArgs(args.slice(1).map((a) => a.replace('$(POD_NAMESPACE)', NAMESPACE)),
-      { POD_NAME: 'pglog-operator-abc', POD_NAMESPACE: NAMESPACE, KUBERNETES_SERVICE_HOST: '10.0.0.1', KUBERNETES_SERVICE_PORT: '443' });
+    const parsed = parseOperatorArgs(
+      args.slice(1).map((a) => a.replace('$(POD_NAMESPACE)', NAMESPACE)),
+      { POD_NAME: 'pglog-operator-abc', POD_NAMESPACE: NAMESPACE, KUBERNETES_SERVICE_HOST: '10.0.0.1', KUBERNETES_SERVICE_PORT: '443' },
+    );
     assert.equal(parsed.operator.leaseNamespace, NAMESPACE);
     assert.equal(parsed.operator.leaseName, 'pglog-operator');
     assert.equal(parsed.operator.defaultImage, 'registry.example/pglog:1.2.3');
@@ -133,9 +207,21 @@ describe('charts/pglog rendered', { timeout: 240_000 }, () => {
     assert.deepEqual(parsed.operator.listen, { host: '0.0.0.0', port: 8080 });
     // Pools may run only the chart's own image repository, and only in the collector namespaces.
     assert.deepEqual(parsed.operator.policy, { allowedImages: ['registry.example/pglog'], collectorNamespaces: [NAMESPACE] });
-    const widened = (await render(['--set', `image.repository=registry.example/pglog,operator.allowedImages={registry.example/pglog,registry.example/team/},collectorNamespaces={${NAMESPACE},${OTHER}}`])).objects;
-    const widenedArgs = (widened.find((o) => o.kind === 'Deployment') as unknown as { spec: { template: PodTemplate } }).spec.template.spec.containers[0]!.args!;
-    const reparsed = parseOperatorArgs(widenedArgs.slice(1).map((a) => a.replace('$(POD_NAMESPACE)', NAMESPACE)), { POD_NAME: 'p', POD_NAMESPACE: NAMESPACE, KUBERNETES_SERVICE_HOST: '10.0.0.1', KUBERNETES_SERVICE_PORT: '443' });
-    assert.deepEqual(reparsed.operator.policy, { allowedImages: ['registry.example/pglog', 'registry.example/team/'], collectorNamespaces: [NAMESPACE, OTHER] });
+    const widened = (
+      await render([
+        '--set',
+        `image.repository=registry.example/pglog,operator.allowedImages={registry.example/pglog,registry.example/team/},collectorNamespaces={${NAMESPACE},${OTHER}}`,
+      ])
+    ).objects;
+    const widenedArgs = (widened.find((o) => o.kind === 'Deployment') as unknown as { spec: { template: PodTemplate } }).spec.template.spec.containers[0]!
+      .args!;
+    const reparsed = parseOperatorArgs(
+      widenedArgs.slice(1).map((a) => a.replace('$(POD_NAMESPACE)', NAMESPACE)),
+      { POD_NAME: 'p', POD_NAMESPACE: NAMESPACE, KUBERNETES_SERVICE_HOST: '10.0.0.1', KUBERNETES_SERVICE_PORT: '443' },
+    );
+    assert.deepEqual(reparsed.operator.policy, {
+      allowedImages: ['registry.example/pglog', 'registry.example/team/'],
+      collectorNamespaces: [NAMESPACE, OTHER],
+    });
   });
 });

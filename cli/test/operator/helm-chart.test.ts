@@ -10,9 +10,24 @@ import { readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 
-import { type ControlPlane,kubeBin, startControlPlane } from '@pglog/test-support/control-plane.ts';
+import { type ControlPlane, kubeBin, startControlPlane } from '@pglog/test-support/control-plane.ts';
 
-import { ALL_ON, CHART, helm, HELM_HOME, NAMESPACE, OTHER, OUTSIDE, type PodTemplate, render, type Result, ROOT, type Rule, run, toYaml } from '../helpers/helm-chart.ts';
+import {
+  ALL_ON,
+  CHART,
+  helm,
+  HELM_HOME,
+  NAMESPACE,
+  OTHER,
+  OUTSIDE,
+  type PodTemplate,
+  render,
+  type Result,
+  ROOT,
+  type Rule,
+  run,
+  toYaml,
+} from '../helpers/helm-chart.ts';
 
 describe('charts/pglog', { timeout: 240_000 }, () => {
   let cp: ControlPlane;
@@ -21,7 +36,14 @@ describe('charts/pglog', { timeout: 240_000 }, () => {
   before(async () => {
     cp = await startControlPlane();
     for (const [name, labels] of [
-      [NAMESPACE, { 'pod-security.kubernetes.io/enforce': 'restricted', 'pod-security.kubernetes.io/enforce-version': 'latest', 'pod-security.kubernetes.io/warn': 'restricted' }],
+      [
+        NAMESPACE,
+        {
+          'pod-security.kubernetes.io/enforce': 'restricted',
+          'pod-security.kubernetes.io/enforce-version': 'latest',
+          'pod-security.kubernetes.io/warn': 'restricted',
+        },
+      ],
       [OTHER, { 'pod-security.kubernetes.io/enforce': 'restricted' }],
       [OUTSIDE, {}],
     ] as const) {
@@ -30,16 +52,26 @@ describe('charts/pglog', { timeout: 240_000 }, () => {
     // The chart's CRDs (helm installs crds/ before the templates), and minimal ServiceMonitor and
     // PrometheusRule CRDs standing in for the Prometheus Operator's.
     await cp.kubectl(['apply', '--server-side', '-f', join(CHART, 'crds')]);
-    for (const [kind, plural] of [['ServiceMonitor', 'servicemonitors'], ['PrometheusRule', 'prometheusrules']] as const) {
-      await cp.kubectl(['apply', '-f', '-'], JSON.stringify({
-        apiVersion: 'apiextensions.k8s.io/v1', kind: 'CustomResourceDefinition',
-        metadata: { name: `${plural}.monitoring.coreos.com` },
-        spec: {
-          group: 'monitoring.coreos.com', scope: 'Namespaced',
-          names: { kind, listKind: `${kind}List`, plural, singular: kind.toLowerCase() },
-          versions: [{ name: 'v1', served: true, storage: true, schema: { openAPIV3Schema: { type: 'object', 'x-kubernetes-preserve-unknown-fields': true } } }],
-        },
-      }));
+    for (const [kind, plural] of [
+      ['ServiceMonitor', 'servicemonitors'],
+      ['PrometheusRule', 'prometheusrules'],
+    ] as const) {
+      await cp.kubectl(
+        ['apply', '-f', '-'],
+        JSON.stringify({
+          apiVersion: 'apiextensions.k8s.io/v1',
+          kind: 'CustomResourceDefinition',
+          metadata: { name: `${plural}.monitoring.coreos.com` },
+          spec: {
+            group: 'monitoring.coreos.com',
+            scope: 'Namespaced',
+            names: { kind, listKind: `${kind}List`, plural, singular: kind.toLowerCase() },
+            versions: [
+              { name: 'v1', served: true, storage: true, schema: { openAPIV3Schema: { type: 'object', 'x-kubernetes-preserve-unknown-fields': true } } },
+            ],
+          },
+        }),
+      );
     }
     await cp.kubectl(['wait', '--for=condition=Established', '--timeout=60s', 'crd', '--all']);
   });
@@ -53,8 +85,15 @@ describe('charts/pglog', { timeout: 240_000 }, () => {
     const r = await kubectl(['apply', '--dry-run=server', '-o', 'name', '-f', '-'], text);
     assert.equal(r.code, 0, r.stderr);
     assert.doesNotMatch(r.stderr, /[Ww]arning|PodSecurity/, r.stderr);
-    for (const name of ['deployment.apps/pglog-operator', 'collectorpool.pglog.io/main', 'horizontalpodautoscaler.autoscaling/main',
-      'servicemonitor.monitoring.coreos.com/pglog', 'prometheusrule.monitoring.coreos.com/pglog', 'clusterrole.rbac.authorization.k8s.io/pglog-collector', 'networkpolicy.networking.k8s.io/pglog-collector']) {
+    for (const name of [
+      'deployment.apps/pglog-operator',
+      'collectorpool.pglog.io/main',
+      'horizontalpodautoscaler.autoscaling/main',
+      'servicemonitor.monitoring.coreos.com/pglog',
+      'prometheusrule.monitoring.coreos.com/pglog',
+      'clusterrole.rbac.authorization.k8s.io/pglog-collector',
+      'networkpolicy.networking.k8s.io/pglog-collector',
+    ]) {
       assert.ok(r.stdout.includes(name), `${name} not in:\n${r.stdout}`);
     }
   });
@@ -67,13 +106,21 @@ describe('charts/pglog', { timeout: 240_000 }, () => {
     assert.equal(created.code, 0, created.stderr);
     const workloads = objects.filter((o) => (o['spec'] as { template?: { spec?: unknown } } | undefined)?.template?.spec !== undefined);
     // The operator, and the CRD hook's Job (ADR 0013).
-    assert.deepEqual(workloads.map((o) => o.kind), ['Deployment', 'Job']);
+    assert.deepEqual(
+      workloads.map((o) => o.kind),
+      ['Deployment', 'Job'],
+    );
     for (const w of workloads) {
       const r = await kubectl(['apply', '--dry-run=server', '-o', 'name', '-f', '-'], JSON.stringify(w));
       assert.equal(r.code, 0, r.stderr);
       assert.doesNotMatch(r.stderr, /PodSecurity|[Ww]arning/, r.stderr);
       const template = (w['spec'] as { template: PodTemplate }).template;
-      const pod = { apiVersion: 'v1', kind: 'Pod', metadata: { name: `${w.metadata.name}-0`, namespace: NAMESPACE, labels: template.metadata?.labels }, spec: template.spec };
+      const pod = {
+        apiVersion: 'v1',
+        kind: 'Pod',
+        metadata: { name: `${w.metadata.name}-0`, namespace: NAMESPACE, labels: template.metadata?.labels },
+        spec: template.spec,
+      };
       const admitted = await kubectl(['apply', '--dry-run=server', '-o', 'name', '-f', '-'], JSON.stringify(pod));
       assert.equal(admitted.code, 0, admitted.stderr);
       assert.match(admitted.stdout, /^pod\//);
@@ -81,8 +128,10 @@ describe('charts/pglog', { timeout: 240_000 }, () => {
     }
   });
 
-  test('docs/install.md\'s plain-kubectl operator Deployment and pool pass the same dry run', async () => {
-    const blocks = [...readFileSync(join(ROOT, 'docs/install.md'), 'utf8').matchAll(/```yaml\n([\s\S]*?)```/g)].map((m) => m[1]!.replaceAll('pglog-system', NAMESPACE));
+  test("docs/install.md's plain-kubectl operator Deployment and pool pass the same dry run", async () => {
+    const blocks = [...readFileSync(join(ROOT, 'docs/install.md'), 'utf8').matchAll(/```yaml\n([\s\S]*?)```/g)].map((m) =>
+      m[1]!.replaceAll('pglog-system', NAMESPACE),
+    );
     assert.equal(blocks.length, 2);
     for (const block of blocks) {
       const r = await kubectl(['apply', '--dry-run=server', '-o', 'name', '-f', '-'], block);
@@ -115,21 +164,39 @@ describe('charts/pglog', { timeout: 240_000 }, () => {
     const installed = await helm(['install', release, CHART, '--kubeconfig', cp.kubeconfig, '--namespace', namespace, '--set', 'crds.apply=false']);
     assert.equal(installed.code, 0, installed.stderr);
     const notes = installed.stdout.slice(installed.stdout.indexOf('NOTES:'));
-    for (const step of [`kubectl -n ${namespace} create secret generic pglog-store`, '--from-literal=url=', `kubectl -n ${namespace} label secret db1-ssh pglog.io/ssh-credentials=true`,
+    for (const step of [
+      `kubectl -n ${namespace} create secret generic pglog-store`,
+      '--from-literal=url=',
+      `kubectl -n ${namespace} label secret db1-ssh pglog.io/ssh-credentials=true`,
       `kubectl -n ${namespace} apply -f targets.yaml`,
-      `kubectl -n ${namespace} get pgt`, `kubectl -n ${namespace} scale cpool main --replicas=4`]) {
+      `kubectl -n ${namespace} get pgt`,
+      `kubectl -n ${namespace} scale cpool main --replicas=4`,
+    ]) {
       assert.ok(notes.includes(step), `NOTES lack "${step}":\n${notes}`);
     }
     const selector = `app.kubernetes.io/instance=${release}`;
     const listed = await cp.kubectl(['get', 'clusterroles,clusterrolebindings', '-l', selector, '-o', 'name']);
-    assert.deepEqual(listed.trim().split('\n').sort(), [`clusterrole.rbac.authorization.k8s.io/${release}-collector`, `clusterrole.rbac.authorization.k8s.io/${release}-operator`,
-      `clusterrole.rbac.authorization.k8s.io/${release}-operator-workloads`, `clusterrolebinding.rbac.authorization.k8s.io/${release}-operator`]);
+    assert.deepEqual(listed.trim().split('\n').sort(), [
+      `clusterrole.rbac.authorization.k8s.io/${release}-collector`,
+      `clusterrole.rbac.authorization.k8s.io/${release}-operator`,
+      `clusterrole.rbac.authorization.k8s.io/${release}-operator-workloads`,
+      `clusterrolebinding.rbac.authorization.k8s.io/${release}-operator`,
+    ]);
     assert.match(await cp.kubectl(['-n', namespace, 'get', 'cpool', 'main', '-o', 'name']), /collectorpool\.pglog\.io\/main/);
     const uninstalled = await helm(['uninstall', release, '--kubeconfig', cp.kubeconfig, '--namespace', namespace]);
     assert.equal(uninstalled.code, 0, uninstalled.stderr);
     const left = await cp.kubectl(['get', 'clusterroles,clusterrolebindings', '-l', selector, '-o', 'name']);
     assert.equal(left.trim(), '');
-    const leftInNamespace = await cp.kubectl(['-n', namespace, 'get', 'deploy,svc,sa,roles,rolebindings,networkpolicies,configmaps,pdb,cpool', '-l', selector, '-o', 'name']);
+    const leftInNamespace = await cp.kubectl([
+      '-n',
+      namespace,
+      'get',
+      'deploy,svc,sa,roles,rolebindings,networkpolicies,configmaps,pdb,cpool',
+      '-l',
+      selector,
+      '-o',
+      'name',
+    ]);
     assert.equal(leftInNamespace.trim(), '');
   });
 
@@ -139,15 +206,24 @@ describe('charts/pglog', { timeout: 240_000 }, () => {
     const applied = await kubectl(['apply', '-f', '-'], toYaml(rbac));
     assert.equal(applied.code, 0, applied.stderr);
     const can = async (who: string, namespace: string, verb: string, resource: string, subresource?: string, name?: string): Promise<boolean> => {
-      const r = await kubectl(['auth', 'can-i', verb, name === undefined ? resource : `${resource}/${name}`, '-n', namespace, `--as=system:serviceaccount:${who}`,
-        ...(subresource === undefined ? [] : [`--subresource=${subresource}`])]);
+      const r = await kubectl([
+        'auth',
+        'can-i',
+        verb,
+        name === undefined ? resource : `${resource}/${name}`,
+        '-n',
+        namespace,
+        `--as=system:serviceaccount:${who}`,
+        ...(subresource === undefined ? [] : [`--subresource=${subresource}`]),
+      ]);
       assert.ok(/^(?:yes|no)\b/.test(r.stdout.trim()), `can-i ${verb} ${resource}: ${r.stdout}${r.stderr}`);
       return r.stdout.trim().startsWith('yes');
     };
     const expect = async (who: string, namespace: string, cases: Array<[string, string, boolean, string?, string?]>): Promise<void> => {
       const wrong: string[] = [];
       for (const [verb, resource, allowed, subresource, name] of cases) {
-        if (await can(who, namespace, verb, resource, subresource, name) !== allowed) wrong.push(`${verb} ${resource}${subresource === undefined ? '' : `/${subresource}`} in ${namespace}: expected ${allowed ? 'yes' : 'no'}`);
+        if ((await can(who, namespace, verb, resource, subresource, name)) !== allowed)
+          wrong.push(`${verb} ${resource}${subresource === undefined ? '' : `/${subresource}`} in ${namespace}: expected ${allowed ? 'yes' : 'no'}`);
       }
       assert.deepEqual(wrong, [], `${who}:\n${wrong.join('\n')}`);
     };
@@ -174,7 +250,10 @@ describe('charts/pglog', { timeout: 240_000 }, () => {
       ]);
     }
     // Bound per namespace: nothing in a namespace the chart was not told about, nor across namespaces.
-    await expect(`${NAMESPACE}:pglog-collector`, OUTSIDE, [['get', 'secrets', false], ['get', 'collectorshards.pglog.io', false]]);
+    await expect(`${NAMESPACE}:pglog-collector`, OUTSIDE, [
+      ['get', 'secrets', false],
+      ['get', 'collectorshards.pglog.io', false],
+    ]);
     await expect(`${NAMESPACE}:pglog-collector`, OTHER, [['get', 'secrets', false]]);
 
     for (const namespace of [NAMESPACE, OTHER, OUTSIDE]) {
@@ -236,7 +315,10 @@ describe('charts/pglog', { timeout: 240_000 }, () => {
       ['get', 'postgrestargets.pglog.io', false],
     ]);
     for (const who of [`${NAMESPACE}:pglog-operator`, `${NAMESPACE}:pglog-collector`]) {
-      await expect(who, NAMESPACE, [['patch', crd, false, undefined, 'postgrestargets.pglog.io'], ['create', crd, false]]);
+      await expect(who, NAMESPACE, [
+        ['patch', crd, false, undefined, 'postgrestargets.pglog.io'],
+        ['create', crd, false],
+      ]);
     }
   });
 });

@@ -18,15 +18,23 @@ import type { KubeClient, KubeObject, ResourceType } from '@pglog/common/kube/cl
 import { loadKubeconfigFile } from '@pglog/common/kube/config.ts';
 import { loadKubeAccess } from '@pglog/common/kube/kube-access.ts';
 import { PGLOG } from '@pglog/test-support/cli.ts';
-import { type ControlPlane,startControlPlane } from '@pglog/test-support/control-plane.ts';
+import { type ControlPlane, startControlPlane } from '@pglog/test-support/control-plane.ts';
 import { onProcessExit } from '@pglog/test-support/exit-cleanup.ts';
 import { freePort, sleep } from '@pglog/test-support/wait.ts';
 
 const CONFIG_MAPS: ResourceType = { group: '', version: 'v1', plural: 'configmaps', kind: 'ConfigMap', namespaced: true };
-const SELF_SUBJECT_REVIEWS: ResourceType = { group: 'authentication.k8s.io', version: 'v1', plural: 'selfsubjectreviews', kind: 'SelfSubjectReview', namespaced: false };
+const SELF_SUBJECT_REVIEWS: ResourceType = {
+  group: 'authentication.k8s.io',
+  version: 'v1',
+  plural: 'selfsubjectreviews',
+  kind: 'SelfSubjectReview',
+  namespaced: false,
+};
 const SA_USER = 'system:serviceaccount:default:plugin-user';
 
-interface Review extends KubeObject { status?: { userInfo?: { username?: string; groups?: string[] } } }
+interface Review extends KubeObject {
+  status?: { userInfo?: { username?: string; groups?: string[] } };
+}
 
 async function whoami(client: KubeClient): Promise<string> {
   const r = await client.create<Review>(SELF_SUBJECT_REVIEWS, { apiVersion: 'authentication.k8s.io/v1', kind: 'SelfSubjectReview', metadata: { name: '' } });
@@ -56,15 +64,28 @@ function clientCertificates(dir: string): void {
 }
 
 function runs(dir: string): number {
-  return existsSync(join(dir, 'runs')) ? readFileSync(join(dir, 'runs'), 'utf8').split('\n').filter((l) => l !== '').length : 0;
+  return existsSync(join(dir, 'runs'))
+    ? readFileSync(join(dir, 'runs'), 'utf8')
+        .split('\n')
+        .filter((l) => l !== '').length
+    : 0;
 }
 
 /** The HTTP status the API server answers this bearer token with (the client is not in the way). */
 function statusWithToken(cp: ControlPlane, token: string): Promise<number> {
   return new Promise((resolve, reject) => {
-    const req = request(`${cp.server}/api/v1/namespaces/default/configmaps`, {
-      headers: { Authorization: `Bearer ${token}` }, ca: cp.caCert, servername: 'kubernetes',
-    }, (res) => { res.resume(); resolve(res.statusCode ?? 0); });
+    const req = request(
+      `${cp.server}/api/v1/namespaces/default/configmaps`,
+      {
+        headers: { Authorization: `Bearer ${token}` },
+        ca: cp.caCert,
+        servername: 'kubernetes',
+      },
+      (res) => {
+        res.resume();
+        resolve(res.statusCode ?? 0);
+      },
+    );
     req.on('error', reject);
     req.end();
   });
@@ -74,11 +95,14 @@ describe('credentials users have, on a real kube-apiserver', { timeout: 300_000 
   let cp: ControlPlane;
   const dir = mkdtempSync(join(tmpdir(), 'pglog-kube-creds-'));
   const cluster = (): Record<string, unknown> => ({
-    name: 'test', cluster: { server: cp.server, 'certificate-authority-data': Buffer.from(cp.caCert).toString('base64'), 'tls-server-name': 'kubernetes' },
+    name: 'test',
+    cluster: { server: cp.server, 'certificate-authority-data': Buffer.from(cp.caCert).toString('base64'), 'tls-server-name': 'kubernetes' },
   });
   const mint = async (secret: string): Promise<string> => {
     await cp.kubectl(['create', 'secret', 'generic', secret, '-n', 'default']);
-    return (await cp.kubectl(['create', 'token', 'plugin-user', '-n', 'default', '--bound-object-kind', 'Secret', '--bound-object-name', secret, '--duration', '1h'])).trim();
+    return (
+      await cp.kubectl(['create', 'token', 'plugin-user', '-n', 'default', '--bound-object-kind', 'Secret', '--bound-object-name', secret, '--duration', '1h'])
+    ).trim();
   };
 
   before(async () => {
@@ -89,7 +113,9 @@ describe('credentials users have, on a real kube-apiserver', { timeout: 300_000 
     writeFileSync(join(dir, 'plugin.sh'), PLUGIN);
     chmodSync(join(dir, 'plugin.sh'), 0o755);
   });
-  after(async () => { await cp?.stop(); });
+  after(async () => {
+    await cp?.stop();
+  });
 
   test('exec plugin: one run for 20 concurrent requests, cached until expirationTimestamp, run again after a 401', async () => {
     const pluginDir = join(dir, 'plugin');
@@ -99,20 +125,41 @@ describe('credentials users have, on a real kube-apiserver', { timeout: 300_000 
     const expiresAt = Date.now() + 3_600_000;
     writeFileSync(join(pluginDir, 'expiry'), new Date(expiresAt).toISOString());
     const kubeconfig = join(dir, 'exec.kubeconfig');
-    writeFileSync(kubeconfig, JSON.stringify({
-      apiVersion: 'v1', kind: 'Config', 'current-context': 'exec', clusters: [cluster()],
-      users: [{ name: 'plugin', user: { exec: {
-        apiVersion: 'client.authentication.k8s.io/v1', command: './plugin.sh', args: [], provideClusterInfo: true,
-        env: [{ name: 'PLUGIN_DIR', value: pluginDir }], interactiveMode: 'Never',
-      } } }],
-      contexts: [{ name: 'exec', context: { cluster: 'test', user: 'plugin' } }],
-    }));
+    writeFileSync(
+      kubeconfig,
+      JSON.stringify({
+        apiVersion: 'v1',
+        kind: 'Config',
+        'current-context': 'exec',
+        clusters: [cluster()],
+        users: [
+          {
+            name: 'plugin',
+            user: {
+              exec: {
+                apiVersion: 'client.authentication.k8s.io/v1',
+                command: './plugin.sh',
+                args: [],
+                provideClusterInfo: true,
+                env: [{ name: 'PLUGIN_DIR', value: pluginDir }],
+                interactiveMode: 'Never',
+              },
+            },
+          },
+        ],
+        contexts: [{ name: 'exec', context: { cluster: 'test', user: 'plugin' } }],
+      }),
+    );
     let now = Date.now();
     const client = createKubeClient(await loadKubeconfigFile(kubeconfig), { tokens: { now: () => now } });
     try {
       await Promise.all(Array.from({ length: 20 }, () => client.list(CONFIG_MAPS, 'default')));
       assert.equal(runs(pluginDir), 1, 'one run for 20 concurrent requests');
-      const info = JSON.parse(readFileSync(join(pluginDir, 'exec-info'), 'utf8')) as { apiVersion: string; kind: string; spec: { interactive: boolean; cluster?: { server: string; 'certificate-authority-data': string } } };
+      const info = JSON.parse(readFileSync(join(pluginDir, 'exec-info'), 'utf8')) as {
+        apiVersion: string;
+        kind: string;
+        spec: { interactive: boolean; cluster?: { server: string; 'certificate-authority-data': string } };
+      };
       assert.equal(info.apiVersion, 'client.authentication.k8s.io/v1');
       assert.equal(info.kind, 'ExecCredential');
       assert.equal(info.spec.interactive, false);
@@ -132,7 +179,7 @@ describe('credentials users have, on a real kube-apiserver', { timeout: 300_000 
       writeFileSync(join(pluginDir, 'token'), second);
       await cp.kubectl(['delete', 'secret', 'bind-1', '-n', 'default']);
       // The API server caches successful authentications for a few seconds: wait until it refuses.
-      while (await statusWithToken(cp, first) !== 401) await sleep(250);
+      while ((await statusWithToken(cp, first)) !== 401) await sleep(250);
       await client.list(CONFIG_MAPS, 'default');
       assert.equal(runs(pluginDir), 3, 'one more run after the 401');
       assert.equal(await whoami(client), SA_USER);
@@ -147,24 +194,41 @@ describe('credentials users have, on a real kube-apiserver', { timeout: 300_000 
     writeFileSync(join(dir, 'sa-token'), `${token}\n`);
     const users = join(dir, 'users.kubeconfig');
     // The first file: current-context, the contexts and the users (paths relative to it); the second: the cluster.
-    writeFileSync(users, JSON.stringify({
-      apiVersion: 'v1', kind: 'Config', 'current-context': 'by-file',
-      users: [
-        { name: 'file', user: { tokenFile: 'sa-token' } },
-        { name: 'cert-files', user: { 'client-certificate': 'client.crt', 'client-key': 'client.key' } },
-        { name: 'cert-data', user: {
-          'client-certificate-data': readFileSync(join(dir, 'client.crt')).toString('base64'),
-          'client-key-data': readFileSync(join(dir, 'client.key')).toString('base64'),
-        } },
-      ],
-      contexts: [
-        { name: 'by-file', context: { cluster: 'test', user: 'file' } },
-        { name: 'by-cert', context: { cluster: 'test', user: 'cert-files' } },
-        { name: 'by-data', context: { cluster: 'test', user: 'cert-data' } },
-      ],
-    }));
+    writeFileSync(
+      users,
+      JSON.stringify({
+        apiVersion: 'v1',
+        kind: 'Config',
+        'current-context': 'by-file',
+        users: [
+          { name: 'file', user: { tokenFile: 'sa-token' } },
+          { name: 'cert-files', user: { 'client-certificate': 'client.crt', 'client-key': 'client.key' } },
+          {
+            name: 'cert-data',
+            user: {
+              'client-certificate-data': readFileSync(join(dir, 'client.crt')).toString('base64'),
+              'client-key-data': readFileSync(join(dir, 'client.key')).toString('base64'),
+            },
+          },
+        ],
+        contexts: [
+          { name: 'by-file', context: { cluster: 'test', user: 'file' } },
+          { name: 'by-cert', context: { cluster: 'test', user: 'cert-files' } },
+          { name: 'by-data', context: { cluster: 'test', user: 'cert-data' } },
+        ],
+      }),
+    );
     const clusters = join(dir, 'clusters.kubeconfig');
-    writeFileSync(clusters, JSON.stringify({ apiVersion: 'v1', kind: 'Config', 'current-context': 'by-data', clusters: [cluster()], users: [{ name: 'file', user: { token: 'not-this-one' } }] }));
+    writeFileSync(
+      clusters,
+      JSON.stringify({
+        apiVersion: 'v1',
+        kind: 'Config',
+        'current-context': 'by-data',
+        clusters: [cluster()],
+        users: [{ name: 'file', user: { token: 'not-this-one' } }],
+      }),
+    );
     const env = { KUBECONFIG: `${users}:${join(dir, 'absent')}:${clusters}`, HOME: dir };
     const as = async (argv: string[]): Promise<string> => {
       const config = parseOperatorArgs([...argv, '--image', 'reg/pglog:1'], env);
@@ -182,11 +246,33 @@ describe('credentials users have, on a real kube-apiserver', { timeout: 300_000 
 
   /** Runs the real `pglog operator` with only `env` until it holds the Lease as `identity`, then stops it. */
   async function operatorTakesLease(args: string[], env: Record<string, string>, identity: string): Promise<void> {
-    const child = spawn(PGLOG, ['operator', ...args, '--namespace', 'default', '--lease-namespace', 'default', '--identity', identity,
-      '--image', 'registry.invalid/pglog:test', '--listen', `127.0.0.1:${await freePort()}`, '--lease-duration', '4'], { stdio: ['ignore', 'pipe', 'pipe'], env });
+    const child = spawn(
+      PGLOG,
+      [
+        'operator',
+        ...args,
+        '--namespace',
+        'default',
+        '--lease-namespace',
+        'default',
+        '--identity',
+        identity,
+        '--image',
+        'registry.invalid/pglog:test',
+        '--listen',
+        `127.0.0.1:${await freePort()}`,
+        '--lease-duration',
+        '4',
+      ],
+      { stdio: ['ignore', 'pipe', 'pipe'], env },
+    );
     let out = '';
-    child.stdout.on('data', (b: Buffer) => { out += b.toString(); });
-    child.stderr.on('data', (b: Buffer) => { out += b.toString(); });
+    child.stdout.on('data', (b: Buffer) => {
+      out += b.toString();
+    });
+    child.stderr.on('data', (b: Buffer) => {
+      out += b.toString();
+    });
     const exited = new Promise<number | null>((resolve) => child.once('exit', resolve));
     const forget = onProcessExit(() => child.kill('SIGKILL'));
     try {
@@ -209,13 +295,27 @@ describe('credentials users have, on a real kube-apiserver', { timeout: 300_000 
     writeFileSync(join(pluginDir, 'token'), await mint('bind-cli'));
     writeFileSync(join(pluginDir, 'expiry'), new Date(Date.now() + 3_600_000).toISOString());
     const users = join(dir, 'cli-users.kubeconfig');
-    writeFileSync(users, JSON.stringify({
-      apiVersion: 'v1', kind: 'Config', 'current-context': 'nothing-here',
-      users: [{ name: 'plugin', user: { exec: {
-        apiVersion: 'client.authentication.k8s.io/v1', command: join(dir, 'plugin.sh'), env: [{ name: 'PLUGIN_DIR', value: pluginDir }],
-      } } }],
-      contexts: [{ name: 'by-exec', context: { cluster: 'test', user: 'plugin' } }],
-    }));
+    writeFileSync(
+      users,
+      JSON.stringify({
+        apiVersion: 'v1',
+        kind: 'Config',
+        'current-context': 'nothing-here',
+        users: [
+          {
+            name: 'plugin',
+            user: {
+              exec: {
+                apiVersion: 'client.authentication.k8s.io/v1',
+                command: join(dir, 'plugin.sh'),
+                env: [{ name: 'PLUGIN_DIR', value: pluginDir }],
+              },
+            },
+          },
+        ],
+        contexts: [{ name: 'by-exec', context: { cluster: 'test', user: 'plugin' } }],
+      }),
+    );
     const clusters = join(dir, 'cli-clusters.kubeconfig');
     writeFileSync(clusters, JSON.stringify({ apiVersion: 'v1', kind: 'Config', clusters: [cluster()] }));
     const base = { PATH: process.env['PATH'] ?? '/usr/bin:/bin' };
@@ -226,11 +326,17 @@ describe('credentials users have, on a real kube-apiserver', { timeout: 300_000 
     const home = join(dir, 'home');
     mkdirSync(join(home, '.kube'), { recursive: true });
     writeFileSync(join(home, 'sa-token'), await mint('bind-home'));
-    writeFileSync(join(home, '.kube', 'config'), JSON.stringify({
-      apiVersion: 'v1', kind: 'Config', 'current-context': 'home', clusters: [cluster()],
-      users: [{ name: 'home', user: { tokenFile: join(home, 'sa-token') } }],
-      contexts: [{ name: 'home', context: { cluster: 'test', user: 'home' } }],
-    }));
+    writeFileSync(
+      join(home, '.kube', 'config'),
+      JSON.stringify({
+        apiVersion: 'v1',
+        kind: 'Config',
+        'current-context': 'home',
+        clusters: [cluster()],
+        users: [{ name: 'home', user: { tokenFile: join(home, 'sa-token') } }],
+        contexts: [{ name: 'home', context: { cluster: 'test', user: 'home' } }],
+      }),
+    );
     await operatorTakesLease([], { ...base, HOME: home }, 'via-home');
   });
 });

@@ -19,26 +19,54 @@ const assigned: ShardTarget[] = [
   { name: 'db3', transport: 'inproc', epoch: 1 },
 ];
 const snap = (name: string, over: Partial<TargetSnapshot> = {}): TargetSnapshot => ({
-  name, transport: 'inproc', bytesPerSecond: 12_345.6, linesPerSecond: 100.04, lagBytes: 10, connected: true, epoch: 2,
-  lastEntryTime: '2026-11-23T15:00:00.000Z', offsets: [{ instance: 'main', file: '/log/a.log', offset: 99 }], ...over,
+  name,
+  transport: 'inproc',
+  bytesPerSecond: 12_345.6,
+  linesPerSecond: 100.04,
+  lagBytes: 10,
+  connected: true,
+  epoch: 2,
+  lastEntryTime: '2026-11-23T15:00:00.000Z',
+  offsets: [{ instance: 'main', file: '/log/a.log', offset: 99 }],
+  ...over,
 });
 const TUNING = { uvThreadpoolSize: 8, maxOldSpaceSizeMiB: 1024, maxSemiSpaceSizeMiB: 32 };
 const inputs = (over: Partial<StatusInputs> = {}): StatusInputs => ({
-  generation: 7, pod: 'pool-0', tuning: TUNING, assigned,
+  generation: 7,
+  pod: 'pool-0',
+  tuning: TUNING,
+  assigned,
   running: [snap('db1'), snap('db2', { transport: 'proxy', epoch: 4, connected: false })],
   unresolved: new Map([['db3', 'KUBE_NOT_FOUND']]),
-  shardProblem: null, previousReady: undefined, now: new Date('2026-11-23T15:00:10Z'), ...over,
+  shardProblem: null,
+  previousReady: undefined,
+  now: new Date('2026-11-23T15:00:10Z'),
+  ...over,
 });
 
 describe('buildShardStatus', () => {
   test('a failing SQL snapshot is reported per target as snapshotError', () => {
     const status = buildShardStatus(inputs({ running: [snap('db1', { snapshotError: 'SQL_CONNECT_FAILED' }), snap('db2')] }));
-    assert.deepEqual(status.targets!.map((t) => [t.name, t.snapshotError]), [['db1', 'SQL_CONNECT_FAILED'], ['db2', undefined], ['db3', undefined]]);
+    assert.deepEqual(
+      status.targets!.map((t) => [t.name, t.snapshotError]),
+      [
+        ['db1', 'SQL_CONNECT_FAILED'],
+        ['db2', undefined],
+        ['db3', undefined],
+      ],
+    );
   });
 
   test('an SQL role more powerful than monitoring needs is reported per target as sqlRoleWarning', () => {
     const status = buildShardStatus(inputs({ running: [snap('db1', { sqlRoleWarning: 'SQL_ROLE_SUPERUSER' }), snap('db2')] }));
-    assert.deepEqual(status.targets!.map((t) => [t.name, t.sqlRoleWarning]), [['db1', 'SQL_ROLE_SUPERUSER'], ['db2', undefined], ['db3', undefined]]);
+    assert.deepEqual(
+      status.targets!.map((t) => [t.name, t.sqlRoleWarning]),
+      [
+        ['db1', 'SQL_ROLE_SUPERUSER'],
+        ['db2', undefined],
+        ['db3', undefined],
+      ],
+    );
   });
 
   test('every assigned target, sorted; running ones with rounded rates and offsets; an unresolved one with its code', () => {
@@ -47,12 +75,31 @@ describe('buildShardStatus', () => {
     assert.equal(s.pod, 'pool-0');
     assert.deepEqual(s.tuning, TUNING);
     assert.equal(s.updatedAt, '2026-11-23T15:00:10.000Z');
-    assert.deepEqual(s.targets!.map((t) => t.name), ['db1', 'db2', 'db3']);
+    assert.deepEqual(
+      s.targets!.map((t) => t.name),
+      ['db1', 'db2', 'db3'],
+    );
     assert.deepEqual(s.targets![0], {
-      name: 'db1', transport: 'inproc', bytesPerSecond: 12_346, linesPerSecond: 100, lagBytes: 10, connected: true, epoch: 2,
-      lastEntryTime: '2026-11-23T15:00:00.000Z', offsets: [{ instance: 'main', file: '/log/a.log', offset: 99 }],
+      name: 'db1',
+      transport: 'inproc',
+      bytesPerSecond: 12_346,
+      linesPerSecond: 100,
+      lagBytes: 10,
+      connected: true,
+      epoch: 2,
+      lastEntryTime: '2026-11-23T15:00:00.000Z',
+      offsets: [{ instance: 'main', file: '/log/a.log', offset: 99 }],
     });
-    assert.deepEqual(s.targets![2], { name: 'db3', transport: 'inproc', bytesPerSecond: 0, linesPerSecond: 0, lagBytes: 0, connected: false, epoch: 1, error: 'KUBE_NOT_FOUND' });
+    assert.deepEqual(s.targets![2], {
+      name: 'db3',
+      transport: 'inproc',
+      bytesPerSecond: 0,
+      linesPerSecond: 0,
+      lagBytes: 0,
+      connected: false,
+      epoch: 1,
+      error: 'KUBE_NOT_FOUND',
+    });
     const ready = s.conditions![0]!;
     assert.equal(ready.type, 'Ready');
     assert.equal(ready.status, 'False');
@@ -66,9 +113,11 @@ describe('buildShardStatus', () => {
     assert.deepEqual([ready.status, ready.reason], ['True', 'Collecting']);
     const later = buildShardStatus({ ...allGood, previousReady: ready, now: new Date('2026-11-23T16:00:00Z') }).conditions![0]!;
     assert.equal(later.lastTransitionTime, ready.lastTransitionTime);
-    const connecting = buildShardStatus(inputs({ unresolved: new Map(), running: [snap('db1'), snap('db2', { connected: false }), snap('db3')] })).conditions![0]!;
+    const connecting = buildShardStatus(inputs({ unresolved: new Map(), running: [snap('db1'), snap('db2', { connected: false }), snap('db3')] }))
+      .conditions![0]!;
     assert.deepEqual([connecting.status, connecting.reason], ['False', 'Connecting']);
-    const unknown = buildShardStatus({ ...allGood, shardProblem: 'KUBE_UNAVAILABLE: timeout', previousReady: ready, now: new Date('2026-11-23T16:00:00Z') }).conditions![0]!;
+    const unknown = buildShardStatus({ ...allGood, shardProblem: 'KUBE_UNAVAILABLE: timeout', previousReady: ready, now: new Date('2026-11-23T16:00:00Z') })
+      .conditions![0]!;
     assert.deepEqual([unknown.status, unknown.reason], ['Unknown', 'ShardUnavailable']);
     assert.equal(unknown.lastTransitionTime, '2026-11-23T16:00:00.000Z', 'a new status is a transition');
   });
@@ -76,13 +125,24 @@ describe('buildShardStatus', () => {
 
 describe('changedEnough', () => {
   const base = buildShardStatus(inputs());
-  const withTarget = (k: number, over: Record<string, unknown>): CollectorShardStatus => ({ ...base, targets: base.targets!.map((t, i) => (i === k ? { ...t, ...over } : t)) });
+  const withTarget = (k: number, over: Record<string, unknown>): CollectorShardStatus => ({
+    ...base,
+    targets: base.targets!.map((t, i) => (i === k ? { ...t, ...over } : t)),
+  });
 
   test('first write, forced refresh after 60 s, and every state change write', () => {
     assert.equal(changedEnough(undefined, base, 0), true);
     assert.equal(changedEnough(base, { ...base, updatedAt: 'later' }, 59_999), false, 'only the time changed');
     assert.equal(changedEnough(base, base, 60_000), true);
-    for (const over of [{ connected: false }, { transport: 'proxy' }, { epoch: 3 }, { error: 'SSH_AUTH_FAILED' }, { snapshotError: 'SQL_TIMEOUT' }, { sqlRoleWarning: 'SQL_ROLE_CAN_WRITE' }, { offsets: undefined }]) {
+    for (const over of [
+      { connected: false },
+      { transport: 'proxy' },
+      { epoch: 3 },
+      { error: 'SSH_AUTH_FAILED' },
+      { snapshotError: 'SQL_TIMEOUT' },
+      { sqlRoleWarning: 'SQL_ROLE_CAN_WRITE' },
+      { offsets: undefined },
+    ]) {
       assert.equal(changedEnough(base, withTarget(0, over), 1000), true, JSON.stringify(over));
     }
     assert.equal(changedEnough(base, { ...base, observedGeneration: 8 }, 1000), true);
@@ -104,12 +164,25 @@ describe('changedEnough', () => {
 
 describe('launchCommand', () => {
   const self = ['/usr/bin/node', '--disable-warning=ExperimentalWarning', '--max-old-space-size=64', '--max_semi_space_size', '2', '/app/main.ts'];
-  test('the tuning as V8 flags (replacing the launcher\'s own) and UV_THREADPOOL_SIZE; collect arguments passed on with --launched', () => {
-    const c = launchCommand(self, ['--shard', 's-0', '--status-interval', '5', '--launched', 'old'], TUNING, { PATH: '/bin', UV_THREADPOOL_SIZE: '4', PGLOG_STORE_URL: 'postgres://x' });
+  test("the tuning as V8 flags (replacing the launcher's own) and UV_THREADPOOL_SIZE; collect arguments passed on with --launched", () => {
+    const c = launchCommand(self, ['--shard', 's-0', '--status-interval', '5', '--launched', 'old'], TUNING, {
+      PATH: '/bin',
+      UV_THREADPOOL_SIZE: '4',
+      PGLOG_STORE_URL: 'postgres://x',
+    });
     assert.equal(c.command, '/usr/bin/node');
     assert.deepEqual(c.args, [
-      '--disable-warning=ExperimentalWarning', '--max-old-space-size=1024', '--max-semi-space-size=32', '/app/main.ts',
-      'collect', '--shard', 's-0', '--status-interval', '5', '--launched', formatTuning(TUNING),
+      '--disable-warning=ExperimentalWarning',
+      '--max-old-space-size=1024',
+      '--max-semi-space-size=32',
+      '/app/main.ts',
+      'collect',
+      '--shard',
+      's-0',
+      '--status-interval',
+      '5',
+      '--launched',
+      formatTuning(TUNING),
     ]);
     assert.deepEqual(c.env, { PATH: '/bin', UV_THREADPOOL_SIZE: '8', PGLOG_STORE_URL: 'postgres://x' });
   });
@@ -121,18 +194,28 @@ describe('launchCommand', () => {
 });
 
 describe('cluster options', () => {
-  const usage = (fragment: RegExp) => (e: unknown): boolean => e instanceof PglogError && e.code === 'USAGE' && fragment.test(e.message);
+  const usage =
+    (fragment: RegExp) =>
+    (e: unknown): boolean =>
+      e instanceof PglogError && e.code === 'USAGE' && fragment.test(e.message);
   test('in-cluster from the environment, or a kubeconfig; intervals; the pod name', () => {
     const c = parseClusterConfig({ shard: 'pool-0' }, { KUBERNETES_SERVICE_HOST: '10.0.0.1', KUBERNETES_SERVICE_PORT: '443', POD_NAME: 'pool-0' })!;
     assert.deepEqual(c.kube, {
-      kind: 'in-cluster', host: '10.0.0.1', port: '443',
-      tokenFile: '/var/run/secrets/kubernetes.io/serviceaccount/token', caFile: '/var/run/secrets/kubernetes.io/serviceaccount/ca.crt', namespaceFile: '/var/run/secrets/kubernetes.io/serviceaccount/namespace',
+      kind: 'in-cluster',
+      host: '10.0.0.1',
+      port: '443',
+      tokenFile: '/var/run/secrets/kubernetes.io/serviceaccount/token',
+      caFile: '/var/run/secrets/kubernetes.io/serviceaccount/ca.crt',
+      namespaceFile: '/var/run/secrets/kubernetes.io/serviceaccount/namespace',
     });
     assert.equal(c.statusIntervalMs, 10_000);
     assert.equal(c.resolveIntervalMs, 30_000);
     assert.equal(c.pod, 'pool-0');
     assert.equal(c.launched, null);
-    const k = parseClusterConfig({ shard: 's-1', kubeconfig: '/k', namespace: 'ns', 'status-interval': '2', launched: formatTuning(TUNING) }, { HOSTNAME: 'h' })!;
+    const k = parseClusterConfig(
+      { shard: 's-1', kubeconfig: '/k', namespace: 'ns', 'status-interval': '2', launched: formatTuning(TUNING) },
+      { HOSTNAME: 'h' },
+    )!;
     assert.deepEqual(k.kube, { kind: 'kubeconfig', paths: ['/k'], context: null, from: '--kubeconfig', env: { HOSTNAME: 'h' } });
     assert.equal(k.namespace, 'ns');
     assert.equal(k.statusIntervalMs, 2000);
@@ -141,7 +224,13 @@ describe('cluster options', () => {
     assert.equal(parseClusterConfig({}, {}), null);
     // As kubectl: $KUBECONFIG (every file) before the pod's service account; --context picks the context.
     const env = { KUBECONFIG: '/a:/b', KUBERNETES_SERVICE_HOST: '10.0.0.1', KUBERNETES_SERVICE_PORT: '443' };
-    assert.deepEqual(parseClusterConfig({ shard: 's-1', context: 'dev' }, env)!.kube, { kind: 'kubeconfig', paths: ['/a', '/b'], context: 'dev', from: 'KUBECONFIG', env });
+    assert.deepEqual(parseClusterConfig({ shard: 's-1', context: 'dev' }, env)!.kube, {
+      kind: 'kubeconfig',
+      paths: ['/a', '/b'],
+      context: 'dev',
+      from: 'KUBECONFIG',
+      env,
+    });
   });
 
   test('mistakes are USAGE errors', () => {
@@ -151,8 +240,13 @@ describe('cluster options', () => {
     assert.throws(() => parseClusterConfig({ shard: 's', kubeconfig: '/k', 'status-interval': '0' }, {}), usage(/--status-interval/));
     assert.throws(() => parseTuning('uvThreadpoolSize=4'), usage(/needs/));
     const store = { PGLOG_STORE_URL: 'postgresql://u:p@h/db' };
-    const noFile = (): string => { throw new Error('no file'); };
-    assert.throws(() => parseCollectArgs(['--targets', 't.yaml', '--shard', 's-0', '--kubeconfig', '/k'], store, noFile), usage(/--targets FILE \(standalone\) or --shard NAME \(cluster\), not both/));
+    const noFile = (): string => {
+      throw new Error('no file');
+    };
+    assert.throws(
+      () => parseCollectArgs(['--targets', 't.yaml', '--shard', 's-0', '--kubeconfig', '/k'], store, noFile),
+      usage(/--targets FILE \(standalone\) or --shard NAME \(cluster\), not both/),
+    );
     const c = parseCollectArgs(['--shard', 's-0', '--kubeconfig', '/k'], store, noFile);
     assert.equal(c.targetsFile, null);
     assert.equal(c.cluster?.shard, 's-0');

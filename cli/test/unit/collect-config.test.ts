@@ -9,8 +9,13 @@ import { DEFAULT_BATCHER_OPTIONS } from '@pglog/collector/collect/batcher.ts';
 import { PglogError } from '@pglog/common/errors.ts';
 
 const URL = 'postgresql://pglog:secret@store/pglog';
-const noFile = (path: string): string => { throw Object.assign(new Error(`ENOENT ${path}`), { code: 'ENOENT' }); };
-const usage = (fragment: RegExp) => (e: unknown): boolean => e instanceof PglogError && e.code === 'USAGE' && fragment.test(e.message);
+const noFile = (path: string): string => {
+  throw Object.assign(new Error(`ENOENT ${path}`), { code: 'ENOENT' });
+};
+const usage =
+  (fragment: RegExp) =>
+  (e: unknown): boolean =>
+    e instanceof PglogError && e.code === 'USAGE' && fragment.test(e.message);
 
 describe('parseCollectArgs', () => {
   test('defaults', () => {
@@ -26,12 +31,38 @@ describe('parseCollectArgs', () => {
   });
 
   test('every option', () => {
-    const c = parseCollectArgs([
-      '--targets', 't.yaml', '--listen', '[::1]:9000', '--log-level', 'debug', '--start-at', 'end',
-      '--batch-rows', '100', '--batch-bytes', '2MiB', '--batch-ms', '50', '--memory-budget', '1GiB',
-      '--target-memory-budget', '64MB', '--max-entry-bytes', '512KiB', '--retention-days', '7',
-      '--stop-timeout', '5000', '--keepalive-ms', '1000',
-    ], { PGLOG_STORE_URL: URL }, noFile);
+    const c = parseCollectArgs(
+      [
+        '--targets',
+        't.yaml',
+        '--listen',
+        '[::1]:9000',
+        '--log-level',
+        'debug',
+        '--start-at',
+        'end',
+        '--batch-rows',
+        '100',
+        '--batch-bytes',
+        '2MiB',
+        '--batch-ms',
+        '50',
+        '--memory-budget',
+        '1GiB',
+        '--target-memory-budget',
+        '64MB',
+        '--max-entry-bytes',
+        '512KiB',
+        '--retention-days',
+        '7',
+        '--stop-timeout',
+        '5000',
+        '--keepalive-ms',
+        '1000',
+      ],
+      { PGLOG_STORE_URL: URL },
+      noFile,
+    );
     assert.deepEqual(c.listen, { host: '::1', port: 9000 });
     assert.equal(c.startAt, 'now');
     assert.equal(c.batcher.maxRows, 100);
@@ -65,7 +96,11 @@ describe('parseCollectArgs', () => {
   test('the store URL: flag, file (first line) or environment; never two; never missing', () => {
     assert.equal(parseCollectArgs(['--targets', 't', '--store-file', 'f'], {}, () => `${URL}\nignored\n`).storeUrl, URL);
     assert.equal(parseCollectArgs(['--targets', 't'], { PGLOG_STORE_URL: URL }, noFile).storeUrl, URL);
-    assert.equal(parseCollectArgs(['--targets', 't', '--store', URL], { PGLOG_STORE_URL: 'postgres://other/x' }, noFile).storeUrl, URL, 'the flag wins over the environment');
+    assert.equal(
+      parseCollectArgs(['--targets', 't', '--store', URL], { PGLOG_STORE_URL: 'postgres://other/x' }, noFile).storeUrl,
+      URL,
+      'the flag wins over the environment',
+    );
     assert.throws(() => parseCollectArgs(['--targets', 't', '--store', URL, '--store-file', 'f'], {}, noFile), usage(/not both/));
     assert.throws(() => parseCollectArgs(['--targets', 't'], {}, noFile), usage(/PGLOG_STORE_URL/));
     assert.throws(() => parseCollectArgs(['--targets', 't', '--store-file', 'missing'], {}, noFile), usage(/cannot read --store-file missing: ENOENT/));
@@ -85,7 +120,11 @@ describe('parseCollectArgs', () => {
       [['--targets', 't', '--store', URL, '--frobnicate'], /Unknown option '--frobnicate'/],
     ];
     for (const [argv, fragment] of bad) {
-      assert.throws(() => parseCollectArgs(argv, {}, noFile), (e: unknown) => usage(fragment)(e) && !(e as Error).message.includes('secret'), argv.join(' '));
+      assert.throws(
+        () => parseCollectArgs(argv, {}, noFile),
+        (e: unknown) => usage(fragment)(e) && !(e as Error).message.includes('secret'),
+        argv.join(' '),
+      );
     }
   });
 });
@@ -110,8 +149,28 @@ describe('transport options', () => {
   });
 
   test('rates with units, pinned sidecar directory, and mistakes as USAGE errors', () => {
-    const t = parseCollectArgs(['--targets', 't', '--store', URL, '--promote-above', '2Mbit/s', '--demote-below', '500kbit', '--min-dwell', '0',
-      '--proxy-capacity', '3', '--sshproxy', 'external', '--sshproxy-dir', '/run/pglog'], {}, noFile).transport;
+    const t = parseCollectArgs(
+      [
+        '--targets',
+        't',
+        '--store',
+        URL,
+        '--promote-above',
+        '2Mbit/s',
+        '--demote-below',
+        '500kbit',
+        '--min-dwell',
+        '0',
+        '--proxy-capacity',
+        '3',
+        '--sshproxy',
+        'external',
+        '--sshproxy-dir',
+        '/run/pglog',
+      ],
+      {},
+      noFile,
+    ).transport;
     assert.equal(t.policy.promoteAboveBitsPerS, 2e6);
     assert.equal(t.policy.demoteBelowBitsPerS, 5e5);
     assert.equal(t.policy.minDwellMs, 0);
@@ -128,6 +187,7 @@ describe('transport options', () => {
       [['--sshproxy', 'external'], /needs --sshproxy-dir/],
       [['--proxy-capacity=1.5'], /--proxy-capacity must be a whole number/],
     ];
-    for (const [argv, fragment] of bad) assert.throws(() => parseCollectArgs(['--targets', 't', '--store', URL, ...argv], {}, noFile), usage(fragment), argv.join(' '));
+    for (const [argv, fragment] of bad)
+      assert.throws(() => parseCollectArgs(['--targets', 't', '--store', URL, ...argv], {}, noFile), usage(fragment), argv.join(' '));
   });
 });

@@ -6,22 +6,54 @@ import { test } from 'node:test';
 import { parseOperatorArgs } from '@pglog/cli/operator-command.ts';
 import { isPglogError } from '@pglog/common/errors.ts';
 
-const inPod = { KUBERNETES_SERVICE_HOST: '10.0.0.1', KUBERNETES_SERVICE_PORT: '443', POD_NAME: 'pglog-operator-7d9', POD_NAMESPACE: 'pglog', PGLOG_IMAGE: 'reg/pglog:1' };
+const inPod = {
+  KUBERNETES_SERVICE_HOST: '10.0.0.1',
+  KUBERNETES_SERVICE_PORT: '443',
+  POD_NAME: 'pglog-operator-7d9',
+  POD_NAMESPACE: 'pglog',
+  PGLOG_IMAGE: 'reg/pglog:1',
+};
 
 test('in a pod: service account access, identity and Lease namespace from the downward API', () => {
   const c = parseOperatorArgs([], inPod);
   assert.equal(c.kube.kind, 'in-cluster');
-  assert.deepEqual([c.operator.identity, c.operator.leaseNamespace, c.operator.leaseName, c.operator.defaultImage], ['pglog-operator-7d9', 'pglog', 'pglog-operator', 'reg/pglog:1']);
+  assert.deepEqual(
+    [c.operator.identity, c.operator.leaseNamespace, c.operator.leaseName, c.operator.defaultImage],
+    ['pglog-operator-7d9', 'pglog', 'pglog-operator', 'reg/pglog:1'],
+  );
   assert.deepEqual([c.operator.leaseDurationMs, c.operator.renewDeadlineMs, c.operator.retryPeriodMs], [15_000, 10_000, 2_000]);
   assert.equal(c.operator.namespace, undefined, 'all namespaces');
   assert.deepEqual(c.operator.listen, { host: '0.0.0.0', port: 8080 });
 });
 
 test('flags override: kubeconfig and context, namespace, lease, listen, workers', () => {
-  const c = parseOperatorArgs(['--kubeconfig', '/k', '--kube-context', 'ctx', '--namespace', 'db', '--lease-duration', '4', '--listen', '127.0.0.1:0', '--workers', '3', '--image', 'x/y:z'], {});
+  const c = parseOperatorArgs(
+    [
+      '--kubeconfig',
+      '/k',
+      '--kube-context',
+      'ctx',
+      '--namespace',
+      'db',
+      '--lease-duration',
+      '4',
+      '--listen',
+      '127.0.0.1:0',
+      '--workers',
+      '3',
+      '--image',
+      'x/y:z',
+    ],
+    {},
+  );
   assert.deepEqual(c.kube, { kind: 'kubeconfig', paths: ['/k'], context: 'ctx', from: '--kubeconfig', env: {} });
-  assert.deepEqual(parseOperatorArgs(['--kubeconfig', '/k', '--context', 'other', '--image', 'x/y:z'], {}).kube,
-    { kind: 'kubeconfig', paths: ['/k'], context: 'other', from: '--kubeconfig', env: {} });
+  assert.deepEqual(parseOperatorArgs(['--kubeconfig', '/k', '--context', 'other', '--image', 'x/y:z'], {}).kube, {
+    kind: 'kubeconfig',
+    paths: ['/k'],
+    context: 'other',
+    from: '--kubeconfig',
+    env: {},
+  });
   assert.equal(c.operator.leaseNamespace, 'db');
   assert.deepEqual([c.operator.leaseDurationMs, c.operator.renewDeadlineMs], [4000, 2667]);
   assert.deepEqual(c.operator.listen, { host: '127.0.0.1', port: 0 });
@@ -62,9 +94,21 @@ test('the cluster is found as kubectl finds it: --kubeconfig, else KUBECONFIG (e
   const kube = (argv: string[], env: Record<string, string>): unknown => parseOperatorArgs([...argv, '--image', 'x/y:z'], env).kube;
   const everything = { ...inPod, KUBECONFIG: '/a:/b::/c', HOME: '/home/u' };
   assert.deepEqual(kube(['--kubeconfig', '/k'], everything), { kind: 'kubeconfig', paths: ['/k'], context: null, from: '--kubeconfig', env: everything });
-  assert.deepEqual(kube(['--context', 'ctx'], everything), { kind: 'kubeconfig', paths: ['/a', '/b', '/c'], context: 'ctx', from: 'KUBECONFIG', env: everything });
+  assert.deepEqual(kube(['--context', 'ctx'], everything), {
+    kind: 'kubeconfig',
+    paths: ['/a', '/b', '/c'],
+    context: 'ctx',
+    from: 'KUBECONFIG',
+    env: everything,
+  });
   const pod = { ...inPod, HOME: '/home/u', KUBECONFIG: '' };
   assert.equal((kube([], pod) as { kind: string }).kind, 'in-cluster');
   const laptop = { HOME: '/home/u' };
-  assert.deepEqual(kube(['--kube-context', 'dev'], laptop), { kind: 'kubeconfig', paths: ['/home/u/.kube/config'], context: 'dev', from: '~/.kube/config', env: laptop });
+  assert.deepEqual(kube(['--kube-context', 'dev'], laptop), {
+    kind: 'kubeconfig',
+    paths: ['/home/u/.kube/config'],
+    context: 'dev',
+    from: '~/.kube/config',
+    env: laptop,
+  });
 });

@@ -20,7 +20,12 @@ export interface LaunchCommand {
  * `selfCommand` is how this program runs ([node, ...node flags, main script]); `collectArgs`
  * the launcher's own `collect` arguments, passed on unchanged but for `--launched`.
  */
-export function launchCommand(selfCommand: readonly string[], collectArgs: readonly string[], tuning: ShardTuning, env: Readonly<Record<string, string | undefined>>): LaunchCommand {
+export function launchCommand(
+  selfCommand: readonly string[],
+  collectArgs: readonly string[],
+  tuning: ShardTuning,
+  env: Readonly<Record<string, string | undefined>>,
+): LaunchCommand {
   const [node, ...rest] = selfCommand;
   if (node === undefined || rest.length === 0) throw new Error('launchCommand: selfCommand needs the node binary and the main script');
   const script = rest[rest.length - 1]!;
@@ -34,7 +39,8 @@ export function launchCommand(selfCommand: readonly string[], collectArgs: reado
       script,
       'collect',
       ...withoutFlags(collectArgs, ['--launched']),
-      '--launched', formatTuning(tuning),
+      '--launched',
+      formatTuning(tuning),
     ],
     env: { ...env, UV_THREADPOOL_SIZE: String(tuning.uvThreadpoolSize) },
   };
@@ -47,7 +53,10 @@ function withoutFlags(args: readonly string[], flags: readonly string[]): string
     const a = args[k]!;
     // Node accepts `_` for `-` in V8 flag names.
     const name = a.split('=')[0]!.replace(/_/g, '-');
-    if (!flags.includes(name)) { out.push(a); continue; }
+    if (!flags.includes(name)) {
+      out.push(a);
+      continue;
+    }
     if (!a.includes('=')) k++; // its value is the next argument
   }
   return out;

@@ -43,9 +43,14 @@ export async function runLauncher(o: LauncherOptions): Promise<number> {
     const tuning = await readTuning(o);
     if (tuning === null) return 0; // asked to stop while waiting for the shard
     const launch = launchCommand(o.selfCommand, o.collectArgs, tuning, o.env);
-    o.log.info({ shard: o.shard, tuning }, `starting the collector with UV_THREADPOOL_SIZE=${tuning.uvThreadpoolSize} --max-old-space-size=${tuning.maxOldSpaceSizeMiB} --max-semi-space-size=${tuning.maxSemiSpaceSizeMiB}`);
+    o.log.info(
+      { shard: o.shard, tuning },
+      `starting the collector with UV_THREADPOOL_SIZE=${tuning.uvThreadpoolSize} --max-old-space-size=${tuning.maxOldSpaceSizeMiB} --max-semi-space-size=${tuning.maxSemiSpaceSizeMiB}`,
+    );
     const child = spawn(launch.command, launch.args, { stdio: ['ignore', 'inherit', 'inherit'], env: launch.env });
-    const forward = (): void => { child.kill(o.stopSignal()); };
+    const forward = (): void => {
+      child.kill(o.stopSignal());
+    };
     o.stop.addEventListener('abort', forward, { once: true });
     if (o.stop.aborted) forward(); // asked to stop while it was being started
     const { code, signal } = await new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => {

@@ -52,9 +52,17 @@ export class ShardCollector {
 
   constructor(options: ShardCollectorOptions) {
     this.o = options;
-    this.ended = new Promise((resolve) => { this.end = resolve; });
+    this.ended = new Promise((resolve) => {
+      this.end = resolve;
+    });
     this.resolver = new TargetResolver(options.kube, options.namespace);
-    this.watcher = new ShardWatcher({ kube: options.kube, namespace: options.namespace, name: options.shard, log: options.log, onShard: (s) => this.onShard(s) });
+    this.watcher = new ShardWatcher({
+      kube: options.kube,
+      namespace: options.namespace,
+      name: options.shard,
+      log: options.log,
+      onShard: (s) => this.onShard(s),
+    });
     this.reporter = new StatusReporter({
       kube: options.kube,
       namespace: options.namespace,
@@ -109,7 +117,10 @@ export class ShardCollector {
 
   private onShard(shard: CollectorShard | null): void {
     if (shard !== null && !sameTuning(shard.spec.tuning, this.o.tuning)) {
-      this.o.log.info({ shard: this.o.shard, from: this.o.tuning, to: shard.spec.tuning }, `CollectorShard ${this.o.shard}: tuning changed; stopping cleanly to start again with it`);
+      this.o.log.info(
+        { shard: this.o.shard, from: this.o.tuning, to: shard.spec.tuning },
+        `CollectorShard ${this.o.shard}: tuning changed; stopping cleanly to start again with it`,
+      );
       this.end('tuning-changed');
       return;
     }
@@ -125,10 +136,16 @@ export class ShardCollector {
   }
 
   private scheduleResolve(): void {
-    if (this.resolving !== null) { this.resolveAgain = true; return; }
+    if (this.resolving !== null) {
+      this.resolveAgain = true;
+      return;
+    }
     this.resolving = this.resolve().finally(() => {
       this.resolving = null;
-      if (this.resolveAgain) { this.resolveAgain = false; this.scheduleResolve(); }
+      if (this.resolveAgain) {
+        this.resolveAgain = false;
+        this.scheduleResolve();
+      }
     });
   }
 

@@ -35,7 +35,16 @@ export function buildShardStatus(i: StatusInputs): CollectorShardStatus {
       const code = i.unresolved.get(a.name);
       const r = running.get(a.name);
       if (code !== undefined || r === undefined) {
-        return { name: a.name, transport: a.transport, bytesPerSecond: 0, linesPerSecond: 0, lagBytes: 0, connected: false, epoch: a.epoch, ...(code === undefined ? {} : { error: code }) };
+        return {
+          name: a.name,
+          transport: a.transport,
+          bytesPerSecond: 0,
+          linesPerSecond: 0,
+          lagBytes: 0,
+          connected: false,
+          epoch: a.epoch,
+          ...(code === undefined ? {} : { error: code }),
+        };
       }
       return {
         name: a.name,
@@ -76,11 +85,17 @@ function readyCondition(targets: readonly ShardTargetStatus[], i: StatusInputs):
   } else if (failing.length > 0) {
     status = 'False';
     reason = failing[0]!.error!;
-    message = `${failing.length} of ${targets.length} targets failing: ${failing.slice(0, 5).map((t) => `${t.name} (${t.error})`).join(', ')}`;
+    message = `${failing.length} of ${targets.length} targets failing: ${failing
+      .slice(0, 5)
+      .map((t) => `${t.name} (${t.error})`)
+      .join(', ')}`;
   } else if (waiting.length > 0) {
     status = 'False';
     reason = 'Connecting';
-    message = `${waiting.length} of ${targets.length} targets not reading yet: ${waiting.slice(0, 5).map((t) => t.name).join(', ')}`;
+    message = `${waiting.length} of ${targets.length} targets not reading yet: ${waiting
+      .slice(0, 5)
+      .map((t) => t.name)
+      .join(', ')}`;
   }
   const prev = i.previousReady;
   const lastTransitionTime = prev !== undefined && prev.status === status ? prev.lastTransitionTime : i.now.toISOString();
@@ -110,7 +125,12 @@ export const DEFAULT_WRITE_RULE: Readonly<WriteRule> = Object.freeze({
  * Whether `next` is worth writing over `written` (written `sinceWriteMs` ago). The caller
  * also keeps the shortest interval between writes; this decides what happens at each one.
  */
-export function changedEnough(written: CollectorShardStatus | undefined, next: CollectorShardStatus, sinceWriteMs: number, rule: WriteRule = DEFAULT_WRITE_RULE): boolean {
+export function changedEnough(
+  written: CollectorShardStatus | undefined,
+  next: CollectorShardStatus,
+  sinceWriteMs: number,
+  rule: WriteRule = DEFAULT_WRITE_RULE,
+): boolean {
   if (written === undefined || sinceWriteMs >= rule.forceAfterMs) return true;
   if (written.observedGeneration !== next.observedGeneration || written.pod !== next.pod) return true;
   if (JSON.stringify(written.tuning) !== JSON.stringify(next.tuning)) return true;
@@ -126,7 +146,16 @@ export function changedEnough(written: CollectorShardStatus | undefined, next: C
   for (let k = 0; k < after.length; k++) {
     const a = before[k]!;
     const b = after[k]!;
-    if (a.name !== b.name || a.transport !== b.transport || a.connected !== b.connected || a.epoch !== b.epoch || a.error !== b.error || a.snapshotError !== b.snapshotError || a.sqlRoleWarning !== b.sqlRoleWarning) return true;
+    if (
+      a.name !== b.name ||
+      a.transport !== b.transport ||
+      a.connected !== b.connected ||
+      a.epoch !== b.epoch ||
+      a.error !== b.error ||
+      a.snapshotError !== b.snapshotError ||
+      a.sqlRoleWarning !== b.sqlRoleWarning
+    )
+      return true;
     // The first committed position or entry of a target is news; later ones ride along.
     if ((a.offsets === undefined) !== (b.offsets === undefined) || (a.lastEntryTime === undefined) !== (b.lastEntryTime === undefined)) return true;
     if (beyond(a.bytesPerSecond, b.bytesPerSecond, rule.minBytesPerSecond)) return true;

@@ -32,7 +32,9 @@ export class ShardWatcher {
     this.informer = new Informer<CollectorShard>(options.kube, COLLECTOR_SHARDS, {
       namespace: options.namespace,
       fieldSelector: `metadata.name=${options.name}`,
-      log: (level, msg, fields) => { log[level](fields, `CollectorShard ${options.namespace}/${options.name}: ${msg}`); },
+      log: (level, msg, fields) => {
+        log[level](fields, `CollectorShard ${options.namespace}/${options.name}: ${msg}`);
+      },
       ...(options.backoffBaseMs === undefined ? {} : { backoffBaseMs: options.backoffBaseMs }),
     });
     this.informer.onChange((event) => {

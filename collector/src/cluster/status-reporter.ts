@@ -81,7 +81,10 @@ export class StatusReporter {
       this.failing = false;
     } catch (e) {
       const code = isPglogError(e) ? e.code : 'UNKNOWN';
-      this.o.log[this.failing ? 'debug' : 'warn']({ shard: this.o.name, code }, `CollectorShard ${this.o.namespace}/${this.o.name}: writing the status failed: ${(e as Error).message}`);
+      this.o.log[this.failing ? 'debug' : 'warn'](
+        { shard: this.o.name, code },
+        `CollectorShard ${this.o.namespace}/${this.o.name}: writing the status failed: ${(e as Error).message}`,
+      );
       this.failing = true;
     }
   }

@@ -83,7 +83,8 @@ export function credentialsFromSecret(secret: SecretObject, target: string): Tar
     throw new PglogError('CONFIG_INVALID', `${where}: ${keyName} is not a private key in OpenSSH or PEM format`);
   }
   const hosts = data[KNOWN_HOSTS_KEY];
-  if (hosts === undefined) throw new PglogError('CONFIG_INVALID', `${where}: no ${KNOWN_HOSTS_KEY}: the server's host key is always checked; it has ${describeKeys(data)}`);
+  if (hosts === undefined)
+    throw new PglogError('CONFIG_INVALID', `${where}: no ${KNOWN_HOSTS_KEY}: the server's host key is always checked; it has ${describeKeys(data)}`);
   const knownHosts = decode(hosts, where, KNOWN_HOSTS_KEY).toString('utf8');
   if (knownHosts.trim() === '') throw new PglogError('CONFIG_INVALID', `${where}: ${KNOWN_HOSTS_KEY} is empty`);
   return {

@@ -20,11 +20,16 @@ import { registerSecret } from '@pglog/common/observability/logger.ts';
 import type { TargetAssignment } from '../collect/assignment-plan.ts';
 import type { TargetCredentials } from '../collect/credentials.ts';
 import type { RateHint } from '../collect/target-transports.ts';
-import { credentialsFromSecret, optsInAsSshCredentials, secretNameOf, type SecretObject,SSH_CREDENTIALS_LABEL, targetFromObject } from './target-credentials.ts';
+import {
+  credentialsFromSecret,
+  optsInAsSshCredentials,
+  secretNameOf,
+  type SecretObject,
+  SSH_CREDENTIALS_LABEL,
+  targetFromObject,
+} from './target-credentials.ts';
 
-export type ResolvedTarget =
-  | { name: string; ok: true; assignment: TargetAssignment }
-  | { name: string; ok: false; code: string; message: string };
+export type ResolvedTarget = { name: string; ok: true; assignment: TargetAssignment } | { name: string; ok: false; code: string; message: string };
 
 interface Cached {
   targetVersion: string;
@@ -48,19 +53,25 @@ export class TargetResolver {
   async resolve(assigned: readonly ShardTarget[]): Promise<ResolvedTarget[]> {
     const names = new Set(assigned.map((a) => a.name));
     for (const name of this.cache.keys()) if (!names.has(name)) this.cache.delete(name);
-    return Promise.all(assigned.map(async (a): Promise<ResolvedTarget> => {
-      try {
-        const { target, credentials, rateHint } = await this.resolveOne(a.name);
-        return { name: a.name, ok: true, assignment: { target, credentials, epoch: a.epoch, transport: a.transport, ...(rateHint === undefined ? {} : { rateHint }) } };
-      } catch (e) {
-        const cached = this.cache.get(a.name);
-        if (isPglogError(e) && e.code === 'KUBE_UNAVAILABLE' && cached !== undefined) {
-          return { name: a.name, ok: true, assignment: { target: cached.target, credentials: cached.credentials, epoch: a.epoch, transport: a.transport } };
+    return Promise.all(
+      assigned.map(async (a): Promise<ResolvedTarget> => {
+        try {
+          const { target, credentials, rateHint } = await this.resolveOne(a.name);
+          return {
+            name: a.name,
+            ok: true,
+            assignment: { target, credentials, epoch: a.epoch, transport: a.transport, ...(rateHint === undefined ? {} : { rateHint }) },
+          };
+        } catch (e) {
+          const cached = this.cache.get(a.name);
+          if (isPglogError(e) && e.code === 'KUBE_UNAVAILABLE' && cached !== undefined) {
+            return { name: a.name, ok: true, assignment: { target: cached.target, credentials: cached.credentials, epoch: a.epoch, transport: a.transport } };
+          }
+          if (!isPglogError(e) || e.code !== 'KUBE_UNAVAILABLE') this.cache.delete(a.name);
+          return { name: a.name, ok: false, code: isPglogError(e) ? e.code : 'UNKNOWN', message: (e as Error).message };
         }
-        if (!isPglogError(e) || e.code !== 'KUBE_UNAVAILABLE') this.cache.delete(a.name);
-        return { name: a.name, ok: false, code: isPglogError(e) ? e.code : 'UNKNOWN', message: (e as Error).message };
-      }
-    }));
+      }),
+    );
   }
 
   private async resolveOne(name: string): Promise<{ target: PostgresTarget; credentials: TargetCredentials; rateHint: RateHint | undefined }> {
@@ -68,16 +79,20 @@ export class TargetResolver {
     if (object === null) throw new PglogError('KUBE_NOT_FOUND', `PostgresTarget ${this.namespace}/${name} does not exist`);
     const targetVersion = object.metadata.resourceVersion ?? '';
     const cached = this.cache.get(name);
-    const target = cached !== undefined && targetVersion !== '' && cached.targetVersion === targetVersion
-      ? cached.target
-      : targetFromObject(object, `PostgresTarget ${this.namespace}/${name}`);
+    const target =
+      cached !== undefined && targetVersion !== '' && cached.targetVersion === targetVersion
+        ? cached.target
+        : targetFromObject(object, `PostgresTarget ${this.namespace}/${name}`);
     const secretName = secretNameOf(target);
     const secret = await this.kube.get<KubeObject & SecretObject>(SECRETS, this.namespace, secretName);
     // One answer for "absent" and "not opted in": a target's author learns nothing about
     // Secrets they could not use anyway.
     if (secret === null || !optsInAsSshCredentials(secret)) {
-      throw new PglogError('KUBE_NOT_FOUND', `Secret ${this.namespace}/${secretName} (spec.ssh.secretRef of PostgresTarget ${name}) does not exist `
-        + `or does not opt in with the label ${SSH_CREDENTIALS_LABEL}: "true" (docs/targets.md)`);
+      throw new PglogError(
+        'KUBE_NOT_FOUND',
+        `Secret ${this.namespace}/${secretName} (spec.ssh.secretRef of PostgresTarget ${name}) does not exist ` +
+          `or does not opt in with the label ${SSH_CREDENTIALS_LABEL}: "true" (docs/targets.md)`,
+      );
     }
     const secretVersion = secret.metadata.resourceVersion ?? '';
     let credentials: TargetCredentials;

@@ -18,11 +18,19 @@ export function parseTuning(text: string): ShardTuning {
   const fields = new Map<string, number>();
   for (const part of text.split(',')) {
     const m = /^(uvThreadpoolSize|maxOldSpaceSizeMiB|maxSemiSpaceSizeMiB)=(\d{1,7})$/.exec(part);
-    if (m === null || fields.has(m[1]!)) throw new PglogError('USAGE', `collect: --launched must be ${formatTuning({ uvThreadpoolSize: 4, maxOldSpaceSizeMiB: 512, maxSemiSpaceSizeMiB: 16 })}, got '${text}'`);
+    if (m === null || fields.has(m[1]!))
+      throw new PglogError(
+        'USAGE',
+        `collect: --launched must be ${formatTuning({ uvThreadpoolSize: 4, maxOldSpaceSizeMiB: 512, maxSemiSpaceSizeMiB: 16 })}, got '${text}'`,
+      );
     fields.set(m[1]!, Number(m[2]));
   }
   if (fields.size !== 3) throw new PglogError('USAGE', `collect: --launched needs uvThreadpoolSize, maxOldSpaceSizeMiB and maxSemiSpaceSizeMiB, got '${text}'`);
-  return { uvThreadpoolSize: fields.get('uvThreadpoolSize')!, maxOldSpaceSizeMiB: fields.get('maxOldSpaceSizeMiB')!, maxSemiSpaceSizeMiB: fields.get('maxSemiSpaceSizeMiB')! };
+  return {
+    uvThreadpoolSize: fields.get('uvThreadpoolSize')!,
+    maxOldSpaceSizeMiB: fields.get('maxOldSpaceSizeMiB')!,
+    maxSemiSpaceSizeMiB: fields.get('maxSemiSpaceSizeMiB')!,
+  };
 }
 
 /** Whether two tunings start the same process. */

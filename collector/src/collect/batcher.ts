@@ -17,7 +17,7 @@ import { backoffDelay, settleWithin } from '@pglog/common/time/retry.ts';
 
 import type { PglogEvent } from '../logformat/events.ts';
 import { stringHeapBytes } from '../logformat/heap-bytes.ts';
-import { type BatchItem, type CommitResult, type SourceRef, type StoreBatch, type StorePosition,streamKeyOf } from '../store/store-writer.ts';
+import { type BatchItem, type CommitResult, type SourceRef, type StoreBatch, type StorePosition, streamKeyOf } from '../store/store-writer.ts';
 
 export interface BatcherOptions {
   /** Commit once this many events are pending. */
@@ -61,7 +61,17 @@ export interface BatcherHooks {
    * A batch committed; `oldestReadAt` is when its oldest entry was read (commit latency);
    * `newest` holds, per stream, the log time (ms) of the newest entry committed, where known.
    */
-  committed?(result: CommitResult, info: { rows: number; bytes: number; oldestReadAt: number; ms: number; newest: ReadonlyArray<{ target: string; instance: string; ms: number }>; positions: readonly StorePosition[] }): void;
+  committed?(
+    result: CommitResult,
+    info: {
+      rows: number;
+      bytes: number;
+      oldestReadAt: number;
+      ms: number;
+      newest: ReadonlyArray<{ target: string; instance: string; ms: number }>;
+      positions: readonly StorePosition[];
+    },
+  ): void;
   /** A batch failed and will be retried after `delayMs`. */
   retrying?(error: unknown, attempt: number, delayMs: number): void;
   /** A newer owner holds this stream's position: the stream must stop. */
@@ -155,7 +165,12 @@ export class Batcher {
   private giveUpAt = Infinity;
   private readonly workers: Promise<void>;
 
-  constructor(committer: BatchCommitter, options: Partial<BatcherOptions> = {}, hooks: BatcherHooks = {}, clock: { now?: () => number; random?: () => number } = {}) {
+  constructor(
+    committer: BatchCommitter,
+    options: Partial<BatcherOptions> = {},
+    hooks: BatcherHooks = {},
+    clock: { now?: () => number; random?: () => number } = {},
+  ) {
     this.committer = committer;
     this.options = { ...DEFAULT_BATCHER_OPTIONS, ...options };
     if (!Number.isSafeInteger(this.options.lanes) || this.options.lanes < 1) {
@@ -165,14 +180,26 @@ export class Batcher {
     this.now = clock.now ?? Date.now;
     this.random = clock.random ?? Math.random;
     this.lanes = Array.from({ length: this.options.lanes }, () => ({
-      queue: [], queuedRows: 0, queuedBytes: 0, streams: 0, added: 0, done: 0, flushRequested: false, wake: null, wakeRetry: null,
+      queue: [],
+      queuedRows: 0,
+      queuedBytes: 0,
+      streams: 0,
+      added: 0,
+      done: 0,
+      flushRequested: false,
+      wake: null,
+      wakeRetry: null,
     }));
     this.workers = Promise.all(this.lanes.map((lane) => this.run(lane))).then(() => undefined);
   }
 
   /** Bytes held for the store, pending and committing. */
-  get heldBytes(): number { return this.held; }
-  heldBytesOf(target: string): number { return this.heldByTarget.get(target) ?? 0; }
+  get heldBytes(): number {
+    return this.held;
+  }
+  heldBytesOf(target: string): number {
+    return this.heldByTarget.get(target) ?? 0;
+  }
   /** Events waiting for the next batches. */
   get pendingRows(): number {
     let rows = 0;
@@ -221,7 +248,13 @@ export class Batcher {
     // Full pending batches: commit them now rather than waiting for the timer.
     this.requestFlush();
     return new Promise((resolve) => {
-      const waiter = { target, resolve: (): void => { signal?.removeEventListener('abort', onAbort); resolve(); } };
+      const waiter = {
+        target,
+        resolve: (): void => {
+          signal?.removeEventListener('abort', onAbort);
+          resolve();
+        },
+      };
       const onAbort = (): void => {
         this.roomWaiters = this.roomWaiters.filter((w) => w !== waiter);
         resolve();
@@ -285,8 +318,12 @@ export class Batcher {
 
   private due(lane: Lane): boolean {
     if (lane.queue.length === 0) return false;
-    return lane.flushRequested || lane.queuedRows >= this.options.maxRows || lane.queuedBytes >= this.options.maxBytes ||
-      this.now() - lane.queue[0]!.at >= this.options.maxDelayMs;
+    return (
+      lane.flushRequested ||
+      lane.queuedRows >= this.options.maxRows ||
+      lane.queuedBytes >= this.options.maxBytes ||
+      this.now() - lane.queue[0]!.at >= this.options.maxDelayMs
+    );
   }
 
   /**
@@ -316,16 +353,30 @@ export class Batcher {
 
   private sleep(lane: Lane, ms: number): Promise<void> {
     return new Promise((resolve) => {
-      const timer = setTimeout(() => { lane.wake = null; resolve(); }, ms);
-      lane.wake = (): void => { clearTimeout(timer); lane.wake = null; resolve(); };
+      const timer = setTimeout(() => {
+        lane.wake = null;
+        resolve();
+      }, ms);
+      lane.wake = (): void => {
+        clearTimeout(timer);
+        lane.wake = null;
+        resolve();
+      };
     });
   }
 
   /** A retry wait that new events do not cut short (only stop() does). */
   private sleepBeforeRetry(lane: Lane, ms: number): Promise<void> {
     return new Promise((resolve) => {
-      const timer = setTimeout(() => { lane.wakeRetry = null; resolve(); }, ms);
-      lane.wakeRetry = (): void => { clearTimeout(timer); lane.wakeRetry = null; resolve(); };
+      const timer = setTimeout(() => {
+        lane.wakeRetry = null;
+        resolve();
+      }, ms);
+      lane.wakeRetry = (): void => {
+        clearTimeout(timer);
+        lane.wakeRetry = null;
+        resolve();
+      };
     });
   }
 
@@ -384,8 +435,16 @@ export class Batcher {
           this.fencedKeys.add(streamKeyOf(f.target, f.instance));
           this.hooks.fenced?.(f.target, f.instance, f.epoch);
         }
-        const positions = result.fenced.length === 0 ? storeBatch.positions : storeBatch.positions.filter((p) => !this.fencedKeys.has(streamKeyOf(p.target, p.instance)));
-        this.hooks.committed?.(result, { rows: batch.items.length, bytes: batch.bytes, oldestReadAt: batch.oldestReadAt, ms: this.now() - started, newest: newestPerStream(batch.items), positions });
+        const positions =
+          result.fenced.length === 0 ? storeBatch.positions : storeBatch.positions.filter((p) => !this.fencedKeys.has(streamKeyOf(p.target, p.instance)));
+        this.hooks.committed?.(result, {
+          rows: batch.items.length,
+          bytes: batch.bytes,
+          oldestReadAt: batch.oldestReadAt,
+          ms: this.now() - started,
+          newest: newestPerStream(batch.items),
+          positions,
+        });
         return true;
       } catch (e) {
         const delay = backoffDelay(attempt, this.options.retryBaseMs, this.options.retryCapMs, this.random);

@@ -47,8 +47,11 @@ export function streamHooks(metrics: CollectorMetrics, log: Logger, target: stri
       problemsLoggedAt = now;
       const p = problemsSince;
       problemsSince = { truncated: 0, malformed: 0, replacements: 0, nulRemoved: 0 };
-      tlog.warn({ ...p, file: where.file, offset: where.offset }, `${target}/${instance}: bad input in ${where.file} before byte ${where.offset}: ` +
-        `${p.truncated} entries cut at --max-entry-bytes, ${p.malformed} malformed lines kept as 'other', ${p.replacements} invalid byte sequences replaced, ${p.nulRemoved} NUL bytes removed; the entries are stored`);
+      tlog.warn(
+        { ...p, file: where.file, offset: where.offset },
+        `${target}/${instance}: bad input in ${where.file} before byte ${where.offset}: ` +
+          `${p.truncated} entries cut at --max-entry-bytes, ${p.malformed} malformed lines kept as 'other', ${p.replacements} invalid byte sequences replaced, ${p.nulRemoved} NUL bytes removed; the entries are stored`,
+      );
     },
     lag(bytes) {
       metrics.lagBytes(target, instance, bytes);
@@ -62,9 +65,11 @@ export function streamHooks(metrics: CollectorMetrics, log: Logger, target: stri
       slowLoggedAt = now;
       const count = slowSince;
       slowSince = 0;
-      tlog.warn({ file, offset: entry.offset, end: entry.end, ms: Math.round(entry.ms), budgetMs: Math.round(entry.budgetMs), count },
+      tlog.warn(
+        { file, offset: entry.offset, end: entry.end, ms: Math.round(entry.ms), budgetMs: Math.round(entry.budgetMs), count },
         `${target}/${instance}: the entry at byte ${entry.offset} of ${file} took the parser ${Math.round(entry.ms)} ms (budget ${Math.round(entry.budgetMs)} ms); ` +
-        `${count} such entries since the last warning, counted in pglog_parse_slow_entries_total; the entry is stored`);
+          `${count} such entries since the last warning, counted in pglog_parse_slow_entries_total; the entry is stored`,
+      );
     },
     connected(up) {
       if (up && lastFailure !== '') tlog.info(`${target}/${instance}: reading again`);
@@ -117,13 +122,19 @@ export function batcherHooks(metrics: CollectorMetrics, log: Logger, fence: (tar
       metrics.batchRetried();
       const level = failing ? 'debug' : 'warn';
       failing = true;
-      log[level]({ code, attempt, retryInMs: delayMs }, delayMs < 0
-        ? `store commit failed at stop: ${(error as Error).message}; the uncommitted part is read again at the next start`
-        : `store commit failed: ${(error as Error).message}; retrying in ${delayMs} ms`);
+      log[level](
+        { code, attempt, retryInMs: delayMs },
+        delayMs < 0
+          ? `store commit failed at stop: ${(error as Error).message}; the uncommitted part is read again at the next start`
+          : `store commit failed: ${(error as Error).message}; retrying in ${delayMs} ms`,
+      );
     },
     fenced(target, instance, epoch) {
       metrics.batchFenced();
-      log.error({ target, instance, epoch, code: 'STORE_FENCED' }, `${target}/${instance}: another collector took this stream over (epoch ${epoch}); stopping it here`);
+      log.error(
+        { target, instance, epoch, code: 'STORE_FENCED' },
+        `${target}/${instance}: another collector took this stream over (epoch ${epoch}); stopping it here`,
+      );
       fence(target, instance);
     },
   };

@@ -22,7 +22,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Writable } from 'node:stream';
 
-import { type PostgresInstance, type PostgresTarget,takesSnapshots } from '@pglog/common/api/postgres-target.ts';
+import { type PostgresInstance, type PostgresTarget, takesSnapshots } from '@pglog/common/api/postgres-target.ts';
 import { isPglogError } from '@pglog/common/errors.ts';
 import type { Logger } from '@pglog/common/observability/logger.ts';
 import { pause } from '@pglog/common/time/clock.ts';
@@ -35,13 +35,13 @@ import { TransportControl } from '../promotion/transport-control.ts';
 import { InstanceSnapshots } from '../sampler/instance-snapshots.ts';
 import { SnapshotSink } from '../sampler/snapshot-sink.ts';
 import { SqlSnapshotSource } from '../sampler/sql-snapshot-source.ts';
-import { type StorePosition,StoreWriter, streamKeyOf } from '../store/store-writer.ts';
+import { type StorePosition, StoreWriter, streamKeyOf } from '../store/store-writer.ts';
 import { SidecarClient } from '../transport/sidecar-client.ts';
 import { SshConnectionPool } from '../transport/ssh-pool.ts';
-import { planAssignment, type PlannedTarget, type TargetAssignment,targetFingerprint } from './assignment-plan.ts';
+import { planAssignment, type PlannedTarget, type TargetAssignment, targetFingerprint } from './assignment-plan.ts';
 import { Batcher } from './batcher.ts';
 import type { CollectConfig } from './collect-types.ts';
-import { batcherHooks,streamHooks } from './collector-hooks.ts';
+import { batcherHooks, streamHooks } from './collector-hooks.ts';
 import type { TargetCredentials } from './credentials.ts';
 import { InstanceStream } from './instance-stream.ts';
 import { observedHooks, TargetObservation, type TargetSnapshot } from './target-observation.ts';
@@ -142,18 +142,24 @@ export class Collector {
     const hooks = batcherHooks(this.o.metrics, log, (target, instance) => {
       this.streamAborts.get(streamKeyOf(target, instance))?.abort();
     });
-    const batcher = new Batcher(writer, { ...config.batcher, lanes: writer.connections }, {
-      ...hooks,
-      committed: (result, info) => {
-        hooks.committed?.(result, info);
-        this.noteCommitted(info.newest, info.positions);
+    const batcher = new Batcher(
+      writer,
+      { ...config.batcher, lanes: writer.connections },
+      {
+        ...hooks,
+        committed: (result, info) => {
+          hooks.committed?.(result, info);
+          this.noteCommitted(info.newest, info.positions);
+        },
       },
-    });
+    );
     this.batcher = batcher;
     this.snapshotSink = new SnapshotSink({ writeGroup: (list) => writer.writeSnapshots(list) });
     this.maintenance = this.maintainLoop(writer);
     // Memory held for the store, per target, sampled for /metrics (a gauge, not an event).
-    this.gauges = setInterval(() => { for (const n of this.running.keys()) this.o.metrics.pendingBytes(n, batcher.heldBytesOf(n)); }, PENDING_SAMPLE_MS);
+    this.gauges = setInterval(() => {
+      for (const n of this.running.keys()) this.o.metrics.pendingBytes(n, batcher.heldBytesOf(n));
+    }, PENDING_SAMPLE_MS);
     this.gauges.unref();
     const sidecar = await this.openSidecar();
     this.openedSidecar = sidecar;
@@ -169,7 +175,8 @@ export class Collector {
       log,
     }).run(this.abort.signal);
     this.started = true;
-    if (this.o.targets.length > 0) log.info({ targets: this.o.targets.length, streams: this.runs.size }, `collecting ${this.runs.size} log streams from ${this.o.targets.length} targets`);
+    if (this.o.targets.length > 0)
+      log.info({ targets: this.o.targets.length, streams: this.runs.size }, `collecting ${this.runs.size} log streams from ${this.o.targets.length} targets`);
     if (this.desired !== null) await this.scheduleApply();
   }
 
@@ -218,8 +225,18 @@ export class Collector {
     const wanted = new Map<string, TargetAssignment>();
     for (const a of desired) if (collectsAnything(a.target)) wanted.set(a.target.metadata.name, a);
     const fingerprints = new Map([...wanted].map(([name, a]) => [name, targetFingerprint(a.target, a.credentials)]));
-    const runningNow: PlannedTarget[] = [...this.running.values()].map((r) => ({ name: r.streams.name, fingerprint: r.fingerprint, epoch: r.epoch, transport: r.streams.pinned }));
-    const wantedNow: PlannedTarget[] = [...wanted.values()].map((a) => ({ name: a.target.metadata.name, fingerprint: fingerprints.get(a.target.metadata.name)!, epoch: a.epoch, transport: a.transport }));
+    const runningNow: PlannedTarget[] = [...this.running.values()].map((r) => ({
+      name: r.streams.name,
+      fingerprint: r.fingerprint,
+      epoch: r.epoch,
+      transport: r.streams.pinned,
+    }));
+    const wantedNow: PlannedTarget[] = [...wanted.values()].map((a) => ({
+      name: a.target.metadata.name,
+      fingerprint: fingerprints.get(a.target.metadata.name)!,
+      epoch: a.epoch,
+      transport: a.transport,
+    }));
     const plan = planAssignment(runningNow, wantedNow);
     for (const { name, transport } of plan.repin) this.running.get(name)?.streams.setPinned(transport);
     const leaving = [...plan.stop, ...plan.restart];
@@ -239,7 +256,10 @@ export class Collector {
       await this.startTarget({ ...a.target, spec: { ...a.target.spec, transport: a.transport } }, a.epoch, fingerprints.get(name), a.rateHint);
     }
     if (plan.start.length + plan.restart.length > 0) {
-      this.o.log.info({ start: plan.start, restart: plan.restart, streams: this.runs.size }, `assignment: collecting ${[...plan.start, ...plan.restart].join(', ')}`);
+      this.o.log.info(
+        { start: plan.start, restart: plan.restart, streams: this.runs.size },
+        `assignment: collecting ${[...plan.start, ...plan.restart].join(', ')}`,
+      );
     }
   }
 
@@ -269,7 +289,14 @@ export class Collector {
     const name = target.metadata.name;
     const creds = this.credentials.get(name);
     if (creds === undefined) throw new Error(`no credentials loaded for target ${name}`);
-    const streams = await openTargetStreams(target, creds, { config: this.o.config, connections: this.connections, sidecar: this.openedSidecar, metrics: this.o.metrics, log: this.o.log, ...(rateHint === undefined ? {} : { rateHint }) });
+    const streams = await openTargetStreams(target, creds, {
+      config: this.o.config,
+      connections: this.connections,
+      sidecar: this.openedSidecar,
+      metrics: this.o.metrics,
+      log: this.o.log,
+      ...(rateHint === undefined ? {} : { rateHint }),
+    });
     const running: RunningTarget = {
       streams,
       abort: new AbortController(),
@@ -277,7 +304,14 @@ export class Collector {
       epoch,
       fingerprint: fingerprint ?? targetFingerprint(target, creds),
       // Without logs there is no stream to be connected: only snapshots report (snapshotError).
-      observed: new TargetObservation(name, target.spec.collect.logs ? target.spec.instances.map((i) => i.name) : [], epoch, this.o.config.transport.rateTimeConstantMs, performance.now(), rateHint?.linesPerSecond ?? 0),
+      observed: new TargetObservation(
+        name,
+        target.spec.collect.logs ? target.spec.instances.map((i) => i.name) : [],
+        epoch,
+        this.o.config.transport.rateTimeConstantMs,
+        performance.now(),
+        rateHint?.linesPerSecond ?? 0,
+      ),
       sql: [],
     };
     this.running.set(name, running);
@@ -298,7 +332,12 @@ export class Collector {
     const connection = this.connections.find(streams.name);
     if (connection === undefined) throw new Error(`no SSH connection for target ${streams.name}`);
     const source = new SqlSnapshotSource({
-      target: streams.target, instance, connection, sidecar: this.openedSidecar, transport: () => streams.transport, log: this.o.log,
+      target: streams.target,
+      instance,
+      connection,
+      sidecar: this.openedSidecar,
+      transport: () => streams.transport,
+      log: this.o.log,
     });
     running.sql.push(source);
     const snapshots = new InstanceSnapshots({
@@ -322,7 +361,7 @@ export class Collector {
     const byTarget = new Map<string, { newest: Array<{ instance: string; ms: number }>; positions: StorePosition[] }>();
     const of = (t: string): { newest: Array<{ instance: string; ms: number }>; positions: StorePosition[] } => {
       let e = byTarget.get(t);
-      if (e === undefined) byTarget.set(t, e = { newest: [], positions: [] });
+      if (e === undefined) byTarget.set(t, (e = { newest: [], positions: [] }));
       return e;
     };
     for (const n of newest) of(n.target).newest.push(n);
@@ -339,7 +378,10 @@ export class Collector {
     const fresh = new Map(targets.map((t) => [t.metadata.name, t]));
     for (const [name, { streams: running }] of this.running) {
       const next = fresh.get(name);
-      if (next === undefined) { ignored.push(`${name} removed`); continue; }
+      if (next === undefined) {
+        ignored.push(`${name} removed`);
+        continue;
+      }
       running.setPinned(next.spec.transport);
       if (JSON.stringify({ ...next.spec, transport: null }) !== JSON.stringify({ ...running.target.spec, transport: null })) ignored.push(`${name} changed`);
     }
@@ -361,7 +403,13 @@ export class Collector {
     this.sidecar = client;
     if (transport.sidecar === 'child') {
       this.sidecarChild = new SidecarChild({
-        command: this.o.selfCommand, client, logLevel, output: this.o.logOutput, privateDir: this.privateDir !== null, log: this.o.log, metrics: this.o.metrics,
+        command: this.o.selfCommand,
+        client,
+        logLevel,
+        output: this.o.logOutput,
+        privateDir: this.privateDir !== null,
+        log: this.o.log,
+        metrics: this.o.metrics,
         ...(this.o.env === undefined ? {} : { env: this.o.env }),
       });
       this.sidecarChild.start();
@@ -409,7 +457,10 @@ export class Collector {
     const run = stream.run(signal).catch((e: unknown) => {
       // Only a fence ends a stream: another collector owns it now.
       observed.failed(instance.name, e);
-      log.error({ target: name, instance: instance.name, err: e, code: isPglogError(e) ? e.code : undefined }, `${name}/${instance.name}: stream stopped: ${(e as Error).message}`);
+      log.error(
+        { target: name, instance: instance.name, err: e, code: isPglogError(e) ? e.code : undefined },
+        `${name}/${instance.name}: stream stopped: ${(e as Error).message}`,
+      );
     });
     running.runs.push(run);
     this.runs.add(run);
@@ -424,7 +475,9 @@ export class Collector {
           applicationName: 'pglog collect',
           retentionDays: config.retentionDays,
           connections: config.storeConnections,
-          log: (level: 'info' | 'warn' | 'error', msg: string, fields?: object) => { log[level](fields ?? {}, msg); },
+          log: (level: 'info' | 'warn' | 'error', msg: string, fields?: object) => {
+            log[level](fields ?? {}, msg);
+          },
         });
       } catch (e) {
         const delay = backoffDelay(attempt, 500, 15_000);

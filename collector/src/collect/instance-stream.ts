@@ -27,7 +27,7 @@ import type { EventKind, PglogEvent } from '../logformat/events.ts';
 import { LogParser, type ParseCounters, type SlowEntry, ZERO_COUNTERS } from '../logformat/log-parser.ts';
 import type { TemplateCache } from '../logformat/normalize/normalize.ts';
 import type { LogFormat } from '../logformat/record.ts';
-import { isErrorSeverity, type SqlstateClass,sqlstateClassOf } from '../observability/sqlstate-class.ts';
+import { isErrorSeverity, type SqlstateClass, sqlstateClassOf } from '../observability/sqlstate-class.ts';
 import type { StorePosition } from '../store/store-writer.ts';
 import type { Batcher } from './batcher.ts';
 
@@ -174,7 +174,7 @@ export class InstanceStream {
       if (this.nextFollower !== null) following.abort();
       try {
         // Never collected: where it starts is stored before a byte is read.
-        const started = this.file !== null || await this.storeFirstPosition(following.signal);
+        const started = this.file !== null || (await this.storeFirstPosition(following.signal));
         if (started) {
           for await (const item of this.follower.follow(this.resumePosition, following.signal)) {
             if (following.signal.aborted) break;
@@ -222,7 +222,10 @@ export class InstanceStream {
     this.nextFollower = follower;
     const done = new Promise<void>((resolve) => {
       const previous = this.switchDone;
-      this.switchDone = (): void => { previous?.(); resolve(); };
+      this.switchDone = (): void => {
+        previous?.();
+        resolve();
+      };
     });
     this.following?.abort();
     this.switchRequested.abort();
@@ -281,7 +284,8 @@ export class InstanceStream {
         return;
       case 'data': {
         const parser = this.parser;
-        if (parser === null) throw new PglogError('REMOTE_COMMAND_FAILED', `${this.o.target}/${this.o.instance}: data arrived before the follower named its file`);
+        if (parser === null)
+          throw new PglogError('REMOTE_COMMAND_FAILED', `${this.o.target}/${this.o.instance}: data arrived before the follower named its file`);
         // A stream that was held back hands over everything its transport buffered in one
         // chunk (megabytes). Parsing it in slices, checking the budget and yielding to the
         // event loop between them, keeps memory near the budget and other streams, the store
@@ -330,15 +334,18 @@ export class InstanceStream {
     this.position = offset;
     this.received = offset;
     this.reported = ZERO_COUNTERS;
-    this.parser = new LogParser({
-      format: this.o.format,
-      prefix: this.o.prefix,
-      encodings: this.o.encodings,
-      maxEntryBytes: this.o.maxEntryBytes,
-      startOffset: offset,
-      templates: this.o.templates,
-      onSlowEntry: (entry) => this.hooks.slowEntry?.(file.path, entry),
-    }, (event) => this.parsed.push(event));
+    this.parser = new LogParser(
+      {
+        format: this.o.format,
+        prefix: this.o.prefix,
+        encodings: this.o.encodings,
+        maxEntryBytes: this.o.maxEntryBytes,
+        startOffset: offset,
+        templates: this.o.templates,
+        onSlowEntry: (entry) => this.hooks.slowEntry?.(file.path, entry),
+      },
+      (event) => this.parsed.push(event),
+    );
     this.hooks.file?.(file, offset);
     // A new file (or a resume) is a position of its own: committed even before its first event.
     this.o.batcher.add(this.source(), [], this.storePosition(), this.epoch, this.now());

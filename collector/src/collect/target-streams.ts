@@ -105,16 +105,23 @@ export class TargetStreams {
     metrics.transportSwitch(this.name, to);
     metrics.targetTransport(this.name, to);
     const rate = Math.round(this.meter.bitsPerS);
-    log.info({ target: this.name, from, to, reason, rateBitsPerS: rate }, `${this.name}: moving from ${from} to ${to} (${reason}, ${(rate / 1e6).toFixed(2)} Mbit/s)`);
+    log.info(
+      { target: this.name, from, to, reason, rateBitsPerS: rate },
+      `${this.name}: moving from ${from} to ${to} (${reason}, ${(rate / 1e6).toFixed(2)} Mbit/s)`,
+    );
     const started = this.now();
     const moves = [...this.streams.entries()].map(([name, stream]) => {
       const instance = this.target.spec.instances.find((i) => i.name === name)!;
       return stream.switchFollower(this.followerOn(instance, to));
     });
-    this.switching = Promise.all(moves).then(() => {
-      const ms = Math.round(this.now() - started);
-      log.info({ target: this.name, from, to, switchMs: ms }, `${this.name}: reading through ${to} again after ${ms} ms`);
-    }).finally(() => { this.switching = null; });
+    this.switching = Promise.all(moves)
+      .then(() => {
+        const ms = Math.round(this.now() - started);
+        log.info({ target: this.name, from, to, switchMs: ms }, `${this.name}: reading through ${to} again after ${ms} ms`);
+      })
+      .finally(() => {
+        this.switching = null;
+      });
     return this.switching;
   }
 

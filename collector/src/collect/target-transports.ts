@@ -54,10 +54,17 @@ export async function openTargetStreams(target: PostgresTarget, creds: TargetCre
       if (streams?.transport !== 'proxy') metrics.targetConnected(name, state === 'ready');
       if (state === 'ready') {
         if (connection.connects > 1) metrics.reconnect(name);
-        log.info({ target: name, cipher: connection.negotiatedCipher, nativeCrypto: cryptoBindingAvailable() }, `ssh ${name}: connected to ${target.spec.host}:${target.spec.port} (cipher ${connection.negotiatedCipher ?? 'unknown'})`);
+        log.info(
+          { target: name, cipher: connection.negotiatedCipher, nativeCrypto: cryptoBindingAvailable() },
+          `ssh ${name}: connected to ${target.spec.host}:${target.spec.port} (cipher ${connection.negotiatedCipher ?? 'unknown'})`,
+        );
       }
       // A refused host key or key is a lasting, security-relevant refusal: an error, not a blip.
-      if (error !== undefined) log[isLastingSshFailure(error.code) ? 'error' : 'warn']({ target: name, state, code: error.code, err: error }, `ssh ${name}: ${state}: ${error.message}`);
+      if (error !== undefined)
+        log[isLastingSshFailure(error.code) ? 'error' : 'warn'](
+          { target: name, state, code: error.code, err: error },
+          `ssh ${name}: ${state}: ${error.message}`,
+        );
     },
   });
   let proxy: ProxyShell | null = null;

@@ -199,7 +199,10 @@ export class FieldChecks {
       const q = [...p, k];
       if (!qualifiedName(k)) {
         ok = false;
-        this.fail(q, 'expected a key of the form [prefix/]name (name: at most 63 letters, digits, "-", "_" or ".", starting and ending with a letter or digit)');
+        this.fail(
+          q,
+          'expected a key of the form [prefix/]name (name: at most 63 letters, digits, "-", "_" or ".", starting and ending with a letter or digit)',
+        );
         continue;
       }
       if (typeof v !== 'string') {

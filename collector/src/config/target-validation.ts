@@ -7,12 +7,27 @@
 import path from 'node:path';
 
 import type {
-  InstanceEncodings, InstanceSql, PostgresInstance, PostgresTarget, PostgresTargetSpec,
-  SshCredentials, TargetCollect, TargetMetadata, TargetsMode,
+  InstanceEncodings,
+  InstanceSql,
+  PostgresInstance,
+  PostgresTarget,
+  PostgresTargetSpec,
+  SshCredentials,
+  TargetCollect,
+  TargetMetadata,
+  TargetsMode,
 } from '@pglog/common/api/postgres-target.ts';
 import {
-  API_VERSION, LOG_FORMATS, SNAPSHOT_INTERVAL_BOUNDS, SQL_TIMEOUT_BOUNDS, START_POINTS, takesSnapshots,
-TARGET_DEFAULTS, TARGET_KIND, TRANSPORTS, } from '@pglog/common/api/postgres-target.ts';
+  API_VERSION,
+  LOG_FORMATS,
+  SNAPSHOT_INTERVAL_BOUNDS,
+  SQL_TIMEOUT_BOUNDS,
+  START_POINTS,
+  takesSnapshots,
+  TARGET_DEFAULTS,
+  TARGET_KIND,
+  TRANSPORTS,
+} from '@pglog/common/api/postgres-target.ts';
 
 import type { Obj } from './field-checks.ts';
 import { DNS1123_LABEL, DNS1123_SUBDOMAIN, FieldChecks } from './field-checks.ts';
@@ -81,8 +96,17 @@ export class DocumentValidator extends FieldChecks {
     const startAt = this.optional(o, 'startAt', p, (v, q) => this.oneOf(v, q, START_POINTS));
     const instances = this.required(o, 'instances', p, (v, q) => this.instances(v, q, user ?? ''));
     const collect = this.defaulted(o, 'collect', p, { ...TARGET_DEFAULTS.collect }, (v, q) => this.collect(v, q));
-    if (host === undefined || port === undefined || user === undefined || ssh === undefined || transport === undefined ||
-        instances === undefined || collect === undefined || (Object.hasOwn(o, 'startAt') && startAt === undefined)) return undefined;
+    if (
+      host === undefined ||
+      port === undefined ||
+      user === undefined ||
+      ssh === undefined ||
+      transport === undefined ||
+      instances === undefined ||
+      collect === undefined ||
+      (Object.hasOwn(o, 'startAt') && startAt === undefined)
+    )
+      return undefined;
     const spec: PostgresTargetSpec = { host, port, user, ssh, transport, instances, collect };
     if (pool !== undefined) spec.pool = pool;
     if (startAt !== undefined) spec.startAt = startAt;
@@ -96,17 +120,24 @@ export class DocumentValidator extends FieldChecks {
     const secret = Object.hasOwn(o, 'secretRef');
     if (files && secret) return this.fail(p, 'give either privateKeyFile and knownHostsFile, or secretRef, not both');
     if (this.mode === 'standalone') {
-      if (secret) return this.fail([...p, 'secretRef'], 'a Secret can only be used in the cluster; in a targets file give privateKeyFile and knownHostsFile (paths relative to the targets file)');
+      if (secret)
+        return this.fail(
+          [...p, 'secretRef'],
+          'a Secret can only be used in the cluster; in a targets file give privateKeyFile and knownHostsFile (paths relative to the targets file)',
+        );
       const privateKeyFile = this.required(o, 'privateKeyFile', p, (v, q) => this.localPath(v, q));
       const knownHostsFile = this.required(o, 'knownHostsFile', p, (v, q) => this.localPath(v, q));
       if (privateKeyFile === undefined || knownHostsFile === undefined) return undefined;
       return { privateKeyFile, knownHostsFile };
     }
-    if (files) return this.fail(p, 'key files cannot be used in the cluster; give secretRef: {name: SECRET} (a Secret with id_ed25519 or id_rsa, and known_hosts)');
+    if (files)
+      return this.fail(p, 'key files cannot be used in the cluster; give secretRef: {name: SECRET} (a Secret with id_ed25519 or id_rsa, and known_hosts)');
     const secretRef = this.required(o, 'secretRef', p, (v, q) => {
       const r = this.object(v, q, SECRET_REF_FIELDS);
       if (r === undefined) return undefined;
-      const name = this.required(r, 'name', q, (w, s) => this.pattern(w, s, DNS1123_SUBDOMAIN, 253, 'a DNS-1123 subdomain (lower-case letters, digits, "-" and ".")'));
+      const name = this.required(r, 'name', q, (w, s) =>
+        this.pattern(w, s, DNS1123_SUBDOMAIN, 253, 'a DNS-1123 subdomain (lower-case letters, digits, "-" and ".")'),
+      );
       return name === undefined ? undefined : { name };
     });
     return secretRef === undefined ? undefined : { secretRef };
@@ -147,14 +178,25 @@ export class DocumentValidator extends FieldChecks {
     const startAt = this.optional(o, 'startAt', p, (v, q) => this.oneOf(v, q, START_POINTS));
     const encodings = this.defaulted(o, 'encodings', p, { default: TARGET_DEFAULTS.defaultEncoding, databases: {} }, (v, q) => this.encodings(v, q));
     const sql = this.optional(o, 'sql', p, (v, q) => this.sql(v, q, user));
-    if (name === undefined || dataDirectory === undefined || logDirectory === undefined || logFormat === undefined ||
-        logLinePrefix === undefined || encodings === undefined || (Object.hasOwn(o, 'sql') && sql === undefined) ||
-        (Object.hasOwn(o, 'startAt') && startAt === undefined)) return undefined;
+    if (
+      name === undefined ||
+      dataDirectory === undefined ||
+      logDirectory === undefined ||
+      logFormat === undefined ||
+      logLinePrefix === undefined ||
+      encodings === undefined ||
+      (Object.hasOwn(o, 'sql') && sql === undefined) ||
+      (Object.hasOwn(o, 'startAt') && startAt === undefined)
+    )
+      return undefined;
     const instance: PostgresInstance = {
-      name, dataDirectory,
+      name,
+      dataDirectory,
       // The default `log` is relative to the data directory, which was unknown above.
       logDirectory: Object.hasOwn(o, 'logDirectory') ? logDirectory : path.posix.resolve(dataDirectory, logDirectory),
-      logFormat, logLinePrefix, encodings,
+      logFormat,
+      logLinePrefix,
+      encodings,
       sql: sql ?? this.sqlDefaults(user),
     };
     if (startAt !== undefined) instance.startAt = startAt;
@@ -182,7 +224,13 @@ export class DocumentValidator extends FieldChecks {
   }
 
   private sqlDefaults(user: string): InstanceSql {
-    return { socketDirectory: TARGET_DEFAULTS.sqlSocketDirectory, port: TARGET_DEFAULTS.sqlPort, database: TARGET_DEFAULTS.sqlDatabase, user, timeoutSeconds: TARGET_DEFAULTS.sqlTimeoutSeconds };
+    return {
+      socketDirectory: TARGET_DEFAULTS.sqlSocketDirectory,
+      port: TARGET_DEFAULTS.sqlPort,
+      database: TARGET_DEFAULTS.sqlDatabase,
+      user,
+      timeoutSeconds: TARGET_DEFAULTS.sqlTimeoutSeconds,
+    };
   }
 
   private sql(value: unknown, p: FieldPath, user: string): InstanceSql | undefined {
@@ -193,8 +241,11 @@ export class DocumentValidator extends FieldChecks {
     const port = this.defaulted(o, 'port', p, d.port, (v, q) => this.port(v, q));
     const database = this.defaulted(o, 'database', p, d.database, (v, q) => this.name(v, q));
     const sqlUser = this.defaulted(o, 'user', p, d.user, (v, q) => this.name(v, q));
-    const timeoutSeconds = this.defaulted(o, 'timeoutSeconds', p, d.timeoutSeconds, (v, q) => this.wholeNumber(v, q, SQL_TIMEOUT_BOUNDS.min, SQL_TIMEOUT_BOUNDS.max));
-    if (socketDirectory === undefined || port === undefined || database === undefined || sqlUser === undefined || timeoutSeconds === undefined) return undefined;
+    const timeoutSeconds = this.defaulted(o, 'timeoutSeconds', p, d.timeoutSeconds, (v, q) =>
+      this.wholeNumber(v, q, SQL_TIMEOUT_BOUNDS.min, SQL_TIMEOUT_BOUNDS.max),
+    );
+    if (socketDirectory === undefined || port === undefined || database === undefined || sqlUser === undefined || timeoutSeconds === undefined)
+      return undefined;
     return { socketDirectory, port, database, user: sqlUser, timeoutSeconds };
   }
 
@@ -209,9 +260,19 @@ export class DocumentValidator extends FieldChecks {
     const databases = this.defaulted(o, 'databases', p, d.databases, (v, q) => this.boolean(v, q));
     const { min, max } = SNAPSHOT_INTERVAL_BOUNDS;
     const intervalSeconds = this.defaulted(o, 'intervalSeconds', p, d.intervalSeconds, (v, q) => this.wholeNumber(v, q, min, max));
-    const statisticsIntervalSeconds = this.defaulted(o, 'statisticsIntervalSeconds', p, d.statisticsIntervalSeconds, (v, q) => this.wholeNumber(v, q, min, max));
-    if (logs === undefined || activity === undefined || locks === undefined || statements === undefined || databases === undefined ||
-        intervalSeconds === undefined || statisticsIntervalSeconds === undefined) return undefined;
+    const statisticsIntervalSeconds = this.defaulted(o, 'statisticsIntervalSeconds', p, d.statisticsIntervalSeconds, (v, q) =>
+      this.wholeNumber(v, q, min, max),
+    );
+    if (
+      logs === undefined ||
+      activity === undefined ||
+      locks === undefined ||
+      statements === undefined ||
+      databases === undefined ||
+      intervalSeconds === undefined ||
+      statisticsIntervalSeconds === undefined
+    )
+      return undefined;
     const collect: TargetCollect = { logs, activity, locks, statements, databases, intervalSeconds, statisticsIntervalSeconds };
     if (!logs && !takesSnapshots(collect)) return this.fail(p, 'nothing to collect: logs, activity, locks, statements and databases are all false');
     return collect;

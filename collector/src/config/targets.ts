@@ -97,7 +97,11 @@ export function parseTargetsFile(text: string, file: string, options?: TargetsFi
       const key = `${namespace ?? ''}/${name}`;
       const first = seen.get(key);
       if (first === undefined) seen.set(key, n);
-      else v.fail(['metadata', 'name'], `duplicate name ${JSON.stringify(name)}${namespace !== undefined ? ` in namespace ${namespace}` : ''}: document ${first} has it too`);
+      else
+        v.fail(
+          ['metadata', 'name'],
+          `duplicate name ${JSON.stringify(name)}${namespace !== undefined ? ` in namespace ${namespace}` : ''}: document ${first} has it too`,
+        );
     }
     // In the order of the file, so the list reads top-down (the sort is stable).
     const located = v.problems.map((p) => ({ ...p, line: fieldLine(doc, lines, p.path) }));

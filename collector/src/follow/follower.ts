@@ -20,7 +20,7 @@ import type { LogFormat, StartPoint } from '@pglog/common/api/postgres-target.ts
 import { isPglogError, PglogError } from '@pglog/common/errors.ts';
 import { pause } from '@pglog/common/time/clock.ts';
 
-import { type RemoteExit, type RemoteProcess, type RemoteShell,runRemote } from '../transport/remote-shell.ts';
+import { type RemoteExit, type RemoteProcess, type RemoteShell, runRemote } from '../transport/remote-shell.ts';
 import { formatIdentity, parseIdentity } from './identity.ts';
 import { type Plan, planNext, planStart, type ReadStep } from './planner.ts';
 import { buildProbeScript, type ChecksumRequest, parseProbeOutput, type ProbeResult } from './probe-script.ts';
@@ -179,8 +179,13 @@ export class LogFollower {
     const script = buildProbeScript({ logDirectory: this.o.logDirectory, dataDirectory: this.o.dataDirectory, format: this.o.logFormat, checksums });
     const { stdout, stderr, exit } = await runRemote(this.shell, script, { signal });
     if (exit.code !== 0) {
-      const why = stderr.trim() || (exit.code !== null ? `exit status ${exit.code}`
-        : exit.signal !== null ? `ended by signal ${exit.signal}` : 'the server closed the session without an exit status');
+      const why =
+        stderr.trim() ||
+        (exit.code !== null
+          ? `exit status ${exit.code}`
+          : exit.signal !== null
+            ? `ended by signal ${exit.signal}`
+            : 'the server closed the session without an exit status');
       throw new PglogError('REMOTE_COMMAND_FAILED', `${this.where()}: cannot list ${this.o.logDirectory}: ${why.slice(0, MAX_DIAGNOSTIC_CHARS)}`);
     }
     try {
@@ -227,7 +232,10 @@ export class LogFollower {
       proc.stderr.once('close', resolve);
       proc.stderr.once('end', resolve);
     });
-    void proc.exit.then((exit) => box.post({ kind: 'exit', exit }), (error: unknown) => box.post({ kind: 'error', error }));
+    void proc.exit.then(
+      (exit) => box.post({ kind: 'exit', exit }),
+      (error: unknown) => box.post({ kind: 'error', error }),
+    );
     const onAbort = (): void => box.post({ kind: 'abort' });
     if (signal.aborted) onAbort();
     else signal.addEventListener('abort', onAbort, { once: true });
@@ -252,7 +260,10 @@ export class LogFollower {
       while (!stdoutDone || exit === null) {
         if (!nextRequested && !stdoutDone) {
           nextRequested = true;
-          out.next().then((result) => box.post({ kind: 'data', result }), (error: unknown) => box.post({ kind: 'error', error }));
+          out.next().then(
+            (result) => box.post({ kind: 'data', result }),
+            (error: unknown) => box.post({ kind: 'error', error }),
+          );
         }
         if (step.follow && !quiet && !stdoutDone) {
           const seq = ++idleSeq;
@@ -262,10 +273,15 @@ export class LogFollower {
         clearTimeout(idleTimer);
         yield* emit();
         switch (wake.kind) {
-          case 'abort': return 'aborted';
-          case 'error': throw wake.error;
-          case 'status': break;
-          case 'exit': exit = wake.exit; break;
+          case 'abort':
+            return 'aborted';
+          case 'error':
+            throw wake.error;
+          case 'status':
+            break;
+          case 'exit':
+            exit = wake.exit;
+            break;
           case 'idle':
             if (wake.seq === idleSeq) {
               quiet = true;
@@ -274,7 +290,10 @@ export class LogFollower {
             break;
           case 'data': {
             nextRequested = false;
-            if (wake.result.done === true) { stdoutDone = true; break; }
+            if (wake.result.done === true) {
+              stdoutDone = true;
+              break;
+            }
             const chunk = wake.result.value;
             reading.position = { file: reading.position.file, offset: reading.position.offset + chunk.length };
             quiet = false;
@@ -339,7 +358,9 @@ class Mailbox<T extends { kind: string }> {
   take(): Promise<T> {
     const first = this.queue.shift();
     if (first !== undefined) return Promise.resolve(first);
-    return new Promise((resolve) => { this.waiter = resolve; });
+    return new Promise((resolve) => {
+      this.waiter = resolve;
+    });
   }
 }
 

@@ -13,9 +13,12 @@ import type { LogFormat } from '@pglog/common/api/postgres-target.ts';
 
 export function formatSuffix(format: LogFormat): string {
   switch (format) {
-    case 'stderr': return '.log';
-    case 'csvlog': return '.csv';
-    case 'jsonlog': return '.json';
+    case 'stderr':
+      return '.log';
+    case 'csvlog':
+      return '.csv';
+    case 'jsonlog':
+      return '.json';
   }
 }
 

@@ -116,7 +116,12 @@ export function planNext(position: FollowPosition | null, probe: ProbeResult, op
     if (start.kind !== 'start') return start.kind === 'wait' ? { ...start, drained: false } : start;
     const file = order.find((f) => f.inode === parseIdentity(start.position.file.identity)?.inode);
     if (file === undefined) throw new Error('unreachable: the start is a listed file');
-    return { kind: 'read', read: { path: file.path, inode: file.inode, offset: start.position.offset, follow: isLast(file), file: start.position.file }, continues: false, gap: null };
+    return {
+      kind: 'read',
+      read: { path: file.path, inode: file.inode, offset: start.position.offset, follow: isLast(file), file: start.position.file },
+      continues: false,
+      gap: null,
+    };
   }
 
   const offset = position.offset;
@@ -137,7 +142,12 @@ export function planNext(position: FollowPosition | null, probe: ProbeResult, op
   if (sameInode !== undefined && matched && sameInode.size >= offset) {
     const next = order[order.indexOf(sameInode) + 1];
     if (sameInode.size > offset || next === undefined) {
-      return { kind: 'read', read: { path: sameInode.path, inode: sameInode.inode, offset, follow: next === undefined, file: position.file }, continues: true, gap: null };
+      return {
+        kind: 'read',
+        read: { path: sameInode.path, inode: sameInode.inode, offset, follow: next === undefined, file: position.file },
+        continues: true,
+        gap: null,
+      };
     }
     return begin(next, 0, null);
   }
@@ -156,16 +166,18 @@ export function planNext(position: FollowPosition | null, probe: ProbeResult, op
         return { kind: 'read', read: { path: copy.path, inode: copy.inode, offset, follow: false, file: position.file }, continues: true, gap: null };
       }
       const next = order.slice(order.indexOf(copy) + 1).find((f) => !copies.includes(f));
-      if (next === undefined) return { kind: 'wait', reason: `${copy.path} (a copy of ${position.file.path}) is drained and no newer file exists`, drained: false };
+      if (next === undefined)
+        return { kind: 'wait', reason: `${copy.path} (a copy of ${position.file.path}) is drained and no newer file exists`, drained: false };
       return begin(next, 0, null);
     }
   }
 
   const restart = sameInode ?? order.at(-1);
   if (restart === undefined) return { kind: 'wait', reason: `${position.file.path} is gone and no log file exists`, drained: false };
-  const reason = sameInode === undefined
-    ? `${position.file.path} (inode ${ours.inode}) is gone and no copy of it was found`
-    : `${position.file.path} (inode ${ours.inode}) was truncated or rewritten (now ${sameInode.size} bytes, we were at ${offset}) and no copy of it was found`;
+  const reason =
+    sameInode === undefined
+      ? `${position.file.path} (inode ${ours.inode}) is gone and no copy of it was found`
+      : `${position.file.path} (inode ${ours.inode}) was truncated or rewritten (now ${sameInode.size} bytes, we were at ${offset}) and no copy of it was found`;
   return begin(restart, 0, { file: position.file, fromOffset: offset, bytes: null, reason });
 }
 
@@ -193,9 +205,7 @@ export function planStart(probe: ProbeResult, startAt: StartPoint): StartPlan {
     const newest = order.at(-1);
     return { kind: 'wait', reason: newest === undefined ? 'no log file yet' : `${newest.path} is still empty` };
   }
-  const [file, offset] = startAt === 'oldest' ? [first, 0]
-    : startAt === 'now' || last !== order.at(-1) ? [last, last.size]
-    : [last, 0];
+  const [file, offset] = startAt === 'oldest' ? [first, 0] : startAt === 'now' || last !== order.at(-1) ? [last, last.size] : [last, 0];
   const headLength = Math.min(file.size, HEAD_BYTES);
   const crc = probe.checksums.get(checksumKey(file.inode, headLength));
   if (crc === undefined) return { kind: 'checksums', requests: [{ path: file.path, length: headLength }] };

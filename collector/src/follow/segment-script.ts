@@ -32,7 +32,7 @@
  *
  * Assumes Linux (/proc, /dev/fd) and GNU coreutils (stat -c, head -c, fractional sleep).
  */
-import { pollSeconds, roundsIn, SEGMENT_EXIT, segmentPrelude, type SegmentScriptOptions,sizeAndHeadCheck } from './segment-prelude.ts';
+import { pollSeconds, roundsIn, SEGMENT_EXIT, segmentPrelude, type SegmentScriptOptions, sizeAndHeadCheck } from './segment-prelude.ts';
 import { buildBuiltinWaitScript } from './segment-script-bash.ts';
 import { shellQuote } from './shell-quote.ts';
 
@@ -56,36 +56,38 @@ export function buildSegmentScript(o: SegmentScriptOptions): string {
 function buildPollingScript(o: SegmentScriptOptions): string {
   const every = (ms: number): number => roundsIn(o, ms);
   const nap = pollSeconds(o);
-  return [
-    ...segmentPrelude(o),
-    'idle=0',
-    'held=-1',
-    'while :; do',
-    ...sizeAndHeadCheck('  '),
-    '  if [ "$size" -gt "$p" ]; then',
-    '    head -c $((size - p)) <&3 || exit 85',
-    '    say size "$size"',
-    '    idle=0',
-    // Sleep after data too: each round then copies everything one poll interval brought, in
-    // one read, instead of spinning a few processes per small write of a busy server.
-    `    sleep ${nap}`,
-    '    continue',
-    '  fi',
-    `  [ "$follow" = 1 ] || exit ${SEGMENT_EXIT.endOfFile}`,
-    '  idle=$((idle + 1))',
-    `  [ $((idle % ${every(o.heartbeatMs)})) = 0 ] && say size "$size"`,
-    `  if [ $((idle % ${every(o.rotationCheckMs)})) = 0 ]; then`,
-    '    find_active',
-    '    if [ -n "$act_ino" ] && [ "$act_ino" != "$ino" ]; then',
-    `      [ "$size" = "$held" ] && { say rotated; exit ${SEGMENT_EXIT.rotated}; }`,
-    '      held=$size',
-    '    else',
-    '      held=-1',
-    '    fi',
-    '  fi',
-    `  sleep ${nap}`,
-    'done',
-  ].join('\n') + '\n';
+  return (
+    [
+      ...segmentPrelude(o),
+      'idle=0',
+      'held=-1',
+      'while :; do',
+      ...sizeAndHeadCheck('  '),
+      '  if [ "$size" -gt "$p" ]; then',
+      '    head -c $((size - p)) <&3 || exit 85',
+      '    say size "$size"',
+      '    idle=0',
+      // Sleep after data too: each round then copies everything one poll interval brought, in
+      // one read, instead of spinning a few processes per small write of a busy server.
+      `    sleep ${nap}`,
+      '    continue',
+      '  fi',
+      `  [ "$follow" = 1 ] || exit ${SEGMENT_EXIT.endOfFile}`,
+      '  idle=$((idle + 1))',
+      `  [ $((idle % ${every(o.heartbeatMs)})) = 0 ] && say size "$size"`,
+      `  if [ $((idle % ${every(o.rotationCheckMs)})) = 0 ]; then`,
+      '    find_active',
+      '    if [ -n "$act_ino" ] && [ "$act_ino" != "$ino" ]; then',
+      `      [ "$size" = "$held" ] && { say rotated; exit ${SEGMENT_EXIT.rotated}; }`,
+      '      held=$size',
+      '    else',
+      '      held=-1',
+      '    fi',
+      '  fi',
+      `  sleep ${nap}`,
+      'done',
+    ].join('\n') + '\n'
+  );
 }
 
 export type SegmentStatus =
@@ -102,11 +104,17 @@ export function parseSegmentStatus(line: string): SegmentStatus | null {
   const words = line.slice(6).split(' ');
   const kind = words[0] ?? '';
   switch (kind) {
-    case 'size': return { kind: 'size', size: Number(words[1]) };
-    case 'head': return { kind: 'head', length: Number(words[1]), crc: words[2] ?? '' };
-    case 'rotated': return { kind: 'rotated' };
-    case 'truncated': return { kind: 'truncated', size: Number(words[1]), position: Number(words[2]) };
-    case 'gone': return { kind: 'gone', detail: words.slice(1).join(' ') };
-    default: return { kind: 'other', text: line.slice(6) };
+    case 'size':
+      return { kind: 'size', size: Number(words[1]) };
+    case 'head':
+      return { kind: 'head', length: Number(words[1]), crc: words[2] ?? '' };
+    case 'rotated':
+      return { kind: 'rotated' };
+    case 'truncated':
+      return { kind: 'truncated', size: Number(words[1]), position: Number(words[2]) };
+    case 'gone':
+      return { kind: 'gone', detail: words.slice(1).join(' ') };
+    default:
+      return { kind: 'other', text: line.slice(6) };
   }
 }

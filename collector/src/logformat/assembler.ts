@@ -19,8 +19,10 @@ export interface AssemblerOptions {
 export function createAssembler(format: LogFormat, sink: RecordSink, options: AssemblerOptions = {}): EntryAssembler {
   const max = options.maxEntryBytes ?? DEFAULT_MAX_ENTRY_BYTES;
   switch (format) {
-    case 'csvlog': return new CsvAssembler(sink, max);
-    case 'jsonlog': return new JsonAssembler(sink);
+    case 'csvlog':
+      return new CsvAssembler(sink, max);
+    case 'jsonlog':
+      return new JsonAssembler(sink);
     case 'stderr':
     case 'syslog': {
       const p = options.prefix;

@@ -25,7 +25,7 @@
  * `UNKNOWN` and their raw bytes as message, so that no record carries columns of two rows;
  * a quoted field still open at the end of input gives the columns the row has.
  */
-import { CsvRowReader, CsvRowShape, isWrittenRow, looksLikeCsvRow,MAX_COLUMNS, QUOTE } from './csv-row.ts';
+import { CsvRowReader, CsvRowShape, isWrittenRow, looksLikeCsvRow, MAX_COLUMNS, QUOTE } from './csv-row.ts';
 import { DEFAULT_MAX_ENTRY_BYTES } from './line-splitter.ts';
 import { PieceList } from './piece-list.ts';
 import { FieldCache, latin1 } from './prefix.ts';
@@ -35,15 +35,39 @@ import { UNKNOWN_SEVERITY } from './stderr-assembler.ts';
 
 const NL = Buffer.from('\n');
 /** How emitRow gives a row (see there). */
-const ROW = 0, UNTERMINATED = 1, RAW = 2;
+const ROW = 0,
+  UNTERMINATED = 1,
+  RAW = 2;
 type EmitAs = typeof ROW | typeof UNTERMINATED | typeof RAW;
 const EMPTY = Buffer.alloc(0);
 
 /** Column indexes. */
-const C_TIME = 0, C_USER = 1, C_DB = 2, C_PID = 3, C_FROM = 4, C_SESSION = 5, C_LINE = 6, C_TAG = 7,
-  C_START = 8, C_VXID = 9, C_TXID = 10, C_SEVERITY = 11, C_SQLSTATE = 12, C_MESSAGE = 13, C_DETAIL = 14,
-  C_HINT = 15, C_IQUERY = 16, C_IQUERY_POS = 17, C_CONTEXT = 18, C_QUERY = 19, C_QUERY_POS = 20, C_LOCATION = 21, C_APP = 22,
-  C_BTYPE = 23, C_LEADER = 24, C_QUERYID = 25;
+const C_TIME = 0,
+  C_USER = 1,
+  C_DB = 2,
+  C_PID = 3,
+  C_FROM = 4,
+  C_SESSION = 5,
+  C_LINE = 6,
+  C_TAG = 7,
+  C_START = 8,
+  C_VXID = 9,
+  C_TXID = 10,
+  C_SEVERITY = 11,
+  C_SQLSTATE = 12,
+  C_MESSAGE = 13,
+  C_DETAIL = 14,
+  C_HINT = 15,
+  C_IQUERY = 16,
+  C_IQUERY_POS = 17,
+  C_CONTEXT = 18,
+  C_QUERY = 19,
+  C_QUERY_POS = 20,
+  C_LOCATION = 21,
+  C_APP = 22,
+  C_BTYPE = 23,
+  C_LEADER = 24,
+  C_QUERYID = 25;
 /** Columns whose text repeats from row to row: their strings are reused (FieldCache). */
 const CACHED = new Uint8Array(MAX_COLUMNS);
 for (const k of [C_TIME, C_FROM, C_SESSION, C_TAG, C_START, C_TXID, C_SEVERITY, C_SQLSTATE, C_BTYPE, C_QUERYID]) CACHED[k] = 1;
@@ -125,7 +149,10 @@ export class CsvAssembler implements EntryAssembler {
       this.shape.next(bytes, from, to);
     }
     this.end = next;
-    if (truncated) { this.truncated = true; this.lostParity = true; }
+    if (truncated) {
+      this.truncated = true;
+      this.lostParity = true;
+    }
     this.addPiece(bytes.subarray(from, to), to - from);
     if (!this.shape.open) this.finish(false);
   }
@@ -133,7 +160,10 @@ export class CsvAssembler implements EntryAssembler {
   private addPiece(piece: Buffer, n: number): void {
     const size = this.size + n;
     this.size = size;
-    if (this.kept >= this.max) { this.truncated = true; return; }
+    if (this.kept >= this.max) {
+      this.truncated = true;
+      return;
+    }
     if (this.kept + n > this.max) {
       piece = piece.subarray(0, this.max - this.kept);
       this.truncated = true;
@@ -239,7 +269,8 @@ export class CsvAssembler implements EntryAssembler {
   private text(b: Buffer, k: number): Buffer | null {
     const r = this.reader;
     if (k >= r.count) return null;
-    const s = r.fs[k]!, e = r.fe[k]!;
+    const s = r.fs[k]!,
+      e = r.fe[k]!;
     if (e <= s) return null;
     if (r.fx[k] === 1) return unescape(b, s, e);
     if (k === C_USER || k === C_DB || k === C_APP) return this.cache[k]!.buffer(b, s, e);
@@ -249,7 +280,8 @@ export class CsvAssembler implements EntryAssembler {
   private str(b: Buffer, k: number): string | null {
     const r = this.reader;
     if (k >= r.count) return null;
-    const s = r.fs[k]!, e = r.fe[k]!;
+    const s = r.fs[k]!,
+      e = r.fe[k]!;
     if (e <= s) return null;
     if (r.fx[k] === 1) return unescape(b, s, e).toString('latin1');
     return CACHED[k] === 1 ? this.cache[k]!.string(b, s, e) : latin1(b, s, e);
@@ -258,7 +290,8 @@ export class CsvAssembler implements EntryAssembler {
   private int(b: Buffer, k: number): number | null {
     const r = this.reader;
     if (k >= r.count) return null;
-    const s = r.fs[k]!, e = r.fe[k]!;
+    const s = r.fs[k]!,
+      e = r.fe[k]!;
     if (e <= s) return null;
     let v = 0;
     for (let i = s; i < e; i++) {

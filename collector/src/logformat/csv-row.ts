@@ -39,8 +39,19 @@ function isDigit(c: number | undefined): boolean {
 /** True when b[s..e) starts like a csvlog row: `YYYY-MM-DD HH:MM:SS.mmm ZONE,`. */
 export function looksLikeCsvRow(b: Buffer, s: number, e: number): boolean {
   if (e - s < 26) return false;
-  if (!(isDigit(b[s]) && isDigit(b[s + 3]) && b[s + 4] === 0x2d && b[s + 7] === 0x2d && b[s + 10] === 0x20 &&
-    b[s + 13] === 0x3a && b[s + 16] === 0x3a && b[s + 19] === 0x2e && isDigit(b[s + 22]) && b[s + 23] === 0x20)) return false;
+  if (!(
+    isDigit(b[s]) &&
+    isDigit(b[s + 3]) &&
+    b[s + 4] === 0x2d &&
+    b[s + 7] === 0x2d &&
+    b[s + 10] === 0x20 &&
+    b[s + 13] === 0x3a &&
+    b[s + 16] === 0x3a &&
+    b[s + 19] === 0x2e &&
+    isDigit(b[s + 22]) &&
+    b[s + 23] === 0x20
+  ))
+    return false;
   for (let i = s + 24; i < e && i < s + 40; i++) {
     const c = b[i]!;
     if (c === COMMA) return i > s + 24;
@@ -69,7 +80,9 @@ export class CsvRowReader {
   strict = true;
 
   read(b: Buffer, s: number, e: number): number {
-    const fs = this.fs, fe = this.fe, fx = this.fx;
+    const fs = this.fs,
+      fe = this.fe,
+      fx = this.fx;
     let k = 0;
     let i = s;
     let strict = true;
@@ -84,10 +97,18 @@ export class CsvRowReader {
           // Short fields: a loop; long ones: memchr. No quote before `e`: still open at the row's end.
           let q = -1;
           const stop = j + 24 < e ? j + 24 : e;
-          for (let x = j; x < stop; x++) if (b[x] === QUOTE) { q = x; break; }
+          for (let x = j; x < stop; x++)
+            if (b[x] === QUOTE) {
+              q = x;
+              break;
+            }
           if (q < 0 && stop < e) q = b.indexOf(QUOTE, stop);
           if (q < 0 || q >= e) break;
-          if (q + 1 < e && b[q + 1] === QUOTE) { esc = 1; j = q + 2; continue; }
+          if (q + 1 < e && b[q + 1] === QUOTE) {
+            esc = 1;
+            j = q + 2;
+            continue;
+          }
           close = q;
           break;
         }
@@ -183,13 +204,19 @@ export class CsvRowShape {
 
   /** Reads strictly from `from`; returns `to`, or the index of the first byte a genuine row cannot have there. */
   private strictUntilDamage(b: Buffer, from: number, to: number): number {
-    let quoted = this.quoted, fieldStart = this.fieldStart, afterClose = this.afterClose, columns = this.columns;
+    let quoted = this.quoted,
+      fieldStart = this.fieldStart,
+      afterClose = this.afterClose,
+      columns = this.columns;
     let i = from;
     for (; i < to; i++) {
       const c = b[i];
       if (quoted) {
         if (c !== QUOTE) continue;
-        if (i + 1 < to && b[i + 1] === QUOTE) { i++; continue; }
+        if (i + 1 < to && b[i + 1] === QUOTE) {
+          i++;
+          continue;
+        }
         quoted = false;
         afterClose = true;
         continue;

@@ -92,15 +92,45 @@ function buildAliases(): Map<string, string> {
   const m = new Map<string, string>();
   for (const name of [...Object.keys(CODECS), ...UNSUPPORTED]) m.set(clean(name), name);
   const extra: Record<string, string> = {
-    unicode: 'UTF8', sqlascii: 'SQL_ASCII',
-    iso88591: 'LATIN1', iso88592: 'LATIN2', iso88593: 'LATIN3', iso88594: 'LATIN4',
-    iso88599: 'LATIN5', iso885910: 'LATIN6', iso885913: 'LATIN7', iso885914: 'LATIN8',
-    iso885915: 'LATIN9', iso885916: 'LATIN10', l1: 'LATIN1',
-    win: 'WIN1251', alt: 'WIN866', koi8: 'KOI8R', cp866: 'WIN866', windows866: 'WIN866',
-    windows874: 'WIN874', cp874: 'WIN874', tcvn: 'WIN1258', tcvn5712: 'WIN1258', vscii: 'WIN1258', abc: 'WIN1258',
-    mskanji: 'SJIS', shiftjis: 'SJIS', win932: 'SJIS', windows932: 'SJIS', cp932: 'SJIS',
-    win936: 'GBK', windows936: 'GBK', cp936: 'GBK', win949: 'UHC', windows949: 'UHC', cp949: 'UHC',
-    win950: 'BIG5', windows950: 'BIG5', cp950: 'BIG5', shiftjis2004: 'SHIFT_JIS_2004',
+    unicode: 'UTF8',
+    sqlascii: 'SQL_ASCII',
+    iso88591: 'LATIN1',
+    iso88592: 'LATIN2',
+    iso88593: 'LATIN3',
+    iso88594: 'LATIN4',
+    iso88599: 'LATIN5',
+    iso885910: 'LATIN6',
+    iso885913: 'LATIN7',
+    iso885914: 'LATIN8',
+    iso885915: 'LATIN9',
+    iso885916: 'LATIN10',
+    l1: 'LATIN1',
+    win: 'WIN1251',
+    alt: 'WIN866',
+    koi8: 'KOI8R',
+    cp866: 'WIN866',
+    windows866: 'WIN866',
+    windows874: 'WIN874',
+    cp874: 'WIN874',
+    tcvn: 'WIN1258',
+    tcvn5712: 'WIN1258',
+    vscii: 'WIN1258',
+    abc: 'WIN1258',
+    mskanji: 'SJIS',
+    shiftjis: 'SJIS',
+    win932: 'SJIS',
+    windows932: 'SJIS',
+    cp932: 'SJIS',
+    win936: 'GBK',
+    windows936: 'GBK',
+    cp936: 'GBK',
+    win949: 'UHC',
+    windows949: 'UHC',
+    cp949: 'UHC',
+    win950: 'BIG5',
+    windows950: 'BIG5',
+    cp950: 'BIG5',
+    shiftjis2004: 'SHIFT_JIS_2004',
   };
   for (let n = 1250; n <= 1258; n++) {
     extra[`windows${n}`] = `WIN${n}`;
@@ -121,7 +151,10 @@ export function canonicalEncoding(name: string): string {
   const canonical = ALIASES.get(clean(name));
   if (canonical !== undefined && canonical in CODECS) return canonical;
   const why = canonical !== undefined ? `PostgreSQL encoding ${canonical} has no decoder in pglog` : `unknown encoding "${name}"`;
-  throw new PglogError('ENCODING_UNSUPPORTED', `${why}; supported: ${SUPPORTED_ENCODINGS.join(', ')} (and their usual aliases, e.g. windows-1251, koi8-r, utf-8)`);
+  throw new PglogError(
+    'ENCODING_UNSUPPORTED',
+    `${why}; supported: ${SUPPORTED_ENCODINGS.join(', ')} (and their usual aliases, e.g. windows-1251, koi8-r, utf-8)`,
+  );
 }
 
 type Kind = 'utf8' | 'sql_ascii' | 'iconv';
@@ -144,7 +177,9 @@ const REPLACEMENT = '\uFFFD';
 const NUL = '\u0000';
 
 /** Buffer's utf8Slice (what toString('utf8', s, e) ends in, without its argument checks). */
-interface Utf8Slicer { utf8Slice(start: number, end: number): string }
+interface Utf8Slicer {
+  utf8Slice(start: number, end: number): string;
+}
 function utf8(b: Buffer, s: number, e: number): string {
   return (b as unknown as Utf8Slicer).utf8Slice(s, e);
 }

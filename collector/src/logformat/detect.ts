@@ -106,7 +106,8 @@ const MAIN = new Set<string>(MAIN_SEVERITIES);
 export function detectFormat(sample: Buffer): LogFormat | null {
   const ls = lines(sample, LINE_LIMIT);
   if (ls.length === 0) return null;
-  let json = 0, syslog = 0;
+  let json = 0,
+    syslog = 0;
   const h: SyslogHeader = { timeFrom: 0, timeTo: 0, pid: 0, seq: -1, part: -1 };
   for (const [s, e] of ls) {
     if (sample[s] === 0x7b && sample[e - 1] === 0x7d) json++;

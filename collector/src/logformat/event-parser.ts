@@ -169,12 +169,29 @@ export class EventParser {
     const d = this.decoder;
     const db = this.database;
     return {
-      kind: 'other', offset: r.start, end: r.end, ts: r.time === null ? null : toIsoTimestamp(r.time), pid: r.pid,
-      database: d.decodeName(db, db), user: d.decodeName(r.user, db), application: d.decodeName(r.application, db),
-      remote_host: r.remoteHost, session_id: r.sessionId, session_line: r.sessionLine, backend_type: r.backendType,
-      query_id: r.queryId, severity: r.severity, sqlstate: r.sqlstate, truncated: r.truncated,
-      message, detail: this.text(r.detail), hint: this.text(r.hint), context: this.text(r.context),
-      statement: this.text(r.statement), subtype, duration_ms: duration,
+      kind: 'other',
+      offset: r.start,
+      end: r.end,
+      ts: r.time === null ? null : toIsoTimestamp(r.time),
+      pid: r.pid,
+      database: d.decodeName(db, db),
+      user: d.decodeName(r.user, db),
+      application: d.decodeName(r.application, db),
+      remote_host: r.remoteHost,
+      session_id: r.sessionId,
+      session_line: r.sessionLine,
+      backend_type: r.backendType,
+      query_id: r.queryId,
+      severity: r.severity,
+      sqlstate: r.sqlstate,
+      truncated: r.truncated,
+      message,
+      detail: this.text(r.detail),
+      hint: this.text(r.hint),
+      context: this.text(r.context),
+      statement: this.text(r.statement),
+      subtype,
+      duration_ms: duration,
     };
   }
 
@@ -209,9 +226,17 @@ export class EventParser {
         const w = parseLockWait(message);
         if (w === null) return this.other(r, message, null, null);
         const queue = parseLockQueue(this.text(r.detail));
-        return { ...this.base(r, 'lock_wait'), state: w.state, waiting_pid: w.pid, lock_mode: w.mode,
-          lock_type: w.type, lock_object: w.object, wait_ms: w.waitMs,
-          holder_pids: queue.holders, waiter_pids: queue.waiters, statement: this.text(r.statement),
+        return {
+          ...this.base(r, 'lock_wait'),
+          state: w.state,
+          waiting_pid: w.pid,
+          lock_mode: w.mode,
+          lock_type: w.type,
+          lock_object: w.object,
+          wait_ms: w.waitMs,
+          holder_pids: queue.holders,
+          waiter_pids: queue.waiters,
+          statement: this.text(r.statement),
         };
       }
       case 'checkpoint': {
@@ -223,8 +248,14 @@ export class EventParser {
       case 'connection': {
         const k = parseConnection(message);
         if (k === null) return this.other(r, message, null, null);
-        return { ...this.base(r, 'connection'), phase: k.phase, host: k.host ?? r.remoteHost,
-          port: k.port ?? r.remotePort, identity: k.identity, method: k.method, details: k.details,
+        return {
+          ...this.base(r, 'connection'),
+          phase: k.phase,
+          host: k.host ?? r.remoteHost,
+          port: k.port ?? r.remotePort,
+          identity: k.identity,
+          method: k.method,
+          details: k.details,
         };
       }
       case 'disconnection': {
@@ -244,9 +275,7 @@ export class EventParser {
         const size = t === null ? NaN : Number(t[2]);
         if (t === null || !Number.isSafeInteger(size)) return this.other(r, message, null, null);
         const statement = this.text(r.statement);
-        return { ...this.base(r, 'temp_file'), path: t[1] ?? '', size_bytes: size, statement,
-          fingerprint: this.fingerprintOf(statement),
-        };
+        return { ...this.base(r, 'temp_file'), path: t[1] ?? '', size_bytes: size, statement, fingerprint: this.fingerprintOf(statement) };
       }
     }
   }
@@ -278,12 +307,29 @@ export class EventParser {
     const t = this.templates.template(query);
     const db = this.database;
     return {
-      kind: 'statement', offset: r.start, end: r.end, ts: r.time === null ? null : toIsoTimestamp(r.time), pid: r.pid,
-      database: d.decodeName(db, db), user: d.decodeName(r.user, db), application: d.decodeName(r.application, db),
-      remote_host: r.remoteHost, session_id: r.sessionId, session_line: r.sessionLine, backend_type: r.backendType,
-      query_id: r.queryId, severity: r.severity, sqlstate: r.sqlstate, truncated: r.truncated,
-      duration_ms: sp.duration, protocol: name === null ? 'simple' : 'extended',
-      statement_name: name, query, parameters, normalized: t.normalized, fingerprint: t.fingerprint,
+      kind: 'statement',
+      offset: r.start,
+      end: r.end,
+      ts: r.time === null ? null : toIsoTimestamp(r.time),
+      pid: r.pid,
+      database: d.decodeName(db, db),
+      user: d.decodeName(r.user, db),
+      application: d.decodeName(r.application, db),
+      remote_host: r.remoteHost,
+      session_id: r.sessionId,
+      session_line: r.sessionLine,
+      backend_type: r.backendType,
+      query_id: r.queryId,
+      severity: r.severity,
+      sqlstate: r.sqlstate,
+      truncated: r.truncated,
+      duration_ms: sp.duration,
+      protocol: name === null ? 'simple' : 'extended',
+      statement_name: name,
+      query,
+      parameters,
+      normalized: t.normalized,
+      fingerprint: t.fingerprint,
     };
   }
 
@@ -295,8 +341,15 @@ export class EventParser {
         const t = this.templates.template(s.query);
         const detail = s.protocol === 'extended' ? this.text(r.detail) : null;
         const parameters = detail !== null && detail.startsWith('parameters: ') ? detail.slice(12) : null;
-        return { ...this.base(r, 'statement'), duration_ms: s.duration, protocol: s.protocol, statement_name: s.name,
-          query: s.query, parameters, normalized: t.normalized, fingerprint: t.fingerprint,
+        return {
+          ...this.base(r, 'statement'),
+          duration_ms: s.duration,
+          protocol: s.protocol,
+          statement_name: s.name,
+          query: s.query,
+          parameters,
+          normalized: t.normalized,
+          fingerprint: t.fingerprint,
         };
       }
       case 'step':
@@ -307,8 +360,14 @@ export class EventParser {
         const p = parsePlan(s.body);
         const query = p.query ?? this.text(r.statement) ?? '';
         const t = this.templates.template(query);
-        return { ...this.base(r, 'plan'), duration_ms: s.duration, format: p.format, query,
-          normalized: t.normalized, fingerprint: t.fingerprint, plan: s.body,
+        return {
+          ...this.base(r, 'plan'),
+          duration_ms: s.duration,
+          format: p.format,
+          query,
+          normalized: t.normalized,
+          fingerprint: t.fingerprint,
+          plan: s.body,
         };
       }
     }
@@ -319,9 +378,16 @@ export class EventParser {
     if (r.sqlstate === '40P01' || startsWithBytes(r.message, B_DEADLOCK)) {
       return { ...this.base(r, 'deadlock'), message, processes: parseDeadlockDetail(this.text(r.detail)), statement };
     }
-    return { ...this.base(r, 'error'), message, detail: this.text(r.detail), hint: this.text(r.hint),
-      context: this.text(r.context), statement, internal_query: this.text(r.internalQuery),
-      cursor_position: r.cursorPosition, internal_position: r.internalPosition,
+    return {
+      ...this.base(r, 'error'),
+      message,
+      detail: this.text(r.detail),
+      hint: this.text(r.hint),
+      context: this.text(r.context),
+      statement,
+      internal_query: this.text(r.internalQuery),
+      cursor_position: r.cursorPosition,
+      internal_position: r.internalPosition,
       fingerprint: this.fingerprintOf(statement),
     };
   }

@@ -5,8 +5,18 @@
  */
 
 export const EVENT_KINDS = [
-  'statement', 'plan', 'error', 'lock_wait', 'deadlock', 'checkpoint', 'autovacuum',
-  'autoanalyze', 'temp_file', 'connection', 'disconnection', 'other',
+  'statement',
+  'plan',
+  'error',
+  'lock_wait',
+  'deadlock',
+  'checkpoint',
+  'autovacuum',
+  'autoanalyze',
+  'temp_file',
+  'connection',
+  'disconnection',
+  'other',
 ] as const;
 export type EventKind = (typeof EVENT_KINDS)[number];
 
@@ -211,6 +221,15 @@ export interface OtherEvent extends EventCommon {
 }
 
 export type PglogEvent =
-  | StatementEvent | PlanEvent | ErrorEvent | LockWaitEvent | DeadlockEvent | CheckpointEvent
-  | AutovacuumEvent | AutoanalyzeEvent | TempFileEvent | ConnectionEvent | DisconnectionEvent
+  | StatementEvent
+  | PlanEvent
+  | ErrorEvent
+  | LockWaitEvent
+  | DeadlockEvent
+  | CheckpointEvent
+  | AutovacuumEvent
+  | AutoanalyzeEvent
+  | TempFileEvent
+  | ConnectionEvent
+  | DisconnectionEvent
   | OtherEvent;

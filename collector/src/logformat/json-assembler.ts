@@ -91,8 +91,13 @@ export class NameBytes {
   }
 }
 
-export function recordFromJson(o: Json, text: string, start: number, end: number,
-  names: readonly [NameBytes, NameBytes, NameBytes] = [new NameBytes(), new NameBytes(), new NameBytes()]): LogRecord {
+export function recordFromJson(
+  o: Json,
+  text: string,
+  start: number,
+  end: number,
+  names: readonly [NameBytes, NameBytes, NameBytes] = [new NameBytes(), new NameBytes(), new NameBytes()],
+): LogRecord {
   const rec = emptyRecord(start, end, strOf(o.error_severity) ?? UNKNOWN_SEVERITY, bytesOf(o.message) ?? EMPTY);
   rec.time = strOf(o.timestamp);
   rec.user = names[0].of(o.user);

@@ -52,11 +52,19 @@ export class LineSplitter {
     this.offset = startOffset;
   }
 
-  get bytes(): number { return this.bytesCount; }
-  get lines(): number { return this.linesCount; }
-  get truncatedLines(): number { return this.truncatedCount; }
+  get bytes(): number {
+    return this.bytesCount;
+  }
+  get lines(): number {
+    return this.linesCount;
+  }
+  get truncatedLines(): number {
+    return this.truncatedCount;
+  }
   /** Bytes of a line whose terminator has not arrived yet (0 when the input ends on a line end). */
-  get pendingBytes(): number { return this.pending; }
+  get pendingBytes(): number {
+    return this.pending;
+  }
 
   push(chunk: Buffer): void {
     const len = chunk.length;

@@ -176,5 +176,13 @@ export function addCounters(a: ParseCounters, b: ParseCounters): ParseCounters {
 }
 
 export const ZERO_COUNTERS: ParseCounters = Object.freeze({
-  bytes: 0, lines: 0, entries: 0, truncated: 0, malformed: 0, replacements: 0, nulRemoved: 0, oversized: 0, slow: 0,
+  bytes: 0,
+  lines: 0,
+  entries: 0,
+  truncated: 0,
+  malformed: 0,
+  replacements: 0,
+  nulRemoved: 0,
+  oversized: 0,
+  slow: 0,
 });

@@ -8,9 +8,35 @@ import type { Op } from './prefix-matcher.ts';
 import { OPERATIONS } from './prefix-matcher.ts';
 
 const {
-  F_APP, F_BTYPE, F_DB, F_HOST, F_LEADER, F_LINE, F_PID, F_QUERYID, F_REMOTE, F_SESSION, F_SQLSTATE,
-  F_START, F_TAG, F_TIME, F_TXID, F_USER, F_VXID, K_EPOCH, K_INT, K_LIT, K_OPT_INT, K_Q, K_SESSION,
-  K_SIGNED, K_SQLSTATE, K_TIME, K_TIME_MS, K_VAR, K_VXID,
+  F_APP,
+  F_BTYPE,
+  F_DB,
+  F_HOST,
+  F_LEADER,
+  F_LINE,
+  F_PID,
+  F_QUERYID,
+  F_REMOTE,
+  F_SESSION,
+  F_SQLSTATE,
+  F_START,
+  F_TAG,
+  F_TIME,
+  F_TXID,
+  F_USER,
+  F_VXID,
+  K_EPOCH,
+  K_INT,
+  K_LIT,
+  K_OPT_INT,
+  K_Q,
+  K_SESSION,
+  K_SIGNED,
+  K_SQLSTATE,
+  K_TIME,
+  K_TIME_MS,
+  K_VAR,
+  K_VXID,
 } = OPERATIONS;
 
 /** A decimal digit (of a padding width); the matcher keeps its own unexported (see prefix-matcher.ts). */
@@ -18,11 +44,25 @@ const isDigit = (c: number | undefined): boolean => c !== undefined && c >= 0x30
 
 /** What each escape letter becomes: [operation kind, field slot] (as elog.c prints them). */
 const ESCAPES: Record<string, [kind: number, field: number]> = {
-  a: [K_VAR, F_APP], u: [K_VAR, F_USER], d: [K_VAR, F_DB], r: [K_VAR, F_REMOTE], h: [K_VAR, F_HOST],
-  b: [K_VAR, F_BTYPE], i: [K_VAR, F_TAG], p: [K_INT, F_PID], P: [K_OPT_INT, F_LEADER],
-  t: [K_TIME, F_TIME], m: [K_TIME_MS, F_TIME], n: [K_EPOCH, F_TIME], s: [K_TIME, F_START],
-  c: [K_SESSION, F_SESSION], l: [K_INT, F_LINE], v: [K_VXID, F_VXID], x: [K_INT, F_TXID],
-  e: [K_SQLSTATE, F_SQLSTATE], Q: [K_SIGNED, F_QUERYID],
+  a: [K_VAR, F_APP],
+  u: [K_VAR, F_USER],
+  d: [K_VAR, F_DB],
+  r: [K_VAR, F_REMOTE],
+  h: [K_VAR, F_HOST],
+  b: [K_VAR, F_BTYPE],
+  i: [K_VAR, F_TAG],
+  p: [K_INT, F_PID],
+  P: [K_OPT_INT, F_LEADER],
+  t: [K_TIME, F_TIME],
+  m: [K_TIME_MS, F_TIME],
+  n: [K_EPOCH, F_TIME],
+  s: [K_TIME, F_START],
+  c: [K_SESSION, F_SESSION],
+  l: [K_INT, F_LINE],
+  v: [K_VXID, F_VXID],
+  x: [K_INT, F_TXID],
+  e: [K_SQLSTATE, F_SQLSTATE],
+  Q: [K_SIGNED, F_QUERYID],
 };
 
 /** The operations of a prefix; throws PglogError('PREFIX_UNSUPPORTED') for what cannot be matched. */
@@ -47,18 +87,28 @@ export function compileOps(prefix: string): Op[] {
   }
   for (let i = 0; i < bytes.length; i++) {
     const c = bytes[i]!;
-    if (c !== 0x25) { lit.push(c); continue; }
+    if (c !== 0x25) {
+      lit.push(c);
+      continue;
+    }
     const escPos = charAt[i]!;
     i++;
     if (i >= bytes.length) break; // trailing '%': PostgreSQL prints nothing
-    if (bytes[i] === 0x25) { lit.push(0x25); continue; }
+    if (bytes[i] === 0x25) {
+      lit.push(0x25);
+      continue;
+    }
     let pad = 0;
     if (bytes[i] === 0x2d || isDigit(bytes[i])) {
       let sign = 1;
-      if (bytes[i] === 0x2d) { sign = -1; i++; }
+      if (bytes[i] === 0x2d) {
+        sign = -1;
+        i++;
+      }
       let n = 0;
       while (i < bytes.length && isDigit(bytes[i])) n = n * 10 + (bytes[i++]! - 0x30);
-      if (i >= bytes.length) throw new PglogError('PREFIX_UNSUPPORTED', `log_line_prefix ${JSON.stringify(prefix)}: padding without an escape letter at position ${escPos}`);
+      if (i >= bytes.length)
+        throw new PglogError('PREFIX_UNSUPPORTED', `log_line_prefix ${JSON.stringify(prefix)}: padding without an escape letter at position ${escPos}`);
       pad = sign * n;
     }
     const letter = String.fromCharCode(bytes[i]!);
@@ -86,10 +136,16 @@ export function compileOps(prefix: string): Op[] {
     const next = ops[k + 1];
     if (next === undefined) continue; // ends at the severity
     if (next.kind === K_Q) {
-      throw new PglogError('PREFIX_UNSUPPORTED', `log_line_prefix ${JSON.stringify(prefix)}: the variable-width escape at position ${op.pos} directly before %q at position ${next.pos} cannot be delimited`);
+      throw new PglogError(
+        'PREFIX_UNSUPPORTED',
+        `log_line_prefix ${JSON.stringify(prefix)}: the variable-width escape at position ${op.pos} directly before %q at position ${next.pos} cannot be delimited`,
+      );
     }
     if (next.kind !== K_LIT) {
-      throw new PglogError('PREFIX_UNSUPPORTED', `log_line_prefix ${JSON.stringify(prefix)}: the variable-width escape at position ${op.pos} is followed directly by the escape at position ${next.pos}; they cannot be told apart`);
+      throw new PglogError(
+        'PREFIX_UNSUPPORTED',
+        `log_line_prefix ${JSON.stringify(prefix)}: the variable-width escape at position ${op.pos} is followed directly by the escape at position ${next.pos}; they cannot be told apart`,
+      );
     }
     op.delim = next.lit;
   }

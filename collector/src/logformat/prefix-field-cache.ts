@@ -5,7 +5,9 @@
  */
 
 /** Buffer's latin1Slice (what toString('latin1', s, e) ends in, without its argument checks). */
-interface Latin1Slicer { latin1Slice(start: number, end: number): string }
+interface Latin1Slicer {
+  latin1Slice(start: number, end: number): string;
+}
 export function latin1(b: Buffer, s: number, e: number): string {
   return (b as unknown as Latin1Slicer).latin1Slice(s, e);
 }

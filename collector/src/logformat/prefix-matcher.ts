@@ -15,19 +15,60 @@ import type { LogRecord } from './record.ts';
 import { parseSeverity, severityEnd, startsSeverity } from './severity.ts';
 
 /** The LogRecord fields a prefix can carry. */
-export type PrefixFields = Pick<LogRecord, 'time' | 'pid' | 'user' | 'database' | 'application' | 'remoteHost' |
-  'remotePort' | 'sessionId' | 'sessionLine' | 'commandTag' | 'sessionStart' | 'vxid' | 'txid' | 'backendType' |
-  'leaderPid' | 'queryId' | 'sqlstate'>;
+export type PrefixFields = Pick<
+  LogRecord,
+  | 'time'
+  | 'pid'
+  | 'user'
+  | 'database'
+  | 'application'
+  | 'remoteHost'
+  | 'remotePort'
+  | 'sessionId'
+  | 'sessionLine'
+  | 'commandTag'
+  | 'sessionStart'
+  | 'vxid'
+  | 'txid'
+  | 'backendType'
+  | 'leaderPid'
+  | 'queryId'
+  | 'sqlstate'
+>;
 
 // Field slots.
-const F_TIME = 0, F_PID = 1, F_USER = 2, F_DB = 3, F_APP = 4, F_HOST = 5, F_REMOTE = 6,
-  F_SESSION = 7, F_LINE = 8, F_TAG = 9, F_START = 10, F_VXID = 11, F_TXID = 12, F_BTYPE = 13,
-  F_LEADER = 14, F_QUERYID = 15, F_SQLSTATE = 16;
+const F_TIME = 0,
+  F_PID = 1,
+  F_USER = 2,
+  F_DB = 3,
+  F_APP = 4,
+  F_HOST = 5,
+  F_REMOTE = 6,
+  F_SESSION = 7,
+  F_LINE = 8,
+  F_TAG = 9,
+  F_START = 10,
+  F_VXID = 11,
+  F_TXID = 12,
+  F_BTYPE = 13,
+  F_LEADER = 14,
+  F_QUERYID = 15,
+  F_SQLSTATE = 16;
 const NFIELDS = 17;
 
 // Operation kinds.
-const K_LIT = 0, K_VAR = 1, K_TIME = 2, K_TIME_MS = 3, K_EPOCH = 4, K_INT = 5, K_OPT_INT = 6,
-  K_SIGNED = 7, K_SESSION = 8, K_VXID = 9, K_SQLSTATE = 10, K_Q = 11;
+const K_LIT = 0,
+  K_VAR = 1,
+  K_TIME = 2,
+  K_TIME_MS = 3,
+  K_EPOCH = 4,
+  K_INT = 5,
+  K_OPT_INT = 6,
+  K_SIGNED = 7,
+  K_SESSION = 8,
+  K_VXID = 9,
+  K_SQLSTATE = 10,
+  K_Q = 11;
 
 /**
  * The operation kinds and field slots, for the compiler (prefix-compile.ts). An object, not
@@ -35,9 +76,35 @@ const K_LIT = 0, K_VAR = 1, K_TIME = 2, K_TIME_MS = 3, K_EPOCH = 4, K_INT = 5, K
  * cell even inside its own module, and the constants above are matched on for every line.
  */
 export const OPERATIONS = {
-  K_LIT, K_VAR, K_TIME, K_TIME_MS, K_EPOCH, K_INT, K_OPT_INT, K_SIGNED, K_SESSION, K_VXID, K_SQLSTATE, K_Q,
-  F_TIME, F_PID, F_USER, F_DB, F_APP, F_HOST, F_REMOTE, F_SESSION, F_LINE, F_TAG, F_START, F_VXID, F_TXID,
-  F_BTYPE, F_LEADER, F_QUERYID, F_SQLSTATE,
+  K_LIT,
+  K_VAR,
+  K_TIME,
+  K_TIME_MS,
+  K_EPOCH,
+  K_INT,
+  K_OPT_INT,
+  K_SIGNED,
+  K_SESSION,
+  K_VXID,
+  K_SQLSTATE,
+  K_Q,
+  F_TIME,
+  F_PID,
+  F_USER,
+  F_DB,
+  F_APP,
+  F_HOST,
+  F_REMOTE,
+  F_SESSION,
+  F_LINE,
+  F_TAG,
+  F_START,
+  F_VXID,
+  F_TXID,
+  F_BTYPE,
+  F_LEADER,
+  F_QUERYID,
+  F_SQLSTATE,
 } as const;
 
 /** One operation of a compiled prefix (see prefix-compile.ts). */
@@ -62,10 +129,28 @@ const isUpperOrDigit = (c: number | undefined): boolean => c !== undefined && ((
 function matchTime(b: Buffer, i: number, to: number, ms: boolean): number {
   const n = ms ? 24 : 20; // up to and including the space before the zone
   if (i + n >= to) return -1;
-  if (!(isDigit(b[i]) && isDigit(b[i + 1]) && isDigit(b[i + 2]) && isDigit(b[i + 3]) && b[i + 4] === 0x2d &&
-    isDigit(b[i + 5]) && isDigit(b[i + 6]) && b[i + 7] === 0x2d && isDigit(b[i + 8]) && isDigit(b[i + 9]) &&
-    b[i + 10] === SP && isDigit(b[i + 11]) && isDigit(b[i + 12]) && b[i + 13] === 0x3a &&
-    isDigit(b[i + 14]) && isDigit(b[i + 15]) && b[i + 16] === 0x3a && isDigit(b[i + 17]) && isDigit(b[i + 18]))) return -1;
+  if (!(
+    isDigit(b[i]) &&
+    isDigit(b[i + 1]) &&
+    isDigit(b[i + 2]) &&
+    isDigit(b[i + 3]) &&
+    b[i + 4] === 0x2d &&
+    isDigit(b[i + 5]) &&
+    isDigit(b[i + 6]) &&
+    b[i + 7] === 0x2d &&
+    isDigit(b[i + 8]) &&
+    isDigit(b[i + 9]) &&
+    b[i + 10] === SP &&
+    isDigit(b[i + 11]) &&
+    isDigit(b[i + 12]) &&
+    b[i + 13] === 0x3a &&
+    isDigit(b[i + 14]) &&
+    isDigit(b[i + 15]) &&
+    b[i + 16] === 0x3a &&
+    isDigit(b[i + 17]) &&
+    isDigit(b[i + 18])
+  ))
+    return -1;
   if (ms && !(b[i + 19] === 0x2e && isDigit(b[i + 20]) && isDigit(b[i + 21]) && isDigit(b[i + 22]))) return -1;
   let j = i + n;
   if (b[j - 1] !== SP) return -1;
@@ -107,8 +192,10 @@ const UNKNOWN = Buffer.from('[unknown]', 'latin1');
 /** A fixed-shape field at i: returns its end (i for an empty optional field) or -1. */
 function matchFixed(kind: number, b: Buffer, i: number, to: number): number {
   switch (kind) {
-    case K_TIME: return matchTime(b, i, to, false);
-    case K_TIME_MS: return matchTime(b, i, to, true);
+    case K_TIME:
+      return matchTime(b, i, to, false);
+    case K_TIME_MS:
+      return matchTime(b, i, to, true);
     case K_EPOCH: {
       const j = matchDigits(b, i, to);
       if (j === i || j + 4 > to || b[j] !== 0x2e || !isDigit(b[j + 1]) || !isDigit(b[j + 2]) || !isDigit(b[j + 3])) return -1;
@@ -118,7 +205,8 @@ function matchFixed(kind: number, b: Buffer, i: number, to: number): number {
       const j = matchDigits(b, i, to);
       return j === i ? -1 : j;
     }
-    case K_OPT_INT: return matchDigits(b, i, to);
+    case K_OPT_INT:
+      return matchDigits(b, i, to);
     case K_SIGNED: {
       const s = i < to && b[i] === 0x2d ? i + 1 : i;
       const j = matchDigits(b, s, to);
@@ -144,7 +232,8 @@ function matchFixed(kind: number, b: Buffer, i: number, to: number): number {
       for (let j = i; j < i + 5; j++) if (!isUpperOrDigit(b[j])) return -1;
       return i + 5;
     }
-    default: return -1;
+    default:
+      return -1;
   }
 }
 
@@ -316,12 +405,24 @@ export class CompiledPrefix {
       const empty = s < 0 || e <= s;
       switch (f) {
         // Many lines share a timestamp (a busy server logs dozens per millisecond).
-        case F_TIME: target.time = empty ? null : cache[f]!.string(bytes, s, e); break;
-        case F_PID: target.pid = parseIntSpan(bytes, s, e); break;
-        case F_USER: target.user = empty ? null : textField(cache[f]!, bytes, s, e); break;
-        case F_DB: target.database = empty ? null : textField(cache[f]!, bytes, s, e); break;
-        case F_APP: target.application = empty ? null : textField(cache[f]!, bytes, s, e); break;
-        case F_HOST: target.remoteHost = empty ? null : cache[f]!.string(bytes, s, e); break;
+        case F_TIME:
+          target.time = empty ? null : cache[f]!.string(bytes, s, e);
+          break;
+        case F_PID:
+          target.pid = parseIntSpan(bytes, s, e);
+          break;
+        case F_USER:
+          target.user = empty ? null : textField(cache[f]!, bytes, s, e);
+          break;
+        case F_DB:
+          target.database = empty ? null : textField(cache[f]!, bytes, s, e);
+          break;
+        case F_APP:
+          target.application = empty ? null : textField(cache[f]!, bytes, s, e);
+          break;
+        case F_HOST:
+          target.remoteHost = empty ? null : cache[f]!.string(bytes, s, e);
+          break;
         case F_REMOTE:
           if (empty) {
             if (!this.fields.includes(F_HOST)) target.remoteHost = null;
@@ -337,17 +438,38 @@ export class CompiledPrefix {
             }
           }
           break;
-        case F_SESSION: target.sessionId = empty ? null : cache[f]!.string(bytes, s, e); break;
-        case F_LINE: target.sessionLine = parseIntSpan(bytes, s, e); break;
-        case F_TAG: target.commandTag = empty ? null : cache[f]!.string(bytes, s, e); break;
-        case F_START: target.sessionStart = empty ? null : cache[f]!.string(bytes, s, e); break;
-        case F_VXID: target.vxid = empty ? null : latin1(bytes, s, e); break;
-        case F_TXID: target.txid = empty ? null : cache[f]!.string(bytes, s, e); break;
-        case F_BTYPE: target.backendType = empty ? null : cache[f]!.string(bytes, s, e); break;
-        case F_LEADER: target.leaderPid = parseIntSpan(bytes, s, e); break;
-        case F_QUERYID: target.queryId = empty ? null : cache[f]!.string(bytes, s, e); break;
-        case F_SQLSTATE: target.sqlstate = empty ? null : cache[f]!.string(bytes, s, e); break;
-        default: break;
+        case F_SESSION:
+          target.sessionId = empty ? null : cache[f]!.string(bytes, s, e);
+          break;
+        case F_LINE:
+          target.sessionLine = parseIntSpan(bytes, s, e);
+          break;
+        case F_TAG:
+          target.commandTag = empty ? null : cache[f]!.string(bytes, s, e);
+          break;
+        case F_START:
+          target.sessionStart = empty ? null : cache[f]!.string(bytes, s, e);
+          break;
+        case F_VXID:
+          target.vxid = empty ? null : latin1(bytes, s, e);
+          break;
+        case F_TXID:
+          target.txid = empty ? null : cache[f]!.string(bytes, s, e);
+          break;
+        case F_BTYPE:
+          target.backendType = empty ? null : cache[f]!.string(bytes, s, e);
+          break;
+        case F_LEADER:
+          target.leaderPid = parseIntSpan(bytes, s, e);
+          break;
+        case F_QUERYID:
+          target.queryId = empty ? null : cache[f]!.string(bytes, s, e);
+          break;
+        case F_SQLSTATE:
+          target.sqlstate = empty ? null : cache[f]!.string(bytes, s, e);
+          break;
+        default:
+          break;
       }
     }
   }
@@ -446,7 +568,11 @@ export class CompiledPrefix {
     for (; p + dn <= to; p++) {
       if (b[p] !== d0) continue;
       let ok = true;
-      for (let j = 1; j < dn; j++) if (b[p + j] !== delim[j]) { ok = false; break; }
+      for (let j = 1; j < dn; j++)
+        if (b[p + j] !== delim[j]) {
+          ok = false;
+          break;
+        }
       if (!ok) continue;
       if (++this.tries > MAX_TRIES) return -1;
       this.setVar(op, b, i, p);
@@ -474,33 +600,85 @@ function textField(cache: FieldCache, b: Buffer, s: number, e: number): Buffer |
 
 /** A PrefixFields with every field null. */
 function emptyPrefixFields(): PrefixFields {
-  return { time: null, pid: null, user: null, database: null, application: null, remoteHost: null, remotePort: null,
-    sessionId: null, sessionLine: null, commandTag: null, sessionStart: null, vxid: null, txid: null,
-    backendType: null, leaderPid: null, queryId: null, sqlstate: null };
+  return {
+    time: null,
+    pid: null,
+    user: null,
+    database: null,
+    application: null,
+    remoteHost: null,
+    remotePort: null,
+    sessionId: null,
+    sessionLine: null,
+    commandTag: null,
+    sessionStart: null,
+    vxid: null,
+    txid: null,
+    backendType: null,
+    leaderPid: null,
+    queryId: null,
+    sqlstate: null,
+  };
 }
 
 /** Copies what fill() writes for `fields` from one PrefixFields to another. */
 function copyFields(fields: readonly number[], from: PrefixFields, to: PrefixFields): void {
   for (let k = 0; k < fields.length; k++) {
     switch (fields[k]!) {
-      case F_TIME: to.time = from.time; break;
-      case F_PID: to.pid = from.pid; break;
-      case F_USER: to.user = from.user; break;
-      case F_DB: to.database = from.database; break;
-      case F_APP: to.application = from.application; break;
-      case F_HOST: to.remoteHost = from.remoteHost; break;
-      case F_REMOTE: to.remoteHost = from.remoteHost; to.remotePort = from.remotePort; break;
-      case F_SESSION: to.sessionId = from.sessionId; break;
-      case F_LINE: to.sessionLine = from.sessionLine; break;
-      case F_TAG: to.commandTag = from.commandTag; break;
-      case F_START: to.sessionStart = from.sessionStart; break;
-      case F_VXID: to.vxid = from.vxid; break;
-      case F_TXID: to.txid = from.txid; break;
-      case F_BTYPE: to.backendType = from.backendType; break;
-      case F_LEADER: to.leaderPid = from.leaderPid; break;
-      case F_QUERYID: to.queryId = from.queryId; break;
-      case F_SQLSTATE: to.sqlstate = from.sqlstate; break;
-      default: break;
+      case F_TIME:
+        to.time = from.time;
+        break;
+      case F_PID:
+        to.pid = from.pid;
+        break;
+      case F_USER:
+        to.user = from.user;
+        break;
+      case F_DB:
+        to.database = from.database;
+        break;
+      case F_APP:
+        to.application = from.application;
+        break;
+      case F_HOST:
+        to.remoteHost = from.remoteHost;
+        break;
+      case F_REMOTE:
+        to.remoteHost = from.remoteHost;
+        to.remotePort = from.remotePort;
+        break;
+      case F_SESSION:
+        to.sessionId = from.sessionId;
+        break;
+      case F_LINE:
+        to.sessionLine = from.sessionLine;
+        break;
+      case F_TAG:
+        to.commandTag = from.commandTag;
+        break;
+      case F_START:
+        to.sessionStart = from.sessionStart;
+        break;
+      case F_VXID:
+        to.vxid = from.vxid;
+        break;
+      case F_TXID:
+        to.txid = from.txid;
+        break;
+      case F_BTYPE:
+        to.backendType = from.backendType;
+        break;
+      case F_LEADER:
+        to.leaderPid = from.leaderPid;
+        break;
+      case F_QUERYID:
+        to.queryId = from.queryId;
+        break;
+      case F_SQLSTATE:
+        to.sqlstate = from.sqlstate;
+        break;
+      default:
+        break;
     }
   }
 }

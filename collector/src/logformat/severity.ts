@@ -50,7 +50,10 @@ export function parseSeverity(bytes: Buffer, pos: number, to: number): number {
     if (pos + wl + 3 > to || bytes[pos + wl] !== 0x3a) continue;
     let ok = true;
     for (let j = 1; j < wl; j++) {
-      if (bytes[pos + j] !== w[j]) { ok = false; break; }
+      if (bytes[pos + j] !== w[j]) {
+        ok = false;
+        break;
+      }
     }
     if (!ok) continue;
     const e = pos + wl + 3;

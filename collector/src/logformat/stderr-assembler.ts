@@ -14,7 +14,7 @@ import { PieceList } from './piece-list.ts';
 import type { CompiledPrefix } from './prefix.ts';
 import type { AssemblerStats, EntryAssembler, LogRecord, RecordSink } from './record.ts';
 import { emptyRecord } from './record.ts';
-import { FIRST_AUX, parseVerboseSqlstate,SEV_CONTEXT, SEV_DETAIL, SEV_HINT, SEV_LOCATION, SEV_QUERY, SEV_STATEMENT, SEVERITY_WORDS } from './severity.ts';
+import { FIRST_AUX, parseVerboseSqlstate, SEV_CONTEXT, SEV_DETAIL, SEV_HINT, SEV_LOCATION, SEV_QUERY, SEV_STATEMENT, SEVERITY_WORDS } from './severity.ts';
 
 /** Severity of records made from lines that are not (part of) a PostgreSQL entry. */
 export const UNKNOWN_SEVERITY = 'UNKNOWN';
@@ -23,19 +23,32 @@ const NL = Buffer.from('\n');
 const EMPTY = Buffer.alloc(0);
 
 // Sections of an entry (where continuation lines go).
-export const S_MESSAGE = 0, S_DETAIL = 1, S_HINT = 2, S_CONTEXT = 3, S_STATEMENT = 4, S_QUERY = 5, S_LOCATION = 6;
+export const S_MESSAGE = 0,
+  S_DETAIL = 1,
+  S_HINT = 2,
+  S_CONTEXT = 3,
+  S_STATEMENT = 4,
+  S_QUERY = 5,
+  S_LOCATION = 6;
 const NSECTIONS = 7;
 
 /** Section of an auxiliary severity code. */
 export function auxSection(sev: number): number {
   switch (sev) {
-    case SEV_DETAIL: return S_DETAIL;
-    case SEV_HINT: return S_HINT;
-    case SEV_CONTEXT: return S_CONTEXT;
-    case SEV_STATEMENT: return S_STATEMENT;
-    case SEV_QUERY: return S_QUERY;
-    case SEV_LOCATION: return S_LOCATION;
-    default: return S_MESSAGE;
+    case SEV_DETAIL:
+      return S_DETAIL;
+    case SEV_HINT:
+      return S_HINT;
+    case SEV_CONTEXT:
+      return S_CONTEXT;
+    case SEV_STATEMENT:
+      return S_STATEMENT;
+    case SEV_QUERY:
+      return S_QUERY;
+    case SEV_LOCATION:
+      return S_LOCATION;
+    default:
+      return S_MESSAGE;
   }
 }
 
@@ -111,7 +124,11 @@ export class EntryBuilder {
     const rec = this.rec!;
     const size = this.size + lineLen;
     if (size > this.max) {
-      if (this.size >= this.max) { rec.truncated = true; this.size = size; return; }
+      if (this.size >= this.max) {
+        rec.truncated = true;
+        this.size = size;
+        return;
+      }
       const over = size - this.max;
       text = over >= text.length ? EMPTY : text.subarray(0, text.length - over);
       rec.truncated = true;

@@ -25,8 +25,8 @@ import { DEFAULT_MAX_ENTRY_BYTES } from './line-splitter.ts';
 import type { CompiledPrefix } from './prefix.ts';
 import type { AssemblerStats, EntryAssembler, RecordSink } from './record.ts';
 import { emptyRecord } from './record.ts';
-import { FIRST_AUX, parseVerboseSqlstate,SEVERITY_WORDS } from './severity.ts';
-import { auxSection,EntryBuilder, UNKNOWN_SEVERITY } from './stderr-assembler.ts';
+import { FIRST_AUX, parseVerboseSqlstate, SEVERITY_WORDS } from './severity.ts';
+import { auxSection, EntryBuilder, UNKNOWN_SEVERITY } from './stderr-assembler.ts';
 
 const EMPTY = Buffer.alloc(0);
 const SP = 0x20;
@@ -64,7 +64,10 @@ export function parseSyslogHeader(b: Buffer, from: number, to: number, h: Syslog
     // RFC 3339: 2024-01-02T03:04:05[.ffffff](Z|+hh:mm)
     if (!(isDigit(b[i + 3]) && b[i + 4] === 0x2d && b[i + 7] === 0x2d && b[i + 10] === 0x54 && b[i + 13] === 0x3a && b[i + 16] === 0x3a)) return -1;
     i += 19;
-    if (i < to && b[i] === 0x2e) { i++; while (i < to && isDigit(b[i])) i++; }
+    if (i < to && b[i] === 0x2e) {
+      i++;
+      while (i < to && isDigit(b[i])) i++;
+    }
     if (i < to && b[i] === 0x5a) i++;
     else if (i + 6 <= to && (b[i] === 0x2b || b[i] === 0x2d) && b[i + 3] === 0x3a) i += 6;
     else return -1;

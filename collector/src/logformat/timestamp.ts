@@ -13,16 +13,50 @@
 
 /** Abbreviation → offset (`Z` or `±HH:MM`). */
 const ZONES: ReadonlyMap<string, string> = new Map([
-  ['UTC', 'Z'], ['GMT', 'Z'], ['UT', 'Z'], ['Z', 'Z'], ['ZULU', 'Z'],
-  ['WET', 'Z'], ['WEST', '+01:00'], ['CET', '+01:00'], ['CEST', '+02:00'], ['MET', '+01:00'], ['MEST', '+02:00'],
-  ['EET', '+02:00'], ['EEST', '+03:00'], ['MSK', '+03:00'], ['MSD', '+04:00'], ['SAST', '+02:00'],
-  ['PKT', '+05:00'], ['WIB', '+07:00'], ['HKT', '+08:00'], ['SGT', '+08:00'], ['AWST', '+08:00'],
-  ['JST', '+09:00'], ['KST', '+09:00'], ['ACST', '+09:30'], ['ACDT', '+10:30'],
-  ['AEST', '+10:00'], ['AEDT', '+11:00'], ['NZST', '+12:00'], ['NZDT', '+13:00'],
-  ['BRT', '-03:00'], ['ART', '-03:00'], ['NST', '-03:30'], ['NDT', '-02:30'],
-  ['ADT', '-03:00'], ['EST', '-05:00'], ['EDT', '-04:00'], ['CDT', '-05:00'],
-  ['MST', '-07:00'], ['MDT', '-06:00'], ['PST', '-08:00'], ['PDT', '-07:00'],
-  ['AKST', '-09:00'], ['AKDT', '-08:00'], ['HST', '-10:00'],
+  ['UTC', 'Z'],
+  ['GMT', 'Z'],
+  ['UT', 'Z'],
+  ['Z', 'Z'],
+  ['ZULU', 'Z'],
+  ['WET', 'Z'],
+  ['WEST', '+01:00'],
+  ['CET', '+01:00'],
+  ['CEST', '+02:00'],
+  ['MET', '+01:00'],
+  ['MEST', '+02:00'],
+  ['EET', '+02:00'],
+  ['EEST', '+03:00'],
+  ['MSK', '+03:00'],
+  ['MSD', '+04:00'],
+  ['SAST', '+02:00'],
+  ['PKT', '+05:00'],
+  ['WIB', '+07:00'],
+  ['HKT', '+08:00'],
+  ['SGT', '+08:00'],
+  ['AWST', '+08:00'],
+  ['JST', '+09:00'],
+  ['KST', '+09:00'],
+  ['ACST', '+09:30'],
+  ['ACDT', '+10:30'],
+  ['AEST', '+10:00'],
+  ['AEDT', '+11:00'],
+  ['NZST', '+12:00'],
+  ['NZDT', '+13:00'],
+  ['BRT', '-03:00'],
+  ['ART', '-03:00'],
+  ['NST', '-03:30'],
+  ['NDT', '-02:30'],
+  ['ADT', '-03:00'],
+  ['EST', '-05:00'],
+  ['EDT', '-04:00'],
+  ['CDT', '-05:00'],
+  ['MST', '-07:00'],
+  ['MDT', '-06:00'],
+  ['PST', '-08:00'],
+  ['PDT', '-07:00'],
+  ['AKST', '-09:00'],
+  ['AKDT', '-08:00'],
+  ['HST', '-10:00'],
 ]);
 
 function isDigit(c: number): boolean {
@@ -117,9 +151,18 @@ function sameSecond(text: string): string | null {
 function convert(text: string): string {
   // yyyy-mm-dd hh:mm:ss[.fff] ZONE
   if (text.length >= 19 && text.charCodeAt(4) === 45 && text.charCodeAt(10) === 32) {
-    if (!allDigits(text, 0, 4) || !allDigits(text, 5, 7) || !allDigits(text, 8, 10)
-      || !allDigits(text, 11, 13) || !allDigits(text, 14, 16) || !allDigits(text, 17, 19)
-      || text.charCodeAt(7) !== 45 || text.charCodeAt(13) !== 58 || text.charCodeAt(16) !== 58) return text;
+    if (
+      !allDigits(text, 0, 4) ||
+      !allDigits(text, 5, 7) ||
+      !allDigits(text, 8, 10) ||
+      !allDigits(text, 11, 13) ||
+      !allDigits(text, 14, 16) ||
+      !allDigits(text, 17, 19) ||
+      text.charCodeAt(7) !== 45 ||
+      text.charCodeAt(13) !== 58 ||
+      text.charCodeAt(16) !== 58
+    )
+      return text;
     let i = 19;
     if (text.charCodeAt(i) === 46) {
       i++;

@@ -16,12 +16,22 @@ import type { SnapshotKind } from '../snapshot/types.ts';
 const SNAPSHOT_SECONDS_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
 
 /** The states of pg_stat_activity, each always reported (0 when no session is in it). */
-export const SESSION_STATES = ['active', 'idle', 'idle in transaction', 'idle in transaction (aborted)', 'fastpath function call', 'disabled', 'other'] as const;
+export const SESSION_STATES = [
+  'active',
+  'idle',
+  'idle in transaction',
+  'idle in transaction (aborted)',
+  'fastpath function call',
+  'disabled',
+  'other',
+] as const;
 export type SessionState = (typeof SESSION_STATES)[number];
 
 type Labels = Record<string, string>;
 /** What forgetTarget needs of a metric: prom-client's remove(labels). */
-interface Removable { remove(labels: Labels): void }
+interface Removable {
+  remove(labels: Labels): void;
+}
 
 export class SnapshotMetrics {
   private readonly duration: Histogram<'target' | 'instance' | 'kind'>;
@@ -36,21 +46,57 @@ export class SnapshotMetrics {
 
   constructor(registry: Registry, prefix: string) {
     const registers = [registry];
-    this.duration = new Histogram({ name: `${prefix}snapshot_duration_seconds`, help: 'Duration of one SQL snapshot (its queries, not opening the session), by kind: activity (sessions and locks) or statistics.', labelNames: ['target', 'instance', 'kind'], buckets: SNAPSHOT_SECONDS_BUCKETS, registers });
-    this.failures = new Counter({ name: `${prefix}snapshot_failures_total`, help: 'SQL snapshots that failed, by PglogError code (SQL_CONNECT_FAILED, SQL_TIMEOUT, SQL_AUTH_FAILED, SQL_QUERY_FAILED, SSH_*, STORE_*).', labelNames: ['target', 'instance', 'kind', 'code'], registers });
-    this.lastSuccess = new Gauge({ name: `${prefix}snapshot_last_success_timestamp_seconds`, help: 'When the last SQL snapshot of this kind succeeded (Unix time).', labelNames: ['target', 'instance', 'kind'], registers });
-    this.sessions = new Gauge({ name: `${prefix}sessions`, help: 'Sessions of the instance by pg_stat_activity state, at the last activity snapshot.', labelNames: ['target', 'instance', 'state'], registers });
-    this.blocked = new Gauge({ name: `${prefix}blocked_sessions`, help: 'Sessions waiting for a lock another session holds or waits for, at the last activity snapshot.', labelNames: ['target', 'instance'], registers });
-    this.longestWait = new Gauge({ name: `${prefix}longest_blocking_wait_seconds`, help: 'The longest time a session has been waiting for a lock held by another, at the last activity snapshot (0 when none waits).', labelNames: ['target', 'instance'], registers });
-    this.rolePrivileged = new Gauge({ name: `${prefix}sql_role_privileged`, help: '1 when the SQL role of the instance is more powerful than monitoring needs, by reason: SQL_ROLE_SUPERUSER (planted SQL would run with every right, up to the server\'s OS account) or SQL_ROLE_CAN_WRITE; else 0. Checked at each session start. Use a role with only pg_monitor (docs/snapshots.md).', labelNames: ['target', 'instance', 'reason'], registers });
+    this.duration = new Histogram({
+      name: `${prefix}snapshot_duration_seconds`,
+      help: 'Duration of one SQL snapshot (its queries, not opening the session), by kind: activity (sessions and locks) or statistics.',
+      labelNames: ['target', 'instance', 'kind'],
+      buckets: SNAPSHOT_SECONDS_BUCKETS,
+      registers,
+    });
+    this.failures = new Counter({
+      name: `${prefix}snapshot_failures_total`,
+      help: 'SQL snapshots that failed, by PglogError code (SQL_CONNECT_FAILED, SQL_TIMEOUT, SQL_AUTH_FAILED, SQL_QUERY_FAILED, SSH_*, STORE_*).',
+      labelNames: ['target', 'instance', 'kind', 'code'],
+      registers,
+    });
+    this.lastSuccess = new Gauge({
+      name: `${prefix}snapshot_last_success_timestamp_seconds`,
+      help: 'When the last SQL snapshot of this kind succeeded (Unix time).',
+      labelNames: ['target', 'instance', 'kind'],
+      registers,
+    });
+    this.sessions = new Gauge({
+      name: `${prefix}sessions`,
+      help: 'Sessions of the instance by pg_stat_activity state, at the last activity snapshot.',
+      labelNames: ['target', 'instance', 'state'],
+      registers,
+    });
+    this.blocked = new Gauge({
+      name: `${prefix}blocked_sessions`,
+      help: 'Sessions waiting for a lock another session holds or waits for, at the last activity snapshot.',
+      labelNames: ['target', 'instance'],
+      registers,
+    });
+    this.longestWait = new Gauge({
+      name: `${prefix}longest_blocking_wait_seconds`,
+      help: 'The longest time a session has been waiting for a lock held by another, at the last activity snapshot (0 when none waits).',
+      labelNames: ['target', 'instance'],
+      registers,
+    });
+    this.rolePrivileged = new Gauge({
+      name: `${prefix}sql_role_privileged`,
+      help: "1 when the SQL role of the instance is more powerful than monitoring needs, by reason: SQL_ROLE_SUPERUSER (planted SQL would run with every right, up to the server's OS account) or SQL_ROLE_CAN_WRITE; else 0. Checked at each session start. Use a role with only pg_monitor (docs/snapshots.md).",
+      labelNames: ['target', 'instance', 'reason'],
+      registers,
+    });
   }
 
   /** Remembers that `labels` were written to `metric` for `target`; returns them. */
   private note<L extends Labels>(target: string, metric: Removable, labels: L): L {
     let byMetric = this.used.get(target);
-    if (byMetric === undefined) this.used.set(target, byMetric = new Map<Removable, Map<string, Labels>>());
+    if (byMetric === undefined) this.used.set(target, (byMetric = new Map<Removable, Map<string, Labels>>()));
     let sets = byMetric.get(metric);
-    if (sets === undefined) byMetric.set(metric, sets = new Map<string, Labels>());
+    if (sets === undefined) byMetric.set(metric, (sets = new Map<string, Labels>()));
     const key = Object.values(labels).join('\u0000');
     if (!sets.has(key)) sets.set(key, labels);
     return labels;
@@ -70,7 +116,7 @@ export class SnapshotMetrics {
     const counts = new Map<SessionState, number>(SESSION_STATES.map((s) => [s, 0]));
     for (const s of states) {
       if (s === null) continue; // background processes have no state
-      const state: SessionState = (SESSION_STATES as readonly string[]).includes(s) ? s as SessionState : 'other';
+      const state: SessionState = (SESSION_STATES as readonly string[]).includes(s) ? (s as SessionState) : 'other';
       counts.set(state, (counts.get(state) ?? 0) + 1);
     }
     for (const [state, n] of counts) this.sessions.set(this.note(target, this.sessions, { target, instance, state }), n);
@@ -80,7 +126,8 @@ export class SnapshotMetrics {
 
   /** What the instance's SQL role was found to be at its session's start: each reason 1 or 0. */
   sqlRole(target: string, instance: string, privilege: SqlRolePrivilege | null): void {
-    for (const reason of SQL_ROLE_PRIVILEGES) this.rolePrivileged.set(this.note(target, this.rolePrivileged, { target, instance, reason }), reason === privilege ? 1 : 0);
+    for (const reason of SQL_ROLE_PRIVILEGES)
+      this.rolePrivileged.set(this.note(target, this.rolePrivileged, { target, instance, reason }), reason === privilege ? 1 : 0);
   }
 
   /** Removes every series of the target (it left the shard). */

@@ -9,10 +9,49 @@
  */
 
 export const SQLSTATE_CLASSES = [
-  '00', '01', '02', '03', '08', '09', '0A', '0B', '0F', '0L', '0P', '0Z',
-  '20', '21', '22', '23', '24', '25', '26', '27', '28', '2B', '2D', '2F',
-  '34', '38', '39', '3B', '3D', '3F', '40', '42', '44',
-  '53', '54', '55', '57', '58', '72', 'F0', 'HV', 'P0', 'XX',
+  '00',
+  '01',
+  '02',
+  '03',
+  '08',
+  '09',
+  '0A',
+  '0B',
+  '0F',
+  '0L',
+  '0P',
+  '0Z',
+  '20',
+  '21',
+  '22',
+  '23',
+  '24',
+  '25',
+  '26',
+  '27',
+  '28',
+  '2B',
+  '2D',
+  '2F',
+  '34',
+  '38',
+  '39',
+  '3B',
+  '3D',
+  '3F',
+  '40',
+  '42',
+  '44',
+  '53',
+  '54',
+  '55',
+  '57',
+  '58',
+  '72',
+  'F0',
+  'HV',
+  'P0',
+  'XX',
 ] as const;
 export type SqlstateClass = (typeof SQLSTATE_CLASSES)[number] | 'other' | 'unknown';
 
@@ -24,7 +63,7 @@ export function sqlstateClassOf(sqlstate: string | null): SqlstateClass {
   if (sqlstate === null || sqlstate === '') return 'unknown';
   if (!CODE.test(sqlstate)) return 'other';
   const cls = sqlstate.slice(0, 2);
-  return KNOWN.has(cls) ? cls as SqlstateClass : 'other';
+  return KNOWN.has(cls) ? (cls as SqlstateClass) : 'other';
 }
 
 /** Severities counted as errors in `pglog_log_errors_total` (a WARNING is not one). */

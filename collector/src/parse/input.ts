@@ -65,22 +65,19 @@ async function openFile(path: string): Promise<Readable> {
   }
 }
 
-async function* decompress(
-  path: string, compression: Exclude<Compression, 'none'>, first: Buffer, rest: AsyncIterator<Buffer>,
-): AsyncGenerator<Buffer> {
+async function* decompress(path: string, compression: Exclude<Compression, 'none'>, first: Buffer, rest: AsyncIterator<Buffer>): AsyncGenerator<Buffer> {
   async function* compressed(): AsyncGenerator<Buffer> {
     yield first;
     for (let next = await rest.next(); next.done !== true; next = await rest.next()) yield next.value;
   }
   const output = new PassThrough({ highWaterMark: READ_CHUNK });
   let failure: unknown = null;
-  const done = (compression === 'gzip'
-    ? pipeline(compressed(), createGunzip({ chunkSize: 64 * 1024 }), output)
-    : bunzip2(compressed(), output)
-  ).catch((e: unknown) => {
-    failure = e;
-    output.destroy();
-  });
+  const done = (compression === 'gzip' ? pipeline(compressed(), createGunzip({ chunkSize: 64 * 1024 }), output) : bunzip2(compressed(), output)).catch(
+    (e: unknown) => {
+      failure = e;
+      output.destroy();
+    },
+  );
   try {
     for await (const chunk of output) yield chunk as Buffer;
   } catch (e) {
@@ -93,7 +90,9 @@ async function* decompress(
 async function bunzip2(source: AsyncIterable<Buffer>, output: PassThrough): Promise<void> {
   const child = spawn('bzip2', ['-dc'], { stdio: ['pipe', 'pipe', 'pipe'] });
   let stderr = '';
-  child.stderr.setEncoding('utf8').on('data', (s: string) => { stderr += s; });
+  child.stderr.setEncoding('utf8').on('data', (s: string) => {
+    stderr += s;
+  });
   const exited = new Promise<void>((resolve, reject) => {
     child.once('error', (e) => reject(new Error(`cannot run bzip2 (install the bzip2 package): ${e.message}`)));
     child.once('close', (code) => (code === 0 ? resolve() : reject(new Error(`bzip2 -dc exited with ${code}: ${stderr.trim()}`))));

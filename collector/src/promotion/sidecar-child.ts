@@ -7,7 +7,7 @@
  * after it ended, so the cost of spawning from a big heap is paid rarely. Its JSON log lines
  * go to the same standard output as the collector's.
  */
-import { type ChildProcess,spawn } from 'node:child_process';
+import { type ChildProcess, spawn } from 'node:child_process';
 import type { Readable, Writable } from 'node:stream';
 
 import type { Logger } from '@pglog/common/observability/logger.ts';
@@ -101,7 +101,10 @@ export class SidecarChild {
       if (Date.now() - started > HEALTHY_AFTER_MS) attempt = 1;
       const delay = backoffDelay(attempt, 500, 30_000);
       const why = how.error !== undefined ? how.error.message : how.signal !== null ? `killed by ${how.signal}` : `exit status ${how.code ?? '?'}`;
-      log.error({ code: 'SIDECAR_UNAVAILABLE', exitCode: how.code, signal: how.signal, retryInMs: delay }, `sshproxy sidecar ended (${why}); its streams resume from their committed offsets; starting it again in ${delay} ms`);
+      log.error(
+        { code: 'SIDECAR_UNAVAILABLE', exitCode: how.code, signal: how.signal, retryInMs: delay },
+        `sshproxy sidecar ended (${why}); its streams resume from their committed offsets; starting it again in ${delay} ms`,
+      );
       await pause(delay, this.abort.signal);
     }
   }

@@ -71,7 +71,8 @@ export class TransportControl {
     if (sidecar !== null) metrics.sidecarUp(available);
     if (sidecar !== null && available !== this.wasAvailable) {
       if (available) log.info({ dir: sidecar.dir }, 'sshproxy sidecar is up');
-      else if (this.wasAvailable === true) log.warn({ code: 'SIDECAR_UNAVAILABLE', dir: sidecar.dir }, `sshproxy sidecar unavailable: ${sidecar.unavailableReason()}`);
+      else if (this.wasAvailable === true)
+        log.warn({ code: 'SIDECAR_UNAVAILABLE', dir: sidecar.dir }, `sshproxy sidecar unavailable: ${sidecar.unavailableReason()}`);
       this.wasAvailable = available;
     }
     const states: ServerTransportState[] = [];
@@ -79,7 +80,8 @@ export class TransportControl {
     for (const t of this.o.targets()) {
       const rate = t.meter.sample(now);
       metrics.targetRate(t.name, rate);
-      if (t.transport === 'proxy') metrics.targetConnected(t.name, available && (sidecar?.status?.masters.some((m) => m.server === t.name && m.state === 'up') ?? false));
+      if (t.transport === 'proxy')
+        metrics.targetConnected(t.name, available && (sidecar?.status?.masters.some((m) => m.server === t.name && m.state === 'up') ?? false));
       if (t.isSwitching) continue;
       byName.set(t.name, t);
       // Without a sidecar a pinned proxy cannot be honoured: it stays where it is.
@@ -89,9 +91,11 @@ export class TransportControl {
     for (const s of decideTransports(states, { ...this.o.settings, proxyAvailable: available }, now)) {
       const move = byName.get(s.name)?.switchTo(s.to, s.reason);
       if (move === undefined || move === null) continue;
-      const tracked = move.catch((e: unknown) => {
-        log.error({ target: s.name, err: e }, `${s.name}: moving to ${s.to} failed: ${(e as Error).message}`);
-      }).finally(() => this.switches.delete(tracked));
+      const tracked = move
+        .catch((e: unknown) => {
+          log.error({ target: s.name, err: e }, `${s.name}: moving to ${s.to} failed: ${(e as Error).message}`);
+        })
+        .finally(() => this.switches.delete(tracked));
       this.switches.add(tracked);
     }
   }

@@ -5,8 +5,7 @@
 import { formatCount, formatMs, formatTime, NONE, reportHeader, sectionTitle } from './format.ts';
 import { iso, lastRunFailure, NO_RUNS, serverName, serverRunsJson, windowJson } from './snapshot-format.ts';
 import type { ActivityReport, LongSession, ServerActivity } from './snapshot-types.ts';
-import { type Column,oneLine, renderTable } from './text-table.ts';
-
+import { type Column, oneLine, renderTable } from './text-table.ts';
 
 /** Sessions of the current snapshot: by state, summed (with --database, of that database only). */
 export function sessionCount(s: ServerActivity): number {
@@ -41,7 +40,15 @@ function serverCells(s: ServerActivity): string[] {
   const failure = lastRunFailure(s);
   const snapshot = s.snapshotAt === null ? NONE : formatTime(s.snapshotAt);
   const counts = s.snapshotAt === null ? [NONE, NONE, NONE, NONE, NONE, NONE] : [formatCount(sessionCount(s)), ...stateCells(s), formatCount(s.lockWaiting)];
-  return [s.target, s.instance, snapshot, ...counts, formatCount(s.runs), formatCount(s.failedRuns), failure === null ? 'ok' : `FAILED ${s.lastErrorCode ?? ''}`.trimEnd()];
+  return [
+    s.target,
+    s.instance,
+    snapshot,
+    ...counts,
+    formatCount(s.runs),
+    formatCount(s.failedRuns),
+    failure === null ? 'ok' : `FAILED ${s.lastErrorCode ?? ''}`.trimEnd(),
+  ];
 }
 
 const LONG_COLUMNS: Column[] = [
@@ -61,8 +68,17 @@ const LONG_COLUMNS: Column[] = [
 function longCells(l: LongSession): string[] {
   const wait = l.waitEventType === null ? NONE : `${l.waitEventType}${l.waitEvent === null ? '' : `:${l.waitEvent}`}`;
   return [
-    l.target, l.instance, String(l.pid), l.database ?? NONE, l.user ?? NONE, l.application === null || l.application === '' ? NONE : oneLine(l.application),
-    l.state ?? NONE, formatMs(l.xactMs), formatMs(l.queryMs), wait, l.query === null ? NONE : oneLine(l.query),
+    l.target,
+    l.instance,
+    String(l.pid),
+    l.database ?? NONE,
+    l.user ?? NONE,
+    l.application === null || l.application === '' ? NONE : oneLine(l.application),
+    l.state ?? NONE,
+    formatMs(l.xactMs),
+    formatMs(l.queryMs),
+    wait,
+    l.query === null ? NONE : oneLine(l.query),
   ];
 }
 

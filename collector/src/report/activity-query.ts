@@ -2,7 +2,7 @@
  * The SQL of `pglog report activity` and the decoding of its rows. Pure. Reads the stable
  * view pglog.activity at each server's current snapshot (snapshot-runs-query.ts).
  */
-import { date, num, numOrNull, QUERY_TEXT_CHARS, type Row, type SqlQuery,text, textOrNull } from './query.ts';
+import { date, num, numOrNull, QUERY_TEXT_CHARS, type Row, type SqlQuery, text, textOrNull } from './query.ts';
 import { inCurrentSnapshot, serverKey, snapshotCtes } from './snapshot-runs-query.ts';
 import type { LongSession, SnapshotFilter } from './snapshot-types.ts';
 

@@ -112,22 +112,27 @@ export function buildBlockingForest(edgesIn: readonly EdgeInput[], sessionsIn: r
     for (let next = queue.pop(); next !== undefined; next = queue.pop()) {
       for (const e of waitersOf.get(next) ?? []) {
         total += e.waitMs ?? 0;
-        if (!reached.has(e.pid)) { reached.add(e.pid); queue.push(e.pid); }
+        if (!reached.has(e.pid)) {
+          reached.add(e.pid);
+          queue.push(e.pid);
+        }
       }
     }
     weights.set(pid, total);
     return total;
   };
-  const childOrder = (a: EdgeInput, b: EdgeInput): number =>
-    (b.waitMs ?? 0) + weight(b.pid) - ((a.waitMs ?? 0) + weight(a.pid)) || a.pid - b.pid;
+  const childOrder = (a: EdgeInput, b: EdgeInput): number => (b.waitMs ?? 0) + weight(b.pid) - ((a.waitMs ?? 0) + weight(a.pid)) || a.pid - b.pid;
   for (const list of waitersOf.values()) list.sort(childOrder);
 
   const holdsOf = (pid: number): HeldLock[] => {
     const held = new Map<string, HeldLock>();
     for (const e of waitersOf.get(pid) ?? []) {
-      if (e.heldMode !== null) held.set(`${e.heldMode}\u0000${e.lockType}\u0000${e.relation ?? ''}`, { mode: e.heldMode, lockType: e.lockType, relation: e.relation });
+      if (e.heldMode !== null)
+        held.set(`${e.heldMode}\u0000${e.lockType}\u0000${e.relation ?? ''}`, { mode: e.heldMode, lockType: e.lockType, relation: e.relation });
     }
-    return [...held.values()].sort((a, b) => (a.relation ?? '').localeCompare(b.relation ?? '') || a.mode.localeCompare(b.mode) || a.lockType.localeCompare(b.lockType));
+    return [...held.values()].sort(
+      (a, b) => (a.relation ?? '').localeCompare(b.relation ?? '') || a.mode.localeCompare(b.mode) || a.lockType.localeCompare(b.lockType),
+    );
   };
   const makeNode = (pid: number, edge: EdgeInput | null): BlockingNode => {
     const s = sessions.get(pid);
@@ -181,7 +186,8 @@ export function buildBlockingForest(edgesIn: readonly EdgeInput[], sessionsIn: r
     return node;
   };
 
-  const roots = [...waitersOf.keys()].filter((pid) => !blockersOf.has(pid))
+  const roots = [...waitersOf.keys()]
+    .filter((pid) => !blockersOf.has(pid))
     .sort((a, b) => weight(b) - weight(a) || a - b)
     .map((pid) => expand(pid, null));
 

@@ -15,7 +15,9 @@ export async function inReadOnlySnapshot<T>(client: pg.ClientBase, work: () => P
     await client.query('COMMIT');
     return result;
   } catch (e) {
-    await client.query('ROLLBACK').catch(() => { /* the connection may be gone; the query's error is the one to report */ });
+    await client.query('ROLLBACK').catch(() => {
+      /* the connection may be gone; the query's error is the one to report */
+    });
     throw e;
   }
 }

@@ -2,7 +2,7 @@
  * The report as text for a terminal (fixed-width tables) or as one JSON object for machines.
  * Pure: a Report in, a string out.
  */
-import { type Column,oneLine, renderTable } from './text-table.ts';
+import { type Column, oneLine, renderTable } from './text-table.ts';
 import type { Report, ReportSection } from './types.ts';
 
 /** A duration in milliseconds for people: `0.250 ms`, `12.3 ms`, `4.57 s`, `12m 05s`, `3h 07m`. */
@@ -38,7 +38,11 @@ export const NONE = '-';
  * The first line of every report: `pglog report[ NAME]  <since> .. <until> UTC`, then the
  * filters in use and anything `extra`.
  */
-export function reportHeader(title: string, f: { since: Date; until: Date; target: string | null; database: string | null }, extra: readonly string[] = []): string {
+export function reportHeader(
+  title: string,
+  f: { since: Date; until: Date; target: string | null; database: string | null },
+  extra: readonly string[] = [],
+): string {
   const parts = [`${title}  ${formatTime(f.since)} .. ${formatTime(f.until)} UTC`];
   if (f.target !== null) parts.push(`target ${f.target}`);
   if (f.database !== null) parts.push(`database ${f.database}`);
@@ -57,7 +61,6 @@ export function sectionTitle(name: string, shown: number, total: number, options
 function title(name: string, section: ReportSection<unknown>): string {
   return sectionTitle(name, section.rows.length, section.groups);
 }
-
 
 const STATEMENT_COLUMNS: Column[] = [
   { header: 'target', align: 'left', maxWidth: 24 },
@@ -99,24 +102,62 @@ export function formatReportText(report: Report, width: number): string {
   const out: string[] = [reportHeader('pglog report', report.filter), ''];
   out.push(title('Top query templates by total time', report.statements));
   if (report.statements.rows.length > 0) {
-    out.push(renderTable(STATEMENT_COLUMNS, report.statements.rows.map((r) => [
-      r.target, r.database ?? NONE, formatCount(r.calls), formatMs(r.total_ms), formatMs(r.mean_ms), formatMs(r.stddev_ms),
-      formatMs(r.min_ms), formatMs(r.max_ms), formatMs(r.p95_ms), r.fingerprint ?? NONE, oneLine(r.query),
-    ]), width));
+    out.push(
+      renderTable(
+        STATEMENT_COLUMNS,
+        report.statements.rows.map((r) => [
+          r.target,
+          r.database ?? NONE,
+          formatCount(r.calls),
+          formatMs(r.total_ms),
+          formatMs(r.mean_ms),
+          formatMs(r.stddev_ms),
+          formatMs(r.min_ms),
+          formatMs(r.max_ms),
+          formatMs(r.p95_ms),
+          r.fingerprint ?? NONE,
+          oneLine(r.query),
+        ]),
+        width,
+      ),
+    );
   }
   out.push('', title('Errors by SQLSTATE and message', report.errors));
   if (report.errors.rows.length > 0) {
-    out.push(renderTable(ERROR_COLUMNS, report.errors.rows.map((r) => [
-      r.target, r.database ?? NONE, r.severity, r.sqlstate ?? NONE, formatCount(r.count),
-      formatTime(r.first_seen), formatTime(r.last_seen), oneLine(r.message),
-    ]), width));
+    out.push(
+      renderTable(
+        ERROR_COLUMNS,
+        report.errors.rows.map((r) => [
+          r.target,
+          r.database ?? NONE,
+          r.severity,
+          r.sqlstate ?? NONE,
+          formatCount(r.count),
+          formatTime(r.first_seen),
+          formatTime(r.last_seen),
+          oneLine(r.message),
+        ]),
+        width,
+      ),
+    );
   }
   out.push('', title('Lock waits by lock type', report.lockWaits));
   if (report.lockWaits.rows.length > 0) {
-    out.push(renderTable(LOCK_COLUMNS, report.lockWaits.rows.map((r) => [
-      r.target, r.database ?? NONE, r.lock_type ?? NONE, formatCount(r.count), formatCount(r.acquired),
-      formatMs(r.total_wait_ms), formatMs(r.max_wait_ms),
-    ]), width));
+    out.push(
+      renderTable(
+        LOCK_COLUMNS,
+        report.lockWaits.rows.map((r) => [
+          r.target,
+          r.database ?? NONE,
+          r.lock_type ?? NONE,
+          formatCount(r.count),
+          formatCount(r.acquired),
+          formatMs(r.total_wait_ms),
+          formatMs(r.max_wait_ms),
+        ]),
+        width,
+      ),
+    );
   }
   return `${out.join('\n')}\n`;
 }

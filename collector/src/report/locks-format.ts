@@ -6,7 +6,7 @@ import type { BlockingNode } from './blocking-tree.ts';
 import { formatCount, formatMs, formatTime, NONE, reportHeader, sectionTitle } from './format.ts';
 import { iso, lastRunFailure, NO_RUNS, serverName, serverRunsJson, windowJson } from './snapshot-format.ts';
 import type { BlockingEpisode, LocksReport, ServerLocks } from './snapshot-types.ts';
-import { type Column,cut, oneLine, renderTable } from './text-table.ts';
+import { type Column, cut, oneLine, renderTable } from './text-table.ts';
 
 /** The query of a tree line never gets fewer characters than this, even past the width. */
 const MIN_QUERY_CHARS = 20;
@@ -78,9 +78,10 @@ function serverLines(s: ServerLocks, width: number): string[] {
   const failure = lastRunFailure(s);
   if (s.snapshotAt === null) return [`${serverName(s)}  no snapshot in the window: ${failure ?? 'no successful run'}`];
   const f = s.forest;
-  const summary = f.blockedSessions === 0
-    ? 'no blocked sessions'
-    : `${formatCount(f.blockedSessions)} session${f.blockedSessions === 1 ? '' : 's'} blocked, longest wait ${formatMs(f.longestWaitMs)}`;
+  const summary =
+    f.blockedSessions === 0
+      ? 'no blocked sessions'
+      : `${formatCount(f.blockedSessions)} session${f.blockedSessions === 1 ? '' : 's'} blocked, longest wait ${formatMs(f.longestWaitMs)}`;
   const out = [`${serverName(s)}  snapshot ${formatTime(s.snapshotAt)}Z  ${summary}`];
   if (failure !== null) out.push(`!  ${failure}`);
   for (const c of f.cycles) out.push(`!  lock cycle: ${[...c, c[0]].join(' → ')} (each waits for the next; a deadlock not broken yet)`);
@@ -103,8 +104,16 @@ const EPISODE_COLUMNS: Column[] = [
 
 function episodeCells(e: BlockingEpisode): string[] {
   return [
-    e.target, e.instance, String(e.rootPid), formatTime(e.firstSeen), formatTime(e.lastSeen), formatCount(e.snapshots),
-    formatCount(e.peakWaiters), formatMs(e.maxWaitMs), `${e.user ?? NONE}@${e.database ?? NONE}`, e.query === null ? NONE : oneLine(e.query),
+    e.target,
+    e.instance,
+    String(e.rootPid),
+    formatTime(e.firstSeen),
+    formatTime(e.lastSeen),
+    formatCount(e.snapshots),
+    formatCount(e.peakWaiters),
+    formatMs(e.maxWaitMs),
+    `${e.user ?? NONE}@${e.database ?? NONE}`,
+    e.query === null ? NONE : oneLine(e.query),
   ];
 }
 

@@ -5,7 +5,7 @@
  * are computed in SQL from the snapshot's own ts (the monitored server's clock, microseconds).
  */
 import type { EdgeInput, SessionInput } from './blocking-tree.ts';
-import { date, num, numOrNull, QUERY_TEXT_CHARS, type Row, type SqlQuery,text, textOrNull } from './query.ts';
+import { date, num, numOrNull, QUERY_TEXT_CHARS, type Row, type SqlQuery, text, textOrNull } from './query.ts';
 import { inCurrentSnapshot, snapshotCtes } from './snapshot-runs-query.ts';
 import type { BlockingEpisode, SnapshotFilter } from './snapshot-types.ts';
 

@@ -10,7 +10,12 @@ import { PglogError } from '@pglog/common/errors.ts';
 export type TimeBound = { agoMs: number } | { at: Date };
 
 const UNIT_MS: Readonly<Record<string, number>> = {
-  ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000, w: 604_800_000,
+  ms: 1,
+  s: 1000,
+  m: 60_000,
+  h: 3_600_000,
+  d: 86_400_000,
+  w: 604_800_000,
 };
 const DURATION = /^(?:\d+(?:\.\d+)?(?:ms|[smhdw]))+$/;
 const DURATION_PART = /(?<![\d.])(\d+(?:\.\d+)?)(ms|[smhdw])/g;
@@ -28,8 +33,14 @@ export function parseDuration(text: string): number | null {
 export function parseTimestamp(text: string): Date | null {
   const m = TIMESTAMP.exec(text.trim());
   if (m === null) return null;
-  const [year, month, day, hour, minute, second] = [m[1], m[2], m[3], m[4], m[5], m[6]].map((v) => Number(v ?? 0)) as
-    [number, number, number, number, number, number];
+  const [year, month, day, hour, minute, second] = [m[1], m[2], m[3], m[4], m[5], m[6]].map((v) => Number(v ?? 0)) as [
+    number,
+    number,
+    number,
+    number,
+    number,
+    number,
+  ];
   const fraction = m[7] === undefined ? 0 : Math.floor(Number(`0${m[7]}`) * 1000);
   if (month < 1 || month > 12 || day < 1 || hour > 23 || minute > 59 || second > 59) return null;
   const utc = Date.UTC(year, month - 1, day, hour, minute, second, fraction);
@@ -51,7 +62,10 @@ export function parseTimeBound(text: string, option: string): TimeBound {
   if (agoMs !== null) return { agoMs };
   const at = parseTimestamp(text);
   if (at !== null) return { at };
-  throw new PglogError('USAGE', `${option} ${text}: expected a duration before now (30s, 15m, 1h, 2d, 1w, 1h30m) or an ISO timestamp (2024-05-01, 2024-05-01T10:00:00Z; UTC when no offset is given)`);
+  throw new PglogError(
+    'USAGE',
+    `${option} ${text}: expected a duration before now (30s, 15m, 1h, 2d, 1w, 1h30m) or an ISO timestamp (2024-05-01, 2024-05-01T10:00:00Z; UTC when no offset is given)`,
+  );
 }
 
 export function resolveTimeBound(bound: TimeBound, nowMs: number): Date {

@@ -5,7 +5,7 @@
 import type pg from 'pg';
 
 import { activityStates, longRunningQuery, longSessionFromRow, sessionStatesQuery } from './activity-query.ts';
-import { buildBlockingForest, type EdgeInput, type SessionInput,treesInDatabase } from './blocking-tree.ts';
+import { buildBlockingForest, type EdgeInput, type SessionInput, treesInDatabase } from './blocking-tree.ts';
 import { inReadOnlySnapshot } from './fetch.ts';
 import { currentEdgesQuery, currentTreeSessionsQuery, edgeFromRow, episodeFromRow, episodesQuery, treeSessionFromRow } from './locks-query.ts';
 import { groupsOf } from './query.ts';

@@ -10,7 +10,7 @@
  * a round trip through the client to select rows. A newest run that failed is reported with
  * its error, so a server that could not be read is visible, not just empty.
  */
-import { date, num, numOrNull, type Row, type SqlQuery,text, textOrNull } from './query.ts';
+import { date, num, numOrNull, type Row, type SqlQuery, text, textOrNull } from './query.ts';
 import type { ServerRuns, SnapshotFilter } from './snapshot-types.ts';
 
 /**

@@ -27,13 +27,16 @@ function length(s: string): number {
 export function cut(s: string, width: number): string {
   if (width <= 0) return '';
   if (length(s) <= width) return s;
-  return `${Array.from(s).slice(0, width - 1).join('')}…`;
+  return `${Array.from(s)
+    .slice(0, width - 1)
+    .join('')}…`;
 }
 
 /** Text on one line: runs of whitespace (newlines, tabs) become one space, control characters go. */
 export function oneLine(s: string): string {
+  const spaced = s.replace(/\s+/g, ' ');
   // eslint-disable-next-line no-control-regex -- removing control characters is the point
-  return s.replace(/\s+/g, ' ').replace(/[\u0000-\u001f\u007f-\u009f]/g, '').trim();
+  return spaced.replace(/[\u0000-\u001f\u007f-\u009f]/g, '').trim();
 }
 
 function pad(s: string, width: number, align: 'left' | 'right'): string {
@@ -54,7 +57,10 @@ export function renderTable(columns: readonly Column[], rows: readonly (readonly
     widths[flexIndex] = Math.min(natural[flexIndex] ?? 0, Math.max(MIN_FLEX_WIDTH, width - others));
   }
   const line = (cells: readonly string[]): string =>
-    columns.map((c, i) => pad(cut(cells[i] ?? '', widths[i] ?? 0), widths[i] ?? 0, c.align)).join(GAP).trimEnd();
+    columns
+      .map((c, i) => pad(cut(cells[i] ?? '', widths[i] ?? 0), widths[i] ?? 0, c.align))
+      .join(GAP)
+      .trimEnd();
   const out = [line(columns.map((c) => c.header)), line(widths.map((w) => '─'.repeat(w)))];
   for (const r of rows) out.push(line(r));
   return out.join('\n');

@@ -28,24 +28,35 @@ export class DeferredSocket extends Duplex {
   connect(): this {
     if (this.opening) return this;
     this.opening = true;
-    this.open().then((inner) => {
-      if (this.destroyed) {
-        inner.destroy();
-        return;
-      }
-      this.attach(inner);
-      this.emit('connect');
-    }, (e: unknown) => {
-      this.destroy(e instanceof Error ? e : new Error(String(e)));
-    });
+    this.open().then(
+      (inner) => {
+        if (this.destroyed) {
+          inner.destroy();
+          return;
+        }
+        this.attach(inner);
+        this.emit('connect');
+      },
+      (e: unknown) => {
+        this.destroy(e instanceof Error ? e : new Error(String(e)));
+      },
+    );
     return this;
   }
 
   // net.Socket methods pg calls; meaningless on a forwarded stream.
-  setNoDelay(): this { return this; }
-  setKeepAlive(): this { return this; }
-  ref(): this { return this; }
-  unref(): this { return this; }
+  setNoDelay(): this {
+    return this;
+  }
+  setKeepAlive(): this {
+    return this;
+  }
+  ref(): this {
+    return this;
+  }
+  unref(): this {
+    return this;
+  }
 
   private attach(inner: Duplex): void {
     this.inner = inner;

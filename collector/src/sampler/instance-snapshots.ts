@@ -122,7 +122,13 @@ export class InstanceSnapshots {
     if (kind === 'activity') {
       const waiting = new Set(snapshot.blocking.map((b) => b.pid));
       const longestMs = snapshot.blocking.reduce((m, b) => Math.max(m, b.waitMs ?? 0), 0);
-      metrics.activity(target, instance, snapshot.sessions.map((s) => s.state), waiting.size, longestMs / 1000);
+      metrics.activity(
+        target,
+        instance,
+        snapshot.sessions.map((s) => s.state),
+        waiting.size,
+        longestMs / 1000,
+      );
     }
     this.recovered(kind);
     this.o.outcome?.(kind, null);

@@ -57,7 +57,9 @@ export class SnapshotSink {
 
   private flushSoon(): void {
     if (this.timer !== null) return;
-    this.timer = setTimeout(() => { void this.flush(); }, this.o.delayMs);
+    this.timer = setTimeout(() => {
+      void this.flush();
+    }, this.o.delayMs);
     this.timer.unref();
   }
 

@@ -12,7 +12,7 @@
  * A PglogError from the transport (SSH_*, SIDECAR_UNAVAILABLE, or an SQL_* already classified)
  * keeps its code: it says better what failed.
  */
-import { type ErrorCode,isPglogError, PglogError, sqlStateOf } from '@pglog/common/errors.ts';
+import { type ErrorCode, isPglogError, PglogError, sqlStateOf } from '@pglog/common/errors.ts';
 
 /** Where the session goes, for messages: `db1/main (/var/run/postgresql/.s.PGSQL.5432 via 10.0.0.5:22)`. */
 export type SessionPlace = string;
@@ -26,7 +26,6 @@ const UNAVAILABLE_SQLSTATES = new Set(['57P01', '57P02', '57P03']);
 const PG_TIMEOUT_MESSAGES = [/timeout expired/i, /Query read timeout/i, /Connection terminated due to connection timeout/i];
 /** Messages (and errno codes) of a stream that went away under the session. */
 const PG_LOST_MESSAGES = [/Connection terminated/i, /ECONNRESET|EPIPE|ECONNREFUSED|ENOENT/, /socket hang up/i, /Client was closed/i];
-
 
 function codeFor(e: unknown, message: string): ErrorCode {
   const state = sqlStateOf(e);
@@ -52,9 +51,13 @@ export function toSqlError(e: unknown, place: SessionPlace, during: string): Pgl
   const message = e instanceof Error ? e.message : String(e);
   const code = codeFor(e, message);
   const state = sqlStateOf(e);
-  const hint = code === 'SQL_AUTH_FAILED'
-    ? ' (check spec.instances[].sql.user and database, and pg_hba.conf for local connections of that role)'
-    : code === 'SQL_TIMEOUT' ? ' (the server did not answer within sql.timeoutSeconds: overloaded, or stopped)'
-      : code === 'SQL_CONNECT_FAILED' ? ' (the session ended: is PostgreSQL running and listening on that socket?)' : '';
+  const hint =
+    code === 'SQL_AUTH_FAILED'
+      ? ' (check spec.instances[].sql.user and database, and pg_hba.conf for local connections of that role)'
+      : code === 'SQL_TIMEOUT'
+        ? ' (the server did not answer within sql.timeoutSeconds: overloaded, or stopped)'
+        : code === 'SQL_CONNECT_FAILED'
+          ? ' (the session ended: is PostgreSQL running and listening on that socket?)'
+          : '';
   return new PglogError(code, `${place}: ${during} failed: ${message}${state === null ? '' : ` [SQLSTATE ${state}]`}${hint}`, { cause: e });
 }

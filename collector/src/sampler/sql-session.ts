@@ -14,7 +14,7 @@
  */
 import type { Duplex } from 'node:stream';
 
-import { type PglogError,sqlStateOf } from '@pglog/common/errors.ts';
+import { type PglogError, sqlStateOf } from '@pglog/common/errors.ts';
 import { settleWithin } from '@pglog/common/time/retry.ts';
 import pg from 'pg';
 
@@ -155,7 +155,13 @@ export class SqlSession {
 function connectError(e: unknown, place: string): PglogError {
   // pg asks for a password when pg_hba.conf wants one; pglog only uses peer or trust over the socket.
   if (e instanceof Error && /password/i.test(e.message) && sqlStateOf(e) === null) {
-    return toSqlError(Object.assign(new Error(`${e.message} (the server asks for a password: allow the role local peer or trust authentication in pg_hba.conf)`), { code: '28P01' }), place, 'connecting');
+    return toSqlError(
+      Object.assign(new Error(`${e.message} (the server asks for a password: allow the role local peer or trust authentication in pg_hba.conf)`), {
+        code: '28P01',
+      }),
+      place,
+      'connecting',
+    );
   }
   return toSqlError(e, place, 'connecting');
 }

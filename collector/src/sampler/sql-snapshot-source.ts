@@ -15,7 +15,7 @@ import type { ActiveTransport, PostgresInstance, PostgresTarget } from '@pglog/c
 import { PglogError } from '@pglog/common/errors.ts';
 import type { Logger } from '@pglog/common/observability/logger.ts';
 
-import { type ActivityResult,readActivity } from '../snapshot/activity-query.ts';
+import { type ActivityResult, readActivity } from '../snapshot/activity-query.ts';
 import { readServerInfo, rolePrivilegeOf, type ServerInfo, type SqlRolePrivilege } from '../snapshot/server-info.ts';
 import { readStatistics, type StatisticsSample } from '../snapshot/statistics-query.ts';
 import type { SshConnection } from '../transport/ssh-connection.ts';
@@ -103,7 +103,11 @@ export class SqlSnapshotSource implements SnapshotSource {
     // reported); an abandoned wait would linger otherwise.
     const bounded = AbortSignal.any([signal, AbortSignal.timeout(instance.sql.timeoutSeconds * 1000 + 1000)]);
     const dir = await this.o.sidecar!.forward(target.metadata.name, this.remoteSocket, instance.sql.port, bounded);
-    return connectUnix(`${dir}/.s.PGSQL.${instance.sql.port}`, `${target.metadata.name}/${instance.name}: the sidecar's forward of ${this.remoteSocket}`, signal);
+    return connectUnix(
+      `${dir}/.s.PGSQL.${instance.sql.port}`,
+      `${target.metadata.name}/${instance.name}: the sidecar's forward of ${this.remoteSocket}`,
+      signal,
+    );
   }
 
   /** Warns when the role is more powerful than monitoring needs: once per privilege found, again when it changes. */
@@ -113,11 +117,14 @@ export class SqlSnapshotSource implements SnapshotSource {
     if (privilege === null) return;
     const { target, instance } = this.o;
     const where = `${target.metadata.name}/${instance.name}`;
-    const risk = privilege === 'SQL_ROLE_SUPERUSER'
-      ? `is a superuser (${privilege}): any SQL a role of the monitored server gets it to run would run with every right, up to the server's OS account`
-      : `can write data (${privilege}, a member of pg_write_all_data): any SQL a role of the monitored server gets it to run could write`;
-    this.o.log.warn({ target: target.metadata.name, instance: instance.name, role: info.username, superuser: info.superuser, code: privilege },
-      `${where}: the SQL role ${info.username} ${risk}. pglog only reads, in read-only transactions on a pinned search_path, but use a role with only pg_monitor (docs/snapshots.md)`);
+    const risk =
+      privilege === 'SQL_ROLE_SUPERUSER'
+        ? `is a superuser (${privilege}): any SQL a role of the monitored server gets it to run would run with every right, up to the server's OS account`
+        : `can write data (${privilege}, a member of pg_write_all_data): any SQL a role of the monitored server gets it to run could write`;
+    this.o.log.warn(
+      { target: target.metadata.name, instance: instance.name, role: info.username, superuser: info.superuser, code: privilege },
+      `${where}: the SQL role ${info.username} ${risk}. pglog only reads, in read-only transactions on a pinned search_path, but use a role with only pg_monitor (docs/snapshots.md)`,
+    );
   }
 }
 

@@ -77,7 +77,9 @@ export class Child {
     } catch {
       try {
         process.kill(this.pid, sig);
-      } catch { /* already gone */ }
+      } catch {
+        /* already gone */
+      }
     }
   }
 

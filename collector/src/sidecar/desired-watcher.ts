@@ -5,10 +5,10 @@
  * error is reported until a good file arrives. A file that parses may still refuse single
  * entries (see parseDesiredState): those come with the state.
  */
-import { type FSWatcher,watch } from 'node:fs';
+import { type FSWatcher, watch } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 
-import { DESIRED_FILE, DesiredStateError, type ParsedDesiredState,parseDesiredState } from '@pglog/common/sidecar/contract.ts';
+import { DESIRED_FILE, DesiredStateError, type ParsedDesiredState, parseDesiredState } from '@pglog/common/sidecar/contract.ts';
 
 export const DESIRED_POLL_MS = 500;
 
@@ -45,7 +45,10 @@ export class DesiredWatcher {
       this.watcher = watch(this.dir, { persistent: false }, (_event, name) => {
         if (name === null || name === DESIRED_FILE) this.check();
       });
-      this.watcher.on('error', () => { this.watcher?.close(); this.watcher = null; }); // the poll carries on
+      this.watcher.on('error', () => {
+        this.watcher?.close();
+        this.watcher = null;
+      }); // the poll carries on
     } catch {
       this.watcher = null;
     }
@@ -82,7 +85,8 @@ export class DesiredWatcher {
           const code = (e as NodeJS.ErrnoException).code;
           // Before the collector's first write there is nothing to apply and nothing wrong.
           if (code === 'ENOENT' && !this.seen) continue;
-          if (this.lastText !== null || code !== 'ENOENT') this.events.onError(`${DESIRED_FILE} cannot be read (${code ?? (e as Error).message}); keeping the previous state`);
+          if (this.lastText !== null || code !== 'ENOENT')
+            this.events.onError(`${DESIRED_FILE} cannot be read (${code ?? (e as Error).message}); keeping the previous state`);
           this.lastText = null;
           continue;
         }

@@ -37,14 +37,18 @@ export interface ForwardPlan {
   open: { id: string; connection: number }[];
 }
 
-const sameSpec = (a: DesiredForward, b: DesiredForward): boolean =>
-  a.server === b.server && a.remoteSocket === b.remoteSocket && a.port === b.port;
+const sameSpec = (a: DesiredForward, b: DesiredForward): boolean => a.server === b.server && a.remoteSocket === b.remoteSocket && a.port === b.port;
 
 /**
  * @param upConnections server name -> connection of its slot-0 master while that is up
  *   (servers whose master is connecting, in backoff or absent are not in it)
  */
-export function planForwards(desired: readonly DesiredForward[], current: readonly ForwardSnapshot[], upConnections: ReadonlyMap<string, number>, now: number): ForwardPlan {
+export function planForwards(
+  desired: readonly DesiredForward[],
+  current: readonly ForwardSnapshot[],
+  upConnections: ReadonlyMap<string, number>,
+  now: number,
+): ForwardPlan {
   const plan: ForwardPlan = { remove: [], add: [], lost: [], open: [] };
   const wanted = new Map(desired.map((f) => [f.id, f]));
   const kept = new Map<string, ForwardSnapshot>();

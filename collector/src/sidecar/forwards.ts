@@ -16,7 +16,7 @@ import { type DesiredForward, type DesiredServer, forwardDir, type ForwardStatus
 import { fullJitterDelay } from '@pglog/common/time/backoff.ts';
 
 import { Child } from './children.ts';
-import { type ForwardPhase, type ForwardSnapshot,planForwards } from './forward-plan.ts';
+import { type ForwardPhase, type ForwardSnapshot, planForwards } from './forward-plan.ts';
 import { forwardClientArgs, forwardSocketPath } from './openssh-args.ts';
 import { meaningfulLines } from './openssh-errors.ts';
 import type { PidsFile } from './sidecar-files.ts';
@@ -89,14 +89,21 @@ export class Forwards {
   /** Plans against desired.json and the masters that are up, and starts what the plan says. */
   reconcile(desired: readonly DesiredForward[], upConnections: ReadonlyMap<string, number>): void {
     if (this.stopped) return;
-    const plan = planForwards(desired, [...this.runs.values()].map((r) => r.snapshot()), upConnections, Date.now());
+    const plan = planForwards(
+      desired,
+      [...this.runs.values()].map((r) => r.snapshot()),
+      upConnections,
+      Date.now(),
+    );
     for (const id of plan.remove) {
       const run = this.runs.get(id);
       if (run === undefined) continue;
       this.runs.delete(id);
-      const done = run.enqueue(() => this.cancel(run)).finally(() => {
-        if (this.removing.get(id) === done) this.removing.delete(id);
-      });
+      const done = run
+        .enqueue(() => this.cancel(run))
+        .finally(() => {
+          if (this.removing.get(id) === done) this.removing.delete(id);
+        });
       this.removing.set(id, done);
     }
     for (const spec of plan.add) {
@@ -106,7 +113,8 @@ export class Forwards {
     for (const id of plan.lost) {
       const run = this.runs.get(id);
       if (run === undefined) continue;
-      if (run.phase === 'ready') this.ctx.log.info({ forward: id, server: run.spec.server }, `forward ${id} lost with its master; pending until the next one is up`);
+      if (run.phase === 'ready')
+        this.ctx.log.info({ forward: id, server: run.spec.server }, `forward ${id} lost with its master; pending until the next one is up`);
       run.phase = 'pending';
       run.connection = null;
       run.failures = 0;
@@ -177,7 +185,10 @@ export class Forwards {
       const delay = Math.max(MIN_RETRY_MS, fullJitterDelay(run.failures++, baseMs, capMs, random ?? Math.random));
       run.phase = 'failed';
       run.retryAt = Date.now() + delay;
-      run.error = { code: 'SIDECAR_UNAVAILABLE', message: `forward ${id} (${serverName}:${remoteSocket}): the master did not bind ${local}: ${failure}`.slice(0, 400) };
+      run.error = {
+        code: 'SIDECAR_UNAVAILABLE',
+        message: `forward ${id} (${serverName}:${remoteSocket}): the master did not bind ${local}: ${failure}`.slice(0, 400),
+      };
       this.ctx.log.warn({ forward: id, server: serverName, code: run.error.code, retryInMs: delay }, run.error.message);
       this.retryLater(delay);
     }

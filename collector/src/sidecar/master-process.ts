@@ -97,7 +97,9 @@ export class SshMaster {
 
   /** Starts the first attempt; failures are reported through onChange, never thrown. */
   start(): void {
-    this.launch().catch((e: unknown) => this.failed({ code: 'SSH_CONNECT_FAILED', message: `${this.describe()}: ssh could not be started: ${(e as Error).message}` }));
+    this.launch().catch((e: unknown) =>
+      this.failed({ code: 'SSH_CONNECT_FAILED', message: `${this.describe()}: ssh could not be started: ${(e as Error).message}` }),
+    );
   }
 
   /** Stops for good: cancels a pending restart, ends ssh, removes the socket. */
@@ -143,9 +145,9 @@ export class SshMaster {
       if (this.child === child) this.child = null;
       if (this.stopping || attempt !== this.attempt) return;
       this.backoff.disconnected(Date.now());
-      this.failed(timedOut
-        ? { code: 'SSH_TIMEOUT', message: `${this.describe()}: no authenticated connection within ${limitS} s` }
-        : this.exitError(child, exit));
+      this.failed(
+        timedOut ? { code: 'SSH_TIMEOUT', message: `${this.describe()}: no authenticated connection within ${limitS} s` } : this.exitError(child, exit),
+      );
     });
     // ssh binds the control socket once it is authenticated: that is "up".
     while (this.child === child && this.state === 'connecting' && !this.stopping) {
@@ -166,7 +168,8 @@ export class SshMaster {
   }
 
   private exitError(child: Child, exit: ChildExit): StatusError {
-    if (exit.spawnError !== undefined) return { code: 'SSH_CONNECT_FAILED', message: `${this.describe()}: ${this.ctx.sshBinary} could not be started: ${exit.spawnError}` };
+    if (exit.spawnError !== undefined)
+      return { code: 'SSH_CONNECT_FAILED', message: `${this.describe()}: ${this.ctx.sshBinary} could not be started: ${exit.spawnError}` };
     return classifyOpenSshError(child.stderr, this.server, exit);
   }
 

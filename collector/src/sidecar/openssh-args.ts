@@ -7,7 +7,7 @@
  */
 import { createHash } from 'node:crypto';
 
-import { CONTROL_DIR, type DesiredServer,forwardDir, KEYS_DIR, pgSocketName } from '@pglog/common/sidecar/contract.ts';
+import { CONTROL_DIR, type DesiredServer, forwardDir, KEYS_DIR, pgSocketName } from '@pglog/common/sidecar/contract.ts';
 
 /** sun_path holds 108 bytes including the terminating NUL. */
 const SUN_PATH_MAX = 107;
@@ -27,9 +27,11 @@ export const MAX_DIR_LENGTH = SUN_PATH_MAX - SSH_BIND_SUFFIX - `/${CONTROL_DIR}/
 export function dirTooLong(dir: string): string | null {
   const length = Buffer.byteLength(dir);
   if (length <= MAX_DIR_LENGTH) return null;
-  return `the directory ${dir} is ${length} bytes long; it must be at most ${MAX_DIR_LENGTH} ` +
+  return (
+    `the directory ${dir} is ${length} bytes long; it must be at most ${MAX_DIR_LENGTH} ` +
     `because its control sockets (${CONTROL_DIR}/<name>) must fit the ${SUN_PATH_MAX}-byte Unix socket path limit, ` +
-    `with the ${SSH_BIND_SUFFIX} characters ssh adds while binding`;
+    `with the ${SSH_BIND_SUFFIX} characters ssh adds while binding`
+  );
 }
 
 /**
@@ -46,7 +48,10 @@ export function serverFingerprint(s: DesiredServer): string {
  */
 export function controlSocketPath(dir: string, server: DesiredServer, slot: number): string {
   if (!Number.isInteger(slot) || slot < 0 || slot > MAX_SLOT) throw new RangeError(`slot ${slot} is outside 0..${MAX_SLOT}`);
-  const hash = createHash('sha256').update(`${server.name}\0${server.user}@${server.host}:${server.port}\0${serverFingerprint(server)}`).digest('hex').slice(0, HASH_CHARS);
+  const hash = createHash('sha256')
+    .update(`${server.name}\0${server.user}@${server.host}:${server.port}\0${serverFingerprint(server)}`)
+    .digest('hex')
+    .slice(0, HASH_CHARS);
   return `${dir}/${CONTROL_DIR}/${hash}-${slot}`;
 }
 
@@ -60,14 +65,22 @@ export const CIPHERS = 'aes128-gcm@openssh.com,aes256-gcm@openssh.com,chacha20-p
 /** Options that keep ssh from reading anything but what we name, and from asking anyone anything. */
 function isolationOptions(): string[] {
   return [
-    '-F', '/dev/null',
-    '-o', 'BatchMode=yes',
-    '-o', 'IdentityAgent=none',
-    '-o', 'ForwardAgent=no',
-    '-o', 'ForwardX11=no',
-    '-o', 'ClearAllForwardings=yes',
-    '-o', 'PermitLocalCommand=no',
-    '-o', 'RequestTTY=no',
+    '-F',
+    '/dev/null',
+    '-o',
+    'BatchMode=yes',
+    '-o',
+    'IdentityAgent=none',
+    '-o',
+    'ForwardAgent=no',
+    '-o',
+    'ForwardX11=no',
+    '-o',
+    'ClearAllForwardings=yes',
+    '-o',
+    'PermitLocalCommand=no',
+    '-o',
+    'RequestTTY=no',
   ];
 }
 
@@ -75,34 +88,57 @@ function isolationOptions(): string[] {
 export function masterArgs(dir: string, server: DesiredServer, slot: number): string[] {
   return [
     ...isolationOptions(),
-    '-M', '-N', '-T',
-    '-S', controlSocketPath(dir, server, slot),
-    '-o', 'ControlPersist=no',
-    '-o', 'StrictHostKeyChecking=yes',
-    '-o', `UserKnownHostsFile=${keyPath(dir, server.knownHostsFile)}`,
-    '-o', 'GlobalKnownHostsFile=/dev/null',
-    '-o', 'CheckHostIP=no',
-    '-o', 'UpdateHostKeys=no',
-    '-o', 'VerifyHostKeyDNS=no',
-    '-o', 'IdentitiesOnly=yes',
-    '-o', `IdentityFile=${keyPath(dir, server.identityFile)}`,
-    '-o', 'PreferredAuthentications=publickey',
-    '-o', `ServerAliveInterval=${server.serverAliveIntervalS}`,
-    '-o', 'ServerAliveCountMax=3',
-    '-o', `ConnectTimeout=${server.connectTimeoutS}`,
-    '-o', `Ciphers=${CIPHERS}`,
-    '-o', 'Compression=no',
+    '-M',
+    '-N',
+    '-T',
+    '-S',
+    controlSocketPath(dir, server, slot),
+    '-o',
+    'ControlPersist=no',
+    '-o',
+    'StrictHostKeyChecking=yes',
+    '-o',
+    `UserKnownHostsFile=${keyPath(dir, server.knownHostsFile)}`,
+    '-o',
+    'GlobalKnownHostsFile=/dev/null',
+    '-o',
+    'CheckHostIP=no',
+    '-o',
+    'UpdateHostKeys=no',
+    '-o',
+    'VerifyHostKeyDNS=no',
+    '-o',
+    'IdentitiesOnly=yes',
+    '-o',
+    `IdentityFile=${keyPath(dir, server.identityFile)}`,
+    '-o',
+    'PreferredAuthentications=publickey',
+    '-o',
+    `ServerAliveInterval=${server.serverAliveIntervalS}`,
+    '-o',
+    'ServerAliveCountMax=3',
+    '-o',
+    `ConnectTimeout=${server.connectTimeoutS}`,
+    '-o',
+    `Ciphers=${CIPHERS}`,
+    '-o',
+    'Compression=no',
     // The master binds the local sockets of SQL forwards (`-O forward`) with its own options:
     // a socket file left by an earlier master is replaced instead of failing the bind, and
     // only the sidecar's user (the collector's, in the pod) may connect: the socket is a
     // session to a PostgreSQL instance as the SSH user.
-    '-o', 'StreamLocalBindUnlink=yes',
-    '-o', 'StreamLocalBindMask=0177',
+    '-o',
+    'StreamLocalBindUnlink=yes',
+    '-o',
+    'StreamLocalBindMask=0177',
     // INFO, not ERROR: OpenSSH logs a keepalive timeout ("Timeout, server ... not responding.")
     // and a lost connection at INFO; a healthy master prints nothing at this level.
-    '-o', 'LogLevel=INFO',
-    '-p', String(server.port),
-    '-l', server.user,
+    '-o',
+    'LogLevel=INFO',
+    '-p',
+    String(server.port),
+    '-l',
+    server.user,
     server.host,
   ];
 }
@@ -120,12 +156,18 @@ export function streamClientArgs(dir: string, server: DesiredServer, slot: numbe
   return [
     ...isolationOptions(),
     '-T',
-    '-S', controlSocketPath(dir, server, slot),
-    '-o', 'ControlMaster=no',
-    '-o', `ProxyCommand=sh -c 'echo "${NO_MASTER_MESSAGE}" >&2; exit 1'`,
-    '-o', 'LogLevel=ERROR',
-    '-p', String(server.port),
-    '-l', server.user,
+    '-S',
+    controlSocketPath(dir, server, slot),
+    '-o',
+    'ControlMaster=no',
+    '-o',
+    `ProxyCommand=sh -c 'echo "${NO_MASTER_MESSAGE}" >&2; exit 1'`,
+    '-o',
+    'LogLevel=ERROR',
+    '-p',
+    String(server.port),
+    '-l',
+    server.user,
     server.host,
     remoteCommandArg(command),
   ];
@@ -158,15 +200,24 @@ export function forwardSocketPath(dir: string, id: string, port: number): string
  */
 export function forwardClientArgs(dir: string, server: DesiredServer, slot: number, op: 'forward' | 'cancel', local: string, remote: string): string[] {
   return [
-    '-F', '/dev/null',
-    '-o', 'BatchMode=yes',
-    '-S', controlSocketPath(dir, server, slot),
-    '-o', 'ControlMaster=no',
-    '-o', 'LogLevel=ERROR',
-    '-O', op,
-    '-L', `${local}:${remote}`,
-    '-p', String(server.port),
-    '-l', server.user,
+    '-F',
+    '/dev/null',
+    '-o',
+    'BatchMode=yes',
+    '-S',
+    controlSocketPath(dir, server, slot),
+    '-o',
+    'ControlMaster=no',
+    '-o',
+    'LogLevel=ERROR',
+    '-O',
+    op,
+    '-L',
+    `${local}:${remote}`,
+    '-p',
+    String(server.port),
+    '-l',
+    server.user,
     server.host,
   ];
 }

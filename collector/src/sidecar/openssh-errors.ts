@@ -29,12 +29,39 @@ interface Rule {
 // Order matters: a changed host key also prints "Host key verification failed", and an
 // unusable key file is followed by "Permission denied" for the keys that remained.
 const RULES: readonly Rule[] = [
-  { code: 'SSH_HOST_KEY_CHANGED', test: /REMOTE HOST IDENTIFICATION HAS CHANGED|Host key for .* has changed|host key mismatch/i, quote: /Host key for .* has changed|REMOTE HOST IDENTIFICATION HAS CHANGED/, what: 'the server host key differs from the one in known_hosts (refused)' },
-  { code: 'SSH_HOST_KEY_UNKNOWN', test: /host key is known for|Host key verification failed/i, quote: /host key is known for|Host key verification failed/, what: 'the server host key is not in known_hosts (refused)' },
-  { code: 'SSH_KEY_INVALID', test: /UNPROTECTED PRIVATE KEY FILE|^Load key /m, quote: /^Load key .*|Permissions 0\d+ for .* are too open/m, what: 'the private key cannot be used' },
-  { code: 'SSH_AUTH_FAILED', test: /Permission denied|Too many authentication failures|No more authentication methods/i, what: 'the server refused the private key' },
-  { code: 'SSH_TIMEOUT', test: /Timeout, server .* not responding|timed out during banner exchange|Connection timed out during/i, what: 'the server stopped answering' },
-  { code: 'SSH_CONNECT_FAILED', test: /Connection refused|No route to host|Could not resolve|Name or service not known|Connection timed out|Network is unreachable|Connection reset|closed by remote host|Connection closed by|kex_exchange_identification|Broken pipe/i, what: 'the connection failed' },
+  {
+    code: 'SSH_HOST_KEY_CHANGED',
+    test: /REMOTE HOST IDENTIFICATION HAS CHANGED|Host key for .* has changed|host key mismatch/i,
+    quote: /Host key for .* has changed|REMOTE HOST IDENTIFICATION HAS CHANGED/,
+    what: 'the server host key differs from the one in known_hosts (refused)',
+  },
+  {
+    code: 'SSH_HOST_KEY_UNKNOWN',
+    test: /host key is known for|Host key verification failed/i,
+    quote: /host key is known for|Host key verification failed/,
+    what: 'the server host key is not in known_hosts (refused)',
+  },
+  {
+    code: 'SSH_KEY_INVALID',
+    test: /UNPROTECTED PRIVATE KEY FILE|^Load key /m,
+    quote: /^Load key .*|Permissions 0\d+ for .* are too open/m,
+    what: 'the private key cannot be used',
+  },
+  {
+    code: 'SSH_AUTH_FAILED',
+    test: /Permission denied|Too many authentication failures|No more authentication methods/i,
+    what: 'the server refused the private key',
+  },
+  {
+    code: 'SSH_TIMEOUT',
+    test: /Timeout, server .* not responding|timed out during banner exchange|Connection timed out during/i,
+    what: 'the server stopped answering',
+  },
+  {
+    code: 'SSH_CONNECT_FAILED',
+    test: /Connection refused|No route to host|Could not resolve|Name or service not known|Connection timed out|Network is unreachable|Connection reset|closed by remote host|Connection closed by|kex_exchange_identification|Broken pipe/i,
+    what: 'the connection failed',
+  },
 ];
 
 /**
@@ -62,7 +89,9 @@ export function classifyOpenSshError(stderr: string, target: SshTarget, exit: { 
  * itself ended.
  */
 export function meaningfulLines(stderr: string): string[] {
-  return stderr.split(/\r?\n/).map((l) => l.replace(/\r/g, '').trim())
+  return stderr
+    .split(/\r?\n/)
+    .map((l) => l.replace(/\r/g, '').trim())
     .filter((l) => l !== '' && !/^@+$/.test(l) && !/^@\s.*@$/.test(l) && !/^channel \d+: open failed/.test(l));
 }
 

@@ -73,8 +73,14 @@ export interface Plan {
 export const EMPTY_DESIRED: DesiredState = { version: 1, generation: -1, servers: [], streams: [], forwards: [] };
 
 export function isEmptyPlan(p: Plan): boolean {
-  return p.removeStreams.length === 0 && p.addStreams.length === 0 && p.moveStreams.length === 0 &&
-    p.stopMasters.length === 0 && p.startMasters.length === 0 && p.startStreams.length === 0;
+  return (
+    p.removeStreams.length === 0 &&
+    p.addStreams.length === 0 &&
+    p.moveStreams.length === 0 &&
+    p.stopMasters.length === 0 &&
+    p.startMasters.length === 0 &&
+    p.startStreams.length === 0
+  );
 }
 
 const key = (server: string, slot: number): string => `${server}\0${slot}`;
@@ -96,7 +102,7 @@ export function reconcile(desired: DesiredState, current: Snapshot): Plan {
   const occupancy = new Map<string, number[]>();
   const occ = (server: string): number[] => {
     let list = occupancy.get(server);
-    if (list === undefined) occupancy.set(server, list = []);
+    if (list === undefined) occupancy.set(server, (list = []));
     return list;
   };
   for (const s of kept.values()) {

@@ -5,7 +5,7 @@
 import { readdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { lstat, mkdir, readdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
 
-import { CONTROL_DIR, FORWARDS_DIR, KEYS_DIR, type StatusError,STREAMS_DIR } from '@pglog/common/sidecar/contract.ts';
+import { CONTROL_DIR, FORWARDS_DIR, KEYS_DIR, type StatusError, STREAMS_DIR } from '@pglog/common/sidecar/contract.ts';
 
 /** Processes the sidecar started and that may still run: read by the next sidecar on DIR. */
 export const PIDS_FILE = 'sidecar.pids';
@@ -83,8 +83,13 @@ export interface StaleCleanup {
 export async function cleanStaleDir(dir: string, waitMs = 3000): Promise<StaleCleanup> {
   let listed: number[] = [];
   try {
-    listed = readFileSync(`${dir}/${PIDS_FILE}`, 'utf8').split('\n').filter((l) => /^\d+$/.test(l)).map(Number);
-  } catch { /* no previous sidecar */ }
+    listed = readFileSync(`${dir}/${PIDS_FILE}`, 'utf8')
+      .split('\n')
+      .filter((l) => /^\d+$/.test(l))
+      .map(Number);
+  } catch {
+    /* no previous sidecar */
+  }
   // The pids file can miss a process started just before a SIGKILL: also every process whose
   // arguments name this directory's FIFOs or control sockets (only ours do).
   for (const pid of await strayProcesses(dir)) if (!listed.includes(pid)) listed.push(pid);
@@ -115,7 +120,9 @@ export async function cleanStaleDir(dir: string, waitMs = 3000): Promise<StaleCl
     let names: string[] = [];
     try {
       names = await readdir(`${dir}/${sub}`);
-    } catch { /* created by prepareDir */ }
+    } catch {
+      /* created by prepareDir */
+    }
     for (const name of names) {
       await rm(`${dir}/${sub}/${name}`, { force: true, recursive: true });
       removedFiles++;
@@ -140,7 +147,9 @@ export async function strayProcesses(dir: string): Promise<number[]> {
     try {
       const argv = (await readFile(`/proc/${name}/cmdline`, 'utf8')).split('\0');
       if (argv.some((a) => prefixes.some((p) => a.startsWith(p)))) found.push(Number(name));
-    } catch { /* gone */ }
+    } catch {
+      /* gone */
+    }
   }
   return found;
 }
@@ -183,7 +192,11 @@ function isGroupLeader(pid: number): boolean {
 /** Whether a process group still has a member that is not a zombie (a zombie holds nothing open). */
 function groupHasLiveMember(pgid: number): boolean {
   let entries: string[];
-  try { entries = readdirSync('/proc'); } catch { return false; }
+  try {
+    entries = readdirSync('/proc');
+  } catch {
+    return false;
+  }
   return entries.some((e) => {
     if (!/^\d+$/.test(e)) return false;
     const stat = procStat(e);
@@ -200,5 +213,7 @@ export function isAlive(pid: number): boolean {
 function signal(pid: number, sig: NodeJS.Signals): void {
   try {
     process.kill(pid, sig);
-  } catch { /* already gone */ }
+  } catch {
+    /* already gone */
+  }
 }

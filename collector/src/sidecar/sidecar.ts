@@ -19,12 +19,22 @@ import { resolve } from 'node:path';
 import { PglogError } from '@pglog/common/errors.ts';
 import type { Logger } from '@pglog/common/observability/logger.ts';
 import {
-type DesiredRefusals, type DesiredState,   forwardDir, type ForwardStatus, HEARTBEAT_MS, type MasterState, type MasterStatus, PROTOCOL_VERSION, type SidecarStatus, STATUS_FILE, type StreamStatus,
+  type DesiredRefusals,
+  type DesiredState,
+  forwardDir,
+  type ForwardStatus,
+  HEARTBEAT_MS,
+  type MasterState,
+  type MasterStatus,
+  PROTOCOL_VERSION,
+  type SidecarStatus,
+  STATUS_FILE,
+  type StreamStatus,
 } from '@pglog/common/sidecar/contract.ts';
 
-import { DESIRED_POLL_MS,DesiredWatcher } from './desired-watcher.ts';
+import { DESIRED_POLL_MS, DesiredWatcher } from './desired-watcher.ts';
 import { Forwards, type UpMaster } from './forwards.ts';
-import { DEFAULT_MASTER_BACKOFF, type MasterBackoffOptions,SshMaster } from './master-process.ts';
+import { DEFAULT_MASTER_BACKOFF, type MasterBackoffOptions, SshMaster } from './master-process.ts';
 import { dirTooLong } from './openssh-args.ts';
 import { EMPTY_DESIRED, type Plan, reconcile, type Snapshot } from './reconcile.ts';
 import { cleanStaleDir, PidsFile, prepareDir, writeFileAtomic } from './sidecar-files.ts';
@@ -92,31 +102,43 @@ export class Sidecar {
     this.backoff = { ...DEFAULT_MASTER_BACKOFF, ...options.backoff };
     this.heartbeatMs = options.heartbeatMs ?? HEARTBEAT_MS;
     this.sessionLingerMs = options.sessionLingerMs ?? DEFAULT_SESSION_LINGER_MS;
-    this.watcher = new DesiredWatcher(dir, {
-      onDesired: (state) => {
-        const { refused, ...desired } = state;
-        this.desired = desired;
-        this.refused = refused;
-        this.log.debug({ generation: state.generation, servers: state.servers.length, streams: state.streams.length, forwards: state.forwards.length }, 'desired state applied');
-        // Each refusal is logged once, not with every later file that still holds it (the
-        // collector rewrites desired.json on every stream change); status.json always has it.
-        const messages = new Set([...Object.values(refused.servers).map((e) => e.message), ...Object.values(refused.streams).map((e) => e.error.message),
-          ...Object.values(refused.forwards).map((e) => e.error.message), ...refused.unnamed]);
-        for (const message of messages) {
-          if (!this.loggedRefusals.has(message)) this.log.warn({ code: 'CONFIG_INVALID', generation: state.generation }, `${message}; this entry is refused, the others are applied`);
-        }
-        this.loggedRefusals = messages;
-        this.changed();
+    this.watcher = new DesiredWatcher(
+      dir,
+      {
+        onDesired: (state) => {
+          const { refused, ...desired } = state;
+          this.desired = desired;
+          this.refused = refused;
+          this.log.debug(
+            { generation: state.generation, servers: state.servers.length, streams: state.streams.length, forwards: state.forwards.length },
+            'desired state applied',
+          );
+          // Each refusal is logged once, not with every later file that still holds it (the
+          // collector rewrites desired.json on every stream change); status.json always has it.
+          const messages = new Set([
+            ...Object.values(refused.servers).map((e) => e.message),
+            ...Object.values(refused.streams).map((e) => e.error.message),
+            ...Object.values(refused.forwards).map((e) => e.error.message),
+            ...refused.unnamed,
+          ]);
+          for (const message of messages) {
+            if (!this.loggedRefusals.has(message))
+              this.log.warn({ code: 'CONFIG_INVALID', generation: state.generation }, `${message}; this entry is refused, the others are applied`);
+          }
+          this.loggedRefusals = messages;
+          this.changed();
+        },
+        onError: (message, generation) => {
+          const refusedGeneration = message === null ? null : (generation ?? null);
+          if ((message ?? undefined) === this.desiredError && refusedGeneration === this.desiredErrorGeneration) return;
+          if (message !== null && message !== this.desiredError) this.log.warn({ code: 'CONFIG_INVALID' }, message);
+          this.desiredError = message ?? undefined;
+          this.desiredErrorGeneration = refusedGeneration;
+          this.statusChanged();
+        },
       },
-      onError: (message, generation) => {
-        const refusedGeneration = message === null ? null : generation ?? null;
-        if ((message ?? undefined) === this.desiredError && refusedGeneration === this.desiredErrorGeneration) return;
-        if (message !== null && message !== this.desiredError) this.log.warn({ code: 'CONFIG_INVALID' }, message);
-        this.desiredError = message ?? undefined;
-        this.desiredErrorGeneration = refusedGeneration;
-        this.statusChanged();
-      },
-    }, options.pollMs ?? DESIRED_POLL_MS);
+      options.pollMs ?? DESIRED_POLL_MS,
+    );
     this.forwards = new Forwards({
       dir,
       sshBinary: this.sshBinary,
@@ -169,14 +191,16 @@ export class Sidecar {
 
   /** The status as it would be written now. */
   status(): SidecarStatus {
-    const masters: MasterStatus[] = [...this.masters.values()].map((m) => ({
-      server: m.server.name,
-      slot: m.slot,
-      state: m.state,
-      restarts: m.restarts,
-      streams: [...this.streams.values()].filter((s) => s.server === m.server.name && s.slot === m.slot && isLive(s)).length,
-      ...(m.error === undefined ? {} : { error: m.error }),
-    })).sort((a, b) => (a.server < b.server ? -1 : a.server > b.server ? 1 : a.slot - b.slot));
+    const masters: MasterStatus[] = [...this.masters.values()]
+      .map((m) => ({
+        server: m.server.name,
+        slot: m.slot,
+        state: m.state,
+        restarts: m.restarts,
+        streams: [...this.streams.values()].filter((s) => s.server === m.server.name && s.slot === m.slot && isLive(s)).length,
+        ...(m.error === undefined ? {} : { error: m.error }),
+      }))
+      .sort((a, b) => (a.server < b.server ? -1 : a.server > b.server ? 1 : a.slot - b.slot));
     const streams: Record<string, StreamStatus> = {};
     for (const s of this.streams.values()) {
       const master = this.masters.get(masterKey(s.server, s.slot));
@@ -184,13 +208,21 @@ export class Sidecar {
       const error = s.state === 'failed' ? s.error : state === 'waiting' && master?.state !== 'up' ? master?.error : undefined;
       streams[s.id] = { state, server: s.server, exitCode: s.exitCode, signal: s.signal, ...(error === undefined ? {} : { error }) };
     }
-    for (const [id, r] of Object.entries(this.refused.streams)) streams[id] = { state: 'failed', server: r.server, exitCode: null, signal: null, error: r.error };
+    for (const [id, r] of Object.entries(this.refused.streams))
+      streams[id] = { state: 'failed', server: r.server, exitCode: null, signal: null, error: r.error };
     const forwards: Record<string, ForwardStatus> = this.forwards.status((server) => {
       const m = this.masters.get(masterKey(server, 0));
       return m?.state === 'up' ? undefined : m?.error;
     });
     for (const [id, r] of Object.entries(this.refused.forwards)) {
-      forwards[id] = { state: 'failed', server: r.server, remoteSocket: r.remoteSocket, port: r.port, localDir: `${this.dir}/${forwardDir(id)}`, error: r.error };
+      forwards[id] = {
+        state: 'failed',
+        server: r.server,
+        remoteSocket: r.remoteSocket,
+        port: r.port,
+        localDir: `${this.dir}/${forwardDir(id)}`,
+        error: r.error,
+      };
     }
     const { servers: refusedServers, unnamed } = this.refused;
     return {
@@ -247,12 +279,15 @@ export class Sidecar {
     }
     const servers = new Map(this.desired.servers.map((s) => [s.name, s]));
     for (const a of plan.addStreams) {
-      this.streams.set(a.id, new StreamRun(a.id, a.server, a.command, a.slot, {
-        dir: this.dir,
-        sshBinary: this.sshBinary,
-        pids: this.pids,
-        onChange: (s) => this.streamChanged(s),
-      }));
+      this.streams.set(
+        a.id,
+        new StreamRun(a.id, a.server, a.command, a.slot, {
+          dir: this.dir,
+          sshBinary: this.sshBinary,
+          pids: this.pids,
+          onChange: (s) => this.streamChanged(s),
+        }),
+      );
     }
     for (const m of plan.moveStreams) {
       const s = this.streams.get(m.id);
@@ -281,7 +316,10 @@ export class Sidecar {
         onChange: (master, previous) => this.masterChanged(master, previous),
         onChannelRefused: (master, line) => {
           const forwards = this.desired.forwards.filter((f) => f.server === master.server.name).map((f) => f.remoteSocket);
-          this.log.warn({ server: master.server.name, slot: master.slot, forwards }, `master ${master.name}: the server refused a forwarded connection (${line}); is there a socket at ${forwards.join(', ') || 'the forward\'s remote path'}?`);
+          this.log.warn(
+            { server: master.server.name, slot: master.slot, forwards },
+            `master ${master.name}: the server refused a forwarded connection (${line}); is there a socket at ${forwards.join(', ') || "the forward's remote path"}?`,
+          );
         },
         socketFree: (socket) => this.stoppingMasters.get(socket)?.catch(() => undefined) ?? Promise.resolve(),
       });

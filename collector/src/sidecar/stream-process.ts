@@ -13,7 +13,7 @@ import { execFile } from 'node:child_process';
 import { unlink } from 'node:fs/promises';
 import { promisify } from 'node:util';
 
-import { type DesiredServer, type StatusError,streamFifos } from '@pglog/common/sidecar/contract.ts';
+import { type DesiredServer, type StatusError, streamFifos } from '@pglog/common/sidecar/contract.ts';
 
 import { Child, type ChildExit } from './children.ts';
 import { streamClientArgs } from './openssh-args.ts';
@@ -86,7 +86,11 @@ export class StreamRun {
       await removeFifos(out, err);
       return;
     }
-    const child = new Child('sh', ['-c', OPEN_FIFOS_AND_EXEC, 'pglog-sshproxy-stream', out, err, this.ctx.sshBinary, ...streamClientArgs(this.ctx.dir, server, this.slot, this.command)], this.ctx.pids);
+    const child = new Child(
+      'sh',
+      ['-c', OPEN_FIFOS_AND_EXEC, 'pglog-sshproxy-stream', out, err, this.ctx.sshBinary, ...streamClientArgs(this.ctx.dir, server, this.slot, this.command)],
+      this.ctx.pids,
+    );
     this.child = child;
     this.setState('running');
     void child.exited.then((exit) => this.ended(child, exit)); // never rejects

@@ -46,7 +46,7 @@ const MODE_STRENGTH = `CASE h.mode
 /** The same lockable object as the waiter's lock `wl` (pg_locks' identifying columns). */
 function sameObject(alias: string): string {
   return ['locktype', 'database', 'relation', 'page', 'tuple', 'virtualxid', 'transactionid', 'classid', 'objid', 'objsubid']
-    .map((c) => c === 'locktype' ? `${alias}.locktype = wl.locktype` : `${alias}.${c} IS NOT DISTINCT FROM wl.${c}`)
+    .map((c) => (c === 'locktype' ? `${alias}.locktype = wl.locktype` : `${alias}.${c} IS NOT DISTINCT FROM wl.${c}`))
     .join(' AND ');
 }
 
@@ -74,8 +74,10 @@ export function activitySql(versionNum: number, options: ActivitySqlOptions): st
 )`;
 
   // Without `sessions`, only the sessions of a chain: the waiters and whom they wait for.
-  const sessionFilter = options.sessions ? ''
-    : options.locks ? '\n  WHERE pg_catalog.cardinality(a.blocked_by) > 0 OR a.pid IN (SELECT pg_catalog.unnest(w.blocked_by) FROM a w)'
+  const sessionFilter = options.sessions
+    ? ''
+    : options.locks
+      ? '\n  WHERE pg_catalog.cardinality(a.blocked_by) > 0 OR a.pid IN (SELECT pg_catalog.unnest(w.blocked_by) FROM a w)'
       : '\n  WHERE false';
   const sessions = `s AS (
   SELECT a.* FROM a${sessionFilter}

@@ -41,19 +41,34 @@ export function statementKey(s: StatementCounters): string {
 }
 
 function statementWentDown(prev: StatementCounters, cur: StatementCounters): boolean {
-  return cur.calls < prev.calls || cur.totalExecMs < prev.totalExecMs || cur.rows < prev.rows ||
-    cur.sharedBlksHit < prev.sharedBlksHit || cur.sharedBlksRead < prev.sharedBlksRead || cur.tempBlksWritten < prev.tempBlksWritten;
+  return (
+    cur.calls < prev.calls ||
+    cur.totalExecMs < prev.totalExecMs ||
+    cur.rows < prev.rows ||
+    cur.sharedBlksHit < prev.sharedBlksHit ||
+    cur.sharedBlksRead < prev.sharedBlksRead ||
+    cur.tempBlksWritten < prev.tempBlksWritten
+  );
 }
 
 function statementDelta(prev: StatementCounters | null, cur: StatementCounters): StatementDelta {
   const base = {
-    database: cur.database, username: cur.username, queryId: cur.queryId, toplevel: cur.toplevel,
-    query: cur.query, fingerprint: '',
+    database: cur.database,
+    username: cur.username,
+    queryId: cur.queryId,
+    toplevel: cur.toplevel,
+    query: cur.query,
+    fingerprint: '',
   };
   if (prev === null) {
     return {
-      ...base, calls: cur.calls, totalExecMs: cur.totalExecMs, rows: cur.rows,
-      sharedBlksHit: cur.sharedBlksHit, sharedBlksRead: cur.sharedBlksRead, tempBlksWritten: cur.tempBlksWritten,
+      ...base,
+      calls: cur.calls,
+      totalExecMs: cur.totalExecMs,
+      rows: cur.rows,
+      sharedBlksHit: cur.sharedBlksHit,
+      sharedBlksRead: cur.sharedBlksRead,
+      tempBlksWritten: cur.tempBlksWritten,
     };
   }
   return {
@@ -70,8 +85,8 @@ function statementDelta(prev: StatementCounters | null, cur: StatementCounters):
 
 function statementDeltas(previous: StatisticsSample, current: StatisticsSample): StatementDelta[] {
   if (previous.statements === null || current.statements === null) return [];
-  const allReset = previous.statementsReset !== null && current.statementsReset !== null &&
-    previous.statementsReset.getTime() !== current.statementsReset.getTime();
+  const allReset =
+    previous.statementsReset !== null && current.statementsReset !== null && previous.statementsReset.getTime() !== current.statementsReset.getTime();
   const before = new Map<string, StatementCounters>();
   if (!allReset) for (const s of previous.statements) before.set(statementKey(s), s);
   const deltas: StatementDelta[] = [];
@@ -93,17 +108,40 @@ function statementDeltas(previous: StatisticsSample, current: StatisticsSample):
 }
 
 const DATABASE_COUNTERS = [
-  'xactCommit', 'xactRollback', 'blksRead', 'blksHit', 'tupReturned', 'tupFetched', 'tupInserted',
-  'tupUpdated', 'tupDeleted', 'conflicts', 'tempFiles', 'tempBytes', 'deadlocks',
+  'xactCommit',
+  'xactRollback',
+  'blksRead',
+  'blksHit',
+  'tupReturned',
+  'tupFetched',
+  'tupInserted',
+  'tupUpdated',
+  'tupDeleted',
+  'conflicts',
+  'tempFiles',
+  'tempBytes',
+  'deadlocks',
 ] as const satisfies readonly (keyof DatabaseCounters & keyof DatabaseDelta)[];
 
 function databaseDelta(prev: DatabaseCounters | null, cur: DatabaseCounters): DatabaseDelta {
   const wentDown = prev !== null && DATABASE_COUNTERS.some((c) => cur[c] < prev[c]);
   const base = wentDown ? null : prev;
   const delta: DatabaseDelta = {
-    database: cur.database, backends: cur.backends,
-    xactCommit: 0n, xactRollback: 0n, blksRead: 0n, blksHit: 0n, tupReturned: 0n, tupFetched: 0n, tupInserted: 0n,
-    tupUpdated: 0n, tupDeleted: 0n, conflicts: 0n, tempFiles: 0n, tempBytes: 0n, deadlocks: 0n,
+    database: cur.database,
+    backends: cur.backends,
+    xactCommit: 0n,
+    xactRollback: 0n,
+    blksRead: 0n,
+    blksHit: 0n,
+    tupReturned: 0n,
+    tupFetched: 0n,
+    tupInserted: 0n,
+    tupUpdated: 0n,
+    tupDeleted: 0n,
+    conflicts: 0n,
+    tempFiles: 0n,
+    tempBytes: 0n,
+    deadlocks: 0n,
   };
   for (const c of DATABASE_COUNTERS) delta[c] = base === null ? cur[c] : cur[c] - base[c];
   return delta;

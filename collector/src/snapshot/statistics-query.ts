@@ -11,7 +11,7 @@ import type { Row } from './pg-values.ts';
 import { bigintOf, boolOf, dateOf, dateOrNull, floatOf, intOf, textOf, textOrNull } from './pg-values.ts';
 import type { ServerInfo } from './server-info.ts';
 import type { DatabaseCounters, StatementCounters, StatisticsSample } from './statistics-sample.ts';
-import { databasesSql, statementsSql,TIMESTAMP_SQL } from './statistics-sql.ts';
+import { databasesSql, statementsSql, TIMESTAMP_SQL } from './statistics-sql.ts';
 
 export type { DatabaseCounters, StatementCounters, StatisticsSample } from './statistics-sample.ts';
 
@@ -85,10 +85,12 @@ async function readStatements(client: pg.ClientBase, info: ServerInfo): Promise<
     // The extension created but its library not preloaded: the view raises 55000
     // ("pg_stat_statements must be loaded via shared_preload_libraries"). Say how to fix it.
     if (sqlStateOf(e) === '55000' && e instanceof Error && /shared_preload_libraries/.test(e.message)) {
-      throw new PglogError('SQL_QUERY_FAILED',
+      throw new PglogError(
+        'SQL_QUERY_FAILED',
         `pg_stat_statements is installed in database "${info.database}" but its library is not loaded: ` +
-        "add 'pg_stat_statements' to shared_preload_libraries in postgresql.conf and restart the server, or turn off collect.statements",
-        { cause: e });
+          "add 'pg_stat_statements' to shared_preload_libraries in postgresql.conf and restart the server, or turn off collect.statements",
+        { cause: e },
+      );
     }
     throw e;
   }

@@ -27,10 +27,12 @@ function atLeast(version: [number, number], major: number, minor: number): boole
 
 /** Why the statements cannot be read, and how to fix it. */
 export function statementsMissingError(info: ServerInfo): PglogError {
-  return new PglogError('SQL_QUERY_FAILED',
+  return new PglogError(
+    'SQL_QUERY_FAILED',
     `pg_stat_statements is not installed in database "${info.database}": run CREATE EXTENSION pg_stat_statements; ` +
-    `in database "${info.database}" as a superuser (the server also needs shared_preload_libraries = 'pg_stat_statements' ` +
-    'in postgresql.conf and a restart), or turn off collect.statements');
+      `in database "${info.database}" as a superuser (the server also needs shared_preload_libraries = 'pg_stat_statements' ` +
+      'in postgresql.conf and a restart), or turn off collect.statements',
+  );
 }
 
 /** The pg_stat_statements statement for `info`; throws SQL_QUERY_FAILED when the extension is not installed. */

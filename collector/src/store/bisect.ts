@@ -26,10 +26,7 @@ export interface BisectOutcome<R> {
   attempts: number;
 }
 
-export async function writeWithBisection<R>(
-  rows: readonly R[],
-  attempt: (rows: readonly R[]) => Promise<Rejection | null>,
-): Promise<BisectOutcome<R>> {
+export async function writeWithBisection<R>(rows: readonly R[], attempt: (rows: readonly R[]) => Promise<Rejection | null>): Promise<BisectOutcome<R>> {
   const rejected: Array<{ row: R; rejection: Rejection }> = [];
   let attempts = 0;
   // An explicit stack, not recursion: parts are tried in row order, the last pushed first.

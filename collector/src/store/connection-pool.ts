@@ -20,7 +20,10 @@ export interface PoolSlot {
   client: pg.Client | null;
 }
 
-interface Waiter { all: boolean; grant: (slots: PoolSlot[]) => void }
+interface Waiter {
+  all: boolean;
+  grant: (slots: PoolSlot[]) => void;
+}
 
 export class ConnectionPool {
   private readonly slots: PoolSlot[];
@@ -32,10 +35,14 @@ export class ConnectionPool {
     this.free = [...this.slots];
   }
 
-  get size(): number { return this.slots.length; }
+  get size(): number {
+    return this.slots.length;
+  }
 
   /** Slots not leased at the moment. */
-  get idle(): number { return this.free.length; }
+  get idle(): number {
+    return this.free.length;
+  }
 
   /** Resolves with one slot (`all` false) or every slot, once no earlier request is waiting. */
   lease(all: boolean): Promise<PoolSlot[]> {

@@ -35,11 +35,7 @@ export const COLUMN_TYPES = ['int2', 'int4', 'int8', 'float8', 'bool', 'text', '
 export type ColumnType = (typeof COLUMN_TYPES)[number];
 
 /** Signature `PGCOPY\n\377\r\n\0`, int32 flags 0, int32 header extension length 0. */
-const HEADER = Buffer.from([
-  0x50, 0x47, 0x43, 0x4f, 0x50, 0x59, 0x0a, 0xff, 0x0d, 0x0a, 0x00,
-  0, 0, 0, 0,
-  0, 0, 0, 0,
-]);
+const HEADER = Buffer.from([0x50, 0x47, 0x43, 0x4f, 0x50, 0x59, 0x0a, 0xff, 0x0d, 0x0a, 0x00, 0, 0, 0, 0, 0, 0, 0, 0]);
 /** A field count of -1 ends the data. */
 const TRAILER = Buffer.from([0xff, 0xff]);
 
@@ -70,7 +66,9 @@ const MAX_ARRAY_ELEMENTS = 134_217_727;
 const DEFAULT_INITIAL_SIZE = 64 * 1024;
 
 /** What Buffer#write(s, offset, 'utf8') ends in. */
-interface Utf8Writer { utf8Write(s: string, offset: number, length: number): number }
+interface Utf8Writer {
+  utf8Write(s: string, offset: number, length: number): number;
+}
 
 export interface CopyBinaryEncoderOptions {
   /** Initial size of the scratch buffer in bytes (default 64 KiB); it doubles as needed. */
@@ -79,7 +77,16 @@ export interface CopyBinaryEncoderOptions {
 
 // Column types as small integers: the per-field dispatch switches on these (a jump table)
 // instead of comparing the type strings one case after another.
-const TY_INT2 = 0, TY_INT4 = 1, TY_INT8 = 2, TY_FLOAT8 = 3, TY_BOOL = 4, TY_TEXT = 5, TY_BYTEA = 6, TY_TIMESTAMPTZ = 7, TY_JSONB = 8, TY_INT4_ARRAY = 9;
+const TY_INT2 = 0,
+  TY_INT4 = 1,
+  TY_INT8 = 2,
+  TY_FLOAT8 = 3,
+  TY_BOOL = 4,
+  TY_TEXT = 5,
+  TY_BYTEA = 6,
+  TY_TIMESTAMPTZ = 7,
+  TY_JSONB = 8,
+  TY_INT4_ARRAY = 9;
 
 export class CopyBinaryEncoder {
   readonly types: readonly ColumnType[];
@@ -165,7 +172,8 @@ export class CopyBinaryEncoder {
         this.off += 2;
         return;
       case TY_INT4:
-        if (typeof v !== 'number' || !Number.isInteger(v) || v < -2147483648 || v > 2147483647) throw bad(r, c, type, v, 'an integer from -2147483648 to 2147483647');
+        if (typeof v !== 'number' || !Number.isInteger(v) || v < -2147483648 || v > 2147483647)
+          throw bad(r, c, type, v, 'an integer from -2147483648 to 2147483647');
         this.ensure(8);
         this.int32(4);
         this.int32(v);
@@ -317,7 +325,7 @@ export class CopyBinaryEncoder {
       throw bad(r, c, 'timestamptz', v, 'a Date, or microseconds since 1970-01-01 UTC (a bigint, or a safe integer number)');
     }
     if (us < PG_MIN_TIMESTAMP || us >= PG_END_TIMESTAMP) {
-      throw bad(r, c, 'timestamptz', v, 'a time from 4714-11-24 BC to 294276-12-31 AD (PostgreSQL\'s timestamp range)');
+      throw bad(r, c, 'timestamptz', v, "a time from 4714-11-24 BC to 294276-12-31 AD (PostgreSQL's timestamp range)");
     }
     this.writeInt64(us);
   }
@@ -365,14 +373,23 @@ function bad(r: number, c: number, type: ColumnType, v: unknown, expected: strin
 function describe(v: unknown): string {
   if (v === null) return 'null';
   switch (typeof v) {
-    case 'number': return `number ${v}`;
-    case 'bigint': return `bigint ${v}n`;
-    case 'boolean': return `boolean ${v}`;
-    case 'string': return v.length <= 40 ? `string ${JSON.stringify(v)}` : `string of ${v.length} characters`;
-    case 'object': return v instanceof Date ? `Date ${Number.isNaN(v.getTime()) ? 'Invalid Date' : v.toISOString()}` : `object ${v.constructor?.name ?? 'Object'}`;
-    case 'undefined': return 'undefined';
-    case 'function': return 'function';
-    case 'symbol': return 'symbol';
-    default: return typeof v;
+    case 'number':
+      return `number ${v}`;
+    case 'bigint':
+      return `bigint ${v}n`;
+    case 'boolean':
+      return `boolean ${v}`;
+    case 'string':
+      return v.length <= 40 ? `string ${JSON.stringify(v)}` : `string of ${v.length} characters`;
+    case 'object':
+      return v instanceof Date ? `Date ${Number.isNaN(v.getTime()) ? 'Invalid Date' : v.toISOString()}` : `object ${v.constructor?.name ?? 'Object'}`;
+    case 'undefined':
+      return 'undefined';
+    case 'function':
+      return 'function';
+    case 'symbol':
+      return 'symbol';
+    default:
+      return typeof v;
   }
 }

@@ -17,23 +17,28 @@ export async function copyIn(client: pg.ClientBase, sql: string, chunks: Iterabl
   const stream = client.query(copyFrom(sql));
   // In an object: set from the 'error' listener, which TypeScript's narrowing does not see.
   const state: { failure: Error | null } = { failure: null };
-  let fail: (e: unknown) => void = () => { /* replaced below */ };
+  let fail: (e: unknown) => void = () => {
+    /* replaced below */
+  };
   const failed = new Promise<never>((_, reject) => {
     fail = reject;
   });
   // The race below observes `failed`; this keeps an error that arrives after the last await
   // from being reported as an unhandled rejection.
-  failed.catch(() => { /* handled through the races */ });
+  failed.catch(() => {
+    /* handled through the races */
+  });
   stream.on('error', (e: Error) => {
     state.failure ??= e;
     fail(e);
   });
-  const write = (chunk: Buffer): Promise<void> => new Promise<void>((resolve, reject) => {
-    stream.write(chunk, (err) => {
-      if (err) reject(err);
-      else resolve();
+  const write = (chunk: Buffer): Promise<void> =>
+    new Promise<void>((resolve, reject) => {
+      stream.write(chunk, (err) => {
+        if (err) reject(err);
+        else resolve();
+      });
     });
-  });
   try {
     // The next chunk is produced (by the iterator) while the last one is being sent.
     let sending: Promise<void> | null = null;

@@ -8,7 +8,7 @@
 import type { PglogEvent } from '../logformat/events.ts';
 import { estimatedRowBytes, ROW_OVERHEAD } from './copy-stream.ts';
 import type { EventTable } from './event-tables.ts';
-import { isoToMicros, type Micros,msToMicros } from './iso-time.ts';
+import { isoToMicros, type Micros, msToMicros } from './iso-time.ts';
 import type { SourceRef } from './store-types.ts';
 import type { TextRepairs } from './text-clean.ts';
 import { cleanText, noRepairs } from './text-clean.ts';
@@ -37,7 +37,10 @@ export class TemplateSet {
     const t = this.byFingerprint.get(fingerprint);
     if (t === undefined) {
       this.byFingerprint.set(fingerprint, {
-        fingerprint: cleanText(fingerprint, maxTextBytes, repairs), normalized: cleanText(normalized, maxTextBytes, repairs), first: at, last: at,
+        fingerprint: cleanText(fingerprint, maxTextBytes, repairs),
+        normalized: cleanText(normalized, maxTextBytes, repairs),
+        first: at,
+        last: at,
       });
     } else if (at < t.first) t.first = at;
     else if (at > t.last) t.last = at;
@@ -69,18 +72,27 @@ export function rowContext(maxTextBytes: number): RowContext {
 /** The table an event kind goes to. */
 export function tableOf(kind: PglogEvent['kind']): EventTable {
   switch (kind) {
-    case 'statement': return 'statement_events';
-    case 'error': return 'error_events';
-    case 'lock_wait': return 'lock_wait_events';
-    case 'plan': case 'deadlock': case 'checkpoint': case 'autovacuum': case 'autoanalyze':
-    case 'temp_file': case 'connection': case 'disconnection': case 'other':
+    case 'statement':
+      return 'statement_events';
+    case 'error':
+      return 'error_events';
+    case 'lock_wait':
+      return 'lock_wait_events';
+    case 'plan':
+    case 'deadlock':
+    case 'checkpoint':
+    case 'autovacuum':
+    case 'autoanalyze':
+    case 'temp_file':
+    case 'connection':
+    case 'disconnection':
+    case 'other':
       return 'other_events';
   }
 }
 
 /** Fields of an event that are columns of other_events (or the row's ts): left out of the payload. */
 const OTHER_COLUMN_FIELDS: ReadonlySet<string> = new Set(['kind', 'severity', 'database', 'message', 'offset', 'ts']);
-
 
 // The source's three texts are the same for every event of a stream: cleaned once per source.
 let lastSource: SourceRef | null = null;
@@ -89,7 +101,11 @@ let lastSourceText: [string, string, string] = ['', '', ''];
 
 function sourceText(source: SourceRef, ctx: RowContext): [string, string, string] {
   if (source !== lastSource || ctx.maxTextBytes !== lastSourceMax) {
-    lastSourceText = [cleanText(source.target, ctx.maxTextBytes, ctx.repairs), cleanText(source.instance, ctx.maxTextBytes, ctx.repairs), cleanText(source.file, ctx.maxTextBytes, ctx.repairs)];
+    lastSourceText = [
+      cleanText(source.target, ctx.maxTextBytes, ctx.repairs),
+      cleanText(source.instance, ctx.maxTextBytes, ctx.repairs),
+      cleanText(source.file, ctx.maxTextBytes, ctx.repairs),
+    ];
     lastSource = source;
     lastSourceMax = ctx.maxTextBytes;
   }
@@ -150,9 +166,21 @@ export function mapEvent(source: SourceRef, event: PglogEvent, readAt: number, c
       const query = cleanText(event.query, max, ctx.repairs);
       const parameters = orNull(event.parameters, ctx);
       const values = [
-        ts, target, instance, database, nameOrNull(event.user, ctx), nameOrNull(event.application, ctx), event.pid,
-        event.duration_ms, nameOrNull(event.fingerprint, ctx), query, event.protocol, parameters,
-        file, event.offset, tsLogged,
+        ts,
+        target,
+        instance,
+        database,
+        nameOrNull(event.user, ctx),
+        nameOrNull(event.application, ctx),
+        event.pid,
+        event.duration_ms,
+        nameOrNull(event.fingerprint, ctx),
+        query,
+        event.protocol,
+        parameters,
+        file,
+        event.offset,
+        tsLogged,
       ];
       ctx.templates.see(event.fingerprint, event.normalized, ts, max, ctx.repairs);
       const size = ROW_OVERHEAD + query.length + (parameters?.length ?? 0);
@@ -160,27 +188,55 @@ export function mapEvent(source: SourceRef, event: PglogEvent, readAt: number, c
     }
     case 'error': {
       const values = [
-        ts, target, instance, database, nameOrNull(event.user, ctx), nameOrNull(event.severity, ctx), nameOrNull(event.sqlstate, ctx),
-        orNull(event.message, ctx), orNull(event.detail, ctx), orNull(event.hint, ctx), orNull(event.context, ctx),
-        orNull(event.statement, ctx), orNull(event.fingerprint, ctx), file, event.offset, tsLogged,
+        ts,
+        target,
+        instance,
+        database,
+        nameOrNull(event.user, ctx),
+        nameOrNull(event.severity, ctx),
+        nameOrNull(event.sqlstate, ctx),
+        orNull(event.message, ctx),
+        orNull(event.detail, ctx),
+        orNull(event.hint, ctx),
+        orNull(event.context, ctx),
+        orNull(event.statement, ctx),
+        orNull(event.fingerprint, ctx),
+        file,
+        event.offset,
+        tsLogged,
       ];
       return { table: 'error_events', values, size: estimatedRowBytes(values), source, offset: event.offset, kind: event.kind };
     }
     case 'lock_wait': {
       const values = [
-        ts, target, instance, database, event.waiting_pid, event.state, orNull(event.lock_type, ctx),
-        orNull(event.lock_mode, ctx), orNull(event.lock_object, ctx), event.wait_ms, file, event.offset, tsLogged,
+        ts,
+        target,
+        instance,
+        database,
+        event.waiting_pid,
+        event.state,
+        orNull(event.lock_type, ctx),
+        orNull(event.lock_mode, ctx),
+        orNull(event.lock_object, ctx),
+        event.wait_ms,
+        file,
+        event.offset,
+        tsLogged,
       ];
       return { table: 'lock_wait_events', values, size: estimatedRowBytes(values), source, offset: event.offset, kind: event.kind };
     }
-    case 'plan': case 'deadlock': case 'checkpoint': case 'autovacuum': case 'autoanalyze':
-    case 'temp_file': case 'connection': case 'disconnection': case 'other': {
+    case 'plan':
+    case 'deadlock':
+    case 'checkpoint':
+    case 'autovacuum':
+    case 'autoanalyze':
+    case 'temp_file':
+    case 'connection':
+    case 'disconnection':
+    case 'other': {
       const message = event.kind === 'other' || event.kind === 'deadlock' ? cleanText(event.message, max, ctx.repairs) : null;
       const payload = JSON.stringify(payloadOf(event, max, ctx.repairs));
-      const values = [
-        ts, target, instance, event.kind, nameOrNull(event.severity, ctx), database, message, payload,
-        file, event.offset, tsLogged,
-      ];
+      const values = [ts, target, instance, event.kind, nameOrNull(event.severity, ctx), database, message, payload, file, event.offset, tsLogged];
       if (event.kind === 'plan') ctx.templates.see(event.fingerprint, event.normalized, ts, max, ctx.repairs);
       return { table: 'other_events', values, size: estimatedRowBytes(values), source, offset: event.offset, kind: event.kind };
     }

@@ -105,9 +105,10 @@ export function planMigrations(files: readonly MigrationFile[], applied: readonl
   sorted.forEach((f, i) => {
     if (f.version !== i + 1) {
       const prev = sorted[i - 1];
-      const what = prev !== undefined && prev.version === f.version
-        ? `has the same version as ${prev.file}`
-        : `should have version ${String(i + 1).padStart(4, '0')} (migrations are numbered from 0001 without gaps)`;
+      const what =
+        prev !== undefined && prev.version === f.version
+          ? `has the same version as ${prev.file}`
+          : `should have version ${String(i + 1).padStart(4, '0')} (migrations are numbered from 0001 without gaps)`;
       throw new PglogError('STORE_MIGRATION', `migration file ${f.file} ${what}`);
     }
   });
@@ -116,16 +117,20 @@ export function planMigrations(files: readonly MigrationFile[], applied: readonl
   const appliedSorted = [...applied].sort((a, b) => a.version - b.version);
   for (const a of appliedSorted) {
     if (a.version > newest) {
-      throw new PglogError('STORE_MIGRATION',
+      throw new PglogError(
+        'STORE_MIGRATION',
         `the store is at schema version ${appliedSorted.at(-1)?.version ?? a.version} (migration ${a.version} ${a.name} applied), ` +
-        `newer than this pglog's migrations (newest ${newest}): a newer pglog has migrated it; refusing to run an older one against it`);
+          `newer than this pglog's migrations (newest ${newest}): a newer pglog has migrated it; refusing to run an older one against it`,
+      );
     }
     // Files are numbered 1..newest without gaps, so every applied version up to newest has one.
     const f = byVersion.get(a.version);
     if (f !== undefined && f.checksum !== a.checksum) {
-      throw new PglogError('STORE_MIGRATION',
+      throw new PglogError(
+        'STORE_MIGRATION',
         `migration file ${f.file} was changed after it was applied (checksum ${f.checksum} in the file, ${a.checksum} when applied): ` +
-        'released migrations must never be edited; put the change into a new migration');
+          'released migrations must never be edited; put the change into a new migration',
+      );
     }
   }
   const done = new Set(appliedSorted.map((a) => a.version));
@@ -176,7 +181,9 @@ export async function migrate(client: pg.ClientBase, options?: { migrationsDir?:
     await client.query('COMMIT');
     return { applied: plan.toApply.map((m) => m.file), current: plan.current };
   } catch (e) {
-    await client.query('ROLLBACK').catch(() => { /* the connection may be gone; the error below is the one to report */ });
+    await client.query('ROLLBACK').catch(() => {
+      /* the connection may be gone; the error below is the one to report */
+    });
     throw e;
   }
 }

@@ -6,7 +6,7 @@
 import type { MappedRow } from './event-rows.ts';
 import { cleanJson } from './event-rows.ts';
 import { TABLES } from './event-tables.ts';
-import { type Micros,microsToIso } from './iso-time.ts';
+import { type Micros, microsToIso } from './iso-time.ts';
 import type { QuarantineRecord } from './store-sql.ts';
 import { cleanText, noRepairs } from './text-clean.ts';
 

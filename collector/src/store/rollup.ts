@@ -21,18 +21,32 @@ export const MAX_PERCENTILE_ERROR = 2 ** (1 / (2 * BINS_PER_DOUBLING)) - 1;
 const MINUTE_MICROS = 60_000_000;
 
 export const ROLLUP_TABLE = table('statement_rollup_parts', [
-  ['bucket', 'timestamptz'], ['target', 'text'], ['instance', 'text'], ['database', 'text'], ['fingerprint', 'text'],
-  ['calls', 'int8'], ['timed', 'int8'], ['total_ms', 'float8'], ['max_ms', 'float8'], ['bins', 'int4[]'], ['counts', 'int4[]'],
+  ['bucket', 'timestamptz'],
+  ['target', 'text'],
+  ['instance', 'text'],
+  ['database', 'text'],
+  ['fingerprint', 'text'],
+  ['calls', 'int8'],
+  ['timed', 'int8'],
+  ['total_ms', 'float8'],
+  ['max_ms', 'float8'],
+  ['bins', 'int4[]'],
+  ['counts', 'int4[]'],
 ]);
 
 // Positions in a statement_events row (event-tables.ts STATEMENT_TABLE).
-const TS = 0, TARGET = 1, INSTANCE = 2, DATABASE = 3, DURATION = 7, FINGERPRINT = 8;
+const TS = 0,
+  TARGET = 1,
+  INSTANCE = 2,
+  DATABASE = 3,
+  DURATION = 7,
+  FINGERPRINT = 8;
 
 /** The histogram bin of a duration in milliseconds. */
 export function durationBin(ms: number): number {
   if (ms <= BIN_BASE_MS) return 0;
   if (!Number.isFinite(ms)) return MAX_BIN;
-  return Math.min(MAX_BIN, Math.ceil(BINS_PER_DOUBLING * Math.log(ms / BIN_BASE_MS) / Math.LN2));
+  return Math.min(MAX_BIN, Math.ceil((BINS_PER_DOUBLING * Math.log(ms / BIN_BASE_MS)) / Math.LN2));
 }
 
 /** The duration a bin stands for: its geometric middle (bin 0: BIN_BASE_MS). */
@@ -58,8 +72,16 @@ export function histogramPercentile(bins: readonly number[], counts: readonly nu
 }
 
 interface Part {
-  bucket: Micros; target: string; instance: string; database: string | null; fingerprint: string | null;
-  calls: number; timed: number; totalMs: number; maxMs: number | null; hist: Map<number, number>;
+  bucket: Micros;
+  target: string;
+  instance: string;
+  database: string | null;
+  fingerprint: string | null;
+  calls: number;
+  timed: number;
+  totalMs: number;
+  maxMs: number | null;
+  hist: Map<number, number>;
 }
 
 function minuteOf(ts: Micros): Micros {
@@ -79,8 +101,10 @@ export class StatementRollup {
   add(rows: ReadonlyArray<readonly unknown[]>): void {
     for (const v of rows) {
       const bucket = minuteOf(v[TS] as Micros);
-      const target = v[TARGET] as string, instance = v[INSTANCE] as string;
-      const database = v[DATABASE] as string | null, fingerprint = v[FINGERPRINT] as string | null;
+      const target = v[TARGET] as string,
+        instance = v[INSTANCE] as string;
+      const database = v[DATABASE] as string | null,
+        fingerprint = v[FINGERPRINT] as string | null;
       const key = `${String(bucket)}\u0000${target}\u0000${instance}\u0000${database ?? '\u0001'}\u0000${fingerprint ?? '\u0001'}`;
       let p = this.parts.get(key);
       if (p === undefined) {
@@ -114,7 +138,9 @@ export class StatementRollup {
     }
   }
 
-  get size(): number { return this.parts.size; }
+  get size(): number {
+    return this.parts.size;
+  }
 
   /** The rows for pglog.statement_rollup_parts, in ROLLUP_TABLE order, bins ascending. */
   rows(): unknown[][] {

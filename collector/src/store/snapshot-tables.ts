@@ -24,36 +24,95 @@ export const SNAPSHOT_TABLES = ['activity_samples', 'blocking_samples', 'stateme
 export type SnapshotTable = (typeof SNAPSHOT_TABLES)[number];
 
 export const ACTIVITY_TABLE = table('activity_samples', [
-  ['ts', 'timestamptz'], ['target', 'text'], ['instance', 'text'], ['pid', 'int4'], ['leader_pid', 'int4'],
-  ['database', 'text'], ['username', 'text'], ['application', 'text'], ['client', 'text'], ['backend_type', 'text'],
-  ['state', 'text'], ['wait_event_type', 'text'], ['wait_event', 'text'], ['backend_start', 'timestamptz'],
-  ['xact_start', 'timestamptz'], ['query_start', 'timestamptz'], ['state_change', 'timestamptz'],
-  ['blocked_by', 'int4[]'], ['fingerprint', 'text'], ['query', 'text'],
+  ['ts', 'timestamptz'],
+  ['target', 'text'],
+  ['instance', 'text'],
+  ['pid', 'int4'],
+  ['leader_pid', 'int4'],
+  ['database', 'text'],
+  ['username', 'text'],
+  ['application', 'text'],
+  ['client', 'text'],
+  ['backend_type', 'text'],
+  ['state', 'text'],
+  ['wait_event_type', 'text'],
+  ['wait_event', 'text'],
+  ['backend_start', 'timestamptz'],
+  ['xact_start', 'timestamptz'],
+  ['query_start', 'timestamptz'],
+  ['state_change', 'timestamptz'],
+  ['blocked_by', 'int4[]'],
+  ['fingerprint', 'text'],
+  ['query', 'text'],
 ]);
 
 export const BLOCKING_TABLE = table('blocking_samples', [
-  ['ts', 'timestamptz'], ['target', 'text'], ['instance', 'text'], ['database', 'text'], ['pid', 'int4'],
-  ['blocking_pid', 'int4'], ['lock_type', 'text'], ['wait_mode', 'text'], ['held_mode', 'text'],
-  ['blocker_wait_mode', 'text'], ['relation', 'text'], ['wait_start', 'timestamptz'], ['wait_ms', 'float8'],
+  ['ts', 'timestamptz'],
+  ['target', 'text'],
+  ['instance', 'text'],
+  ['database', 'text'],
+  ['pid', 'int4'],
+  ['blocking_pid', 'int4'],
+  ['lock_type', 'text'],
+  ['wait_mode', 'text'],
+  ['held_mode', 'text'],
+  ['blocker_wait_mode', 'text'],
+  ['relation', 'text'],
+  ['wait_start', 'timestamptz'],
+  ['wait_ms', 'float8'],
 ]);
 
 export const STATEMENT_DELTA_TABLE = table('statement_deltas', [
-  ['ts', 'timestamptz'], ['target', 'text'], ['instance', 'text'], ['interval_s', 'float8'], ['database', 'text'],
-  ['username', 'text'], ['queryid', 'int8'], ['toplevel', 'bool'], ['fingerprint', 'text'], ['query', 'text'],
-  ['calls', 'int8'], ['total_exec_ms', 'float8'], ['rows', 'int8'], ['shared_blks_hit', 'int8'],
-  ['shared_blks_read', 'int8'], ['temp_blks_written', 'int8'],
+  ['ts', 'timestamptz'],
+  ['target', 'text'],
+  ['instance', 'text'],
+  ['interval_s', 'float8'],
+  ['database', 'text'],
+  ['username', 'text'],
+  ['queryid', 'int8'],
+  ['toplevel', 'bool'],
+  ['fingerprint', 'text'],
+  ['query', 'text'],
+  ['calls', 'int8'],
+  ['total_exec_ms', 'float8'],
+  ['rows', 'int8'],
+  ['shared_blks_hit', 'int8'],
+  ['shared_blks_read', 'int8'],
+  ['temp_blks_written', 'int8'],
 ]);
 
 export const DATABASE_DELTA_TABLE = table('database_deltas', [
-  ['ts', 'timestamptz'], ['target', 'text'], ['instance', 'text'], ['interval_s', 'float8'], ['database', 'text'],
-  ['backends', 'int4'], ['xact_commit', 'int8'], ['xact_rollback', 'int8'], ['blks_read', 'int8'], ['blks_hit', 'int8'],
-  ['tup_returned', 'int8'], ['tup_fetched', 'int8'], ['tup_inserted', 'int8'], ['tup_updated', 'int8'],
-  ['tup_deleted', 'int8'], ['conflicts', 'int8'], ['temp_files', 'int8'], ['temp_bytes', 'int8'], ['deadlocks', 'int8'],
+  ['ts', 'timestamptz'],
+  ['target', 'text'],
+  ['instance', 'text'],
+  ['interval_s', 'float8'],
+  ['database', 'text'],
+  ['backends', 'int4'],
+  ['xact_commit', 'int8'],
+  ['xact_rollback', 'int8'],
+  ['blks_read', 'int8'],
+  ['blks_hit', 'int8'],
+  ['tup_returned', 'int8'],
+  ['tup_fetched', 'int8'],
+  ['tup_inserted', 'int8'],
+  ['tup_updated', 'int8'],
+  ['tup_deleted', 'int8'],
+  ['conflicts', 'int8'],
+  ['temp_files', 'int8'],
+  ['temp_bytes', 'int8'],
+  ['deadlocks', 'int8'],
 ]);
 
 export const SNAPSHOT_RUN_TABLE = table('snapshot_runs', [
-  ['ts', 'timestamptz'], ['target', 'text'], ['instance', 'text'], ['kind', 'text'], ['duration_ms', 'float8'],
-  ['sessions', 'int4'], ['blocked', 'int4'], ['error_code', 'text'], ['error', 'text'],
+  ['ts', 'timestamptz'],
+  ['target', 'text'],
+  ['instance', 'text'],
+  ['kind', 'text'],
+  ['duration_ms', 'float8'],
+  ['sessions', 'int4'],
+  ['blocked', 'int4'],
+  ['error_code', 'text'],
+  ['error', 'text'],
 ]);
 
 export const SNAPSHOT_TABLE_DEFS: Readonly<Record<SnapshotTable, TableDef<SnapshotTable>>> = {
@@ -94,7 +153,10 @@ export function snapshotRows(s: Snapshot | SnapshotFailure, maxTextBytes: number
   }
 
   if ((s.statements.length > 0 || s.databases.length > 0) && s.intervalSeconds === null) {
-    throw new PglogError('STORE_ENCODING', `${s.target}/${s.instance}: a ${s.kind} snapshot with statement or database deltas must say the interval they cover (intervalSeconds is null)`);
+    throw new PglogError(
+      'STORE_ENCODING',
+      `${s.target}/${s.instance}: a ${s.kind} snapshot with statement or database deltas must say the interval they cover (intervalSeconds is null)`,
+    );
   }
   const interval = s.intervalSeconds;
   const head = [ts, target, instance] as const;
@@ -114,30 +176,80 @@ type CleanOrNull = (v: string | null) => string | null;
 
 function activityRow(head: Head, a: ActivitySession, text: Clean, orNull: CleanOrNull): unknown[] {
   return [
-    ...head, a.pid, a.leaderPid, orNull(a.database), orNull(a.username), orNull(a.application), orNull(a.client),
-    orNull(a.backendType), orNull(a.state), orNull(a.waitEventType), orNull(a.waitEvent), a.backendStart,
-    a.xactStart, a.queryStart, a.stateChange, a.blockedBy, text(a.fingerprint), orNull(a.query),
+    ...head,
+    a.pid,
+    a.leaderPid,
+    orNull(a.database),
+    orNull(a.username),
+    orNull(a.application),
+    orNull(a.client),
+    orNull(a.backendType),
+    orNull(a.state),
+    orNull(a.waitEventType),
+    orNull(a.waitEvent),
+    a.backendStart,
+    a.xactStart,
+    a.queryStart,
+    a.stateChange,
+    a.blockedBy,
+    text(a.fingerprint),
+    orNull(a.query),
   ];
 }
 
 function blockingRow(head: Head, b: BlockingEdge, text: Clean, orNull: CleanOrNull): unknown[] {
   return [
-    ...head, orNull(b.database), b.pid, b.blockingPid, text(b.lockType), text(b.waitMode), orNull(b.heldMode),
-    orNull(b.blockerWaitMode), orNull(b.relation), b.waitStart, b.waitMs,
+    ...head,
+    orNull(b.database),
+    b.pid,
+    b.blockingPid,
+    text(b.lockType),
+    text(b.waitMode),
+    orNull(b.heldMode),
+    orNull(b.blockerWaitMode),
+    orNull(b.relation),
+    b.waitStart,
+    b.waitMs,
   ];
 }
 
 function statementRow(head: Head, interval: number | null, d: StatementDelta, text: Clean, orNull: CleanOrNull): unknown[] {
   return [
-    ...head, interval, orNull(d.database), orNull(d.username), d.queryId, d.toplevel, text(d.fingerprint), text(d.query),
-    d.calls, d.totalExecMs, d.rows, d.sharedBlksHit, d.sharedBlksRead, d.tempBlksWritten,
+    ...head,
+    interval,
+    orNull(d.database),
+    orNull(d.username),
+    d.queryId,
+    d.toplevel,
+    text(d.fingerprint),
+    text(d.query),
+    d.calls,
+    d.totalExecMs,
+    d.rows,
+    d.sharedBlksHit,
+    d.sharedBlksRead,
+    d.tempBlksWritten,
   ];
 }
 
 function databaseRow(head: Head, interval: number | null, d: DatabaseDelta, text: Clean): unknown[] {
   return [
-    ...head, interval, text(d.database), d.backends, d.xactCommit, d.xactRollback, d.blksRead, d.blksHit,
-    d.tupReturned, d.tupFetched, d.tupInserted, d.tupUpdated, d.tupDeleted, d.conflicts, d.tempFiles,
-    d.tempBytes, d.deadlocks,
+    ...head,
+    interval,
+    text(d.database),
+    d.backends,
+    d.xactCommit,
+    d.xactRollback,
+    d.blksRead,
+    d.blksHit,
+    d.tupReturned,
+    d.tupFetched,
+    d.tupInserted,
+    d.tupUpdated,
+    d.tupDeleted,
+    d.conflicts,
+    d.tempFiles,
+    d.tempBytes,
+    d.deadlocks,
   ];
 }

@@ -15,7 +15,7 @@
  *   there is no quarantine and no bisection as for event batches. Any other failure is
  *   rethrown for the writer, which reports STORE_UNAVAILABLE and drops the connection.
  */
-import { isPglogError,PglogError } from '@pglog/common/errors.ts';
+import { isPglogError, PglogError } from '@pglog/common/errors.ts';
 import type pg from 'pg';
 
 import type { Snapshot, SnapshotFailure } from '../snapshot/types.ts';
@@ -62,7 +62,12 @@ export class SnapshotEncoders {
         const list = rows[t];
         if (list.length === 0) continue;
         const encoder = this.encoders[t];
-        tables.push({ table: t, copySql: SNAPSHOT_TABLE_DEFS[t].copySql, rows: list.length, data: [encoder.header(), ...chunks(encoder, list), encoder.trailer()] });
+        tables.push({
+          table: t,
+          copySql: SNAPSHOT_TABLE_DEFS[t].copySql,
+          rows: list.length,
+          data: [encoder.header(), ...chunks(encoder, list), encoder.trailer()],
+        });
       }
       return { what, tables };
     } catch (e) {
@@ -88,9 +93,15 @@ export async function writeEncodedSnapshot(client: pg.ClientBase, snapshot: Enco
     table = null;
     await client.query('COMMIT');
   } catch (e) {
-    await client.query('ROLLBACK').catch(() => { /* the connection may be gone: the transaction is then over anyway */ });
+    await client.query('ROLLBACK').catch(() => {
+      /* the connection may be gone: the transaction is then over anyway */
+    });
     if (isDataRejection(e)) {
-      throw new PglogError('STORE_REJECTED', `the store refused ${snapshot.what}${table === null ? '' : ` (pglog.${table})`}, not written: ${describeServerError(e)}`, { cause: e });
+      throw new PglogError(
+        'STORE_REJECTED',
+        `the store refused ${snapshot.what}${table === null ? '' : ` (pglog.${table})`}, not written: ${describeServerError(e)}`,
+        { cause: e },
+      );
     }
     throw e;
   }
@@ -107,7 +118,7 @@ export function mergeEncoded(list: readonly EncodedSnapshot[]): EncodedSnapshot 
   for (const s of list) {
     for (const t of s.tables) {
       let entry = byTable.get(t.table);
-      if (entry === undefined) byTable.set(t.table, entry = { copySql: t.copySql, rows: 0, header: t.data[0]!, chunks: [], trailer: t.data.at(-1)! });
+      if (entry === undefined) byTable.set(t.table, (entry = { copySql: t.copySql, rows: 0, header: t.data[0]!, chunks: [], trailer: t.data.at(-1)! }));
       entry.rows += t.rows;
       entry.chunks.push(...t.data.slice(1, -1));
     }
@@ -129,7 +140,8 @@ export type Exclusive = (what: string, fn: (client: pg.ClientBase) => Promise<vo
  * alone so that only the bad one is lost; any other failure fails them all.
  */
 export async function writeSnapshotGroup(encoders: ReadonlyArray<() => EncodedSnapshot>, exclusive: Exclusive): Promise<Array<PglogError | null>> {
-  const asError = (e: unknown, code: 'STORE_REJECTED' | 'STORE_UNAVAILABLE'): PglogError => (isPglogError(e) ? e : new PglogError(code, String(e), { cause: e }));
+  const asError = (e: unknown, code: 'STORE_REJECTED' | 'STORE_UNAVAILABLE'): PglogError =>
+    isPglogError(e) ? e : new PglogError(code, String(e), { cause: e });
   const results: Array<PglogError | null> = encoders.map(() => null);
   const encoded: Array<{ index: number; snapshot: EncodedSnapshot }> = [];
   encoders.forEach((encode, index) => {

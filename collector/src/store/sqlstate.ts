@@ -10,7 +10,6 @@ import { sqlStateOf } from '@pglog/common/errors.ts';
 
 const DATA_CLASSES: ReadonlySet<string> = new Set(['22', '23', '54']);
 
-
 export function isDataRejection(e: unknown): boolean {
   const code = sqlStateOf(e);
   return code !== null && DATA_CLASSES.has(code.slice(0, 2));

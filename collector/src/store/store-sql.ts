@@ -9,7 +9,11 @@ import type pg from 'pg';
 import type { Micros } from './iso-time.ts';
 import type { StorePosition } from './store-types.ts';
 
-export interface StreamEpoch { target: string; instance: string; epoch: number }
+export interface StreamEpoch {
+  target: string;
+  instance: string;
+  epoch: number;
+}
 
 /** Locks the claims of the given streams in key order; returns the stored epochs found. */
 export async function lockClaims(client: pg.ClientBase, streams: readonly { target: string; instance: string }[]): Promise<StreamEpoch[]> {
@@ -61,8 +65,10 @@ export async function claimEpoch(client: pg.ClientBase, target: string, instance
   );
   const stored = res.rows[0]?.epoch;
   if (stored !== undefined) return Number(stored);
-  const now = await client.query<{ epoch: string }>(
-    'SELECT epoch::text AS epoch FROM pglog.stream_claims WHERE target = $1 AND instance = $2', [target, instance]);
+  const now = await client.query<{ epoch: string }>('SELECT epoch::text AS epoch FROM pglog.stream_claims WHERE target = $1 AND instance = $2', [
+    target,
+    instance,
+  ]);
   return Number(now.rows[0]?.epoch ?? epoch);
 }
 
@@ -101,7 +107,12 @@ export interface QuarantineRecord {
   row: string;
 }
 
-export interface TemplateRow { fingerprint: string; normalized: string; first: Micros; last: Micros }
+export interface TemplateRow {
+  fingerprint: string;
+  normalized: string;
+  first: Micros;
+  last: Micros;
+}
 
 /**
  * The end of a batch, in one statement (one round trip): the query templates (first and last
@@ -144,20 +155,29 @@ export async function finishBatch(
      SELECT (SELECT count(*) FROM templates) AS templates, (SELECT count(*) FROM quarantined) AS quarantined,
             (SELECT count(*) FROM positions) AS positions`,
     [
-      templates.map((t) => t.fingerprint), templates.map((t) => t.normalized),
-      templates.map((t) => t.first.toString()), templates.map((t) => t.last.toString()),
-      quarantine.map((r) => r.target), quarantine.map((r) => r.instance), quarantine.map((r) => r.file),
-      quarantine.map((r) => r.fileOffset), quarantine.map((r) => r.reason), quarantine.map((r) => r.row),
-      sortedPositions.map((p) => p.target), sortedPositions.map((p) => p.instance), sortedPositions.map((p) => p.file),
-      sortedPositions.map((p) => p.identity), sortedPositions.map((p) => p.offset), sortedPositions.map((p) => p.epoch),
+      templates.map((t) => t.fingerprint),
+      templates.map((t) => t.normalized),
+      templates.map((t) => t.first.toString()),
+      templates.map((t) => t.last.toString()),
+      quarantine.map((r) => r.target),
+      quarantine.map((r) => r.instance),
+      quarantine.map((r) => r.file),
+      quarantine.map((r) => r.fileOffset),
+      quarantine.map((r) => r.reason),
+      quarantine.map((r) => r.row),
+      sortedPositions.map((p) => p.target),
+      sortedPositions.map((p) => p.instance),
+      sortedPositions.map((p) => p.file),
+      sortedPositions.map((p) => p.identity),
+      sortedPositions.map((p) => p.offset),
+      sortedPositions.map((p) => p.epoch),
     ],
   );
 }
 
 /** Partitions from the day before `day` to three days after it; returns the names created. */
 export async function ensurePartitions(client: pg.ClientBase, day: string): Promise<string[]> {
-  const res = await client.query<{ name: string }>(
-    'SELECT pglog.ensure_partitions($1::date - 1, 5) AS name', [day]);
+  const res = await client.query<{ name: string }>('SELECT pglog.ensure_partitions($1::date - 1, 5) AS name', [day]);
   return res.rows.map((r) => r.name);
 }
 

@@ -6,7 +6,11 @@ import type { PglogEvent } from '../logformat/events.ts';
 import type { TextRepairs } from './text-clean.ts';
 
 /** Where an event was read: a log file of a target's PostgreSQL instance. */
-export interface SourceRef { target: string; instance: string; file: string }
+export interface SourceRef {
+  target: string;
+  instance: string;
+  file: string;
+}
 
 /** A read position: committed with the events before it (exactly once). */
 export interface StorePosition {

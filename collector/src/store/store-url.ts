@@ -14,7 +14,12 @@
  * only when that name holds none of them.
  */
 
-interface StoreUrlParts { user: string; host: string; port: string; database: string }
+interface StoreUrlParts {
+  user: string;
+  host: string;
+  port: string;
+  database: string;
+}
 
 const SCHEME = /^postgres(?:ql)?:\/\//i;
 
@@ -127,7 +132,8 @@ export function describeStore(url: string): string {
   if (p === null) return 'the store (its URL is not shown: not a postgresql:// URL node-postgres can read, and it may hold a password)';
   const name = `store ${p.user === '' ? '' : `${p.user}@`}${p.host}:${p.port}/${p.database}`;
   // A password written so that pg reads part of it as host or database: never name that.
-  if (storeUrlPasswords(url).some((secret) => name.includes(secret))) return 'the store (its URL is not shown: its host, user or database would reveal the password)';
+  if (storeUrlPasswords(url).some((secret) => name.includes(secret)))
+    return 'the store (its URL is not shown: its host, user or database would reveal the password)';
   return name;
 }
 

@@ -36,7 +36,7 @@
  * safely. COPY data is produced in chunks of about CHUNK_BYTES, each encoded only once the
  * previous one was handed to the socket.
  */
-import { isPglogError,PglogError } from '@pglog/common/errors.ts';
+import { isPglogError, PglogError } from '@pglog/common/errors.ts';
 import pg from 'pg';
 
 import type { Snapshot, SnapshotFailure } from '../snapshot/types.ts';
@@ -56,8 +56,17 @@ import { SnapshotEncoders, writeEncodedSnapshot, writeSnapshotGroup } from './sn
 import { copyLineOf, describeServerError, isDataRejection } from './sqlstate.ts';
 import type { QuarantineRecord, StreamEpoch } from './store-sql.ts';
 import {
-  claimEpoch, claimNext, compactRollup, compareKeys, dropPartitionsBefore, ensurePartitions, finishBatch, insertMissingClaims,
-  insertStartPosition, lockClaims, readPosition,
+  claimEpoch,
+  claimNext,
+  compactRollup,
+  compareKeys,
+  dropPartitionsBefore,
+  ensurePartitions,
+  finishBatch,
+  insertMissingClaims,
+  insertStartPosition,
+  lockClaims,
+  readPosition,
 } from './store-sql.ts';
 import type { BatchItem, CommitResult, StoreBatch, StorePosition } from './store-types.ts';
 import { streamKeyOf } from './store-types.ts';
@@ -123,13 +132,20 @@ export class StoreWriter {
     this.statementTimeoutMs = positive(options.statementTimeoutMs ?? 120_000, 'statementTimeoutMs');
     this.maxTextBytes = options.maxTextBytes ?? DEFAULT_MAX_TEXT_BYTES;
     if (!Number.isSafeInteger(this.maxTextBytes) || this.maxTextBytes < MIN_MAX_TEXT_BYTES) {
-      throw new PglogError('CONFIG_INVALID', `store maxTextBytes must be an integer of at least ${MIN_MAX_TEXT_BYTES} (stored text keeps at least its first 1000 characters), got ${options.maxTextBytes}`);
+      throw new PglogError(
+        'CONFIG_INVALID',
+        `store maxTextBytes must be an integer of at least ${MIN_MAX_TEXT_BYTES} (stored text keeps at least its first 1000 characters), got ${options.maxTextBytes}`,
+      );
     }
     this.retentionDays = options.retentionDays ?? null;
     if (this.retentionDays !== null && (!Number.isSafeInteger(this.retentionDays) || this.retentionDays < 1)) {
       throw new PglogError('CONFIG_INVALID', `store retentionDays must be a whole number of days, at least 1, got ${this.retentionDays}`);
     }
-    this.log = options.log ?? (() => { /* not logged */ });
+    this.log =
+      options.log ??
+      (() => {
+        /* not logged */
+      });
     const connections = options.connections ?? 1;
     if (!Number.isSafeInteger(connections) || connections < 1 || connections > MAX_STORE_CONNECTIONS) {
       throw new PglogError('CONFIG_INVALID', `store connections must be a whole number from 1 to ${MAX_STORE_CONNECTIONS}, got ${connections}`);
@@ -144,9 +160,13 @@ export class StoreWriter {
   static async open(options: StoreWriterOptions): Promise<StoreWriter> {
     const writer = new StoreWriter(options);
     try {
-      await writer.exclusive('migrating the store schema', async (client) => {
-        await migrate(client);
-      }, true);
+      await writer.exclusive(
+        'migrating the store schema',
+        async (client) => {
+          await migrate(client);
+        },
+        true,
+      );
       await writer.maintain();
     } catch (e) {
       await writer.close();
@@ -170,7 +190,10 @@ export class StoreWriter {
       try {
         const stored = epoch === undefined ? await claimNext(client, target, instance) : await claimEpoch(client, target, instance, epoch);
         if (epoch !== undefined && stored !== epoch) {
-          throw new PglogError('STORE_FENCED', `${target}/${instance}: the store holds assignment epoch ${stored}, newer than this owner's ${epoch}; another collector owns this stream`);
+          throw new PglogError(
+            'STORE_FENCED',
+            `${target}/${instance}: the store holds assignment epoch ${stored}, newer than this owner's ${epoch}; another collector owns this stream`,
+          );
         }
         // Read after the claim: a commit of an older owner that held the claim's lock has
         // finished by now, and its position is the one to resume from.
@@ -197,7 +220,10 @@ export class StoreWriter {
       try {
         const [claim] = await lockClaims(client, [start]);
         if (claim === undefined || claim.epoch !== epoch) {
-          throw new PglogError('STORE_FENCED', `${stream}: the store holds ${claim === undefined ? 'no claim' : `assignment epoch ${claim.epoch}`} for this stream, not this owner's ${epoch}; another collector owns it`);
+          throw new PglogError(
+            'STORE_FENCED',
+            `${stream}: the store holds ${claim === undefined ? 'no claim' : `assignment epoch ${claim.epoch}`} for this stream, not this owner's ${epoch}; another collector owns it`,
+          );
         }
         const stored = await insertStartPosition(client, start, epoch);
         await client.query('COMMIT');
@@ -240,7 +266,13 @@ export class StoreWriter {
    * fewer per table) a COPY the server refuses for its data throws RowsRefused after the
    * rollback; with savepoints the refused rows are bisected out and quarantined.
    */
-  private async commitOnce(client: pg.Client, batch: StoreBatch, wanted: readonly StreamEpoch[], streams: ReadonlyMap<string, StreamEpoch>, savepoints: boolean): Promise<CommitResult> {
+  private async commitOnce(
+    client: pg.Client,
+    batch: StoreBatch,
+    wanted: readonly StreamEpoch[],
+    streams: ReadonlyMap<string, StreamEpoch>,
+    savepoints: boolean,
+  ): Promise<CommitResult> {
     await client.query('BEGIN');
     try {
       const fenced = await this.fence(client, wanted);
@@ -257,11 +289,15 @@ export class StoreWriter {
       for (const t of EVENT_TABLES) {
         const rows = byTable.get(t) ?? [];
         const refusedBefore = quarantine.length;
-        result.rows[t] = rows.length === 0 ? 0 : await this.copyTable(client, TABLES[t], rows, savepoints, mapping, result, quarantine, t === 'statement_events' ? rollup : null);
+        result.rows[t] =
+          rows.length === 0
+            ? 0
+            : await this.copyTable(client, TABLES[t], rows, savepoints, mapping, result, quarantine, t === 'statement_events' ? rollup : null);
         if (quarantine.length > refusedBefore) (result.quarantinedByTable ??= {})[t] = quarantine.length - refusedBefore;
       }
       // Only rows the server accepted are in it: exactly once, like the rows themselves.
-      if (rollup.size > 0) await copyIn(client, ROLLUP_TABLE.copySql, [this.rollupEncoder.header(), this.rollupEncoder.encodeRows(rollup.rows()), this.rollupEncoder.trailer()]);
+      if (rollup.size > 0)
+        await copyIn(client, ROLLUP_TABLE.copySql, [this.rollupEncoder.header(), this.rollupEncoder.encodeRows(rollup.rows()), this.rollupEncoder.trailer()]);
       const positions = batch.positions
         .filter((p) => !fencedKeys.has(streamKeyOf(p.target, p.instance)))
         .map((p) => ({ ...p, epoch: streams.get(streamKeyOf(p.target, p.instance))?.epoch ?? 0 }));
@@ -271,10 +307,16 @@ export class StoreWriter {
       result.repairs = mapping.repairs;
       result.readTimeUsed = mapping.readTimeUsed;
       if (quarantine.length > 0) {
-        this.log('warn', `${quarantine.length} row(s) refused by the store were put into pglog.quarantine`, { reasons: [...new Set(quarantine.map((q) => q.reason))].slice(0, 5) });
+        this.log('warn', `${quarantine.length} row(s) refused by the store were put into pglog.quarantine`, {
+          reasons: [...new Set(quarantine.map((q) => q.reason))].slice(0, 5),
+        });
       }
       for (const f of fenced) {
-        this.log('warn', `${f.target}/${f.instance}: fenced by a newer owner (epoch ${f.epoch}); its events were not written`, { target: f.target, instance: f.instance, epoch: f.epoch });
+        this.log('warn', `${f.target}/${f.instance}: fenced by a newer owner (epoch ${f.epoch}); its events were not written`, {
+          target: f.target,
+          instance: f.instance,
+          epoch: f.epoch,
+        });
       }
       return result;
     } catch (e) {
@@ -302,7 +344,10 @@ export class StoreWriter {
    * written alone so that only the bad one is lost; any other failure fails them all.
    */
   async writeSnapshots(list: ReadonlyArray<Snapshot | SnapshotFailure>): Promise<Array<PglogError | null>> {
-    return writeSnapshotGroup(list.map((s) => () => this.snapshots.encode(s, this.maxTextBytes)), (what, fn) => this.exclusive(what, fn));
+    return writeSnapshotGroup(
+      list.map((s) => () => this.snapshots.encode(s, this.maxTextBytes)),
+      (what, fn) => this.exclusive(what, fn),
+    );
   }
 
   /**
@@ -313,18 +358,25 @@ export class StoreWriter {
    */
   async maintain(now: Date = new Date()): Promise<{ created: string[]; dropped: string[]; compacted: number }> {
     const day = utcDay(now, 0);
-    const partitions = await this.exclusive('maintaining partitions', async (client) => {
-      const created = await ensurePartitions(client, day);
-      const dropped = this.retentionDays === null ? [] : await dropPartitionsBefore(client, utcDay(now, -this.retentionDays));
-      return { created, dropped };
-    }, true);
+    const partitions = await this.exclusive(
+      'maintaining partitions',
+      async (client) => {
+        const created = await ensurePartitions(client, day);
+        const dropped = this.retentionDays === null ? [] : await dropPartitionsBefore(client, utcDay(now, -this.retentionDays));
+        return { created, dropped };
+      },
+      true,
+    );
     const { removed } = await this.exclusive('compacting the statement rollup', (client) =>
-      compactRollup(client, new Date(now.getTime() - 2 * 86_400_000), new Date(now.getTime() - ROLLUP_SETTLE_MS)));
+      compactRollup(client, new Date(now.getTime() - 2 * 86_400_000), new Date(now.getTime() - ROLLUP_SETTLE_MS)),
+    );
     return { ...partitions, compacted: removed };
   }
 
   /** Connections the writer may use side by side. */
-  get connections(): number { return this.pool.size; }
+  get connections(): number {
+    return this.pool.size;
+  }
 
   /** Waits for the operations under way, then closes the connections. Idempotent. */
   async close(): Promise<void> {
@@ -333,7 +385,13 @@ export class StoreWriter {
     const clients = this.pool.clients();
     for (const slot of slots) slot.client = null;
     this.pool.release(slots);
-    await Promise.all(clients.map((c) => c.end().catch(() => { /* already gone */ })));
+    await Promise.all(
+      clients.map((c) =>
+        c.end().catch(() => {
+          /* already gone */
+        }),
+      ),
+    );
   }
 
   /** Locks the claims of the streams; returns those whose stored epoch is not theirs. */
@@ -341,7 +399,10 @@ export class StoreWriter {
     let stored = await lockClaims(client, wanted);
     if (stored.length < wanted.length) {
       const have = new Set(stored.map((s) => streamKeyOf(s.target, s.instance)));
-      await insertMissingClaims(client, wanted.filter((w) => !have.has(streamKeyOf(w.target, w.instance))));
+      await insertMissingClaims(
+        client,
+        wanted.filter((w) => !have.has(streamKeyOf(w.target, w.instance))),
+      );
       stored = await lockClaims(client, wanted);
     }
     const storedBy = new Map(stored.map((s) => [streamKeyOf(s.target, s.instance), s.epoch]));
@@ -357,7 +418,16 @@ export class StoreWriter {
    * COPYs the rows of one table (with savepoints: bisecting out refused rows); returns the rows
    * committed. With `rollup`, the rows of each COPY the server accepted are added to it.
    */
-  private async copyTable(client: pg.Client, def: TableDef, rows: Pending[], savepoints: boolean, mapping: RowContext, result: CommitResult, quarantine: QuarantineRecord[], rollup: StatementRollup | null): Promise<number> {
+  private async copyTable(
+    client: pg.Client,
+    def: TableDef,
+    rows: Pending[],
+    savepoints: boolean,
+    mapping: RowContext,
+    result: CommitResult,
+    quarantine: QuarantineRecord[],
+    rollup: StatementRollup | null,
+  ): Promise<number> {
     const encoder = this.encoders[def.name];
     const unencodable = new Set<Pending>();
     const onUnencodable = (p: Pending, row: MappedRow, e: unknown): void => {
@@ -444,7 +514,9 @@ export class StoreWriter {
     try {
       await client.connect();
     } catch (e) {
-      await client.end().catch(() => { /* never connected */ });
+      await client.end().catch(() => {
+        /* never connected */
+      });
       throw e;
     }
     slot.client = client;
@@ -453,7 +525,9 @@ export class StoreWriter {
 
   private discard(slot: PoolSlot, client: pg.Client): void {
     if (slot.client === client) slot.client = null;
-    void client.end().catch(() => { /* already broken */ });
+    void client.end().catch(() => {
+      /* already broken */
+    });
   }
 
   private unavailable(what: string, e: unknown): PglogError {
@@ -474,10 +548,17 @@ class RowsRefused extends Error {
  * during the COPY, so the mapping overlaps with the server's work on the chunks before; the
  * row is kept for the attempts of a bisection.
  */
-interface Pending { item: BatchItem; row: MappedRow | null }
+interface Pending {
+  item: BatchItem;
+  row: MappedRow | null;
+}
 
 /** What one COPY attempt sent: bytes, rows, and (statements) the rollup of the rows. */
-interface Counted { bytes: number; rows: number; rollup: StatementRollup | null }
+interface Counted {
+  bytes: number;
+  rows: number;
+  rollup: StatementRollup | null;
+}
 
 function rowOf(p: Pending, ctx: RowContext): MappedRow {
   p.row ??= mapEvent(p.item.source, p.item.event, p.item.readAt, ctx);
@@ -565,7 +646,9 @@ function partIndexOfLine(part: readonly Pending[], skipped: ReadonlySet<Pending>
 }
 
 async function rollback(client: pg.Client): Promise<void> {
-  await client.query('ROLLBACK').catch(() => { /* the connection may be gone: the transaction is then over anyway */ });
+  await client.query('ROLLBACK').catch(() => {
+    /* the connection may be gone: the transaction is then over anyway */
+  });
 }
 
 function positive(v: number, name: string): number {

@@ -8,9 +8,9 @@
  * - a random delay in [0, spreadMs) before a connection's very first attempt, so targets
  *   configured together spread out even before the other two limits apply.
  */
-import { type Clock,realClock } from '@pglog/common/time/clock.ts';
+import { type Clock, realClock } from '@pglog/common/time/clock.ts';
 
-import { type Release,Semaphore } from './semaphore.ts';
+import { type Release, Semaphore } from './semaphore.ts';
 
 export interface ConnectLimiterOptions {
   /** Handshakes in flight at once. Default 8. */

@@ -47,13 +47,20 @@ import { PglogError } from '@pglog/common/errors.ts';
 /** What kind of file `mode` (st_mode) is, for the error message. */
 function describeFileType(mode: number): string {
   switch (mode & constants.S_IFMT) {
-    case constants.S_IFREG: return 'a regular file';
-    case constants.S_IFDIR: return 'a directory';
-    case constants.S_IFCHR: return 'a character device';
-    case constants.S_IFBLK: return 'a block device';
-    case constants.S_IFSOCK: return 'a socket';
-    case constants.S_IFLNK: return 'a symbolic link';
-    default: return `a file of type 0o${(mode & constants.S_IFMT).toString(8)}`;
+    case constants.S_IFREG:
+      return 'a regular file';
+    case constants.S_IFDIR:
+      return 'a directory';
+    case constants.S_IFCHR:
+      return 'a character device';
+    case constants.S_IFBLK:
+      return 'a block device';
+    case constants.S_IFSOCK:
+      return 'a socket';
+    case constants.S_IFLNK:
+      return 'a symbolic link';
+    default:
+      return `a file of type 0o${(mode & constants.S_IFMT).toString(8)}`;
   }
 }
 
@@ -80,12 +87,19 @@ export function openFifoReader(path: string): Socket {
   try {
     const stat = fstatSync(fd);
     if (!stat.isFIFO()) {
-      throw new PglogError('INPUT_UNREADABLE', `${path} is ${describeFileType(stat.mode)}, not a FIFO: refusing to read it (a FIFO is read through epoll; anything else would occupy the libuv threadpool)`);
+      throw new PglogError(
+        'INPUT_UNREADABLE',
+        `${path} is ${describeFileType(stat.mode)}, not a FIFO: refusing to read it (a FIFO is read through epoll; anything else would occupy the libuv threadpool)`,
+      );
     }
     // The pipe handle takes the descriptor over: from here on, destroying the socket closes it.
     return new Socket({ fd, readable: true, writable: false });
   } catch (error) {
-    try { closeSync(fd); } catch { /* already closed or never ours: nothing more to do */ }
+    try {
+      closeSync(fd);
+    } catch {
+      /* already closed or never ours: nothing more to do */
+    }
     if (error instanceof PglogError) throw error;
     throw new PglogError('INPUT_UNREADABLE', `cannot read FIFO ${path}: ${reason(error)}`, { cause: error });
   }
@@ -98,5 +112,7 @@ export function openFifoReader(path: string): Socket {
 export function closeFifoReader(reader: Socket): void {
   try {
     reader.destroy();
-  } catch { /* destroy() of a net.Socket does not throw today; closing must never fail the caller */ }
+  } catch {
+    /* destroy() of a net.Socket does not throw today; closing must never fail the caller */
+  }
 }

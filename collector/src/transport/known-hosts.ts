@@ -37,9 +37,7 @@ export interface KnownHosts {
   invalidLines: number[];
 }
 
-export type HostKeyVerdict =
-  | { ok: true; line: number }
-  | { ok: false; code: 'SSH_HOST_KEY_UNKNOWN' | 'SSH_HOST_KEY_CHANGED'; message: string };
+export type HostKeyVerdict = { ok: true; line: number } | { ok: false; code: 'SSH_HOST_KEY_UNKNOWN' | 'SSH_HOST_KEY_CHANGED'; message: string };
 
 const BASE64 = /^[A-Za-z0-9+/]+={0,2}$/;
 
@@ -67,7 +65,12 @@ const CERT_AUTHORITY = '@cert-authority';
  * the in-process checker, trusts a server only by its listed plain key.
  */
 export function withoutCertAuthorities(text: string): string {
-  return text.split('\n').map((line) => (line.trim().split(/[ \t]/, 1)[0] === CERT_AUTHORITY ? '# @cert-authority line left out by pglog: host certificates are not accepted' : line)).join('\n');
+  return text
+    .split('\n')
+    .map((line) =>
+      line.trim().split(/[ \t]/, 1)[0] === CERT_AUTHORITY ? '# @cert-authority line left out by pglog: host certificates are not accepted' : line,
+    )
+    .join('\n');
 }
 
 function parseLine(text: string, line: number): KnownHostEntry | null | 'ignored' {
@@ -88,7 +91,10 @@ function parseLine(text: string, line: number): KnownHostEntry | null | 'ignored
     const hashed = parseHashedHost(hosts);
     return hashed === null ? null : { line, marker, patterns: null, hashed, keyType, keyBlob };
   }
-  const patterns = hosts.toLowerCase().split(',').filter((p) => p !== '');
+  const patterns = hosts
+    .toLowerCase()
+    .split(',')
+    .filter((p) => p !== '');
   if (patterns.length === 0) return null;
   return { line, marker, patterns, hashed: null, keyType, keyBlob };
 }
@@ -122,7 +128,10 @@ export function sshKeyType(blob: Buffer): string | null {
 
 /** OpenSSH's fingerprint form: `SHA256:` and the unpadded base64 SHA-256 of the key blob. */
 export function sha256Fingerprint(blob: Buffer): string {
-  return `SHA256:${createHash('sha256').update(blob).digest('base64').replace(/(?<!=)=+$/, '')}`;
+  return `SHA256:${createHash('sha256')
+    .update(blob)
+    .digest('base64')
+    .replace(/(?<!=)=+$/, '')}`;
 }
 
 /** OpenSSH's match_pattern: `*` any run of characters, `?` exactly one; both sides lower-cased by the caller. */
@@ -202,7 +211,8 @@ export function verifyHostKey(knownHosts: KnownHosts, host: string, port: number
   if (same !== undefined) return { ok: true, line: same.line };
   if (trusted.length > 0) {
     const expected = trusted.find((e) => e.keyType === keyType) ?? trusted[0];
-    const expectedText = expected === undefined ? '' : `; ${knownHosts.source} line ${expected.line} expects ${expected.keyType} key ${sha256Fingerprint(expected.keyBlob)}`;
+    const expectedText =
+      expected === undefined ? '' : `; ${knownHosts.source} line ${expected.line} expects ${expected.keyType} key ${sha256Fingerprint(expected.keyBlob)}`;
     return {
       ok: false,
       code: 'SSH_HOST_KEY_CHANGED',

@@ -16,8 +16,8 @@
 import { join } from 'node:path';
 import type { Readable } from 'node:stream';
 
-import { ERROR_CODES, type ErrorCode,isLastingSshFailure, isPglogError, PglogError } from '@pglog/common/errors.ts';
-import { type StatusError,streamFifos } from '@pglog/common/sidecar/contract.ts';
+import { ERROR_CODES, type ErrorCode, isLastingSshFailure, isPglogError, PglogError } from '@pglog/common/errors.ts';
+import { type StatusError, streamFifos } from '@pglog/common/sidecar/contract.ts';
 
 import { openFifoReader } from './fifo-reader.ts';
 import type { RemoteExit, RemoteProcess, RemoteShell } from './remote-shell.ts';
@@ -84,7 +84,9 @@ export class ProxyShell implements RemoteShell {
       };
       const onAbort = (): void => finish(false);
       const timer = setTimeout(() => finish(false), timeoutMs);
-      const unsubscribe = client.onChange(() => { if (client.available()) finish(true); });
+      const unsubscribe = client.onChange(() => {
+        if (client.available()) finish(true);
+      });
       if (signal?.aborted === true) onAbort();
       else signal?.addEventListener('abort', onAbort, { once: true });
     });
@@ -222,5 +224,5 @@ function sidecarGone(client: SidecarClient, instance: string): string | null {
 
 function codeOf(error: StatusError | undefined, fallback: ErrorCode = 'SIDECAR_UNAVAILABLE'): ErrorCode {
   const code = error?.code;
-  return code !== undefined && (ERROR_CODES as readonly string[]).includes(code) ? code as ErrorCode : fallback;
+  return code !== undefined && (ERROR_CODES as readonly string[]).includes(code) ? (code as ErrorCode) : fallback;
 }

@@ -46,7 +46,11 @@ export interface RemoteShell {
 }
 
 /** Runs a short command and collects its output (probes, not log streams). */
-export async function runRemote(shell: RemoteShell, command: string, options?: { signal?: AbortSignal | undefined; maxBytes?: number }): Promise<{ stdout: Buffer; stderr: string; exit: RemoteExit }> {
+export async function runRemote(
+  shell: RemoteShell,
+  command: string,
+  options?: { signal?: AbortSignal | undefined; maxBytes?: number },
+): Promise<{ stdout: Buffer; stderr: string; exit: RemoteExit }> {
   const max = options?.maxBytes ?? 4 * 1024 * 1024;
   const proc = await shell.spawn(command, options);
   const out: Buffer[] = [];

@@ -24,14 +24,28 @@
  * whenever the server's master comes up again.
  */
 import { randomBytes } from 'node:crypto';
-import { type FSWatcher,watch } from 'node:fs';
+import { type FSWatcher, watch } from 'node:fs';
 import { chmod, mkdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 
 import { PglogError } from '@pglog/common/errors.ts';
 import {
-  CONTROL_DIR, DESIRED_FILE,   type DesiredForward, type DesiredServer, type DesiredState, type DesiredStream, KEYS_DIR, parseSidecarStatus, PROTOCOL_VERSION, remoteSocketProblem, type SidecarStatus, STALE_STATUS_MS, STATUS_FILE, type StatusError, STREAMS_DIR,
-type StreamStatus,
+  CONTROL_DIR,
+  DESIRED_FILE,
+  type DesiredForward,
+  type DesiredServer,
+  type DesiredState,
+  type DesiredStream,
+  KEYS_DIR,
+  parseSidecarStatus,
+  PROTOCOL_VERSION,
+  remoteSocketProblem,
+  type SidecarStatus,
+  STALE_STATUS_MS,
+  STATUS_FILE,
+  type StatusError,
+  STREAMS_DIR,
+  type StreamStatus,
 } from '@pglog/common/sidecar/contract.ts';
 
 import { withoutCertAuthorities } from './known-hosts.ts';
@@ -312,7 +326,10 @@ export class SidecarClient {
       this.watcher = watch(this.dir, { persistent: false }, (_event, name) => {
         if (name === STATUS_FILE) this.readStatus();
       });
-      this.watcher.on('error', () => { this.watcher?.close(); this.watcher = null; });
+      this.watcher.on('error', () => {
+        this.watcher?.close();
+        this.watcher = null;
+      });
     } catch {
       // No inotify (or out of watches): the poll alone still works.
       this.watcher = null;
@@ -325,16 +342,21 @@ export class SidecarClient {
   private readStatus(): void {
     if (this.reading || this.closed) return;
     this.reading = true;
-    void readFile(join(this.dir, STATUS_FILE), 'utf8').then((text) => {
-      try {
-        this.current = parseSidecarStatus(text);
-      } catch {
-        // A status we cannot read counts as none; staleness then fails the streams.
-      }
-    }, () => undefined).finally(() => {
-      this.reading = false;
-      this.notify();
-    });
+    void readFile(join(this.dir, STATUS_FILE), 'utf8')
+      .then(
+        (text) => {
+          try {
+            this.current = parseSidecarStatus(text);
+          } catch {
+            // A status we cannot read counts as none; staleness then fails the streams.
+          }
+        },
+        () => undefined,
+      )
+      .finally(() => {
+        this.reading = false;
+        this.notify();
+      });
   }
 
   private notify(): void {

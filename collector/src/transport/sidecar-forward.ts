@@ -11,7 +11,7 @@
  */
 import { createHash } from 'node:crypto';
 
-import { ERROR_CODES, type ErrorCode,isLastingSshFailure, PglogError } from '@pglog/common/errors.ts';
+import { ERROR_CODES, type ErrorCode, isLastingSshFailure, PglogError } from '@pglog/common/errors.ts';
 import type { DesiredForward, ForwardStatus, SidecarStatus, StatusError } from '@pglog/common/sidecar/contract.ts';
 
 /** How long `forward()` waits for `ready` by default. */
@@ -97,7 +97,12 @@ export function waitForwardReady(w: ForwardWait): Promise<string> {
     const timer = setTimeout(() => {
       const message = `not ready within ${w.timeoutMs} ms; waited for ${waitingFor}`;
       // The master's failure, when there is one, says more than the wait did.
-      finish({ error: lastError === undefined ? new PglogError('SIDECAR_UNAVAILABLE', `${what}: ${message}`) : new PglogError(codeOf(lastError), `${what}: not ready within ${w.timeoutMs} ms: ${lastError.message}`) });
+      finish({
+        error:
+          lastError === undefined
+            ? new PglogError('SIDECAR_UNAVAILABLE', `${what}: ${message}`)
+            : new PglogError(codeOf(lastError), `${what}: not ready within ${w.timeoutMs} ms: ${lastError.message}`),
+      });
     }, w.timeoutMs);
     const unsubscribe = client.onChange(check);
     if (w.signal?.aborted === true) onAbort();
@@ -112,5 +117,5 @@ function errorOf(what: string, error: StatusError | undefined, fallback: string)
 }
 
 function codeOf(error: StatusError): ErrorCode {
-  return (ERROR_CODES as readonly string[]).includes(error.code) ? error.code as ErrorCode : 'SIDECAR_UNAVAILABLE';
+  return (ERROR_CODES as readonly string[]).includes(error.code) ? (error.code as ErrorCode) : 'SIDECAR_UNAVAILABLE';
 }

@@ -29,7 +29,13 @@ const HOST_KEY_ALGORITHMS: Record<string, readonly ServerHostKeyAlgorithm[]> = {
 };
 
 const ALL_HOST_KEY_ALGORITHMS: readonly ServerHostKeyAlgorithm[] = [
-  'ssh-ed25519', 'ecdsa-sha2-nistp256', 'ecdsa-sha2-nistp384', 'ecdsa-sha2-nistp521', 'rsa-sha2-512', 'rsa-sha2-256', 'ssh-rsa',
+  'ssh-ed25519',
+  'ecdsa-sha2-nistp256',
+  'ecdsa-sha2-nistp384',
+  'ecdsa-sha2-nistp521',
+  'rsa-sha2-512',
+  'rsa-sha2-256',
+  'ssh-rsa',
 ];
 
 /**

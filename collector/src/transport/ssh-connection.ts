@@ -14,15 +14,15 @@
  */
 import { isLastingSshFailure, PglogError } from '@pglog/common/errors.ts';
 import { Backoff, type BackoffOptions } from '@pglog/common/time/backoff.ts';
-import { type Clock,realClock } from '@pglog/common/time/clock.ts';
-import { type CipherAlgorithm,Client, type ClientChannel } from 'ssh2';
+import { type Clock, realClock } from '@pglog/common/time/clock.ts';
+import { type CipherAlgorithm, Client, type ClientChannel } from 'ssh2';
 
 import type { ConnectLimiter } from './connect-limiter.ts';
-import { type KnownHosts,knownKeyTypes, parseKnownHosts, sshKeyType, verifyHostKey } from './known-hosts.ts';
+import { type KnownHosts, knownKeyTypes, parseKnownHosts, sshKeyType, verifyHostKey } from './known-hosts.ts';
 import type { RemoteProcess, RemoteShell } from './remote-shell.ts';
 import { Semaphore } from './semaphore.ts';
 import { clientAlgorithms, PREFERRED_CIPHERS } from './ssh-algorithms.ts';
-import { describeEndpoint, isChannelOpenRefusal, type SshEndpoint,toSshError } from './ssh-errors.ts';
+import { describeEndpoint, isChannelOpenRefusal, type SshEndpoint, toSshError } from './ssh-errors.ts';
 import { SshRemoteProcess, watchExit } from './ssh-process.ts';
 import { DEFAULT_CHANNEL_WINDOW_BYTES, holdWindow, openSessionsWithWindow } from './ssh-window.ts';
 
@@ -181,10 +181,25 @@ export class SshConnection implements RemoteShell {
         client.openssh_forwardOutStreamLocal(socketPath, (err, ch) => {
           if (err === undefined || err === null) resolve(ch);
           // sshd answers a failed connect(2) to the socket with "open failed".
-          else reject(this.channelFailure(client, () => new PglogError('SQL_CONNECT_FAILED', `${describeEndpoint(this.endpoint)}: the server could not connect to the Unix socket ${socketPath} (${err.message}): is PostgreSQL running there, and are sql.socketDirectory and sql.port right?`, { cause: err })));
+          else
+            reject(
+              this.channelFailure(
+                client,
+                () =>
+                  new PglogError(
+                    'SQL_CONNECT_FAILED',
+                    `${describeEndpoint(this.endpoint)}: the server could not connect to the Unix socket ${socketPath} (${err.message}): is PostgreSQL running there, and are sql.socketDirectory and sql.port right?`,
+                    { cause: err },
+                  ),
+              ),
+            );
         });
       } catch (e) {
-        reject(new PglogError('SSH_CONNECT_FAILED', `${describeEndpoint(this.endpoint)}: the connection was lost before the socket forward could open`, { cause: e }));
+        reject(
+          new PglogError('SSH_CONNECT_FAILED', `${describeEndpoint(this.endpoint)}: the connection was lost before the socket forward could open`, {
+            cause: e,
+          }),
+        );
       }
     });
     if (signal.aborted) {
@@ -298,7 +313,9 @@ export class SshConnection implements RemoteShell {
       // ssh2 may emit more errors after the first; an EventEmitter without an 'error'
       // listener would throw them, so this one stays for the client's lifetime.
       client.on('error', fail);
-      client.once('close', () => fail(new PglogError('SSH_CONNECT_FAILED', `${describeEndpoint(this.endpoint)}: the server closed the connection during the handshake`)));
+      client.once('close', () =>
+        fail(new PglogError('SSH_CONNECT_FAILED', `${describeEndpoint(this.endpoint)}: the server closed the connection during the handshake`)),
+      );
       client.once('ready', () => {
         settled = true;
         // As OpenSSH's client does: our small packets (an SQL query, a window adjustment) go
@@ -409,7 +426,9 @@ export class SshConnection implements RemoteShell {
         });
       } catch (e) {
         // ssh2 throws "Not connected" when the socket died before we noticed.
-        reject(new PglogError('SSH_CONNECT_FAILED', `${describeEndpoint(this.endpoint)}: the connection was lost before the command could start`, { cause: e }));
+        reject(
+          new PglogError('SSH_CONNECT_FAILED', `${describeEndpoint(this.endpoint)}: the connection was lost before the command could start`, { cause: e }),
+        );
       }
     });
   }

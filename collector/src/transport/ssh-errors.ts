@@ -5,7 +5,7 @@
  * target and host:port. Pure; never includes key material (ssh2's key parser messages name
  * the problem, not the key, and are the only ssh2 text passed through for keys).
  */
-import { type ErrorCode,isPglogError, PglogError } from '@pglog/common/errors.ts';
+import { type ErrorCode, isPglogError, PglogError } from '@pglog/common/errors.ts';
 
 export interface SshEndpoint {
   target: string;
@@ -62,7 +62,7 @@ export function toSshError(e: unknown, where: SshEndpoint, keySource: string): P
     return make('SSH_KEY_INVALID', `the private key (${keySource}) cannot be used: ${why}`);
   }
   if (isChannelOpenRefusal(e)) {
-    const reason = typeof err.reason === 'number' ? CHANNEL_OPEN_REASONS[err.reason] ?? `reason ${err.reason}` : 'refused';
+    const reason = typeof err.reason === 'number' ? (CHANNEL_OPEN_REASONS[err.reason] ?? `reason ${err.reason}`) : 'refused';
     return make('SSH_CHANNEL_FAILED', `the server refused a session channel (${reason}); its MaxSessions may be below the configured maxSessions`);
   }
   if (err.message === 'Unable to exec' || err.message === 'Channel is not open') {
@@ -72,9 +72,12 @@ export function toSshError(e: unknown, where: SshEndpoint, keySource: string): P
     case 'client-authentication':
       return make('SSH_AUTH_FAILED', `the server refused the private key (${keySource}) for user ${where.username}`);
     case 'client-timeout':
-      return make('SSH_TIMEOUT', err.message === 'Keepalive timeout'
-        ? 'the server stopped answering keepalives (connection lost or server hung)'
-        : `no SSH handshake within the ready timeout (${err.message})`);
+      return make(
+        'SSH_TIMEOUT',
+        err.message === 'Keepalive timeout'
+          ? 'the server stopped answering keepalives (connection lost or server hung)'
+          : `no SSH handshake within the ready timeout (${err.message})`,
+      );
     case 'client-socket': {
       const code = typeof err.code === 'string' ? `${err.code}: ` : '';
       return make('SSH_CONNECT_FAILED', `connection failed (${code}${err.message})`);
@@ -89,4 +92,3 @@ export function toSshError(e: unknown, where: SshEndpoint, keySource: string): P
       return make('SSH_CONNECT_FAILED', err.message === '' ? 'connection failed' : err.message);
   }
 }
-

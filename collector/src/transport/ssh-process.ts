@@ -120,6 +120,8 @@ const earlyExits = new WeakMap<ClientChannel, RemoteExit>();
  * an exit status" (8 of 250 short commands with 50 busy servers on one machine).
  */
 export function watchExit(channel: ClientChannel): ClientChannel {
-  channel.once('exit', (code: number | null, signal?: string) => { earlyExits.set(channel, exitOf(code, signal)); });
+  channel.once('exit', (code: number | null, signal?: string) => {
+    earlyExits.set(channel, exitOf(code, signal));
+  });
   return channel;
 }

@@ -44,7 +44,9 @@ interface ProtocolInternals {
   session(chan: number, initWindow: number, maxPacket: number): void;
   channelWindowAdjust(chan: number, amount: number): void;
 }
-interface ClientInternals { _protocol?: ProtocolInternals & { [WRAPPED]?: true } }
+interface ClientInternals {
+  _protocol?: ProtocolInternals & { [WRAPPED]?: true };
+}
 interface ChannelInternals {
   incoming?: { window?: unknown; state?: unknown };
   outgoing?: { id?: unknown; state?: unknown };
@@ -53,7 +55,10 @@ interface ChannelInternals {
 const WRAPPED = Symbol('pglog.sshWindow');
 
 function internalsChanged(what: string): PglogError {
-  return new PglogError('SSH_CHANNEL_FAILED', `ssh2's internals changed (${what}): the bounded SSH window (collector/src/transport/ssh-window.ts, ADR 0016) needs updating for this ssh2 version`);
+  return new PglogError(
+    'SSH_CHANNEL_FAILED',
+    `ssh2's internals changed (${what}): the bounded SSH window (collector/src/transport/ssh-window.ts, ADR 0016) needs updating for this ssh2 version`,
+  );
 }
 
 /**
@@ -62,7 +67,8 @@ function internalsChanged(what: string): PglogError {
  */
 export function openSessionsWithWindow(client: Client, windowBytes: number): void {
   const protocol = (client as unknown as ClientInternals)._protocol;
-  if (typeof protocol?.session !== 'function' || typeof protocol.channelWindowAdjust !== 'function') throw internalsChanged('Client#_protocol.session / channelWindowAdjust');
+  if (typeof protocol?.session !== 'function' || typeof protocol.channelWindowAdjust !== 'function')
+    throw internalsChanged('Client#_protocol.session / channelWindowAdjust');
   if (protocol[WRAPPED] === true) return;
   const session = protocol.session.bind(protocol);
   protocol.session = (chan: number, _initWindow: number, maxPacket: number): void => session(chan, windowBytes, maxPacket);

@@ -16,13 +16,18 @@ export class ClusterClients {
   async connect(user: string, database: string, applicationName = 'pglog-test'): Promise<pg.Client> {
     const { socketDir, port } = this.cluster();
     const c = new pg.Client({ host: socketDir, port, user, database, application_name: applicationName });
-    c.on('error', () => { /* seen through the queries */ });
+    c.on('error', () => {
+      /* seen through the queries */
+    });
     await c.connect();
     this.open.push(c);
     return c;
   }
 
   async endAll(): Promise<void> {
-    for (const c of this.open.splice(0)) await c.end().catch(() => { /* already closed */ });
+    for (const c of this.open.splice(0))
+      await c.end().catch(() => {
+        /* already closed */
+      });
   }
 }

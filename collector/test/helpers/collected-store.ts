@@ -7,8 +7,15 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
-import { type CollectorProcess, startCollector, type TargetInstanceSpec, type TargetSpec,waitFor, writeTargetsFile } from '@pglog/test-support/collector-process.ts';
-import { type LogServer, type LogServerOptions,startLogServer } from '@pglog/test-support/log-server.ts';
+import {
+  type CollectorProcess,
+  startCollector,
+  type TargetInstanceSpec,
+  type TargetSpec,
+  waitFor,
+  writeTargetsFile,
+} from '@pglog/test-support/collector-process.ts';
+import { type LogServer, type LogServerOptions, startLogServer } from '@pglog/test-support/log-server.ts';
 import { startPostgres, type TestPostgres } from '@pglog/test-support/postgres.ts';
 import { currentUser } from '@pglog/test-support/server-user.ts';
 import { startSshServer, type TestSshServer } from '@pglog/test-support/sshd.ts';
@@ -46,11 +53,16 @@ export interface CollectedStore {
 
 export async function startCollectedStore(o: CollectedStoreOptions): Promise<CollectedStore> {
   const work = mkdtempSync(join(tmpdir(), `pglog-${o.name}-`));
-  let store: TestPostgres | undefined; let ssh: TestSshServer | undefined; let server: LogServer | undefined;
+  let store: TestPostgres | undefined;
+  let ssh: TestSshServer | undefined;
+  let server: LogServer | undefined;
   let collector: CollectorProcess | undefined;
   const dispose = async (): Promise<void> => {
     // A collector the scenario already stopped has exited: kill() then does nothing.
-    if (collector !== undefined) { collector.kill('SIGKILL'); await collector.exited; }
+    if (collector !== undefined) {
+      collector.kill('SIGKILL');
+      await collector.exited;
+    }
     await Promise.allSettled([ssh?.dispose(), server?.dispose(), store?.stop()]);
     rmSync(work, { recursive: true, force: true });
   };
@@ -70,23 +82,46 @@ export async function startCollectedStore(o: CollectedStoreOptions): Promise<Col
         await su.end();
       }
     }
-    const targetsFile = writeTargetsFile(work, [{
-      name: o.target, host: ssh.host, port: ssh.port, user: ssh.user, privateKeyFile: ssh.privateKeyFile, knownHostsFile: ssh.knownHostsFile,
-      instances: [{
-        name: 'main', dataDirectory: server.dataDirectory, logDirectory: server.logDirectory, logLinePrefix: o.logLinePrefix,
-        sql: { socketDirectory: server.socketDir, port: server.port, user: MONITOR_ROLE, ...o.sql },
-      }],
-      collect: o.collect,
-    }]);
+    const targetsFile = writeTargetsFile(work, [
+      {
+        name: o.target,
+        host: ssh.host,
+        port: ssh.port,
+        user: ssh.user,
+        privateKeyFile: ssh.privateKeyFile,
+        knownHostsFile: ssh.knownHostsFile,
+        instances: [
+          {
+            name: 'main',
+            dataDirectory: server.dataDirectory,
+            logDirectory: server.logDirectory,
+            logLinePrefix: o.logLinePrefix,
+            sql: { socketDirectory: server.socketDir, port: server.port, user: MONITOR_ROLE, ...o.sql },
+          },
+        ],
+        collect: o.collect,
+      },
+    ]);
     const started = startCollector({ targetsFile, storeUrl: store.url, outputFile: join(work, 'collector.log'), args: ['--batch-ms', String(o.batchMs)] });
     collector = started;
     const { kind, count } = o.firstSnapshots;
-    await withStore(store.url, (db) => waitFor(async () => {
-      const r = await db.query<{ n: number }>('SELECT count(*)::int AS n FROM pglog.snapshot_runs WHERE kind = $1 AND error_code IS NULL', [kind])
-        // 42P01: the collector has not migrated the store yet.
-        .catch((e: unknown) => { if ((e as { code?: string }).code === '42P01') return { rows: [{ n: 0 }] }; throw e; });
-      return (r.rows[0]?.n ?? 0) >= count;
-    }, `${count} ${kind} snapshot(s)`, 60_000, () => started.output().slice(-3000)));
+    await withStore(store.url, (db) =>
+      waitFor(
+        async () => {
+          const r = await db
+            .query<{ n: number }>('SELECT count(*)::int AS n FROM pglog.snapshot_runs WHERE kind = $1 AND error_code IS NULL', [kind])
+            // 42P01: the collector has not migrated the store yet.
+            .catch((e: unknown) => {
+              if ((e as { code?: string }).code === '42P01') return { rows: [{ n: 0 }] };
+              throw e;
+            });
+          return (r.rows[0]?.n ?? 0) >= count;
+        },
+        `${count} ${kind} snapshot(s)`,
+        60_000,
+        () => started.output().slice(-3000),
+      ),
+    );
     return { store, ssh, server, collector: started, work, dispose };
   } catch (e) {
     await dispose();
@@ -108,16 +143,21 @@ async function withStore<T>(url: string, work: (db: pg.Client) => Promise<T>): P
 export async function waitForViews(s: CollectedStore, expected: ReadonlyArray<readonly [string, string]>, timeoutMs: number): Promise<void> {
   await withStore(s.store.url, async (db) => {
     let missing: string[] = [];
-    await waitFor(async () => {
-      missing = [];
-      for (const [what, sql] of expected) {
-        const r = await db.query(sql).catch(() => ({ rowCount: 0 }));
-        if ((r.rowCount ?? 0) === 0) missing.push(what);
-      }
-      return missing.length === 0;
-    }, 'every view to hold rows of the scenario', timeoutMs, async () => {
-      const runs = await db.query('SELECT kind, error_code, left(error, 300) AS error, count(*)::int AS n FROM pglog.snapshot_runs GROUP BY 1, 2, 3');
-      return `missing: ${missing.join(', ')}\nsnapshot runs: ${JSON.stringify(runs.rows)}\n${s.collector.output().slice(-3000)}`;
-    });
+    await waitFor(
+      async () => {
+        missing = [];
+        for (const [what, sql] of expected) {
+          const r = await db.query(sql).catch(() => ({ rowCount: 0 }));
+          if ((r.rowCount ?? 0) === 0) missing.push(what);
+        }
+        return missing.length === 0;
+      },
+      'every view to hold rows of the scenario',
+      timeoutMs,
+      async () => {
+        const runs = await db.query('SELECT kind, error_code, left(error, 300) AS error, count(*)::int AS n FROM pglog.snapshot_runs GROUP BY 1, 2, 3');
+        return `missing: ${missing.join(', ')}\nsnapshot runs: ${JSON.stringify(runs.rows)}\n${s.collector.output().slice(-3000)}`;
+      },
+    );
   });
 }

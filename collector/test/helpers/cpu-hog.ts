@@ -1,7 +1,7 @@
 // Busy loops that keep the machine's cores occupied, as other work on a shared host does: the
 // collector then gets its CPU in slices and its start-up stages stretch out. One process per
 // core, each spinning forever until stop() kills it.
-import { type ChildProcess,spawn } from 'node:child_process';
+import { type ChildProcess, spawn } from 'node:child_process';
 import { availableParallelism } from 'node:os';
 
 export interface CpuHog {
@@ -15,10 +15,13 @@ export function startCpuHog(processes = availableParallelism()): CpuHog {
   for (let i = 0; i < processes; i++) {
     children.push(spawn(process.execPath, ['-e', 'for (;;) {}'], { stdio: 'ignore' }));
   }
-  const exited = children.map((c) => new Promise<void>((resolve) => {
-    if (c.exitCode !== null || c.signalCode !== null) resolve();
-    else c.once('exit', () => resolve());
-  }));
+  const exited = children.map(
+    (c) =>
+      new Promise<void>((resolve) => {
+        if (c.exitCode !== null || c.signalCode !== null) resolve();
+        else c.once('exit', () => resolve());
+      }),
+  );
   return {
     pids: children.map((c) => c.pid ?? 0),
     async stop(): Promise<void> {

@@ -65,18 +65,24 @@ const timed = async (key: keyof typeof durations, call: () => Promise<unknown>):
   await call();
   durations[key] = performance.now() - t0;
 };
-const calls = Promise.all([
-  timed('readFile', () => readFile(file)),
-  timed('stat', () => stat(file)),
-  timed('lookup', () => lookup('localhost')),
-]);
+const calls = Promise.all([timed('readFile', () => readFile(file)), timed('stat', () => stat(file)), timed('lookup', () => lookup('localhost'))]);
 let boundTimer: NodeJS.Timeout | undefined;
-await Promise.race([calls, new Promise<void>((resolve) => { boundTimer = setTimeout(resolve, boundMs); })]);
+await Promise.race([
+  calls,
+  new Promise<void>((resolve) => {
+    boundTimer = setTimeout(resolve, boundMs);
+  }),
+]);
 clearTimeout(boundTimer);
 process.stdout.write(JSON.stringify({ phase: 'waiting', mode, fifos: names.length, threadpool: process.env.UV_THREADPOOL_SIZE ?? null, ms: durations }) + '\n');
 
 await Promise.all([calls, ...ended]);
-process.stdout.write(JSON.stringify({
-  phase: 'released', mode, ms: durations, allDoneMs: performance.now() - started,
-  delivered: Object.fromEntries([...delivered].sort(([a], [b]) => a.localeCompare(b))),
-}) + '\n');
+process.stdout.write(
+  JSON.stringify({
+    phase: 'released',
+    mode,
+    ms: durations,
+    allDoneMs: performance.now() - started,
+    delivered: Object.fromEntries([...delivered].sort(([a], [b]) => a.localeCompare(b))),
+  }) + '\n',
+);

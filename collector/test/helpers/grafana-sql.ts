@@ -45,7 +45,12 @@ export interface GrafanaQueryContext {
 /** Grafana's interval text: 500ms, 15s, 5m, 2h, 1d (the largest unit that divides it). */
 export function formatInterval(ms: number): string {
   if (!Number.isInteger(ms) || ms <= 0) throw new Error(`interval must be a positive whole number of ms, got ${ms}`);
-  for (const [unit, size] of [['d', 86_400_000], ['h', 3_600_000], ['m', 60_000], ['s', 1000]] as const) {
+  for (const [unit, size] of [
+    ['d', 86_400_000],
+    ['h', 3_600_000],
+    ['m', 60_000],
+    ['s', 1000],
+  ] as const) {
     if (ms % size === 0) return `${ms / size}${unit}`;
   }
   return `${ms}ms`;
@@ -103,12 +108,14 @@ export function interpolateVariables(sql: string, ctx: GrafanaQueryContext): str
     // Unknown names ($__timeFilter, a macro) are left for the backend, as Grafana leaves them.
     return globals[name] ?? whole;
   };
-  return sql.replace(/\$(\w+)|\[\[(\w+)(?::(\w+))?\]\]|\$\{(\w+)(?::([^}]+))?\}/g,
+  return sql.replace(
+    /\$(\w+)|\[\[(\w+)(?::(\w+))?\]\]|\$\{(\w+)(?::([^}]+))?\}/g,
     (whole, plain?: string, bracket?: string, bracketFormat?: string, braced?: string, bracedFormat?: string) => {
       if (plain !== undefined) return value(plain, null, whole);
       if (bracket !== undefined) return value(bracket, bracketFormat ?? null, whole);
       return value(braced!, bracedFormat ?? null, whole);
-    });
+    },
+  );
 }
 
 /** Step 2: the PostgreSQL data source's macros. */
@@ -127,19 +134,46 @@ export function expandMacros(sql: string, ctx: Pick<GrafanaQueryContext, 'from' 
       return `(extract(epoch from ${column})/${s})::bigint*${s}`;
     };
     switch (name) {
-      case 'time': need(1); return `${args[0]} AS "time"`;
-      case 'timeEpoch': need(1); return `extract(epoch from ${args[0]}) AS "time"`;
-      case 'timeFilter': need(1); return `${args[0]} BETWEEN ${from} AND ${to}`;
-      case 'timeFrom': return from;
-      case 'timeTo': return to;
-      case 'timeGroup': need(2); return group(args[0]!, args[1]!);
-      case 'timeGroupAlias': need(2); return `${group(args[0]!, args[1]!)} AS "time"`;
-      case 'unixEpochFilter': need(1); return `${args[0]} >= ${fromS} AND ${args[0]} <= ${toS}`;
-      case 'unixEpochFrom': return String(fromS);
-      case 'unixEpochTo': return String(toS);
-      case 'unixEpochGroup': need(2); { const s = parseIntervalSeconds(args[1]!); return `floor(${args[0]}/${s})*${s}`; }
-      case 'unixEpochGroupAlias': need(2); { const s = parseIntervalSeconds(args[1]!); return `floor(${args[0]}/${s})*${s} AS "time"`; }
-      default: throw new Error(`unknown macro $__${name}`);
+      case 'time':
+        need(1);
+        return `${args[0]} AS "time"`;
+      case 'timeEpoch':
+        need(1);
+        return `extract(epoch from ${args[0]}) AS "time"`;
+      case 'timeFilter':
+        need(1);
+        return `${args[0]} BETWEEN ${from} AND ${to}`;
+      case 'timeFrom':
+        return from;
+      case 'timeTo':
+        return to;
+      case 'timeGroup':
+        need(2);
+        return group(args[0]!, args[1]!);
+      case 'timeGroupAlias':
+        need(2);
+        return `${group(args[0]!, args[1]!)} AS "time"`;
+      case 'unixEpochFilter':
+        need(1);
+        return `${args[0]} >= ${fromS} AND ${args[0]} <= ${toS}`;
+      case 'unixEpochFrom':
+        return String(fromS);
+      case 'unixEpochTo':
+        return String(toS);
+      case 'unixEpochGroup':
+        need(2);
+        {
+          const s = parseIntervalSeconds(args[1]!);
+          return `floor(${args[0]}/${s})*${s}`;
+        }
+      case 'unixEpochGroupAlias':
+        need(2);
+        {
+          const s = parseIntervalSeconds(args[1]!);
+          return `floor(${args[0]}/${s})*${s} AS "time"`;
+        }
+      default:
+        throw new Error(`unknown macro $__${name}`);
     }
   });
 }

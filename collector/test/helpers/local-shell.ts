@@ -36,20 +36,26 @@ export class LocalShell implements RemoteShell {
     let closed = false;
     return new Promise((resolve, reject) => {
       child.once('error', (e) => reject(new PglogError('SSH_CHANNEL_FAILED', `local shell: cannot start /bin/sh: ${e.message}`, { cause: e })));
-      child.once('spawn', () => resolve({
-        stdout: child.stdout,
-        stderr: child.stderr,
-        exit,
-        close(): void {
-          if (closed) return;
-          closed = true;
-          child.stdout?.destroy();
-          child.stderr?.destroy();
-          if (hangup === 'kill' && child.exitCode === null && child.signalCode === null && child.pid !== undefined) {
-            try { process.kill(-child.pid, 'SIGTERM'); } catch { /* already gone */ }
-          }
-        },
-      }));
+      child.once('spawn', () =>
+        resolve({
+          stdout: child.stdout,
+          stderr: child.stderr,
+          exit,
+          close(): void {
+            if (closed) return;
+            closed = true;
+            child.stdout?.destroy();
+            child.stderr?.destroy();
+            if (hangup === 'kill' && child.exitCode === null && child.signalCode === null && child.pid !== undefined) {
+              try {
+                process.kill(-child.pid, 'SIGTERM');
+              } catch {
+                /* already gone */
+              }
+            }
+          },
+        }),
+      );
     });
   }
 }

@@ -35,10 +35,12 @@ const templates = new TemplateCache({ maxBytes: Number(cacheBytes) });
 const summary = new SummaryBuilder({ maxBytes: Number(summaryBytes) });
 const encodings = { defaultEncoding: 'UTF8', databases: {} };
 let events = 0;
-const onEvent: ConstructorParameters<typeof LogParser>[1] = (e) => { events++; summary.add(e); };
-const options: LogParserOptions = scenario === 'names'
-  ? { format: 'csvlog', encodings, templates }
-  : { format: 'stderr', prefix: '%m [%p] %q%u@%d ', encodings, templates };
+const onEvent: ConstructorParameters<typeof LogParser>[1] = (e) => {
+  events++;
+  summary.add(e);
+};
+const options: LogParserOptions =
+  scenario === 'names' ? { format: 'csvlog', encodings, templates } : { format: 'stderr', prefix: '%m [%p] %q%u@%d ', encodings, templates };
 const before = await settle();
 const parser = new LogParser(options, onEvent);
 
@@ -53,14 +55,19 @@ function push(text: string): void {
 for (let i = 0; fed < target; i++) {
   switch (scenario) {
     case 'failing': // 100 kB of one distinct identifier per statement, a Cyrillic letter making it two bytes a character
-      push(`${TS} [${1000 + (i % 30000)}] app@db ERROR:  syntax error at end of input\n${TS} [${1000 + (i % 30000)}] app@db STATEMENT:  SELECT t${i}.ж${'c'.repeat(100_000)} FROM\n`);
+      push(
+        `${TS} [${1000 + (i % 30000)}] app@db ERROR:  syntax error at end of input\n${TS} [${1000 + (i % 30000)}] app@db STATEMENT:  SELECT t${i}.ж${'c'.repeat(100_000)} FROM\n`,
+      );
       break;
     case 'statements': // distinct templates of 4,000 bytes: each cacheable, 40 MB of them
       push(`${TS} [${1000 + (i % 30000)}] app@db LOG:  duration: ${i % 97}.5 ms  statement: SELECT c${i}, ${'x'.repeat(4000 - 40)} FROM t WHERE a = ${i}\n`);
       break;
-    case 'names': { // csvlog: 64 kB distinct user, database and application names
+    case 'names': {
+      // csvlog: 64 kB distinct user, database and application names
       const big = (what: string): string => `${what}${i}${'n'.repeat(64_000)}`;
-      push(`${TS},"${big('u')}","${big('d')}",${1000 + i},"[local]",s${i},1,"SELECT",${TS},1/1,0,LOG,00000,"duration: 1.000 ms  statement: SELECT ${i}",,,,,,,,,"${big('a')}","client backend",,0\n`);
+      push(
+        `${TS},"${big('u')}","${big('d')}",${1000 + i},"[local]",s${i},1,"SELECT",${TS},1/1,0,LOG,00000,"duration: 1.000 ms  statement: SELECT ${i}",,,,,,,,,"${big('a')}","client backend",,0\n`,
+      );
       break;
     }
     case 'pending':
@@ -76,11 +83,17 @@ const during = await settle();
 parser.end();
 const after = await settle();
 const retained = (m: NodeJS.MemoryUsage): number => m.heapUsed + m.arrayBuffers - before.heapUsed - before.arrayBuffers;
-process.stdout.write(`${JSON.stringify({
-  scenario, fed, events,
-  retained: Math.max(retained(during), retained(after)),
-  cacheBytes: templates.bytes, cacheEvictions: templates.evictions, cacheUncached: templates.uncached,
-  summaryBytes: summary.bytes,
-  // Kept alive until measured: the parser, the cache and the summary are what is being measured.
-  alive: [parser, templates, summary].length,
-})}\n`);
+process.stdout.write(
+  `${JSON.stringify({
+    scenario,
+    fed,
+    events,
+    retained: Math.max(retained(during), retained(after)),
+    cacheBytes: templates.bytes,
+    cacheEvictions: templates.evictions,
+    cacheUncached: templates.uncached,
+    summaryBytes: summary.bytes,
+    // Kept alive until measured: the parser, the cache and the summary are what is being measured.
+    alive: [parser, templates, summary].length,
+  })}\n`,
+);

@@ -5,7 +5,7 @@
 import { activitySql } from '../../src/snapshot/activity-sql.ts';
 import type { ServerInfo } from '../../src/snapshot/server-info.ts';
 import { SERVER_INFO_SQL } from '../../src/snapshot/server-info.ts';
-import { databasesSql, statementsSql,TIMESTAMP_SQL } from '../../src/snapshot/statistics-sql.ts';
+import { databasesSql, statementsSql, TIMESTAMP_SQL } from '../../src/snapshot/statistics-sql.ts';
 
 export interface NamedSql {
   name: string;
@@ -34,8 +34,13 @@ export function everyMonitoringSql(info: ServerInfo): NamedSql[] {
 /** A ServerInfo for building the texts without a server. */
 export function infoFor(versionNum: number, statStatementsVersion: string | null, statStatementsSchema = 'public'): ServerInfo {
   return {
-    versionNum, database: 'postgres', username: 'pglog_monitor', statStatementsVersion,
+    versionNum,
+    database: 'postgres',
+    username: 'pglog_monitor',
+    statStatementsVersion,
     statStatementsSchema: statStatementsVersion === null ? null : statStatementsSchema,
-    superuser: false, canWrite: false, readAllStats: true,
+    superuser: false,
+    canWrite: false,
+    readAllStats: true,
   };
 }

@@ -69,13 +69,21 @@ export function parsePerfIntervals(text: string): { starts: number; seconds: num
 export async function countProcessStarts(pid: number): Promise<ProcessStartCounter> {
   const dir = mkdtempSync(join(tmpdir(), 'pglog-perf-'));
   const out = join(dir, 'intervals');
-  const child: ChildProcess = spawn('perf', ['stat', '-I', '250', '-x', ',', '-e', 'task:task_newtask', '-o', out, '-p', String(pid)], { stdio: ['ignore', 'ignore', 'pipe'] });
+  const child: ChildProcess = spawn('perf', ['stat', '-I', '250', '-x', ',', '-e', 'task:task_newtask', '-o', out, '-p', String(pid)], {
+    stdio: ['ignore', 'ignore', 'pipe'],
+  });
   let stderr = '';
-  child.stderr?.on('data', (b: Buffer) => { stderr += b.toString('utf8'); });
+  child.stderr?.on('data', (b: Buffer) => {
+    stderr += b.toString('utf8');
+  });
   const exited = new Promise<void>((resolve) => child.once('close', () => resolve()));
   const deadline = Date.now() + 20_000;
   const intervals = (): string => {
-    try { return readFileSync(out, 'utf8'); } catch { return ''; }
+    try {
+      return readFileSync(out, 'utf8');
+    } catch {
+      return '';
+    }
   };
   while (!intervals().includes('task:task_newtask')) {
     if (child.exitCode !== null || child.signalCode !== null || Date.now() > deadline) {

@@ -4,7 +4,7 @@
 // snapshots catch as a blocking episode, a deadlock, checkpoints, autovacuum and autoanalyze,
 // connections and disconnections, and texts written to be hostile to an HTML page.
 // The collector is stopped before the scenario returns, so the store no longer changes.
-import { type CheckResult,checkStore, formatCheck } from '@pglog/test-support/checker.ts';
+import { type CheckResult, checkStore, formatCheck } from '@pglog/test-support/checker.ts';
 import { waitFor } from '@pglog/test-support/collector-process.ts';
 import type { LogServer } from '@pglog/test-support/log-server.ts';
 import { startSeqLoad } from '@pglog/test-support/seq-load.ts';
@@ -59,30 +59,45 @@ async function workload(server: LogServer): Promise<void> {
     await c.query('CHECKPOINT');
   });
   // A lock wait longer than deadlock_timeout, held over a few snapshots: a blocking episode.
-  await withClient(server, async (holder) => {
-    await holder.query('BEGIN');
-    await holder.query('LOCK TABLE lw IN ACCESS EXCLUSIVE MODE');
-    const waiter = withClient(server, (w) => w.query('SELECT count(*) FROM lw'), 'report-waiter');
-    await sleep(3500);
-    await holder.query('COMMIT');
-    await waiter;
-  }, 'report-holder');
+  await withClient(
+    server,
+    async (holder) => {
+      await holder.query('BEGIN');
+      await holder.query('LOCK TABLE lw IN ACCESS EXCLUSIVE MODE');
+      const waiter = withClient(server, (w) => w.query('SELECT count(*) FROM lw'), 'report-waiter');
+      await sleep(3500);
+      await holder.query('COMMIT');
+      await waiter;
+    },
+    'report-holder',
+  );
   // A deadlock: each holds one row and asks for the other's.
-  await withClient(server, async (a) => withClient(server, async (b) => {
-    await a.query('BEGIN'); await b.query('BEGIN');
-    await a.query('UPDATE lw SET v = v + 1 WHERE id = 1');
-    await b.query('UPDATE lw SET v = v + 1 WHERE id = 2');
-    const first = a.query('UPDATE lw SET v = v + 1 WHERE id = 2').catch(() => undefined);
-    await sleep(100);
-    await b.query('UPDATE lw SET v = v + 1 WHERE id = 1').catch(() => undefined);
-    await first;
-    await a.query('ROLLBACK'); await b.query('ROLLBACK');
-  }));
+  await withClient(server, async (a) =>
+    withClient(server, async (b) => {
+      await a.query('BEGIN');
+      await b.query('BEGIN');
+      await a.query('UPDATE lw SET v = v + 1 WHERE id = 1');
+      await b.query('UPDATE lw SET v = v + 1 WHERE id = 2');
+      const first = a.query('UPDATE lw SET v = v + 1 WHERE id = 2').catch(() => undefined);
+      await sleep(100);
+      await b.query('UPDATE lw SET v = v + 1 WHERE id = 1').catch(() => undefined);
+      await first;
+      await a.query('ROLLBACK');
+      await b.query('ROLLBACK');
+    }),
+  );
   // Autovacuum and autoanalyze of av (naptime 1 s, thresholds 0).
-  await waitFor(() => withClient(server, async (c) => {
-    const r = await c.query<{ done: boolean }>("SELECT last_autovacuum IS NOT NULL AND last_autoanalyze IS NOT NULL AS done FROM pg_stat_user_tables WHERE relname = 'av'");
-    return r.rows[0]?.done === true;
-  }), 'autovacuum and autoanalyze of av', 60_000);
+  await waitFor(
+    () =>
+      withClient(server, async (c) => {
+        const r = await c.query<{ done: boolean }>(
+          "SELECT last_autovacuum IS NOT NULL AND last_autoanalyze IS NOT NULL AS done FROM pg_stat_user_tables WHERE relname = 'av'",
+        );
+        return r.rows[0]?.done === true;
+      }),
+    'autovacuum and autoanalyze of av',
+    60_000,
+  );
   await withClient(server, (c) => c.query('CHECKPOINT'));
 }
 
@@ -104,11 +119,20 @@ export async function startReportScenario(): Promise<ReportScenario> {
   const since = new Date(Date.now() - 60_000);
   // The workload starts once activity snapshots are being stored, so they see its lock wait.
   const s = await startCollectedStore({
-    name: 'report', target: 'db1', logLinePrefix: '%m [%p] %q%e %u@%d ',
+    name: 'report',
+    target: 'db1',
+    logLinePrefix: '%m [%p] %q%e %u@%d ',
     settings: [
-      "shared_preload_libraries = 'auto_explain'", "auto_explain.log_min_duration = '50ms'",
-      'log_checkpoints = on', 'log_connections = on', 'log_disconnections = on', 'log_lock_waits = on',
-      "deadlock_timeout = '200ms'", 'log_temp_files = 0', 'log_autovacuum_min_duration = 0', 'autovacuum_naptime = 1',
+      "shared_preload_libraries = 'auto_explain'",
+      "auto_explain.log_min_duration = '50ms'",
+      'log_checkpoints = on',
+      'log_connections = on',
+      'log_disconnections = on',
+      'log_lock_waits = on',
+      "deadlock_timeout = '200ms'",
+      'log_temp_files = 0',
+      'log_autovacuum_min_duration = 0',
+      'autovacuum_naptime = 1',
     ],
     collect: { logs: true, activity: true, locks: true, intervalSeconds: 1 },
     batchMs: 200,
@@ -119,11 +143,20 @@ export async function startReportScenario(): Promise<ReportScenario> {
     await workload(s.server);
     await load.stop();
     let check = { expected: 0, stored: 0, lost: [], duplicated: [], unexpected: [] } as CheckResult;
-    await waitFor(async () => {
-      check = await checkStore(s.store.url, load.run, { logDirectory: s.server.logDirectory });
-      return check.lost.length === 0 && check.expected > 0;
-    }, 'the seq load in the store', 90_000, () => `${formatCheck(check)}\n${s.collector.output().slice(-3000)}`);
-    await waitForViews(s, PRESENT.map(([what, sql]) => [what, `${sql} LIMIT 1`] as const), 120_000);
+    await waitFor(
+      async () => {
+        check = await checkStore(s.store.url, load.run, { logDirectory: s.server.logDirectory });
+        return check.lost.length === 0 && check.expected > 0;
+      },
+      'the seq load in the store',
+      90_000,
+      () => `${formatCheck(check)}\n${s.collector.output().slice(-3000)}`,
+    );
+    await waitForViews(
+      s,
+      PRESENT.map(([what, sql]) => [what, `${sql} LIMIT 1`] as const),
+      120_000,
+    );
     await s.collector.stop();
     return { storeUrl: s.store.url, since, until: new Date(Date.now() + 1000), run: load.run, check, dispose: s.dispose };
   } catch (e) {

@@ -13,7 +13,9 @@ export async function versions(c: pg.ClientBase): Promise<number[]> {
 /** The partitions of `parent`, by name. */
 export async function partitions(c: pg.ClientBase, parent: string): Promise<string[]> {
   const r = await c.query<{ relname: string }>(
-    'SELECT c.relname FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid WHERE i.inhparent = $1::regclass ORDER BY c.relname', [parent]);
+    'SELECT c.relname FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid WHERE i.inhparent = $1::regclass ORDER BY c.relname',
+    [parent],
+  );
   return r.rows.map((x) => x.relname);
 }
 
@@ -26,12 +28,17 @@ export async function count(c: pg.ClientBase, sql: string, params: unknown[] = [
 /** The columns of `rel`, in their order. */
 export async function columns(c: pg.ClientBase, rel: string): Promise<string[]> {
   const r = await c.query<{ attname: string }>(
-    'SELECT attname FROM pg_attribute WHERE attrelid = $1::regclass AND attnum > 0 AND NOT attisdropped ORDER BY attnum', [rel]);
+    'SELECT attname FROM pg_attribute WHERE attrelid = $1::regclass AND attnum > 0 AND NOT attisdropped ORDER BY attnum',
+    [rel],
+  );
   return r.rows.map((x) => x.attname);
 }
 
 /** The committed read offset of a target's instance, or null when none is stored. */
 export async function positionOf(c: pg.ClientBase, source: { target: string; instance: string }): Promise<number | null> {
-  const r = await c.query<{ offset: string }>('SELECT "offset"::text AS offset FROM pglog.read_positions WHERE target = $1 AND instance = $2', [source.target, source.instance]);
+  const r = await c.query<{ offset: string }>('SELECT "offset"::text AS offset FROM pglog.read_positions WHERE target = $1 AND instance = $2', [
+    source.target,
+    source.instance,
+  ]);
   return r.rows[0] === undefined ? null : Number(r.rows[0].offset);
 }

@@ -43,8 +43,14 @@ export class StoreFixture {
 
   /** Closes every writer and client and stops the server. */
   async stop(): Promise<void> {
-    for (const w of this.writers) await w.close().catch(() => { /* the server may be gone */ });
-    for (const c of this.clients) await c.end().catch(() => { /* already closed */ });
+    for (const w of this.writers)
+      await w.close().catch(() => {
+        /* the server may be gone */
+      });
+    for (const c of this.clients)
+      await c.end().catch(() => {
+        /* already closed */
+      });
     await this.pgServer?.stop();
   }
 
@@ -55,7 +61,9 @@ export class StoreFixture {
 
   async connect(database: string): Promise<pg.Client> {
     const c = new pg.Client({ host: this.server.socketDir, port: this.server.port, user: 'postgres', database });
-    c.on('error', () => { /* a test that stops the server sees the error through its queries */ });
+    c.on('error', () => {
+      /* a test that stops the server sees the error through its queries */
+    });
     await c.connect();
     this.clients.push(c);
     return c;

@@ -30,7 +30,10 @@ export interface StoreWorkload {
 /** What the store must hold before the workload counts as collected: one query per view, on the workload's database where it has one. */
 const EXPECTED: ReadonlyArray<[string, string]> = [
   ['statements', `SELECT 1 FROM pglog.statements WHERE database = 'shop' AND query LIKE '%pglog-workload-end%'`],
-  ['errors 22012, 23505, 42P01', `SELECT 1 FROM pglog.errors WHERE database = 'shop' AND sqlstate IN ('22012', '23505', '42P01') HAVING count(DISTINCT sqlstate) = 3`],
+  [
+    'errors 22012, 23505, 42P01',
+    `SELECT 1 FROM pglog.errors WHERE database = 'shop' AND sqlstate IN ('22012', '23505', '42P01') HAVING count(DISTINCT sqlstate) = 3`,
+  ],
   ['lock waits (acquired)', `SELECT 1 FROM pglog.lock_waits WHERE database = 'shop' AND acquired`],
   ['deadlocks', `SELECT 1 FROM pglog.deadlocks WHERE database = 'shop'`],
   ['blocking', `SELECT 1 FROM pglog.blocking WHERE database = 'shop'`],
@@ -79,9 +82,15 @@ async function runWorkload(server: LogServer): Promise<void> {
     await b.query('BEGIN');
     await a.query('UPDATE items SET n = n + 1 WHERE id = 10');
     await b.query('UPDATE items SET n = n + 1 WHERE id = 11');
-    const first = a.query('UPDATE items SET n = n + 1 WHERE id = 11').then(() => 'ok', (e: unknown) => (e as { code?: string }).code);
+    const first = a.query('UPDATE items SET n = n + 1 WHERE id = 11').then(
+      () => 'ok',
+      (e: unknown) => (e as { code?: string }).code,
+    );
     await sleep(100);
-    const second = b.query('UPDATE items SET n = n + 1 WHERE id = 10').then(() => 'ok', (e: unknown) => (e as { code?: string }).code);
+    const second = b.query('UPDATE items SET n = n + 1 WHERE id = 10').then(
+      () => 'ok',
+      (e: unknown) => (e as { code?: string }).code,
+    );
     const outcomes = await Promise.all([first, second]);
     if (!outcomes.includes('40P01')) throw new Error(`the workload's deadlock did not happen: ${JSON.stringify(outcomes)}`);
     await a.query('ROLLBACK');
@@ -110,15 +119,21 @@ async function runWorkload(server: LogServer): Promise<void> {
 export async function startStoreWorkload(): Promise<StoreWorkload> {
   const startedAt = new Date();
   const s = await startCollectedStore({
-    name: 'workload', target: WORKLOAD_TARGET, logLinePrefix: PREFIX,
+    name: 'workload',
+    target: WORKLOAD_TARGET,
+    logLinePrefix: PREFIX,
     databases: [{ name: WORKLOAD_DATABASE, encoding: 'UTF8' }],
     settings: [
-      "shared_preload_libraries = 'pg_stat_statements,auto_explain'", "auto_explain.log_min_duration = '100ms'",
-      'log_lock_waits = on', "deadlock_timeout = '200ms'",
+      "shared_preload_libraries = 'pg_stat_statements,auto_explain'",
+      "auto_explain.log_min_duration = '100ms'",
+      'log_lock_waits = on',
+      "deadlock_timeout = '200ms'",
       'log_checkpoints = on',
-      'log_autovacuum_min_duration = 0', "autovacuum_naptime = '1s'",
+      'log_autovacuum_min_duration = 0',
+      "autovacuum_naptime = '1s'",
       'log_temp_files = 0',
-      'log_connections = on', 'log_disconnections = on',
+      'log_connections = on',
+      'log_disconnections = on',
     ],
     extensions: ['pg_stat_statements'],
     sql: { database: 'postgres', timeoutSeconds: 5 },

@@ -20,10 +20,18 @@ import { after, before, describe, test } from 'node:test';
 import { checkStore, formatCheck, loggedStatementTags } from '@pglog/test-support/checker.ts';
 import {
   type CollectScenario,
-  freePort, leakedSecrets, metricSum, MiB, mib, processMemory, scrapeMetrics, startCollectScenario, withPassword,
+  freePort,
+  leakedSecrets,
+  metricSum,
+  MiB,
+  mib,
+  processMemory,
+  scrapeMetrics,
+  startCollectScenario,
+  withPassword,
 } from '@pglog/test-support/collect-scenario.ts';
-import { type CollectorProcess,waitFor } from '@pglog/test-support/collector-process.ts';
-import { type SeqLoad,startSeqLoad } from '@pglog/test-support/seq-load.ts';
+import { type CollectorProcess, waitFor } from '@pglog/test-support/collector-process.ts';
+import { type SeqLoad, startSeqLoad } from '@pglog/test-support/seq-load.ts';
 import pg from 'pg';
 
 /** Stated bound on the collector's peak resident memory through a 50 MB entry and a 200 MB line. */
@@ -37,7 +45,9 @@ const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout
 
 /** The file current_logfiles names (the one PostgreSQL writes now). */
 function currentLogFile(dataDirectory: string): string {
-  const line = readFileSync(join(dataDirectory, 'current_logfiles'), 'utf8').split('\n').find((l) => l.startsWith('stderr '));
+  const line = readFileSync(join(dataDirectory, 'current_logfiles'), 'utf8')
+    .split('\n')
+    .find((l) => l.startsWith('stderr '));
   if (line === undefined) throw new Error(`no stderr line in ${dataDirectory}/current_logfiles`);
   return join(dataDirectory, line.slice('stderr '.length));
 }
@@ -102,9 +112,19 @@ describe('pglog collect: NUL bytes, invalid UTF-8, a 50 MB statement and a 200 M
   const startCollector = async (args: string[]): Promise<void> => {
     metricsPort = await freePort();
     c = s.startCollector(['--listen', `127.0.0.1:${metricsPort}`, '--batch-ms', '100', ...args], withPassword(s.store.url, canary));
-    await waitFor(async () => {
-      try { await scrapeMetrics(metricsPort); return true; } catch { return false; }
-    }, 'the collector\'s /metrics', 30_000, tail);
+    await waitFor(
+      async () => {
+        try {
+          await scrapeMetrics(metricsPort);
+          return true;
+        } catch {
+          return false;
+        }
+      },
+      "the collector's /metrics",
+      30_000,
+      tail,
+    );
   };
   const queryStore = async <T extends object>(sql: string, params: unknown[] = []): Promise<T[]> => {
     const client = new pg.Client({ connectionString: s.store.url, application_name: 'pglog-test' });
@@ -116,10 +136,19 @@ describe('pglog collect: NUL bytes, invalid UTF-8, a 50 MB statement and a 200 M
     }
   };
   /** The store's committed offset in the live log file has reached its end. */
-  const caughtUp = (what: string, timeoutMs = 120_000): Promise<void> => waitFor(async () => {
-    const r = await queryStore<{ offset: string }>("SELECT \"offset\"::text AS offset FROM pglog.read_positions WHERE target = 'db1' AND instance = 'main' AND file = $1", [logFile]);
-    return r.length === 1 && Number(r[0]!.offset) === statSync(logFile).size;
-  }, what, timeoutMs, tail);
+  const caughtUp = (what: string, timeoutMs = 120_000): Promise<void> =>
+    waitFor(
+      async () => {
+        const r = await queryStore<{ offset: string }>(
+          "SELECT \"offset\"::text AS offset FROM pglog.read_positions WHERE target = 'db1' AND instance = 'main' AND file = $1",
+          [logFile],
+        );
+        return r.length === 1 && Number(r[0]!.offset) === statSync(logFile).size;
+      },
+      what,
+      timeoutMs,
+      tail,
+    );
   /** Records the running collector's VmHWM (one entry per process, the latest reading). */
   const notePeak = (): void => {
     const mem = processMemory(c.pid);
@@ -150,8 +179,12 @@ describe('pglog collect: NUL bytes, invalid UTF-8, a 50 MB statement and a 200 M
     appendOnce(logFile, Buffer.concat([statementLine(424242, nul), statementLine(424242, utf8), statementLine(424243, both)]));
 
     loads.push({ phase: 'between (a) and (b)', load: startSeqLoad(s.server.url, { ratePerSecond: 200, payloadBytes: 200 }) });
-    await waitFor(async () => (await queryStore(`SELECT 1 FROM pglog.statements WHERE query LIKE 'SELECT ''pglog-bad-${id}-%'`)).length === 3,
-      'the three repaired statements in the store', 60_000, tail);
+    await waitFor(
+      async () => (await queryStore(`SELECT 1 FROM pglog.statements WHERE query LIKE 'SELECT ''pglog-bad-${id}-%'`)).length === 3,
+      'the three repaired statements in the store',
+      60_000,
+      tail,
+    );
     const rows = await queryStore<{ query: string }>(`SELECT query FROM pglog.statements WHERE query LIKE 'SELECT ''pglog-bad-${id}-%' ORDER BY query`);
     t.diagnostic(`stored: ${JSON.stringify(rows.map((r) => r.query))}`);
     const byKind = new Map(rows.map((r) => [/pglog-bad-[0-9a-f]+-(\w+):/.exec(r.query)![1]!, r.query]));
@@ -190,7 +223,8 @@ describe('pglog collect: NUL bytes, invalid UTF-8, a 50 MB statement and a 200 M
     await caughtUp('the collector to commit everything up to the end of the log, the 50 MB entry included');
 
     const rows = await queryStore<{ head: string; tail: string; bytes: number }>(
-      `SELECT left(query, 2000) AS head, right(query, 200) AS tail, octet_length(query) AS bytes FROM pglog.statements WHERE query LIKE 'SELECT ''pglog-big-${id}:%'`);
+      `SELECT left(query, 2000) AS head, right(query, 200) AS tail, octet_length(query) AS bytes FROM pglog.statements WHERE query LIKE 'SELECT ''pglog-big-${id}:%'`,
+    );
     assert.equal(rows.length, 1, 'the 50 MB statement is in the store once');
     const row = rows[0]!;
     t.diagnostic(`stored ${row.bytes} bytes, ending ${JSON.stringify(row.tail.slice(-80))}`);
@@ -220,8 +254,12 @@ describe('pglog collect: NUL bytes, invalid UTF-8, a 50 MB statement and a 200 M
       closeSync(fd);
     }
     // The collector reads the unterminated line for a while before its end arrives.
-    await waitFor(async () => metricSum(await scrapeMetrics(metricsPort), 'pglog_read_bytes_total') >= HUGE_LINE_BYTES,
-      'the collector to read the 200 MB', 120_000, tail);
+    await waitFor(
+      async () => metricSum(await scrapeMetrics(metricsPort), 'pglog_read_bytes_total') >= HUGE_LINE_BYTES,
+      'the collector to read the 200 MB',
+      120_000,
+      tail,
+    );
     await sleep(1_000);
     appendOnce(logFile, Buffer.from('\n'));
 
@@ -231,7 +269,8 @@ describe('pglog collect: NUL bytes, invalid UTF-8, a 50 MB statement and a 200 M
     t.diagnostic(`pglog_parse_problems_total{problem="truncated"} = ${truncated}`);
     assert.equal(truncated, 1, 'the 200 MB line is counted as truncated, once');
     const rows = await queryStore<{ head: string; bytes: number }>(
-      `SELECT left(query, 200) AS head, octet_length(query) AS bytes FROM pglog.statements WHERE query LIKE 'SELECT ''pglog-huge-${id}:%'`);
+      `SELECT left(query, 200) AS head, octet_length(query) AS bytes FROM pglog.statements WHERE query LIKE 'SELECT ''pglog-huge-${id}:%'`,
+    );
     t.diagnostic(`stored from the 200 MB line: ${JSON.stringify(rows.map((r) => ({ head: r.head.slice(0, 60), bytes: r.bytes })))}`);
     assert.ok(rows.length <= 1, 'the 200 MB line is at most one statement');
     for (const r of rows) assert.ok(r.bytes <= STORE_MAX_TEXT_BYTES && r.head.startsWith(`SELECT 'pglog-huge-${id}:yyyy`), 'stored cut, its beginning intact');
@@ -240,7 +279,9 @@ describe('pglog collect: NUL bytes, invalid UTF-8, a 50 MB statement and a 200 M
 
   test('every seq statement before, between and after the bad parts is stored exactly once', async (t) => {
     // The log files read once (a 250 MB file); the numbers of each run checked against the store.
-    const text = readdirSync(s.server.logDirectory).map((f) => readFileSync(join(s.server.logDirectory, f)).toString('latin1')).join('\n');
+    const text = readdirSync(s.server.logDirectory)
+      .map((f) => readFileSync(join(s.server.logDirectory, f)).toString('latin1'))
+      .join('\n');
     for (const { phase, load } of loads) {
       const logged = [...new Set(loggedStatementTags(text, load.run))];
       const r = await checkStore(s.store.url, load.run, { numbers: logged });
@@ -260,7 +301,10 @@ describe('pglog collect: NUL bytes, invalid UTF-8, a 50 MB statement and a 200 M
     const stopped = await c.stop();
     assert.equal(stopped.code, 0, `exit status after SIGTERM\n${tail()}`);
     const output = readFileSync(s.outputFile, 'utf8');
-    const warnings = c.logRecords().filter((r) => r.level === 'warn' || r.level === 'error').map((r) => `${String(r.level)}: ${String(r.msg).slice(0, 200)}`);
+    const warnings = c
+      .logRecords()
+      .filter((r) => r.level === 'warn' || r.level === 'error')
+      .map((r) => `${String(r.level)}: ${String(r.msg).slice(0, 200)}`);
     t.diagnostic(`warnings and errors the last collector logged: ${warnings.length === 0 ? 'none' : `\n${warnings.slice(0, 10).join('\n')}`}`);
     assert.deepEqual(leakedSecrets(output, { passwords: [canary], privateKeyFiles: [s.ssh.privateKeyFile] }), [], 'the collector output holds no secret');
   });

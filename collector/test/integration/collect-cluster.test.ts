@@ -23,11 +23,11 @@ import { after, before, describe, test } from 'node:test';
 import type { CollectorShard, ShardTarget, ShardTuning } from '@pglog/common/api/collector-shard.ts';
 import { checkStore, formatCheck } from '@pglog/test-support/checker.ts';
 import { waitFor } from '@pglog/test-support/collector-process.ts';
-import { type ControlPlane,startControlPlane } from '@pglog/test-support/control-plane.ts';
-import { type LogServer,startLogServer } from '@pglog/test-support/log-server.ts';
+import { type ControlPlane, startControlPlane } from '@pglog/test-support/control-plane.ts';
+import { type LogServer, startLogServer } from '@pglog/test-support/log-server.ts';
 import { startPostgres, type TestPostgres } from '@pglog/test-support/postgres.ts';
 import { killTree } from '@pglog/test-support/process-tree.ts';
-import { type SeqLoad,startSeqLoad } from '@pglog/test-support/seq-load.ts';
+import { type SeqLoad, startSeqLoad } from '@pglog/test-support/seq-load.ts';
 import { launchShardCollector, logServerTarget, type ShardCollector } from '@pglog/test-support/shard-collector.ts';
 import { startSshServer, type TestSshServer } from '@pglog/test-support/sshd.ts';
 import pg from 'pg';
@@ -61,7 +61,8 @@ describe('pglog collect --shard: cluster mode against a real API server', { time
       throw e;
     }
   };
-  const checkTarget = (target: string, k: number): ReturnType<typeof checkStore> => checkStore(store.url, loads.get(target)!.run, { logDirectory: servers[k]!.logDirectory });
+  const checkTarget = (target: string, k: number): ReturnType<typeof checkStore> =>
+    checkStore(store.url, loads.get(target)!.run, { logDirectory: servers[k]!.logDirectory });
 
   function launch(shardName: string, extra: string[] = []): ShardCollector {
     const c = launchShardCollector({ shard: shardName, kubeconfig: cp.kubeconfig, namespace: NS, storeUrl: store.url, dir: work, extraArgs: extra });
@@ -74,25 +75,50 @@ describe('pglog collect --shard: cluster mode against a real API server', { time
   before(async () => {
     work = mkdtempSync(join(tmpdir(), 'pglog-cluster-'));
     [cp, store, ssh, servers] = await Promise.all([
-      startControlPlane(), startPostgres(), startSshServer({ allowLocalForwarding: true }), Promise.all([startLogServer(), startLogServer()]),
+      startControlPlane(),
+      startPostgres(),
+      startSshServer({ allowLocalForwarding: true }),
+      Promise.all([startLogServer(), startLogServer()]),
     ]);
-    await cp.kubectl(['apply', ...readdirSync(CRDS).filter((f) => f.endsWith('.yaml')).flatMap((f) => ['-f', join(CRDS, f)])]);
+    await cp.kubectl([
+      'apply',
+      ...readdirSync(CRDS)
+        .filter((f) => f.endsWith('.yaml'))
+        .flatMap((f) => ['-f', join(CRDS, f)]),
+    ]);
     await cp.kubectl(['wait', '--for', 'condition=Established', '--timeout=60s', 'crd/collectorshards.pglog.io', 'crd/postgrestargets.pglog.io']);
     await cp.kubectl(['create', 'namespace', NS]);
     for (const [k, name] of ['db1', 'db2'].entries()) {
-      await kubectl(['create', 'secret', 'generic', `${name}-ssh`, `--from-file=id_ed25519=${ssh.privateKeyFile}`, `--from-file=known_hosts=${ssh.knownHostsFile}`]);
+      await kubectl([
+        'create',
+        'secret',
+        'generic',
+        `${name}-ssh`,
+        `--from-file=id_ed25519=${ssh.privateKeyFile}`,
+        `--from-file=known_hosts=${ssh.knownHostsFile}`,
+      ]);
       // The Secret opts in to serving pglog (docs/targets.md).
       await kubectl(['label', 'secret', `${name}-ssh`, 'pglog.io/ssh-credentials=true']);
       await apply(postgresTarget(name, `${name}-ssh`, servers[k]!));
     }
     await apply(postgresTarget('db3', 'missing-ssh', servers[0]!));
     // A working key in a Secret that did not opt in: another team's, borrowed by a target.
-    await kubectl(['create', 'secret', 'generic', 'team-x-ssh', `--from-file=id_ed25519=${ssh.privateKeyFile}`, `--from-file=known_hosts=${ssh.knownHostsFile}`]);
+    await kubectl([
+      'create',
+      'secret',
+      'generic',
+      'team-x-ssh',
+      `--from-file=id_ed25519=${ssh.privateKeyFile}`,
+      `--from-file=known_hosts=${ssh.knownHostsFile}`,
+    ]);
     await apply(postgresTarget('borrower', 'team-x-ssh', servers[1]!));
     for (const [index, name] of ['s-0', 's-1'].entries()) {
       await apply({ apiVersion: 'pglog.io/v1alpha1', kind: 'CollectorShard', metadata: { name }, spec: { pool: 'p', index, targets: [], tuning: TUNING } });
     }
-    await setShardSpec('s-0', [{ name: 'db1', transport: 'inproc', epoch: 1 }, { name: 'db2', transport: 'inproc', epoch: 1 }]);
+    await setShardSpec('s-0', [
+      { name: 'db1', transport: 'inproc', epoch: 1 },
+      { name: 'db2', transport: 'inproc', epoch: 1 },
+    ]);
     loads.set('db1', startSeqLoad(servers[0]!.url, { ratePerSecond: 100, payloadBytes: 40 }));
     loads.set('db2', startSeqLoad(servers[1]!.url, { ratePerSecond: 100, payloadBytes: 40 }));
   });
@@ -109,12 +135,22 @@ describe('pglog collect --shard: cluster mode against a real API server', { time
 
   test('rows arrive; the shard status shows both targets with rates, offsets and connected within 15 s', async () => {
     const c = launch('s-0');
-    await waitFor(async () => (await stored('db1')) > 0 && (await stored('db2')) > 0, 'rows of both targets in the store', 60_000, () => tail(c));
+    await waitFor(
+      async () => (await stored('db1')) > 0 && (await stored('db2')) > 0,
+      'rows of both targets in the store',
+      60_000,
+      () => tail(c),
+    );
     const seenAt = Date.now();
-    await waitFor(async () => {
-      const s = (await shard('s-0')).status;
-      return s?.targets?.length === 2 && s.targets.every((t) => t.connected && t.bytesPerSecond > 0 && (t.offsets?.length ?? 0) > 0);
-    }, 'status with both targets connected, rates and offsets', 15_000, async () => `${JSON.stringify((await shard('s-0')).status, null, 1)}\n${tail(c)}`);
+    await waitFor(
+      async () => {
+        const s = (await shard('s-0')).status;
+        return s?.targets?.length === 2 && s.targets.every((t) => t.connected && t.bytesPerSecond > 0 && (t.offsets?.length ?? 0) > 0);
+      },
+      'status with both targets connected, rates and offsets',
+      15_000,
+      async () => `${JSON.stringify((await shard('s-0')).status, null, 1)}\n${tail(c)}`,
+    );
     console.log(`# status complete ${Date.now() - seenAt} ms after the first rows`);
     const s = await shard('s-0');
     assert.equal(s.status!.pod, 'pod-s-0');
@@ -129,33 +165,58 @@ describe('pglog collect --shard: cluster mode against a real API server', { time
     const server = servers[1]!;
     const sqlTarget = (user?: string): unknown => {
       // Without sql.user the role is the SSH user's, which this PostgreSQL does not have.
-      return logServerTarget('db4', 'db2-ssh', ssh, server, { collect: { logs: false, activity: true, locks: true, intervalSeconds: 1 } },
-        { sql: { socketDirectory: server.socketDir, port: server.port, ...(user === undefined ? {} : { user }) } });
+      return logServerTarget(
+        'db4',
+        'db2-ssh',
+        ssh,
+        server,
+        { collect: { logs: false, activity: true, locks: true, intervalSeconds: 1 } },
+        { sql: { socketDirectory: server.socketDir, port: server.port, ...(user === undefined ? {} : { user }) } },
+      );
     };
     await apply(sqlTarget());
     const c = collectors[0]!;
     const before = (await shard('s-0')).spec.targets;
     await setShardSpec('s-0', [...before, { name: 'db4', transport: 'inproc', epoch: 1 }]);
-    await waitFor(async () => (await targetStatus('s-0', 'db4'))?.['snapshotError'] === 'SQL_AUTH_FAILED', 'db4 reported with SQL_AUTH_FAILED', 30_000,
-      async () => `${JSON.stringify(await targetStatus('s-0', 'db4'))}\n${tail(c)}`);
+    await waitFor(
+      async () => (await targetStatus('s-0', 'db4'))?.['snapshotError'] === 'SQL_AUTH_FAILED',
+      'db4 reported with SQL_AUTH_FAILED',
+      30_000,
+      async () => `${JSON.stringify(await targetStatus('s-0', 'db4'))}\n${tail(c)}`,
+    );
     await apply(sqlTarget('postgres'));
     const db = new pg.Client({ connectionString: store.url });
     await db.connect();
     try {
       const runs = async (): Promise<{ ok: number; failed: number }> => {
         const r = await db.query<{ ok: string; failed: string }>(
-          "SELECT count(*) FILTER (WHERE error_code IS NULL) AS ok, count(*) FILTER (WHERE error_code = 'SQL_AUTH_FAILED') AS failed FROM pglog.snapshot_runs WHERE target = 'db4'");
+          "SELECT count(*) FILTER (WHERE error_code IS NULL) AS ok, count(*) FILTER (WHERE error_code = 'SQL_AUTH_FAILED') AS failed FROM pglog.snapshot_runs WHERE target = 'db4'",
+        );
         return { ok: Number(r.rows[0]!.ok), failed: Number(r.rows[0]!.failed) };
       };
-      await waitFor(async () => (await runs()).ok > 0, 'a successful db4 snapshot in the store', 30_000, async () => `${JSON.stringify(await runs())}\n${tail(c)}`);
+      await waitFor(
+        async () => (await runs()).ok > 0,
+        'a successful db4 snapshot in the store',
+        30_000,
+        async () => `${JSON.stringify(await runs())}\n${tail(c)}`,
+      );
       assert.ok((await runs()).failed > 0);
-      await waitFor(async () => {
-        const t = await targetStatus('s-0', 'db4');
-        return t !== undefined && t['snapshotError'] === undefined && t['connected'] === true;
-      }, 'db4 reported without snapshotError', 30_000, async () => `${JSON.stringify(await targetStatus('s-0', 'db4'))}\n${tail(c)}`);
+      await waitFor(
+        async () => {
+          const t = await targetStatus('s-0', 'db4');
+          return t !== undefined && t['snapshotError'] === undefined && t['connected'] === true;
+        },
+        'db4 reported without snapshotError',
+        30_000,
+        async () => `${JSON.stringify(await targetStatus('s-0', 'db4'))}\n${tail(c)}`,
+      );
       // The fixed role is the superuser postgres: reported as such (issue 13, review F2).
-      await waitFor(async () => (await targetStatus('s-0', 'db4'))?.['sqlRoleWarning'] === 'SQL_ROLE_SUPERUSER', 'db4 reported with sqlRoleWarning SQL_ROLE_SUPERUSER', 30_000,
-        async () => `${JSON.stringify(await targetStatus('s-0', 'db4'))}\n${tail(c)}`);
+      await waitFor(
+        async () => (await targetStatus('s-0', 'db4'))?.['sqlRoleWarning'] === 'SQL_ROLE_SUPERUSER',
+        'db4 reported with sqlRoleWarning SQL_ROLE_SUPERUSER',
+        30_000,
+        async () => `${JSON.stringify(await targetStatus('s-0', 'db4'))}\n${tail(c)}`,
+      );
       assert.equal((await db.query("SELECT 1 FROM pglog.statements WHERE target = 'db4' LIMIT 1")).rowCount, 0, 'logs: false reads no log');
     } finally {
       await db.end();
@@ -167,13 +228,23 @@ describe('pglog collect --shard: cluster mode against a real API server', { time
   test('a target removed from the spec stops (no new rows) and leaves the status; handed to another shard with epoch + 1: 0 lost, 0 duplicated', async () => {
     const c = collectors[0]!;
     await setShardSpec('s-0', [{ name: 'db1', transport: 'inproc', epoch: 1 }]);
-    await waitFor(async () => (await shard('s-0')).status?.targets?.map((t) => t.name).join() === 'db1', 'db2 to leave the status', 20_000, () => tail(c));
+    await waitFor(
+      async () => (await shard('s-0')).status?.targets?.map((t) => t.name).join() === 'db1',
+      'db2 to leave the status',
+      20_000,
+      () => tail(c),
+    );
     const before = await stored('db2');
     await new Promise((r) => setTimeout(r, 3000));
     assert.equal(await stored('db2'), before, 'no new db2 rows while nobody owns it (its load goes on)');
     await setShardSpec('s-1', [{ name: 'db2', transport: 'inproc', epoch: 2 }]);
     const other = launch('s-1');
-    await waitFor(async () => (await targetStatus('s-1', 'db2'))?.['connected'] === true, 'db2 collected by s-1', 30_000, () => tail(other));
+    await waitFor(
+      async () => (await targetStatus('s-1', 'db2'))?.['connected'] === true,
+      'db2 collected by s-1',
+      30_000,
+      () => tail(other),
+    );
     assert.equal((await targetStatus('s-1', 'db2'))!['epoch'], 2);
   });
 
@@ -182,31 +253,77 @@ describe('pglog collect --shard: cluster mode against a real API server', { time
     const first = childPids(c)[0]!;
     const tuning = { ...TUNING, maxOldSpaceSizeMiB: 320 };
     await setShardSpec('s-0', [{ name: 'db1', transport: 'inproc', epoch: 1 }], tuning);
-    await waitFor(() => childPids(c).length >= 2, 'a second collector child', 60_000, () => tail(c));
+    await waitFor(
+      () => childPids(c).length >= 2,
+      'a second collector child',
+      60_000,
+      () => tail(c),
+    );
     assert.notEqual(childPids(c)[1], first);
-    await waitFor(async () => (await shard('s-0')).status?.tuning?.maxOldSpaceSizeMiB === 320, 'status.tuning of the new child', 30_000, () => tail(c));
+    await waitFor(
+      async () => (await shard('s-0')).status?.tuning?.maxOldSpaceSizeMiB === 320,
+      'status.tuning of the new child',
+      30_000,
+      () => tail(c),
+    );
     const argv = readFileSync(`/proc/${childPids(c)[1]!}/cmdline`, 'utf8').split('\0');
     assert.ok(argv.includes('--max-old-space-size=320'), argv.join(' '));
-    assert.equal(readFileSync(`/proc/${childPids(c)[1]!}/environ`, 'utf8').split('\0').includes('UV_THREADPOOL_SIZE=4'), true);
+    assert.equal(
+      readFileSync(`/proc/${childPids(c)[1]!}/environ`, 'utf8')
+        .split('\0')
+        .includes('UV_THREADPOOL_SIZE=4'),
+      true,
+    );
     assert.ok(c.records().some((r) => r['msg'] === 'the collector stopped for a new tuning; starting it again'));
   });
 
   test('the transport set to proxy in the spec moves the target to the sidecar', async () => {
     const c = collectors[0]!;
     await setShardSpec('s-0', [{ name: 'db1', transport: 'proxy', epoch: 1 }], { ...TUNING, maxOldSpaceSizeMiB: 320 });
-    await waitFor(() => c.records().some((r) => typeof r['switchMs'] === 'number' && r['to'] === 'proxy'), 'db1 reading through the sidecar', 30_000, () => tail(c));
+    await waitFor(
+      () => c.records().some((r) => typeof r['switchMs'] === 'number' && r['to'] === 'proxy'),
+      'db1 reading through the sidecar',
+      30_000,
+      () => tail(c),
+    );
     await waitFor(async () => (await targetStatus('s-0', 'db1'))?.['transport'] === 'proxy', 'status transport proxy', 20_000);
   });
 
   test('a Secret that does not exist, or that did not opt in: that target reports KUBE_NOT_FOUND, the other keeps collecting', async () => {
     const c = collectors[0]!;
-    await setShardSpec('s-0', [{ name: 'db1', transport: 'proxy', epoch: 1 }, { name: 'db3', transport: 'inproc', epoch: 1 }, { name: 'borrower', transport: 'inproc', epoch: 1 }],
-      { ...TUNING, maxOldSpaceSizeMiB: 320 });
-    await waitFor(async () => (await targetStatus('s-0', 'db3'))?.['error'] === 'KUBE_NOT_FOUND', 'db3 failing with KUBE_NOT_FOUND', 20_000, () => tail(c));
+    await setShardSpec(
+      's-0',
+      [
+        { name: 'db1', transport: 'proxy', epoch: 1 },
+        { name: 'db3', transport: 'inproc', epoch: 1 },
+        { name: 'borrower', transport: 'inproc', epoch: 1 },
+      ],
+      { ...TUNING, maxOldSpaceSizeMiB: 320 },
+    );
+    await waitFor(
+      async () => (await targetStatus('s-0', 'db3'))?.['error'] === 'KUBE_NOT_FOUND',
+      'db3 failing with KUBE_NOT_FOUND',
+      20_000,
+      () => tail(c),
+    );
     // The unlabelled Secret holds a key that works: it is refused all the same, and reported
     // exactly like the missing one, so a target's author learns nothing of it.
-    await waitFor(async () => (await targetStatus('s-0', 'borrower'))?.['error'] === 'KUBE_NOT_FOUND', 'borrower failing with KUBE_NOT_FOUND', 20_000, () => c.tail(100_000).split('\n').filter((l) => l.includes('borrower')).join('\n'));
-    assert.match(c.tail(100_000), /Secret \S+\/team-x-ssh \(spec\.ssh\.secretRef of PostgresTarget borrower\) does not exist or does not opt in with the label pglog\.io\/ssh-credentials: \\"true\\"/, 'the log (JSON) says why');
+    await waitFor(
+      async () => (await targetStatus('s-0', 'borrower'))?.['error'] === 'KUBE_NOT_FOUND',
+      'borrower failing with KUBE_NOT_FOUND',
+      20_000,
+      () =>
+        c
+          .tail(100_000)
+          .split('\n')
+          .filter((l) => l.includes('borrower'))
+          .join('\n'),
+    );
+    assert.match(
+      c.tail(100_000),
+      /Secret \S+\/team-x-ssh \(spec\.ssh\.secretRef of PostgresTarget borrower\) does not exist or does not opt in with the label pglog\.io\/ssh-credentials: \\"true\\"/,
+      'the log (JSON) says why',
+    );
     assert.equal((await targetStatus('s-0', 'borrower'))!['connected'], false, 'the borrowed key was never used');
     const ready = (await shard('s-0')).status!.conditions!.find((x) => x.type === 'Ready')!;
     assert.deepEqual([ready.status, ready.reason], ['False', 'KUBE_NOT_FOUND']);
@@ -219,32 +336,68 @@ describe('pglog collect --shard: cluster mode against a real API server', { time
     const c = collectors[0]!;
     const tuning = { ...TUNING, maxOldSpaceSizeMiB: 320 };
     // The new owner first, as a slow operator or a partition might leave it: s-0 still reads db1.
-    await setShardSpec('s-1', [{ name: 'db1', transport: 'inproc', epoch: 2 }, { name: 'db2', transport: 'inproc', epoch: 2 }]);
-    await waitFor(async () => (await targetStatus('s-1', 'db1'))?.['connected'] === true, 'db1 collected by s-1', 30_000, () => tail(collectors[1]!));
+    await setShardSpec('s-1', [
+      { name: 'db1', transport: 'inproc', epoch: 2 },
+      { name: 'db2', transport: 'inproc', epoch: 2 },
+    ]);
+    await waitFor(
+      async () => (await targetStatus('s-1', 'db1'))?.['connected'] === true,
+      'db1 collected by s-1',
+      30_000,
+      () => tail(collectors[1]!),
+    );
     await new Promise((r) => setTimeout(r, 1000));
     await setShardSpec('s-0', [{ name: 'db3', transport: 'inproc', epoch: 1 }], tuning);
-    await waitFor(async () => (await shard('s-0')).status?.targets?.map((t) => t.name).join() === 'db3', 'db1 to leave s-0', 20_000, () => tail(c));
+    await waitFor(
+      async () => (await shard('s-0')).status?.targets?.map((t) => t.name).join() === 'db3',
+      'db1 to leave s-0',
+      20_000,
+      () => tail(c),
+    );
   });
 
   test('a rotated Secret reaches the collector at the next resolve: the target restarts with it and goes on', async () => {
     const owner = collectors[1]!;
     const restartsBefore = owner.records().filter((r) => r['msg'] === 'assignment: stopping db1').length;
     const knownHosts = `# rotated\n${readFileSync(ssh.knownHostsFile, 'utf8')}`;
-    await kubectl(['patch', 'secret', 'db1-ssh', '--type', 'merge', '-p', JSON.stringify({ data: { known_hosts: Buffer.from(knownHosts).toString('base64') } })]);
-    await waitFor(() => owner.records().filter((r) => r['msg'] === 'assignment: stopping db1').length > restartsBefore, 'db1 restarted with the new Secret', 20_000, () => tail(owner));
+    await kubectl([
+      'patch',
+      'secret',
+      'db1-ssh',
+      '--type',
+      'merge',
+      '-p',
+      JSON.stringify({ data: { known_hosts: Buffer.from(knownHosts).toString('base64') } }),
+    ]);
+    await waitFor(
+      () => owner.records().filter((r) => r['msg'] === 'assignment: stopping db1').length > restartsBefore,
+      'db1 restarted with the new Secret',
+      20_000,
+      () => tail(owner),
+    );
     const before = await stored('db1');
-    await waitFor(async () => (await stored('db1')) > before, 'db1 collecting again', 20_000, () => tail(owner));
+    await waitFor(
+      async () => (await stored('db1')) > before,
+      'db1 collecting again',
+      20_000,
+      () => tail(owner),
+    );
   });
 
-  test('every statement of both servers stored exactly once; a crash ends the launcher with the child\'s status; SIGTERM exits 0; the key never in the output', async () => {
+  test("every statement of both servers stored exactly once; a crash ends the launcher with the child's status; SIGTERM exits 0; the key never in the output", async () => {
     for (const l of loads.values()) await l.stop();
     for (const [k, name] of ['db1', 'db2'].entries()) {
       let last = '';
-      await waitFor(async () => {
-        const r = await checkTarget(name, k);
-        last = formatCheck(r);
-        return r.lost.length === 0 && r.expected > 0;
-      }, `every ${name} statement stored`, 60_000, () => last);
+      await waitFor(
+        async () => {
+          const r = await checkTarget(name, k);
+          last = formatCheck(r);
+          return r.lost.length === 0 && r.expected > 0;
+        },
+        `every ${name} statement stored`,
+        60_000,
+        () => last,
+      );
       const r = await checkTarget(name, k);
       assert.equal(r.lost.length, 0, `${name}: ${formatCheck(r)}`);
       assert.equal(r.duplicated.length, 0, `${name}: ${formatCheck(r)}`);
@@ -257,11 +410,17 @@ describe('pglog collect --shard: cluster mode against a real API server', { time
     assert.equal(await crashing!.exited, 137, tail(crashing!));
     // SIGTERM to the launcher reaches the child: it flushes and both exit 0.
     assert.equal(await collectors[0]!.stop(), 0, tail(collectors[0]!));
-    const keyBody = readFileSync(ssh.privateKeyFile, 'utf8').split('\n').filter((l) => l.length > 20 && !l.startsWith('-----'));
+    const keyBody = readFileSync(ssh.privateKeyFile, 'utf8')
+      .split('\n')
+      .filter((l) => l.length > 20 && !l.startsWith('-----'));
     for (const c of collectors) for (const line of keyBody) assert.ok(!c.output().includes(line), 'a line of the private key appears in the output');
     const fenced = collectors[0]!.records().filter((r) => r['code'] === 'STORE_FENCED' && r['target'] === 'db1');
     assert.ok(fenced.length > 0, 's-0 was fenced on db1 once s-1 claimed it with epoch 2');
     const errors = collectors.flatMap((c) => c.records()).filter((r) => Number(r['level']) >= 50 && r['code'] !== 'STORE_FENCED');
-    assert.deepEqual(errors.map((r) => r['msg']), [], 'no other errors logged');
+    assert.deepEqual(
+      errors.map((r) => r['msg']),
+      [],
+      'no other errors logged',
+    );
   });
 });

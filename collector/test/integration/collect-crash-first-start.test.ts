@@ -21,15 +21,15 @@ import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 
 import { checkStore, formatCheck } from '@pglog/test-support/checker.ts';
-import { type CollectorProcess,startCollector, waitFor, writeTargetsFile } from '@pglog/test-support/collector-process.ts';
-import { type LogServer,startLogServer } from '@pglog/test-support/log-server.ts';
+import { type CollectorProcess, startCollector, waitFor, writeTargetsFile } from '@pglog/test-support/collector-process.ts';
+import { type LogServer, startLogServer } from '@pglog/test-support/log-server.ts';
 import { migrateStore, startPostgres, type TestPostgres } from '@pglog/test-support/postgres.ts';
 import { killTree } from '@pglog/test-support/process-tree.ts';
-import { type SeqLoad,startSeqLoad } from '@pglog/test-support/seq-load.ts';
+import { type SeqLoad, startSeqLoad } from '@pglog/test-support/seq-load.ts';
 import { startSshServer, type TestSshServer } from '@pglog/test-support/sshd.ts';
 import pg from 'pg';
 
-import { type CpuHog,startCpuHog } from '../helpers/cpu-hog.ts';
+import { type CpuHog, startCpuHog } from '../helpers/cpu-hog.ts';
 import { connectStoreLocks, type StoreLocks, type StoreTable } from '../helpers/store-locks.ts';
 
 /** Kills after the load started, cycling through the stages a stored start can still reach. */
@@ -82,114 +82,158 @@ class Collectors {
 }
 
 function lastLines(c: CollectorProcess | null, n = 25): string {
-  return c === null ? '' : c.output().split('\n').filter((l) => l !== '').slice(-n).map((l) => l.slice(0, 400)).join('\n');
+  return c === null
+    ? ''
+    : c
+        .output()
+        .split('\n')
+        .filter((l) => l !== '')
+        .slice(-n)
+        .map((l) => l.slice(0, 400))
+        .join('\n');
 }
 
 for (const transport of ['inproc', 'proxy'] as const) {
-  describe(`pglog collect (${transport}) SIGKILLed before its first commit at every stage of start-up, rotations in between, all cores busy`, { timeout: 480_000 }, () => {
-    let work: string;
-    let store: TestPostgres;
-    let ssh: TestSshServer;
-    let server: LogServer;
-    let locks: StoreLocks;
-    let collectors: Collectors;
-    let hog: CpuHog | null = null;
-    let load: SeqLoad | null = null;
+  describe(
+    `pglog collect (${transport}) SIGKILLed before its first commit at every stage of start-up, rotations in between, all cores busy`,
+    { timeout: 480_000 },
+    () => {
+      let work: string;
+      let store: TestPostgres;
+      let ssh: TestSshServer;
+      let server: LogServer;
+      let locks: StoreLocks;
+      let collectors: Collectors;
+      let hog: CpuHog | null = null;
+      let load: SeqLoad | null = null;
 
-    before(async () => {
-      work = mkdtempSync(join(tmpdir(), `pglog-first-start-${transport}-`));
-      [store, ssh, server] = await Promise.all([startPostgres(), startSshServer(), startLogServer({ logRotationSizeKb: 256 })]);
-      // The schema exists before the first collector, so that the test can lock its tables.
-      await migrateStore(store.url);
-      locks = await connectStoreLocks(store.url);
-      const targetsFile = writeTargetsFile(work, [{
-        name: 'db1', host: ssh.host, port: ssh.port, user: ssh.user, privateKeyFile: ssh.privateKeyFile, knownHostsFile: ssh.knownHostsFile,
-        transport,
-        instances: [{ name: 'main', dataDirectory: server.dataDirectory, logDirectory: server.logDirectory }],
-      }]);
-      collectors = new Collectors(work, targetsFile, store.url);
-    });
+      before(async () => {
+        work = mkdtempSync(join(tmpdir(), `pglog-first-start-${transport}-`));
+        [store, ssh, server] = await Promise.all([startPostgres(), startSshServer(), startLogServer({ logRotationSizeKb: 256 })]);
+        // The schema exists before the first collector, so that the test can lock its tables.
+        await migrateStore(store.url);
+        locks = await connectStoreLocks(store.url);
+        const targetsFile = writeTargetsFile(work, [
+          {
+            name: 'db1',
+            host: ssh.host,
+            port: ssh.port,
+            user: ssh.user,
+            privateKeyFile: ssh.privateKeyFile,
+            knownHostsFile: ssh.knownHostsFile,
+            transport,
+            instances: [{ name: 'main', dataDirectory: server.dataDirectory, logDirectory: server.logDirectory }],
+          },
+        ]);
+        collectors = new Collectors(work, targetsFile, store.url);
+      });
 
-    after(async () => {
-      await hog?.stop();
-      await load?.stop().catch(() => undefined);
-      await collectors?.kill().catch(() => undefined);
-      await locks?.release().catch(() => undefined);
-      await locks?.close();
-      await Promise.allSettled([ssh?.dispose(), server?.dispose(), store?.stop()]);
-      rmSync(work, { recursive: true, force: true });
-    });
+      after(async () => {
+        await hog?.stop();
+        await load?.stop().catch(() => undefined);
+        await collectors?.kill().catch(() => undefined);
+        await locks?.release().catch(() => undefined);
+        await locks?.close();
+        await Promise.allSettled([ssh?.dispose(), server?.dispose(), store?.stop()]);
+        rmSync(work, { recursive: true, force: true });
+      });
 
-    /** Starts a collector under `held` locks and waits until it waits for them (one more waiting session). */
-    async function startBlocked(held: readonly StoreTable[], what: string, alsoWaitFor?: (c: CollectorProcess) => boolean): Promise<void> {
-      await locks.hold(held);
-      const waitingBefore = await locks.waiting();
-      const c = collectors.start(['--batch-ms', '5000']);
-      await waitFor(async () => (alsoWaitFor?.(c) ?? true) && (await locks.waiting()) > waitingBefore, what, 120_000, () => lastLines(c));
-    }
-
-    /** The kill at a stage: PostgreSQL rotates (by hand, and by size when the load runs), then SIGKILL, then the locks go. */
-    async function rotateAndKill(filesAtLeast: number): Promise<void> {
-      await server.rotate();
-      // Bytes in the new file (statements of no run), so that a collector has something to read there.
-      await query(server.url, "SELECT 'after a rotation'");
-      await waitFor(() => server.logFiles().length >= filesAtLeast, `PostgreSQL to have ${filesAtLeast} log files`, 60_000, () => server.logFiles().join(' '));
-      await collectors.kill();
-      await locks.release();
-    }
-
-    test('0 lost, 0 duplicated', async () => {
-      hog = startCpuHog();
-      const reading = (c: CollectorProcess): boolean => c.output().includes('reading ');
-
-      // 1. Before the claim.
-      await startBlocked(['stream_claims', 'read_position_state'], 'the first collector to wait for its claim');
-      await rotateAndKill(server.logFiles().length + 1);
-
-      // 2. After the claim, before the first read: nothing is stored yet, storing the start waits.
-      await startBlocked(['read_position_state'], 'the second collector to wait for the store after its claim');
-      await rotateAndKill(server.logFiles().length + 1);
-
-      // 3. After reading, before the first commit (the batch waits 5 s, the lock comes first).
-      // The load starts once this collector reads, so no file before its start holds any of it.
-      const third = collectors.start(['--batch-ms', '5000']);
-      await waitFor(() => reading(third), 'the third collector to read', 120_000, () => lastLines(third));
-      await locks.hold(['read_position_state']);
-      load = startSeqLoad(server.url, { ratePerSecond: 250, payloadBytes: 120 });
-      const stored = await storedPositions(store.url);
-      await waitFor(async () => (await locks.waiting()) > 0, 'the third collector to wait for its first commit', 120_000, () => lastLines(third));
-      await rotateAndKill(server.logFiles().length + 2);
-
-      // 4. With the load running: killed before the claim, and after reading before a commit.
-      for (let i = 0; i < LATER_KILLS; i++) {
-        if (i % 2 === 0) await startBlocked(['stream_claims', 'read_position_state'], `collector ${4 + i} to wait for its claim`);
-        else await startBlocked(['read_position_state'], `collector ${4 + i} to read and wait for its first commit`, reading);
-        await rotateAndKill(server.logFiles().length + 2);
+      /** Starts a collector under `held` locks and waits until it waits for them (one more waiting session). */
+      async function startBlocked(held: readonly StoreTable[], what: string, alsoWaitFor?: (c: CollectorProcess) => boolean): Promise<void> {
+        await locks.hold(held);
+        const waitingBefore = await locks.waiting();
+        const c = collectors.start(['--batch-ms', '5000']);
+        await waitFor(
+          async () => (alsoWaitFor?.(c) ?? true) && (await locks.waiting()) > waitingBefore,
+          what,
+          120_000,
+          () => lastLines(c),
+        );
       }
-      await load.stop();
 
-      // 5. A collector left alone catches up, cores still busy.
-      const last = collectors.start(['--batch-ms', '200']);
-      let summary = '';
-      await waitFor(async () => {
-        const r = await checkStore(store.url, load!.run, { logDirectory: server.logDirectory });
-        summary = formatCheck(r);
-        return r.lost.length === 0 && r.expected > 0;
-      }, 'the last collector to store every logged statement', 180_000, () => `${summary}\nfiles: ${server.logFiles().join(' ')}\n${lastLines(last, 40)}`);
-      const r = await checkStore(store.url, load.run, { logDirectory: server.logDirectory });
-      await hog.stop();
-      hog = null;
-      assert.equal(r.lost.length, 0, formatCheck(r));
-      assert.equal(r.duplicated.length, 0, formatCheck(r));
-      assert.ok(r.expected >= load.completed().length * 0.99, `the server logged what the load completed (${r.expected} of ${load.completed().length})`);
-      assert.equal(stored.length, 1, `the start was stored before the third collector read a byte (${stored.join(', ') || 'nothing stored'})`);
-      assert.ok(server.logFiles().length >= 10, `PostgreSQL rotated its log (${server.logFiles().length} files)`);
-      console.log(`# ${transport}: ${formatCheck(r)} ${server.logFiles().length} log files; start stored: ${stored.join(', ')}`);
-      const stopped = await last.stop();
-      collectors.current = null;
-      assert.equal(stopped.code, 0);
-    });
-  });
+      /** The kill at a stage: PostgreSQL rotates (by hand, and by size when the load runs), then SIGKILL, then the locks go. */
+      async function rotateAndKill(filesAtLeast: number): Promise<void> {
+        await server.rotate();
+        // Bytes in the new file (statements of no run), so that a collector has something to read there.
+        await query(server.url, "SELECT 'after a rotation'");
+        await waitFor(
+          () => server.logFiles().length >= filesAtLeast,
+          `PostgreSQL to have ${filesAtLeast} log files`,
+          60_000,
+          () => server.logFiles().join(' '),
+        );
+        await collectors.kill();
+        await locks.release();
+      }
+
+      test('0 lost, 0 duplicated', async () => {
+        hog = startCpuHog();
+        const reading = (c: CollectorProcess): boolean => c.output().includes('reading ');
+
+        // 1. Before the claim.
+        await startBlocked(['stream_claims', 'read_position_state'], 'the first collector to wait for its claim');
+        await rotateAndKill(server.logFiles().length + 1);
+
+        // 2. After the claim, before the first read: nothing is stored yet, storing the start waits.
+        await startBlocked(['read_position_state'], 'the second collector to wait for the store after its claim');
+        await rotateAndKill(server.logFiles().length + 1);
+
+        // 3. After reading, before the first commit (the batch waits 5 s, the lock comes first).
+        // The load starts once this collector reads, so no file before its start holds any of it.
+        const third = collectors.start(['--batch-ms', '5000']);
+        await waitFor(
+          () => reading(third),
+          'the third collector to read',
+          120_000,
+          () => lastLines(third),
+        );
+        await locks.hold(['read_position_state']);
+        load = startSeqLoad(server.url, { ratePerSecond: 250, payloadBytes: 120 });
+        const stored = await storedPositions(store.url);
+        await waitFor(
+          async () => (await locks.waiting()) > 0,
+          'the third collector to wait for its first commit',
+          120_000,
+          () => lastLines(third),
+        );
+        await rotateAndKill(server.logFiles().length + 2);
+
+        // 4. With the load running: killed before the claim, and after reading before a commit.
+        for (let i = 0; i < LATER_KILLS; i++) {
+          if (i % 2 === 0) await startBlocked(['stream_claims', 'read_position_state'], `collector ${4 + i} to wait for its claim`);
+          else await startBlocked(['read_position_state'], `collector ${4 + i} to read and wait for its first commit`, reading);
+          await rotateAndKill(server.logFiles().length + 2);
+        }
+        await load.stop();
+
+        // 5. A collector left alone catches up, cores still busy.
+        const last = collectors.start(['--batch-ms', '200']);
+        let summary = '';
+        await waitFor(
+          async () => {
+            const r = await checkStore(store.url, load!.run, { logDirectory: server.logDirectory });
+            summary = formatCheck(r);
+            return r.lost.length === 0 && r.expected > 0;
+          },
+          'the last collector to store every logged statement',
+          180_000,
+          () => `${summary}\nfiles: ${server.logFiles().join(' ')}\n${lastLines(last, 40)}`,
+        );
+        const r = await checkStore(store.url, load.run, { logDirectory: server.logDirectory });
+        await hog.stop();
+        hog = null;
+        assert.equal(r.lost.length, 0, formatCheck(r));
+        assert.equal(r.duplicated.length, 0, formatCheck(r));
+        assert.ok(r.expected >= load.completed().length * 0.99, `the server logged what the load completed (${r.expected} of ${load.completed().length})`);
+        assert.equal(stored.length, 1, `the start was stored before the third collector read a byte (${stored.join(', ') || 'nothing stored'})`);
+        assert.ok(server.logFiles().length >= 10, `PostgreSQL rotated its log (${server.logFiles().length} files)`);
+        console.log(`# ${transport}: ${formatCheck(r)} ${server.logFiles().length} log files; start stored: ${stored.join(', ')}`);
+        const stopped = await last.stop();
+        collectors.current = null;
+        assert.equal(stopped.code, 0);
+      });
+    },
+  );
 }
 
 describe('a quiet log: rotations while the collector is down lose nothing', { timeout: 240_000 }, () => {
@@ -202,10 +246,17 @@ describe('a quiet log: rotations while the collector is down lose nothing', { ti
   before(async () => {
     work = mkdtempSync(join(tmpdir(), 'pglog-quiet-'));
     [store, ssh, server] = await Promise.all([startPostgres(), startSshServer(), startLogServer()]);
-    const targetsFile = writeTargetsFile(work, [{
-      name: 'db1', host: ssh.host, port: ssh.port, user: ssh.user, privateKeyFile: ssh.privateKeyFile, knownHostsFile: ssh.knownHostsFile,
-      instances: [{ name: 'main', dataDirectory: server.dataDirectory, logDirectory: server.logDirectory }],
-    }]);
+    const targetsFile = writeTargetsFile(work, [
+      {
+        name: 'db1',
+        host: ssh.host,
+        port: ssh.port,
+        user: ssh.user,
+        privateKeyFile: ssh.privateKeyFile,
+        knownHostsFile: ssh.knownHostsFile,
+        instances: [{ name: 'main', dataDirectory: server.dataDirectory, logDirectory: server.logDirectory }],
+      },
+    ]);
     collectors = new Collectors(work, targetsFile, store.url);
   });
 
@@ -229,11 +280,16 @@ describe('a quiet log: rotations while the collector is down lose nothing', { ti
 
   async function expectAllOnce(load: SeqLoad, c: CollectorProcess, what: string): Promise<string> {
     let summary = '';
-    await waitFor(async () => {
-      const r = await checkStore(store.url, load.run, { logDirectory: server.logDirectory });
-      summary = formatCheck(r);
-      return r.lost.length === 0 && r.expected > 0;
-    }, what, 60_000, () => `${summary}\nfiles: ${server.logFiles().join(' ')}\n${lastLines(c, 40)}`);
+    await waitFor(
+      async () => {
+        const r = await checkStore(store.url, load.run, { logDirectory: server.logDirectory });
+        summary = formatCheck(r);
+        return r.lost.length === 0 && r.expected > 0;
+      },
+      what,
+      60_000,
+      () => `${summary}\nfiles: ${server.logFiles().join(' ')}\n${lastLines(c, 40)}`,
+    );
     const r = await checkStore(store.url, load.run, { logDirectory: server.logDirectory });
     assert.equal(r.duplicated.length, 0, formatCheck(r));
     return formatCheck(r);
@@ -245,8 +301,9 @@ describe('a quiet log: rotations while the collector is down lose nothing', { ti
     collectors.start();
     // Its place is stored although it has nothing to read (before the fix nothing was stored: the wait runs out).
     let stored: string[] = [];
-    await waitFor(async () => (stored = await storedPositions(store.url).catch(() => [])).length > 0, 'the start of the quiet log in the store', 20_000)
-      .catch(() => undefined);
+    await waitFor(async () => (stored = await storedPositions(store.url).catch(() => [])).length > 0, 'the start of the quiet log in the store', 20_000).catch(
+      () => undefined,
+    );
     await collectors.kill();
     const one = await whileDown();
     const second = collectors.start();

@@ -9,10 +9,10 @@ import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 
 import { checkStore, formatCheck } from '@pglog/test-support/checker.ts';
-import { type CollectorProcess,startCollector, waitFor, writeTargetsFile } from '@pglog/test-support/collector-process.ts';
-import { type LogServer,startLogServer } from '@pglog/test-support/log-server.ts';
+import { type CollectorProcess, startCollector, waitFor, writeTargetsFile } from '@pglog/test-support/collector-process.ts';
+import { type LogServer, startLogServer } from '@pglog/test-support/log-server.ts';
 import { startPostgres, type TestPostgres } from '@pglog/test-support/postgres.ts';
-import { type SeqLoad,startSeqLoad } from '@pglog/test-support/seq-load.ts';
+import { type SeqLoad, startSeqLoad } from '@pglog/test-support/seq-load.ts';
 import { startSshServer, type TestSshServer } from '@pglog/test-support/sshd.ts';
 import pg from 'pg';
 
@@ -20,7 +20,11 @@ const KILLS = 6;
 
 /** The collector's "reading FILE from byte N" lines and errors, for a failure message. */
 function readingLines(output: string): string {
-  return output.split('\n').filter((l) => /reading |"level":(?:40|50)/.test(l)).map((l) => l.slice(0, 400)).join('\n');
+  return output
+    .split('\n')
+    .filter((l) => /reading |"level":(?:40|50)/.test(l))
+    .map((l) => l.slice(0, 400))
+    .join('\n');
 }
 
 describe('pglog collect SIGKILLed repeatedly under load, with size-based log rotation', { timeout: 240_000 }, () => {
@@ -38,10 +42,17 @@ describe('pglog collect SIGKILLed repeatedly under load, with size-based log rot
     work = mkdtempSync(join(tmpdir(), 'pglog-crash-'));
     // 64 kB files at ~60 kB/s of log: PostgreSQL starts a new file about every second or two.
     [store, ssh, server] = await Promise.all([startPostgres(), startSshServer(), startLogServer({ logRotationSizeKb: 64 })]);
-    targetsFile = writeTargetsFile(work, [{
-      name: 'db1', host: ssh.host, port: ssh.port, user: ssh.user, privateKeyFile: ssh.privateKeyFile, knownHostsFile: ssh.knownHostsFile,
-      instances: [{ name: 'main', dataDirectory: server.dataDirectory, logDirectory: server.logDirectory }],
-    }]);
+    targetsFile = writeTargetsFile(work, [
+      {
+        name: 'db1',
+        host: ssh.host,
+        port: ssh.port,
+        user: ssh.user,
+        privateKeyFile: ssh.privateKeyFile,
+        knownHostsFile: ssh.knownHostsFile,
+        instances: [{ name: 'main', dataDirectory: server.dataDirectory, logDirectory: server.logDirectory }],
+      },
+    ]);
   });
 
   after(async () => {
@@ -57,12 +68,20 @@ describe('pglog collect SIGKILLed repeatedly under load, with size-based log rot
   test(`${KILLS} SIGKILLs at random moments: 0 lost, 0 duplicated`, async () => {
     // Deterministic "random" moments, so a failure can be replayed.
     let seed = 20261123;
-    const next = (): number => { seed = (seed * 1103515245 + 12345) % 2 ** 31; return seed / 2 ** 31; };
+    const next = (): number => {
+      seed = (seed * 1103515245 + 12345) % 2 ** 31;
+      return seed / 2 ** 31;
+    };
     // A log never collected before is read from the beginning of its active file: the load
     // starts once the first collector has claimed the stream, so no earlier file is involved.
     const first = start();
     collector = first;
-    await waitFor(() => first.output().includes('reading '), 'the first collector to start reading', 60_000, () => first.output());
+    await waitFor(
+      () => first.output().includes('reading '),
+      'the first collector to start reading',
+      60_000,
+      () => first.output(),
+    );
     load = startSeqLoad(server.url, { ratePerSecond: 250, payloadBytes: 120 });
     for (let i = 0; i < KILLS; i++) {
       const victim = i === 0 ? first : start();
@@ -76,11 +95,16 @@ describe('pglog collect SIGKILLed repeatedly under load, with size-based log rot
     await load.stop();
     collector = start();
     let last = '';
-    await waitFor(async () => {
-      const r = await checkStore(store.url, load.run, { logDirectory: server.logDirectory });
-      last = formatCheck(r);
-      return r.lost.length === 0 && r.expected > 0;
-    }, 'the restarted collector to catch up', 120_000, () => `${last}\nfiles: ${server.logFiles().join(' ')}\n${readingLines(collector!.output())}`);
+    await waitFor(
+      async () => {
+        const r = await checkStore(store.url, load.run, { logDirectory: server.logDirectory });
+        last = formatCheck(r);
+        return r.lost.length === 0 && r.expected > 0;
+      },
+      'the restarted collector to catch up',
+      120_000,
+      () => `${last}\nfiles: ${server.logFiles().join(' ')}\n${readingLines(collector!.output())}`,
+    );
     const r = await checkStore(store.url, load.run, { logDirectory: server.logDirectory });
     assert.equal(r.lost.length, 0, formatCheck(r));
     assert.equal(r.duplicated.length, 0, formatCheck(r));
@@ -93,12 +117,19 @@ describe('pglog collect SIGKILLed repeatedly under load, with size-based log rot
     const db = new pg.Client({ connectionString: store.url });
     await db.connect();
     try {
-      const lines = async (sql: string): Promise<string[]> => (await db.query<{ l: string }>(`SELECT concat_ws(' ', bucket, target, instance, database, fingerprint, calls, timed) AS l FROM (${sql}) x ORDER BY 1`)).rows.map((x) => x.l);
-      const rows = await lines(`SELECT date_bin('1 minute', ts, timestamptz 'epoch') AS bucket, target, instance, database, fingerprint, count(*) AS calls, count(duration_ms) AS timed
+      const lines = async (sql: string): Promise<string[]> =>
+        (
+          await db.query<{ l: string }>(`SELECT concat_ws(' ', bucket, target, instance, database, fingerprint, calls, timed) AS l FROM (${sql}) x ORDER BY 1`)
+        ).rows.map((x) => x.l);
+      const rows =
+        await lines(`SELECT date_bin('1 minute', ts, timestamptz 'epoch') AS bucket, target, instance, database, fingerprint, count(*) AS calls, count(duration_ms) AS timed
                                   FROM pglog.statements GROUP BY 1, 2, 3, 4, 5`);
       assert.ok(rows.length > 0);
-      assert.deepEqual(await lines(`SELECT bucket, target, instance, database, fingerprint, sum(calls) AS calls, sum(timed) AS timed
-                                      FROM pglog.statement_rollup GROUP BY 1, 2, 3, 4, 5`), rows);
+      assert.deepEqual(
+        await lines(`SELECT bucket, target, instance, database, fingerprint, sum(calls) AS calls, sum(timed) AS timed
+                                      FROM pglog.statement_rollup GROUP BY 1, 2, 3, 4, 5`),
+        rows,
+      );
     } finally {
       await db.end();
     }

@@ -11,16 +11,15 @@ import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 
 import { checkStore, formatCheck } from '@pglog/test-support/checker.ts';
-import { type CollectorProcess,startCollector, waitFor, writeTargetsFile } from '@pglog/test-support/collector-process.ts';
-import { type LogServer,startLogServer } from '@pglog/test-support/log-server.ts';
+import { type CollectorProcess, startCollector, waitFor, writeTargetsFile } from '@pglog/test-support/collector-process.ts';
+import { type LogServer, startLogServer } from '@pglog/test-support/log-server.ts';
 import { startPostgres, type TestPostgres } from '@pglog/test-support/postgres.ts';
-import { type SeqLoad,startSeqLoad } from '@pglog/test-support/seq-load.ts';
+import { type SeqLoad, startSeqLoad } from '@pglog/test-support/seq-load.ts';
 import { startSshServer, type TestSshServer } from '@pglog/test-support/sshd.ts';
 import { freePort } from '@pglog/test-support/wait.ts';
 import pg from 'pg';
 
 const CYRILLIC = 'Привет, мир: ёлка и щи';
-
 
 describe('pglog collect: two servers, three instances, three formats', { timeout: 240_000 }, () => {
   let work: string;
@@ -48,15 +47,33 @@ describe('pglog collect: two servers, three instances, three formats', { timeout
     metricsPort = await freePort();
     const targetsFile = writeTargetsFile(work, [
       {
-        name: 'db1', host: ssh1.host, port: ssh1.port, user: ssh1.user, privateKeyFile: ssh1.privateKeyFile, knownHostsFile: ssh1.knownHostsFile,
+        name: 'db1',
+        host: ssh1.host,
+        port: ssh1.port,
+        user: ssh1.user,
+        privateKeyFile: ssh1.privateKeyFile,
+        knownHostsFile: ssh1.knownHostsFile,
         instances: [
           { name: 'main', dataDirectory: stderrPg.dataDirectory, logDirectory: stderrPg.logDirectory },
           { name: 'csv', dataDirectory: csvPg.dataDirectory, logDirectory: csvPg.logDirectory, logFormat: 'csvlog' },
         ],
       },
       {
-        name: 'db2', host: ssh2.host, port: ssh2.port, user: ssh2.user, privateKeyFile: ssh2.privateKeyFile, knownHostsFile: ssh2.knownHostsFile,
-        instances: [{ name: 'main', dataDirectory: jsonPg.dataDirectory, logDirectory: jsonPg.logDirectory, logFormat: 'jsonlog', encodings: { databases: { legacy: 'WIN1251' } } }],
+        name: 'db2',
+        host: ssh2.host,
+        port: ssh2.port,
+        user: ssh2.user,
+        privateKeyFile: ssh2.privateKeyFile,
+        knownHostsFile: ssh2.knownHostsFile,
+        instances: [
+          {
+            name: 'main',
+            dataDirectory: jsonPg.dataDirectory,
+            logDirectory: jsonPg.logDirectory,
+            logFormat: 'jsonlog',
+            encodings: { databases: { legacy: 'WIN1251' } },
+          },
+        ],
       },
     ]);
     collector = startCollector({
@@ -94,15 +111,23 @@ describe('pglog collect: two servers, three instances, three formats', { timeout
   test('every statement each server logged is in the store exactly once', async () => {
     for (const { name, server, load } of loads) {
       let last = '';
-      await waitFor(async () => {
-        const r = await checkStore(store.url, load.run, { logDirectory: server.logDirectory });
-        last = formatCheck(r);
-        return r.lost.length === 0 && r.expected > 0;
-      }, `${name} to catch up`, 90_000, () => `${last}\n${collector.output().slice(-3000)}`);
+      await waitFor(
+        async () => {
+          const r = await checkStore(store.url, load.run, { logDirectory: server.logDirectory });
+          last = formatCheck(r);
+          return r.lost.length === 0 && r.expected > 0;
+        },
+        `${name} to catch up`,
+        90_000,
+        () => `${last}\n${collector.output().slice(-3000)}`,
+      );
       const r = await checkStore(store.url, load.run, { logDirectory: server.logDirectory });
       assert.equal(r.lost.length, 0, `${name}: ${formatCheck(r)}`);
       assert.equal(r.duplicated.length, 0, `${name}: ${formatCheck(r)}`);
-      assert.ok(r.expected >= load.completed().length * 0.99, `${name}: the server logged what the load completed (${r.expected} of ${load.completed().length})`);
+      assert.ok(
+        r.expected >= load.completed().length * 0.99,
+        `${name}: the server logged what the load completed (${r.expected} of ${load.completed().length})`,
+      );
     }
   });
 
@@ -110,13 +135,20 @@ describe('pglog collect: two servers, three instances, three formats', { timeout
     const client = new pg.Client({ connectionString: store.url });
     await client.connect();
     try {
-      await waitFor(async () => {
-        const r = await client.query<{ n: number }>("SELECT count(*)::int AS n FROM pglog.statements WHERE target = 'db2' AND database = 'legacy'");
-        return r.rows[0]!.n >= 5;
-      }, 'the WIN1251 statements', 60_000);
+      await waitFor(
+        async () => {
+          const r = await client.query<{ n: number }>("SELECT count(*)::int AS n FROM pglog.statements WHERE target = 'db2' AND database = 'legacy'");
+          return r.rows[0]!.n >= 5;
+        },
+        'the WIN1251 statements',
+        60_000,
+      );
       const r = await client.query<{ query: string }>("SELECT query FROM pglog.statements WHERE target = 'db2' AND database = 'legacy' ORDER BY ts");
       for (let i = 0; i < 5; i++) {
-        assert.ok(r.rows.some((row) => row.query.includes(`'${CYRILLIC} ${i}'`)), `statement ${i} with its Cyrillic literal: ${JSON.stringify(r.rows.map((x) => x.query))}`);
+        assert.ok(
+          r.rows.some((row) => row.query.includes(`'${CYRILLIC} ${i}'`)),
+          `statement ${i} with its Cyrillic literal: ${JSON.stringify(r.rows.map((x) => x.query))}`,
+        );
       }
     } finally {
       await client.end();
@@ -128,9 +160,14 @@ describe('pglog collect: two servers, three instances, three formats', { timeout
     const ready = await fetch(`${base}/readyz`);
     assert.equal(ready.status, 200, await ready.text());
     const text = await (await fetch(`${base}/metrics`)).text();
-    for (const [target, instance] of [['db1', 'main'], ['db1', 'csv'], ['db2', 'main']] as const) {
-      const m = new RegExp(`^pglog_read_bytes_total\\{[^}]*target="${target}"[^}]*instance="${instance}"[^}]*\\} (\\d+)`, 'm').exec(text)
-        ?? new RegExp(`^pglog_read_bytes_total\\{[^}]*instance="${instance}"[^}]*target="${target}"[^}]*\\} (\\d+)`, 'm').exec(text);
+    for (const [target, instance] of [
+      ['db1', 'main'],
+      ['db1', 'csv'],
+      ['db2', 'main'],
+    ] as const) {
+      const m =
+        new RegExp(`^pglog_read_bytes_total\\{[^}]*target="${target}"[^}]*instance="${instance}"[^}]*\\} (\\d+)`, 'm').exec(text) ??
+        new RegExp(`^pglog_read_bytes_total\\{[^}]*instance="${instance}"[^}]*target="${target}"[^}]*\\} (\\d+)`, 'm').exec(text);
       assert.ok(m !== null && Number(m[1]) > 0, `read bytes of ${target}/${instance} in /metrics`);
     }
     assert.match(text, /^pglog_nodejs_eventloop_lag_p99_seconds /m);
@@ -145,7 +182,9 @@ describe('pglog collect: two servers, three instances, three formats', { timeout
     assert.ok(output.length > 0);
     assert.ok(!output.includes('CANARY-e2e-store-password'), 'the store password is not in the log');
     for (const keyFile of [ssh1.privateKeyFile, ssh2.privateKeyFile]) {
-      const body = readFileSync(keyFile, 'utf8').split('\n').filter((l) => l.length > 20 && !l.startsWith('-----'));
+      const body = readFileSync(keyFile, 'utf8')
+        .split('\n')
+        .filter((l) => l.length > 20 && !l.startsWith('-----'));
       for (const line of body) assert.ok(!output.includes(line), 'no line of a private key is in the log');
     }
   });

@@ -17,11 +17,11 @@ import { join } from 'node:path';
 import { after, before, describe, test, type TestContext } from 'node:test';
 
 import { checkStore, formatCheck } from '@pglog/test-support/checker.ts';
-import { type CollectorProcess,startCollector, waitFor, writeTargetsFile } from '@pglog/test-support/collector-process.ts';
-import { type LogServer,startLogServer } from '@pglog/test-support/log-server.ts';
+import { type CollectorProcess, startCollector, waitFor, writeTargetsFile } from '@pglog/test-support/collector-process.ts';
+import { type LogServer, startLogServer } from '@pglog/test-support/log-server.ts';
 import { PG_BIN } from '@pglog/test-support/pg-cluster.ts';
 import { startPostgres, type TestPostgres } from '@pglog/test-support/postgres.ts';
-import { type SeqLoad,startSeqLoad } from '@pglog/test-support/seq-load.ts';
+import { type SeqLoad, startSeqLoad } from '@pglog/test-support/seq-load.ts';
 import { isRoot, SERVER_USER } from '@pglog/test-support/server-user.ts';
 import { startSshServer, type TestSshServer } from '@pglog/test-support/sshd.ts';
 import pg from 'pg';
@@ -60,7 +60,9 @@ async function storedRows(storeUrl: string, target: string): Promise<number> {
 
 /** The log directory's files that logrotate and PostgreSQL made of the fixed name. */
 function rotatedFiles(logDirectory: string): string[] {
-  return readdirSync(logDirectory).filter((name) => name.startsWith(LOG_NAME)).sort();
+  return readdirSync(logDirectory)
+    .filter((name) => name.startsWith(LOG_NAME))
+    .sort();
 }
 
 /** `pg_ctl logrotate` for the instance, as the user PostgreSQL runs as (pg_ctl refuses root). */
@@ -73,18 +75,19 @@ type Mode = 'create' | 'copytruncate';
 
 function logrotateConfig(mode: Mode, server: LogServer): string {
   const live = join(server.logDirectory, LOG_NAME);
-  const body = mode === 'create'
-    ? [
-      '  create',
-      '  postrotate',
-      // A second's delay before the reopen: PostgreSQL keeps writing into the renamed file
-      // while the new, empty one already exists, as on a busy server whose logging collector
-      // is slow to react. The collector must read the renamed file to its end first.
-      '    sleep 1',
-      `    ${pgCtlLogrotateCommand(server.dataDirectory)} >/dev/null`,
-      '  endscript',
-    ]
-    : ['  copytruncate'];
+  const body =
+    mode === 'create'
+      ? [
+          '  create',
+          '  postrotate',
+          // A second's delay before the reopen: PostgreSQL keeps writing into the renamed file
+          // while the new, empty one already exists, as on a busy server whose logging collector
+          // is slow to react. The collector must read the renamed file to its end first.
+          '    sleep 1',
+          `    ${pgCtlLogrotateCommand(server.dataDirectory)} >/dev/null`,
+          '  endscript',
+        ]
+      : ['  copytruncate'];
   return [`"${live}" {`, '  rotate 50', '  missingok', '  nocompress', '  notifempty', ...body, '}', ''].join('\n');
 }
 
@@ -120,26 +123,40 @@ describe('pglog collect across logrotate rotation of a fixed-name PostgreSQL log
     const conf = join(dir, 'logrotate.conf');
     const state = join(dir, 'logrotate.state');
     writeFileSync(conf, logrotateConfig(mode, server));
-    const targetsFile = writeTargetsFile(dir, [{
-      name: target, host: ssh.host, port: ssh.port, user: ssh.user, privateKeyFile: ssh.privateKeyFile, knownHostsFile: ssh.knownHostsFile,
-      instances: [{ name: 'main', dataDirectory: server.dataDirectory, logDirectory: server.logDirectory }],
-    }]);
+    const targetsFile = writeTargetsFile(dir, [
+      {
+        name: target,
+        host: ssh.host,
+        port: ssh.port,
+        user: ssh.user,
+        privateKeyFile: ssh.privateKeyFile,
+        knownHostsFile: ssh.knownHostsFile,
+        instances: [{ name: 'main', dataDirectory: server.dataDirectory, logDirectory: server.logDirectory }],
+      },
+    ]);
     const collector = startCollector({ targetsFile, storeUrl: store.url, args: ['--batch-ms', '200'], outputFile: join(dir, 'collector.log') });
     collectors.push(collector);
     const load = startSeqLoad(server.url, { ratePerSecond: RATE_PER_SECOND, payloadBytes: 100 });
     loads.push(load);
     let exit: string | null = null;
-    void collector.exited.then((e) => { exit = `the collector exited (code ${e.code}, signal ${e.signal})`; });
+    void collector.exited.then((e) => {
+      exit = `the collector exited (code ${e.code}, signal ${e.signal})`;
+    });
     const tail = (): string => collector.output().slice(-4000);
     /** waitFor that gives up at once when the collector is gone. */
     const waitAlive = (check: () => Promise<boolean>, what: string, timeoutMs: number, detail: () => string): Promise<void> =>
-      waitFor(async () => {
-        if (exit !== null) throw new Error(`${exit} while waiting for ${what}:\n${tail()}`);
-        return check();
-      }, what, timeoutMs, detail);
+      waitFor(
+        async () => {
+          if (exit !== null) throw new Error(`${exit} while waiting for ${what}:\n${tail()}`);
+          return check();
+        },
+        what,
+        timeoutMs,
+        detail,
+      );
 
     // The collector is following the live file before the first rotation.
-    await waitAlive(async () => await storedRows(store.url, target) > 0, `the first rows of ${target}`, 60_000, tail);
+    await waitAlive(async () => (await storedRows(store.url, target)) > 0, `the first rows of ${target}`, 60_000, tail);
     const rotations: string[] = [];
     for (let i = 1; i <= ROTATIONS; i++) {
       await sleep(ROTATION_SPACING_MS);
@@ -153,11 +170,16 @@ describe('pglog collect across logrotate rotation of a fixed-name PostgreSQL log
     assert.ok(files.length >= ROTATIONS + 1, `logrotate rotated the log ${ROTATIONS} times: ${files.join(', ')}\n${rotations.join('\n')}`);
 
     let last = '';
-    await waitAlive(async () => {
-      const r = await checkStore(store.url, load.run, { logDirectory: server.logDirectory });
-      last = formatCheck(r);
-      return r.lost.length === 0 && r.expected > 0;
-    }, `${target} to catch up`, 90_000, () => `${last}\nfiles: ${rotatedFiles(server.logDirectory).join(', ')}\n${tail()}`);
+    await waitAlive(
+      async () => {
+        const r = await checkStore(store.url, load.run, { logDirectory: server.logDirectory });
+        last = formatCheck(r);
+        return r.lost.length === 0 && r.expected > 0;
+      },
+      `${target} to catch up`,
+      90_000,
+      () => `${last}\nfiles: ${rotatedFiles(server.logDirectory).join(', ')}\n${tail()}`,
+    );
     // A moment more for anything read twice to be committed too.
     await sleep(1_500);
     const r = await checkStore(store.url, load.run, { logDirectory: server.logDirectory });
@@ -166,7 +188,10 @@ describe('pglog collect across logrotate rotation of a fixed-name PostgreSQL log
     if (mode === 'create') {
       // Nothing is lost on disk by a rename: everything stored was logged in some file.
       assert.equal(r.unexpected.length, 0, `${target}: ${formatCheck(r)}`);
-      assert.ok(r.expected >= load.completed().length * 0.99, `${target}: the server logged what the load completed (${r.expected} of ${load.completed().length})`);
+      assert.ok(
+        r.expected >= load.completed().length * 0.99,
+        `${target}: the server logged what the load completed (${r.expected} of ${load.completed().length})`,
+      );
     } else {
       // copytruncate loses the lines written between its copy and its truncate before anyone
       // can read them from a file; the collector may have read some of them live (stored, but
@@ -179,7 +204,9 @@ describe('pglog collect across logrotate rotation of a fixed-name PostgreSQL log
     // from byte 0) each time.
     const switches = collector.logRecords().filter((rec) => rec.target === target && /: reading .* from byte \d+$/.test(String(rec.msg)));
     assert.ok(switches.length >= ROTATIONS + 1, `${target}: the collector switched files at every rotation:\n${switches.map((x) => String(x.msg)).join('\n')}`);
-    t.diagnostic(`${target}: ${formatCheck(r)} files: ${files.map((f) => `${f} ${statSync(join(server.logDirectory, f)).size} B`).join(', ')}; ${switches.length} file switches`);
+    t.diagnostic(
+      `${target}: ${formatCheck(r)} files: ${files.map((f) => `${f} ${statSync(join(server.logDirectory, f)).size} B`).join(', ')}; ${switches.length} file switches`,
+    );
     const positionLost = collector.logRecords().filter((rec) => rec.code === 'LOG_POSITION_LOST');
     assert.deepEqual(positionLost, [], `${target}: the collector skipped log bytes`);
     const stopped = await collector.stop();

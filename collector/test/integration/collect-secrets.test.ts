@@ -13,8 +13,8 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 
-import { type CollectScenario,freePort, privateKeyBodyLines, scrapeMetrics, startCollectScenario } from '@pglog/test-support/collect-scenario.ts';
-import { type CollectorProcess,startCollector, waitFor, writeTargetsFile } from '@pglog/test-support/collector-process.ts';
+import { type CollectScenario, freePort, privateKeyBodyLines, scrapeMetrics, startCollectScenario } from '@pglog/test-support/collect-scenario.ts';
+import { type CollectorProcess, startCollector, waitFor, writeTargetsFile } from '@pglog/test-support/collector-process.ts';
 import { descendants } from '@pglog/test-support/process-tree.ts';
 
 function procText(pid: number, file: 'cmdline' | 'environ'): string {
@@ -41,15 +41,26 @@ describe('no secret in process arguments, environments, logs or /metrics of a re
 
   const leaks = (text: string): string[] => [...pieces, ...keyLines].filter((p) => text.includes(p));
   /** Each leak with where it was seen and the text around it. */
-  const found = (): string[] => seen.flatMap(({ where, text }) => leaks(text).map((p) => `${where}: ${p} in ${JSON.stringify(text.slice(Math.max(0, text.indexOf(p) - 150), text.indexOf(p) + 100))}`));
+  const found = (): string[] =>
+    seen.flatMap(({ where, text }) =>
+      leaks(text).map((p) => `${where}: ${p} in ${JSON.stringify(text.slice(Math.max(0, text.indexOf(p) - 150), text.indexOf(p) + 100))}`),
+    );
 
   before(async () => {
     s = await startCollectScenario({ name: 'secrets' });
     keyLines = privateKeyBodyLines(s.ssh.privateKeyFile);
-    const targetsFile = writeTargetsFile(s.work, [{
-      name: 'db1', host: s.ssh.host, port: s.ssh.port, user: s.ssh.user, privateKeyFile: s.ssh.privateKeyFile, knownHostsFile: s.ssh.knownHostsFile,
-      transport: 'proxy', instances: [{ name: 'main', dataDirectory: s.server.dataDirectory, logDirectory: s.server.logDirectory }],
-    }]);
+    const targetsFile = writeTargetsFile(s.work, [
+      {
+        name: 'db1',
+        host: s.ssh.host,
+        port: s.ssh.port,
+        user: s.ssh.user,
+        privateKeyFile: s.ssh.privateKeyFile,
+        knownHostsFile: s.ssh.knownHostsFile,
+        transport: 'proxy',
+        instances: [{ name: 'main', dataDirectory: s.server.dataDirectory, logDirectory: s.server.logDirectory }],
+      },
+    ]);
     const m = /^(postgres(?:ql)?:\/\/)([^:@/?]+)@/.exec(s.store.url);
     assert.ok(m !== null, s.store.url);
     // Trust authentication over the socket: any password is accepted, so the run really collects.
@@ -64,12 +75,13 @@ describe('no secret in process arguments, environments, logs or /metrics of a re
 
   test('the sidecar and its ssh processes run, and the store is reached', async () => {
     const tail = (): string => c.output().slice(-3000);
-    await waitFor(() => descendants(c.pid).some((pid) => procText(pid, 'cmdline').startsWith('ssh ')), 'the sidecar\'s ssh processes', 60_000, tail);
+    await waitFor(() => descendants(c.pid).some((pid) => procText(pid, 'cmdline').startsWith('ssh ')), "the sidecar's ssh processes", 60_000, tail);
     // The store was reached with the password: the stream's start is stored before reading.
-    await waitFor(() => /stored before reading|resumes at/.test(c.output()), 'the stream\'s start stored in the store', 90_000, tail);
+    await waitFor(() => /stored before reading|resumes at/.test(c.output()), "the stream's start stored in the store", 90_000, tail);
     const sidecars = descendants(c.pid).filter((pid) => procText(pid, 'cmdline').includes(' sshproxy '));
     assert.ok(sidecars.length >= 1, `a sidecar child runs\n${tail()}`);
-    for (const pid of [c.pid, ...descendants(c.pid)]) seen.push({ where: `/proc/${pid}/cmdline (${procText(pid, 'cmdline').slice(0, 60)})`, text: procText(pid, 'cmdline') });
+    for (const pid of [c.pid, ...descendants(c.pid)])
+      seen.push({ where: `/proc/${pid}/cmdline (${procText(pid, 'cmdline').slice(0, 60)})`, text: procText(pid, 'cmdline') });
     for (const root of sidecars) {
       for (const pid of [root, ...descendants(root)]) {
         const environ = procText(pid, 'environ');
@@ -89,12 +101,22 @@ describe('no secret in process arguments, environments, logs or /metrics of a re
     assert.deepEqual(found(), []);
   });
 
-  test('a password with a raw blank and a raw \'/\' (pg cannot use that URL here): the start-up line and the store errors name no piece of it', async () => {
+  test("a password with a raw blank and a raw '/' (pg cannot use that URL here): the start-up line and the store errors name no piece of it", async () => {
     const m = /^(postgres(?:ql)?:\/\/)([^:@/?]+)@/.exec(s.store.url);
     assert.ok(m !== null);
     const raw = `${pieces[0]}@${pieces[1]}:${pieces[2]} ${pieces[3]}/${pieces[4]}`;
-    const other = startCollector({ targetsFile: join(s.work, 'targets.yaml'), storeUrl: `${m[1]}${m[2]}:${raw}@${s.store.url.slice(m[0].length)}`, args: [], outputFile: join(s.work, 'raw.log') });
-    await waitFor(() => /STORE_UNAVAILABLE/.test(other.output()), 'a store error', 60_000, () => other.output().slice(-3000));
+    const other = startCollector({
+      targetsFile: join(s.work, 'targets.yaml'),
+      storeUrl: `${m[1]}${m[2]}:${raw}@${s.store.url.slice(m[0].length)}`,
+      args: [],
+      outputFile: join(s.work, 'raw.log'),
+    });
+    await waitFor(
+      () => /STORE_UNAVAILABLE/.test(other.output()),
+      'a store error',
+      60_000,
+      () => other.output().slice(-3000),
+    );
     const exited = other.exited;
     other.kill('SIGTERM');
     await exited;

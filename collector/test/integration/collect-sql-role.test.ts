@@ -15,8 +15,8 @@ import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 
 import { freePort, metricSum, parseMetrics, scrapeMetrics } from '@pglog/test-support/collect-scenario.ts';
-import { type CollectorProcess, startCollector, type TargetSpec,waitFor, writeTargetsFile } from '@pglog/test-support/collector-process.ts';
-import { type LogServer,startLogServer } from '@pglog/test-support/log-server.ts';
+import { type CollectorProcess, startCollector, type TargetSpec, waitFor, writeTargetsFile } from '@pglog/test-support/collector-process.ts';
+import { type LogServer, startLogServer } from '@pglog/test-support/log-server.ts';
 import { startPostgres, type TestPostgres } from '@pglog/test-support/postgres.ts';
 import { currentUser } from '@pglog/test-support/server-user.ts';
 import { startSshServer, type TestSshServer } from '@pglog/test-support/sshd.ts';
@@ -70,14 +70,27 @@ describe('the SQL role: privilege metric and warning, and no planted operator ru
 
     const base = { host: ssh.host, port: ssh.port, user: ssh.user, privateKeyFile: ssh.privateKeyFile, knownHostsFile: ssh.knownHostsFile };
     const target = (name: TargetName): TargetSpec => ({
-      ...base, name, transport: name === 'su-proxy' ? 'proxy' : 'inproc',
-      instances: [{ name: 'main', dataDirectory: server.dataDirectory, logDirectory: server.logDirectory,
-        sql: { socketDirectory: server.socketDir, port: server.port, user: ROLES[name], database: 'postgres', timeoutSeconds: 5 } }],
+      ...base,
+      name,
+      transport: name === 'su-proxy' ? 'proxy' : 'inproc',
+      instances: [
+        {
+          name: 'main',
+          dataDirectory: server.dataDirectory,
+          logDirectory: server.logDirectory,
+          sql: { socketDirectory: server.socketDir, port: server.port, user: ROLES[name], database: 'postgres', timeoutSeconds: 5 },
+        },
+      ],
       collect: { logs: false, activity: true, locks: true, intervalSeconds: 1 },
     });
     const targetsFile = writeTargetsFile(work, (Object.keys(ROLES) as TargetName[]).map(target));
     metricsPort = await freePort();
-    collector = startCollector({ targetsFile, storeUrl: storePg.url, outputFile: join(work, 'collector.log'), args: ['--listen', `127.0.0.1:${metricsPort}`, '--batch-ms', '100'] });
+    collector = startCollector({
+      targetsFile,
+      storeUrl: storePg.url,
+      outputFile: join(work, 'collector.log'),
+      args: ['--listen', `127.0.0.1:${metricsPort}`, '--batch-ms', '100'],
+    });
   });
 
   after(async () => {
@@ -110,7 +123,10 @@ describe('the SQL role: privilege metric and warning, and no planted operator ru
     const warnings = collector.logRecords().filter((r) => r['level'] === 'warn' && typeof r['msg'] === 'string' && r['msg'].includes('the SQL role'));
     const byTarget = (t: string): string[] => warnings.filter((r) => r['target'] === t).map((r) => String(r['msg']));
     assert.equal(byTarget('su-inproc').length, 1, 'one warning, not one per snapshot');
-    assert.match(byTarget('su-inproc')[0]!, /^su-inproc\/main: the SQL role postgres is a superuser \(SQL_ROLE_SUPERUSER\): .*OS account.*pg_monitor \(docs\/snapshots\.md\)$/);
+    assert.match(
+      byTarget('su-inproc')[0]!,
+      /^su-inproc\/main: the SQL role postgres is a superuser \(SQL_ROLE_SUPERUSER\): .*OS account.*pg_monitor \(docs\/snapshots\.md\)$/,
+    );
     assert.match(byTarget('writer')[0] ?? '', /the SQL role writer can write data \(SQL_ROLE_CAN_WRITE/);
     assert.deepEqual(byTarget('monitor'), []);
 
@@ -121,7 +137,7 @@ describe('the SQL role: privilege metric and warning, and no planted operator ru
     await waitFor(async () => (await privileged('writer')).SQL_ROLE_CAN_WRITE === 0, 'writer no longer privileged', 30_000, output);
   });
 
-  test('the review\'s planted public.=(oid,integer) never runs, though both superuser targets compute the lock wait\'s edge', async () => {
+  test("the review's planted public.=(oid,integer) never runs, though both superuser targets compute the lock wait's edge", async () => {
     const holder = await connect('mallory', 'holder');
     const waiter = await connect('mallory', 'waiter');
     await holder.query('BEGIN');
@@ -131,12 +147,16 @@ describe('the SQL role: privilege metric and warning, and no planted operator ru
     try {
       for (const target of ['su-inproc', 'su-proxy']) {
         // Until the edge is seen, or the planted code has run (a hijacked snapshot may see nothing).
-        await waitFor(async () => ran() !== '' || metricSum(await scrapeMetrics(metricsPort), 'pglog_blocked_sessions', { target, instance: 'main' }) >= 1,
-          `${target}: the lock wait seen by a locks snapshot`, 30_000, output);
+        await waitFor(
+          async () => ran() !== '' || metricSum(await scrapeMetrics(metricsPort), 'pglog_blocked_sessions', { target, instance: 'main' }) >= 1,
+          `${target}: the lock wait seen by a locks snapshot`,
+          30_000,
+          output,
+        );
       }
       // A few more snapshots of each target while the wait lasts.
       await new Promise((r) => setTimeout(r, 3000));
-      assert.equal(ran(), '', 'the planted operator ran COPY ... TO PROGRAM as the collector\'s superuser');
+      assert.equal(ran(), '', "the planted operator ran COPY ... TO PROGRAM as the collector's superuser");
     } finally {
       await holder.query('ROLLBACK');
       await waiting.catch(() => undefined);

@@ -13,10 +13,10 @@ import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 
 import { checkStore, formatCheck } from '@pglog/test-support/checker.ts';
-import { type CollectorProcess, startCollector, type TargetSpec,waitFor, writeTargetsFile } from '@pglog/test-support/collector-process.ts';
-import { type LogServer,startLogServer } from '@pglog/test-support/log-server.ts';
+import { type CollectorProcess, startCollector, type TargetSpec, waitFor, writeTargetsFile } from '@pglog/test-support/collector-process.ts';
+import { type LogServer, startLogServer } from '@pglog/test-support/log-server.ts';
 import { startPostgres, type TestPostgres } from '@pglog/test-support/postgres.ts';
-import { type SeqLoad,startSeqLoad } from '@pglog/test-support/seq-load.ts';
+import { type SeqLoad, startSeqLoad } from '@pglog/test-support/seq-load.ts';
 import { startSshServer, type TestSshServer } from '@pglog/test-support/sshd.ts';
 import pg from 'pg';
 
@@ -24,7 +24,12 @@ const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout
 
 function targetOf(name: string, ssh: TestSshServer, server: LogServer): TargetSpec {
   return {
-    name, host: ssh.host, port: ssh.port, user: ssh.user, privateKeyFile: ssh.privateKeyFile, knownHostsFile: ssh.knownHostsFile,
+    name,
+    host: ssh.host,
+    port: ssh.port,
+    user: ssh.user,
+    privateKeyFile: ssh.privateKeyFile,
+    knownHostsFile: ssh.knownHostsFile,
     instances: [{ name: 'main', dataDirectory: server.dataDirectory, logDirectory: server.logDirectory }],
   };
 }
@@ -32,7 +37,7 @@ function targetOf(name: string, ssh: TestSshServer, server: LogServer): TargetSp
 type LogRecord = Record<string, unknown>;
 
 const codeOf = (rec: LogRecord): unknown => rec.code ?? (rec.err as { code?: unknown } | undefined)?.code;
-const str = (v: unknown): string => (typeof v === 'string' ? v : JSON.stringify(v) ?? '');
+const str = (v: unknown): string => (typeof v === 'string' ? v : (JSON.stringify(v) ?? ''));
 const textOf = (rec: LogRecord): string => `${str(rec.msg)} ${str((rec.err as { message?: unknown } | undefined)?.message)}`;
 
 describe('pglog collect when SSH servers fail under load', { timeout: 300_000 }, () => {
@@ -89,21 +94,39 @@ describe('pglog collect when SSH servers fail under load', { timeout: 300_000 },
   function collect(name: string, targets: TargetSpec[], args: string[] = []): CollectorProcess {
     const dir = join(work, name);
     mkdirSync(dir);
-    const c = startCollector({ targetsFile: writeTargetsFile(dir, targets), storeUrl: store.url, args: ['--batch-ms', '200', ...args], outputFile: join(dir, 'collector.log') });
+    const c = startCollector({
+      targetsFile: writeTargetsFile(dir, targets),
+      storeUrl: store.url,
+      args: ['--batch-ms', '200', ...args],
+      outputFile: join(dir, 'collector.log'),
+    });
     collectors.push(c);
-    void c.exited.then((e) => { exits.set(c, `the collector exited (code ${e.code}, signal ${e.signal})`); });
+    void c.exited.then((e) => {
+      exits.set(c, `the collector exited (code ${e.code}, signal ${e.signal})`);
+    });
     return c;
   }
 
   const exits = new Map<CollectorProcess, string>();
   /** waitFor that gives up at once when the collector is gone. */
-  function waitAlive(collector: CollectorProcess, check: () => boolean | Promise<boolean>, what: string, timeoutMs: number, detail: () => string = () => ''): Promise<void> {
+  function waitAlive(
+    collector: CollectorProcess,
+    check: () => boolean | Promise<boolean>,
+    what: string,
+    timeoutMs: number,
+    detail: () => string = () => '',
+  ): Promise<void> {
     const tail = (): string => collector.output().slice(-4000);
-    return waitFor(async () => {
-      const exit = exits.get(collector);
-      if (exit !== undefined) throw new Error(`${exit} while waiting for ${what}:\n${tail()}`);
-      return check();
-    }, what, timeoutMs, () => `${detail()}\n${tail()}`);
+    return waitFor(
+      async () => {
+        const exit = exits.get(collector);
+        if (exit !== undefined) throw new Error(`${exit} while waiting for ${what}:\n${tail()}`);
+        return check();
+      },
+      what,
+      timeoutMs,
+      () => `${detail()}\n${tail()}`,
+    );
   }
 
   function load(server: LogServer, ratePerSecond: number): SeqLoad {
@@ -116,11 +139,17 @@ describe('pglog collect when SSH servers fail under load', { timeout: 300_000 },
   async function assertComplete(what: string, collector: CollectorProcess, server: LogServer, l: SeqLoad): Promise<string> {
     const started = Date.now();
     let last = '';
-    await waitAlive(collector, async () => {
-      const r = await checkStore(store.url, l.run, { logDirectory: server.logDirectory });
-      last = formatCheck(r);
-      return r.lost.length === 0 && r.expected > 0;
-    }, `${what} to catch up`, 120_000, () => last);
+    await waitAlive(
+      collector,
+      async () => {
+        const r = await checkStore(store.url, l.run, { logDirectory: server.logDirectory });
+        last = formatCheck(r);
+        return r.lost.length === 0 && r.expected > 0;
+      },
+      `${what} to catch up`,
+      120_000,
+      () => last,
+    );
     const caughtUpMs = Date.now() - started;
     await sleep(1_000); // anything read twice would be committed by now too
     const r = await checkStore(store.url, l.run, { logDirectory: server.logDirectory });
@@ -136,13 +165,17 @@ describe('pglog collect when SSH servers fail under load', { timeout: 300_000 },
     const collector = collect('restart', [targetOf('restart', ssh, server)]);
     const l = load(server, 250);
     const tail = (): string => collector.output().slice(-4000);
-    await waitAlive(collector, async () => await storedRows('restart') > 0, 'the first rows', 60_000);
+    await waitAlive(collector, async () => (await storedRows('restart')) > 0, 'the first rows', 60_000);
     await sleep(2_000);
     await ssh.stop();
     const stoppedAt = Date.now();
     // The collector notices the lost connection (sshd and its session processes are gone).
-    await waitAlive(collector, () => collector.logRecords().some((rec) => rec.target === 'restart' && String(codeOf(rec)).startsWith('SSH_')),
-      'the collector to log the lost connection', 30_000);
+    await waitAlive(
+      collector,
+      () => collector.logRecords().some((rec) => rec.target === 'restart' && String(codeOf(rec)).startsWith('SSH_')),
+      'the collector to log the lost connection',
+      30_000,
+    );
     await sleep(Math.max(0, 5_000 - (Date.now() - stoppedAt)));
     const beforeRestart = collector.logRecords().length;
     await ssh.start();
@@ -151,8 +184,10 @@ describe('pglog collect when SSH servers fail under load', { timeout: 300_000 },
     t.diagnostic(await assertComplete('restart', collector, server, l));
     // After the restart: a new SSH session and the stream reading again.
     const afterRestart = collector.logRecords().slice(beforeRestart);
-    assert.ok(afterRestart.some((rec) => rec.target === 'restart' && /reading again/.test(String(rec.msg))),
-      `the collector logs that it reads again after the restart:\n${tail()}`);
+    assert.ok(
+      afterRestart.some((rec) => rec.target === 'restart' && /reading again/.test(String(rec.msg))),
+      `the collector logs that it reads again after the restart:\n${tail()}`,
+    );
     assert.match(ssh.readLog(), /Accepted publickey/);
     const stopped = await collector.stop();
     assert.equal(stopped.code, 0, tail());
@@ -164,7 +199,7 @@ describe('pglog collect when SSH servers fail under load', { timeout: 300_000 },
     const steadyLoad = load(steadyPg, 150);
     const frozenLoad = load(frozenPg, 150);
     const tail = (): string => collector.output().slice(-4000);
-    await waitAlive(collector, async () => await storedRows('steady') > 0 && await storedRows('frozen') > 0, 'the first rows of both targets', 60_000);
+    await waitAlive(collector, async () => (await storedRows('steady')) > 0 && (await storedRows('frozen')) > 0, 'the first rows of both targets', 60_000);
     await sleep(2_000);
 
     sshFrozen.freeze();
@@ -172,8 +207,12 @@ describe('pglog collect when SSH servers fail under load', { timeout: 300_000 },
     let thawed = false;
     try {
       // 3 keepalives of 1 s unanswered: detected within a few seconds (bounded generously).
-      await waitAlive(collector, () => collector.logRecords().some((rec) => rec.target === 'frozen' && codeOf(rec) === 'SSH_TIMEOUT'),
-        'SSH_TIMEOUT for the frozen target', 12_000);
+      await waitAlive(
+        collector,
+        () => collector.logRecords().some((rec) => rec.target === 'frozen' && codeOf(rec) === 'SSH_TIMEOUT'),
+        'SSH_TIMEOUT for the frozen target',
+        12_000,
+      );
       const detectedMs = Date.now() - frozenAt;
       // The other target is not held up: its rows keep arriving during the freeze.
       const steadyBefore = await storedRows('steady');
@@ -191,8 +230,10 @@ describe('pglog collect when SSH servers fail under load', { timeout: 300_000 },
       await Promise.all([steadyLoad.stop(), frozenLoad.stop()]);
       t.diagnostic(await assertComplete('steady', collector, steadyPg, steadyLoad));
       t.diagnostic(await assertComplete('frozen', collector, frozenPg, frozenLoad));
-      assert.ok(!collector.logRecords().some((rec) => rec.target === 'steady' && String(codeOf(rec)).startsWith('SSH_')),
-        'the steady target never lost its connection');
+      assert.ok(
+        !collector.logRecords().some((rec) => rec.target === 'steady' && String(codeOf(rec)).startsWith('SSH_')),
+        'the steady target never lost its connection',
+      );
       const stopped = await collector.stop();
       assert.equal(stopped.code, 0, tail());
       t.diagnostic(`SSH_TIMEOUT after ${detectedMs} ms`);
@@ -212,16 +253,19 @@ describe('pglog collect when SSH servers fail under load', { timeout: 300_000 },
     const endpoint = `${sshRekeyed.host}:${sshRekeyed.port}`;
     const refusal = (rec: LogRecord): boolean => codeOf(rec) === 'SSH_HOST_KEY_CHANGED' && textOf(rec).includes(endpoint);
     await waitAlive(collector, () => collector.logRecords().some(refusal), `an SSH_HOST_KEY_CHANGED error naming ${endpoint}`, 30_000);
-    await waitAlive(collector, async () => await storedRows('healthy') > 0, 'the healthy target\'s rows', 60_000);
+    await waitAlive(collector, async () => (await storedRows('healthy')) > 0, "the healthy target's rows", 60_000);
     await sleep(5_000);
     const healthyBefore = await storedRows('healthy');
     await sleep(2_000);
-    assert.ok(await storedRows('healthy') > healthyBefore, 'the healthy target keeps arriving');
+    assert.ok((await storedRows('healthy')) > healthyBefore, 'the healthy target keeps arriving');
     assert.equal(await storedRows('rekeyed'), 0, 'no row of the refused target');
     const rec = collector.logRecords().find(refusal)!;
     // An error object with the code, logged at warn or above (pino levels by label or number).
     assert.equal((rec.err as { code?: unknown } | undefined)?.code, 'SSH_HOST_KEY_CHANGED', `the refusal carries the error: ${JSON.stringify(rec)}`);
-    assert.ok(['warn', 'error', 'fatal'].includes(String(rec.level)) || Number(rec.level) >= 40, `the refusal is logged as a warning or error: ${JSON.stringify(rec)}`);
+    assert.ok(
+      ['warn', 'error', 'fatal'].includes(String(rec.level)) || Number(rec.level) >= 40,
+      `the refusal is logged as a warning or error: ${JSON.stringify(rec)}`,
+    );
     assert.ok(!/Accepted publickey/.test(sshRekeyed.readLog()), 'the collector never authenticated to the server it refused');
     // Still running: it neither crashed nor exited.
     const exited = await Promise.race([collector.exited.then(() => true), sleep(500).then(() => false)]);

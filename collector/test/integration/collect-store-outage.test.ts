@@ -26,11 +26,19 @@ import { after, before, describe, test } from 'node:test';
 import { checkStore, formatCheck } from '@pglog/test-support/checker.ts';
 import {
   type CollectScenario,
-  freePort, leakedSecrets, metricSum, MiB, mib, processMemory, scrapeMetrics, startCollectScenario, withPassword,
+  freePort,
+  leakedSecrets,
+  metricSum,
+  MiB,
+  mib,
+  processMemory,
+  scrapeMetrics,
+  startCollectScenario,
+  withPassword,
 } from '@pglog/test-support/collect-scenario.ts';
-import { type CollectorProcess,waitFor } from '@pglog/test-support/collector-process.ts';
+import { type CollectorProcess, waitFor } from '@pglog/test-support/collector-process.ts';
 import { PG_BIN } from '@pglog/test-support/postgres.ts';
-import { type SeqLoad,startSeqLoad } from '@pglog/test-support/seq-load.ts';
+import { type SeqLoad, startSeqLoad } from '@pglog/test-support/seq-load.ts';
 import { isRoot, serverUser } from '@pglog/test-support/server-user.ts';
 import pg from 'pg';
 
@@ -62,14 +70,18 @@ function stopStoreImmediately(store: { socketDir: string }): Promise<void> {
 
 /** The file current_logfiles names (the one PostgreSQL writes now). */
 function currentLogFile(dataDirectory: string): string {
-  const line = readFileSync(join(dataDirectory, 'current_logfiles'), 'utf8').split('\n').find((l) => l.startsWith('stderr '));
+  const line = readFileSync(join(dataDirectory, 'current_logfiles'), 'utf8')
+    .split('\n')
+    .find((l) => l.startsWith('stderr '));
   if (line === undefined) throw new Error(`no stderr line in ${dataDirectory}/current_logfiles`);
   return join(dataDirectory, line.slice('stderr '.length));
 }
 
 async function withClient<T>(url: string, fn: (client: pg.Client) => Promise<T>): Promise<T> {
   const client = new pg.Client({ connectionString: url, application_name: 'pglog-test' });
-  client.on('error', () => { /* reported by the failing query */ });
+  client.on('error', () => {
+    /* reported by the failing query */
+  });
   await client.connect();
   try {
     return await fn(client);
@@ -103,7 +115,11 @@ describe('pglog collect: the store stopped (immediate) for 30 s while copying un
   const metrics = (): Promise<string> => scrapeMetrics(metricsPort);
   const show = (x: Sample): string =>
     `${(x.at / 1000).toFixed(1)}s rss=${mib(x.rss)} peak=${mib(x.peakRss)} paused=${x.paused} pending=${mib(x.pendingBytes)} pending{db1}=${mib(x.pendingBytesTarget)} read=${mib(x.readBytes)} log=${mib(x.logBytes)}`;
-  const sampleText = (): string => samples.filter((_, i) => i % 4 === 0).map(show).join('\n');
+  const sampleText = (): string =>
+    samples
+      .filter((_, i) => i % 4 === 0)
+      .map(show)
+      .join('\n');
 
   before(async () => {
     s = await startCollectScenario({ name: 'store-outage' });
@@ -124,19 +140,37 @@ describe('pglog collect: the store stopped (immediate) for 30 s while copying un
 
   test('the store is stopped mid-COPY and kept down 30 s: the collector stays up and logs STORE_UNAVAILABLE, then "store commits again"', async (t) => {
     // Trust authentication over the socket: any password is accepted, so the canary is "real".
-    c = s.startCollector([
-      '--listen', `127.0.0.1:${metricsPort}`,
-      '--batch-ms', '50',
-      '--memory-budget', '64MiB',
-      // 8 MiB per target: at ~0.7 MB/s of log the stream pauses ~12 s into the outage.
-      '--target-memory-budget', '8MiB',
-    ], withPassword(s.store.url, canary));
-    void c.exited.then((e) => { exitedEarly = e; });
+    c = s.startCollector(
+      [
+        '--listen',
+        `127.0.0.1:${metricsPort}`,
+        '--batch-ms',
+        '50',
+        '--memory-budget',
+        '64MiB',
+        // 8 MiB per target: at ~0.7 MB/s of log the stream pauses ~12 s into the outage.
+        '--target-memory-budget',
+        '8MiB',
+      ],
+      withPassword(s.store.url, canary),
+    );
+    void c.exited.then((e) => {
+      exitedEarly = e;
+    });
 
     load = startSeqLoad(s.server.url, { ratePerSecond: 300, payloadBytes: 2000, connections: 3 });
-    await waitFor(async () => {
-      try { return metricSum(await metrics(), 'pglog_batches_total', { outcome: 'committed' }) >= 20; } catch { return false; }
-    }, 'the collector to commit batches', 60_000, tail);
+    await waitFor(
+      async () => {
+        try {
+          return metricSum(await metrics(), 'pglog_batches_total', { outcome: 'committed' }) >= 20;
+        } catch {
+          return false;
+        }
+      },
+      'the collector to commit batches',
+      60_000,
+      tail,
+    );
     await waitFor(async () => (await checkStore(s.store.url, load.run, { numbers: [] })).stored > 300, 'rows of the load in the store', 60_000, tail);
     const steady = processMemory(c.pid);
     assert.ok(steady !== null, 'the collector runs');
@@ -144,7 +178,9 @@ describe('pglog collect: the store stopped (immediate) for 30 s while copying un
 
     // Hold the next COPY inside the server (this incarnation only), and stop the store then.
     const watcher = new pg.Client({ connectionString: s.store.url, application_name: 'pglog-test-watcher' });
-    watcher.on('error', () => { /* the store is about to be killed */ });
+    watcher.on('error', () => {
+      /* the store is about to be killed */
+    });
     await watcher.connect();
     const startTime = (await watcher.query<{ t: string }>('SELECT pg_postmaster_start_time()::text AS t')).rows[0]!.t;
     await watcher.query(`CREATE FUNCTION public.pglog_test_hold_copy() RETURNS trigger LANGUAGE plpgsql AS $f$
@@ -152,14 +188,22 @@ describe('pglog collect: the store stopped (immediate) for 30 s while copying un
         IF pg_postmaster_start_time() = '${startTime}'::timestamptz THEN PERFORM pg_sleep(60); END IF;
         RETURN NEW;
       END $f$`);
-    await watcher.query('CREATE TRIGGER pglog_test_hold_copy BEFORE INSERT ON pglog.statement_events FOR EACH ROW EXECUTE FUNCTION public.pglog_test_hold_copy()');
+    await watcher.query(
+      'CREATE TRIGGER pglog_test_hold_copy BEFORE INSERT ON pglog.statement_events FOR EACH ROW EXECUTE FUNCTION public.pglog_test_hold_copy()',
+    );
     let held: { pid: number; query: string } | undefined;
-    await waitFor(async () => {
-      const r = await watcher.query<{ pid: number; query: string }>(
-        "SELECT pid, left(query, 80) AS query FROM pg_stat_activity WHERE application_name = 'pglog collect' AND state = 'active' AND query ILIKE 'COPY%' AND wait_event = 'PgSleep'");
-      held = r.rows[0];
-      return held !== undefined;
-    }, 'the collector\'s COPY to be held in the store', 20_000, tail);
+    await waitFor(
+      async () => {
+        const r = await watcher.query<{ pid: number; query: string }>(
+          "SELECT pid, left(query, 80) AS query FROM pg_stat_activity WHERE application_name = 'pglog collect' AND state = 'active' AND query ILIKE 'COPY%' AND wait_event = 'PgSleep'",
+        );
+        held = r.rows[0];
+        return held !== undefined;
+      },
+      "the collector's COPY to be held in the store",
+      20_000,
+      tail,
+    );
     stoppedAt = Date.now();
     await stopStoreImmediately(s.store);
     await watcher.end().catch(() => undefined);
@@ -195,41 +239,73 @@ describe('pglog collect: the store stopped (immediate) for 30 s while copying un
     t.diagnostic(`during the outage:\n${sampleText()}`);
 
     // The log says why, and says when it is over.
-    await waitFor(() => c.logRecords().some((r) => r.msg === 'store commits again' && Date.parse(String(r.time)) >= restartedAt),
-      '"store commits again" in the collector log after the store came back', 60_000, tail);
+    await waitFor(
+      () => c.logRecords().some((r) => r.msg === 'store commits again' && Date.parse(String(r.time)) >= restartedAt),
+      '"store commits again" in the collector log after the store came back',
+      60_000,
+      tail,
+    );
     assert.equal(exitedEarly, null, `the collector exited: ${JSON.stringify(exitedEarly)}\n${tail()}`);
     const records = c.logRecords();
-    const failures = records.filter((r) => r.code === 'STORE_UNAVAILABLE' && Date.parse(String(r.time)) >= stoppedAt && Date.parse(String(r.time)) < restartedAt + 1_000);
-    t.diagnostic(`store failures logged during the outage (first 3):\n${failures.slice(0, 3).map((r) => JSON.stringify(r)).join('\n')}`);
+    const failures = records.filter(
+      (r) => r.code === 'STORE_UNAVAILABLE' && Date.parse(String(r.time)) >= stoppedAt && Date.parse(String(r.time)) < restartedAt + 1_000,
+    );
+    t.diagnostic(
+      `store failures logged during the outage (first 3):\n${failures
+        .slice(0, 3)
+        .map((r) => JSON.stringify(r))
+        .join('\n')}`,
+    );
     assert.ok(failures.length > 0, `the collector logged STORE_UNAVAILABLE during the outage\n${tail()}`);
-    assert.ok(failures.some((r) => r.level === 'warn' || r.level === 'error'), `STORE_UNAVAILABLE is logged as a warning or an error: ${JSON.stringify(failures[0])}`);
+    assert.ok(
+      failures.some((r) => r.level === 'warn' || r.level === 'error'),
+      `STORE_UNAVAILABLE is logged as a warning or an error: ${JSON.stringify(failures[0])}`,
+    );
     // The batch whose COPY was cut off failed as such (not only the reconnects after it).
-    assert.ok(failures.some((r) => /committing a batch failed on/.test(String(r.msg))),
-      `the commit under way when the store was stopped is reported as failed\n${failures.slice(0, 5).map((r) => JSON.stringify(r)).join('\n')}`);
+    assert.ok(
+      failures.some((r) => /committing a batch failed on/.test(String(r.msg))),
+      `the commit under way when the store was stopped is reported as failed\n${failures
+        .slice(0, 5)
+        .map((r) => JSON.stringify(r))
+        .join('\n')}`,
+    );
   });
 
   test('while the store is down the stream pauses: reading stops and memory stays within budget', () => {
     assert.ok(samples.length >= 20, `sampled the outage (${samples.length} samples)`);
-    assert.ok(samples.some((x) => x.paused >= 1), `a stream paused for the store (pglog_paused_streams):\n${sampleText()}`);
+    assert.ok(
+      samples.some((x) => x.paused >= 1),
+      `a stream paused for the store (pglog_paused_streams):\n${sampleText()}`,
+    );
     const lastTen = samples.filter((x) => x.at >= OUTAGE_MS - 10_000);
     const readGrowth = lastTen[lastTen.length - 1]!.readBytes - lastTen[0]!.readBytes;
     const logGrowth = lastTen[lastTen.length - 1]!.logBytes - lastTen[0]!.logBytes;
     assert.ok(logGrowth > 3 * MiB, `the server kept logging in the last 10 s of the outage (${mib(logGrowth)})`);
-    assert.ok(readGrowth < MiB, `a paused stream stops reading: ${mib(readGrowth)} read in the last 10 s of the outage while the log grew ${mib(logGrowth)}\n${sampleText()}`);
+    assert.ok(
+      readGrowth < MiB,
+      `a paused stream stops reading: ${mib(readGrowth)} read in the last 10 s of the outage while the log grew ${mib(logGrowth)}\n${sampleText()}`,
+    );
     const peakDuring = Math.max(...samples.map((x) => x.peakRss));
-    assert.ok(peakDuring < MEMORY_BUDGET + MEMORY_MARGIN,
-      `peak RSS (VmHWM) during the outage ${mib(peakDuring)} stays under --memory-budget ${mib(MEMORY_BUDGET)} + ${mib(MEMORY_MARGIN)}`);
+    assert.ok(
+      peakDuring < MEMORY_BUDGET + MEMORY_MARGIN,
+      `peak RSS (VmHWM) during the outage ${mib(peakDuring)} stays under --memory-budget ${mib(MEMORY_BUDGET)} + ${mib(MEMORY_MARGIN)}`,
+    );
   });
 
   test('back online: 0 lost, 0 duplicated, peak RSS over the whole run within budget + margin, clean exit on SIGTERM', async (t) => {
     await load.stop();
     assert.equal(load.failures(), 0, 'the monitored server answered every statement');
     let last = '';
-    await waitFor(async () => {
-      const r = await checkStore(s.store.url, load.run, { logDirectory: s.server.logDirectory });
-      last = formatCheck(r);
-      return r.lost.length === 0 && r.expected > 0;
-    }, 'the collector to catch up after the outage', 120_000, () => `${last}\n${tail()}`);
+    await waitFor(
+      async () => {
+        const r = await checkStore(s.store.url, load.run, { logDirectory: s.server.logDirectory });
+        last = formatCheck(r);
+        return r.lost.length === 0 && r.expected > 0;
+      },
+      'the collector to catch up after the outage',
+      120_000,
+      () => `${last}\n${tail()}`,
+    );
     const r = await checkStore(s.store.url, load.run, { logDirectory: s.server.logDirectory });
     t.diagnostic(formatCheck(r));
     assert.equal(r.lost.length, 0, formatCheck(r));
@@ -239,15 +315,17 @@ describe('pglog collect: the store stopped (immediate) for 30 s while copying un
     const end = processMemory(c.pid);
     assert.ok(end !== null, `the collector still runs\n${tail()}`);
     t.diagnostic(`peak RSS over the run: ${mib(end.peakRssBytes)}; ${load.completed().length} statements`);
-    assert.ok(end.peakRssBytes < MEMORY_BUDGET + MEMORY_MARGIN,
-      `peak RSS (VmHWM) over the whole run, catch-up included, ${mib(end.peakRssBytes)} stays under ${mib(MEMORY_BUDGET + MEMORY_MARGIN)}`);
+    assert.ok(
+      end.peakRssBytes < MEMORY_BUDGET + MEMORY_MARGIN,
+      `peak RSS (VmHWM) over the whole run, catch-up included, ${mib(end.peakRssBytes)} stays under ${mib(MEMORY_BUDGET + MEMORY_MARGIN)}`,
+    );
     const stopped = await c.stop();
     assert.equal(stopped.code, 0, `exit status after SIGTERM\n${tail()}`);
   });
 
   test('no secret in the output: neither the store password nor a line of the SSH private key', () => {
     const output = readFileSync(s.outputFile, 'utf8');
-    assert.ok(output.includes('STORE_UNAVAILABLE'), 'the output holds the outage\'s messages (the ones most likely to quote a connection string)');
+    assert.ok(output.includes('STORE_UNAVAILABLE'), "the output holds the outage's messages (the ones most likely to quote a connection string)");
     assert.deepEqual(leakedSecrets(output, { passwords: [canary], privateKeyFiles: [s.ssh.privateKeyFile] }), [], 'the collector output holds no secret');
   });
 
@@ -257,8 +335,10 @@ describe('pglog collect: the store stopped (immediate) for 30 s while copying un
     const paused = samples.filter((x) => x.paused >= 1);
     assert.ok(paused.length > 0, 'samples while paused');
     const last = paused[paused.length - 1]!;
-    assert.ok(last.pendingBytesTarget >= TARGET_BUDGET && last.pendingBytesTarget <= MEMORY_BUDGET + 2 * MiB,
-      `pglog_pending_bytes_target{target="db1"} while paused is ${mib(last.pendingBytesTarget)}, expected between ${mib(TARGET_BUDGET)} and ${mib(MEMORY_BUDGET)}\n${sampleText()}`);
+    assert.ok(
+      last.pendingBytesTarget >= TARGET_BUDGET && last.pendingBytesTarget <= MEMORY_BUDGET + 2 * MiB,
+      `pglog_pending_bytes_target{target="db1"} while paused is ${mib(last.pendingBytesTarget)}, expected between ${mib(TARGET_BUDGET)} and ${mib(MEMORY_BUDGET)}\n${sampleText()}`,
+    );
     assert.ok(last.pendingBytes >= last.pendingBytesTarget, `pglog_pending_bytes (${mib(last.pendingBytes)}) is the sum over targets`);
     // A stream checks the budget after handing over one chunk's entries: it may go over by that much.
     const maxHeld = Math.max(...samples.map((x) => x.pendingBytesTarget));

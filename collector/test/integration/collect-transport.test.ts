@@ -13,10 +13,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 
-import { type CheckResult,checkStore, formatCheck } from '@pglog/test-support/checker.ts';
+import { type CheckResult, checkStore, formatCheck } from '@pglog/test-support/checker.ts';
 import { freePort, metricSum, scrapeMetrics } from '@pglog/test-support/collect-scenario.ts';
-import { type CollectorProcess, startCollector, type TargetSpec,waitFor, writeTargetsFile } from '@pglog/test-support/collector-process.ts';
-import { type LogServer,startLogServer } from '@pglog/test-support/log-server.ts';
+import { type CollectorProcess, startCollector, type TargetSpec, waitFor, writeTargetsFile } from '@pglog/test-support/collector-process.ts';
+import { type LogServer, startLogServer } from '@pglog/test-support/log-server.ts';
 import { startPostgres, type TestPostgres } from '@pglog/test-support/postgres.ts';
 import { descendants } from '@pglog/test-support/process-tree.ts';
 import { startSeqLoad } from '@pglog/test-support/seq-load.ts';
@@ -40,7 +40,10 @@ function sidecarPids(root: number): number[] {
 
 /** Switch-done log records: `{to, switchMs}` in order. */
 function switches(c: CollectorProcess): Array<{ to: string; ms: number }> {
-  return c.logRecords().filter((r) => typeof r['switchMs'] === 'number').map((r) => ({ to: String(r['to']), ms: Number(r['switchMs']) }));
+  return c
+    .logRecords()
+    .filter((r) => typeof r['switchMs'] === 'number')
+    .map((r) => ({ to: String(r['to']), ms: Number(r['switchMs']) }));
 }
 
 describe('pglog collect moving a server between transports', { timeout: 300_000 }, () => {
@@ -51,18 +54,29 @@ describe('pglog collect moving a server between transports', { timeout: 300_000 
   let collector: CollectorProcess | null = null;
   let port: number;
   const spec = (transport: TargetSpec['transport']): TargetSpec => ({
-    name: 'db1', host: ssh.host, port: ssh.port, user: ssh.user, privateKeyFile: ssh.privateKeyFile, knownHostsFile: ssh.knownHostsFile, transport,
+    name: 'db1',
+    host: ssh.host,
+    port: ssh.port,
+    user: ssh.user,
+    privateKeyFile: ssh.privateKeyFile,
+    knownHostsFile: ssh.knownHostsFile,
+    transport,
     instances: [{ name: 'main', dataDirectory: server.dataDirectory, logDirectory: server.logDirectory }],
   });
 
   /** Waits until every statement the server logged for `run` is stored; returns that check. */
   const everyStatementStored = async (run: string, what: string, timeoutMs: number, detail: () => string = () => ''): Promise<CheckResult> => {
     let last = '';
-    await waitFor(async () => {
-      const r = await checkStore(store.url, run, { logDirectory: server.logDirectory });
-      last = formatCheck(r);
-      return r.lost.length === 0 && r.expected > 0;
-    }, what, timeoutMs, () => `${last}\n${detail()}`);
+    await waitFor(
+      async () => {
+        const r = await checkStore(store.url, run, { logDirectory: server.logDirectory });
+        last = formatCheck(r);
+        return r.lost.length === 0 && r.expected > 0;
+      },
+      what,
+      timeoutMs,
+      () => `${last}\n${detail()}`,
+    );
     return checkStore(store.url, run, { logDirectory: server.logDirectory });
   };
 
@@ -77,7 +91,13 @@ describe('pglog collect moving a server between transports', { timeout: 300_000 
     if (collector !== null) {
       collector.kill('SIGKILL');
       await collector.exited;
-      for (const pid of sidecarPids(collector.pid)) { try { process.kill(pid, 'SIGKILL'); } catch { /* gone */ } }
+      for (const pid of sidecarPids(collector.pid)) {
+        try {
+          process.kill(pid, 'SIGKILL');
+        } catch {
+          /* gone */
+        }
+      }
     }
     await Promise.allSettled([ssh?.dispose(), server?.dispose(), store?.stop()]);
     rmSync(work, { recursive: true, force: true });
@@ -85,9 +105,19 @@ describe('pglog collect moving a server between transports', { timeout: 300_000 
 
   test(`${SWITCHES} switches under 500 entries/s: 0 lost, 0 duplicated, each under 10 s`, async () => {
     const targetsFile = writeTargetsFile(work, [spec('inproc')]);
-    const c = startCollector({ targetsFile, storeUrl: store.url, args: ['--batch-ms', '200', '--listen', `127.0.0.1:${port}`], outputFile: join(work, 'switches.log') });
+    const c = startCollector({
+      targetsFile,
+      storeUrl: store.url,
+      args: ['--batch-ms', '200', '--listen', `127.0.0.1:${port}`],
+      outputFile: join(work, 'switches.log'),
+    });
     collector = c;
-    await waitFor(() => c.output().includes('reading '), 'the collector to start reading', 60_000, () => c.output());
+    await waitFor(
+      () => c.output().includes('reading '),
+      'the collector to start reading',
+      60_000,
+      () => c.output(),
+    );
     const load = startSeqLoad(server.url, { ratePerSecond: 500, payloadBytes: 60 });
     try {
       for (let i = 1; i <= SWITCHES; i++) {
@@ -96,7 +126,12 @@ describe('pglog collect moving a server between transports', { timeout: 300_000 
         const to = i % 2 === 1 ? 'proxy' : 'inproc';
         writeTargetsFile(work, [spec(to)]);
         c.kill('SIGHUP');
-        await waitFor(() => switches(c).length >= i, `switch ${i} to ${to}`, 30_000, () => c.output().split('\n').slice(-30).join('\n'));
+        await waitFor(
+          () => switches(c).length >= i,
+          `switch ${i} to ${to}`,
+          30_000,
+          () => c.output().split('\n').slice(-30).join('\n'),
+        );
         assert.equal(switches(c)[i - 1]!.to, to);
       }
     } finally {
@@ -128,25 +163,50 @@ describe('pglog collect moving a server between transports', { timeout: 300_000 
     const load = startSeqLoad(server.url, { ratePerSecond: 300, payloadBytes: 60 });
     let sidecarDir = '';
     try {
-      await waitFor(() => switches(c).length > 0 || /reading .*via|fifo/.test(c.output()) || sidecarPids(c.pid).length > 0, 'the sidecar to start', 30_000, () => c.output());
-      await waitFor(async () => (await checkStore(store.url, load.run, { logDirectory: server.logDirectory })).stored > 0, 'rows through the proxy', 60_000, () => c.output().split('\n').slice(-30).join('\n'));
+      await waitFor(
+        () => switches(c).length > 0 || /reading .*via|fifo/.test(c.output()) || sidecarPids(c.pid).length > 0,
+        'the sidecar to start',
+        30_000,
+        () => c.output(),
+      );
+      await waitFor(
+        async () => (await checkStore(store.url, load.run, { logDirectory: server.logDirectory })).stored > 0,
+        'rows through the proxy',
+        60_000,
+        () => c.output().split('\n').slice(-30).join('\n'),
+      );
       for (let k = 0; k < 2; k++) {
         const [pid] = sidecarPids(c.pid);
         assert.ok(pid !== undefined, 'a sidecar runs under the collector');
         const argv = readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0');
         sidecarDir = argv[argv.indexOf('--dir') + 1]!;
         process.kill(pid, 'SIGKILL');
-        await waitFor(() => c.output().split('sshproxy sidecar ended').length - 1 > k, 'the collector to notice the sidecar ended', 15_000, () => c.output());
-        await waitFor(() => sidecarPids(c.pid).some((p) => p !== pid), 'a new sidecar', 30_000, () => c.output());
+        await waitFor(
+          () => c.output().split('sshproxy sidecar ended').length - 1 > k,
+          'the collector to notice the sidecar ended',
+          15_000,
+          () => c.output(),
+        );
+        await waitFor(
+          () => sidecarPids(c.pid).some((p) => p !== pid),
+          'a new sidecar',
+          30_000,
+          () => c.output(),
+        );
         await new Promise((r) => setTimeout(r, 2_000));
       }
     } finally {
       await load.stop();
     }
-    const r = await everyStatementStored(load.run, 'every logged statement in the store after the sidecar came back', 120_000, () => c.output().split('\n').slice(-40).join('\n'));
+    const r = await everyStatementStored(load.run, 'every logged statement in the store after the sidecar came back', 120_000, () =>
+      c.output().split('\n').slice(-40).join('\n'),
+    );
     assert.equal(r.lost.length, 0, formatCheck(r));
     assert.equal(r.duplicated.length, 0, formatCheck(r));
-    assert.ok(c.logRecords().some((x) => x['code'] === 'SIDECAR_UNAVAILABLE'), 'the streams failed with SIDECAR_UNAVAILABLE while it was gone');
+    assert.ok(
+      c.logRecords().some((x) => x['code'] === 'SIDECAR_UNAVAILABLE'),
+      'the streams failed with SIDECAR_UNAVAILABLE while it was gone',
+    );
     const stopped = await c.stop();
     assert.equal(stopped.code, 0);
     assert.deepEqual(sidecarPids(c.pid), [], 'no sidecar left behind');
@@ -158,10 +218,17 @@ describe('pglog collect moving a server between transports', { timeout: 300_000 
     const other = await startSshServer();
     try {
       await other.changeHostKey();
-      const targetsFile = writeTargetsFile(work, [{ ...spec('proxy'), name: 'db2', host: other.host, port: other.port, knownHostsFile: other.knownHostsFile, privateKeyFile: other.privateKeyFile }]);
+      const targetsFile = writeTargetsFile(work, [
+        { ...spec('proxy'), name: 'db2', host: other.host, port: other.port, knownHostsFile: other.knownHostsFile, privateKeyFile: other.privateKeyFile },
+      ]);
       const c = startCollector({ targetsFile, storeUrl: store.url, outputFile: join(work, 'host-key.log') });
       collector = c;
-      await waitFor(() => c.logRecords().some((x) => x['code'] === 'SSH_HOST_KEY_CHANGED'), 'SSH_HOST_KEY_CHANGED in the log', 60_000, () => c.output());
+      await waitFor(
+        () => c.logRecords().some((x) => x['code'] === 'SSH_HOST_KEY_CHANGED'),
+        'SSH_HOST_KEY_CHANGED in the log',
+        60_000,
+        () => c.output(),
+      );
       const record = c.logRecords().find((x) => x['code'] === 'SSH_HOST_KEY_CHANGED')!;
       assert.match(String(record['msg']), new RegExp(`${other.host.replace(/\./g, '\\.')}.*${other.port}|db2`));
       // Streams wait for a sidecar that is still starting instead of failing at start-up.
@@ -186,20 +253,40 @@ describe('pglog collect moving a server between transports', { timeout: 300_000 
     const targetsFile = writeTargetsFile(work, [spec('auto')]);
     // Thresholds scaled to what a test load offers (~300 kbit/s); a short rate window and dwell.
     const c = startCollector({
-      targetsFile, storeUrl: store.url, outputFile: join(work, 'auto.log'),
+      targetsFile,
+      storeUrl: store.url,
+      outputFile: join(work, 'auto.log'),
       args: ['--batch-ms', '200', '--promote-above', '150kbit', '--demote-below', '50kbit', '--rate-window', '1000', '--min-dwell', '2000'],
     });
     collector = c;
-    await waitFor(() => c.output().includes('reading '), 'the collector to start reading', 60_000, () => c.output());
+    await waitFor(
+      () => c.output().includes('reading '),
+      'the collector to start reading',
+      60_000,
+      () => c.output(),
+    );
     const load = startSeqLoad(server.url, { ratePerSecond: 400, payloadBytes: 60 });
     try {
-      await waitFor(() => switches(c).some((s) => s.to === 'proxy'), 'promotion to proxy', 30_000, () => c.output().split('\n').slice(-20).join('\n'));
+      await waitFor(
+        () => switches(c).some((s) => s.to === 'proxy'),
+        'promotion to proxy',
+        30_000,
+        () => c.output().split('\n').slice(-20).join('\n'),
+      );
       await new Promise((r) => setTimeout(r, 2_000));
     } finally {
       await load.stop();
     }
-    await waitFor(() => switches(c).some((s) => s.to === 'inproc'), 'demotion once the load stopped', 30_000, () => c.output().split('\n').slice(-20).join('\n'));
-    const reasons = c.logRecords().filter((r) => typeof r['reason'] === 'string').map((r) => r['reason']);
+    await waitFor(
+      () => switches(c).some((s) => s.to === 'inproc'),
+      'demotion once the load stopped',
+      30_000,
+      () => c.output().split('\n').slice(-20).join('\n'),
+    );
+    const reasons = c
+      .logRecords()
+      .filter((r) => typeof r['reason'] === 'string')
+      .map((r) => r['reason']);
     assert.deepEqual(reasons.slice(0, 2), ['promote', 'demote']);
     const r = await everyStatementStored(load.run, 'every logged statement in the store', 60_000);
     assert.equal(r.duplicated.length, 0, formatCheck(r));
@@ -212,7 +299,12 @@ describe('pglog collect moving a server between transports', { timeout: 300_000 
     const targetsFile = writeTargetsFile(work, [spec('proxy')]);
     const c = startCollector({ targetsFile, storeUrl: store.url, outputFile: join(work, 'collector-kill.log') });
     collector = c;
-    await waitFor(() => sidecarPids(c.pid).length > 0 && descendants(sidecarPids(c.pid)[0]!).length > 0, 'the sidecar and its ssh processes', 30_000, () => c.output());
+    await waitFor(
+      () => sidecarPids(c.pid).length > 0 && descendants(sidecarPids(c.pid)[0]!).length > 0,
+      'the sidecar and its ssh processes',
+      30_000,
+      () => c.output(),
+    );
     const sidecar = sidecarPids(c.pid)[0]!;
     const argv = readFileSync(`/proc/${sidecar}/cmdline`, 'utf8').split('\0');
     const dir = argv[argv.indexOf('--dir') + 1]!;
@@ -221,7 +313,12 @@ describe('pglog collect moving a server between transports', { timeout: 300_000 
     await c.exited;
     collector = null;
     const alive = (): number[] => processes.filter(isAlive);
-    await waitFor(() => alive().length === 0, 'the sidecar and its ssh processes to end', 15_000, () => `still alive: ${alive().join(' ')}`);
+    await waitFor(
+      () => alive().length === 0,
+      'the sidecar and its ssh processes to end',
+      15_000,
+      () => `still alive: ${alive().join(' ')}`,
+    );
     assert.equal(existsSync(dir), false, `${dir} removed`);
   });
 });

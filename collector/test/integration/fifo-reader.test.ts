@@ -49,7 +49,10 @@ function mkfifo(...paths: string[]): void {
   execFileSync('mkfifo', ['-m', '0600', ...paths]);
 }
 
-interface Started { child: ChildProcess; exit: Promise<{ code: number | null; signal: NodeJS.Signals | null }> }
+interface Started {
+  child: ChildProcess;
+  exit: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+}
 
 function start(command: string, args: string[], env?: NodeJS.ProcessEnv): Started {
   const child = spawn(command, args, { stdio: ['ignore', 'pipe', 'pipe'], env: env ?? process.env });
@@ -75,8 +78,20 @@ async function collect(reader: NodeJS.ReadableStream): Promise<Buffer> {
 }
 
 type Durations = Record<'readFile' | 'stat' | 'lookup', number | null>;
-interface Waiting { phase: 'waiting'; mode: string; fifos: number; threadpool: string | null; ms: Durations }
-interface Released { phase: 'released'; mode: string; ms: Durations; allDoneMs: number; delivered: Record<string, string> }
+interface Waiting {
+  phase: 'waiting';
+  mode: string;
+  fifos: number;
+  threadpool: string | null;
+  ms: Durations;
+}
+interface Released {
+  phase: 'released';
+  mode: string;
+  ms: Durations;
+  allDoneMs: number;
+  delivered: Record<string, string>;
+}
 
 /**
  * Runs fifo-starvation-child.ts with UV_THREADPOOL_SIZE=2 on 30 writerless FIFOs, reads its
@@ -93,21 +108,25 @@ async function starvation(mode: 'fifo-reader' | 'read-stream'): Promise<{ waitin
   const file = join(dir, 'status.json');
   writeFileSync(file, '{"version":1}\n');
 
-  const child = start(process.execPath, [CHILD, '--mode', mode, '--dir', fifoDir, '--file', file, '--bound-ms', '1000'],
-    { ...process.env, UV_THREADPOOL_SIZE: '2' });
+  const child = start(process.execPath, [CHILD, '--mode', mode, '--dir', fifoDir, '--file', file, '--bound-ms', '1000'], {
+    ...process.env,
+    UV_THREADPOOL_SIZE: '2',
+  });
   let stderr = '';
-  child.child.stderr?.setEncoding('utf8').on('data', (s: string) => { stderr += s; });
+  child.child.stderr?.setEncoding('utf8').on('data', (s: string) => {
+    stderr += s;
+  });
   const lines = createInterface({ input: child.child.stdout! })[Symbol.asyncIterator]();
   const next = async (what: string): Promise<unknown> => {
     const line = await within(WAIT_MS, `${mode} child: ${what}`, lines.next());
     if (line.done === true) throw new Error(`${mode} child ended before ${what}: ${stderr}`);
     return JSON.parse(line.value) as unknown;
   };
-  const waiting = await next('first report') as Waiting;
+  const waiting = (await next('first report')) as Waiting;
   // One writer for all FIFOs, in order: each `>` blocks until that FIFO has a reader, which for
   // read-stream is the threadpool reaching that FIFO's queued open().
   const writer = shell('for f in "$@"; do echo "${f##*/}" > "$f"; done', ...paths);
-  const released = await next('second report') as Released;
+  const released = (await next('second report')) as Released;
   const [childExit, writerExit] = await within(WAIT_MS, `${mode} child and writer exit`, Promise.all([child.exit, writer.exit]));
   assert.equal(childExit.code, 0, stderr);
   return { waiting, released, writerExit: writerExit.code };
@@ -130,14 +149,18 @@ describe('openFifoReader', () => {
     // block both pool threads until writers come, and every other pool call queues behind.
     const blocked = await starvation('read-stream');
     assert.equal(blocked.waiting.threadpool, '2');
-    assert.deepEqual(blocked.waiting.ms, { readFile: null, stat: null, lookup: null }, 'fs.createReadStream on writerless FIFOs should have blocked the threadpool for 1 s');
+    assert.deepEqual(
+      blocked.waiting.ms,
+      { readFile: null, stat: null, lookup: null },
+      'fs.createReadStream on writerless FIFOs should have blocked the threadpool for 1 s',
+    );
     // ... and it was the FIFOs: once they had writers, everything completed.
     assert.ok(blocked.released.ms.readFile !== null && blocked.released.ms.stat !== null && blocked.released.ms.lookup !== null);
     for (const [name, text] of Object.entries(blocked.released.delivered)) assert.equal(text, `${name}\n`);
     assert.equal(blocked.writerExit, 0);
   });
 
-  it('delivers exactly the writer\'s bytes, then EOF, and no EOF before the first writer has come', async () => {
+  it("delivers exactly the writer's bytes, then EOF, and no EOF before the first writer has come", async () => {
     const fifo = join(tempDir(), 'seq.out');
     mkfifo(fifo);
     const reader = openFifoReader(fifo);
@@ -164,7 +187,9 @@ describe('openFifoReader', () => {
     mkfifo(fifo);
     const reader = openFifoReader(fifo);
     let received = 0;
-    reader.on('data', (chunk: Buffer) => { received += chunk.length; });
+    reader.on('data', (chunk: Buffer) => {
+      received += chunk.length;
+    });
     reader.pause();
     const size = 10 * 1024 * 1024;
     const writer = shell(`head -c ${size} /dev/zero > "$1"`, fifo);
@@ -174,7 +199,10 @@ describe('openFifoReader', () => {
     // What is held meanwhile is bounded: the stream's buffer (about one highWaterMark) plus the
     // kernel's pipe buffer, not the 10 MiB.
     assert.ok(reader.readableLength <= 1024 * 1024, `paused reader buffered ${reader.readableLength} bytes`);
-    const ended = new Promise((resolve, reject) => { reader.once('end', resolve); reader.once('error', reject); });
+    const ended = new Promise((resolve, reject) => {
+      reader.once('end', resolve);
+      reader.once('error', reject);
+    });
     reader.resume();
     await within(WAIT_MS, 'reader end', ended);
     assert.equal(received, size);
@@ -208,13 +236,16 @@ describe('openFifoReader', () => {
     const missing = join(dir, 'missing.out');
     const fdsBefore = readdirSync('/proc/self/fd').length;
     const expect = (path: string, pattern: RegExp): void => {
-      assert.throws(() => openFifoReader(path), (e: unknown) => {
-        assert.ok(isPglogError(e));
-        assert.equal(e.code, 'INPUT_UNREADABLE');
-        assert.ok(e.message.includes(path), e.message);
-        assert.match(e.message, pattern);
-        return true;
-      });
+      assert.throws(
+        () => openFifoReader(path),
+        (e: unknown) => {
+          assert.ok(isPglogError(e));
+          assert.equal(e.code, 'INPUT_UNREADABLE');
+          assert.ok(e.message.includes(path), e.message);
+          assert.match(e.message, pattern);
+          return true;
+        },
+      );
     };
     expect(missing, /ENOENT/);
     expect(regular, /is a regular file, not a FIFO/);

@@ -28,9 +28,12 @@ after(() => rmSync(root, { recursive: true, force: true }));
 function bursts(): Buffer[] {
   const all = Buffer.from(Array.from({ length: 256 }, (_, i) => i));
   const starts = [0x00, 0x0a, 0x20, 0x5c, 0x09, 0x80, 0xc3, 0xff, 0x00];
-  return starts.map((first, i) => Buffer.concat([Buffer.from([first]), i % 2 === 0 ? all : all.reverse(), Buffer.from([first])]))
-    // single bytes, each alone in its round; 0xc3 starts a UTF-8 character that never ends
-    .concat([0x00, 0xff, 0x0a, 0x20, 0xc3, 0xa9].map((b) => Buffer.from([b])));
+  return (
+    starts
+      .map((first, i) => Buffer.concat([Buffer.from([first]), i % 2 === 0 ? all : all.reverse(), Buffer.from([first])]))
+      // single bytes, each alone in its round; 0xc3 starts a UTF-8 character that never ends
+      .concat([0x00, 0xff, 0x0a, 0x20, 0xc3, 0xa9].map((b) => Buffer.from([b])))
+  );
 }
 
 async function follow(idleWait: IdleWait): Promise<{ received: Buffer; content: Buffer; comm: string }> {
@@ -41,8 +44,17 @@ async function follow(idleWait: IdleWait): Promise<{ received: Buffer; content: 
   const file = join(log, 'postgresql.log');
   writeFileSync(file, 'first line\n');
   const follower = new LogFollower(new LocalShell(), {
-    target: 'db1', instance: 'main', dataDirectory: data, logDirectory: log, logFormat: 'stderr',
-    pollIntervalMs: 50, idleMs: 200, rotationCheckMs: 150, heartbeatMs: 400, waitMs: 100, idleWait,
+    target: 'db1',
+    instance: 'main',
+    dataDirectory: data,
+    logDirectory: log,
+    logFormat: 'stderr',
+    pollIntervalMs: 50,
+    idleMs: 200,
+    rotationCheckMs: 150,
+    heartbeatMs: 400,
+    waitMs: 100,
+    idleWait,
   });
   const controller = new AbortController();
   const chunks: Buffer[] = [];

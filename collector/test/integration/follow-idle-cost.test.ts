@@ -34,7 +34,13 @@ interface Case {
   currentLogfiles: boolean;
 }
 
-interface Measured { starts: number; seconds: number; cpuSeconds: number; received: Buffer; content: Buffer }
+interface Measured {
+  starts: number;
+  seconds: number;
+  cpuSeconds: number;
+  received: Buffer;
+  content: Buffer;
+}
 
 describe('an idle followed log on a real sshd', { timeout: 300_000 }, () => {
   let server: TestSshServer;
@@ -45,10 +51,15 @@ describe('an idle followed log on a real sshd', { timeout: 300_000 }, () => {
   before(async () => {
     server = await within(30_000, 'starting sshd', startSshServer());
     connection = new SshConnection({
-      target: 'idle', host: server.host, port: server.port, username: server.user,
-      privateKey: readFileSync(server.privateKeyFile), privateKeySource: server.privateKeyFile,
+      target: 'idle',
+      host: server.host,
+      port: server.port,
+      username: server.user,
+      privateKey: readFileSync(server.privateKeyFile),
+      privateKeySource: server.privateKeyFile,
       knownHosts: { text: readFileSync(server.knownHostsFile, 'utf8'), source: server.knownHostsFile },
-      limiter: new ConnectLimiter({ spreadMs: 0 }), backoff: { baseMs: 50, capMs: 1000 },
+      limiter: new ConnectLimiter({ spreadMs: 0 }),
+      backoff: { baseMs: 50, capMs: 1000 },
     });
     root = mkdtempSync(join(tmpdir(), 'pglog-idle-'));
     chmodSync(root, 0o755); // the login user reads the logs
@@ -68,7 +79,12 @@ describe('an idle followed log on a real sshd', { timeout: 300_000 }, () => {
     writeFileSync(file, '2024-01-01 00:00:00.000 UTC [1] LOG:  database system is ready to accept connections\n', { mode: 0o644 });
     if (c.currentLogfiles) writeFileSync(join(data, 'current_logfiles'), 'stderr log/postgresql.log\n', { mode: 0o644 });
     const follower = new LogFollower(connection, {
-      target: 'idle', instance: 'main', dataDirectory: data, logDirectory: log, logFormat: 'stderr', idleWait: c.idleWait,
+      target: 'idle',
+      instance: 'main',
+      dataDirectory: data,
+      logDirectory: log,
+      logFormat: 'stderr',
+      idleWait: c.idleWait,
     });
     const controller = new AbortController();
     const chunks: Buffer[] = [];
@@ -126,7 +142,7 @@ describe('an idle followed log on a real sshd', { timeout: 300_000 }, () => {
     });
   }
 
-  it('counts the polling loop\'s processes (the baseline: several a second)', async (t) => {
+  it("counts the polling loop's processes (the baseline: several a second)", async (t) => {
     const m = await measure({ idleWait: 'polling', currentLogfiles: true });
     t.diagnostic(`${m.starts} process starts in ${m.seconds.toFixed(1)} s, ${m.cpuSeconds.toFixed(2)} CPU s`);
     // Several a second at full speed; more than the bound above even on a loaded machine.

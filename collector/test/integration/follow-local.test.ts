@@ -5,7 +5,7 @@
  */
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
-import { appendFileSync, closeSync,mkdirSync, mkdtempSync, openSync, readFileSync, renameSync, rmSync, writeFileSync, writeSync } from 'node:fs';
+import { appendFileSync, closeSync, mkdirSync, mkdtempSync, openSync, readFileSync, renameSync, rmSync, writeFileSync, writeSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, afterEach, before, describe, it } from 'node:test';
@@ -24,7 +24,13 @@ const run = promisify(execFile);
 /** Generous bound on every wait: a hang fails the test instead of blocking CI. */
 const WAIT_MS = 30_000;
 
-interface Received { file: FollowedFile; offset: number; chunks: Buffer[]; bytes: number; ended: boolean }
+interface Received {
+  file: FollowedFile;
+  offset: number;
+  chunks: Buffer[];
+  bytes: number;
+  ended: boolean;
+}
 
 /** Recorders still following: stopped after each test, also a failed one, so nothing lingers. */
 const running = new Set<Recorder>();
@@ -48,15 +54,24 @@ class Recorder {
           if (item.kind !== 'data') this.kinds.push(item.kind);
           const last = this.files.at(-1);
           switch (item.kind) {
-            case 'file': this.files.push({ file: item.file, offset: item.offset, chunks: [], bytes: 0, ended: false }); break;
+            case 'file':
+              this.files.push({ file: item.file, offset: item.offset, chunks: [], bytes: 0, ended: false });
+              break;
             case 'data':
               assert.ok(last !== undefined && !last.ended, 'data outside a file');
               if (keep) last.chunks.push(item.chunk);
               last.bytes += item.chunk.length;
               break;
-            case 'end-of-file': assert.ok(last !== undefined); last.ended = true; break;
-            case 'gap': this.gaps.push(item); break;
-            case 'idle': case 'size': break;
+            case 'end-of-file':
+              assert.ok(last !== undefined);
+              last.ended = true;
+              break;
+            case 'gap':
+              this.gaps.push(item);
+              break;
+            case 'idle':
+            case 'size':
+              break;
           }
           for (const wake of this.wakeups.splice(0)) wake();
         }
@@ -74,10 +89,16 @@ class Recorder {
     while (!condition()) {
       if (this.error !== null) throw this.error as Error;
       const left = deadline - Date.now();
-      if (left <= 0) throw new Error(`timed out waiting for ${what}; items: ${this.kinds.join(',')}; files: ${this.files.map((f) => `${f.file.path}@${f.offset}+${f.bytes}`).join(' ')}`);
+      if (left <= 0)
+        throw new Error(
+          `timed out waiting for ${what}; items: ${this.kinds.join(',')}; files: ${this.files.map((f) => `${f.file.path}@${f.offset}+${f.bytes}`).join(' ')}`,
+        );
       await new Promise<void>((resolve) => {
         const timer = setTimeout(resolve, Math.min(left, 1000));
-        this.wakeups.push(() => { clearTimeout(timer); resolve(); });
+        this.wakeups.push(() => {
+          clearTimeout(timer);
+          resolve();
+        });
       });
     }
   }
@@ -109,7 +130,8 @@ function assertExact(rec: Recorder, path: string, content: Buffer): void {
 
 function lines(prefix: string, from: number, count: number): string {
   let s = '';
-  for (let i = from; i < from + count; i++) s += `2024-01-01 00:00:${String(i % 60).padStart(2, '0')}.${String(i).padStart(6, '0')} UTC [${prefix}] LOG:  line ${i} of ${prefix}\n`;
+  for (let i = from; i < from + count; i++)
+    s += `2024-01-01 00:00:${String(i % 60).padStart(2, '0')}.${String(i).padStart(6, '0')} UTC [${prefix}] LOG:  line ${i} of ${prefix}\n`;
   return s;
 }
 
@@ -129,8 +151,17 @@ function instanceDirs(forLogrotate = false): { data: string; log: string } {
 
 function follower(shell: LocalShell, dirs: { data: string; log: string }, extra: Partial<LogFollowerOptions> = {}): LogFollower {
   return new LogFollower(shell, {
-    target: 'db1', instance: 'main', dataDirectory: dirs.data, logDirectory: dirs.log, logFormat: 'stderr',
-    pollIntervalMs: 50, idleMs: 200, rotationCheckMs: 150, heartbeatMs: 400, waitMs: 100, ...extra,
+    target: 'db1',
+    instance: 'main',
+    dataDirectory: dirs.data,
+    logDirectory: dirs.log,
+    logFormat: 'stderr',
+    pollIntervalMs: 50,
+    idleMs: 200,
+    rotationCheckMs: 150,
+    heartbeatMs: 400,
+    waitMs: 100,
+    ...extra,
   });
 }
 
@@ -141,8 +172,12 @@ function setCurrentLogfiles(data: string, relative: string): void {
 }
 
 describe('LogFollower on real files', () => {
-  before(() => { root = mkdtempSync(join(tmpdir(), 'pglog-follow-')); });
-  after(() => { rmSync(root, { recursive: true, force: true }); });
+  before(() => {
+    root = mkdtempSync(join(tmpdir(), 'pglog-follow-'));
+  });
+  after(() => {
+    rmSync(root, { recursive: true, force: true });
+  });
   afterEach(async () => {
     for (const rec of running) await rec.stop().catch(() => undefined);
   });
@@ -189,7 +224,10 @@ describe('LogFollower on real files', () => {
     assertExact(rec, first, readFileSync(first));
     assertExact(rec, second, readFileSync(second));
     assert.equal(rec.files[1]?.offset, 0);
-    assert.deepEqual(rec.kinds.filter((k) => k === 'file' || k === 'end-of-file'), ['file', 'end-of-file', 'file']);
+    assert.deepEqual(
+      rec.kinds.filter((k) => k === 'file' || k === 'end-of-file'),
+      ['file', 'end-of-file', 'file'],
+    );
     assert.equal(f.currentFile()?.path, second);
   });
 
@@ -222,7 +260,11 @@ describe('LogFollower on real files', () => {
     const written: string[] = [];
     const write = (n: number): void => {
       let s = '';
-      for (let i = 0; i < n; i++) { const line = `2024-01-01 00:00:00.${String(written.length).padStart(6, '0')} UTC [w] LOG:  line ${written.length}\n`; written.push(line); s += line; }
+      for (let i = 0; i < n; i++) {
+        const line = `2024-01-01 00:00:00.${String(written.length).padStart(6, '0')} UTC [w] LOG:  line ${written.length}\n`;
+        written.push(line);
+        s += line;
+      }
       appendFileSync(live, s);
     };
     write(2000);
@@ -234,10 +276,16 @@ describe('LogFollower on real files', () => {
     const writer = (async () => {
       // Racing logrotate, but slower than a whole file per read round (see segment-script.ts:
       // a truncated file that regrows past our offset between two rounds cannot be told apart).
-      while (writing) { write(3); await new Promise((r) => setTimeout(r, 1)); }
+      while (writing) {
+        write(3);
+        await new Promise((r) => setTimeout(r, 1));
+      }
     })();
     await run('logrotate', ['-f', '-s', join(root, `state-ct-${case_}`), conf]);
-    for (let i = 0; i < 20; i++) { write(2); await new Promise((r) => setTimeout(r, 5)); }
+    for (let i = 0; i < 20; i++) {
+      write(2);
+      await new Promise((r) => setTimeout(r, 5));
+    }
     writing = false;
     await writer;
     await rec.until(() => rec.files.length === 2 && rec.files[1]!.bytes === readFileSync(live).length, 'the truncated file from 0');
@@ -281,7 +329,10 @@ describe('LogFollower on real files', () => {
     const second = new Recorder(follower(new LocalShell(), dirs), { file, offset: boundary });
     await second.until(() => second.files.length === 2 && second.files[1]!.bytes === readFileSync(live).length, 'both files');
     await second.stop();
-    assert.deepEqual(second.files.map((x) => x.offset), [boundary, 0]);
+    assert.deepEqual(
+      second.files.map((x) => x.offset),
+      [boundary, 0],
+    );
     assert.equal(Buffer.concat(second.files[0]!.chunks).toString(), readFileSync(`${live}.1`).subarray(boundary).toString());
     assert.equal(Buffer.concat(second.files[1]!.chunks).toString(), readFileSync(live).toString());
   });
@@ -319,7 +370,11 @@ describe('LogFollower on real files', () => {
     const rec = new Recorder(follower(new LocalShell(), dirs), null);
     await rec.until(() => rec.bytesOf(live) === readFileSync(live).length, 'the file');
     const fd = openSync(live, 'r+');
-    try { writeSync(fd, '', 0); } finally { closeSync(fd); }
+    try {
+      writeSync(fd, '', 0);
+    } finally {
+      closeSync(fd);
+    }
     writeFileSync(live, lines('u', 0, 3)); // O_TRUNC: same inode, new content
     await rec.until(() => rec.files.length === 2 && rec.files[1]!.bytes === readFileSync(live).length, 'the rewritten file');
     await rec.stop();
@@ -334,18 +389,29 @@ describe('LogFollower on real files', () => {
     const size = 200 * 1024 * 1024;
     const block = Buffer.alloc(1024 * 1024, 0x78);
     const fd = openSync(path, 'w');
-    try { for (let written = 0; written < size; written += block.length) writeSync(fd, block); } finally { closeSync(fd); }
+    try {
+      for (let written = 0; written < size; written += block.length) writeSync(fd, block);
+    } finally {
+      closeSync(fd);
+    }
     // Retained memory, not garbage awaiting collection: measured right after a full GC.
     setFlagsFromString('--expose-gc');
     const gc = runInNewContext('gc') as () => void;
-    const retained = (): number => { gc(); const m = process.memoryUsage(); return m.heapUsed + m.arrayBuffers; };
+    const retained = (): number => {
+      gc();
+      const m = process.memoryUsage();
+      return m.heapUsed + m.arrayBuffers;
+    };
     const base = retained();
     let peak = 0;
     let nextSample = 0;
     const rec = new Recorder(follower(new LocalShell(), dirs), null, { keepBytes: false });
     await rec.until(() => {
       const got = rec.bytesOf(path);
-      if (got >= nextSample) { peak = Math.max(peak, retained() - base); nextSample = got + 16 * 1024 * 1024; }
+      if (got >= nextSample) {
+        peak = Math.max(peak, retained() - base);
+        nextSample = got + 16 * 1024 * 1024;
+      }
       return got === size;
     }, 'all 200 MB');
     await rec.stop();
@@ -357,12 +423,19 @@ describe('LogFollower on real files', () => {
     const dirs = instanceDirs();
     const f = follower(new LocalShell(), { data: dirs.data, log: join(dirs.data, 'no such dir') });
     const controller = new AbortController();
-    await assert.rejects(async () => { for await (const _ of f.follow(null, controller.signal)) { /* nothing */ } }, (e: unknown) => {
-      assert.ok(isPglogError(e));
-      assert.equal(e.code, 'REMOTE_COMMAND_FAILED');
-      assert.match(e.message, /^db1\/main: cannot list .*no such dir: .*No such file/);
-      return true;
-    });
+    await assert.rejects(
+      async () => {
+        for await (const _ of f.follow(null, controller.signal)) {
+          /* nothing */
+        }
+      },
+      (e: unknown) => {
+        assert.ok(isPglogError(e));
+        assert.equal(e.code, 'REMOTE_COMMAND_FAILED');
+        assert.match(e.message, /^db1\/main: cannot list .*no such dir: .*No such file/);
+        return true;
+      },
+    );
   });
 
   it('a remote loop ends by itself once its channel is closed (heartbeat), also with no data flowing', async () => {

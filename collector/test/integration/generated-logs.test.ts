@@ -58,10 +58,12 @@ function assertSameEvents(a: unknown[], b: unknown[], what: string): void {
 for (const name of ['A', 'B'] as const) {
   const run = logs.runs[name];
   describe(`generated log ${name} (${run.log_line_prefix.trim()})`, () => {
-    const parsed = Object.fromEntries(FORMATS.map((format) => {
-      const bytes = readFileSync(logPath(logs, run, format));
-      return [format, { bytes, ...parseInChunksOf(setupFor(run, format), bytes, 64 * 1024) }];
-    })) as Record<(typeof FORMATS)[number], { bytes: Buffer; events: PglogEvent[]; counters: ReturnType<typeof parseChunks>['counters'] }>;
+    const parsed = Object.fromEntries(
+      FORMATS.map((format) => {
+        const bytes = readFileSync(logPath(logs, run, format));
+        return [format, { bytes, ...parseInChunksOf(setupFor(run, format), bytes, 64 * 1024) }];
+      }),
+    ) as Record<(typeof FORMATS)[number], { bytes: Buffer; events: PglogEvent[]; counters: ReturnType<typeof parseChunks>['counters'] }>;
 
     for (const format of FORMATS) {
       describe(format, () => {
@@ -71,9 +73,15 @@ for (const name of ['A', 'B'] as const) {
         test('statement events equal the executions pg_stat_statements counted, per database', () => {
           assert.equal(statements.length, run.statements.total);
           assert.equal(statements.length, run.statements.load_known_total);
-          assert.deepEqual(countBy(statements, (s) => s.database), run.statements.by_database);
+          assert.deepEqual(
+            countBy(statements, (s) => s.database),
+            run.statements.by_database,
+          );
           assert.ok(statements.every((s) => s.duration_ms !== null && s.duration_ms >= 0));
-          assert.ok(statements.some((s) => s.protocol === 'extended' && s.parameters !== null), 'extended protocol with parameters');
+          assert.ok(
+            statements.some((s) => s.protocol === 'extended' && s.parameters !== null),
+            'extended protocol with parameters',
+          );
           assert.ok(statements.some((s) => s.protocol === 'simple'));
         });
 
@@ -94,12 +102,27 @@ for (const name of ['A', 'B'] as const) {
           assert.equal(severities.ERROR, expected('ERROR'));
           assert.equal(severities.FATAL, expected('FATAL'));
           if (format !== 'stderr' || run.log_line_prefix.includes('%e')) {
-            assert.deepEqual(countBy(errors.filter((e) => e.severity === 'ERROR'), (e) => e.sqlstate), run.errors.ERROR);
-            assert.deepEqual(countBy(errors.filter((e) => e.severity === 'FATAL'), (e) => e.sqlstate), run.errors.FATAL);
+            assert.deepEqual(
+              countBy(
+                errors.filter((e) => e.severity === 'ERROR'),
+                (e) => e.sqlstate,
+              ),
+              run.errors.ERROR,
+            );
+            assert.deepEqual(
+              countBy(
+                errors.filter((e) => e.severity === 'FATAL'),
+                (e) => e.sqlstate,
+              ),
+              run.errors.FATAL,
+            );
           }
           const withStatement = events.filter((e) => e.kind === 'error' && e.severity === 'ERROR' && e.statement !== null);
           assert.ok(withStatement.length >= expected('ERROR') - 2, 'client errors carry their STATEMENT');
-          assert.ok(events.some((e) => e.kind === 'error' && e.hint !== null && e.detail !== null), 'DETAIL and HINT attached');
+          assert.ok(
+            events.some((e) => e.kind === 'error' && e.hint !== null && e.detail !== null),
+            'DETAIL and HINT attached',
+          );
         });
 
         test('deadlock, lock waits, temp files, checkpoints, maintenance and connections', () => {
@@ -109,7 +132,10 @@ for (const name of ['A', 'B'] as const) {
             assert.ok(d.processes.length >= 2);
             assert.ok(d.processes.every((p) => p.pid > 0 && p.query !== null && p.blocked_by !== null));
           }
-          const waits = countBy(events.filter((e) => e.kind === 'lock_wait'), (e) => e.state);
+          const waits = countBy(
+            events.filter((e) => e.kind === 'lock_wait'),
+            (e) => e.state,
+          );
           assert.equal(waits.waiting, run.lock_waits.still_waiting);
           assert.equal(waits.acquired, run.lock_waits.acquired);
           for (const w of events.filter((e) => e.kind === 'lock_wait')) {
@@ -122,10 +148,19 @@ for (const name of ['A', 'B'] as const) {
           assert.equal(checkpoints.length, run.checkpoints.total_in_log);
           assert.ok(checkpoints.every((c) => c.kind === 'checkpoint' && c.total_s !== null && c.buffers_written !== null));
           for (const table of run.autovacuum.tables_awaited) {
-            assert.ok(events.some((e) => e.kind === 'autovacuum' && e.table.endsWith(table)), `autovacuum of ${table}`);
-            assert.ok(events.some((e) => e.kind === 'autoanalyze' && e.table.endsWith(table)), `autoanalyze of ${table}`);
+            assert.ok(
+              events.some((e) => e.kind === 'autovacuum' && e.table.endsWith(table)),
+              `autovacuum of ${table}`,
+            );
+            assert.ok(
+              events.some((e) => e.kind === 'autoanalyze' && e.table.endsWith(table)),
+              `autoanalyze of ${table}`,
+            );
           }
-          const connections = countBy(events.filter((e) => e.kind === 'connection'), (e) => e.phase);
+          const connections = countBy(
+            events.filter((e) => e.kind === 'connection'),
+            (e) => e.phase,
+          );
           assert.equal(connections.received, run.connections.received);
           assert.equal(connections.authorized, run.connections.authorized);
           const disconnections = events.filter((e) => e.kind === 'disconnection');
@@ -135,7 +170,10 @@ for (const name of ['A', 'B'] as const) {
 
         test('plans in text and json format, each attached to the statement that follows it', () => {
           const plans = events.filter((e): e is PlanEvent => e.kind === 'plan');
-          assert.deepEqual(countBy(plans, (p) => p.format), { text: run.auto_explain_plans.text, json: run.auto_explain_plans.json });
+          assert.deepEqual(
+            countBy(plans, (p) => p.format),
+            { text: run.auto_explain_plans.text, json: run.auto_explain_plans.json },
+          );
           for (const plan of plans) {
             const at = events.indexOf(plan);
             const next = events.slice(at + 1).find((e) => e.pid === plan.pid && (e.kind === 'statement' || e.kind === 'error'));
@@ -148,7 +186,10 @@ for (const name of ['A', 'B'] as const) {
 
         test('Cyrillic text from WIN1251 and KOI8R databases comes out as the exact UTF-8 strings', () => {
           for (const [db, expected] of Object.entries(run.cyrillic)) {
-            const texts = events.filter((e) => e.database === db).map((e) => JSON.stringify(e)).join('\n');
+            const texts = events
+              .filter((e) => e.database === db)
+              .map((e) => JSON.stringify(e))
+              .join('\n');
             const decoded = (s: string): string => JSON.stringify(s).slice(1, -1);
             for (const s of [...expected.identifiers, ...expected.literals, ...expected.messages, ...expected.pgbench_parameters]) {
               assert.ok(texts.includes(decoded(s)), `${db} (${expected.encoding}): "${s}" not found`);
@@ -187,7 +228,15 @@ for (const name of ['A', 'B'] as const) {
       const reference = parseChunks(setup, slice).events;
       fc.assert(
         fc.property(fc.uniqueArray(fc.integer({ min: 1, max: slice.length - 1 }), { maxLength: 200 }), (cuts) => {
-          assertSameEvents(parseChunks(setup, slice, cuts.sort((a, b) => a - b)).events, reference, `cuts ${cuts.join(',')}`);
+          assertSameEvents(
+            parseChunks(
+              setup,
+              slice,
+              cuts.sort((a, b) => a - b),
+            ).events,
+            reference,
+            `cuts ${cuts.join(',')}`,
+          );
         }),
         { numRuns: 20 },
       );

@@ -12,13 +12,12 @@ import { basename } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 
 import { checkStore, compareNumbers, formatCheck, loggedNumbers, loggedStatementTags } from '@pglog/test-support/checker.ts';
-import { type LogServer,startLogServer } from '@pglog/test-support/log-server.ts';
+import { type LogServer, startLogServer } from '@pglog/test-support/log-server.ts';
 import { migrateStore, startPostgres, type TestPostgres } from '@pglog/test-support/postgres.ts';
 import { parseSeqTags, seqStatement, startSeqLoad, withDatabase } from '@pglog/test-support/seq-load.ts';
 import { startSshServer, type TestSshServer } from '@pglog/test-support/sshd.ts';
 import { sleep, within } from '@pglog/test-support/wait.ts';
 import pg from 'pg';
-
 
 /** Polls `condition` every 50 ms until it holds; fails after `ms`. */
 async function until(ms: number, what: string, condition: () => boolean | Promise<boolean>): Promise<void> {
@@ -31,31 +30,54 @@ async function until(ms: number, what: string, condition: () => boolean | Promis
 
 function sshArgs(server: TestSshServer, command: string): string[] {
   return [
-    '-i', server.privateKeyFile,
-    '-o', `UserKnownHostsFile=${server.knownHostsFile}`,
-    '-o', 'StrictHostKeyChecking=yes', '-o', 'BatchMode=yes', '-o', 'ConnectTimeout=20',
-    '-o', 'GlobalKnownHostsFile=/dev/null', '-F', '/dev/null',
-    '-p', String(server.port), `${server.user}@${server.host}`, command,
+    '-i',
+    server.privateKeyFile,
+    '-o',
+    `UserKnownHostsFile=${server.knownHostsFile}`,
+    '-o',
+    'StrictHostKeyChecking=yes',
+    '-o',
+    'BatchMode=yes',
+    '-o',
+    'ConnectTimeout=20',
+    '-o',
+    'GlobalKnownHostsFile=/dev/null',
+    '-F',
+    '/dev/null',
+    '-p',
+    String(server.port),
+    `${server.user}@${server.host}`,
+    command,
   ];
 }
 
-interface SshResult { code: number | null; stdout: string; stderr: string }
+interface SshResult {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
 
 /** Runs `command` over the OpenSSH client; resolves with its exit code and output. */
 function ssh(server: TestSshServer, command: string): Promise<SshResult> {
-  return within(60_000, `ssh ${command}`, new Promise((resolve) => {
-    execFile('ssh', sshArgs(server, command), { encoding: 'utf8', maxBuffer: 256 * 1024 * 1024 }, (err, stdout, stderr) => {
-      const code = err === null ? 0 : typeof err.code === 'number' ? err.code : null;
-      resolve({ code, stdout, stderr });
-    });
-  }));
+  return within(
+    60_000,
+    `ssh ${command}`,
+    new Promise((resolve) => {
+      execFile('ssh', sshArgs(server, command), { encoding: 'utf8', maxBuffer: 256 * 1024 * 1024 }, (err, stdout, stderr) => {
+        const code = err === null ? 0 : typeof err.code === 'number' ? err.code : null;
+        resolve({ code, stdout, stderr });
+      });
+    }),
+  );
 }
 
 /** An OpenSSH client session that keeps running; its output accumulates in `output()`. */
 function sshSession(server: TestSshServer, command: string): { child: ChildProcess; output(): string; exit: Promise<number | null> } {
   const child = spawn('ssh', sshArgs(server, command), { stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';
-  child.stdout?.on('data', (b: Buffer) => { out += b.toString(); });
+  child.stdout?.on('data', (b: Buffer) => {
+    out += b.toString();
+  });
   child.stderr?.resume();
   const exit = new Promise<number | null>((resolve) => child.once('close', (code) => resolve(code)));
   return { child, output: () => out, exit };
@@ -65,14 +87,20 @@ function sshSession(server: TestSshServer, command: string): { child: ChildProce
 function bannerWithin(host: string, port: number, ms: number): Promise<'banner' | 'connected, silent'> {
   return new Promise((resolve, reject) => {
     const socket = createConnection({ host, port });
-    const timer = setTimeout(() => { socket.destroy(); resolve('connected, silent'); }, ms);
+    const timer = setTimeout(() => {
+      socket.destroy();
+      resolve('connected, silent');
+    }, ms);
     socket.once('data', (b: Buffer) => {
       clearTimeout(timer);
       socket.destroy();
       if (b.toString('latin1').startsWith('SSH-2.0-')) resolve('banner');
       else reject(new Error(`unexpected first bytes ${JSON.stringify(b.toString('latin1'))}`));
     });
-    socket.once('error', (e) => { clearTimeout(timer); reject(e); });
+    socket.once('error', (e) => {
+      clearTimeout(timer);
+      reject(e);
+    });
   });
 }
 
@@ -87,13 +115,17 @@ describe('pure parts of the harness', () => {
   });
 
   test('withDatabase replaces only the database of a socket URL', () => {
-    assert.equal(withDatabase('postgresql://postgres@/postgres?host=%2Ftmp%2Fs&port=5432', 'legacy'), 'postgresql://postgres@/legacy?host=%2Ftmp%2Fs&port=5432');
+    assert.equal(
+      withDatabase('postgresql://postgres@/postgres?host=%2Ftmp%2Fs&port=5432', 'legacy'),
+      'postgresql://postgres@/legacy?host=%2Ftmp%2Fs&port=5432',
+    );
     assert.equal(withDatabase('postgres://u@h:5/db', 'x y'), 'postgres://u@h:5/x%20y');
   });
 
   test('loggedStatementTags: stderr, csvlog and jsonlog duration entries; not error STATEMENT lines, not a tag cut off', () => {
-    const stderr = "2026-01-01 00:00:00.000 UTC [12] postgres@postgres LOG:  duration: 0.051 ms  statement: SELECT 'pglog-seq:r1:5'\n"
-      + "2026-01-01 00:00:00.000 UTC [12] postgres@postgres STATEMENT:  SELECT 'pglog-seq:r1:6'\n";
+    const stderr =
+      "2026-01-01 00:00:00.000 UTC [12] postgres@postgres LOG:  duration: 0.051 ms  statement: SELECT 'pglog-seq:r1:5'\n" +
+      "2026-01-01 00:00:00.000 UTC [12] postgres@postgres STATEMENT:  SELECT 'pglog-seq:r1:6'\n";
     const csv = `2026-01-01 00:00:00.000 UTC,"postgres","postgres",12,,,,,,,,"LOG","00000","duration: 0.051 ms  statement: SELECT ''pglog-seq:r1:7''",,,,,,,,,"",,0\n`;
     const json = `{"error_severity":"LOG","message":"duration: 0.051 ms  statement: SELECT 'pglog-seq:r1:8'"}\n{"error_severity":"ERROR","statement":"SELECT 'pglog-seq:r1:9'"}\n`;
     const cut = "LOG:  duration: 0.051 ms  statement: SELECT 'pglog-seq:r1:12";
@@ -160,7 +192,11 @@ describe('test sshd on a loopback address', { timeout: 240_000 }, () => {
       await until(30_000, 'ticker resumed', () => ticker.output().length > thawedAt);
       assert.equal(await within(10_000, 'probe after thaw', bannerWithin(server.host, server.port, 10_000)), 'banner');
       const lines = ticker.output().trim().split('\n').map(Number);
-      assert.deepEqual(lines, lines.map((_, i) => i + 1), 'the session continued where it stopped');
+      assert.deepEqual(
+        lines,
+        lines.map((_, i) => i + 1),
+        'the session continued where it stopped',
+      );
     } finally {
       ticker.child.kill();
       await within(30_000, 'ticker end', ticker.exit);
@@ -194,11 +230,11 @@ describe('log server, numbered load and checker', { timeout: 300_000 }, () => {
   let logServer: LogServer;
   let store: TestPostgres;
   before(async () => {
-    [sshd, logServer, store] = await within(120_000, 'starting sshd, a log server and a store', Promise.all([
-      startSshServer(),
-      startLogServer({ logRotationSizeKb: 16, databases: [{ name: 'legacy', encoding: 'WIN1251' }] }),
-      startPostgres(),
-    ]));
+    [sshd, logServer, store] = await within(
+      120_000,
+      'starting sshd, a log server and a store',
+      Promise.all([startSshServer(), startLogServer({ logRotationSizeKb: 16, databases: [{ name: 'legacy', encoding: 'WIN1251' }] }), startPostgres()]),
+    );
     await migrateStore(store.url);
   });
   after(async () => {
@@ -230,7 +266,10 @@ describe('log server, numbered load and checker', { timeout: 300_000 }, () => {
 
     // Over SSH, as the login user, the same files hold the same statements.
     const files = logServer.logFiles();
-    assert.ok(files.every((f) => (statSync(f).mode & 0o777) === 0o640), 'log_file_mode 0640');
+    assert.ok(
+      files.every((f) => (statSync(f).mode & 0o777) === 0o640),
+      'log_file_mode 0640',
+    );
     const listing = await ssh(sshd, `ls ${logServer.logDirectory}; cat ${logServer.dataDirectory}/current_logfiles`);
     assert.equal(listing.code, 0, listing.stderr);
     for (const f of files) assert.ok(listing.stdout.includes(basename(f)), `${basename(f)} listed over ssh`);
@@ -238,7 +277,10 @@ describe('log server, numbered load and checker', { timeout: 300_000 }, () => {
     const remote = await ssh(sshd, `cat ${files.join(' ')}`);
     assert.equal(remote.code, 0, remote.stderr);
     const overSsh = new Set(loggedStatementTags(remote.stdout, run));
-    assert.deepEqual([...overSsh].sort((a, b) => a - b), [...logged].sort((a, b) => a - b));
+    assert.deepEqual(
+      [...overSsh].sort((a, b) => a - b),
+      [...logged].sort((a, b) => a - b),
+    );
     // Each statement is logged exactly once across the rotated files.
     assert.equal(loggedStatementTags(remote.stdout, run).length, overSsh.size);
   });
@@ -264,7 +306,9 @@ describe('log server, numbered load and checker', { timeout: 300_000 }, () => {
         );
       };
       // Rows of another run never count.
-      await client.query(`INSERT INTO pglog.statement_events (ts, target, instance, query, file, file_offset) VALUES (now(), 'harness', 'main', $1, 'f', 0)`, [`SELECT 'pglog-seq:rother:${logged[0]}'`]);
+      await client.query(`INSERT INTO pglog.statement_events (ts, target, instance, query, file, file_offset) VALUES (now(), 'harness', 'main', $1, 'f', 0)`, [
+        `SELECT 'pglog-seq:rother:${logged[0]}'`,
+      ]);
 
       await insert(logged);
       const exact = await within(30_000, 'check', checkStore(store.url, run, { logDirectory: logServer.logDirectory }));
@@ -277,7 +321,11 @@ describe('log server, numbered load and checker', { timeout: 300_000 }, () => {
       const twice = logged[logged.length - 1] as number;
       await insert([twice, 999_999]);
       const broken = await within(30_000, 'check', checkStore(store.url, run, { logDirectory: logServer.logDirectory }));
-      assert.deepEqual(broken.lost, [...missing].sort((a, b) => a - b), formatCheck(broken));
+      assert.deepEqual(
+        broken.lost,
+        [...missing].sort((a, b) => a - b),
+        formatCheck(broken),
+      );
       assert.deepEqual(broken.duplicated, [twice], formatCheck(broken));
       assert.deepEqual(broken.unexpected, [999_999], formatCheck(broken));
       assert.equal(broken.stored, logged.length - 2 + 2);

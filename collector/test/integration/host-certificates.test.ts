@@ -10,7 +10,7 @@
  * - with the server's plain key listed too, both accept it.
  */
 import { strict as assert } from 'node:assert';
-import { type ChildProcess,execFile, spawn } from 'node:child_process';
+import { type ChildProcess, execFile, spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -24,7 +24,7 @@ import { within } from '@pglog/test-support/wait.ts';
 
 import { ConnectLimiter } from '../../src/transport/connect-limiter.ts';
 import { ProxyShell } from '../../src/transport/proxy-shell.ts';
-import { type RemoteShell,runRemote } from '../../src/transport/remote-shell.ts';
+import { type RemoteShell, runRemote } from '../../src/transport/remote-shell.ts';
 import { SidecarClient } from '../../src/transport/sidecar-client.ts';
 import { SshConnection } from '../../src/transport/ssh-connection.ts';
 
@@ -54,7 +54,9 @@ describe('@cert-authority lines: the same trust in both transports', { timeout: 
     ssh = await within(30_000, 'starting sshd', startSshServer({ hostCertificate: true }));
     work = mkdtempSync(join(tmpdir(), 'spc-'));
     client = await SidecarClient.open({ dir: join(work, 'sp'), pollMs: 50 });
-    sidecar = spawn(process.execPath, ['--disable-warning=ExperimentalWarning', MAIN, 'sshproxy', '--dir', join(work, 'sp'), '--log-level', 'warn'], { stdio: 'ignore' });
+    sidecar = spawn(process.execPath, ['--disable-warning=ExperimentalWarning', MAIN, 'sshproxy', '--dir', join(work, 'sp'), '--log-level', 'warn'], {
+      stdio: 'ignore',
+    });
   });
 
   after(async () => {
@@ -72,9 +74,15 @@ describe('@cert-authority lines: the same trust in both transports', { timeout: 
 
   function inProcess(knownHosts: string): SshConnection {
     const c = new SshConnection({
-      target: 'cert', host: ssh.host, port: ssh.port, username: ssh.user,
-      privateKey: readFileSync(ssh.privateKeyFile), privateKeySource: ssh.privateKeyFile,
-      knownHosts: { text: knownHosts, source: 'test known_hosts' }, limiter, backoff: { baseMs: 50, capMs: 1000 },
+      target: 'cert',
+      host: ssh.host,
+      port: ssh.port,
+      username: ssh.user,
+      privateKey: readFileSync(ssh.privateKeyFile),
+      privateKeySource: ssh.privateKeyFile,
+      knownHosts: { text: knownHosts, source: 'test known_hosts' },
+      limiter,
+      backoff: { baseMs: 50, capMs: 1000 },
     });
     connections.push(c);
     return c;
@@ -82,8 +90,15 @@ describe('@cert-authority lines: the same trust in both transports', { timeout: 
 
   async function throughSidecar(name: string, knownHosts: string): Promise<ProxyShell> {
     await client!.setServer({
-      name, host: ssh.host, port: ssh.port, user: ssh.user, maxSessions: 10, serverAliveIntervalS: 2, connectTimeoutS: 5,
-      privateKey: readFileSync(ssh.privateKeyFile), knownHosts,
+      name,
+      host: ssh.host,
+      port: ssh.port,
+      user: ssh.user,
+      maxSessions: 10,
+      serverAliveIntervalS: 2,
+      connectTimeoutS: 5,
+      privateKey: readFileSync(ssh.privateKeyFile),
+      knownHosts,
     });
     return new ProxyShell({ client: client!, server: name, endpoint: `${ssh.host}:${ssh.port}`, startTimeoutMs: 30_000 });
   }
@@ -92,8 +107,32 @@ describe('@cert-authority lines: the same trust in both transports', { timeout: 
     const caOnly = join(work, 'ca_only_known_hosts');
     writeFileSync(caOnly, `${ssh.certAuthorityLine ?? ''}\n`, { mode: 0o600 });
     const out = await new Promise<string>((resolve, reject) => {
-      execFile('ssh', ['-F', '/dev/null', '-o', 'BatchMode=yes', '-o', 'StrictHostKeyChecking=yes', '-o', `UserKnownHostsFile=${caOnly}`, '-o', 'GlobalKnownHostsFile=/dev/null',
-        '-o', 'IdentitiesOnly=yes', '-i', ssh.privateKeyFile, '-p', String(ssh.port), '-l', ssh.user, ssh.host, 'echo via-certificate'], (e, stdout, stderr) => (e === null ? resolve(stdout) : reject(new Error(`${e.message}\n${stderr}`))));
+      execFile(
+        'ssh',
+        [
+          '-F',
+          '/dev/null',
+          '-o',
+          'BatchMode=yes',
+          '-o',
+          'StrictHostKeyChecking=yes',
+          '-o',
+          `UserKnownHostsFile=${caOnly}`,
+          '-o',
+          'GlobalKnownHostsFile=/dev/null',
+          '-o',
+          'IdentitiesOnly=yes',
+          '-i',
+          ssh.privateKeyFile,
+          '-p',
+          String(ssh.port),
+          '-l',
+          ssh.user,
+          ssh.host,
+          'echo via-certificate',
+        ],
+        (e, stdout, stderr) => (e === null ? resolve(stdout) : reject(new Error(`${e.message}\n${stderr}`))),
+      );
     });
     assert.equal(out.trim(), 'via-certificate');
   });
@@ -102,14 +141,20 @@ describe('@cert-authority lines: the same trust in both transports', { timeout: 
     const knownHosts = `# the CA of our hosts\n${ssh.certAuthorityLine ?? ''}\n`;
     const inprocMarker = join(ssh.dir, 'ran-inproc');
     const proxyMarker = join(ssh.dir, 'ran-proxy');
-    const [inproc, proxy] = await Promise.all([outcome(inProcess(knownHosts), inprocMarker), outcome(await throughSidecar('ca-only', knownHosts), proxyMarker)]);
+    const [inproc, proxy] = await Promise.all([
+      outcome(inProcess(knownHosts), inprocMarker),
+      outcome(await throughSidecar('ca-only', knownHosts), proxyMarker),
+    ]);
     assert.deepEqual({ inproc, proxy }, { inproc: 'SSH_HOST_KEY_UNKNOWN', proxy: 'SSH_HOST_KEY_UNKNOWN' });
     assert.ok(!existsSync(inprocMarker) && !existsSync(proxyMarker), 'no command ran');
   });
 
   test('the plain host key listed beside the CA line: both transports accept', async () => {
     const knownHosts = `${ssh.certAuthorityLine ?? ''}\n${readFileSync(ssh.knownHostsFile, 'utf8')}`;
-    const [inproc, proxy] = await Promise.all([outcome(inProcess(knownHosts), join(ssh.dir, 'plain-inproc')), outcome(await throughSidecar('plain', knownHosts), join(ssh.dir, 'plain-proxy'))]);
+    const [inproc, proxy] = await Promise.all([
+      outcome(inProcess(knownHosts), join(ssh.dir, 'plain-inproc')),
+      outcome(await throughSidecar('plain', knownHosts), join(ssh.dir, 'plain-proxy')),
+    ]);
     assert.deepEqual({ inproc, proxy }, { inproc: 'ran', proxy: 'ran' });
   });
 });

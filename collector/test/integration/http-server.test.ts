@@ -4,13 +4,17 @@ import { request } from 'node:http';
 import { Writable } from 'node:stream';
 import { after, before, test } from 'node:test';
 
-import { type Readiness, type RunningHttpServer,startHttpServer } from '@pglog/common/observability/http-server.ts';
+import { type Readiness, type RunningHttpServer, startHttpServer } from '@pglog/common/observability/http-server.ts';
 import { createLogger } from '@pglog/common/observability/logger.ts';
 import { SecretScrubber } from '@pglog/common/observability/redact.ts';
 
 import { createCollectorMetrics } from '../../src/observability/metrics.ts';
 
-interface Reply { status: number; headers: Record<string, string | string[] | undefined>; body: string }
+interface Reply {
+  status: number;
+  headers: Record<string, string | string[] | undefined>;
+  body: string;
+}
 
 function call(port: number, method: string, path: string): Promise<Reply> {
   return new Promise((resolve, reject) => {
@@ -30,7 +34,12 @@ const logLines: string[] = [];
 const log = createLogger({
   level: 'info',
   secrets: new SecretScrubber(),
-  destination: new Writable({ write(chunk: Buffer, _e, done): void { logLines.push(chunk.toString('utf8')); done(); } }),
+  destination: new Writable({
+    write(chunk: Buffer, _e, done): void {
+      logLines.push(chunk.toString('utf8'));
+      done();
+    },
+  }),
 });
 const metrics = createCollectorMetrics({ defaultMetrics: false });
 let readiness: Readiness = { ready: false, reasons: ['store: not connected yet', 'targets: 0 of 2 streaming'] };
@@ -97,7 +106,12 @@ test('close() returns promptly even with an idle keep-alive connection open', { 
   const { Agent } = await import('node:http');
   const agent = new Agent({ keepAlive: true });
   await new Promise<void>((resolve, reject) => {
-    request({ host: '127.0.0.1', port: other.address.port, path: '/healthz', agent }, (res) => { res.resume(); res.on('end', resolve); }).on('error', reject).end();
+    request({ host: '127.0.0.1', port: other.address.port, path: '/healthz', agent }, (res) => {
+      res.resume();
+      res.on('end', resolve);
+    })
+      .on('error', reject)
+      .end();
   });
   // Without closeIdleConnections() this would wait out the 65 s keep-alive timeout; the
   // test's timeout bounds the wait.

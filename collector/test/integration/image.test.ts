@@ -11,15 +11,15 @@
 //     it, in a second container sharing a memory-backed volume.
 // Nothing is skipped: without Docker or without the image the tests fail and say why.
 import assert from 'node:assert/strict';
-import { type ChildProcess,execFile, spawn } from 'node:child_process';
+import { type ChildProcess, execFile, spawn } from 'node:child_process';
 import { appendFileSync, chmodSync, chownSync, copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 
 import { expectStoredOnce } from '@pglog/test-support/checker.ts';
-import { type TargetSpec,waitFor, writeTargetsFile } from '@pglog/test-support/collector-process.ts';
-import { type LogServer,startLogServer } from '@pglog/test-support/log-server.ts';
+import { type TargetSpec, waitFor, writeTargetsFile } from '@pglog/test-support/collector-process.ts';
+import { type LogServer, startLogServer } from '@pglog/test-support/log-server.ts';
 import { startPostgres, type TestPostgres } from '@pglog/test-support/postgres.ts';
 import { startSeqLoad } from '@pglog/test-support/seq-load.ts';
 import { startSshServer, type TestSshServer } from '@pglog/test-support/sshd.ts';
@@ -34,7 +34,11 @@ const STORE_SOCKET_DIR = '/run/pglog-store';
 /** The sidecar's directory in the chart's pods (an emptyDir both containers mount). */
 const SSHPROXY_DIR = '/run/pglog/sshproxy';
 
-interface Run { code: number | null; stdout: string; stderr: string }
+interface Run {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
 
 function docker(args: string[]): Promise<Run> {
   return new Promise((resolve) => {
@@ -61,7 +65,8 @@ describe('the built image', { timeout: 600_000 }, () => {
       throw new Error('PGLOG_TEST_IMAGE is not set: these tests run the built image; build it and run them with `make image-test` (or `make test`)');
     }
     const version = await docker(['version', '--format', '{{.Server.Version}}']);
-    if (version.code !== 0) throw new Error(`Docker cannot run here (\`${DOCKER} version\`: ${version.stderr.trim()}); \`make docker\` installs and starts the engine`);
+    if (version.code !== 0)
+      throw new Error(`Docker cannot run here (\`${DOCKER} version\`: ${version.stderr.trim()}); \`make docker\` installs and starts the engine`);
     const inspect = await docker(['image', 'inspect', IMAGE]);
     if (inspect.code !== 0) throw new Error(`the image ${IMAGE} does not exist (${inspect.stderr.trim()}); \`make test-image\` builds it`);
   });
@@ -76,15 +81,17 @@ describe('the built image', { timeout: 600_000 }, () => {
     assert.deepEqual(config.Entrypoint, ['/usr/bin/tini', '--', 'pglog']);
   });
 
-  test('no compiler, no npm cache, no dev dependencies; ssh2\'s native binding and OpenSSH are in', async () => {
-    const found = await shellInImage([
-      'for c in cc gcc g++ c++ make python3; do command -v $c; done',
-      'ls -d /root/.npm /tmp/npm-cache /app/.npm 2>/dev/null',
-      'ls -d /app/node_modules/typescript /app/node_modules/eslint /app/node_modules/@types 2>/dev/null',
-      // npm's CA bundle was a BuildKit secret of the build, mounted for one RUN only.
-      'ls -A /run/secrets 2>/dev/null',
-      'true',
-    ].join('; '));
+  test("no compiler, no npm cache, no dev dependencies; ssh2's native binding and OpenSSH are in", async () => {
+    const found = await shellInImage(
+      [
+        'for c in cc gcc g++ c++ make python3; do command -v $c; done',
+        'ls -d /root/.npm /tmp/npm-cache /app/.npm 2>/dev/null',
+        'ls -d /app/node_modules/typescript /app/node_modules/eslint /app/node_modules/@types 2>/dev/null',
+        // npm's CA bundle was a BuildKit secret of the build, mounted for one RUN only.
+        'ls -A /run/secrets 2>/dev/null',
+        'true',
+      ].join('; '),
+    );
     assert.equal(found, '', `the image has build tools, an npm cache, dev dependencies or build secrets:\n${found}`);
     const present = await shellInImage('ls /app/node_modules/ssh2/lib/protocol/crypto/build/Release/sshcrypto.node; command -v ssh; command -v tini');
     assert.deepEqual(present.trim().split('\n'), ['/app/node_modules/ssh2/lib/protocol/crypto/build/Release/sshcrypto.node', '/usr/bin/ssh', '/usr/bin/tini']);
@@ -118,22 +125,33 @@ describe('the built image', { timeout: 600_000 }, () => {
       rmSync(work, { recursive: true, force: true });
     });
 
-    interface Container { name: string; output(): string; exited: Promise<number | null> }
+    interface Container {
+      name: string;
+      output(): string;
+      exited: Promise<number | null>;
+    }
 
     /** `docker run` of the image, locked down, on the host's network (the sshd and the store listen on its loopback only). */
     function runContainer(name: string, dockerArgs: string[], args: string[], env: Record<string, string> = {}): Container {
       containers.add(name);
       const outputFile = join(work, `${name}.log`);
-      const child: ChildProcess = spawn(DOCKER, [
-        'run', '--rm', '--name', name, ...LOCKED_DOWN, '--network', 'host', ...dockerArgs,
-        ...Object.keys(env).flatMap((k) => ['-e', k]), IMAGE!, ...args,
-      ], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...env } });
+      const child: ChildProcess = spawn(
+        DOCKER,
+        ['run', '--rm', '--name', name, ...LOCKED_DOWN, '--network', 'host', ...dockerArgs, ...Object.keys(env).flatMap((k) => ['-e', k]), IMAGE!, ...args],
+        { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...env } },
+      );
       const append = (b: Buffer): void => appendFileSync(outputFile, b);
       child.stdout!.on('data', append);
       child.stderr!.on('data', append);
       return {
         name,
-        output: () => { try { return readFileSync(outputFile, 'utf8'); } catch { return ''; } },
+        output: () => {
+          try {
+            return readFileSync(outputFile, 'utf8');
+          } catch {
+            return '';
+          }
+        },
         exited: new Promise((resolve) => child.on('close', (code) => resolve(code))),
       };
     }
@@ -152,7 +170,12 @@ describe('the built image', { timeout: 600_000 }, () => {
      * `pod`, the sidecar runs as the chart's pods run it: `pglog sshproxy` in a container of its
      * own, sharing a memory-backed volume with the collector (`--sshproxy external`).
      */
-    async function collectThrough(label: string, transport: 'inproc' | 'proxy', pod: boolean, whileRunning: (collector: string, sidecar: string | null) => Promise<void>): Promise<string> {
+    async function collectThrough(
+      label: string,
+      transport: 'inproc' | 'proxy',
+      pod: boolean,
+      whileRunning: (collector: string, sidecar: string | null) => Promise<void>,
+    ): Promise<string> {
       // The configuration the containers read, owned by their user (the key must be 0600).
       const config = join(work, label);
       mkdirSync(config, { mode: 0o700 });
@@ -160,8 +183,13 @@ describe('the built image', { timeout: 600_000 }, () => {
       copyFileSync(ssh.knownHostsFile, join(config, 'known_hosts'));
       chmodSync(join(config, 'id'), 0o600);
       const spec: TargetSpec = {
-        name: 'db1', host: ssh.host, port: ssh.port, user: ssh.user, transport,
-        privateKeyFile: `${CONFIG_DIR}/id`, knownHostsFile: `${CONFIG_DIR}/known_hosts`,
+        name: 'db1',
+        host: ssh.host,
+        port: ssh.port,
+        user: ssh.user,
+        transport,
+        privateKeyFile: `${CONFIG_DIR}/id`,
+        knownHostsFile: `${CONFIG_DIR}/known_hosts`,
         instances: [{ name: 'main', dataDirectory: server.dataDirectory, logDirectory: server.logDirectory }],
       };
       writeTargetsFile(config, [spec]);
@@ -175,17 +203,32 @@ describe('the built image', { timeout: 600_000 }, () => {
         // The pod's emptyDir of medium Memory: a tmpfs volume both containers mount.
         const volume = `${prefix}-sshproxy`;
         volumes.add(volume);
-        const created = await docker(['volume', 'create', '--driver', 'local', '--opt', 'type=tmpfs', '--opt', 'device=tmpfs', '--opt', `o=uid=${UID},gid=${UID},mode=0700`, volume]);
+        const created = await docker([
+          'volume',
+          'create',
+          '--driver',
+          'local',
+          '--opt',
+          'type=tmpfs',
+          '--opt',
+          'device=tmpfs',
+          '--opt',
+          `o=uid=${UID},gid=${UID},mode=0700`,
+          volume,
+        ]);
         assert.equal(created.code, 0, created.stderr);
         mounts.push('-v', `${volume}:${SSHPROXY_DIR}`);
         sidecar = runContainer(`${prefix}-sidecar`, mounts, ['sshproxy', '--dir', SSHPROXY_DIR, '--log-level', 'debug']);
         sidecarArgs.push('--sshproxy', 'external', '--sshproxy-dir', SSHPROXY_DIR);
       }
       const storeUrl = `postgresql://postgres@/postgres?host=${encodeURIComponent(STORE_SOCKET_DIR)}&port=${store.port}`;
-      const collector = runContainer(`${prefix}-collector`, [...mounts, '-v', `${store.socketDir}:${STORE_SOCKET_DIR}`], [
-        'collect', '--targets', `${CONFIG_DIR}/targets.yaml`, '--listen', 'off', '--log-level', 'debug', '--batch-ms', '200', ...sidecarArgs,
-      ], { PGLOG_STORE_URL: storeUrl });
-      const tail = (): string => [collector, sidecar].flatMap((c) => c === null ? [] : [`${c.name}:`, ...c.output().split('\n').slice(-30)]).join('\n');
+      const collector = runContainer(
+        `${prefix}-collector`,
+        [...mounts, '-v', `${store.socketDir}:${STORE_SOCKET_DIR}`],
+        ['collect', '--targets', `${CONFIG_DIR}/targets.yaml`, '--listen', 'off', '--log-level', 'debug', '--batch-ms', '200', ...sidecarArgs],
+        { PGLOG_STORE_URL: storeUrl },
+      );
+      const tail = (): string => [collector, sidecar].flatMap((c) => (c === null ? [] : [`${c.name}:`, ...c.output().split('\n').slice(-30)])).join('\n');
 
       await waitFor(() => collector.output().includes('reading '), `pglog collect (${label}) in the container to start reading`, 120_000, tail);
       const load = startSeqLoad(server.url, { ratePerSecond: 200, payloadBytes: 60 });
@@ -204,11 +247,19 @@ describe('the built image', { timeout: 600_000 }, () => {
     /** Waits until `container` runs `pglog sshproxy` and an OpenSSH client; returns `docker top`. */
     async function sshInside(container: string): Promise<string> {
       let processes = '';
-      await waitFor(async () => {
-        processes = (await docker(['top', container, '-o', 'pid,user,args'])).stdout;
-        return /\bsshproxy\b/.test(processes) && /(?:^|\s|\/)ssh\s/m.test(processes);
-      }, `pglog sshproxy and an ssh client in ${container}`, 60_000, () => processes);
-      for (const line of processes.split('\n').slice(1).filter((l) => l.trim() !== '')) {
+      await waitFor(
+        async () => {
+          processes = (await docker(['top', container, '-o', 'pid,user,args'])).stdout;
+          return /\bsshproxy\b/.test(processes) && /(?:^|\s|\/)ssh\s/m.test(processes);
+        },
+        `pglog sshproxy and an ssh client in ${container}`,
+        60_000,
+        () => processes,
+      );
+      for (const line of processes
+        .split('\n')
+        .slice(1)
+        .filter((l) => l.trim() !== '')) {
         assert.match(line, new RegExp(`^\\s*\\d+\\s+${UID}\\s`), `every process in the container runs as ${UID}: ${line}`);
       }
       return processes;
@@ -216,21 +267,31 @@ describe('the built image', { timeout: 600_000 }, () => {
 
     test('over ssh2 with its native AES-GCM binding: every statement stored once', async () => {
       const output = await collectThrough('inproc', 'inproc', false, async () => {});
-      const connected = output.split('\n').filter((l) => l.includes('"nativeCrypto"')).map((l) => JSON.parse(l) as { nativeCrypto: boolean; cipher: string });
+      const connected = output
+        .split('\n')
+        .filter((l) => l.includes('"nativeCrypto"'))
+        .map((l) => JSON.parse(l) as { nativeCrypto: boolean; cipher: string });
       assert.ok(connected.length > 0, `a connection was logged:\n${output}`);
-      assert.ok(connected.every((c) => c.nativeCrypto), `ssh2 used its native binding: ${JSON.stringify(connected)}`);
+      assert.ok(
+        connected.every((c) => c.nativeCrypto),
+        `ssh2 used its native binding: ${JSON.stringify(connected)}`,
+      );
     });
 
     test('over the pglog sshproxy child, whose OpenSSH client runs inside the container', async () => {
       let processes = '';
-      const output = await collectThrough('child', 'proxy', false, async (collector) => { processes = await sshInside(collector); });
+      const output = await collectThrough('child', 'proxy', false, async (collector) => {
+        processes = await sshInside(collector);
+      });
       assert.match(output, /sshproxy sidecar started/);
       assert.match(processes.split('\n')[1] ?? '', /\/usr\/bin\/tini -- pglog collect/, `tini is PID 1 and reaps the sidecar's ssh processes:\n${processes}`);
     });
 
-    test('as the chart\'s pods run it: the sshproxy sidecar in its own container, sharing a memory-backed volume', async () => {
+    test("as the chart's pods run it: the sshproxy sidecar in its own container, sharing a memory-backed volume", async () => {
       let processes = '';
-      await collectThrough('pod', 'proxy', true, async (_collector, sidecar) => { processes = await sshInside(sidecar!); });
+      await collectThrough('pod', 'proxy', true, async (_collector, sidecar) => {
+        processes = await sshInside(sidecar!);
+      });
       assert.match(processes.split('\n')[1] ?? '', /\/usr\/bin\/tini -- pglog sshproxy/, `tini is the sidecar's PID 1:\n${processes}`);
     });
   });

@@ -31,13 +31,19 @@ function refused(re: RegExp): (e: unknown) => boolean {
 test('plan: fresh database applies every file in version order', () => {
   const files = [file(2), file(1), file(3)];
   const plan = planMigrations(files, []);
-  assert.deepEqual(plan.toApply.map((f) => f.version), [1, 2, 3]);
+  assert.deepEqual(
+    plan.toApply.map((f) => f.version),
+    [1, 2, 3],
+  );
   assert.equal(plan.current, 3);
 });
 
 test('plan: applies only what is not recorded; nothing when up to date', () => {
   const files = [file(1), file(2), file(3)];
-  assert.deepEqual(planMigrations(files, [appliedOf(files[0]!)]).toApply.map((f) => f.version), [2, 3]);
+  assert.deepEqual(
+    planMigrations(files, [appliedOf(files[0]!)]).toApply.map((f) => f.version),
+    [2, 3],
+  );
   const none = planMigrations(files, files.map(appliedOf));
   assert.deepEqual(none.toApply, []);
   assert.equal(none.current, 3);
@@ -51,7 +57,10 @@ test('plan: refuses an edited applied migration, naming the file', () => {
 });
 
 test('plan: refuses a store newer than the files', () => {
-  assert.throws(() => planMigrations([file(1)], [appliedOf(file(1)), appliedOf(file(2))]), refused(/schema version 2 .*newer than this pglog's migrations \(newest 1\)/));
+  assert.throws(
+    () => planMigrations([file(1)], [appliedOf(file(1)), appliedOf(file(2))]),
+    refused(/schema version 2 .*newer than this pglog's migrations \(newest 1\)/),
+  );
   assert.throws(() => planMigrations([], [appliedOf(file(1))]), refused(/schema version 1 .*newest 0/));
 });
 
@@ -68,8 +77,13 @@ test('readMigrations: sorted by version with checksums; bad names refused, other
     writeFileSync(join(dir, '0002_two.sql'), 'SELECT 2;');
     writeFileSync(join(dir, '0001_one.sql'), 'SELECT 1;');
     const files = await readMigrations(dir);
-    assert.deepEqual(files.map((f) => [f.version, f.name, f.file, f.checksum]),
-      [[1, 'one', '0001_one.sql', checksumOf('SELECT 1;')], [2, 'two', '0002_two.sql', checksumOf('SELECT 2;')]]);
+    assert.deepEqual(
+      files.map((f) => [f.version, f.name, f.file, f.checksum]),
+      [
+        [1, 'one', '0001_one.sql', checksumOf('SELECT 1;')],
+        [2, 'two', '0002_two.sql', checksumOf('SELECT 2;')],
+      ],
+    );
     writeFileSync(join(dir, '3_bad.sql'), 'SELECT 3;');
     await assert.rejects(readMigrations(dir), refused(/3_bad\.sql: the name must be NNNN_name\.sql/));
     await assert.rejects(readMigrations(join(dir, 'nope')), refused(/cannot read the migrations directory/));
@@ -93,8 +107,13 @@ before(async () => {
 });
 
 after(async () => {
-  for (const c of clients) await c.end().catch(() => { /* already closed */ });
-  await admin?.end().catch(() => { /* the server may be gone already */ });
+  for (const c of clients)
+    await c.end().catch(() => {
+      /* already closed */
+    });
+  await admin?.end().catch(() => {
+    /* the server may be gone already */
+  });
   await server?.stop();
   for (const d of tempDirs) rmSync(d, { recursive: true, force: true });
 });
@@ -136,24 +155,82 @@ test('fresh database: every migration applied; tables, views and functions exist
   const res = await migrate(c);
   assert.deepEqual(res.applied, files);
   assert.equal(res.current, files.length);
-  assert.deepEqual(await versions(c), files.map((_, i) => i + 1));
+  assert.deepEqual(
+    await versions(c),
+    files.map((_, i) => i + 1),
+  );
 
   const rel = await c.query<{ relname: string; relkind: string }>(
-    `SELECT relname, relkind::text FROM pg_class WHERE relnamespace = 'pglog'::regnamespace AND relkind IN ('r', 'p', 'v') ORDER BY relname`);
+    `SELECT relname, relkind::text FROM pg_class WHERE relnamespace = 'pglog'::regnamespace AND relkind IN ('r', 'p', 'v') ORDER BY relname`,
+  );
   const kinds = new Map(rel.rows.map((r) => [r.relname, r.relkind]));
-  for (const t of ['statement_events', 'error_events', 'lock_wait_events', 'other_events', 'activity_samples', 'blocking_samples', 'statement_deltas', 'database_deltas', 'snapshot_runs']) {
+  for (const t of [
+    'statement_events',
+    'error_events',
+    'lock_wait_events',
+    'other_events',
+    'activity_samples',
+    'blocking_samples',
+    'statement_deltas',
+    'database_deltas',
+    'snapshot_runs',
+  ]) {
     assert.equal(kinds.get(t), 'p', `${t} is partitioned`);
     assert.equal(kinds.get(`${t}_default`), 'r', `${t} has a default partition`);
   }
   for (const t of ['query_templates', 'read_position_state', 'quarantine', 'schema_migrations']) assert.equal(kinds.get(t), 'r', t);
-  for (const v of ['statements', 'errors', 'lock_waits', 'read_positions', 'activity', 'blocking', 'statement_stats', 'database_stats',
-    'checkpoints', 'maintenance', 'temp_files', 'sessions', 'plans', 'deadlocks', 'templates']) assert.equal(kinds.get(v), 'v', v);
+  for (const v of [
+    'statements',
+    'errors',
+    'lock_waits',
+    'read_positions',
+    'activity',
+    'blocking',
+    'statement_stats',
+    'database_stats',
+    'checkpoints',
+    'maintenance',
+    'temp_files',
+    'sessions',
+    'plans',
+    'deadlocks',
+    'templates',
+  ])
+    assert.equal(kinds.get(v), 'v', v);
 
   // The views have exactly the columns of docs/store.md, in order.
-  const cols = async (view: string): Promise<string[]> => (await c.query<{ attname: string }>(
-    `SELECT attname FROM pg_attribute WHERE attrelid = $1::regclass AND attnum > 0 AND NOT attisdropped ORDER BY attnum`, [view])).rows.map((r) => r.attname);
-  assert.deepEqual(await cols('pglog.statements'), ['ts', 'target', 'instance', 'database', 'username', 'application', 'pid', 'duration_ms', 'fingerprint', 'query', 'parameters']);
-  assert.deepEqual(await cols('pglog.errors'), ['ts', 'target', 'instance', 'database', 'username', 'severity', 'sqlstate', 'message', 'detail', 'hint', 'statement']);
+  const cols = async (view: string): Promise<string[]> =>
+    (
+      await c.query<{ attname: string }>(`SELECT attname FROM pg_attribute WHERE attrelid = $1::regclass AND attnum > 0 AND NOT attisdropped ORDER BY attnum`, [
+        view,
+      ])
+    ).rows.map((r) => r.attname);
+  assert.deepEqual(await cols('pglog.statements'), [
+    'ts',
+    'target',
+    'instance',
+    'database',
+    'username',
+    'application',
+    'pid',
+    'duration_ms',
+    'fingerprint',
+    'query',
+    'parameters',
+  ]);
+  assert.deepEqual(await cols('pglog.errors'), [
+    'ts',
+    'target',
+    'instance',
+    'database',
+    'username',
+    'severity',
+    'sqlstate',
+    'message',
+    'detail',
+    'hint',
+    'statement',
+  ]);
   assert.deepEqual(await cols('pglog.lock_waits'), ['ts', 'target', 'instance', 'database', 'pid', 'lock_type', 'wait_ms', 'acquired']);
   assert.deepEqual(await cols('pglog.read_positions'), ['target', 'instance', 'file', 'offset', 'updated_at']);
 
@@ -168,19 +245,36 @@ test('the views show the rows of their tables', async () => {
   const ts = new Date('2026-03-04T05:06:07.123Z');
   await c.query(STATEMENT_INSERT, [ts, 100]);
   const s = await c.query('SELECT * FROM pglog.statements');
-  assert.deepEqual(s.rows, [{
-    ts, target: 't1', instance: 'main', database: 'db', username: 'alice', application: 'psql', pid: 42,
-    duration_ms: 1.5, fingerprint: 'fp1', query: 'SELECT 1', parameters: null,
-  }]);
+  assert.deepEqual(s.rows, [
+    {
+      ts,
+      target: 't1',
+      instance: 'main',
+      database: 'db',
+      username: 'alice',
+      application: 'psql',
+      pid: 42,
+      duration_ms: 1.5,
+      fingerprint: 'fp1',
+      query: 'SELECT 1',
+      parameters: null,
+    },
+  ]);
 
-  await c.query(`INSERT INTO pglog.error_events (ts, target, instance, database, username, severity, sqlstate, message, detail, hint, context, statement, fingerprint, file, file_offset)
-    VALUES ($1, 't1', 'main', 'db', 'bob', 'ERROR', '42P01', 'relation "x" does not exist', NULL, 'create it', NULL, 'SELECT * FROM x', 'fp2', 'postgresql.log', 200)`, [ts]);
+  await c.query(
+    `INSERT INTO pglog.error_events (ts, target, instance, database, username, severity, sqlstate, message, detail, hint, context, statement, fingerprint, file, file_offset)
+    VALUES ($1, 't1', 'main', 'db', 'bob', 'ERROR', '42P01', 'relation "x" does not exist', NULL, 'create it', NULL, 'SELECT * FROM x', 'fp2', 'postgresql.log', 200)`,
+    [ts],
+  );
   const e = await c.query('SELECT sqlstate, message, hint, statement FROM pglog.errors');
   assert.deepEqual(e.rows, [{ sqlstate: '42P01', message: 'relation "x" does not exist', hint: 'create it', statement: 'SELECT * FROM x' }]);
 
-  await c.query(`INSERT INTO pglog.lock_wait_events (ts, target, instance, database, pid, state, lock_type, lock_mode, lock_object, wait_ms, file, file_offset)
+  await c.query(
+    `INSERT INTO pglog.lock_wait_events (ts, target, instance, database, pid, state, lock_type, lock_mode, lock_object, wait_ms, file, file_offset)
     VALUES ($1, 't1', 'main', 'db', 7, 'waiting', 'transaction', 'ShareLock', 'transaction 1234', 1000.25, 'postgresql.log', 300),
-           ($1, 't1', 'main', 'db', 7, 'acquired', 'transaction', 'ShareLock', 'transaction 1234', 2500, 'postgresql.log', 400)`, [ts]);
+           ($1, 't1', 'main', 'db', 7, 'acquired', 'transaction', 'ShareLock', 'transaction 1234', 2500, 'postgresql.log', 400)`,
+    [ts],
+  );
   const l = await c.query('SELECT pid, lock_type, wait_ms, acquired FROM pglog.lock_waits ORDER BY wait_ms');
   assert.deepEqual(l.rows, [
     { pid: 7, lock_type: 'transaction', wait_ms: 1000.25, acquired: false },
@@ -197,13 +291,19 @@ test('ensure_partitions creates daily partitions, is idempotent; rows without a 
   const c = await connect(await freshDb());
   await migrate(c);
   const created = await c.query<{ p: string }>(`SELECT p FROM pglog.ensure_partitions(DATE '2026-05-30', 3) AS p`);
-  assert.deepEqual(created.rows.map((r) => r.p).filter((p) => p.startsWith('statement_events')),
-    ['statement_events_p20260530', 'statement_events_p20260531', 'statement_events_p20260601']);
+  assert.deepEqual(
+    created.rows.map((r) => r.p).filter((p) => p.startsWith('statement_events')),
+    ['statement_events_p20260530', 'statement_events_p20260531', 'statement_events_p20260601'],
+  );
   assert.equal(created.rows.length, 27, 'three days for each of the four event tables and the five snapshot tables (migration 3)');
   const again = await c.query(`SELECT * FROM pglog.ensure_partitions(DATE '2026-05-30', 3)`);
   assert.equal(again.rows.length, 0, 'nothing created the second time');
-  assert.deepEqual(await partitions(c, 'pglog.statement_events'),
-    ['statement_events_default', 'statement_events_p20260530', 'statement_events_p20260531', 'statement_events_p20260601']);
+  assert.deepEqual(await partitions(c, 'pglog.statement_events'), [
+    'statement_events_default',
+    'statement_events_p20260530',
+    'statement_events_p20260531',
+    'statement_events_p20260601',
+  ]);
 
   // current_date works too (the brief's start-up call), and partitions are UTC days.
   await c.query(`SELECT pglog.ensure_partitions(current_date, 3)`);
@@ -211,10 +311,11 @@ test('ensure_partitions creates daily partitions, is idempotent; rows without a 
   assert.equal(n.n, 0);
 
   await c.query(STATEMENT_INSERT, ['2026-05-31T23:59:59.999Z', 1]); // last instant of a partitioned day
-  await c.query(STATEMENT_INSERT, ['2026-06-02T00:00:00Z', 2]);     // the first day without one
+  await c.query(STATEMENT_INSERT, ['2026-06-02T00:00:00Z', 2]); // the first day without one
   await c.query(STATEMENT_INSERT, ['2001-01-01T12:00:00Z', 3]);
   const where = await c.query<{ part: string; file_offset: string }>(
-    `SELECT tableoid::regclass::text AS part, file_offset FROM pglog.statement_events ORDER BY file_offset`);
+    `SELECT tableoid::regclass::text AS part, file_offset FROM pglog.statement_events ORDER BY file_offset`,
+  );
   assert.deepEqual(where.rows, [
     { part: 'pglog.statement_events_p20260531', file_offset: '1' },
     { part: 'pglog.statement_events_default', file_offset: '2' },
@@ -239,13 +340,22 @@ test('drop_partitions_before drops only partitions that end by that day, and old
   await c.query(STATEMENT_INSERT, ['2025-12-01T10:00:00Z', 3]); // DEFAULT, older than the cut
   await c.query(STATEMENT_INSERT, ['2026-02-01T10:00:00Z', 4]); // DEFAULT, newer
   const dropped = await c.query<{ p: string }>(`SELECT p FROM pglog.drop_partitions_before(DATE '2026-01-03') AS p`);
-  assert.deepEqual(dropped.rows.map((r) => r.p).filter((p) => p.startsWith('statement_events')),
-    ['statement_events_p20260101', 'statement_events_p20260102']);
+  assert.deepEqual(
+    dropped.rows.map((r) => r.p).filter((p) => p.startsWith('statement_events')),
+    ['statement_events_p20260101', 'statement_events_p20260102'],
+  );
   assert.equal(dropped.rows.length, 18, 'two days of each of the nine partitioned tables');
-  assert.deepEqual(await partitions(c, 'pglog.error_events'),
-    ['error_events_default', 'error_events_p20260103', 'error_events_p20260104', 'error_events_p20260105']);
+  assert.deepEqual(await partitions(c, 'pglog.error_events'), [
+    'error_events_default',
+    'error_events_p20260103',
+    'error_events_p20260104',
+    'error_events_p20260105',
+  ]);
   const left = await c.query<{ file_offset: string }>(`SELECT file_offset FROM pglog.statement_events ORDER BY file_offset`);
-  assert.deepEqual(left.rows.map((r) => r.file_offset), ['2', '4']);
+  assert.deepEqual(
+    left.rows.map((r) => r.file_offset),
+    ['2', '4'],
+  );
   const none = await c.query(`SELECT * FROM pglog.drop_partitions_before(DATE '2026-01-03')`);
   assert.equal(none.rows.length, 0);
 });
@@ -256,7 +366,10 @@ test('running migrate twice applies nothing the second time', async () => {
   assert.ok(first.applied.length > 0);
   const second = await migrate(c);
   assert.deepEqual(second, { applied: [], current: first.current });
-  assert.deepEqual(await versions(c), first.applied.map((_, i) => i + 1));
+  assert.deepEqual(
+    await versions(c),
+    first.applied.map((_, i) => i + 1),
+  );
 });
 
 test('two concurrent migrate() calls both succeed and apply each migration once (advisory lock)', async () => {
@@ -275,7 +388,10 @@ test('two concurrent migrate() calls both succeed and apply each migration once 
   assert.ok(ra.applied.length === 0 || rb.applied.length === 0, 'one call applied everything, the other nothing');
   assert.equal(ra.current, files.length);
   assert.equal(rb.current, files.length);
-  assert.deepEqual(await versions(a), files.map((_, i) => i + 1));
+  assert.deepEqual(
+    await versions(a),
+    files.map((_, i) => i + 1),
+  );
 });
 
 test('an applied migration edited afterwards is refused, naming the file; nothing changes', async () => {
@@ -284,10 +400,12 @@ test('an applied migration edited afterwards is refused, naming the file; nothin
   const dir = migrationsCopy();
   const first = (await realFiles())[0]!;
   writeFileSync(join(dir, first), readFileSync(join(dir, first), 'utf8') + '\n-- an innocent-looking edit\n');
-  await assert.rejects(migrate(c, { migrationsDir: dir }),
-    refused(new RegExp(`migration file ${first} was changed after it was applied.*never be edited`)));
+  await assert.rejects(migrate(c, { migrationsDir: dir }), refused(new RegExp(`migration file ${first} was changed after it was applied.*never be edited`)));
   // The session is usable and out of the transaction, and the record is as it was.
-  assert.deepEqual(await versions(c), done.applied.map((_, i) => i + 1));
+  assert.deepEqual(
+    await versions(c),
+    done.applied.map((_, i) => i + 1),
+  );
 });
 
 test('a store newer than the files is refused', async () => {
@@ -305,8 +423,10 @@ test('a failing migration rolls everything back and names the file, the line and
   const dir = migrationsCopy({
     [`${next}_broken.sql`]: 'CREATE TABLE pglog.half_done (x int);\n\nCREATE TABLE pglog.oops (x no_such_type);\n',
   });
-  await assert.rejects(migrate(c, { migrationsDir: dir }),
-    refused(new RegExp(`migration file ${next}_broken\\.sql failed, nothing was applied: line 3: type "no_such_type" does not exist \\(SQLSTATE 42704\\)`)));
+  await assert.rejects(
+    migrate(c, { migrationsDir: dir }),
+    refused(new RegExp(`migration file ${next}_broken\\.sql failed, nothing was applied: line 3: type "no_such_type" does not exist \\(SQLSTATE 42704\\)`)),
+  );
   // Not even the earlier, valid migrations nor the bookkeeping table survive.
   const left = await c.query(`SELECT nspname FROM pg_namespace WHERE nspname = 'pglog'`);
   assert.equal(left.rows.length, 0, 'no partial schema');

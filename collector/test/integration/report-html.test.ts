@@ -17,10 +17,18 @@ import { chromium } from 'playwright-core';
 
 import { fetchHtmlReport } from '../../src/report/html/fetch.ts';
 import type { HtmlReport } from '../../src/report/html/model.ts';
-import { HOSTILE_LITERAL, type ReportScenario,startReportScenario } from '../helpers/report-scenario.ts';
+import { HOSTILE_LITERAL, type ReportScenario, startReportScenario } from '../helpers/report-scenario.ts';
 
 const CHROMIUM = '/usr/bin/chromium';
-const CHROMIUM_FLAGS = ['--headless', '--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'];
+const CHROMIUM_FLAGS = [
+  '--headless',
+  '--no-sandbox',
+  '--disable-gpu',
+  '--no-first-run',
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--disable-sync',
+];
 const SECTIONS = ['overview', 'statements', 'templates', 'errors', 'locks', 'blocking', 'checkpoints', 'maintenance', 'tempfiles', 'sessions'];
 
 let scenario: ReportScenario;
@@ -35,22 +43,35 @@ function embedded(html: string): HtmlReport {
   return JSON.parse(m[1] ?? '') as HtmlReport;
 }
 
-before(async () => {
-  scenario = await startReportScenario();
-  work = mkdtempSync(join(tmpdir(), 'pglog-report-html-'));
-  htmlFile = join(work, 'report.html');
-  const r = await runPglog(['report', '--store', scenario.storeUrl, '--since', scenario.since.toISOString(), '--until', scenario.until.toISOString(), '--html', htmlFile]);
-  assert.equal(r.code, 0, r.stderr);
-  assert.equal(r.stdout, '');
-  report = embedded(readFileSync(htmlFile, 'utf8'));
-}, { timeout: 400_000 });
+before(
+  async () => {
+    scenario = await startReportScenario();
+    work = mkdtempSync(join(tmpdir(), 'pglog-report-html-'));
+    htmlFile = join(work, 'report.html');
+    const r = await runPglog([
+      'report',
+      '--store',
+      scenario.storeUrl,
+      '--since',
+      scenario.since.toISOString(),
+      '--until',
+      scenario.until.toISOString(),
+      '--html',
+      htmlFile,
+    ]);
+    assert.equal(r.code, 0, r.stderr);
+    assert.equal(r.stdout, '');
+    report = embedded(readFileSync(htmlFile, 'utf8'));
+  },
+  { timeout: 400_000 },
+);
 
 after(async () => {
   await scenario?.dispose();
   if (work !== undefined) rmSync(work, { recursive: true, force: true });
 });
 
-test('the report\'s totals equal the store\'s counts for the window and the checker\'s numbers', { timeout: 60_000 }, async () => {
+test("the report's totals equal the store's counts for the window and the checker's numbers", { timeout: 60_000 }, async () => {
   const db = new pg.Client({ connectionString: scenario.storeUrl });
   await db.connect();
   try {
@@ -60,7 +81,7 @@ test('the report\'s totals equal the store\'s counts for the window and the chec
     const o = report.overview;
     assert.equal(o.statements, await n(`SELECT count(*) FROM pglog.statements WHERE ${win}`));
     assert.equal(o.timed, await n(`SELECT count(duration_ms) FROM pglog.statements WHERE ${win}`));
-    assert.ok(Math.abs(o.totalMs - await n(`SELECT sum(duration_ms) FROM pglog.statements WHERE ${win}`)) < 1e-6 * o.totalMs);
+    assert.ok(Math.abs(o.totalMs - (await n(`SELECT sum(duration_ms) FROM pglog.statements WHERE ${win}`))) < 1e-6 * o.totalMs);
     assert.equal(o.errors, await n(`SELECT count(*) FROM pglog.errors WHERE ${win}`));
     assert.equal(o.lockWaits, await n(`SELECT count(*) FROM pglog.lock_waits WHERE ${win}`));
     assert.equal(o.deadlocks, await n(`SELECT count(*) FROM pglog.deadlocks WHERE ${win}`));
@@ -77,11 +98,16 @@ test('the report\'s totals equal the store\'s counts for the window and the chec
     assert.equal(sum(report.series.statements), o.statements);
     assert.equal(sum(report.series.errors), o.errors);
     assert.equal(sum(report.errors.sqlstates.map((s) => s.count)), o.errors);
-    assert.equal(report.targets.reduce((x, t) => x + t.statements, 0), o.statements);
+    assert.equal(
+      report.targets.reduce((x, t) => x + t.statements, 0),
+      o.statements,
+    );
     // The checker: every statement of the seq load the server logged is stored once, and the
     // report's template of those statements has exactly that many calls.
     assert.deepEqual([scenario.check.lost, scenario.check.duplicated], [[], []]);
-    const seq = report.templates.rows.filter((t) => t.normalized?.includes('select') === true && t.example?.query.includes(`pglog-seq:${scenario.run}:`) === true);
+    const seq = report.templates.rows.filter(
+      (t) => t.normalized?.includes('select') === true && t.example?.query.includes(`pglog-seq:${scenario.run}:`) === true,
+    );
     assert.equal(seq.length, 1, 'one template for the seq load');
     assert.equal(seq[0]?.calls, scenario.check.expected);
     assert.equal(seq[0]?.calls, await n(`SELECT count(*) FROM pglog.statements WHERE ${win} AND query LIKE 'SELECT ''pglog-seq:${scenario.run}:%'`));
@@ -90,38 +116,49 @@ test('the report\'s totals equal the store\'s counts for the window and the chec
   }
 });
 
-test('over a window of whole-minute bins the report reads the statement rollup: the same counts, totals and ranking as from the rows', { timeout: 120_000 }, async () => {
-  const db = new pg.Client({ connectionString: scenario.storeUrl });
-  await db.connect();
-  try {
-    // Three hours before the run: bins of 2 minutes, so the rollup serves the whole minutes
-    // and the rows the partial minutes at the window's edges.
-    const filter = { since: new Date(scenario.since.getTime() - 3 * 3_600_000 + 12_345), until: scenario.until, target: null, database: null, limit: 50 };
-    const rolled = await fetchHtmlReport(db, filter, scenario.until.getTime(), undefined, { rollup: true });
-    const raw = await fetchHtmlReport(db, filter, scenario.until.getTime(), undefined, { rollup: false });
-    const parts = Number((await db.query<{ n: string }>('SELECT count(*) AS n FROM pglog.statement_rollup')).rows[0]?.n);
-    assert.ok(parts > 0, 'the collector wrote rollup rows');
-    assert.equal(rolled.overview.statements, raw.overview.statements);
-    assert.equal(rolled.overview.timed, raw.overview.timed);
-    assert.ok(Math.abs(rolled.overview.totalMs - raw.overview.totalMs) <= 1e-9 * raw.overview.totalMs);
-    assert.equal(rolled.overview.statements, report.overview.statements, 'the run is inside both windows');
-    assert.deepEqual(rolled.series.statements, raw.series.statements);
-    assert.deepEqual(rolled.targets.map((t) => [t.target, t.statements]), raw.targets.map((t) => [t.target, t.statements]));
-    const key = (t: HtmlReport['templates']['rows'][number]): string => `${t.target} ${t.database ?? '-'} ${t.fingerprint ?? '-'}`;
-    const byTotal = (r: HtmlReport): string[] => r.templates.rows.filter((t) => t.rank.total <= 10).sort((a, b) => a.rank.total - b.rank.total).map((t) => `${key(t)} ${t.calls} ${t.maxMs}`);
-    assert.deepEqual(byTotal(rolled), byTotal(raw));
-    assert.equal(rolled.templates.groups, raw.templates.groups);
-    for (const t of rolled.templates.rows) {
-      const exact = raw.templates.rows.find((r) => key(r) === key(t));
-      if (exact === undefined) continue;
-      assert.deepEqual(t.series.calls, exact.series.calls, key(t));
-      assert.ok(t.p95Ms !== null && t.p95Ms > 0 && t.p95Ms <= t.maxMs * 1.1, `${key(t)}: p95 ${t.p95Ms} max ${t.maxMs}`);
-      assert.ok(t.example !== null, `${key(t)} has its example`);
+test(
+  'over a window of whole-minute bins the report reads the statement rollup: the same counts, totals and ranking as from the rows',
+  { timeout: 120_000 },
+  async () => {
+    const db = new pg.Client({ connectionString: scenario.storeUrl });
+    await db.connect();
+    try {
+      // Three hours before the run: bins of 2 minutes, so the rollup serves the whole minutes
+      // and the rows the partial minutes at the window's edges.
+      const filter = { since: new Date(scenario.since.getTime() - 3 * 3_600_000 + 12_345), until: scenario.until, target: null, database: null, limit: 50 };
+      const rolled = await fetchHtmlReport(db, filter, scenario.until.getTime(), undefined, { rollup: true });
+      const raw = await fetchHtmlReport(db, filter, scenario.until.getTime(), undefined, { rollup: false });
+      const parts = Number((await db.query<{ n: string }>('SELECT count(*) AS n FROM pglog.statement_rollup')).rows[0]?.n);
+      assert.ok(parts > 0, 'the collector wrote rollup rows');
+      assert.equal(rolled.overview.statements, raw.overview.statements);
+      assert.equal(rolled.overview.timed, raw.overview.timed);
+      assert.ok(Math.abs(rolled.overview.totalMs - raw.overview.totalMs) <= 1e-9 * raw.overview.totalMs);
+      assert.equal(rolled.overview.statements, report.overview.statements, 'the run is inside both windows');
+      assert.deepEqual(rolled.series.statements, raw.series.statements);
+      assert.deepEqual(
+        rolled.targets.map((t) => [t.target, t.statements]),
+        raw.targets.map((t) => [t.target, t.statements]),
+      );
+      const key = (t: HtmlReport['templates']['rows'][number]): string => `${t.target} ${t.database ?? '-'} ${t.fingerprint ?? '-'}`;
+      const byTotal = (r: HtmlReport): string[] =>
+        r.templates.rows
+          .filter((t) => t.rank.total <= 10)
+          .sort((a, b) => a.rank.total - b.rank.total)
+          .map((t) => `${key(t)} ${t.calls} ${t.maxMs}`);
+      assert.deepEqual(byTotal(rolled), byTotal(raw));
+      assert.equal(rolled.templates.groups, raw.templates.groups);
+      for (const t of rolled.templates.rows) {
+        const exact = raw.templates.rows.find((r) => key(r) === key(t));
+        if (exact === undefined) continue;
+        assert.deepEqual(t.series.calls, exact.series.calls, key(t));
+        assert.ok(t.p95Ms !== null && t.p95Ms > 0 && t.p95Ms <= t.maxMs * 1.1, `${key(t)}: p95 ${t.p95Ms} max ${t.maxMs}`);
+        assert.ok(t.example !== null, `${key(t)} has its example`);
+      }
+    } finally {
+      await db.end();
     }
-  } finally {
-    await db.end();
-  }
-});
+  },
+);
 
 test('in headless Chromium: no console error, charts with points, sorted tables, a drill-down, hostile text inert', { timeout: 180_000 }, async () => {
   assert.ok(existsSync(CHROMIUM), 'Debian chromium is installed (scripts/install-system-deps.sh)');
@@ -135,14 +172,21 @@ test('in headless Chromium: no console error, charts with points, sorted tables,
   try {
     const page = await (await browser.newContext({ viewport: { width: 1400, height: 1000 } })).newPage();
     const problems: string[] = [];
-    page.on('console', (m) => { if (m.type() === 'error' || m.type() === 'warning') problems.push(`${m.type()}: ${m.text()}`); });
-    page.on('pageerror', (e) => { problems.push(`pageerror: ${e.message}`); });
-    page.on('request', (r) => { if (!r.url().startsWith('file:')) problems.push(`network request: ${r.url()}`); });
+    page.on('console', (m) => {
+      if (m.type() === 'error' || m.type() === 'warning') problems.push(`${m.type()}: ${m.text()}`);
+    });
+    page.on('pageerror', (e) => {
+      problems.push(`pageerror: ${e.message}`);
+    });
+    page.on('request', (r) => {
+      if (!r.url().startsWith('file:')) problems.push(`network request: ${r.url()}`);
+    });
     await page.goto(`file://${htmlFile}`);
     await page.waitForSelector('body[data-ready="true"]');
 
     // Browser-side code as expressions (the project's types have no DOM).
-    const chartState = (): Promise<Array<{ chart: string; points: number; canvas: boolean }>> => page.evaluate(`[...document.querySelectorAll('.chart[data-chart]')]
+    const chartState = (): Promise<Array<{ chart: string; points: number; canvas: boolean }>> =>
+      page.evaluate(`[...document.querySelectorAll('.chart[data-chart]')]
       .filter((e) => e.offsetParent !== null)
       .map((e) => ({ chart: e.getAttribute('data-chart'), points: Number(e.getAttribute('data-points') || 0), canvas: e.querySelector('canvas') !== null }))`);
     const visible = await chartState();
@@ -187,7 +231,10 @@ test('in headless Chromium: no console error, charts with points, sorted tables,
     // Hostile text: shown as text, never run.
     assert.equal(await page.evaluate('typeof window.__pwned'), 'undefined');
     assert.ok(((await page.textContent('body')) ?? '').includes('window.__pwned'), 'the hostile texts are on the page as text');
-    assert.ok(report.templates.rows.some((t) => t.example?.query.includes(HOSTILE_LITERAL) === true) || report.errors.messages.rows.some((e) => e.message.includes('__pwned')));
+    assert.ok(
+      report.templates.rows.some((t) => t.example?.query.includes(HOSTILE_LITERAL) === true) ||
+        report.errors.messages.rows.some((e) => e.message.includes('__pwned')),
+    );
 
     // The UTC toggle re-renders every time in UTC.
     await page.check('#utc-toggle');

@@ -22,7 +22,7 @@ import { join } from 'node:path';
 import type { Duplex } from 'node:stream';
 import { after, before, describe, test } from 'node:test';
 
-import { type Cluster,startCluster } from '@pglog/test-support/pg-cluster.ts';
+import { type Cluster, startCluster } from '@pglog/test-support/pg-cluster.ts';
 import type pg from 'pg';
 
 import { SqlSession } from '../../src/sampler/sql-session.ts';
@@ -129,12 +129,15 @@ function monitoringSession(user: string, database: string, onInfo: (info: Server
   const socket = `${cluster.socketDir}/.s.PGSQL.${cluster.port}`;
   return new SqlSession({
     place: `hostile/main (${socket} as ${user}@${database})`,
-    user, database, timeoutMs: 10_000,
-    open: () => new Promise<Duplex>((resolve, reject) => {
-      const s = netConnect(socket);
-      s.once('connect', () => resolve(s));
-      s.once('error', reject);
-    }),
+    user,
+    database,
+    timeoutMs: 10_000,
+    open: () =>
+      new Promise<Duplex>((resolve, reject) => {
+        const s = netConnect(socket);
+        s.once('connect', () => resolve(s));
+        s.once('error', reject);
+      }),
     prepare: async (client) => onInfo(await readServerInfo(client)),
   });
 }
@@ -169,74 +172,118 @@ void describe('hostile objects in schemas on the default search_path (review F2)
     holderDone = waiter.query('SELECT * FROM public.mallory_t');
     const observer = await connect('postgres', 'postgres');
     const deadline = Date.now() + 10_000;
-    while ((await observer.query("SELECT 1 FROM pg_catalog.pg_stat_activity WHERE pid OPERATOR(pg_catalog.=) $1::int4 AND wait_event_type OPERATOR(pg_catalog.=) 'Lock'", [waiterPid])).rowCount !== 1) {
+    while (
+      (
+        await observer.query(
+          "SELECT 1 FROM pg_catalog.pg_stat_activity WHERE pid OPERATOR(pg_catalog.=) $1::int4 AND wait_event_type OPERATOR(pg_catalog.=) 'Lock'",
+          [waiterPid],
+        )
+      ).rowCount !== 1
+    ) {
       if (Date.now() > deadline) throw new Error('the waiter never waited for the lock');
       await new Promise((r) => setTimeout(r, 25));
     }
   });
 
   after(async () => {
-    await holder.query('ROLLBACK').catch(() => { /* ended */ });
-    await holderDone.catch(() => { /* ended */ });
+    await holder.query('ROLLBACK').catch(() => {
+      /* ended */
+    });
+    await holderDone.catch(() => {
+      /* ended */
+    });
   });
 
   for (const database of ['postgres', 'tenant']) {
     for (const user of ['postgres', 'monitor']) {
-      test(`as ${user === 'postgres' ? 'the superuser postgres' : 'a pg_monitor role'} in database ${database}: no planted code runs, only pg_catalog resolves`, TIMEOUT, async () => {
-        const seen: { info: ServerInfo | null } = { info: null };
-        const session = monitoringSession(user, database, (i) => { seen.info = i; });
-        const warnings: string[] = [];
-        const sizeBefore = existsSync(recordFile) ? readFileSync(recordFile, 'utf8').length : 0;
-        try {
-          const onNotice = (n: { message?: string }): void => { warnings.push(n.message ?? ''); };
-          const run = <T>(during: string, fn: (c: pg.ClientBase) => Promise<T>): Promise<T> => session.readOnly(during, async (c) => {
-            c.on('notice', onNotice);
-            try {
-              return await fn(c);
-            } finally {
-              c.removeListener('notice', onNotice);
-            }
+      test(
+        `as ${user === 'postgres' ? 'the superuser postgres' : 'a pg_monitor role'} in database ${database}: no planted code runs, only pg_catalog resolves`,
+        TIMEOUT,
+        async () => {
+          const seen: { info: ServerInfo | null } = { info: null };
+          const session = monitoringSession(user, database, (i) => {
+            seen.info = i;
           });
+          const warnings: string[] = [];
+          const sizeBefore = existsSync(recordFile) ? readFileSync(recordFile, 'utf8').length : 0;
+          try {
+            const onNotice = (n: { message?: string }): void => {
+              warnings.push(n.message ?? '');
+            };
+            const run = <T>(during: string, fn: (c: pg.ClientBase) => Promise<T>): Promise<T> =>
+              session.readOnly(during, async (c) => {
+                c.on('notice', onNotice);
+                try {
+                  return await fn(c);
+                } finally {
+                  c.removeListener('notice', onNotice);
+                }
+              });
 
-          // The snapshots the collector takes, each option set, on a real lock wait. What they
-          // ran is checked first: a hijacked statement may also fail or return nothing.
-          const snapshots = (async () => {
-            const activity = await run('activity', (c) => readActivity(c, seen.info!, { sessions: true, locks: true }));
-            await run('activity', (c) => readActivity(c, seen.info!, { sessions: false, locks: true }));
-            await run('activity', (c) => readActivity(c, seen.info!, { sessions: true, locks: false }));
-            await run('statistics', (c) => readStatistics(c, seen.info!, { statements: true, databases: true }));
-            await run('statistics', (c) => readStatistics(c, seen.info!, { statements: false, databases: false }));
-            return activity;
-          })();
-          const [outcome] = await Promise.allSettled([snapshots]);
-          const failed = outcome.status === 'rejected' ? ` (the snapshots failed: ${String(outcome.reason)})` : '';
-          assert.deepEqual(warnings.filter((w) => w.includes('pglog-hostile-ran')), [], `no planted function ran${failed}`);
-          assert.equal(readFileSync(recordFile, { encoding: 'utf8', flag: 'a+' }).slice(sizeBefore), '', `no planted function ran COPY ... TO PROGRAM as the superuser${failed}`);
-          const activity = await snapshots;
-          const edge = activity.blocking.find((b) => b.pid === waiterPid);
-          assert.ok(edge !== undefined, `the locks snapshot has the waiter's edge: ${JSON.stringify(activity.blocking)}`);
-          if (database === 'postgres') assert.equal(edge.relation, 'public.mallory_t');
+            // The snapshots the collector takes, each option set, on a real lock wait. What they
+            // ran is checked first: a hijacked statement may also fail or return nothing.
+            const snapshots = (async () => {
+              const activity = await run('activity', (c) => readActivity(c, seen.info!, { sessions: true, locks: true }));
+              await run('activity', (c) => readActivity(c, seen.info!, { sessions: false, locks: true }));
+              await run('activity', (c) => readActivity(c, seen.info!, { sessions: true, locks: false }));
+              await run('statistics', (c) => readStatistics(c, seen.info!, { statements: true, databases: true }));
+              await run('statistics', (c) => readStatistics(c, seen.info!, { statements: false, databases: false }));
+              return activity;
+            })();
+            const [outcome] = await Promise.allSettled([snapshots]);
+            const failed = outcome.status === 'rejected' ? ` (the snapshots failed: ${String(outcome.reason)})` : '';
+            assert.deepEqual(
+              warnings.filter((w) => w.includes('pglog-hostile-ran')),
+              [],
+              `no planted function ran${failed}`,
+            );
+            assert.equal(
+              readFileSync(recordFile, { encoding: 'utf8', flag: 'a+' }).slice(sizeBefore),
+              '',
+              `no planted function ran COPY ... TO PROGRAM as the superuser${failed}`,
+            );
+            const activity = await snapshots;
+            const edge = activity.blocking.find((b) => b.pid === waiterPid);
+            assert.ok(edge !== undefined, `the locks snapshot has the waiter's edge: ${JSON.stringify(activity.blocking)}`);
+            if (database === 'postgres') assert.equal(edge.relation, 'public.mallory_t');
 
-          const resolved = await run('probe', async (c) => (await c.query<{ path: string; ops: string; funcs: string }>(`
+            const resolved = await run(
+              'probe',
+              async (c) =>
+                (
+                  await c.query<{ path: string; ops: string; funcs: string }>(`
             SELECT pg_catalog.current_setting('search_path') AS path,
                    (SELECT pg_catalog.string_agg(o.oid::regoperator::text, ' ') FROM pg_catalog.pg_operator o
                      WHERE o.oprnamespace <> 'pg_catalog'::regnamespace AND pg_catalog.pg_operator_is_visible(o.oid)) AS ops,
                    (SELECT pg_catalog.string_agg(p.oid::regprocedure::text, ' ') FROM pg_catalog.pg_proc p
-                     WHERE p.pronamespace <> 'pg_catalog'::regnamespace AND pg_catalog.pg_function_is_visible(p.oid)) AS funcs`)).rows[0]!);
-          assert.equal(resolved.path, 'pg_catalog,pg_temp', 'the session pins its search_path (pg_temp last)');
-          assert.equal(resolved.ops, null, 'no operator outside pg_catalog is visible to the session');
-          assert.equal(resolved.funcs, null, 'no function outside pg_catalog is visible to the session');
+                     WHERE p.pronamespace <> 'pg_catalog'::regnamespace AND pg_catalog.pg_function_is_visible(p.oid)) AS funcs`)
+                ).rows[0]!,
+            );
+            assert.equal(resolved.path, 'pg_catalog,pg_temp', 'the session pins its search_path (pg_temp last)');
+            assert.equal(resolved.ops, null, 'no operator outside pg_catalog is visible to the session');
+            assert.equal(resolved.funcs, null, 'no function outside pg_catalog is visible to the session');
 
-          const i = seen.info!;
-          for (const { name, sql } of everyMonitoringSql(i)) {
-            const plan = await run(`explain ${name}`, async (c) => (await c.query<{ 'QUERY PLAN': string }>(`EXPLAIN (VERBOSE) ${sql}`)).rows.map((r) => r['QUERY PLAN']).join('\n'));
-            assert.deepEqual(foreignNames(plan, i.statStatementsSchema), [], `${name}: EXPLAIN VERBOSE names only pg_catalog's operators and functions:\n${plan}`);
+            const i = seen.info!;
+            for (const { name, sql } of everyMonitoringSql(i)) {
+              const plan = await run(`explain ${name}`, async (c) =>
+                (await c.query<{ 'QUERY PLAN': string }>(`EXPLAIN (VERBOSE) ${sql}`)).rows.map((r) => r['QUERY PLAN']).join('\n'),
+              );
+              assert.deepEqual(
+                foreignNames(plan, i.statStatementsSchema),
+                [],
+                `${name}: EXPLAIN VERBOSE names only pg_catalog's operators and functions:\n${plan}`,
+              );
+            }
+          } finally {
+            await session.close();
           }
-        } finally {
-          await session.close();
-        }
-        assert.deepEqual(warnings.filter((w) => w.includes('pglog-hostile-ran')), [], 'no planted function ran (EXPLAIN plans)');
-      });
+          assert.deepEqual(
+            warnings.filter((w) => w.includes('pglog-hostile-ran')),
+            [],
+            'no planted function ran (EXPLAIN plans)',
+          );
+        },
+      );
     }
   }
 });

@@ -73,15 +73,17 @@ async function waitUntil(what: string, check: () => Promise<boolean>, timeoutMs 
 }
 
 async function waitsOnLock(observer: pg.Client, pid: number): Promise<void> {
-  await waitUntil(`pid ${pid} to wait on a lock`, async () =>
-    (await observer.query("SELECT 1 FROM pg_stat_activity WHERE pid = $1 AND wait_event_type = 'Lock'", [pid])).rowCount === 1);
+  await waitUntil(
+    `pid ${pid} to wait on a lock`,
+    async () => (await observer.query("SELECT 1 FROM pg_stat_activity WHERE pid = $1 AND wait_event_type = 'Lock'", [pid])).rowCount === 1,
+  );
 }
 
 void describe('texts of other databases in their own encoding', () => {
-  test('a WIN1251 database\'s Cyrillic query reads back as Cyrillic in pg_stat_activity and pg_stat_statements', TIMEOUT, async () => {
+  test("a WIN1251 database's Cyrillic query reads back as Cyrillic in pg_stat_activity and pg_stat_statements", TIMEOUT, async () => {
     const legacy = await connect('postgres', 'legacy', 'legacy-app');
     await legacy.query('CREATE EXTENSION IF NOT EXISTS pg_stat_statements');
-    const running = legacy.query("SELECT pg_sleep(1.5) /* привет, мир */");
+    const running = legacy.query('SELECT pg_sleep(1.5) /* привет, мир */');
     const monitor = await connect('monitor', 'postgres', 'pglog');
     const info = await readOnly(monitor, readServerInfo);
     await waitUntil('the Cyrillic query to run', async () => {
@@ -92,7 +94,10 @@ void describe('texts of other databases in their own encoding', () => {
     await legacy.query("SELECT 'ёлка' AS tree");
     // pg_stat_statements texts of that database: read from a database that has the extension, all databases' entries.
     const stats = await readOnly(monitor, (cl) => readStatistics(cl, info, { statements: true, databases: false }));
-    assert.ok(stats.statements?.some((x) => x.database === 'legacy' && x.query.includes('привет, мир')), JSON.stringify(stats.statements?.filter((x) => x.database === 'legacy').map((x) => x.query)));
+    assert.ok(
+      stats.statements?.some((x) => x.database === 'legacy' && x.query.includes('привет, мир')),
+      JSON.stringify(stats.statements?.filter((x) => x.database === 'legacy').map((x) => x.query)),
+    );
   });
 });
 
@@ -120,10 +125,18 @@ void describe('blocking chain A <- B <- C on public.t', () => {
   });
 
   after(async () => {
-    await a.query('ROLLBACK').catch(() => { /* ended */ });
-    await bDone.catch(() => { /* ended */ });
-    await b.query('ROLLBACK').catch(() => { /* ended */ });
-    await cDone.catch(() => { /* ended */ });
+    await a.query('ROLLBACK').catch(() => {
+      /* ended */
+    });
+    await bDone.catch(() => {
+      /* ended */
+    });
+    await b.query('ROLLBACK').catch(() => {
+      /* ended */
+    });
+    await cDone.catch(() => {
+      /* ended */
+    });
   });
 
   test('server info of a pg_monitor role', () => {
@@ -148,7 +161,9 @@ void describe('blocking chain A <- B <- C on public.t', () => {
     const byPid = new Map(snap.sessions.map((s) => [s.pid, s]));
     assert.equal(byPid.has(await pidOf(monitor)), false, 'the snapshot leaves its own backend out');
 
-    const sa = byPid.get(pids.a), sb = byPid.get(pids.b), sc = byPid.get(pids.c);
+    const sa = byPid.get(pids.a),
+      sb = byPid.get(pids.b),
+      sc = byPid.get(pids.c);
     assert.ok(sa && sb && sc, 'A, B and C are there');
     assert.equal(sa.state, 'idle in transaction');
     assert.equal(sa.query, 'LOCK TABLE t IN ROW EXCLUSIVE MODE');
@@ -174,10 +189,31 @@ void describe('blocking chain A <- B <- C on public.t', () => {
 
     const edges = snap.blocking.toSorted((x, y) => x.pid - y.pid);
     const expected: Omit<BlockingEdge, 'waitStart' | 'waitMs'>[] = [
-      { pid: pids.b, blockingPid: pids.a, database: 'postgres', lockType: 'relation', waitMode: 'ShareLock', heldMode: 'RowExclusiveLock', blockerWaitMode: null, relation: 'public.t' },
-      { pid: pids.c, blockingPid: pids.b, database: 'postgres', lockType: 'relation', waitMode: 'RowExclusiveLock', heldMode: null, blockerWaitMode: 'ShareLock', relation: 'public.t' },
+      {
+        pid: pids.b,
+        blockingPid: pids.a,
+        database: 'postgres',
+        lockType: 'relation',
+        waitMode: 'ShareLock',
+        heldMode: 'RowExclusiveLock',
+        blockerWaitMode: null,
+        relation: 'public.t',
+      },
+      {
+        pid: pids.c,
+        blockingPid: pids.b,
+        database: 'postgres',
+        lockType: 'relation',
+        waitMode: 'RowExclusiveLock',
+        heldMode: null,
+        blockerWaitMode: 'ShareLock',
+        relation: 'public.t',
+      },
     ].toSorted((x, y) => x.pid - y.pid);
-    assert.deepEqual(edges.map(({ waitStart: _s, waitMs: _m, ...rest }) => rest), expected);
+    assert.deepEqual(
+      edges.map(({ waitStart: _s, waitMs: _m, ...rest }) => rest),
+      expected,
+    );
     for (const e of edges) {
       assert.ok(e.waitStart instanceof Date);
       assert.ok(e.waitMs !== null && e.waitMs > 0, `waitMs ${e.waitMs}`);
@@ -187,7 +223,10 @@ void describe('blocking chain A <- B <- C on public.t', () => {
 
   test('locks alone: only the sessions of the chain', TIMEOUT, async () => {
     const snap = await readOnly(monitor, (cl) => readActivity(cl, info, { sessions: false, locks: true }));
-    assert.deepEqual(snap.sessions.map((s) => s.pid).toSorted((x, y) => x - y), [pids.a, pids.b, pids.c].toSorted((x, y) => x - y));
+    assert.deepEqual(
+      snap.sessions.map((s) => s.pid).toSorted((x, y) => x - y),
+      [pids.a, pids.b, pids.c].toSorted((x, y) => x - y),
+    );
     assert.equal(snap.blocking.length, 2);
   });
 
@@ -201,9 +240,14 @@ void describe('blocking chain A <- B <- C on public.t', () => {
     for (const version of [100000, 120000, 130000, 140000, info.versionNum]) {
       const snap = await readOnly(monitor, async (cl) => activityFromRows((await cl.query(activitySql(version, { sessions: true, locks: true }))).rows));
       const edges = snap.blocking.toSorted((x, y) => x.pid - y.pid);
-      assert.deepEqual(edges.map((e) => [e.pid, e.blockingPid, e.waitMode, e.heldMode, e.blockerWaitMode, e.relation]),
-        [[pids.b, pids.a, 'ShareLock', 'RowExclusiveLock', null, 'public.t'], [pids.c, pids.b, 'RowExclusiveLock', null, 'ShareLock', 'public.t']]
-          .toSorted((x, y) => (x[0] as number) - (y[0] as number)), `version ${version}`);
+      assert.deepEqual(
+        edges.map((e) => [e.pid, e.blockingPid, e.waitMode, e.heldMode, e.blockerWaitMode, e.relation]),
+        [
+          [pids.b, pids.a, 'ShareLock', 'RowExclusiveLock', null, 'public.t'],
+          [pids.c, pids.b, 'RowExclusiveLock', null, 'ShareLock', 'public.t'],
+        ].toSorted((x, y) => (x[0] as number) - (y[0] as number)),
+        `version ${version}`,
+      );
       if (version < 140000) {
         // Before pg_locks.waitstart: the waiter's state_change.
         for (const e of edges) assert.equal(e.waitStart?.getTime(), snap.sessions.find((s) => s.pid === e.pid)?.stateChange?.getTime());
@@ -212,9 +256,15 @@ void describe('blocking chain A <- B <- C on public.t', () => {
   });
 
   test('the monitoring role cannot write', TIMEOUT, async () => {
-    await assert.rejects(readOnly(monitor, (cl) => cl.query('CREATE TABLE public.x (i int)')), (e: unknown) => (e as { code?: string }).code === '25006');
+    await assert.rejects(
+      readOnly(monitor, (cl) => cl.query('CREATE TABLE public.x (i int)')),
+      (e: unknown) => (e as { code?: string }).code === '25006',
+    );
     // Not into t: an INSERT takes its lock before the checks and would queue behind B.
-    await assert.rejects(readOnly(monitor, (cl) => cl.query('INSERT INTO w VALUES (1)')), (e: unknown) => (e as { code?: string }).code === '25006');
+    await assert.rejects(
+      readOnly(monitor, (cl) => cl.query('INSERT INTO w VALUES (1)')),
+      (e: unknown) => (e as { code?: string }).code === '25006',
+    );
     // Outside a read-only transaction too: pg_monitor grants no write privilege.
     await assert.rejects(monitor.query('INSERT INTO w VALUES (1)'), (e: unknown) => (e as { code?: string }).code === '42501');
     await assert.rejects(monitor.query('CREATE TABLE public.x (i int)'), (e: unknown) => (e as { code?: string }).code === '42501');
@@ -266,7 +316,11 @@ void describe('statistics', () => {
     assert.ok(db);
     assert.ok(db.xactCommit >= 8n, String(db.xactCommit));
     assert.ok(db.backends >= 1);
-    assert.equal(deltas.databases.some((d) => d.database === 'template0'), false, 'an unchanged database has no delta');
+    assert.equal(
+      deltas.databases.some((d) => d.database === 'template0'),
+      false,
+      'an unchanged database has no delta',
+    );
   });
 
   test('pg_stat_statements_reset(): the counters since the reset are the delta', TIMEOUT, async () => {
@@ -305,7 +359,9 @@ void describe('statistics', () => {
     const plain = await startCluster({ dirPrefix: 'pglog-snap-nopreload-' });
     try {
       const c = new pg.Client({ host: plain.socketDir, port: plain.port, user: 'postgres', database: 'postgres' });
-      c.on('error', () => { /* seen through the queries */ });
+      c.on('error', () => {
+        /* seen through the queries */
+      });
       await c.connect();
       try {
         await c.query('CREATE EXTENSION pg_stat_statements');

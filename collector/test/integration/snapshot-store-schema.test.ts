@@ -44,15 +44,71 @@ test('migration 3 on a fresh store: the snapshot tables are partitioned, the vie
     const today = new Date().toISOString().slice(0, 10).replaceAll('-', '');
     assert.ok((await partitions(db, `pglog.${t}`)).includes(`${t}_p${today}`), `${t} has today's partition`);
   }
-  assert.deepEqual(await columns(db, 'pglog.activity'), ['ts', 'target', 'instance', 'database', 'username', 'application', 'pid', 'state',
-    'wait_event_type', 'wait_event', 'xact_start', 'query_start', 'blocked_by', 'fingerprint', 'query',
-    'leader_pid', 'backend_type', 'client', 'backend_start', 'state_change']);
-  assert.deepEqual(await columns(db, 'pglog.blocking'), ['ts', 'target', 'instance', 'database', 'pid', 'blocking_pid', 'lock_type', 'wait_mode',
-    'held_mode', 'relation', 'wait_ms', 'blocker_wait_mode', 'wait_start']);
-  assert.deepEqual(await columns(db, 'pglog.statement_stats'), ['ts', 'target', 'instance', 'interval_s', 'database', 'username', 'queryid',
-    'fingerprint', 'query', 'calls', 'total_exec_ms', 'rows']);
-  assert.deepEqual(await columns(db, 'pglog.database_stats'), ['ts', 'target', 'instance', 'interval_s', 'database', 'backends', 'xact_commit',
-    'xact_rollback', 'blks_read', 'blks_hit', 'deadlocks', 'temp_bytes']);
+  assert.deepEqual(await columns(db, 'pglog.activity'), [
+    'ts',
+    'target',
+    'instance',
+    'database',
+    'username',
+    'application',
+    'pid',
+    'state',
+    'wait_event_type',
+    'wait_event',
+    'xact_start',
+    'query_start',
+    'blocked_by',
+    'fingerprint',
+    'query',
+    'leader_pid',
+    'backend_type',
+    'client',
+    'backend_start',
+    'state_change',
+  ]);
+  assert.deepEqual(await columns(db, 'pglog.blocking'), [
+    'ts',
+    'target',
+    'instance',
+    'database',
+    'pid',
+    'blocking_pid',
+    'lock_type',
+    'wait_mode',
+    'held_mode',
+    'relation',
+    'wait_ms',
+    'blocker_wait_mode',
+    'wait_start',
+  ]);
+  assert.deepEqual(await columns(db, 'pglog.statement_stats'), [
+    'ts',
+    'target',
+    'instance',
+    'interval_s',
+    'database',
+    'username',
+    'queryid',
+    'fingerprint',
+    'query',
+    'calls',
+    'total_exec_ms',
+    'rows',
+  ]);
+  assert.deepEqual(await columns(db, 'pglog.database_stats'), [
+    'ts',
+    'target',
+    'instance',
+    'interval_s',
+    'database',
+    'backends',
+    'xact_commit',
+    'xact_rollback',
+    'blks_read',
+    'blks_hit',
+    'deadlocks',
+    'temp_bytes',
+  ]);
 });
 
 test('migration 3 on a store at version 2: applied alone, events and their partitions kept, new tables partitioned', TIMEOUT, async () => {
@@ -78,14 +134,23 @@ test('migration 3 on a store at version 2: applied alone, events and their parti
   assert.equal(await count(c, `SELECT 1 FROM pglog.statements WHERE query = 'SELECT 1'`), 1);
   // The event tables have their days already: only the snapshot tables get new partitions.
   const created = await c.query<{ p: string }>(`SELECT p FROM pglog.ensure_partitions(DATE '2026-11-21', 2) AS p ORDER BY p`);
-  assert.deepEqual(created.rows.map((r) => r.p), SNAPSHOT_TABLES.flatMap((t) => [`${t}_p20261121`, `${t}_p20261122`]).sort());
+  assert.deepEqual(
+    created.rows.map((r) => r.p),
+    SNAPSHOT_TABLES.flatMap((t) => [`${t}_p20261121`, `${t}_p20261122`]).sort(),
+  );
 
   // A writer opened on it applies what follows and writes snapshots.
   const writer = await openWriter(name);
   await writer.writeSnapshot(activitySnapshot());
   assert.equal(await count(c, 'SELECT 1 FROM pglog.activity_samples_p20261121'), 3);
   // Migration 6 rolled up the statement stored before it.
-  assert.equal(await count(c, `SELECT 1 FROM pglog.statement_rollup WHERE bucket = '2026-11-21T10:00:00Z' AND calls = 1 AND timed = 1 AND total_ms = 1.5 AND bins = ARRAY[pglog.duration_bin(1.5)]`), 1);
+  assert.equal(
+    await count(
+      c,
+      `SELECT 1 FROM pglog.statement_rollup WHERE bucket = '2026-11-21T10:00:00Z' AND calls = 1 AND timed = 1 AND total_ms = 1.5 AND bins = ARRAY[pglog.duration_bin(1.5)]`,
+    ),
+    1,
+  );
 });
 
 test('ensure_partitions makes daily partitions of the snapshot tables (moving DEFAULT rows); retention drops them', TIMEOUT, async () => {
@@ -101,7 +166,11 @@ test('ensure_partitions makes daily partitions of the snapshot tables (moving DE
   const days = ['20300614', '20300615', '20300616', '20300617', '20300618'];
   const made = await writer.maintain(now);
   for (const t of SNAPSHOT_TABLES) {
-    assert.deepEqual(made.created.filter((n) => n.startsWith(`${t}_`)).sort(), days.map((d) => `${t}_p${d}`), t);
+    assert.deepEqual(
+      made.created.filter((n) => n.startsWith(`${t}_`)).sort(),
+      days.map((d) => `${t}_p${d}`),
+      t,
+    );
   }
   assert.equal(made.created.length, 9 * days.length, 'four event tables and five snapshot tables');
   for (const t of SNAPSHOT_TABLES) {
@@ -114,8 +183,10 @@ test('ensure_partitions makes daily partitions of the snapshot tables (moving DE
   // and a kind the table does not know is still refused there.
   await db.query(`INSERT INTO pglog.activity_samples_p20300614 (ts, target, instance, pid) VALUES ('2030-06-14T10:00:00Z', 'db1', 'main', 9)`);
   assert.deepEqual((await db.query(`SELECT blocked_by, fingerprint FROM pglog.activity WHERE pid = 9`)).rows, [{ blocked_by: [], fingerprint: '' }]);
-  await assert.rejects(db.query(`INSERT INTO pglog.snapshot_runs_p20300614 (ts, target, instance, kind, duration_ms) VALUES ('2030-06-14T10:00:00Z', 'a', 'b', 'other', 1)`),
-    (e: unknown) => (e as { code?: string }).code === '23514');
+  await assert.rejects(
+    db.query(`INSERT INTO pglog.snapshot_runs_p20300614 (ts, target, instance, kind, duration_ms) VALUES ('2030-06-14T10:00:00Z', 'a', 'b', 'other', 1)`),
+    (e: unknown) => (e as { code?: string }).code === '23514',
+  );
   // New snapshots of a partitioned day go straight into its partition.
   await writer.writeSnapshot(at('2030-06-16T00:00:00Z'));
   assert.equal(await count(db, 'SELECT 1 FROM pglog.blocking_samples_p20300616'), 3);
@@ -123,7 +194,11 @@ test('ensure_partitions makes daily partitions of the snapshot tables (moving DE
   // Ten days later all of it is past a 3-day retention.
   const later = await writer.maintain(new Date('2030-06-25T00:30:00Z'));
   for (const t of SNAPSHOT_TABLES) {
-    assert.deepEqual(later.dropped.filter((n) => n.startsWith(`${t}_`)).sort(), days.map((d) => `${t}_p${d}`), t);
+    assert.deepEqual(
+      later.dropped.filter((n) => n.startsWith(`${t}_`)).sort(),
+      days.map((d) => `${t}_p${d}`),
+      t,
+    );
     assert.equal(await count(db, `SELECT 1 FROM pglog.${t}`), 0, `${t} is empty`);
   }
   // Old DEFAULT rows go as well (a snapshot from before any partition existed).

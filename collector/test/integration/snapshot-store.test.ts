@@ -35,15 +35,37 @@ const freshStore = (options: { retentionDays?: number } = {}): ReturnType<StoreF
 
 function statementBatch(ts: string, offset: number): StoreBatch {
   return {
-    items: [{
-      source: { target: 'db1', instance: 'main', file: 'log/postgresql.log' }, readAt: Date.parse(ts),
-      event: {
-        kind: 'statement', offset, end: offset + 100, ts, pid: 42, database: 'app', user: 'alice', application: 'psql',
-        remote_host: null, session_id: null, session_line: null, backend_type: null, query_id: null, severity: 'LOG',
-        sqlstate: null, truncated: false, duration_ms: 1.5, protocol: 'simple', statement_name: null, query: 'SELECT 1',
-        parameters: null, normalized: 'select $1', fingerprint: 'fp1',
+    items: [
+      {
+        source: { target: 'db1', instance: 'main', file: 'log/postgresql.log' },
+        readAt: Date.parse(ts),
+        event: {
+          kind: 'statement',
+          offset,
+          end: offset + 100,
+          ts,
+          pid: 42,
+          database: 'app',
+          user: 'alice',
+          application: 'psql',
+          remote_host: null,
+          session_id: null,
+          session_line: null,
+          backend_type: null,
+          query_id: null,
+          severity: 'LOG',
+          sqlstate: null,
+          truncated: false,
+          duration_ms: 1.5,
+          protocol: 'simple',
+          statement_name: null,
+          query: 'SELECT 1',
+          parameters: null,
+          normalized: 'select $1',
+          fingerprint: 'fp1',
+        },
       },
-    }],
+    ],
     positions: [{ target: 'db1', instance: 'main', file: 'log/postgresql.log', identity: 'inode:1', offset: offset + 100 }],
   };
 }
@@ -59,22 +81,61 @@ test('a snapshot, a statistics snapshot and a failed run read back through the v
       wait_event, xact_start, query_start, blocked_by, fingerprint, query FROM pglog.activity ORDER BY pid`);
   const ts = new Date('2026-11-21T13:29:33.123Z');
   const common = {
-    ts, target: 'db1', instance: 'main', database: 'app', username: 'alice', application: 'psql',
-    xact_start: new Date('2026-11-21T13:29:30.002Z'), query_start: new Date('2026-11-21T13:29:31.003Z'), fingerprint: 'fp-update',
+    ts,
+    target: 'db1',
+    instance: 'main',
+    database: 'app',
+    username: 'alice',
+    application: 'psql',
+    xact_start: new Date('2026-11-21T13:29:30.002Z'),
+    query_start: new Date('2026-11-21T13:29:31.003Z'),
+    fingerprint: 'fp-update',
   };
   assert.deepEqual(activity.rows, [
-    { ...common, pid: 100, state: 'idle in transaction', wait_event_type: null, wait_event: null, blocked_by: [], query: 'UPDATE accounts SET balance = balance - 1 WHERE id = 100' },
-    { ...common, pid: 101, state: 'active', wait_event_type: 'Lock', wait_event: 'transactionid', blocked_by: [100], query: 'UPDATE accounts SET balance = balance - 1 WHERE id = 101' },
-    { ...common, pid: 102, state: 'active', wait_event_type: 'Lock', wait_event: 'transactionid', blocked_by: [100, 101], query: 'UPDATE accounts SET balance = balance - 1 WHERE id = 102' },
+    {
+      ...common,
+      pid: 100,
+      state: 'idle in transaction',
+      wait_event_type: null,
+      wait_event: null,
+      blocked_by: [],
+      query: 'UPDATE accounts SET balance = balance - 1 WHERE id = 100',
+    },
+    {
+      ...common,
+      pid: 101,
+      state: 'active',
+      wait_event_type: 'Lock',
+      wait_event: 'transactionid',
+      blocked_by: [100],
+      query: 'UPDATE accounts SET balance = balance - 1 WHERE id = 101',
+    },
+    {
+      ...common,
+      pid: 102,
+      state: 'active',
+      wait_event_type: 'Lock',
+      wait_event: 'transactionid',
+      blocked_by: [100, 101],
+      query: 'UPDATE accounts SET balance = balance - 1 WHERE id = 102',
+    },
   ]);
   // The view's later columns; blocked_by is a real int4[] the server can use.
   const more = await db.query(`SELECT leader_pid, client, backend_type, backend_start, state_change, blocked_by::text AS text,
       array_lower(blocked_by, 1) AS lower, pg_typeof(blocked_by)::text AS type
     FROM pglog.activity WHERE 101 = ANY(blocked_by)`);
-  assert.deepEqual(more.rows, [{
-    leader_pid: null, client: '10.0.0.7', backend_type: 'client backend', backend_start: new Date('2026-11-21T12:00:00.001Z'),
-    state_change: new Date('2026-11-21T13:29:31.004Z'), text: '{100,101}', lower: 1, type: 'integer[]',
-  }]);
+  assert.deepEqual(more.rows, [
+    {
+      leader_pid: null,
+      client: '10.0.0.7',
+      backend_type: 'client backend',
+      backend_start: new Date('2026-11-21T12:00:00.001Z'),
+      state_change: new Date('2026-11-21T13:29:31.004Z'),
+      text: '{100,101}',
+      lower: 1,
+      type: 'integer[]',
+    },
+  ]);
 
   const blocking = await db.query(`SELECT ts, target, instance, database, pid, blocking_pid, lock_type, wait_mode, held_mode, relation, wait_ms
     FROM pglog.blocking ORDER BY pid, blocking_pid`);
@@ -85,16 +146,43 @@ test('a snapshot, a statistics snapshot and a failed run read back through the v
     { ...edge, pid: 102, blocking_pid: 101, held_mode: null },
   ]);
   const waits = await db.query('SELECT blocker_wait_mode, wait_start FROM pglog.blocking ORDER BY pid, blocking_pid');
-  assert.deepEqual(waits.rows.map((r: { blocker_wait_mode: string | null }) => r.blocker_wait_mode), [null, null, 'ShareLock']);
+  assert.deepEqual(
+    waits.rows.map((r: { blocker_wait_mode: string | null }) => r.blocker_wait_mode),
+    [null, null, 'ShareLock'],
+  );
   assert.deepEqual(waits.rows[0], { blocker_wait_mode: null, wait_start: new Date('2026-11-21T13:29:31.500Z') });
 
   // int8 comes back as text from pg: exact, beyond 2^53 too.
   const stats = await db.query('SELECT * FROM pglog.statement_stats ORDER BY queryid');
   assert.deepEqual(stats.rows, [
-    { ts, target: 'db1', instance: 'main', interval_s: 60.5, database: 'app', username: 'alice', queryid: '-8000000000000000001',
-      fingerprint: 'fp-select', query: 'SELECT * FROM accounts WHERE id = $1', calls: '12', total_exec_ms: 3.75, rows: '12' },
-    { ts, target: 'db1', instance: 'main', interval_s: 60.5, database: null, username: null, queryid: '42',
-      fingerprint: 'fp-select', query: 'SELECT * FROM accounts WHERE id = $1', calls: '12', total_exec_ms: 3.75, rows: '12' },
+    {
+      ts,
+      target: 'db1',
+      instance: 'main',
+      interval_s: 60.5,
+      database: 'app',
+      username: 'alice',
+      queryid: '-8000000000000000001',
+      fingerprint: 'fp-select',
+      query: 'SELECT * FROM accounts WHERE id = $1',
+      calls: '12',
+      total_exec_ms: 3.75,
+      rows: '12',
+    },
+    {
+      ts,
+      target: 'db1',
+      instance: 'main',
+      interval_s: 60.5,
+      database: null,
+      username: null,
+      queryid: '42',
+      fingerprint: 'fp-select',
+      query: 'SELECT * FROM accounts WHERE id = $1',
+      calls: '12',
+      total_exec_ms: 3.75,
+      rows: '12',
+    },
   ]);
   const blocks = await db.query('SELECT toplevel, shared_blks_hit, shared_blks_read, temp_blks_written FROM pglog.statement_deltas ORDER BY queryid');
   assert.deepEqual(blocks.rows, [
@@ -103,21 +191,42 @@ test('a snapshot, a statistics snapshot and a failed run read back through the v
   ]);
 
   const dbs = await db.query('SELECT * FROM pglog.database_stats ORDER BY database');
-  const dbRow = { ts, target: 'db1', instance: 'main', interval_s: 60.5, xact_rollback: '2', blks_read: '303', blks_hit: '40404', deadlocks: '1', temp_bytes: '8192' };
+  const dbRow = {
+    ts,
+    target: 'db1',
+    instance: 'main',
+    interval_s: 60.5,
+    xact_rollback: '2',
+    blks_read: '303',
+    blks_hit: '40404',
+    deadlocks: '1',
+    temp_bytes: '8192',
+  };
   assert.deepEqual(dbs.rows, [
     { ...dbRow, database: 'app', backends: 7, xact_commit: '101' },
     { ...dbRow, database: 'postgres', backends: 0, xact_commit: '9007199254740993' },
   ]);
   const tups = await db.query(`SELECT tup_returned, tup_fetched, tup_inserted, tup_updated, tup_deleted, conflicts, temp_files
     FROM pglog.database_deltas WHERE database = 'app'`);
-  assert.deepEqual(tups.rows, [{ tup_returned: '505', tup_fetched: '606', tup_inserted: '707', tup_updated: '808', tup_deleted: '909', conflicts: '0', temp_files: '1' }]);
+  assert.deepEqual(tups.rows, [
+    { tup_returned: '505', tup_fetched: '606', tup_inserted: '707', tup_updated: '808', tup_deleted: '909', conflicts: '0', temp_files: '1' },
+  ]);
 
   const runs = await db.query('SELECT * FROM pglog.snapshot_runs ORDER BY ts, kind');
   assert.deepEqual(runs.rows, [
     { ts, target: 'db1', instance: 'main', kind: 'activity', duration_ms: 12.5, sessions: 3, blocked: 2, error_code: null, error: null },
     { ts, target: 'db1', instance: 'main', kind: 'statistics', duration_ms: 30.25, sessions: 0, blocked: 0, error_code: null, error: null },
-    { ts: new Date('2026-11-21T13:30:00.250Z'), target: 'db1', instance: 'main', kind: 'activity', duration_ms: 5000, sessions: 0, blocked: 0,
-      error_code: 'SQL_TIMEOUT', error: 'the activity query took longer than 5 s' },
+    {
+      ts: new Date('2026-11-21T13:30:00.250Z'),
+      target: 'db1',
+      instance: 'main',
+      kind: 'activity',
+      duration_ms: 5000,
+      sessions: 0,
+      blocked: 0,
+      error_code: 'SQL_TIMEOUT',
+      error: 'the activity query took longer than 5 s',
+    },
   ]);
 });
 
@@ -128,13 +237,21 @@ test('a snapshot the store refuses: STORE_REJECTED naming it and the table, noth
   const bogus = activitySnapshot({ target: 'db7', kind: 'hourly' as SnapshotKind });
   await assert.rejects(writer.writeSnapshot(bogus), (e: unknown) => {
     assert.ok(isPglogError(e) && e.code === 'STORE_REJECTED', String(e));
-    assert.match(e.message, /^the store refused the hourly snapshot of db7\/main \(pglog\.snapshot_runs\), not written: SQLSTATE 23514: .*snapshot_runs_kind_check/);
+    assert.match(
+      e.message,
+      /^the store refused the hourly snapshot of db7\/main \(pglog\.snapshot_runs\), not written: SQLSTATE 23514: .*snapshot_runs_kind_check/,
+    );
     return true;
   });
   for (const t of SNAPSHOT_TABLES) assert.equal(await count(db, `SELECT 1 FROM pglog.${t}`), 0, t);
   // Refused by the encoder: nothing sent at all.
-  await assert.rejects(writer.writeSnapshot(activitySnapshot({ sessions: [session(1, { pid: 2 ** 31 })] })),
-    (e: unknown) => isPglogError(e) && e.code === 'STORE_REJECTED' && /activity snapshot of db1\/main cannot be stored \(activity_samples\).*column 3 \(int4\)/.test(e.message));
+  await assert.rejects(
+    writer.writeSnapshot(activitySnapshot({ sessions: [session(1, { pid: 2 ** 31 })] })),
+    (e: unknown) =>
+      isPglogError(e) &&
+      e.code === 'STORE_REJECTED' &&
+      /activity snapshot of db1\/main cannot be stored \(activity_samples\).*column 3 \(int4\)/.test(e.message),
+  );
   // The same connection, out of its transaction, takes the next snapshot and the next batch.
   await writer.writeSnapshot(activitySnapshot());
   assert.equal((await writer.commit(statementBatch('2026-11-21T13:00:00Z', 0), NO_EPOCHS)).rows.statement_events, 1);
@@ -147,11 +264,16 @@ test('a group of snapshots in one transaction: every one stored; a refused one i
   const xactsBefore = Number((await db.query<{ n: string }>('SELECT xact_commit AS n FROM pg_stat_database WHERE datname = current_database()')).rows[0]!.n);
   const ok = await writer.writeSnapshots([activitySnapshot({ target: 'g1' }), statisticsSnapshot({ target: 'g2' }), failure({ target: 'g3' })]);
   assert.deepEqual(ok, [null, null, null]);
-  assert.deepEqual((await db.query<{ target: string }>('SELECT target FROM pglog.snapshot_runs ORDER BY target')).rows.map((r) => r.target), ['g1', 'g2', 'g3']);
+  assert.deepEqual(
+    (await db.query<{ target: string }>('SELECT target FROM pglog.snapshot_runs ORDER BY target')).rows.map((r) => r.target),
+    ['g1', 'g2', 'g3'],
+  );
   assert.equal(await count(db, "SELECT 1 FROM pglog.activity WHERE target = 'g1'"), 3);
   assert.equal(await count(db, "SELECT 1 FROM pglog.statement_stats WHERE target = 'g2'"), 2);
   // One transaction for the three (stats counters are updated at transaction end; allow the test's own reads).
-  const xactsAfter = Number((await db.query<{ n: string }>('SELECT pg_stat_force_next_flush(), xact_commit AS n FROM pg_stat_database WHERE datname = current_database()')).rows[0]!.n);
+  const xactsAfter = Number(
+    (await db.query<{ n: string }>('SELECT pg_stat_force_next_flush(), xact_commit AS n FROM pg_stat_database WHERE datname = current_database()')).rows[0]!.n,
+  );
   assert.ok(xactsAfter - xactsBefore <= 4, `${xactsAfter - xactsBefore} transactions`);
 
   const mixed = await writer.writeSnapshots([
@@ -160,8 +282,14 @@ test('a group of snapshots in one transaction: every one stored; a refused one i
     activitySnapshot({ target: 'h3', sessions: [session(1, { pid: 2 ** 31 })] }), // the encoder refuses it
     failure({ target: 'h4' }),
   ]);
-  assert.deepEqual(mixed.map((e) => e?.code ?? null), [null, 'STORE_REJECTED', 'STORE_REJECTED', null]);
-  assert.deepEqual((await db.query<{ target: string }>("SELECT target FROM pglog.snapshot_runs WHERE target LIKE 'h%' ORDER BY target")).rows.map((r) => r.target), ['h1', 'h4']);
+  assert.deepEqual(
+    mixed.map((e) => e?.code ?? null),
+    [null, 'STORE_REJECTED', 'STORE_REJECTED', null],
+  );
+  assert.deepEqual(
+    (await db.query<{ target: string }>("SELECT target FROM pglog.snapshot_runs WHERE target LIKE 'h%' ORDER BY target")).rows.map((r) => r.target),
+    ['h1', 'h4'],
+  );
   assert.equal(await count(db, "SELECT 1 FROM pglog.activity WHERE target IN ('h2', 'h3')"), 0);
 });
 
@@ -203,6 +331,10 @@ test('store stopped: writeSnapshot throws STORE_UNAVAILABLE without the password
   await writer.writeSnapshot(failure());
   const db = await connect(name);
   const runs = await db.query<{ kind: string; error_code: string | null }>('SELECT kind, error_code FROM pglog.snapshot_runs ORDER BY ts, kind');
-  assert.deepEqual(runs.rows, [{ kind: 'activity', error_code: null }, { kind: 'statistics', error_code: null }, { kind: 'activity', error_code: 'SQL_TIMEOUT' }]);
+  assert.deepEqual(runs.rows, [
+    { kind: 'activity', error_code: null },
+    { kind: 'statistics', error_code: null },
+    { kind: 'activity', error_code: 'SQL_TIMEOUT' },
+  ]);
   assert.equal(await count(db, 'SELECT 1 FROM pglog.statement_stats'), 2);
 });

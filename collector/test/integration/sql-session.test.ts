@@ -6,7 +6,7 @@ import { readFileSync } from 'node:fs';
 import { after, before, describe, test } from 'node:test';
 
 import { isPglogError } from '@pglog/common/errors.ts';
-import { type LogServer,startLogServer } from '@pglog/test-support/log-server.ts';
+import { type LogServer, startLogServer } from '@pglog/test-support/log-server.ts';
 import { startSshServer, type TestSshServer } from '@pglog/test-support/sshd.ts';
 import pg from 'pg';
 
@@ -22,8 +22,12 @@ describe('SqlSession over an ssh2 stream-local channel (real sshd, PostgreSQL 15
   before(async () => {
     [ssh, server] = await Promise.all([startSshServer({ allowLocalForwarding: true }), startLogServer()]);
     connection = new SshConnection({
-      target: 'db1', host: ssh.host, port: ssh.port, username: ssh.user,
-      privateKey: readFileSync(ssh.privateKeyFile), knownHosts: { text: readFileSync(ssh.knownHostsFile, 'utf8'), source: ssh.knownHostsFile },
+      target: 'db1',
+      host: ssh.host,
+      port: ssh.port,
+      username: ssh.user,
+      privateKey: readFileSync(ssh.privateKeyFile),
+      knownHosts: { text: readFileSync(ssh.knownHostsFile, 'utf8'), source: ssh.knownHostsFile },
       limiter: new ConnectLimiter({ spreadMs: 0 }),
     });
   });
@@ -33,13 +37,14 @@ describe('SqlSession over an ssh2 stream-local channel (real sshd, PostgreSQL 15
   });
 
   const socket = (): string => `${server.socketDir}/.s.PGSQL.${server.port}`;
-  const session = (over: { user?: string; database?: string; timeoutMs?: number; path?: string } = {}): SqlSession => new SqlSession({
-    place: `db1/main (${over.path ?? socket()})`,
-    user: over.user ?? 'postgres',
-    database: over.database ?? 'postgres',
-    timeoutMs: over.timeoutMs ?? 2000,
-    open: (signal) => connection.openStreamLocal(over.path ?? socket(), { signal }),
-  });
+  const session = (over: { user?: string; database?: string; timeoutMs?: number; path?: string } = {}): SqlSession =>
+    new SqlSession({
+      place: `db1/main (${over.path ?? socket()})`,
+      user: over.user ?? 'postgres',
+      database: over.database ?? 'postgres',
+      timeoutMs: over.timeoutMs ?? 2000,
+      open: (signal) => connection.openStreamLocal(over.path ?? socket(), { signal }),
+    });
   const codeOf = async (p: Promise<unknown>): Promise<string> => {
     try {
       await p;
@@ -52,13 +57,23 @@ describe('SqlSession over an ssh2 stream-local channel (real sshd, PostgreSQL 15
   test('queries run over the channel, in a read-only transaction, as application pglog, and the session is kept', async () => {
     const s = session();
     try {
-      const first = await s.readOnly('probe', async (c) => (await c.query<{ app: string; ro: string; pid: number; port: number | null }>(
-        "SELECT current_setting('application_name') AS app, current_setting('transaction_read_only') AS ro, pg_backend_pid() AS pid, inet_client_port() AS port")).rows[0]!);
+      const first = await s.readOnly(
+        'probe',
+        async (c) =>
+          (
+            await c.query<{ app: string; ro: string; pid: number; port: number | null }>(
+              "SELECT current_setting('application_name') AS app, current_setting('transaction_read_only') AS ro, pg_backend_pid() AS pid, inet_client_port() AS port",
+            )
+          ).rows[0]!,
+      );
       assert.deepEqual([first.app, first.ro, first.port], ['pglog', 'on', null]); // null port: a Unix socket connection
       const second = await s.readOnly('probe', async (c) => (await c.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows[0]!);
       assert.equal(second.pid, first.pid);
       // Writes are refused, and the session stays usable after a plain SQL error.
-      assert.match(await codeOf(s.readOnly('write', (c) => c.query('CREATE TABLE x (id int)'))), /^SQL_QUERY_FAILED: .*read-only transaction \[SQLSTATE 25006\]/);
+      assert.match(
+        await codeOf(s.readOnly('write', (c) => c.query('CREATE TABLE x (id int)'))),
+        /^SQL_QUERY_FAILED: .*read-only transaction \[SQLSTATE 25006\]/,
+      );
       assert.equal(await s.readOnly('after', async (c) => (await c.query<{ one: number }>('SELECT 1 AS one')).rows[0]!.one), 1);
       assert.equal(s.isOpen, true);
       // Big results come through (backpressure over the channel).
@@ -71,7 +86,10 @@ describe('SqlSession over an ssh2 stream-local channel (real sshd, PostgreSQL 15
 
   test('a missing socket is SQL_CONNECT_FAILED naming it; an unknown role is SQL_AUTH_FAILED', async () => {
     const missing = session({ path: '/nonexistent/.s.PGSQL.5432' });
-    assert.match(await codeOf(missing.readOnly('probe', (c) => c.query('SELECT 1'))), /^SQL_CONNECT_FAILED: .*could not connect to the Unix socket \/nonexistent\/\.s\.PGSQL\.5432/);
+    assert.match(
+      await codeOf(missing.readOnly('probe', (c) => c.query('SELECT 1'))),
+      /^SQL_CONNECT_FAILED: .*could not connect to the Unix socket \/nonexistent\/\.s\.PGSQL\.5432/,
+    );
     await missing.close();
     const role = session({ user: 'nobody_here' });
     assert.match(await codeOf(role.readOnly('probe', (c) => c.query('SELECT 1'))), /^SQL_AUTH_FAILED: .*role "nobody_here" does not exist/);

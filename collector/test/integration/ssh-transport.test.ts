@@ -16,12 +16,11 @@ import { startSshServer, type TestSshServer } from '@pglog/test-support/sshd.ts'
 import { sleep, within } from '@pglog/test-support/wait.ts';
 
 import { ConnectLimiter } from '../../src/transport/connect-limiter.ts';
-import { type RemoteProcess,runRemote } from '../../src/transport/remote-shell.ts';
+import { type RemoteProcess, runRemote } from '../../src/transport/remote-shell.ts';
 import { cryptoBindingAvailable } from '../../src/transport/ssh-algorithms.ts';
 import { SshConnection, type SshConnectionOptions } from '../../src/transport/ssh-connection.ts';
 import { SshConnectionPool } from '../../src/transport/ssh-pool.ts';
 import { DEFAULT_CHANNEL_WINDOW_BYTES } from '../../src/transport/ssh-window.ts';
-
 
 /** Every connection of this file paces handshakes through one limiter, with no start-up spread. */
 const limiter = new ConnectLimiter({ spreadMs: 0 });
@@ -45,7 +44,14 @@ function connect(server: TestSshServer, overrides: Partial<SshConnectionOptions>
 }
 
 async function expectCode(promise: Promise<unknown>, code: string): Promise<Error> {
-  const error = await within(30_000, `expecting ${code}`, promise.then(() => assert.fail(`resolved, expected ${code}`), (e: unknown) => e));
+  const error = await within(
+    30_000,
+    `expecting ${code}`,
+    promise.then(
+      () => assert.fail(`resolved, expected ${code}`),
+      (e: unknown) => e,
+    ),
+  );
   assert.ok(isPglogError(error), `expected a PglogError ${code}, got ${String(error)}`);
   assert.equal(error.code, code, error.message);
   return error;
@@ -77,9 +83,18 @@ describe('ssh2 transport against OpenSSH', { timeout: 120_000 }, () => {
     // A short command's exec reply, exit-status and close often arrive together; the status is
     // emitted synchronously while handing over the channel, before awaiting code runs.
     const connection = connect(server, { maxSessions: 10 });
-    const busy = setInterval(() => { const until = Date.now() + 5; while (Date.now() < until) { /* keep the event loop late */ } }, 1);
+    const busy = setInterval(() => {
+      const until = Date.now() + 5;
+      while (Date.now() < until) {
+        /* keep the event loop late */
+      }
+    }, 1);
     try {
-      const exits = await within(90_000, '400 short commands', Promise.all(Array.from({ length: 400 }, () => runRemote(connection, 'exit 7').then((r) => r.exit))));
+      const exits = await within(
+        90_000,
+        '400 short commands',
+        Promise.all(Array.from({ length: 400 }, () => runRemote(connection, 'exit 7').then((r) => r.exit))),
+      );
       const wrong = exits.filter((e) => e.code !== 7);
       assert.equal(wrong.length, 0, `${wrong.length} of 400 commands ended without their exit status: ${JSON.stringify(wrong.slice(0, 3))}`);
     } finally {
@@ -208,7 +223,14 @@ describe('ssh2 transport against OpenSSH', { timeout: 120_000 }, () => {
     controller.abort(new Error('stream stopped'));
     await assert.rejects(within(10_000, 'aborted spawn', waiting), /stream stopped/);
     holder.close();
-    assert.deepEqual(await within(30_000, 'closed exit', holder.exit.then(() => 'settled')), 'settled');
+    assert.deepEqual(
+      await within(
+        30_000,
+        'closed exit',
+        holder.exit.then(() => 'settled'),
+      ),
+      'settled',
+    );
     const next = await within(30_000, 'next command', runRemote(connection, 'echo next'));
     assert.equal(next.stdout.toString(), 'next\n');
   });
@@ -253,7 +275,8 @@ describe('ssh2 transport against OpenSSH', { timeout: 120_000 }, () => {
     const connection = connect(server, { channelWindowBytes: 64 * 1024 });
     // 8 MiB of numbered lines on stdout, a status line on stderr every 1000 lines (as the
     // follower's segment loop reports sizes on stderr while its stdout waits for the consumer).
-    const script = 'i=0; while [ $i -lt 200000 ]; do i=$((i+1)); echo "line $i of the log, padded to about forty"; [ $((i % 1000)) -eq 0 ] && echo "status $i" >&2; done';
+    const script =
+      'i=0; while [ $i -lt 200000 ]; do i=$((i+1)); echo "line $i of the log, padded to about forty"; [ $((i % 1000)) -eq 0 ] && echo "status $i" >&2; done';
     const expected = createHash('sha256');
     for (let i = 1; i <= 200000; i++) expected.update(`line ${i} of the log, padded to about forty\n`);
     const proc = await within(30_000, 'spawn', connection.spawn(`sh -c '${script}'`));
@@ -270,7 +293,13 @@ describe('ssh2 transport against OpenSSH', { timeout: 120_000 }, () => {
     }
     assert.deepEqual(await within(120_000, 'exit', proc.exit), { code: 0, signal: null });
     assert.equal(got.digest('hex'), expected.digest('hex'));
-    assert.equal(errLines.join('').split('\n').filter((l) => l.startsWith('status ')).length, 200);
+    assert.equal(
+      errLines
+        .join('')
+        .split('\n')
+        .filter((l) => l.startsWith('status ')).length,
+      200,
+    );
     assert.ok(most <= 64 * 1024, `held ${most} bytes at once`);
   });
 
@@ -366,7 +395,10 @@ describe('ssh2 transport against OpenSSH', { timeout: 120_000 }, () => {
   test('close() ends running commands and refuses new spawns; the pool closes all', async () => {
     const pool = new SshConnectionPool({ limiter });
     const options = {
-      target: 'pooled', host: server.host, port: server.port, username: server.user,
+      target: 'pooled',
+      host: server.host,
+      port: server.port,
+      username: server.user,
       privateKey: readFileSync(server.privateKeyFile),
       knownHosts: { text: readFileSync(server.knownHostsFile, 'utf8'), source: server.knownHostsFile },
     };
@@ -375,7 +407,14 @@ describe('ssh2 transport against OpenSSH', { timeout: 120_000 }, () => {
     const proc = await within(30_000, 'spawn', connection.spawn('sleep 30'));
     proc.stdout.resume();
     await within(30_000, 'pool close', pool.closeAll());
-    await within(30_000, 'exit after close', proc.exit.then(() => undefined, () => undefined));
+    await within(
+      30_000,
+      'exit after close',
+      proc.exit.then(
+        () => undefined,
+        () => undefined,
+      ),
+    );
     assert.equal(connection.state, 'closed');
     await expectCode(connection.spawn('true'), 'SSH_CONNECT_FAILED');
   });

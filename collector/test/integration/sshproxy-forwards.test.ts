@@ -13,7 +13,7 @@
  * - a master refused for good (changed host key): forward() rejects at once with its code.
  */
 import { strict as assert } from 'node:assert';
-import { type ChildProcess,spawn } from 'node:child_process';
+import { type ChildProcess, spawn } from 'node:child_process';
 import { chmodSync, chownSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { connect, createServer, type Server } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -47,10 +47,18 @@ const dirs: string[] = [];
 const clients: SidecarClient[] = [];
 
 function startSidecar(dir: string): RunningSidecar {
-  const proc = spawn(process.execPath, ['--disable-warning=ExperimentalWarning', MAIN, 'sshproxy', '--dir', dir, '--log-level', 'debug', '--backoff-base-ms', '100', '--backoff-cap-ms', '400'], { stdio: ['ignore', 'pipe', 'pipe'] });
+  const proc = spawn(
+    process.execPath,
+    ['--disable-warning=ExperimentalWarning', MAIN, 'sshproxy', '--dir', dir, '--log-level', 'debug', '--backoff-base-ms', '100', '--backoff-cap-ms', '400'],
+    { stdio: ['ignore', 'pipe', 'pipe'] },
+  );
   let out = '';
-  proc.stdout.setEncoding('utf8').on('data', (s: string) => { out += s; });
-  proc.stderr.setEncoding('utf8').on('data', (s: string) => { out += s; });
+  proc.stdout.setEncoding('utf8').on('data', (s: string) => {
+    out += s;
+  });
+  proc.stderr.setEncoding('utf8').on('data', (s: string) => {
+    out += s;
+  });
   const exited = new Promise((resolve) => proc.once('exit', resolve));
   const s = { proc, pid: proc.pid!, output: () => out, exited };
   sidecars.push(s);
@@ -58,19 +66,25 @@ function startSidecar(dir: string): RunningSidecar {
 }
 
 function masterPids(sidecarPid: number): number[] {
-  return descendants(sidecarPid).filter((pid) => { const a = cmdline(pid); return a[0] === 'ssh' && a.includes('-M'); });
+  return descendants(sidecarPid).filter((pid) => {
+    const a = cmdline(pid);
+    return a[0] === 'ssh' && a.includes('-M');
+  });
 }
 
 /** Every live process whose command line mentions `dir` (what a sidecar on `dir` started). */
 function processesMentioning(dir: string): number[] {
-  return readdirSync('/proc').filter((e) => /^\d+$/.test(e)).map(Number)
+  return readdirSync('/proc')
+    .filter((e) => /^\d+$/.test(e))
+    .map(Number)
     .filter((pid) => pid !== process.pid && isAlive(pid) && cmdline(pid).some((a) => a.includes(`${dir}/`)));
 }
 
 async function until(what: string, check: () => boolean, timeoutMs = 15_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   while (!check()) {
-    if (Date.now() > deadline) throw new Error(`${what}: not within ${timeoutMs} ms\nsidecar log tail:\n${sidecars.at(-1)?.output().split('\n').slice(-20).join('\n') ?? ''}`);
+    if (Date.now() > deadline)
+      throw new Error(`${what}: not within ${timeoutMs} ms\nsidecar log tail:\n${sidecars.at(-1)?.output().split('\n').slice(-20).join('\n') ?? ''}`);
     await sleep(25);
   }
 }
@@ -82,8 +96,15 @@ async function setup(ssh: TestSshServer): Promise<{ dir: string; client: Sidecar
   const client = await SidecarClient.open({ dir, pollMs: 50, forwardTimeoutMs: 20_000 });
   clients.push(client);
   await client.setServer({
-    name: 'db', host: ssh.host, port: ssh.port, user: ssh.user, maxSessions: 10, serverAliveIntervalS: 2, connectTimeoutS: 5,
-    privateKey: readFileSync(ssh.privateKeyFile), knownHosts: readFileSync(ssh.knownHostsFile, 'utf8'),
+    name: 'db',
+    host: ssh.host,
+    port: ssh.port,
+    user: ssh.user,
+    maxSessions: 10,
+    serverAliveIntervalS: 2,
+    connectTimeoutS: 5,
+    privateKey: readFileSync(ssh.privateKeyFile),
+    knownHosts: readFileSync(ssh.knownHostsFile, 'utf8'),
   });
   const sidecar = startSidecar(dir);
   return { dir, client, sidecar };
@@ -216,16 +237,26 @@ describe('sshproxy SQL forwards against OpenSSH and PostgreSQL', { timeout: 240_
     const localDir = await client.forward('db', '/nonexistent/pglog/.s.PGSQL.5432', 5432);
     // What the collector sees: the connect to the local socket succeeds (the master accepts
     // it), then the master's channel open is refused by sshd and it closes the connection.
-    const seen = await within(10_000, 'close', new Promise<{ connected: boolean; data: number; error: string | null }>((resolve) => {
-      const socket = connect(join(localDir, '.s.PGSQL.5432'));
-      let connected = false;
-      let data = 0;
-      let error: string | null = null;
-      socket.on('connect', () => { connected = true; });
-      socket.on('data', (b: Buffer) => { data += b.length; });
-      socket.on('error', (e: NodeJS.ErrnoException) => { error = e.code ?? e.message; });
-      socket.on('close', () => resolve({ connected, data, error }));
-    }));
+    const seen = await within(
+      10_000,
+      'close',
+      new Promise<{ connected: boolean; data: number; error: string | null }>((resolve) => {
+        const socket = connect(join(localDir, '.s.PGSQL.5432'));
+        let connected = false;
+        let data = 0;
+        let error: string | null = null;
+        socket.on('connect', () => {
+          connected = true;
+        });
+        socket.on('data', (b: Buffer) => {
+          data += b.length;
+        });
+        socket.on('error', (e: NodeJS.ErrnoException) => {
+          error = e.code ?? e.message;
+        });
+        socket.on('close', () => resolve({ connected, data, error }));
+      }),
+    );
     assert.deepEqual({ connected: seen.connected, data: seen.data }, { connected: true, data: 0 });
     // pg writes its startup packet at once and gets EPIPE (or, by timing, ECONNRESET or an
     // unexpected end): a connection error, not an answer from PostgreSQL.
@@ -236,7 +267,11 @@ describe('sshproxy SQL forwards against OpenSSH and PostgreSQL', { timeout: 240_
     });
     assert.ok(Date.now() - started < 10_000, 'no hang');
     // Only the master hears why (OpenSSH's "channel N: open failed"): the sidecar logs it.
-    await until('the refusal logged', () => /the server refused a forwarded connection \(channel \d+: open failed[^)]*\); is there a socket at \/nonexistent\/pglog\/\.s\.PGSQL\.5432\?/.test(sidecar.output()));
+    await until('the refusal logged', () =>
+      /the server refused a forwarded connection \(channel \d+: open failed[^)]*\); is there a socket at \/nonexistent\/pglog\/\.s\.PGSQL\.5432\?/.test(
+        sidecar.output(),
+      ),
+    );
     assert.equal(sidecar.proc.exitCode, null);
   });
 

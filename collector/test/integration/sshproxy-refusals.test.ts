@@ -11,7 +11,7 @@
  *   ssh process ever gets it as an argument.
  */
 import { strict as assert } from 'node:assert';
-import { type ChildProcess,spawn } from 'node:child_process';
+import { type ChildProcess, spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -32,7 +32,10 @@ import { SidecarClient, type SidecarServer } from '../../src/transport/sidecar-c
 const MAIN = fileURLToPath(new URL('../../../cli/src/main.ts', import.meta.url));
 
 function allProcesses(): number[] {
-  return readdirSync('/proc').filter((e) => /^\d+$/.test(e)).map(Number).filter((pid) => pid !== process.pid && isAlive(pid));
+  return readdirSync('/proc')
+    .filter((e) => /^\d+$/.test(e))
+    .map(Number)
+    .filter((pid) => pid !== process.pid && isAlive(pid));
 }
 
 /** The error a promise rejects with (fails the test when it resolves). */
@@ -58,16 +61,27 @@ describe('sshproxy: a wrong server entry fails only its own target', { timeout: 
     dir = mkdtempSync(join(tmpdir(), 'spr-'));
     client = await SidecarClient.open({ dir, pollMs: 50, forwardTimeoutMs: 20_000 });
     const base: Omit<SidecarServer, 'name' | 'user'> = {
-      host: ssh.host, port: ssh.port, maxSessions: 10, serverAliveIntervalS: 2, connectTimeoutS: 5,
-      privateKey: readFileSync(ssh.privateKeyFile), knownHosts: readFileSync(ssh.knownHostsFile, 'utf8'),
+      host: ssh.host,
+      port: ssh.port,
+      maxSessions: 10,
+      serverAliveIntervalS: 2,
+      connectTimeoutS: 5,
+      privateKey: readFileSync(ssh.privateKeyFile),
+      knownHosts: readFileSync(ssh.knownHostsFile, 'utf8'),
     };
     await client.setServer({ ...base, name: 'busy-db', user: ssh.user });
     await client.setServer({ ...base, name: 'ad-db', user: 'alice@corp.example.com' });
     await client.setServer({ ...base, name: 'bad-db', user: `-oProxyCommand=touch ${dir}/pwned` });
     await client.flushed();
-    sidecar = spawn(process.execPath, ['--disable-warning=ExperimentalWarning', MAIN, 'sshproxy', '--dir', dir, '--log-level', 'debug'], { stdio: ['ignore', 'pipe', 'pipe'] });
-    sidecar.stdout!.setEncoding('utf8').on('data', (s: string) => { sidecarLog += s; });
-    sidecar.stderr!.setEncoding('utf8').on('data', (s: string) => { sidecarLog += s; });
+    sidecar = spawn(process.execPath, ['--disable-warning=ExperimentalWarning', MAIN, 'sshproxy', '--dir', dir, '--log-level', 'debug'], {
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    sidecar.stdout!.setEncoding('utf8').on('data', (s: string) => {
+      sidecarLog += s;
+    });
+    sidecar.stderr!.setEncoding('utf8').on('data', (s: string) => {
+      sidecarLog += s;
+    });
   });
 
   after(async () => {

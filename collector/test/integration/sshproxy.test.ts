@@ -15,7 +15,7 @@
  * plus OpenSSH's real stderr through the classifier, SIGTERM, and bad command lines.
  */
 import { strict as assert } from 'node:assert';
-import { type ChildProcess,execFile, spawn } from 'node:child_process';
+import { type ChildProcess, execFile, spawn } from 'node:child_process';
 import { chmodSync, copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import type { Socket } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -23,7 +23,7 @@ import { join } from 'node:path';
 import { after, afterEach, before, describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 
-import { type DesiredServer, type DesiredStream, parseSidecarStatus, type SidecarStatus,streamFifos } from '@pglog/common/sidecar/contract.ts';
+import { type DesiredServer, type DesiredStream, parseSidecarStatus, type SidecarStatus, streamFifos } from '@pglog/common/sidecar/contract.ts';
 import { onProcessExit } from '@pglog/test-support/exit-cleanup.ts';
 import { cmdline, descendants } from '@pglog/test-support/process-tree.ts';
 import { startSshServer, type TestSshServer } from '@pglog/test-support/sshd.ts';
@@ -38,23 +38,29 @@ const MAIN = fileURLToPath(new URL('../../../cli/src/main.ts', import.meta.url))
 
 // ---- processes ----
 
-
 /** Every live process whose command line mentions `dir` (what a sidecar on `dir` started). */
 function processesMentioning(dir: string): number[] {
-  return readdirSync('/proc').filter((e) => /^\d+$/.test(e)).map(Number)
+  return readdirSync('/proc')
+    .filter((e) => /^\d+$/.test(e))
+    .map(Number)
     .filter((pid) => pid !== process.pid && isAlive(pid) && cmdline(pid).some((a) => a.includes(`${dir}/`)));
 }
 
 /** The sidecar's ssh masters (its children with -M). */
 function masterPids(sidecarPid: number): number[] {
-  return descendants(sidecarPid).filter((pid) => { const a = cmdline(pid); return a[0] === 'ssh' && a.includes('-M'); });
+  return descendants(sidecarPid).filter((pid) => {
+    const a = cmdline(pid);
+    return a[0] === 'ssh' && a.includes('-M');
+  });
 }
 
 function killAll(pids: number[]): void {
   for (const pid of pids) {
     try {
       process.kill(pid, 'SIGKILL');
-    } catch { /* gone */ }
+    } catch {
+      /* gone */
+    }
   }
 }
 
@@ -78,11 +84,34 @@ interface RunningSidecar {
 const sidecars: RunningSidecar[] = [];
 
 function startSidecar(dir: string, extra: string[] = []): RunningSidecar {
-  const proc = spawn(process.execPath, ['--disable-warning=ExperimentalWarning', MAIN, 'sshproxy', '--dir', dir, '--log-level', 'debug', '--backoff-base-ms', '100', '--backoff-cap-ms', '400', ...extra], { stdio: ['ignore', 'pipe', 'pipe'] });
+  const proc = spawn(
+    process.execPath,
+    [
+      '--disable-warning=ExperimentalWarning',
+      MAIN,
+      'sshproxy',
+      '--dir',
+      dir,
+      '--log-level',
+      'debug',
+      '--backoff-base-ms',
+      '100',
+      '--backoff-cap-ms',
+      '400',
+      ...extra,
+    ],
+    { stdio: ['ignore', 'pipe', 'pipe'] },
+  );
   let out = '';
-  proc.stdout.setEncoding('utf8').on('data', (s: string) => { out += s; });
-  proc.stderr.setEncoding('utf8').on('data', (s: string) => { out += s; });
-  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => proc.once('exit', (code, signal) => resolve({ code, signal })));
+  proc.stdout.setEncoding('utf8').on('data', (s: string) => {
+    out += s;
+  });
+  proc.stderr.setEncoding('utf8').on('data', (s: string) => {
+    out += s;
+  });
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
+    proc.once('exit', (code, signal) => resolve({ code, signal })),
+  );
   const s = { proc, pid: proc.pid!, output: () => out, exited };
   sidecars.push(s);
   return s;
@@ -116,8 +145,16 @@ function addServer(w: Workspace, name: string, ssh: TestSshServer, overrides: Pa
   copyFileSync(ssh.knownHostsFile, join(w.dir, 'keys', knownHostsFile));
   chmodSync(join(w.dir, 'keys', knownHostsFile), 0o600);
   const server: DesiredServer = {
-    name, host: ssh.host, port: ssh.port, user: ssh.user, identityFile, knownHostsFile,
-    maxSessions: 5, serverAliveIntervalS: 2, connectTimeoutS: 5, ...overrides,
+    name,
+    host: ssh.host,
+    port: ssh.port,
+    user: ssh.user,
+    identityFile,
+    knownHostsFile,
+    maxSessions: 5,
+    serverAliveIntervalS: 2,
+    connectTimeoutS: 5,
+    ...overrides,
   };
   w.servers = [...w.servers.filter((s) => s.name !== name), server];
   return server;
@@ -181,8 +218,14 @@ function addStream(w: Workspace, id: string, server: string, command: string): v
   w.streams = [...w.streams, { id, server, command }];
 }
 
-const running = (id: string) => (s: SidecarStatus): boolean => s.streams[id]?.state === 'running';
-const ended = (id: string) => (s: SidecarStatus): boolean => s.streams[id]?.state === 'exited' || s.streams[id]?.state === 'failed';
+const running =
+  (id: string) =>
+  (s: SidecarStatus): boolean =>
+    s.streams[id]?.state === 'running';
+const ended =
+  (id: string) =>
+  (s: SidecarStatus): boolean =>
+    s.streams[id]?.state === 'exited' || s.streams[id]?.state === 'failed';
 
 /**
  * A command that runs until its output goes away, as the collector's follow loops do: it
@@ -242,7 +285,10 @@ describe('pglog sshproxy against OpenSSH', { timeout: 240_000 }, () => {
     const status = await waitStatus(w, 'both streams running', (s) => running('seq')(s) && running('fails')(s));
     assert.equal(status.appliedGeneration, generation);
     assert.equal(status.pid, sidecar.pid);
-    assert.deepEqual(status.masters.map((m) => [m.server, m.slot, m.state]), [['db', 0, 'up']]);
+    assert.deepEqual(
+      status.masters.map((m) => [m.server, m.slot, m.state]),
+      [['db', 0, 'up']],
+    );
 
     const seq = openStream(w, 'seq');
     const fails = openStream(w, 'fails');
@@ -257,7 +303,10 @@ describe('pglog sshproxy against OpenSSH', { timeout: 240_000 }, () => {
     assert.deepEqual(done.streams.seq, { state: 'exited', server: 'db', exitCode: 0, signal: null });
     assert.deepEqual(done.streams.fails, { state: 'exited', server: 'db', exitCode: 3, signal: null });
     // Slot 0 stays up while the server has streams, ended or not.
-    assert.deepEqual(done.masters.map((m) => [m.state, m.streams]), [['up', 0]]);
+    assert.deepEqual(
+      done.masters.map((m) => [m.state, m.streams]),
+      [['up', 0]],
+    );
   });
 
   test('(b) 12 streams on a server with MaxSessions 5: 3 masters, one TCP connection each, all complete', async () => {
@@ -268,15 +317,33 @@ describe('pglog sshproxy against OpenSSH', { timeout: 240_000 }, () => {
     writeDesired(w);
     const sidecar = startSidecar(w.dir);
     const status = await waitStatus(w, 'all 12 running', (s) => Array.from({ length: 12 }, (_, i) => running(`s${i}`)(s)).every(Boolean));
-    assert.deepEqual(status.masters.map((m) => [m.slot, m.state, m.streams]), [[0, 'up', 5], [1, 'up', 5], [2, 'up', 2]]);
+    assert.deepEqual(
+      status.masters.map((m) => [m.slot, m.state, m.streams]),
+      [
+        [0, 'up', 5],
+        [1, 'up', 5],
+        [2, 'up', 2],
+      ],
+    );
     assert.equal(masterPids(sidecar.pid).length, 3);
 
     const outputs = Array.from({ length: 12 }, (_, i) => openStream(w, `s${i}`));
     // While all 12 commands sleep after their output, count the connections to sshd.
     const firstBytes = outputs.map((o) => new Promise<void>((resolve) => o.readers[0]!.once('data', () => resolve())));
     await within(20_000, 'every stream started', Promise.all(firstBytes));
-    const connections = await new Promise<string>((resolve, reject) => execFile('ss', ['-Htn', 'state', 'established', 'dst', `${server.host}:${server.port}`], (e, out) => (e === null ? resolve(out) : reject(new Error(`ss: ${e.message}`)))));
-    assert.equal(connections.trim().split('\n').filter((l) => l !== '').length, 3, connections);
+    const connections = await new Promise<string>((resolve, reject) =>
+      execFile('ss', ['-Htn', 'state', 'established', 'dst', `${server.host}:${server.port}`], (e, out) =>
+        e === null ? resolve(out) : reject(new Error(`ss: ${e.message}`)),
+      ),
+    );
+    assert.equal(
+      connections
+        .trim()
+        .split('\n')
+        .filter((l) => l !== '').length,
+      3,
+      connections,
+    );
 
     for (let i = 0; i < 12; i++) assert.equal((await within(20_000, `s${i}`, outputs[i]!.out)).toString(), seqText(1000 + i));
     const done = await waitStatus(w, 'all exited', (s) => Object.values(s.streams).every((st) => st.state === 'exited'));
@@ -369,7 +436,10 @@ describe('pglog sshproxy against OpenSSH', { timeout: 240_000 }, () => {
     await waitStatus(w, 'both running', (s) => running('long')(s) && running('unread')(s));
     const long = openStream(w, 'long');
     await within(10_000, 'first bytes', new Promise((resolve) => long.readers[0]!.once('data', resolve)));
-    const longClient = descendants(sidecar.pid).filter((pid) => { const a = cmdline(pid); return a[0] === 'ssh' && a.at(-1) === LONG; });
+    const longClient = descendants(sidecar.pid).filter((pid) => {
+      const a = cmdline(pid);
+      return a[0] === 'ssh' && a.at(-1) === LONG;
+    });
     assert.equal(longClient.length, 1, 'the mux client runs');
     // The never-opened stream is a shell blocked opening its .out FIFO.
     const unreadShell = descendants(sidecar.pid).filter((pid) => cmdline(pid).some((a) => a.endsWith('/streams/unread.out')));
@@ -409,7 +479,13 @@ describe('pglog sshproxy against OpenSSH', { timeout: 240_000 }, () => {
     addStream(w, 'c', 'db', 'echo replacement');
     writeDesired(w);
     const status = await waitStatus(w, 'c running', running('c'));
-    assert.deepEqual(status.masters.map((m) => [m.slot, m.state, m.streams]), [[0, 'up', 1], [1, 'up', 1]]);
+    assert.deepEqual(
+      status.masters.map((m) => [m.slot, m.state, m.streams]),
+      [
+        [0, 'up', 1],
+        [1, 'up', 1],
+      ],
+    );
     assert.equal((await within(10_000, 'c output', openStream(w, 'c').out)).toString(), 'replacement\n');
     assert.deepEqual((await waitStatus(w, 'c exited', ended('c'))).streams.c, { state: 'exited', server: 'db', exitCode: 0, signal: null });
     for (const r of [...a.readers, ...b.readers]) r.destroy();
@@ -424,7 +500,7 @@ describe('pglog sshproxy against OpenSSH', { timeout: 240_000 }, () => {
     const first = startSidecar(w.dir);
     const firstStatus = await waitStatus(w, 'old running', (s) => running('old')(s) && running('blocked')(s));
     const old = openStream(w, 'old');
-    await until('the old stream\'s client exists', () => descendants(first.pid).some((pid) => cmdline(pid).includes(LONG)));
+    await until("the old stream's client exists", () => descendants(first.pid).some((pid) => cmdline(pid).includes(LONG)));
     const leftovers = descendants(first.pid).filter((pid) => pid !== first.pid);
     assert.ok(leftovers.length >= 3, `master, client and blocked shell: ${leftovers.length}`);
     first.proc.kill('SIGKILL');
@@ -510,9 +586,12 @@ describe('pglog sshproxy against OpenSSH', { timeout: 240_000 }, () => {
   });
 
   test('bad command lines: a missing --dir is a usage error, a directory too long for socket paths says the limit', async () => {
-    const run = (args: string[]): Promise<{ code: number | null; stderr: string }> => new Promise((resolve) => {
-      execFile(process.execPath, ['--disable-warning=ExperimentalWarning', MAIN, 'sshproxy', ...args], (e, _out, stderr) => resolve({ code: e === null ? 0 : (e as { code?: number }).code ?? null, stderr }));
-    });
+    const run = (args: string[]): Promise<{ code: number | null; stderr: string }> =>
+      new Promise((resolve) => {
+        execFile(process.execPath, ['--disable-warning=ExperimentalWarning', MAIN, 'sshproxy', ...args], (e, _out, stderr) =>
+          resolve({ code: e === null ? 0 : ((e as { code?: number }).code ?? null), stderr }),
+        );
+      });
     const missing = await run([]);
     assert.equal(missing.code, 2);
     assert.match(missing.stderr, /--dir DIR is required/);
@@ -523,20 +602,26 @@ describe('pglog sshproxy against OpenSSH', { timeout: 240_000 }, () => {
     assert.equal((await run(['--dir', '/tmp/x', '--backoff-base-ms', 'soon'])).code, 2);
   });
 
-  test('OpenSSH\'s real complaints, from the master command line, are classified', async () => {
+  test("OpenSSH's real complaints, from the master command line, are classified", async () => {
     const w = workspace();
     const server = addServer(w, 'db', ssh);
     const keys = join(w.dir, 'keys');
-    const attempt = (s: DesiredServer): Promise<string> => new Promise((resolve) => {
-      execFile('ssh', masterArgs(w.dir, s, 0), { timeout: 20_000 }, (_e, _out, stderr) => resolve(stderr));
-    });
-    const classify = async (s: DesiredServer): Promise<{ code: string; message: string }> => classifyOpenSshError(await attempt(s), s, { code: 255, signal: null });
+    const attempt = (s: DesiredServer): Promise<string> =>
+      new Promise((resolve) => {
+        execFile('ssh', masterArgs(w.dir, s, 0), { timeout: 20_000 }, (_e, _out, stderr) => resolve(stderr));
+      });
+    const classify = async (s: DesiredServer): Promise<{ code: string; message: string }> =>
+      classifyOpenSshError(await attempt(s), s, { code: 255, signal: null });
 
     writeFileSync(join(keys, 'empty.known_hosts'), '', { mode: 0o600 });
     const unknown = await classify({ ...server, knownHostsFile: 'empty.known_hosts' });
     assert.equal(unknown.code, 'SSH_HOST_KEY_UNKNOWN', unknown.message);
 
-    await new Promise<void>((resolve, reject) => execFile('ssh-keygen', ['-q', '-t', 'ed25519', '-N', '', '-f', join(keys, 'other.key')], (e) => (e === null ? resolve() : reject(new Error(`ssh-keygen: ${e.message}`)))));
+    await new Promise<void>((resolve, reject) =>
+      execFile('ssh-keygen', ['-q', '-t', 'ed25519', '-N', '', '-f', join(keys, 'other.key')], (e) =>
+        e === null ? resolve() : reject(new Error(`ssh-keygen: ${e.message}`)),
+      ),
+    );
     const refused = await classify({ ...server, identityFile: 'other.key' });
     assert.equal(refused.code, 'SSH_AUTH_FAILED', refused.message);
     assert.ok(refused.message.includes(`${server.host}:${server.port}`));

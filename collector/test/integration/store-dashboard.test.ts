@@ -14,7 +14,7 @@ import { after, before, describe, test } from 'node:test';
 import pg from 'pg';
 
 import { type GrafanaQueryContext, grafanaSql, type GrafanaVariable } from '../helpers/grafana-sql.ts';
-import { startStoreWorkload, type StoreWorkload,WORKLOAD_DATABASE, WORKLOAD_TARGET } from '../helpers/store-workload.ts';
+import { startStoreWorkload, type StoreWorkload, WORKLOAD_DATABASE, WORKLOAD_TARGET } from '../helpers/store-workload.ts';
 
 const ROOT = join(import.meta.dirname, '../../..');
 const DASHBOARD = join(ROOT, 'charts/pglog/dashboards/pglog-store.json');
@@ -29,9 +29,23 @@ function documentedRoleSql(): { sql: string; role: string } {
   return { sql: m[1]!, role: role[1]! };
 }
 
-interface Panel { type: string; title: string; targets?: Array<{ rawSql: string; format: string }> }
-interface Variable { name: string; type: string; query: string; multi?: boolean; includeAll?: boolean; allValue?: string }
-interface Dashboard { panels: Panel[]; templating: { list: Variable[] } }
+interface Panel {
+  type: string;
+  title: string;
+  targets?: Array<{ rawSql: string; format: string }>;
+}
+interface Variable {
+  name: string;
+  type: string;
+  query: string;
+  multi?: boolean;
+  includeAll?: boolean;
+  allValue?: string;
+}
+interface Dashboard {
+  panels: Panel[];
+  templating: { list: Variable[] };
+}
 
 type Selection = readonly string[] | 'all';
 
@@ -51,10 +65,16 @@ describe('the store dashboard on a store filled by pglog collect', { timeout: 40
     from: new Date(workload.startedAt.getTime() - 60_000),
     to: new Date(workload.seededAt.getTime() + 60_000),
     intervalMs: 5000,
-    variables: queryVariables.map((v): GrafanaVariable => ({
-      name: v.name, multi: v.multi === true, includeAll: v.includeAll === true, allValue: v.allValue ?? null,
-      options: options.get(v.name) ?? [], current: selected[v.name] ?? 'all',
-    })).concat(textVariables.map((v) => ({ name: v.name, multi: false, includeAll: false, allValue: null, options: [], current: [typed.get(v.name) ?? ''] }))),
+    variables: queryVariables
+      .map((v): GrafanaVariable => ({
+        name: v.name,
+        multi: v.multi === true,
+        includeAll: v.includeAll === true,
+        allValue: v.allValue ?? null,
+        options: options.get(v.name) ?? [],
+        current: selected[v.name] ?? 'all',
+      }))
+      .concat(textVariables.map((v) => ({ name: v.name, multi: false, includeAll: false, allValue: null, options: [], current: [typed.get(v.name) ?? ''] }))),
   });
 
   const run = async (rawSql: string, ctx: GrafanaQueryContext): Promise<{ sql: string; rows: Array<Record<string, unknown>> }> => {
@@ -84,11 +104,17 @@ describe('the store dashboard on a store filled by pglog collect', { timeout: 40
     await workload?.dispose();
   });
 
-  test('the variables\' queries list the workload\'s target and database', async () => {
-    assert.deepEqual(queryVariables.map((v) => v.name), ['target', 'database']);
+  test("the variables' queries list the workload's target and database", async () => {
+    assert.deepEqual(
+      queryVariables.map((v) => v.name),
+      ['target', 'database'],
+    );
     for (const v of queryVariables) {
       const { rows } = await run(v.query, context({}));
-      options.set(v.name, rows.map((r) => String(Object.values(r)[0])));
+      options.set(
+        v.name,
+        rows.map((r) => String(Object.values(r)[0])),
+      );
     }
     assert.deepEqual(options.get('target'), [WORKLOAD_TARGET]);
     assert.ok(options.get('database')!.includes(WORKLOAD_DATABASE), JSON.stringify(options.get('database')));
@@ -100,7 +126,10 @@ describe('the store dashboard on a store filled by pglog collect', { timeout: 40
     const top = panels.find((p) => p.title === 'Top templates by total time')!;
     const first = (await run(top.targets![0]!.rawSql, context({}))).rows[0];
     assert.ok(typeof first?.fingerprint === 'string' && first.fingerprint !== '', JSON.stringify(first));
-    assert.deepEqual(textVariables.map((v) => v.name), ['fingerprint']);
+    assert.deepEqual(
+      textVariables.map((v) => v.name),
+      ['fingerprint'],
+    );
     typed.set('fingerprint', first.fingerprint);
   });
 

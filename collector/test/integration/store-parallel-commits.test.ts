@@ -12,7 +12,7 @@ import { setImmediate as yieldNow } from 'node:timers/promises';
 import { isPglogError } from '@pglog/common/errors.ts';
 import type pg from 'pg';
 
-import { type BatchCommitter,Batcher } from '../../src/collect/batcher.ts';
+import { type BatchCommitter, Batcher } from '../../src/collect/batcher.ts';
 import type { StatementEvent } from '../../src/logformat/events.ts';
 import type { SourceRef, StoreWriter } from '../../src/store/store-writer.ts';
 import { StoreFixture } from '../helpers/store-fixture.ts';
@@ -27,12 +27,29 @@ after(() => fixture.stop());
 
 function statement(i: number): StatementEvent {
   return {
-    kind: 'statement', offset: i * 100, end: i * 100 + 100, ts: `2026-11-21T13:29:33.${String(i % 1_000_000).padStart(6, '0')}Z`,
-    pid: 4000 + (i % 7), database: 'app', user: 'alice', application: 'pgbench', remote_host: null, session_id: null,
-    session_line: null, backend_type: null, query_id: null, severity: 'LOG', sqlstate: null, truncated: false,
-    duration_ms: 0.5, protocol: 'simple', statement_name: null,
-    query: `SELECT abalance FROM pgbench_accounts WHERE aid = ${i}`, parameters: null,
-    normalized: 'select abalance from pgbench_accounts where aid = $1', fingerprint: `fp-${i % 5}`,
+    kind: 'statement',
+    offset: i * 100,
+    end: i * 100 + 100,
+    ts: `2026-11-21T13:29:33.${String(i % 1_000_000).padStart(6, '0')}Z`,
+    pid: 4000 + (i % 7),
+    database: 'app',
+    user: 'alice',
+    application: 'pgbench',
+    remote_host: null,
+    session_id: null,
+    session_line: null,
+    backend_type: null,
+    query_id: null,
+    severity: 'LOG',
+    sqlstate: null,
+    truncated: false,
+    duration_ms: 0.5,
+    protocol: 'simple',
+    statement_name: null,
+    query: `SELECT abalance FROM pgbench_accounts WHERE aid = ${i}`,
+    parameters: null,
+    normalized: 'select abalance from pgbench_accounts where aid = $1',
+    fingerprint: `fp-${i % 5}`,
   };
 }
 
@@ -79,7 +96,9 @@ async function positionsInOrder(db: pg.Client): Promise<Map<string, number[]>> {
 /** Rows of a target: how many, how many distinct offsets, the highest end. */
 async function rowsOf(db: pg.Client, target: string): Promise<{ n: number; distinct: number; maxEnd: number }> {
   const r = await db.query<{ n: number; d: number; m: string | null }>(
-    'SELECT count(*)::int AS n, count(DISTINCT file_offset)::int AS d, max(file_offset + 100)::text AS m FROM pglog.statement_events WHERE target = $1', [target]);
+    'SELECT count(*)::int AS n, count(DISTINCT file_offset)::int AS d, max(file_offset + 100)::text AS m FROM pglog.statement_events WHERE target = $1',
+    [target],
+  );
   return { n: r.rows[0]?.n ?? 0, distinct: r.rows[0]?.d ?? 0, maxEnd: Number(r.rows[0]?.m ?? 0) };
 }
 
@@ -105,28 +124,32 @@ test('16 streams, interleaved, over 4 connections: every row once, positions in 
   const newer = await fixture.openWriter(fixture.lastDatabase);
   let arrived = 0;
   let claimed!: () => void;
-  const claimedAway = new Promise<void>((r) => { claimed = r; });
-  await Promise.all(sources.map(async (source, s) => {
-    for (let i = 0; i < perStream; i += handover) {
-      if (i === perStream / 2 && fencedAway.has(source.target)) {
-        if (++arrived === fencedAway.size) {
-          await batcher.flush();
-          for (const t of fencedAway) await newer.claim(t, 'main');
-          claimed();
+  const claimedAway = new Promise<void>((r) => {
+    claimed = r;
+  });
+  await Promise.all(
+    sources.map(async (source, s) => {
+      for (let i = 0; i < perStream; i += handover) {
+        if (i === perStream / 2 && fencedAway.has(source.target)) {
+          if (++arrived === fencedAway.size) {
+            await batcher.flush();
+            for (const t of fencedAway) await newer.claim(t, 'main');
+            claimed();
+          }
+          await claimedAway;
         }
-        await claimedAway;
+        await batcher.waitForRoom(source.target);
+        const events = Array.from({ length: handover }, (_, k) => statement(i + k));
+        try {
+          batcher.add(source, events, { ...source, identity: 'inode:1', offset: (i + handover) * 100 }, epochs[s]!, READ_AT);
+        } catch (e) {
+          assert.ok(fencedAway.has(source.target) && isPglogError(e) && e.code === 'STORE_FENCED', String(e));
+          return;
+        }
+        await yieldNow();
       }
-      await batcher.waitForRoom(source.target);
-      const events = Array.from({ length: handover }, (_, k) => statement(i + k));
-      try {
-        batcher.add(source, events, { ...source, identity: 'inode:1', offset: (i + handover) * 100 }, epochs[s]!, READ_AT);
-      } catch (e) {
-        assert.ok(fencedAway.has(source.target) && isPglogError(e) && e.code === 'STORE_FENCED', String(e));
-        return;
-      }
-      await yieldNow();
-    }
-  }));
+    }),
+  );
   await batcher.flush();
   await batcher.stop(Date.now() + 10_000);
 
@@ -142,7 +165,7 @@ test('16 streams, interleaved, over 4 connections: every row once, positions in 
     assert.equal(rows.n, rows.distinct, `${target}: no row twice`);
     if (fencedAway.has(target)) {
       // Everything up to its committed position (its first half), once, and nothing after it.
-      assert.equal(position, perStream / 2 * 100, `${target} was fenced after its first half`);
+      assert.equal(position, (perStream / 2) * 100, `${target} was fenced after its first half`);
       assert.equal(rows.n * 100, position, `${target}: every row below the position, none beyond`);
       assert.equal(rows.maxEnd, position);
     } else {
@@ -172,16 +195,27 @@ test('a pool connection killed in the middle of a COPY: that batch is retried an
   const failures: unknown[] = [];
   const batcher = new Batcher(writer, { maxRows: 400, maxDelayMs: 5, lanes: 4, retryBaseMs: 50, retryCapMs: 200 }, { retrying: (e) => failures.push(e) });
   const handover = 50;
-  const producing = Promise.all(sources.map(async (source, s) => {
-    for (let i = 0; i < perStream; i += handover) {
-      await batcher.waitForRoom(source.target);
-      batcher.add(source, Array.from({ length: handover }, (_, k) => statement(i + k)), { ...source, identity: 'inode:1', offset: (i + handover) * 100 }, epochs[s]!, READ_AT);
-      await yieldNow();
-    }
-  }));
+  const producing = Promise.all(
+    sources.map(async (source, s) => {
+      for (let i = 0; i < perStream; i += handover) {
+        await batcher.waitForRoom(source.target);
+        batcher.add(
+          source,
+          Array.from({ length: handover }, (_, k) => statement(i + k)),
+          { ...source, identity: 'inode:1', offset: (i + handover) * 100 },
+          epochs[s]!,
+          READ_AT,
+        );
+        await yieldNow();
+      }
+    }),
+  );
   const held = async (): Promise<number> => {
-    const r = await db.query<{ pid: number }>(`SELECT a.pid FROM pg_stat_activity a JOIN pg_stat_progress_copy p USING (pid)
-      WHERE a.application_name = $1 AND a.wait_event = 'advisory'`, [APP]);
+    const r = await db.query<{ pid: number }>(
+      `SELECT a.pid FROM pg_stat_activity a JOIN pg_stat_progress_copy p USING (pid)
+      WHERE a.application_name = $1 AND a.wait_event = 'advisory'`,
+      [APP],
+    );
     return r.rows[0]?.pid ?? 0;
   };
   let pid = 0;
@@ -206,7 +240,10 @@ test('a pool connection killed in the middle of a COPY: that batch is retried an
     assert.equal(rows.distinct, perStream, `${target}: each once`);
     assert.equal(await positionOf(db, target), perStream * 100, `${target}: position at its end`);
   }
-  const sessions = await db.query<{ n: number }>('SELECT count(*)::int AS n FROM pg_stat_activity WHERE application_name = $1 AND datname = current_database()', [APP]);
+  const sessions = await db.query<{ n: number }>(
+    'SELECT count(*)::int AS n FROM pg_stat_activity WHERE application_name = $1 AND datname = current_database()',
+    [APP],
+  );
   assert.ok((sessions.rows[0]?.n ?? 0) <= 4, 'the lost connection was made again, not added to');
 });
 
@@ -218,16 +255,27 @@ test('maintenance runs alone: it waits for a commit in flight on another connect
   const holder = await fixture.connect(fixture.lastDatabase);
   await holder.query('SELECT pg_advisory_lock(4343)');
   const source = sourceOf(0);
-  const commit = writer.commit({ items: Array.from({ length: 10 }, (_, i) => ({ source, event: statement(i), readAt: READ_AT })), positions: [{ ...source, identity: 'inode:1', offset: 1000 }] }, new Map());
+  const commit = writer.commit(
+    {
+      items: Array.from({ length: 10 }, (_, i) => ({ source, event: statement(i), readAt: READ_AT })),
+      positions: [{ ...source, identity: 'inode:1', offset: 1000 }],
+    },
+    new Map(),
+  );
   for (;;) {
-    const r = await db.query('SELECT 1 FROM pg_stat_activity WHERE application_name = $1 AND datname = current_database() AND wait_event = $2', [APP, 'advisory']);
+    const r = await db.query('SELECT 1 FROM pg_stat_activity WHERE application_name = $1 AND datname = current_database() AND wait_event = $2', [
+      APP,
+      'advisory',
+    ]);
     if (r.rows.length > 0) break;
     await new Promise((r) => setTimeout(r, 10));
   }
   // Another connection of the pool serves a claim while the commit waits.
   assert.equal((await writer.claim('db99', 'main')).epoch, 1);
   let maintained = false;
-  const maintenance = writer.maintain().then(() => { maintained = true; });
+  const maintenance = writer.maintain().then(() => {
+    maintained = true;
+  });
   await new Promise((r) => setTimeout(r, 300));
   assert.equal(maintained, false, 'partition DDL does not run beside a commit');
   await holder.query('SELECT pg_advisory_unlock(4343)');

@@ -33,13 +33,30 @@ const SRC2: SourceRef = { target: 'db2', instance: 'main', file: 'log/postgresql
 
 function statement(i: number, over: Partial<StatementEvent> = {}): StatementEvent {
   return {
-    kind: 'statement', offset: i * 100, end: i * 100 + 100, ts: `2026-11-21T13:29:33.${String(i % 1_000_000).padStart(6, '0')}Z`,
-    pid: 4000 + (i % 7), database: 'app', user: 'alice', application: 'pgbench', remote_host: null, session_id: null,
-    session_line: null, backend_type: null, query_id: null, severity: 'LOG', sqlstate: null, truncated: false,
-    duration_ms: 0.5 + i, protocol: 'extended', statement_name: '<unnamed>',
+    kind: 'statement',
+    offset: i * 100,
+    end: i * 100 + 100,
+    ts: `2026-11-21T13:29:33.${String(i % 1_000_000).padStart(6, '0')}Z`,
+    pid: 4000 + (i % 7),
+    database: 'app',
+    user: 'alice',
+    application: 'pgbench',
+    remote_host: null,
+    session_id: null,
+    session_line: null,
+    backend_type: null,
+    query_id: null,
+    severity: 'LOG',
+    sqlstate: null,
+    truncated: false,
+    duration_ms: 0.5 + i,
+    protocol: 'extended',
+    statement_name: '<unnamed>',
     query: `UPDATE pgbench_accounts SET abalance = abalance + $1 WHERE aid = $2 -- ${i}`,
-    parameters: `$1 = '${i}', $2 = '${i * 3}'`, normalized: 'update pgbench_accounts set abalance = abalance + $1 where aid = $2',
-    fingerprint: 'fp-update', ...over,
+    parameters: `$1 = '${i}', $2 = '${i * 3}'`,
+    normalized: 'update pgbench_accounts set abalance = abalance + $1 where aid = $2',
+    fingerprint: 'fp-update',
+    ...over,
   };
 }
 
@@ -55,8 +72,7 @@ function batchOf(source: SourceRef, events: readonly PglogEvent[], offset: numbe
   return { items: items(source, events), positions: [position(source, offset)] };
 }
 
-const epochsOf = (...pairs: Array<[SourceRef, number]>): Map<string, number> =>
-  new Map(pairs.map(([s, e]) => [streamKeyOf(s.target, s.instance), e]));
+const epochsOf = (...pairs: Array<[SourceRef, number]>): Map<string, number> => new Map(pairs.map(([s, e]) => [streamKeyOf(s.target, s.instance), e]));
 
 test('open() migrates and makes the partitions around today', TIMEOUT, async () => {
   const { db } = await freshStore();
@@ -67,7 +83,10 @@ test('open() migrates and makes the partitions around today', TIMEOUT, async () 
 
 test('every event kind lands in its table and the stable views, with the position', TIMEOUT, async () => {
   const { writer, db } = await freshStore();
-  const fixture = parseChunks({ format: 'stderr', prefix: '%m [%p] %q%u@%d ' }, readFileSync(new URL('../fixtures/pipeline-stderr.log', import.meta.url))).events;
+  const fixture = parseChunks(
+    { format: 'stderr', prefix: '%m [%p] %q%u@%d ' },
+    readFileSync(new URL('../fixtures/pipeline-stderr.log', import.meta.url)),
+  ).events;
   const exact = statement(1, { ts: '2026-11-21T13:29:33.123456+03:00' });
   const events = [...fixture, exact];
   const claimed = await writer.claim(SRC.target, SRC.instance);
@@ -76,7 +95,9 @@ test('every event kind lands in its table and the stable views, with the positio
   const res = await writer.commit(batchOf(SRC, events, last.end), epochsOf([SRC, claimed.epoch]));
   const kinds = (k: string): number => events.filter((e) => e.kind === k).length;
   assert.deepEqual(res.rows, {
-    statement_events: kinds('statement'), error_events: kinds('error'), lock_wait_events: kinds('lock_wait'),
+    statement_events: kinds('statement'),
+    error_events: kinds('error'),
+    lock_wait_events: kinds('lock_wait'),
     other_events: events.length - kinds('statement') - kinds('error') - kinds('lock_wait'),
   });
   assert.equal(res.quarantined, 0);
@@ -84,21 +105,42 @@ test('every event kind lands in its table and the stable views, with the positio
   assert.ok(res.bytes > 0);
 
   // Statements: the view's columns, the microseconds and the zone offset applied.
-  const st = await db.query(`SELECT (extract(epoch FROM ts) * 1000000)::int8::text AS us, target, instance, database, username,
-      application, pid, duration_ms, fingerprint, query FROM pglog.statements WHERE query = $1`, [exact.query]);
-  assert.deepEqual(st.rows, [{
-    us: String(Date.parse('2026-11-21T10:29:33.123Z') * 1000 + 456), target: 'db1', instance: 'main', database: 'app',
-    username: 'alice', application: 'pgbench', pid: exact.pid, duration_ms: exact.duration_ms, fingerprint: 'fp-update', query: exact.query,
-  }]);
+  const st = await db.query(
+    `SELECT (extract(epoch FROM ts) * 1000000)::int8::text AS us, target, instance, database, username,
+      application, pid, duration_ms, fingerprint, query FROM pglog.statements WHERE query = $1`,
+    [exact.query],
+  );
+  assert.deepEqual(st.rows, [
+    {
+      us: String(Date.parse('2026-11-21T10:29:33.123Z') * 1000 + 456),
+      target: 'db1',
+      instance: 'main',
+      database: 'app',
+      username: 'alice',
+      application: 'pgbench',
+      pid: exact.pid,
+      duration_ms: exact.duration_ms,
+      fingerprint: 'fp-update',
+      query: exact.query,
+    },
+  ]);
   const fxStatement = fixture.find((e) => e.kind === 'statement') as StatementEvent;
-  assert.equal(await count(db, 'SELECT 1 FROM pglog.statement_events WHERE query = $1 AND protocol = $2 AND file_offset = $3 AND ts_logged IS NULL',
-    [fxStatement.query, fxStatement.protocol, fxStatement.offset]), 1);
+  assert.equal(
+    await count(db, 'SELECT 1 FROM pglog.statement_events WHERE query = $1 AND protocol = $2 AND file_offset = $3 AND ts_logged IS NULL', [
+      fxStatement.query,
+      fxStatement.protocol,
+      fxStatement.offset,
+    ]),
+    1,
+  );
 
   // Errors, lock waits, everything else.
   const fxError = fixture.find((e) => e.kind === 'error');
   assert.ok(fxError?.kind === 'error');
   const er = await db.query('SELECT severity, sqlstate, message, hint, statement FROM pglog.errors WHERE message = $1', [fxError.message]);
-  assert.deepEqual(er.rows, [{ severity: fxError.severity, sqlstate: fxError.sqlstate, message: fxError.message, hint: fxError.hint, statement: fxError.statement }]);
+  assert.deepEqual(er.rows, [
+    { severity: fxError.severity, sqlstate: fxError.sqlstate, message: fxError.message, hint: fxError.hint, statement: fxError.statement },
+  ]);
   const fxLock = fixture.find((e) => e.kind === 'lock_wait');
   assert.ok(fxLock?.kind === 'lock_wait');
   const lw = await db.query('SELECT pid, lock_type, wait_ms, acquired FROM pglog.lock_waits');
@@ -106,14 +148,21 @@ test('every event kind lands in its table and the stable views, with the positio
   const other = await db.query<{ kind: string; n: number }>('SELECT kind, count(*)::int AS n FROM pglog.other_events GROUP BY kind ORDER BY kind');
   const expectedOther = new Map<string, number>();
   for (const e of events) if (!['statement', 'error', 'lock_wait'].includes(e.kind)) expectedOther.set(e.kind, (expectedOther.get(e.kind) ?? 0) + 1);
-  assert.deepEqual(other.rows, [...expectedOther].sort(([a], [b]) => (a < b ? -1 : 1)).map(([kind, n]) => ({ kind, n })));
+  assert.deepEqual(
+    other.rows,
+    [...expectedOther].sort(([a], [b]) => (a < b ? -1 : 1)).map(([kind, n]) => ({ kind, n })),
+  );
   const plan = fixture.find((e) => e.kind === 'plan');
   assert.ok(plan?.kind === 'plan');
-  const planRow = await db.query<{ plan: string }>(`SELECT payload->>'plan' AS plan FROM pglog.other_events WHERE kind = 'plan' AND file_offset = $1`, [plan.offset]);
+  const planRow = await db.query<{ plan: string }>(`SELECT payload->>'plan' AS plan FROM pglog.other_events WHERE kind = 'plan' AND file_offset = $1`, [
+    plan.offset,
+  ]);
   assert.equal(planRow.rows[0]?.plan, plan.plan);
 
   // Templates: statements and plans, first and last seen.
-  const tpl = await db.query(`SELECT normalized, (extract(epoch FROM first_seen) * 1000000)::int8::text AS first FROM pglog.query_templates WHERE fingerprint = 'fp-update'`);
+  const tpl = await db.query(
+    `SELECT normalized, (extract(epoch FROM first_seen) * 1000000)::int8::text AS first FROM pglog.query_templates WHERE fingerprint = 'fp-update'`,
+  );
   assert.deepEqual(tpl.rows, [{ normalized: exact.normalized, first: String(Date.parse('2026-11-21T10:29:33.123Z') * 1000 + 456) }]);
   assert.equal(await count(db, 'SELECT 1 FROM pglog.query_templates WHERE fingerprint = $1', [plan.fingerprint]), 1);
   // The stable view pglog.templates (store version 5) shows the same text.
@@ -127,7 +176,7 @@ test('every event kind lands in its table and the stable views, with the positio
   assert.deepEqual(again, { epoch: 2, position: { ...position(SRC, last.end) } });
 });
 
-test('fencing: a newer owner\'s claim leaves the old owner\'s events and position out; other streams commit', TIMEOUT, async () => {
+test("fencing: a newer owner's claim leaves the old owner's events and position out; other streams commit", TIMEOUT, async () => {
   const { writer: a, db } = await freshStore();
   const b = await fixture.openWriter(fixture.lastDatabase);
   assert.equal((await a.claim(SRC.target, SRC.instance, 5)).epoch, 5);
@@ -136,10 +185,13 @@ test('fencing: a newer owner\'s claim leaves the old owner\'s events and positio
   // The shard moves: owner B claims with the next epoch and resumes from A's position.
   assert.deepEqual(await b.claim(SRC.target, SRC.instance, 6), { epoch: 6, position: position(SRC, 100) });
   // A, not yet told, commits both streams.
-  const res = await a.commit({
-    items: [...items(SRC, [statement(2), statement(3)]), ...items(SRC2, [statement(4)])],
-    positions: [position(SRC, 400), position(SRC2, 500)],
-  }, epochsOf([SRC, 5], [SRC2, 5]));
+  const res = await a.commit(
+    {
+      items: [...items(SRC, [statement(2), statement(3)]), ...items(SRC2, [statement(4)])],
+      positions: [position(SRC, 400), position(SRC2, 500)],
+    },
+    epochsOf([SRC, 5], [SRC2, 5]),
+  );
   assert.deepEqual(res.fenced, [{ target: 'db1', instance: 'main', epoch: 6 }]);
   assert.equal(res.rows.statement_events, 1);
   assert.equal(await count(db, `SELECT 1 FROM pglog.statements WHERE target = 'db1'`), 1, 'only what A wrote before B took over');
@@ -174,8 +226,12 @@ test('bisection: 1,000 rows with 3 the server refuses → 997 committed, 3 quara
   assert.equal(await count(db, 'SELECT 1 FROM pglog.statement_events'), 997);
   assert.equal(await count(db, `SELECT 1 FROM pglog.statement_events WHERE query LIKE '%POISON%' OR pid > 5000`), 0);
   const q = await db.query<{ file_offset: string; reason: string; query: string }>(
-    `SELECT file_offset::text AS file_offset, reason, "row"->>'query' AS query FROM pglog.quarantine q ORDER BY q.file_offset`);
-  assert.deepEqual(q.rows.map((r) => Number(r.file_offset)), [300, 50_000, 99_800, 100_000]);
+    `SELECT file_offset::text AS file_offset, reason, "row"->>'query' AS query FROM pglog.quarantine q ORDER BY q.file_offset`,
+  );
+  assert.deepEqual(
+    q.rows.map((r) => Number(r.file_offset)),
+    [300, 50_000, 99_800, 100_000],
+  );
   for (const r of q.rows.slice(0, 3)) {
     assert.match(r.reason, /^statement_events: SQLSTATE 23514: .*no_poison/);
     assert.match(r.query, /POISON/);
@@ -188,11 +244,15 @@ test('bisection: 1,000 rows with 3 the server refuses → 997 committed, 3 quara
 /** Per minute and key: calls, timed, total ms, max ms from the raw rows, and from the rollup's parts summed. */
 async function rollupVersusRows(db: pg.Client): Promise<{ rows: string[]; rollup: string[] }> {
   const key = `to_char(bucket AT TIME ZONE 'UTC', 'HH24:MI') || ' ' || target || '/' || instance || ' ' || coalesce(database, '-') || ' ' || coalesce(fingerprint, '-')`;
-  const raw = await db.query<{ line: string }>(`SELECT ${key} || ' ' || calls || ' ' || timed || ' ' || round(total::numeric, 3) || ' ' || coalesce(mx::text, '-') AS line FROM (
+  const raw = await db.query<{
+    line: string;
+  }>(`SELECT ${key} || ' ' || calls || ' ' || timed || ' ' || round(total::numeric, 3) || ' ' || coalesce(mx::text, '-') AS line FROM (
       SELECT date_bin('1 minute', ts, timestamptz 'epoch') AS bucket, target, instance, database, fingerprint, count(*) AS calls,
              count(duration_ms) AS timed, coalesce(sum(duration_ms), 0) AS total, max(duration_ms) AS mx
         FROM pglog.statements GROUP BY 1, 2, 3, 4, 5) x ORDER BY 1`);
-  const rolled = await db.query<{ line: string }>(`SELECT ${key} || ' ' || calls || ' ' || timed || ' ' || round(total::numeric, 3) || ' ' || coalesce(mx::text, '-') AS line FROM (
+  const rolled = await db.query<{
+    line: string;
+  }>(`SELECT ${key} || ' ' || calls || ' ' || timed || ' ' || round(total::numeric, 3) || ' ' || coalesce(mx::text, '-') AS line FROM (
       SELECT bucket, target, instance, database, fingerprint, sum(calls) AS calls, sum(timed) AS timed, sum(total_ms) AS total, max(max_ms) AS mx
         FROM pglog.statement_rollup GROUP BY 1, 2, 3, 4, 5) x ORDER BY 1`);
   return { rows: raw.rows.map((r) => r.line), rollup: rolled.rows.map((r) => r.line) };
@@ -202,10 +262,15 @@ test('the statement rollup counts exactly the rows stored: refused and unencodab
   const { writer, db } = await freshStore();
   await db.query(`ALTER TABLE pglog.statement_events ADD CONSTRAINT no_poison CHECK (query NOT LIKE '%POISON%')`);
   const at = (i: number): string => new Date(Date.parse('2026-11-21T13:29:00Z') + i * 700).toISOString();
-  const events = Array.from({ length: 600 }, (_, i) => statement(i, {
-    ts: at(i), fingerprint: `fp-${i % 3}`, database: i % 7 === 0 ? null : 'app',
-    duration_ms: i % 5 === 0 ? null : 0.5 + i, ...(i === 10 || i === 333 ? { query: `SELECT 'POISON ${i}'` } : {}),
-  }));
+  const events = Array.from({ length: 600 }, (_, i) =>
+    statement(i, {
+      ts: at(i),
+      fingerprint: `fp-${i % 3}`,
+      database: i % 7 === 0 ? null : 'app',
+      duration_ms: i % 5 === 0 ? null : 0.5 + i,
+      ...(i === 10 || i === 333 ? { query: `SELECT 'POISON ${i}'` } : {}),
+    }),
+  );
   events.push(statement(600, { ts: at(600), pid: 2 ** 40 }));
   const res = await writer.commit(batchOf(SRC, events, 60_100), epochsOf());
   assert.equal(res.quarantined, 3);
@@ -219,10 +284,15 @@ test('the statement rollup counts exactly the rows stored: refused and unencodab
   assert.equal(await count(db, `SELECT 1 FROM pglog.statement_rollup WHERE (SELECT coalesce(sum(c), 0) FROM unnest(counts) c) <> timed`), 0);
   // Migration 0006's backfill (for rows stored before it; report-bench uses it too) makes the
   // same sums and the same histograms as the writer did.
-  const histograms = async (): Promise<string[]> => (await db.query<{ h: string }>(`SELECT target || ' ' || fingerprint || ' ' || b || ' ' || sum(c) AS h
-      FROM pglog.statement_rollup, unnest(bins, counts) AS u(b, c) GROUP BY target, fingerprint, b ORDER BY 1`)).rows.map((r) => r.h);
+  const histograms = async (): Promise<string[]> =>
+    (
+      await db.query<{ h: string }>(`SELECT target || ' ' || fingerprint || ' ' || b || ' ' || sum(c) AS h
+      FROM pglog.statement_rollup, unnest(bins, counts) AS u(b, c) GROUP BY target, fingerprint, b ORDER BY 1`)
+    ).rows.map((r) => r.h);
   const written = await histograms();
-  const backfill = /INSERT INTO pglog\.statement_rollup_parts[^;]*;/.exec(readFileSync(new URL('../../src/store/migrations/0006_statement_rollup.sql', import.meta.url), 'utf8'));
+  const backfill = /INSERT INTO pglog\.statement_rollup_parts[^;]*;/.exec(
+    readFileSync(new URL('../../src/store/migrations/0006_statement_rollup.sql', import.meta.url), 'utf8'),
+  );
   await db.query('TRUNCATE pglog.statement_rollup_parts');
   await db.query(backfill?.[0] ?? 'no backfill');
   assert.deepEqual((await rollupVersusRows(db)).rollup, rows);
@@ -233,14 +303,15 @@ test('the statement rollup counts exactly the rows stored: refused and unencodab
 test('NULs and unpaired surrogates are cleaned and counted; a 50 MB statement is capped and commits', TIMEOUT, async () => {
   const { writer, db } = await freshStore({ maxTextBytes: 64 * 1024 });
   const huge = `SELECT '${'x'.repeat(50 * 1024 * 1024)}'`;
-  const res = await writer.commit(batchOf(SRC, [
-    statement(1, { query: 'SELECT 1\0\0', parameters: "$1 = '\ud800'" }),
-    statement(2, { query: huge }),
-  ], 300), epochsOf());
+  const res = await writer.commit(
+    batchOf(SRC, [statement(1, { query: 'SELECT 1\0\0', parameters: "$1 = '\ud800'" }), statement(2, { query: huge })], 300),
+    epochsOf(),
+  );
   assert.equal(res.rows.statement_events, 2);
   assert.deepEqual(res.repairs, { nulRemoved: 2, invalidReplaced: 1, cut: 1 });
   const r = await db.query<{ query: string; parameters: string; bytes: number }>(
-    'SELECT query, parameters, octet_length(query) AS bytes FROM pglog.statement_events ORDER BY file_offset');
+    'SELECT query, parameters, octet_length(query) AS bytes FROM pglog.statement_events ORDER BY file_offset',
+  );
   assert.equal(r.rows[0]?.query, 'SELECT 1');
   assert.equal(r.rows[0]?.parameters, "$1 = '\ufffd'");
   const stored = r.rows[1]?.query ?? '';
@@ -263,7 +334,9 @@ test('a connection killed in the middle of a COPY commits nothing of the batch; 
   await holder.query('SELECT pg_advisory_lock(4242)');
   const batch = batchOf(SRC, events, n * 100);
   const commit = writer.commit(batch, epochsOf());
-  commit.catch(() => { /* asserted below */ });
+  commit.catch(() => {
+    /* asserted below */
+  });
   let pid = 0;
   await waitFor(async () => {
     const r = await db.query<{ pid: number; tuples: string }>(`SELECT a.pid, p.tuples_processed::text AS tuples FROM pg_stat_activity a
@@ -316,7 +389,10 @@ test('maintain() makes partitions from yesterday to three days ahead and drops t
   const now = new Date('2030-06-15T12:00:00Z');
   const first = await writer.maintain(now);
   const days = ['20300614', '20300615', '20300616', '20300617', '20300618'];
-  assert.deepEqual(first.created.filter((n) => n.startsWith('statement_events_')).sort(), days.map((d) => `statement_events_p${d}`));
+  assert.deepEqual(
+    first.created.filter((n) => n.startsWith('statement_events_')).sort(),
+    days.map((d) => `statement_events_p${d}`),
+  );
   assert.equal(first.created.length, 9 * days.length);
   assert.deepEqual((await writer.maintain(now)).created, []);
   // Rows of 2030-06-14 commit into their partition.
@@ -324,7 +400,10 @@ test('maintain() makes partitions from yesterday to three days ahead and drops t
   assert.equal(await count(db, 'SELECT 1 FROM pglog.statement_events_p20300614'), 1);
   // Ten days later everything before 2030-06-22 is past a 3-day retention.
   const later = await writer.maintain(new Date('2030-06-25T00:30:00Z'));
-  assert.deepEqual(later.dropped.filter((n) => n.startsWith('statement_events_')).sort(), days.map((d) => `statement_events_p${d}`));
+  assert.deepEqual(
+    later.dropped.filter((n) => n.startsWith('statement_events_')).sort(),
+    days.map((d) => `statement_events_p${d}`),
+  );
   assert.equal(await count(db, 'SELECT 1 FROM pglog.statement_events'), 0);
   assert.equal(await count(db, 'SELECT 1 FROM pglog.statement_rollup'), 0, 'the rollup is kept as long as its statements');
 });
@@ -332,11 +411,24 @@ test('maintain() makes partitions from yesterday to three days ahead and drops t
 test('maintain() compacts the rollup: one row per minute and key, the same sums and histograms; recent minutes are left', TIMEOUT, async () => {
   const { writer, db } = await freshStore();
   const at = (i: number): string => new Date(Date.parse('2026-11-21T13:29:00Z') + i * 1_300).toISOString();
-  const events = Array.from({ length: 300 }, (_, i) => statement(i, { ts: at(i), fingerprint: `fp-${i % 2}`, database: i % 5 === 0 ? null : 'app', duration_ms: i % 7 === 0 ? null : 0.3 * i }));
+  const events = Array.from({ length: 300 }, (_, i) =>
+    statement(i, { ts: at(i), fingerprint: `fp-${i % 2}`, database: i % 5 === 0 ? null : 'app', duration_ms: i % 7 === 0 ? null : 0.3 * i }),
+  );
   // Ten batches of one stream over the same minutes: ten parts per minute and key.
-  for (let b = 0; b < 10; b++) await writer.commit(batchOf(SRC, events.filter((_, i) => i % 10 === b), 1000 * (b + 1)), epochsOf());
-  const histograms = async (): Promise<string[]> => (await db.query<{ h: string }>(`SELECT concat_ws(' ', bucket, database, fingerprint, b, sum(c)) AS h
-      FROM pglog.statement_rollup, unnest(bins, counts) AS u(b, c) GROUP BY bucket, database, fingerprint, b ORDER BY 1`)).rows.map((r) => r.h);
+  for (let b = 0; b < 10; b++)
+    await writer.commit(
+      batchOf(
+        SRC,
+        events.filter((_, i) => i % 10 === b),
+        1000 * (b + 1),
+      ),
+      epochsOf(),
+    );
+  const histograms = async (): Promise<string[]> =>
+    (
+      await db.query<{ h: string }>(`SELECT concat_ws(' ', bucket, database, fingerprint, b, sum(c)) AS h
+      FROM pglog.statement_rollup, unnest(bins, counts) AS u(b, c) GROUP BY bucket, database, fingerprint, b ORDER BY 1`)
+    ).rows.map((r) => r.h);
   const { rows } = await rollupVersusRows(db);
   const before = await histograms();
   const parts = await count(db, 'SELECT 1 FROM pglog.statement_rollup');
@@ -344,7 +436,7 @@ test('maintain() compacts the rollup: one row per minute and key, the same sums 
   assert.equal((await writer.maintain(new Date('2026-11-21T13:33:00Z'))).compacted, 0);
   const res = await writer.maintain(new Date('2026-11-22T00:00:00Z'));
   // Keys with one part (here the NULL-database ones: two batches hold them, one per fingerprint) stay as they are.
-  assert.equal(res.compacted, parts - await count(db, `SELECT 1 FROM pglog.statement_rollup WHERE database IS NULL`));
+  assert.equal(res.compacted, parts - (await count(db, `SELECT 1 FROM pglog.statement_rollup WHERE database IS NULL`)));
   assert.equal(await count(db, 'SELECT 1 FROM pglog.statement_rollup'), rows.length, 'one row per minute and key');
   assert.ok(parts > rows.length, `${parts} parts for ${rows.length} minutes and keys`);
   assert.deepEqual((await rollupVersusRows(db)).rollup, rows);

@@ -4,7 +4,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 
-import { type CpuProfile,splitProfile } from '../../../bench/ingest/cpu-profile.ts';
+import { type CpuProfile, splitProfile } from '../../../bench/ingest/cpu-profile.ts';
 
 const src = '/work/pglog/collector/src';
 const frame = (functionName: string, url = ''): { functionName: string; url: string } => ({ functionName, url });

@@ -54,8 +54,17 @@ export const TARGET_DEFAULTS = {
   sqlTimeoutSeconds: 5,
   collect: { logs: true, activity: false, locks: false, statements: false, databases: false, intervalSeconds: 15, statisticsIntervalSeconds: 15 },
 } as const satisfies {
-  port: number; transport: Transport; logDirectory: string; logFormat: LogFormat; logLinePrefix: string;
-  defaultEncoding: string; sqlSocketDirectory: string; sqlPort: number; sqlDatabase: string; sqlTimeoutSeconds: number; collect: TargetCollect;
+  port: number;
+  transport: Transport;
+  logDirectory: string;
+  logFormat: LogFormat;
+  logLinePrefix: string;
+  defaultEncoding: string;
+  sqlSocketDirectory: string;
+  sqlPort: number;
+  sqlDatabase: string;
+  sqlTimeoutSeconds: number;
+  collect: TargetCollect;
 };
 
 /** Bounds of the snapshot intervals (`spec.collect.intervalSeconds`, `statisticsIntervalSeconds`). */

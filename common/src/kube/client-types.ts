@@ -44,9 +44,7 @@ export interface WatchOptions {
   timeoutSeconds?: number;
 }
 
-export type WatchEvent<T> =
-  | { type: 'ADDED' | 'MODIFIED' | 'DELETED'; object: T }
-  | { type: 'BOOKMARK'; resourceVersion: string };
+export type WatchEvent<T> = { type: 'ADDED' | 'MODIFIED' | 'DELETED'; object: T } | { type: 'BOOKMARK'; resourceVersion: string };
 
 export interface ApplyOptions {
   fieldManager: string;

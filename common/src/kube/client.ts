@@ -8,12 +8,10 @@ import type { IncomingMessage } from 'node:http';
 import { Agent, request, type RequestOptions } from 'node:https';
 import { setTimeout as sleep } from 'node:timers/promises';
 
-import type {
-  ApplyOptions, DeleteOptions, KubeClient, KubeObject, ListOptions, ListResult, ResourceType, WatchEvent, WatchOptions,
-} from './client-types.ts';
+import type { ApplyOptions, DeleteOptions, KubeClient, KubeObject, ListOptions, ListResult, ResourceType, WatchEvent, WatchOptions } from './client-types.ts';
 import type { KubeConfig } from './config.ts';
 import { tokenSource, type TokenSourceOptions } from './credentials.ts';
-import { type ApiStatus,KubeError, kubeErrorFromStatus, kubeNetworkError } from './errors.ts';
+import { type ApiStatus, KubeError, kubeErrorFromStatus, kubeNetworkError } from './errors.ts';
 import { ndjsonLines } from './ndjson.ts';
 import { queryString, resourcePath } from './paths.ts';
 import { apiVersionOf } from './resources.ts';
@@ -74,10 +72,17 @@ export function createKubeClient(config: KubeConfig, options: KubeClientOptions 
    * A 401 gets one retry when the token source can give another token (an exec plugin runs
    * again); a 429 is retried after its Retry-After (capped), a bounded number of times.
    */
-  async function open(method: string, path: string, query: string, body: string | undefined, contentType: string | undefined,
-    signal: AbortSignal | undefined, idleMs: number | undefined): Promise<IncomingMessage> {
+  async function open(
+    method: string,
+    path: string,
+    query: string,
+    body: string | undefined,
+    contentType: string | undefined,
+    signal: AbortSignal | undefined,
+    idleMs: number | undefined,
+  ): Promise<IncomingMessage> {
     let retried401 = false;
-    for (let waited429 = 0; ; ) {
+    for (let waited429 = 0; ;) {
       const bearer = await tokens.token();
       const res = await openOnce(method, path, query, body, contentType, signal, idleMs, bearer);
       if (res.statusCode === 401 && !retried401 && tokens.refused(bearer)) {
@@ -96,8 +101,16 @@ export function createKubeClient(config: KubeConfig, options: KubeClientOptions 
     }
   }
 
-  async function openOnce(method: string, path: string, query: string, body: string | undefined, contentType: string | undefined,
-    signal: AbortSignal | undefined, idleMs: number | undefined, bearer: string | undefined): Promise<IncomingMessage> {
+  async function openOnce(
+    method: string,
+    path: string,
+    query: string,
+    body: string | undefined,
+    contentType: string | undefined,
+    signal: AbortSignal | undefined,
+    idleMs: number | undefined,
+    bearer: string | undefined,
+  ): Promise<IncomingMessage> {
     const where = `${method} ${path}`;
     const headers: Record<string, string> = { Accept: 'application/json', 'User-Agent': userAgent };
     if (bearer !== undefined && bearer !== '') headers['Authorization'] = `Bearer ${bearer}`;
@@ -107,14 +120,22 @@ export function createKubeClient(config: KubeConfig, options: KubeClientOptions 
     }
     return new Promise<IncomingMessage>((resolvePromise, reject) => {
       const req = request({
-        ...tls, agent, method, headers,
-        protocol: 'https:', hostname: base.hostname.replace(/^\[|\]$/g, ''), port: base.port === '' ? 443 : Number(base.port),
+        ...tls,
+        agent,
+        method,
+        headers,
+        protocol: 'https:',
+        hostname: base.hostname.replace(/^\[|\]$/g, ''),
+        port: base.port === '' ? 443 : Number(base.port),
         path: `${prefix}${path}${query}`,
         ...(signal !== undefined ? { signal } : {}),
       });
       let timedOut = false;
       if (idleMs !== undefined) {
-        req.setTimeout(idleMs, () => { timedOut = true; req.destroy(); });
+        req.setTimeout(idleMs, () => {
+          timedOut = true;
+          req.destroy();
+        });
       }
       req.on('error', (e) => reject(signal?.aborted === true ? e : kubeNetworkError(where, e, timedOut)));
       req.on('response', (res) => {
@@ -157,26 +178,42 @@ export function createKubeClient(config: KubeConfig, options: KubeClientOptions 
 
   /** List items come without apiVersion and kind; the KubeObject contract has them. */
   function typed<T extends KubeObject>(type: ResourceType, item: T): T {
-    if (item.apiVersion === undefined || item.kind === undefined) return { ...item, apiVersion: item.apiVersion ?? apiVersionOf(type), kind: item.kind ?? type.kind };
+    if (item.apiVersion === undefined || item.kind === undefined)
+      return { ...item, apiVersion: item.apiVersion ?? apiVersionOf(type), kind: item.kind ?? type.kind };
     return item;
   }
 
   const objectPath = (type: ResourceType, object: KubeObject, subresource?: string): string =>
     resourcePath(type, type.namespaced ? object.metadata.namespace : undefined, object.metadata.name, subresource);
 
-  async function* watch<T extends KubeObject>(type: ResourceType, namespace: string | undefined, opts: WatchOptions, signal: AbortSignal): AsyncGenerator<WatchEvent<T>> {
+  async function* watch<T extends KubeObject>(
+    type: ResourceType,
+    namespace: string | undefined,
+    opts: WatchOptions,
+    signal: AbortSignal,
+  ): AsyncGenerator<WatchEvent<T>> {
     const path = resourcePath(type, namespace);
     const where = `GET ${path} (watch)`;
     const query = queryString({
-      watch: 1, allowWatchBookmarks: true,
+      watch: 1,
+      allowWatchBookmarks: true,
       resourceVersion: opts.resourceVersion === '' ? undefined : opts.resourceVersion,
-      labelSelector: opts.labelSelector, fieldSelector: opts.fieldSelector, timeoutSeconds: opts.timeoutSeconds,
+      labelSelector: opts.labelSelector,
+      fieldSelector: opts.fieldSelector,
+      timeoutSeconds: opts.timeoutSeconds,
     });
     if (signal.aborted) return;
     let res: IncomingMessage;
     try {
-      res = await open('GET', path, query, undefined, undefined, signal,
-        opts.timeoutSeconds === undefined ? undefined : opts.timeoutSeconds * 1000 + WATCH_GRACE_MS);
+      res = await open(
+        'GET',
+        path,
+        query,
+        undefined,
+        undefined,
+        signal,
+        opts.timeoutSeconds === undefined ? undefined : opts.timeoutSeconds * 1000 + WATCH_GRACE_MS,
+      );
     } catch (e) {
       if (signal.aborted) return;
       throw e;
@@ -193,7 +230,9 @@ export function createKubeClient(config: KubeConfig, options: KubeClientOptions 
         }
         const object = event.object as KubeObject | undefined;
         switch (event.type) {
-          case 'ADDED': case 'MODIFIED': case 'DELETED':
+          case 'ADDED':
+          case 'MODIFIED':
+          case 'DELETED':
             if (object === undefined) throw new KubeError('KUBE_UNAVAILABLE', `${where}: a ${event.type} event without an object`, status, 'InternalError');
             yield { type: event.type, object: typed(type, object as T) };
             break;
@@ -231,9 +270,16 @@ export function createKubeClient(config: KubeConfig, options: KubeClientOptions 
       const items: T[] = [];
       let token: string | undefined;
       for (;;) {
-        const page = await call<{ items?: T[] | null; metadata?: { resourceVersion?: string; continue?: string } }>('GET', path, queryString({
-          labelSelector: opts.labelSelector, fieldSelector: opts.fieldSelector, limit: opts.limit, continue: token,
-        }));
+        const page = await call<{ items?: T[] | null; metadata?: { resourceVersion?: string; continue?: string } }>(
+          'GET',
+          path,
+          queryString({
+            labelSelector: opts.labelSelector,
+            fieldSelector: opts.fieldSelector,
+            limit: opts.limit,
+            continue: token,
+          }),
+        );
         for (const item of page.items ?? []) items.push(typed(type, item));
         token = page.metadata?.continue;
         // Every page carries the resourceVersion of the first one's snapshot.

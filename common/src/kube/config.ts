@@ -86,7 +86,10 @@ export interface ExecPlugin {
 export const EXEC_API_VERSION = 'client.authentication.k8s.io/v1';
 
 /** One entry of clusters/contexts/users, with the file it came from (relative paths resolve against it). */
-interface Entry { body: Yaml; file: string }
+interface Entry {
+  body: Yaml;
+  file: string;
+}
 
 /** The kubeconfig files merged as kubectl merges $KUBECONFIG: the first file that sets a value wins. */
 interface Merged {
@@ -223,7 +226,8 @@ export async function loadKubeconfig(source: KubeconfigSource): Promise<KubeConf
     }
     if (token === undefined && tokenFile === undefined && clientCert === undefined && config.exec === undefined) {
       for (const plugin of ['auth-provider', 'username']) {
-        if (user[plugin] !== undefined) throw invalid(userFile, `${uwhere}.${plugin} is not supported: use a token, tokenFile, client certificate or exec plugin`);
+        if (user[plugin] !== undefined)
+          throw invalid(userFile, `${uwhere}.${plugin} is not supported: use a token, tokenFile, client certificate or exec plugin`);
       }
     }
   }
@@ -258,8 +262,13 @@ function execPlugin(file: string, uwhere: string, raw: unknown, baseEnv: Readonl
   // As kubectl: a relative path with a slash is relative to the kubeconfig; a bare name is looked up in PATH.
   const resolved = !isAbsolute(command) && command.includes('/') ? resolve(dirname(file), command) : command;
   return {
-    command: resolved, args, env, apiVersion, provideClusterInfo: provide === true,
-    ...(installHint === undefined ? {} : { installHint }), source: `${uwhere} of ${file}`,
+    command: resolved,
+    args,
+    env,
+    apiVersion,
+    provideClusterInfo: provide === true,
+    ...(installHint === undefined ? {} : { installHint }),
+    source: `${uwhere} of ${file}`,
   };
 }
 

@@ -8,7 +8,7 @@
  * with the key's exponential backoff. Knows nothing of pools: the key, the reconcile and the
  * metric hooks are given.
  */
-import { type ErrorCode,isPglogError, PglogError } from '../errors.ts';
+import { type ErrorCode, isPglogError, PglogError } from '../errors.ts';
 import type { Logger } from '../observability/logger.ts';
 import { isKubeError } from './errors.ts';
 import type { WorkQueue } from './workqueue.ts';

@@ -58,8 +58,13 @@ function fileTokenSource(file: string): TokenSource {
 
 function pluginError(plugin: ExecPlugin, what: string, cause?: unknown): KubeError {
   const hint = plugin.installHint === undefined ? '' : ` (${plugin.installHint.trim()})`;
-  return new KubeError('KUBE_FORBIDDEN', `exec credential plugin ${plugin.command} (${plugin.source}): ${what}${hint}`, 0, 'Unauthorized',
-    cause === undefined ? undefined : { cause });
+  return new KubeError(
+    'KUBE_FORBIDDEN',
+    `exec credential plugin ${plugin.command} (${plugin.source}): ${what}${hint}`,
+    0,
+    'Unauthorized',
+    cause === undefined ? undefined : { cause },
+  );
 }
 
 /** KUBERNETES_EXEC_INFO: what the plugin is told about the request (never interactive: we have no terminal to lend). */
@@ -86,7 +91,10 @@ export function parseExecCredential(plugin: ExecPlugin, stdout: string): { token
   }
   const o = (typeof doc === 'object' && doc !== null ? doc : {}) as Record<string, unknown>;
   if (o['apiVersion'] !== plugin.apiVersion || o['kind'] !== 'ExecCredential') {
-    throw pluginError(plugin, `its output is not an ExecCredential of ${plugin.apiVersion} (apiVersion ${JSON.stringify(o['apiVersion'])}, kind ${JSON.stringify(o['kind'])})`);
+    throw pluginError(
+      plugin,
+      `its output is not an ExecCredential of ${plugin.apiVersion} (apiVersion ${JSON.stringify(o['apiVersion'])}, kind ${JSON.stringify(o['kind'])})`,
+    );
   }
   const status = (typeof o['status'] === 'object' && o['status'] !== null ? o['status'] : {}) as Record<string, unknown>;
   const token = status['token'];
@@ -103,17 +111,24 @@ export function parseExecCredential(plugin: ExecPlugin, stdout: string): { token
 
 function runPlugin(config: KubeConfig, plugin: ExecPlugin, timeoutMs: number): Promise<string> {
   return new Promise((resolvePromise, reject) => {
-    execFile(plugin.command, plugin.args, {
-      env: { ...plugin.env, KUBERNETES_EXEC_INFO: execInfo(config, plugin) },
-      timeout: timeoutMs, maxBuffer: 1024 * 1024, encoding: 'utf8',
-    }, (error, stdout, stderr) => {
-      if (error !== null) {
-        const why = (error as NodeJS.ErrnoException).code === 'ENOENT' ? 'not found' : `failed: ${stderr.trim().slice(0, 500) || error.message}`;
-        reject(pluginError(plugin, why, error));
-        return;
-      }
-      resolvePromise(stdout);
-    });
+    execFile(
+      plugin.command,
+      plugin.args,
+      {
+        env: { ...plugin.env, KUBERNETES_EXEC_INFO: execInfo(config, plugin) },
+        timeout: timeoutMs,
+        maxBuffer: 1024 * 1024,
+        encoding: 'utf8',
+      },
+      (error, stdout, stderr) => {
+        if (error !== null) {
+          const why = (error as NodeJS.ErrnoException).code === 'ENOENT' ? 'not found' : `failed: ${stderr.trim().slice(0, 500) || error.message}`;
+          reject(pluginError(plugin, why, error));
+          return;
+        }
+        resolvePromise(stdout);
+      },
+    );
   });
 }
 
@@ -126,10 +141,14 @@ function execTokenSource(config: KubeConfig, plugin: ExecPlugin, options: TokenS
   return {
     async token() {
       if (cached !== undefined && (cached.expiresAt === null || cached.expiresAt > now())) return cached.token;
-      running ??= runPlugin(config, plugin, timeoutMs).then((stdout) => {
-        cached = parseExecCredential(plugin, stdout);
-        return cached.token;
-      }).finally(() => { running = undefined; });
+      running ??= runPlugin(config, plugin, timeoutMs)
+        .then((stdout) => {
+          cached = parseExecCredential(plugin, stdout);
+          return cached.token;
+        })
+        .finally(() => {
+          running = undefined;
+        });
       return running;
     },
     refused(used) {

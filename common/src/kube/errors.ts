@@ -2,7 +2,7 @@
  * Kubernetes API failures as PglogErrors: the stable code says what a caller does about it
  * (retry, re-read, relist, give up), `status` and `reason` keep what the API server said.
  */
-import { type ErrorCode,PglogError } from '../errors.ts';
+import { type ErrorCode, PglogError } from '../errors.ts';
 
 export class KubeError extends PglogError {
   /** HTTP status; 0 when no response arrived (network error, timeout). */
@@ -33,9 +33,19 @@ export function codeForStatus(status: number, reason = ''): ErrorCode {
 }
 
 const DEFAULT_REASONS: Record<number, string> = {
-  400: 'BadRequest', 401: 'Unauthorized', 403: 'Forbidden', 404: 'NotFound', 405: 'MethodNotAllowed',
-  409: 'Conflict', 410: 'Gone', 415: 'UnsupportedMediaType', 422: 'Invalid', 429: 'TooManyRequests',
-  500: 'InternalError', 503: 'ServiceUnavailable', 504: 'Timeout',
+  400: 'BadRequest',
+  401: 'Unauthorized',
+  403: 'Forbidden',
+  404: 'NotFound',
+  405: 'MethodNotAllowed',
+  409: 'Conflict',
+  410: 'Gone',
+  415: 'UnsupportedMediaType',
+  422: 'Invalid',
+  429: 'TooManyRequests',
+  500: 'InternalError',
+  503: 'ServiceUnavailable',
+  504: 'Timeout',
 };
 
 /** What an API `Status` object carries that we use. */

@@ -111,18 +111,26 @@ export class EventRecorder {
       // Events of cluster-scoped objects go to `default`, as kubectl looks for them there.
       const namespace = m.namespace !== undefined && m.namespace !== '' ? m.namespace : 'default';
       const event: CoreEvent = {
-        apiVersion: 'v1', kind: 'Event',
+        apiVersion: 'v1',
+        kind: 'Event',
         metadata: { name: `${m.name.slice(0, 200)}.${now.toString(16)}${randomBytes(3).toString('hex')}`, namespace },
         involvedObject: {
-          apiVersion: regarding.apiVersion, kind: regarding.kind, name: m.name,
+          apiVersion: regarding.apiVersion,
+          kind: regarding.kind,
+          name: m.name,
           ...(m.namespace !== undefined ? { namespace: m.namespace } : {}),
           ...(m.uid !== undefined ? { uid: m.uid } : {}),
           ...(m.resourceVersion !== undefined ? { resourceVersion: m.resourceVersion } : {}),
         },
-        reason, message, type,
+        reason,
+        message,
+        type,
         source: { component: this.component, host: this.instance },
-        reportingComponent: this.component, reportingInstance: this.instance,
-        firstTimestamp: timestamp(now), lastTimestamp: timestamp(now), count: 1,
+        reportingComponent: this.component,
+        reportingInstance: this.instance,
+        firstTimestamp: timestamp(now),
+        lastTimestamp: timestamp(now),
+        count: 1,
       };
       const created = await this.client.create(CORE_EVENTS, event);
       this.touch(key, { namespace, name: created.metadata.name, count: 1, lastAt: now });

@@ -8,7 +8,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 
 import type { KubeClient, KubeObject, ResourceType } from './client-types.ts';
 import { isKubeError } from './errors.ts';
-import { applyWatchEvent, diffRelist, type InformerEvent,objectKey } from './informer-cache.ts';
+import { applyWatchEvent, diffRelist, type InformerEvent, objectKey } from './informer-cache.ts';
 
 export type { InformerEvent } from './informer-cache.ts';
 
@@ -87,8 +87,12 @@ export class Informer<T extends KubeObject> {
           this.log('debug', 'listed', { ...fields, items: listed.items.length, changes: events.length, resourceVersion });
           for (const e of events) this.emit(e);
         }
-        const watch = this.client.watch<T>(this.type, namespace,
-          { ...selectors, resourceVersion, timeoutSeconds: this.options.watchTimeoutSeconds ?? 300 }, signal);
+        const watch = this.client.watch<T>(
+          this.type,
+          namespace,
+          { ...selectors, resourceVersion, timeoutSeconds: this.options.watchTimeoutSeconds ?? 300 },
+          signal,
+        );
         for await (const event of watch) {
           // Events flow: the next failure starts from the first backoff step again.
           failures = 0;
@@ -137,7 +141,9 @@ export class Informer<T extends KubeObject> {
         handler(event);
       } catch (e) {
         this.log('error', 'an informer event handler threw', {
-          resource: this.type.plural, event: event.type, object: objectKey(event.object.metadata.namespace, event.object.metadata.name),
+          resource: this.type.plural,
+          event: event.type,
+          object: objectKey(event.object.metadata.namespace, event.object.metadata.name),
           error: e instanceof Error ? e.message : String(e),
         });
       }

@@ -8,26 +8,31 @@
 import { delimiter, join } from 'node:path';
 
 import { PglogError } from '../errors.ts';
-import { inClusterConfig, type KubeConfig,loadKubeconfig } from './config.ts';
+import { inClusterConfig, type KubeConfig, loadKubeconfig } from './config.ts';
 
 /** Where a pod's service account credentials are mounted. */
 export const SERVICE_ACCOUNT_DIR = '/var/run/secrets/kubernetes.io/serviceaccount';
 
 export type KubeAccess =
   | {
-    kind: 'kubeconfig';
-    /** The files, merged in this order (the first that sets a value wins). */
-    paths: string[];
-    context: string | null;
-    /** How they were found, for messages: --kubeconfig, $KUBECONFIG or ~/.kube/config. */
-    from: '--kubeconfig' | 'KUBECONFIG' | '~/.kube/config';
-    /** The environment an exec credential plugin runs with. */
-    env: Readonly<Record<string, string | undefined>>;
-  }
+      kind: 'kubeconfig';
+      /** The files, merged in this order (the first that sets a value wins). */
+      paths: string[];
+      context: string | null;
+      /** How they were found, for messages: --kubeconfig, $KUBECONFIG or ~/.kube/config. */
+      from: '--kubeconfig' | 'KUBECONFIG' | '~/.kube/config';
+      /** The environment an exec credential plugin runs with. */
+      env: Readonly<Record<string, string | undefined>>;
+    }
   | { kind: 'in-cluster'; host: string; port: string; tokenFile: string; caFile: string; namespaceFile: string };
 
 /** `--kubeconfig`/`--context` and the environment → access; USAGE errors name `command`. */
-export function parseKubeAccess(command: string, kubeconfig: string | undefined, context: string | undefined, env: Readonly<Record<string, string | undefined>>): KubeAccess {
+export function parseKubeAccess(
+  command: string,
+  kubeconfig: string | undefined,
+  context: string | undefined,
+  env: Readonly<Record<string, string | undefined>>,
+): KubeAccess {
   const ctx = context ?? null;
   if (kubeconfig !== undefined) {
     if (kubeconfig === '') throw new PglogError('USAGE', `${command}: --kubeconfig needs a path`);
@@ -39,15 +44,23 @@ export function parseKubeAccess(command: string, kubeconfig: string | undefined,
   const host = env['KUBERNETES_SERVICE_HOST'];
   const port = env['KUBERNETES_SERVICE_PORT'];
   if (host !== undefined && host !== '' && port !== undefined && port !== '') {
-    if (context !== undefined) throw new PglogError('USAGE', `${command}: --context needs a kubeconfig (--kubeconfig PATH or KUBECONFIG); in a pod the service account is used`);
+    if (context !== undefined)
+      throw new PglogError('USAGE', `${command}: --context needs a kubeconfig (--kubeconfig PATH or KUBECONFIG); in a pod the service account is used`);
     return {
-      kind: 'in-cluster', host, port,
-      tokenFile: `${SERVICE_ACCOUNT_DIR}/token`, caFile: `${SERVICE_ACCOUNT_DIR}/ca.crt`, namespaceFile: `${SERVICE_ACCOUNT_DIR}/namespace`,
+      kind: 'in-cluster',
+      host,
+      port,
+      tokenFile: `${SERVICE_ACCOUNT_DIR}/token`,
+      caFile: `${SERVICE_ACCOUNT_DIR}/ca.crt`,
+      namespaceFile: `${SERVICE_ACCOUNT_DIR}/namespace`,
     };
   }
   const home = env['HOME'];
   if (home === undefined || home === '') {
-    throw new PglogError('USAGE', `${command}: outside a pod it needs --kubeconfig PATH, KUBECONFIG or ~/.kube/config (KUBERNETES_SERVICE_HOST and HOME are not set)`);
+    throw new PglogError(
+      'USAGE',
+      `${command}: outside a pod it needs --kubeconfig PATH, KUBECONFIG or ~/.kube/config (KUBERNETES_SERVICE_HOST and HOME are not set)`,
+    );
   }
   return { kind: 'kubeconfig', paths: [join(home, '.kube', 'config')], context: ctx, from: '~/.kube/config', env };
 }
@@ -55,7 +68,9 @@ export function parseKubeAccess(command: string, kubeconfig: string | undefined,
 export function loadKubeAccess(access: KubeAccess): Promise<KubeConfig> {
   if (access.kind === 'kubeconfig') {
     return loadKubeconfig({
-      paths: access.paths, mustExist: access.from !== 'KUBECONFIG', env: access.env,
+      paths: access.paths,
+      mustExist: access.from !== 'KUBECONFIG',
+      env: access.env,
       ...(access.context === null ? {} : { context: access.context }),
     });
   }

@@ -124,7 +124,8 @@ export class LeaderElector {
     this.log = options.log ?? (() => undefined);
     this.clock = options.clock ?? { now: () => Date.now() };
     this.resolveOwners = options.ownerReferences;
-    if (this.renewDeadlineMs >= this.leaseDurationMs) throw new RangeError(`renewDeadlineMs (${this.renewDeadlineMs}) must be below leaseDurationMs (${this.leaseDurationMs})`);
+    if (this.renewDeadlineMs >= this.leaseDurationMs)
+      throw new RangeError(`renewDeadlineMs (${this.renewDeadlineMs}) must be below leaseDurationMs (${this.leaseDurationMs})`);
   }
 
   isLeader(): boolean {
@@ -193,7 +194,10 @@ export class LeaderElector {
     try {
       return await this.resolveOwners();
     } catch (e) {
-      this.log('warn', 'cannot resolve the owner of the Lease; writing it without one', { lease: `${this.namespace}/${this.name}`, error: e instanceof Error ? e.message : String(e) });
+      this.log('warn', 'cannot resolve the owner of the Lease; writing it without one', {
+        lease: `${this.namespace}/${this.name}`,
+        error: e instanceof Error ? e.message : String(e),
+      });
       return undefined;
     }
   }
@@ -206,7 +210,9 @@ export class LeaderElector {
       if (lease === null) {
         const owners = await this.owners();
         const created = await this.client.create<Lease>(LEASES, {
-          apiVersion: 'coordination.k8s.io/v1', kind: 'Lease', metadata: { name: this.name, namespace: this.namespace, ...(owners === undefined ? {} : { ownerReferences: owners }) },
+          apiVersion: 'coordination.k8s.io/v1',
+          kind: 'Lease',
+          metadata: { name: this.name, namespace: this.namespace, ...(owners === undefined ? {} : { ownerReferences: owners }) },
           spec: takeLease(undefined, this.identity, now, this.leaseDurationMs),
         });
         this.observed = observe(undefined, created.spec, now);
@@ -234,7 +240,10 @@ export class LeaderElector {
       const lease = await this.client.get<Lease>(LEASES, this.namespace, this.name);
       if (lease?.spec?.holderIdentity !== this.identity) return;
       const now = microTime(this.clock.now());
-      await this.client.replace<Lease>(LEASES, { ...lease, spec: { ...lease.spec, holderIdentity: '', leaseDurationSeconds: 1, renewTime: now, acquireTime: now } });
+      await this.client.replace<Lease>(LEASES, {
+        ...lease,
+        spec: { ...lease.spec, holderIdentity: '', leaseDurationSeconds: 1, renewTime: now, acquireTime: now },
+      });
     } catch (e) {
       this.log('warn', 'could not release the lease', { lease: `${this.namespace}/${this.name}`, error: e instanceof Error ? e.message : String(e) });
     }

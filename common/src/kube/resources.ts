@@ -13,9 +13,21 @@ export const PODS: ResourceType = { group: '', version: 'v1', plural: 'pods', ki
 export const EVENTS: ResourceType = { group: 'events.k8s.io', version: 'v1', plural: 'events', kind: 'Event', namespaced: true };
 export const DEPLOYMENTS: ResourceType = { group: 'apps', version: 'v1', plural: 'deployments', kind: 'Deployment', namespaced: true };
 export const STATEFUL_SETS: ResourceType = { group: 'apps', version: 'v1', plural: 'statefulsets', kind: 'StatefulSet', namespaced: true };
-export const POD_DISRUPTION_BUDGETS: ResourceType = { group: 'policy', version: 'v1', plural: 'poddisruptionbudgets', kind: 'PodDisruptionBudget', namespaced: true };
+export const POD_DISRUPTION_BUDGETS: ResourceType = {
+  group: 'policy',
+  version: 'v1',
+  plural: 'poddisruptionbudgets',
+  kind: 'PodDisruptionBudget',
+  namespaced: true,
+};
 export const LEASES: ResourceType = { group: 'coordination.k8s.io', version: 'v1', plural: 'leases', kind: 'Lease', namespaced: true };
-export const CUSTOM_RESOURCE_DEFINITIONS: ResourceType = { group: 'apiextensions.k8s.io', version: 'v1', plural: 'customresourcedefinitions', kind: 'CustomResourceDefinition', namespaced: false };
+export const CUSTOM_RESOURCE_DEFINITIONS: ResourceType = {
+  group: 'apiextensions.k8s.io',
+  version: 'v1',
+  plural: 'customresourcedefinitions',
+  kind: 'CustomResourceDefinition',
+  namespaced: false,
+};
 
 /** `apiVersion` of a resource type (`v1`, `apps/v1`). */
 export function apiVersionOf(type: ResourceType): string {

@@ -92,13 +92,16 @@ export async function startHttpServer(options: HttpServerOptions): Promise<Runni
     }
   };
 
-  const server = createServer({ keepAliveTimeout: KEEP_ALIVE_TIMEOUT_MS, headersTimeout: HEADERS_TIMEOUT_MS, requestTimeout: REQUEST_TIMEOUT_MS }, (req, res) => {
-    handle(req, res).catch((e: unknown) => {
-      log.error({ err: e, path: req.url }, 'http request failed');
-      if (!res.headersSent) send(res, 500, TEXT, 'internal error\n', false);
-      else res.destroy();
-    });
-  });
+  const server = createServer(
+    { keepAliveTimeout: KEEP_ALIVE_TIMEOUT_MS, headersTimeout: HEADERS_TIMEOUT_MS, requestTimeout: REQUEST_TIMEOUT_MS },
+    (req, res) => {
+      handle(req, res).catch((e: unknown) => {
+        log.error({ err: e, path: req.url }, 'http request failed');
+        if (!res.headersSent) send(res, 500, TEXT, 'internal error\n', false);
+        else res.destroy();
+      });
+    },
+  );
   server.maxConnections = MAX_CONNECTIONS;
 
   await new Promise<void>((resolve, reject) => {

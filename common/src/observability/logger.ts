@@ -10,7 +10,7 @@
  */
 import type { Writable } from 'node:stream';
 
-import { type DestinationStream, type Logger as PinoLogger,pino } from 'pino';
+import { type DestinationStream, type Logger as PinoLogger, pino } from 'pino';
 
 import { PglogError } from '../errors.ts';
 import { processSecrets, REDACTED, redactUrl, scrubText, type SecretScrubber } from './redact.ts';
@@ -44,8 +44,17 @@ export interface LoggerOptions {
 
 /** Field names whose values are never logged. */
 const SECRET_KEYS = [
-  'password', 'passphrase', 'privateKey', 'private_key', 'key', 'secret', 'token',
-  'authorization', 'Authorization', 'cookie', 'connectionString',
+  'password',
+  'passphrase',
+  'privateKey',
+  'private_key',
+  'key',
+  'secret',
+  'token',
+  'authorization',
+  'Authorization',
+  'cookie',
+  'connectionString',
 ];
 /** Field names holding URLs: logged with the password removed. */
 const URL_KEYS = ['url', 'storeUrl', 'connectionString'];
@@ -107,18 +116,21 @@ export function createLogger(options: LoggerOptions): Logger {
   // Synchronous writes to fd 1: a crash or process.exit() never loses the lines that explain
   // it. Log volume is low (events go to the store, not the log), so blocking writes are cheap.
   const destination: DestinationStream = options.destination ?? pino.destination({ dest: 1, sync: true });
-  return pino({
-    level: options.level,
-    timestamp: pino.stdTimeFunctions.isoTime,
-    // Level names, not numbers: log pipelines and people read them without a lookup table.
-    formatters: { level: (label) => ({ level: label }) },
-    redact: { paths: redactPaths(), censor },
-    serializers: { err: (e: unknown) => serializeError(e, secrets), error: (e: unknown) => serializeError(e, secrets) },
-    hooks: {
-      // The URL patterns stop at '"' and '\\', so they never cut into the JSON around a URL.
-      streamWrite: (line: string) => scrubText(line, secrets),
+  return pino(
+    {
+      level: options.level,
+      timestamp: pino.stdTimeFunctions.isoTime,
+      // Level names, not numbers: log pipelines and people read them without a lookup table.
+      formatters: { level: (label) => ({ level: label }) },
+      redact: { paths: redactPaths(), censor },
+      serializers: { err: (e: unknown) => serializeError(e, secrets), error: (e: unknown) => serializeError(e, secrets) },
+      hooks: {
+        // The URL patterns stop at '"' and '\\', so they never cut into the JSON around a URL.
+        streamWrite: (line: string) => scrubText(line, secrets),
+      },
     },
-  }, destination);
+    destination,
+  );
 }
 
 /** A child logger whose lines name the target (and instance) they are about. */

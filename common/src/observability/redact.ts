@@ -63,7 +63,13 @@ export class SecretScrubber {
   scrub(text: string): string {
     if (this.secrets.size === 0 || text.length === 0) return text;
     // Longest first, so a secret that contains another is replaced whole.
-    this.pattern ??= new RegExp([...this.secrets].sort((a, b) => b.length - a.length).map(escapeRegExp).join('|'), 'g');
+    this.pattern ??= new RegExp(
+      [...this.secrets]
+        .sort((a, b) => b.length - a.length)
+        .map(escapeRegExp)
+        .join('|'),
+      'g',
+    );
     return text.replace(this.pattern, REDACTED);
   }
 }

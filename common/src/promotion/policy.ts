@@ -106,7 +106,9 @@ export function validatePolicyOptions(input: Partial<PolicySettings> = {}): Poli
   nonNegative('promoteAboveBitsPerS', 'bits per second');
   nonNegative('minDwellMs', 'milliseconds');
   if (!(s.promoteAboveBitsPerS > s.demoteBelowBitsPerS)) {
-    throw new Error(`transport policy: promoteAboveBitsPerS (${s.promoteAboveBitsPerS}) must be greater than demoteBelowBitsPerS (${s.demoteBelowBitsPerS}), or servers between them would flap`);
+    throw new Error(
+      `transport policy: promoteAboveBitsPerS (${s.promoteAboveBitsPerS}) must be greater than demoteBelowBitsPerS (${s.demoteBelowBitsPerS}), or servers between them would flap`,
+    );
   }
   if (!Number.isSafeInteger(s.proxyCapacity) || s.proxyCapacity < 0) {
     throw new Error(`transport policy: proxyCapacity must be a whole number >= 0, got ${String(s.proxyCapacity)}`);

@@ -205,7 +205,8 @@ export function pgSocketName(port: number): string {
 export function remoteSocketProblem(path: string): string | null {
   if (!path.startsWith('/')) return 'is not an absolute path';
   if (Buffer.byteLength(path) > MAX_SOCKET_PATH) return `is longer than the ${MAX_SOCKET_PATH} bytes of a Unix socket path`;
-  if (/[\s:%[\]]/.test(path) || [...path].some((c) => c.charCodeAt(0) < 0x20 || c.charCodeAt(0) === 0x7f)) return 'holds a blank, control character, \':\', \'%\', \'[\' or \']\', which OpenSSH would read as syntax';
+  if (/[\s:%[\]]/.test(path) || [...path].some((c) => c.charCodeAt(0) < 0x20 || c.charCodeAt(0) === 0x7f))
+    return "holds a blank, control character, ':', '%', '[' or ']', which OpenSSH would read as syntax";
   return null;
 }
 
@@ -313,9 +314,11 @@ export function parseDesiredState(text: string): ParsedDesiredState {
     const entry = entryIdentity(s, where, ids, isValidStreamId, '1-80 characters of [A-Za-z0-9_.-]', refused);
     if (entry === null) continue;
     const { id, server, r } = entry;
-    const problem = serverProblem(server, where, names, refused) ?? messageOf(() => {
-      if (string(r['command'], `${where}.command`) === '') throw new FieldError(`${where}.command is empty`);
-    }, null);
+    const problem =
+      serverProblem(server, where, names, refused) ??
+      messageOf(() => {
+        if (string(r['command'], `${where}.command`) === '') throw new FieldError(`${where}.command is empty`);
+      }, null);
     if (problem !== null) refused.streams[id] = { server, error: refusal(problem) };
     else streams.push({ id, server, command: r['command'] as string });
   }
@@ -328,12 +331,14 @@ export function parseDesiredState(text: string): ParsedDesiredState {
     if (entry === null) continue;
     const { id, server, r } = entry;
     let forward: DesiredForward | undefined;
-    const problem = serverProblem(server, where, names, refused) ?? messageOf(() => {
-      const remoteSocket = string(r['remoteSocket'], `${where}.remoteSocket`);
-      const socketProblem = remoteSocketProblem(remoteSocket);
-      if (socketProblem !== null) throw new FieldError(`${where}.remoteSocket: ${JSON.stringify(remoteSocket)} ${socketProblem}`);
-      forward = { id, server, remoteSocket, port: integer(r['port'], `${where}.port`, 1, 65535) };
-    }, null);
+    const problem =
+      serverProblem(server, where, names, refused) ??
+      messageOf(() => {
+        const remoteSocket = string(r['remoteSocket'], `${where}.remoteSocket`);
+        const socketProblem = remoteSocketProblem(remoteSocket);
+        if (socketProblem !== null) throw new FieldError(`${where}.remoteSocket: ${JSON.stringify(remoteSocket)} ${socketProblem}`);
+        forward = { id, server, remoteSocket, port: integer(r['port'], `${where}.port`, 1, 65535) };
+      }, null);
     if (forward !== undefined) forwards.push(forward);
     else {
       const remoteSocket = typeof r['remoteSocket'] === 'string' ? r['remoteSocket'] : '';
@@ -376,7 +381,14 @@ function serverProblem(server: string, where: string, names: ReadonlySet<string>
  * `refused.unnamed`) when it has no valid id (`rule` says what one is), an id listed before
  * in `seen` (added to it), or no server name.
  */
-function entryIdentity(value: unknown, where: string, seen: Set<string>, valid: (id: string) => boolean, rule: string, refused: DesiredRefusals): { id: string; server: string; r: Record<string, unknown> } | null {
+function entryIdentity(
+  value: unknown,
+  where: string,
+  seen: Set<string>,
+  valid: (id: string) => boolean,
+  rule: string,
+  refused: DesiredRefusals,
+): { id: string; server: string; r: Record<string, unknown> } | null {
   try {
     const r = record(value, where);
     const id = string(r['id'], `${where}.id`);
@@ -447,6 +459,7 @@ function string(v: unknown, where: string): string {
 }
 
 function integer(v: unknown, where: string, min: number, max = Number.MAX_SAFE_INTEGER): number {
-  if (typeof v !== 'number' || !Number.isInteger(v) || v < min || v > max) throw new FieldError(`${where} must be an integer in ${min}..${max}, got ${JSON.stringify(v)}`);
+  if (typeof v !== 'number' || !Number.isInteger(v) || v < min || v > max)
+    throw new FieldError(`${where} must be an integer in ${min}..${max}, got ${JSON.stringify(v)}`);
   return v;
 }

@@ -12,21 +12,25 @@ export interface Clock {
 
 export const realClock: Clock = {
   now: () => performance.now(),
-  sleep: (ms, signal) => new Promise<void>((resolve, reject) => {
-    if (signal?.aborted === true) {
-      reject(signal.reason as Error);
-      return;
-    }
-    const onAbort = (): void => {
-      clearTimeout(timer);
-      reject(signal?.reason as Error);
-    };
-    const timer = setTimeout(() => {
-      signal?.removeEventListener('abort', onAbort);
-      resolve();
-    }, Math.max(0, ms));
-    signal?.addEventListener('abort', onAbort, { once: true });
-  }),
+  sleep: (ms, signal) =>
+    new Promise<void>((resolve, reject) => {
+      if (signal?.aborted === true) {
+        reject(signal.reason as Error);
+        return;
+      }
+      const onAbort = (): void => {
+        clearTimeout(timer);
+        reject(signal?.reason as Error);
+      };
+      const timer = setTimeout(
+        () => {
+          signal?.removeEventListener('abort', onAbort);
+          resolve();
+        },
+        Math.max(0, ms),
+      );
+      signal?.addEventListener('abort', onAbort, { once: true });
+    }),
 };
 
 /**
@@ -55,7 +59,13 @@ export async function untilAborted(promise: Promise<unknown>, signal: AbortSigna
     signal.addEventListener('abort', onAbort, { once: true });
   });
   try {
-    await Promise.race([promise.then(() => undefined, () => undefined), aborted]);
+    await Promise.race([
+      promise.then(
+        () => undefined,
+        () => undefined,
+      ),
+      aborted,
+    ]);
   } finally {
     signal.removeEventListener('abort', onAbort);
   }

@@ -19,9 +19,17 @@ export function backoffDelay(attempt: number, baseMs: number, capMs: number, ran
 export async function settleWithin(promise: Promise<unknown> | undefined, ms: number): Promise<void> {
   if (promise === undefined) return;
   let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<void>((resolve) => { timer = setTimeout(resolve, Math.max(0, ms)); });
+  const timeout = new Promise<void>((resolve) => {
+    timer = setTimeout(resolve, Math.max(0, ms));
+  });
   try {
-    await Promise.race([promise.then(() => undefined, () => undefined), timeout]);
+    await Promise.race([
+      promise.then(
+        () => undefined,
+        () => undefined,
+      ),
+      timeout,
+    ]);
   } finally {
     clearTimeout(timer);
   }

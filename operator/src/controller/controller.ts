@@ -18,7 +18,7 @@ import type { PoolPolicy } from '../desired/pool-policy.ts';
 import type { StatefulSetState } from '../desired/pool-status.ts';
 import type { OperatorMetrics } from './operator-metrics.ts';
 import type { EventSink } from './pool-pass.ts';
-import { type PoolOutcome,PoolReconciler } from './pool-reconciler.ts';
+import { type PoolOutcome, PoolReconciler } from './pool-reconciler.ts';
 import { reconcileUnassignedTargets } from './unassigned-targets.ts';
 
 export interface ControllerOptions {
@@ -42,9 +42,12 @@ const COALESCE_MS = 1000;
 
 /** Same generation (spec) and labels: only the status (or other metadata) moved. */
 function onlyStatusChanged(old: KubeObject, next: KubeObject): boolean {
-  return old.metadata.generation !== undefined && old.metadata.generation === next.metadata.generation
-    && JSON.stringify(old.metadata.labels ?? {}) === JSON.stringify(next.metadata.labels ?? {})
-    && old.metadata.deletionTimestamp === next.metadata.deletionTimestamp;
+  return (
+    old.metadata.generation !== undefined &&
+    old.metadata.generation === next.metadata.generation &&
+    JSON.stringify(old.metadata.labels ?? {}) === JSON.stringify(next.metadata.labels ?? {}) &&
+    old.metadata.deletionTimestamp === next.metadata.deletionTimestamp
+  );
 }
 
 /** Owned objects carry this label; their informers watch only those. */
@@ -71,12 +74,14 @@ export class Controller {
   /** One informer per watched type, each remembered for health() and run(). */
   private createCaches(): Caches {
     const { o } = this;
-    const logFor = (what: string) => (level: string, msg: string, fields?: Record<string, unknown>): void => {
-      const line = { informer: what, ...fields };
-      if (level === 'error') o.log.error(line, msg);
-      else if (level === 'warn') o.log.warn(line, msg);
-      else o.log.debug(line, msg);
-    };
+    const logFor =
+      (what: string) =>
+      (level: string, msg: string, fields?: Record<string, unknown>): void => {
+        const line = { informer: what, ...fields };
+        if (level === 'error') o.log.error(line, msg);
+        else if (level === 'warn') o.log.warn(line, msg);
+        else o.log.debug(line, msg);
+      };
     const informer = <T extends KubeObject>(type: typeof COLLECTOR_POOLS, labelSelector?: string): Informer<T> => {
       const i = new Informer<T>(o.client, type, { namespace: o.namespace, labelSelector, log: logFor(type.plural) });
       this.informers.push(i as unknown as Informer<KubeObject>);
@@ -101,9 +106,20 @@ export class Controller {
     enqueueOnChange(caches, queue);
 
     const reconciler = new PoolReconciler({
-      client: o.client, pools, targets, shards, statefulSets, services, podDisruptionBudgets: pdbs,
-      events: o.events, metrics: o.metrics, defaultImage: o.defaultImage, serviceAccountName: o.serviceAccountName,
-      policy: o.policy, fieldManager: FIELD_MANAGER, now: Date.now,
+      client: o.client,
+      pools,
+      targets,
+      shards,
+      statefulSets,
+      services,
+      podDisruptionBudgets: pdbs,
+      events: o.events,
+      metrics: o.metrics,
+      defaultImage: o.defaultImage,
+      serviceAccountName: o.serviceAccountName,
+      policy: o.policy,
+      fieldManager: FIELD_MANAGER,
+      now: Date.now,
     });
     const running = this.informers.map((i) => i.run(signal));
     await waitForSync(this.informers, signal);
@@ -119,22 +135,35 @@ export class Controller {
     };
     enqueueAll();
     const resync = setInterval(enqueueAll, o.resyncMs);
-    signal.addEventListener('abort', () => { clearInterval(resync); queue.shutDown(); }, { once: true });
-
-    await runControllerLoop<string>({
-      queue, workers: o.workers, log: o.log,
-      controllerOf: (key) => parseKey(key).kind,
-      reconciled: (controller, outcome, seconds, code) => o.metrics.reconciled(controller, outcome, seconds, code),
-      queueDepth: (depth) => o.metrics.queue(depth),
-      reconcile: async (key) => {
-        const { kind, namespace, name } = parseKey(key);
-        const outcome: PoolOutcome = kind === 'pool'
-          ? await reconciler.reconcile(namespace, name)
-          : { writes: await reconcileUnassignedTargets(namespace, { client: o.client, pools, targets, now: Date.now }) };
-        if (outcome.writes > 0) o.log.debug({ key, writes: outcome.writes }, 'reconciled');
-        return outcome.requeueAfterMs === undefined ? {} : { requeueAfterMs: outcome.requeueAfterMs };
+    signal.addEventListener(
+      'abort',
+      () => {
+        clearInterval(resync);
+        queue.shutDown();
       },
-    }, signal);
+      { once: true },
+    );
+
+    await runControllerLoop<string>(
+      {
+        queue,
+        workers: o.workers,
+        log: o.log,
+        controllerOf: (key) => parseKey(key).kind,
+        reconciled: (controller, outcome, seconds, code) => o.metrics.reconciled(controller, outcome, seconds, code),
+        queueDepth: (depth) => o.metrics.queue(depth),
+        reconcile: async (key) => {
+          const { kind, namespace, name } = parseKey(key);
+          const outcome: PoolOutcome =
+            kind === 'pool'
+              ? await reconciler.reconcile(namespace, name)
+              : { writes: await reconcileUnassignedTargets(namespace, { client: o.client, pools, targets, now: Date.now }) };
+          if (outcome.writes > 0) o.log.debug({ key, writes: outcome.writes }, 'reconciled');
+          return outcome.requeueAfterMs === undefined ? {} : { requeueAfterMs: outcome.requeueAfterMs };
+        },
+      },
+      signal,
+    );
     await Promise.all(running);
   }
 }

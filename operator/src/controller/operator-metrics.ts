@@ -3,7 +3,7 @@
  * promotions and demotions, leadership and the work queue. Own Registry, prefix `pglog_`.
  */
 import type { ErrorCode } from '@pglog/common/errors.ts';
-import { collectDefaultMetrics,Counter, Gauge, Histogram, Registry } from 'prom-client';
+import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 
 export type ReconcileOutcome = 'success' | 'requeue' | 'error';
 
@@ -27,14 +27,55 @@ export class OperatorMetrics {
   constructor(options: { defaultMetrics?: boolean } = {}) {
     const registers = [this.registry];
     if (options.defaultMetrics !== false) collectDefaultMetrics({ register: this.registry, prefix: 'pglog_operator_' });
-    this.reconciles = new Counter({ name: 'pglog_operator_reconcile_total', help: 'Reconciles by controller and outcome (success, requeue, error).', labelNames: ['controller', 'outcome'], registers });
-    this.reconcileErrors = new Counter({ name: 'pglog_operator_reconcile_errors_total', help: 'Failed reconciles by error code.', labelNames: ['controller', 'code'], registers });
-    this.reconcileSeconds = new Histogram({ name: 'pglog_operator_reconcile_duration_seconds', help: 'Duration of one reconcile.', labelNames: ['controller'], buckets: RECONCILE_SECONDS_BUCKETS, registers });
-    this.shardLoad = new Gauge({ name: 'pglog_operator_shard_load_bytes_per_second', help: 'Summed weight (smoothed byte rate, floored) of the targets assigned to a shard.', labelNames: ['namespace', 'pool', 'shard'], registers });
-    this.shardTargets = new Gauge({ name: 'pglog_operator_shard_targets', help: 'Targets assigned to a shard.', labelNames: ['namespace', 'pool', 'shard'], registers });
-    this.promotions = new Counter({ name: 'pglog_operator_transport_promotions_total', help: 'Targets the operator moved to the sshproxy sidecar.', labelNames: ['namespace', 'pool'], registers });
-    this.demotions = new Counter({ name: 'pglog_operator_transport_demotions_total', help: 'Targets the operator moved back to the in-process client.', labelNames: ['namespace', 'pool'], registers });
-    this.moves = new Counter({ name: 'pglog_operator_target_moves_total', help: 'Targets assigned to another shard (rebalancing, scaling).', labelNames: ['namespace', 'pool'], registers });
+    this.reconciles = new Counter({
+      name: 'pglog_operator_reconcile_total',
+      help: 'Reconciles by controller and outcome (success, requeue, error).',
+      labelNames: ['controller', 'outcome'],
+      registers,
+    });
+    this.reconcileErrors = new Counter({
+      name: 'pglog_operator_reconcile_errors_total',
+      help: 'Failed reconciles by error code.',
+      labelNames: ['controller', 'code'],
+      registers,
+    });
+    this.reconcileSeconds = new Histogram({
+      name: 'pglog_operator_reconcile_duration_seconds',
+      help: 'Duration of one reconcile.',
+      labelNames: ['controller'],
+      buckets: RECONCILE_SECONDS_BUCKETS,
+      registers,
+    });
+    this.shardLoad = new Gauge({
+      name: 'pglog_operator_shard_load_bytes_per_second',
+      help: 'Summed weight (smoothed byte rate, floored) of the targets assigned to a shard.',
+      labelNames: ['namespace', 'pool', 'shard'],
+      registers,
+    });
+    this.shardTargets = new Gauge({
+      name: 'pglog_operator_shard_targets',
+      help: 'Targets assigned to a shard.',
+      labelNames: ['namespace', 'pool', 'shard'],
+      registers,
+    });
+    this.promotions = new Counter({
+      name: 'pglog_operator_transport_promotions_total',
+      help: 'Targets the operator moved to the sshproxy sidecar.',
+      labelNames: ['namespace', 'pool'],
+      registers,
+    });
+    this.demotions = new Counter({
+      name: 'pglog_operator_transport_demotions_total',
+      help: 'Targets the operator moved back to the in-process client.',
+      labelNames: ['namespace', 'pool'],
+      registers,
+    });
+    this.moves = new Counter({
+      name: 'pglog_operator_target_moves_total',
+      help: 'Targets assigned to another shard (rebalancing, scaling).',
+      labelNames: ['namespace', 'pool'],
+      registers,
+    });
     this.leaderGauge = new Gauge({ name: 'pglog_operator_leader', help: '1 while this replica holds the leader Lease.', registers });
     this.queueDepth = new Gauge({ name: 'pglog_operator_workqueue_depth', help: 'Keys waiting in the work queue.', registers });
   }

@@ -36,8 +36,14 @@ export function controlledBy(object: KubeObject, uid: string): boolean {
  * The object of that name as it is now: the informer's copy, or, on a miss (the informers see
  * only pglog-labelled objects, so someone else's object looks absent), a GET. Null: none.
  */
-export async function currentObject(client: KubeClient, type: ResourceType, namespace: string, name: string, cached: KubeObject | undefined): Promise<KubeObject | null> {
-  return cached ?? await client.get(type, namespace, name);
+export async function currentObject(
+  client: KubeClient,
+  type: ResourceType,
+  namespace: string,
+  name: string,
+  cached: KubeObject | undefined,
+): Promise<KubeObject | null> {
+  return cached ?? (await client.get(type, namespace, name));
 }
 
 /**
@@ -45,12 +51,20 @@ export async function currentObject(client: KubeClient, type: ResourceType, name
  * anyway (periodic drift repair).
  */
 export async function applyOwned<T extends KubeObject>(
-  client: KubeClient, type: ResourceType, desired: T, current: KubeObject | undefined, options: ApplyOptions & { reapply?: boolean },
+  client: KubeClient,
+  type: ResourceType,
+  desired: T,
+  current: KubeObject | undefined,
+  options: ApplyOptions & { reapply?: boolean },
 ): Promise<WriteResult> {
   const hashed = withDesiredHash(desired);
   const wanted = hashed.metadata.annotations?.[DESIRED_HASH_ANNOTATION];
-  if (current !== undefined && current.metadata.deletionTimestamp === undefined && options.reapply !== true
-      && current.metadata.annotations?.[DESIRED_HASH_ANNOTATION] === wanted) {
+  if (
+    current !== undefined &&
+    current.metadata.deletionTimestamp === undefined &&
+    options.reapply !== true &&
+    current.metadata.annotations?.[DESIRED_HASH_ANNOTATION] === wanted
+  ) {
     return 'unchanged';
   }
   await client.apply(type, hashed, { fieldManager: options.fieldManager, force: options.force ?? true });

@@ -14,14 +14,22 @@ import { orInvalidSpec } from './pool-status-writer.ts';
 
 export async function ownedObjectsPhase(pass: PoolPass): Promise<void> {
   const { o, pool, namespace, uid } = pass;
-  const [sts, service, pdb] = await orInvalidSpec({ ...pass, targets: pass.selected.length, shards: pass.existingShards }, () => [
-    desiredStatefulSet(pool, { defaultImage: o.defaultImage, serviceAccountName: o.serviceAccountName }), desiredHeadlessService(pool), desiredPodDisruptionBudget(pool),
-  ] as const);
+  const [sts, service, pdb] = await orInvalidSpec(
+    { ...pass, targets: pass.selected.length, shards: pass.existingShards },
+    () =>
+      [
+        desiredStatefulSet(pool, { defaultImage: o.defaultImage, serviceAccountName: o.serviceAccountName }),
+        desiredHeadlessService(pool),
+        desiredPodDisruptionBudget(pool),
+      ] as const,
+  );
   pass.statefulSetName = sts.metadata.name;
   const apply = { fieldManager: o.fieldManager, force: true };
   const conflicts: string[] = [];
   for (const [type, desired, cache] of [
-    [STATEFUL_SETS, sts, o.statefulSets], [SERVICES, service, o.services], [POD_DISRUPTION_BUDGETS, pdb, o.podDisruptionBudgets],
+    [STATEFUL_SETS, sts, o.statefulSets],
+    [SERVICES, service, o.services],
+    [POD_DISRUPTION_BUDGETS, pdb, o.podDisruptionBudgets],
   ] as const) {
     if (type === STATEFUL_SETS && pass.refusal !== undefined) continue;
     const objectName = (desired as KubeObject).metadata.name;
@@ -38,8 +46,9 @@ export async function ownedObjectsPhase(pass: PoolPass): Promise<void> {
     const one = conflicts.length === 1;
     pass.problems.push({
       reason: 'OwnedObjectConflict',
-      message: `${conflicts.join(' and ')} in namespace ${namespace} already exist${one ? 's' : ''} and ${one ? 'is' : 'are'} not controlled by this pool: `
-        + 'left untouched; rename the pool or remove the object',
+      message:
+        `${conflicts.join(' and ')} in namespace ${namespace} already exist${one ? 's' : ''} and ${one ? 'is' : 'are'} not controlled by this pool: ` +
+        'left untouched; rename the pool or remove the object',
     });
   }
 }

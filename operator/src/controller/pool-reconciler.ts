@@ -56,7 +56,11 @@ export class PoolReconciler {
     const pass = await this.observe(pool, namespace, name);
     if (pass.refusal?.reason === 'NamespaceNotAllowed') {
       // Nothing of the pool is written where the collector has no account: only its status says why.
-      return { writes: await writePoolStatus({ ...pass, targets: pass.selected.length, loads: [], shards: pass.existingShards, statefulSet: undefined }, [pass.refusal]) };
+      return {
+        writes: await writePoolStatus({ ...pass, targets: pass.selected.length, loads: [], shards: pass.existingShards, statefulSet: undefined }, [
+          pass.refusal,
+        ]),
+      };
     }
     for (const phase of PHASES) await phase(pass);
     const hasAuto = pass.selected.some((t) => t.spec.transport === 'auto');
@@ -79,8 +83,20 @@ export class PoolReconciler {
     const owner = ownerReference({ ...pool, metadata: { ...pool.metadata, uid } });
     const refusal = o.policy === undefined ? undefined : policyRefusal(pool, o.policy, o.defaultImage);
     return {
-      o, memory: this.memory, pool, namespace, name, uid, owner, nowIso, selected, existingShards, plan, refusal,
-      problems: refusal === undefined ? [] : [refusal], writes: 0,
+      o,
+      memory: this.memory,
+      pool,
+      namespace,
+      name,
+      uid,
+      owner,
+      nowIso,
+      selected,
+      existingShards,
+      plan,
+      refusal,
+      problems: refusal === undefined ? [] : [refusal],
+      writes: 0,
     };
   }
 }

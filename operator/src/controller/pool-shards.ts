@@ -20,7 +20,8 @@ export async function shardsPhase(pass: PoolPass): Promise<void> {
     byName.delete(shard.name);
     if (current === undefined) {
       const created: CollectorShard = {
-        apiVersion: 'pglog.io/v1alpha1', kind: 'CollectorShard',
+        apiVersion: 'pglog.io/v1alpha1',
+        kind: 'CollectorShard',
         metadata: { name: shard.name, namespace, labels: { ...poolLabels(pool), 'pglog.io/shard-index': String(shard.index) }, ownerReferences: [pass.owner] },
         spec: shard.spec,
       };

@@ -39,9 +39,18 @@ export async function writePoolStatus(s: PoolStatusInput, problems: readonly Poo
     s.memory.announced.set(key, `${problem.reason}: ${problem.message}`);
     await o.events.record(pool, 'Warning', problem.reason, problem.message);
   }
-  const poolStatus = desiredPoolStatus({
-    pool, selector: poolSelector(pool), statefulSet: s.statefulSet, targets: s.targets, loads: s.loads, shards: s.shards, ...(problem === undefined ? {} : { problem }),
-  }, s.nowIso);
+  const poolStatus = desiredPoolStatus(
+    {
+      pool,
+      selector: poolSelector(pool),
+      statefulSet: s.statefulSet,
+      targets: s.targets,
+      loads: s.loads,
+      shards: s.shards,
+      ...(problem === undefined ? {} : { problem }),
+    },
+    s.nowIso,
+  );
   if (semanticEqual(pool.status ?? {}, poolStatus)) return 0;
   await o.client.mergePatch(COLLECTOR_POOLS, namespace, name, { status: poolStatus }, 'status');
   return 1;
@@ -50,9 +59,16 @@ export async function writePoolStatus(s: PoolStatusInput, problems: readonly Poo
 /** The status phase: what the pass found, with the StatefulSet's status from the cache. */
 export async function poolStatusPhase(pass: PoolPass): Promise<void> {
   const statefulSet = pass.statefulSetName === undefined ? undefined : pass.o.statefulSets.get(pass.namespace, pass.statefulSetName)?.status;
-  pass.writes += await writePoolStatus({
-    ...pass, targets: pass.selected.length, loads: pass.plan.loads, shards: pass.existingShards, statefulSet,
-  }, pass.problems);
+  pass.writes += await writePoolStatus(
+    {
+      ...pass,
+      targets: pass.selected.length,
+      loads: pass.plan.loads,
+      shards: pass.existingShards,
+      statefulSet,
+    },
+    pass.problems,
+  );
 }
 
 /**

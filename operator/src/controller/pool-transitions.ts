@@ -24,7 +24,8 @@ export async function transitionsPhase(pass: PoolPass): Promise<void> {
   }
   o.metrics.transportChanges(namespace, name, promoted, demoted, moved);
   if (moved > 0) await o.events.record(pool, 'Normal', 'Rebalanced', `${moved} targets moved to another shard`);
-  if (promoted + demoted > 0) await o.events.record(pool, 'Normal', 'TransportsChanged', `${promoted} targets moved to the sshproxy sidecar, ${demoted} back to the in-process client`);
+  if (promoted + demoted > 0)
+    await o.events.record(pool, 'Normal', 'TransportsChanged', `${promoted} targets moved to the sshproxy sidecar, ${demoted} back to the in-process client`);
   const key = `${namespace}/${name}`;
   o.metrics.shards(namespace, name, pass.plan.loads, pass.memory.shardCounts.get(key) ?? 0);
   pass.memory.shardCounts.set(key, pass.plan.loads.length);

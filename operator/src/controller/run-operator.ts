@@ -41,7 +41,10 @@ export async function runOperator(config: OperatorConfig, client: KubeClient, lo
   const events = new EventRecorder(client, { component: 'pglog-operator', instance: config.identity });
   let controller: Controller | null = null;
   const http = await startHttpServer({
-    host: config.listen.host, port: config.listen.port, metrics, log,
+    host: config.listen.host,
+    port: config.listen.port,
+    metrics,
+    log,
     ready: () => {
       if (signal.aborted) return { ready: false, reasons: ['stopping'] };
       if (controller === null) return { ready: true, reasons: ['standby: another replica leads'] };
@@ -51,9 +54,15 @@ export async function runOperator(config: OperatorConfig, client: KubeClient, lo
   });
   log.info({ listen: http.address, identity: config.identity }, `pglog operator listening on ${http.address.host}:${http.address.port}`);
   const elector = new LeaderElector(client, {
-    namespace: config.leaseNamespace, name: config.leaseName, identity: config.identity,
-    leaseDurationMs: config.leaseDurationMs, renewDeadlineMs: config.renewDeadlineMs, retryPeriodMs: config.retryPeriodMs,
-    ...(config.leaseOwnerDeployment === undefined ? {} : { ownerReferences: () => deploymentOwner(client, config.leaseNamespace, config.leaseOwnerDeployment!) }),
+    namespace: config.leaseNamespace,
+    name: config.leaseName,
+    identity: config.identity,
+    leaseDurationMs: config.leaseDurationMs,
+    renewDeadlineMs: config.renewDeadlineMs,
+    retryPeriodMs: config.retryPeriodMs,
+    ...(config.leaseOwnerDeployment === undefined
+      ? {}
+      : { ownerReferences: () => deploymentOwner(client, config.leaseNamespace, config.leaseOwnerDeployment!) }),
     log: (level, msg, fields) => (level === 'error' || level === 'warn' ? log.warn(fields ?? {}, msg) : log.debug(fields ?? {}, msg)),
   });
   // One run per term of leadership; all are awaited before the process ends.
@@ -64,13 +73,26 @@ export async function runOperator(config: OperatorConfig, client: KubeClient, lo
         metrics.leader(true);
         log.info({ identity: config.identity }, `leading (Lease ${config.leaseNamespace}/${config.leaseName})`);
         const c = new Controller({
-          client, namespace: config.namespace, events, metrics, log, defaultImage: config.defaultImage,
-          serviceAccountName: config.serviceAccountName, policy: config.policy, workers: config.workers, resyncMs: config.resyncMs,
+          client,
+          namespace: config.namespace,
+          events,
+          metrics,
+          log,
+          defaultImage: config.defaultImage,
+          serviceAccountName: config.serviceAccountName,
+          policy: config.policy,
+          workers: config.workers,
+          resyncMs: config.resyncMs,
         });
         controller = c;
-        terms.push(c.run(leading).catch((e: unknown) => log.error({ err: e }, 'controller failed')).finally(() => {
-          if (controller === c) controller = null;
-        }));
+        terms.push(
+          c
+            .run(leading)
+            .catch((e: unknown) => log.error({ err: e }, 'controller failed'))
+            .finally(() => {
+              if (controller === c) controller = null;
+            }),
+        );
       },
       onStoppedLeading: () => {
         metrics.leader(false);

@@ -21,8 +21,13 @@ export function unassignedStatusPatch(target: TargetObject, nowIso: string): { s
   const status = target.status ?? {};
   const pool = target.spec.pool;
   const ready = {
-    type: 'Ready', status: 'False' as const, reason: 'NoPool',
-    message: pool === undefined ? 'no CollectorPool selects this target (spec.pool is not set and no targetSelector matches)' : `no CollectorPool ${pool} in this namespace selects this target`,
+    type: 'Ready',
+    status: 'False' as const,
+    reason: 'NoPool',
+    message:
+      pool === undefined
+        ? 'no CollectorPool selects this target (spec.pool is not set and no targetSelector matches)'
+        : `no CollectorPool ${pool} in this namespace selects this target`,
   };
   const current = findCondition(status.conditions, 'Ready');
   const stale = status.shard !== undefined || status.transport !== undefined || status.rates !== undefined || status.lag !== undefined;
@@ -33,7 +38,8 @@ export function unassignedStatusPatch(target: TargetObject, nowIso: string): { s
 }
 
 export async function reconcileUnassignedTargets(
-  namespace: string, o: { client: KubeClient; pools: CacheReader<CollectorPool>; targets: CacheReader<TargetObject>; now: () => number },
+  namespace: string,
+  o: { client: KubeClient; pools: CacheReader<CollectorPool>; targets: CacheReader<TargetObject>; now: () => number },
 ): Promise<number> {
   const pools = o.pools.list().filter((p) => p.metadata.namespace === namespace && p.metadata.deletionTimestamp === undefined);
   const targets = o.targets.list().filter((t) => t.metadata.namespace === namespace);

@@ -5,7 +5,7 @@
  */
 import type ts from 'typescript';
 
-import { type JsonSchema,orderSchema } from './json-schema.ts';
+import { type JsonSchema, orderSchema } from './json-schema.ts';
 import { KUBERNETES_SCHEMAS } from './kubernetes-schemas.ts';
 import { resourceSchema } from './schema-from-types.ts';
 
@@ -40,25 +40,39 @@ export interface ResourceDefinition {
   readonly scale?: ScaleSubresource;
 }
 
-const READY: PrinterColumn = { name: 'Ready', type: 'string', jsonPath: '.status.conditions[?(@.type=="Ready")].status', description: 'Status of the Ready condition.' };
+const READY: PrinterColumn = {
+  name: 'Ready',
+  type: 'string',
+  jsonPath: '.status.conditions[?(@.type=="Ready")].status',
+  description: 'Status of the Ready condition.',
+};
 const AGE: PrinterColumn = { name: 'Age', type: 'date', jsonPath: '.metadata.creationTimestamp' };
 
 export const RESOURCES: readonly ResourceDefinition[] = [
   {
-    kind: 'PostgresTarget', plural: 'postgrestargets', singular: 'postgrestarget', shortNames: ['pgt'],
-    typeFile: 'common/src/api/postgres-target.ts', typeName: 'PostgresTarget',
+    kind: 'PostgresTarget',
+    plural: 'postgrestargets',
+    singular: 'postgrestarget',
+    shortNames: ['pgt'],
+    typeFile: 'common/src/api/postgres-target.ts',
+    typeName: 'PostgresTarget',
     printerColumns: [
       { name: 'Host', type: 'string', jsonPath: '.spec.host', description: 'SSH server.' },
       { name: 'Pool', type: 'string', jsonPath: '.spec.pool', description: 'CollectorPool that collects the target.' },
       { name: 'Shard', type: 'integer', jsonPath: '.status.shard', description: 'Index of the owning shard.' },
       { name: 'Transport', type: 'string', jsonPath: '.status.transport', description: 'Transport in use.' },
       { name: 'Bytes/s', type: 'number', jsonPath: '.status.rates.bytesPerSecond', description: 'Smoothed log bytes read per second.' },
-      READY, AGE,
+      READY,
+      AGE,
     ],
   },
   {
-    kind: 'CollectorPool', plural: 'collectorpools', singular: 'collectorpool', shortNames: ['cpool'],
-    typeFile: 'common/src/api/collector-pool.ts', typeName: 'CollectorPool',
+    kind: 'CollectorPool',
+    plural: 'collectorpools',
+    singular: 'collectorpool',
+    shortNames: ['cpool'],
+    typeFile: 'common/src/api/collector-pool.ts',
+    typeName: 'CollectorPool',
     printerColumns: [
       { name: 'Replicas', type: 'integer', jsonPath: '.spec.replicas', description: 'Desired collector pods (shards).' },
       { name: 'Ready', type: 'integer', jsonPath: '.status.readyReplicas', description: 'Pods that are ready.' },
@@ -68,13 +82,18 @@ export const RESOURCES: readonly ResourceDefinition[] = [
     scale: { specReplicasPath: '.spec.replicas', statusReplicasPath: '.status.replicas', labelSelectorPath: '.status.selector' },
   },
   {
-    kind: 'CollectorShard', plural: 'collectorshards', singular: 'collectorshard', shortNames: ['cshard'],
-    typeFile: 'common/src/api/collector-shard.ts', typeName: 'CollectorShard',
+    kind: 'CollectorShard',
+    plural: 'collectorshards',
+    singular: 'collectorshard',
+    shortNames: ['cshard'],
+    typeFile: 'common/src/api/collector-shard.ts',
+    typeName: 'CollectorShard',
     printerColumns: [
       { name: 'Pool', type: 'string', jsonPath: '.spec.pool', description: 'The pool the shard belongs to.' },
       { name: 'Index', type: 'integer', jsonPath: '.spec.index', description: 'Shard index (pod ordinal).' },
       { name: 'Targets', type: 'integer', jsonPath: '.spec.targetCount', description: 'Targets assigned.' },
-      READY, AGE,
+      READY,
+      AGE,
     ],
   },
 ];
@@ -112,14 +131,25 @@ export function buildCrd(program: ts.Program, rootDir: string, def: ResourceDefi
     metadata: { name: crdName(def) },
     spec: {
       group: GROUP,
-      names: { kind: def.kind, listKind: `${def.kind}List`, plural: def.plural, singular: def.singular, shortNames: [...def.shortNames], categories: ['pglog'] },
+      names: {
+        kind: def.kind,
+        listKind: `${def.kind}List`,
+        plural: def.plural,
+        singular: def.singular,
+        shortNames: [...def.shortNames],
+        categories: ['pglog'],
+      },
       scope: 'Namespaced',
-      versions: [{
-        name: VERSION, served: true, storage: true,
-        schema: { openAPIV3Schema: orderSchema(schema) },
-        subresources: def.scale === undefined ? { status: {} } : { status: {}, scale: { ...def.scale } },
-        additionalPrinterColumns: def.printerColumns.map((c) => ({ ...c })),
-      }],
+      versions: [
+        {
+          name: VERSION,
+          served: true,
+          storage: true,
+          schema: { openAPIV3Schema: orderSchema(schema) },
+          subresources: def.scale === undefined ? { status: {} } : { status: {}, scale: { ...def.scale } },
+          additionalPrinterColumns: def.printerColumns.map((c) => ({ ...c })),
+        },
+      ],
     },
   };
 }

@@ -53,6 +53,12 @@ export function parseDocComment(comment: string | undefined): DocComment {
   }
   return {
     description: joinParagraphs(description),
-    tags: tags.map((t) => ({ name: t.name, text: t.lines.map((l) => l.trim()).filter((l) => l !== '').join(' ') })),
+    tags: tags.map((t) => ({
+      name: t.name,
+      text: t.lines
+        .map((l) => l.trim())
+        .filter((l) => l !== '')
+        .join(' '),
+    })),
   };
 }

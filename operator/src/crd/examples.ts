@@ -24,12 +24,14 @@ export const EXAMPLES: readonly ResourceExample[] = [
         user: 'postgres',
         ssh: { secretRef: { name: 'db1-ssh' } },
         pool: 'main',
-        instances: [{
-          name: 'main',
-          dataDirectory: '/var/lib/postgresql/15/main',
-          logFormat: 'csvlog',
-          encodings: { databases: { legacy: 'WIN1251' } },
-        }],
+        instances: [
+          {
+            name: 'main',
+            dataDirectory: '/var/lib/postgresql/15/main',
+            logFormat: 'csvlog',
+            encodings: { databases: { legacy: 'WIN1251' } },
+          },
+        ],
         collect: { activity: true },
       },
     },

@@ -6,7 +6,7 @@
  */
 import { stringify } from 'yaml';
 
-import { buildCrd, type CustomResourceDefinition,RESOURCES } from './definitions.ts';
+import { buildCrd, type CustomResourceDefinition, RESOURCES } from './definitions.ts';
 import { resourcesDoc } from './resources-doc.ts';
 import { createTypeProgram } from './schema-from-types.ts';
 

@@ -33,9 +33,27 @@ export interface JsonSchema {
 
 /** Key order in the generated YAML: what a reader looks for first comes first. */
 const KEY_ORDER: readonly (keyof JsonSchema)[] = [
-  'description', 'type', 'default', 'enum', 'minimum', 'maximum', 'pattern', 'minLength', 'maxLength', 'minItems', 'maxItems',
-  'anyOf', 'x-kubernetes-int-or-string', 'x-kubernetes-list-type', 'x-kubernetes-list-map-keys', 'x-kubernetes-map-type',
-  'items', 'additionalProperties', 'properties', 'required', 'x-kubernetes-validations',
+  'description',
+  'type',
+  'default',
+  'enum',
+  'minimum',
+  'maximum',
+  'pattern',
+  'minLength',
+  'maxLength',
+  'minItems',
+  'maxItems',
+  'anyOf',
+  'x-kubernetes-int-or-string',
+  'x-kubernetes-list-type',
+  'x-kubernetes-list-map-keys',
+  'x-kubernetes-map-type',
+  'items',
+  'additionalProperties',
+  'properties',
+  'required',
+  'x-kubernetes-validations',
 ];
 
 /** The same schema with its keys (and those of nested schemas) in KEY_ORDER. */

@@ -21,12 +21,18 @@ function typeText(schema: JsonSchema): string {
   if (schema.enum !== undefined) return schema.enum.map(code).join(' | ');
   if (schema['x-kubernetes-int-or-string'] === true) return 'quantity';
   switch (schema.type) {
-    case 'array': return `list of ${schema.items === undefined ? '?' : typeText(schema.items)}`;
+    case 'array':
+      return `list of ${schema.items === undefined ? '?' : typeText(schema.items)}`;
     case 'object':
       if (schema.additionalProperties !== undefined) return `map of ${typeText(schema.additionalProperties)}`;
       return 'object';
-    case 'string': case 'integer': case 'number': case 'boolean': return schema.type;
-    case undefined: return '?';
+    case 'string':
+    case 'integer':
+    case 'number':
+    case 'boolean':
+      return schema.type;
+    case undefined:
+      return '?';
   }
 }
 
@@ -70,7 +76,9 @@ function resourceSection(crd: CustomResourceDefinition): string {
     '',
     `\`kubectl get ${plural}\` (short name ${shortNames.map(code).join(', ')}, category \`pglog\`). ` +
       `Subresources: ${Object.keys(version.subresources).map(code).join(', ')}.` +
-      (version.subresources.scale === undefined ? '' : ` \`kubectl scale ${kind.toLowerCase()}/NAME --replicas N\` and a HorizontalPodAutoscaler drive \`${version.subresources.scale.specReplicasPath.slice(1)}\`.`),
+      (version.subresources.scale === undefined
+        ? ''
+        : ` \`kubectl scale ${kind.toLowerCase()}/NAME --replicas N\` and a HorizontalPodAutoscaler drive \`${version.subresources.scale.specReplicasPath.slice(1)}\`.`),
     '',
     '### Columns',
     '',
@@ -87,7 +95,9 @@ function resourceSection(crd: CustomResourceDefinition): string {
   ];
   const rows: string[] = [];
   // Rules on the whole object (they check metadata.name) are listed with metadata.
-  rows.push(`| \`metadata\` | object | | ${cell(validationText({ 'x-kubernetes-validations': root['x-kubernetes-validations'] ?? [] }, true))} | Standard Kubernetes object metadata: name, namespace, labels, annotations. |`);
+  rows.push(
+    `| \`metadata\` | object | | ${cell(validationText({ 'x-kubernetes-validations': root['x-kubernetes-validations'] ?? [] }, true))} | Standard Kubernetes object metadata: name, namespace, labels, annotations. |`,
+  );
   for (const part of ['spec', 'status']) {
     const schema = root.properties?.[part];
     if (schema === undefined) continue;
@@ -107,12 +117,12 @@ export function resourcesDoc(crds: readonly CustomResourceDefinition[]): string 
     '     common/src/api/postgres-target.ts and common/src/api/*.ts and run `make crds`. -->',
     '# Resources',
     '',
-    'pglog\'s Kubernetes resources, group `pglog.io`, version `v1alpha1`, all namespaced. Install the definitions with',
+    "pglog's Kubernetes resources, group `pglog.io`, version `v1alpha1`, all namespaced. Install the definitions with",
     '`kubectl apply -f crds/`; `kubectl explain postgrestarget.spec` (and so on) shows the same descriptions.',
     '',
     '- [PostgresTarget](#postgrestarget): one server to collect, written by users.',
     '- [CollectorPool](#collectorpool): collector pods that collect the targets naming the pool, written by users.',
-    '- [CollectorShard](#collectorshard): one pod\'s assignment, written by the operator (spec) and that pod (status).',
+    "- [CollectorShard](#collectorshard): one pod's assignment, written by the operator (spec) and that pod (status).",
     '',
     '`kubectl get pglog` lists all three.',
     '',

@@ -15,7 +15,7 @@
  */
 import ts from 'typescript';
 
-import { type DocComment,parseDocComment } from './doc-comment.ts';
+import { type DocComment, parseDocComment } from './doc-comment.ts';
 import type { JsonSchema, ValidationRule } from './json-schema.ts';
 
 export interface SchemaOptions {
@@ -31,8 +31,13 @@ const KNOWN_TAGS = new Set<string>([...NUMERIC_TAGS, 'default', 'enum', 'pattern
 /** A type program over the given files (their imports are followed). */
 export function createTypeProgram(files: readonly string[]): ts.Program {
   return ts.createProgram([...files], {
-    strict: true, noEmit: true, target: ts.ScriptTarget.ES2022, module: ts.ModuleKind.NodeNext,
-    moduleResolution: ts.ModuleResolutionKind.NodeNext, allowImportingTsExtensions: true, types: [],
+    strict: true,
+    noEmit: true,
+    target: ts.ScriptTarget.ES2022,
+    module: ts.ModuleKind.NodeNext,
+    moduleResolution: ts.ModuleResolutionKind.NodeNext,
+    allowImportingTsExtensions: true,
+    types: [],
   });
 }
 
@@ -126,8 +131,9 @@ class SchemaBuilder {
   }
 
   namedType(sf: ts.SourceFile, name: string, where: string): ts.Type {
-    const found = sf.statements.find((s): s is ts.InterfaceDeclaration | ts.TypeAliasDeclaration =>
-      (ts.isInterfaceDeclaration(s) || ts.isTypeAliasDeclaration(s)) && s.name.text === name);
+    const found = sf.statements.find(
+      (s): s is ts.InterfaceDeclaration | ts.TypeAliasDeclaration => (ts.isInterfaceDeclaration(s) || ts.isTypeAliasDeclaration(s)) && s.name.text === name,
+    );
     if (found === undefined) throw new Error(`${where}: @crdType ${name}: no interface or type ${name} in ${this.fileName(sf)}`);
     return this.checker.getTypeAtLocation(found.name);
   }

@@ -18,7 +18,7 @@ import type { CollectorShard, CollectorShardSpec, ShardTarget } from '@pglog/com
 import type { ActiveTransport, PostgresTarget } from '@pglog/common/api/postgres-target.ts';
 import { PglogError } from '@pglog/common/errors.ts';
 
-import { planBoundedAssignment, type ShardingOptions, type ShardingTarget,targetWeight, validateShardingOptions } from '../sharding/index.ts';
+import { planBoundedAssignment, type ShardingOptions, type ShardingTarget, targetWeight, validateShardingOptions } from '../sharding/index.ts';
 import { collectorResources } from './pool-resources.ts';
 import { parseQuantity } from './quantity.ts';
 import { chooseTransports, type TransportCandidate } from './transport-choice.ts';
@@ -142,7 +142,12 @@ const MAX_SHARDING_ROUNDS = 8;
  * promise that a replan is a no-op for any strategy, so the next reconcile pass never moves a
  * target (and raises its epoch) that this plan could have placed.
  */
-function stableAssignment(shards: readonly string[], targets: readonly ShardingTarget[], previous: ReadonlyMap<string, string>, options: ShardingOptions): Map<string, string> {
+function stableAssignment(
+  shards: readonly string[],
+  targets: readonly ShardingTarget[],
+  previous: ReadonlyMap<string, string>,
+  options: ShardingOptions,
+): Map<string, string> {
   let current = planBoundedAssignment({ shards, targets, previous }, options).assignment;
   for (let round = 1; round < MAX_SHARDING_ROUNDS; round++) {
     const next = planBoundedAssignment({ shards, targets, previous: current }, options).assignment;
@@ -160,7 +165,8 @@ export function planPool(input: PlanInput): PoolPlan {
   const options = shardingOptions(pool);
   const targets = [...input.targets].sort((a, b) => compareNames(a.metadata.name, b.metadata.name));
   for (let i = 1; i < targets.length; i++) {
-    if (targets[i]!.metadata.name === targets[i - 1]!.metadata.name) throw new PglogError('CONFIG_INVALID', `planPool: target ${targets[i]!.metadata.name} given twice`);
+    if (targets[i]!.metadata.name === targets[i - 1]!.metadata.name)
+      throw new PglogError('CONFIG_INVALID', `planPool: target ${targets[i]!.metadata.name} given twice`);
   }
   const known = readExisting(input.shards);
   const rateOf = (t: PostgresTarget): number | null => known.get(t.metadata.name)?.reported?.bytesPerSecond ?? t.status?.rates?.bytesPerSecond ?? null;
@@ -168,7 +174,12 @@ export function planPool(input: PlanInput): PoolPlan {
   const shardNames = Array.from({ length: replicas }, (_, i) => shardName(poolName, i));
   const previous = new Map<string, string>();
   for (const [name, k] of known) if (k.owner !== undefined) previous.set(name, shardName(poolName, k.owner.index));
-  const placed = stableAssignment(shardNames, targets.map((t) => ({ name: t.metadata.name, bytesPerSecond: rateOf(t) })), previous, options);
+  const placed = stableAssignment(
+    shardNames,
+    targets.map((t) => ({ name: t.metadata.name, bytesPerSecond: rateOf(t) })),
+    previous,
+    options,
+  );
   const indexOf = new Map(shardNames.map((n, i) => [n, i]));
 
   const perShard: PostgresTarget[][] = shardNames.map(() => []);

@@ -47,10 +47,11 @@ export function conditionsEqual(a: readonly Condition[] | undefined, b: readonly
   const left = a ?? [];
   const right = b ?? [];
   if (left.length !== right.length) return false;
-  const matched = (from: readonly Condition[], to: readonly Condition[]): boolean => from.every((c) => {
-    const other = to.find((d) => d.type === c.type);
-    return other !== undefined && semanticEqual(c, other);
-  });
+  const matched = (from: readonly Condition[], to: readonly Condition[]): boolean =>
+    from.every((c) => {
+      const other = to.find((d) => d.type === c.type);
+      return other !== undefined && semanticEqual(c, other);
+    });
   return matched(left, right) && matched(right, left);
 }
 

@@ -47,7 +47,10 @@ export function parseAllowedImages(text: string, flag = '--allowed-images'): str
       throw new PglogError('USAGE', `operator: ${flag} entry '${entry}' has a tag or digest: give the repository (every tag of it is allowed)`);
     }
     if (!REPOSITORY.test(entry)) {
-      throw new PglogError('USAGE', `operator: ${flag} entry '${entry}' is not an image repository like registry.example/pglog or a prefix like registry.example/team/ (lower case, no wildcards)`);
+      throw new PglogError(
+        'USAGE',
+        `operator: ${flag} entry '${entry}' is not an image repository like registry.example/pglog or a prefix like registry.example/team/ (lower case, no wildcards)`,
+      );
     }
   }
   return [...new Set(entries)];
@@ -84,17 +87,22 @@ export function policyRefusal(pool: CollectorPool, policy: PoolPolicy, defaultIm
   if (policy.collectorNamespaces !== undefined && !policy.collectorNamespaces.includes(namespace)) {
     return {
       reason: 'NamespaceNotAllowed',
-      message: `namespace ${namespace} is not a collector namespace of this operator (${policy.collectorNamespaces.join(', ')}): no workload is created; `
-        + 'add it to collectorNamespaces (--collector-namespaces) or move the pool',
+      message:
+        `namespace ${namespace} is not a collector namespace of this operator (${policy.collectorNamespaces.join(', ')}): no workload is created; ` +
+        'add it to collectorNamespaces (--collector-namespaces) or move the pool',
     };
   }
   const collectorImage = pool.spec.collector.image ?? defaultImage;
-  const images: Array<[string, string]> = [['spec.collector.image', collectorImage], ['spec.sidecar.image', pool.spec.sidecar.image ?? collectorImage]];
+  const images: Array<[string, string]> = [
+    ['spec.collector.image', collectorImage],
+    ['spec.sidecar.image', pool.spec.sidecar.image ?? collectorImage],
+  ];
   const refused = images.filter(([, image]) => !imageAllowed(image, policy.allowedImages));
   if (refused.length === 0) return undefined;
   return {
     reason: 'ImageNotAllowed',
-    message: `${refused.map(([field, image]) => `${field} ${image}`).join(' and ')} not in the operator's allowed images (${policy.allowedImages.join(', ')}): `
-      + 'the StatefulSet is left as it was; use an allowed image or ask the operator\'s administrator (--allowed-images)',
+    message:
+      `${refused.map(([field, image]) => `${field} ${image}`).join(' and ')} not in the operator's allowed images (${policy.allowedImages.join(', ')}): ` +
+      "the StatefulSet is left as it was; use an allowed image or ask the operator's administrator (--allowed-images)",
   };
 }

@@ -160,13 +160,19 @@ function collectorContainer(pool: CollectorPool, image: string): Container {
     args: [
       'collect',
       // The pod's name is the shard's name (`<pool>-<i>`): pod i collects shard i.
-      '--shard', '$(POD_NAME)',
-      '--namespace', '$(POD_NAMESPACE)',
+      '--shard',
+      '$(POD_NAME)',
+      '--namespace',
+      '$(POD_NAMESPACE)',
       // Probes and Prometheus reach the pod's IP, not its loopback.
-      '--listen', `0.0.0.0:${METRICS_PORT}`,
-      '--sshproxy', 'external',
-      '--sshproxy-dir', SSHPROXY_DIR,
-      '--stop-timeout', String(COLLECTOR_STOP_TIMEOUT_MS),
+      '--listen',
+      `0.0.0.0:${METRICS_PORT}`,
+      '--sshproxy',
+      'external',
+      '--sshproxy-dir',
+      SSHPROXY_DIR,
+      '--stop-timeout',
+      String(COLLECTOR_STOP_TIMEOUT_MS),
     ],
     env: [
       { name: 'POD_NAME', valueFrom: { fieldRef: { fieldPath: 'metadata.name' } } },

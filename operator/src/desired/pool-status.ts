@@ -44,14 +44,29 @@ export function desiredPoolStatus(o: PoolObservation, nowIso: string): Collector
     conditions = setCondition(conditions, { type: 'Degraded', status: 'True', ...o.problem }, nowIso, generation);
   } else {
     const ready = readyReplicas >= wanted && reporting >= wanted;
-    conditions = setCondition(conditions, ready
-      ? { type: 'Ready', status: 'True', reason: 'AllShardsCollecting', message: `${wanted} of ${wanted} pods ready and collecting` }
-      : { type: 'Ready', status: 'False', reason: 'ShardsNotReady', message: `${readyReplicas} of ${wanted} pods ready, ${reporting} of ${wanted} shards report Ready` }, nowIso, generation);
+    conditions = setCondition(
+      conditions,
+      ready
+        ? { type: 'Ready', status: 'True', reason: 'AllShardsCollecting', message: `${wanted} of ${wanted} pods ready and collecting` }
+        : {
+            type: 'Ready',
+            status: 'False',
+            reason: 'ShardsNotReady',
+            message: `${readyReplicas} of ${wanted} pods ready, ${reporting} of ${wanted} shards report Ready`,
+          },
+      nowIso,
+      generation,
+    );
     conditions = setCondition(conditions, { type: 'Degraded', status: 'False', reason: 'Reconciled', message: 'the pool is reconciled' }, nowIso, generation);
   }
-  conditions = setCondition(conditions, replicas === wanted
-    ? { type: 'Progressing', status: 'False', reason: 'Stable', message: `${replicas} replicas` }
-    : { type: 'Progressing', status: 'True', reason: 'Scaling', message: `${replicas} replicas, scaling to ${wanted}` }, nowIso, generation);
+  conditions = setCondition(
+    conditions,
+    replicas === wanted
+      ? { type: 'Progressing', status: 'False', reason: 'Stable', message: `${replicas} replicas` }
+      : { type: 'Progressing', status: 'True', reason: 'Scaling', message: `${replicas} replicas, scaling to ${wanted}` },
+    nowIso,
+    generation,
+  );
   const status: CollectorPoolStatus = {
     replicas,
     selector: o.selector,

@@ -53,7 +53,8 @@ export function selectPoolTargets(pools: readonly CollectorPool[], targets: read
   const sortedPools = [...pools].sort((a, b) => compareNames(a.metadata.name, b.metadata.name));
   const byName = new Map<string, CollectorPool>();
   for (const pool of sortedPools) {
-    if (byName.has(pool.metadata.name)) throw new PglogError('CONFIG_INVALID', `selectPoolTargets: two pools named ${pool.metadata.name}: give the pools of one namespace`);
+    if (byName.has(pool.metadata.name))
+      throw new PglogError('CONFIG_INVALID', `selectPoolTargets: two pools named ${pool.metadata.name}: give the pools of one namespace`);
     byName.set(pool.metadata.name, pool);
   }
   const out = new Map<string, PostgresTarget[]>(sortedPools.map((p) => [p.metadata.name, []]));
@@ -68,7 +69,9 @@ function owningPool(target: PostgresTarget, byName: ReadonlyMap<string, Collecto
   const sameNamespace = (pool: CollectorPool): boolean => (pool.metadata.namespace ?? '') === (target.metadata.namespace ?? '');
   const named = target.spec.pool === undefined ? undefined : byName.get(target.spec.pool);
   if (named !== undefined && sameNamespace(named)) return named;
-  return sortedPools.find((pool) => sameNamespace(pool) && pool.spec.targetSelector !== undefined && matchesLabelSelector(pool.spec.targetSelector, target.metadata.labels));
+  return sortedPools.find(
+    (pool) => sameNamespace(pool) && pool.spec.targetSelector !== undefined && matchesLabelSelector(pool.spec.targetSelector, target.metadata.labels),
+  );
 }
 
 function compareNames(a: string, b: string): number {

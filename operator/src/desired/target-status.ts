@@ -6,7 +6,7 @@
  */
 import type { ShardTargetStatus } from '@pglog/common/api/collector-shard.ts';
 import type { Condition } from '@pglog/common/api/common.ts';
-import { type PostgresTargetStatus,takesSnapshots } from '@pglog/common/api/postgres-target.ts';
+import { type PostgresTargetStatus, takesSnapshots } from '@pglog/common/api/postgres-target.ts';
 import type { TargetObject } from '@pglog/common/api/target-object.ts';
 
 import { semanticEqual, setCondition } from './conditions.ts';
@@ -21,7 +21,12 @@ export interface TargetAssignment {
  * until the collector has picked it up). Rates are rounded so a rate that wobbles in its last
  * digits does not cause a write each reconcile.
  */
-export function desiredTargetStatus(target: TargetObject, assignment: TargetAssignment, reported: ShardTargetStatus | undefined, nowIso: string): PostgresTargetStatus {
+export function desiredTargetStatus(
+  target: TargetObject,
+  assignment: TargetAssignment,
+  reported: ShardTargetStatus | undefined,
+  nowIso: string,
+): PostgresTargetStatus {
   const current = target.status ?? {};
   const ready = readyCondition(assignment, reported);
   let conditions: Condition[] = setCondition(current.conditions, ready, nowIso, target.metadata.generation);
@@ -52,16 +57,27 @@ export function targetStatusChanged(target: TargetObject, next: PostgresTargetSt
 /** What a reason means where the code alone does not say what to do. */
 const ERROR_HINTS: Readonly<Record<string, string>> = {
   // Absent and not opted in are one answer on purpose (existence is not revealed), so both are named.
-  KUBE_NOT_FOUND: ': the Secret of spec.ssh.secretRef does not exist or does not carry the label pglog.io/ssh-credentials: "true", '
-    + 'which a Secret needs to serve pglog (docs/targets.md)',
+  KUBE_NOT_FOUND:
+    ': the Secret of spec.ssh.secretRef does not exist or does not carry the label pglog.io/ssh-credentials: "true", ' +
+    'which a Secret needs to serve pglog (docs/targets.md)',
 };
 
 function readyCondition(assignment: TargetAssignment, reported: ShardTargetStatus | undefined): Pick<Condition, 'type' | 'status' | 'reason' | 'message'> {
   if (reported === undefined) {
-    return { type: 'Ready', status: 'Unknown', reason: 'Assigned', message: `assigned to shard ${assignment.shard}; its collector has not reported the target yet` };
+    return {
+      type: 'Ready',
+      status: 'Unknown',
+      reason: 'Assigned',
+      message: `assigned to shard ${assignment.shard}; its collector has not reported the target yet`,
+    };
   }
   if (reported.error !== undefined) {
-    return { type: 'Ready', status: 'False', reason: reported.error, message: `the collector of shard ${assignment.shard} reports ${reported.error}${ERROR_HINTS[reported.error] ?? ''}` };
+    return {
+      type: 'Ready',
+      status: 'False',
+      reason: reported.error,
+      message: `the collector of shard ${assignment.shard} reports ${reported.error}${ERROR_HINTS[reported.error] ?? ''}`,
+    };
   }
   if (!reported.connected) {
     return { type: 'Ready', status: 'False', reason: 'NotConnected', message: `the collector of shard ${assignment.shard} is not connected to the server` };
@@ -72,10 +88,20 @@ function readyCondition(assignment: TargetAssignment, reported: ShardTargetStatu
 /** `Snapshots`: whether the target's SQL snapshots succeed (only for targets that take them). */
 function snapshotsCondition(assignment: TargetAssignment, reported: ShardTargetStatus | undefined): Pick<Condition, 'type' | 'status' | 'reason' | 'message'> {
   if (reported === undefined) {
-    return { type: 'Snapshots', status: 'Unknown', reason: 'Assigned', message: `assigned to shard ${assignment.shard}; its collector has not reported the target yet` };
+    return {
+      type: 'Snapshots',
+      status: 'Unknown',
+      reason: 'Assigned',
+      message: `assigned to shard ${assignment.shard}; its collector has not reported the target yet`,
+    };
   }
   if (reported.snapshotError !== undefined) {
-    return { type: 'Snapshots', status: 'False', reason: reported.snapshotError, message: `the newest SQL snapshot failed with ${reported.snapshotError} (pglog report activity shows the message)` };
+    return {
+      type: 'Snapshots',
+      status: 'False',
+      reason: reported.snapshotError,
+      message: `the newest SQL snapshot failed with ${reported.snapshotError} (pglog report activity shows the message)`,
+    };
   }
   return { type: 'Snapshots', status: 'True', reason: 'Succeeding', message: 'the newest SQL snapshots succeeded' };
 }
@@ -88,14 +114,29 @@ function snapshotsCondition(assignment: TargetAssignment, reported: ShardTargetS
  */
 function sqlRoleCondition(assignment: TargetAssignment, reported: ShardTargetStatus | undefined): Pick<Condition, 'type' | 'status' | 'reason' | 'message'> {
   if (reported === undefined) {
-    return { type: 'SqlRole', status: 'Unknown', reason: 'Assigned', message: `assigned to shard ${assignment.shard}; its collector has not reported the target yet` };
+    return {
+      type: 'SqlRole',
+      status: 'Unknown',
+      reason: 'Assigned',
+      message: `assigned to shard ${assignment.shard}; its collector has not reported the target yet`,
+    };
   }
   if (reported.sqlRoleWarning !== undefined) {
     const what = reported.sqlRoleWarning === 'SQL_ROLE_SUPERUSER' ? 'is a superuser' : 'can write data';
-    return { type: 'SqlRole', status: 'False', reason: reported.sqlRoleWarning, message: `the SQL role (spec.instances[].sql.user) ${what}: use a role with only pg_monitor (docs/snapshots.md)` };
+    return {
+      type: 'SqlRole',
+      status: 'False',
+      reason: reported.sqlRoleWarning,
+      message: `the SQL role (spec.instances[].sql.user) ${what}: use a role with only pg_monitor (docs/snapshots.md)`,
+    };
   }
   if (reported.snapshotError !== undefined) {
-    return { type: 'SqlRole', status: 'Unknown', reason: 'SnapshotsFailing', message: 'the SQL role is checked when a session opens; see the Snapshots condition' };
+    return {
+      type: 'SqlRole',
+      status: 'Unknown',
+      reason: 'SnapshotsFailing',
+      message: 'the SQL role is checked when a session opens; see the Snapshots condition',
+    };
   }
   return { type: 'SqlRole', status: 'True', reason: 'NotPrivileged', message: 'the SQL role is neither a superuser nor able to write' };
 }

@@ -11,7 +11,7 @@
 import type { PoolTransport } from '@pglog/common/api/collector-pool.ts';
 import type { ActiveTransport, Transport } from '@pglog/common/api/postgres-target.ts';
 import { PglogError } from '@pglog/common/errors.ts';
-import { decideTransports, type PolicySettings, type ServerTransportState,validatePolicyOptions } from '@pglog/common/promotion/policy.ts';
+import { decideTransports, type PolicySettings, type ServerTransportState, validatePolicyOptions } from '@pglog/common/promotion/policy.ts';
 
 export interface TransportCandidate {
   name: string;

@@ -91,9 +91,7 @@ const HEAP_PER_SQL_SESSION_MIB = 4;
  * costs a few more scavenges, not more promotion. docs/benchmarks.md measures it against the
  * defaults in the same run.
  */
-const SEMI_SPACE_STEPS: ReadonlyArray<{ aboveBytesPerSecond: number; mib: number }> = [
-  { aboveBytesPerSecond: 20e6, mib: 16 },
-];
+const SEMI_SPACE_STEPS: ReadonlyArray<{ aboveBytesPerSecond: number; mib: number }> = [{ aboveBytesPerSecond: 20e6, mib: 16 }];
 const DEFAULT_SEMI_SPACE_MIB = 8;
 /** V8's young generation is 3 semi-spaces; keep it within 1/8 of the limit: semi-space <= limit / 24. */
 const SEMI_SPACES_PER_LIMIT = 24;
@@ -174,13 +172,14 @@ export function computeTuning(input: TuningInput): ShardTuning {
   const limit = input.memoryLimitBytes === null ? null : count(input.memoryLimitBytes, 'memoryLimitBytes');
   const mode = input.nodeTuning.mode;
   if (mode !== 'auto' && mode !== 'explicit') throw new PglogError('CONFIG_INVALID', `spec.nodeTuning.mode must be auto or explicit, got '${mode}'`);
-  const given = mode === 'explicit'
-    ? {
-      uv: explicitValue(input.nodeTuning.uvThreadpoolSize, 'uvThreadpoolSize', 1, 1024),
-      old: explicitValue(input.nodeTuning.maxOldSpaceSizeMiB, 'maxOldSpaceSizeMiB', 64, Number.MAX_SAFE_INTEGER),
-      semi: explicitValue(input.nodeTuning.maxSemiSpaceSizeMiB, 'maxSemiSpaceSizeMiB', 1, 256),
-    }
-    : { uv: undefined, old: undefined, semi: undefined };
+  const given =
+    mode === 'explicit'
+      ? {
+          uv: explicitValue(input.nodeTuning.uvThreadpoolSize, 'uvThreadpoolSize', 1, 1024),
+          old: explicitValue(input.nodeTuning.maxOldSpaceSizeMiB, 'maxOldSpaceSizeMiB', 64, Number.MAX_SAFE_INTEGER),
+          semi: explicitValue(input.nodeTuning.maxSemiSpaceSizeMiB, 'maxSemiSpaceSizeMiB', 1, 256),
+        }
+      : { uv: undefined, old: undefined, semi: undefined };
   const semi = given.semi ?? autoSemiSpaceMiB(ingest, limit, input.previousSemiSpaceMiB);
   return {
     uvThreadpoolSize: given.uv ?? autoThreadpoolSize(inproc, proxy),

@@ -41,8 +41,14 @@
  */
 import { murmur3 } from './hash.ts';
 import {
-  compareStrings, DEFAULT_SHARDING_OPTIONS,   type ShardingInput, type ShardingOptions, type ShardingStrategy,
-sortedShards, targetWeight, validateShardingOptions,
+  compareStrings,
+  DEFAULT_SHARDING_OPTIONS,
+  type ShardingInput,
+  type ShardingOptions,
+  type ShardingStrategy,
+  sortedShards,
+  targetWeight,
+  validateShardingOptions,
 } from './types.ts';
 
 /** Different seeds, so a target named like a virtual node does not land exactly on it. */
@@ -249,7 +255,9 @@ export function planBoundedAssignment(input: ShardingInput, options: ShardingOpt
     capacity,
     totalWeight,
     dedicated: dedicated.map((i) => order[i]!.name).sort(compareStrings),
-    overBound: shardsOverBound(load, capacity, new Set(dedicated.map((i) => result[i]!))).map((s) => shards[s]!).sort(compareStrings),
+    overBound: shardsOverBound(load, capacity, new Set(dedicated.map((i) => result[i]!)))
+      .map((s) => shards[s]!)
+      .sort(compareStrings),
   };
 }
 

@@ -4,7 +4,7 @@
  * about N/(N+1) of the targets. Not for production use.
  */
 import { murmur3 } from './hash.ts';
-import { type ShardingInput, type ShardingStrategy,sortedShards } from './types.ts';
+import { type ShardingInput, type ShardingStrategy, sortedShards } from './types.ts';
 
 export const moduloHashing: ShardingStrategy = Object.freeze({
   name: 'modulo-hashing',

@@ -10,7 +10,7 @@
 //     Endpoints and EndpointSlice holding the namespace's address, and the APIService
 //     v1beta2.custom.metrics.k8s.io, and waits until the APIService is Available. The values
 //     it serves are what setPods() last wrote (a JSON file the server reads per request).
-import { type ChildProcess,execFile } from 'node:child_process';
+import { type ChildProcess, execFile } from 'node:child_process';
 import { mkdtempSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -39,12 +39,30 @@ export async function aggregatorCerts(service: { namespace: string; name: string
   const dir = mkdtempSync(join(tmpdir(), 'pglog-aggregator-'));
   const forget = onProcessExit(() => rmSync(dir, { recursive: true, force: true }));
   const f = (name: string): string => join(dir, name);
-  const openssl = async (args: string[]): Promise<void> => { await run('openssl', args, { cwd: dir }); };
+  const openssl = async (args: string[]): Promise<void> => {
+    await run('openssl', args, { cwd: dir });
+  };
   const key = ['-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes'];
   const sign = async (name: string, subject: string, ext: string): Promise<void> => {
     await openssl(['req', ...key, '-keyout', f(`${name}.key`), '-out', f(`${name}.csr`), '-subj', subject]);
     writeFileSync(f(`${name}.ext`), ext);
-    await openssl(['x509', '-req', '-in', f(`${name}.csr`), '-CA', f('ca.crt'), '-CAkey', f('ca.key'), '-CAcreateserial', '-days', '2', '-out', f(`${name}.crt`), '-extfile', f(`${name}.ext`)]);
+    await openssl([
+      'x509',
+      '-req',
+      '-in',
+      f(`${name}.csr`),
+      '-CA',
+      f('ca.crt'),
+      '-CAkey',
+      f('ca.key'),
+      '-CAcreateserial',
+      '-days',
+      '2',
+      '-out',
+      f(`${name}.crt`),
+      '-extfile',
+      f(`${name}.ext`),
+    ]);
   };
   try {
     await openssl(['req', '-x509', ...key, '-keyout', f('ca.key'), '-out', f('ca.crt'), '-days', '2', '-subj', '/CN=pglog-test-aggregator-ca']);
@@ -56,13 +74,19 @@ export async function aggregatorCerts(service: { namespace: string; name: string
       servingCertFile: f('serving.crt'),
       servingKeyFile: f('serving.key'),
       apiserverArgs: [
-        `--requestheader-client-ca-file=${f('ca.crt')}`, '--requestheader-allowed-names=front-proxy-client',
-        '--requestheader-username-headers=X-Remote-User', '--requestheader-group-headers=X-Remote-Group',
+        `--requestheader-client-ca-file=${f('ca.crt')}`,
+        '--requestheader-allowed-names=front-proxy-client',
+        '--requestheader-username-headers=X-Remote-User',
+        '--requestheader-group-headers=X-Remote-Group',
         '--requestheader-extra-headers-prefix=X-Remote-Extra-',
-        `--proxy-client-cert-file=${f('front-proxy-client.crt')}`, `--proxy-client-key-file=${f('front-proxy-client.key')}`,
+        `--proxy-client-cert-file=${f('front-proxy-client.crt')}`,
+        `--proxy-client-key-file=${f('front-proxy-client.key')}`,
         '--enable-aggregator-routing=true',
       ],
-      dispose() { rmSync(dir, { recursive: true, force: true }); forget(); },
+      dispose() {
+        rmSync(dir, { recursive: true, force: true });
+        forget();
+      },
     };
   } catch (e) {
     rmSync(dir, { recursive: true, force: true });
@@ -71,7 +95,12 @@ export async function aggregatorCerts(service: { namespace: string; name: string
   }
 }
 
-export interface MetricPod { namespace: string; name: string; labels: Record<string, string>; values: Record<string, number> }
+export interface MetricPod {
+  namespace: string;
+  name: string;
+  labels: Record<string, string>;
+  values: Record<string, number>;
+}
 
 export interface CustomMetricsApi {
   /** The endpoint the aggregator routes to (the network namespace's address and port). */
@@ -120,49 +149,82 @@ export async function startCustomMetricsApi(options: CustomMetricsApiOptions): P
   try {
     child = host.run(process.execPath, [SERVE, host.address, String(port), certs.servingCertFile, certs.servingKeyFile, stateFile]);
     const listening = new Promise<void>((resolve, reject) => {
-      const onData = (b: Buffer): void => { out += b.toString(); if (out.includes('listening ')) resolve(); };
+      const onData = (b: Buffer): void => {
+        out += b.toString();
+        if (out.includes('listening ')) resolve();
+      };
       child!.stdout!.on('data', onData);
       child!.stderr!.on('data', onData);
       child!.once('exit', (code, signal) => reject(new Error(`custom metrics server exited (${code ?? signal}):\n${out}`)));
     });
     listening.catch(() => undefined);
-    await Promise.race([listening, new Promise((_, reject) => setTimeout(() => reject(new Error(`custom metrics server not listening after 15 s:\n${out}`)), 15_000).unref())]);
+    await Promise.race([
+      listening,
+      new Promise((_, reject) => setTimeout(() => reject(new Error(`custom metrics server not listening after 15 s:\n${out}`)), 15_000).unref()),
+    ]);
 
     const labels = { 'app.kubernetes.io/name': 'pglog-test-custom-metrics' };
-    await kubectl(['apply', '-f', '-'], JSON.stringify({
-      apiVersion: 'v1', kind: 'List', items: [
-        {
-          apiVersion: 'v1', kind: 'Service', metadata: { ...service, labels },
-          spec: { ports: [{ name: 'https', port: 443, targetPort: port, protocol: 'TCP' }] },
-        },
-        {
-          // Not mirrored into a second slice: the EndpointSlice below is written directly.
-          apiVersion: 'v1', kind: 'Endpoints', metadata: { ...service, labels: { ...labels, 'endpointslice.kubernetes.io/skip-mirror': 'true' } },
-          subsets: [{ addresses: [{ ip: host.address }], ports: [{ name: 'https', port, protocol: 'TCP' }] }],
-        },
-        {
-          apiVersion: 'discovery.k8s.io/v1', kind: 'EndpointSlice',
-          metadata: { namespace: service.namespace, name: `${service.name}-netns`, labels: { ...labels, 'kubernetes.io/service-name': service.name, 'endpointslice.kubernetes.io/managed-by': 'pglog-test' } },
-          addressType: 'IPv4',
-          endpoints: [{ addresses: [host.address], conditions: { ready: true } }],
-          ports: [{ name: 'https', port, protocol: 'TCP' }],
-        },
-        {
-          apiVersion: 'apiregistration.k8s.io/v1', kind: 'APIService', metadata: { name: CUSTOM_METRICS_APISERVICE, labels },
-          spec: {
-            group: 'custom.metrics.k8s.io', version: 'v1beta2', groupPriorityMinimum: 100, versionPriority: 200,
-            service: { ...service, port: 443 }, caBundle: Buffer.from(certs.caBundle).toString('base64'),
+    await kubectl(
+      ['apply', '-f', '-'],
+      JSON.stringify({
+        apiVersion: 'v1',
+        kind: 'List',
+        items: [
+          {
+            apiVersion: 'v1',
+            kind: 'Service',
+            metadata: { ...service, labels },
+            spec: { ports: [{ name: 'https', port: 443, targetPort: port, protocol: 'TCP' }] },
           },
-        },
-      ],
-    }));
+          {
+            // Not mirrored into a second slice: the EndpointSlice below is written directly.
+            apiVersion: 'v1',
+            kind: 'Endpoints',
+            metadata: { ...service, labels: { ...labels, 'endpointslice.kubernetes.io/skip-mirror': 'true' } },
+            subsets: [{ addresses: [{ ip: host.address }], ports: [{ name: 'https', port, protocol: 'TCP' }] }],
+          },
+          {
+            apiVersion: 'discovery.k8s.io/v1',
+            kind: 'EndpointSlice',
+            metadata: {
+              namespace: service.namespace,
+              name: `${service.name}-netns`,
+              labels: { ...labels, 'kubernetes.io/service-name': service.name, 'endpointslice.kubernetes.io/managed-by': 'pglog-test' },
+            },
+            addressType: 'IPv4',
+            endpoints: [{ addresses: [host.address], conditions: { ready: true } }],
+            ports: [{ name: 'https', port, protocol: 'TCP' }],
+          },
+          {
+            apiVersion: 'apiregistration.k8s.io/v1',
+            kind: 'APIService',
+            metadata: { name: CUSTOM_METRICS_APISERVICE, labels },
+            spec: {
+              group: 'custom.metrics.k8s.io',
+              version: 'v1beta2',
+              groupPriorityMinimum: 100,
+              versionPriority: 200,
+              service: { ...service, port: 443 },
+              caBundle: Buffer.from(certs.caBundle).toString('base64'),
+            },
+          },
+        ],
+      }),
+    );
     let last = '';
-    await eventually(`APIService ${CUSTOM_METRICS_APISERVICE} Available`, 60_000, async () => {
-      const o = JSON.parse(await kubectl(['get', 'apiservice', CUSTOM_METRICS_APISERVICE, '-o', 'json'])) as { status?: { conditions?: Array<{ type: string; status: string; message?: string }> } };
-      const c = o.status?.conditions?.find((x) => x.type === 'Available');
-      last = JSON.stringify(c);
-      return c?.status === 'True' ? true : undefined;
-    }, () => `${last}\n${out.slice(-2000)}`);
+    await eventually(
+      `APIService ${CUSTOM_METRICS_APISERVICE} Available`,
+      60_000,
+      async () => {
+        const o = JSON.parse(await kubectl(['get', 'apiservice', CUSTOM_METRICS_APISERVICE, '-o', 'json'])) as {
+          status?: { conditions?: Array<{ type: string; status: string; message?: string }> };
+        };
+        const c = o.status?.conditions?.find((x) => x.type === 'Available');
+        last = JSON.stringify(c);
+        return c?.status === 'True' ? true : undefined;
+      },
+      () => `${last}\n${out.slice(-2000)}`,
+    );
   } catch (e) {
     await stopChild();
     rmSync(dir, { recursive: true, force: true });
@@ -173,12 +235,20 @@ export async function startCustomMetricsApi(options: CustomMetricsApiOptions): P
   return {
     endpoint: `${host.address}:${port}`,
     setPods,
-    requests: () => out.split('\n').filter((l) => l.startsWith('request ')).map((l) => l.slice(8)),
+    requests: () =>
+      out
+        .split('\n')
+        .filter((l) => l.startsWith('request '))
+        .map((l) => l.slice(8)),
     output: () => out,
     async stop() {
       if (stopped) return;
       stopped = true;
-      try { await kubectl(['delete', 'apiservice', CUSTOM_METRICS_APISERVICE, '--ignore-not-found', '--wait=false']); } catch { /* the control plane may be gone */ }
+      try {
+        await kubectl(['delete', 'apiservice', CUSTOM_METRICS_APISERVICE, '--ignore-not-found', '--wait=false']);
+      } catch {
+        /* the control plane may be gone */
+      }
       await stopChild();
       rmSync(dir, { recursive: true, force: true });
       forget();

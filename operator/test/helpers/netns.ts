@@ -6,7 +6,7 @@
 // deletes the namespace, which deletes both ends of the veth pair. A namespace's name holds
 // the creating process's pid (pglog-t-PID-XXXX): one left behind by a test process killed by a
 // signal (no exit hooks run) is removed, with its processes, by the next createNetnsHost().
-import { type ChildProcess,execFileSync, spawn } from 'node:child_process';
+import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
 
@@ -38,8 +38,17 @@ function freeSubnet(): number {
 }
 
 function deleteNamespace(name: string, hostIf?: string): void {
-  try { ip(['netns', 'del', name]); } catch { /* already gone */ }
-  if (hostIf !== undefined) try { ip(['link', 'del', hostIf]); } catch { /* gone with the namespace */ }
+  try {
+    ip(['netns', 'del', name]);
+  } catch {
+    /* already gone */
+  }
+  if (hostIf !== undefined)
+    try {
+      ip(['link', 'del', hostIf]);
+    } catch {
+      /* gone with the namespace */
+    }
 }
 
 /** Namespaces of test processes that are gone: their processes killed, the namespaces deleted (their veth pairs go with them). */
@@ -48,10 +57,18 @@ function sweepStale(): void {
     const m = /^(pglog-t-(\d+)-[0-9a-f]+)\b/.exec(line);
     if (m === null || existsSync(`/proc/${m[2]}`)) continue;
     try {
-      for (const pid of ip(['netns', 'pids', m[1]!]).split('\n').filter((x) => /^\d+$/.test(x))) {
-        try { process.kill(Number(pid), 'SIGKILL'); } catch { /* gone */ }
+      for (const pid of ip(['netns', 'pids', m[1]!])
+        .split('\n')
+        .filter((x) => /^\d+$/.test(x))) {
+        try {
+          process.kill(Number(pid), 'SIGKILL');
+        } catch {
+          /* gone */
+        }
       }
-    } catch { /* deleted meanwhile */ }
+    } catch {
+      /* deleted meanwhile */
+    }
     deleteNamespace(m[1]!);
   }
 }
@@ -67,8 +84,13 @@ export function createNetnsHost(): NetnsHost {
   const hostAddress = `10.231.${n}.1`;
   const address = `10.231.${n}.2`;
   const children: ChildProcess[] = [];
-  const kill = (): void => { for (const c of children) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL'); };
-  const forget = onProcessExit(() => { kill(); deleteNamespace(name, hostIf); });
+  const kill = (): void => {
+    for (const c of children) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
+  };
+  const forget = onProcessExit(() => {
+    kill();
+    deleteNamespace(name, hostIf);
+  });
   try {
     ip(['netns', 'add', name]);
     ip(['link', 'add', hostIf, 'type', 'veth', 'peer', 'name', nsIf]);
@@ -85,7 +107,9 @@ export function createNetnsHost(): NetnsHost {
   }
   let disposed = false;
   return {
-    name, address, hostAddress,
+    name,
+    address,
+    hostAddress,
     run(command, args, env) {
       // `ip netns exec` execs the command: the child's pid is the command's.
       const child = spawn('ip', ['netns', 'exec', name, command, ...args], { stdio: ['ignore', 'pipe', 'pipe'], env: env ?? process.env });
@@ -95,7 +119,9 @@ export function createNetnsHost(): NetnsHost {
     async dispose() {
       if (disposed) return;
       disposed = true;
-      const exits = children.map((c) => (c.exitCode !== null || c.signalCode !== null ? Promise.resolve() : new Promise<void>((r) => c.once('exit', () => r()))));
+      const exits = children.map((c) =>
+        c.exitCode !== null || c.signalCode !== null ? Promise.resolve() : new Promise<void>((r) => c.once('exit', () => r())),
+      );
       for (const c of children) c.kill('SIGTERM');
       const timer = setTimeout(kill, 3000);
       await Promise.all(exits);

@@ -1,6 +1,6 @@
 // Runs the real `pglog operator` CLI as a child process against a test control plane, with a
 // short Lease so leader hand-over fits in a test. Its log lines are kept for failure messages.
-import { type ChildProcess,spawn } from 'node:child_process';
+import { type ChildProcess, spawn } from 'node:child_process';
 
 import { PGLOG } from '@pglog/test-support/cli.ts';
 import { onProcessExit } from '@pglog/test-support/exit-cleanup.ts';
@@ -18,16 +18,47 @@ export interface OperatorProcess {
 }
 
 /** `namespace` holds the Lease and is the one watched, unless `allNamespaces` (then every namespace is). */
-export async function startOperator(options: { kubeconfig: string; namespace: string; identity: string; leaseSeconds?: number; allNamespaces?: boolean; extraArgs?: string[] }): Promise<OperatorProcess> {
+export async function startOperator(options: {
+  kubeconfig: string;
+  namespace: string;
+  identity: string;
+  leaseSeconds?: number;
+  allNamespaces?: boolean;
+  extraArgs?: string[];
+}): Promise<OperatorProcess> {
   const port = await freePort();
-  const child = spawn(PGLOG, ['operator',
-    '--kubeconfig', options.kubeconfig, ...(options.allNamespaces === true ? [] : ['--namespace', options.namespace]), '--lease-namespace', options.namespace,
-    '--identity', options.identity, '--image', 'registry.invalid/pglog:test', '--listen', `127.0.0.1:${port}`,
-    '--lease-duration', String(options.leaseSeconds ?? 4), '--resync', '5', '--log-level', 'debug', ...(options.extraArgs ?? []),
-  ], { stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(
+    PGLOG,
+    [
+      'operator',
+      '--kubeconfig',
+      options.kubeconfig,
+      ...(options.allNamespaces === true ? [] : ['--namespace', options.namespace]),
+      '--lease-namespace',
+      options.namespace,
+      '--identity',
+      options.identity,
+      '--image',
+      'registry.invalid/pglog:test',
+      '--listen',
+      `127.0.0.1:${port}`,
+      '--lease-duration',
+      String(options.leaseSeconds ?? 4),
+      '--resync',
+      '5',
+      '--log-level',
+      'debug',
+      ...(options.extraArgs ?? []),
+    ],
+    { stdio: ['ignore', 'pipe', 'pipe'] },
+  );
   let out = '';
-  child.stdout.on('data', (d: Buffer) => { out += d.toString(); });
-  child.stderr.on('data', (d: Buffer) => { out += d.toString(); });
+  child.stdout.on('data', (d: Buffer) => {
+    out += d.toString();
+  });
+  child.stderr.on('data', (d: Buffer) => {
+    out += d.toString();
+  });
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
   const unregister = onProcessExit(() => child.kill('SIGKILL'));
   return {

@@ -45,8 +45,12 @@ export function sampleTarget(t: TargetFixture): PostgresTarget {
       ...(t.pool === undefined ? {} : { pool: t.pool }),
       transport: t.transport ?? 'auto',
       instances: Array.from({ length: t.instances ?? 1 }, (_, i) => ({
-        name: `i${i}`, dataDirectory: `/var/lib/postgresql/${i}`, logDirectory: `/var/lib/postgresql/${i}/log`,
-        logFormat: 'stderr' as const, logLinePrefix: '%m [%p] ', encodings: { default: 'UTF8', databases: {} },
+        name: `i${i}`,
+        dataDirectory: `/var/lib/postgresql/${i}`,
+        logDirectory: `/var/lib/postgresql/${i}/log`,
+        logFormat: 'stderr' as const,
+        logLinePrefix: '%m [%p] ',
+        encodings: { default: 'UTF8', databases: {} },
         sql: { socketDirectory: '/var/run/postgresql', port: 5432 + i, database: 'postgres', user: 'postgres', timeoutSeconds: 5 },
       })),
       collect: { logs: true, activity: t.sql === true, locks: false, statements: false, databases: false, intervalSeconds: 15, statisticsIntervalSeconds: 15 },
@@ -55,7 +59,12 @@ export function sampleTarget(t: TargetFixture): PostgresTarget {
   };
 }
 
-export function sampleShard(pool: string, index: number, targets: ShardTarget[], reported: Array<{ name: string; bytesPerSecond: number; epoch?: number; transport?: 'inproc' | 'proxy' }> = []): CollectorShard {
+export function sampleShard(
+  pool: string,
+  index: number,
+  targets: ShardTarget[],
+  reported: Array<{ name: string; bytesPerSecond: number; epoch?: number; transport?: 'inproc' | 'proxy' }> = [],
+): CollectorShard {
   return {
     apiVersion: 'pglog.io/v1alpha1',
     kind: 'CollectorShard',
@@ -63,8 +72,13 @@ export function sampleShard(pool: string, index: number, targets: ShardTarget[],
     spec: { pool, index, targets, tuning: { uvThreadpoolSize: 4, maxOldSpaceSizeMiB: 512, maxSemiSpaceSizeMiB: 16 } },
     status: {
       targets: reported.map((r) => ({
-        name: r.name, transport: r.transport ?? 'inproc', bytesPerSecond: r.bytesPerSecond, linesPerSecond: r.bytesPerSecond / 100,
-        lagBytes: 0, connected: true, epoch: r.epoch ?? 1,
+        name: r.name,
+        transport: r.transport ?? 'inproc',
+        bytesPerSecond: r.bytesPerSecond,
+        linesPerSecond: r.bytesPerSecond / 100,
+        lagBytes: 0,
+        connected: true,
+        epoch: r.epoch ?? 1,
       })),
     },
   };

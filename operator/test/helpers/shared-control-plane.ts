@@ -11,7 +11,7 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
-import { type ControlPlane, type ControlPlaneOptions,runKubectl, startControlPlane } from '@pglog/test-support/control-plane.ts';
+import { type ControlPlane, type ControlPlaneOptions, runKubectl, startControlPlane } from '@pglog/test-support/control-plane.ts';
 
 const ENV = 'PGLOG_SHARED_CONTROL_PLANE';
 
@@ -25,7 +25,12 @@ const SHARED_OPTIONS: ControlPlaneOptions = {
   apiserverArgs: ['--watch-cache=false', '--etcd-compaction-interval=5s'],
 };
 
-interface SharedDescription { server: string; token: string; kubeconfig: string; caCert: string }
+interface SharedDescription {
+  server: string;
+  token: string;
+  kubeconfig: string;
+  caCert: string;
+}
 
 let owned: ControlPlane | undefined;
 let descriptionDir: string | undefined;

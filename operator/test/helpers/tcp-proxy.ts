@@ -23,11 +23,18 @@ export async function startTcpProxy(target: URL): Promise<TcpProxy> {
       const up = createConnection({ host: target.hostname, port: Number(target.port) });
       sockets.add(down).add(up);
       down.pipe(up).pipe(down);
-      const end = (): void => { down.destroy(); up.destroy(); sockets.delete(down); sockets.delete(up); };
+      const end = (): void => {
+        down.destroy();
+        up.destroy();
+        sockets.delete(down);
+        sockets.delete(up);
+      };
       down.on('error', end).on('close', end);
       up.on('error', end).on('close', end);
     });
-    await new Promise<void>((resolve, reject) => { server!.once('error', reject).listen(port, '127.0.0.1', () => resolve()); });
+    await new Promise<void>((resolve, reject) => {
+      server!.once('error', reject).listen(port, '127.0.0.1', () => resolve());
+    });
     port = (server.address() as { port: number }).port;
   };
   await open();

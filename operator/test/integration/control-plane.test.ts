@@ -6,7 +6,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 
-import { type SharedControlPlane,useSharedControlPlane } from '../helpers/shared-control-plane.ts';
+import { type SharedControlPlane, useSharedControlPlane } from '../helpers/shared-control-plane.ts';
 
 /** This file's namespace on the shared control plane (shared-control-plane.ts). */
 const NS = 'harness';
@@ -19,30 +19,50 @@ const CRD = {
     group: 'harness.pglog.io',
     names: { plural: 'widgets', singular: 'widget', kind: 'Widget' },
     scope: 'Namespaced',
-    versions: [{
-      name: 'v1', served: true, storage: true,
-      schema: { openAPIV3Schema: { type: 'object', properties: {
-        spec: { type: 'object', properties: { replicas: { type: 'integer', minimum: 0 } } },
-        status: { type: 'object', properties: { replicas: { type: 'integer' }, selector: { type: 'string' } } },
-      } } },
-      subresources: { status: {}, scale: { specReplicasPath: '.spec.replicas', statusReplicasPath: '.status.replicas', labelSelectorPath: '.status.selector' } },
-    }],
+    versions: [
+      {
+        name: 'v1',
+        served: true,
+        storage: true,
+        schema: {
+          openAPIV3Schema: {
+            type: 'object',
+            properties: {
+              spec: { type: 'object', properties: { replicas: { type: 'integer', minimum: 0 } } },
+              status: { type: 'object', properties: { replicas: { type: 'integer' }, selector: { type: 'string' } } },
+            },
+          },
+        },
+        subresources: {
+          status: {},
+          scale: { specReplicasPath: '.spec.replicas', statusReplicasPath: '.status.replicas', labelSelectorPath: '.status.selector' },
+        },
+      },
+    ],
   },
 };
 
 const statefulSet = (replicas: number): object => ({
-  apiVersion: 'apps/v1', kind: 'StatefulSet',
+  apiVersion: 'apps/v1',
+  kind: 'StatefulSet',
   metadata: { name: 'harness', namespace: NS },
   spec: {
-    replicas, serviceName: 'harness', podManagementPolicy: 'Parallel', selector: { matchLabels: { app: 'harness' } },
+    replicas,
+    serviceName: 'harness',
+    podManagementPolicy: 'Parallel',
+    selector: { matchLabels: { app: 'harness' } },
     template: { metadata: { labels: { app: 'harness' } }, spec: { containers: [{ name: 'c', image: 'registry.invalid/none:1' }] } },
   },
 });
 
 describe('the real control plane for operator tests', { timeout: 180_000 }, () => {
   let cp: SharedControlPlane;
-  before(async () => { cp = await useSharedControlPlane(NS); });
-  after(async () => { await cp?.stop(); });
+  before(async () => {
+    cp = await useSharedControlPlane(NS);
+  });
+  after(async () => {
+    await cp?.stop();
+  });
 
   test('kube-apiserver on etcd: namespaces, version, RBAC, TLS verified by the kubeconfig', async () => {
     const ns = await cp.kubectl(['get', 'namespaces', '-o', 'name']);
@@ -55,7 +75,10 @@ describe('the real control plane for operator tests', { timeout: 180_000 }, () =
   test('a CRD with the scale subresource is served: kubectl scale works on it', async () => {
     await cp.kubectl(['apply', '-f', '-'], JSON.stringify(CRD));
     await cp.kubectl(['wait', '--for=condition=Established', 'crd/widgets.harness.pglog.io', '--timeout=30s']);
-    await cp.kubectl(['apply', '-f', '-'], JSON.stringify({ apiVersion: 'harness.pglog.io/v1', kind: 'Widget', metadata: { name: 'w1' }, spec: { replicas: 5 } }));
+    await cp.kubectl(
+      ['apply', '-f', '-'],
+      JSON.stringify({ apiVersion: 'harness.pglog.io/v1', kind: 'Widget', metadata: { name: 'w1' }, spec: { replicas: 5 } }),
+    );
     await cp.kubectl(['scale', 'widget/w1', '--replicas', '6']);
     assert.equal((await cp.kubectl(['get', 'widget/w1', '-o', 'jsonpath={.spec.replicas}'])).trim(), '6');
   });

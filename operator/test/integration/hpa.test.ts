@@ -28,12 +28,12 @@ import { after, before, describe, test } from 'node:test';
 import type { KubeClient, KubeObject, ResourceType } from '@pglog/common/kube/client-types.ts';
 import { COLLECTOR_POOLS, COLLECTOR_SHARDS, PODS, STATEFUL_SETS } from '@pglog/common/kube/resources.ts';
 import type { ControlPlane } from '@pglog/test-support/control-plane.ts';
-import { type E2eCluster,POD_SECURITY_WARNING, startE2eCluster } from '@pglog/test-support/e2e-cluster.ts';
+import { type E2eCluster, POD_SECURITY_WARNING, startE2eCluster } from '@pglog/test-support/e2e-cluster.ts';
 import { eventually } from '@pglog/test-support/fleet.ts';
 import { startPostgres, type TestPostgres } from '@pglog/test-support/postgres.ts';
 
 import { METRICS_PORT } from '../../src/desired/pool-resources.ts';
-import { type AggregatorCerts, aggregatorCerts, type CustomMetricsApi, type MetricPod,startCustomMetricsApi } from '../helpers/custom-metrics-server.ts';
+import { type AggregatorCerts, aggregatorCerts, type CustomMetricsApi, type MetricPod, startCustomMetricsApi } from '../helpers/custom-metrics-server.ts';
 import { createNetnsHost, type NetnsHost } from '../helpers/netns.ts';
 
 const NS = 'pglog';
@@ -49,13 +49,19 @@ const HPAS: ResourceType = { group: 'autoscaling', version: 'v2', plural: 'horiz
 interface Hpa extends KubeObject {
   spec: { minReplicas: number; maxReplicas: number; metrics: unknown[] };
   status?: {
-    currentReplicas?: number; desiredReplicas?: number;
+    currentReplicas?: number;
+    desiredReplicas?: number;
     currentMetrics?: Array<{ type: string; pods?: { metric: { name: string }; current: { averageValue?: string } } }>;
     conditions?: Array<{ type: string; status: string; reason?: string; message?: string }>;
   };
 }
-interface Pool extends KubeObject { spec: { replicas: number }; status?: { replicas?: number; selector?: string } }
-interface PodObject extends KubeObject { status?: { phase?: string; podIP?: string } }
+interface Pool extends KubeObject {
+  spec: { replicas: number };
+  status?: { replicas?: number; selector?: string };
+}
+interface PodObject extends KubeObject {
+  status?: { phase?: string; podIP?: string };
+}
 
 /** A Kubernetes quantity as a number (100m -> 0.1). */
 function quantityValue(q: string): number {
@@ -65,7 +71,7 @@ function quantityValue(q: string): number {
   return Number(m[1]) * (m[2] === undefined ? 1 : scale[m[2]]!);
 }
 
-describe('HPA for real: the chart\'s HPA scales the pool from a custom metric served through the aggregation layer', { timeout: 600_000 }, () => {
+describe("HPA for real: the chart's HPA scales the pool from a custom metric served through the aggregation layer", { timeout: 600_000 }, () => {
   let host: NetnsHost | undefined;
   let certs: AggregatorCerts | undefined;
   let cp: ControlPlane | undefined;
@@ -91,18 +97,22 @@ describe('HPA for real: the chart\'s HPA scales the pool from a custom metric se
     if (selector === undefined) return;
     const pods = (await client.list<PodObject>(PODS, NS, { labelSelector: selector })).items;
     const next: MetricPod[] = [];
-    await Promise.all(pods.map(async (p) => {
-      if (p.status?.phase !== 'Running' || p.status.podIP === undefined) return;
-      let real: number | undefined;
-      try {
-        const text = await (await fetch(`http://${p.status.podIP}:${METRICS_PORT}/metrics`, { signal: AbortSignal.timeout(1500) })).text();
-        const m = new RegExp(`^${METRIC}(?:\\{[^}]*\\})? (\\S+)$`, 'm').exec(text);
-        if (m !== null) real = Number(m[1]);
-      } catch { /* not listening yet */ }
-      if (real !== undefined) realValues.set(p.metadata.name, real);
-      const value = hot ? HOT_SECONDS : real;
-      if (value !== undefined) next.push({ namespace: NS, name: p.metadata.name, labels: p.metadata.labels ?? {}, values: { [METRIC]: value } });
-    }));
+    await Promise.all(
+      pods.map(async (p) => {
+        if (p.status?.phase !== 'Running' || p.status.podIP === undefined) return;
+        let real: number | undefined;
+        try {
+          const text = await (await fetch(`http://${p.status.podIP}:${METRICS_PORT}/metrics`, { signal: AbortSignal.timeout(1500) })).text();
+          const m = new RegExp(`^${METRIC}(?:\\{[^}]*\\})? (\\S+)$`, 'm').exec(text);
+          if (m !== null) real = Number(m[1]);
+        } catch {
+          /* not listening yet */
+        }
+        if (real !== undefined) realValues.set(p.metadata.name, real);
+        const value = hot ? HOT_SECONDS : real;
+        if (value !== undefined) next.push({ namespace: NS, name: p.metadata.name, labels: p.metadata.labels ?? {}, values: { [METRIC]: value } });
+      }),
+    );
     served = next.sort((a, b) => a.name.localeCompare(b.name));
     metrics!.setPods(served);
   };
@@ -110,7 +120,8 @@ describe('HPA for real: the chart\'s HPA scales the pool from a custom metric se
   /** The HPA, the pool, the StatefulSet, shards and pods; `lastState` for failure messages. */
   async function observe(): Promise<{ hpa: Hpa; pool: Pool; stsReplicas: number | undefined; shards: string[]; pods: string[] }> {
     const [hpa, pool, sts, shards, pods] = await Promise.all([
-      client.get<Hpa>(HPAS, NS, POOL), client.get<Pool>(COLLECTOR_POOLS, NS, POOL),
+      client.get<Hpa>(HPAS, NS, POOL),
+      client.get<Pool>(COLLECTOR_POOLS, NS, POOL),
       client.get<KubeObject & { spec: { replicas: number } }>(STATEFUL_SETS, NS, POOL),
       client.list<KubeObject & { spec: { pool: string } }>(COLLECTOR_SHARDS, NS),
       client.list<PodObject>(PODS, NS, { labelSelector: `pglog.io/pool=${POOL}` }),
@@ -118,16 +129,33 @@ describe('HPA for real: the chart\'s HPA scales the pool from a custom metric se
     const reading = `${hpa?.status?.currentMetrics?.find((x) => x.type === 'Pods')?.pods?.current.averageValue ?? '-'}->${hpa?.status?.desiredReplicas ?? '-'}`;
     if (readings.at(-1)?.endsWith(reading) !== true) readings.push(`${elapsed()} ${reading}`);
     const view = {
-      hpa: hpa!, pool: pool!, stsReplicas: sts?.spec.replicas,
-      shards: shards.items.filter((s) => s.spec.pool === POOL).map((s) => s.metadata.name).sort(),
-      pods: pods.items.filter((p) => p.status?.phase === 'Running' && p.metadata.deletionTimestamp === undefined).map((p) => p.metadata.name).sort(),
+      hpa: hpa!,
+      pool: pool!,
+      stsReplicas: sts?.spec.replicas,
+      shards: shards.items
+        .filter((s) => s.spec.pool === POOL)
+        .map((s) => s.metadata.name)
+        .sort(),
+      pods: pods.items
+        .filter((p) => p.status?.phase === 'Running' && p.metadata.deletionTimestamp === undefined)
+        .map((p) => p.metadata.name)
+        .sort(),
     };
-    lastState = JSON.stringify({
-      at: elapsed(), hot, served: served.map((p) => `${p.name}=${p.values[METRIC]}`),
-      hpa: { status: hpa?.status }, pool: { replicas: pool?.spec.replicas, status: pool?.status },
-      statefulSet: view.stsReplicas, shards: view.shards, runningPods: view.pods,
-      metricsRequests: metrics?.requests().slice(-3),
-    }, null, 1);
+    lastState = JSON.stringify(
+      {
+        at: elapsed(),
+        hot,
+        served: served.map((p) => `${p.name}=${p.values[METRIC]}`),
+        hpa: { status: hpa?.status },
+        pool: { replicas: pool?.spec.replicas, status: pool?.status },
+        statefulSet: view.stsReplicas,
+        shards: view.shards,
+        runningPods: view.pods,
+        metricsRequests: metrics?.requests().slice(-3),
+      },
+      null,
+      1,
+    );
     return view;
   }
 
@@ -135,7 +163,16 @@ describe('HPA for real: the chart\'s HPA scales the pool from a custom metric se
     try {
       await fn();
     } catch (e) {
-      process.stderr.write(`# failed at ${elapsed()}; last state:\n${lastState}\n--- custom metrics server\n${metrics?.output().slice(-3000) ?? ''}\n--- control plane\n${cp?.logs().split('\n').filter((l) => /horizontal|hpa|custom\.metrics|aggregat|apiservice/i.test(l)).slice(-40).join('\n') ?? ''}\n`);
+      process.stderr.write(
+        `# failed at ${elapsed()}; last state:\n${lastState}\n--- custom metrics server\n${metrics?.output().slice(-3000) ?? ''}\n--- control plane\n${
+          cp
+            ?.logs()
+            .split('\n')
+            .filter((l) => /horizontal|hpa|custom\.metrics|aggregat|apiservice/i.test(l))
+            .slice(-40)
+            .join('\n') ?? ''
+        }\n`,
+      );
       throw e;
     }
   };
@@ -144,14 +181,18 @@ describe('HPA for real: the chart\'s HPA scales the pool from a custom metric se
   const poolAt = (n: number) => async (): Promise<true | undefined> => {
     const v = await observe();
     const names = Array.from({ length: n }, (_, i) => `${POOL}-${i}`).join();
-    return v.pool.spec.replicas === n && v.pool.status?.replicas === n && v.stsReplicas === n && v.pods.join() === names && v.shards.join() === names ? true : undefined;
+    return v.pool.spec.replicas === n && v.pool.status?.replicas === n && v.stsReplicas === n && v.pods.join() === names && v.shards.join() === names
+      ? true
+      : undefined;
   };
 
   before(async () => {
     host = createNetnsHost();
     certs = await aggregatorCerts(SERVICE, host.address);
     cluster = await startE2eCluster({
-      namespace: NS, image: process.env['PGLOG_TEST_IMAGE'], docker: process.env['PGLOG_TEST_DOCKER'] ?? 'docker',
+      namespace: NS,
+      image: process.env['PGLOG_TEST_IMAGE'],
+      docker: process.env['PGLOG_TEST_DOCKER'] ?? 'docker',
       node: {
         apiserverArgs: certs.apiserverArgs,
         controllerManagerArgs: ['--horizontal-pod-autoscaler-sync-period=2s', '--horizontal-pod-autoscaler-downscale-stabilization=5s'],
@@ -166,20 +207,25 @@ describe('HPA for real: the chart\'s HPA scales the pool from a custom metric se
     metrics = await startCustomMetricsApi({ host, certs, service: SERVICE, metrics: [METRIC], kubectl: (args, stdin) => cp!.kubectl(args, stdin) });
     console.log(`# APIService Available (endpoint ${metrics.endpoint} in network namespace ${host.name}) at ${elapsed()}`);
     const values = join(cluster.work, 'values.json');
-    writeFileSync(values, JSON.stringify({
-      image: { repository: cluster.repository, tag: cluster.tag },
-      operator: { replicas: 1, leaseDurationSeconds: 5, resyncSeconds: 10 },
-      // Small requests: 4 collector pods fit a 2-core node.
-      pool: { name: POOL, replicas: 2, collector: { resources: { requests: { cpu: '100m', memory: '192Mi' }, limits: { memory: '384Mi' } } } },
-      hpa: {
-        enabled: true, minReplicas: 2, maxReplicas: 4,
-        // A target far above an idle collector's p99 (~10-20 ms), so a busy CI machine cannot
-        // scale the pool before the test heats it.
-        customMetric: { enabled: true, averageValue: '500m' },
-        // Scale down within seconds (the chart's default waits 5 minutes).
-        behavior: { scaleDown: { stabilizationWindowSeconds: 4, policies: [{ type: 'Pods', value: 2, periodSeconds: 2 }] } },
-      },
-    }));
+    writeFileSync(
+      values,
+      JSON.stringify({
+        image: { repository: cluster.repository, tag: cluster.tag },
+        operator: { replicas: 1, leaseDurationSeconds: 5, resyncSeconds: 10 },
+        // Small requests: 4 collector pods fit a 2-core node.
+        pool: { name: POOL, replicas: 2, collector: { resources: { requests: { cpu: '100m', memory: '192Mi' }, limits: { memory: '384Mi' } } } },
+        hpa: {
+          enabled: true,
+          minReplicas: 2,
+          maxReplicas: 4,
+          // A target far above an idle collector's p99 (~10-20 ms), so a busy CI machine cannot
+          // scale the pool before the test heats it.
+          customMetric: { enabled: true, averageValue: '500m' },
+          // Scale down within seconds (the chart's default waits 5 minutes).
+          behavior: { scaleDown: { stabilizationWindowSeconds: 4, policies: [{ type: 'Pods', value: 2, periodSeconds: 2 }] } },
+        },
+      }),
+    );
     const { stderr } = await cluster.helm(['install', 'pglog', CHART, '-f', values]);
     assert.doesNotMatch(stderr, POD_SECURITY_WARNING);
     const tick = (): void => {
@@ -198,52 +244,84 @@ describe('HPA for real: the chart\'s HPA scales the pool from a custom metric se
     certs?.dispose();
   });
 
-  test('at rest: the HPA reads the collectors\' metric through the aggregation layer with the pool at 2', scenario(async () => {
-    await eventually('the pool at 2 (pods, shards)', 90_000, poolAt(2), () => lastState);
-    const hpa = await eventually('the HPA showing the metric', 60_000, async () => {
-      const { hpa } = await observe();
-      const m = hpa.status?.currentMetrics?.find((x) => x.type === 'Pods');
-      const active = hpa.status?.conditions?.find((c) => c.type === 'ScalingActive');
-      return m?.pods?.metric.name === METRIC && m.pods.current.averageValue !== undefined && active?.status === 'True' ? hpa : undefined;
-    }, () => lastState);
-    const m = hpa.status!.currentMetrics!.find((x) => x.type === 'Pods')!;
-    assert.deepEqual(hpa.spec.metrics, [{ type: 'Pods', pods: { metric: { name: METRIC }, target: { type: 'AverageValue', averageValue: '500m' } } }], 'the chart\'s HPA with the test\'s target');
-    assert.equal(hpa.status!.conditions!.find((c) => c.type === 'ScalingActive')?.reason, 'ValidMetricFound');
-    // A real reading: the collectors' event-loop p99 (an idle collector reads ~10 ms; the histogram's resolution is 10 ms).
-    assert.ok(quantityValue(m.pods!.current.averageValue!) > 0, `a measured value: ${m.pods!.current.averageValue}`);
-    assert.equal(hpa.status!.currentReplicas, 2);
-    assert.ok(metrics!.requests().some((r) => r.startsWith(`GET /apis/custom.metrics.k8s.io/v1beta2/namespaces/${NS}/pods/*/${METRIC}?`) && / 200 [1-9]\d*$/.test(r)),
-      `the aggregator routed the HPA's request to the server in the network namespace: ${metrics!.requests().slice(-5).join('; ')}`);
-    console.log(`# HPA reads ${m.pods!.current.averageValue} (real: ${[...realValues].map(([k, v]) => `${k}=${v}`).join(' ')}) at ${elapsed()}`);
-  }));
+  test(
+    "at rest: the HPA reads the collectors' metric through the aggregation layer with the pool at 2",
+    scenario(async () => {
+      await eventually('the pool at 2 (pods, shards)', 90_000, poolAt(2), () => lastState);
+      const hpa = await eventually(
+        'the HPA showing the metric',
+        60_000,
+        async () => {
+          const { hpa } = await observe();
+          const m = hpa.status?.currentMetrics?.find((x) => x.type === 'Pods');
+          const active = hpa.status?.conditions?.find((c) => c.type === 'ScalingActive');
+          return m?.pods?.metric.name === METRIC && m.pods.current.averageValue !== undefined && active?.status === 'True' ? hpa : undefined;
+        },
+        () => lastState,
+      );
+      const m = hpa.status!.currentMetrics!.find((x) => x.type === 'Pods')!;
+      assert.deepEqual(
+        hpa.spec.metrics,
+        [{ type: 'Pods', pods: { metric: { name: METRIC }, target: { type: 'AverageValue', averageValue: '500m' } } }],
+        "the chart's HPA with the test's target",
+      );
+      assert.equal(hpa.status!.conditions!.find((c) => c.type === 'ScalingActive')?.reason, 'ValidMetricFound');
+      // A real reading: the collectors' event-loop p99 (an idle collector reads ~10 ms; the histogram's resolution is 10 ms).
+      assert.ok(quantityValue(m.pods!.current.averageValue!) > 0, `a measured value: ${m.pods!.current.averageValue}`);
+      assert.equal(hpa.status!.currentReplicas, 2);
+      assert.ok(
+        metrics!.requests().some((r) => r.startsWith(`GET /apis/custom.metrics.k8s.io/v1beta2/namespaces/${NS}/pods/*/${METRIC}?`) && / 200 [1-9]\d*$/.test(r)),
+        `the aggregator routed the HPA's request to the server in the network namespace: ${metrics!.requests().slice(-5).join('; ')}`,
+      );
+      console.log(`# HPA reads ${m.pods!.current.averageValue} (real: ${[...realValues].map(([k, v]) => `${k}=${v}`).join(' ')}) at ${elapsed()}`);
+    }),
+  );
 
-  test('metric above target: the HPA scales the pool to 4 through the scale subresource; 4 pods, 4 shards', scenario(async () => {
-    assert.equal((await observe()).pool.spec.replicas, 2, lastState);
-    const t0 = Date.now();
-    hot = true;
-    await eventually('the pool at 4 (pods, shards)', 60_000, poolAt(4), () => lastState);
-    const hpa = await eventually(`the HPA reading ${HOT_SECONDS * 1000}m`, 30_000, async () => {
-      const { hpa } = await observe();
-      const v = hpa.status?.currentMetrics?.find((x) => x.type === 'Pods')?.pods?.current.averageValue;
-      return v !== undefined && Math.abs(quantityValue(v) - HOT_SECONDS) < 1e-6 && hpa.status?.currentReplicas === 4 ? hpa : undefined;
-    }, () => lastState);
-    assert.equal(hpa.status?.desiredReplicas, 4);
-    const rescaled = hpa.status?.conditions?.find((c) => c.type === 'AbleToScale');
-    assert.equal(rescaled?.status, 'True', lastState);
-    console.log(`# 2 -> 4 in ${((Date.now() - t0) / 1000).toFixed(1)} s (at ${elapsed()})`);
-  }));
+  test(
+    'metric above target: the HPA scales the pool to 4 through the scale subresource; 4 pods, 4 shards',
+    scenario(async () => {
+      assert.equal((await observe()).pool.spec.replicas, 2, lastState);
+      const t0 = Date.now();
+      hot = true;
+      await eventually('the pool at 4 (pods, shards)', 60_000, poolAt(4), () => lastState);
+      const hpa = await eventually(
+        `the HPA reading ${HOT_SECONDS * 1000}m`,
+        30_000,
+        async () => {
+          const { hpa } = await observe();
+          const v = hpa.status?.currentMetrics?.find((x) => x.type === 'Pods')?.pods?.current.averageValue;
+          return v !== undefined && Math.abs(quantityValue(v) - HOT_SECONDS) < 1e-6 && hpa.status?.currentReplicas === 4 ? hpa : undefined;
+        },
+        () => lastState,
+      );
+      assert.equal(hpa.status?.desiredReplicas, 4);
+      const rescaled = hpa.status?.conditions?.find((c) => c.type === 'AbleToScale');
+      assert.equal(rescaled?.status, 'True', lastState);
+      console.log(`# 2 -> 4 in ${((Date.now() - t0) / 1000).toFixed(1)} s (at ${elapsed()})`);
+    }),
+  );
 
-  test('metric back under target: the pool shrinks to 2; 2 pods, 2 shards', scenario(async () => {
-    const t0 = Date.now();
-    hot = false;
-    await eventually('the HPA reading the collectors\' own values again', 30_000, async () => {
+  test(
+    'metric back under target: the pool shrinks to 2; 2 pods, 2 shards',
+    scenario(async () => {
+      const t0 = Date.now();
+      hot = false;
+      await eventually(
+        "the HPA reading the collectors' own values again",
+        30_000,
+        async () => {
+          const { hpa } = await observe();
+          const v = hpa.status?.currentMetrics?.find((x) => x.type === 'Pods')?.pods?.current.averageValue;
+          return v !== undefined && quantityValue(v) < TARGET_SECONDS ? true : undefined;
+        },
+        () => lastState,
+      );
+      await eventually('the pool at 2 (pods, shards)', 60_000, poolAt(2), () => `${lastState}\nHPA readings: ${readings.join(', ')}`);
       const { hpa } = await observe();
-      const v = hpa.status?.currentMetrics?.find((x) => x.type === 'Pods')?.pods?.current.averageValue;
-      return v !== undefined && quantityValue(v) < TARGET_SECONDS ? true : undefined;
-    }, () => lastState);
-    await eventually('the pool at 2 (pods, shards)', 60_000, poolAt(2), () => `${lastState}\nHPA readings: ${readings.join(', ')}`);
-    const { hpa } = await observe();
-    assert.equal(hpa.status?.desiredReplicas, 2);
-    console.log(`# 4 -> 2 in ${((Date.now() - t0) / 1000).toFixed(1)} s (at ${elapsed()}); the server answered ${metrics!.requests().length} requests; HPA readings: ${readings.join(', ')}`);
-  }));
+      assert.equal(hpa.status?.desiredReplicas, 2);
+      console.log(
+        `# 4 -> 2 in ${((Date.now() - t0) / 1000).toFixed(1)} s (at ${elapsed()}); the server answered ${metrics!.requests().length} requests; HPA readings: ${readings.join(', ')}`,
+      );
+    }),
+  );
 });

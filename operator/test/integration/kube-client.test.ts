@@ -16,7 +16,7 @@ import { isKubeError, type KubeError } from '@pglog/common/kube/errors.ts';
 import { CUSTOM_RESOURCE_DEFINITIONS } from '@pglog/common/kube/resources.ts';
 import { freePort, sleep } from '@pglog/test-support/wait.ts';
 
-import { type SharedControlPlane,useSharedControlPlane } from '../helpers/shared-control-plane.ts';
+import { type SharedControlPlane, useSharedControlPlane } from '../helpers/shared-control-plane.ts';
 
 /** This file's namespace on the shared control plane (shared-control-plane.ts). */
 const NS = 'kube-client';
@@ -25,25 +25,46 @@ const CONFIG_MAPS: ResourceType = { group: '', version: 'v1', plural: 'configmap
 const NAMESPACES: ResourceType = { group: '', version: 'v1', plural: 'namespaces', kind: 'Namespace', namespaced: false };
 const GADGETS: ResourceType = { group: 'client.pglog.io', version: 'v1', plural: 'gadgets', kind: 'Gadget', namespaced: true };
 
-interface ConfigMap extends KubeObject { data?: Record<string, string> }
-interface Gadget extends KubeObject { spec?: { size?: number; color?: string }; status?: { seen?: number } }
+interface ConfigMap extends KubeObject {
+  data?: Record<string, string>;
+}
+interface Gadget extends KubeObject {
+  spec?: { size?: number; color?: string };
+  status?: { seen?: number };
+}
 
-const configMap = (name: string, data: Record<string, string>, labels?: Record<string, string>): ConfigMap =>
-  ({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name, namespace: NS, ...(labels ? { labels } : {}) }, data });
+const configMap = (name: string, data: Record<string, string>, labels?: Record<string, string>): ConfigMap => ({
+  apiVersion: 'v1',
+  kind: 'ConfigMap',
+  metadata: { name, namespace: NS, ...(labels ? { labels } : {}) },
+  data,
+});
 
 const GADGET_CRD = {
-  apiVersion: 'apiextensions.k8s.io/v1', kind: 'CustomResourceDefinition',
+  apiVersion: 'apiextensions.k8s.io/v1',
+  kind: 'CustomResourceDefinition',
   metadata: { name: 'gadgets.client.pglog.io' },
   spec: {
-    group: 'client.pglog.io', scope: 'Namespaced',
+    group: 'client.pglog.io',
+    scope: 'Namespaced',
     names: { plural: 'gadgets', singular: 'gadget', kind: 'Gadget' },
-    versions: [{
-      name: 'v1', served: true, storage: true, subresources: { status: {} },
-      schema: { openAPIV3Schema: { type: 'object', properties: {
-        spec: { type: 'object', properties: { size: { type: 'integer', minimum: 0 }, color: { type: 'string' } } },
-        status: { type: 'object', properties: { seen: { type: 'integer' } } },
-      } } },
-    }],
+    versions: [
+      {
+        name: 'v1',
+        served: true,
+        storage: true,
+        subresources: { status: {} },
+        schema: {
+          openAPIV3Schema: {
+            type: 'object',
+            properties: {
+              spec: { type: 'object', properties: { size: { type: 'integer', minimum: 0 }, color: { type: 'string' } } },
+              status: { type: 'object', properties: { seen: { type: 'integer' } } },
+            },
+          },
+        },
+      },
+    ],
   },
 };
 
@@ -63,9 +84,15 @@ describe('Kubernetes client on a real kube-apiserver', { timeout: 240_000 }, () 
   let client: KubeClient & { close(): void };
   before(async () => {
     cp = await useSharedControlPlane(NS);
-    client = createKubeClient({ server: cp.server, caCert: cp.caCert, tlsServerName: 'kubernetes', token: cp.token }, { userAgent: 'pglog-test', maxSockets: 4 });
+    client = createKubeClient(
+      { server: cp.server, caCert: cp.caCert, tlsServerName: 'kubernetes', token: cp.token },
+      { userAgent: 'pglog-test', maxSockets: 4 },
+    );
   });
-  after(async () => { client?.close(); await cp?.stop(); });
+  after(async () => {
+    client?.close();
+    await cp?.stop();
+  });
 
   test('ConfigMap: create, get, list across pages, replace, conflicts, delete, 404 as null', async () => {
     const created = await client.create(CONFIG_MAPS, configMap('crud-a', { k: '1' }, { suite: 'crud' }));
@@ -82,10 +109,16 @@ describe('Kubernetes client on a real kube-apiserver', { timeout: 240_000 }, () 
     // limit 1: three pages joined by continue tokens.
     const listed = await client.list<ConfigMap>(CONFIG_MAPS, NS, { labelSelector: 'suite=crud', limit: 1 });
     assert.deepEqual(listed.items.map((c) => c.metadata.name).sort(), ['crud-a', 'crud-b', 'crud-c']);
-    assert.ok(listed.items.every((c) => c.apiVersion === 'v1' && c.kind === 'ConfigMap'), 'list items carry apiVersion and kind');
+    assert.ok(
+      listed.items.every((c) => c.apiVersion === 'v1' && c.kind === 'ConfigMap'),
+      'list items carry apiVersion and kind',
+    );
     assert.match(listed.resourceVersion, /^\d+$/);
     const all = await client.list<ConfigMap>(CONFIG_MAPS, undefined, { fieldSelector: 'metadata.name=crud-b' });
-    assert.deepEqual(all.items.map((c) => c.metadata.name), ['crud-b']);
+    assert.deepEqual(
+      all.items.map((c) => c.metadata.name),
+      ['crud-b'],
+    );
 
     const replaced = await client.replace(CONFIG_MAPS, { ...got, data: { k: 'one' } });
     assert.deepEqual(replaced.data, { k: 'one' });
@@ -114,12 +147,21 @@ describe('Kubernetes client on a real kube-apiserver', { timeout: 240_000 }, () 
   test('CRD object: server-side apply twice is idempotent, status subresource apart from spec, invalid → KUBE_INVALID', async () => {
     await client.apply(CUSTOM_RESOURCE_DEFINITIONS, GADGET_CRD, { fieldManager: 'pglog-test' });
     for (let i = 0; ; i++) {
-      const crd = await client.get<KubeObject & { status?: { conditions?: { type: string; status: string }[] } }>(CUSTOM_RESOURCE_DEFINITIONS, undefined, 'gadgets.client.pglog.io');
+      const crd = await client.get<KubeObject & { status?: { conditions?: { type: string; status: string }[] } }>(
+        CUSTOM_RESOURCE_DEFINITIONS,
+        undefined,
+        'gadgets.client.pglog.io',
+      );
       if (crd?.status?.conditions?.some((c) => c.type === 'Established' && c.status === 'True')) break;
       assert.ok(i < 100, 'CRD established');
       await sleep(100);
     }
-    const gadget: Gadget = { apiVersion: 'client.pglog.io/v1', kind: 'Gadget', metadata: { name: 'g1', namespace: 'client-test' }, spec: { size: 3, color: 'red' } };
+    const gadget: Gadget = {
+      apiVersion: 'client.pglog.io/v1',
+      kind: 'Gadget',
+      metadata: { name: 'g1', namespace: 'client-test' },
+      spec: { size: 3, color: 'red' },
+    };
     // A freshly established CRD can answer 404 for a moment while its handler starts.
     let first: Gadget | undefined;
     for (let i = 0; first === undefined; i++) {
@@ -144,7 +186,11 @@ describe('Kubernetes client on a real kube-apiserver', { timeout: 240_000 }, () 
     const replaced = await client.replaceStatus<Gadget>(GADGETS, { ...withStatus, status: { seen: 2 } });
     assert.equal(replaced.status?.seen, 2);
     await rejectsWith(client.replaceStatus<Gadget>(GADGETS, { ...withStatus, status: { seen: 3 } }), 'KUBE_CONFLICT', 'Conflict');
-    const bad = await rejectsWith(client.apply(GADGETS, { ...gadget, spec: { size: -1 } }, { fieldManager: 'pglog-test', force: true }), 'KUBE_INVALID', 'Invalid');
+    const bad = await rejectsWith(
+      client.apply(GADGETS, { ...gadget, spec: { size: -1 } }, { fieldManager: 'pglog-test', force: true }),
+      'KUBE_INVALID',
+      'Invalid',
+    );
     assert.equal(bad.status, 422);
     assert.match(bad.message, /spec\.size/);
   });

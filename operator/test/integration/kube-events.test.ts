@@ -6,9 +6,9 @@ import { after, before, describe, test } from 'node:test';
 
 import { createKubeClient } from '@pglog/common/kube/client.ts';
 import type { KubeClient, KubeObject, ResourceType } from '@pglog/common/kube/client-types.ts';
-import { CORE_EVENTS, type CoreEvent,EventRecorder } from '@pglog/common/kube/events.ts';
+import { CORE_EVENTS, type CoreEvent, EventRecorder } from '@pglog/common/kube/events.ts';
 
-import { type SharedControlPlane,useSharedControlPlane } from '../helpers/shared-control-plane.ts';
+import { type SharedControlPlane, useSharedControlPlane } from '../helpers/shared-control-plane.ts';
 
 /** This file's namespace on the shared control plane (shared-control-plane.ts). */
 const NS = 'kube-events';
@@ -23,7 +23,10 @@ describe('EventRecorder on a real kube-apiserver', { timeout: 120_000 }, () => {
     cp = await useSharedControlPlane(NS);
     client = createKubeClient({ server: cp.server, caCert: cp.caCert, tlsServerName: 'kubernetes', token: cp.token });
   });
-  after(async () => { client?.close(); await cp?.stop(); });
+  after(async () => {
+    client?.close();
+    await cp?.stop();
+  });
 
   const eventsAbout = async (uid: string): Promise<CoreEvent[]> =>
     (await client.list<CoreEvent>(CORE_EVENTS, undefined, { fieldSelector: `involvedObject.uid=${uid}` })).items;
@@ -59,7 +62,13 @@ describe('EventRecorder on a real kube-apiserver', { timeout: 120_000 }, () => {
     now += 11 * 60_000;
     await recorder.record(cm, 'Warning', 'StoreUnavailable', 'cannot reach the store');
     events = await eventsAbout(cm.metadata.uid!);
-    assert.deepEqual(events.filter((e) => e.reason === 'StoreUnavailable').map((e) => e.count).sort(), [1, 3]);
+    assert.deepEqual(
+      events
+        .filter((e) => e.reason === 'StoreUnavailable')
+        .map((e) => e.count)
+        .sort(),
+      [1, 3],
+    );
   });
 
   test('an Event that disappeared (expired) is written again; a cluster-scoped object gets its Events in default', async () => {

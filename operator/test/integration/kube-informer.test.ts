@@ -12,16 +12,22 @@ import { isKubeError } from '@pglog/common/kube/errors.ts';
 import { Informer, type InformerEvent } from '@pglog/common/kube/informer.ts';
 import { sleep } from '@pglog/test-support/wait.ts';
 
-import { type SharedControlPlane,useSharedControlPlane } from '../helpers/shared-control-plane.ts';
+import { type SharedControlPlane, useSharedControlPlane } from '../helpers/shared-control-plane.ts';
 import { startTcpProxy } from '../helpers/tcp-proxy.ts';
 
 /** This file's namespace on the shared control plane (shared-control-plane.ts). */
 const NS = 'kube-informer';
 
 const CONFIG_MAPS: ResourceType = { group: '', version: 'v1', plural: 'configmaps', kind: 'ConfigMap', namespaced: true };
-interface ConfigMap extends KubeObject { data?: Record<string, string> }
-const configMap = (name: string, suite: string, v: string): ConfigMap =>
-  ({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name, namespace: NS, labels: { suite } }, data: { v } });
+interface ConfigMap extends KubeObject {
+  data?: Record<string, string>;
+}
+const configMap = (name: string, suite: string, v: string): ConfigMap => ({
+  apiVersion: 'v1',
+  kind: 'ConfigMap',
+  metadata: { name, namespace: NS, labels: { suite } },
+  data: { v },
+});
 
 async function until(what: string, check: () => boolean, timeoutMs = 20_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
@@ -40,7 +46,12 @@ function holdableWatches(client: KubeClient): { client: KubeClient; hold(): void
   const current = new Set<AbortController>();
   let lastFrom: string | undefined;
   const wrapped: KubeClient = Object.create(client) as KubeClient;
-  wrapped.watch = async function* <T extends KubeObject>(type: ResourceType, ns: string | undefined, options: WatchOptions, signal: AbortSignal): AsyncGenerator<WatchEvent<T>> {
+  wrapped.watch = async function* <T extends KubeObject>(
+    type: ResourceType,
+    ns: string | undefined,
+    options: WatchOptions,
+    signal: AbortSignal,
+  ): AsyncGenerator<WatchEvent<T>> {
     while (held !== undefined && !signal.aborted) await Promise.race([held.promise, new Promise((r) => signal.addEventListener('abort', r, { once: true }))]);
     lastFrom = options.resourceVersion;
     const inner = new AbortController();
@@ -58,7 +69,12 @@ function holdableWatches(client: KubeClient): { client: KubeClient; hold(): void
     client: wrapped,
     hold() {
       let release!: () => void;
-      held = { promise: new Promise<void>((r) => { release = r; }), release };
+      held = {
+        promise: new Promise<void>((r) => {
+          release = r;
+        }),
+        release,
+      };
       // End the running watch as if the server closed it: the informer watches again and waits.
       for (const c of current) c.abort();
     },
@@ -74,28 +90,47 @@ function holdableWatches(client: KubeClient): { client: KubeClient; hold(): void
 describe('Informer on a real kube-apiserver', { timeout: 240_000 }, () => {
   let cp: SharedControlPlane;
   let client: KubeClient & { close(): void };
-  const config = (): { server: string; caCert: string; tlsServerName: string; token: string } =>
-    ({ server: cp.server, caCert: cp.caCert, tlsServerName: 'kubernetes', token: cp.token });
+  const config = (): { server: string; caCert: string; tlsServerName: string; token: string } => ({
+    server: cp.server,
+    caCert: cp.caCert,
+    tlsServerName: 'kubernetes',
+    token: cp.token,
+  });
   before(async () => {
     cp = await useSharedControlPlane(NS);
     client = createKubeClient(config());
   });
-  after(async () => { client?.close(); await cp?.stop(); });
+  after(async () => {
+    client?.close();
+    await cp?.stop();
+  });
 
   test('syncs, then emits add, update (with the old object) and delete; a throwing handler is logged and harmless', async () => {
     await client.create(CONFIG_MAPS, configMap('pre-1', 'events', '1'));
     await client.create(CONFIG_MAPS, configMap('pre-2', 'events', '1'));
     await client.create(CONFIG_MAPS, configMap('other', 'not-selected', '1'));
     const logs: string[] = [];
-    const informer = new Informer<ConfigMap>(client, CONFIG_MAPS, { namespace: NS, labelSelector: 'suite=events', log: (level, msg) => logs.push(`${level} ${msg}`) });
+    const informer = new Informer<ConfigMap>(client, CONFIG_MAPS, {
+      namespace: NS,
+      labelSelector: 'suite=events',
+      log: (level, msg) => logs.push(`${level} ${msg}`),
+    });
     const events: InformerEvent<ConfigMap>[] = [];
-    informer.onChange(() => { throw new Error('handler bug'); });
+    informer.onChange(() => {
+      throw new Error('handler bug');
+    });
     informer.onChange((e) => events.push(e));
     assert.deepEqual(informer.health().ok, false, 'not ready before the first list');
     const abort = new AbortController();
     const running = informer.run(abort.signal);
     await until('synced', () => informer.hasSynced());
-    assert.deepEqual(informer.list().map((c) => c.metadata.name).sort(), ['pre-1', 'pre-2']);
+    assert.deepEqual(
+      informer
+        .list()
+        .map((c) => c.metadata.name)
+        .sort(),
+      ['pre-1', 'pre-2'],
+    );
     assert.equal(informer.get(NS, 'pre-1')?.data?.['v'], '1');
     assert.equal(informer.get(NS, 'other'), undefined);
     assert.deepEqual(informer.health().ok, true);
@@ -118,7 +153,11 @@ describe('Informer on a real kube-apiserver', { timeout: 240_000 }, () => {
     await client.create(CONFIG_MAPS, configMap('deleted-meanwhile', 'gone', '1'));
     const holdable = holdableWatches(client);
     const logs: string[] = [];
-    const informer = new Informer<ConfigMap>(holdable.client, CONFIG_MAPS, { namespace: NS, labelSelector: 'suite=gone', log: (level, msg) => logs.push(`${level} ${msg}`) });
+    const informer = new Informer<ConfigMap>(holdable.client, CONFIG_MAPS, {
+      namespace: NS,
+      labelSelector: 'suite=gone',
+      log: (level, msg) => logs.push(`${level} ${msg}`),
+    });
     const events: InformerEvent<ConfigMap>[] = [];
     informer.onChange((e) => events.push(e));
     const abort = new AbortController();
@@ -148,10 +187,18 @@ describe('Informer on a real kube-apiserver', { timeout: 240_000 }, () => {
     assert.equal(informer.get(NS, 'deleted-meanwhile')?.metadata.name, 'deleted-meanwhile', 'the cache still has it while the watch is held');
     const before = events.length;
     holdable.release();
-    await until('the relist emitted the missed delete', () => events.slice(before).some((e) => e.type === 'delete' && e.object.metadata.name === 'deleted-meanwhile'));
+    await until('the relist emitted the missed delete', () =>
+      events.slice(before).some((e) => e.type === 'delete' && e.object.metadata.name === 'deleted-meanwhile'),
+    );
     await until('and the missed add', () => events.slice(before).some((e) => e.type === 'add' && e.object.metadata.name === 'created-meanwhile'));
     assert.ok(logs.includes('info resourceVersion too old, listing again'), logs.join('\n'));
-    assert.deepEqual(informer.list().map((c) => c.metadata.name).sort(), ['created-meanwhile', 'kept']);
+    assert.deepEqual(
+      informer
+        .list()
+        .map((c) => c.metadata.name)
+        .sort(),
+      ['created-meanwhile', 'kept'],
+    );
     assert.equal(informer.health().ok, true);
     abort.abort();
     await running;

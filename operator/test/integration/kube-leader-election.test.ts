@@ -6,11 +6,11 @@ import { after, afterEach, before, describe, test } from 'node:test';
 
 import { createKubeClient } from '@pglog/common/kube/client.ts';
 import type { KubeClient } from '@pglog/common/kube/client-types.ts';
-import { LeaderElector, type LeaderElectorOptions,type Lease } from '@pglog/common/kube/leader-election.ts';
+import { LeaderElector, type LeaderElectorOptions, type Lease } from '@pglog/common/kube/leader-election.ts';
 import { LEASES } from '@pglog/common/kube/resources.ts';
 import { sleep } from '@pglog/test-support/wait.ts';
 
-import { type SharedControlPlane,useSharedControlPlane } from '../helpers/shared-control-plane.ts';
+import { type SharedControlPlane, useSharedControlPlane } from '../helpers/shared-control-plane.ts';
 import { startTcpProxy } from '../helpers/tcp-proxy.ts';
 
 /** This file's namespace on the shared control plane (shared-control-plane.ts). */
@@ -42,12 +42,23 @@ function candidate(client: KubeClient, options: Omit<LeaderElectorOptions, keyof
   const elector = new LeaderElector(client, { ...TIMING, ...options });
   const abort = new AbortController();
   const c: Candidate = {
-    elector, leading: undefined, started: 0, stopped: 0,
-    async stop() { abort.abort(); await running; },
+    elector,
+    leading: undefined,
+    started: 0,
+    stopped: 0,
+    async stop() {
+      abort.abort();
+      await running;
+    },
   };
   const running = elector.run(abort.signal, {
-    onStartedLeading: (leading) => { c.leading = leading; c.started++; },
-    onStoppedLeading: () => { c.stopped++; },
+    onStartedLeading: (leading) => {
+      c.leading = leading;
+      c.started++;
+    },
+    onStoppedLeading: () => {
+      c.stopped++;
+    },
   });
   started.push(c);
   return c;
@@ -60,8 +71,13 @@ describe('LeaderElector on a real kube-apiserver', { timeout: 120_000 }, () => {
     cp = await useSharedControlPlane(NS);
     client = createKubeClient({ server: cp.server, caCert: cp.caCert, tlsServerName: 'kubernetes', token: cp.token });
   });
-  afterEach(async () => { for (const c of started.splice(0)) await c.stop(); });
-  after(async () => { client?.close(); await cp?.stop(); });
+  afterEach(async () => {
+    for (const c of started.splice(0)) await c.stop();
+  });
+  after(async () => {
+    client?.close();
+    await cp?.stop();
+  });
 
   test('one of two leads; killed without release, the other leads within leaseDuration + 2 retry periods (and not before); a clean stop hands over at once', async () => {
     const lease = { namespace: NS, name: 'handover' };
@@ -107,7 +123,10 @@ describe('LeaderElector on a real kube-apiserver', { timeout: 120_000 }, () => {
 
   test('a leader cut off from the API server stops leading within its renew deadline and leads again when it is back', async () => {
     const proxy = await startTcpProxy(new URL(cp.server));
-    const cutOff = createKubeClient({ server: `https://127.0.0.1:${proxy.port}`, caCert: cp.caCert, tlsServerName: 'kubernetes', token: cp.token }, { timeoutMs: 5000 });
+    const cutOff = createKubeClient(
+      { server: `https://127.0.0.1:${proxy.port}`, caCert: cp.caCert, tlsServerName: 'kubernetes', token: cp.token },
+      { timeoutMs: 5000 },
+    );
     const a = candidate(cutOff, { namespace: NS, name: 'partition', identity: 'a' });
     try {
       await until('a leads', () => a.elector.isLeader());

@@ -19,22 +19,26 @@ import type { KubeClient, KubeObject } from '@pglog/common/kube/client-types.ts'
 import { loadKubeconfigFile } from '@pglog/common/kube/config.ts';
 import { CORE_EVENTS, type CoreEvent } from '@pglog/common/kube/events.ts';
 import { COLLECTOR_POOLS, COLLECTOR_SHARDS, POD_DISRUPTION_BUDGETS, SERVICES, STATEFUL_SETS } from '@pglog/common/kube/resources.ts';
-import { type ControlPlane,startControlPlane } from '@pglog/test-support/control-plane.ts';
+import { type ControlPlane, startControlPlane } from '@pglog/test-support/control-plane.ts';
 import { eventually, poolObject } from '@pglog/test-support/fleet.ts';
 
-import { type OperatorProcess,startOperator } from '../helpers/operator-process.ts';
+import { type OperatorProcess, startOperator } from '../helpers/operator-process.ts';
 
 const SYSTEM = 'pglog-system';
 const TEAM = 'team-a';
 const OUTSIDE = 'team-b';
-const CRDS = ['pglog.io_postgrestargets.yaml', 'pglog.io_collectorpools.yaml', 'pglog.io_collectorshards.yaml'].map((f) => join(import.meta.dirname, '../../../crds', f));
+const CRDS = ['pglog.io_postgrestargets.yaml', 'pglog.io_collectorpools.yaml', 'pglog.io_collectorshards.yaml'].map((f) =>
+  join(import.meta.dirname, '../../../crds', f),
+);
 /** What startOperator gives as --image: its repository is the whole default allow-list. */
 const ALLOWED_IMAGE = 'registry.invalid/pglog:other-tag';
 const FOREIGN_IMAGE = 'ghcr.io/attacker/anything:latest';
 
 type Condition = { type: string; status: string; reason: string; message: string };
 type Pool = KubeObject & { status?: { conditions?: Condition[] } };
-type Workload = KubeObject & { spec: { selector?: unknown; template?: { spec: { containers: Array<{ image: string }>; initContainers?: Array<{ image: string }> } } } };
+type Workload = KubeObject & {
+  spec: { selector?: unknown; template?: { spec: { containers: Array<{ image: string }>; initContainers?: Array<{ image: string }> } } };
+};
 
 describe('tenants stay apart: allowed images, owned objects, collector namespaces', { timeout: 300_000 }, () => {
   let cp: ControlPlane;
@@ -46,9 +50,22 @@ describe('tenants stay apart: allowed images, owned objects, collector namespace
     cp = await startControlPlane({ controllerManager: true });
     client = createKubeClient(await loadKubeconfigFile(cp.kubeconfig));
     for (const f of CRDS) await cp.kubectl(['apply', '-f', f]);
-    await cp.kubectl(['wait', '--for=condition=Established', '--timeout=60s', 'crd/postgrestargets.pglog.io', 'crd/collectorpools.pglog.io', 'crd/collectorshards.pglog.io']);
+    await cp.kubectl([
+      'wait',
+      '--for=condition=Established',
+      '--timeout=60s',
+      'crd/postgrestargets.pglog.io',
+      'crd/collectorpools.pglog.io',
+      'crd/collectorshards.pglog.io',
+    ]);
     for (const ns of [SYSTEM, TEAM, OUTSIDE]) await cp.kubectl(['create', 'namespace', ns]);
-    operator = await startOperator({ kubeconfig: cp.kubeconfig, namespace: SYSTEM, identity: 'operator', allNamespaces: true, extraArgs: ['--collector-namespaces', TEAM] });
+    operator = await startOperator({
+      kubeconfig: cp.kubeconfig,
+      namespace: SYSTEM,
+      identity: 'operator',
+      allNamespaces: true,
+      extraArgs: ['--collector-namespaces', TEAM],
+    });
   });
   after(async () => {
     await operator?.kill();
@@ -59,25 +76,44 @@ describe('tenants stay apart: allowed images, owned objects, collector namespace
   const condition = async (namespace: string, name: string, type: string): Promise<Condition | undefined> =>
     (await client.get<Pool>(COLLECTOR_POOLS, namespace, name))?.status?.conditions?.find((c) => c.type === type);
   const readyFalse = (namespace: string, name: string, reason: string): Promise<Condition> =>
-    eventually(`pool ${namespace}/${name} Ready False ${reason}`, 30_000, async () => {
-      const c = await condition(namespace, name, 'Ready');
-      return c?.status === 'False' && c.reason === reason ? c : undefined;
-    }, output);
+    eventually(
+      `pool ${namespace}/${name} Ready False ${reason}`,
+      30_000,
+      async () => {
+        const c = await condition(namespace, name, 'Ready');
+        return c?.status === 'False' && c.reason === reason ? c : undefined;
+      },
+      output,
+    );
   const warnings = async (namespace: string, name: string, reason: string): Promise<CoreEvent[]> =>
-    (await client.list<CoreEvent>(CORE_EVENTS, namespace, { fieldSelector: `involvedObject.name=${name}` })).items.filter((e) => e.type === 'Warning' && e.reason === reason);
+    (await client.list<CoreEvent>(CORE_EVENTS, namespace, { fieldSelector: `involvedObject.name=${name}` })).items.filter(
+      (e) => e.type === 'Warning' && e.reason === reason,
+    );
   const images = (sts: Workload): string[] => [...(sts.spec.template!.spec.initContainers ?? []), ...sts.spec.template!.spec.containers].map((c) => c.image);
 
   test('a pool naming an image outside the allow-list: no StatefulSet, Ready False ImageNotAllowed, a Warning Event', async () => {
     await client.create(COLLECTOR_POOLS, poolObject(TEAM, 'foreign', 1, { collector: { image: FOREIGN_IMAGE } }));
     const ready = await readyFalse(TEAM, 'foreign', 'ImageNotAllowed');
-    assert.match(ready.message, /spec\.collector\.image ghcr\.io\/attacker\/anything:latest and spec\.sidecar\.image ghcr\.io\/attacker\/anything:latest not in the operator's allowed images \(registry\.invalid\/pglog\)/);
+    assert.match(
+      ready.message,
+      /spec\.collector\.image ghcr\.io\/attacker\/anything:latest and spec\.sidecar\.image ghcr\.io\/attacker\/anything:latest not in the operator's allowed images \(registry\.invalid\/pglog\)/,
+    );
     assert.equal((await condition(TEAM, 'foreign', 'Degraded'))?.reason, 'ImageNotAllowed');
-    await eventually('a Warning Event ImageNotAllowed', 20_000, async () => ((await warnings(TEAM, 'foreign', 'ImageNotAllowed')).length > 0 ? true : undefined), output);
+    await eventually(
+      'a Warning Event ImageNotAllowed',
+      20_000,
+      async () => ((await warnings(TEAM, 'foreign', 'ImageNotAllowed')).length > 0 ? true : undefined),
+      output,
+    );
     // Give the operator a few resyncs (5 s) to do the wrong thing.
     await new Promise((r) => setTimeout(r, 6_000));
     assert.equal(await client.get(STATEFUL_SETS, TEAM, 'foreign'), null, 'no StatefulSet runs the foreign image');
     const events = await warnings(TEAM, 'foreign', 'ImageNotAllowed');
-    assert.deepEqual(events.map((e) => e.count), [1], 'announced once, not at every reconcile');
+    assert.deepEqual(
+      events.map((e) => e.count),
+      [1],
+      'announced once, not at every reconcile',
+    );
   });
 
   test('a running pool changed to a refused sidecar image: its StatefulSet stays as it was; back to an allowed one, it follows', async () => {
@@ -92,21 +128,44 @@ describe('tenants stay apart: allowed images, owned objects, collector namespace
     assert.deepEqual(images(kept), [ALLOWED_IMAGE, ALLOWED_IMAGE]);
     assert.equal(kept.metadata.resourceVersion, before.metadata.resourceVersion, 'not written at all');
     await client.mergePatch(COLLECTOR_POOLS, TEAM, 'main', { spec: { sidecar: { image: 'registry.invalid/pglog:sidecar' } } });
-    await eventually('the StatefulSet takes the allowed sidecar image', 30_000, async () => {
-      const s = await client.get<Workload>(STATEFUL_SETS, TEAM, 'main');
-      return s !== null && images(s)[0] === 'registry.invalid/pglog:sidecar' ? true : undefined;
-    }, output);
+    await eventually(
+      'the StatefulSet takes the allowed sidecar image',
+      30_000,
+      async () => {
+        const s = await client.get<Workload>(STATEFUL_SETS, TEAM, 'main');
+        return s !== null && images(s)[0] === 'registry.invalid/pglog:sidecar' ? true : undefined;
+      },
+      output,
+    );
     await eventually('Degraded False again', 30_000, async () => ((await condition(TEAM, 'main', 'Degraded'))?.status === 'False' ? true : undefined), output);
   });
 
-  test('someone else\'s PDB postgres and Service postgres-metrics: untouched by a pool named postgres, reported, and kept when the pool goes', async () => {
+  test("someone else's PDB postgres and Service postgres-metrics: untouched by a pool named postgres, reported, and kept when the pool goes", async () => {
     const appSelector = { matchLabels: { app: 'postgres' } };
-    await client.create(POD_DISRUPTION_BUDGETS, { apiVersion: 'policy/v1', kind: 'PodDisruptionBudget', metadata: { name: 'postgres', namespace: TEAM }, spec: { minAvailable: 1, selector: appSelector } } as KubeObject);
-    await client.create(SERVICES, { apiVersion: 'v1', kind: 'Service', metadata: { name: 'postgres-metrics', namespace: TEAM }, spec: { selector: { app: 'postgres' }, ports: [{ name: 'metrics', port: 9187 }] } } as KubeObject);
+    await client.create(POD_DISRUPTION_BUDGETS, {
+      apiVersion: 'policy/v1',
+      kind: 'PodDisruptionBudget',
+      metadata: { name: 'postgres', namespace: TEAM },
+      spec: { minAvailable: 1, selector: appSelector },
+    } as KubeObject);
+    await client.create(SERVICES, {
+      apiVersion: 'v1',
+      kind: 'Service',
+      metadata: { name: 'postgres-metrics', namespace: TEAM },
+      spec: { selector: { app: 'postgres' }, ports: [{ name: 'metrics', port: 9187 }] },
+    } as KubeObject);
     await client.create(COLLECTOR_POOLS, poolObject(TEAM, 'postgres', 1));
     const ready = await readyFalse(TEAM, 'postgres', 'OwnedObjectConflict');
-    assert.match(ready.message, /Service postgres-metrics and PodDisruptionBudget postgres in namespace team-a already exist and are not controlled by this pool/);
-    await eventually('a Warning Event OwnedObjectConflict', 20_000, async () => ((await warnings(TEAM, 'postgres', 'OwnedObjectConflict')).length > 0 ? true : undefined), output);
+    assert.match(
+      ready.message,
+      /Service postgres-metrics and PodDisruptionBudget postgres in namespace team-a already exist and are not controlled by this pool/,
+    );
+    await eventually(
+      'a Warning Event OwnedObjectConflict',
+      20_000,
+      async () => ((await warnings(TEAM, 'postgres', 'OwnedObjectConflict')).length > 0 ? true : undefined),
+      output,
+    );
     // What the pool does own is written: its StatefulSet and shard.
     await eventually('StatefulSet postgres', 30_000, async () => (await client.get(STATEFUL_SETS, TEAM, 'postgres')) ?? undefined, output);
     await new Promise((r) => setTimeout(r, 6_000));
@@ -123,8 +182,13 @@ describe('tenants stay apart: allowed images, owned objects, collector namespace
     await untouched();
     await client.delete(COLLECTOR_POOLS, TEAM, 'postgres');
     // The garbage collector removes what the pool owned (its StatefulSet), and only that.
-    await eventually('the pool\'s StatefulSet collected', 60_000, async () => ((await client.get(STATEFUL_SETS, TEAM, 'postgres')) === null ? true : undefined), () => cp.logs().slice(-4000));
-    await eventually('the pool\'s shard collected', 60_000, async () => ((await client.get(COLLECTOR_SHARDS, TEAM, 'postgres-0')) === null ? true : undefined));
+    await eventually(
+      "the pool's StatefulSet collected",
+      60_000,
+      async () => ((await client.get(STATEFUL_SETS, TEAM, 'postgres')) === null ? true : undefined),
+      () => cp.logs().slice(-4000),
+    );
+    await eventually("the pool's shard collected", 60_000, async () => ((await client.get(COLLECTOR_SHARDS, TEAM, 'postgres-0')) === null ? true : undefined));
     await untouched();
   });
 
@@ -134,7 +198,11 @@ describe('tenants stay apart: allowed images, owned objects, collector namespace
     assert.match(ready.message, /namespace team-b is not a collector namespace of this operator \(team-a\)/);
     await new Promise((r) => setTimeout(r, 6_000));
     for (const type of [STATEFUL_SETS, SERVICES, POD_DISRUPTION_BUDGETS, COLLECTOR_SHARDS]) {
-      assert.deepEqual((await client.list(type, OUTSIDE)).items.map((o) => o.metadata.name), [], `no ${type.plural} in ${OUTSIDE}`);
+      assert.deepEqual(
+        (await client.list(type, OUTSIDE)).items.map((o) => o.metadata.name),
+        [],
+        `no ${type.plural} in ${OUTSIDE}`,
+      );
     }
   });
 });

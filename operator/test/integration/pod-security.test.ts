@@ -9,12 +9,12 @@ import { execFile } from 'node:child_process';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 
-import { type ControlPlane,kubeBin } from '@pglog/test-support/control-plane.ts';
+import { type ControlPlane, kubeBin } from '@pglog/test-support/control-plane.ts';
 
 import { desiredStatefulSet } from '../../src/desired/pool-resources.ts';
 import type { StatefulSet } from '../../src/desired/workload-types.ts';
 import { samplePool } from '../helpers/pool-fixtures.ts';
-import { type SharedControlPlane,useSharedControlPlane } from '../helpers/shared-control-plane.ts';
+import { type SharedControlPlane, useSharedControlPlane } from '../helpers/shared-control-plane.ts';
 
 const NAMESPACE = 'pglog-restricted';
 const SERVICE_ACCOUNT = 'pglog-collector';
@@ -25,8 +25,12 @@ function kubectl(cp: ControlPlane, args: readonly string[], stdin: string): Prom
     const child = execFile(join(kubeBin(), 'kubectl'), ['--kubeconfig', cp.kubeconfig, ...args], { maxBuffer: 16 * 1024 * 1024 });
     let stdout = '';
     let stderr = '';
-    child.stdout!.on('data', (b: Buffer) => { stdout += b.toString(); });
-    child.stderr!.on('data', (b: Buffer) => { stderr += b.toString(); });
+    child.stdout!.on('data', (b: Buffer) => {
+      stdout += b.toString();
+    });
+    child.stderr!.on('data', (b: Buffer) => {
+      stderr += b.toString();
+    });
     child.on('close', (code) => resolve({ code: code ?? -1, stdout, stderr }));
     child.stdin!.end(stdin);
   });
@@ -46,24 +50,34 @@ function renderStatefulSet(): StatefulSet {
 /** The Pod the StatefulSet controller would create for ordinal 0. */
 function podOf(sts: StatefulSet): object {
   return {
-    apiVersion: 'v1', kind: 'Pod',
+    apiVersion: 'v1',
+    kind: 'Pod',
     metadata: { ...sts.spec.template.metadata, name: `${sts.metadata.name}-0`, namespace: sts.metadata.namespace },
     spec: sts.spec.template.spec,
   };
 }
 
-describe('Pod Security restricted admits the pool\'s pods', { timeout: 180_000 }, () => {
+describe("Pod Security restricted admits the pool's pods", { timeout: 180_000 }, () => {
   let cp: SharedControlPlane;
   before(async () => {
     cp = await useSharedControlPlane(NAMESPACE);
-    await cp.kubectl(['apply', '-f', '-'], JSON.stringify({
-      apiVersion: 'v1', kind: 'Namespace',
-      metadata: { name: NAMESPACE, labels: { 'pod-security.kubernetes.io/enforce': 'restricted', 'pod-security.kubernetes.io/enforce-version': 'latest' } },
-    }));
+    await cp.kubectl(
+      ['apply', '-f', '-'],
+      JSON.stringify({
+        apiVersion: 'v1',
+        kind: 'Namespace',
+        metadata: { name: NAMESPACE, labels: { 'pod-security.kubernetes.io/enforce': 'restricted', 'pod-security.kubernetes.io/enforce-version': 'latest' } },
+      }),
+    );
     // The service account the pods name must exist for admission.
-    await cp.kubectl(['apply', '-f', '-'], JSON.stringify({ apiVersion: 'v1', kind: 'ServiceAccount', metadata: { name: SERVICE_ACCOUNT, namespace: NAMESPACE } }));
+    await cp.kubectl(
+      ['apply', '-f', '-'],
+      JSON.stringify({ apiVersion: 'v1', kind: 'ServiceAccount', metadata: { name: SERVICE_ACCOUNT, namespace: NAMESPACE } }),
+    );
   });
-  after(async () => { await cp?.stop(); });
+  after(async () => {
+    await cp?.stop();
+  });
 
   test('a Pod from the StatefulSet template is admitted', async () => {
     const result = await dryRun(cp, podOf(renderStatefulSet()));
@@ -77,9 +91,12 @@ describe('Pod Security restricted admits the pool\'s pods', { timeout: 180_000 }
     assert.equal(result.code, 0, result.stderr);
     type Mount = { name: string; mountPath: string };
     type AdmittedContainer = { name: string; volumeMounts?: Mount[]; env?: Array<{ name: string }> };
-    const pod = JSON.parse(result.stdout) as { spec: { volumes: Array<{ name: string; projected?: unknown }>; containers: AdmittedContainer[]; initContainers: AdmittedContainer[] } };
+    const pod = JSON.parse(result.stdout) as {
+      spec: { volumes: Array<{ name: string; projected?: unknown }>; containers: AdmittedContainer[]; initContainers: AdmittedContainer[] };
+    };
     const tokenDir = '/var/run/secrets/kubernetes.io/serviceaccount';
-    const tokenMounts = (c: AdmittedContainer): string[] => (c.volumeMounts ?? []).filter((m) => m.mountPath.startsWith('/var/run/secrets')).map((m) => m.mountPath);
+    const tokenMounts = (c: AdmittedContainer): string[] =>
+      (c.volumeMounts ?? []).filter((m) => m.mountPath.startsWith('/var/run/secrets')).map((m) => m.mountPath);
     const sidecar = pod.spec.initContainers.find((c) => c.name === 'sshproxy')!;
     const collector = pod.spec.containers.find((c) => c.name === 'collector')!;
     // The API server's ServiceAccount admission would add a token volume to every container

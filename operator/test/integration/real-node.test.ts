@@ -11,7 +11,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 
-import { type E2eCluster,startE2eCluster } from '@pglog/test-support/e2e-cluster.ts';
+import { type E2eCluster, startE2eCluster } from '@pglog/test-support/e2e-cluster.ts';
 import type { RealNode } from '@pglog/test-support/real-node.ts';
 import { sleep } from '@pglog/test-support/wait.ts';
 
@@ -36,7 +36,9 @@ async function podPhase(node: RealNode, name: string, want: string): Promise<voi
 
 function pod(name: string, spec: Record<string, unknown>): string {
   return JSON.stringify({
-    apiVersion: 'v1', kind: 'Pod', metadata: { name, namespace: NS },
+    apiVersion: 'v1',
+    kind: 'Pod',
+    metadata: { name, namespace: NS },
     spec: {
       restartPolicy: 'Never',
       securityContext: { runAsNonRoot: true, runAsUser: 65532, runAsGroup: 65532, seccompProfile: { type: 'RuntimeDefault' } },
@@ -73,7 +75,9 @@ describe('a real node (kubelet, containerd, CNI, kube-proxy) running the built i
     node = cluster.node;
   });
 
-  after(async () => { await cluster?.stop(); });
+  after(async () => {
+    await cluster?.stop();
+  });
 
   test('the node registers Ready', async () => {
     for (;;) {
@@ -84,9 +88,12 @@ describe('a real node (kubelet, containerd, CNI, kube-proxy) running the built i
   });
 
   test('`pglog help` completes in a restricted pod, admitted with 0 warnings', async () => {
-    const { stderr } = await node.kubectlWithWarnings(['apply', '-f', '-'], pod('help', {
-      containers: [{ name: 'pglog', image: IMAGE, imagePullPolicy: 'Never', args: ['help'], securityContext: restricted }],
-    }));
+    const { stderr } = await node.kubectlWithWarnings(
+      ['apply', '-f', '-'],
+      pod('help', {
+        containers: [{ name: 'pglog', image: IMAGE, imagePullPolicy: 'Never', args: ['help'], securityContext: restricted }],
+      }),
+    );
     assert.equal(stderr.trim(), '', 'no Pod Security warning');
     await podPhase(node, 'help', 'Succeeded');
     assert.match(await node.cp.kubectl(['-n', NS, 'logs', 'help']), /collect/);
@@ -94,18 +101,34 @@ describe('a real node (kubelet, containerd, CNI, kube-proxy) running the built i
 
   test('a pod with a native sidecar, a memory emptyDir and a projected token reaches the API server through its ClusterIP', async () => {
     const shared = [{ name: 'shared', mountPath: '/shared' }];
-    const { stderr } = await node.kubectlWithWarnings(['apply', '-f', '-'], pod('probe', {
-      volumes: [{ name: 'shared', emptyDir: { medium: 'Memory', sizeLimit: '1Mi' } }],
-      initContainers: [{
-        name: 'sidecar', image: IMAGE, imagePullPolicy: 'Never', restartPolicy: 'Always', securityContext: restricted, volumeMounts: shared,
-        // Node is PID 1 here (command replaces the image's tini entrypoint), and PID 1 has no
-        // default SIGTERM action: without the handler the pod waits out its grace period.
-        command: ['node', '-e', "require('node:fs').writeFileSync('/shared/sidecar', 'written by the sidecar'); process.on('SIGTERM', () => process.exit(0)); setInterval(() => {}, 1e9)"],
-        // The main container starts only once the sidecar is started, i.e. has written the file.
-        startupProbe: { exec: { command: ['cat', '/shared/sidecar'] }, periodSeconds: 1 },
-      }],
-      containers: [{ name: 'main', image: IMAGE, imagePullPolicy: 'Never', command: ['node', '-e', probeScript], securityContext: restricted, volumeMounts: shared }],
-    }));
+    const { stderr } = await node.kubectlWithWarnings(
+      ['apply', '-f', '-'],
+      pod('probe', {
+        volumes: [{ name: 'shared', emptyDir: { medium: 'Memory', sizeLimit: '1Mi' } }],
+        initContainers: [
+          {
+            name: 'sidecar',
+            image: IMAGE,
+            imagePullPolicy: 'Never',
+            restartPolicy: 'Always',
+            securityContext: restricted,
+            volumeMounts: shared,
+            // Node is PID 1 here (command replaces the image's tini entrypoint), and PID 1 has no
+            // default SIGTERM action: without the handler the pod waits out its grace period.
+            command: [
+              'node',
+              '-e',
+              "require('node:fs').writeFileSync('/shared/sidecar', 'written by the sidecar'); process.on('SIGTERM', () => process.exit(0)); setInterval(() => {}, 1e9)",
+            ],
+            // The main container starts only once the sidecar is started, i.e. has written the file.
+            startupProbe: { exec: { command: ['cat', '/shared/sidecar'] }, periodSeconds: 1 },
+          },
+        ],
+        containers: [
+          { name: 'main', image: IMAGE, imagePullPolicy: 'Never', command: ['node', '-e', probeScript], securityContext: restricted, volumeMounts: shared },
+        ],
+      }),
+    );
     assert.equal(stderr.trim(), '', 'no Pod Security warning');
     await podPhase(node, 'probe', 'Succeeded');
     const logs = await node.cp.kubectl(['-n', NS, 'logs', 'probe', '-c', 'main']);

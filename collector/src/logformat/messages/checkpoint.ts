@@ -33,10 +33,22 @@ export function parseCheckpoint(message: string): CheckpointMessage | null {
   const kind = h[1] === 'restartpoint' ? 'restartpoint' : 'checkpoint';
   const rest = message.slice(h[0].length);
   const result: CheckpointMessage = {
-    kind, phase: 'starting', reason: null, buffers_written: null, buffers_pct: null,
-    wal_added: null, wal_removed: null, wal_recycled: null, write_s: null, sync_s: null,
-    total_s: null, sync_files: null, longest_sync_s: null, average_sync_s: null,
-    distance_kb: null, estimate_kb: null,
+    kind,
+    phase: 'starting',
+    reason: null,
+    buffers_written: null,
+    buffers_pct: null,
+    wal_added: null,
+    wal_removed: null,
+    wal_recycled: null,
+    write_s: null,
+    sync_s: null,
+    total_s: null,
+    sync_files: null,
+    longest_sync_s: null,
+    average_sync_s: null,
+    distance_kb: null,
+    estimate_kb: null,
   };
   if (h[2] === 'starting') {
     const reason = rest.trim();

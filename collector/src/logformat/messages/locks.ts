@@ -27,11 +27,12 @@ export interface LockWaitMessage {
   waitMs: number;
 }
 
-const WAIT = /^process (\d+) (still waiting for|acquired|avoided deadlock for|detected deadlock while waiting for|failed to acquire) (\S+) on (.+?)(?: by rearranging queue order)? after (\d+(?:\.\d+)?) ms$/;
+const WAIT =
+  /^process (\d+) (still waiting for|acquired|avoided deadlock for|detected deadlock while waiting for|failed to acquire) (\S+) on (.+?)(?: by rearranging queue order)? after (\d+(?:\.\d+)?) ms$/;
 
 const STATES: Readonly<Record<string, LockWaitState>> = {
   'still waiting for': 'waiting',
-  'acquired': 'acquired',
+  acquired: 'acquired',
   'avoided deadlock for': 'deadlock_avoided',
   'detected deadlock while waiting for': 'deadlock_detected',
   'failed to acquire': 'failed',
@@ -39,9 +40,20 @@ const STATES: Readonly<Record<string, LockWaitState>> = {
 
 /** Object descriptions of DescribeLockTag (lmgr.c), longest first where one prefixes another. */
 const LOCK_TYPES = [
-  'virtual transaction', 'speculative token', 'remote transaction', 'transaction',
-  'extension of relation', 'relation', 'page', 'tuple', 'object', 'advisory lock', 'user lock',
-  'pg_database.datfrozenxid', 'applytransaction', 'unrecognized locktag type',
+  'virtual transaction',
+  'speculative token',
+  'remote transaction',
+  'transaction',
+  'extension of relation',
+  'relation',
+  'page',
+  'tuple',
+  'object',
+  'advisory lock',
+  'user lock',
+  'pg_database.datfrozenxid',
+  'applytransaction',
+  'unrecognized locktag type',
 ];
 
 /** What kind of object a lock is on, from its description (`relation 16384 of database 5` → `relation`). */

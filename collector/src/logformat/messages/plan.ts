@@ -18,8 +18,13 @@ export interface PlanInfo {
 
 /** A line that starts the plan proper (not a continuation of a multi-line query text). */
 function isPlanLine(line: string): boolean {
-  return line.includes('(cost=') || line.includes('(actual ') || line.includes('(never executed)')
-    || line.startsWith('Query Parameters: ') || line.startsWith('Query Identifier: ');
+  return (
+    line.includes('(cost=') ||
+    line.includes('(actual ') ||
+    line.includes('(never executed)') ||
+    line.startsWith('Query Parameters: ') ||
+    line.startsWith('Query Identifier: ')
+  );
 }
 
 function textQuery(body: string): string {
@@ -65,11 +70,16 @@ function quotedAfter(body: string, key: string): string | null {
 function unescapeXml(s: string): string {
   return s.replace(/&(lt|gt|amp|quot|apos|#(\d+)|#x([0-9a-fA-F]+));/g, (all, name: string, dec?: string, hex?: string) => {
     switch (name) {
-      case 'lt': return '<';
-      case 'gt': return '>';
-      case 'amp': return '&';
-      case 'quot': return '"';
-      case 'apos': return "'";
+      case 'lt':
+        return '<';
+      case 'gt':
+        return '>';
+      case 'amp':
+        return '&';
+      case 'quot':
+        return '"';
+      case 'apos':
+        return "'";
       default: {
         const code = dec !== undefined ? Number(dec) : Number.parseInt(hex ?? '', 16);
         return Number.isInteger(code) && code >= 0 && code <= 0x10ffff ? String.fromCodePoint(code) : all;

@@ -69,7 +69,11 @@ export function parseStatementMessage(message: string): StatementMessage | null 
 }
 
 /** What scanStatement found. */
-export const SCAN_NONE = 0, SCAN_STATEMENT = 1, SCAN_PARSE = 2, SCAN_BIND = 3, SCAN_DURATION = 4;
+export const SCAN_NONE = 0,
+  SCAN_STATEMENT = 1,
+  SCAN_PARSE = 2,
+  SCAN_BIND = 3,
+  SCAN_DURATION = 4;
 
 /** Where the parts of a statement message lie in its bytes (see scanStatement). */
 export class StatementSpans {

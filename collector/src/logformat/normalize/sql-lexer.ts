@@ -11,17 +11,89 @@ export const KW_VALUES = 8;
 export const KW_ARRAY = 16;
 const KEYWORDS = new Map<string, number>();
 for (const w of [
-  'in', 'values', 'as', 'and', 'or', 'not', 'exists', 'any', 'all', 'some', 'from', 'join',
-  'on', 'using', 'where', 'select', 'into', 'returning', 'then', 'else', 'when', 'over',
-  'filter', 'within', 'group', 'is', 'like', 'ilike', 'between', 'case', 'set', 'with',
-  'union', 'intersect', 'except', 'by', 'having', 'limit', 'offset', 'lateral', 'to', 'do',
-  'returns', 'default', 'check', 'unique', 'key', 'conflict', 'partition', 'distinct',
-]) KEYWORDS.set(w, KW_SPACE_PAREN);
+  'in',
+  'values',
+  'as',
+  'and',
+  'or',
+  'not',
+  'exists',
+  'any',
+  'all',
+  'some',
+  'from',
+  'join',
+  'on',
+  'using',
+  'where',
+  'select',
+  'into',
+  'returning',
+  'then',
+  'else',
+  'when',
+  'over',
+  'filter',
+  'within',
+  'group',
+  'is',
+  'like',
+  'ilike',
+  'between',
+  'case',
+  'set',
+  'with',
+  'union',
+  'intersect',
+  'except',
+  'by',
+  'having',
+  'limit',
+  'offset',
+  'lateral',
+  'to',
+  'do',
+  'returns',
+  'default',
+  'check',
+  'unique',
+  'key',
+  'conflict',
+  'partition',
+  'distinct',
+])
+  KEYWORDS.set(w, KW_SPACE_PAREN);
 for (const w of [
-  'select', 'where', 'and', 'or', 'not', 'then', 'else', 'when', 'by', 'limit', 'offset',
-  'between', 'like', 'ilike', 'case', 'distinct', 'having', 'on', 'return', 'returning',
-  'any', 'all', 'some', 'is', 'in', 'values', 'set', 'interval',
-]) KEYWORDS.set(w, (KEYWORDS.get(w) ?? 0) | KW_OPERAND);
+  'select',
+  'where',
+  'and',
+  'or',
+  'not',
+  'then',
+  'else',
+  'when',
+  'by',
+  'limit',
+  'offset',
+  'between',
+  'like',
+  'ilike',
+  'case',
+  'distinct',
+  'having',
+  'on',
+  'return',
+  'returning',
+  'any',
+  'all',
+  'some',
+  'is',
+  'in',
+  'values',
+  'set',
+  'interval',
+])
+  KEYWORDS.set(w, (KEYWORDS.get(w) ?? 0) | KW_OPERAND);
 KEYWORDS.set('in', KEYWORDS.get('in')! | KW_IN);
 KEYWORDS.set('values', KEYWORDS.get('values')! | KW_VALUES);
 KEYWORDS.set('array', KW_ARRAY);
@@ -134,7 +206,8 @@ export function skipNumber(s: Uint8Array, at: number): number {
   let i = at;
   if (s[i] === 48) {
     const p = s[i + 1]! | 0x20;
-    if (p === 120 || p === 111 || p === 98) { // 0x 0o 0b
+    if (p === 120 || p === 111 || p === 98) {
+      // 0x 0o 0b
       i += 2;
       for (;;) {
         const c = s[i]!;

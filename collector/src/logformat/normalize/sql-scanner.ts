@@ -18,13 +18,8 @@
  * an imported binding through its module cell (with a check that it is initialized) at every
  * use, and the `switch` on imported constants costs the scanner about 10% of its speed.
  */
-import {
-  isDigit, isIdentStart, KW_OPERAND, KW_SPACE_PAREN, skipBlockComment, skipNumber, skipQuotedIdent,
-  skipString, wordFlags,
-} from './sql-lexer.ts';
-import {
-  closeBracket, collapsible, markNotCollapsible, openList, releaseLists, resetLists,
-} from './sql-list-collapse.ts';
+import { isDigit, isIdentStart, KW_OPERAND, KW_SPACE_PAREN, skipBlockComment, skipNumber, skipQuotedIdent, skipString, wordFlags } from './sql-lexer.ts';
+import { closeBracket, collapsible, markNotCollapsible, openList, releaseLists, resetLists } from './sql-list-collapse.ts';
 
 // Token types (of the output), used for spacing and list collapsing.
 const T_NONE = 0;
@@ -179,7 +174,8 @@ export function encodeInput(sql: string): number {
   if (input.a.length < 3 * sql.length + 4) input = grow(input, 3 * sql.length + 4, 0);
   const s = input.a;
   let n = sql.length;
-  if (n <= SHORT) { // cheaper than a native call: copy ASCII; anything else is encoded below
+  if (n <= SHORT) {
+    // cheaper than a native call: copy ASCII; anything else is encoded below
     let any = 0;
     for (let k = 0; k < n; k++) {
       const c = sql.charCodeAt(k);
@@ -226,14 +222,16 @@ export function scanInput(n: number, isAscii: boolean): number {
   let i = 0;
   while (i < n) {
     const c = s[i]!;
-    if (c <= 32) { // whitespace (most often one space between tokens): no dispatch
+    if (c <= 32) {
+      // whitespace (most often one space between tokens): no dispatch
       i++;
       continue;
     }
     switch (KIND[c]!) {
       case K_WORD: {
         const next = s[i + 1];
-        if (next === 39 || next === 38) { // E' B' X' N' U&' U&"
+        if (next === 39 || next === 38) {
+          // E' B' X' N' U&' U&"
           const l = c | 0x20;
           if (next === 39 && (l === 101 || l === 98 || l === 120 || l === 110)) {
             i = skipString(s, n, i + 1, l === 101);
@@ -283,7 +281,8 @@ export function scanInput(n: number, isAscii: boolean): number {
         if (!isAscii) {
           let k = ws;
           while (k < o && b[k]! < 128) k++;
-          if (k < o) { // non-ASCII: Unicode lower-casing (its length may differ)
+          if (k < o) {
+            // non-ASCII: Unicode lower-casing (its length may differ)
             const word = input.raw.utf8Slice(from, i).toLowerCase();
             output = grow(output, ws + 3 * word.length + 3 * (n - i) + 16, ws);
             b = output.a;
@@ -323,7 +322,8 @@ export function scanInput(n: number, isAscii: boolean): number {
       }
       case K_DOLLAR: {
         const d = s[i + 1]!;
-        if (isDigit(d)) { // $1: a parameter
+        if (isDigit(d)) {
+          // $1: a parameter
           i += 2;
           while (isDigit(s[i]!)) i++;
           if (!glued(prevT)) b[o++] = 32;
@@ -331,7 +331,8 @@ export function scanInput(n: number, isAscii: boolean): number {
           prevT = T_PH;
           continue;
         }
-        if (d === 36 || isIdentStart(d)) { // $tag$ ... $tag$
+        if (d === 36 || isIdentStart(d)) {
+          // $tag$ ... $tag$
           let j = i + 1;
           while (s[j] !== 36 && (CLASS[s[j]!]! & C_IDENT) !== 0) j++;
           if (s[j] === 36 && j < n) {
@@ -410,13 +411,15 @@ export function scanInput(n: number, isAscii: boolean): number {
         continue;
       case K_OP: {
         const d = s[i + 1]!;
-        if (c === 45 && d === 45) { // -- comment
+        if (c === 45 && d === 45) {
+          // -- comment
           i += 2;
           while (i < n && s[i] !== 10) i++;
           i++;
           continue;
         }
-        if (c === 47 && d === 42) { // /* comment */
+        if (c === 47 && d === 42) {
+          // /* comment */
           i = skipBlockComment(s, n, i);
           continue;
         }
@@ -440,11 +443,16 @@ export function scanInput(n: number, isAscii: boolean): number {
         i = j;
         if (j - from === 1 && (c === 45 || c === 43) && (isDigit(d) || (d === 46 && isDigit(s[j + 1]!)))) {
           // A sign where an operand is expected is part of the number.
-          if (prevT === T_WORD ? (wordFlags(b, wordStart, wordEnd) & KW_OPERAND) !== 0
-            : prevT === T_NONE || prevT === T_OP || prevT === T_OPEN || prevT === T_COMMA || prevT === T_SEMI) continue;
+          if (
+            prevT === T_WORD
+              ? (wordFlags(b, wordStart, wordEnd) & KW_OPERAND) !== 0
+              : prevT === T_NONE || prevT === T_OP || prevT === T_OPEN || prevT === T_COMMA || prevT === T_SEMI
+          )
+            continue;
         }
         if (!glued(prevT)) b[o++] = 32;
-        if (j - from === 1 && c === 63) { // a lone `?` is a parameter placeholder
+        if (j - from === 1 && c === 63) {
+          // a lone `?` is a parameter placeholder
           b[o++] = 63;
           prevT = T_PH;
           continue;

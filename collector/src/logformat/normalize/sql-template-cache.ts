@@ -166,7 +166,13 @@ export class TemplateCache {
     } else {
       const normalized = decodeOutput(len);
       const words = outputWords().slice(0, (len + 3) >> 2);
-      k = { template: { normalized, fingerprint: fingerprintOf(normalized) }, len, words, bytes: KNOWN_ENTRY_BYTES + stringHeapBytes(normalized) + words.byteLength, used: false };
+      k = {
+        template: { normalized, fingerprint: fingerprintOf(normalized) },
+        len,
+        words,
+        bytes: KNOWN_ENTRY_BYTES + stringHeapBytes(normalized) + words.byteLength,
+        used: false,
+      };
       if (k.bytes > this.knownBudget) {
         // A budget smaller than one template (tests, tiny configurations): nothing is kept.
         releaseBuffers();
@@ -185,7 +191,13 @@ export class TemplateCache {
     if (literalsReplaced() === 0 && short) {
       const words = inputWords().slice(0, (n + 3) >> 2);
       // The template's text is counted here too: it outlives its known entry when that goes first.
-      const v: Verbatim = { template: k.template, len: n, words, bytes: VERBATIM_ENTRY_BYTES + words.byteLength + stringHeapBytes(k.template.normalized), used: false };
+      const v: Verbatim = {
+        template: k.template,
+        len: n,
+        words,
+        bytes: VERBATIM_ENTRY_BYTES + words.byteLength + stringHeapBytes(k.template.normalized),
+        used: false,
+      };
       if (v.bytes <= this.verbatimBudget) {
         const old = this.verbatim.get(inKey);
         if (old !== undefined) {

@@ -66,6 +66,10 @@ async function readAssets(): Promise<Assets> {
     return { uplotJs, uplotCss, clientJs, css: CSS };
   } catch (e) {
     cached = null;
-    throw new PglogError('INPUT_UNREADABLE', `the HTML report's scripts cannot be read (is the uplot package installed?): ${e instanceof Error ? e.message : String(e)}`, { cause: e });
+    throw new PglogError(
+      'INPUT_UNREADABLE',
+      `the HTML report's scripts cannot be read (is the uplot package installed?): ${e instanceof Error ? e.message : String(e)}`,
+      { cause: e },
+    );
   }
 }

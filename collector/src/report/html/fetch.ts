@@ -10,17 +10,37 @@ import { episodesQuery } from '../locks-query.ts';
 import { errorsQuery, lockWaitsQuery, type Row } from '../query.ts';
 import type { ReportFilter } from '../types.ts';
 import { assembleHtmlReport } from './assemble.ts';
-import { attachTemplateDetails, errorSeries, eventSeries, type HtmlReport,statementSeries, targetSeries, templateFromRow, templateKeys } from './model.ts';
+import { attachTemplateDetails, errorSeries, eventSeries, type HtmlReport, statementSeries, targetSeries, templateFromRow, templateKeys } from './model.ts';
 import {
-  binCount, binWidthMs, checkpointsQuery, deadlocksQuery, errorSeriesQuery, eventSeriesQuery, type HtmlFilter,
-maintenanceQuery, perTargetCountsQuery,
-  sessionsQuery, statementSeriesQuery, targetSeriesQuery,   tempFileSizesQuery, tempFilesQuery, templateExamplesQuery, templatePlansQuery, templateSeriesQuery, templatesQuery,
+  binCount,
+  binWidthMs,
+  checkpointsQuery,
+  deadlocksQuery,
+  errorSeriesQuery,
+  eventSeriesQuery,
+  type HtmlFilter,
+  maintenanceQuery,
+  perTargetCountsQuery,
+  sessionsQuery,
+  statementSeriesQuery,
+  targetSeriesQuery,
+  tempFileSizesQuery,
+  tempFilesQuery,
+  templateExamplesQuery,
+  templatePlansQuery,
+  templateSeriesQuery,
+  templatesQuery,
 } from './queries.ts';
 import { rollupServes, rollupStatementSeriesQuery, rollupTargetSeriesQuery, rollupTemplateSeriesQuery, rollupTemplatesQuery } from './queries-rollup.ts';
 
 /** The statement queries that have two sources: the rows (exact), or the statement rollup. */
 const FROM_ROWS = { series: statementSeriesQuery, targets: targetSeriesQuery, templates: templatesQuery, templateSeries: templateSeriesQuery };
-const FROM_ROLLUP = { series: rollupStatementSeriesQuery, targets: rollupTargetSeriesQuery, templates: rollupTemplatesQuery, templateSeries: rollupTemplateSeriesQuery };
+const FROM_ROLLUP = {
+  series: rollupStatementSeriesQuery,
+  targets: rollupTargetSeriesQuery,
+  templates: rollupTemplatesQuery,
+  templateSeries: rollupTemplateSeriesQuery,
+};
 
 /** work_mem of the report's transaction (SET LOCAL): what its sorts may use before spilling. */
 export const REPORT_WORK_MEM = '128MB';
@@ -33,7 +53,13 @@ export type QueryTimings = Array<{ query: string; ms: number }>;
  * statement rollup (queries-rollup.ts: p95/p50/p99 then within 9.1 %); `rollup: false` reads
  * the rows for all of them (exact percentiles; tests compare the two).
  */
-export async function fetchHtmlReport(client: pg.ClientBase, base: ReportFilter, now: number = Date.now(), timings?: QueryTimings, opts: { rollup?: boolean } = {}): Promise<HtmlReport> {
+export async function fetchHtmlReport(
+  client: pg.ClientBase,
+  base: ReportFilter,
+  now: number = Date.now(),
+  timings?: QueryTimings,
+  opts: { rollup?: boolean } = {},
+): Promise<HtmlReport> {
   const filter: HtmlFilter = { ...base, binMs: binWidthMs(base.since, base.until) };
   const statements = opts.rollup !== false && rollupServes(filter.binMs) ? FROM_ROLLUP : FROM_ROWS;
   const bins = binCount(filter.since, filter.until, filter.binMs);
@@ -58,8 +84,13 @@ export async function fetchHtmlReport(client: pg.ClientBase, base: ReportFilter,
     if (templates.length > 0) {
       const keys = templateKeys(templates);
       const fingerprints = [...new Set(templates.map((t) => t.fingerprint).filter((f): f is string => f !== null))];
-      attachTemplateDetails(templates, await rows(templateExamplesQuery(filter, keys), 'template examples'), await rows(statements.templateSeries(filter, keys), 'template series'),
-        await rows(templatePlansQuery(filter, fingerprints), 'template plans'), bins);
+      attachTemplateDetails(
+        templates,
+        await rows(templateExamplesQuery(filter, keys), 'template examples'),
+        await rows(statements.templateSeries(filter, keys), 'template series'),
+        await rows(templatePlansQuery(filter, fingerprints), 'template plans'),
+        bins,
+      );
     }
     const errorRows = await rows(errorsQuery(filter), 'errors');
     const lockRows = await rows(lockWaitsQuery(filter), 'lock waits');
@@ -72,8 +103,25 @@ export async function fetchHtmlReport(client: pg.ClientBase, base: ReportFilter,
     const sessionRows = await rows(sessionsQuery(filter), 'sessions');
 
     return assembleHtmlReport({
-      filter, now, percentiles: statements === FROM_ROLLUP ? 'histogram' : 'exact', st, ev, er, tg, perTarget, templateRows, templates,
-      errorRows, lockRows, deadlockRows, episodeRows, checkpointRows, maintenanceRows, tempRows, sizeRows, sessionRows,
+      filter,
+      now,
+      percentiles: statements === FROM_ROLLUP ? 'histogram' : 'exact',
+      st,
+      ev,
+      er,
+      tg,
+      perTarget,
+      templateRows,
+      templates,
+      errorRows,
+      lockRows,
+      deadlockRows,
+      episodeRows,
+      checkpointRows,
+      maintenanceRows,
+      tempRows,
+      sizeRows,
+      sessionRows,
     });
   });
 }

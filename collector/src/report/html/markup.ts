@@ -22,8 +22,11 @@ export function esc(s: string | number | null | undefined): string {
  */
 export function jsonForScript(value: unknown): string {
   return JSON.stringify(value)
-    .replace(/</g, '\\u003c').replace(/>/g, '\\u003e').replace(/&/g, '\\u0026')
-    .replace(/\u2028/g, '\\u2028').replace(/\u2029/g, '\\u2029');
+    .replace(/</g, '\\u003c')
+    .replace(/>/g, '\\u003e')
+    .replace(/&/g, '\\u0026')
+    .replace(/\u2028/g, '\\u2028')
+    .replace(/\u2029/g, '\\u2029');
 }
 
 export const NONE_HTML = '<span class="none">-</span>';
@@ -42,8 +45,12 @@ export function timeCell(msEpoch: number | null): string {
 export function bytes(n: number | null): string {
   if (n === null || !Number.isFinite(n)) return '-';
   const units = ['B', 'kB', 'MB', 'GB', 'TB'];
-  let v = n; let u = 0;
-  while (v >= 1024 && u < units.length - 1) { v /= 1024; u++; }
+  let v = n;
+  let u = 0;
+  while (v >= 1024 && u < units.length - 1) {
+    v /= 1024;
+    u++;
+  }
   return `${u === 0 ? String(v) : v.toFixed(v < 10 ? 2 : 1)} ${units[u]}`;
 }
 
@@ -62,17 +69,27 @@ export interface Column<T> {
  * A table whose order is stated: `data-sorted="INDEX desc"` names the column it is sorted by
  * (the browser test checks it), and each numeric cell carries its value in `data-v`.
  */
-export function table<T>(id: string, columns: ReadonlyArray<Column<T>>, rows: readonly T[], sorted: { column: number; dir: 'desc' | 'asc' } | null, rowAttrs?: (row: T) => string): string {
+export function table<T>(
+  id: string,
+  columns: ReadonlyArray<Column<T>>,
+  rows: readonly T[],
+  sorted: { column: number; dir: 'desc' | 'asc' } | null,
+  rowAttrs?: (row: T) => string,
+): string {
   if (rows.length === 0) return `<p class="empty" id="${esc(id)}">none in this window</p>`;
   const head = columns.map((c) => `<th class="${c.cls ?? 'text'}">${esc(c.title)}</th>`).join('');
-  const body = rows.map((r) => {
-    const cells = columns.map((c) => {
-      const v = c.value?.(r);
-      const data = v === undefined || v === null ? '' : ` data-v="${esc(String(v))}"`;
-      return `<td class="${c.cls ?? 'text'}"${data}>${c.cell(r)}</td>`;
-    }).join('');
-    return `<tr${rowAttrs === undefined ? '' : ` ${rowAttrs(r)}`}>${cells}</tr>`;
-  }).join('\n');
+  const body = rows
+    .map((r) => {
+      const cells = columns
+        .map((c) => {
+          const v = c.value?.(r);
+          const data = v === undefined || v === null ? '' : ` data-v="${esc(String(v))}"`;
+          return `<td class="${c.cls ?? 'text'}"${data}>${c.cell(r)}</td>`;
+        })
+        .join('');
+      return `<tr${rowAttrs === undefined ? '' : ` ${rowAttrs(r)}`}>${cells}</tr>`;
+    })
+    .join('\n');
   const sortedAttr = sorted === null ? '' : ` data-sorted="${sorted.column} ${sorted.dir}"`;
   return `<table id="${esc(id)}"${sortedAttr}><thead><tr>${head}</tr></thead><tbody>\n${body}\n</tbody></table>`;
 }

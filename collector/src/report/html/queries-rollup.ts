@@ -8,7 +8,7 @@
  * not start on a whole minute, a bin's edge may be off by up to a minute. Pure.
  */
 import type { SqlQuery } from '../query.ts';
-import { type HtmlFilter, rankedTemplates, type TemplateKeys,windowWhere } from './queries.ts';
+import { type HtmlFilter, rankedTemplates, type TemplateKeys, windowWhere } from './queries.ts';
 
 /** The shortest bin the rollup serves: its bucket. */
 export const ROLLUP_BUCKET_MS = 60_000;

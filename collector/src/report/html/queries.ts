@@ -15,8 +15,7 @@ import type { ReportFilter } from '../types.ts';
 /** Bins a series has at most: enough for a chart's width, small in the file. */
 export const MAX_BINS = 120;
 /** Widths a bin may have, so its edges fall on round times. */
-const NICE_BIN_MS = [1, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200, 10800, 21600, 43200, 86400, 604800]
-  .map((s) => s * 1000);
+const NICE_BIN_MS = [1, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200, 10800, 21600, 43200, 86400, 604800].map((s) => s * 1000);
 /** Characters of a plan or parameter list the report carries. */
 export const PLAN_CHARS = 20_000;
 export const PARAMETER_CHARS = 2_000;

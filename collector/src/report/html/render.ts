@@ -5,7 +5,7 @@
  */
 import { PglogError } from '@pglog/common/errors.ts';
 
-import { anyPoint, bytes, chart, type Column,count, esc, jsonForScript, ms, NONE_HTML, orNone, shownOf, table, timeCell } from './markup.ts';
+import { anyPoint, bytes, chart, type Column, count, esc, jsonForScript, ms, NONE_HTML, orNone, shownOf, table, timeCell } from './markup.ts';
 import type { HtmlReport, Template } from './model.ts';
 import { blockingSection, checkpointSection, errorSection, lockSection, maintenanceSection, sessionSection, tempFileSection } from './sections.ts';
 
@@ -24,10 +24,22 @@ function inline(tag: 'script' | 'style', body: string): string {
 
 export function renderHtml(r: HtmlReport, assets: Assets): string {
   const scope = [r.meta.target === null ? 'all targets' : `target ${r.meta.target}`, r.meta.database === null ? null : `database ${r.meta.database}`]
-    .filter((s) => s !== null).join(', ');
-  const nav = [['overview', 'Overview'], ['statements', 'Statements'], ['templates', 'Top templates'], ['errors', 'Errors'],
-    ['locks', 'Lock waits'], ['blocking', 'Blocking'], ['checkpoints', 'Checkpoints'], ['maintenance', 'Autovacuum'],
-    ['tempfiles', 'Temp files'], ['sessions', 'Sessions']].map(([id, t]) => `<a href="#${id}">${esc(t)}</a>`).join('');
+    .filter((s) => s !== null)
+    .join(', ');
+  const nav = [
+    ['overview', 'Overview'],
+    ['statements', 'Statements'],
+    ['templates', 'Top templates'],
+    ['errors', 'Errors'],
+    ['locks', 'Lock waits'],
+    ['blocking', 'Blocking'],
+    ['checkpoints', 'Checkpoints'],
+    ['maintenance', 'Autovacuum'],
+    ['tempfiles', 'Temp files'],
+    ['sessions', 'Sessions'],
+  ]
+    .map(([id, t]) => `<a href="#${id}">${esc(t)}</a>`)
+    .join('');
   return `<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
@@ -83,15 +95,23 @@ function overviewSection(r: HtmlReport): string {
     card('Autovacuum / autoanalyze', `${count(o.autovacuum)} / ${count(o.autoanalyze)}`, 'maintenance'),
   ].join('');
   type T = HtmlReport['targets'][number];
-  const c = (k: string) => (t: T): number => t.counts[k] ?? 0;
+  const c =
+    (k: string) =>
+    (t: T): number =>
+      t.counts[k] ?? 0;
   const num = (title: string, f: (t: T) => number): Column<T> => ({ title, cls: 'num', cell: (t) => count(f(t)), value: f });
   const columns: Array<Column<T>> = [
     { title: 'target', cell: (t) => esc(t.target) },
     num('statements', (t) => t.statements),
     { title: 'total duration', cls: 'num', cell: (t) => ms(t.totalMs), value: (t) => t.totalMs },
-    num('errors', c('errors')), num('lock waits', c('lock_waits')), num('deadlocks', c('deadlocks')),
-    num('sessions', c('connections')), num('temp files', c('temp_files')), num('checkpoints', c('checkpoints')),
-    num('autovacuum', c('autovacuum')), num('autoanalyze', c('autoanalyze')),
+    num('errors', c('errors')),
+    num('lock waits', c('lock_waits')),
+    num('deadlocks', c('deadlocks')),
+    num('sessions', c('connections')),
+    num('temp files', c('temp_files')),
+    num('checkpoints', c('checkpoints')),
+    num('autovacuum', c('autovacuum')),
+    num('autoanalyze', c('autoanalyze')),
   ];
   return `<section id="overview"><h2>Overview</h2>
 <div class="cards">${cards}</div>
@@ -102,7 +122,7 @@ ${table('targets-table', columns, r.targets, { column: 1, dir: 'desc' })}
 
 /** Where a percentile is read from the statement rollup's histogram, the title says so. */
 function approximate(r: HtmlReport): string {
-  return r.meta.percentiles === 'histogram' ? ' (from the statement rollup\'s histogram: within 9.1 %)' : '';
+  return r.meta.percentiles === 'histogram' ? " (from the statement rollup's histogram: within 9.1 %)" : '';
 }
 
 function statementSection(r: HtmlReport): string {
@@ -139,7 +159,9 @@ function templateColumns(): Array<Column<Template>> {
 
 function templateSection(r: HtmlReport): string {
   const limit = r.meta.limit;
-  const tabs = RANKINGS.map((k, i) => `<button type="button" class="tab${i === 0 ? ' active' : ''}" data-tab="templates-${k.key}">${esc(k.title)}</button>`).join('');
+  const tabs = RANKINGS.map(
+    (k, i) => `<button type="button" class="tab${i === 0 ? ' active' : ''}" data-tab="templates-${k.key}">${esc(k.title)}</button>`,
+  ).join('');
   const tables = RANKINGS.map((k, i) => {
     const rows = r.templates.rows.filter((t) => t.rank[k.key] <= limit).sort((a, b) => a.rank[k.key] - b.rank[k.key]);
     return `<div class="tab-panel" id="templates-${k.key}"${i === 0 ? '' : ' hidden'}>
@@ -158,10 +180,15 @@ ${tables}
 
 function drillDown(t: Template): string {
   const ex = t.example;
-  const example = ex === null ? `<p>${NONE_HTML}</p>` : `<p class="meta">slowest in the window: ${ms(ex.durationMs)} at ${timeCell(ex.ts)}, user ${orNone(ex.user)}, application ${orNone(ex.application)}</p>
+  const example =
+    ex === null
+      ? `<p>${NONE_HTML}</p>`
+      : `<p class="meta">slowest in the window: ${ms(ex.durationMs)} at ${timeCell(ex.ts)}, user ${orNone(ex.user)}, application ${orNone(ex.application)}</p>
 <pre class="sql">${esc(ex.query)}</pre>${ex.parameters === null ? '' : `<p class="meta">parameters</p><pre class="params">${esc(ex.parameters)}</pre>`}`;
-  const plan = t.plan === null ? '<p class="empty">no auto_explain plan in this window</p>'
-    : `<p class="meta">auto_explain (${orNone(t.plan.format)}) at ${timeCell(t.plan.ts)}, ${ms(t.plan.durationMs)}</p><pre class="plan">${esc(t.plan.plan)}</pre>`;
+  const plan =
+    t.plan === null
+      ? '<p class="empty">no auto_explain plan in this window</p>'
+      : `<p class="meta">auto_explain (${orNone(t.plan.format)}) at ${timeCell(t.plan.ts)}, ${ms(t.plan.durationMs)}</p><pre class="plan">${esc(t.plan.plan)}</pre>`;
   return `<section class="drill" id="drill-${esc(t.id)}" data-template="${esc(t.id)}" hidden>
 <h3>Template ${orNone(t.fingerprint)} <small>${esc(t.target)} / ${orNone(t.database)}</small> <button type="button" class="close">close</button></h3>
 <p class="meta">${count(t.calls)} calls, total ${ms(t.totalMs)}, mean ${ms(t.meanMs)}, p95 ${ms(t.p95Ms)}, max ${ms(t.maxMs)}</p>

@@ -4,7 +4,7 @@
  */
 import type { BlockingEpisode } from '../snapshot-types.ts';
 import type { ErrorStats, LockWaitStats } from '../types.ts';
-import { anyPoint, bytes, chart, type Column,count, esc, ms, orNone, shownOf, table, timeCell } from './markup.ts';
+import { anyPoint, bytes, chart, type Column, count, esc, ms, orNone, shownOf, table, timeCell } from './markup.ts';
 import type { Checkpoint, Deadlock, HtmlReport, MaintenanceRow, SessionRow, TempFileRow } from './model.ts';
 
 const text = <T>(title: string, f: (r: T) => string | null): Column<T> => ({ title, cell: (r) => orNone(f(r)) });
@@ -13,7 +13,15 @@ const num = <T>(title: string, f: (r: T) => number): Column<T> => ({ title, cls:
 const dur = <T>(title: string, f: (r: T) => number | null): Column<T> => ({ title, cls: 'num', cell: (r) => ms(f(r)), value: f });
 const size = <T>(title: string, f: (r: T) => number): Column<T> => ({ title, cls: 'num', cell: (r) => esc(bytes(f(r))), value: f });
 const at = <T>(title: string, f: (r: T) => number | null): Column<T> => ({ title, cell: (r) => timeCell(f(r)), value: f });
-const secs = <T>(title: string, f: (r: T) => number | null): Column<T> => ({ title, cls: 'num', cell: (r) => { const v = f(r); return v === null ? orNone(null) : esc(`${v.toFixed(3)} s`); }, value: f });
+const secs = <T>(title: string, f: (r: T) => number | null): Column<T> => ({
+  title,
+  cls: 'num',
+  cell: (r) => {
+    const v = f(r);
+    return v === null ? orNone(null) : esc(`${v.toFixed(3)} s`);
+  },
+  value: f,
+});
 
 export function errorSection(r: HtmlReport): string {
   const bySqlstate = r.errors.sqlstates.slice(0, r.meta.limit);
@@ -21,8 +29,13 @@ export function errorSection(r: HtmlReport): string {
   type S = { sqlstate: string | null; count: number };
   const sqlstateColumns: Array<Column<S>> = [code('SQLSTATE', (e) => e.sqlstate), num('count', (e) => e.count)];
   const messages: Array<Column<ErrorStats>> = [
-    text('target', (e) => e.target), text('database', (e) => e.database), text('severity', (e) => e.severity), code('SQLSTATE', (e) => e.sqlstate),
-    num('count', (e) => e.count), at('first seen', (e) => e.first_seen.getTime()), at('last seen', (e) => e.last_seen.getTime()),
+    text('target', (e) => e.target),
+    text('database', (e) => e.database),
+    text('severity', (e) => e.severity),
+    code('SQLSTATE', (e) => e.sqlstate),
+    num('count', (e) => e.count),
+    at('first seen', (e) => e.first_seen.getTime()),
+    at('last seen', (e) => e.last_seen.getTime()),
     code('message', (e) => e.message),
   ];
   return `<section id="errors"><h2>Errors</h2>
@@ -35,13 +48,22 @@ ${table('errors-table', messages, m.rows, { column: 4, dir: 'desc' })}
 }
 
 export function lockSection(r: HtmlReport): string {
-  const l = r.locks.byType; const d = r.locks.deadlocks;
+  const l = r.locks.byType;
+  const d = r.locks.deadlocks;
   const types: Array<Column<LockWaitStats>> = [
-    text('target', (x) => x.target), text('database', (x) => x.database), text('lock type', (x) => x.lock_type),
-    num('messages', (x) => x.count), num('acquired', (x) => x.acquired), dur('total wait', (x) => x.total_wait_ms), dur('max wait', (x) => x.max_wait_ms),
+    text('target', (x) => x.target),
+    text('database', (x) => x.database),
+    text('lock type', (x) => x.lock_type),
+    num('messages', (x) => x.count),
+    num('acquired', (x) => x.acquired),
+    dur('total wait', (x) => x.total_wait_ms),
+    dur('max wait', (x) => x.max_wait_ms),
   ];
   const deadlocks: Array<Column<Deadlock>> = [
-    at('time', (x) => x.ts), text('target', (x) => x.target), text('database', (x) => x.database), num('pid', (x) => x.pid ?? 0),
+    at('time', (x) => x.ts),
+    text('target', (x) => x.target),
+    text('database', (x) => x.database),
+    num('pid', (x) => x.pid ?? 0),
     { title: 'processes', cls: 'code', cell: (x) => processes(x.processes) },
   ];
   return `<section id="locks"><h2>Lock waits and deadlocks</h2>
@@ -56,19 +78,29 @@ ${table('deadlocks-table', deadlocks, d.rows, { column: 0, dir: 'desc' })}
 /** A deadlock's processes (jsonb from the store, hostile text) as escaped lines. */
 function processes(v: unknown): string {
   if (!Array.isArray(v)) return orNone(null);
-  return v.map((p: unknown) => {
-    const o = (p ?? {}) as Record<string, unknown>;
-    const s = (k: string): string => { const v = o[k]; return typeof v === 'string' || typeof v === 'number' ? String(v) : '-'; };
-    return `<div>${esc(`${s('pid')} waits ${s('lock_mode')} on ${s('lock_object')}, blocked by ${s('blocked_by')}: ${s('query')}`)}</div>`;
-  }).join('');
+  return v
+    .map((p: unknown) => {
+      const o = (p ?? {}) as Record<string, unknown>;
+      const s = (k: string): string => {
+        const v = o[k];
+        return typeof v === 'string' || typeof v === 'number' ? String(v) : '-';
+      };
+      return `<div>${esc(`${s('pid')} waits ${s('lock_mode')} on ${s('lock_object')}, blocked by ${s('blocked_by')}: ${s('query')}`)}</div>`;
+    })
+    .join('');
 }
 
 export function blockingSection(r: HtmlReport): string {
   const e = r.blocking;
   const columns: Array<Column<BlockingEpisode>> = [
-    text('target', (x) => x.target), text('instance', (x) => x.instance), num('root pid', (x) => x.rootPid),
-    at('first seen', (x) => x.firstSeen.getTime()), at('last seen', (x) => x.lastSeen.getTime()), num('snapshots', (x) => x.snapshots),
-    num('peak waiters', (x) => x.peakWaiters), dur('max wait', (x) => x.maxWaitMs),
+    text('target', (x) => x.target),
+    text('instance', (x) => x.instance),
+    num('root pid', (x) => x.rootPid),
+    at('first seen', (x) => x.firstSeen.getTime()),
+    at('last seen', (x) => x.lastSeen.getTime()),
+    num('snapshots', (x) => x.snapshots),
+    num('peak waiters', (x) => x.peakWaiters),
+    dur('max wait', (x) => x.maxWaitMs),
     text('root session', (x) => `${x.user ?? '-'}@${x.database ?? '-'}${x.application === null ? '' : ` [${x.application}]`}`),
     code('root query', (x) => x.query),
   ];
@@ -87,9 +119,19 @@ export function checkpointSection(r: HtmlReport): string {
   const c = r.checkpoints;
   const newestFirst = [...c.rows].reverse();
   const columns: Array<Column<Checkpoint>> = [
-    at('time', (x) => x.ts), text('target', (x) => x.target), text('instance', (x) => x.instance), text('kind', (x) => x.kind), text('reason', (x) => x.reason),
-    num('buffers', (x) => x.buffers ?? 0), num('WAL added', (x) => x.walAdded ?? 0), num('removed', (x) => x.walRemoved ?? 0), num('recycled', (x) => x.walRecycled ?? 0),
-    secs('write', (x) => x.writeS), secs('sync', (x) => x.syncS), secs('total', (x) => x.totalS), num('distance kB', (x) => x.distanceKb ?? 0),
+    at('time', (x) => x.ts),
+    text('target', (x) => x.target),
+    text('instance', (x) => x.instance),
+    text('kind', (x) => x.kind),
+    text('reason', (x) => x.reason),
+    num('buffers', (x) => x.buffers ?? 0),
+    num('WAL added', (x) => x.walAdded ?? 0),
+    num('removed', (x) => x.walRemoved ?? 0),
+    num('recycled', (x) => x.walRecycled ?? 0),
+    secs('write', (x) => x.writeS),
+    secs('sync', (x) => x.syncS),
+    secs('total', (x) => x.totalS),
+    num('distance kB', (x) => x.distanceKb ?? 0),
   ];
   return `<section id="checkpoints"><h2>Checkpoints</h2>
 <div class="charts">
@@ -104,9 +146,15 @@ ${table('checkpoints-table', columns, newestFirst.slice(0, r.meta.limit), { colu
 export function maintenanceSection(r: HtmlReport): string {
   const m = r.maintenance;
   const columns: Array<Column<MaintenanceRow>> = [
-    text('target', (x) => x.target), text('database', (x) => x.database), code('table', (x) => x.relation),
-    num('autovacuum', (x) => x.vacuums), num('autoanalyze', (x) => x.analyzes), secs('elapsed', (x) => x.elapsedS),
-    num('tuples removed', (x) => x.tuplesRemoved), num('pages removed', (x) => x.pagesRemoved), size('WAL', (x) => x.walBytes),
+    text('target', (x) => x.target),
+    text('database', (x) => x.database),
+    code('table', (x) => x.relation),
+    num('autovacuum', (x) => x.vacuums),
+    num('autoanalyze', (x) => x.analyzes),
+    secs('elapsed', (x) => x.elapsedS),
+    num('tuples removed', (x) => x.tuplesRemoved),
+    num('pages removed', (x) => x.pagesRemoved),
+    size('WAL', (x) => x.walBytes),
     text('flags', (x) => [x.aggressive ? 'aggressive' : '', x.wraparound ? 'wraparound' : ''].filter(Boolean).join(' ') || null),
     at('last', (x) => x.lastSeen),
   ];
@@ -122,8 +170,13 @@ const SIZE_CLASSES = ['< 64 kB', '64–256 kB', '256 kB–1 MB', '1–4 MB', '4�
 export function tempFileSection(r: HtmlReport): string {
   const t = r.tempFiles;
   const columns: Array<Column<TempFileRow>> = [
-    text('target', (x) => x.target), text('database', (x) => x.database), num('files', (x) => x.files), size('total', (x) => x.totalBytes),
-    size('largest', (x) => x.maxBytes), code('fingerprint', (x) => x.fingerprint), code('statement', (x) => x.statement),
+    text('target', (x) => x.target),
+    text('database', (x) => x.database),
+    num('files', (x) => x.files),
+    size('total', (x) => x.totalBytes),
+    size('largest', (x) => x.maxBytes),
+    code('fingerprint', (x) => x.fingerprint),
+    code('statement', (x) => x.statement),
   ];
   type C = { label: string; n: number };
   const sizeColumns: Array<Column<C>> = [text('size', (c) => c.label), num('files', (c) => c.n)];
@@ -140,9 +193,14 @@ ${table('tempfiles-table', columns, t.rows, { column: 3, dir: 'desc' })}
 export function sessionSection(r: HtmlReport): string {
   const s = r.sessions;
   const columns: Array<Column<SessionRow>> = [
-    text('target', (x) => x.target), text('database', (x) => x.database), text('user', (x) => x.user), text('application', (x) => x.application),
-    num('connections', (x) => x.connections), num('disconnections', (x) => x.disconnections),
-    dur('mean session', (x) => x.meanSessionMs), dur('longest session', (x) => x.maxSessionMs),
+    text('target', (x) => x.target),
+    text('database', (x) => x.database),
+    text('user', (x) => x.user),
+    text('application', (x) => x.application),
+    num('connections', (x) => x.connections),
+    num('disconnections', (x) => x.disconnections),
+    dur('mean session', (x) => x.meanSessionMs),
+    dur('longest session', (x) => x.maxSessionMs),
   ];
   return `<section id="sessions"><h2>Connections and sessions</h2>
 <div class="charts">${chart('sessions', 'Connections (authorized) and disconnections per bin', anyPoint(r.series.connections ?? [], r.series.disconnections ?? []))}</div>

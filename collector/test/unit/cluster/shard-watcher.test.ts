@@ -43,24 +43,39 @@ class FakeKube implements KubeClient {
     const items = [...this.objects.entries()].filter(([k]) => k.startsWith(`${type.plural}/`)).map(([, o]) => o as T);
     return Promise.resolve({ items, resourceVersion: String(this.version) });
   }
-  async *watch<T extends KubeObject>(type: ResourceType, _ns: string | undefined, options: { resourceVersion: string }, signal: AbortSignal): AsyncIterable<WatchEvent<T>> {
+  async *watch<T extends KubeObject>(
+    type: ResourceType,
+    _ns: string | undefined,
+    options: { resourceVersion: string },
+    signal: AbortSignal,
+  ): AsyncIterable<WatchEvent<T>> {
     this.calls.push(`watch ${type.plural} from ${options.resourceVersion}`);
     const step = this.watchScript.shift();
     if (step instanceof PglogError) throw step;
     for (const e of step ?? []) yield e as WatchEvent<T>;
     if (step === undefined) await new Promise((resolve) => signal.addEventListener('abort', resolve, { once: true }));
   }
-  create<T extends KubeObject>(): Promise<T> { throw new Error('not used'); }
-  replace<T extends KubeObject>(): Promise<T> { throw new Error('not used'); }
+  create<T extends KubeObject>(): Promise<T> {
+    throw new Error('not used');
+  }
+  replace<T extends KubeObject>(): Promise<T> {
+    throw new Error('not used');
+  }
   replaceStatus<T extends KubeObject>(type: ResourceType, object: T): Promise<T> {
     this.calls.push(`replaceStatus ${type.plural}/${object.metadata.name}@${object.metadata.resourceVersion}`);
     this.failure('replaceStatus');
     this.put(type, object);
     return Promise.resolve(object);
   }
-  apply<T extends KubeObject>(): Promise<T> { throw new Error('not used'); }
-  mergePatch<T extends KubeObject>(): Promise<T> { throw new Error('not used'); }
-  delete(): Promise<boolean> { throw new Error('not used'); }
+  apply<T extends KubeObject>(): Promise<T> {
+    throw new Error('not used');
+  }
+  mergePatch<T extends KubeObject>(): Promise<T> {
+    throw new Error('not used');
+  }
+  delete(): Promise<boolean> {
+    throw new Error('not used');
+  }
 }
 
 const TARGETS = { group: 'pglog.io', version: 'v1alpha1', plural: 'postgrestargets', kind: 'PostgresTarget', namespaced: true };
@@ -69,10 +84,20 @@ const SHARDS = { group: 'pglog.io', version: 'v1alpha1', plural: 'collectorshard
 const b64 = (s: string): string => Buffer.from(s).toString('base64');
 
 function targetObject(name: string, secret: string): KubeObject {
-  return { apiVersion: 'pglog.io/v1alpha1', kind: 'PostgresTarget', metadata: { name, namespace: 'ns', uid: 'u' }, spec: { host: 'h', user: 'u', ssh: { secretRef: { name: secret } }, instances: [{ name: 'main', dataDirectory: '/d' }] } } as KubeObject;
+  return {
+    apiVersion: 'pglog.io/v1alpha1',
+    kind: 'PostgresTarget',
+    metadata: { name, namespace: 'ns', uid: 'u' },
+    spec: { host: 'h', user: 'u', ssh: { secretRef: { name: secret } }, instances: [{ name: 'main', dataDirectory: '/d' }] },
+  } as KubeObject;
 }
 function secretObject(name: string, key = 'one', labels: Record<string, string> = { 'pglog.io/ssh-credentials': 'true' }): KubeObject {
-  return { apiVersion: 'v1', kind: 'Secret', metadata: { name, labels }, data: { id_ed25519: b64(`-----BEGIN OPENSSH PRIVATE KEY-----\n${key}\n-----END OPENSSH PRIVATE KEY-----\n`), known_hosts: b64('h ssh-ed25519 AAAA\n') } } as KubeObject;
+  return {
+    apiVersion: 'v1',
+    kind: 'Secret',
+    metadata: { name, labels },
+    data: { id_ed25519: b64(`-----BEGIN OPENSSH PRIVATE KEY-----\n${key}\n-----END OPENSSH PRIVATE KEY-----\n`), known_hosts: b64('h ssh-ed25519 AAAA\n') },
+  } as KubeObject;
 }
 
 describe('TargetResolver', () => {
@@ -83,8 +108,10 @@ describe('TargetResolver', () => {
     kube.put(TARGETS, targetObject('db2', 'gone'));
     kube.put(TARGETS, { ...targetObject('db4', 'db1-ssh'), spec: { host: 'h' } } as KubeObject);
     const r = await new TargetResolver(kube, 'ns').resolve([
-      { name: 'db1', transport: 'proxy', epoch: 3 }, { name: 'db2', transport: 'inproc', epoch: 1 },
-      { name: 'db3', transport: 'inproc', epoch: 1 }, { name: 'db4', transport: 'inproc', epoch: 1 },
+      { name: 'db1', transport: 'proxy', epoch: 3 },
+      { name: 'db2', transport: 'inproc', epoch: 1 },
+      { name: 'db3', transport: 'inproc', epoch: 1 },
+      { name: 'db4', transport: 'inproc', epoch: 1 },
     ]);
     const ok = r[0]!;
     assert.ok(ok.ok);
@@ -92,9 +119,15 @@ describe('TargetResolver', () => {
     assert.equal(ok.assignment.transport, 'proxy');
     assert.equal(ok.assignment.target.metadata.name, 'db1');
     assert.match(ok.assignment.credentials.privateKey.toString(), /BEGIN OPENSSH/);
-    assert.deepEqual(r.slice(1).map((x) => (x.ok ? 'ok' : x.code)), ['KUBE_NOT_FOUND', 'KUBE_NOT_FOUND', 'CONFIG_INVALID']);
+    assert.deepEqual(
+      r.slice(1).map((x) => (x.ok ? 'ok' : x.code)),
+      ['KUBE_NOT_FOUND', 'KUBE_NOT_FOUND', 'CONFIG_INVALID'],
+    );
     assert.ok(!r[1]!.ok && /Secret ns\/gone \(spec\.ssh\.secretRef of PostgresTarget db2\) does not exist/.test(r[1]!.message));
-    assert.ok(kube.calls.every((c) => c.startsWith('get ')), `only GETs: ${kube.calls.join(', ')}`);
+    assert.ok(
+      kube.calls.every((c) => c.startsWith('get ')),
+      `only GETs: ${kube.calls.join(', ')}`,
+    );
   });
 
   test('a Secret serves only with the label pglog.io/ssh-credentials: "true"; without it, the same answer as no Secret', async () => {
@@ -104,11 +137,16 @@ describe('TargetResolver', () => {
     kube.put(TARGETS, targetObject('absent', 'no-such-ssh'));
     kube.put(SECRETS, secretObject('team-x-ssh', 'one', {}));
     kube.put(SECRETS, secretObject('half-ssh', 'one', { 'pglog.io/ssh-credentials': 'yes' }));
-    const r = await new TargetResolver(kube, 'ns').resolve(['borrower', 'wrong-value', 'absent'].map((name) => ({ name, transport: 'inproc' as const, epoch: 1 })));
+    const r = await new TargetResolver(kube, 'ns').resolve(
+      ['borrower', 'wrong-value', 'absent'].map((name) => ({ name, transport: 'inproc' as const, epoch: 1 })),
+    );
     const failures = r.map((x) => (x.ok ? undefined : x));
-    assert.deepEqual(failures.map((f) => f?.code), ['KUBE_NOT_FOUND', 'KUBE_NOT_FOUND', 'KUBE_NOT_FOUND']);
+    assert.deepEqual(
+      failures.map((f) => f?.code),
+      ['KUBE_NOT_FOUND', 'KUBE_NOT_FOUND', 'KUBE_NOT_FOUND'],
+    );
     // The messages differ only in the names: an unlabelled Secret looks exactly like a missing one.
-    const shape = (f: typeof failures[number], secret: string, target: string): string => f!.message.replace(secret, 'S').replace(target, 'T');
+    const shape = (f: (typeof failures)[number], secret: string, target: string): string => f!.message.replace(secret, 'S').replace(target, 'T');
     assert.equal(shape(failures[0], 'team-x-ssh', 'borrower'), shape(failures[2], 'no-such-ssh', 'absent'));
     assert.match(failures[0]!.message, /does not exist or does not opt in with the label pglog\.io\/ssh-credentials: "true"/);
     // Once the Secret's owner labels it, it serves.
@@ -139,7 +177,7 @@ describe('TargetResolver', () => {
     assert.ok(!denied.ok && denied.code === 'KUBE_FORBIDDEN');
   });
 
-  test('the rates in the target\'s status become the rate hint of a target that moves here; malformed ones are ignored', async () => {
+  test("the rates in the target's status become the rate hint of a target that moves here; malformed ones are ignored", async () => {
     const kube = new FakeKube();
     kube.put(TARGETS, { ...targetObject('db1', 's'), status: { shard: 2, rates: { bytesPerSecond: 12_500, linesPerSecond: 40 } } } as KubeObject);
     kube.put(SECRETS, secretObject('s'));
@@ -154,7 +192,9 @@ describe('TargetResolver', () => {
 });
 
 const shard = (): CollectorShard => ({
-  apiVersion: 'pglog.io/v1alpha1', kind: 'CollectorShard', metadata: { name: 's-0', namespace: 'ns', generation: 1 },
+  apiVersion: 'pglog.io/v1alpha1',
+  kind: 'CollectorShard',
+  metadata: { name: 's-0', namespace: 'ns', generation: 1 },
   spec: { pool: 'p', index: 0, targets: [], tuning: { uvThreadpoolSize: 4, maxOldSpaceSizeMiB: 256, maxSemiSpaceSizeMiB: 16 } },
 });
 const status = (n: number): CollectorShardStatus => ({ observedGeneration: n, updatedAt: 'now', targets: [], conditions: [] });
@@ -189,11 +229,21 @@ describe('ShardWatcher', () => {
     const seen: Array<number | null> = [];
     const modified = { ...shard(), metadata: { ...shard().metadata, generation: 2, resourceVersion: '50' } };
     kube.watchScript = [
-      [{ type: 'MODIFIED', object: modified }, { type: 'DELETED', object: modified }],
+      [
+        { type: 'MODIFIED', object: modified },
+        { type: 'DELETED', object: modified },
+      ],
       new PglogError('KUBE_FORBIDDEN', 'collectorshards is forbidden'),
     ];
     kube.fail.set('list', []);
-    const watcher = new ShardWatcher({ kube, namespace: 'ns', name: 's-0', log, backoffBaseMs: 10_000, onShard: (s) => seen.push(s?.metadata.generation ?? null) });
+    const watcher = new ShardWatcher({
+      kube,
+      namespace: 'ns',
+      name: 's-0',
+      log,
+      backoffBaseMs: 10_000,
+      onShard: (s) => seen.push(s?.metadata.generation ?? null),
+    });
     assert.equal(watcher.health().ok, false, 'not current before the first list');
     const stop = new AbortController();
     const running = watcher.run(stop.signal);

@@ -6,15 +6,35 @@ import { describe, test } from 'node:test';
 
 import { PglogError } from '@pglog/common/errors.ts';
 
-import { type BatchCommitter,Batcher, eventCost } from '../../../src/collect/batcher.ts';
+import { type BatchCommitter, Batcher, eventCost } from '../../../src/collect/batcher.ts';
 import type { PglogEvent } from '../../../src/logformat/events.ts';
 import type { CommitResult, StoreBatch, StorePosition } from '../../../src/store/store-writer.ts';
 
 function event(offset: number, size = 100): PglogEvent {
   return {
-    kind: 'other', offset, end: offset + size, ts: null, pid: null, database: null, user: null, application: null,
-    remote_host: null, session_id: null, session_line: null, backend_type: null, query_id: null, severity: 'LOG',
-    sqlstate: null, truncated: false, message: 'x', detail: null, hint: null, context: null, statement: null, subtype: null, duration_ms: null,
+    kind: 'other',
+    offset,
+    end: offset + size,
+    ts: null,
+    pid: null,
+    database: null,
+    user: null,
+    application: null,
+    remote_host: null,
+    session_id: null,
+    session_line: null,
+    backend_type: null,
+    query_id: null,
+    severity: 'LOG',
+    sqlstate: null,
+    truncated: false,
+    message: 'x',
+    detail: null,
+    hint: null,
+    context: null,
+    statement: null,
+    subtype: null,
+    duration_ms: null,
   };
 }
 
@@ -81,7 +101,10 @@ describe('Batcher', () => {
     await b.flush();
     assert.deepEqual(retries, [1, 2, 3]);
     const offsets = store.batches.flatMap((x) => x.items.map((it) => it.event.offset));
-    assert.deepEqual(offsets, Array.from({ length: 12 }, (_, i) => i * 100));
+    assert.deepEqual(
+      offsets,
+      Array.from({ length: 12 }, (_, i) => i * 100),
+    );
     assert.deepEqual(store.batches.at(-1)!.positions, [position(1200)]);
     await b.stop(Date.now() + 1000);
   });
@@ -89,14 +112,18 @@ describe('Batcher', () => {
   test('over budget a producer waits, and a commit lets it go on', async () => {
     const store = new ScriptedStore();
     let open!: () => void;
-    store.gate = new Promise((r) => { open = r; });
+    store.gate = new Promise((r) => {
+      open = r;
+    });
     const cost = eventCost(event(0));
     const b = new Batcher(store, { maxRows: 1_000_000, maxDelayMs: 60_000, budgetBytes: cost * 100, targetBudgetBytes: cost * 3 });
     for (let i = 0; i < 3; i++) b.add(source(), [event(i * 100)], position((i + 1) * 100), 1, 0);
     assert.equal(b.hasRoom('t1'), false);
     assert.equal(b.hasRoom('t2'), true, 'another target is not held back by t1');
     let released = false;
-    const waiting = b.waitForRoom('t1').then(() => { released = true; });
+    const waiting = b.waitForRoom('t1').then(() => {
+      released = true;
+    });
     await new Promise((r) => setTimeout(r, 30));
     assert.equal(released, false, 'no room while the store holds the batch');
     open();
@@ -113,7 +140,10 @@ describe('Batcher', () => {
     b.add(source(), [event(0)], position(100), 3, 0);
     await until(() => fenced.length === 1, 'the fence');
     assert.deepEqual(fenced, ['t1/main@7']);
-    assert.throws(() => b.add(source(), [event(100)], position(200), 3, 0), (e: unknown) => e instanceof PglogError && e.code === 'STORE_FENCED');
+    assert.throws(
+      () => b.add(source(), [event(100)], position(200), 3, 0),
+      (e: unknown) => e instanceof PglogError && e.code === 'STORE_FENCED',
+    );
     b.add(source('t2'), [event(0)], position(100, 't2'), 1, 0);
     await b.flush();
     assert.equal(store.batches.at(-1)!.positions[0]!.target, 't2');
@@ -152,7 +182,9 @@ describe('Batcher under a slow store', () => {
   test('what queues up during a slow commit is cut into batches of at most maxRows, each with the positions of exactly its events', async () => {
     const store = new ScriptedStore();
     let open!: () => void;
-    store.gate = new Promise((r) => { open = r; });
+    store.gate = new Promise((r) => {
+      open = r;
+    });
     const b = new Batcher(store, { maxRows: 10, maxDelayMs: 1, budgetBytes: 1 << 30, targetBudgetBytes: 1 << 30 });
     b.add(source(), [event(0)], position(100), 1, 0);
     await new Promise((r) => setTimeout(r, 20)); // the first commit is now waiting at the gate
@@ -181,7 +213,8 @@ class HeldStore implements BatchCommitter {
   private readonly waiting: Array<() => void> = [];
   async commit(batch: StoreBatch): Promise<CommitResult> {
     const keys = new Set(batch.positions.map((p) => `${p.target}/${p.instance}`));
-    for (const other of this.inFlight) for (const p of other.positions) if (keys.has(`${p.target}/${p.instance}`)) this.overlaps.push(`${p.target}/${p.instance}`);
+    for (const other of this.inFlight)
+      for (const p of other.positions) if (keys.has(`${p.target}/${p.instance}`)) this.overlaps.push(`${p.target}/${p.instance}`);
     this.inFlight.add(batch);
     this.mostInFlight = Math.max(this.mostInFlight, this.inFlight.size);
     await new Promise<void>((r) => this.waiting.push(r));
@@ -189,9 +222,13 @@ class HeldStore implements BatchCommitter {
     this.committed.push(batch);
     return { rows: { other_events: batch.items.length }, quarantined: 0, fenced: [], copyMs: 0, bytes: 0 };
   }
-  get held(): number { return this.waiting.length; }
+  get held(): number {
+    return this.waiting.length;
+  }
   /** Lets the oldest waiting commit finish. */
-  releaseOne(): void { this.waiting.shift()?.(); }
+  releaseOne(): void {
+    this.waiting.shift()?.();
+  }
 }
 
 describe('Batcher with lanes (parallel commits)', () => {
@@ -208,7 +245,9 @@ describe('Batcher with lanes (parallel commits)', () => {
     assert.equal(store.mostInFlight, 3);
     // Let them finish one at a time, oldest first, until everything is committed.
     let done = false;
-    void flushed.then(() => { done = true; });
+    void flushed.then(() => {
+      done = true;
+    });
     while (!done) {
       store.releaseOne();
       await new Promise((r) => setTimeout(r, 1));
@@ -217,9 +256,17 @@ describe('Batcher with lanes (parallel commits)', () => {
     assert.ok(store.mostInFlight <= 3, 'never more than the lanes');
     for (const s of streams) {
       const offsets = store.committed.flatMap((x) => x.items.filter((it) => it.source.target === s).map((it) => it.event.offset));
-      assert.deepEqual(offsets, Array.from({ length: rounds }, (_, i) => i * 100), `${s}: every event once, in order`);
+      assert.deepEqual(
+        offsets,
+        Array.from({ length: rounds }, (_, i) => i * 100),
+        `${s}: every event once, in order`,
+      );
       const positions = store.committed.flatMap((x) => x.positions.filter((p) => p.target === s).map((p) => p.offset));
-      assert.deepEqual(positions, [...positions].sort((x, y) => x - y), `${s}: positions move forward only`);
+      assert.deepEqual(
+        positions,
+        [...positions].sort((x, y) => x - y),
+        `${s}: positions move forward only`,
+      );
       assert.equal(positions.at(-1), rounds * 100);
     }
     await b.stop(Date.now() + 1000);
@@ -231,7 +278,9 @@ describe('Batcher with lanes (parallel commits)', () => {
     for (const s of ['a', 'b', 'c']) b.add(source(s), [event(0)], position(100, s), 1, 0);
     const flushed = b.flush();
     let done = false;
-    void flushed.then(() => { done = true; });
+    void flushed.then(() => {
+      done = true;
+    });
     while (!done) {
       await new Promise((r) => setTimeout(r, 5));
       store.releaseOne();
@@ -244,7 +293,12 @@ describe('Batcher with lanes (parallel commits)', () => {
     // Each commit takes a few ms and the busy stream hands over every ms: its lane always has
     // something pending or committing.
     const store = new ScriptedStore();
-    const slow = { commit: async (batch: StoreBatch): Promise<CommitResult> => { await new Promise((r) => setTimeout(r, 5)); return store.commit(batch); } };
+    const slow = {
+      commit: async (batch: StoreBatch): Promise<CommitResult> => {
+        await new Promise((r) => setTimeout(r, 5));
+        return store.commit(batch);
+      },
+    };
     const b = new Batcher(slow, { maxRows: 1_000, maxDelayMs: 1, lanes: 2 });
     let producing = true;
     let i = 0;
@@ -257,7 +311,10 @@ describe('Batcher with lanes (parallel commits)', () => {
     await until(() => store.batches.length > 2, 'a few commits of the busy stream');
     b.add(source('b'), [event(0)], position(100, 'b'), 1, 0);
     await b.flush();
-    assert.ok(store.batches.some((x) => x.positions.some((p) => p.target === 'b' && p.offset === 100)), 'b was committed');
+    assert.ok(
+      store.batches.some((x) => x.positions.some((p) => p.target === 'b' && p.offset === 100)),
+      'b was committed',
+    );
     assert.ok(producing, 'the busy stream never paused');
     producing = false;
     await busy;
@@ -265,6 +322,9 @@ describe('Batcher with lanes (parallel commits)', () => {
   });
 
   test('lanes must be a whole number of at least one', () => {
-    assert.throws(() => new Batcher(new ScriptedStore(), { lanes: 0 }), (e: unknown) => e instanceof PglogError && e.code === 'CONFIG_INVALID');
+    assert.throws(
+      () => new Batcher(new ScriptedStore(), { lanes: 0 }),
+      (e: unknown) => e instanceof PglogError && e.code === 'CONFIG_INVALID',
+    );
   });
 });

@@ -8,12 +8,13 @@ import { describe, test } from 'node:test';
 import { PglogError } from '@pglog/common/errors.ts';
 
 import { Batcher } from '../../../src/collect/batcher.ts';
-import { type Follower,InstanceStream } from '../../../src/collect/instance-stream.ts';
+import { type Follower, InstanceStream } from '../../../src/collect/instance-stream.ts';
 import type { FollowedFile, FollowItem, FollowPosition } from '../../../src/follow/follower.ts';
 import { TemplateCache } from '../../../src/logformat/normalize/normalize.ts';
 import type { CommitResult, StoreBatch } from '../../../src/store/store-writer.ts';
 
-const line = (n: number): string => `2026-11-23 07:20:${String(n % 60).padStart(2, '0')}.123 UTC [4242] app@bench LOG:  duration: 0.5 ms  statement: SELECT ${n}\n`;
+const line = (n: number): string =>
+  `2026-11-23 07:20:${String(n % 60).padStart(2, '0')}.123 UTC [4242] app@bench LOG:  duration: 0.5 ms  statement: SELECT ${n}\n`;
 const logText = (from: number, to: number): string => Array.from({ length: to - from }, (_, i) => line(from + i)).join('');
 
 /** Serves files as chunks of a fixed size from a position; fails once after `failAfterBytes`. */
@@ -27,7 +28,9 @@ class ScriptedFollower implements Follower {
     this.files = files;
     this.chunk = chunk;
   }
-  currentFile(): FollowedFile | null { return this.current; }
+  currentFile(): FollowedFile | null {
+    return this.current;
+  }
   readonly events: string[] = [];
   chooseStart(): Promise<FollowPosition | null> {
     this.events.push('chooseStart');
@@ -70,16 +73,28 @@ class Recorder {
   }
 }
 
-async function runUntilIdle(files: Array<{ file: FollowedFile; text: Buffer }>, chunk: number, failAfterBytes = Infinity): Promise<{ recorder: Recorder; follower: ScriptedFollower }> {
+async function runUntilIdle(
+  files: Array<{ file: FollowedFile; text: Buffer }>,
+  chunk: number,
+  failAfterBytes = Infinity,
+): Promise<{ recorder: Recorder; follower: ScriptedFollower }> {
   const recorder = new Recorder();
   const batcher = new Batcher(recorder, { maxDelayMs: 5, retryBaseMs: 1 });
   const follower = new ScriptedFollower(files, chunk);
   follower.failAfterBytes = failAfterBytes;
   const total = files.reduce((n, f) => n + f.text.toString().split('\n').length - 1, 0);
   const stream = new InstanceStream({
-    target: 'db1', instance: 'main', format: 'stderr', prefix: '%m [%p] %q%u@%d ',
-    encodings: { defaultEncoding: 'UTF8', databases: {} }, maxEntryBytes: 1 << 20, templates: new TemplateCache(),
-    follower, batcher, retryBaseMs: 1, retryCapMs: 2,
+    target: 'db1',
+    instance: 'main',
+    format: 'stderr',
+    prefix: '%m [%p] %q%u@%d ',
+    encodings: { defaultEncoding: 'UTF8', databases: {} },
+    maxEntryBytes: 1 << 20,
+    templates: new TemplateCache(),
+    follower,
+    batcher,
+    retryBaseMs: 1,
+    retryCapMs: 2,
     claim: () => Promise.resolve({ epoch: 1, position: null }),
     storeStart: (start) => Promise.resolve(start),
   });
@@ -104,7 +119,10 @@ describe('InstanceStream', () => {
   test('every entry once, in order, across a file switch; the last position is the end of the last file', async () => {
     const { recorder } = await runUntilIdle([a, b], 97);
     const queries = recorder.batches.flatMap((x) => x.items.map((i) => (i.event.kind === 'statement' ? i.event.query : '?')));
-    assert.deepEqual(queries, Array.from({ length: 70 }, (_, i) => `SELECT ${i}`));
+    assert.deepEqual(
+      queries,
+      Array.from({ length: 70 }, (_, i) => `SELECT ${i}`),
+    );
     const last = recorder.batches.flatMap((x) => x.positions).at(-1)!;
     assert.deepEqual({ file: last.file, offset: last.offset }, { file: '/log/b.log', offset: b.text.length });
     // Positions never go backwards within a file and always sit at an entry end.
@@ -118,7 +136,11 @@ describe('InstanceStream', () => {
     for (const failAfter of [1, 150, 1000, 2600, a.text.length + 333]) {
       const { recorder, follower } = await runUntilIdle([a, b], 61, failAfter);
       const queries = recorder.batches.flatMap((x) => x.items.map((i) => (i.event.kind === 'statement' ? i.event.query : '?')));
-      assert.deepEqual(queries, Array.from({ length: 70 }, (_, i) => `SELECT ${i}`), `failure after ${failAfter} bytes`);
+      assert.deepEqual(
+        queries,
+        Array.from({ length: 70 }, (_, i) => `SELECT ${i}`),
+        `failure after ${failAfter} bytes`,
+      );
       assert.equal(follower.starts.length, 2);
       const resume = follower.starts[1]!;
       const text = resume.file.path === a.file.path ? a.text : b.text;
@@ -150,9 +172,17 @@ describe('InstanceStream', () => {
     });
     const first = slow();
     const stream = new InstanceStream({
-      target: 'db1', instance: 'main', format: 'stderr', prefix: '%m [%p] %q%u@%d ',
-      encodings: { defaultEncoding: 'UTF8', databases: {} }, maxEntryBytes: 1 << 20, templates: new TemplateCache(),
-      follower: pace(first), batcher, retryBaseMs: 1, retryCapMs: 2,
+      target: 'db1',
+      instance: 'main',
+      format: 'stderr',
+      prefix: '%m [%p] %q%u@%d ',
+      encodings: { defaultEncoding: 'UTF8', databases: {} },
+      maxEntryBytes: 1 << 20,
+      templates: new TemplateCache(),
+      follower: pace(first),
+      batcher,
+      retryBaseMs: 1,
+      retryCapMs: 2,
       claim: () => Promise.resolve({ epoch: 1, position: null }),
       storeStart: (start) => Promise.resolve(start),
     });
@@ -160,7 +190,7 @@ describe('InstanceStream', () => {
     const running = stream.run(abort.signal);
     const followers = [first];
     for (let i = 0; i < 8; i++) {
-      await new Promise((r) => setTimeout(r, 15 + (i * 7) % 20));
+      await new Promise((r) => setTimeout(r, 15 + ((i * 7) % 20)));
       const next = slow();
       followers.push(next);
       await stream.switchFollower(pace(next));
@@ -177,8 +207,14 @@ describe('InstanceStream', () => {
     await running;
     await batcher.stop(Date.now() + 1000);
     const queries = recorder.batches.flatMap((x) => x.items.map((it) => (it.event.kind === 'statement' ? it.event.query : '?')));
-    assert.deepEqual(queries, Array.from({ length: 600 }, (_, i) => `SELECT ${i}`));
-    assert.ok(followers.slice(1).every((f) => f.starts.length === 1), 'each follower followed once');
+    assert.deepEqual(
+      queries,
+      Array.from({ length: 600 }, (_, i) => `SELECT ${i}`),
+    );
+    assert.ok(
+      followers.slice(1).every((f) => f.starts.length === 1),
+      'each follower followed once',
+    );
   });
 
   test('a log never collected: its start is stored (retried while the store refuses) before the follower reads, and reading begins at what the store holds', async () => {
@@ -188,9 +224,17 @@ describe('InstanceStream', () => {
     const stored: string[] = [];
     let refusals = 2;
     const stream = new InstanceStream({
-      target: 'db1', instance: 'main', format: 'stderr', prefix: '%m [%p] %q%u@%d ',
-      encodings: { defaultEncoding: 'UTF8', databases: {} }, maxEntryBytes: 1 << 20, templates: new TemplateCache(),
-      follower, batcher, retryBaseMs: 1, retryCapMs: 2,
+      target: 'db1',
+      instance: 'main',
+      format: 'stderr',
+      prefix: '%m [%p] %q%u@%d ',
+      encodings: { defaultEncoding: 'UTF8', databases: {} },
+      maxEntryBytes: 1 << 20,
+      templates: new TemplateCache(),
+      follower,
+      batcher,
+      retryBaseMs: 1,
+      retryCapMs: 2,
       claim: () => Promise.resolve({ epoch: 7, position: null }),
       storeStart: (start, epoch) => {
         follower.events.push('storeStart');
@@ -212,16 +256,27 @@ describe('InstanceStream', () => {
     assert.deepEqual(follower.events.slice(0, 7), ['chooseStart', 'storeStart', 'chooseStart', 'storeStart', 'chooseStart', 'storeStart', 'follow']);
     assert.deepEqual(follower.starts[0], { file: b.file, offset: 0 });
     const queries = recorder.batches.flatMap((x) => x.items.map((i) => (i.event.kind === 'statement' ? i.event.query : '?')));
-    assert.deepEqual(queries, Array.from({ length: 30 }, (_, i) => `SELECT ${40 + i}`));
+    assert.deepEqual(
+      queries,
+      Array.from({ length: 30 }, (_, i) => `SELECT ${40 + i}`),
+    );
   });
 
   test('a start the store fences ends the stream with STORE_FENCED, nothing read', async () => {
     const batcher = new Batcher(new Recorder(), { maxDelayMs: 5, retryBaseMs: 1 });
     const follower = new ScriptedFollower([a], 500);
     const stream = new InstanceStream({
-      target: 'db1', instance: 'main', format: 'stderr', prefix: '%m [%p] %q%u@%d ',
-      encodings: { defaultEncoding: 'UTF8', databases: {} }, maxEntryBytes: 1 << 20, templates: new TemplateCache(),
-      follower, batcher, retryBaseMs: 1, retryCapMs: 2,
+      target: 'db1',
+      instance: 'main',
+      format: 'stderr',
+      prefix: '%m [%p] %q%u@%d ',
+      encodings: { defaultEncoding: 'UTF8', databases: {} },
+      maxEntryBytes: 1 << 20,
+      templates: new TemplateCache(),
+      follower,
+      batcher,
+      retryBaseMs: 1,
+      retryCapMs: 2,
       claim: () => Promise.resolve({ epoch: 1, position: null }),
       storeStart: () => Promise.reject(new PglogError('STORE_FENCED', 'another owner')),
     });

@@ -73,7 +73,7 @@ function assertProblem(text: string, field: string, message: RegExp, options?: {
 const brokenField = (dotted: string, value: unknown): string => stringify(withField(validDoc(), dotted, value));
 
 void describe('parseTargetsFile: valid files', () => {
-  void test("the example of docs/targets.md: defaults applied, paths resolved", () => {
+  void test('the example of docs/targets.md: defaults applied, paths resolved', () => {
     const file = fixture('targets-example.yaml');
     const targets = parseTargetsFile(readFileSync(file, 'utf8'), file);
     const expected: PostgresTarget = {
@@ -86,15 +86,17 @@ void describe('parseTargetsFile: valid files', () => {
         user: 'postgres',
         ssh: { privateKeyFile: path.join(FIXTURES, 'keys/id_ed25519'), knownHostsFile: path.join(FIXTURES, 'keys/known_hosts') },
         transport: 'auto',
-        instances: [{
-          name: 'main',
-          dataDirectory: '/var/lib/postgresql/15/main',
-          logDirectory: '/var/lib/postgresql/15/main/log',
-          logFormat: 'stderr',
-          logLinePrefix: '%m [%p] %q%u@%d ',
-          encodings: { default: 'UTF8', databases: { legacy: 'WIN1251' } },
-          sql: { socketDirectory: '/var/run/postgresql', port: 5432, database: 'postgres', user: 'postgres', timeoutSeconds: 5 },
-        }],
+        instances: [
+          {
+            name: 'main',
+            dataDirectory: '/var/lib/postgresql/15/main',
+            logDirectory: '/var/lib/postgresql/15/main/log',
+            logFormat: 'stderr',
+            logLinePrefix: '%m [%p] %q%u@%d ',
+            encodings: { default: 'UTF8', databases: { legacy: 'WIN1251' } },
+            sql: { socketDirectory: '/var/run/postgresql', port: 5432, database: 'postgres', user: 'postgres', timeoutSeconds: 5 },
+          },
+        ],
         collect: { logs: true, activity: false, locks: false, statements: false, databases: false, intervalSeconds: 15, statisticsIntervalSeconds: 15 },
       },
     };
@@ -104,7 +106,10 @@ void describe('parseTargetsFile: valid files', () => {
   void test('a multi-document stream; empty and comment-only documents skipped; values normalized', async () => {
     const file = fixture('targets-two-servers.yaml');
     const targets = await loadTargetsFile(file);
-    assert.deepEqual(targets.map((t) => t.metadata.name), ['db1', 'db2']);
+    assert.deepEqual(
+      targets.map((t) => t.metadata.name),
+      ['db1', 'db2'],
+    );
     const [db1, db2] = targets as [PostgresTarget, PostgresTarget];
     assert.deepEqual(db1.spec.ssh, { privateKeyFile: '/etc/pglog/keys/id_ed25519', knownHostsFile: path.resolve(FIXTURES, '..', 'known_hosts') });
     assert.equal(db1.spec.port, 22);
@@ -112,8 +117,12 @@ void describe('parseTargetsFile: valid files', () => {
     assert.equal(db1.spec.pool, undefined);
     assert.ok(!('pool' in db1.spec) && !('namespace' in db1.metadata), 'absent optional fields are left out, not undefined');
     assert.deepEqual(db1.spec.instances[0], {
-      name: 'main', dataDirectory: '/var/lib/postgresql/15/main', logDirectory: '/var/lib/postgresql/15/main/log',
-      logFormat: 'stderr', logLinePrefix: '%m [%p] ', encodings: { default: 'UTF8', databases: {} },
+      name: 'main',
+      dataDirectory: '/var/lib/postgresql/15/main',
+      logDirectory: '/var/lib/postgresql/15/main/log',
+      logFormat: 'stderr',
+      logLinePrefix: '%m [%p] ',
+      encodings: { default: 'UTF8', databases: {} },
       sql: { socketDirectory: '/var/run/postgresql', port: 5432, database: 'postgres', user: 'postgres', timeoutSeconds: 5 },
     });
 
@@ -123,7 +132,15 @@ void describe('parseTargetsFile: valid files', () => {
     assert.equal(db2.spec.pool, 'big');
     assert.equal(db2.spec.transport, 'proxy');
     assert.deepEqual(db2.spec.ssh, { privateKeyFile: path.join(FIXTURES, 'keys/db2'), knownHostsFile: path.join(FIXTURES, 'keys/known_hosts') });
-    assert.deepEqual(db2.spec.collect, { logs: true, activity: true, locks: true, statements: false, databases: false, intervalSeconds: 15, statisticsIntervalSeconds: 15 });
+    assert.deepEqual(db2.spec.collect, {
+      logs: true,
+      activity: true,
+      locks: true,
+      statements: false,
+      databases: false,
+      intervalSeconds: 15,
+      statisticsIntervalSeconds: 15,
+    });
     const [m15, m16] = db2.spec.instances as [PostgresInstance, PostgresInstance];
     assert.equal(m15.dataDirectory, '/srv/pg/15/main');
     assert.equal(m15.logDirectory, '/var/log/postgresql');
@@ -146,7 +163,7 @@ void describe('parseTargetsFile: valid files', () => {
     assert.deepEqual(t?.spec.ssh, { secretRef: { name: 'db1-ssh' } });
   });
 
-  void test('startAt: absent unless given (the collector\'s --start-at then), per target and per instance', () => {
+  void test("startAt: absent unless given (the collector's --start-at then), per target and per instance", () => {
     const [plain] = parseTargetsFile(stringify(validDoc()), FILE);
     assert.equal(plain?.spec.startAt, undefined);
     assert.equal(plain?.spec.instances[0]?.startAt, undefined);
@@ -173,7 +190,14 @@ void describe('parseTargetsFile: every rule has a failing case naming file, docu
   });
 
   void test('metadata.name: a DNS-1123 label, required', () => {
-    const cases: [string, string][] = [['DB1', 'DB1'], ['db_1', 'db_1'], ['-db', '-db'], ['db-', 'db-'], ['a b', '"a b"'], ['a'.repeat(64), `"${'a'.repeat(60)}..."`]];
+    const cases: [string, string][] = [
+      ['DB1', 'DB1'],
+      ['db_1', 'db_1'],
+      ['-db', '-db'],
+      ['db-', 'db-'],
+      ['a b', '"a b"'],
+      ['a'.repeat(64), `"${'a'.repeat(60)}..."`],
+    ];
     for (const [bad, object] of cases) {
       assertProblem(brokenField('metadata.name', bad), 'metadata.name', /expected a DNS-1123 label .*, at most 63 characters, got "/, { object });
     }
@@ -192,9 +216,15 @@ void describe('parseTargetsFile: every rule has a failing case naming file, docu
 
   void test('names are unique per namespace', () => {
     const err = configError(() => parseTargetsFile(`${stringify(validDoc())}---\n${stringify(validDoc())}`, FILE));
-    assert.match(err, new RegExp(`^${FILE}: document 2 \\(PostgresTarget/db1\\): metadata\\.name: duplicate name "db1": document 1 has it too \\(line \\d+\\)$`, 'm'));
+    assert.match(
+      err,
+      new RegExp(`^${FILE}: document 2 \\(PostgresTarget/db1\\): metadata\\.name: duplicate name "db1": document 1 has it too \\(line \\d+\\)$`, 'm'),
+    );
     const ns = withField(validDoc(), 'metadata.namespace', 'x');
-    assert.match(configError(() => parseTargetsFile(`${stringify(ns)}---\n${stringify(ns)}`, FILE)), /document 2 \(PostgresTarget\/db1\): metadata\.name: duplicate name "db1" in namespace x/);
+    assert.match(
+      configError(() => parseTargetsFile(`${stringify(ns)}---\n${stringify(ns)}`, FILE)),
+      /document 2 \(PostgresTarget\/db1\): metadata\.name: duplicate name "db1" in namespace x/,
+    );
   });
 
   void test('host: a host name or an IP address', () => {
@@ -222,13 +252,26 @@ void describe('parseTargetsFile: every rule has a failing case naming file, docu
 
   void test('ssh: exactly one form, the one of the mode', () => {
     assertProblem(brokenField('spec.ssh', undefined), 'spec.ssh', /required field is missing/);
-    assertProblem(brokenField('spec.ssh', { secretRef: { name: 's' } }), 'spec.ssh.secretRef', /only be used in the cluster; in a targets file give privateKeyFile and knownHostsFile/);
-    assertProblem(brokenField('spec.ssh', { privateKeyFile: 'k', knownHostsFile: 'h', secretRef: { name: 's' } }), 'spec.ssh', /either privateKeyFile and knownHostsFile, or secretRef, not both/);
+    assertProblem(
+      brokenField('spec.ssh', { secretRef: { name: 's' } }),
+      'spec.ssh.secretRef',
+      /only be used in the cluster; in a targets file give privateKeyFile and knownHostsFile/,
+    );
+    assertProblem(
+      brokenField('spec.ssh', { privateKeyFile: 'k', knownHostsFile: 'h', secretRef: { name: 's' } }),
+      'spec.ssh',
+      /either privateKeyFile and knownHostsFile, or secretRef, not both/,
+    );
     assertProblem(brokenField('spec.ssh', { privateKeyFile: 'k' }), 'spec.ssh.knownHostsFile', /required field is missing/);
     assertProblem(brokenField('spec.ssh', {}), 'spec.ssh.privateKeyFile', /required field is missing/);
     assertProblem(brokenField('spec.ssh.privateKeyFile', '~/.ssh/id_ed25519'), 'spec.ssh.privateKeyFile', /"~" is not expanded/);
     assertProblem(brokenField('spec.ssh', 'keys/id_ed25519'), 'spec.ssh', /expected a mapping, got "keys\/id_ed25519"/);
-    assertProblem(brokenField('spec.ssh', { privateKeyFile: 'k', knownHostsFile: 'h' }), 'spec.ssh', /key files cannot be used in the cluster; give secretRef/, { mode: 'cluster' });
+    assertProblem(
+      brokenField('spec.ssh', { privateKeyFile: 'k', knownHostsFile: 'h' }),
+      'spec.ssh',
+      /key files cannot be used in the cluster; give secretRef/,
+      { mode: 'cluster' },
+    );
     assertProblem(brokenField('spec.ssh', {}), 'spec.ssh.secretRef', /required field is missing/, { mode: 'cluster' });
     assertProblem(brokenField('spec.ssh', { secretRef: { name: 'Bad_Name' } }), 'spec.ssh.secretRef.name', /DNS-1123 subdomain/, { mode: 'cluster' });
   });
@@ -245,20 +288,31 @@ void describe('parseTargetsFile: every rule has a failing case naming file, docu
     assertProblem(brokenField('spec.instances', { name: 'main' }), 'spec.instances', /expected a list of instances, got a mapping/);
     assertProblem(brokenField('spec.instances', undefined), 'spec.instances', /required field is missing/);
     assertProblem(brokenField('spec.instances', ['main']), 'spec.instances[0]', /expected a mapping, got "main"/);
-    const two = [{ name: 'main', dataDirectory: '/a' }, { name: 'main', dataDirectory: '/b' }];
+    const two = [
+      { name: 'main', dataDirectory: '/a' },
+      { name: 'main', dataDirectory: '/b' },
+    ];
     assertProblem(brokenField('spec.instances', two), 'spec.instances[1].name', /duplicate instance name "main": instances\[0\] has it too/);
     assertProblem(brokenField('spec.instances.0.name', 'Main'), 'spec.instances[0].name', /DNS-1123 label/);
   });
 
   void test('dataDirectory absolute; logDirectory relative to it or absolute', () => {
-    assertProblem(brokenField('spec.instances.0.dataDirectory', 'var/lib/pg'), 'spec.instances[0].dataDirectory', /expected an absolute path on the server, got "var\/lib\/pg"/);
+    assertProblem(
+      brokenField('spec.instances.0.dataDirectory', 'var/lib/pg'),
+      'spec.instances[0].dataDirectory',
+      /expected an absolute path on the server, got "var\/lib\/pg"/,
+    );
     assertProblem(brokenField('spec.instances.0.dataDirectory', undefined), 'spec.instances[0].dataDirectory', /required field is missing/);
     assertProblem(brokenField('spec.instances.0.logDirectory', 'log\nx'), 'spec.instances[0].logDirectory', /control characters/);
     assertProblem(brokenField('spec.instances.0.logDirectory', ''), 'spec.instances[0].logDirectory', /must not be empty/);
   });
 
   void test('logFormat in the set', () => {
-    assertProblem(brokenField('spec.instances.0.logFormat', 'csv'), 'spec.instances[0].logFormat', /^.*: expected one of stderr, csvlog, jsonlog, got "csv" \(line \d+\)$/);
+    assertProblem(
+      brokenField('spec.instances.0.logFormat', 'csv'),
+      'spec.instances[0].logFormat',
+      /^.*: expected one of stderr, csvlog, jsonlog, got "csv" \(line \d+\)$/,
+    );
     assertProblem(brokenField('spec.instances.0.logFormat', null), 'spec.instances[0].logFormat', /got null/);
   });
 
@@ -269,10 +323,26 @@ void describe('parseTargetsFile: every rule has a failing case naming file, docu
   });
 
   void test('encodings checked and made canonical', () => {
-    assertProblem(brokenField('spec.instances.0.encodings', { default: 'UTF9' }), 'spec.instances[0].encodings.default', /unknown encoding "UTF9"; supported: UTF8/);
-    assertProblem(brokenField('spec.instances.0.encodings', { databases: { legacy: 'EUC_TW' } }), 'spec.instances[0].encodings.databases.legacy', /EUC_TW has no decoder/);
-    assertProblem(brokenField('spec.instances.0.encodings', { databases: { 'my db': 'nope' } }), 'spec.instances[0].encodings.databases["my db"]', /unknown encoding "nope"/);
-    assertProblem(brokenField('spec.instances.0.encodings', { databases: ['a'] }), 'spec.instances[0].encodings.databases', /expected a mapping of database name to encoding, got a list/);
+    assertProblem(
+      brokenField('spec.instances.0.encodings', { default: 'UTF9' }),
+      'spec.instances[0].encodings.default',
+      /unknown encoding "UTF9"; supported: UTF8/,
+    );
+    assertProblem(
+      brokenField('spec.instances.0.encodings', { databases: { legacy: 'EUC_TW' } }),
+      'spec.instances[0].encodings.databases.legacy',
+      /EUC_TW has no decoder/,
+    );
+    assertProblem(
+      brokenField('spec.instances.0.encodings', { databases: { 'my db': 'nope' } }),
+      'spec.instances[0].encodings.databases["my db"]',
+      /unknown encoding "nope"/,
+    );
+    assertProblem(
+      brokenField('spec.instances.0.encodings', { databases: ['a'] }),
+      'spec.instances[0].encodings.databases',
+      /expected a mapping of database name to encoding, got a list/,
+    );
     assertProblem(brokenField('spec.instances.0.encodings', 'UTF8'), 'spec.instances[0].encodings', /expected a mapping, got "UTF8"/);
   });
 
@@ -303,12 +373,18 @@ void describe('parseTargetsFile: every rule has a failing case naming file, docu
 
   void test('a document that is not a mapping', () => {
     const err = configError(() => parseTargetsFile('- a\n- b\n', FILE));
-    assert.match(err, new RegExp(`^${FILE}: document 1 \\(PostgresTarget/\\?\\): \\(document\\): expected a mapping \\(a PostgresTarget object\\), got a list \\(line 1\\)$`));
+    assert.match(
+      err,
+      new RegExp(`^${FILE}: document 1 \\(PostgresTarget/\\?\\): \\(document\\): expected a mapping \\(a PostgresTarget object\\), got a list \\(line 1\\)$`),
+    );
   });
 
   void test('a file without targets', () => {
     for (const text of ['', '# nothing\n', '---\n---\n']) {
-      assert.equal(configError(() => parseTargetsFile(text, FILE)), `${FILE}: no PostgresTarget objects in the file`);
+      assert.equal(
+        configError(() => parseTargetsFile(text, FILE)),
+        `${FILE}: no PostgresTarget objects in the file`,
+      );
     }
   });
 });
@@ -338,8 +414,14 @@ void describe('parseTargetsFile: reporting', () => {
   });
 
   void test('duplicate keys and tabs are YAML errors with positions', () => {
-    assert.match(configError(() => parseTargetsFile('a: 1\nb: 2\na: 3\n', FILE)), new RegExp(`^${FILE}:3:1: document 1: YAML syntax error: Map keys must be unique$`));
-    assert.match(configError(() => parseTargetsFile('a:\n\t- 1\n', FILE)), new RegExp(`^${FILE}:2:\\d+: document 1: YAML syntax error: `));
+    assert.match(
+      configError(() => parseTargetsFile('a: 1\nb: 2\na: 3\n', FILE)),
+      new RegExp(`^${FILE}:3:1: document 1: YAML syntax error: Map keys must be unique$`),
+    );
+    assert.match(
+      configError(() => parseTargetsFile('a:\n\t- 1\n', FILE)),
+      new RegExp(`^${FILE}:2:\\d+: document 1: YAML syntax error: `),
+    );
   });
 
   void test('messages never echo whole documents or long values', () => {
@@ -383,52 +465,80 @@ const roleName = fc.stringMatching(/^[a-z_][a-z0-9_$-]{0,15}$/);
 const encoding = fc.constantFrom(...SUPPORTED_ENCODINGS);
 const prefixes = fc.constantFrom('%m [%p] ', '%m [%p] %q%u@%d ', '%t [%p]: [%l-1] user=%u,db=%d,app=%a,client=%h ', '', '%n [%p] %e ', '%s %c %x ');
 
-const instanceArb = (user: string): fc.Arbitrary<PostgresInstance> => fc.record({
-  name: dnsLabel,
-  dataDirectory: absPath,
-  logDirectory: absPath,
-  logFormat: fc.constantFrom(...LOG_FORMATS),
-  logLinePrefix: prefixes,
-  encodings: fc.record({
-    default: encoding,
-    databases: fc.dictionary(fc.string({ minLength: 1, maxLength: 12 }), encoding, { maxKeys: 4 }),
-  }),
-  sql: fc.record({ socketDirectory: absPath, port: fc.integer({ min: 1, max: 65535 }), database: roleName, user: fc.oneof(fc.constant(user), roleName), timeoutSeconds: fc.integer({ min: 1, max: 300 }) }),
-});
+const instanceArb = (user: string): fc.Arbitrary<PostgresInstance> =>
+  fc.record({
+    name: dnsLabel,
+    dataDirectory: absPath,
+    logDirectory: absPath,
+    logFormat: fc.constantFrom(...LOG_FORMATS),
+    logLinePrefix: prefixes,
+    encodings: fc.record({
+      default: encoding,
+      databases: fc.dictionary(fc.string({ minLength: 1, maxLength: 12 }), encoding, { maxKeys: 4 }),
+    }),
+    sql: fc.record({
+      socketDirectory: absPath,
+      port: fc.integer({ min: 1, max: 65535 }),
+      database: roleName,
+      user: fc.oneof(fc.constant(user), roleName),
+      timeoutSeconds: fc.integer({ min: 1, max: 300 }),
+    }),
+  });
 
-const targetArb: fc.Arbitrary<PostgresTarget> = fc.record({
-  name: dnsLabel,
-  namespace: fc.option(dnsLabel, { nil: undefined }),
-  labels: fc.option(fc.dictionary(fc.stringMatching(/^([a-z0-9]{1,8}\.[a-z]{2,4}\/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,10}[A-Za-z0-9])?$/), fc.stringMatching(/^([A-Za-z0-9]([-A-Za-z0-9_.]{0,10}[A-Za-z0-9])?)?$/), { maxKeys: 3 }), { nil: undefined }),
-  host: fc.oneof(fc.domain(), fc.ipV4(), fc.ipV6()),
-  port: fc.integer({ min: 1, max: 65535 }),
-  user: roleName,
-  ssh: fc.record({ privateKeyFile: absPath, knownHostsFile: absPath }),
-  pool: fc.option(dnsLabel, { nil: undefined }),
-  transport: fc.constantFrom(...TRANSPORTS),
-  collect: fc.record({
-    logs: fc.boolean(), activity: fc.boolean(), locks: fc.boolean(), statements: fc.boolean(), databases: fc.boolean(),
-    intervalSeconds: fc.integer({ min: 1, max: 3600 }), statisticsIntervalSeconds: fc.integer({ min: 1, max: 3600 }),
-  }).filter((c) => c.logs || c.activity || c.locks || c.statements || c.databases),
-}).chain((t) => fc.uniqueArray(instanceArb(t.user), { minLength: 1, maxLength: 3, selector: (i) => i.name }).map((instances): PostgresTarget => {
-  const target: PostgresTarget = {
-    apiVersion: 'pglog.io/v1alpha1',
-    kind: 'PostgresTarget',
-    metadata: { name: t.name },
-    spec: { host: t.host, port: t.port, user: t.user, ssh: t.ssh, transport: t.transport, instances, collect: t.collect },
-  };
-  if (t.namespace !== undefined) target.metadata.namespace = t.namespace;
-  if (t.labels !== undefined) target.metadata.labels = t.labels;
-  if (t.pool !== undefined) target.spec.pool = t.pool;
-  return target;
-}));
+const targetArb: fc.Arbitrary<PostgresTarget> = fc
+  .record({
+    name: dnsLabel,
+    namespace: fc.option(dnsLabel, { nil: undefined }),
+    labels: fc.option(
+      fc.dictionary(
+        fc.stringMatching(/^([a-z0-9]{1,8}\.[a-z]{2,4}\/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,10}[A-Za-z0-9])?$/),
+        fc.stringMatching(/^([A-Za-z0-9]([-A-Za-z0-9_.]{0,10}[A-Za-z0-9])?)?$/),
+        { maxKeys: 3 },
+      ),
+      { nil: undefined },
+    ),
+    host: fc.oneof(fc.domain(), fc.ipV4(), fc.ipV6()),
+    port: fc.integer({ min: 1, max: 65535 }),
+    user: roleName,
+    ssh: fc.record({ privateKeyFile: absPath, knownHostsFile: absPath }),
+    pool: fc.option(dnsLabel, { nil: undefined }),
+    transport: fc.constantFrom(...TRANSPORTS),
+    collect: fc
+      .record({
+        logs: fc.boolean(),
+        activity: fc.boolean(),
+        locks: fc.boolean(),
+        statements: fc.boolean(),
+        databases: fc.boolean(),
+        intervalSeconds: fc.integer({ min: 1, max: 3600 }),
+        statisticsIntervalSeconds: fc.integer({ min: 1, max: 3600 }),
+      })
+      .filter((c) => c.logs || c.activity || c.locks || c.statements || c.databases),
+  })
+  .chain((t) =>
+    fc.uniqueArray(instanceArb(t.user), { minLength: 1, maxLength: 3, selector: (i) => i.name }).map((instances): PostgresTarget => {
+      const target: PostgresTarget = {
+        apiVersion: 'pglog.io/v1alpha1',
+        kind: 'PostgresTarget',
+        metadata: { name: t.name },
+        spec: { host: t.host, port: t.port, user: t.user, ssh: t.ssh, transport: t.transport, instances, collect: t.collect },
+      };
+      if (t.namespace !== undefined) target.metadata.namespace = t.namespace;
+      if (t.labels !== undefined) target.metadata.labels = t.labels;
+      if (t.pool !== undefined) target.spec.pool = t.pool;
+      return target;
+    }),
+  );
 
 void describe('parseTargetsFile: round trip', () => {
   void test('valid generated targets survive yaml stringify → parse unchanged', () => {
-    fc.assert(fc.property(fc.uniqueArray(targetArb, { minLength: 1, maxLength: 4, selector: (t) => t.metadata.name }), (targets) => {
-      const text = targets.map((t) => stringify(t)).join('---\n');
-      // structuredClone: fast-check builds records without a prototype; the parser builds plain objects.
-      assert.deepEqual(parseTargetsFile(text, FILE), structuredClone(targets));
-    }), { numRuns: 300 });
+    fc.assert(
+      fc.property(fc.uniqueArray(targetArb, { minLength: 1, maxLength: 4, selector: (t) => t.metadata.name }), (targets) => {
+        const text = targets.map((t) => stringify(t)).join('---\n');
+        // structuredClone: fast-check builds records without a prototype; the parser builds plain objects.
+        assert.deepEqual(parseTargetsFile(text, FILE), structuredClone(targets));
+      }),
+      { numRuns: 300 },
+    );
   });
 });

@@ -10,7 +10,7 @@ import fc from 'fast-check';
 
 import { formatIdentity, HEAD_BYTES, parseIdentity } from '../../../src/follow/identity.ts';
 import { classifyLogFileName } from '../../../src/follow/log-files.ts';
-import { orderFiles, type Plan,planNext, planStart } from '../../../src/follow/planner.ts';
+import { orderFiles, type Plan, planNext, planStart } from '../../../src/follow/planner.ts';
 import { checksumKey, type ChecksumRequest, type ProbedFile, type ProbeResult } from '../../../src/follow/probe-script.ts';
 import type { FollowPosition } from '../../../src/follow/types.ts';
 
@@ -20,7 +20,12 @@ import type { FollowPosition } from '../../../src/follow/types.ts';
  * copytruncate). Every stretch of writing into one file between rotations is a "generation";
  * its first byte is unique, like the timestamp that starts a real log.
  */
-interface ModelFile { inode: number; content: string; mtime: number; gen: number }
+interface ModelFile {
+  inode: number;
+  content: string;
+  mtime: number;
+  gen: number;
+}
 type Mode = 'postgres' | 'logrotate';
 
 class World {
@@ -41,7 +46,9 @@ class World {
     this.create(this.activeName);
   }
 
-  private pgName(): string { return `postgresql-${String(++this.pgSeq).padStart(4, '0')}.log`; }
+  private pgName(): string {
+    return `postgresql-${String(++this.pgSeq).padStart(4, '0')}.log`;
+  }
 
   private create(name: string): void {
     this.generations.push('');
@@ -68,7 +75,10 @@ class World {
     // logrotate: x.log.N → x.log.N+1 (rename keeps inode and mtime)
     for (let n = 20; n >= 1; n--) {
       const f = this.files.get(`x.log.${n}`);
-      if (f !== undefined) { this.files.delete(`x.log.${n}`); this.files.set(`x.log.${n + 1}`, f); }
+      if (f !== undefined) {
+        this.files.delete(`x.log.${n}`);
+        this.files.set(`x.log.${n + 1}`, f);
+      }
     }
     const live = this.files.get('x.log');
     if (live === undefined) throw new Error('no x.log');
@@ -132,7 +142,9 @@ class Reader {
   output: { gen: number; bytes: string; newFile: boolean }[] = [];
   currentGen: number | null = null;
   readonly world: World;
-  constructor(world: World) { this.world = world; }
+  constructor(world: World) {
+    this.world = world;
+  }
 
   step(): boolean {
     const plan = planWithChecksums(this.world, this.position);
@@ -158,12 +170,15 @@ class Reader {
     const id = parseIdentity(file.identity);
     assert.ok(id !== null);
     const headLength = Math.min(source.content.length, HEAD_BYTES);
-    if (id.headLength < headLength) file = { path: file.path, identity: formatIdentity({ inode: id.inode, headLength, crc: crc(source.content.slice(0, headLength)) }) };
+    if (id.headLength < headLength)
+      file = { path: file.path, identity: formatIdentity({ inode: id.inode, headLength, crc: crc(source.content.slice(0, headLength)) }) };
     this.position = { file, offset: plan.read.offset + bytes.length };
     return true;
   }
 
-  commit(): void { this.committed = { position: this.position, outputLength: this.output.length }; }
+  commit(): void {
+    this.committed = { position: this.position, outputLength: this.output.length };
+  }
 
   crash(): void {
     this.output.length = this.committed.outputLength;
@@ -172,14 +187,13 @@ class Reader {
   }
 
   drain(): void {
-    for (let i = 0; i < 1000 && this.step(); i++) { /* read all there is */ }
+    for (let i = 0; i < 1000 && this.step(); i++) {
+      /* read all there is */
+    }
   }
 }
 
-type Op =
-  | { op: 'append'; text: string }
-  | { op: 'rotate'; kind: 'new-name' | 'rename' | 'copytruncate' }
-  | { op: 'read' } | { op: 'commit' } | { op: 'crash' };
+type Op = { op: 'append'; text: string } | { op: 'rotate'; kind: 'new-name' | 'rename' | 'copytruncate' } | { op: 'read' } | { op: 'commit' } | { op: 'crash' };
 
 const opArb: fc.Arbitrary<Op> = fc.oneof(
   { weight: 5, arbitrary: fc.string({ minLength: 1, maxLength: 8 }).map((text): Op => ({ op: 'append', text })) },
@@ -199,11 +213,21 @@ function run(mode: Mode, ops: Op[], copyKeepsMtime = true): { world: World; read
   reader.commit();
   for (const o of ops) {
     switch (o.op) {
-      case 'append': world.append(o.text); break;
-      case 'rotate': world.rotate(o.kind); break;
-      case 'read': reader.step(); break;
-      case 'commit': reader.commit(); break;
-      case 'crash': reader.crash(); break;
+      case 'append':
+        world.append(o.text);
+        break;
+      case 'rotate':
+        world.rotate(o.kind);
+        break;
+      case 'read':
+        reader.step();
+        break;
+      case 'commit':
+        reader.commit();
+        break;
+      case 'crash':
+        reader.crash();
+        break;
     }
   }
   reader.drain();
@@ -219,14 +243,19 @@ function assertExactlyOnce(world: World, reader: Reader, from?: { gen: number; o
   const received = new Map<number, string>();
   const order: number[] = [];
   for (const piece of reader.output) {
-    if (!received.has(piece.gen)) { order.push(piece.gen); assert.ok(piece.newFile || piece.gen === from?.gen, `generation ${piece.gen} began without a file item`); }
-    else assert.equal(order.at(-1), piece.gen, `generation ${piece.gen} resumed after another began`);
+    if (!received.has(piece.gen)) {
+      order.push(piece.gen);
+      assert.ok(piece.newFile || piece.gen === from?.gen, `generation ${piece.gen} began without a file item`);
+    } else assert.equal(order.at(-1), piece.gen, `generation ${piece.gen} resumed after another began`);
     received.set(piece.gen, (received.get(piece.gen) ?? '') + piece.bytes);
   }
   const expected = world.generations
     .map((content, gen) => ({ gen, content: gen === from?.gen ? content.slice(from.offset) : content }))
     .filter((g) => g.content !== '' && (from === undefined || g.gen >= from.gen));
-  assert.deepEqual(order, expected.map((g) => g.gen));
+  assert.deepEqual(
+    order,
+    expected.map((g) => g.gen),
+  );
   for (const g of expected) assert.equal(received.get(g.gen), g.content, `generation ${g.gen}`);
 }
 
@@ -252,30 +281,42 @@ describe('planner', () => {
   for (const mode of ['postgres', 'logrotate'] as const) {
     for (const startAt of ['newest', 'oldest', 'now'] as const) {
       it(`a first start stored before reading (${startAt}, ${mode}): crashes before any commit lose nothing, rotations in between`, () => {
-        fc.assert(fc.property(fc.array(opArb, { maxLength: 20 }), fc.array(opArb, { maxLength: 60 }), (before, ops) => {
-          const world = new World(mode);
-          world.append('startup');
-          for (const o of before) {
-            if (o.op === 'append') world.append(o.text);
-            else if (o.op === 'rotate') world.rotate(o.kind);
-          }
-          const reader = new Reader(world);
-          const from = pinStart(world, reader, startAt);
-          assert.ok(from !== null, 'a file has bytes: the start is chosen at once');
-          if (startAt === 'oldest') assert.deepEqual(from, { gen: world.generations.findIndex((g) => g !== ''), offset: 0 });
-          // No commit but the stored start: every crash goes back to it.
-          for (const o of ops) {
-            switch (o.op) {
-              case 'append': world.append(o.text); break;
-              case 'rotate': world.rotate(o.kind); break;
-              case 'read': reader.step(); break;
-              case 'commit': break;
-              case 'crash': reader.crash(); break;
+        fc.assert(
+          fc.property(fc.array(opArb, { maxLength: 20 }), fc.array(opArb, { maxLength: 60 }), (before, ops) => {
+            const world = new World(mode);
+            world.append('startup');
+            for (const o of before) {
+              if (o.op === 'append') world.append(o.text);
+              else if (o.op === 'rotate') world.rotate(o.kind);
             }
-          }
-          reader.drain();
-          assertExactlyOnce(world, reader, from);
-        }), { numRuns: 300 });
+            const reader = new Reader(world);
+            const from = pinStart(world, reader, startAt);
+            assert.ok(from !== null, 'a file has bytes: the start is chosen at once');
+            if (startAt === 'oldest') assert.deepEqual(from, { gen: world.generations.findIndex((g) => g !== ''), offset: 0 });
+            // No commit but the stored start: every crash goes back to it.
+            for (const o of ops) {
+              switch (o.op) {
+                case 'append':
+                  world.append(o.text);
+                  break;
+                case 'rotate':
+                  world.rotate(o.kind);
+                  break;
+                case 'read':
+                  reader.step();
+                  break;
+                case 'commit':
+                  break;
+                case 'crash':
+                  reader.crash();
+                  break;
+              }
+            }
+            reader.drain();
+            assertExactlyOnce(world, reader, from);
+          }),
+          { numRuns: 300 },
+        );
       });
     }
   }
@@ -300,10 +341,13 @@ describe('planner', () => {
 
   for (const mode of ['postgres', 'logrotate'] as const) {
     it(`reads every byte of every file exactly once, in order, across ${mode} rotations, reads and crashes`, () => {
-      fc.assert(fc.property(fc.array(opArb, { maxLength: 80 }), fc.boolean(), (ops, copyKeepsMtime) => {
-        const { world, reader } = run(mode, ops, copyKeepsMtime);
-        assertExactlyOnce(world, reader);
-      }), { numRuns: 1000 });
+      fc.assert(
+        fc.property(fc.array(opArb, { maxLength: 80 }), fc.boolean(), (ops, copyKeepsMtime) => {
+          const { world, reader } = run(mode, ops, copyKeepsMtime);
+          assertExactlyOnce(world, reader);
+        }),
+        { numRuns: 1000 },
+      );
     });
   }
 
@@ -337,7 +381,11 @@ describe('planner', () => {
   });
 
   it('waits while there is no log file, and for an empty newest file', () => {
-    assert.deepEqual(planNext(null, { files: [], activeInode: null, checksums: new Map() }, { startAt: 'newest' }), { kind: 'wait', reason: 'no log file yet', drained: false });
+    assert.deepEqual(planNext(null, { files: [], activeInode: null, checksums: new Map() }, { startAt: 'newest' }), {
+      kind: 'wait',
+      reason: 'no log file yet',
+      drained: false,
+    });
     const world = new World('postgres');
     assert.equal(planWithChecksums(world, null).kind, 'wait');
   });
@@ -371,9 +419,22 @@ describe('planner', () => {
   });
 
   it('orders by mtime, the active file last, x.2 before x.1 before x on equal mtimes', () => {
-    const f = (path: string, inode: string, mtime: number, primary: boolean, ageRank: number): ProbedFile => ({ path, inode, size: 1, mtime, primary, ageRank });
+    const f = (path: string, inode: string, mtime: number, primary: boolean, ageRank: number): ProbedFile => ({
+      path,
+      inode,
+      size: 1,
+      mtime,
+      primary,
+      ageRank,
+    });
     const files = [f('x', '1', 5, true, 0), f('x.1', '2', 5, false, 1), f('x.2', '3', 5, false, 2), f('a', '4', 9, true, 0), f('b', '5', 1, true, 0)];
-    assert.deepEqual(orderFiles(files, '4').map((x) => x.path), ['b', 'x.2', 'x.1', 'x', 'a']);
-    assert.deepEqual(orderFiles(files, '5').map((x) => x.path), ['x.2', 'x.1', 'x', 'a', 'b']);
+    assert.deepEqual(
+      orderFiles(files, '4').map((x) => x.path),
+      ['b', 'x.2', 'x.1', 'x', 'a'],
+    );
+    assert.deepEqual(
+      orderFiles(files, '5').map((x) => x.path),
+      ['x.2', 'x.1', 'x', 'a', 'b'],
+    );
   });
 });

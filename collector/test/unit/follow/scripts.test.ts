@@ -35,9 +35,15 @@ function unquoteSh(word: string): string {
 
 describe('shell quoting', () => {
   it('round-trips any string through sh single-quote rules, leaving nothing unquoted', () => {
-    fc.assert(fc.property(fc.string({ unit: 'binary' }).filter((s) => !s.includes('\0')), (s) => {
-      assert.equal(unquoteSh(shellQuote(s)), s);
-    }), { numRuns: 500 });
+    fc.assert(
+      fc.property(
+        fc.string({ unit: 'binary' }).filter((s) => !s.includes('\0')),
+        (s) => {
+          assert.equal(unquoteSh(shellQuote(s)), s);
+        },
+      ),
+      { numRuns: 500 },
+    );
     assert.equal(shellQuote(`it's "x" $(rm -rf /) \`y\``), `'it'\\''s "x" $(rm -rf /) \`y\`'`);
   });
 
@@ -55,32 +61,63 @@ describe('shell quoting', () => {
     assert.ok(probe.includes(`dir=${shellQuote(path)}\n`));
     assert.ok(probe.includes(`ck 1024 ${shellQuote(`${path}/x y.csv`)}\n`));
     assert.ok(probe.includes(`suffix='.csv'`));
-    const segment = buildSegmentScript({ path: `${path}/a.log`, inode: '12', offset: 5, follow: true, headLength: 3, logDirectory: path, dataDirectory: '/d', format: 'stderr', pollIntervalMs: 200, rotationCheckMs: 1000, heartbeatMs: 2000 });
+    const segment = buildSegmentScript({
+      path: `${path}/a.log`,
+      inode: '12',
+      offset: 5,
+      follow: true,
+      headLength: 3,
+      logDirectory: path,
+      dataDirectory: '/d',
+      format: 'stderr',
+      pollIntervalMs: 200,
+      rotationCheckMs: 1000,
+      heartbeatMs: 2000,
+    });
     assert.ok(segment.includes(`f=${shellQuote(`${path}/a.log`)}\n`));
     assert.ok(segment.includes('off=5\n') && segment.includes('follow=1\n') && segment.includes('sleep 0.200'));
-    assert.throws(() => buildSegmentScript({ path: 'x', inode: '1', offset: -1, follow: false, headLength: 0, logDirectory: '/', dataDirectory: '/', format: 'stderr', pollIntervalMs: 200, rotationCheckMs: 1000, heartbeatMs: 2000 }));
+    assert.throws(() =>
+      buildSegmentScript({
+        path: 'x',
+        inode: '1',
+        offset: -1,
+        follow: false,
+        headLength: 0,
+        logDirectory: '/',
+        dataDirectory: '/',
+        format: 'stderr',
+        pollIntervalMs: 200,
+        rotationCheckMs: 1000,
+        heartbeatMs: 2000,
+      }),
+    );
   });
 });
 
 describe('probe output', () => {
   it('parses NUL-separated records, names with spaces and newlines, and drops compressed copies', () => {
-    const out = Buffer.from([
-      'F 11 100 1700000000.5000000000 /log/a b\nc.log',
-      'F 12 50 1699999999.25 /log/a b\nc.log.1',
-      'F 13 10 1699999990 /log/a.log.2.gz',
-      'F 14 7 1700000001 /log/current-without-suffix',
-      'F 11 100 1700000000.5 /data/../log/a b\nc.log',
-      'A 14',
-      'K 100 11 4294967295 100 /log/a b\nc.log',
-      'K 1024 12 123 50 /log/a b\nc.log.1',
-      '',
-    ].join('\0'));
+    const out = Buffer.from(
+      [
+        'F 11 100 1700000000.5000000000 /log/a b\nc.log',
+        'F 12 50 1699999999.25 /log/a b\nc.log.1',
+        'F 13 10 1699999990 /log/a.log.2.gz',
+        'F 14 7 1700000001 /log/current-without-suffix',
+        'F 11 100 1700000000.5 /data/../log/a b\nc.log',
+        'A 14',
+        'K 100 11 4294967295 100 /log/a b\nc.log',
+        'K 1024 12 123 50 /log/a b\nc.log.1',
+        '',
+      ].join('\0'),
+    );
     const probe = parseProbeOutput(out, 'stderr');
-    assert.deepEqual(probe.files.map((f) => [f.inode, f.path, f.size, f.primary, f.ageRank]), [
-      ['11', '/log/a b\nc.log', 100, true, 0],
-      ['12', '/log/a b\nc.log.1', 50, false, 1],
-      ['14', '/log/current-without-suffix', 7, true, 0],
-    ]);
+    assert.deepEqual(
+      probe.files.map((f) => [f.inode, f.path, f.size, f.primary, f.ageRank]),
+      [
+        ['11', '/log/a b\nc.log', 100, true, 0],
+        ['12', '/log/a b\nc.log.1', 50, false, 1],
+        ['14', '/log/current-without-suffix', 7, true, 0],
+      ],
+    );
     assert.equal(probe.files[0]?.mtime, 1700000000.5);
     assert.equal(probe.activeInode, '14');
     // A head shorter than asked (50 of 1024 bytes) is not a checksum of that length.

@@ -11,8 +11,17 @@ import { buildBuiltinWaitScript } from '../../../src/follow/segment-script-bash.
 import { shellQuote } from '../../../src/follow/shell-quote.ts';
 
 const options: SegmentScriptOptions = {
-  path: `/var/log/it's "pg" $HOME/a.log`, inode: '12', offset: 5, follow: true, headLength: 3,
-  logDirectory: `/var/log/it's "pg" $HOME`, dataDirectory: '/d', format: 'stderr', pollIntervalMs: 200, rotationCheckMs: 1000, heartbeatMs: 2000,
+  path: `/var/log/it's "pg" $HOME/a.log`,
+  inode: '12',
+  offset: 5,
+  follow: true,
+  headLength: 3,
+  logDirectory: `/var/log/it's "pg" $HOME`,
+  dataDirectory: '/d',
+  format: 'stderr',
+  pollIntervalMs: 200,
+  rotationCheckMs: 1000,
+  heartbeatMs: 2000,
 };
 
 describe('segment script idle wait', () => {

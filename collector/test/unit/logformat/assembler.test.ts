@@ -23,8 +23,14 @@ void describe('createAssembler', () => {
   });
 
   void it('needs a prefix for stderr and syslog, and rejects a bad one', () => {
-    assert.throws(() => createAssembler('stderr', () => undefined, {}), (e: unknown) => isPglogError(e) && e.code === 'USAGE');
-    assert.throws(() => createAssembler('syslog', () => undefined, { prefix: '%Z' }), (e: unknown) => isPglogError(e) && e.code === 'PREFIX_UNSUPPORTED');
+    assert.throws(
+      () => createAssembler('stderr', () => undefined, {}),
+      (e: unknown) => isPglogError(e) && e.code === 'USAGE',
+    );
+    assert.throws(
+      () => createAssembler('syslog', () => undefined, { prefix: '%Z' }),
+      (e: unknown) => isPglogError(e) && e.code === 'PREFIX_UNSUPPORTED',
+    );
   });
 
   void it('applies maxEntryBytes', () => {

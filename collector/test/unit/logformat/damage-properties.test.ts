@@ -35,7 +35,8 @@ interface Entry {
   statement: string | null;
 }
 
-const ts = (i: number): string => `2024-05-01 10:${String(Math.floor(i / 60) % 60).padStart(2, '0')}:${String(i % 60).padStart(2, '0')}.${String(i % 1000).padStart(3, '0')} UTC`;
+const ts = (i: number): string =>
+  `2024-05-01 10:${String(Math.floor(i / 60) % 60).padStart(2, '0')}:${String(i % 60).padStart(2, '0')}.${String(i % 1000).padStart(3, '0')} UTC`;
 
 /** What a role might log on a line of its own, written to look like an entry of each format. */
 const FORGED: Record<LogFormat, string> = {
@@ -86,18 +87,32 @@ function render(format: LogFormat, e: Entry, i: number): string {
     }
     case 'jsonlog':
       return `${JSON.stringify({
-        timestamp: ts(i), ...(e.background ? {} : { user: e.user, dbname: e.db }), pid: e.pid, session_id: `6630.${e.pid}`, line_num: i,
-        error_severity: e.severity, state_code: '00000', message: e.message,
-        ...(e.detail === null ? {} : { detail: e.detail }), ...(e.statement === null ? {} : { statement: e.statement }),
-        application_name: e.background ? '' : e.app, backend_type: e.background ? 'checkpointer' : 'client backend', query_id: 0,
+        timestamp: ts(i),
+        ...(e.background ? {} : { user: e.user, dbname: e.db }),
+        pid: e.pid,
+        session_id: `6630.${e.pid}`,
+        line_num: i,
+        error_severity: e.severity,
+        state_code: '00000',
+        message: e.message,
+        ...(e.detail === null ? {} : { detail: e.detail }),
+        ...(e.statement === null ? {} : { statement: e.statement }),
+        application_name: e.background ? '' : e.app,
+        backend_type: e.background ? 'checkpointer' : 'client backend',
+        query_id: 0,
       })}\n`;
     case 'syslog': {
       let part = 0;
       const tabs = (s: string): string => s.replaceAll('\t', '#011');
       const prefix = e.background ? 'user=,db= ' : `user=${e.user},db=${e.db} `;
-      const lines = (sev: string, s: string): string => s.split('\n').map((l, k) =>
-        `Mar  5 10:00:01 dbhost postgres[${e.pid}]: [${i + 1}-${++part}] ${k === 0 ? `${prefix}${sev}:  ` : '#011'}${tabs(l)}\n`).join('');
-      return lines(e.severity, e.message) + (e.detail === null ? '' : lines('DETAIL', e.detail)) + (e.statement === null ? '' : lines('STATEMENT', e.statement));
+      const lines = (sev: string, s: string): string =>
+        s
+          .split('\n')
+          .map((l, k) => `Mar  5 10:00:01 dbhost postgres[${e.pid}]: [${i + 1}-${++part}] ${k === 0 ? `${prefix}${sev}:  ` : '#011'}${tabs(l)}\n`)
+          .join('');
+      return (
+        lines(e.severity, e.message) + (e.detail === null ? '' : lines('DETAIL', e.detail)) + (e.statement === null ? '' : lines('STATEMENT', e.statement))
+      );
     }
   }
 }
@@ -116,13 +131,19 @@ function build(format: LogFormat, entries: Entry[]): Log {
 }
 
 type DamageKind = 'cut' | 'partial' | 'garbage' | 'nul' | 'nul-over';
-interface Damage { kind: DamageKind; at: number; size: number; garbage: Uint8Array }
+interface Damage {
+  kind: DamageKind;
+  at: number;
+  size: number;
+  garbage: Uint8Array;
+}
 
 const damage: fc.Arbitrary<Damage> = fc.record({
   kind: fc.constantFrom<DamageKind>('cut', 'partial', 'garbage', 'nul', 'nul-over'),
   at: fc.nat(),
   size: fc.integer({ min: 1, max: 400 }),
-  garbage: fc.array(fc.oneof(fc.integer({ min: 0, max: 255 }), fc.constantFrom(0x0a, 0x22, 0x2c, 0x09, 0x7b, 0x7d, 0x23, 0x00)), { minLength: 1, maxLength: 40 })
+  garbage: fc
+    .array(fc.oneof(fc.integer({ min: 0, max: 255 }), fc.constantFrom(0x0a, 0x22, 0x2c, 0x09, 0x7b, 0x7d, 0x23, 0x00)), { minLength: 1, maxLength: 40 })
     .map((a) => Uint8Array.from(a)),
 });
 
@@ -135,14 +156,17 @@ interface Damaged {
 }
 
 function applyDamage(log: Log, d: Damage): Damaged {
-  const b = log.bytes, n = log.bounds.length - 1;
+  const b = log.bytes,
+    n = log.bounds.length - 1;
   const overlapping = (k: number, m: number): number[] => [...Array(n).keys()].filter((j) => log.bounds[j]! < m && log.bounds[j + 1]! > k);
   const cut = (k: number, m: number): Damaged => ({
-    bytes: Buffer.concat([b.subarray(0, k), b.subarray(m)]), touched: overlapping(k, m),
+    bytes: Buffer.concat([b.subarray(0, k), b.subarray(m)]),
+    touched: overlapping(k, m),
     shift: (x) => (x <= k ? x : x >= m ? x - (m - k) : null),
   });
   const insert = (p: number, what: Buffer): Damaged => ({
-    bytes: Buffer.concat([b.subarray(0, p), what, b.subarray(p)]), touched: p < b.length ? overlapping(p, p + 1) : [n - 1],
+    bytes: Buffer.concat([b.subarray(0, p), what, b.subarray(p)]),
+    touched: p < b.length ? overlapping(p, p + 1) : [n - 1],
     shift: (x) => (x < p ? x : x + what.length),
   });
   switch (d.kind) {
@@ -155,10 +179,13 @@ function applyDamage(log: Log, d: Damage): Damaged {
       const len = log.bounds[i + 1]! - log.bounds[i]!;
       return cut(log.bounds[i]! + 1 + (d.size % (len - 1)), log.bounds[i + 1]!);
     }
-    case 'garbage': return insert(d.at % (b.length + 1), Buffer.from(d.garbage));
-    case 'nul': return insert(d.at % (b.length + 1), Buffer.alloc(d.size));
+    case 'garbage':
+      return insert(d.at % (b.length + 1), Buffer.from(d.garbage));
+    case 'nul':
+      return insert(d.at % (b.length + 1), Buffer.alloc(d.size));
     case 'nul-over': {
-      const k = d.at % b.length, m = Math.min(b.length, k + d.size);
+      const k = d.at % b.length,
+        m = Math.min(b.length, k + d.size);
       const bytes = Buffer.from(b);
       bytes.fill(0, k, m);
       return { bytes, touched: overlapping(k, m), shift: (x) => x };
@@ -187,11 +214,20 @@ function checkDamage(format: LogFormat, entries: Entry[], forged: boolean, d: Da
   const log = build(format, entries);
   const whole = assemble(format, log.bytes, options);
   // The undamaged log reads back entry by entry, whatever lines its text holds.
-  assert.deepEqual(whole.records.map((r) => r.start), log.bounds.slice(0, -1), 'undamaged entry boundaries');
+  assert.deepEqual(
+    whole.records.map((r) => r.start),
+    log.bounds.slice(0, -1),
+    'undamaged entry boundaries',
+  );
   assert.equal(whole.stats.malformed, 0, 'undamaged log: nothing malformed');
 
   const dmg = applyDamage(log, d);
-  const run = assemble(format, dmg.bytes, options, cuts.map((c) => c % (dmg.bytes.length + 1)));
+  const run = assemble(
+    format,
+    dmg.bytes,
+    options,
+    cuts.map((c) => c % (dmg.bytes.length + 1)),
+  );
   let at = 0;
   for (const r of run.records) {
     assert.equal(r.start, at, 'records tile the damaged input');
@@ -202,12 +238,14 @@ function checkDamage(format: LogFormat, entries: Entry[], forged: boolean, d: Da
   const byStart = new Map(run.records.map((r) => [r.start, r]));
   const altered: number[] = [];
   whole.records.forEach((orig, j) => {
-    const s = dmg.shift(orig.start), e = dmg.shift(orig.end);
+    const s = dmg.shift(orig.start),
+      e = dmg.shift(orig.end);
     const r = s === null ? undefined : byStart.get(s);
     if (r === undefined || r.end !== e || !isDeepStrictEqual({ ...r, start: 0, end: 0 }, { ...orig, start: 0, end: 0 })) altered.push(j);
   });
   const touched = dmg.touched;
-  const lo = Math.min(...touched), hi = Math.max(...touched);
+  const lo = Math.min(...touched),
+    hi = Math.max(...touched);
   const within = (extra: number): boolean => altered.every((j) => touched.includes(j) || j === extra);
   assert.ok(within(lo - 1) || within(hi + 1), `entries lost or altered: ${altered.join(',')}; damage touches ${touched.join(',')}`);
 
@@ -222,18 +260,33 @@ const formats: LogFormat[] = ['stderr', 'csvlog', 'jsonlog', 'syslog'];
 void describe('damaged input loses only itself', () => {
   for (const format of formats) {
     void it(`${format}: any damage at any position, any chunking: only the damaged entry and one neighbour`, () => {
-      fc.assert(fc.property(
-        fc.boolean().chain((forged) => fc.tuple(fc.constant(forged), fc.array(entry(format, forged), { minLength: 3, maxLength: 10 }))),
-        damage, fc.array(fc.nat(), { maxLength: 8 }),
-        ([forged, entries], d, cuts) => checkDamage(format, entries, forged, d, cuts),
-      ), { numRuns: 600 });
+      fc.assert(
+        fc.property(
+          fc.boolean().chain((forged) => fc.tuple(fc.constant(forged), fc.array(entry(format, forged), { minLength: 3, maxLength: 10 }))),
+          damage,
+          fc.array(fc.nat(), { maxLength: 8 }),
+          ([forged, entries], d, cuts) => checkDamage(format, entries, forged, d, cuts),
+        ),
+        { numRuns: 600 },
+      );
     });
   }
 
   void it('a damaged csvlog entry is counted in the parser counters and the summary', () => {
-    const log = build('csvlog', [0, 1, 2, 3].map((i) => ({
-      pid: 100, background: false, user: 'alice', db: 'shop', app: 'psql', severity: 'LOG', message: i === 1 ? 'm1\nsecond line' : `m${i}`, detail: null, statement: null,
-    })));
+    const log = build(
+      'csvlog',
+      [0, 1, 2, 3].map((i) => ({
+        pid: 100,
+        background: false,
+        user: 'alice',
+        db: 'shop',
+        app: 'psql',
+        severity: 'LOG',
+        message: i === 1 ? 'm1\nsecond line' : `m${i}`,
+        detail: null,
+        statement: null,
+      })),
+    );
     // Row 1's write stops inside the second line of its message; row 2 follows on that line.
     const cutAt = log.bounds[1]! + log.bytes.subarray(log.bounds[1]).indexOf('cond');
     const damaged = Buffer.concat([log.bytes.subarray(0, cutAt), log.bytes.subarray(log.bounds[2])]);

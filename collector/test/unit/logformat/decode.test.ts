@@ -16,11 +16,27 @@ const HELLO = 'Привет, мир';
 void describe('canonicalEncoding', () => {
   void test('canonical names and aliases, case-insensitive', () => {
     const cases: [string, string][] = [
-      ['UTF8', 'UTF8'], ['utf-8', 'UTF8'], ['unicode', 'UTF8'], ['win1251', 'WIN1251'],
-      ['windows-1251', 'WIN1251'], ['CP1251', 'WIN1251'], ['koi8-r', 'KOI8R'], ['KOI8', 'KOI8R'],
-      ['latin1', 'LATIN1'], ['ISO-8859-1', 'LATIN1'], ['iso_8859_5', 'ISO_8859_5'], ['sql_ascii', 'SQL_ASCII'],
-      ['euc_jp', 'EUC_JP'], ['EUC-KR', 'EUC_KR'], ['Shift_JIS', 'SJIS'], ['gb18030', 'GB18030'], ['WIN866', 'WIN866'],
-      ['latin10', 'LATIN10'], ['iso885915', 'LATIN9'], ['big5', 'BIG5'], ['uhc', 'UHC'],
+      ['UTF8', 'UTF8'],
+      ['utf-8', 'UTF8'],
+      ['unicode', 'UTF8'],
+      ['win1251', 'WIN1251'],
+      ['windows-1251', 'WIN1251'],
+      ['CP1251', 'WIN1251'],
+      ['koi8-r', 'KOI8R'],
+      ['KOI8', 'KOI8R'],
+      ['latin1', 'LATIN1'],
+      ['ISO-8859-1', 'LATIN1'],
+      ['iso_8859_5', 'ISO_8859_5'],
+      ['sql_ascii', 'SQL_ASCII'],
+      ['euc_jp', 'EUC_JP'],
+      ['EUC-KR', 'EUC_KR'],
+      ['Shift_JIS', 'SJIS'],
+      ['gb18030', 'GB18030'],
+      ['WIN866', 'WIN866'],
+      ['latin10', 'LATIN10'],
+      ['iso885915', 'LATIN9'],
+      ['big5', 'BIG5'],
+      ['uhc', 'UHC'],
     ];
     for (const [alias, name] of cases) assert.equal(canonicalEncoding(alias), name, alias);
   });
@@ -31,19 +47,23 @@ void describe('canonicalEncoding', () => {
 
   void test('unknown and undecodable encodings: ENCODING_UNSUPPORTED naming it and the list', () => {
     for (const name of ['klingon', 'EUC_TW', 'MULE_INTERNAL', 'JOHAB', 'EUC_JIS_2004', '']) {
-      assert.throws(() => canonicalEncoding(name), (e: unknown) => {
-        assert.ok(isPglogError(e));
-        assert.equal(e.code, 'ENCODING_UNSUPPORTED');
-        assert.match(e.message, /supported: UTF8, SQL_ASCII, LATIN1/);
-        return true;
-      }, name);
+      assert.throws(
+        () => canonicalEncoding(name),
+        (e: unknown) => {
+          assert.ok(isPglogError(e));
+          assert.equal(e.code, 'ENCODING_UNSUPPORTED');
+          assert.match(e.message, /supported: UTF8, SQL_ASCII, LATIN1/);
+          return true;
+        },
+        name,
+      );
     }
     assert.throws(() => new Decoder({ defaultEncoding: 'UTF8', databases: { app: 'nope' } }), /unknown encoding "nope"/);
   });
 });
 
 void describe('Decoder', () => {
-  const config = { defaultEncoding: 'UTF8', databases: { win: 'WIN1251', koi: 'koi8-r', 'база': 'WIN1251', legacy: 'SQL_ASCII', lat: 'LATIN1' } };
+  const config = { defaultEncoding: 'UTF8', databases: { win: 'WIN1251', koi: 'koi8-r', база: 'WIN1251', legacy: 'SQL_ASCII', lat: 'LATIN1' } };
 
   void test('Cyrillic in WIN1251 and KOI8R decodes to the exact string, per database', () => {
     const d = new Decoder(config);
@@ -104,8 +124,8 @@ void describe('Decoder', () => {
     assert.equal(d.replacements, 0);
   });
 
-  void test('names: UTF-8 when valid, else the encoding of the entry\'s database, else the default', () => {
-    const d = new Decoder({ defaultEncoding: 'WIN1251', databases: { koi: 'KOI8R', 'база': 'KOI8R' } });
+  void test("names: UTF-8 when valid, else the encoding of the entry's database, else the default", () => {
+    const d = new Decoder({ defaultEncoding: 'WIN1251', databases: { koi: 'KOI8R', база: 'KOI8R' } });
     assert.equal(d.decodeName(Buffer.from('приложение')), 'приложение');
     assert.equal(d.decodeName(iconv.encode('база', 'windows-1251')), 'база');
     assert.equal(d.decodeName(iconv.encode('юзер', 'koi8-r'), Buffer.from('koi')), 'юзер');
@@ -149,19 +169,22 @@ void describe('Decoder', () => {
     assert.equal(d.decodeClean(Buffer.from('\uFFFD'), 0, 3, null), null);
     assert.equal(d.decodeClean(text, 2, 2, null), '');
     assert.deepEqual([d.replacements, d.nulRemoved], [0, 0]);
-    fc.assert(fc.property(fc.uint8Array({ maxLength: 32 }), fc.constantFrom(null, 'win', 'legacy'), (bytes, db) => {
-      const b = Buffer.from(bytes);
-      const name = db === null ? null : Buffer.from(db);
-      const v = d.decodeClean(b, 0, b.length, name);
-      const counted = d.replacements + d.nulRemoved;
-      const full = new Decoder({ defaultEncoding: 'UTF8', databases: { win: 'WIN1251', legacy: 'SQL_ASCII' } });
-      const s = full.decode(b, name);
-      assert.equal(d.replacements + d.nulRemoved, counted);
-      if (v !== null) {
-        assert.equal(v, s);
-        assert.equal(full.replacements + full.nulRemoved, 0);
-      }
-    }), { numRuns: 2000 });
+    fc.assert(
+      fc.property(fc.uint8Array({ maxLength: 32 }), fc.constantFrom(null, 'win', 'legacy'), (bytes, db) => {
+        const b = Buffer.from(bytes);
+        const name = db === null ? null : Buffer.from(db);
+        const v = d.decodeClean(b, 0, b.length, name);
+        const counted = d.replacements + d.nulRemoved;
+        const full = new Decoder({ defaultEncoding: 'UTF8', databases: { win: 'WIN1251', legacy: 'SQL_ASCII' } });
+        const s = full.decode(b, name);
+        assert.equal(d.replacements + d.nulRemoved, counted);
+        if (v !== null) {
+          assert.equal(v, s);
+          assert.equal(full.replacements + full.nulRemoved, 0);
+        }
+      }),
+      { numRuns: 2000 },
+    );
   });
 
   void test('East Asian encodings', () => {
@@ -177,12 +200,15 @@ void describe('Decoder', () => {
   void test('never throws; replacements are never negative; output has no NUL', () => {
     const d = new Decoder(config);
     const dbs = [null, 'win', 'koi', 'legacy', 'lat', 'x'];
-    fc.assert(fc.property(fc.uint8Array({ maxLength: 64 }), fc.constantFrom(...dbs), (bytes, db) => {
-      const before = d.replacements;
-      const s = d.decode(Buffer.from(bytes), db === null ? null : Buffer.from(db));
-      assert.equal(typeof s, 'string');
-      assert.ok(!s!.includes('\0'));
-      assert.ok(d.replacements >= before);
-    }), { numRuns: 2000 });
+    fc.assert(
+      fc.property(fc.uint8Array({ maxLength: 64 }), fc.constantFrom(...dbs), (bytes, db) => {
+        const before = d.replacements;
+        const s = d.decode(Buffer.from(bytes), db === null ? null : Buffer.from(db));
+        assert.equal(typeof s, 'string');
+        assert.ok(!s!.includes('\0'));
+        assert.ok(d.replacements >= before);
+      }),
+      { numRuns: 2000 },
+    );
   });
 });

@@ -36,7 +36,8 @@ void describe('detectFormat', () => {
   });
 
   void it('recognizes csvlog when the first row of the sample was cut inside a quoted field and the next one written onto its line', () => {
-    const row = (i: number, msg: string): string => `2024-03-05 10:00:01.${String(i).padStart(3, '0')} UTC,"u","d",1,,s.1,${i},"",2024-03-05 10:00:00 UTC,,0,LOG,00000,"${msg}",,,,,,,,,"a","client backend",,0\n`;
+    const row = (i: number, msg: string): string =>
+      `2024-03-05 10:00:01.${String(i).padStart(3, '0')} UTC,"u","d",1,,s.1,${i},"",2024-03-05 10:00:00 UTC,,0,LOG,00000,"${msg}",,,,,,,,,"a","client backend",,0\n`;
     let rows = row(0, 'SELECT a,\n       b FROM t').slice(0, -40);
     for (let i = 1; i < 50; i++) rows += row(i, 'm');
     assert.equal(detectFormat(Buffer.from(rows)), 'csvlog');

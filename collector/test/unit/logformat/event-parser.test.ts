@@ -59,19 +59,57 @@ void describe('common fields', () => {
   void test('offsets, timestamp, names, prefix fields', () => {
     const r = record('checkpoint starting: time');
     Object.assign(r, {
-      time: '2024-03-01 10:00:00.250 UTC', pid: 4242, user: Buffer.from('alice'), database: Buffer.from('app'),
-      application: Buffer.from('psql'), remoteHost: '10.0.0.5', sessionId: '65e1a.1092', sessionLine: 7,
-      backendType: 'checkpointer', queryId: '-123', sqlstate: '00000', truncated: true,
+      time: '2024-03-01 10:00:00.250 UTC',
+      pid: 4242,
+      user: Buffer.from('alice'),
+      database: Buffer.from('app'),
+      application: Buffer.from('psql'),
+      remoteHost: '10.0.0.5',
+      sessionId: '65e1a.1092',
+      sessionLine: 7,
+      backendType: 'checkpointer',
+      queryId: '-123',
+      sqlstate: '00000',
+      truncated: true,
     });
     const e = parser().parse(r);
-    assert.deepEqual({ ...e }, {
-      kind: 'checkpoint', offset: 100, end: 200, ts: '2024-03-01T10:00:00.250Z', pid: 4242, database: 'app',
-      user: 'alice', application: 'psql', remote_host: '10.0.0.5', session_id: '65e1a.1092', session_line: 7,
-      backend_type: 'checkpointer', query_id: '-123', severity: 'LOG', sqlstate: '00000', truncated: true,
-      checkpoint_kind: 'checkpoint', phase: 'starting', reason: 'time', buffers_written: null, buffers_pct: null,
-      wal_added: null, wal_removed: null, wal_recycled: null, write_s: null, sync_s: null, total_s: null,
-      sync_files: null, longest_sync_s: null, average_sync_s: null, distance_kb: null, estimate_kb: null,
-    });
+    assert.deepEqual(
+      { ...e },
+      {
+        kind: 'checkpoint',
+        offset: 100,
+        end: 200,
+        ts: '2024-03-01T10:00:00.250Z',
+        pid: 4242,
+        database: 'app',
+        user: 'alice',
+        application: 'psql',
+        remote_host: '10.0.0.5',
+        session_id: '65e1a.1092',
+        session_line: 7,
+        backend_type: 'checkpointer',
+        query_id: '-123',
+        severity: 'LOG',
+        sqlstate: '00000',
+        truncated: true,
+        checkpoint_kind: 'checkpoint',
+        phase: 'starting',
+        reason: 'time',
+        buffers_written: null,
+        buffers_pct: null,
+        wal_added: null,
+        wal_removed: null,
+        wal_recycled: null,
+        write_s: null,
+        sync_s: null,
+        total_s: null,
+        sync_files: null,
+        longest_sync_s: null,
+        average_sync_s: null,
+        distance_kb: null,
+        estimate_kb: null,
+      },
+    );
   });
 });
 
@@ -94,7 +132,10 @@ void describe('statements', () => {
     assert.equal(e.parameters, "$1 = '42'");
     assert.equal(e.duration_ms, 0.512);
     assert.equal(e.fingerprint, fingerprintOf('select * from t where id = ?'));
-    const named = expectKind(parse('duration: 1.000 ms  execute S_1: UPDATE t SET a = $1 WHERE id = $2', { detail: "parameters: $1 = 'x', $2 = '5'" }), 'statement');
+    const named = expectKind(
+      parse('duration: 1.000 ms  execute S_1: UPDATE t SET a = $1 WHERE id = $2', { detail: "parameters: $1 = 'x', $2 = '5'" }),
+      'statement',
+    );
     assert.equal(named.statement_name, 'S_1');
     assert.equal(named.query, 'UPDATE t SET a = $1 WHERE id = $2');
     const fetch = expectKind(parse('duration: 2.000 ms  execute fetch from S_3/C_4: SELECT x FROM big'), 'statement');
@@ -132,7 +173,15 @@ void describe('statements', () => {
   });
 
   void test('malformed durations: other, never NaN', () => {
-    for (const m of ['duration: abc ms  statement: SELECT 1', 'duration: ', 'duration: 1.5', 'duration: -1 ms  statement: x', 'duration: 1e999 ms', 'execute no colon here', 'duration: 1 ms  something else']) {
+    for (const m of [
+      'duration: abc ms  statement: SELECT 1',
+      'duration: ',
+      'duration: 1.5',
+      'duration: -1 ms  statement: x',
+      'duration: 1e999 ms',
+      'execute no colon here',
+      'duration: 1 ms  something else',
+    ]) {
       const e = expectKind(parse(m), 'other');
       assert.equal(e.message, m);
       assert.ok(e.duration_ms === null);
@@ -177,20 +226,52 @@ void describe('statements read on the bytes', () => {
   }
 
   void test('durations are the numbers the text gives, exactly', () => {
-    for (const d of ['0', '0.0', '0.001', '1.5', '00.10', '123456789.123456', '999999999999999', '0.1234567890123', '.5', '5.', '1e3', '1234567890123456', ' 1', '1..2', '-1', 'Infinity', '0x10']) {
+    for (const d of [
+      '0',
+      '0.0',
+      '0.001',
+      '1.5',
+      '00.10',
+      '123456789.123456',
+      '999999999999999',
+      '0.1234567890123',
+      '.5',
+      '5.',
+      '1e3',
+      '1234567890123456',
+      ' 1',
+      '1..2',
+      '-1',
+      'Infinity',
+      '0x10',
+    ]) {
       agrees(Buffer.from(`duration: ${d} ms  statement: SELECT 1`), null, null);
       agrees(Buffer.from(`duration: ${d} ms`), null, null);
     }
-    fc.assert(fc.property(fc.stringMatching(/^\d{1,16}(\.\d{1,16})?$/), (d) => {
-      agrees(Buffer.from(`duration: ${d} ms  execute S_1: SELECT 1`), null, null);
-    }), { numRuns: 3000 });
+    fc.assert(
+      fc.property(fc.stringMatching(/^\d{1,16}(\.\d{1,16})?$/), (d) => {
+        agrees(Buffer.from(`duration: ${d} ms  execute S_1: SELECT 1`), null, null);
+      }),
+      { numRuns: 3000 },
+    );
   });
 
   void test('names, SQL, NULs, invalid bytes and other encodings: the same event as from the text', () => {
     // Latin-1 text for raw bytes (\xff is the byte 0xff: invalid UTF-8, Cyrillic in WIN1251).
-    const cases = ['execute S:\0 x: SELECT 1', 'execute S_1:\0', 'execute S_1:', 'execute <unnamed>: ', 'execute fetch from S_1/C_2: SELECT 1',
-      'duration: 3 ms  parse S:\0 x', 'duration: 3 ms\0', 'duration: 3 ms  bind S_1:', 'duration: 1 ms  statement: SELECT \0 1',
-      'statement: SELECT \xff', 'duration: 2.5 ms  execute S_\xff: SELECT 1', 'execute S_\xff\xff:\0 x: \xff'].map((c) => Buffer.from(c, 'latin1'));
+    const cases = [
+      'execute S:\0 x: SELECT 1',
+      'execute S_1:\0',
+      'execute S_1:',
+      'execute <unnamed>: ',
+      'execute fetch from S_1/C_2: SELECT 1',
+      'duration: 3 ms  parse S:\0 x',
+      'duration: 3 ms\0',
+      'duration: 3 ms  bind S_1:',
+      'duration: 1 ms  statement: SELECT \0 1',
+      'statement: SELECT \xff',
+      'duration: 2.5 ms  execute S_\xff: SELECT 1',
+      'execute S_\xff\xff:\0 x: \xff',
+    ].map((c) => Buffer.from(c, 'latin1'));
     cases.push(Buffer.from('execute S_1: SELECT \uFFFD'), Buffer.from('execute \u0436: \u0436'));
     for (const message of cases) {
       for (const db of [null, 'win']) {
@@ -199,25 +280,66 @@ void describe('statements read on the bytes', () => {
         agrees(message, Buffer.from('parameters: \xff', 'latin1'), db);
       }
     }
-    const piece = fc.oneof(
-      fc.constantFrom('duration: ', '1.5', ' ms', '  ', 'statement: ', 'execute ', 'fetch from ', 'parse ', 'bind ', 'plan:\n',
-        '<unnamed>', 'S_1/C_2', ':', ': ', ' ', '\0', 'SELECT 1', 'é', 'ж'),
-      fc.string({ maxLength: 6 }),
-    ).map((t) => Buffer.from(t));
+    const piece = fc
+      .oneof(
+        fc.constantFrom(
+          'duration: ',
+          '1.5',
+          ' ms',
+          '  ',
+          'statement: ',
+          'execute ',
+          'fetch from ',
+          'parse ',
+          'bind ',
+          'plan:\n',
+          '<unnamed>',
+          'S_1/C_2',
+          ':',
+          ': ',
+          ' ',
+          '\0',
+          'SELECT 1',
+          'é',
+          'ж',
+        ),
+        fc.string({ maxLength: 6 }),
+      )
+      .map((t) => Buffer.from(t));
     const raw = fc.uint8Array({ maxLength: 6 }).map((b) => Buffer.from(b));
     const body = fc.array(fc.oneof(piece, piece, raw), { maxLength: 8 }).map((a) => Buffer.concat(a));
-    const start = fc.constantFrom('', 'statement: ', 'execute ', 'execute fetch from ', 'duration: 0.25 ms  statement: ',
-      'duration: 0.25 ms  execute ', 'duration: 3 ms  parse ', 'duration: 3 ms  bind ', 'duration: 7.5 ms', 'duration: 1 ms  ');
-    const detail = fc.option(fc.oneof(body, body.map((b) => Buffer.concat([Buffer.from('parameters: '), b]))), { nil: null });
-    fc.assert(fc.property(start, body, detail, fc.constantFrom(null, 'win', 'koi', 'app'), (s, b, d, db) => {
-      agrees(Buffer.concat([Buffer.from(s), b]), d, db);
-    }), { numRuns: 10000 });
+    const start = fc.constantFrom(
+      '',
+      'statement: ',
+      'execute ',
+      'execute fetch from ',
+      'duration: 0.25 ms  statement: ',
+      'duration: 0.25 ms  execute ',
+      'duration: 3 ms  parse ',
+      'duration: 3 ms  bind ',
+      'duration: 7.5 ms',
+      'duration: 1 ms  ',
+    );
+    const detail = fc.option(
+      fc.oneof(
+        body,
+        body.map((b) => Buffer.concat([Buffer.from('parameters: '), b])),
+      ),
+      { nil: null },
+    );
+    fc.assert(
+      fc.property(start, body, detail, fc.constantFrom(null, 'win', 'koi', 'app'), (s, b, d, db) => {
+        agrees(Buffer.concat([Buffer.from(s), b]), d, db);
+      }),
+      { numRuns: 10000 },
+    );
   });
 });
 
 void describe('auto_explain plans', () => {
   void test('text format, multi-line query text', () => {
-    const body = 'Query Text: SELECT *\n  FROM orders\n  WHERE customer_id = 42\nSeq Scan on orders  (cost=0.00..1693.00 rows=10 width=40) (actual time=0.010..9.877 rows=9 loops=1)\n  Filter: (customer_id = 42)\n  Rows Removed by Filter: 99991';
+    const body =
+      'Query Text: SELECT *\n  FROM orders\n  WHERE customer_id = 42\nSeq Scan on orders  (cost=0.00..1693.00 rows=10 width=40) (actual time=0.010..9.877 rows=9 loops=1)\n  Filter: (customer_id = 42)\n  Rows Removed by Filter: 99991';
     const e = expectKind(parse(`duration: 10.012 ms  plan:\n${body}`), 'plan');
     assert.equal(e.format, 'text');
     assert.equal(e.duration_ms, 10.012);
@@ -247,7 +369,12 @@ void describe('auto_explain plans', () => {
     const y = expectKind(parse('duration: 1.000 ms  plan:\nQuery Text: "SELECT 1 AS \\"one\\""\nPlan: \n  Node Type: "Result"'), 'plan');
     assert.equal(y.format, 'yaml');
     assert.equal(y.query, 'SELECT 1 AS "one"');
-    const x = expectKind(parse('duration: 1.000 ms  plan:\n<explain xmlns="http://www.postgresql.org/2009/explain">\n  <Query-Text>SELECT 1 WHERE 2 &lt; 3</Query-Text>\n</explain>'), 'plan');
+    const x = expectKind(
+      parse(
+        'duration: 1.000 ms  plan:\n<explain xmlns="http://www.postgresql.org/2009/explain">\n  <Query-Text>SELECT 1 WHERE 2 &lt; 3</Query-Text>\n</explain>',
+      ),
+      'plan',
+    );
     assert.equal(x.format, 'xml');
     assert.equal(x.query, 'SELECT 1 WHERE 2 < 3');
   });
@@ -255,16 +382,24 @@ void describe('auto_explain plans', () => {
 
 void describe('errors and deadlocks', () => {
   void test('ERROR with detail, hint, context, statement and its fingerprint', () => {
-    const e = expectKind(parse('duplicate key value violates unique constraint "users_pkey"', {
-      severity: 'ERROR', sqlstate: '23505', detail: 'Key (id)=(1) already exists.',
-      statement: "INSERT INTO users (id, name) VALUES (1, 'a')", context: 'SQL function "f" statement 1', hint: 'h', internalQuery: 'SELECT 1',
-    }), 'error');
+    const e = expectKind(
+      parse('duplicate key value violates unique constraint "users_pkey"', {
+        severity: 'ERROR',
+        sqlstate: '23505',
+        detail: 'Key (id)=(1) already exists.',
+        statement: "INSERT INTO users (id, name) VALUES (1, 'a')",
+        context: 'SQL function "f" statement 1',
+        hint: 'h',
+        internalQuery: 'SELECT 1',
+      }),
+      'error',
+    );
     assert.equal(e.message, 'duplicate key value violates unique constraint "users_pkey"');
     assert.equal(e.detail, 'Key (id)=(1) already exists.');
     assert.equal(e.hint, 'h');
     assert.equal(e.context, 'SQL function "f" statement 1');
     assert.equal(e.internal_query, 'SELECT 1');
-    assert.equal(e.fingerprint, fingerprintOf(normalizeQuery('INSERT INTO users (id, name) VALUES (2, \'b\')')));
+    assert.equal(e.fingerprint, fingerprintOf(normalizeQuery("INSERT INTO users (id, name) VALUES (2, 'b')")));
     assert.equal(e.sqlstate, '23505');
   });
 
@@ -284,11 +419,32 @@ void describe('errors and deadlocks', () => {
       'Process 9560: UPDATE accounts',
       '   SET balance = balance + 10 WHERE id = 1;',
     ].join('\n');
-    const e = expectKind(parse('deadlock detected', { severity: 'ERROR', sqlstate: '40P01', detail, hint: 'See server log for query details.', statement: 'UPDATE accounts SET balance = balance - 10 WHERE id = 2;' }), 'deadlock');
+    const e = expectKind(
+      parse('deadlock detected', {
+        severity: 'ERROR',
+        sqlstate: '40P01',
+        detail,
+        hint: 'See server log for query details.',
+        statement: 'UPDATE accounts SET balance = balance - 10 WHERE id = 2;',
+      }),
+      'deadlock',
+    );
     assert.equal(e.message, 'deadlock detected');
     assert.deepEqual(e.processes, [
-      { pid: 9561, lock_mode: 'ShareLock', lock_object: 'transaction 1062', blocked_by: 9560, query: 'UPDATE accounts SET balance = balance - 10 WHERE id = 2;' },
-      { pid: 9560, lock_mode: 'ShareLock', lock_object: 'transaction 1063', blocked_by: 9561, query: 'UPDATE accounts\n   SET balance = balance + 10 WHERE id = 1;' },
+      {
+        pid: 9561,
+        lock_mode: 'ShareLock',
+        lock_object: 'transaction 1062',
+        blocked_by: 9560,
+        query: 'UPDATE accounts SET balance = balance - 10 WHERE id = 2;',
+      },
+      {
+        pid: 9560,
+        lock_mode: 'ShareLock',
+        lock_object: 'transaction 1063',
+        blocked_by: 9561,
+        query: 'UPDATE accounts\n   SET balance = balance + 10 WHERE id = 1;',
+      },
     ]);
     assert.equal(e.statement, 'UPDATE accounts SET balance = balance - 10 WHERE id = 2;');
     // Without a SQLSTATE (a prefix without %e) the message decides.
@@ -298,10 +454,14 @@ void describe('errors and deadlocks', () => {
 
 void describe('lock waits', () => {
   void test('still waiting, one holder', () => {
-    const e = expectKind(parse('process 9561 still waiting for ShareLock on transaction 1062 after 1000.123 ms', {
-      detail: 'Process holding the lock: 9560. Wait queue: 9561.', context: 'while updating tuple (0,1) in relation "accounts"',
-      statement: 'UPDATE accounts SET balance = 0 WHERE id = 1',
-    }), 'lock_wait');
+    const e = expectKind(
+      parse('process 9561 still waiting for ShareLock on transaction 1062 after 1000.123 ms', {
+        detail: 'Process holding the lock: 9560. Wait queue: 9561.',
+        context: 'while updating tuple (0,1) in relation "accounts"',
+        statement: 'UPDATE accounts SET balance = 0 WHERE id = 1',
+      }),
+      'lock_wait',
+    );
     assert.equal(e.state, 'waiting');
     assert.equal(e.waiting_pid, 9561);
     assert.equal(e.lock_mode, 'ShareLock');
@@ -314,9 +474,12 @@ void describe('lock waits', () => {
   });
 
   void test('acquired, several holders, object kinds', () => {
-    const e = expectKind(parse('process 77 acquired AccessExclusiveLock on relation 16384 of database 5 after 2500.5 ms', {
-      detail: 'Processes holding the lock: 1, 2. Wait queue: 3, 4.',
-    }), 'lock_wait');
+    const e = expectKind(
+      parse('process 77 acquired AccessExclusiveLock on relation 16384 of database 5 after 2500.5 ms', {
+        detail: 'Processes holding the lock: 1, 2. Wait queue: 3, 4.',
+      }),
+      'lock_wait',
+    );
     assert.equal(e.state, 'acquired');
     assert.equal(e.lock_type, 'relation');
     assert.equal(e.lock_object, 'relation 16384 of database 5');
@@ -341,7 +504,10 @@ void describe('lock waits', () => {
   });
 
   void test('avoided / detected deadlock and failed to acquire have their own states', () => {
-    const a = expectKind(parse('process 5 avoided deadlock for AccessExclusiveLock on relation 1 of database 2 by rearranging queue order after 1000.1 ms'), 'lock_wait');
+    const a = expectKind(
+      parse('process 5 avoided deadlock for AccessExclusiveLock on relation 1 of database 2 by rearranging queue order after 1000.1 ms'),
+      'lock_wait',
+    );
     assert.equal(a.state, 'deadlock_avoided');
     assert.equal(a.lock_object, 'relation 1 of database 2');
     const d = expectKind(parse('process 5 detected deadlock while waiting for ShareLock on transaction 9 after 1000.2 ms'), 'lock_wait');
@@ -362,15 +528,38 @@ void describe('checkpoints', () => {
   });
 
   void test('complete, PG15 wording with lsn', () => {
-    const e = expectKind(parse('checkpoint complete: wrote 44272 buffers (4.2%); 0 WAL file(s) added, 1 removed, 38 recycled; write=26.895 s, sync=0.003 s, total=26.965 s; sync files=19, longest=0.002 s, average=0.001 s; distance=626950 kB, estimate=626951 kB; lsn=0/3514A14C, redo lsn=0/3514A118'), 'checkpoint');
+    const e = expectKind(
+      parse(
+        'checkpoint complete: wrote 44272 buffers (4.2%); 0 WAL file(s) added, 1 removed, 38 recycled; write=26.895 s, sync=0.003 s, total=26.965 s; sync files=19, longest=0.002 s, average=0.001 s; distance=626950 kB, estimate=626951 kB; lsn=0/3514A14C, redo lsn=0/3514A118',
+      ),
+      'checkpoint',
+    );
     assert.deepEqual(
-      [e.phase, e.buffers_written, e.buffers_pct, e.wal_added, e.wal_removed, e.wal_recycled, e.write_s, e.sync_s, e.total_s, e.sync_files, e.longest_sync_s, e.average_sync_s, e.distance_kb, e.estimate_kb],
+      [
+        e.phase,
+        e.buffers_written,
+        e.buffers_pct,
+        e.wal_added,
+        e.wal_removed,
+        e.wal_recycled,
+        e.write_s,
+        e.sync_s,
+        e.total_s,
+        e.sync_files,
+        e.longest_sync_s,
+        e.average_sync_s,
+        e.distance_kb,
+        e.estimate_kb,
+      ],
       ['complete', 44272, 4.2, 0, 1, 38, 26.895, 0.003, 26.965, 19, 0.002, 0.001, 626950, 626951],
     );
   });
 
   void test('complete, other versions: what is there is parsed, the rest null', () => {
-    const e = expectKind(parse('restartpoint complete: wrote 10 buffers (0.1%), wrote 3 SLRU buffers; write=0.001 s, sync=0.002 s, total=0.004 s'), 'checkpoint');
+    const e = expectKind(
+      parse('restartpoint complete: wrote 10 buffers (0.1%), wrote 3 SLRU buffers; write=0.001 s, sync=0.002 s, total=0.004 s'),
+      'checkpoint',
+    );
     assert.equal(e.buffers_written, 10);
     assert.equal(e.total_s, 0.004);
     assert.equal(e.wal_added, null);
@@ -396,15 +585,35 @@ void describe('autovacuum and autoanalyze', () => {
   void test('PG15 autovacuum report', () => {
     const e = expectKind(parse(PG15), 'autovacuum');
     assert.deepEqual(
-      [e.table, e.aggressive, e.wraparound, e.index_scans, e.pages_removed, e.pages_remain, e.pages_scanned, e.tuples_removed, e.tuples_remain, e.tuples_dead_not_removable,
-        e.read_rate_mbs, e.write_rate_mbs, e.buffer_hits, e.buffer_misses, e.buffer_dirtied, e.wal_records, e.wal_fpi, e.wal_bytes, e.cpu_user_s, e.cpu_system_s, e.elapsed_s],
+      [
+        e.table,
+        e.aggressive,
+        e.wraparound,
+        e.index_scans,
+        e.pages_removed,
+        e.pages_remain,
+        e.pages_scanned,
+        e.tuples_removed,
+        e.tuples_remain,
+        e.tuples_dead_not_removable,
+        e.read_rate_mbs,
+        e.write_rate_mbs,
+        e.buffer_hits,
+        e.buffer_misses,
+        e.buffer_dirtied,
+        e.wal_records,
+        e.wal_fpi,
+        e.wal_bytes,
+        e.cpu_user_s,
+        e.cpu_system_s,
+        e.elapsed_s,
+      ],
       ['app.public.orders', false, false, 1, 0, 4425, 4425, 12000, 500000, 7, 12.345, 6.789, 9040, 12, 4430, 8870, 4420, 36160455, 0.12, 0.01, 0.53],
     );
   });
 
   void test('aggressive, wraparound, PG16 "reads", PG13 pages wording', () => {
-    const msg = PG15
-      .replace('automatic vacuum of', 'automatic aggressive vacuum to prevent wraparound of')
+    const msg = PG15.replace('automatic vacuum of', 'automatic aggressive vacuum to prevent wraparound of')
       .replace('12 misses', '13 reads')
       .replace('4425 scanned (100.00% of total)', '0 skipped due to pins, 0 skipped frozen');
     const e = expectKind(parse(msg), 'autovacuum');
@@ -416,7 +625,12 @@ void describe('autovacuum and autoanalyze', () => {
   });
 
   void test('autoanalyze', () => {
-    const e = expectKind(parse('automatic analyze of table "app.public.orders"\navg read rate: 0.000 MB/s, avg write rate: 0.000 MB/s\nbuffer usage: 1000 hits, 0 misses, 0 dirtied\nsystem usage: CPU: user: 0.05 s, system: 0.00 s, elapsed: 0.06 s'), 'autoanalyze');
+    const e = expectKind(
+      parse(
+        'automatic analyze of table "app.public.orders"\navg read rate: 0.000 MB/s, avg write rate: 0.000 MB/s\nbuffer usage: 1000 hits, 0 misses, 0 dirtied\nsystem usage: CPU: user: 0.05 s, system: 0.00 s, elapsed: 0.06 s',
+      ),
+      'autoanalyze',
+    );
     assert.equal(e.table, 'app.public.orders');
     assert.equal(e.buffer_hits, 1000);
     assert.equal(e.elapsed_s, 0.06);
@@ -426,7 +640,10 @@ void describe('autovacuum and autoanalyze', () => {
 
 void describe('temporary files, connections', () => {
   void test('temporary file with its statement', () => {
-    const e = expectKind(parse('temporary file: path "base/pgsql_tmp/pgsql_tmp12345.0", size 104857600', { statement: 'SELECT * FROM big ORDER BY 1' }), 'temp_file');
+    const e = expectKind(
+      parse('temporary file: path "base/pgsql_tmp/pgsql_tmp12345.0", size 104857600', { statement: 'SELECT * FROM big ORDER BY 1' }),
+      'temp_file',
+    );
     assert.equal(e.path, 'base/pgsql_tmp/pgsql_tmp12345.0');
     assert.equal(e.size_bytes, 104857600);
     assert.equal(e.statement, 'SELECT * FROM big ORDER BY 1');
@@ -441,7 +658,10 @@ void describe('temporary files, connections', () => {
     assert.deepEqual([l.host, l.port], ['[local]', null]);
     const a = expectKind(parse('connection authenticated: identity="alice" method=scram-sha-256 (/etc/postgresql/15/main/pg_hba.conf:98)'), 'connection');
     assert.deepEqual([a.phase, a.identity, a.method], ['authenticated', 'alice', 'scram-sha-256']);
-    const z = expectKind(parse('connection authorized: user=alice database=app application_name=psql SSL enabled (protocol=TLSv1.3, cipher=TLS_AES_256_GCM_SHA384, bits=256)'), 'connection');
+    const z = expectKind(
+      parse('connection authorized: user=alice database=app application_name=psql SSL enabled (protocol=TLSv1.3, cipher=TLS_AES_256_GCM_SHA384, bits=256)'),
+      'connection',
+    );
     assert.equal(z.phase, 'authorized');
     assert.equal(z.details, 'user=alice database=app application_name=psql SSL enabled (protocol=TLSv1.3, cipher=TLS_AES_256_GCM_SHA384, bits=256)');
     expectKind(parse('replication connection authorized: user=repl application_name=walreceiver'), 'connection');
@@ -460,7 +680,10 @@ void describe('temporary files, connections', () => {
 void describe('everything else and decoding', () => {
   void test('unknown messages are other events with every text field', () => {
     const e = expectKind(parse('database system is ready to accept connections', { detail: 'd', hint: 'h', context: 'c', statement: 's' }), 'other');
-    assert.deepEqual([e.message, e.detail, e.hint, e.context, e.statement, e.subtype, e.duration_ms], ['database system is ready to accept connections', 'd', 'h', 'c', 's', null, null]);
+    assert.deepEqual(
+      [e.message, e.detail, e.hint, e.context, e.statement, e.subtype, e.duration_ms],
+      ['database system is ready to accept connections', 'd', 'h', 'c', 's', null, null],
+    );
   });
 
   void test('Cyrillic in WIN1251 and KOI8R databases decodes to exact UTF-8 text', () => {
@@ -494,32 +717,83 @@ void describe('everything else and decoding', () => {
     const p = parser();
     const recs = [record('statement: SELECT 1', { database: 'win' }), record('deadlock detected', { severity: 'ERROR' }), record('checkpoint starting: time')];
     const first = recs.map((r) => p.parse(r));
-    const again = [...recs].reverse().map((r) => parser().parse(r)).reverse();
+    const again = [...recs]
+      .reverse()
+      .map((r) => parser().parse(r))
+      .reverse();
     assert.deepEqual(again, first);
-    assert.deepEqual(recs.map((r) => p.parse(r)), first);
+    assert.deepEqual(
+      recs.map((r) => p.parse(r)),
+      first,
+    );
   });
 
   void test('never throws on arbitrary records; every event has a known kind and no NaN', () => {
-    const prefixes = ['', 'duration: ', 'duration: 1.5 ms  ', 'duration: 1.5 ms  plan:\n', 'duration: 1 ms  plan:\n{"Query Text": "', 'statement: ', 'execute ', 'process 1 ', 'process 1 still waiting for X on ', 'checkpoint complete: ', 'restartpoint ', 'automatic vacuum of table "', 'automatic analyze of table "', 'temporary file: path "', 'connection received: ', 'connection authenticated: identity="', 'disconnection: session time: ', 'deadlock detected'];
-    const text = fc.oneof(fc.uint8Array({ maxLength: 80 }).map((b) => Buffer.from(b)), fc.string({ maxLength: 80 }).map((s) => Buffer.from(s)));
+    const prefixes = [
+      '',
+      'duration: ',
+      'duration: 1.5 ms  ',
+      'duration: 1.5 ms  plan:\n',
+      'duration: 1 ms  plan:\n{"Query Text": "',
+      'statement: ',
+      'execute ',
+      'process 1 ',
+      'process 1 still waiting for X on ',
+      'checkpoint complete: ',
+      'restartpoint ',
+      'automatic vacuum of table "',
+      'automatic analyze of table "',
+      'temporary file: path "',
+      'connection received: ',
+      'connection authenticated: identity="',
+      'disconnection: session time: ',
+      'deadlock detected',
+    ];
+    const text = fc.oneof(
+      fc.uint8Array({ maxLength: 80 }).map((b) => Buffer.from(b)),
+      fc.string({ maxLength: 80 }).map((s) => Buffer.from(s)),
+    );
     const maybe = fc.option(text, { nil: null });
     const arb = fc.record({
-      prefix: fc.constantFrom(...prefixes), message: text, detail: maybe, hint: maybe, context: maybe, statement: maybe,
-      internalQuery: maybe, database: fc.option(fc.constantFrom('win', 'koi', 'app'), { nil: null }).map((d) => (d === null ? null : Buffer.from(d))),
-      user: maybe, application: maybe, time: fc.option(fc.string(), { nil: null }),
-      severity: fc.constantFrom('LOG', 'ERROR', 'FATAL', 'PANIC', 'WARNING', 'NOTICE', 'DEBUG1', ''), sqlstate: fc.option(fc.constantFrom('40P01', '23505', 'XX000'), { nil: null }),
+      prefix: fc.constantFrom(...prefixes),
+      message: text,
+      detail: maybe,
+      hint: maybe,
+      context: maybe,
+      statement: maybe,
+      internalQuery: maybe,
+      database: fc.option(fc.constantFrom('win', 'koi', 'app'), { nil: null }).map((d) => (d === null ? null : Buffer.from(d))),
+      user: maybe,
+      application: maybe,
+      time: fc.option(fc.string(), { nil: null }),
+      severity: fc.constantFrom('LOG', 'ERROR', 'FATAL', 'PANIC', 'WARNING', 'NOTICE', 'DEBUG1', ''),
+      sqlstate: fc.option(fc.constantFrom('40P01', '23505', 'XX000'), { nil: null }),
     });
     const p = parser();
-    fc.assert(fc.property(arb, (a) => {
-      const r = emptyRecord(0, 1, a.severity, Buffer.concat([Buffer.from(a.prefix), a.message]));
-      Object.assign(r, { detail: a.detail, hint: a.hint, context: a.context, statement: a.statement, internalQuery: a.internalQuery, database: a.database, user: a.user, application: a.application, time: a.time, sqlstate: a.sqlstate });
-      const e = p.parse(r);
-      assert.ok((EVENT_KINDS as readonly string[]).includes(e.kind));
-      JSON.stringify(e, (_k, v: unknown) => {
-        assert.ok(typeof v !== 'number' || Number.isFinite(v), `NaN/Infinity in ${e.kind}`);
-        return v;
-      });
-    }), { numRuns: 5000 });
+    fc.assert(
+      fc.property(arb, (a) => {
+        const r = emptyRecord(0, 1, a.severity, Buffer.concat([Buffer.from(a.prefix), a.message]));
+        Object.assign(r, {
+          detail: a.detail,
+          hint: a.hint,
+          context: a.context,
+          statement: a.statement,
+          internalQuery: a.internalQuery,
+          database: a.database,
+          user: a.user,
+          application: a.application,
+          time: a.time,
+          sqlstate: a.sqlstate,
+        });
+        const e = p.parse(r);
+        assert.ok((EVENT_KINDS as readonly string[]).includes(e.kind));
+        JSON.stringify(e, (_k, v: unknown) => {
+          assert.ok(typeof v !== 'number' || Number.isFinite(v), `NaN/Infinity in ${e.kind}`);
+          return v;
+        });
+      }),
+      { numRuns: 5000 },
+    );
   });
 });
 
@@ -529,7 +803,9 @@ describe('autovacuum workers (no session database)', () => {
     const message = Buffer.concat([
       Buffer.from('automatic analyze of table "win.public.'),
       iconv.encode('клиенты', 'win1251'),
-      Buffer.from('"\navg read rate: 0.000 MB/s, avg write rate: 0.000 MB/s\nbuffer usage: 10 hits, 0 misses, 0 dirtied\nsystem usage: CPU: user: 0.00 s, system: 0.00 s, elapsed: 0.00 s'),
+      Buffer.from(
+        '"\navg read rate: 0.000 MB/s, avg write rate: 0.000 MB/s\nbuffer usage: 10 hits, 0 misses, 0 dirtied\nsystem usage: CPU: user: 0.00 s, system: 0.00 s, elapsed: 0.00 s',
+      ),
     ]);
     const e = parser.parse(record(message));
     assert.equal(e.kind, 'autoanalyze');

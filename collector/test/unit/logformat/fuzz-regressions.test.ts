@@ -10,14 +10,17 @@ import { join } from 'node:path';
 import { describe, test } from 'node:test';
 
 import { corpusDir, regressionsDir } from '../../../fuzz/run.ts';
-import { TARGET_NAMES, type TargetName,TARGETS } from '../../../fuzz/targets.ts';
+import { TARGET_NAMES, type TargetName, TARGETS } from '../../../fuzz/targets.ts';
 
 /** An input that once ran too long may take this many times as long as a real log of its size. */
 const SLOW_RATIO = 20;
 
 function inputs(dir: string): Array<[name: string, data: Buffer]> {
   if (!existsSync(dir)) return [];
-  return readdirSync(dir).filter((f) => !f.startsWith('.')).sort().map((f) => [f, readFileSync(join(dir, f))]);
+  return readdirSync(dir)
+    .filter((f) => !f.startsWith('.'))
+    .sort()
+    .map((f) => [f, readFileSync(join(dir, f))]);
 }
 
 /** Milliseconds per call of fn, the best of five batches of at least 20 ms each. */

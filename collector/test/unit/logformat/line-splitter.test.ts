@@ -9,11 +9,20 @@ import fc from 'fast-check';
 
 import { DEFAULT_MAX_ENTRY_BYTES, LineSplitter } from '../../../src/logformat/line-splitter.ts';
 
-interface Line { text: string; offset: number; next: number; truncated: boolean }
+interface Line {
+  text: string;
+  offset: number;
+  next: number;
+  truncated: boolean;
+}
 
 function split(chunks: Buffer[], max?: number, start = 0): { lines: Line[]; s: LineSplitter } {
   const lines: Line[] = [];
-  const s = new LineSplitter((b, f, t, o, n, tr) => lines.push({ text: b.toString('latin1', f, t), offset: o, next: n, truncated: tr }), max === undefined ? undefined : { maxEntryBytes: max }, start);
+  const s = new LineSplitter(
+    (b, f, t, o, n, tr) => lines.push({ text: b.toString('latin1', f, t), offset: o, next: n, truncated: tr }),
+    max === undefined ? undefined : { maxEntryBytes: max },
+    start,
+  );
   for (const c of chunks) s.push(c);
   s.end();
   return { lines, s };
@@ -29,7 +38,12 @@ function reference(data: Buffer, max = Infinity, start = 0): Line[] {
     let end = stop;
     if (nl >= 0 && end > pos && data[end - 1] === 13) end--;
     const truncated = end - pos > max;
-    out.push({ text: data.toString('latin1', pos, truncated ? pos + max : end), offset: start + pos, next: start + (nl < 0 ? data.length : nl + 1), truncated });
+    out.push({
+      text: data.toString('latin1', pos, truncated ? pos + max : end),
+      offset: start + pos,
+      next: start + (nl < 0 ? data.length : nl + 1),
+      truncated,
+    });
     pos = stop + 1;
   }
   return out;
@@ -39,7 +53,10 @@ function cutAt(data: Buffer, cuts: number[]): Buffer[] {
   const pts = [...new Set(cuts.filter((c) => c > 0 && c < data.length))].sort((a, b) => a - b);
   const out: Buffer[] = [];
   let prev = 0;
-  for (const c of pts) { out.push(data.subarray(prev, c)); prev = c; }
+  for (const c of pts) {
+    out.push(data.subarray(prev, c));
+    prev = c;
+  }
   out.push(data.subarray(prev));
   return out;
 }
@@ -67,7 +84,13 @@ void describe('LineSplitter', () => {
 
   void it('handles CR and LF in different chunks', () => {
     const { lines } = split([Buffer.from('abc\r'), Buffer.from('\ndef\r'), Buffer.from('\n')]);
-    assert.deepEqual(lines.map((l) => [l.text, l.offset, l.next]), [['abc', 0, 5], ['def', 5, 10]]);
+    assert.deepEqual(
+      lines.map((l) => [l.text, l.offset, l.next]),
+      [
+        ['abc', 0, 5],
+        ['def', 5, 10],
+      ],
+    );
   });
 
   void it('passes NUL and high bytes through untouched', () => {
@@ -81,19 +104,22 @@ void describe('LineSplitter', () => {
   });
 
   void it('gives the same lines for any chunking (property)', () => {
-    fc.assert(fc.property(
-      fc.array(fc.constantFrom('a', 'b', '\r', '\n', '\r\n', 'xyz', '\u00ff', '\0'), { maxLength: 60 }),
-      fc.array(fc.nat(200), { maxLength: 12 }),
-      fc.option(fc.integer({ min: 1, max: 6 }), { nil: undefined }),
-      fc.nat(1000),
-      (parts, cuts, max, start) => {
-        const data = Buffer.from(parts.join(''), 'latin1');
-        const { lines, s } = split(cutAt(data, cuts), max, start);
-        const ref = reference(data, max ?? Infinity, start);
-        assert.deepEqual(lines, ref);
-        assert.equal(s.truncatedLines, ref.filter((l) => l.truncated).length);
-      },
-    ), { numRuns: 2000 });
+    fc.assert(
+      fc.property(
+        fc.array(fc.constantFrom('a', 'b', '\r', '\n', '\r\n', 'xyz', '\u00ff', '\0'), { maxLength: 60 }),
+        fc.array(fc.nat(200), { maxLength: 12 }),
+        fc.option(fc.integer({ min: 1, max: 6 }), { nil: undefined }),
+        fc.nat(1000),
+        (parts, cuts, max, start) => {
+          const data = Buffer.from(parts.join(''), 'latin1');
+          const { lines, s } = split(cutAt(data, cuts), max, start);
+          const ref = reference(data, max ?? Infinity, start);
+          assert.deepEqual(lines, ref);
+          assert.equal(s.truncatedLines, ref.filter((l) => l.truncated).length);
+        },
+      ),
+      { numRuns: 2000 },
+    );
   });
 
   void it('truncates at the cap, counts, and goes on', () => {
@@ -116,7 +142,13 @@ void describe('LineSplitter', () => {
     const chunk = Buffer.alloc(16 * 1024, 0x61);
     let got = -1;
     let first = -1;
-    const s = new LineSplitter((b, f, t) => { got = t - f; first = b[f]!; }, { maxEntryBytes: 64 * 1024 * 1024 });
+    const s = new LineSplitter(
+      (b, f, t) => {
+        got = t - f;
+        first = b[f]!;
+      },
+      { maxEntryBytes: 64 * 1024 * 1024 },
+    );
     const t0 = performance.now();
     for (let n = 0; n < size; n += chunk.length) s.push(chunk);
     s.push(Buffer.from('\n'));
@@ -131,7 +163,11 @@ void describe('LineSplitter', () => {
     let got = -1;
     let truncated = false;
     let next = -1;
-    const s = new LineSplitter((_b, f, t, _o, n, tr) => { got = t - f; truncated = tr; next = n; });
+    const s = new LineSplitter((_b, f, t, _o, n, tr) => {
+      got = t - f;
+      truncated = tr;
+      next = n;
+    });
     const before = process.memoryUsage().arrayBuffers;
     let peak = 0;
     const total = 200 * 1024 * 1024;

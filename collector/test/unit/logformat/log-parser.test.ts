@@ -9,7 +9,7 @@ import fc from 'fast-check';
 
 import type { PglogEvent } from '../../../src/logformat/events.ts';
 import { LogParser } from '../../../src/logformat/log-parser.ts';
-import { parseChunks, type ParseSetup,UTF8_ONLY } from '../../helpers/parse.ts';
+import { parseChunks, type ParseSetup, UTF8_ONLY } from '../../helpers/parse.ts';
 
 const fixture = (name: string): Buffer => readFileSync(new URL(`../../fixtures/${name}`, import.meta.url));
 
@@ -44,7 +44,14 @@ for (const c of CASES) {
     test('split at random points: identical events', () => {
       fc.assert(
         fc.property(fc.uniqueArray(fc.integer({ min: 1, max: bytes.length - 1 }), { maxLength: 40 }), (cuts) => {
-          assert.deepEqual(parseChunks(c.setup, bytes, cuts.sort((a, b) => a - b)).events, whole.events);
+          assert.deepEqual(
+            parseChunks(
+              c.setup,
+              bytes,
+              cuts.sort((a, b) => a - b),
+            ).events,
+            whole.events,
+          );
         }),
         { numRuns: 200 },
       );

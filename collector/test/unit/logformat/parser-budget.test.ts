@@ -27,7 +27,10 @@ describe('messages longer than PostgreSQL writes for their kind', () => {
     const limit = MAX_STRUCTURED_MESSAGE_BYTES.checkpoint;
     const padded = (bytes: number): string => `${CHECKPOINT}${' '.repeat(bytes - CHECKPOINT.length)}`;
     const { events, parser } = parse(`${HEAD}LOG:  ${padded(limit)}\n${HEAD}LOG:  ${padded(limit + 1)}\n`);
-    assert.deepEqual(events.map((e) => e.kind), ['checkpoint', 'other']);
+    assert.deepEqual(
+      events.map((e) => e.kind),
+      ['checkpoint', 'other'],
+    );
     const [first, second] = events;
     assert.equal(first?.kind === 'checkpoint' ? first.wal_recycled : null, 38);
     assert.equal(second?.kind === 'other' ? second.message.length : 0, limit + 1);
@@ -64,7 +67,10 @@ describe('messages longer than PostgreSQL writes for their kind', () => {
   test('statements and errors are never bounded: SQL has any length', () => {
     const sql = `SELECT '${'x'.repeat(MAX_STRUCTURED_MESSAGE_BYTES.maintenance * 2)}'`;
     const { events, parser } = parse(`${HEAD}LOG:  duration: 1.0 ms  statement: ${sql}\n${HEAD}ERROR:  checkpoint complete: ${sql}\n`);
-    assert.deepEqual(events.map((e) => e.kind), ['statement', 'error']);
+    assert.deepEqual(
+      events.map((e) => e.kind),
+      ['statement', 'error'],
+    );
     assert.equal(parser.counters.oversized, 0);
   });
 });
@@ -105,7 +111,10 @@ describe('the time budget of one entry', () => {
     const message = `duration: 1.0 ms  statement: SELECT '${'x'.repeat(64 * 1024)}'`;
     const entry = `${HEAD}LOG:  ${message}\n`;
     const budget = DEFAULT_ENTRY_BUDGET_MS + (entry.length / 1024) * ENTRY_BUDGET_MS_PER_KIB;
-    for (const [cost, counted] of [[budget - 1, 0], [budget + 1, 1]] as const) {
+    for (const [cost, counted] of [
+      [budget - 1, 0],
+      [budget + 1, 1],
+    ] as const) {
       // Readings: 0 push, 1 end(), 2 the entry (emitted at the end) parsed.
       const { parser } = parse(entry, { clock: scripted({ 2: cost }).clock });
       assert.equal(parser.counters.slow, counted, `${cost} ms against a budget of ${budget} ms`);

@@ -80,25 +80,52 @@ const SAMPLES_OF_PATTERNS = [...new Set(sources.flatMap(patternSamples))];
 
 /** What routes a message to each parser (classification prefixes and anchored openings). */
 const HEADS = [
-  '', 'checkpoint complete: ', 'restartpoint starting: ', 'checkpoint complete: wrote 1 buffers (1.0%); ',
-  'process 1 still waiting for ShareLock on ', 'process 1 acquired ShareLock on relation 1 of database 5 after ',
-  'connection received: ', 'connection authenticated: identity="', 'replication connection authorized: ', 'connection ready: ',
-  'disconnection: session time: 0:00:01.234 ', 'disconnection: session time: ',
-  'automatic vacuum of table "a.b.c": index scans: 1\n', 'automatic aggressive vacuum of table "', 'automatic analyze of table "a.b.c"\n',
-  'temporary file: path "', 'duration: 1.5 ms  statement: ', 'duration: ', 'execute S_1: ', 'duration: 1 ms  bind ', 'duration: 1 ms  plan:\n',
-  'Query Text: ', '{"Query Text": "', '<explain><Query-Text>', 'Process 1 waits for ShareLock on ', 'Process 1: ', 'deadlock detected',
-  'Process holding the lock: ', 'Processes holding the lock: 1, 2. Wait queue: ',
+  '',
+  'checkpoint complete: ',
+  'restartpoint starting: ',
+  'checkpoint complete: wrote 1 buffers (1.0%); ',
+  'process 1 still waiting for ShareLock on ',
+  'process 1 acquired ShareLock on relation 1 of database 5 after ',
+  'connection received: ',
+  'connection authenticated: identity="',
+  'replication connection authorized: ',
+  'connection ready: ',
+  'disconnection: session time: 0:00:01.234 ',
+  'disconnection: session time: ',
+  'automatic vacuum of table "a.b.c": index scans: 1\n',
+  'automatic aggressive vacuum of table "',
+  'automatic analyze of table "a.b.c"\n',
+  'temporary file: path "',
+  'duration: 1.5 ms  statement: ',
+  'duration: ',
+  'execute S_1: ',
+  'duration: 1 ms  bind ',
+  'duration: 1 ms  plan:\n',
+  'Query Text: ',
+  '{"Query Text": "',
+  '<explain><Query-Text>',
+  'Process 1 waits for ShareLock on ',
+  'Process 1: ',
+  'deadlock detected',
+  'Process holding the lock: ',
+  'Processes holding the lock: 1, 2. Wait queue: ',
 ];
 const LOCK_WAIT = 'process 1 still waiting for ShareLock on relation 1 of database 5 after 1.0 ms';
 
 /** The repeated unit: a pattern's sample, a piece of one (a near match), or a plain character run. */
 const unit = fc.oneof(
   fc.constantFrom(...SAMPLES_OF_PATTERNS),
-  fc.constantFrom(...SAMPLES_OF_PATTERNS).chain((s) => fc.tuple(fc.nat(s.length - 1), fc.nat(s.length)).map(([a, b]) => s.slice(Math.min(a, b), Math.max(a, b) + 1))),
+  fc
+    .constantFrom(...SAMPLES_OF_PATTERNS)
+    .chain((s) => fc.tuple(fc.nat(s.length - 1), fc.nat(s.length)).map(([a, b]) => s.slice(Math.min(a, b), Math.max(a, b) + 1))),
   fc.constantFrom('1', '1.', '1 ', ' ', '.', ', ', '"', '\n', '=', 'a', ':', '(', '&#1', '\t'),
 );
 
-interface Growth { small: number; large: number; ratio: number }
+interface Growth {
+  small: number;
+  large: number;
+  ratio: number;
+}
 
 /** Time per byte at GROWTH times the repeated part over that at the base size. */
 function growth(run: (input: string) => void, build: (repeated: string) => string, piece: string): Growth {
@@ -114,19 +141,38 @@ function growth(run: (input: string) => void, build: (repeated: string) => strin
  * parser reads about 16x every time. `examples` always run.
  */
 function assertLinear(name: string, run: (input: string) => void, examples: Array<[string, string]>, numRuns = 25): void {
-  fc.assert(fc.property(fc.constantFrom(...HEADS), unit, (head, piece) => {
-    const build = (repeated: string): string => head + repeated;
-    const g = remeasured(() => growth(run, build, piece), (m) => m.ratio >= MAX_RATIO);
-    assert.ok(g.ratio < MAX_RATIO, `${name}: ${JSON.stringify(head)} + ${JSON.stringify(piece)} repeated: ` +
-      `${g.small.toFixed(4)} ms at ${BASE_BYTES} bytes, ${g.large.toFixed(4)} ms at ${GROWTH}x: ${g.ratio.toFixed(1)}x the time per byte`);
-  }), { numRuns, endOnFailure: true, examples });
+  fc.assert(
+    fc.property(fc.constantFrom(...HEADS), unit, (head, piece) => {
+      const build = (repeated: string): string => head + repeated;
+      const g = remeasured(
+        () => growth(run, build, piece),
+        (m) => m.ratio >= MAX_RATIO,
+      );
+      assert.ok(
+        g.ratio < MAX_RATIO,
+        `${name}: ${JSON.stringify(head)} + ${JSON.stringify(piece)} repeated: ` +
+          `${g.small.toFixed(4)} ms at ${BASE_BYTES} bytes, ${g.large.toFixed(4)} ms at ${GROWTH}x: ${g.ratio.toFixed(1)}x the time per byte`,
+      );
+    }),
+    { numRuns, endOnFailure: true, examples },
+  );
 }
 
 describe('every message parser takes time linear in its input', () => {
   const spans = new StatementSpans();
   const parsers: Record<string, (text: string) => unknown> = {
-    parseCheckpoint, parseConnection, parseDisconnection, parseLockWait, parseLockQueue, parseDeadlockDetail, lockTypeOf,
-    parseAutovacuum, parseAutoanalyze, parsePlan, parseStatementMessage, intList,
+    parseCheckpoint,
+    parseConnection,
+    parseDisconnection,
+    parseLockWait,
+    parseLockQueue,
+    parseDeadlockDetail,
+    lockTypeOf,
+    parseAutovacuum,
+    parseAutoanalyze,
+    parsePlan,
+    parseStatementMessage,
+    intList,
     scanStatement: (text) => scanStatement(Buffer.from(text), spans),
   };
   for (const [name, parse] of Object.entries(parsers)) {
@@ -149,18 +195,32 @@ describe('EventParser: classification and the parser it picks', () => {
   const events = new EventParser({ decoder: new Decoder({ defaultEncoding: 'UTF8', databases: {} }), templates: noCache() });
   for (const severity of ['LOG', 'ERROR']) {
     test(`${severity}: the message repeated`, () => {
-      assertLinear(severity, (text) => {
-        const message = Buffer.from(text);
-        events.parse(emptyRecord(0, message.length, severity, message));
-      }, [['checkpoint complete: ', '1'], ['automatic vacuum of table "a.b.c": index scans: 1\n', 'pages: 1']]);
+      assertLinear(
+        severity,
+        (text) => {
+          const message = Buffer.from(text);
+          events.parse(emptyRecord(0, message.length, severity, message));
+        },
+        [
+          ['checkpoint complete: ', '1'],
+          ['automatic vacuum of table "a.b.c": index scans: 1\n', 'pages: 1'],
+        ],
+      );
     });
   }
   test('a lock wait whose DETAIL is repeated', () => {
-    assertLinear('lock wait detail', (text) => {
-      const r = emptyRecord(0, text.length, 'LOG', Buffer.from(LOCK_WAIT));
-      r.detail = Buffer.from(text);
-      events.parse(r);
-    }, [['', 'Process holding the lock: '], ['Processes holding the lock: ', '1, ']]);
+    assertLinear(
+      'lock wait detail',
+      (text) => {
+        const r = emptyRecord(0, text.length, 'LOG', Buffer.from(LOCK_WAIT));
+        r.detail = Buffer.from(text);
+        events.parse(r);
+      },
+      [
+        ['', 'Process holding the lock: '],
+        ['Processes holding the lock: ', '1, '],
+      ],
+    );
   });
 });
 
@@ -175,8 +235,10 @@ function entryOf(format: LogFormat, text: string, inDetail: boolean): string {
     case 'stderr':
       return `${STDERR_HEAD}LOG:  ${message}\n${detail === null ? '' : `${STDERR_HEAD}DETAIL:  ${detail}\n`}`;
     case 'csvlog':
-      return `2024-05-01 10:00:00.000 UTC,"app","db",4242,"[local]",6b019cbf.6cd2,4,"UPDATE",2024-05-01 10:00:00 UTC,4/384,0,LOG,00000,` +
-        `${csvQuote(message)},${detail === null ? '' : csvQuote(detail)},,,,,,,,"psql","client backend",,0\n`;
+      return (
+        `2024-05-01 10:00:00.000 UTC,"app","db",4242,"[local]",6b019cbf.6cd2,4,"UPDATE",2024-05-01 10:00:00 UTC,4/384,0,LOG,00000,` +
+        `${csvQuote(message)},${detail === null ? '' : csvQuote(detail)},,,,,,,,"psql","client backend",,0\n`
+      );
     case 'jsonlog':
       return `${JSON.stringify({ timestamp: '2024-05-01 10:00:00.000 UTC', pid: 4242, error_severity: 'LOG', message, ...(detail === null ? {} : { detail }) })}\n`;
     case 'syslog':
@@ -189,13 +251,18 @@ describe('the whole LogParser, in each format', () => {
   for (const format of ['stderr', 'csvlog', 'jsonlog'] as const) {
     for (const inDetail of [false, true]) {
       test(`${format}: ${inDetail ? "a lock wait's DETAIL" : 'the message'} repeated`, () => {
-        assertLinear(`${format} ${inDetail ? 'detail' : 'message'}`, (text) => {
-          let n = 0;
-          const p = new LogParser({ format, prefix: '%m [%p] ', encodings, templates: noCache() }, () => n++);
-          p.push(Buffer.from(entryOf(format, text, inDetail)));
-          p.end();
-          if (n === 0) throw new Error('no event');
-        }, inDetail ? [['', 'Process holding the lock: ']] : [['checkpoint complete: ', '1']], 15);
+        assertLinear(
+          `${format} ${inDetail ? 'detail' : 'message'}`,
+          (text) => {
+            let n = 0;
+            const p = new LogParser({ format, prefix: '%m [%p] ', encodings, templates: noCache() }, () => n++);
+            p.push(Buffer.from(entryOf(format, text, inDetail)));
+            p.end();
+            if (n === 0) throw new Error('no event');
+          },
+          inDetail ? [['', 'Process holding the lock: ']] : [['checkpoint complete: ', '1']],
+          15,
+        );
       });
     }
   }

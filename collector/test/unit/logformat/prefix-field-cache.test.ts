@@ -25,7 +25,10 @@ void describe('FieldCache', () => {
     const cache = new FieldCache(3);
     const { b, at } = line('app', 'reporting', 'batch', 'app', 'batch', 'reporting', 'app');
     const got = at.map(([s, e]) => cache.buffer(b, s, e));
-    assert.deepEqual(got.map((x) => x.toString('latin1')), ['app', 'reporting', 'batch', 'app', 'batch', 'reporting', 'app']);
+    assert.deepEqual(
+      got.map((x) => x.toString('latin1')),
+      ['app', 'reporting', 'batch', 'app', 'batch', 'reporting', 'app'],
+    );
     assert.equal(got[3], got[0]);
     assert.equal(got[4], got[2]);
     assert.equal(got[5], got[1]);
@@ -41,7 +44,7 @@ void describe('FieldCache', () => {
     assert.notEqual(bufs[0], bufs[1]);
   });
 
-  void it('keeps no value longer than a slot, and copies (a value never shares the line\'s memory)', () => {
+  void it("keeps no value longer than a slot, and copies (a value never shares the line's memory)", () => {
     const cache = new FieldCache(2);
     const long = 'x'.repeat(65);
     const { b, at } = line(long, long, 'db', 'db');
@@ -54,14 +57,21 @@ void describe('FieldCache', () => {
   });
 
   void it('any sequence of fields: every value equals the bytes it was made from', () => {
-    fc.assert(fc.property(fc.integer({ min: 1, max: 5 }), fc.array(fc.constantFrom('a', 'b', 'ab', 'ba', '', 'c'.repeat(64), 'd'.repeat(70), 'é'), { maxLength: 40 }), (slots, fields) => {
-      const cache = new FieldCache(slots);
-      const { b, at } = line(...fields);
-      at.forEach(([s, e], i) => {
-        const expected = b.toString('latin1', s, e);
-        assert.equal(cache.string(b, s, e), expected, `string ${i}`);
-        assert.equal(cache.buffer(b, s, e).toString('latin1'), expected, `buffer ${i}`);
-      });
-    }), { numRuns: 300 });
+    fc.assert(
+      fc.property(
+        fc.integer({ min: 1, max: 5 }),
+        fc.array(fc.constantFrom('a', 'b', 'ab', 'ba', '', 'c'.repeat(64), 'd'.repeat(70), 'é'), { maxLength: 40 }),
+        (slots, fields) => {
+          const cache = new FieldCache(slots);
+          const { b, at } = line(...fields);
+          at.forEach(([s, e], i) => {
+            const expected = b.toString('latin1', s, e);
+            assert.equal(cache.string(b, s, e), expected, `string ${i}`);
+            assert.equal(cache.buffer(b, s, e).toString('latin1'), expected, `buffer ${i}`);
+          });
+        },
+      ),
+      { numRuns: 300 },
+    );
   });
 });

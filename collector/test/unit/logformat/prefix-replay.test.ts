@@ -17,9 +17,23 @@ import { compilePrefix } from '../../../src/logformat/prefix.ts';
 
 function blank(): PrefixFields {
   return {
-    time: null, pid: null, user: null, database: null, application: null, remoteHost: null, remotePort: null,
-    sessionId: null, sessionLine: null, commandTag: null, sessionStart: null, vxid: null, txid: null,
-    backendType: null, leaderPid: null, queryId: null, sqlstate: null,
+    time: null,
+    pid: null,
+    user: null,
+    database: null,
+    application: null,
+    remoteHost: null,
+    remotePort: null,
+    sessionId: null,
+    sessionLine: null,
+    commandTag: null,
+    sessionStart: null,
+    vxid: null,
+    txid: null,
+    backendType: null,
+    leaderPid: null,
+    queryId: null,
+    sqlstate: null,
   };
 }
 
@@ -46,50 +60,69 @@ const PREFIXES = [
 ];
 
 const piece = (xs: string[]): fc.Arbitrary<string> => fc.constantFrom(...xs);
-const line = fc.tuple(
-  piece(['2026-11-26 08:00:00.123 UTC ', '2026-11-26 08:00:00 UTC ', '2026-11-26 08:00:00.124 UTC ', '']),
-  piece(['[1] ', '[123] ', '[123]: [4-1] ', '     123 ', '']),
-  piece(['u@db ', 'a@b@c ', 'LOG@db ', 'LOGGER@d b ', 'u db ', 'user=u,db=d,app=LOG:  x,client=h ', 'u|d ', '[unknown]@[unknown] ', '10.0.0.1(5432) 42P01 6761.1 3/4 0 ', '']),
-  piece(['LOG:  ', 'DETAIL:  ', 'ERROR:  ', 'STATEMENT:  ', 'LOGX:  ', 'LOG: ', 'WARNING:  ']),
-  piece(['duration: 1 ms', 'x LOG:  y', 'a@b LOG:  c', '', ' ']),
-).map((parts) => parts.join(''));
+const line = fc
+  .tuple(
+    piece(['2026-11-26 08:00:00.123 UTC ', '2026-11-26 08:00:00 UTC ', '2026-11-26 08:00:00.124 UTC ', '']),
+    piece(['[1] ', '[123] ', '[123]: [4-1] ', '     123 ', '']),
+    piece([
+      'u@db ',
+      'a@b@c ',
+      'LOG@db ',
+      'LOGGER@d b ',
+      'u db ',
+      'user=u,db=d,app=LOG:  x,client=h ',
+      'u|d ',
+      '[unknown]@[unknown] ',
+      '10.0.0.1(5432) 42P01 6761.1 3/4 0 ',
+      '',
+    ]),
+    piece(['LOG:  ', 'DETAIL:  ', 'ERROR:  ', 'STATEMENT:  ', 'LOGX:  ', 'LOG: ', 'WARNING:  ']),
+    piece(['duration: 1 ms', 'x LOG:  y', 'a@b LOG:  c', '', ' ']),
+  )
+  .map((parts) => parts.join(''));
 
 describe('prefix replay', () => {
   void it('a shared matcher gives what a fresh one gives, line after line (property)', () => {
-    fc.assert(fc.property(
-      fc.constantFrom(...PREFIXES),
-      fc.array(fc.tuple(line, fc.nat(80)), { minLength: 1, maxLength: 12 }),
-      (prefix, lines) => {
+    fc.assert(
+      fc.property(fc.constantFrom(...PREFIXES), fc.array(fc.tuple(line, fc.nat(80)), { minLength: 1, maxLength: 12 }), (prefix, lines) => {
         const shared = compilePrefix(prefix);
         for (const [text, cut] of lines) {
           // Each line inside a larger buffer (offsets matter), sometimes cut short.
           const b = Buffer.from(`junk\n${text}\n`, 'latin1');
           const from = 5;
           const to = Math.max(from, Math.min(from + text.length, from + text.length - (cut % 7 === 0 ? cut % 30 : 0)));
-          assert.deepEqual(outcome(shared, b, from, to), outcome(compilePrefix(prefix), b, from, to), `${prefix} | ${JSON.stringify(b.toString('latin1', from, to))}`);
+          assert.deepEqual(
+            outcome(shared, b, from, to),
+            outcome(compilePrefix(prefix), b, from, to),
+            `${prefix} | ${JSON.stringify(b.toString('latin1', from, to))}`,
+          );
         }
-      },
-    ), { numRuns: 3000 });
+      }),
+      { numRuns: 3000 },
+    );
   });
 
   void it('the same on lines of a few tokens that share a head of any length (property)', () => {
     const token = piece(['u', '@', ' ', 'LOG:  ', 'DETAIL:  ', 'STATEMENT:  ', 'd', '[1] ', '1', 'L', ',', 'x']);
     const tail = fc.array(token, { maxLength: 10 }).map((t) => t.join(''));
-    fc.assert(fc.property(
-      fc.constantFrom('%u@%d ', '%u %d ', '%q%u@%d ', '[%p] %u@%d ', '%u,%a ', '%p %q%u '),
-      tail,
-      fc.array(fc.tuple(fc.nat(40), tail), { minLength: 1, maxLength: 8 }),
-      (prefix, first, rest) => {
-        const shared = compilePrefix(prefix);
-        let prev = first;
-        for (const [keep, more] of [[prev.length, ''] as [number, string], ...rest]) {
-          const text = prev.slice(0, keep) + more;
-          prev = text;
-          const b = Buffer.from(text, 'latin1');
-          assert.deepEqual(outcome(shared, b, 0, b.length), outcome(compilePrefix(prefix), b, 0, b.length), `${prefix} | ${JSON.stringify(text)}`);
-        }
-      },
-    ), { numRuns: 5000 });
+    fc.assert(
+      fc.property(
+        fc.constantFrom('%u@%d ', '%u %d ', '%q%u@%d ', '[%p] %u@%d ', '%u,%a ', '%p %q%u '),
+        tail,
+        fc.array(fc.tuple(fc.nat(40), tail), { minLength: 1, maxLength: 8 }),
+        (prefix, first, rest) => {
+          const shared = compilePrefix(prefix);
+          let prev = first;
+          for (const [keep, more] of [[prev.length, ''] as [number, string], ...rest]) {
+            const text = prev.slice(0, keep) + more;
+            prev = text;
+            const b = Buffer.from(text, 'latin1');
+            assert.deepEqual(outcome(shared, b, 0, b.length), outcome(compilePrefix(prefix), b, 0, b.length), `${prefix} | ${JSON.stringify(text)}`);
+          }
+        },
+      ),
+      { numRuns: 5000 },
+    );
   });
 
   void it('replays a DETAIL line after its entry, and re-runs when the severity there is not one', () => {
@@ -105,7 +138,7 @@ describe('prefix replay', () => {
 });
 
 describe('prefix replay memory', () => {
-  void it('an idle or ended stream keeps no chunk alive for it (the assembler\'s flush lets go of it)', async () => {
+  void it("an idle or ended stream keeps no chunk alive for it (the assembler's flush lets go of it)", async () => {
     setFlagsFromString('--expose-gc');
     const gc = runInNewContext('gc') as () => void;
     const records: number[] = [];

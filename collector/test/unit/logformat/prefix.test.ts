@@ -14,9 +14,23 @@ import { SEVERITY_WORDS } from '../../../src/logformat/severity.ts';
 
 function blank(): PrefixFields {
   return {
-    time: null, pid: null, user: null, database: null, application: null, remoteHost: null, remotePort: null,
-    sessionId: null, sessionLine: null, commandTag: null, sessionStart: null, vxid: null, txid: null,
-    backendType: null, leaderPid: null, queryId: null, sqlstate: null,
+    time: null,
+    pid: null,
+    user: null,
+    database: null,
+    application: null,
+    remoteHost: null,
+    remotePort: null,
+    sessionId: null,
+    sessionLine: null,
+    commandTag: null,
+    sessionStart: null,
+    vxid: null,
+    txid: null,
+    backendType: null,
+    leaderPid: null,
+    queryId: null,
+    sqlstate: null,
   };
 }
 
@@ -33,13 +47,18 @@ function parse(prefix: string, line: string): { f: Record<string, unknown>; seve
 }
 
 function unsupported(prefix: string, re: RegExp): void {
-  assert.throws(() => compilePrefix(prefix), (e: unknown) => isPglogError(e) && e.code === 'PREFIX_UNSUPPORTED' && re.test(e.message));
+  assert.throws(
+    () => compilePrefix(prefix),
+    (e: unknown) => isPglogError(e) && e.code === 'PREFIX_UNSUPPORTED' && re.test(e.message),
+  );
 }
 
 void describe('compilePrefix', () => {
   void it('parses the PostgreSQL default %m [%p]', () => {
     assert.deepEqual(parse('%m [%p] ', '2024-01-02 03:04:05.678 UTC [4242] LOG:  database system is ready'), {
-      f: { time: '2024-01-02 03:04:05.678 UTC', pid: 4242 }, severity: 'LOG', text: 'database system is ready',
+      f: { time: '2024-01-02 03:04:05.678 UTC', pid: 4242 },
+      severity: 'LOG',
+      text: 'database system is ready',
     });
   });
 
@@ -69,14 +88,30 @@ void describe('compilePrefix', () => {
 
   void it('parses every escape', () => {
     const prefix = '%t|%m|%n|%p|%P|%l|%s|%c|%v|%x|%e|%Q|%b|%i|%r|%h|%a|%u|%d|%% ';
-    const line = '2024-01-02 03:04:05 MSK|2024-01-02 03:04:05.123 -0330|1704153845.123|77|66|5|2024-01-01 00:00:00 +03|65e6ed01.4d|3/17|745|23505|-3122138129829876453|parallel worker|idle in transaction|10.1.2.3(5432)|10.1.2.3|my app, v2|bob|db one|% ERROR:  x';
+    const line =
+      '2024-01-02 03:04:05 MSK|2024-01-02 03:04:05.123 -0330|1704153845.123|77|66|5|2024-01-01 00:00:00 +03|65e6ed01.4d|3/17|745|23505|-3122138129829876453|parallel worker|idle in transaction|10.1.2.3(5432)|10.1.2.3|my app, v2|bob|db one|% ERROR:  x';
     assert.deepEqual(parse(prefix, line), {
       f: {
-        time: '1704153845.123', pid: 77, leaderPid: 66, sessionLine: 5, sessionStart: '2024-01-01 00:00:00 +03', sessionId: '65e6ed01.4d',
-        vxid: '3/17', txid: '745', sqlstate: '23505', queryId: '-3122138129829876453', backendType: 'parallel worker', commandTag: 'idle in transaction',
-        remoteHost: '10.1.2.3', remotePort: '5432', application: 'my app, v2', user: 'bob', database: 'db one',
+        time: '1704153845.123',
+        pid: 77,
+        leaderPid: 66,
+        sessionLine: 5,
+        sessionStart: '2024-01-01 00:00:00 +03',
+        sessionId: '65e6ed01.4d',
+        vxid: '3/17',
+        txid: '745',
+        sqlstate: '23505',
+        queryId: '-3122138129829876453',
+        backendType: 'parallel worker',
+        commandTag: 'idle in transaction',
+        remoteHost: '10.1.2.3',
+        remotePort: '5432',
+        application: 'my app, v2',
+        user: 'bob',
+        database: 'db one',
       },
-      severity: 'ERROR', text: 'x',
+      severity: 'ERROR',
+      text: 'x',
     });
   });
 
@@ -116,7 +151,14 @@ void describe('compilePrefix', () => {
 
   void it('rejects lines that do not fit', () => {
     const p = '%m [%p] ';
-    for (const line of ['', 'garbage', '2024-01-02 03:04:05 UTC [1] LOG:  no ms', '2024-01-02 03:04:05.123 UTC [x] LOG:  bad pid', '\tcontinuation', '2024-01-02 03:04:05.123 UTC [1] hello']) {
+    for (const line of [
+      '',
+      'garbage',
+      '2024-01-02 03:04:05 UTC [1] LOG:  no ms',
+      '2024-01-02 03:04:05.123 UTC [x] LOG:  bad pid',
+      '\tcontinuation',
+      '2024-01-02 03:04:05.123 UTC [1] hello',
+    ]) {
       assert.equal(parse(p, line), null, line);
     }
   });
@@ -134,13 +176,16 @@ void describe('compilePrefix', () => {
 
   void it('never throws on arbitrary bytes (property)', () => {
     const prefixes = ['%m [%p] %q%u@%d ', '%t [%p]: [%l-1] user=%u,db=%d,app=%a,client=%h ', '%10p %-5u %a:', ''].map(compilePrefix);
-    fc.assert(fc.property(fc.uint8Array({ maxLength: 200 }), (arr) => {
-      const b = Buffer.from(arr);
-      for (const p of prefixes) {
-        const at = p.match(b, 0, b.length);
-        assert.ok(at >= -1 && at <= b.length);
-        if (at >= 0) p.fill(b, blank());
-      }
-    }), { numRuns: 3000 });
+    fc.assert(
+      fc.property(fc.uint8Array({ maxLength: 200 }), (arr) => {
+        const b = Buffer.from(arr);
+        for (const p of prefixes) {
+          const at = p.match(b, 0, b.length);
+          assert.ok(at >= -1 && at <= b.length);
+          if (at >= 0) p.fill(b, blank());
+        }
+      }),
+      { numRuns: 3000 },
+    );
   });
 });

@@ -33,9 +33,12 @@ void describe('stderr assembler', () => {
     assert.equal(r5.internalQuery, 'b:SELECT f2()');
     assert.equal(r5.context, 'b:PL/pgSQL function f() line 3 at RAISE\nSQL statement "SELECT f2()"');
     const r6 = records[6]!;
-    assert.deepEqual(r6.statement, Buffer.from('UPDATE \xd2\xee\xe2\xe0\xf0 SET name = \'\xcf\xf0\xe8\xe2\xe5\xf2\' WHERE id = 1', 'latin1'));
-    assert.equal(plain(r6).hint, 'b:Use the escape string syntax for backslashes, e.g., E\'\\\\\'.');
-    assert.equal(records[7]!.message.toString(), 'automatic vacuum of table "shop.public.t": index scans: 0\npages: 0 removed, 1 remain\ntuples: 0 removed, 1 remain');
+    assert.deepEqual(r6.statement, Buffer.from("UPDATE \xd2\xee\xe2\xe0\xf0 SET name = '\xcf\xf0\xe8\xe2\xe5\xf2' WHERE id = 1", 'latin1'));
+    assert.equal(plain(r6).hint, "b:Use the escape string syntax for backslashes, e.g., E'\\\\'.");
+    assert.equal(
+      records[7]!.message.toString(),
+      'automatic vacuum of table "shop.public.t": index scans: 0\npages: 0 removed, 1 remain\ntuples: 0 removed, 1 remain',
+    );
     assert.equal(records[9]!.end, data.length);
   });
 
@@ -55,38 +58,45 @@ void describe('stderr assembler', () => {
   });
 
   void it('keeps unprefixed lines as UNKNOWN records and orphan auxiliary lines as their own record', () => {
-    const log = Buffer.from([
-      '\tstray continuation',
-      '2024-03-05 10:00:01.001 UTC [5] LOG:  a',
-      'sh: archive command output',
-      '\tafter garbage',
-      '2024-03-05 10:00:01.001 UTC [6] u@d DETAIL:  orphan of pid 6',
-      '2024-03-05 10:00:01.001 UTC [5] LOG:  b',
-      '2024-03-05 10:00:01.001 UTC [6] u@d DETAIL:  pid mismatch',
-      '',
-    ].join('\n'));
+    const log = Buffer.from(
+      [
+        '\tstray continuation',
+        '2024-03-05 10:00:01.001 UTC [5] LOG:  a',
+        'sh: archive command output',
+        '\tafter garbage',
+        '2024-03-05 10:00:01.001 UTC [6] u@d DETAIL:  orphan of pid 6',
+        '2024-03-05 10:00:01.001 UTC [5] LOG:  b',
+        '2024-03-05 10:00:01.001 UTC [6] u@d DETAIL:  pid mismatch',
+        '',
+      ].join('\n'),
+    );
     const { records, stats } = assemble('stderr', log, opts);
-    assert.deepEqual(records.map((r) => [r.severity, r.message.toString(), r.detail?.toString() ?? null]), [
-      ['UNKNOWN', '\tstray continuation', null],
-      ['LOG', 'a', null],
-      ['UNKNOWN', 'sh: archive command output', null],
-      ['UNKNOWN', '\tafter garbage', null],
-      ['DETAIL', '', 'orphan of pid 6'],
-      ['LOG', 'b', null],
-      ['DETAIL', '', 'pid mismatch'],
-    ]);
+    assert.deepEqual(
+      records.map((r) => [r.severity, r.message.toString(), r.detail?.toString() ?? null]),
+      [
+        ['UNKNOWN', '\tstray continuation', null],
+        ['LOG', 'a', null],
+        ['UNKNOWN', 'sh: archive command output', null],
+        ['UNKNOWN', '\tafter garbage', null],
+        ['DETAIL', '', 'orphan of pid 6'],
+        ['LOG', 'b', null],
+        ['DETAIL', '', 'pid mismatch'],
+      ],
+    );
     assert.equal(stats.malformed, 5);
     assert.equal(records[4]!.pid, 6);
     assert.equal(records[4]!.user?.toString(), 'u');
   });
 
   void it('reads the SQLSTATE of log_error_verbosity = verbose and the LOCATION line', () => {
-    const log = Buffer.from([
-      '2024-03-05 10:00:01.001 UTC [5] u@d ERROR:  42P01: relation "x" does not exist',
-      '2024-03-05 10:00:01.001 UTC [5] u@d LOCATION:  parserOpenTable, parse_relation.c:1392',
-      '2024-03-05 10:00:01.001 UTC [5] u@d STATEMENT:  select * from x',
-      '',
-    ].join('\n'));
+    const log = Buffer.from(
+      [
+        '2024-03-05 10:00:01.001 UTC [5] u@d ERROR:  42P01: relation "x" does not exist',
+        '2024-03-05 10:00:01.001 UTC [5] u@d LOCATION:  parserOpenTable, parse_relation.c:1392',
+        '2024-03-05 10:00:01.001 UTC [5] u@d STATEMENT:  select * from x',
+        '',
+      ].join('\n'),
+    );
     const [r] = assemble('stderr', log, opts).records;
     assert.equal(r!.sqlstate, '42P01');
     assert.equal(r!.message.toString(), 'relation "x" does not exist');
@@ -111,7 +121,10 @@ void describe('stderr assembler', () => {
   void it('marks an entry whose line the splitter cut', () => {
     const log = Buffer.from('2024-03-05 10:00:01.001 UTC [5] LOG:  ' + 'z'.repeat(300) + '\n2024-03-05 10:00:01.001 UTC [5] LOG:  ok\n');
     const { records, stats } = assemble('stderr', log, { prefix: PREFIX, maxEntryBytes: 100 });
-    assert.deepEqual(records.map((r) => r.truncated), [true, false]);
+    assert.deepEqual(
+      records.map((r) => r.truncated),
+      [true, false],
+    );
     assert.equal(stats.truncated, 1);
   });
 
@@ -124,13 +137,15 @@ void describe('stderr assembler', () => {
 
 void describe('error positions in stderr', () => {
   void it('moves the " at character N" the server appends into cursorPosition', () => {
-    const log = Buffer.from([
-      '2024-03-05 10:00:01.004 UTC [202] alice@shop ERROR:  syntax error at or near "SELEC" at character 1',
-      '2024-03-05 10:00:01.004 UTC [202] alice@shop STATEMENT:  SELEC 1',
-      '2024-03-05 10:00:01.005 UTC [203] alice@shop LOG:  process 203 still waiting for AccessShareLock on relation 1 of database 2 after 100.085 ms at character 22',
-      '2024-03-05 10:00:01.006 UTC [204] alice@shop ERROR:  the text mentions at character x',
-      '',
-    ].join('\n'));
+    const log = Buffer.from(
+      [
+        '2024-03-05 10:00:01.004 UTC [202] alice@shop ERROR:  syntax error at or near "SELEC" at character 1',
+        '2024-03-05 10:00:01.004 UTC [202] alice@shop STATEMENT:  SELEC 1',
+        '2024-03-05 10:00:01.005 UTC [203] alice@shop LOG:  process 203 still waiting for AccessShareLock on relation 1 of database 2 after 100.085 ms at character 22',
+        '2024-03-05 10:00:01.006 UTC [204] alice@shop ERROR:  the text mentions at character x',
+        '',
+      ].join('\n'),
+    );
     const { records } = assemble('stderr', log, opts);
     assert.equal(records[0]!.message.toString(), 'syntax error at or near "SELEC"');
     assert.equal(records[0]!.cursorPosition, 1);

@@ -29,8 +29,17 @@ void test('common abbreviations', () => {
 });
 
 void test('ambiguous or unknown zones and odd shapes: as logged', () => {
-  for (const t of ['2024-01-02 03:04:05 IST', '2024-01-02 03:04:05 CST', '2024-01-02 03:04:05 XYZT',
-    '2024-01-02 03:04:05', '2024-01-02 03:04:05.', 'garbage', '', '2024-13-02x03:04:05 UTC', '2024-01-02 03:04:05 +99']) {
+  for (const t of [
+    '2024-01-02 03:04:05 IST',
+    '2024-01-02 03:04:05 CST',
+    '2024-01-02 03:04:05 XYZT',
+    '2024-01-02 03:04:05',
+    '2024-01-02 03:04:05.',
+    'garbage',
+    '',
+    '2024-13-02x03:04:05 UTC',
+    '2024-01-02 03:04:05 +99',
+  ]) {
     assert.equal(toIsoTimestamp(t), t, t);
   }
 });
@@ -62,14 +71,19 @@ void test('%n epoch seconds', () => {
 });
 
 void test('never throws; result is the input or ISO-shaped', () => {
-  fc.assert(fc.property(fc.string(), (s) => {
-    const r = toIsoTimestamp(s);
-    assert.ok(r === s || /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:\d\d)$/.test(r), r);
-  }), { numRuns: 2000 });
-  fc.assert(fc.property(fc.date({ min: new Date(0), max: new Date(4e12), noInvalidDate: true }), (d) => {
-    const iso = d.toISOString();
-    const logged = `${iso.slice(0, 10)} ${iso.slice(11, 23)} UTC`;
-    assert.equal(toIsoTimestamp(logged), iso);
-    assert.equal(new Date(toIsoTimestamp(`${(d.getTime() / 1000).toFixed(3)}`)).getTime(), d.getTime());
-  }));
+  fc.assert(
+    fc.property(fc.string(), (s) => {
+      const r = toIsoTimestamp(s);
+      assert.ok(r === s || /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:\d\d)$/.test(r), r);
+    }),
+    { numRuns: 2000 },
+  );
+  fc.assert(
+    fc.property(fc.date({ min: new Date(0), max: new Date(4e12), noInvalidDate: true }), (d) => {
+      const iso = d.toISOString();
+      const logged = `${iso.slice(0, 10)} ${iso.slice(11, 23)} UTC`;
+      assert.equal(toIsoTimestamp(logged), iso);
+      assert.equal(new Date(toIsoTimestamp(`${(d.getTime() / 1000).toFixed(3)}`)).getTime(), d.getTime());
+    }),
+  );
 });

@@ -40,7 +40,11 @@ interface Outcome {
 }
 
 async function run(scenario: string, megabytes: number): Promise<Outcome> {
-  const { stdout } = await promisify(execFile)(process.execPath, ['--expose-gc', SCENARIO, scenario, String(megabytes), String(CACHE_BYTES), String(SUMMARY_BYTES)], { maxBuffer: 1 << 20 });
+  const { stdout } = await promisify(execFile)(
+    process.execPath,
+    ['--expose-gc', SCENARIO, scenario, String(megabytes), String(CACHE_BYTES), String(SUMMARY_BYTES)],
+    { maxBuffer: 1 << 20 },
+  );
   return JSON.parse(stdout) as Outcome;
 }
 

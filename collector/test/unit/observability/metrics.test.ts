@@ -168,7 +168,14 @@ test('forgetTarget removes every series of that target and keeps the others', as
   m.forgetTarget('gone');
   const text = await m.metricsText();
   assert.doesNotMatch(text, /target="gone"/);
-  for (const name of ['pglog_read_bytes_total', 'pglog_read_lines_total', 'pglog_skipped_bytes_total', 'pglog_lag_bytes', 'pglog_lag_seconds', 'pglog_parse_problems_total']) {
+  for (const name of [
+    'pglog_read_bytes_total',
+    'pglog_read_lines_total',
+    'pglog_skipped_bytes_total',
+    'pglog_lag_bytes',
+    'pglog_lag_seconds',
+    'pglog_parse_problems_total',
+  ]) {
     assert.equal(seriesOf(text, name).length, 2, name);
   }
   assert.equal(seriesOf(text, 'pglog_events_total').length, 2 * EVENT_KINDS.length);
@@ -185,8 +192,12 @@ test('Node.js runtime metrics carry the prefix: event-loop delay, GC, heap, RSS'
   const m = createCollectorMetrics({ eventLoopMonitoringPrecision: 5 });
   const text = await m.metricsText();
   for (const name of [
-    'pglog_nodejs_eventloop_lag_p50_seconds', 'pglog_nodejs_eventloop_lag_p99_seconds', 'pglog_nodejs_eventloop_lag_max_seconds',
-    'pglog_nodejs_gc_duration_seconds', 'pglog_nodejs_heap_size_used_bytes', 'pglog_nodejs_heap_size_total_bytes',
+    'pglog_nodejs_eventloop_lag_p50_seconds',
+    'pglog_nodejs_eventloop_lag_p99_seconds',
+    'pglog_nodejs_eventloop_lag_max_seconds',
+    'pglog_nodejs_gc_duration_seconds',
+    'pglog_nodejs_heap_size_used_bytes',
+    'pglog_nodejs_heap_size_total_bytes',
     'pglog_process_resident_memory_bytes',
   ]) {
     assert.match(text, new RegExp(`^# TYPE ${name} `, 'm'), name);

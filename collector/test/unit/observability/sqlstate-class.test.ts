@@ -28,7 +28,10 @@ test('known SQLSTATEs give their class; anything else other; none unknown', () =
 
 test('the label set stays bounded whatever the log holds', () => {
   const allowed = new Set<string>([...SQLSTATE_CLASSES, 'other', 'unknown']);
-  fc.assert(fc.property(fc.option(fc.string({ maxLength: 12 })), (s) => allowed.has(sqlstateClassOf(s))), { numRuns: 2000 });
+  fc.assert(
+    fc.property(fc.option(fc.string({ maxLength: 12 })), (s) => allowed.has(sqlstateClassOf(s))),
+    { numRuns: 2000 },
+  );
 });
 
 test('severities counted as errors: ERROR, FATAL, PANIC, not WARNING', () => {

@@ -11,8 +11,7 @@ import { emptyRecord } from '../../../src/logformat/record.ts';
 import { OVERFLOW_FINGERPRINT, SummaryBuilder } from '../../../src/parse/summary.ts';
 
 const parser = new EventParser({ decoder: new Decoder({ defaultEncoding: 'UTF8', databases: {} }) });
-const statement = (sql: string, ms: number) =>
-  parser.parse(emptyRecord(0, 1, 'LOG', Buffer.from(`duration: ${ms.toFixed(3)} ms  statement: ${sql}`)));
+const statement = (sql: string, ms: number) => parser.parse(emptyRecord(0, 1, 'LOG', Buffer.from(`duration: ${ms.toFixed(3)} ms  statement: ${sql}`)));
 
 test('templates are aggregated by fingerprint and sorted by total time', () => {
   const s = new SummaryBuilder();
@@ -21,10 +20,13 @@ test('templates are aggregated by fingerprint and sorted by total time', () => {
   s.add(statement('SELECT * FROM b', 10));
   const { templates, events } = s.build(ZERO_COUNTERS);
   assert.equal(events.statement, 3);
-  assert.deepEqual(templates.map((t) => [t.query, t.calls, t.total_ms]), [
-    ['select * from b', 1, 10],
-    ['select * from a where id = ?', 2, 4],
-  ]);
+  assert.deepEqual(
+    templates.map((t) => [t.query, t.calls, t.total_ms]),
+    [
+      ['select * from b', 1, 10],
+      ['select * from a where id = ?', 2, 4],
+    ],
+  );
   assert.equal(templates[1]!.mean_ms, 2);
   assert.equal(templates[1]!.stddev_ms, 1);
 });

@@ -8,8 +8,12 @@ import { describe, it } from 'node:test';
 
 import type { ActiveTransport, Transport } from '@pglog/common/api/postgres-target.ts';
 import {
-  decideTransports, DEFAULT_POLICY_SETTINGS,   type PolicyOptions, type ServerTransportState, type Switch,
-validatePolicyOptions,
+  decideTransports,
+  DEFAULT_POLICY_SETTINGS,
+  type PolicyOptions,
+  type ServerTransportState,
+  type Switch,
+  validatePolicyOptions,
 } from '@pglog/common/promotion/policy.ts';
 import fc from 'fast-check';
 
@@ -37,13 +41,20 @@ const brief = (switches: readonly Switch[]): string[] => switches.map((s) => `${
 describe('validatePolicyOptions', () => {
   it('applies the defaults of ADR 0007', () => {
     assert.deepEqual(validatePolicyOptions(), {
-      promoteAboveBitsPerS: 1.25e6, demoteBelowBitsPerS: 0.75e6, minDwellMs: 60_000, proxyCapacity: 64, swapFactor: 0,
+      promoteAboveBitsPerS: 1.25e6,
+      demoteBelowBitsPerS: 0.75e6,
+      minDwellMs: 60_000,
+      proxyCapacity: 64,
+      swapFactor: 0,
     });
     assert.deepEqual(validatePolicyOptions({ proxyCapacity: 0, swapFactor: 2 }), { ...DEFAULT_POLICY_SETTINGS, proxyCapacity: 0, swapFactor: 2 });
   });
 
   it('rejects options that would flap or make no sense, naming the option', () => {
-    assert.throws(() => validatePolicyOptions({ promoteAboveBitsPerS: 0.75e6 }), /promoteAboveBitsPerS \(750000\) must be greater than demoteBelowBitsPerS \(750000\)/);
+    assert.throws(
+      () => validatePolicyOptions({ promoteAboveBitsPerS: 0.75e6 }),
+      /promoteAboveBitsPerS \(750000\) must be greater than demoteBelowBitsPerS \(750000\)/,
+    );
     assert.throws(() => validatePolicyOptions({ promoteAboveBitsPerS: 1e6, demoteBelowBitsPerS: 2e6 }), /must be greater than demoteBelowBitsPerS/);
     assert.throws(() => validatePolicyOptions({ demoteBelowBitsPerS: -1 }), /demoteBelowBitsPerS must be a non-negative number/);
     assert.throws(() => validatePolicyOptions({ promoteAboveBitsPerS: Number.NaN }), /promoteAboveBitsPerS must be/);
@@ -86,7 +97,9 @@ describe('decideTransports: rules', () => {
       server('p-stay', 'proxy', 'proxy', 0, 0),
     ];
     assert.deepEqual(brief(decideTransports(fleet, { ...DEFAULTS, proxyCapacity: 1 }, NOW)), [
-      'p-in:proxy->inproc:pinned', 'p-out:inproc->proxy:pinned', 'p-out-2:inproc->proxy:pinned',
+      'p-in:proxy->inproc:pinned',
+      'p-out:inproc->proxy:pinned',
+      'p-out-2:inproc->proxy:pinned',
     ]);
   });
 
@@ -98,7 +111,8 @@ describe('decideTransports: rules', () => {
       server('pinned-goes', 'proxy', 'inproc', 9, 0),
     ];
     assert.deepEqual(brief(decideTransports(fleet, { ...DEFAULTS, proxyAvailable: false }, NOW)), [
-      'auto-new:proxy->inproc:proxy-unavailable', 'pinned-goes:inproc->proxy:pinned',
+      'auto-new:proxy->inproc:proxy-unavailable',
+      'pinned-goes:inproc->proxy:pinned',
     ]);
   });
 
@@ -126,11 +140,11 @@ describe('decideTransports: rules', () => {
       server('new', 'auto', 'proxy', 1.0, 1000),
     ];
     assert.deepEqual(brief(decideTransports(fleet, { ...DEFAULTS, proxyCapacity: 2 }, NOW)), [
-      'warm:proxy->inproc:over-capacity', 'warmer:proxy->inproc:over-capacity', 'pin2:inproc->proxy:pinned',
+      'warm:proxy->inproc:over-capacity',
+      'warmer:proxy->inproc:over-capacity',
+      'pin2:inproc->proxy:pinned',
     ]);
-    assert.deepEqual(brief(decideTransports(fleet, { ...DEFAULTS, proxyCapacity: 4 }, NOW)), [
-      'warm:proxy->inproc:over-capacity', 'pin2:inproc->proxy:pinned',
-    ]);
+    assert.deepEqual(brief(decideTransports(fleet, { ...DEFAULTS, proxyCapacity: 4 }, NOW)), ['warm:proxy->inproc:over-capacity', 'pin2:inproc->proxy:pinned']);
   });
 
   it('swaps at capacity only when enabled, both have dwelt, and the candidate is swapFactor times hotter', () => {
@@ -143,11 +157,18 @@ describe('decideTransports: rules', () => {
     assert.deepEqual(brief(decideTransports(young, { ...atCap, swapFactor: 2 }, NOW)), []);
     // Pairwise, hottest with coldest, until the factor no longer holds.
     const many = [
-      server('p1', 'auto', 'proxy', 1.0), server('p2', 'auto', 'proxy', 1.5), server('p3', 'auto', 'proxy', 3),
-      server('i1', 'auto', 'inproc', 5), server('i2', 'auto', 'inproc', 3.1), server('i3', 'auto', 'inproc', 2.9),
+      server('p1', 'auto', 'proxy', 1.0),
+      server('p2', 'auto', 'proxy', 1.5),
+      server('p3', 'auto', 'proxy', 3),
+      server('i1', 'auto', 'inproc', 5),
+      server('i2', 'auto', 'inproc', 3.1),
+      server('i3', 'auto', 'inproc', 2.9),
     ];
     assert.deepEqual(brief(decideTransports(many, { ...DEFAULTS, proxyCapacity: 3, swapFactor: 2 }, NOW)), [
-      'p1:proxy->inproc:swap', 'p2:proxy->inproc:swap', 'i1:inproc->proxy:swap', 'i2:inproc->proxy:swap',
+      'p1:proxy->inproc:swap',
+      'p2:proxy->inproc:swap',
+      'i1:inproc->proxy:swap',
+      'i2:inproc->proxy:swap',
     ]);
   });
 
@@ -160,43 +181,58 @@ describe('decideTransports: rules', () => {
 // ---------------------------------------------------------------------------------------------
 // Properties over random fleets and options.
 
-const rateArb = fc.oneof(
-  fc.double({ min: 0, max: 6e6, noNaN: true }),
-  fc.constantFrom(0, 0.5e6, 0.75e6, 1e6, 1.25e6, 1.5e6, 2e6, 2.5e6, 3e6, 5e6),
-);
-const optionsArb: fc.Arbitrary<PolicyOptions> = fc.record({
-  demote: fc.oneof(fc.constantFrom(0, 0.75e6, 1e6), fc.double({ min: 0, max: 3e6, noNaN: true })),
-  gap: fc.oneof(fc.constant(0.5e6), fc.double({ min: 1, max: 2e6, noNaN: true })),
-  minDwellMs: fc.oneof(fc.constantFrom(0, 60_000), fc.integer({ min: 0, max: 120_000 })),
-  proxyCapacity: fc.integer({ min: 0, max: 12 }),
-  swapFactor: fc.oneof(fc.constant(0), fc.constantFrom(1.5, 2), fc.double({ min: 1.01, max: 4, noNaN: true })),
-  proxyAvailable: fc.oneof({ weight: 4, arbitrary: fc.constant(true) }, { weight: 1, arbitrary: fc.constant(false) }),
-}).map((o) => ({
-  ...validatePolicyOptions({
-    demoteBelowBitsPerS: o.demote, promoteAboveBitsPerS: o.demote + o.gap, minDwellMs: o.minDwellMs,
-    proxyCapacity: o.proxyCapacity, swapFactor: o.swapFactor,
-  }),
-  proxyAvailable: o.proxyAvailable,
-}));
-const fleetArb: fc.Arbitrary<ServerTransportState[]> = fc.array(fc.record({
-  pinned: fc.oneof({ weight: 4, arbitrary: fc.constant<Transport>('auto') }, { weight: 1, arbitrary: fc.constantFrom<Transport>('inproc', 'proxy') }),
-  current: fc.constantFrom<ActiveTransport>('inproc', 'proxy'),
-  rateBitsPerS: rateArb,
-  age: fc.oneof(fc.constantFrom(0, 60_000), fc.integer({ min: 0, max: 200_000 })),
-}), { maxLength: 30 }).map((rows) => rows.map((r, i) => ({
-  name: `t${String(i).padStart(2, '0')}`, pinned: r.pinned, current: r.current, rateBitsPerS: r.rateBitsPerS, since: NOW - r.age,
-})));
+const rateArb = fc.oneof(fc.double({ min: 0, max: 6e6, noNaN: true }), fc.constantFrom(0, 0.5e6, 0.75e6, 1e6, 1.25e6, 1.5e6, 2e6, 2.5e6, 3e6, 5e6));
+const optionsArb: fc.Arbitrary<PolicyOptions> = fc
+  .record({
+    demote: fc.oneof(fc.constantFrom(0, 0.75e6, 1e6), fc.double({ min: 0, max: 3e6, noNaN: true })),
+    gap: fc.oneof(fc.constant(0.5e6), fc.double({ min: 1, max: 2e6, noNaN: true })),
+    minDwellMs: fc.oneof(fc.constantFrom(0, 60_000), fc.integer({ min: 0, max: 120_000 })),
+    proxyCapacity: fc.integer({ min: 0, max: 12 }),
+    swapFactor: fc.oneof(fc.constant(0), fc.constantFrom(1.5, 2), fc.double({ min: 1.01, max: 4, noNaN: true })),
+    proxyAvailable: fc.oneof({ weight: 4, arbitrary: fc.constant(true) }, { weight: 1, arbitrary: fc.constant(false) }),
+  })
+  .map((o) => ({
+    ...validatePolicyOptions({
+      demoteBelowBitsPerS: o.demote,
+      promoteAboveBitsPerS: o.demote + o.gap,
+      minDwellMs: o.minDwellMs,
+      proxyCapacity: o.proxyCapacity,
+      swapFactor: o.swapFactor,
+    }),
+    proxyAvailable: o.proxyAvailable,
+  }));
+const fleetArb: fc.Arbitrary<ServerTransportState[]> = fc
+  .array(
+    fc.record({
+      pinned: fc.oneof({ weight: 4, arbitrary: fc.constant<Transport>('auto') }, { weight: 1, arbitrary: fc.constantFrom<Transport>('inproc', 'proxy') }),
+      current: fc.constantFrom<ActiveTransport>('inproc', 'proxy'),
+      rateBitsPerS: rateArb,
+      age: fc.oneof(fc.constantFrom(0, 60_000), fc.integer({ min: 0, max: 200_000 })),
+    }),
+    { maxLength: 30 },
+  )
+  .map((rows) =>
+    rows.map((r, i) => ({
+      name: `t${String(i).padStart(2, '0')}`,
+      pinned: r.pinned,
+      current: r.current,
+      rateBitsPerS: r.rateBitsPerS,
+      since: NOW - r.age,
+    })),
+  );
 
 function checkFleet(check: (fleet: ServerTransportState[], o: PolicyOptions, switches: Switch[], after: ServerTransportState[]) => void): void {
-  fc.assert(fc.property(fleetArb, optionsArb, (fleet, o) => {
-    const switches = decideTransports(fleet, o, NOW);
-    check(fleet, o, switches, apply(fleet, switches, NOW));
-  }), { numRuns: 2000 });
+  fc.assert(
+    fc.property(fleetArb, optionsArb, (fleet, o) => {
+      const switches = decideTransports(fleet, o, NOW);
+      check(fleet, o, switches, apply(fleet, switches, NOW));
+    }),
+    { numRuns: 2000 },
+  );
 }
 
 const dwelt = (s: ServerTransportState, o: PolicyOptions): boolean => NOW - s.since >= o.minDwellMs;
-const between = (s: ServerTransportState, o: PolicyOptions): boolean =>
-  s.rateBitsPerS >= o.demoteBelowBitsPerS && s.rateBitsPerS <= o.promoteAboveBitsPerS;
+const between = (s: ServerTransportState, o: PolicyOptions): boolean => s.rateBitsPerS >= o.demoteBelowBitsPerS && s.rateBitsPerS <= o.promoteAboveBitsPerS;
 
 describe('decideTransports: properties', () => {
   it('switches each server at most once, always to the other transport, leaving proxy before entering it', () => {
@@ -263,12 +299,24 @@ describe('decideTransports: properties', () => {
       for (const sw of switches) {
         const s = byName.get(sw.name)!;
         switch (sw.reason) {
-          case 'pinned': assert.equal(sw.to, s.pinned); break;
-          case 'promote': assert.ok(s.pinned === 'auto' && o.proxyAvailable && s.rateBitsPerS > o.promoteAboveBitsPerS && sw.to === 'proxy'); break;
-          case 'demote': assert.ok(s.pinned === 'auto' && s.rateBitsPerS < o.demoteBelowBitsPerS && sw.to === 'inproc'); break;
-          case 'over-capacity': assert.ok(s.pinned === 'auto' && sw.to === 'inproc'); break;
-          case 'proxy-unavailable': assert.ok(s.pinned === 'auto' && !o.proxyAvailable && sw.to === 'inproc'); break;
-          case 'swap': assert.ok(s.pinned === 'auto' && o.proxyAvailable && o.swapFactor > 0); break;
+          case 'pinned':
+            assert.equal(sw.to, s.pinned);
+            break;
+          case 'promote':
+            assert.ok(s.pinned === 'auto' && o.proxyAvailable && s.rateBitsPerS > o.promoteAboveBitsPerS && sw.to === 'proxy');
+            break;
+          case 'demote':
+            assert.ok(s.pinned === 'auto' && s.rateBitsPerS < o.demoteBelowBitsPerS && sw.to === 'inproc');
+            break;
+          case 'over-capacity':
+            assert.ok(s.pinned === 'auto' && sw.to === 'inproc');
+            break;
+          case 'proxy-unavailable':
+            assert.ok(s.pinned === 'auto' && !o.proxyAvailable && sw.to === 'inproc');
+            break;
+          case 'swap':
+            assert.ok(s.pinned === 'auto' && o.proxyAvailable && o.swapFactor > 0);
+            break;
         }
       }
       // Swaps come in pairs, each hot one at least swapFactor times hotter than the cold one.
@@ -290,7 +338,9 @@ describe('decideTransports: properties', () => {
   it('promotes the hottest candidates first', () => {
     checkFleet((fleet, o, switches) => {
       const entered = new Set(switches.filter((s) => s.to === 'proxy' && s.reason !== 'pinned').map((s) => s.name));
-      const candidates = fleet.filter((s) => s.pinned === 'auto' && s.current === 'inproc' && o.proxyAvailable && dwelt(s, o) && s.rateBitsPerS > o.promoteAboveBitsPerS);
+      const candidates = fleet.filter(
+        (s) => s.pinned === 'auto' && s.current === 'inproc' && o.proxyAvailable && dwelt(s, o) && s.rateBitsPerS > o.promoteAboveBitsPerS,
+      );
       const coolestIn = Math.min(...candidates.filter((s) => entered.has(s.name)).map((s) => s.rateBitsPerS));
       for (const s of candidates) if (!entered.has(s.name)) assert.ok(s.rateBitsPerS <= coolestIn, `${s.name} left behind`);
     });
@@ -307,7 +357,10 @@ describe('decideTransports: properties', () => {
 // ---------------------------------------------------------------------------------------------
 // Simulation: a RateMeter fed once a second, a decision once a second, the default options.
 
-interface Timed { atS: number; sw: Switch }
+interface Timed {
+  atS: number;
+  sw: Switch;
+}
 
 function simulate(rateAt: (second: number) => number, seconds: number, start: ActiveTransport = 'inproc', burst = false): Timed[] {
   const meter = new RateMeter(0);
@@ -346,7 +399,10 @@ describe('decideTransports: simulation with RateMeter', () => {
 
   it('promotes once and demotes once a server at 2 Mbit/s for 5 minutes, then 0.1 Mbit/s', () => {
     const events = simulate((sec) => (sec < 300 ? 2e6 : 0.1e6), 1800);
-    assert.deepEqual(events.map((e) => `${e.sw.reason}:${e.sw.to}`), ['promote:proxy', 'demote:inproc']);
+    assert.deepEqual(
+      events.map((e) => `${e.sw.reason}:${e.sw.to}`),
+      ['promote:proxy', 'demote:inproc'],
+    );
     const [up, down] = events;
     // Above 1.25 Mbit/s after about 30 s, but not before the 60 s dwell from the start.
     assert.equal(up?.atS, 60);

@@ -56,30 +56,33 @@ describe('RateMeter', () => {
   });
 
   it('gives the same rate for irregular sample intervals as for regular ones at a constant rate', () => {
-    fc.assert(fc.property(
-      fc.array(fc.integer({ min: 1, max: 20_000 }), { minLength: 1, maxLength: 60 }),
-      fc.double({ min: 0, max: 1e8, noNaN: true }),
-      fc.integer({ min: 1000, max: 120_000 }),
-      (intervals, bytesPerS, tau) => {
-        const irregular = new RateMeter(0, { timeConstantMs: tau });
-        let t = 0;
-        for (const dt of intervals) {
-          irregular.add((bytesPerS * dt) / 1000);
-          t += dt;
-          irregular.sample(t);
-        }
-        const regular = new RateMeter(0, { timeConstantMs: tau });
-        const step = t / intervals.length;
-        for (let i = 1; i <= intervals.length; i++) {
-          regular.add((bytesPerS * step) / 1000);
-          regular.sample(i * step);
-        }
-        const expected = 8 * bytesPerS * -Math.expm1(-t / tau);
-        const tol = 1e-9 * Math.max(1, expected);
-        assert.ok(Math.abs(irregular.bitsPerS - expected) <= tol, `irregular ${irregular.bitsPerS} vs ${expected}`);
-        assert.ok(Math.abs(regular.bitsPerS - expected) <= tol, `regular ${regular.bitsPerS} vs ${expected}`);
-      },
-    ), { numRuns: 500 });
+    fc.assert(
+      fc.property(
+        fc.array(fc.integer({ min: 1, max: 20_000 }), { minLength: 1, maxLength: 60 }),
+        fc.double({ min: 0, max: 1e8, noNaN: true }),
+        fc.integer({ min: 1000, max: 120_000 }),
+        (intervals, bytesPerS, tau) => {
+          const irregular = new RateMeter(0, { timeConstantMs: tau });
+          let t = 0;
+          for (const dt of intervals) {
+            irregular.add((bytesPerS * dt) / 1000);
+            t += dt;
+            irregular.sample(t);
+          }
+          const regular = new RateMeter(0, { timeConstantMs: tau });
+          const step = t / intervals.length;
+          for (let i = 1; i <= intervals.length; i++) {
+            regular.add((bytesPerS * step) / 1000);
+            regular.sample(i * step);
+          }
+          const expected = 8 * bytesPerS * -Math.expm1(-t / tau);
+          const tol = 1e-9 * Math.max(1, expected);
+          assert.ok(Math.abs(irregular.bitsPerS - expected) <= tol, `irregular ${irregular.bitsPerS} vs ${expected}`);
+          assert.ok(Math.abs(regular.bitsPerS - expected) <= tol, `regular ${regular.bitsPerS} vs ${expected}`);
+        },
+      ),
+      { numRuns: 500 },
+    );
   });
 
   it('decays toward 0 without input, monotonically and never below 0', () => {
@@ -111,20 +114,23 @@ describe('RateMeter', () => {
   });
 
   it('raises the rate by at most 8 * bytes / tau in one sample (property)', () => {
-    fc.assert(fc.property(
-      fc.double({ min: 0, max: 1e9, noNaN: true }),
-      fc.double({ min: 1e-3, max: 1e7, noNaN: true }),
-      fc.double({ min: 0, max: 1e9, noNaN: true }),
-      (before, dt, bytes) => {
-        const m = new RateMeter(0);
-        m.add(before);
-        m.sample(1000);
-        const r0 = m.bitsPerS;
-        m.add(bytes);
-        const r1 = m.sample(1000 + dt);
-        assert.ok(r1 - r0 <= (8 * bytes) / (TAU / 1000) * (1 + 1e-9) + 1e-9, `rise ${r1 - r0} for ${bytes} B in ${dt} ms`);
-      },
-    ), { numRuns: 500 });
+    fc.assert(
+      fc.property(
+        fc.double({ min: 0, max: 1e9, noNaN: true }),
+        fc.double({ min: 1e-3, max: 1e7, noNaN: true }),
+        fc.double({ min: 0, max: 1e9, noNaN: true }),
+        (before, dt, bytes) => {
+          const m = new RateMeter(0);
+          m.add(before);
+          m.sample(1000);
+          const r0 = m.bitsPerS;
+          m.add(bytes);
+          const r1 = m.sample(1000 + dt);
+          assert.ok(r1 - r0 <= ((8 * bytes) / (TAU / 1000)) * (1 + 1e-9) + 1e-9, `rise ${r1 - r0} for ${bytes} B in ${dt} ms`);
+        },
+      ),
+      { numRuns: 500 },
+    );
   });
 
   it('keeps the bytes of a sample at the same time, or at an earlier time, for the next interval', () => {
@@ -153,7 +159,10 @@ describe('RateMeter', () => {
     }
     // Without the hint the same input is at 63 % after one tau.
     const cold = new RateMeter(0);
-    for (let t = 1000; t <= DEFAULT_RATE_TIME_CONSTANT_MS; t += 1000) { cold.add(10_000); cold.sample(t); }
+    for (let t = 1000; t <= DEFAULT_RATE_TIME_CONSTANT_MS; t += 1000) {
+      cold.add(10_000);
+      cold.sample(t);
+    }
     assert.ok(cold.bitsPerS < 0.65 * 80_000);
     assert.throws(() => new RateMeter(0, { initialBitsPerS: -1 }), /initial rate/);
     assert.throws(() => new RateMeter(0, { initialBitsPerS: Number.NaN }), /initial rate/);

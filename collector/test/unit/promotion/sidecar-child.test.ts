@@ -15,7 +15,10 @@ import { SidecarChild, sidecarChildEnv } from '../../../src/promotion/sidecar-ch
 import { SidecarClient } from '../../../src/transport/sidecar-client.ts';
 
 test('sidecarChildEnv drops PGLOG_STORE_URL and keeps the rest', () => {
-  assert.deepEqual(sidecarChildEnv({ PATH: '/bin', PGLOG_STORE_URL: 'postgresql://pglog:s3cret@db/pglog', HOME: '/h', UNSET: undefined }), { PATH: '/bin', HOME: '/h' });
+  assert.deepEqual(sidecarChildEnv({ PATH: '/bin', PGLOG_STORE_URL: 'postgresql://pglog:s3cret@db/pglog', HOME: '/h', UNSET: undefined }), {
+    PATH: '/bin',
+    HOME: '/h',
+  });
 });
 
 test('the spawned sidecar child has no PGLOG_STORE_URL in its environment', async () => {
@@ -27,8 +30,14 @@ test('the spawned sidecar child has no PGLOG_STORE_URL in its environment', asyn
   const script = `require('node:fs').writeFileSync(${JSON.stringify(out)}, JSON.stringify(process.env)); setInterval(() => {}, 1000);`;
   const env = { ...process.env, PGLOG_STORE_URL: 'postgresql://pglog:canary-5f2a@db.example/pglog' };
   const child = new SidecarChild({
-    command: [process.execPath, '-e', script], client, logLevel: 'error', output: quiet, privateDir: false, env,
-    log: createLogger({ level: 'error', destination: quiet }), metrics: createCollectorMetrics(),
+    command: [process.execPath, '-e', script],
+    client,
+    logLevel: 'error',
+    output: quiet,
+    privateDir: false,
+    env,
+    log: createLogger({ level: 'error', destination: quiet }),
+    metrics: createCollectorMetrics(),
   });
   try {
     child.start();

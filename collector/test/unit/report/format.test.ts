@@ -8,9 +8,20 @@ import type { Report } from '../../../src/report/types.ts';
 
 test('formatMs picks ms, s, minutes or hours and never prints 1000.0 ms or 60.00 s', () => {
   const cases: [number | null, string][] = [
-    [null, '-'], [Number.NaN, '-'], [0, '0.000 ms'], [0.25, '0.250 ms'], [1, '1.0 ms'], [12.34, '12.3 ms'],
-    [999.9, '999.9 ms'], [999.96, '1.00 s'], [4567, '4.57 s'], [59_994, '59.99 s'], [59_996, '1m 00s'],
-    [725_000, '12m 05s'], [3_599_600, '1h 00m'], [11_220_000, '3h 07m'],
+    [null, '-'],
+    [Number.NaN, '-'],
+    [0, '0.000 ms'],
+    [0.25, '0.250 ms'],
+    [1, '1.0 ms'],
+    [12.34, '12.3 ms'],
+    [999.9, '999.9 ms'],
+    [999.96, '1.00 s'],
+    [4567, '4.57 s'],
+    [59_994, '59.99 s'],
+    [59_996, '1m 00s'],
+    [725_000, '12m 05s'],
+    [3_599_600, '1h 00m'],
+    [11_220_000, '3h 07m'],
   ];
   for (const [ms, text] of cases) assert.equal(formatMs(ms), text, String(ms));
 });
@@ -33,16 +44,21 @@ test('cut and oneLine', () => {
 
 test('renderTable aligns columns, fills the width with the flexible column and cuts it with …', () => {
   const text = renderTable(
-    [{ header: 'name', align: 'left' }, { header: 'n', align: 'right' }, { header: 'text', align: 'left', flex: true }],
-    [['a', '1', 'short'], ['bbb', '12345', 'a long text that does not fit into the table at all']],
+    [
+      { header: 'name', align: 'left' },
+      { header: 'n', align: 'right' },
+      { header: 'text', align: 'left', flex: true },
+    ],
+    [
+      ['a', '1', 'short'],
+      ['bbb', '12345', 'a long text that does not fit into the table at all'],
+    ],
     40,
   );
-  assert.equal(text, [
-    'name      n  text',
-    '────  ─────  ───────────────────────────',
-    'a         1  short',
-    'bbb   12345  a long text that does not …',
-  ].join('\n'));
+  assert.equal(
+    text,
+    ['name      n  text', '────  ─────  ───────────────────────────', 'a         1  short', 'bbb   12345  a long text that does not …'].join('\n'),
+  );
   for (const line of text.split('\n')) assert.ok([...line].length <= 40, line);
 });
 
@@ -52,13 +68,48 @@ function sampleReport(): Report {
     statements: {
       groups: 5,
       rows: [
-        { target: 'db1', database: 'app', fingerprint: '0123456789abcdef', query: 'SELECT *\nFROM orders WHERE id = $1', calls: 1234, total_ms: 61_000, mean_ms: 49.43, stddev_ms: 3.2, min_ms: 0.5, max_ms: 1500, p95_ms: 120 },
-        { target: 'db1', database: null, fingerprint: null, query: `UPDATE t SET ${'x = 1, '.repeat(40)}y = 2`, calls: 2, total_ms: 3, mean_ms: 1.5, stddev_ms: 0.5, min_ms: 1, max_ms: 2, p95_ms: 1.95 },
+        {
+          target: 'db1',
+          database: 'app',
+          fingerprint: '0123456789abcdef',
+          query: 'SELECT *\nFROM orders WHERE id = $1',
+          calls: 1234,
+          total_ms: 61_000,
+          mean_ms: 49.43,
+          stddev_ms: 3.2,
+          min_ms: 0.5,
+          max_ms: 1500,
+          p95_ms: 120,
+        },
+        {
+          target: 'db1',
+          database: null,
+          fingerprint: null,
+          query: `UPDATE t SET ${'x = 1, '.repeat(40)}y = 2`,
+          calls: 2,
+          total_ms: 3,
+          mean_ms: 1.5,
+          stddev_ms: 0.5,
+          min_ms: 1,
+          max_ms: 2,
+          p95_ms: 1.95,
+        },
       ],
     },
     errors: {
       groups: 1,
-      rows: [{ target: 'db1', database: 'app', severity: 'ERROR', sqlstate: '23505', message: 'duplicate key value violates unique constraint "orders_pkey"', count: 3, first_seen: new Date('2024-05-01T10:01:00Z'), last_seen: new Date('2024-05-01T10:59:59.5Z') }],
+      rows: [
+        {
+          target: 'db1',
+          database: 'app',
+          severity: 'ERROR',
+          sqlstate: '23505',
+          message: 'duplicate key value violates unique constraint "orders_pkey"',
+          count: 3,
+          first_seen: new Date('2024-05-01T10:01:00Z'),
+          last_seen: new Date('2024-05-01T10:59:59.5Z'),
+        },
+      ],
     },
     lockWaits: { groups: 0, rows: [] },
   };
@@ -93,9 +144,17 @@ test('JSON report: window, filters, sections and group counts; dates in ISO', ()
   const [first] = json.statements as Record<string, unknown>[];
   assert.equal(first?.calls, 1234);
   assert.equal(first?.query, 'SELECT *\nFROM orders WHERE id = $1');
-  assert.deepEqual(json.errors, [{
-    target: 'db1', database: 'app', severity: 'ERROR', sqlstate: '23505', message: 'duplicate key value violates unique constraint "orders_pkey"',
-    count: 3, first_seen: '2024-05-01T10:01:00.000Z', last_seen: '2024-05-01T10:59:59.500Z',
-  }]);
+  assert.deepEqual(json.errors, [
+    {
+      target: 'db1',
+      database: 'app',
+      severity: 'ERROR',
+      sqlstate: '23505',
+      message: 'duplicate key value violates unique constraint "orders_pkey"',
+      count: 3,
+      first_seen: '2024-05-01T10:01:00.000Z',
+      last_seen: '2024-05-01T10:59:59.500Z',
+    },
+  ]);
   assert.deepEqual(json.lock_waits, []);
 });

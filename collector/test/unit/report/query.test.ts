@@ -4,8 +4,15 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 
 import {
-  errorFromRow, errorsQuery, groupsOf, lockWaitFromRow, lockWaitsQuery, type SqlQuery,
-statementFromRow, statementsQuery, } from '../../../src/report/query.ts';
+  errorFromRow,
+  errorsQuery,
+  groupsOf,
+  lockWaitFromRow,
+  lockWaitsQuery,
+  type SqlQuery,
+  statementFromRow,
+  statementsQuery,
+} from '../../../src/report/query.ts';
 import type { ReportFilter } from '../../../src/report/types.ts';
 
 const since = new Date('2024-05-01T10:00:00Z');
@@ -50,9 +57,19 @@ test('target and database filters become numbered parameters, never inlined text
 
 test('statements: aggregates per target, database and fingerprint, by total time, timed statements only', () => {
   const q = statementsQuery(base).text;
-  for (const part of ['count(*) AS calls', 'sum(duration_ms) AS total_ms', 'avg(duration_ms) AS mean_ms', 'stddev_pop(duration_ms) AS stddev_ms',
-    'min(duration_ms) AS min_ms', 'max(duration_ms) AS max_ms', 'percentile_cont(0.95) WITHIN GROUP (ORDER BY duration_ms) AS p95_ms',
-    'count(*) OVER () AS groups', 'duration_ms IS NOT NULL', 'GROUP BY target, database, fingerprint', 'ORDER BY total_ms DESC']) {
+  for (const part of [
+    'count(*) AS calls',
+    'sum(duration_ms) AS total_ms',
+    'avg(duration_ms) AS mean_ms',
+    'stddev_pop(duration_ms) AS stddev_ms',
+    'min(duration_ms) AS min_ms',
+    'max(duration_ms) AS max_ms',
+    'percentile_cont(0.95) WITHIN GROUP (ORDER BY duration_ms) AS p95_ms',
+    'count(*) OVER () AS groups',
+    'duration_ms IS NOT NULL',
+    'GROUP BY target, database, fingerprint',
+    'ORDER BY total_ms DESC',
+  ]) {
     assert.ok(q.includes(part), part);
   }
 });
@@ -66,13 +83,56 @@ test('errors group by SQLSTATE and message; lock waits total only acquired waits
 });
 
 test('rows decode: int8 text to numbers, nulls kept, dates as Dates', () => {
-  const s = statementFromRow({ target: 'db1', database: null, fingerprint: 'abc', query: 'select 1', calls: '3', total_ms: 60, mean_ms: 20, stddev_ms: 0, min_ms: 10, max_ms: 30, p95_ms: 29, groups: '7' });
-  assert.deepEqual(s, { target: 'db1', database: null, fingerprint: 'abc', query: 'select 1', calls: 3, total_ms: 60, mean_ms: 20, stddev_ms: 0, min_ms: 10, max_ms: 30, p95_ms: 29 });
+  const s = statementFromRow({
+    target: 'db1',
+    database: null,
+    fingerprint: 'abc',
+    query: 'select 1',
+    calls: '3',
+    total_ms: 60,
+    mean_ms: 20,
+    stddev_ms: 0,
+    min_ms: 10,
+    max_ms: 30,
+    p95_ms: 29,
+    groups: '7',
+  });
+  assert.deepEqual(s, {
+    target: 'db1',
+    database: null,
+    fingerprint: 'abc',
+    query: 'select 1',
+    calls: 3,
+    total_ms: 60,
+    mean_ms: 20,
+    stddev_ms: 0,
+    min_ms: 10,
+    max_ms: 30,
+    p95_ms: 29,
+  });
   assert.equal(groupsOf([{ groups: '7' }]), 7);
   assert.equal(groupsOf([]), 0);
   const first = new Date('2024-05-01T10:01:00Z');
-  const e = errorFromRow({ target: 't', database: 'app', severity: 'ERROR', sqlstate: null, message: 'boom', count: '2', first_seen: first, last_seen: '2024-05-01T10:02:00Z' });
-  assert.deepEqual(e, { target: 't', database: 'app', severity: 'ERROR', sqlstate: null, message: 'boom', count: 2, first_seen: first, last_seen: new Date('2024-05-01T10:02:00Z') });
+  const e = errorFromRow({
+    target: 't',
+    database: 'app',
+    severity: 'ERROR',
+    sqlstate: null,
+    message: 'boom',
+    count: '2',
+    first_seen: first,
+    last_seen: '2024-05-01T10:02:00Z',
+  });
+  assert.deepEqual(e, {
+    target: 't',
+    database: 'app',
+    severity: 'ERROR',
+    sqlstate: null,
+    message: 'boom',
+    count: 2,
+    first_seen: first,
+    last_seen: new Date('2024-05-01T10:02:00Z'),
+  });
   const l = lockWaitFromRow({ target: 't', database: 'app', lock_type: 'relation', count: '3', acquired: '1', total_wait_ms: 5200, max_wait_ms: null });
   assert.deepEqual(l, { target: 't', database: 'app', lock_type: 'relation', count: 3, acquired: 1, total_wait_ms: 5200, max_wait_ms: null });
 });

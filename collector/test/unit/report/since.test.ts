@@ -7,7 +7,10 @@ import fc from 'fast-check';
 
 import { parseDuration, parseTimeBound, parseTimestamp, resolveWindow } from '../../../src/report/since.ts';
 
-const usage = (re: RegExp) => (e: unknown): boolean => isPglogError(e) && e.code === 'USAGE' && re.test(e.message);
+const usage =
+  (re: RegExp) =>
+  (e: unknown): boolean =>
+    isPglogError(e) && e.code === 'USAGE' && re.test(e.message);
 
 test('durations in every unit and combined', () => {
   assert.equal(parseDuration('30s'), 30_000);
@@ -37,9 +40,11 @@ test('timestamps: date only, minutes, seconds, fractions, Z and offsets; UTC whe
 });
 
 test('property: any instant printed as ISO parses back to itself', () => {
-  fc.assert(fc.property(fc.date({ min: new Date('1970-01-01T00:00:00Z'), max: new Date('2999-12-31T23:59:59Z'), noInvalidDate: true }), (d) => {
-    assert.equal(parseTimestamp(d.toISOString())?.getTime(), d.getTime());
-  }));
+  fc.assert(
+    fc.property(fc.date({ min: new Date('1970-01-01T00:00:00Z'), max: new Date('2999-12-31T23:59:59Z'), noInvalidDate: true }), (d) => {
+      assert.equal(parseTimestamp(d.toISOString())?.getTime(), d.getTime());
+    }),
+  );
 });
 
 test('parseTimeBound: durations before now, timestamps absolute, anything else a usage error naming the option', () => {

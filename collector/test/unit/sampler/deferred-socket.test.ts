@@ -34,11 +34,12 @@ describe('DeferredSocket', () => {
     rmSync(dir, { recursive: true, force: true });
   });
 
-  const openUnix = (): Promise<Duplex> => new Promise((resolve, reject) => {
-    const s = connect(path);
-    s.once('connect', () => resolve(s));
-    s.once('error', reject);
-  });
+  const openUnix = (): Promise<Duplex> =>
+    new Promise((resolve, reject) => {
+      const s = connect(path);
+      s.once('connect', () => resolve(s));
+      s.once('error', reject);
+    });
 
   test('connect() opens the stream, emits connect, and bytes go both ways', async () => {
     const socket = new DeferredSocket(openUnix);
@@ -71,7 +72,7 @@ describe('DeferredSocket', () => {
     const socket = new DeferredSocket(() => Promise.reject(cause));
     const failed = once(socket, 'error');
     socket.connect();
-    const [error] = await failed as [Error];
+    const [error] = (await failed) as [Error];
     assert.equal(error, cause);
   });
 

@@ -18,17 +18,46 @@ import type { StatisticsSample } from '../../../src/snapshot/statistics-sample.t
 import type { ActivitySession, BlockingEdge, Snapshot, SnapshotFailure } from '../../../src/snapshot/types.ts';
 
 const collect = (over: Partial<TargetCollect> = {}): TargetCollect => ({
-  logs: true, activity: true, locks: true, statements: false, databases: false, intervalSeconds: 15, statisticsIntervalSeconds: 15, ...over,
+  logs: true,
+  activity: true,
+  locks: true,
+  statements: false,
+  databases: false,
+  intervalSeconds: 15,
+  statisticsIntervalSeconds: 15,
+  ...over,
 });
 
 const session = (pid: number, state: string | null = 'active'): ActivitySession => ({
-  pid, leaderPid: null, database: 'shop', username: 'app', application: 'web', client: 'local', backendType: 'client backend',
-  state, waitEventType: null, waitEvent: null, backendStart: null, xactStart: null, queryStart: null, stateChange: null,
-  query: 'SELECT 1', fingerprint: 'f', blockedBy: [],
+  pid,
+  leaderPid: null,
+  database: 'shop',
+  username: 'app',
+  application: 'web',
+  client: 'local',
+  backendType: 'client backend',
+  state,
+  waitEventType: null,
+  waitEvent: null,
+  backendStart: null,
+  xactStart: null,
+  queryStart: null,
+  stateChange: null,
+  query: 'SELECT 1',
+  fingerprint: 'f',
+  blockedBy: [],
 });
 const edge = (pid: number, blockingPid: number, waitMs: number): BlockingEdge => ({
-  pid, blockingPid, database: 'shop', lockType: 'relation', waitMode: 'ShareLock', heldMode: 'RowExclusiveLock', blockerWaitMode: null,
-  relation: 'public.t', waitStart: null, waitMs,
+  pid,
+  blockingPid,
+  database: 'shop',
+  lockType: 'relation',
+  waitMode: 'ShareLock',
+  heldMode: 'RowExclusiveLock',
+  blockerWaitMode: null,
+  relation: 'public.t',
+  waitStart: null,
+  waitMs,
 });
 
 /** Log lines as objects, for assertions on what was logged at which level. */
@@ -50,8 +79,15 @@ function harness(source: SnapshotSource, c: TargetCollect = collect(), failWrite
   const written: Array<Snapshot | SnapshotFailure> = [];
   const { log, lines } = capture();
   const runner = new InstanceSnapshots({
-    target: 'db1', instance: 'main', collect: c, source, metrics, log,
-    outcome: (_kind, code) => { outcomes.push(code); },
+    target: 'db1',
+    instance: 'main',
+    collect: c,
+    source,
+    metrics,
+    log,
+    outcome: (_kind, code) => {
+      outcomes.push(code);
+    },
     write: (s) => {
       if (failWrite) return Promise.reject(new PglogError('STORE_UNAVAILABLE', 'store down'));
       written.push(s);
@@ -61,7 +97,9 @@ function harness(source: SnapshotSource, c: TargetCollect = collect(), failWrite
   const value = async (name: string, labels: Record<string, string>): Promise<number> => {
     // A histogram's _count series is listed under the histogram's own name.
     const m = (await registry.getMetricsAsJSON()).find((x) => x.name === name || x.name === name.replace(/_count$/, ''));
-    const values = (m?.values ?? []).filter((v) => (v as { metricName?: string }).metricName === undefined || (v as { metricName?: string }).metricName === name);
+    const values = (m?.values ?? []).filter(
+      (v) => (v as { metricName?: string }).metricName === undefined || (v as { metricName?: string }).metricName === name,
+    );
     return values.filter((v) => Object.entries(labels).every(([k, l]) => (v.labels as Record<string, unknown>)[k] === l)).reduce((s, v) => s + v.value, 0);
   };
   return { runner, written, lines, value, metrics, outcomes };
@@ -79,7 +117,15 @@ describe('InstanceSnapshots', () => {
 
   test('an activity snapshot is stored and sets sessions by state, blocked sessions and the longest wait', async () => {
     const ts = new Date('2026-11-23T18:00:00Z');
-    const h = harness({ activity: () => Promise.resolve({ ts, sessions: [session(1), session(2), session(3, 'idle in transaction'), session(4, null)], blocking: [edge(2, 3, 1500), edge(1, 2, 400)] }), statistics: noStatistics });
+    const h = harness({
+      activity: () =>
+        Promise.resolve({
+          ts,
+          sessions: [session(1), session(2), session(3, 'idle in transaction'), session(4, null)],
+          blocking: [edge(2, 3, 1500), edge(1, 2, 400)],
+        }),
+      statistics: noStatistics,
+    });
     await h.runner.runOnce('activity');
     assert.equal(h.written.length, 1);
     const s = h.written[0] as Snapshot;
@@ -91,22 +137,38 @@ describe('InstanceSnapshots', () => {
     assert.equal(await h.value('pglog_snapshot_duration_seconds_count', { kind: 'activity' }), 1);
   });
 
-  test('the SQL role\'s privilege is reported when a session finds it changed, after a failed run too: pglog_sql_role_privileged and the hook', async () => {
+  test("the SQL role's privilege is reported when a session finds it changed, after a failed run too: pglog_sql_role_privileged and the hook", async () => {
     let privilege: SqlRolePrivilege | null | undefined;
     let fail = false;
     const source: SnapshotSource = {
-      activity: () => (fail ? Promise.reject(new PglogError('SQL_TIMEOUT', 'timeout expired')) : Promise.resolve({ ts: new Date(), sessions: [], blocking: [] })),
+      activity: () =>
+        fail ? Promise.reject(new PglogError('SQL_TIMEOUT', 'timeout expired')) : Promise.resolve({ ts: new Date(), sessions: [], blocking: [] }),
       statistics: noStatistics,
-      get rolePrivilege() { return privilege; },
+      get rolePrivilege() {
+        return privilege;
+      },
     };
     const registry = new Registry();
     const heard: Array<SqlRolePrivilege | null> = [];
     const runner = new InstanceSnapshots({
-      target: 'db1', instance: 'main', collect: collect(), source, metrics: new SnapshotMetrics(registry, 'pglog_'), log: capture().log,
-      write: () => Promise.resolve(), rolePrivilege: (p) => { heard.push(p); },
+      target: 'db1',
+      instance: 'main',
+      collect: collect(),
+      source,
+      metrics: new SnapshotMetrics(registry, 'pglog_'),
+      log: capture().log,
+      write: () => Promise.resolve(),
+      rolePrivilege: (p) => {
+        heard.push(p);
+      },
     });
-    const gauge = async (): Promise<Record<string, number>> => Object.fromEntries(((await registry.getMetricsAsJSON()).find((m) => m.name === 'pglog_sql_role_privileged')?.values ?? [])
-      .map((v) => [String((v.labels as Record<string, unknown>)['reason']), v.value]));
+    const gauge = async (): Promise<Record<string, number>> =>
+      Object.fromEntries(
+        ((await registry.getMetricsAsJSON()).find((m) => m.name === 'pglog_sql_role_privileged')?.values ?? []).map((v) => [
+          String((v.labels as Record<string, unknown>)['reason']),
+          v.value,
+        ]),
+      );
     await runner.runOnce('activity'); // no session has found the role yet
     assert.deepEqual(await gauge(), {});
     privilege = 'SQL_ROLE_SUPERUSER';
@@ -121,9 +183,18 @@ describe('InstanceSnapshots', () => {
   });
 
   test('with locks but not activity, only the sessions of blocking chains are kept', async () => {
-    const h = harness({ activity: () => Promise.resolve({ ts: new Date(), sessions: [session(1), session(2), session(9)], blocking: [edge(2, 1, 10)] }), statistics: noStatistics }, collect({ activity: false }));
+    const h = harness(
+      {
+        activity: () => Promise.resolve({ ts: new Date(), sessions: [session(1), session(2), session(9)], blocking: [edge(2, 1, 10)] }),
+        statistics: noStatistics,
+      },
+      collect({ activity: false }),
+    );
     await h.runner.runOnce('activity');
-    assert.deepEqual((h.written[0] as Snapshot).sessions.map((x) => x.pid), [1, 2]);
+    assert.deepEqual(
+      (h.written[0] as Snapshot).sessions.map((x) => x.pid),
+      [1, 2],
+    );
   });
 
   test('failures are counted by code, recorded, and logged once per streak; recovery is logged', async () => {
@@ -140,7 +211,10 @@ describe('InstanceSnapshots', () => {
     assert.equal(await h.value('pglog_snapshot_failures_total', { code: 'SQL_CONNECT_FAILED' }), 3);
     assert.equal(await h.value('pglog_snapshot_failures_total', { code: 'SQL_TIMEOUT' }), 1);
     const failures = h.written.filter((w): w is SnapshotFailure => 'code' in w);
-    assert.deepEqual(failures.map((f) => f.code), ['SQL_CONNECT_FAILED', 'SQL_CONNECT_FAILED', 'SQL_CONNECT_FAILED', 'SQL_TIMEOUT']);
+    assert.deepEqual(
+      failures.map((f) => f.code),
+      ['SQL_CONNECT_FAILED', 'SQL_CONNECT_FAILED', 'SQL_CONNECT_FAILED', 'SQL_TIMEOUT'],
+    );
     // What the target's status hears (its Snapshots condition in the cluster).
     assert.deepEqual(h.outcomes, ['SQL_CONNECT_FAILED', 'SQL_CONNECT_FAILED', 'SQL_CONNECT_FAILED', 'SQL_TIMEOUT', null]);
     const warnings = h.lines.filter((l) => l.level === 'warn').map((l) => l.msg);
@@ -157,11 +231,35 @@ describe('InstanceSnapshots', () => {
 
   test('statistics: the first sample is the baseline, the next one stores the deltas', async () => {
     const sample = (ms: number, commits: bigint): StatisticsSample => ({
-      ts: new Date(ms), statements: null, statementsReset: null,
-      databases: [{ database: 'shop', backends: 3, xactCommit: commits, xactRollback: 0n, blksRead: 0n, blksHit: 0n, tupReturned: 0n, tupFetched: 0n, tupInserted: 0n, tupUpdated: 0n, tupDeleted: 0n, conflicts: 0n, tempFiles: 0n, tempBytes: 0n, deadlocks: 0n, statsReset: null }],
+      ts: new Date(ms),
+      statements: null,
+      statementsReset: null,
+      databases: [
+        {
+          database: 'shop',
+          backends: 3,
+          xactCommit: commits,
+          xactRollback: 0n,
+          blksRead: 0n,
+          blksHit: 0n,
+          tupReturned: 0n,
+          tupFetched: 0n,
+          tupInserted: 0n,
+          tupUpdated: 0n,
+          tupDeleted: 0n,
+          conflicts: 0n,
+          tempFiles: 0n,
+          tempBytes: 0n,
+          deadlocks: 0n,
+          statsReset: null,
+        },
+      ],
     });
     const samples = [sample(0, 100n), sample(15_000, 130n)];
-    const h = harness({ activity: () => Promise.reject(new Error('no')), statistics: () => Promise.resolve(samples.shift()!) }, collect({ activity: false, locks: false, databases: true }));
+    const h = harness(
+      { activity: () => Promise.reject(new Error('no')), statistics: () => Promise.resolve(samples.shift()!) },
+      collect({ activity: false, locks: false, databases: true }),
+    );
     await h.runner.runOnce('statistics');
     await h.runner.runOnce('statistics');
     const [first, second] = h.written as Snapshot[];
@@ -172,14 +270,28 @@ describe('InstanceSnapshots', () => {
 
   test('statements: deltas carry the current text and fingerprint (the kept baseline has counters only)', async () => {
     const entry = (calls: bigint) => ({
-      userId: 10, dbId: 5, queryId: 42n, toplevel: true, username: 'app', database: 'shop', query: 'SELECT * FROM t WHERE id = $1',
-      calls, totalExecMs: Number(calls), rows: calls, sharedBlksHit: 0n, sharedBlksRead: 0n, tempBlksWritten: 0n,
+      userId: 10,
+      dbId: 5,
+      queryId: 42n,
+      toplevel: true,
+      username: 'app',
+      database: 'shop',
+      query: 'SELECT * FROM t WHERE id = $1',
+      calls,
+      totalExecMs: Number(calls),
+      rows: calls,
+      sharedBlksHit: 0n,
+      sharedBlksRead: 0n,
+      tempBlksWritten: 0n,
     });
     const samples: StatisticsSample[] = [
       { ts: new Date(0), statements: [entry(10n)], statementsReset: null, databases: null },
       { ts: new Date(15_000), statements: [entry(25n)], statementsReset: null, databases: null },
     ];
-    const h = harness({ activity: () => Promise.reject(new Error('no')), statistics: () => Promise.resolve(samples.shift()!) }, collect({ activity: false, locks: false, statements: true }));
+    const h = harness(
+      { activity: () => Promise.reject(new Error('no')), statistics: () => Promise.resolve(samples.shift()!) },
+      collect({ activity: false, locks: false, statements: true }),
+    );
     await h.runner.runOnce('statistics');
     await h.runner.runOnce('statistics');
     const [delta] = (h.written[1] as Snapshot).statements;
@@ -194,7 +306,16 @@ describe('InstanceSnapshots', () => {
 
   test('run() takes snapshots on the interval until aborted, the first at a random point of it', async () => {
     let calls = 0;
-    const h = harness({ activity: () => { calls++; return Promise.resolve({ ts: new Date(), sessions: [], blocking: [] }); }, statistics: noStatistics }, collect({ intervalSeconds: 1 }));
+    const h = harness(
+      {
+        activity: () => {
+          calls++;
+          return Promise.resolve({ ts: new Date(), sessions: [], blocking: [] });
+        },
+        statistics: noStatistics,
+      },
+      collect({ intervalSeconds: 1 }),
+    );
     const abort = new AbortController();
     const running = h.runner.run(abort.signal);
     await new Promise((r) => setTimeout(r, 2300));

@@ -9,7 +9,15 @@ import { PglogError } from '@pglog/common/errors.ts';
 import { SnapshotSink } from '../../../src/sampler/snapshot-sink.ts';
 import type { SnapshotFailure } from '../../../src/snapshot/types.ts';
 
-const run = (target: string): SnapshotFailure => ({ target, instance: 'main', kind: 'activity', ts: new Date(0), durationMs: 1, code: 'SQL_TIMEOUT', message: 'x' });
+const run = (target: string): SnapshotFailure => ({
+  target,
+  instance: 'main',
+  kind: 'activity',
+  ts: new Date(0),
+  durationMs: 1,
+  code: 'SQL_TIMEOUT',
+  message: 'x',
+});
 
 describe('SnapshotSink', () => {
   test('snapshots written within the delay go to the store as one group; each write settles with its own outcome', async () => {
@@ -23,7 +31,10 @@ describe('SnapshotSink', () => {
     });
     const outcomes = await Promise.allSettled([sink.write(run('a')), sink.write(run('bad')), sink.write(run('c'))]);
     assert.deepEqual(groups, [['a', 'bad', 'c']]);
-    assert.deepEqual(outcomes.map((o) => o.status), ['fulfilled', 'rejected', 'fulfilled']);
+    assert.deepEqual(
+      outcomes.map((o) => o.status),
+      ['fulfilled', 'rejected', 'fulfilled'],
+    );
     assert.match(String((outcomes[1] as PromiseRejectedResult).reason), /refused/);
   });
 
@@ -31,7 +42,8 @@ describe('SnapshotSink', () => {
     const groups: string[][] = [];
     let inFlight = 0;
     const sink = new SnapshotSink({
-      delayMs: 10_000, maxGroup: 2,
+      delayMs: 10_000,
+      maxGroup: 2,
       writeGroup: async (list) => {
         assert.equal(inFlight++, 0, 'one group at a time');
         await new Promise((r) => setTimeout(r, 20));
@@ -43,7 +55,10 @@ describe('SnapshotSink', () => {
     const started = Date.now();
     await Promise.all(['a', 'b', 'c', 'd'].map((t) => sink.write(run(t))));
     assert.ok(Date.now() - started < 5_000, 'did not wait for the delay');
-    assert.deepEqual(groups, [['a', 'b'], ['c', 'd']]);
+    assert.deepEqual(groups, [
+      ['a', 'b'],
+      ['c', 'd'],
+    ]);
   });
 
   test('flush() writes what is queued now; a failing store rejects every write of the group', async () => {
@@ -51,7 +66,10 @@ describe('SnapshotSink', () => {
     const pending = Promise.allSettled([sink.write(run('a')), sink.write(run('b'))]);
     await sink.flush();
     const outcomes = await pending;
-    assert.deepEqual(outcomes.map((o) => o.status), ['rejected', 'rejected']);
+    assert.deepEqual(
+      outcomes.map((o) => o.status),
+      ['rejected', 'rejected'],
+    );
     await sink.flush(); // nothing queued: resolves
   });
 });

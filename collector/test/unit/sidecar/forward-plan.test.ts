@@ -4,19 +4,31 @@
 import { strict as assert } from 'node:assert';
 import { describe, test } from 'node:test';
 
-import { type DesiredForward, type DesiredServer,parseDesiredState, parseSidecarStatus } from '@pglog/common/sidecar/contract.ts';
+import { type DesiredForward, type DesiredServer, parseDesiredState, parseSidecarStatus } from '@pglog/common/sidecar/contract.ts';
 import fc from 'fast-check';
 
-import { applyForwardPlan, type ForwardSnapshot,isEmptyForwardPlan, planForwards } from '../../../src/sidecar/forward-plan.ts';
+import { applyForwardPlan, type ForwardSnapshot, isEmptyForwardPlan, planForwards } from '../../../src/sidecar/forward-plan.ts';
 import { forwardClientArgs, forwardSocketPath, masterArgs, MAX_DIR_LENGTH } from '../../../src/sidecar/openssh-args.ts';
 import { meaningfulLines } from '../../../src/sidecar/openssh-errors.ts';
 import { applyPlan, reconcile } from '../../../src/sidecar/reconcile.ts';
 
 const server: DesiredServer = {
-  name: 'db', host: '10.0.0.5', port: 22, user: 'postgres', identityFile: 'db.key', knownHostsFile: 'db.kh',
-  maxSessions: 10, serverAliveIntervalS: 5, connectTimeoutS: 5,
+  name: 'db',
+  host: '10.0.0.5',
+  port: 22,
+  user: 'postgres',
+  identityFile: 'db.key',
+  knownHostsFile: 'db.kh',
+  maxSessions: 10,
+  serverAliveIntervalS: 5,
+  connectTimeoutS: 5,
 };
-const fwd = (id: string, remoteSocket = '/var/run/postgresql/.s.PGSQL.5432', port = 5432, srv = 'db'): DesiredForward => ({ id, server: srv, remoteSocket, port });
+const fwd = (id: string, remoteSocket = '/var/run/postgresql/.s.PGSQL.5432', port = 5432, srv = 'db'): DesiredForward => ({
+  id,
+  server: srv,
+  remoteSocket,
+  port,
+});
 
 function desiredText(forwards: unknown): string {
   return JSON.stringify({ version: 1, generation: 3, servers: [server], streams: [], forwards });
@@ -29,7 +41,8 @@ describe('desired.json: forwards', () => {
     assert.deepEqual(parseDesiredState(JSON.stringify({ version: 1, generation: 1, servers: [], streams: [] })).forwards, []);
   });
 
-  test('refused: forwards that are not a list (the whole file)', () => assert.throws(() => parseDesiredState(desiredText({ id: 'x' })), /forwards must be a list/));
+  test('refused: forwards that are not a list (the whole file)', () =>
+    assert.throws(() => parseDesiredState(desiredText({ id: 'x' })), /forwards must be a list/));
 
   // A wrong forward is refused alone: reported with why, the good forward beside it applies.
   const good = fwd('ok', '/tmp/.s.PGSQL.6000', 6000);
@@ -62,7 +75,9 @@ describe('desired.json: forwards', () => {
   }
 
   test('status.json written before forwards existed reads as having none', () => {
-    const s = parseSidecarStatus(JSON.stringify({ version: 1, instance: 'i', pid: 1, startedAt: 'x', updatedAt: 'y', appliedGeneration: 1, masters: [], streams: {} }));
+    const s = parseSidecarStatus(
+      JSON.stringify({ version: 1, instance: 'i', pid: 1, startedAt: 'x', updatedAt: 'y', appliedGeneration: 1, masters: [], streams: {} }),
+    );
     assert.deepEqual(s.forwards, {});
   });
 });
@@ -131,30 +146,33 @@ describe('forward plan', () => {
       connection: fc.option(fc.constantFrom(1, 2, 3), { nil: null }),
       retryAt: fc.constantFrom(0, 2000),
     });
-    fc.assert(fc.property(
-      fc.uniqueArray(arbForward, { selector: (f) => f.id, maxLength: 4 }),
-      fc.uniqueArray(arbSnapshot, { selector: (f) => f.id, maxLength: 4 }),
-      fc.record({ a: fc.option(fc.constantFrom(1, 2, 3), { nil: null }), b: fc.option(fc.constantFrom(1, 2, 3), { nil: null }) }),
-      (desired, current, masters) => {
-        const upMap = new Map<string, number>();
-        if (masters.a !== null) upMap.set('a', masters.a);
-        if (masters.b !== null) upMap.set('b', masters.b);
-        // Settle removals first (a changed forward comes back one plan later).
-        let snap = applyForwardPlan(current, planForwards(desired, current, upMap, 1000));
-        const plan = planForwards(desired, snap, upMap, 1000);
-        snap = applyForwardPlan(snap, plan);
-        assert.deepEqual(snap.map((f) => f.id).sort(), desired.map((f) => f.id).sort());
-        for (const f of snap) {
-          const c = upMap.get(f.server);
-          if (f.phase === 'ready') assert.equal(f.connection, c, 'ready only on the current master');
-          if (c === undefined) assert.ok(f.phase === 'pending' || f.phase === 'opening', `${f.id} ${f.phase} without a master`);
-          // A refusal on this same master waits for its retry time; anything else is under way or done.
-          else if (f.phase === 'failed') assert.ok(f.connection === c && f.retryAt > 1000, JSON.stringify(f));
-          else if (f.phase !== 'opening') assert.equal(f.phase, 'ready');
-        }
-        assert.ok(isEmptyForwardPlan(planForwards(desired, snap, upMap, 1000)));
-      },
-    ), { numRuns: 2000 });
+    fc.assert(
+      fc.property(
+        fc.uniqueArray(arbForward, { selector: (f) => f.id, maxLength: 4 }),
+        fc.uniqueArray(arbSnapshot, { selector: (f) => f.id, maxLength: 4 }),
+        fc.record({ a: fc.option(fc.constantFrom(1, 2, 3), { nil: null }), b: fc.option(fc.constantFrom(1, 2, 3), { nil: null }) }),
+        (desired, current, masters) => {
+          const upMap = new Map<string, number>();
+          if (masters.a !== null) upMap.set('a', masters.a);
+          if (masters.b !== null) upMap.set('b', masters.b);
+          // Settle removals first (a changed forward comes back one plan later).
+          let snap = applyForwardPlan(current, planForwards(desired, current, upMap, 1000));
+          const plan = planForwards(desired, snap, upMap, 1000);
+          snap = applyForwardPlan(snap, plan);
+          assert.deepEqual(snap.map((f) => f.id).sort(), desired.map((f) => f.id).sort());
+          for (const f of snap) {
+            const c = upMap.get(f.server);
+            if (f.phase === 'ready') assert.equal(f.connection, c, 'ready only on the current master');
+            if (c === undefined) assert.ok(f.phase === 'pending' || f.phase === 'opening', `${f.id} ${f.phase} without a master`);
+            // A refusal on this same master waits for its retry time; anything else is under way or done.
+            else if (f.phase === 'failed') assert.ok(f.connection === c && f.retryAt > 1000, JSON.stringify(f));
+            else if (f.phase !== 'opening') assert.equal(f.phase, 'ready');
+          }
+          assert.ok(isEmptyForwardPlan(planForwards(desired, snap, upMap, 1000)));
+        },
+      ),
+      { numRuns: 2000 },
+    );
   });
 });
 
@@ -162,7 +180,10 @@ describe('reconcile: forwards need slot 0', () => {
   test('a server with forwards and no streams gets its slot-0 master; without them it is stopped', () => {
     const withForward = { version: 1 as const, generation: 1, servers: [server], streams: [], forwards: [fwd('f1')] };
     const plan = reconcile(withForward, { masters: [], streams: [] });
-    assert.deepEqual(plan.startMasters.map((m) => [m.server, m.slot]), [['db', 0]]);
+    assert.deepEqual(
+      plan.startMasters.map((m) => [m.server, m.slot]),
+      [['db', 0]],
+    );
     const after = applyPlan({ masters: [], streams: [] }, plan);
     const gone = reconcile({ ...withForward, forwards: [] }, after);
     assert.deepEqual(gone.stopMasters, [{ server: 'db', slot: 0 }]);
@@ -195,7 +216,9 @@ describe('OpenSSH command lines for forwards', () => {
     assert.ok(Buffer.byteLength(path) <= 107, `${Buffer.byteLength(path)} bytes`);
   });
 
-  test('a master\'s lines about refused forwarded connections do not explain why it ended', () => {
-    assert.deepEqual(meaningfulLines('channel 1: open failed: connect failed: open failed\r\nTimeout, server 10.0.0.5 not responding.\r\n'), ['Timeout, server 10.0.0.5 not responding.']);
+  test("a master's lines about refused forwarded connections do not explain why it ended", () => {
+    assert.deepEqual(meaningfulLines('channel 1: open failed: connect failed: open failed\r\nTimeout, server 10.0.0.5 not responding.\r\n'), [
+      'Timeout, server 10.0.0.5 not responding.',
+    ]);
   });
 });

@@ -11,11 +11,27 @@ import { describe, test } from 'node:test';
 
 import type { DesiredServer } from '@pglog/common/sidecar/contract.ts';
 
-import { controlSocketPath, dirTooLong, masterArgs, MAX_DIR_LENGTH, MAX_SLOT, remoteCommandArg, serverFingerprint, streamClientArgs } from '../../../src/sidecar/openssh-args.ts';
+import {
+  controlSocketPath,
+  dirTooLong,
+  masterArgs,
+  MAX_DIR_LENGTH,
+  MAX_SLOT,
+  remoteCommandArg,
+  serverFingerprint,
+  streamClientArgs,
+} from '../../../src/sidecar/openssh-args.ts';
 
 const server: DesiredServer = {
-  name: 'db1', host: '10.0.0.5', port: 2222, user: 'postgres', identityFile: 'db1.key', knownHostsFile: 'db1.known_hosts',
-  maxSessions: 10, serverAliveIntervalS: 5, connectTimeoutS: 7,
+  name: 'db1',
+  host: '10.0.0.5',
+  port: 2222,
+  user: 'postgres',
+  identityFile: 'db1.key',
+  knownHostsFile: 'db1.known_hosts',
+  maxSessions: 10,
+  serverAliveIntervalS: 5,
+  connectTimeoutS: 7,
 };
 const DIR = '/run/pglog';
 
@@ -75,14 +91,23 @@ describe('OpenSSH command lines', () => {
     assert.match(a, /^\/run\/pglog\/ctl\/[0-9a-f]{10}-0$/);
     assert.notEqual(controlSocketPath(DIR, server, 1), a);
     assert.equal(controlSocketPath(DIR, { ...server, maxSessions: 3 }, 0), a);
-    for (const change of [{ port: 22 }, { user: 'x' }, { host: 'h' }, { identityFile: 'k2' }, { knownHostsFile: 'kh2' }, { connectTimeoutS: 9 }, { serverAliveIntervalS: 9 }, { name: 'db2' }]) {
+    for (const change of [
+      { port: 22 },
+      { user: 'x' },
+      { host: 'h' },
+      { identityFile: 'k2' },
+      { knownHostsFile: 'kh2' },
+      { connectTimeoutS: 9 },
+      { serverAliveIntervalS: 9 },
+      { name: 'db2' },
+    ]) {
       assert.notEqual(controlSocketPath(DIR, { ...server, ...change }, 0), a, JSON.stringify(change));
     }
     assert.notEqual(serverFingerprint({ ...server, port: 22 }), serverFingerprint(server));
     assert.throws(() => controlSocketPath(DIR, server, MAX_SLOT + 1), RangeError);
   });
 
-  test('the directory length limit: stated, and the longest allowed directory really binds ssh\'s temporary socket name', async () => {
+  test("the directory length limit: stated, and the longest allowed directory really binds ssh's temporary socket name", async () => {
     assert.equal(dirTooLong('/'.padEnd(MAX_DIR_LENGTH, 'x')), null);
     const message = dirTooLong('/'.padEnd(MAX_DIR_LENGTH + 1, 'x'));
     assert.ok(message !== null);

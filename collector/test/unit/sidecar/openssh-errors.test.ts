@@ -39,17 +39,42 @@ pglog-loggen@127.0.0.59: Permission denied (publickey).
 
 const cases: [string, string, string, RegExp][] = [
   ['a changed host key', CHANGED, 'SSH_HOST_KEY_CHANGED', /Host key for \[127\.0\.0\.59\]:34391 has changed/],
-  ['an unknown host key', 'No ED25519 host key is known for [127.0.0.59]:34391 and you have requested strict checking.\r\nHost key verification failed.\r\n', 'SSH_HOST_KEY_UNKNOWN', /No ED25519 host key is known/],
+  [
+    'an unknown host key',
+    'No ED25519 host key is known for [127.0.0.59]:34391 and you have requested strict checking.\r\nHost key verification failed.\r\n',
+    'SSH_HOST_KEY_UNKNOWN',
+    /No ED25519 host key is known/,
+  ],
   ['a refused key', 'pglog-loggen@127.0.0.59: Permission denied (publickey).\r\n', 'SSH_AUTH_FAILED', /Permission denied \(publickey\)/],
-  ['a key file of the wrong format', 'Load key "/tmp/sx/badkey": error in libcrypto\r\npglog-loggen@127.0.0.59: Permission denied (publickey).\r\n', 'SSH_KEY_INVALID', /Load key "\/tmp\/sx\/badkey": error in libcrypto/],
-  ['a key file of the wrong format (older OpenSSH)', 'Load key "/k": invalid format\npglog-loggen@127.0.0.59: Permission denied (publickey).\n', 'SSH_KEY_INVALID', /invalid format/],
+  [
+    'a key file of the wrong format',
+    'Load key "/tmp/sx/badkey": error in libcrypto\r\npglog-loggen@127.0.0.59: Permission denied (publickey).\r\n',
+    'SSH_KEY_INVALID',
+    /Load key "\/tmp\/sx\/badkey": error in libcrypto/,
+  ],
+  [
+    'a key file of the wrong format (older OpenSSH)',
+    'Load key "/k": invalid format\npglog-loggen@127.0.0.59: Permission denied (publickey).\n',
+    'SSH_KEY_INVALID',
+    /invalid format/,
+  ],
   ['a key file others can read', UNPROTECTED, 'SSH_KEY_INVALID', /0644/],
   ['a refused TCP connection', 'ssh: connect to host 127.0.0.59 port 1: Connection refused\r\n', 'SSH_CONNECT_FAILED', /Connection refused/],
-  ['a name that does not resolve', 'ssh: Could not resolve hostname nonexistent.invalid: Name or service not known\r\n', 'SSH_CONNECT_FAILED', /Could not resolve hostname/],
+  [
+    'a name that does not resolve',
+    'ssh: Could not resolve hostname nonexistent.invalid: Name or service not known\r\n',
+    'SSH_CONNECT_FAILED',
+    /Could not resolve hostname/,
+  ],
   ['a TCP connect timeout', 'ssh: connect to host 10.1.2.3 port 22: Connection timed out\r\n', 'SSH_CONNECT_FAILED', /Connection timed out/],
   ['no route', 'ssh: connect to host 10.1.2.3 port 22: No route to host\r\n', 'SSH_CONNECT_FAILED', /No route to host/],
   ['a server that stopped answering keepalives', 'Timeout, server 127.0.0.59 not responding.\r\n', 'SSH_TIMEOUT', /not responding/],
-  ['a server frozen before its banner', 'Connection timed out during banner exchange\r\nConnection to 127.0.0.59 port 34391 timed out\r\n', 'SSH_TIMEOUT', /banner exchange/],
+  [
+    'a server frozen before its banner',
+    'Connection timed out during banner exchange\r\nConnection to 127.0.0.59 port 34391 timed out\r\n',
+    'SSH_TIMEOUT',
+    /banner exchange/,
+  ],
   ['a server that went away', 'Connection to 127.0.0.59 closed by remote host.\r\n', 'SSH_CONNECT_FAILED', /closed by remote host/],
 ];
 

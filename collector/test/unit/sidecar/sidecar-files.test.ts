@@ -20,7 +20,6 @@ function dir(): string {
   return d;
 }
 
-
 after(() => {
   for (const d of dirs) rmSync(d, { recursive: true, force: true });
 });
@@ -61,7 +60,7 @@ describe('key files', () => {
   });
 });
 
-describe('a previous sidecar\'s leftovers', () => {
+describe("a previous sidecar's leftovers", () => {
   test('its live processes that mention DIR are killed (with their group), others are left alone; FIFOs, sockets and temp files go', async () => {
     const d = dir();
     await prepareDir(d);
@@ -78,7 +77,10 @@ describe('a previous sidecar\'s leftovers', () => {
       writeFileSync(`${d}/status.json.tmp-123`, '');
       writeFileSync(`${d}/desired.json`, '{}');
       await new Promise((r) => setTimeout(r, 100));
-      const child = execFileSync('pgrep', ['-P', String(stream.pid)], { encoding: 'utf8' }).trim().split('\n').map(Number);
+      const child = execFileSync('pgrep', ['-P', String(stream.pid)], { encoding: 'utf8' })
+        .trim()
+        .split('\n')
+        .map(Number);
 
       const result = await cleanStaleDir(d);
       assert.deepEqual(result.killed, [stream.pid]);
@@ -90,10 +92,14 @@ describe('a previous sidecar\'s leftovers', () => {
       assert.equal(existsSync(`${d}/ctl/abc-0`), false);
       assert.equal(existsSync(`${d}/status.json.tmp-123`), false);
       assert.equal(existsSync(`${d}/${PIDS_FILE}`), false);
-      assert.equal(readFileSync(`${d}/desired.json`, 'utf8'), '{}', 'the collector\'s files stay');
+      assert.equal(readFileSync(`${d}/desired.json`, 'utf8'), '{}', "the collector's files stay");
     } finally {
       stranger.kill('SIGKILL');
-      try { process.kill(-stream.pid!, 'SIGKILL'); } catch { /* gone */ }
+      try {
+        process.kill(-stream.pid!, 'SIGKILL');
+      } catch {
+        /* gone */
+      }
     }
   });
 

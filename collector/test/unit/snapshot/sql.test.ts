@@ -36,7 +36,7 @@ void describe('activitySql', () => {
     assert.doesNotMatch(sql, /a\.leader_pid/);
   });
 
-  test('PostgreSQL 13: leader_pid, and a blocker\'s parallel workers\' locks count as its own', () => {
+  test("PostgreSQL 13: leader_pid, and a blocker's parallel workers' locks count as its own", () => {
     const sql = activitySql(130000, ALL);
     assert.match(sql, /a\.leader_pid AS leader_pid/);
     assert.match(sql, /COALESCE\(g\.leader_pid, l\.pid, 0\) AS group_pid/);
@@ -44,7 +44,7 @@ void describe('activitySql', () => {
     assert.doesNotMatch(sql, /\bl\.waitstart/);
   });
 
-  test('PostgreSQL 14 and later: pg_locks.waitstart, the waiter\'s state_change when it is not set', () => {
+  test("PostgreSQL 14 and later: pg_locks.waitstart, the waiter's state_change when it is not set", () => {
     for (const v of [140000, 150004, 170002]) {
       const sql = activitySql(v, ALL);
       assert.match(sql, /l\.waitstart AS waitstart/);
@@ -83,14 +83,24 @@ void describe('activitySql', () => {
   });
 
   test('a server older than 10 is refused', () => {
-    assert.throws(() => activitySql(90624, ALL), (e: unknown) => isPglogError(e) && e.code === 'SQL_QUERY_FAILED' && /older than 10/.test(e.message));
+    assert.throws(
+      () => activitySql(90624, ALL),
+      (e: unknown) => isPglogError(e) && e.code === 'SQL_QUERY_FAILED' && /older than 10/.test(e.message),
+    );
   });
 });
 
 function info(over: Partial<ServerInfo>): ServerInfo {
   return {
-    versionNum: 150004, database: 'app', username: 'monitor', statStatementsVersion: '1.10', statStatementsSchema: 'public',
-    superuser: false, canWrite: false, readAllStats: true, ...over,
+    versionNum: 150004,
+    database: 'app',
+    username: 'monitor',
+    statStatementsVersion: '1.10',
+    statStatementsSchema: 'public',
+    superuser: false,
+    canWrite: false,
+    readAllStats: true,
+    ...over,
   };
 }
 
@@ -121,25 +131,28 @@ void describe('statementsSql', () => {
     }
   });
 
-  test('the version of the extension decides, not the server\'s: PostgreSQL 15 with the 1.7 view', () => {
+  test("the version of the extension decides, not the server's: PostgreSQL 15 with the 1.7 view", () => {
     assert.match(statementsSql(info({ versionNum: 150000, statStatementsVersion: '1.7' })), /p\.total_time/);
   });
 
-  test('the view is read in the extension\'s schema, quoted', () => {
+  test("the view is read in the extension's schema, quoted", () => {
     const sql = statementsSql(info({ statStatementsSchema: 'mon "x"' }));
     assert.match(sql, /FROM "mon ""x"""\.pg_stat_statements p/);
     assert.match(sql, /WHERE p\.queryid IS NOT NULL/);
   });
 
   test('not installed: SQL_QUERY_FAILED that names the database and the fix', () => {
-    assert.throws(() => statementsSql(info({ statStatementsVersion: null, statStatementsSchema: null })), (e: unknown) => {
-      assert.ok(isPglogError(e));
-      assert.equal(e.code, 'SQL_QUERY_FAILED');
-      assert.match(e.message, /pg_stat_statements is not installed in database "app"/);
-      assert.match(e.message, /CREATE EXTENSION pg_stat_statements/);
-      assert.match(e.message, /shared_preload_libraries = 'pg_stat_statements'/);
-      return true;
-    });
+    assert.throws(
+      () => statementsSql(info({ statStatementsVersion: null, statStatementsSchema: null })),
+      (e: unknown) => {
+        assert.ok(isPglogError(e));
+        assert.equal(e.code, 'SQL_QUERY_FAILED');
+        assert.match(e.message, /pg_stat_statements is not installed in database "app"/);
+        assert.match(e.message, /CREATE EXTENSION pg_stat_statements/);
+        assert.match(e.message, /shared_preload_libraries = 'pg_stat_statements'/);
+        return true;
+      },
+    );
   });
 
   test('extensionVersion', () => {
@@ -158,8 +171,23 @@ void describe('statementsSql', () => {
 void describe('databasesSql', () => {
   test('the DatabaseDelta columns and stats_reset, without the shared-objects row', () => {
     const sql = databasesSql(150000);
-    for (const c of ['numbackends', 'xact_commit', 'xact_rollback', 'blks_read', 'blks_hit', 'tup_returned', 'tup_fetched',
-      'tup_inserted', 'tup_updated', 'tup_deleted', 'conflicts', 'temp_files', 'temp_bytes', 'deadlocks', 'stats_reset']) {
+    for (const c of [
+      'numbackends',
+      'xact_commit',
+      'xact_rollback',
+      'blks_read',
+      'blks_hit',
+      'tup_returned',
+      'tup_fetched',
+      'tup_inserted',
+      'tup_updated',
+      'tup_deleted',
+      'conflicts',
+      'temp_files',
+      'temp_bytes',
+      'deadlocks',
+      'stats_reset',
+    ]) {
       assert.match(sql, new RegExp(`s\\.${c}\\b`));
     }
     assert.match(sql, /WHERE s\.datname IS NOT NULL/);
@@ -170,10 +198,32 @@ const TS = new Date('2026-11-23T12:00:10.000Z');
 
 function sessionRow(pid: number, over: Record<string, unknown> = {}): Record<string, unknown> {
   return {
-    ts: TS, pid, leader_pid: null, database: 'app', username: 'u', application: 'psql', client: 'local', backend_type: 'client backend',
-    state: 'active', wait_event_type: null, wait_event: null, backend_start: new Date('2026-11-23T11:00:00Z'), xact_start: null,
-    query_start: null, state_change: new Date('2026-11-23T12:00:00Z'), query_bytes: Buffer.from('SELECT 1'), query_encoding: 'UTF8', blocked_by: [],
-    blocking_pid: null, locktype: null, wait_mode: null, held_mode: null, blocker_wait_mode: null, relation: null, wait_start: null, ...over,
+    ts: TS,
+    pid,
+    leader_pid: null,
+    database: 'app',
+    username: 'u',
+    application: 'psql',
+    client: 'local',
+    backend_type: 'client backend',
+    state: 'active',
+    wait_event_type: null,
+    wait_event: null,
+    backend_start: new Date('2026-11-23T11:00:00Z'),
+    xact_start: null,
+    query_start: null,
+    state_change: new Date('2026-11-23T12:00:00Z'),
+    query_bytes: Buffer.from('SELECT 1'),
+    query_encoding: 'UTF8',
+    blocked_by: [],
+    blocking_pid: null,
+    locktype: null,
+    wait_mode: null,
+    held_mode: null,
+    blocker_wait_mode: null,
+    relation: null,
+    wait_start: null,
+    ...over,
   };
 }
 
@@ -184,7 +234,14 @@ void describe('activityFromRows', () => {
   });
 
   test('one row per blocker becomes one session with several edges; waitMs from ts', () => {
-    const edge = { wait_event_type: 'Lock', wait_event: 'transactionid', blocked_by: [20, 30], locktype: 'transactionid', wait_mode: 'ShareLock', wait_start: new Date('2026-11-23T12:00:07.500Z') };
+    const edge = {
+      wait_event_type: 'Lock',
+      wait_event: 'transactionid',
+      blocked_by: [20, 30],
+      locktype: 'transactionid',
+      wait_mode: 'ShareLock',
+      wait_start: new Date('2026-11-23T12:00:07.500Z'),
+    };
     const r = activityFromRows([
       sessionRow(10, { ...edge, blocking_pid: 20, held_mode: 'ExclusiveLock' }),
       sessionRow(10, { ...edge, blocking_pid: 30, blocker_wait_mode: 'ShareLock' }),
@@ -194,8 +251,13 @@ void describe('activityFromRows', () => {
     assert.deepEqual(r.sessions[0]?.blockedBy, [20, 30]);
     assert.match(r.sessions[0]?.fingerprint ?? '', /^[0-9a-f]{16}$/);
     assert.equal(r.sessions[1]?.fingerprint, '', 'no query, no fingerprint');
-    assert.deepEqual(r.blocking.map((e) => [e.pid, e.blockingPid, e.heldMode, e.blockerWaitMode, e.waitMs, e.database]),
-      [[10, 20, 'ExclusiveLock', null, 2500, 'app'], [10, 30, null, 'ShareLock', 2500, 'app']]);
+    assert.deepEqual(
+      r.blocking.map((e) => [e.pid, e.blockingPid, e.heldMode, e.blockerWaitMode, e.waitMs, e.database]),
+      [
+        [10, 20, 'ExclusiveLock', null, 2500, 'app'],
+        [10, 30, null, 'ShareLock', 2500, 'app'],
+      ],
+    );
   });
 
   test('a query hidden from a role without pg_read_all_stats has no fingerprint', () => {
@@ -203,7 +265,9 @@ void describe('activityFromRows', () => {
   });
 
   test('a wait start after the snapshot time (same instant, rounding) is 0 ms, never negative', () => {
-    const r = activityFromRows([sessionRow(10, { blocked_by: [20], blocking_pid: 20, locktype: 'relation', wait_mode: 'ShareLock', wait_start: new Date(TS.getTime() + 1) })]);
+    const r = activityFromRows([
+      sessionRow(10, { blocked_by: [20], blocking_pid: 20, locktype: 'relation', wait_mode: 'ShareLock', wait_start: new Date(TS.getTime() + 1) }),
+    ]);
     assert.equal(r.blocking[0]?.waitMs, 0);
   });
 
@@ -211,9 +275,11 @@ void describe('activityFromRows', () => {
     assert.throws(() => activityFromRows([sessionRow(10, { blocked_by: 'x' })]), /blocked_by is not an integer array/);
   });
 
-  test('query text is decoded in the encoding of its own database (a WIN1251 database\'s Cyrillic), invalid bytes replaced', () => {
+  test("query text is decoded in the encoding of its own database (a WIN1251 database's Cyrillic), invalid bytes replaced", () => {
     const win1251 = Buffer.from([0xef, 0xf0, 0xe8, 0xe2, 0xe5, 0xf2]); // привет in WIN1251
-    const r = activityFromRows([sessionRow(10, { query_bytes: Buffer.concat([Buffer.from('SELECT 1 /* '), win1251, Buffer.from(' */')]), query_encoding: 'WIN1251' })]);
+    const r = activityFromRows([
+      sessionRow(10, { query_bytes: Buffer.concat([Buffer.from('SELECT 1 /* '), win1251, Buffer.from(' */')]), query_encoding: 'WIN1251' }),
+    ]);
     assert.equal(r.sessions[0]?.query, 'SELECT 1 /* привет */');
     assert.equal(decodeServerText(Buffer.from([0x41, 0xff, 0x42]), 'UTF8'), 'A\ufffdB');
     assert.equal(decodeServerText(Buffer.from('plain'), 'MULE_INTERNAL'), 'plain', 'an encoding the log decoder lacks decodes as UTF-8');
@@ -223,10 +289,25 @@ void describe('activityFromRows', () => {
 
 void describe('statementsFromRows / databasesFromRows', () => {
   test('int8 strings become bigints, beyond 2^53 too', () => {
-    const { ts, reset, statements } = statementsFromRows([{
-      ts: TS, statements_reset: null, userid: 10, dbid: 5, queryid: '-9223372036854775808', toplevel: true, calls: '9007199254740993',
-      total_exec_ms: 1.5, rows: '3', shared_blks_hit: '4', shared_blks_read: '0', temp_blks_written: '0', query: 'SELECT $1', username: 'u', database: 'd',
-    }]);
+    const { ts, reset, statements } = statementsFromRows([
+      {
+        ts: TS,
+        statements_reset: null,
+        userid: 10,
+        dbid: 5,
+        queryid: '-9223372036854775808',
+        toplevel: true,
+        calls: '9007199254740993',
+        total_exec_ms: 1.5,
+        rows: '3',
+        shared_blks_hit: '4',
+        shared_blks_read: '0',
+        temp_blks_written: '0',
+        query: 'SELECT $1',
+        username: 'u',
+        database: 'd',
+      },
+    ]);
     assert.equal(ts, TS);
     assert.equal(reset, null);
     assert.equal(statements[0]?.queryId, -9223372036854775808n);

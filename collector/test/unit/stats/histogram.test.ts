@@ -42,22 +42,24 @@ test('percentiles are within the bucket error of the exact nearest-rank value', 
 
 test('merge equals adding every sample to one accumulator', () => {
   fc.assert(
-    fc.property(
-      fc.array(fc.double({ min: 0, max: 1e5, noNaN: true })),
-      fc.array(fc.double({ min: 0, max: 1e5, noNaN: true })),
-      (a, b) => {
-        const left = new DurationStats();
-        const right = new DurationStats();
-        const all = new DurationStats();
-        for (const v of a) { left.add(v); all.add(v); }
-        for (const v of b) { right.add(v); all.add(v); }
-        left.merge(right);
-        assert.equal(left.count, all.count);
-        assert.ok(Math.abs(left.sum - all.sum) <= 1e-6 * Math.max(1, all.sum));
-        assert.ok(Math.abs(left.stddev - all.stddev) <= 1e-6 * Math.max(1, all.stddev));
-        assert.equal(left.quantile(0.95), all.quantile(0.95));
-      },
-    ),
+    fc.property(fc.array(fc.double({ min: 0, max: 1e5, noNaN: true })), fc.array(fc.double({ min: 0, max: 1e5, noNaN: true })), (a, b) => {
+      const left = new DurationStats();
+      const right = new DurationStats();
+      const all = new DurationStats();
+      for (const v of a) {
+        left.add(v);
+        all.add(v);
+      }
+      for (const v of b) {
+        right.add(v);
+        all.add(v);
+      }
+      left.merge(right);
+      assert.equal(left.count, all.count);
+      assert.ok(Math.abs(left.sum - all.sum) <= 1e-6 * Math.max(1, all.sum));
+      assert.ok(Math.abs(left.stddev - all.stddev) <= 1e-6 * Math.max(1, all.stddev));
+      assert.equal(left.quantile(0.95), all.quantile(0.95));
+    }),
   );
 });
 

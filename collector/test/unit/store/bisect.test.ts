@@ -35,9 +35,15 @@ test('1,000 rows with 3 poison rows: 997 go in, the 3 are rejected with their re
   for (const hint of ['first-bad', 'none'] as const) {
     const store = fakeStore(poison, hint);
     const out = await writeWithBisection(rows, store.attempt);
-    assert.deepEqual(out.rejected.map((r) => r.row).sort((a, b) => a - b), [7, 500, 999]);
+    assert.deepEqual(
+      out.rejected.map((r) => r.row).sort((a, b) => a - b),
+      [7, 500, 999],
+    );
     assert.deepEqual(out.rejected.map((r) => r.rejection.reason).sort(), ['row 500 is poison', 'row 7 is poison', 'row 999 is poison']);
-    assert.deepEqual([...store.accepted].sort((a, b) => a - b), rows.filter((r) => !poison.has(r)));
+    assert.deepEqual(
+      [...store.accepted].sort((a, b) => a - b),
+      rows.filter((r) => !poison.has(r)),
+    );
     // The server's line hint finds each poison row in a few attempts, halving in about 2·log2(n) each.
     if (hint === 'first-bad') assert.ok(out.attempts <= 10, `${out.attempts} attempts with hints`);
     else assert.ok(out.attempts <= 60, `${out.attempts} attempts by halving`);
@@ -46,26 +52,38 @@ test('1,000 rows with 3 poison rows: 997 go in, the 3 are rejected with their re
 
 test('an error that is not a rejection ends the bisection', async () => {
   let calls = 0;
-  await assert.rejects(writeWithBisection([1, 2, 3, 4], () => {
-    calls++;
-    if (calls === 1) return Promise.resolve({ reason: 'bad', rowIndex: null });
-    return Promise.reject(new Error('connection lost'));
-  }), /connection lost/);
+  await assert.rejects(
+    writeWithBisection([1, 2, 3, 4], () => {
+      calls++;
+      if (calls === 1) return Promise.resolve({ reason: 'bad', rowIndex: null });
+      return Promise.reject(new Error('connection lost'));
+    }),
+    /connection lost/,
+  );
   assert.equal(calls, 2);
 });
 
 test('property: whatever the hints say, exactly the poison rows are rejected and every other row goes in once', async () => {
-  await fc.assert(fc.asyncProperty(
-    fc.integer({ min: 0, max: 300 }),
-    fc.array(fc.nat(), { maxLength: 20 }),
-    fc.constantFrom('first-bad' as const, 'none' as const, 'wrong' as const),
-    async (n, picks, hint) => {
-      const rows = Array.from({ length: n }, (_, i) => i);
-      const poison = new Set(n === 0 ? [] : picks.map((p) => p % n));
-      const store = fakeStore(poison, hint);
-      const out = await writeWithBisection(rows, store.attempt);
-      assert.deepEqual(out.rejected.map((r) => r.row).sort((a, b) => a - b), [...poison].sort((a, b) => a - b));
-      assert.deepEqual([...store.accepted].sort((a, b) => a - b), rows.filter((r) => !poison.has(r)));
-    },
-  ), { numRuns: 300 });
+  await fc.assert(
+    fc.asyncProperty(
+      fc.integer({ min: 0, max: 300 }),
+      fc.array(fc.nat(), { maxLength: 20 }),
+      fc.constantFrom('first-bad' as const, 'none' as const, 'wrong' as const),
+      async (n, picks, hint) => {
+        const rows = Array.from({ length: n }, (_, i) => i);
+        const poison = new Set(n === 0 ? [] : picks.map((p) => p % n));
+        const store = fakeStore(poison, hint);
+        const out = await writeWithBisection(rows, store.attempt);
+        assert.deepEqual(
+          out.rejected.map((r) => r.row).sort((a, b) => a - b),
+          [...poison].sort((a, b) => a - b),
+        );
+        assert.deepEqual(
+          [...store.accepted].sort((a, b) => a - b),
+          rows.filter((r) => !poison.has(r)),
+        );
+      },
+    ),
+    { numRuns: 300 },
+  );
 });

@@ -14,7 +14,9 @@ describe('ConnectionPool', () => {
     const b = await pool.lease(false);
     assert.notEqual(a[0]!.index, b[0]!.index);
     let third: number | null = null;
-    void pool.lease(false).then((s) => { third = s[0]!.index; });
+    void pool.lease(false).then((s) => {
+      third = s[0]!.index;
+    });
     await settled();
     assert.equal(third, null);
     pool.release(b);
@@ -26,8 +28,14 @@ describe('ConnectionPool', () => {
     const pool = new ConnectionPool(3);
     const first = await pool.lease(false);
     const order: string[] = [];
-    const all = pool.lease(true).then((s) => { order.push('all'); return s; });
-    const single = pool.lease(false).then((s) => { order.push('single'); return s; });
+    const all = pool.lease(true).then((s) => {
+      order.push('all');
+      return s;
+    });
+    const single = pool.lease(false).then((s) => {
+      order.push('single');
+      return s;
+    });
     await settled();
     assert.deepEqual(order, [], 'two slots are free, but the lease of all came first and waits');
     pool.release(first);

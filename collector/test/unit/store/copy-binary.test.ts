@@ -24,7 +24,10 @@ function splitTuples(b: Buffer): (Buffer | null)[][] {
     for (let i = 0; i < n; i++) {
       const len = b.readInt32BE(off);
       off += 4;
-      if (len === -1) { fields.push(null); continue; }
+      if (len === -1) {
+        fields.push(null);
+        continue;
+      }
       fields.push(b.subarray(off, off + len));
       off += len;
     }
@@ -58,12 +61,33 @@ test('header and trailer are the binary COPY signature, flags, extension length 
 
 test('exact bytes of a small batch, NULLs included', () => {
   const enc = new CopyBinaryEncoder(['int4', 'text', 'bool']);
-  const out = enc.encodeRows([[1, 'ab', true], [null, '', false], [-2, undefined, null]]);
-  assert.equal(hex(out), [
-    '0003', '00000004', '00000001', '00000002', '6162', '00000001', '01',
-    '0003', 'ffffffff', '00000000', '00000001', '00',
-    '0003', '00000004', 'fffffffe', 'ffffffff', 'ffffffff',
-  ].join(''));
+  const out = enc.encodeRows([
+    [1, 'ab', true],
+    [null, '', false],
+    [-2, undefined, null],
+  ]);
+  assert.equal(
+    hex(out),
+    [
+      '0003',
+      '00000004',
+      '00000001',
+      '00000002',
+      '6162',
+      '00000001',
+      '01',
+      '0003',
+      'ffffffff',
+      '00000000',
+      '00000001',
+      '00',
+      '0003',
+      '00000004',
+      'fffffffe',
+      'ffffffff',
+      'ffffffff',
+    ].join(''),
+  );
   assert.equal(enc.encodeRows([]).length, 0);
 });
 
@@ -106,14 +130,25 @@ test('text and jsonb are UTF-8 with their byte length; jsonb has version 1 first
   assert.equal(field('jsonb', '{}'), '017b7d');
   assert.equal(field('jsonb', '"ё"'), '0122d19122');
   assert.equal(field('jsonb', '"\\\\u0000"'), '01' + Buffer.from('"\\\\u0000"').toString('hex'));
-  fc.assert(fc.property(fc.string({ unit: 'binary' }).filter((s) => !s.includes('\0')), (s) => {
-    assert.equal(field('text', s), Buffer.from(s, 'utf8').toString('hex'));
-  }));
+  fc.assert(
+    fc.property(
+      fc.string({ unit: 'binary' }).filter((s) => !s.includes('\0')),
+      (s) => {
+        assert.equal(field('text', s), Buffer.from(s, 'utf8').toString('hex'));
+      },
+    ),
+  );
   // Short ASCII is copied by a loop, longer or non-ASCII text by Buffer#write: both ways, and
   // text that turns non-ASCII (or NUL) after an ASCII start, at every length around the switch.
-  fc.assert(fc.property(fc.string({ unit: fc.constantFrom('a', 'Z', '~', ' ', 'é', '€', '\u007f', '\u0080'), maxLength: 140 }), fc.constantFrom<ColumnType>('text', 'jsonb'), (s, type) => {
-    assert.equal(field(type, s), (type === 'jsonb' ? '01' : '') + Buffer.from(s, 'utf8').toString('hex'));
-  }));
+  fc.assert(
+    fc.property(
+      fc.string({ unit: fc.constantFrom('a', 'Z', '~', ' ', 'é', '€', '\u007f', '\u0080'), maxLength: 140 }),
+      fc.constantFrom<ColumnType>('text', 'jsonb'),
+      (s, type) => {
+        assert.equal(field(type, s), (type === 'jsonb' ? '01' : '') + Buffer.from(s, 'utf8').toString('hex'));
+      },
+    ),
+  );
   for (const length of [1, 63, 64, 65, 200]) {
     const s = `${'a'.repeat(length - 1)}\0`;
     throwsEncoding(() => new CopyBinaryEncoder(['text']).encodeRows([[s]]), /NUL/);
@@ -137,46 +172,85 @@ test('timestamptz counts microseconds from 2000-01-01 UTC, before 2000 negative'
   // Microseconds as a safe integer number: the same bytes as the bigint, without one.
   assert.equal(field('timestamptz', 946_684_800_000_001), '0000000000000001');
   assert.equal(field('timestamptz', 0), field('timestamptz', 0n));
-  fc.assert(fc.property(fc.integer({ min: Number.MIN_SAFE_INTEGER + 946_684_800_000_000, max: Number.MAX_SAFE_INTEGER }), (us) => {
-    assert.equal(field('timestamptz', us), field('timestamptz', BigInt(us)));
-  }));
+  fc.assert(
+    fc.property(fc.integer({ min: Number.MIN_SAFE_INTEGER + 946_684_800_000_000, max: Number.MAX_SAFE_INTEGER }), (us) => {
+      assert.equal(field('timestamptz', us), field('timestamptz', BigInt(us)));
+    }),
+  );
   throwsEncoding(() => new CopyBinaryEncoder(['timestamptz']).encodeRows([[1.5]]), /timestamptz.*safe integer/);
   throwsEncoding(() => new CopyBinaryEncoder(['timestamptz']).encodeRows([[2 ** 60]]), /timestamptz.*safe integer/);
   // Dates far from 2000 take the bigint path; both paths agree with the bigint input.
-  fc.assert(fc.property(fc.date({ noInvalidDate: true, min: new Date(-200_000_000_000_000), max: new Date(8_000_000_000_000_000) }), (d) => {
-    assert.equal(field('timestamptz', d), field('timestamptz', BigInt(d.getTime()) * 1000n));
-  }));
+  fc.assert(
+    fc.property(fc.date({ noInvalidDate: true, min: new Date(-200_000_000_000_000), max: new Date(8_000_000_000_000_000) }), (d) => {
+      assert.equal(field('timestamptz', d), field('timestamptz', BigInt(d.getTime()) * 1000n));
+    }),
+  );
 });
 
 test('int4[]: ndim, has-null flag, element oid 23, length and lower bound 1, then length 4 and each int32', () => {
-  assert.equal(field('int4[]', [1, -2]), [
-    '00000001', '00000000', '00000017', // one dimension, no NULLs, elements are int4 (oid 23)
-    '00000002', '00000001', // two elements, lower bound 1
-    '00000004', '00000001', '00000004', 'fffffffe',
-  ].join(''));
+  assert.equal(
+    field('int4[]', [1, -2]),
+    [
+      '00000001',
+      '00000000',
+      '00000017', // one dimension, no NULLs, elements are int4 (oid 23)
+      '00000002',
+      '00000001', // two elements, lower bound 1
+      '00000004',
+      '00000001',
+      '00000004',
+      'fffffffe',
+    ].join(''),
+  );
   // An empty array has no dimension at all, as the server's own '{}'.
   assert.equal(field('int4[]', []), '00000000' + '00000000' + '00000017');
-  assert.equal(field('int4[]', [-2147483648, 2147483647, 0]).slice(40),
-    '00000004' + '80000000' + '00000004' + '7fffffff' + '00000004' + '00000000');
+  assert.equal(field('int4[]', [-2147483648, 2147483647, 0]).slice(40), '00000004' + '80000000' + '00000004' + '7fffffff' + '00000004' + '00000000');
   // NULL as a whole is SQL NULL, like every column type.
-  const out = new CopyBinaryEncoder(['int4[]', 'int4']).encodeRows([[null, 7], [[5], 8]]);
-  assert.equal(hex(out), '0002' + 'ffffffff' + '00000004' + '00000007'
-    + '0002' + '0000001c' + '00000001' + '00000000' + '00000017' + '00000001' + '00000001' + '00000004' + '00000005'
-    + '00000004' + '00000008');
+  const out = new CopyBinaryEncoder(['int4[]', 'int4']).encodeRows([
+    [null, 7],
+    [[5], 8],
+  ]);
+  assert.equal(
+    hex(out),
+    '0002' +
+      'ffffffff' +
+      '00000004' +
+      '00000007' +
+      '0002' +
+      '0000001c' +
+      '00000001' +
+      '00000000' +
+      '00000017' +
+      '00000001' +
+      '00000001' +
+      '00000004' +
+      '00000005' +
+      '00000004' +
+      '00000008',
+  );
   // The field length is the bytes that follow it: 12 + 8 per dimension + 8 per element.
-  fc.assert(fc.property(fc.array(fc.integer({ min: -2147483648, max: 2147483647 }), { maxLength: 50 }), (a) => {
-    const f = Buffer.from(field('int4[]', a), 'hex');
-    assert.equal(f.length, a.length === 0 ? 12 : 20 + 8 * a.length);
-    assert.equal(f.readInt32BE(0), a.length === 0 ? 0 : 1);
-    const back: number[] = [];
-    for (let i = 0; i < a.length; i++) back.push(f.readInt32BE(24 + 8 * i));
-    assert.deepEqual(back, a);
-  }));
+  fc.assert(
+    fc.property(fc.array(fc.integer({ min: -2147483648, max: 2147483647 }), { maxLength: 50 }), (a) => {
+      const f = Buffer.from(field('int4[]', a), 'hex');
+      assert.equal(f.length, a.length === 0 ? 12 : 20 + 8 * a.length);
+      assert.equal(f.readInt32BE(0), a.length === 0 ? 0 : 1);
+      const back: number[] = [];
+      for (let i = 0; i < a.length; i++) back.push(f.readInt32BE(24 + 8 * i));
+      assert.deepEqual(back, a);
+    }),
+  );
 });
 
 test('int4[]: anything but an array of int4 integers is refused, naming the element; the encoder stays clean', () => {
   const enc = new CopyBinaryEncoder(['int4', 'int4[]']);
-  throwsEncoding(() => enc.encodeRows([[1, [1, 2]], [2, [1, 2.5]]]), /^row 1, column 1 \(int4\[\]\): expected an array of integers from -2147483648 to 2147483647 without nulls, got number 2\.5 at index 1$/);
+  throwsEncoding(
+    () =>
+      enc.encodeRows([
+        [1, [1, 2]],
+        [2, [1, 2.5]],
+      ]),
+    /^row 1, column 1 \(int4\[\]\): expected an array of integers from -2147483648 to 2147483647 without nulls, got number 2\.5 at index 1$/,
+  );
   throwsEncoding(() => enc.encodeRows([[1, [null]]]), /column 1 \(int4\[\]\).*got null at index 0$/);
   throwsEncoding(() => enc.encodeRows([[1, [2147483648]]]), /got number 2147483648 at index 0$/);
   throwsEncoding(() => enc.encodeRows([[1, [-2147483649]]]), /at index 0$/);
@@ -211,14 +285,24 @@ test('the scratch buffer grows across its initial size and batches stay independ
 
 test('wrong types and values are refused with row, column and type', () => {
   const enc = new CopyBinaryEncoder(['text', 'int4']);
-  throwsEncoding(() => enc.encodeRows([['ok', 1], [5, 2]]), /^row 1, column 0 \(text\): expected a string, got number 5$/);
+  throwsEncoding(
+    () =>
+      enc.encodeRows([
+        ['ok', 1],
+        [5, 2],
+      ]),
+    /^row 1, column 0 \(text\): expected a string, got number 5$/,
+  );
   throwsEncoding(() => enc.encodeRows([['a\0b', 1]]), /row 0, column 0 \(text\).*NUL/);
   throwsEncoding(() => enc.encodeRows([['a', 1.5]]), /row 0, column 1 \(int4\).*got number 1\.5/);
   throwsEncoding(() => enc.encodeRows([['a', 2 ** 31]]), /column 1 \(int4\)/);
   throwsEncoding(() => enc.encodeRows([['a', '1']]), /column 1 \(int4\).*got string "1"/);
   throwsEncoding(() => enc.encodeRows([['a']]), /^row 0: expected 2 values, got 1$/);
   throwsEncoding(() => enc.encodeRows(['ab' as unknown as unknown[]]), /^row 0: expected an array/);
-  const one = (type: ColumnType, v: unknown): (() => Buffer) => () => new CopyBinaryEncoder([type]).encodeRows([[v]]);
+  const one =
+    (type: ColumnType, v: unknown): (() => Buffer) =>
+    () =>
+      new CopyBinaryEncoder([type]).encodeRows([[v]]);
   throwsEncoding(one('int2', 32768), /column 0 \(int2\)/);
   throwsEncoding(one('int2', 1n), /column 0 \(int2\).*got bigint 1n/);
   throwsEncoding(one('int8', 2 ** 53), /column 0 \(int8\)/);
@@ -233,7 +317,10 @@ test('wrong types and values are refused with row, column and type', () => {
   throwsEncoding(one('timestamptz', 9_223_371_331_200_000_000n + 946_684_800_000_000n), /column 0 \(timestamptz\).*range/);
   throwsEncoding(one('timestamptz', -211_813_488_000_000_001n + 946_684_800_000_000n), /column 0 \(timestamptz\).*range/);
   assert.equal(field('timestamptz', 9_223_371_331_199_999_999n + 946_684_800_000_000n), '7fffff5bb3b29fff');
-  assert.equal(field('timestamptz', -211_813_488_000_000_000n + 946_684_800_000_000n), hex(Buffer.from(new BigInt64Array([-211_813_488_000_000_000n]).buffer).reverse()));
+  assert.equal(
+    field('timestamptz', -211_813_488_000_000_000n + 946_684_800_000_000n),
+    hex(Buffer.from(new BigInt64Array([-211_813_488_000_000_000n]).buffer).reverse()),
+  );
   throwsEncoding(one('timestamptz', new Date(-8_000_000_000_000_000)), /column 0 \(timestamptz\).*range/);
   throwsEncoding(one('jsonb', { a: 1 }), /column 0 \(jsonb\).*got object Object/);
   throwsEncoding(one('jsonb', '"\\u0000"'), /column 0 \(jsonb\).*u0000/);

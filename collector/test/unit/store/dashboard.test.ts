@@ -15,10 +15,36 @@ import { STORE_DASHBOARD_FILE, storeDashboardText } from '../../../../scripts/da
 const ROOT = join(import.meta.dirname, '../../../..');
 const MIGRATIONS = join(ROOT, 'collector/src/store/migrations');
 
-interface Target { datasource?: { type?: string; uid?: string }; rawSql?: string; format?: string; rawQuery?: boolean; editorMode?: string }
-interface Panel { id: number; type: string; title?: string; description?: string; datasource?: { type?: string; uid?: string }; gridPos: { x: number; y: number; w: number; h: number }; targets?: Target[] }
-interface Variable { name: string; type: string; query: string; multi?: boolean; includeAll?: boolean; allValue?: string; datasource?: { type?: string; uid?: string } }
-interface Dashboard { uid: string; panels: Panel[]; templating: { list: Variable[] } }
+interface Target {
+  datasource?: { type?: string; uid?: string };
+  rawSql?: string;
+  format?: string;
+  rawQuery?: boolean;
+  editorMode?: string;
+}
+interface Panel {
+  id: number;
+  type: string;
+  title?: string;
+  description?: string;
+  datasource?: { type?: string; uid?: string };
+  gridPos: { x: number; y: number; w: number; h: number };
+  targets?: Target[];
+}
+interface Variable {
+  name: string;
+  type: string;
+  query: string;
+  multi?: boolean;
+  includeAll?: boolean;
+  allValue?: string;
+  datasource?: { type?: string; uid?: string };
+}
+interface Dashboard {
+  uid: string;
+  panels: Panel[];
+  templating: { list: Variable[] };
+}
 
 const dashboard = (): Dashboard => JSON.parse(readFileSync(join(ROOT, STORE_DASHBOARD_FILE), 'utf8')) as Dashboard;
 const queryPanels = (d: Dashboard): Panel[] => d.panels.filter((p) => p.type !== 'row');
@@ -39,7 +65,9 @@ function stableRelations(): Set<string> {
  */
 function unstableReads(sql: string, stable: ReadonlySet<string>): string[] {
   const bad: string[] = [];
-  const ctes = new Set([...sql.matchAll(/(?:\bWITH(?:\s+RECURSIVE)?|,)\s+(\w+)(?:\s*\([^)]*\))?\s+AS\s+(?:(?:NOT\s+)?MATERIALIZED\s+)?\(/gi)].map((m) => m[1]!.toLowerCase()));
+  const ctes = new Set(
+    [...sql.matchAll(/(?:\bWITH(?:\s+RECURSIVE)?|,)\s+(\w+)(?:\s*\([^)]*\))?\s+AS\s+(?:(?:NOT\s+)?MATERIALIZED\s+)?\(/gi)].map((m) => m[1]!.toLowerCase()),
+  );
   for (const m of sql.matchAll(/pglog\.(\w+)/gi)) if (!stable.has(m[1]!)) bad.push(`pglog.${m[1]!} is not a stable view`);
   for (const m of sql.matchAll(/(?<!epoch\s)\b(FROM|JOIN)\s+(\(|[\w.]+)(?:\s+(?!ON\b|WHERE\b|GROUP\b|ORDER\b|CROSS\b|LEFT\b|JOIN\b|LIMIT\b)\w+)?\s*(,)?/gi)) {
     const item = m[2]!;
@@ -79,7 +107,21 @@ test('every panel has a title, a description and the store data source; ids are 
 
 test('every query reads only stable views, within the time range, filtered by $target and (where the view has one) $database', () => {
   const stable = stableRelations();
-  for (const v of ['statements', 'errors', 'lock_waits', 'activity', 'blocking', 'statement_stats', 'database_stats', 'checkpoints', 'maintenance', 'temp_files', 'sessions', 'deadlocks', 'templates']) {
+  for (const v of [
+    'statements',
+    'errors',
+    'lock_waits',
+    'activity',
+    'blocking',
+    'statement_stats',
+    'database_stats',
+    'checkpoints',
+    'maintenance',
+    'temp_files',
+    'sessions',
+    'deadlocks',
+    'templates',
+  ]) {
     assert.ok(stable.has(v), `the migrations create no view pglog.${v}`);
   }
   const d = dashboard();
@@ -91,14 +133,30 @@ test('every query reads only stable views, within the time range, filtered by $t
     assert.match(sql, /\$__timeFilter\(/, `${p.title}: not limited to the time range`);
     assert.match(sql, /'__all' IN \(\$target\) OR \w*\.?target IN \(\$target\)/, `${p.title}: not filtered by $target`);
     // Checkpoints belong to the whole server: they have no database.
-    if (!/FROM pglog\.checkpoints\b/.test(sql)) assert.match(sql, /'__all' IN \(\$database\) OR [\w.]*database IN \(\$database\)/, `${p.title}: not filtered by $database`);
+    if (!/FROM pglog\.checkpoints\b/.test(sql))
+      assert.match(sql, /'__all' IN \(\$database\) OR [\w.]*database IN \(\$database\)/, `${p.title}: not filtered by $database`);
     if (p.type === 'timeseries') {
       assert.match(sql, /^(?:WITH[\s\S]*\n)?SELECT (?:\$__timeGroupAlias\(|time,)/m, `${p.title}: a time series must return time first`);
       assert.match(sql, /ORDER BY 1\s*$/, `${p.title}: a time series must be sorted by time`);
     }
   }
   // The issue's views: statements, errors, lock waits, deadlocks, blocking, activity, checkpoints, autovacuum, temp files, sessions.
-  for (const v of ['statements', 'errors', 'lock_waits', 'deadlocks', 'blocking', 'activity', 'statement_stats', 'database_stats', 'checkpoints', 'maintenance', 'temp_files', 'sessions', 'templates', 'plans']) {
+  for (const v of [
+    'statements',
+    'errors',
+    'lock_waits',
+    'deadlocks',
+    'blocking',
+    'activity',
+    'statement_stats',
+    'database_stats',
+    'checkpoints',
+    'maintenance',
+    'temp_files',
+    'sessions',
+    'templates',
+    'plans',
+  ]) {
     assert.ok(viewsRead.has(v), `no panel reads pglog.${v}`);
   }
 });
@@ -107,11 +165,16 @@ test('the checker refuses tables, unknown relations and comma lists', () => {
   const stable = stableRelations();
   assert.deepEqual(unstableReads('WITH t AS (SELECT 1 FROM pglog.statements s) SELECT * FROM t JOIN pglog.templates q ON true', stable), []);
   assert.deepEqual(unstableReads('SELECT (extract(epoch from ts)/60)::bigint FROM (SELECT ts FROM pglog.errors) x', stable), []);
-  assert.deepEqual(unstableReads('SELECT * FROM pglog.statement_events', stable), ['pglog.statement_events is not a stable view', 'FROM pglog.statement_events: neither a stable pglog view nor a CTE']);
+  assert.deepEqual(unstableReads('SELECT * FROM pglog.statement_events', stable), [
+    'pglog.statement_events is not a stable view',
+    'FROM pglog.statement_events: neither a stable pglog view nor a CTE',
+  ]);
   assert.deepEqual(unstableReads('SELECT * FROM pg_class', stable), ['FROM pg_class: neither a stable pglog view nor a CTE']);
   assert.deepEqual(unstableReads('SELECT * FROM pglog.errors e, pg_class', stable), ['FROM pglog.errors, ...: a comma list (use JOIN)']);
-  assert.deepEqual(unstableReads('SELECT * FROM pglog.errors LEFT JOIN pglog.query_templates USING (fingerprint)', stable),
-    ['pglog.query_templates is not a stable view', 'JOIN pglog.query_templates: neither a stable pglog view nor a CTE']);
+  assert.deepEqual(unstableReads('SELECT * FROM pglog.errors LEFT JOIN pglog.query_templates USING (fingerprint)', stable), [
+    'pglog.query_templates is not a stable view',
+    'JOIN pglog.query_templates: neither a stable pglog view nor a CTE',
+  ]);
 });
 
 test('variables: the data source by plugin type; target and database multi-value with All as the custom all value; the template as text', () => {

@@ -35,16 +35,38 @@ function column(table: keyof typeof TABLES, values: readonly unknown[], name: st
 }
 
 const statement = (over: Partial<StatementEvent> = {}): StatementEvent => ({
-  kind: 'statement', offset: 100, end: 180, ts: '2026-11-21T13:29:33.120456Z', pid: 42, database: 'app',
-  user: 'alice', application: 'psql', remote_host: null, session_id: null, session_line: null,
-  backend_type: null, query_id: null, severity: 'LOG', sqlstate: null, truncated: false,
-  duration_ms: 1.25, protocol: 'extended', statement_name: 'S_1', query: 'SELECT $1',
-  parameters: "$1 = '5'", normalized: 'select $1', fingerprint: 'abc123', ...over,
+  kind: 'statement',
+  offset: 100,
+  end: 180,
+  ts: '2026-11-21T13:29:33.120456Z',
+  pid: 42,
+  database: 'app',
+  user: 'alice',
+  application: 'psql',
+  remote_host: null,
+  session_id: null,
+  session_line: null,
+  backend_type: null,
+  query_id: null,
+  severity: 'LOG',
+  sqlstate: null,
+  truncated: false,
+  duration_ms: 1.25,
+  protocol: 'extended',
+  statement_name: 'S_1',
+  query: 'SELECT $1',
+  parameters: "$1 = '5'",
+  normalized: 'select $1',
+  fingerprint: 'abc123',
+  ...over,
 });
 
-test('the fixture has every kind but autoanalyze; each maps to its table with values the table\'s encoder takes', () => {
+test("the fixture has every kind but autoanalyze; each maps to its table with values the table's encoder takes", () => {
   const kinds = new Set(fixture.map((e) => e.kind));
-  assert.deepEqual(EVENT_KINDS.filter((k) => !kinds.has(k)), ['autoanalyze']);
+  assert.deepEqual(
+    EVENT_KINDS.filter((k) => !kinds.has(k)),
+    ['autoanalyze'],
+  );
   const expected: Record<string, string> = { statement: 'statement_events', error: 'error_events', lock_wait: 'lock_wait_events' };
   const encoders = Object.fromEntries(EVENT_TABLES.map((t) => [t, new CopyBinaryEncoder(TABLES[t].types)]));
   for (const e of fixture) {
@@ -59,19 +81,28 @@ test('the fixture has every kind but autoanalyze; each maps to its table with va
   }
 });
 
-test('a statement row holds the statement\'s fields, and its template is sighted', () => {
+test("a statement row holds the statement's fields, and its template is sighted", () => {
   const ctx = rowContext(MAX);
   const row = mapEvent(SOURCE, statement(), READ_AT, ctx);
   const t = 'statement_events';
   const v = row.values;
-  assert.deepEqual(
-    Object.fromEntries(TABLES[t].columns.map((c) => [c, column(t, v, c)])),
-    {
-      ts: 1795267773120456, target: 'db1', instance: 'main', database: 'app', username: 'alice', application: 'psql',
-      pid: 42, duration_ms: 1.25, fingerprint: 'abc123', query: 'SELECT $1', protocol: 'extended', parameters: "$1 = '5'",
-      file: SOURCE.file, file_offset: 100, ts_logged: null,
-    },
-  );
+  assert.deepEqual(Object.fromEntries(TABLES[t].columns.map((c) => [c, column(t, v, c)])), {
+    ts: 1795267773120456,
+    target: 'db1',
+    instance: 'main',
+    database: 'app',
+    username: 'alice',
+    application: 'psql',
+    pid: 42,
+    duration_ms: 1.25,
+    fingerprint: 'abc123',
+    query: 'SELECT $1',
+    protocol: 'extended',
+    parameters: "$1 = '5'",
+    file: SOURCE.file,
+    file_offset: 100,
+    ts_logged: null,
+  });
   assert.deepEqual(ctx.templates.sorted(), [{ fingerprint: 'abc123', normalized: 'select $1', first: 1795267773120456, last: 1795267773120456 }]);
   assert.equal(ctx.readTimeUsed, 0);
 });
@@ -101,7 +132,10 @@ test('other events keep the event in the payload, without the fields that are co
   assert.equal(payload.plan, plan.plan);
   assert.equal(payload.duration_ms, plan.duration_ms);
   for (const k of ['kind', 'severity', 'database', 'message', 'offset', 'ts']) assert.ok(!(k in payload), k);
-  assert.deepEqual(ctx.templates.sorted().map((x) => x.fingerprint), [plan.fingerprint]);
+  assert.deepEqual(
+    ctx.templates.sorted().map((x) => x.fingerprint),
+    [plan.fingerprint],
+  );
   const deadlock = byKind('deadlock');
   const d = mapEvent(SOURCE, deadlock, READ_AT, rowContext(MAX)).values;
   assert.equal(column('other_events', d, 'message'), deadlock.message);
@@ -164,7 +198,10 @@ test('templates merge per fingerprint with first and last sighting, sorted', () 
 });
 
 test('a quarantine record names the table and column and keeps the row as JSON', () => {
-  const rec = quarantineRecord(mapEvent(SOURCE, statement({ query: 'q'.repeat(200_000) }), READ_AT, rowContext(MAX)), 'SQLSTATE 23514: new row violates check constraint "x"');
+  const rec = quarantineRecord(
+    mapEvent(SOURCE, statement({ query: 'q'.repeat(200_000) }), READ_AT, rowContext(MAX)),
+    'SQLSTATE 23514: new row violates check constraint "x"',
+  );
   assert.equal(rec.reason, 'statement_events: SQLSTATE 23514: new row violates check constraint "x"');
   assert.deepEqual([rec.target, rec.instance, rec.file, rec.fileOffset], ['db1', 'main', SOURCE.file, 100]);
   const row = JSON.parse(rec.row) as Record<string, unknown>;

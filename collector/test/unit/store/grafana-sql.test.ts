@@ -6,12 +6,27 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 
-import { expandMacros, formatInterval, type GrafanaQueryContext, grafanaSql, type GrafanaVariable,interpolateVariables, parseIntervalSeconds } from '../../helpers/grafana-sql.ts';
+import {
+  expandMacros,
+  formatInterval,
+  type GrafanaQueryContext,
+  grafanaSql,
+  type GrafanaVariable,
+  interpolateVariables,
+  parseIntervalSeconds,
+} from '../../helpers/grafana-sql.ts';
 
 // The documentation's example range: 2017-04-21T05:01:17Z .. 2017-04-21T05:06:17Z.
 const range = { from: new Date('2017-04-21T05:01:17Z'), to: new Date('2017-04-21T05:06:17Z') };
-const variable = (name: string, current: GrafanaVariable['current'], more: Partial<GrafanaVariable> = {}): GrafanaVariable =>
-  ({ name, multi: true, includeAll: true, allValue: null, options: ['db1', 'db2', "o'neil"], current, ...more });
+const variable = (name: string, current: GrafanaVariable['current'], more: Partial<GrafanaVariable> = {}): GrafanaVariable => ({
+  name,
+  multi: true,
+  includeAll: true,
+  allValue: null,
+  options: ['db1', 'db2', "o'neil"],
+  current,
+  ...more,
+});
 const ctx = (variables: GrafanaVariable[] = [], intervalMs = 300_000): GrafanaQueryContext => ({ ...range, intervalMs, variables });
 
 test('macros expand to the documented SQL', () => {
@@ -35,11 +50,18 @@ test('macros expand to the documented SQL', () => {
 });
 
 test('$__interval and $__interval_ms are interpolated before the macros, as the browser does it first', () => {
-  assert.equal(grafanaSql('SELECT $__timeGroupAlias(ts, $__interval), count(*) / ($__interval_ms / 1000.0)', ctx([], 10_000)),
-    'SELECT (extract(epoch from ts)/10)::bigint*10 AS "time", count(*) / (10000 / 1000.0)');
-  assert.deepEqual([formatInterval(500), formatInterval(15_000), formatInterval(300_000), formatInterval(7_200_000), formatInterval(86_400_000), formatInterval(90_000)],
-    ['500ms', '15s', '5m', '2h', '1d', '90s']);
-  assert.deepEqual([parseIntervalSeconds("'5m'"), parseIntervalSeconds('10s'), parseIntervalSeconds('500ms'), parseIntervalSeconds('1h')], [300, 10, 0.5, 3600]);
+  assert.equal(
+    grafanaSql('SELECT $__timeGroupAlias(ts, $__interval), count(*) / ($__interval_ms / 1000.0)', ctx([], 10_000)),
+    'SELECT (extract(epoch from ts)/10)::bigint*10 AS "time", count(*) / (10000 / 1000.0)',
+  );
+  assert.deepEqual(
+    [formatInterval(500), formatInterval(15_000), formatInterval(300_000), formatInterval(7_200_000), formatInterval(86_400_000), formatInterval(90_000)],
+    ['500ms', '15s', '5m', '2h', '1d', '90s'],
+  );
+  assert.deepEqual(
+    [parseIntervalSeconds("'5m'"), parseIntervalSeconds('10s'), parseIntervalSeconds('500ms'), parseIntervalSeconds('1h')],
+    [300, 10, 0.5, 3600],
+  );
 });
 
 test('multi-value variables: quoted and comma-separated by default and with :sqlstring; other formats', () => {
@@ -48,8 +70,10 @@ test('multi-value variables: quoted and comma-separated by default and with :sql
   assert.equal(interpolateVariables('target IN (${target})', ctx(two)), "target IN ('db1','o''neil')");
   assert.equal(interpolateVariables('target IN (${target:sqlstring})', ctx(two)), "target IN ('db1','o''neil')");
   assert.equal(interpolateVariables('target IN ([[target]])', ctx(two)), "target IN ('db1','o''neil')");
-  assert.equal(interpolateVariables('${target:csv} ${target:pipe} ${target:singlequote} ${target:doublequote}', ctx(two)),
-    "db1,o'neil db1|o'neil 'db1','o\\'neil' \"db1\",\"o'neil\"");
+  assert.equal(
+    interpolateVariables('${target:csv} ${target:pipe} ${target:singlequote} ${target:doublequote}', ctx(two)),
+    "db1,o'neil db1|o'neil 'db1','o\\'neil' \"db1\",\"o'neil\"",
+  );
   // A variable that is neither multi-value nor include-All is inserted raw.
   const single = [variable('db', ['shop'], { multi: false, includeAll: false })];
   assert.equal(interpolateVariables("database = '$db'", ctx(single)), "database = 'shop'");
@@ -68,6 +92,8 @@ test('macros, unknown names and string contents are left to the next step; nothi
   const sql = "SELECT $__timeGroupAlias(ts, $__interval), '$1' FROM pglog.statements WHERE $__timeFilter(ts) AND target IN ($target)";
   const interpolated = interpolateVariables(sql, ctx([variable('target', ['db2'])], 60_000));
   assert.equal(interpolated, "SELECT $__timeGroupAlias(ts, 1m), '$1' FROM pglog.statements WHERE $__timeFilter(ts) AND target IN ('db2')");
-  assert.equal(expandMacros(interpolated, range),
-    "SELECT (extract(epoch from ts)/60)::bigint*60 AS \"time\", '$1' FROM pglog.statements WHERE ts BETWEEN '2017-04-21T05:01:17.000Z' AND '2017-04-21T05:06:17.000Z' AND target IN ('db2')");
+  assert.equal(
+    expandMacros(interpolated, range),
+    "SELECT (extract(epoch from ts)/60)::bigint*60 AS \"time\", '$1' FROM pglog.statements WHERE ts BETWEEN '2017-04-21T05:01:17.000Z' AND '2017-04-21T05:06:17.000Z' AND target IN ('db2')",
+  );
 });

@@ -29,7 +29,7 @@ test('digits beyond microseconds round half up, carrying into the next second', 
   assert.equal(isoToMicros('2024-01-02T03:04:05.9999995Z'), 1704164646000000n);
 });
 
-test('a leap second is the next minute\'s first second, as PostgreSQL reads it', () => {
+test("a leap second is the next minute's first second, as PostgreSQL reads it", () => {
   assert.equal(isoToMicros('2016-12-31T23:59:60Z'), isoToMicros('2017-01-01T00:00:00Z'));
 });
 
@@ -51,8 +51,13 @@ test('text that is not an instant gives null', () => {
   for (const s of [
     '2024-01-02 03:04:05.123 IST', // the parser's text as logged, unknown zone
     '2024-01-02T03:04:05', // no zone
-    '2024-13-02T03:04:05Z', '2023-02-29T00:00:00Z', '2024-01-02T24:00:00Z', '2024-01-02T03:60:00Z',
-    '2024-01-02T03:04:05+16:00', '', 'yesterday',
+    '2024-13-02T03:04:05Z',
+    '2023-02-29T00:00:00Z',
+    '2024-01-02T24:00:00Z',
+    '2024-01-02T03:60:00Z',
+    '2024-01-02T03:04:05+16:00',
+    '',
+    'yesterday',
   ]) {
     assert.equal(isoToMicros(s), null, s);
   }
@@ -60,20 +65,23 @@ test('text that is not an instant gives null', () => {
 });
 
 test('property: agrees with Date.parse to the millisecond and keeps the sub-millisecond digits', () => {
-  fc.assert(fc.property(
-    fc.date({ min: new Date('1970-01-01T00:00:00Z'), max: new Date('2200-12-31T23:59:59Z'), noInvalidDate: true }),
-    fc.integer({ min: 0, max: 999 }),
-    fc.integer({ min: -14 * 60, max: 14 * 60 }),
-    (date, subMs, offsetMin) => {
-      // The same instant written in another zone.
-      const local = new Date(date.getTime() + offsetMin * 60_000).toISOString().slice(0, 23);
-      const sign = offsetMin < 0 ? '-' : '+';
-      const abs = Math.abs(offsetMin);
-      const zone = offsetMin === 0 ? 'Z' : `${sign}${String(Math.floor(abs / 60)).padStart(2, '0')}:${String(abs % 60).padStart(2, '0')}`;
-      const text = `${local}${String(subMs).padStart(3, '0')}${zone}`;
-      assert.equal(isoToMicros(text), BigInt(date.getTime()) * 1000n + BigInt(subMs), text);
-    },
-  ), { numRuns: 500 });
+  fc.assert(
+    fc.property(
+      fc.date({ min: new Date('1970-01-01T00:00:00Z'), max: new Date('2200-12-31T23:59:59Z'), noInvalidDate: true }),
+      fc.integer({ min: 0, max: 999 }),
+      fc.integer({ min: -14 * 60, max: 14 * 60 }),
+      (date, subMs, offsetMin) => {
+        // The same instant written in another zone.
+        const local = new Date(date.getTime() + offsetMin * 60_000).toISOString().slice(0, 23);
+        const sign = offsetMin < 0 ? '-' : '+';
+        const abs = Math.abs(offsetMin);
+        const zone = offsetMin === 0 ? 'Z' : `${sign}${String(Math.floor(abs / 60)).padStart(2, '0')}:${String(abs % 60).padStart(2, '0')}`;
+        const text = `${local}${String(subMs).padStart(3, '0')}${zone}`;
+        assert.equal(isoToMicros(text), BigInt(date.getTime()) * 1000n + BigInt(subMs), text);
+      },
+    ),
+    { numRuns: 500 },
+  );
 });
 
 test('microsToIso and msToMicros', () => {
@@ -84,27 +92,37 @@ test('microsToIso and msToMicros', () => {
 });
 
 test('property: consecutive timestamps of the same second (the cached path) convert like any other', () => {
-  fc.assert(fc.property(
-    fc.date({ min: new Date('2000-01-01T00:00:00Z'), max: new Date('2100-01-01T00:00:00Z'), noInvalidDate: true }),
-    fc.array(fc.tuple(fc.option(fc.stringMatching(/^\d{1,9}$/), { nil: undefined }), fc.constantFrom('Z', '+03:00', '-05:30')), { minLength: 1, maxLength: 6 }),
-    (date, stamps) => {
-      const head = date.toISOString().slice(0, 19);
-      for (const [fraction, zone] of stamps) {
-        const text = `${head}${fraction === undefined ? '' : `.${fraction}`}${zone}`;
-        const offsetMs = zone === 'Z' ? 0 : (zone.startsWith('-') ? -1 : 1) * (Number(zone.slice(1, 3)) * 60 + Number(zone.slice(4, 6))) * 60_000;
-        const digits = (fraction ?? '').padEnd(7, '0');
-        const micros = BigInt(Number(digits.slice(0, 6)) + (Number(digits[6]) >= 5 ? 1 : 0));
-        const expected = BigInt(Date.parse(`${head}Z`) - offsetMs) * 1000n + micros;
-        assert.equal(isoToMicros(text), expected, text);
-      }
-    },
-  ), { numRuns: 500 });
+  fc.assert(
+    fc.property(
+      fc.date({ min: new Date('2000-01-01T00:00:00Z'), max: new Date('2100-01-01T00:00:00Z'), noInvalidDate: true }),
+      fc.array(fc.tuple(fc.option(fc.stringMatching(/^\d{1,9}$/), { nil: undefined }), fc.constantFrom('Z', '+03:00', '-05:30')), {
+        minLength: 1,
+        maxLength: 6,
+      }),
+      (date, stamps) => {
+        const head = date.toISOString().slice(0, 19);
+        for (const [fraction, zone] of stamps) {
+          const text = `${head}${fraction === undefined ? '' : `.${fraction}`}${zone}`;
+          const offsetMs = zone === 'Z' ? 0 : (zone.startsWith('-') ? -1 : 1) * (Number(zone.slice(1, 3)) * 60 + Number(zone.slice(4, 6))) * 60_000;
+          const digits = (fraction ?? '').padEnd(7, '0');
+          const micros = BigInt(Number(digits.slice(0, 6)) + (Number(digits[6]) >= 5 ? 1 : 0));
+          const expected = BigInt(Date.parse(`${head}Z`) - offsetMs) * 1000n + micros;
+          assert.equal(isoToMicros(text), expected, text);
+        }
+      },
+    ),
+    { numRuns: 500 },
+  );
 });
 
 test('property: a text repeated (the last-text shortcut) converts like the first time, also after a text that is not an instant', () => {
   const pool = [
-    '2026-11-26T08:00:00.123Z', '2026-11-26T08:00:00.124Z', '2026-11-26T08:00:00.123+03:00',
-    '2026-11-26T08:00:01Z', '2026-13-26T08:00:00.123Z', '2026-11-26 08:00:00.123 XYZ',
+    '2026-11-26T08:00:00.123Z',
+    '2026-11-26T08:00:00.124Z',
+    '2026-11-26T08:00:00.123+03:00',
+    '2026-11-26T08:00:01Z',
+    '2026-13-26T08:00:00.123Z',
+    '2026-11-26 08:00:00.123 XYZ',
   ];
   const expected = pool.map((t) => {
     isoToMicrosValue('1999-01-01T00:00:00Z'); // another text first: no shortcut taken
@@ -112,7 +130,10 @@ test('property: a text repeated (the last-text shortcut) converts like the first
   });
   assert.equal(expected[4], null);
   assert.equal(expected[5], null);
-  fc.assert(fc.property(fc.array(fc.integer({ min: 0, max: pool.length - 1 }), { minLength: 1, maxLength: 20 }), (picks) => {
-    for (const k of picks) assert.equal(isoToMicrosValue(pool[k]!), expected[k], pool[k]);
-  }), { numRuns: 300 });
+  fc.assert(
+    fc.property(fc.array(fc.integer({ min: 0, max: pool.length - 1 }), { minLength: 1, maxLength: 20 }), (picks) => {
+      for (const k of picks) assert.equal(isoToMicrosValue(pool[k]!), expected[k], pool[k]);
+    }),
+    { numRuns: 300 },
+  );
 });

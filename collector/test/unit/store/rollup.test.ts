@@ -7,9 +7,7 @@ import { test } from 'node:test';
 
 import fc from 'fast-check';
 
-import {
-  BIN_BASE_MS, durationBin, durationOfBin, histogramPercentile,
-MAX_BIN, MAX_PERCENTILE_ERROR, StatementRollup, } from '../../../src/store/rollup.ts';
+import { BIN_BASE_MS, durationBin, durationOfBin, histogramPercentile, MAX_BIN, MAX_PERCENTILE_ERROR, StatementRollup } from '../../../src/store/rollup.ts';
 
 /** A statement_events row with the columns the rollup reads (the others null). */
 function row(tsMs: number, target: string, database: string | null, fingerprint: string | null, ms: number | null): unknown[] {
@@ -24,12 +22,30 @@ function exactQuantile(values: number[], q: number): number {
 test('rows are summed per minute and key; untimed statements count as calls only', () => {
   const r = new StatementRollup();
   const t0 = Date.UTC(2026, 0, 1, 10, 0, 0);
-  r.add([row(t0 + 1000, 'db1', 'app', 'fa', 2), row(t0 + 59_999, 'db1', 'app', 'fa', 6), row(t0 + 60_000, 'db1', 'app', 'fa', 1),
-    row(t0 + 5, 'db1', null, 'fa', null), row(t0 + 5, 'db1', 'app', null, 3), row(t0 + 5, 'db2', 'app', 'fa', 4)]);
-  const rows = r.rows().map((v) => ({ bucket: v[0], target: v[1], database: v[3], fingerprint: v[4], calls: v[5], timed: v[6], total: v[7], max: v[8], counts: v[10] }));
+  r.add([
+    row(t0 + 1000, 'db1', 'app', 'fa', 2),
+    row(t0 + 59_999, 'db1', 'app', 'fa', 6),
+    row(t0 + 60_000, 'db1', 'app', 'fa', 1),
+    row(t0 + 5, 'db1', null, 'fa', null),
+    row(t0 + 5, 'db1', 'app', null, 3),
+    row(t0 + 5, 'db2', 'app', 'fa', 4),
+  ]);
+  const rows = r
+    .rows()
+    .map((v) => ({ bucket: v[0], target: v[1], database: v[3], fingerprint: v[4], calls: v[5], timed: v[6], total: v[7], max: v[8], counts: v[10] }));
   assert.equal(rows.length, 5);
   assert.deepEqual(rows[0], { bucket: t0 * 1000, target: 'db1', database: 'app', fingerprint: 'fa', calls: 2, timed: 2, total: 8, max: 6, counts: [1, 1] });
-  assert.deepEqual(rows[1], { bucket: (t0 + 60_000) * 1000, target: 'db1', database: 'app', fingerprint: 'fa', calls: 1, timed: 1, total: 1, max: 1, counts: [1] });
+  assert.deepEqual(rows[1], {
+    bucket: (t0 + 60_000) * 1000,
+    target: 'db1',
+    database: 'app',
+    fingerprint: 'fa',
+    calls: 1,
+    timed: 1,
+    total: 1,
+    max: 1,
+    counts: [1],
+  });
   assert.deepEqual(rows[2], { bucket: t0 * 1000, target: 'db1', database: null, fingerprint: 'fa', calls: 1, timed: 0, total: 0, max: null, counts: [] });
   assert.equal(rows[3]?.fingerprint, null);
   assert.equal(rows[4]?.target, 'db2');
@@ -37,8 +53,14 @@ test('rows are summed per minute and key; untimed statements count as calls only
 
 test('bigint microseconds fall in the same minute as numbers, before 1970 too', () => {
   const a = new StatementRollup();
-  a.add([[-1n, 't', 'i', null, null, null, null, 1, null], [59_999_999n, 't', 'i', null, null, null, null, 1, null]]);
-  assert.deepEqual(a.rows().map((v) => v[0]), [-60_000_000n, 0n]);
+  a.add([
+    [-1n, 't', 'i', null, null, null, null, 1, null],
+    [59_999_999n, 't', 'i', null, null, null, null, 1, null],
+  ]);
+  assert.deepEqual(
+    a.rows().map((v) => v[0]),
+    [-60_000_000n, 0n],
+  );
 });
 
 test('bins: edges, the smallest and largest, and the value a bin stands for', () => {
@@ -57,27 +79,46 @@ test('bins: edges, the smallest and largest, and the value a bin stands for', ()
 });
 
 test('merging parts equals adding every row to one rollup', () => {
-  fc.assert(fc.property(fc.array(fc.tuple(fc.integer({ min: 0, max: 300_000 }), fc.constantFrom('a', 'b'), fc.option(fc.double({ min: 0, max: 1e6, noNaN: true }))), { maxLength: 200 }), fc.nat({ max: 200 }), (items, cut) => {
-    const rows = items.map(([t, k, ms]) => row(t, 'db', 'app', k, ms));
-    const one = new StatementRollup();
-    one.add(rows);
-    const a = new StatementRollup(), b = new StatementRollup();
-    a.add(rows.slice(0, cut));
-    b.add(rows.slice(cut));
-    a.merge(b);
-    const norm = (r: StatementRollup): unknown[][] => r.rows().map((v) => [...v.slice(0, 7), Math.round((v[7] as number) * 1e3), ...v.slice(8)]).sort((x, y) => String(x).localeCompare(String(y)));
-    assert.deepEqual(norm(a), norm(one));
-  }));
+  fc.assert(
+    fc.property(
+      fc.array(fc.tuple(fc.integer({ min: 0, max: 300_000 }), fc.constantFrom('a', 'b'), fc.option(fc.double({ min: 0, max: 1e6, noNaN: true }))), {
+        maxLength: 200,
+      }),
+      fc.nat({ max: 200 }),
+      (items, cut) => {
+        const rows = items.map(([t, k, ms]) => row(t, 'db', 'app', k, ms));
+        const one = new StatementRollup();
+        one.add(rows);
+        const a = new StatementRollup(),
+          b = new StatementRollup();
+        a.add(rows.slice(0, cut));
+        b.add(rows.slice(cut));
+        a.merge(b);
+        const norm = (r: StatementRollup): unknown[][] =>
+          r
+            .rows()
+            .map((v) => [...v.slice(0, 7), Math.round((v[7] as number) * 1e3), ...v.slice(8)])
+            .sort((x, y) => String(x).localeCompare(String(y)));
+        assert.deepEqual(norm(a), norm(one));
+      },
+    ),
+  );
 });
 
 test('percentiles from the histogram are within MAX_PERCENTILE_ERROR of the exact nearest-rank ones', () => {
-  fc.assert(fc.property(fc.array(fc.double({ min: 0.002, max: 1e7, noNaN: true }), { minLength: 1, maxLength: 500 }), fc.constantFrom(0.5, 0.95, 0.99, 1), (values, q) => {
-    const r = new StatementRollup();
-    r.add(values.map((ms) => row(0, 'db', 'app', 'f', ms)));
-    const [v] = r.rows();
-    const p = histogramPercentile(v?.[9] as number[], v?.[10] as number[], q) as number;
-    const exact = exactQuantile(values, q);
-    assert.ok(Math.abs(p - exact) / exact <= MAX_PERCENTILE_ERROR + 1e-9, `q ${q}: ${p} vs ${exact}`);
-  }));
+  fc.assert(
+    fc.property(
+      fc.array(fc.double({ min: 0.002, max: 1e7, noNaN: true }), { minLength: 1, maxLength: 500 }),
+      fc.constantFrom(0.5, 0.95, 0.99, 1),
+      (values, q) => {
+        const r = new StatementRollup();
+        r.add(values.map((ms) => row(0, 'db', 'app', 'f', ms)));
+        const [v] = r.rows();
+        const p = histogramPercentile(v?.[9] as number[], v?.[10] as number[], q) as number;
+        const exact = exactQuantile(values, q);
+        assert.ok(Math.abs(p - exact) / exact <= MAX_PERCENTILE_ERROR + 1e-9, `q ${q}: ${p} vs ${exact}`);
+      },
+    ),
+  );
   assert.equal(histogramPercentile([], [], 0.5), null);
 });

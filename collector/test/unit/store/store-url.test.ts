@@ -15,7 +15,11 @@ import { describeStore, storeUrlPasswords, withoutPassword } from '../../../src/
 const pgParse = (createRequire(import.meta.url)('pg-connection-string') as { parse: (s: string) => { password?: string; host?: string | null } }).parse;
 
 /** A password written into a URL, the pieces of it that must never show, and how pg reads the URL. */
-interface Case { url: string; pieces: string[]; name: string | null }
+interface Case {
+  url: string;
+  pieces: string[];
+  name: string | null;
+}
 const cases: Case[] = [
   // F9's reproduction: pg splits at the last '@', so the password is Zx9@Tq7vLm.
   { url: 'postgresql://pglog:Zx9@Tq7vLm@db.internal:5432/pglog', pieces: ['Zx9', 'Tq7vLm'], name: 'store pglog@db.internal:5432/pglog' },
@@ -28,9 +32,17 @@ const cases: Case[] = [
   { url: 'postgresql://pglog:Ed3%Rf4@db.internal/pglog', pieces: ['Ed3', 'Rf4'], name: 'store pglog@db.internal:5432/pglog' },
   { url: 'postgresql://pglog:Tg5 Yh6@db.internal/pglog', pieces: ['Tg5', 'Yh6'], name: 'store pglog@db.internal:5432/pglog' },
   // Percent-encoded '@', '/', '%' and space: neither spelling may show.
-  { url: 'postgresql://pglog:Uj7%40Ik8%2FOl9%25Pz0%20Xc1@db.internal/pglog', pieces: ['Uj7', 'Ik8', 'Ol9', 'Pz0', 'Xc1', '%40', '%2F'], name: 'store pglog@db.internal:5432/pglog' },
+  {
+    url: 'postgresql://pglog:Uj7%40Ik8%2FOl9%25Pz0%20Xc1@db.internal/pglog',
+    pieces: ['Uj7', 'Ik8', 'Ol9', 'Pz0', 'Xc1', '%40', '%2F'],
+    name: 'store pglog@db.internal:5432/pglog',
+  },
   // A password parameter, percent-encoded and with '+' for a space, and the Unix-socket form.
-  { url: 'postgresql://pglog@db.internal/pglog?sslmode=disable&password=Vb2%26Nm3+Lk4', pieces: ['Vb2', 'Nm3', 'Lk4'], name: 'store pglog@db.internal:5432/pglog' },
+  {
+    url: 'postgresql://pglog@db.internal/pglog?sslmode=disable&password=Vb2%26Nm3+Lk4',
+    pieces: ['Vb2', 'Nm3', 'Lk4'],
+    name: 'store pglog@db.internal:5432/pglog',
+  },
   { url: 'postgresql://pglog:Jh5@Gf6@/pglog?host=/run/postgresql', pieces: ['Jh5', 'Gf6'], name: 'store pglog@/run/postgresql:5432/pglog' },
   // libpq keyword/value: not a URL pg reads, never named; its password is still a secret.
   { url: "host=db.internal password='Dc7 \\'Sx8' dbname=pglog", pieces: ['Dc7', 'Sx8'], name: null },
@@ -45,8 +57,13 @@ test('storeUrlPasswords finds what node-postgres would send, whatever the spelli
       sent = undefined; // pg refuses the URL: nothing is sent, the typed text is still secret
     }
     const forms = storeUrlPasswords(c.url);
-    if (sent !== undefined && sent !== '' && c.name !== null) assert.ok(forms.includes(sent), `${c.url}: pg sends ${JSON.stringify(sent)}, registered ${JSON.stringify(forms)}`);
-    for (const piece of c.pieces) assert.ok(forms.some((f) => f.includes(piece)), `${c.url}: ${piece} is in no registered form ${JSON.stringify(forms)}`);
+    if (sent !== undefined && sent !== '' && c.name !== null)
+      assert.ok(forms.includes(sent), `${c.url}: pg sends ${JSON.stringify(sent)}, registered ${JSON.stringify(forms)}`);
+    for (const piece of c.pieces)
+      assert.ok(
+        forms.some((f) => f.includes(piece)),
+        `${c.url}: ${piece} is in no registered form ${JSON.stringify(forms)}`,
+      );
   }
   assert.deepEqual(storeUrlPasswords('postgresql://pglog@db/logs'), []);
   assert.deepEqual(storeUrlPasswords('postgresql://db/logs?application_name=a:b@c'), []);
@@ -77,9 +94,25 @@ test('the real logger fed storeUrlPasswords leaks no piece of the password, in a
     const secrets = new SecretScrubber();
     for (const p of storeUrlPasswords(c.url)) secrets.register(p);
     const chunks: string[] = [];
-    const log = createLogger({ level: 'trace', secrets, destination: new Writable({ write(chunk: Buffer, _e, done): void { chunks.push(chunk.toString('utf8')); done(); } }) });
+    const log = createLogger({
+      level: 'trace',
+      secrets,
+      destination: new Writable({
+        write(chunk: Buffer, _e, done): void {
+          chunks.push(chunk.toString('utf8'));
+          done();
+        },
+      }),
+    });
     for (const form of storeUrlPasswords(c.url)) {
-      log.error({ err: new Error(`connect failed for ${c.url} (password "${form}")`), detail: `libpq: host=db password=${form} dbname=pglog`, nested: { a: { b: { c: { d: { e: form } } } } } }, `store ${c.url}`);
+      log.error(
+        {
+          err: new Error(`connect failed for ${c.url} (password "${form}")`),
+          detail: `libpq: host=db password=${form} dbname=pglog`,
+          nested: { a: { b: { c: { d: { e: form } } } } },
+        },
+        `store ${c.url}`,
+      );
       log.warn({ where: describeStore(c.url), json: JSON.stringify({ form, url: c.url }) }, withoutPassword(`the password was ${form}`, c.url));
     }
     const out = chunks.join('');

@@ -58,27 +58,27 @@ test('cutUtf8 never splits a character or a surrogate pair', () => {
 });
 
 test('property: cleaned text has no NUL, is well formed, fits the limit and keeps the start of the text', () => {
-  const unit = fc.oneof(
-    fc.string({ unit: 'grapheme', maxLength: 20 }),
-    fc.constantFrom('\0', '\ud800', '\udfff', '😀', 'é', '€', 'x'),
+  const unit = fc.oneof(fc.string({ unit: 'grapheme', maxLength: 20 }), fc.constantFrom('\0', '\ud800', '\udfff', '😀', 'é', '€', 'x'));
+  fc.assert(
+    fc.property(fc.array(unit, { maxLength: 3000 }), fc.integer({ min: MIN_MAX_TEXT_BYTES, max: 12_000 }), (parts, max) => {
+      const s = parts.join('');
+      const r = noRepairs();
+      const out = cleanText(s, max, r);
+      assert.ok(!out.includes('\0'));
+      assert.ok(out.isWellFormed());
+      assert.ok(bytes(out) <= max);
+      const clean = s.replaceAll('\0', '').toWellFormed();
+      if (r.cut === 0) {
+        assert.equal(out, clean);
+      } else {
+        const marker = cutMarker(bytes(clean));
+        assert.ok(out.endsWith(marker));
+        const kept = out.slice(0, -marker.length);
+        assert.ok(clean.startsWith(kept));
+        assert.ok(kept.length >= Math.min(1000, clean.length), 'never below the first 1000 characters');
+      }
+      assert.equal(r.nulRemoved, s.length - s.replaceAll('\0', '').length);
+    }),
+    { numRuns: 300 },
   );
-  fc.assert(fc.property(fc.array(unit, { maxLength: 3000 }), fc.integer({ min: MIN_MAX_TEXT_BYTES, max: 12_000 }), (parts, max) => {
-    const s = parts.join('');
-    const r = noRepairs();
-    const out = cleanText(s, max, r);
-    assert.ok(!out.includes('\0'));
-    assert.ok(out.isWellFormed());
-    assert.ok(bytes(out) <= max);
-    const clean = s.replaceAll('\0', '').toWellFormed();
-    if (r.cut === 0) {
-      assert.equal(out, clean);
-    } else {
-      const marker = cutMarker(bytes(clean));
-      assert.ok(out.endsWith(marker));
-      const kept = out.slice(0, -marker.length);
-      assert.ok(clean.startsWith(kept));
-      assert.ok(kept.length >= Math.min(1000, clean.length), 'never below the first 1000 characters');
-    }
-    assert.equal(r.nulRemoved, s.length - s.replaceAll('\0', '').length);
-  }), { numRuns: 300 });
 });

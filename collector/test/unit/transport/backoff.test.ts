@@ -19,10 +19,12 @@ function sequence(values: number[]): () => number {
 
 describe('Backoff', { timeout: 20_000 }, () => {
   test('full jitter stays within the doubling ceiling and the cap', () => {
-    fc.assert(fc.property(fc.integer({ min: 0, max: 100 }), fc.double({ min: 0, max: 0.9999999, noNaN: true }), (attempt, r) => {
-      const d = fullJitterDelay(attempt, 1000, 60_000, () => r);
-      assert.ok(d >= 0 && d < Math.min(60_000, 1000 * 2 ** attempt) + 1e-9, `attempt ${attempt}: ${d}`);
-    }));
+    fc.assert(
+      fc.property(fc.integer({ min: 0, max: 100 }), fc.double({ min: 0, max: 0.9999999, noNaN: true }), (attempt, r) => {
+        const d = fullJitterDelay(attempt, 1000, 60_000, () => r);
+        assert.ok(d >= 0 && d < Math.min(60_000, 1000 * 2 ** attempt) + 1e-9, `attempt ${attempt}: ${d}`);
+      }),
+    );
   });
 
   test('delays grow as 1, 2, 4, ... s until the 60 s cap (with random near 1)', () => {
@@ -69,10 +71,12 @@ describe('ConnectLimiter', { timeout: 20_000 }, () => {
     const clock = new FakeClock();
     const limiter = new ConnectLimiter({ maxConcurrent: 2, minSpacingMs: 0, clock });
     const granted: number[] = [];
-    const releases = [0, 1, 2, 3].map((i) => limiter.acquire().then((release) => {
-      granted.push(i);
-      return release;
-    }));
+    const releases = [0, 1, 2, 3].map((i) =>
+      limiter.acquire().then((release) => {
+        granted.push(i);
+        return release;
+      }),
+    );
     await clock.advanceSettled(0);
     assert.deepEqual(granted, [0, 1]);
     assert.equal(limiter.active, 2);
@@ -91,10 +95,12 @@ describe('ConnectLimiter', { timeout: 20_000 }, () => {
     const clock = new FakeClock();
     const limiter = new ConnectLimiter({ maxConcurrent: 10, minSpacingMs: 20, clock });
     const startedAt: number[] = [];
-    const all = [0, 1, 2, 3].map(() => limiter.acquire().then((release) => {
-      startedAt.push(clock.now());
-      release();
-    }));
+    const all = [0, 1, 2, 3].map(() =>
+      limiter.acquire().then((release) => {
+        startedAt.push(clock.now());
+        release();
+      }),
+    );
     await clock.advanceSettled(100);
     await Promise.all(all);
     assert.deepEqual(startedAt, [0, 20, 40, 60]);

@@ -9,7 +9,15 @@ import { describe, test } from 'node:test';
 import fc from 'fast-check';
 
 import {
-  entryMatchesHost, knownHostsName, knownKeyTypes, matchWildcard, parseKnownHosts, sha256Fingerprint, sshKeyType, verifyHostKey, withoutCertAuthorities,
+  entryMatchesHost,
+  knownHostsName,
+  knownKeyTypes,
+  matchWildcard,
+  parseKnownHosts,
+  sha256Fingerprint,
+  sshKeyType,
+  verifyHostKey,
+  withoutCertAuthorities,
 } from '../../../src/transport/known-hosts.ts';
 
 // A real OpenSSH key and what OpenSSH 9 made of it: `ssh-keygen -lf` printed the fingerprint,
@@ -38,17 +46,20 @@ function hashedName(name: string): string {
 describe('known_hosts parsing', () => {
   test('skips comments and blank lines, records malformed lines, ignores @cert-authority', () => {
     const k = fakeKey();
-    const kh = parseKnownHosts([
-      '# a comment',
-      '',
-      '   ',
-      `db1 ssh-ed25519 ${k.b64}`,
-      'db2 ssh-ed25519 not*base64',
-      `db3 ssh-rsa ${k.b64}`, // type name disagrees with the blob
-      '@cert-authority *.example.com ssh-ed25519 ' + k.b64,
-      '@weird db4 ssh-ed25519 ' + k.b64,
-      'db5',
-    ].join('\n'), 'kh');
+    const kh = parseKnownHosts(
+      [
+        '# a comment',
+        '',
+        '   ',
+        `db1 ssh-ed25519 ${k.b64}`,
+        'db2 ssh-ed25519 not*base64',
+        `db3 ssh-rsa ${k.b64}`, // type name disagrees with the blob
+        '@cert-authority *.example.com ssh-ed25519 ' + k.b64,
+        '@weird db4 ssh-ed25519 ' + k.b64,
+        'db5',
+      ].join('\n'),
+      'kh',
+    );
     assert.equal(kh.entries.length, 1);
     assert.equal(kh.entries[0]?.line, 4);
     assert.deepEqual(kh.invalidLines, [5, 6, 8, 9]);
@@ -83,12 +94,15 @@ describe('host matching', () => {
 
   test('plain, comma lists, [host]:port, wildcards and negation', () => {
     const k = fakeKey();
-    const kh = parseKnownHosts([
-      `db1,10.0.0.1 ssh-ed25519 ${k.b64}`,
-      `[db2]:2222 ssh-ed25519 ${k.b64}`,
-      `db-*.prod,!db-secret.prod ssh-ed25519 ${k.b64}`,
-      `[10.1.0.?]:* ssh-ed25519 ${k.b64}`,
-    ].join('\n'), 'kh');
+    const kh = parseKnownHosts(
+      [
+        `db1,10.0.0.1 ssh-ed25519 ${k.b64}`,
+        `[db2]:2222 ssh-ed25519 ${k.b64}`,
+        `db-*.prod,!db-secret.prod ssh-ed25519 ${k.b64}`,
+        `[10.1.0.?]:* ssh-ed25519 ${k.b64}`,
+      ].join('\n'),
+      'kh',
+    );
     const ok = (host: string, port: number): boolean => verifyHostKey(kh, host, port, 'ssh-ed25519', k.blob).ok;
     assert.equal(ok('db1', 22), true);
     assert.equal(ok('10.0.0.1', 22), true);
@@ -104,21 +118,27 @@ describe('host matching', () => {
 
   test('matchWildcard agrees with an anchored regular expression', () => {
     const alphabet = fc.constantFrom('a', 'b', '.', '*', '?');
-    fc.assert(fc.property(fc.string({ unit: alphabet, maxLength: 8 }), fc.string({ unit: fc.constantFrom('a', 'b', '.'), maxLength: 10 }), (pattern, text) => {
-      const re = new RegExp('^' + pattern.replace(/\./g, '\\.').replace(/\*/g, '.*').replace(/\?/g, '.') + '$', 's');
-      assert.equal(matchWildcard(text, pattern), re.test(text));
-    }), { numRuns: 2000 });
+    fc.assert(
+      fc.property(fc.string({ unit: alphabet, maxLength: 8 }), fc.string({ unit: fc.constantFrom('a', 'b', '.'), maxLength: 10 }), (pattern, text) => {
+        const re = new RegExp('^' + pattern.replace(/\./g, '\\.').replace(/\*/g, '.*').replace(/\?/g, '.') + '$', 's');
+        assert.equal(matchWildcard(text, pattern), re.test(text));
+      }),
+      { numRuns: 2000 },
+    );
   });
 
   test('knownKeyTypes lists the non-revoked types for the host in file order', () => {
     const e = fakeKey();
     const r = fakeKey('ssh-rsa');
-    const kh = parseKnownHosts([
-      `db1 ssh-rsa ${r.b64}`,
-      `other ecdsa-sha2-nistp256 ${fakeKey('ecdsa-sha2-nistp256').b64}`,
-      `db1 ssh-ed25519 ${e.b64}`,
-      `@revoked * ecdsa-sha2-nistp384 ${fakeKey('ecdsa-sha2-nistp384').b64}`,
-    ].join('\n'), 'kh');
+    const kh = parseKnownHosts(
+      [
+        `db1 ssh-rsa ${r.b64}`,
+        `other ecdsa-sha2-nistp256 ${fakeKey('ecdsa-sha2-nistp256').b64}`,
+        `db1 ssh-ed25519 ${e.b64}`,
+        `@revoked * ecdsa-sha2-nistp384 ${fakeKey('ecdsa-sha2-nistp384').b64}`,
+      ].join('\n'),
+      'kh',
+    );
     assert.deepEqual(knownKeyTypes(kh, 'db1', 22), ['ssh-rsa', 'ssh-ed25519']);
   });
 });
@@ -184,7 +204,7 @@ describe('verifyHostKey fails closed', () => {
     assert.equal(verifyHostKey(kh, 'db1', 22, 'ssh-ed25519', k.blob).ok, false);
   });
 
-  test('the sidecar\'s copy leaves @cert-authority lines out and keeps every other line where it was', () => {
+  test("the sidecar's copy leaves @cert-authority lines out and keeps every other line where it was", () => {
     const k = fakeKey();
     const text = `# ours\r\n@cert-authority *.example.com ssh-ed25519 ${k.b64}\r\n  \t@cert-authority [db1]:2222 ssh-ed25519 ${k.b64}\n@revoked * ssh-ed25519 ${k.b64}\ndb1 ssh-ed25519 ${k.b64}\n@cert-authorityx db2 ssh-ed25519 ${k.b64}\n`;
     const copy = withoutCertAuthorities(text).split('\n');
@@ -199,10 +219,18 @@ describe('verifyHostKey fails closed', () => {
   });
 
   test('property: a key not in the file is never accepted', () => {
-    fc.assert(fc.property(fc.array(fc.constantFrom('db1', 'db2', '*', 'db?', '[db1]:2222', '!db2', 'db*'), { minLength: 1, maxLength: 4 }), fc.constantFrom('db1', 'db2', 'db3'), fc.constantFrom(22, 2222), (patterns, host, port) => {
-      const listed = fakeKey();
-      const kh = parseKnownHosts(`${patterns.join(',')} ssh-ed25519 ${listed.b64}\n`, 'kh');
-      assert.equal(verifyHostKey(kh, host, port, 'ssh-ed25519', fakeKey().blob).ok, false);
-    }), { numRuns: 300 });
+    fc.assert(
+      fc.property(
+        fc.array(fc.constantFrom('db1', 'db2', '*', 'db?', '[db1]:2222', '!db2', 'db*'), { minLength: 1, maxLength: 4 }),
+        fc.constantFrom('db1', 'db2', 'db3'),
+        fc.constantFrom(22, 2222),
+        (patterns, host, port) => {
+          const listed = fakeKey();
+          const kh = parseKnownHosts(`${patterns.join(',')} ssh-ed25519 ${listed.b64}\n`, 'kh');
+          assert.equal(verifyHostKey(kh, host, port, 'ssh-ed25519', fakeKey().blob).ok, false);
+        },
+      ),
+      { numRuns: 300 },
+    );
   });
 });

@@ -6,16 +6,18 @@ import { describe, test } from 'node:test';
 
 import fc from 'fast-check';
 
-import { type Release,Semaphore } from '../../../src/transport/semaphore.ts';
+import { type Release, Semaphore } from '../../../src/transport/semaphore.ts';
 
 describe('Semaphore', { timeout: 20_000 }, () => {
   test('grants up to the limit at once, then in arrival order as permits come back', async () => {
     const s = new Semaphore(2);
     const order: number[] = [];
-    const held = [0, 1, 2, 3, 4].map((i) => s.acquire().then((r) => {
-      order.push(i);
-      return r;
-    }));
+    const held = [0, 1, 2, 3, 4].map((i) =>
+      s.acquire().then((r) => {
+        order.push(i);
+        return r;
+      }),
+    );
     await Promise.resolve();
     assert.deepEqual(order, [0, 1]);
     assert.equal(s.inUse, 2);
@@ -32,8 +34,14 @@ describe('Semaphore', { timeout: 20_000 }, () => {
     first();
     const late = s.acquire();
     const got: string[] = [];
-    void waiter.then((r) => { got.push('waiter'); r(); });
-    void late.then((r) => { got.push('late'); r(); });
+    void waiter.then((r) => {
+      got.push('waiter');
+      r();
+    });
+    void late.then((r) => {
+      got.push('late');
+      r();
+    });
     await late;
     assert.deepEqual(got, ['waiter', 'late']);
   });
@@ -55,29 +63,35 @@ describe('Semaphore', { timeout: 20_000 }, () => {
   });
 
   test('property: never more than the limit held, every acquire eventually granted', async () => {
-    await fc.assert(fc.asyncProperty(fc.integer({ min: 1, max: 4 }), fc.array(fc.boolean(), { minLength: 1, maxLength: 40 }), async (limit, ops) => {
-      const s = new Semaphore(limit);
-      const held: Release[] = [];
-      let granted = 0;
-      let requested = 0;
-      for (const acquire of ops) {
-        if (acquire || held.length === 0) {
-          requested++;
-          void s.acquire().then((r) => { granted++; held.push(r); });
-        } else {
-          held.shift()?.();
+    await fc.assert(
+      fc.asyncProperty(fc.integer({ min: 1, max: 4 }), fc.array(fc.boolean(), { minLength: 1, maxLength: 40 }), async (limit, ops) => {
+        const s = new Semaphore(limit);
+        const held: Release[] = [];
+        let granted = 0;
+        let requested = 0;
+        for (const acquire of ops) {
+          if (acquire || held.length === 0) {
+            requested++;
+            void s.acquire().then((r) => {
+              granted++;
+              held.push(r);
+            });
+          } else {
+            held.shift()?.();
+          }
+          await Promise.resolve();
+          await Promise.resolve();
+          assert.ok(s.inUse <= limit);
         }
-        await Promise.resolve();
-        await Promise.resolve();
-        assert.ok(s.inUse <= limit);
-      }
-      while (held.length > 0) {
-        held.shift()?.();
-        await Promise.resolve();
-        await Promise.resolve();
-      }
-      assert.equal(granted, requested);
-      assert.equal(s.inUse, 0);
-    }), { numRuns: 200 });
+        while (held.length > 0) {
+          held.shift()?.();
+          await Promise.resolve();
+          await Promise.resolve();
+        }
+        assert.equal(granted, requested);
+        assert.equal(s.inUse, 0);
+      }),
+      { numRuns: 200 },
+    );
   });
 });

@@ -11,8 +11,15 @@ import { ProxyShell } from '../../../src/transport/proxy-shell.ts';
 import { SidecarClient, type SidecarServer } from '../../../src/transport/sidecar-client.ts';
 
 const server = (name: string): SidecarServer => ({
-  name, host: '127.0.0.2', port: 22, user: 'postgres', maxSessions: 10, serverAliveIntervalS: 5, connectTimeoutS: 5,
-  privateKey: Buffer.from(`key of ${name}`), knownHosts: `127.0.0.2 ssh-ed25519 AAAA${name}\n`,
+  name,
+  host: '127.0.0.2',
+  port: 22,
+  user: 'postgres',
+  maxSessions: 10,
+  serverAliveIntervalS: 5,
+  connectTimeoutS: 5,
+  privateKey: Buffer.from(`key of ${name}`),
+  knownHosts: `127.0.0.2 ssh-ed25519 AAAA${name}\n`,
 });
 
 test('removeServer withdraws its streams, leaves the others, and deletes its key copies', async () => {
@@ -26,9 +33,18 @@ test('removeServer withdraws its streams, leaves the others, and deletes its key
     await client.flushed();
     assert.ok(existsSync(join(dir, 'keys', 'a.key')));
     await client.removeServer('a');
-    const desired = JSON.parse(readFileSync(join(dir, 'desired.json'), 'utf8')) as { servers: Array<{ name: string }>; streams: Array<{ id: string; server: string }> };
-    assert.deepEqual(desired.servers.map((s) => s.name), ['b']);
-    assert.deepEqual(desired.streams.map((s) => s.id), [kept]);
+    const desired = JSON.parse(readFileSync(join(dir, 'desired.json'), 'utf8')) as {
+      servers: Array<{ name: string }>;
+      streams: Array<{ id: string; server: string }>;
+    };
+    assert.deepEqual(
+      desired.servers.map((s) => s.name),
+      ['b'],
+    );
+    assert.deepEqual(
+      desired.streams.map((s) => s.id),
+      [kept],
+    );
     assert.equal(existsSync(join(dir, 'keys', 'a.key')), false);
     assert.equal(existsSync(join(dir, 'keys', 'a.known_hosts')), false);
     assert.ok(existsSync(join(dir, 'keys', 'b.key')));
@@ -48,14 +64,30 @@ test('a desired.json the sidecar refused whole fails the spawns and forwards it 
     await client.flushed();
     const desired = JSON.parse(readFileSync(join(dir, 'desired.json'), 'utf8')) as { generation: number };
     // A sidecar of another protocol version refusing every file from this generation on.
-    const status = (refusedGeneration: number): string => JSON.stringify({
-      version: 1, instance: 'i1', pid: 1, startedAt: new Date().toISOString(), updatedAt: new Date().toISOString(), appliedGeneration: -1,
-      desiredError: 'desired.json: version must be 1, got 2; keeping the previous state', desiredErrorGeneration: refusedGeneration, masters: [], streams: {}, forwards: {},
-    });
+    const status = (refusedGeneration: number): string =>
+      JSON.stringify({
+        version: 1,
+        instance: 'i1',
+        pid: 1,
+        startedAt: new Date().toISOString(),
+        updatedAt: new Date().toISOString(),
+        appliedGeneration: -1,
+        desiredError: 'desired.json: version must be 1, got 2; keeping the previous state',
+        desiredErrorGeneration: refusedGeneration,
+        masters: [],
+        streams: {},
+        forwards: {},
+      });
     writeFileSync(join(dir, 'status.json'), status(desired.generation + 1000));
     const shell = new ProxyShell({ client, server: 'a', endpoint: '127.0.0.2:22', startTimeoutMs: 60_000 });
-    const spawned = shell.spawn('tail a').then(() => assert.fail('spawned'), (e: unknown) => e as Error & { code?: string });
-    const forwarded = client.forward('a', '/run/postgresql/.s.PGSQL.5432', 5432).then(() => assert.fail('forwarded'), (e: unknown) => e as Error & { code?: string });
+    const spawned = shell.spawn('tail a').then(
+      () => assert.fail('spawned'),
+      (e: unknown) => e as Error & { code?: string },
+    );
+    const forwarded = client.forward('a', '/run/postgresql/.s.PGSQL.5432', 5432).then(
+      () => assert.fail('forwarded'),
+      (e: unknown) => e as Error & { code?: string },
+    );
     const [s, f] = await Promise.all([spawned, forwarded]);
     assert.equal(s.code, 'CONFIG_INVALID');
     assert.match(s.message, /a via sshproxy: desired\.json: version must be 1/);

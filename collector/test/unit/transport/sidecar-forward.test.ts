@@ -17,8 +17,15 @@ import { forwardId } from '../../../src/transport/sidecar-forward.ts';
 const REMOTE = '/var/run/postgresql/.s.PGSQL.5432';
 
 const server = (name: string): SidecarServer => ({
-  name, host: '127.0.0.2', port: 22, user: 'postgres', maxSessions: 10, serverAliveIntervalS: 5, connectTimeoutS: 5,
-  privateKey: Buffer.from(`key of ${name}`), knownHosts: `127.0.0.2 ssh-ed25519 AAAA${name}\n`,
+  name,
+  host: '127.0.0.2',
+  port: 22,
+  user: 'postgres',
+  maxSessions: 10,
+  serverAliveIntervalS: 5,
+  connectTimeoutS: 5,
+  privateKey: Buffer.from(`key of ${name}`),
+  knownHosts: `127.0.0.2 ssh-ed25519 AAAA${name}\n`,
 });
 
 const open: Array<{ dir: string; client: SidecarClient }> = [];
@@ -39,21 +46,37 @@ function desired(dir: string): DesiredState {
 /** Writes status.json as the sidecar would. */
 function writeStatus(dir: string, appliedGeneration: number, forwards: Record<string, ForwardStatus>, extra: Partial<SidecarStatus> = {}): void {
   const status: SidecarStatus = {
-    version: 1, instance: 'i1', pid: 1, startedAt: new Date().toISOString(), updatedAt: new Date().toISOString(),
-    appliedGeneration, masters: [], streams: {}, forwards, ...extra,
+    version: 1,
+    instance: 'i1',
+    pid: 1,
+    startedAt: new Date().toISOString(),
+    updatedAt: new Date().toISOString(),
+    appliedGeneration,
+    masters: [],
+    streams: {},
+    forwards,
+    ...extra,
   };
   writeFileSync(join(dir, 'status.json.tmp'), JSON.stringify(status));
   renameSync(join(dir, 'status.json.tmp'), join(dir, 'status.json'));
 }
 
 const forwardStatus = (dir: string, id: string, state: ForwardStatus['state'], error?: ForwardStatus['error']): ForwardStatus => ({
-  state, server: 'db', remoteSocket: REMOTE, port: 5432, localDir: join(dir, 'sql', id), ...(error === undefined ? {} : { error }),
+  state,
+  server: 'db',
+  remoteSocket: REMOTE,
+  port: 5432,
+  localDir: join(dir, 'sql', id),
+  ...(error === undefined ? {} : { error }),
 });
 
 /** Settles within `ms` or says it is still pending. */
 async function settled<T>(p: Promise<T>, ms: number): Promise<{ value: T } | { error: unknown } | 'pending'> {
   return Promise.race([
-    p.then((value) => ({ value }), (error: unknown) => ({ error })),
+    p.then(
+      (value) => ({ value }),
+      (error: unknown) => ({ error }),
+    ),
     new Promise<'pending'>((resolve) => setTimeout(() => resolve('pending'), ms)),
   ]);
 }
@@ -98,7 +121,10 @@ describe('SidecarClient.forward', () => {
     await assert.rejects(result, (e: unknown) => {
       assert.ok(e instanceof PglogError);
       assert.equal(e.code, 'SIDECAR_UNAVAILABLE');
-      assert.match(e.message, /^db: SQL forward of \/var\/run\/postgresql\/\.s\.PGSQL\.5432 via sshproxy: not ready within 600 ms; waited for the sshproxy sidecar's status .* is older than/);
+      assert.match(
+        e.message,
+        /^db: SQL forward of \/var\/run\/postgresql\/\.s\.PGSQL\.5432 via sshproxy: not ready within 600 ms; waited for the sshproxy sidecar's status .* is older than/,
+      );
       return true;
     });
   });
@@ -108,9 +134,16 @@ describe('SidecarClient.forward', () => {
     const id = forwardId('db', REMOTE, 5432);
     const result = client.forward('db', REMOTE, 5432);
     await client.flushed();
-    writeStatus(dir, client.forwardGeneration(id)!, { [id]: forwardStatus(dir, id, 'failed', { code: 'SIDECAR_UNAVAILABLE', message: 'forward x: the master did not bind' }) });
-    await assert.rejects(result, (e: unknown) => e instanceof PglogError && e.code === 'SIDECAR_UNAVAILABLE' &&
-      e.message === `db: SQL forward of ${REMOTE} via sshproxy: forward x: the master did not bind`);
+    writeStatus(dir, client.forwardGeneration(id)!, {
+      [id]: forwardStatus(dir, id, 'failed', { code: 'SIDECAR_UNAVAILABLE', message: 'forward x: the master did not bind' }),
+    });
+    await assert.rejects(
+      result,
+      (e: unknown) =>
+        e instanceof PglogError &&
+        e.code === 'SIDECAR_UNAVAILABLE' &&
+        e.message === `db: SQL forward of ${REMOTE} via sshproxy: forward x: the master did not bind`,
+    );
   });
 
   test('pending on a master refused for good rejects at once; on a master that may come back it waits, then times out with its error', async () => {
@@ -119,23 +152,35 @@ describe('SidecarClient.forward', () => {
     const refused = client.forward('db', REMOTE, 5432);
     await client.flushed();
     const generation = client.forwardGeneration(id)!;
-    writeStatus(dir, generation, { [id]: forwardStatus(dir, id, 'pending', { code: 'SSH_AUTH_FAILED', message: 'postgres@127.0.0.2:22: the server refused the private key' }) });
+    writeStatus(dir, generation, {
+      [id]: forwardStatus(dir, id, 'pending', { code: 'SSH_AUTH_FAILED', message: 'postgres@127.0.0.2:22: the server refused the private key' }),
+    });
     await assert.rejects(refused, (e: unknown) => e instanceof PglogError && e.code === 'SSH_AUTH_FAILED' && e.message.includes('refused the private key'));
 
-    writeStatus(dir, generation, { [id]: forwardStatus(dir, id, 'pending', { code: 'SSH_CONNECT_FAILED', message: 'postgres@127.0.0.2:22: the connection failed: Connection refused' }) });
+    writeStatus(dir, generation, {
+      [id]: forwardStatus(dir, id, 'pending', { code: 'SSH_CONNECT_FAILED', message: 'postgres@127.0.0.2:22: the connection failed: Connection refused' }),
+    });
     while (client.status?.forwards[id]?.error?.code !== 'SSH_CONNECT_FAILED') await new Promise((resolve) => setTimeout(resolve, 10));
     const started = Date.now();
-    await assert.rejects(client.forward('db', REMOTE, 5432), (e: unknown) => e instanceof PglogError && e.code === 'SSH_CONNECT_FAILED' &&
-      /not ready within 500 ms: postgres@127\.0\.0\.2:22: the connection failed/.test(e.message));
+    await assert.rejects(
+      client.forward('db', REMOTE, 5432),
+      (e: unknown) =>
+        e instanceof PglogError &&
+        e.code === 'SSH_CONNECT_FAILED' &&
+        /not ready within 500 ms: postgres@127\.0\.0\.2:22: the connection failed/.test(e.message),
+    );
     assert.ok(Date.now() - started >= 450);
   });
 
   test('no sidecar at all: SIDECAR_UNAVAILABLE after the timeout, saying what it waited for', async () => {
     const { client } = await setup(300);
-    await assert.rejects(client.forward('db', REMOTE, 5432), /SQL forward of .* not ready within 300 ms; waited for the sshproxy sidecar has not written status\.json/);
+    await assert.rejects(
+      client.forward('db', REMOTE, 5432),
+      /SQL forward of .* not ready within 300 ms; waited for the sshproxy sidecar has not written status\.json/,
+    );
   });
 
-  test('an abort rejects with the signal\'s reason; bad arguments are refused before anything is written', async () => {
+  test("an abort rejects with the signal's reason; bad arguments are refused before anything is written", async () => {
     const { client } = await setup();
     const controller = new AbortController();
     const result = client.forward('db', REMOTE, 5432, controller.signal);
@@ -156,9 +201,18 @@ describe('SidecarClient.forward', () => {
     assert.equal(desired(dir).forwards.length, 3);
     client.removeForward('db', '/tmp/.s.PGSQL.5433', 5433);
     await client.flushed();
-    assert.deepEqual(desired(dir).forwards.map((f) => [f.server, f.port]), [['db', 5432], ['other', 5432]]);
+    assert.deepEqual(
+      desired(dir).forwards.map((f) => [f.server, f.port]),
+      [
+        ['db', 5432],
+        ['other', 5432],
+      ],
+    );
     await client.removeServer('db');
-    assert.deepEqual(desired(dir).forwards.map((f) => f.server), ['other']);
+    assert.deepEqual(
+      desired(dir).forwards.map((f) => f.server),
+      ['other'],
+    );
     assert.equal(client.forwardGeneration(forwardId('db', REMOTE, 5432)), undefined);
   });
 });

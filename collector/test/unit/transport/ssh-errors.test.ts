@@ -21,13 +21,23 @@ describe('ssh2 errors to pglog codes', () => {
     ['socket', ssh2Error('connect ECONNREFUSED 10.0.0.5:2222', { level: 'client-socket', code: 'ECONNREFUSED' }), 'SSH_CONNECT_FAILED', /ECONNREFUSED/],
     ['keepalive', ssh2Error('Keepalive timeout', { level: 'client-timeout' }), 'SSH_TIMEOUT', /keepalives/],
     ['ready timeout', ssh2Error('Timed out while waiting for handshake', { level: 'client-timeout' }), 'SSH_TIMEOUT', /ready timeout/],
-    ['auth', ssh2Error('All configured authentication methods failed', { level: 'client-authentication' }), 'SSH_AUTH_FAILED', /refused the private key \(keys\/id_ed25519\) for user postgres/],
+    [
+      'auth',
+      ssh2Error('All configured authentication methods failed', { level: 'client-authentication' }),
+      'SSH_AUTH_FAILED',
+      /refused the private key \(keys\/id_ed25519\) for user postgres/,
+    ],
     ['kex', ssh2Error('Handshake failed: no matching cipher', { level: 'handshake' }), 'SSH_CONNECT_FAILED', /key exchange failed/],
     ['protocol', ssh2Error('Connection lost before handshake', { level: 'protocol' }), 'SSH_CONNECT_FAILED', /protocol/],
     ['dns', ssh2Error('getaddrinfo ENOTFOUND nohost', { level: 'client-dns' }), 'SSH_CONNECT_FAILED', /cannot be resolved/],
     ['channel refused', ssh2Error('(SSH) Channel open failure: open failed', { reason: 1 }), 'SSH_CHANNEL_FAILED', /administratively prohibited/],
     ['exec refused', new Error('Unable to exec'), 'SSH_CHANNEL_FAILED', /run a command/],
-    ['bad key', new Error('Cannot parse privateKey: Unsupported key format'), 'SSH_KEY_INVALID', /private key \(keys\/id_ed25519\) cannot be used: Unsupported key format/],
+    [
+      'bad key',
+      new Error('Cannot parse privateKey: Unsupported key format'),
+      'SSH_KEY_INVALID',
+      /private key \(keys\/id_ed25519\) cannot be used: Unsupported key format/,
+    ],
     ['unknown', new Error('something else'), 'SSH_CONNECT_FAILED', /something else/],
   ];
   for (const [name, error, code, message] of cases) {

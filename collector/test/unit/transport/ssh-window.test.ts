@@ -20,7 +20,8 @@ const ssh2Root = ssh2Main.slice(0, ssh2Main.lastIndexOf('/lib/'));
 
 test('ssh2 is the pinned version the window adapter was written against', () => {
   const installed = (JSON.parse(readFileSync(`${ssh2Root}/package.json`, 'utf8')) as { version: string }).version;
-  const pinned = (JSON.parse(readFileSync(new URL('../../../package.json', import.meta.url), 'utf8')) as { dependencies: Record<string, string> }).dependencies.ssh2;
+  const pinned = (JSON.parse(readFileSync(new URL('../../../package.json', import.meta.url), 'utf8')) as { dependencies: Record<string, string> }).dependencies
+    .ssh2;
   assert.equal(pinned, '1.17.0', 'ssh2 is pinned exactly: review ssh-window.ts against a new version before changing this');
   assert.equal(installed, pinned);
 });
@@ -43,6 +44,12 @@ test("ssh2's window constants and protocol methods are where ssh-window.ts expec
 
 test('the adapter refuses, with a stable code, a client or channel whose internals it does not recognise', () => {
   const client = new Client(); // never connected: no _protocol yet
-  assert.throws(() => openSessionsWithWindow(client, 512 * 1024), (e: unknown) => isPglogError(e) && e.code === 'SSH_CHANNEL_FAILED');
-  assert.throws(() => holdWindow(client, {} as never, 512 * 1024), (e: unknown) => isPglogError(e) && e.code === 'SSH_CHANNEL_FAILED');
+  assert.throws(
+    () => openSessionsWithWindow(client, 512 * 1024),
+    (e: unknown) => isPglogError(e) && e.code === 'SSH_CHANNEL_FAILED',
+  );
+  assert.throws(
+    () => holdWindow(client, {} as never, 512 * 1024),
+    (e: unknown) => isPglogError(e) && e.code === 'SSH_CHANNEL_FAILED',
+  );
 });

@@ -18,10 +18,22 @@ describe('resource paths', () => {
   });
 
   test('refused: a namespace for a cluster-scoped type, none for one namespaced object, a name with a slash', () => {
-    assert.throws(() => resourcePath(CUSTOM_RESOURCE_DEFINITIONS, 'ns'), (e) => isKubeError(e, 'KUBE_INVALID') && /cluster-scoped/.test(e.message));
-    assert.throws(() => resourcePath(PODS, undefined, 'p'), (e) => isKubeError(e, 'KUBE_INVALID') && /namespace is required/.test(e.message));
-    assert.throws(() => resourcePath(PODS, 'ns', '../secrets'), (e) => isKubeError(e, 'KUBE_INVALID'));
-    assert.throws(() => resourcePath(PODS, '', 'p'), (e) => isKubeError(e, 'KUBE_INVALID'));
+    assert.throws(
+      () => resourcePath(CUSTOM_RESOURCE_DEFINITIONS, 'ns'),
+      (e) => isKubeError(e, 'KUBE_INVALID') && /cluster-scoped/.test(e.message),
+    );
+    assert.throws(
+      () => resourcePath(PODS, undefined, 'p'),
+      (e) => isKubeError(e, 'KUBE_INVALID') && /namespace is required/.test(e.message),
+    );
+    assert.throws(
+      () => resourcePath(PODS, 'ns', '../secrets'),
+      (e) => isKubeError(e, 'KUBE_INVALID'),
+    );
+    assert.throws(
+      () => resourcePath(PODS, '', 'p'),
+      (e) => isKubeError(e, 'KUBE_INVALID'),
+    );
   });
 
   test('query strings skip undefined and encode values', () => {
@@ -34,15 +46,29 @@ describe('resource paths', () => {
 describe('Kubernetes errors', () => {
   test('status codes map to stable codes', () => {
     const cases: Array<[number, string, string]> = [
-      [401, '', 'KUBE_FORBIDDEN'], [403, '', 'KUBE_FORBIDDEN'], [404, '', 'KUBE_NOT_FOUND'], [409, 'AlreadyExists', 'KUBE_CONFLICT'],
-      [409, 'Conflict', 'KUBE_CONFLICT'], [410, '', 'KUBE_GONE'], [500, 'Expired', 'KUBE_GONE'], [400, '', 'KUBE_INVALID'], [422, '', 'KUBE_INVALID'],
-      [429, '', 'KUBE_UNAVAILABLE'], [500, '', 'KUBE_UNAVAILABLE'], [503, '', 'KUBE_UNAVAILABLE'], [504, '', 'KUBE_UNAVAILABLE'],
+      [401, '', 'KUBE_FORBIDDEN'],
+      [403, '', 'KUBE_FORBIDDEN'],
+      [404, '', 'KUBE_NOT_FOUND'],
+      [409, 'AlreadyExists', 'KUBE_CONFLICT'],
+      [409, 'Conflict', 'KUBE_CONFLICT'],
+      [410, '', 'KUBE_GONE'],
+      [500, 'Expired', 'KUBE_GONE'],
+      [400, '', 'KUBE_INVALID'],
+      [422, '', 'KUBE_INVALID'],
+      [429, '', 'KUBE_UNAVAILABLE'],
+      [500, '', 'KUBE_UNAVAILABLE'],
+      [503, '', 'KUBE_UNAVAILABLE'],
+      [504, '', 'KUBE_UNAVAILABLE'],
     ];
     for (const [status, reason, code] of cases) assert.equal(codeForStatus(status, reason), code, `${status} ${reason}`);
   });
 
   test('a Status body gives reason and message; another body its start; a network error has status 0', () => {
-    const e = kubeErrorFromStatus('PUT /api/v1/namespaces/d/configmaps/x', 409, JSON.stringify({ kind: 'Status', code: 409, reason: 'AlreadyExists', message: 'configmaps "x" already exists' }));
+    const e = kubeErrorFromStatus(
+      'PUT /api/v1/namespaces/d/configmaps/x',
+      409,
+      JSON.stringify({ kind: 'Status', code: 409, reason: 'AlreadyExists', message: 'configmaps "x" already exists' }),
+    );
     assert.ok(e instanceof KubeError);
     assert.deepEqual([e.code, e.status, e.reason], ['KUBE_CONFLICT', 409, 'AlreadyExists']);
     assert.equal(e.message, 'PUT /api/v1/namespaces/d/configmaps/x: HTTP 409 AlreadyExists: configmaps "x" already exists');
@@ -61,8 +87,13 @@ describe('Kubernetes errors', () => {
 
 describe('NDJSON lines', () => {
   // A readable stream delivers the chunks asynchronously, as a response does.
-  const chunks = (...parts: Array<string | Buffer>): AsyncIterable<Buffer | string> => Readable.from(parts, { objectMode: true }) as AsyncIterable<Buffer | string>;
-  const collect = async (it: AsyncIterable<string>): Promise<string[]> => { const out: string[] = []; for await (const l of it) out.push(l); return out; };
+  const chunks = (...parts: Array<string | Buffer>): AsyncIterable<Buffer | string> =>
+    Readable.from(parts, { objectMode: true }) as AsyncIterable<Buffer | string>;
+  const collect = async (it: AsyncIterable<string>): Promise<string[]> => {
+    const out: string[] = [];
+    for await (const l of it) out.push(l);
+    return out;
+  };
 
   test('lines split across chunks, several per chunk, blank lines, a last line without newline', async () => {
     assert.deepEqual(await collect(ndjsonLines(chunks('{"a"', ':1}\n{"b":2}\n\n{"c"', ':3}\n{"d":4}'))), ['{"a":1}', '{"b":2}', '{"c":3}', '{"d":4}']);
@@ -71,6 +102,9 @@ describe('NDJSON lines', () => {
   test('a multi-byte character split across chunks', async () => {
     const bytes = Buffer.from('{"n":"é€"}\n');
     const out = await collect(ndjsonLines(chunks(...[...bytes].map((b) => Buffer.from([b])))));
-    assert.deepEqual(out.map((l) => JSON.parse(l) as unknown), [{ n: 'é€' }]);
+    assert.deepEqual(
+      out.map((l) => JSON.parse(l) as unknown),
+      [{ n: 'é€' }],
+    );
   });
 });

@@ -37,8 +37,27 @@ describe('429 Too Many Requests from an HTTPS stub', () => {
 
   before(async () => {
     const dir = mkdtempSync(join(tmpdir(), 'pglog-429-'));
-    execFileSync('openssl', ['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-keyout', 'key.pem', '-out', 'cert.pem', '-days', '2',
-      '-subj', '/CN=localhost', '-addext', 'subjectAltName=IP:127.0.0.1'], { cwd: dir, stdio: 'pipe' });
+    execFileSync(
+      'openssl',
+      [
+        'req',
+        '-x509',
+        '-newkey',
+        'rsa:2048',
+        '-nodes',
+        '-keyout',
+        'key.pem',
+        '-out',
+        'cert.pem',
+        '-days',
+        '2',
+        '-subj',
+        '/CN=localhost',
+        '-addext',
+        'subjectAltName=IP:127.0.0.1',
+      ],
+      { cwd: dir, stdio: 'pipe' },
+    );
     cert = readFileSync(join(dir, 'cert.pem'), 'utf8');
     server = createServer({ key: readFileSync(join(dir, 'key.pem')), cert }, (_req, res) => {
       seen.push(Date.now());
@@ -47,16 +66,22 @@ describe('429 Too Many Requests from an HTTPS stub', () => {
         res.writeHead(200, { 'Content-Type': 'application/json' }).end(JSON.stringify({ items: [], metadata: { resourceVersion: '7' } }));
         return;
       }
-      res.writeHead(next.status, { 'Content-Type': 'application/json', ...(next.retryAfter === undefined ? {} : { 'Retry-After': next.retryAfter }) })
+      res
+        .writeHead(next.status, { 'Content-Type': 'application/json', ...(next.retryAfter === undefined ? {} : { 'Retry-After': next.retryAfter }) })
         .end(JSON.stringify({ kind: 'Status', code: next.status, reason: 'TooManyRequests', message: 'slow down' }));
     });
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
     url = `https://127.0.0.1:${(server.address() as AddressInfo).port}`;
   });
-  after(() => { server.close(); });
+  after(() => {
+    server.close();
+  });
 
   test('waits for Retry-After, then succeeds', async () => {
-    script = [{ status: 429, retryAfter: '1' }, { status: 429, retryAfter: '1' }];
+    script = [
+      { status: 429, retryAfter: '1' },
+      { status: 429, retryAfter: '1' },
+    ];
     seen.length = 0;
     const client = createKubeClient({ server: url, caCert: cert, token: 't' });
     try {

@@ -61,11 +61,23 @@ describe('kubeconfig files', () => {
   writeFileSync(join(d, 'client.pem'), PEM);
 
   test('the current context: server, CA from a file beside it, server name, token, namespace', async () => {
-    assert.deepEqual(await loadKubeconfigFile(file), { server: 'https://10.0.0.1:6443', caCert: PEM, tlsServerName: 'kubernetes', token: 'abc', namespace: 'team' });
+    assert.deepEqual(await loadKubeconfigFile(file), {
+      server: 'https://10.0.0.1:6443',
+      caCert: PEM,
+      tlsServerName: 'kubernetes',
+      token: 'abc',
+      namespace: 'team',
+    });
   });
 
   test('a named context: inline CA, client certificate from a file and key inline, skip verify', async () => {
-    assert.deepEqual(await loadKubeconfigFile(file, 'certs'), { server: 'https://other:443', caCert: PEM, insecureSkipTlsVerify: true, clientCert: PEM, clientKey: KEY });
+    assert.deepEqual(await loadKubeconfigFile(file, 'certs'), {
+      server: 'https://other:443',
+      caCert: PEM,
+      insecureSkipTlsVerify: true,
+      clientCert: PEM,
+      clientKey: KEY,
+    });
   });
 
   test('tokenFile is resolved against the kubeconfig directory', async () => {
@@ -75,7 +87,10 @@ describe('kubeconfig files', () => {
   test('errors name the file and what is wrong', async () => {
     await rejectsConfig(loadKubeconfigFile(file, 'nope'), new RegExp(`kubeconfig ${file}: no entry named "nope" in contexts`));
     await rejectsConfig(loadKubeconfigFile(file, 'broken'), /no entry named "missing" in clusters/);
-    await rejectsConfig(loadKubeconfigFile(file, 'plugin'), /users\[name=plugin\]\.user\.exec\.apiVersion "" is not supported: only client\.authentication\.k8s\.io\/v1/);
+    await rejectsConfig(
+      loadKubeconfigFile(file, 'plugin'),
+      /users\[name=plugin\]\.user\.exec\.apiVersion "" is not supported: only client\.authentication\.k8s\.io\/v1/,
+    );
     await rejectsConfig(loadKubeconfigFile(join(d, 'absent')), /absent: cannot read/);
     const bad = join(d, 'bad');
     writeFileSync(bad, 'clusters: [\n');
@@ -94,15 +109,20 @@ describe('kubeconfig files merged as kubectl merges $KUBECONFIG', () => {
   const first = join(d, 'first');
   const second = join(d, 'second');
   // The first file sets the current context and a user both files define; the second brings the cluster and its CA.
-  writeFileSync(first, `current-context: work
+  writeFileSync(
+    first,
+    `current-context: work
 contexts:
   - name: work
     context: { cluster: shared, user: me, namespace: mine }
 users:
   - name: me
     user: { tokenFile: tok }
-`);
-  writeFileSync(second, `current-context: other
+`,
+  );
+  writeFileSync(
+    second,
+    `current-context: other
 contexts:
   - name: work
     context: { cluster: nowhere, user: nobody }
@@ -122,7 +142,8 @@ users:
         args: [get, --fast]
         env: [{ name: REGION, value: eu }]
         provideClusterInfo: true
-`);
+`,
+  );
   writeFileSync(join(d, 'ca.pem'), PEM);
 
   test('the first file that sets a value wins; paths resolve against the file that named them', async () => {
@@ -140,8 +161,12 @@ users:
     writeFileSync(third, 'contexts: [{ name: p, context: { cluster: shared, user: plugin } }]\n');
     const c = await loadKubeconfig({ paths: [third, second], context: 'p', env: { PATH: '/usr/bin', REGION: 'us' } });
     assert.deepEqual(c.exec, {
-      command: join(d, 'bin', 'creds'), args: ['get', '--fast'], env: { PATH: '/usr/bin', REGION: 'eu' },
-      apiVersion: 'client.authentication.k8s.io/v1', provideClusterInfo: true, source: `users[name=plugin].user of ${second}`,
+      command: join(d, 'bin', 'creds'),
+      args: ['get', '--fast'],
+      env: { PATH: '/usr/bin', REGION: 'eu' },
+      apiVersion: 'client.authentication.k8s.io/v1',
+      provideClusterInfo: true,
+      source: `users[name=plugin].user of ${second}`,
     });
   });
 
@@ -158,9 +183,17 @@ describe('in-cluster config', () => {
     writeFileSync(join(d, 'ca.crt'), PEM);
     writeFileSync(join(d, 'namespace'), 'pglog\n');
     const paths = { tokenFile: join(d, 'token'), caFile: join(d, 'ca.crt'), namespaceFile: join(d, 'namespace') };
-    assert.deepEqual(await inClusterConfig({ host: '10.96.0.1', port: '443', ...paths }), { server: 'https://10.96.0.1:443', caCert: PEM, tokenFile: paths.tokenFile, namespace: 'pglog' });
+    assert.deepEqual(await inClusterConfig({ host: '10.96.0.1', port: '443', ...paths }), {
+      server: 'https://10.96.0.1:443',
+      caCert: PEM,
+      tokenFile: paths.tokenFile,
+      namespace: 'pglog',
+    });
     assert.equal((await inClusterConfig({ host: 'fd00::1', port: 443, ...paths })).server, 'https://[fd00::1]:443');
     await rejectsConfig(inClusterConfig({ host: '10.96.0.1', port: 'https', ...paths }), /port "https" is not a port number/);
-    await rejectsConfig(inClusterConfig({ host: '10.96.0.1', port: 443, ...paths, tokenFile: join(d, 'none') }), /cannot read the service account token .*none/);
+    await rejectsConfig(
+      inClusterConfig({ host: '10.96.0.1', port: 443, ...paths, tokenFile: join(d, 'none') }),
+      /cannot read the service account token .*none/,
+    );
   });
 });

@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 
 import { PglogError } from '@pglog/common/errors.ts';
-import { type LoopOutcome, type Result,runControllerLoop, TerminalError } from '@pglog/common/kube/controller-loop.ts';
+import { type LoopOutcome, type Result, runControllerLoop, TerminalError } from '@pglog/common/kube/controller-loop.ts';
 import { KubeError } from '@pglog/common/kube/errors.ts';
 import { WorkQueue } from '@pglog/common/kube/workqueue.ts';
 import { FakeClock } from '@pglog/test-support/fake-clock.ts';
@@ -24,15 +24,21 @@ function harness(reconcile: (key: string, call: number) => Result) {
   const calls: Array<{ key: string; at: number }> = [];
   const outcomes: Array<{ outcome: LoopOutcome; code?: string }> = [];
   const controller = new AbortController();
-  const done = runControllerLoop<string>({
-    queue, workers: 2, log: silent, now: () => clock.now(),
-    controllerOf: () => 'pool',
-    reconciled: (_c, outcome, _s, code) => outcomes.push(code === undefined ? { outcome } : { outcome, code }),
-    reconcile: (key) => {
-      calls.push({ key, at: clock.now() });
-      return Promise.resolve().then(() => reconcile(key, calls.length));
+  const done = runControllerLoop<string>(
+    {
+      queue,
+      workers: 2,
+      log: silent,
+      now: () => clock.now(),
+      controllerOf: () => 'pool',
+      reconciled: (_c, outcome, _s, code) => outcomes.push(code === undefined ? { outcome } : { outcome, code }),
+      reconcile: (key) => {
+        calls.push({ key, at: clock.now() });
+        return Promise.resolve().then(() => reconcile(key, calls.length));
+      },
     },
-  }, controller.signal);
+    controller.signal,
+  );
   const stop = async (): Promise<void> => {
     controller.abort();
     queue.shutDown();
@@ -54,7 +60,13 @@ describe('runControllerLoop', () => {
     h.clock.advance(1);
     await settle();
     assert.deepEqual(h.calls.slice(2), [{ key: 'b', at: 500 }]);
-    assert.deepEqual(h.outcomes.slice(0, 2).map((o) => o.outcome).sort(), ['requeue', 'success']);
+    assert.deepEqual(
+      h.outcomes
+        .slice(0, 2)
+        .map((o) => o.outcome)
+        .sort(),
+      ['requeue', 'success'],
+    );
     await h.stop();
   });
 
@@ -69,10 +81,15 @@ describe('runControllerLoop', () => {
       h.clock.advance(100 * 2 ** i);
       await settle();
     }
-    assert.deepEqual(h.calls.map((c) => c.at), [0, 100, 300, 700]);
+    assert.deepEqual(
+      h.calls.map((c) => c.at),
+      [0, 100, 300, 700],
+    );
     assert.deepEqual(h.outcomes, [
-      { outcome: 'error', code: 'KUBE_UNAVAILABLE' }, { outcome: 'error', code: 'KUBE_UNAVAILABLE' },
-      { outcome: 'error', code: 'KUBE_UNAVAILABLE' }, { outcome: 'success' },
+      { outcome: 'error', code: 'KUBE_UNAVAILABLE' },
+      { outcome: 'error', code: 'KUBE_UNAVAILABLE' },
+      { outcome: 'error', code: 'KUBE_UNAVAILABLE' },
+      { outcome: 'success' },
     ]);
     assert.equal(h.queue.numRequeues('a'), 0, 'backoff forgotten');
     await h.stop();
@@ -88,7 +105,10 @@ describe('runControllerLoop', () => {
     await settle();
     h.clock.advance(100);
     await settle();
-    assert.deepEqual(h.calls.map((c) => c.at), [0, 100]);
+    assert.deepEqual(
+      h.calls.map((c) => c.at),
+      [0, 100],
+    );
     h.queue.add('b');
     await settle();
     assert.deepEqual(h.outcomes.at(-1), { outcome: 'error', code: 'UNKNOWN' });

@@ -7,8 +7,11 @@ import { describe, test } from 'node:test';
 import type { KubeObject } from '@pglog/common/kube/client-types.ts';
 import { applyWatchEvent, diffRelist, keyOf, objectKey } from '@pglog/common/kube/informer-cache.ts';
 
-const obj = (name: string, rv: string, uid = `uid-${name}`, namespace = 'ns'): KubeObject =>
-  ({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name, namespace, resourceVersion: rv, uid } });
+const obj = (name: string, rv: string, uid = `uid-${name}`, namespace = 'ns'): KubeObject => ({
+  apiVersion: 'v1',
+  kind: 'ConfigMap',
+  metadata: { name, namespace, resourceVersion: rv, uid },
+});
 
 const cacheOf = (...items: KubeObject[]): Map<string, KubeObject> => new Map(items.map((i) => [keyOf(i), i]));
 const summary = (events: { type: string; object: KubeObject; old?: KubeObject }[]): string[] =>

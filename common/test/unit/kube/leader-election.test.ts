@@ -26,7 +26,7 @@ describe('leader election: the lease math', () => {
     assert.equal(mayAcquire(held, renewed, 16_000, 'b', 15_000), false);
   });
 
-  test('the holder itself, an empty holder (released) and no lease may be taken at once; the holder\'s duration counts', () => {
+  test("the holder itself, an empty holder (released) and no lease may be taken at once; the holder's duration counts", () => {
     const o = observe(undefined, undefined, 0);
     assert.equal(mayAcquire(undefined, o, 0, 'b', 15_000), true);
     assert.equal(mayAcquire({ holderIdentity: '' }, o, 0, 'b', 15_000), true);

@@ -29,7 +29,9 @@ describe('WorkQueue', () => {
     assert.equal(q.length, 0, 'not queued while processing');
     const second = q.get();
     let handed: string | null | undefined;
-    void second.then((k) => { handed = k; });
+    void second.then((k) => {
+      handed = k;
+    });
     await Promise.resolve();
     assert.equal(handed, undefined, 'the second worker waits');
     q.done('a');
@@ -82,7 +84,10 @@ describe('WorkQueue', () => {
       const start = clock.now();
       q.addRateLimited('k');
       let waited = 0;
-      while (q.length === 0 && waited < 100_000) { clock.advance(1); waited++; }
+      while (q.length === 0 && waited < 100_000) {
+        clock.advance(1);
+        waited++;
+      }
       delays.push(waited);
       q.done((await q.get())!);
       assert.equal(clock.now() - start, waited);
@@ -116,60 +121,77 @@ describe('WorkQueue', () => {
       fc.record({ op: fc.constant('done' as const), index: fc.nat() }),
       fc.record({ op: fc.constant('advance' as const), ms: fc.integer({ min: 1, max: 40 }) }),
     );
-    await fc.assert(fc.asyncProperty(fc.array(op, { maxLength: 60 }), async (ops) => {
-      const clock = new FakeClock();
-      const q = new WorkQueue({ clock });
-      const processing: string[] = [];
-      // Keys whose latest add (or delayed add's due time) came after their last hand-out.
-      const owed = new Set<string>();
-      const scheduled = new Map<string, number>();
-      const handOut = async (): Promise<void> => {
-        const k = await q.get();
-        assert.ok(k !== null);
-        assert.ok(!processing.includes(k), `${k} handed out while being processed`);
-        processing.push(k);
-        owed.delete(k);
-      };
-      const fire = (upTo: number): void => {
-        for (const [k, at] of scheduled) if (at <= upTo) { owed.add(k); scheduled.delete(k); }
-      };
-      for (const o of ops) {
-        switch (o.op) {
-          case 'add': q.add(o.key); owed.add(o.key); break;
-          case 'addAfter': {
-            q.addAfter(o.key, o.ms);
-            if (o.ms <= 0) owed.add(o.key);
-            else scheduled.set(o.key, Math.min(scheduled.get(o.key) ?? Infinity, clock.now() + o.ms));
-            break;
+    await fc.assert(
+      fc.asyncProperty(fc.array(op, { maxLength: 60 }), async (ops) => {
+        const clock = new FakeClock();
+        const q = new WorkQueue({ clock });
+        const processing: string[] = [];
+        // Keys whose latest add (or delayed add's due time) came after their last hand-out.
+        const owed = new Set<string>();
+        const scheduled = new Map<string, number>();
+        const handOut = async (): Promise<void> => {
+          const k = await q.get();
+          assert.ok(k !== null);
+          assert.ok(!processing.includes(k), `${k} handed out while being processed`);
+          processing.push(k);
+          owed.delete(k);
+        };
+        const fire = (upTo: number): void => {
+          for (const [k, at] of scheduled)
+            if (at <= upTo) {
+              owed.add(k);
+              scheduled.delete(k);
+            }
+        };
+        for (const o of ops) {
+          switch (o.op) {
+            case 'add':
+              q.add(o.key);
+              owed.add(o.key);
+              break;
+            case 'addAfter': {
+              q.addAfter(o.key, o.ms);
+              if (o.ms <= 0) owed.add(o.key);
+              else scheduled.set(o.key, Math.min(scheduled.get(o.key) ?? Infinity, clock.now() + o.ms));
+              break;
+            }
+            case 'rateLimited': {
+              const delay = Math.min(60_000, 5 * 2 ** q.numRequeues(o.key));
+              q.addRateLimited(o.key);
+              scheduled.set(o.key, Math.min(scheduled.get(o.key) ?? Infinity, clock.now() + delay));
+              break;
+            }
+            case 'get':
+              if (q.length > 0) await handOut();
+              break;
+            case 'done':
+              if (processing.length > 0) q.done(processing.splice(o.index % processing.length, 1)[0]!);
+              break;
+            case 'advance':
+              clock.advance(o.ms);
+              fire(clock.now());
+              break;
           }
-          case 'rateLimited': {
-            const delay = Math.min(60_000, 5 * 2 ** q.numRequeues(o.key));
-            q.addRateLimited(o.key);
-            scheduled.set(o.key, Math.min(scheduled.get(o.key) ?? Infinity, clock.now() + delay));
-            break;
-          }
-          case 'get': if (q.length > 0) await handOut(); break;
-          case 'done': if (processing.length > 0) q.done(processing.splice(o.index % processing.length, 1)[0]!); break;
-          case 'advance': clock.advance(o.ms); fire(clock.now()); break;
+          const queuedKeys = new Set<string>();
+          // length counts distinct keys: at most one entry per key, none of them being processed.
+          assert.ok(q.length <= keys.length);
+          for (const k of processing) queuedKeys.add(k);
+          assert.equal(queuedKeys.size, processing.length, 'a key processed by two workers');
         }
-        const queuedKeys = new Set<string>();
-        // length counts distinct keys: at most one entry per key, none of them being processed.
-        assert.ok(q.length <= keys.length);
-        for (const k of processing) queuedKeys.add(k);
-        assert.equal(queuedKeys.size, processing.length, 'a key processed by two workers');
-      }
-      // Drain: finish everything, let all timers fire; every owed key must come out.
-      for (const k of processing.splice(0)) q.done(k);
-      clock.advance(120_000);
-      fire(Infinity);
-      const seen: string[] = [];
-      while (q.length > 0) {
-        const k = (await q.get())!;
-        seen.push(k);
-        q.done(k);
-      }
-      assert.equal(new Set(seen).size, seen.length, 'a key queued twice');
-      for (const k of owed) assert.ok(seen.includes(k), `${k} was added but never processed`);
-    }), { numRuns: 300 });
+        // Drain: finish everything, let all timers fire; every owed key must come out.
+        for (const k of processing.splice(0)) q.done(k);
+        clock.advance(120_000);
+        fire(Infinity);
+        const seen: string[] = [];
+        while (q.length > 0) {
+          const k = (await q.get())!;
+          seen.push(k);
+          q.done(k);
+        }
+        assert.equal(new Set(seen).size, seen.length, 'a key queued twice');
+        for (const k of owed) assert.ok(seen.includes(k), `${k} was added but never processed`);
+      }),
+      { numRuns: 300 },
+    );
   });
 });

@@ -11,9 +11,19 @@ import { processSecrets, registerSecret, SecretScrubber } from '@pglog/common/ob
 function capture(): { stream: Writable; lines: () => string[] } {
   const chunks: string[] = [];
   const stream = new Writable({
-    write(chunk: Buffer, _enc, done): void { chunks.push(chunk.toString('utf8')); done(); },
+    write(chunk: Buffer, _enc, done): void {
+      chunks.push(chunk.toString('utf8'));
+      done();
+    },
   });
-  return { stream, lines: () => chunks.join('').split('\n').filter((l) => l !== '') };
+  return {
+    stream,
+    lines: () =>
+      chunks
+        .join('')
+        .split('\n')
+        .filter((l) => l !== ''),
+  };
 }
 
 function parsed(lines: string[]): Record<string, unknown>[] {
@@ -41,7 +51,8 @@ test('no canary secret reaches the output, whatever path it takes', () => {
   const out = capture();
   const secrets = new SecretScrubber();
   const log = createLogger({ level: 'trace', destination: out.stream, secrets });
-  const keyText = '-----BEGIN OPENSSH PRIVATE KEY-----\nCANARYKEYLINE1xxxxxxxxxxxxxxxxxxxxxxxx\nCANARYKEYLINE2yyyyyyyyyyyyyyyyyyyyyyyy\n-----END OPENSSH PRIVATE KEY-----';
+  const keyText =
+    '-----BEGIN OPENSSH PRIVATE KEY-----\nCANARYKEYLINE1xxxxxxxxxxxxxxxxxxxxxxxx\nCANARYKEYLINE2yyyyyyyyyyyyyyyyyyyyyyyy\n-----END OPENSSH PRIVATE KEY-----';
   secrets.register(keyText);
   secrets.register('CANARY-STOREPW"with\\quotes');
 

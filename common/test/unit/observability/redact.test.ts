@@ -2,7 +2,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 
-import { describePostgresUrl, REDACTED, redactUrl, scrubText,SecretScrubber } from '@pglog/common/observability/redact.ts';
+import { describePostgresUrl, REDACTED, redactUrl, scrubText, SecretScrubber } from '@pglog/common/observability/redact.ts';
 import fc from 'fast-check';
 
 test('redactUrl removes the password of scheme://user:password@host and keeps the rest', () => {
@@ -28,14 +28,15 @@ test('redactUrl on a JSON line keeps the JSON valid', () => {
 });
 
 test('property: a password in a postgres URL never survives redactUrl', () => {
-  const canary = fc.string({ minLength: 1, maxLength: 20, unit: fc.constantFrom(...'abcXYZ019!$%^*()_+-~@:'.split('')) })
-    .map((s) => `CANARY${s}`);
-  fc.assert(fc.property(canary, fc.constantFrom('postgres', 'postgresql'), (pw, scheme) => {
-    const url = `${scheme}://user:${pw}@db.example:5432/store?sslmode=require`;
-    const out = redactUrl(`error connecting to ${url}: timeout`);
-    assert.ok(!out.includes('CANARY'), out);
-    assert.ok(out.includes('db.example:5432/store'), out);
-  }));
+  const canary = fc.string({ minLength: 1, maxLength: 20, unit: fc.constantFrom(...'abcXYZ019!$%^*()_+-~@:'.split('')) }).map((s) => `CANARY${s}`);
+  fc.assert(
+    fc.property(canary, fc.constantFrom('postgres', 'postgresql'), (pw, scheme) => {
+      const url = `${scheme}://user:${pw}@db.example:5432/store?sslmode=require`;
+      const out = redactUrl(`error connecting to ${url}: timeout`);
+      assert.ok(!out.includes('CANARY'), out);
+      assert.ok(out.includes('db.example:5432/store'), out);
+    }),
+  );
 });
 
 test('SecretScrubber replaces registered secrets, their JSON form and long lines of multi-line secrets', () => {
@@ -43,7 +44,8 @@ test('SecretScrubber replaces registered secrets, their JSON form and long lines
   assert.equal(s.scrub('nothing registered'), 'nothing registered');
   s.register('');
   assert.equal(s.size, 0);
-  const key = '-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAABG5vbmUAAAAEbm9u\nZQAAAAAAAAABAAAAMwAAAAtzc2gtZWQyNTUx\n-----END OPENSSH PRIVATE KEY-----';
+  const key =
+    '-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAABG5vbmUAAAAEbm9u\nZQAAAAAAAAABAAAAMwAAAAtzc2gtZWQyNTUx\n-----END OPENSSH PRIVATE KEY-----';
   s.register(key);
   s.register('pw.with*regex(chars)');
   assert.equal(s.scrub(`key: ${key}!`), `key: ${REDACTED}!`);
@@ -61,7 +63,10 @@ test('scrubText combines URL redaction and registered secrets', () => {
 
 test('describePostgresUrl names host, port, database and user, never the password', () => {
   assert.equal(describePostgresUrl('postgres://pglog:secret@db.example:6432/store'), 'host db.example, port 6432, database store, user pglog');
-  assert.equal(describePostgresUrl('postgresql://postgres@/postgres?host=%2Ftmp%2Fsock&port=5433'), 'host /tmp/sock, port 5433, database postgres, user postgres');
+  assert.equal(
+    describePostgresUrl('postgresql://postgres@/postgres?host=%2Ftmp%2Fsock&port=5433'),
+    'host /tmp/sock, port 5433, database postgres, user postgres',
+  );
   assert.equal(describePostgresUrl('postgres://h'), 'host h, port 5432');
   assert.equal(describePostgresUrl('postgres:///store'), 'host the default Unix socket, port 5432, database store');
   assert.equal(describePostgresUrl('not a url password=x'), 'an unparsable store URL');

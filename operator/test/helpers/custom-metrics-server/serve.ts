@@ -13,8 +13,16 @@
 import { readFileSync } from 'node:fs';
 import { createServer } from 'node:https';
 
-interface StatePod { namespace: string; name: string; labels: Record<string, string>; values: Record<string, number> }
-interface State { metrics: string[]; pods: StatePod[] }
+interface StatePod {
+  namespace: string;
+  name: string;
+  labels: Record<string, string>;
+  values: Record<string, number>;
+}
+interface State {
+  metrics: string[];
+  pods: StatePod[];
+}
 
 const [address, port, certFile, keyFile, stateFile] = process.argv.slice(2);
 if (stateFile === undefined) throw new Error('usage: serve.ts ADDRESS PORT CERT KEY STATE');
@@ -51,21 +59,35 @@ const server = createServer({ cert: readFileSync(certFile!), key: readFileSync(k
     process.stdout.write(`request ${req.method} ${decodeURIComponent(url.pathname)}${url.search} ${status} ${items}\n`);
   };
   const status = (code: number, message: string): void => send(code, { kind: 'Status', apiVersion: 'v1', metadata: {}, status: 'Failure', message, code });
-  if (url.pathname === '/healthz' || url.pathname === '/readyz' || url.pathname === '/livez') { send(200, 'ok'); return; }
+  if (url.pathname === '/healthz' || url.pathname === '/readyz' || url.pathname === '/livez') {
+    send(200, 'ok');
+    return;
+  }
   const s = state();
   if (url.pathname === `/apis/${GV}`) {
     send(200, {
-      kind: 'APIResourceList', apiVersion: 'v1', groupVersion: GV,
+      kind: 'APIResourceList',
+      apiVersion: 'v1',
+      groupVersion: GV,
       resources: s.metrics.map((m) => ({ name: `pods/${m}`, singularName: '', namespaced: true, kind: 'MetricValueList', verbs: ['get'] })),
     });
     return;
   }
   const m = new RegExp(`^/apis/${GV.replace('.', '\\.')}/namespaces/([^/]+)/pods/([^/]+)/([^/]+)$`).exec(url.pathname);
-  if (m === null) { status(404, `not found: ${url.pathname}`); return; }
+  if (m === null) {
+    status(404, `not found: ${url.pathname}`);
+    return;
+  }
   const [namespace, name, metric] = m.slice(1).map((x) => decodeURIComponent(x)) as [string, string, string];
-  if (!s.metrics.includes(metric)) { status(404, `metric ${metric} is not served`); return; }
+  if (!s.metrics.includes(metric)) {
+    status(404, `metric ${metric} is not served`);
+    return;
+  }
   const selector = parseSelector(url.searchParams.get('labelSelector') ?? '');
-  if (selector === undefined) { status(400, 'only equality-based label selectors are supported'); return; }
+  if (selector === undefined) {
+    status(400, 'only equality-based label selectors are supported');
+    return;
+  }
   const now = new Date().toISOString().replace(/\.\d+Z$/, 'Z');
   const items = s.pods
     .filter((p) => p.namespace === namespace && (name === '*' || p.name === name) && p.values[metric] !== undefined)
@@ -77,8 +99,14 @@ const server = createServer({ cert: readFileSync(certFile!), key: readFileSync(k
       windowSeconds: 1,
       value: quantity(p.values[metric]!),
     }));
-  if (name !== '*' && items.length === 0) { status(404, `no ${metric} for pod ${namespace}/${name}`); return; }
+  if (name !== '*' && items.length === 0) {
+    status(404, `no ${metric} for pod ${namespace}/${name}`);
+    return;
+  }
   send(200, { kind: 'MetricValueList', apiVersion: GV, metadata: {}, items }, items.length);
 });
 server.listen(Number(port), address, () => process.stdout.write(`listening ${address}:${port}\n`));
-process.on('SIGTERM', () => { server.close(); server.closeAllConnections(); });
+process.on('SIGTERM', () => {
+  server.close();
+  server.closeAllConnections();
+});

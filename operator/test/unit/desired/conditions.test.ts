@@ -34,7 +34,10 @@ describe('setCondition', () => {
     const out = setCondition(list, { type: 'Ready', status: 'True', reason: 'A', message: '' }, T2);
     assert.equal(findCondition(out, 'Ready')!.lastTransitionTime, T2);
     assert.equal(out[1], list[1]);
-    assert.deepEqual(out.map((c) => c.type), ['Ready', 'Degraded']);
+    assert.deepEqual(
+      out.map((c) => c.type),
+      ['Ready', 'Degraded'],
+    );
   });
   it('a new generation alone is a change', () => {
     const list = setCondition([], { type: 'Ready', status: 'True', reason: 'A', message: '' }, T1, 1);

@@ -18,11 +18,26 @@ describe('pool policy', () => {
 
   it('an entry allows its repository with any tag or digest; a prefix ending in / allows what is under it; nothing else', () => {
     const allowed = parseAllowedImages('ghcr.io/pglog/pglog,registry.example/team/');
-    for (const image of ['ghcr.io/pglog/pglog', 'ghcr.io/pglog/pglog:1.0', 'ghcr.io/pglog/pglog@sha256:abcd', 'registry.example/team/pglog:2', 'registry.example/team/sub/x']) {
+    for (const image of [
+      'ghcr.io/pglog/pglog',
+      'ghcr.io/pglog/pglog:1.0',
+      'ghcr.io/pglog/pglog@sha256:abcd',
+      'registry.example/team/pglog:2',
+      'registry.example/team/sub/x',
+    ]) {
       assert.ok(imageAllowed(image, allowed), image);
     }
-    for (const image of ['ghcr.io/pglog/pglog-evil:1.0', 'ghcr.io/pglog/pglogx', 'ghcr.io/pglog:1', 'GHCR.io/pglog/pglog:1', 'docker.io/ghcr.io/pglog/pglog',
-      'registry.example/team-evil/x', 'registry.example/team', 'registry.example/team/', 'ghcr.io/attacker/anything:latest']) {
+    for (const image of [
+      'ghcr.io/pglog/pglog-evil:1.0',
+      'ghcr.io/pglog/pglogx',
+      'ghcr.io/pglog:1',
+      'GHCR.io/pglog/pglog:1',
+      'docker.io/ghcr.io/pglog/pglog',
+      'registry.example/team-evil/x',
+      'registry.example/team',
+      'registry.example/team/',
+      'ghcr.io/attacker/anything:latest',
+    ]) {
       assert.ok(!imageAllowed(image, allowed), image);
     }
   });

@@ -6,9 +6,19 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 
 import {
-COLLECTOR_STOP_TIMEOUT_MS,
-  DEFAULT_COLLECTOR_RESOURCES, desiredHeadlessService, desiredPodDisruptionBudget, desiredStatefulSet, ownerReference,
-  poolLabels, poolSelector, SERVICE_ACCOUNT_DIR, SERVICE_ACCOUNT_VOLUME, SSHPROXY_DIR, TERMINATION_GRACE_SECONDS, } from '../../../src/desired/pool-resources.ts';
+  COLLECTOR_STOP_TIMEOUT_MS,
+  DEFAULT_COLLECTOR_RESOURCES,
+  desiredHeadlessService,
+  desiredPodDisruptionBudget,
+  desiredStatefulSet,
+  ownerReference,
+  poolLabels,
+  poolSelector,
+  SERVICE_ACCOUNT_DIR,
+  SERVICE_ACCOUNT_VOLUME,
+  SSHPROXY_DIR,
+  TERMINATION_GRACE_SECONDS,
+} from '../../../src/desired/pool-resources.ts';
 import type { Container } from '../../../src/desired/workload-types.ts';
 import { samplePool } from '../../helpers/pool-fixtures.ts';
 
@@ -25,17 +35,27 @@ function containers(pool = samplePool()): { collector: Container; sidecar: Conta
 describe('pool labels, selector and owner reference', () => {
   it('labels name the app, the component and the pool', () => {
     assert.deepEqual(poolLabels(samplePool()), {
-      'app.kubernetes.io/name': 'pglog', 'app.kubernetes.io/component': 'collector',
-      'app.kubernetes.io/instance': 'main', 'pglog.io/pool': 'main',
+      'app.kubernetes.io/name': 'pglog',
+      'app.kubernetes.io/component': 'collector',
+      'app.kubernetes.io/instance': 'main',
+      'pglog.io/pool': 'main',
     });
   });
   it('the selector string is the sorted labels, as the scale subresource reads it', () => {
-    assert.equal(poolSelector(samplePool()), 'app.kubernetes.io/component=collector,app.kubernetes.io/instance=main,app.kubernetes.io/name=pglog,pglog.io/pool=main');
+    assert.equal(
+      poolSelector(samplePool()),
+      'app.kubernetes.io/component=collector,app.kubernetes.io/instance=main,app.kubernetes.io/name=pglog,pglog.io/pool=main',
+    );
   });
   it('owner references make the pool the controller', () => {
     const pool = samplePool();
     assert.deepEqual(ownerReference({ ...pool, metadata: { ...pool.metadata, uid: 'u-1' } }), {
-      apiVersion: 'pglog.io/v1alpha1', kind: 'CollectorPool', name: 'main', uid: 'u-1', controller: true, blockOwnerDeletion: true,
+      apiVersion: 'pglog.io/v1alpha1',
+      kind: 'CollectorPool',
+      name: 'main',
+      uid: 'u-1',
+      controller: true,
+      blockOwnerDeletion: true,
     });
     delete pool.metadata.uid;
     assert.throws(() => ownerReference(pool), { code: 'KUBE_INVALID' });
@@ -53,7 +73,9 @@ describe('desiredStatefulSet', () => {
     assert.equal(sts.spec.serviceName, 'main-metrics');
     assert.deepEqual(sts.spec.selector, { matchLabels: poolLabels(pool) });
     assert.deepEqual(sts.spec.template.metadata.labels, poolLabels(pool));
-    assert.deepEqual(sts.metadata.ownerReferences, [{ apiVersion: 'pglog.io/v1alpha1', kind: 'CollectorPool', name: 'main', uid: pool.metadata.uid, controller: true, blockOwnerDeletion: true }]);
+    assert.deepEqual(sts.metadata.ownerReferences, [
+      { apiVersion: 'pglog.io/v1alpha1', kind: 'CollectorPool', name: 'main', uid: pool.metadata.uid, controller: true, blockOwnerDeletion: true },
+    ]);
     assert.equal(sts.spec.template.spec.serviceAccountName, 'pglog-collector');
     assert.equal(sts.spec.template.spec.automountServiceAccountToken, false, 'no token in every container: only the collector mounts one');
   });
@@ -74,10 +96,25 @@ describe('desiredStatefulSet', () => {
     assert.deepEqual(env.get('POD_NAME')!.valueFrom, { fieldRef: { fieldPath: 'metadata.name' } });
     assert.deepEqual(env.get('POD_NAMESPACE')!.valueFrom, { fieldRef: { fieldPath: 'metadata.namespace' } });
     assert.deepEqual(env.get('PGLOG_STORE_URL')!.valueFrom, { secretKeyRef: { name: 'pglog-store', key: 'url' } });
-    assert.deepEqual(collector.readinessProbe, { httpGet: { path: '/readyz', port: 'http-metrics' }, periodSeconds: 10, timeoutSeconds: 5, failureThreshold: 3 });
+    assert.deepEqual(collector.readinessProbe, {
+      httpGet: { path: '/readyz', port: 'http-metrics' },
+      periodSeconds: 10,
+      timeoutSeconds: 5,
+      failureThreshold: 3,
+    });
     // Liveness starts once the startup probe passed (up to 2 minutes of start-up), with no guessed delay.
-    assert.deepEqual(collector.startupProbe, { httpGet: { path: '/healthz', port: 'http-metrics' }, periodSeconds: 2, timeoutSeconds: 5, failureThreshold: 60 });
-    assert.deepEqual(collector.livenessProbe, { httpGet: { path: '/healthz', port: 'http-metrics' }, periodSeconds: 20, timeoutSeconds: 5, failureThreshold: 6 });
+    assert.deepEqual(collector.startupProbe, {
+      httpGet: { path: '/healthz', port: 'http-metrics' },
+      periodSeconds: 2,
+      timeoutSeconds: 5,
+      failureThreshold: 60,
+    });
+    assert.deepEqual(collector.livenessProbe, {
+      httpGet: { path: '/healthz', port: 'http-metrics' },
+      periodSeconds: 20,
+      timeoutSeconds: 5,
+      failureThreshold: 6,
+    });
     assert.deepEqual(collector.ports, [{ name: 'http-metrics', containerPort: 9187, protocol: 'TCP' }]);
   });
   it('the sidecar is a native sidecar sharing the in-memory directory', () => {
@@ -85,7 +122,12 @@ describe('desiredStatefulSet', () => {
     assert.equal(sidecar.restartPolicy, 'Always');
     assert.deepEqual(sidecar.args, ['sshproxy', '--dir', SSHPROXY_DIR]);
     // The kubelet starts the collector once the sidecar has written its first status.
-    assert.deepEqual(sidecar.startupProbe, { exec: { command: ['test', '-s', `${SSHPROXY_DIR}/status.json`] }, periodSeconds: 1, timeoutSeconds: 5, failureThreshold: 120 });
+    assert.deepEqual(sidecar.startupProbe, {
+      exec: { command: ['test', '-s', `${SSHPROXY_DIR}/status.json`] },
+      periodSeconds: 1,
+      timeoutSeconds: 5,
+      failureThreshold: 120,
+    });
     for (const c of [collector, sidecar]) assert.ok(c.volumeMounts!.some((m) => m.name === 'sshproxy' && m.mountPath === SSHPROXY_DIR));
     const volumes = desiredStatefulSet(samplePool(), OPTIONS).spec.template.spec.volumes!;
     assert.equal(volumes.find((v) => v.name === 'sshproxy')!.emptyDir!.medium, 'Memory');
@@ -96,14 +138,26 @@ describe('desiredStatefulSet', () => {
     const spec = desiredStatefulSet(samplePool(), OPTIONS).spec.template.spec;
     const { collector, sidecar } = containers();
     const volume = spec.volumes!.find((v) => v.name === SERVICE_ACCOUNT_VOLUME);
-    assert.deepEqual(volume?.projected?.sources.map((s) => Object.keys(s)[0]), ['serviceAccountToken', 'configMap', 'downwardAPI']);
+    assert.deepEqual(
+      volume?.projected?.sources.map((s) => Object.keys(s)[0]),
+      ['serviceAccountToken', 'configMap', 'downwardAPI'],
+    );
     assert.equal(volume.projected.sources[0]!.serviceAccountToken?.path, 'token');
     assert.deepEqual(volume.projected.sources[1]!.configMap, { name: 'kube-root-ca.crt', items: [{ key: 'ca.crt', path: 'ca.crt' }] });
     assert.equal(volume.projected.sources[2]!.downwardAPI?.items[0]?.fieldRef.fieldPath, 'metadata.namespace');
-    assert.deepEqual(collector.volumeMounts!.filter((m) => m.name === SERVICE_ACCOUNT_VOLUME), [{ name: SERVICE_ACCOUNT_VOLUME, mountPath: SERVICE_ACCOUNT_DIR, readOnly: true }]);
+    assert.deepEqual(
+      collector.volumeMounts!.filter((m) => m.name === SERVICE_ACCOUNT_VOLUME),
+      [{ name: SERVICE_ACCOUNT_VOLUME, mountPath: SERVICE_ACCOUNT_DIR, readOnly: true }],
+    );
     assert.equal(SERVICE_ACCOUNT_DIR, '/var/run/secrets/kubernetes.io/serviceaccount');
-    assert.ok(!sidecar.volumeMounts!.some((m) => m.name === SERVICE_ACCOUNT_VOLUME || m.mountPath.startsWith('/var/run/secrets')), 'the sidecar mounts no token');
-    assert.ok(!(sidecar.env ?? []).some((e) => e.name === 'PGLOG_STORE_URL' || e.valueFrom?.secretKeyRef !== undefined), 'the sidecar gets no store URL and no Secret');
+    assert.ok(
+      !sidecar.volumeMounts!.some((m) => m.name === SERVICE_ACCOUNT_VOLUME || m.mountPath.startsWith('/var/run/secrets')),
+      'the sidecar mounts no token',
+    );
+    assert.ok(
+      !(sidecar.env ?? []).some((e) => e.name === 'PGLOG_STORE_URL' || e.valueFrom?.secretKeyRef !== undefined),
+      'the sidecar gets no store URL and no Secret',
+    );
   });
 
   it('restricted Pod Security settings on the pod and both containers', () => {
@@ -124,24 +178,33 @@ describe('desiredStatefulSet', () => {
     assert.equal(collector.image, OPTIONS.defaultImage);
     assert.equal(sidecar.image, OPTIONS.defaultImage);
     assert.deepEqual(collector.resources, DEFAULT_COLLECTOR_RESOURCES);
-    const custom = containers(samplePool({
-      collector: { image: 'c:1', imagePullPolicy: 'Always', resources: { limits: { memory: '2Gi' } } },
-      sidecar: { image: 's:1', resources: { requests: { cpu: '10m' } } },
-    }));
+    const custom = containers(
+      samplePool({
+        collector: { image: 'c:1', imagePullPolicy: 'Always', resources: { limits: { memory: '2Gi' } } },
+        sidecar: { image: 's:1', resources: { requests: { cpu: '10m' } } },
+      }),
+    );
     assert.equal(custom.collector.image, 'c:1');
     assert.equal(custom.collector.imagePullPolicy, 'Always');
     assert.equal(custom.sidecar.image, 's:1');
     assert.deepEqual(custom.collector.resources, { limits: { memory: '2Gi' } });
     assert.deepEqual(custom.sidecar.resources, { requests: { cpu: '10m' } });
-    assert.equal(containers(samplePool({ collector: { image: 'c:2', imagePullPolicy: 'IfNotPresent' } })).sidecar.image, 'c:2', 'the sidecar defaults to the collector image');
+    assert.equal(
+      containers(samplePool({ collector: { image: 'c:2', imagePullPolicy: 'IfNotPresent' } })).sidecar.image,
+      'c:2',
+      'the sidecar defaults to the collector image',
+    );
   });
   it('does not change with anything but replicas and the pods settings (no roll on rebalance or tuning)', () => {
     const a = desiredStatefulSet(samplePool(), OPTIONS);
-    const b = desiredStatefulSet(samplePool({
-      transport: { promoteAboveBitsPerSecond: 9e6, demoteBelowBitsPerSecond: 1e6, minDwellSeconds: 5, proxyCapacityPerPod: 2 },
-      sharding: { loadFactor: 2, minWeightBytesPerSecond: 10 },
-      nodeTuning: { mode: 'explicit', uvThreadpoolSize: 16, maxOldSpaceSizeMiB: 900, maxSemiSpaceSizeMiB: 32 },
-    }), OPTIONS);
+    const b = desiredStatefulSet(
+      samplePool({
+        transport: { promoteAboveBitsPerSecond: 9e6, demoteBelowBitsPerSecond: 1e6, minDwellSeconds: 5, proxyCapacityPerPod: 2 },
+        sharding: { loadFactor: 2, minWeightBytesPerSecond: 10 },
+        nodeTuning: { mode: 'explicit', uvThreadpoolSize: 16, maxOldSpaceSizeMiB: 900, maxSemiSpaceSizeMiB: 32 },
+      }),
+      OPTIONS,
+    );
     assert.deepEqual(b, a);
     assert.deepEqual(desiredStatefulSet(samplePool(), OPTIONS), a, 'deterministic');
   });

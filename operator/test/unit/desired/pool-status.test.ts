@@ -10,16 +10,22 @@ import type { TargetObject } from '@pglog/common/api/target-object.ts';
 import type { KubeObject } from '@pglog/common/kube/client-types.ts';
 
 import { mapLimit } from '../../../src/controller/map-limit.ts';
-import { DESIRED_HASH_ANNOTATION,desiredHash, withDesiredHash } from '../../../src/controller/owned-objects.ts';
+import { DESIRED_HASH_ANNOTATION, desiredHash, withDesiredHash } from '../../../src/controller/owned-objects.ts';
 import { unassignedStatusPatch } from '../../../src/controller/unassigned-targets.ts';
 import { desiredPoolStatus } from '../../../src/desired/pool-status.ts';
 import { desiredTargetStatus, roundRate, targetStatusChanged } from '../../../src/desired/target-status.ts';
 
 const target = (status?: TargetObject['status']): TargetObject => ({
-  apiVersion: 'pglog.io/v1alpha1', kind: 'PostgresTarget',
+  apiVersion: 'pglog.io/v1alpha1',
+  kind: 'PostgresTarget',
   metadata: { name: 'db1', namespace: 'ns', generation: 3 },
   spec: {
-    host: 'h', port: 22, user: 'postgres', ssh: { secretRef: { name: 's' } }, transport: 'auto', instances: [],
+    host: 'h',
+    port: 22,
+    user: 'postgres',
+    ssh: { secretRef: { name: 's' } },
+    transport: 'auto',
+    instances: [],
     collect: { logs: true, activity: false, locks: false, statements: false, databases: false, intervalSeconds: 15, statisticsIntervalSeconds: 15 },
   },
   ...(status === undefined ? {} : { status }),
@@ -33,7 +39,10 @@ describe('target status', () => {
     assert.equal(s.shard, 2);
     assert.equal(s.transport, 'inproc');
     assert.equal(s.observedGeneration, 3);
-    assert.deepEqual(s.conditions?.map((c) => [c.type, c.status, c.reason]), [['Ready', 'Unknown', 'Assigned']]);
+    assert.deepEqual(
+      s.conditions?.map((c) => [c.type, c.status, c.reason]),
+      [['Ready', 'Unknown', 'Assigned']],
+    );
   });
 
   test('reported: the transport in use, rounded rates, Ready True; an error code becomes the reason', () => {
@@ -41,7 +50,12 @@ describe('target status', () => {
     assert.equal(s.transport, 'proxy');
     assert.deepEqual(s.rates, { bytesPerSecond: 123_000, linesPerSecond: 1_000 });
     assert.equal(s.conditions?.[0]?.status, 'True');
-    const failing = desiredTargetStatus(target(), { shard: 1, transport: 'inproc' }, { ...report, error: 'SSH_AUTH_FAILED', connected: false }, '2026-11-23T10:00:00.000Z');
+    const failing = desiredTargetStatus(
+      target(),
+      { shard: 1, transport: 'inproc' },
+      { ...report, error: 'SSH_AUTH_FAILED', connected: false },
+      '2026-11-23T10:00:00.000Z',
+    );
     assert.deepEqual([failing.conditions?.[0]?.status, failing.conditions?.[0]?.reason], ['False', 'SSH_AUTH_FAILED']);
   });
 
@@ -49,9 +63,23 @@ describe('target status', () => {
     const sql = target();
     sql.spec.collect = { ...sql.spec.collect, activity: true, locks: true };
     const pending = desiredTargetStatus(sql, { shard: 1, transport: 'inproc' }, undefined, '2026-11-23T10:00:00.000Z');
-    assert.deepEqual(pending.conditions?.map((c) => [c.type, c.status, c.reason]), [['Ready', 'Unknown', 'Assigned'], ['Snapshots', 'Unknown', 'Assigned'], ['SqlRole', 'Unknown', 'Assigned']]);
+    assert.deepEqual(
+      pending.conditions?.map((c) => [c.type, c.status, c.reason]),
+      [
+        ['Ready', 'Unknown', 'Assigned'],
+        ['Snapshots', 'Unknown', 'Assigned'],
+        ['SqlRole', 'Unknown', 'Assigned'],
+      ],
+    );
     const failing = desiredTargetStatus(sql, { shard: 1, transport: 'inproc' }, { ...report, snapshotError: 'SQL_CONNECT_FAILED' }, '2026-11-23T10:00:00.000Z');
-    assert.deepEqual(failing.conditions?.map((c) => [c.type, c.status, c.reason]), [['Ready', 'True', 'Collecting'], ['Snapshots', 'False', 'SQL_CONNECT_FAILED'], ['SqlRole', 'Unknown', 'SnapshotsFailing']]);
+    assert.deepEqual(
+      failing.conditions?.map((c) => [c.type, c.status, c.reason]),
+      [
+        ['Ready', 'True', 'Collecting'],
+        ['Snapshots', 'False', 'SQL_CONNECT_FAILED'],
+        ['SqlRole', 'Unknown', 'SnapshotsFailing'],
+      ],
+    );
     const ok = desiredTargetStatus(sql, { shard: 1, transport: 'inproc' }, report, '2026-11-23T10:00:00.000Z');
     assert.deepEqual(ok.conditions?.find((c) => c.type === 'Snapshots')?.reason, 'Succeeding');
     // Logs only: no Snapshots condition at all.
@@ -62,18 +90,37 @@ describe('target status', () => {
     const sql = target();
     sql.spec.collect = { ...sql.spec.collect, activity: true };
     const role = (over: Partial<ShardTargetStatus>): string[] | undefined => {
-      const c = desiredTargetStatus(sql, { shard: 1, transport: 'inproc' }, { ...report, ...over }, '2026-11-23T10:00:00.000Z').conditions?.find((x) => x.type === 'SqlRole');
+      const c = desiredTargetStatus(sql, { shard: 1, transport: 'inproc' }, { ...report, ...over }, '2026-11-23T10:00:00.000Z').conditions?.find(
+        (x) => x.type === 'SqlRole',
+      );
       return c === undefined ? undefined : [c.status, c.reason, c.message];
     };
-    assert.deepEqual(role({ sqlRoleWarning: 'SQL_ROLE_SUPERUSER' }), ['False', 'SQL_ROLE_SUPERUSER', 'the SQL role (spec.instances[].sql.user) is a superuser: use a role with only pg_monitor (docs/snapshots.md)']);
+    assert.deepEqual(role({ sqlRoleWarning: 'SQL_ROLE_SUPERUSER' }), [
+      'False',
+      'SQL_ROLE_SUPERUSER',
+      'the SQL role (spec.instances[].sql.user) is a superuser: use a role with only pg_monitor (docs/snapshots.md)',
+    ]);
     assert.deepEqual(role({ sqlRoleWarning: 'SQL_ROLE_CAN_WRITE', snapshotError: 'SQL_TIMEOUT' })?.slice(0, 2), ['False', 'SQL_ROLE_CAN_WRITE']);
     assert.deepEqual(role({})?.slice(0, 2), ['True', 'NotPrivileged']);
     // Logs only: no SqlRole condition.
-    assert.equal(desiredTargetStatus(target(), { shard: 1, transport: 'inproc' }, { ...report, sqlRoleWarning: 'SQL_ROLE_SUPERUSER' }, '2026-11-23T10:00:00.000Z').conditions?.some((c) => c.type === 'SqlRole'), false);
+    assert.equal(
+      desiredTargetStatus(
+        target(),
+        { shard: 1, transport: 'inproc' },
+        { ...report, sqlRoleWarning: 'SQL_ROLE_SUPERUSER' },
+        '2026-11-23T10:00:00.000Z',
+      ).conditions?.some((c) => c.type === 'SqlRole'),
+      false,
+    );
   });
 
   test('KUBE_NOT_FOUND says the Secret may be missing or not opted in (one answer for both: existence is not revealed)', () => {
-    const s = desiredTargetStatus(target(), { shard: 1, transport: 'inproc' }, { ...report, error: 'KUBE_NOT_FOUND', connected: false }, '2026-11-23T10:00:00.000Z');
+    const s = desiredTargetStatus(
+      target(),
+      { shard: 1, transport: 'inproc' },
+      { ...report, error: 'KUBE_NOT_FOUND', connected: false },
+      '2026-11-23T10:00:00.000Z',
+    );
     const ready = s.conditions!.find((c) => c.type === 'Ready')!;
     assert.deepEqual([ready.status, ready.reason], ['False', 'KUBE_NOT_FOUND']);
     assert.match(ready.message, /does not exist or does not carry the label pglog\.io\/ssh-credentials: "true"/);
@@ -94,9 +141,17 @@ describe('target status', () => {
 });
 
 describe('pool status', () => {
-  const pool = { apiVersion: 'pglog.io/v1alpha1', kind: 'CollectorPool', metadata: { name: 'p', namespace: 'ns', generation: 7 }, spec: { replicas: 3 } } as unknown as CollectorPool;
+  const pool = {
+    apiVersion: 'pglog.io/v1alpha1',
+    kind: 'CollectorPool',
+    metadata: { name: 'p', namespace: 'ns', generation: 7 },
+    spec: { replicas: 3 },
+  } as unknown as CollectorPool;
   test('scale fields, counts and conditions; Progressing while the StatefulSet has other replicas', () => {
-    const s = desiredPoolStatus({ pool, selector: 'pglog.io/pool=p', statefulSet: { replicas: 2, readyReplicas: 1 }, targets: 10, loads: [], shards: [] }, '2026-11-23T10:00:00.000Z');
+    const s = desiredPoolStatus(
+      { pool, selector: 'pglog.io/pool=p', statefulSet: { replicas: 2, readyReplicas: 1 }, targets: 10, loads: [], shards: [] },
+      '2026-11-23T10:00:00.000Z',
+    );
     assert.deepEqual([s.replicas, s.selector, s.readyReplicas, s.targets, s.observedGeneration], [2, 'pglog.io/pool=p', 1, 10, 7]);
     const byType = new Map(s.conditions?.map((c) => [c.type, c]));
     assert.equal(byType.get('Ready')?.status, 'False');
@@ -117,22 +172,34 @@ describe('owned objects and helpers', () => {
     let inFlight = 0;
     let most = 0;
     const seen: number[] = [];
-    await mapLimit(Array.from({ length: 20 }, (_, i) => i), 3, async (i) => {
-      inFlight++;
-      most = Math.max(most, inFlight);
-      await new Promise((r) => setTimeout(r, 1));
-      seen.push(i);
-      inFlight--;
-    });
+    await mapLimit(
+      Array.from({ length: 20 }, (_, i) => i),
+      3,
+      async (i) => {
+        inFlight++;
+        most = Math.max(most, inFlight);
+        await new Promise((r) => setTimeout(r, 1));
+        seen.push(i);
+        inFlight--;
+      },
+    );
     assert.equal(most, 3);
     assert.equal(seen.length, 20);
-    await assert.rejects(mapLimit([1, 2, 3], 2, (i) => (i === 2 ? Promise.reject(new Error('two')) : Promise.resolve())), /two/);
+    await assert.rejects(
+      mapLimit([1, 2, 3], 2, (i) => (i === 2 ? Promise.reject(new Error('two')) : Promise.resolve())),
+      /two/,
+    );
   });
 });
 
 describe('unassigned targets', () => {
   test('a stale shard and Ready True become NoPool with the fields removed; an already marked target needs no write', () => {
-    const stale = target({ shard: 3, transport: 'proxy', rates: { bytesPerSecond: 1, linesPerSecond: 1 }, conditions: [{ type: 'Ready', status: 'True', reason: 'Collecting', message: 'm', lastTransitionTime: '2026-11-23T09:00:00.000Z' }] });
+    const stale = target({
+      shard: 3,
+      transport: 'proxy',
+      rates: { bytesPerSecond: 1, linesPerSecond: 1 },
+      conditions: [{ type: 'Ready', status: 'True', reason: 'Collecting', message: 'm', lastTransitionTime: '2026-11-23T09:00:00.000Z' }],
+    });
     const patch = unassignedStatusPatch({ ...stale, spec: { ...stale.spec, pool: 'gone' } }, '2026-11-23T10:00:00.000Z');
     assert.ok(patch !== null);
     assert.deepEqual([patch.status['shard'], patch.status['transport'], patch.status['rates'], patch.status['lag']], [null, null, null, null]);

@@ -19,7 +19,8 @@ describe('matchesLabelSelector', () => {
     assert.equal(matchesLabelSelector({ matchLabels: {}, matchExpressions: [] }, labels), true);
   });
   it('In, NotIn, Exists, DoesNotExist', () => {
-    const m = (operator: string, key: string, values?: string[]): boolean => matchesLabelSelector({ matchExpressions: [{ key, operator, ...(values === undefined ? {} : { values }) }] }, labels);
+    const m = (operator: string, key: string, values?: string[]): boolean =>
+      matchesLabelSelector({ matchExpressions: [{ key, operator, ...(values === undefined ? {} : { values }) }] }, labels);
     assert.equal(m('In', 'env', ['prod', 'stage']), true);
     assert.equal(m('In', 'env', ['stage']), false);
     assert.equal(m('In', 'zone', ['a']), false);
@@ -44,7 +45,8 @@ describe('selectPoolTargets', () => {
   const a = samplePool({ targetSelector: { matchLabels: { env: 'prod' } } }, 'alpha');
   const b = samplePool({ targetSelector: { matchExpressions: [{ key: 'env', operator: 'Exists' }] } }, 'beta');
   const c = samplePool({}, 'gamma');
-  const names = (m: Map<string, { metadata: { name: string } }[]>): Record<string, string[]> => Object.fromEntries([...m].map(([k, v]) => [k, v.map((t) => t.metadata.name)]));
+  const names = (m: Map<string, { metadata: { name: string } }[]>): Record<string, string[]> =>
+    Object.fromEntries([...m].map(([k, v]) => [k, v.map((t) => t.metadata.name)]));
 
   it('spec.pool names the pool; else the selector; conflicts: spec.pool wins, else the first pool name', () => {
     const targets = [

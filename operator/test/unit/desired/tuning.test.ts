@@ -12,7 +12,13 @@ import { autoSemiSpaceMiB, autoThreadpoolSize, computeTuning, type TuningInput }
 const MiB = 2 ** 20;
 const GiB = 2 ** 30;
 const base: TuningInput = {
-  nodeTuning: { mode: 'auto' }, memoryLimitBytes: GiB, inprocTargets: 10, proxyTargets: 0, instances: 10, sqlSessions: 0, ingestBytesPerSecond: 0,
+  nodeTuning: { mode: 'auto' },
+  memoryLimitBytes: GiB,
+  inprocTargets: 10,
+  proxyTargets: 0,
+  instances: 10,
+  sqlSessions: 0,
+  ingestBytesPerSecond: 0,
 };
 
 describe('computeTuning, auto', () => {
@@ -68,38 +74,66 @@ describe('computeTuning, auto', () => {
     assert.equal(computeTuning({ ...base, memoryLimitBytes: null, instances: 500, sqlSessions: 100 }).maxOldSpaceSizeMiB, 1536); // 128 + 1000 + 400 -> 1536
   });
   it('property: within the CRD ranges, heap plus young generation within 75 % of any limit >= 512 MiB', () => {
-    fc.assert(fc.property(
-      fc.integer({ min: 512, max: 64 * 1024 }), fc.nat(5000), fc.nat(5000), fc.nat(20000), fc.nat(5000), fc.double({ min: 0, max: 1e9, noNaN: true }),
-      (limitMiB, inproc, proxy, instances, sql, rate) => {
-        const t = computeTuning({ nodeTuning: { mode: 'auto' }, memoryLimitBytes: limitMiB * MiB, inprocTargets: inproc, proxyTargets: proxy, instances, sqlSessions: sql, ingestBytesPerSecond: rate });
-        assert.ok(t.uvThreadpoolSize >= 4 && t.uvThreadpoolSize <= 64);
-        assert.ok(t.maxSemiSpaceSizeMiB >= 1 && t.maxSemiSpaceSizeMiB <= 64);
-        assert.ok(t.maxOldSpaceSizeMiB >= 128);
-        assert.ok(t.maxOldSpaceSizeMiB + 3 * t.maxSemiSpaceSizeMiB <= 0.75 * limitMiB);
-        for (const v of Object.values(t)) assert.ok(Number.isInteger(v));
-      },
-    ), { numRuns: 300 });
+    fc.assert(
+      fc.property(
+        fc.integer({ min: 512, max: 64 * 1024 }),
+        fc.nat(5000),
+        fc.nat(5000),
+        fc.nat(20000),
+        fc.nat(5000),
+        fc.double({ min: 0, max: 1e9, noNaN: true }),
+        (limitMiB, inproc, proxy, instances, sql, rate) => {
+          const t = computeTuning({
+            nodeTuning: { mode: 'auto' },
+            memoryLimitBytes: limitMiB * MiB,
+            inprocTargets: inproc,
+            proxyTargets: proxy,
+            instances,
+            sqlSessions: sql,
+            ingestBytesPerSecond: rate,
+          });
+          assert.ok(t.uvThreadpoolSize >= 4 && t.uvThreadpoolSize <= 64);
+          assert.ok(t.maxSemiSpaceSizeMiB >= 1 && t.maxSemiSpaceSizeMiB <= 64);
+          assert.ok(t.maxOldSpaceSizeMiB >= 128);
+          assert.ok(t.maxOldSpaceSizeMiB + 3 * t.maxSemiSpaceSizeMiB <= 0.75 * limitMiB);
+          for (const v of Object.values(t)) assert.ok(Number.isInteger(v));
+        },
+      ),
+      { numRuns: 300 },
+    );
   });
 });
 
 describe('computeTuning, explicit', () => {
   it('uses the given values, computes the missing ones', () => {
-    assert.deepEqual(
-      computeTuning({ ...base, nodeTuning: { mode: 'explicit', uvThreadpoolSize: 12, maxOldSpaceSizeMiB: 900, maxSemiSpaceSizeMiB: 8 } }),
-      { uvThreadpoolSize: 12, maxOldSpaceSizeMiB: 900, maxSemiSpaceSizeMiB: 8 },
-    );
+    assert.deepEqual(computeTuning({ ...base, nodeTuning: { mode: 'explicit', uvThreadpoolSize: 12, maxOldSpaceSizeMiB: 900, maxSemiSpaceSizeMiB: 8 } }), {
+      uvThreadpoolSize: 12,
+      maxOldSpaceSizeMiB: 900,
+      maxSemiSpaceSizeMiB: 8,
+    });
     // Semi-space given: old space is computed with it (the cap 768 - 64 - 3 × 64 = 512 is above the 256 needed).
-    assert.deepEqual(computeTuning({ ...base, nodeTuning: { mode: 'explicit', maxSemiSpaceSizeMiB: 64 } }), { uvThreadpoolSize: 4, maxOldSpaceSizeMiB: 256, maxSemiSpaceSizeMiB: 64 });
+    assert.deepEqual(computeTuning({ ...base, nodeTuning: { mode: 'explicit', maxSemiSpaceSizeMiB: 64 } }), {
+      uvThreadpoolSize: 4,
+      maxOldSpaceSizeMiB: 256,
+      maxSemiSpaceSizeMiB: 64,
+    });
     // ... and bounds it under a small limit: 512 × 0.75 - 64 - 3 × 64 = 128.
-    assert.deepEqual(computeTuning({ ...base, memoryLimitBytes: 512 * MiB, nodeTuning: { mode: 'explicit', maxSemiSpaceSizeMiB: 64 } }).maxOldSpaceSizeMiB, 128);
+    assert.deepEqual(
+      computeTuning({ ...base, memoryLimitBytes: 512 * MiB, nodeTuning: { mode: 'explicit', maxSemiSpaceSizeMiB: 64 } }).maxOldSpaceSizeMiB,
+      128,
+    );
   });
   it('auto mode ignores values left in the spec', () => {
     assert.deepEqual(computeTuning({ ...base, nodeTuning: { mode: 'auto', uvThreadpoolSize: 99 } }), computeTuning(base));
   });
   it('rejects values out of range and unknown modes with CONFIG_INVALID', () => {
     for (const nodeTuning of [
-      { mode: 'explicit', uvThreadpoolSize: 0 }, { mode: 'explicit', uvThreadpoolSize: 1025 }, { mode: 'explicit', uvThreadpoolSize: 2.5 },
-      { mode: 'explicit', maxOldSpaceSizeMiB: 63 }, { mode: 'explicit', maxSemiSpaceSizeMiB: 257 }, { mode: 'fast' },
+      { mode: 'explicit', uvThreadpoolSize: 0 },
+      { mode: 'explicit', uvThreadpoolSize: 1025 },
+      { mode: 'explicit', uvThreadpoolSize: 2.5 },
+      { mode: 'explicit', maxOldSpaceSizeMiB: 63 },
+      { mode: 'explicit', maxSemiSpaceSizeMiB: 257 },
+      { mode: 'fast' },
     ]) {
       assert.throws(() => computeTuning({ ...base, nodeTuning }), { code: 'CONFIG_INVALID' }, JSON.stringify(nodeTuning));
     }

@@ -8,9 +8,20 @@ import { describe, it } from 'node:test';
 import fc from 'fast-check';
 
 import {
-type BoundedAssignment,   buildRing, DEFAULT_SHARDING_OPTIONS, moduloHashing, movedWeight, planBoundedAssignment, type ShardingInput, type ShardingOptions, type ShardingTarget,
-shardLoads, sortedShards,
-  targetRingPosition, targetWeights, } from '../../../src/sharding/index.ts';
+  type BoundedAssignment,
+  buildRing,
+  DEFAULT_SHARDING_OPTIONS,
+  moduloHashing,
+  movedWeight,
+  planBoundedAssignment,
+  type ShardingInput,
+  type ShardingOptions,
+  type ShardingTarget,
+  shardLoads,
+  sortedShards,
+  targetRingPosition,
+  targetWeights,
+} from '../../../src/sharding/index.ts';
 
 /**
  * Fleets for the 10,000-target properties. Rates are skewed (log-normal with sigma up to 2.5,
@@ -58,7 +69,12 @@ function capWeights(raw: readonly number[], share: number): number[] {
   return raw.map((r) => Math.min(r, cap * (1 - 1e-9)));
 }
 
-interface FleetSpec { seed: number; kind: 'lognormal' | 'zipf'; skew: number; idle: number }
+interface FleetSpec {
+  seed: number;
+  kind: 'lognormal' | 'zipf';
+  skew: number;
+  idle: number;
+}
 
 const fleetSpec: fc.Arbitrary<FleetSpec> = fc.record({
   seed: fc.integer(),
@@ -79,7 +95,10 @@ function fleet(spec: FleetSpec, size = FLEET_SIZE): ShardingTarget[] {
     });
   } else {
     const s = 0.6 + 0.7 * spec.skew;
-    raw = shuffle(Array.from({ length: size }, (_, rank) => 5e7 / (rank + 1) ** s), random);
+    raw = shuffle(
+      Array.from({ length: size }, (_, rank) => 5e7 / (rank + 1) ** s),
+      random,
+    );
   }
   raw = raw.map((r) => Math.max(r, floor));
   const capped = capWeights(raw, CAP_SHARE);
@@ -91,7 +110,12 @@ function fleet(spec: FleetSpec, size = FLEET_SIZE): ShardingTarget[] {
 
 const shardNames = (n: number): string[] => Array.from({ length: n }, (_, i) => `pool-${i}`);
 
-function plan(shards: readonly string[], targets: readonly ShardingTarget[], previous: ReadonlyMap<string, string> = new Map(), options: ShardingOptions = OPTS): BoundedAssignment {
+function plan(
+  shards: readonly string[],
+  targets: readonly ShardingTarget[],
+  previous: ReadonlyMap<string, string> = new Map(),
+  options: ShardingOptions = OPTS,
+): BoundedAssignment {
   return planBoundedAssignment({ shards, targets, previous }, options);
 }
 
@@ -113,103 +137,116 @@ const TOLERANCE = 1 + 1e-9;
 
 describe('bounded consistent hashing: 10,000 skewed targets', () => {
   it('over 15 shards, no shard is above 1.25 × the mean load, from scratch or from any previous assignment', () => {
-    fc.assert(fc.property(fleetSpec, fc.integer(), (spec, prevSeed) => {
-      const targets = fleet(spec);
-      const weights = targetWeights(targets);
-      const shards = shardNames(15);
-      const random = prng(prevSeed);
-      // A previous assignment from another world: random shards, some gone, loads unbounded.
-      const previous = new Map(targets.map((t) => [t.name, `pool-${Math.floor(random() * 18)}`]));
-      for (const prev of [new Map<string, string>(), previous]) {
-        const result = plan(shards, targets, prev);
-        assertComplete({ shards, targets, previous: prev }, result.assignment);
-        const mean = result.totalWeight / 15;
-        assert.deepEqual(result.dedicated, []);
-        assert.deepEqual(result.overBound, []);
-        assert.ok(maxLoad(result.assignment, weights, shards) <= 1.25 * mean * TOLERANCE);
-      }
-    }), { numRuns: RUNS });
+    fc.assert(
+      fc.property(fleetSpec, fc.integer(), (spec, prevSeed) => {
+        const targets = fleet(spec);
+        const weights = targetWeights(targets);
+        const shards = shardNames(15);
+        const random = prng(prevSeed);
+        // A previous assignment from another world: random shards, some gone, loads unbounded.
+        const previous = new Map(targets.map((t) => [t.name, `pool-${Math.floor(random() * 18)}`]));
+        for (const prev of [new Map<string, string>(), previous]) {
+          const result = plan(shards, targets, prev);
+          assertComplete({ shards, targets, previous: prev }, result.assignment);
+          const mean = result.totalWeight / 15;
+          assert.deepEqual(result.dedicated, []);
+          assert.deepEqual(result.overBound, []);
+          assert.ok(maxLoad(result.assignment, weights, shards) <= 1.25 * mean * TOLERANCE);
+        }
+      }),
+      { numRuns: RUNS },
+    );
   });
 
   it('15 → 16 shards moves at most 1/16 of the load + 5 %, into the new shard or out of shards over the tighter bound', () => {
-    fc.assert(fc.property(fleetSpec, fc.boolean(), (spec, settled) => {
-      const targets = fleet(spec);
-      const weights = targetWeights(targets);
-      let before = plan(shardNames(15), targets).assignment;
-      if (settled) before = plan(shardNames(15), targets, before).assignment;
-      const shards = shardNames(16);
-      const after = plan(shards, targets, before);
-      const total = after.totalWeight;
-      assert.ok(movedWeight(before, after.assignment, weights) <= total / 16 + 0.05 * total);
-      assert.ok(maxLoad(after.assignment, weights, shards) <= 1.25 * (total / 16) * TOLERANCE);
-      // The new shard gets about its share (not only the overflow of the others).
-      const loads = shardLoads(after.assignment, weights, shards);
-      assert.ok(loads.get('pool-15')! >= 0.4 * (total / 16), `new shard load ${loads.get('pool-15')! / (total / 16)} × mean`);
-      // Nobody else moves unless its shard could not keep it.
-      for (const [name, shard] of after.assignment) {
-        const prev = before.get(name)!;
-        if (shard === prev || shard === 'pool-15') continue;
-        assert.ok(loads.get(prev)! + weights.get(name)! > after.capacity, `${name} left ${prev} that had room`);
-      }
-    }), { numRuns: RUNS });
+    fc.assert(
+      fc.property(fleetSpec, fc.boolean(), (spec, settled) => {
+        const targets = fleet(spec);
+        const weights = targetWeights(targets);
+        let before = plan(shardNames(15), targets).assignment;
+        if (settled) before = plan(shardNames(15), targets, before).assignment;
+        const shards = shardNames(16);
+        const after = plan(shards, targets, before);
+        const total = after.totalWeight;
+        assert.ok(movedWeight(before, after.assignment, weights) <= total / 16 + 0.05 * total);
+        assert.ok(maxLoad(after.assignment, weights, shards) <= 1.25 * (total / 16) * TOLERANCE);
+        // The new shard gets about its share (not only the overflow of the others).
+        const loads = shardLoads(after.assignment, weights, shards);
+        assert.ok(loads.get('pool-15')! >= 0.4 * (total / 16), `new shard load ${loads.get('pool-15')! / (total / 16)} × mean`);
+        // Nobody else moves unless its shard could not keep it.
+        for (const [name, shard] of after.assignment) {
+          const prev = before.get(name)!;
+          if (shard === prev || shard === 'pool-15') continue;
+          assert.ok(loads.get(prev)! + weights.get(name)! > after.capacity, `${name} left ${prev} that had room`);
+        }
+      }),
+      { numRuns: RUNS },
+    );
   });
 
   it('16 → 15 shards moves only the targets of the removed shard', () => {
-    fc.assert(fc.property(fleetSpec, fc.integer({ min: 0, max: 15 }), fc.boolean(), (spec, removed, grown) => {
-      const targets = fleet(spec);
-      const weights = targetWeights(targets);
-      const before = grown
-        ? plan(shardNames(16), targets, plan(shardNames(15), targets).assignment).assignment
-        : plan(shardNames(16), targets).assignment;
-      const gone = `pool-${removed}`;
-      const shards = shardNames(16).filter((s) => s !== gone);
-      const after = plan(shards, targets, before);
-      for (const [name, shard] of after.assignment) {
-        if (before.get(name) !== gone) assert.equal(shard, before.get(name), `${name} moved from a shard that stayed`);
-      }
-      assert.ok(maxLoad(after.assignment, weights, shards) <= 1.25 * (after.totalWeight / 15) * TOLERANCE);
-    }), { numRuns: RUNS });
+    fc.assert(
+      fc.property(fleetSpec, fc.integer({ min: 0, max: 15 }), fc.boolean(), (spec, removed, grown) => {
+        const targets = fleet(spec);
+        const weights = targetWeights(targets);
+        const before = grown ? plan(shardNames(16), targets, plan(shardNames(15), targets).assignment).assignment : plan(shardNames(16), targets).assignment;
+        const gone = `pool-${removed}`;
+        const shards = shardNames(16).filter((s) => s !== gone);
+        const after = plan(shards, targets, before);
+        for (const [name, shard] of after.assignment) {
+          if (before.get(name) !== gone) assert.equal(shard, before.get(name), `${name} moved from a shard that stayed`);
+        }
+        assert.ok(maxLoad(after.assignment, weights, shards) <= 1.25 * (after.totalWeight / 15) * TOLERANCE);
+      }),
+      { numRuns: RUNS },
+    );
   });
 
   it('a no-op recompute moves nothing: any previous assignment within the bound that uses every shard is kept', () => {
-    fc.assert(fc.property(fleetSpec, fc.integer(), (spec, prevSeed) => {
-      const targets = fleet(spec);
-      const weights = targetWeights(targets);
-      const shards = shardNames(15);
-      const capacity = (1.25 * [...weights.values()].reduce((a, b) => a + b, 0)) / 15;
-      // A random assignment within the bound, nothing like what the ring would choose.
-      const random = prng(prevSeed);
-      const load = new Map(shards.map((s) => [s, 0]));
-      const previous = new Map<string, string>();
-      shuffle(targets, random).forEach((t, i) => {
-        const w = weights.get(t.name)!;
-        const open = shards.filter((s) => load.get(s)! + w <= capacity);
-        const shard = i < shards.length ? shards[i]! : open[Math.floor(random() * open.length)]!;
-        load.set(shard, load.get(shard)! + w);
-        previous.set(t.name, shard);
-      });
-      const result = plan(shards, targets, previous);
-      assert.equal(movedWeight(previous, result.assignment, weights), 0);
-      // And the assignment of a scale-up, recomputed, stays as it is.
-      const grown = plan(shardNames(16), targets, plan(shards, targets).assignment).assignment;
-      assert.deepEqual([...plan(shardNames(16), targets, grown).assignment], [...grown]);
-    }), { numRuns: RUNS });
+    fc.assert(
+      fc.property(fleetSpec, fc.integer(), (spec, prevSeed) => {
+        const targets = fleet(spec);
+        const weights = targetWeights(targets);
+        const shards = shardNames(15);
+        const capacity = (1.25 * [...weights.values()].reduce((a, b) => a + b, 0)) / 15;
+        // A random assignment within the bound, nothing like what the ring would choose.
+        const random = prng(prevSeed);
+        const load = new Map(shards.map((s) => [s, 0]));
+        const previous = new Map<string, string>();
+        shuffle(targets, random).forEach((t, i) => {
+          const w = weights.get(t.name)!;
+          const open = shards.filter((s) => load.get(s)! + w <= capacity);
+          const shard = i < shards.length ? shards[i]! : open[Math.floor(random() * open.length)]!;
+          load.set(shard, load.get(shard)! + w);
+          previous.set(t.name, shard);
+        });
+        const result = plan(shards, targets, previous);
+        assert.equal(movedWeight(previous, result.assignment, weights), 0);
+        // And the assignment of a scale-up, recomputed, stays as it is.
+        const grown = plan(shardNames(16), targets, plan(shards, targets).assignment).assignment;
+        assert.deepEqual([...plan(shardNames(16), targets, grown).assignment], [...grown]);
+      }),
+      { numRuns: RUNS },
+    );
   });
 
   it('modulo hashing would move about N/(N+1) of the load from 15 to 16 shards; the ring moves about 1/(N+1)', () => {
-    fc.assert(fc.property(fleetSpec, (spec) => {
-      const targets = fleet(spec);
-      const weights = targetWeights(targets);
-      const total = [...weights.values()].reduce((a, b) => a + b, 0);
-      const modBefore = moduloHashing.assign({ shards: shardNames(15), targets, previous: new Map() });
-      const modAfter = moduloHashing.assign({ shards: shardNames(16), targets, previous: modBefore });
-      const modMoved = movedWeight(modBefore, modAfter, weights) / total;
-      const before = plan(shardNames(15), targets).assignment;
-      const moved = movedWeight(before, plan(shardNames(16), targets, before).assignment, weights) / total;
-      assert.ok(modMoved > 0.85, `modulo moved ${modMoved}`);
-      assert.ok(moved <= 1 / 16 + 0.05, `ring moved ${moved}`);
-      assert.ok(moved * 5 < modMoved);
-    }), { numRuns: 6 });
+    fc.assert(
+      fc.property(fleetSpec, (spec) => {
+        const targets = fleet(spec);
+        const weights = targetWeights(targets);
+        const total = [...weights.values()].reduce((a, b) => a + b, 0);
+        const modBefore = moduloHashing.assign({ shards: shardNames(15), targets, previous: new Map() });
+        const modAfter = moduloHashing.assign({ shards: shardNames(16), targets, previous: modBefore });
+        const modMoved = movedWeight(modBefore, modAfter, weights) / total;
+        const before = plan(shardNames(15), targets).assignment;
+        const moved = movedWeight(before, plan(shardNames(16), targets, before).assignment, weights) / total;
+        assert.ok(modMoved > 0.85, `modulo moved ${modMoved}`);
+        assert.ok(moved <= 1 / 16 + 0.05, `ring moved ${moved}`);
+        assert.ok(moved * 5 < modMoved);
+      }),
+      { numRuns: 6 },
+    );
   });
 });
 
@@ -231,66 +268,83 @@ const smallInput = fc.record({
 
 describe('bounded consistent hashing: arbitrary small fleets', () => {
   it('assigns every target to one existing shard; the bound holds or the excess is reported', () => {
-    fc.assert(fc.property(smallInput, ({ shards, targets, previousSeed, ...options }) => {
-      const random = prng(previousSeed);
-      const previous = new Map(targets.filter(() => random() < 0.8).map((t) => [t.name, random() < 0.9 ? shards[Math.floor(random() * shards.length)]! : 'gone']));
-      const result = plan(shards, targets, previous, options);
-      assertComplete({ shards, targets, previous }, result.assignment);
-      const weights = targetWeights(targets, options);
-      const loads = shardLoads(result.assignment, weights, shards);
-      const heaviest = Math.max(0, ...weights.values());
-      const mean = result.totalWeight / shards.length;
-      for (const [shard, load] of loads) {
-        if (!result.overBound.includes(shard)) assert.ok(load <= Math.max(result.capacity, heaviest) * TOLERANCE, `${shard} at ${load} > ${result.capacity}`);
-        // A target that fits nowhere goes to the least loaded shard, which is never above the bound.
-        else assert.ok(load <= (result.capacity + heaviest) * TOLERANCE, `${shard} at ${load}: over by more than one target`);
-      }
-      // Dedicated targets are alone on their shard, and are exactly those heavier than the bound.
-      assert.deepEqual(result.dedicated, [...weights].filter(([, w]) => w > result.capacity).map(([n]) => n).sort());
-      for (const name of result.dedicated) {
-        const shard = result.assignment.get(name);
-        assert.equal([...result.assignment.values()].filter((s) => s === shard).length, 1, `${name} shares ${String(shard)}`);
-      }
-      // The guarantee: no target between (loadFactor - 1) × mean and the bound → nothing over it.
-      const awkward = [...weights.values()].some((w) => w > (options.loadFactor - 1) * mean && w <= result.capacity);
-      if (!awkward) assert.deepEqual(result.overBound, []);
-    }), { numRuns: 300 });
+    fc.assert(
+      fc.property(smallInput, ({ shards, targets, previousSeed, ...options }) => {
+        const random = prng(previousSeed);
+        const previous = new Map(
+          targets.filter(() => random() < 0.8).map((t) => [t.name, random() < 0.9 ? shards[Math.floor(random() * shards.length)]! : 'gone']),
+        );
+        const result = plan(shards, targets, previous, options);
+        assertComplete({ shards, targets, previous }, result.assignment);
+        const weights = targetWeights(targets, options);
+        const loads = shardLoads(result.assignment, weights, shards);
+        const heaviest = Math.max(0, ...weights.values());
+        const mean = result.totalWeight / shards.length;
+        for (const [shard, load] of loads) {
+          if (!result.overBound.includes(shard)) assert.ok(load <= Math.max(result.capacity, heaviest) * TOLERANCE, `${shard} at ${load} > ${result.capacity}`);
+          // A target that fits nowhere goes to the least loaded shard, which is never above the bound.
+          else assert.ok(load <= (result.capacity + heaviest) * TOLERANCE, `${shard} at ${load}: over by more than one target`);
+        }
+        // Dedicated targets are alone on their shard, and are exactly those heavier than the bound.
+        assert.deepEqual(
+          result.dedicated,
+          [...weights]
+            .filter(([, w]) => w > result.capacity)
+            .map(([n]) => n)
+            .sort(),
+        );
+        for (const name of result.dedicated) {
+          const shard = result.assignment.get(name);
+          assert.equal([...result.assignment.values()].filter((s) => s === shard).length, 1, `${name} shares ${String(shard)}`);
+        }
+        // The guarantee: no target between (loadFactor - 1) × mean and the bound → nothing over it.
+        const awkward = [...weights.values()].some((w) => w > (options.loadFactor - 1) * mean && w <= result.capacity);
+        if (!awkward) assert.deepEqual(result.overBound, []);
+      }),
+      { numRuns: 300 },
+    );
   });
 
   it('a target leaves its shard only if the shard is gone, dedicated to a heavier target, has no room, or its home is a fresh shard', () => {
-    fc.assert(fc.property(smallInput, fc.double({ min: 0.5, max: 2, noNaN: true }), ({ shards, targets, previousSeed, ...options }, drift) => {
-      const random = prng(previousSeed);
-      const previous = new Map(targets.map((t) => [t.name, random() < 0.9 ? shards[Math.floor(random() * shards.length)]! : 'gone']));
-      // Rates drift between two recomputes.
-      const drifted = targets.map((t) => ({ name: t.name, bytesPerSecond: t.bytesPerSecond === null ? null : t.bytesPerSecond * drift * (0.5 + random()) }));
-      const result = plan(shards, drifted, previous, options);
-      const weights = targetWeights(drifted, options);
-      const loads = shardLoads(result.assignment, weights, shards);
-      const ring = buildRing(sortedShards(shards), options.virtualNodes);
-      const sorted = sortedShards(shards);
-      const used = new Set(previous.values());
-      const dedicatedShards = new Set(result.dedicated.map((n) => result.assignment.get(n)));
-      for (const [name, shard] of result.assignment) {
-        const prev = previous.get(name)!;
-        if (shard === prev || !shards.includes(prev) || result.dedicated.includes(name)) continue;
-        if (dedicatedShards.has(prev)) continue;
-        // Released towards a fresh home: fine if it got there; if not, its shard had no room either.
-        const home = sorted[ring.owners[targetRingPosition(ring, name)]!]!;
-        if (!used.has(home) && shard === home) continue;
-        assert.ok(loads.get(prev)! + weights.get(name)! > result.capacity, `${name} left ${prev}, which had room`);
-      }
-    }), { numRuns: 300 });
+    fc.assert(
+      fc.property(smallInput, fc.double({ min: 0.5, max: 2, noNaN: true }), ({ shards, targets, previousSeed, ...options }, drift) => {
+        const random = prng(previousSeed);
+        const previous = new Map(targets.map((t) => [t.name, random() < 0.9 ? shards[Math.floor(random() * shards.length)]! : 'gone']));
+        // Rates drift between two recomputes.
+        const drifted = targets.map((t) => ({ name: t.name, bytesPerSecond: t.bytesPerSecond === null ? null : t.bytesPerSecond * drift * (0.5 + random()) }));
+        const result = plan(shards, drifted, previous, options);
+        const weights = targetWeights(drifted, options);
+        const loads = shardLoads(result.assignment, weights, shards);
+        const ring = buildRing(sortedShards(shards), options.virtualNodes);
+        const sorted = sortedShards(shards);
+        const used = new Set(previous.values());
+        const dedicatedShards = new Set(result.dedicated.map((n) => result.assignment.get(n)));
+        for (const [name, shard] of result.assignment) {
+          const prev = previous.get(name)!;
+          if (shard === prev || !shards.includes(prev) || result.dedicated.includes(name)) continue;
+          if (dedicatedShards.has(prev)) continue;
+          // Released towards a fresh home: fine if it got there; if not, its shard had no room either.
+          const home = sorted[ring.owners[targetRingPosition(ring, name)]!]!;
+          if (!used.has(home) && shard === home) continue;
+          assert.ok(loads.get(prev)! + weights.get(name)! > result.capacity, `${name} left ${prev}, which had room`);
+        }
+      }),
+      { numRuns: 300 },
+    );
   });
 
   it('is deterministic and independent of the order of shards, targets and previous entries', () => {
-    fc.assert(fc.property(smallInput, fc.integer(), ({ shards, targets, previousSeed, ...options }, orderSeed) => {
-      const random = prng(previousSeed);
-      const previous = new Map(targets.filter(() => random() < 0.7).map((t) => [t.name, shards[Math.floor(random() * shards.length)]!]));
-      const shuffled = prng(orderSeed);
-      const a = plan(shards, targets, previous, options);
-      const b = plan(shuffle(shards, shuffled), shuffle(targets, shuffled), new Map(shuffle([...previous], shuffled)), options);
-      assert.deepEqual([...b.assignment], [...a.assignment]);
-      assert.deepEqual(b, a);
-    }), { numRuns: 300 });
+    fc.assert(
+      fc.property(smallInput, fc.integer(), ({ shards, targets, previousSeed, ...options }, orderSeed) => {
+        const random = prng(previousSeed);
+        const previous = new Map(targets.filter(() => random() < 0.7).map((t) => [t.name, shards[Math.floor(random() * shards.length)]!]));
+        const shuffled = prng(orderSeed);
+        const a = plan(shards, targets, previous, options);
+        const b = plan(shuffle(shards, shuffled), shuffle(targets, shuffled), new Map(shuffle([...previous], shuffled)), options);
+        assert.deepEqual([...b.assignment], [...a.assignment]);
+        assert.deepEqual(b, a);
+      }),
+      { numRuns: 300 },
+    );
   });
 });

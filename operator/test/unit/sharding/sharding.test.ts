@@ -5,9 +5,19 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 
 import {
-  boundedConsistentHashing, buildRing, DEFAULT_SHARDING_OPTIONS, moduloHashing, movedWeight, murmur3, planBoundedAssignment,
-type ShardingTarget,
-  shardLoads, targetRingPosition, targetWeights, validateShardingOptions, } from '../../../src/sharding/index.ts';
+  boundedConsistentHashing,
+  buildRing,
+  DEFAULT_SHARDING_OPTIONS,
+  moduloHashing,
+  movedWeight,
+  murmur3,
+  planBoundedAssignment,
+  type ShardingTarget,
+  shardLoads,
+  targetRingPosition,
+  targetWeights,
+  validateShardingOptions,
+} from '../../../src/sharding/index.ts';
 
 const shardNames = (n: number): string[] => Array.from({ length: n }, (_, i) => `pool-${i}`);
 
@@ -39,25 +49,66 @@ describe('options and weights', () => {
 
   it('unmeasured, idle and slow targets weigh the floor; non-finite rates are rejected', () => {
     const weights = targetWeights([
-      { name: 'new', bytesPerSecond: null }, { name: 'idle', bytesPerSecond: 0 }, { name: 'slow', bytesPerSecond: 10 },
-      { name: 'odd', bytesPerSecond: -5 }, { name: 'busy', bytesPerSecond: 5e6 },
+      { name: 'new', bytesPerSecond: null },
+      { name: 'idle', bytesPerSecond: 0 },
+      { name: 'slow', bytesPerSecond: 10 },
+      { name: 'odd', bytesPerSecond: -5 },
+      { name: 'busy', bytesPerSecond: 5e6 },
     ]);
-    assert.deepEqual([...weights], [['new', 1024], ['idle', 1024], ['slow', 1024], ['odd', 1024], ['busy', 5e6]]);
+    assert.deepEqual(
+      [...weights],
+      [
+        ['new', 1024],
+        ['idle', 1024],
+        ['slow', 1024],
+        ['odd', 1024],
+        ['busy', 5e6],
+      ],
+    );
     assert.throws(() => targetWeights([{ name: 'x', bytesPerSecond: Number.NaN }]), /bytesPerSecond of target "x" must be finite or null, got NaN/);
     assert.throws(() => targetWeights([{ name: 'x', bytesPerSecond: Number.POSITIVE_INFINITY }]), /must be finite/);
   });
 
   it('rejects duplicate targets and shards', () => {
-    assert.throws(() => boundedConsistentHashing.assign({ shards: ['a'], targets: [{ name: 't', bytesPerSecond: 1 }, { name: 't', bytesPerSecond: 2 }], previous: new Map() }), /duplicate target "t"/);
+    assert.throws(
+      () =>
+        boundedConsistentHashing.assign({
+          shards: ['a'],
+          targets: [
+            { name: 't', bytesPerSecond: 1 },
+            { name: 't', bytesPerSecond: 2 },
+          ],
+          previous: new Map(),
+        }),
+      /duplicate target "t"/,
+    );
     assert.throws(() => boundedConsistentHashing.assign({ shards: ['a', 'b', 'a'], targets: [], previous: new Map() }), /duplicate shard "a"/);
     assert.throws(() => moduloHashing.assign({ shards: ['a', 'a'], targets: [], previous: new Map() }), /duplicate shard/);
   });
 
   it('shardLoads lists every shard; movedWeight counts targets whose shard changed', () => {
-    const weights = new Map([['t1', 10], ['t2', 20], ['t3', 5]]);
-    const prev = new Map([['t1', 'b'], ['t2', 'a']]);
-    const next = new Map([['t1', 'b'], ['t2', 'b'], ['t3', 'a']]);
-    assert.deepEqual([...shardLoads(next, weights, ['c', 'b', 'a'])], [['a', 5], ['b', 30], ['c', 0]]);
+    const weights = new Map([
+      ['t1', 10],
+      ['t2', 20],
+      ['t3', 5],
+    ]);
+    const prev = new Map([
+      ['t1', 'b'],
+      ['t2', 'a'],
+    ]);
+    const next = new Map([
+      ['t1', 'b'],
+      ['t2', 'b'],
+      ['t3', 'a'],
+    ]);
+    assert.deepEqual(
+      [...shardLoads(next, weights, ['c', 'b', 'a'])],
+      [
+        ['a', 5],
+        ['b', 30],
+        ['c', 0],
+      ],
+    );
     assert.equal(movedWeight(prev, next, weights), 25); // t2 moved, t3 is new
     assert.throws(() => shardLoads(new Map([['zz', 'a']]), weights, ['a']), /no weight for target "zz"/);
   });
@@ -65,9 +116,18 @@ describe('options and weights', () => {
 
 describe('boundedConsistentHashing: examples', () => {
   it('assigns nothing without shards and everything to the only shard', () => {
-    const targets = [{ name: 'a', bytesPerSecond: 5 }, { name: 'b', bytesPerSecond: null }];
+    const targets = [
+      { name: 'a', bytesPerSecond: 5 },
+      { name: 'b', bytesPerSecond: null },
+    ];
     assert.equal(boundedConsistentHashing.assign({ shards: [], targets, previous: new Map() }).size, 0);
-    assert.deepEqual([...boundedConsistentHashing.assign({ shards: ['only'], targets, previous: new Map([['a', 'gone']]) })], [['a', 'only'], ['b', 'only']]);
+    assert.deepEqual(
+      [...boundedConsistentHashing.assign({ shards: ['only'], targets, previous: new Map([['a', 'gone']]) })],
+      [
+        ['a', 'only'],
+        ['b', 'only'],
+      ],
+    );
     assert.deepEqual(planBoundedAssignment({ shards: ['only'], targets: [], previous: new Map() }).assignment, new Map());
   });
 
@@ -82,7 +142,10 @@ describe('boundedConsistentHashing: examples', () => {
     const result = planBoundedAssignment({ shards, targets, previous });
     assert.deepEqual(result.dedicated, ['huge']);
     assert.equal(result.assignment.get('huge'), 'pool-2');
-    assert.deepEqual([...result.assignment].filter(([, s]) => s === 'pool-2').map(([n]) => n), ['huge']);
+    assert.deepEqual(
+      [...result.assignment].filter(([, s]) => s === 'pool-2').map(([n]) => n),
+      ['huge'],
+    );
     assert.deepEqual(result.overBound, []);
     // Others share the three remaining shards within the bound (1.25 × the mean over all four).
     const loads = shardLoads(result.assignment, targetWeights(targets), shards);
@@ -91,8 +154,15 @@ describe('boundedConsistentHashing: examples', () => {
 
   it('reports a shard pushed over the bound when no shard has room (bin packing cannot always fit)', () => {
     // Three targets of 0.6 × W/2 ... on 2 shards with loadFactor 1: the third fits nowhere.
-    const targets = [{ name: 'a', bytesPerSecond: 100 }, { name: 'b', bytesPerSecond: 100 }, { name: 'c', bytesPerSecond: 100 }];
-    const result = planBoundedAssignment({ shards: ['x', 'y'], targets, previous: new Map() }, { ...DEFAULT_SHARDING_OPTIONS, minWeightBytesPerSecond: 1, loadFactor: 1 });
+    const targets = [
+      { name: 'a', bytesPerSecond: 100 },
+      { name: 'b', bytesPerSecond: 100 },
+      { name: 'c', bytesPerSecond: 100 },
+    ];
+    const result = planBoundedAssignment(
+      { shards: ['x', 'y'], targets, previous: new Map() },
+      { ...DEFAULT_SHARDING_OPTIONS, minWeightBytesPerSecond: 1, loadFactor: 1 },
+    );
     assert.equal(result.capacity, 150);
     assert.equal(result.assignment.size, 3);
     assert.equal(result.overBound.length, 1);
@@ -100,15 +170,27 @@ describe('boundedConsistentHashing: examples', () => {
 
   it('when targets cannot fit within C, the bound is rounded up by one target (the weighted ceil(C)), reported, and stable', () => {
     // Capacity 127.5: 100 and 95 cannot share, and 30 + 30 fit beside neither: some shard must go over.
-    const targets = [{ name: 'big', bytesPerSecond: 100 }, { name: 'mid', bytesPerSecond: 95 }, { name: 'x1', bytesPerSecond: 30 }, { name: 'x2', bytesPerSecond: 30 }];
+    const targets = [
+      { name: 'big', bytesPerSecond: 100 },
+      { name: 'mid', bytesPerSecond: 95 },
+      { name: 'x1', bytesPerSecond: 30 },
+      { name: 'x2', bytesPerSecond: 30 },
+    ];
     const options = { ...DEFAULT_SHARDING_OPTIONS, minWeightBytesPerSecond: 1, loadFactor: 1 };
     const result = planBoundedAssignment({ shards: ['s0', 's1'], targets, previous: new Map() }, options);
     const a = result.assignment;
     assert.equal(a.size, 4);
     assert.notEqual(a.get('big'), a.get('mid'));
     const loads = shardLoads(a, new Map(targets.map((t) => [t.name, t.bytesPerSecond])), ['s0', 's1']);
-    assert.ok([...loads.values()].every((l) => l <= 127.5 + 100), 'within C + the heaviest shared target');
-    assert.deepEqual(result.overBound, [...loads].filter(([, l]) => l > 127.5).map(([s]) => s), 'the shards above C are reported');
+    assert.ok(
+      [...loads.values()].every((l) => l <= 127.5 + 100),
+      'within C + the heaviest shared target',
+    );
+    assert.deepEqual(
+      result.overBound,
+      [...loads].filter(([, l]) => l > 127.5).map(([s]) => s),
+      'the shards above C are reported',
+    );
     // Planning again from its own output keeps every target: no move on every reconcile.
     const again = planBoundedAssignment({ shards: ['s0', 's1'], targets, previous: a }, options);
     assert.deepEqual([...again.assignment], [...a]);
@@ -118,8 +200,13 @@ describe('boundedConsistentHashing: examples', () => {
     const targets = ['alpha', 'bravo', 'charlie', 'delta'].map((name) => ({ name, bytesPerSecond: 5000 }));
     const two = planBoundedAssignment({ shards: ['p-0', 'p-1'], targets, previous: new Map() }).assignment;
     const three = planBoundedAssignment({ shards: ['p-0', 'p-1', 'p-2'], targets, previous: two }).assignment;
-    for (const [name, shard] of three) assert.ok(shard === two.get(name) || shard === 'p-2', `${name} moved ${two.get(name)} -> ${shard}, not to the new shard`);
-    assert.deepEqual([...planBoundedAssignment({ shards: ['p-0', 'p-1', 'p-2'], targets, previous: three }).assignment], [...three], 'a recompute keeps every target');
+    for (const [name, shard] of three)
+      assert.ok(shard === two.get(name) || shard === 'p-2', `${name} moved ${two.get(name)} -> ${shard}, not to the new shard`);
+    assert.deepEqual(
+      [...planBoundedAssignment({ shards: ['p-0', 'p-1', 'p-2'], targets, previous: three }).assignment],
+      [...three],
+      'a recompute keeps every target',
+    );
     const back = planBoundedAssignment({ shards: ['p-0', 'p-1'], targets, previous: three }).assignment;
     for (const [name, shard] of back) if (three.get(name) !== 'p-2') assert.equal(shard, three.get(name), `${name} stays`);
   });
@@ -137,7 +224,7 @@ describe('boundedConsistentHashing: examples', () => {
     assert.ok(moved.every(([, shard]) => shard === 'c'));
   });
 
-  it('kubectl scale 5 → 6 → 5: about a sixth of the load moves, the rest stays; back to 5 only the sixth shard\'s targets move', () => {
+  it("kubectl scale 5 → 6 → 5: about a sixth of the load moves, the rest stays; back to 5 only the sixth shard's targets move", () => {
     const targets = Array.from({ length: 2000 }, (_, i) => ({ name: `prod/db-${i}`, bytesPerSecond: i % 10 === 0 ? null : 1000 + ((i * 7919) % 200_000) }));
     const weights = targetWeights(targets);
     const five = boundedConsistentHashing.assign({ shards: shardNames(5), targets, previous: new Map() });
