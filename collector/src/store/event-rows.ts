@@ -5,7 +5,7 @@
  * microsecond; when the event has none (no timestamp, or one whose zone could not be
  * converted), ts is the time the collector read the entry and `ts_logged` keeps the text.
  */
-import type { PglogEvent } from '../logformat/events.ts';
+import type { ErrorEvent, LockWaitEvent, PglogEvent } from '../logformat/events.ts';
 import { estimatedRowBytes, ROW_OVERHEAD } from './copy-stream.ts';
 import type { EventTable } from './event-tables.ts';
 import { isoToMicros, type Micros, msToMicros } from './iso-time.ts';
@@ -186,45 +186,10 @@ export function mapEvent(source: SourceRef, event: PglogEvent, readAt: number, c
       const size = ROW_OVERHEAD + query.length + (parameters?.length ?? 0);
       return { table: 'statement_events', values, size, source, offset: event.offset, kind: event.kind };
     }
-    case 'error': {
-      const values = [
-        ts,
-        target,
-        instance,
-        database,
-        nameOrNull(event.user, ctx),
-        nameOrNull(event.severity, ctx),
-        nameOrNull(event.sqlstate, ctx),
-        orNull(event.message, ctx),
-        orNull(event.detail, ctx),
-        orNull(event.hint, ctx),
-        orNull(event.context, ctx),
-        orNull(event.statement, ctx),
-        orNull(event.fingerprint, ctx),
-        file,
-        event.offset,
-        tsLogged,
-      ];
-      return { table: 'error_events', values, size: estimatedRowBytes(values), source, offset: event.offset, kind: event.kind };
-    }
-    case 'lock_wait': {
-      const values = [
-        ts,
-        target,
-        instance,
-        database,
-        event.waiting_pid,
-        event.state,
-        orNull(event.lock_type, ctx),
-        orNull(event.lock_mode, ctx),
-        orNull(event.lock_object, ctx),
-        event.wait_ms,
-        file,
-        event.offset,
-        tsLogged,
-      ];
-      return { table: 'lock_wait_events', values, size: estimatedRowBytes(values), source, offset: event.offset, kind: event.kind };
-    }
+    case 'error':
+      return errorRow(event, [ts, target, instance, database], file, tsLogged, source, ctx);
+    case 'lock_wait':
+      return lockWaitRow(event, [ts, target, instance, database], file, tsLogged, source, ctx);
     case 'plan':
     case 'deadlock':
     case 'checkpoint':
@@ -241,6 +206,44 @@ export function mapEvent(source: SourceRef, event: PglogEvent, readAt: number, c
       return { table: 'other_events', values, size: estimatedRowBytes(values), source, offset: event.offset, kind: event.kind };
     }
   }
+}
+
+/** The columns every row of an event starts with: time, target, instance, database. */
+type Leading = [Micros, string, string, string | null];
+
+function errorRow(event: ErrorEvent, leading: Leading, file: string, tsLogged: string | null, source: SourceRef, ctx: RowContext): MappedRow {
+  const values = [
+    ...leading,
+    nameOrNull(event.user, ctx),
+    nameOrNull(event.severity, ctx),
+    nameOrNull(event.sqlstate, ctx),
+    orNull(event.message, ctx),
+    orNull(event.detail, ctx),
+    orNull(event.hint, ctx),
+    orNull(event.context, ctx),
+    orNull(event.statement, ctx),
+    orNull(event.fingerprint, ctx),
+    file,
+    event.offset,
+    tsLogged,
+  ];
+  return { table: 'error_events', values, size: estimatedRowBytes(values), source, offset: event.offset, kind: event.kind };
+}
+
+function lockWaitRow(event: LockWaitEvent, leading: Leading, file: string, tsLogged: string | null, source: SourceRef, ctx: RowContext): MappedRow {
+  const values = [
+    ...leading,
+    event.waiting_pid,
+    event.state,
+    orNull(event.lock_type, ctx),
+    orNull(event.lock_mode, ctx),
+    orNull(event.lock_object, ctx),
+    event.wait_ms,
+    file,
+    event.offset,
+    tsLogged,
+  ];
+  return { table: 'lock_wait_events', values, size: estimatedRowBytes(values), source, offset: event.offset, kind: event.kind };
 }
 
 /** The event without the fields that are other_events columns, every string cleaned. */
