@@ -222,23 +222,8 @@ export class EventParser {
         return this.other(r, message, null, null);
       case 'statement':
         return this.statement(r, message);
-      case 'lock': {
-        const w = parseLockWait(message);
-        if (w === null) return this.other(r, message, null, null);
-        const queue = parseLockQueue(this.text(r.detail));
-        return {
-          ...this.base(r, 'lock_wait'),
-          state: w.state,
-          waiting_pid: w.pid,
-          lock_mode: w.mode,
-          lock_type: w.type,
-          lock_object: w.object,
-          wait_ms: w.waitMs,
-          holder_pids: queue.holders,
-          waiter_pids: queue.waiters,
-          statement: this.text(r.statement),
-        };
-      }
+      case 'lock':
+        return this.lockWait(r, message);
       case 'checkpoint': {
         const k = parseCheckpoint(message);
         if (k === null) return this.other(r, message, null, null);
@@ -278,6 +263,25 @@ export class EventParser {
         return { ...this.base(r, 'temp_file'), path: t[1] ?? '', size_bytes: size, statement, fingerprint: this.fingerprintOf(statement) };
       }
     }
+  }
+
+  /** A lock wait with its queue (the DETAIL line), or an `other` event when the message is not one. */
+  private lockWait(r: LogRecord, message: string): PglogEvent {
+    const w = parseLockWait(message);
+    if (w === null) return this.other(r, message, null, null);
+    const queue = parseLockQueue(this.text(r.detail));
+    return {
+      ...this.base(r, 'lock_wait'),
+      state: w.state,
+      waiting_pid: w.pid,
+      lock_mode: w.mode,
+      lock_type: w.type,
+      lock_object: w.object,
+      wait_ms: w.waitMs,
+      holder_pids: queue.holders,
+      waiter_pids: queue.waiters,
+      statement: this.text(r.statement),
+    };
   }
 
   /**
