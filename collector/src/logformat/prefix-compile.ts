@@ -75,16 +75,7 @@ export function compileOps(prefix: string): Op[] {
     lit = [];
   };
   const bytes = Buffer.from(prefix, 'utf8');
-  // Positions are reported in characters of the prefix string; map byte index -> char index.
-  const charAt: number[] = [];
-  {
-    let ci = 0;
-    for (const ch of prefix) {
-      const n = Buffer.byteLength(ch, 'utf8');
-      for (let k = 0; k < n; k++) charAt.push(ci);
-      ci += ch.length;
-    }
-  }
+  const charAt = charIndexOfBytes(prefix);
   for (let i = 0; i < bytes.length; i++) {
     const c = bytes[i]!;
     if (c !== 0x25) {
@@ -130,6 +121,24 @@ export function compileOps(prefix: string): Op[] {
     ops.push({ kind: esc[0], field: esc[1], pad, lit: null, delim: null, pos: escPos });
   }
   flush();
+  delimitVariableFields(prefix, ops);
+  return ops;
+}
+
+/** Positions are reported in characters of the prefix string: the character index of each byte. */
+function charIndexOfBytes(prefix: string): number[] {
+  const charAt: number[] = [];
+  let ci = 0;
+  for (const ch of prefix) {
+    const n = Buffer.byteLength(ch, 'utf8');
+    for (let k = 0; k < n; k++) charAt.push(ci);
+    ci += ch.length;
+  }
+  return charAt;
+}
+
+/** Each variable-width field ends at the literal after it; a prefix where none follows is refused. */
+function delimitVariableFields(prefix: string, ops: Op[]): void {
   for (let k = 0; k < ops.length; k++) {
     const op = ops[k]!;
     if (op.kind !== K_VAR) continue;
@@ -149,5 +158,4 @@ export function compileOps(prefix: string): Op[] {
     }
     op.delim = next.lit;
   }
-  return ops;
 }
