@@ -111,18 +111,7 @@ export function planNext(position: FollowPosition | null, probe: ProbeResult, op
     return { kind: 'read', read: { path: file.path, inode: file.inode, offset, follow: isLast(file), file: logical }, continues: false, gap };
   };
 
-  if (position === null) {
-    const start = planStart(probe, options.startAt);
-    if (start.kind !== 'start') return start.kind === 'wait' ? { ...start, drained: false } : start;
-    const file = order.find((f) => f.inode === parseIdentity(start.position.file.identity)?.inode);
-    if (file === undefined) throw new Error('unreachable: the start is a listed file');
-    return {
-      kind: 'read',
-      read: { path: file.path, inode: file.inode, offset: start.position.offset, follow: isLast(file), file: start.position.file },
-      continues: false,
-      gap: null,
-    };
-  }
+  if (position === null) return planFirstRead(probe, options, order);
 
   const offset = position.offset;
   const ours = parseIdentity(position.file.identity);
@@ -179,6 +168,20 @@ export function planNext(position: FollowPosition | null, probe: ProbeResult, op
       ? `${position.file.path} (inode ${ours.inode}) is gone and no copy of it was found`
       : `${position.file.path} (inode ${ours.inode}) was truncated or rewritten (now ${sameInode.size} bytes, we were at ${offset}) and no copy of it was found`;
   return begin(restart, 0, { file: position.file, fromOffset: offset, bytes: null, reason });
+}
+
+/** The first read of a stream without a committed position: where --start-at puts it (planStart). */
+function planFirstRead(probe: ProbeResult, options: PlannerOptions, order: readonly ProbedFile[]): Plan {
+  const start = planStart(probe, options.startAt);
+  if (start.kind !== 'start') return start.kind === 'wait' ? { ...start, drained: false } : start;
+  const file = order.find((f) => f.inode === parseIdentity(start.position.file.identity)?.inode);
+  if (file === undefined) throw new Error('unreachable: the start is a listed file');
+  return {
+    kind: 'read',
+    read: { path: file.path, inode: file.inode, offset: start.position.offset, follow: order.at(-1) === file, file: start.position.file },
+    continues: false,
+    gap: null,
+  };
 }
 
 export type StartPlan =
