@@ -6,14 +6,28 @@ import type { ErrorLabel } from '@pglog/common/errors.ts';
 import { isPglogError } from '@pglog/common/errors.ts';
 import type { Logger } from '@pglog/common/observability/logger.ts';
 
+import type { ParseCounters } from '../logformat/log-parser.ts';
 import type { CollectorMetrics } from '../observability/metrics.ts';
 import type { BatcherHooks } from './batcher.ts';
-import type { StreamHooks } from './instance-stream.ts';
+import type { EventTally, StreamHooks } from './instance-stream.ts';
 
 /** Bad-input warnings of one stream: at most one per this interval (the counts add up). */
 const PROBLEM_LOG_INTERVAL_MS = 10_000;
 
 const codeOf = (e: unknown): ErrorLabel => (isPglogError(e) ? e.code : 'UNKNOWN');
+
+/** A stream's progress in the metrics: bytes, lines, events by kind, errors by class, parse problems. */
+function countProgress(metrics: CollectorMetrics, target: string, instance: string, delta: ParseCounters, tally: EventTally): void {
+  metrics.readBytes(target, instance, delta.bytes);
+  metrics.readLines(target, instance, delta.lines);
+  for (const [kind, n] of tally.kinds) metrics.events(target, instance, kind, n);
+  for (const [cls, n] of tally.errorClasses) metrics.logErrors(target, instance, cls, n);
+  if (delta.malformed > 0) metrics.parseProblems(target, instance, 'malformed', delta.malformed);
+  if (delta.truncated > 0) metrics.parseProblems(target, instance, 'truncated', delta.truncated);
+  if (delta.replacements > 0) metrics.parseProblems(target, instance, 'replacement', delta.replacements);
+  if (delta.nulRemoved > 0) metrics.parseProblems(target, instance, 'nul_removed', delta.nulRemoved);
+  if (delta.oversized > 0) metrics.parseProblems(target, instance, 'oversized', delta.oversized);
+}
 
 export function streamHooks(metrics: CollectorMetrics, log: Logger, target: string, instance: string): StreamHooks {
   const tlog = log.child({ target, instance });
@@ -26,15 +40,7 @@ export function streamHooks(metrics: CollectorMetrics, log: Logger, target: stri
   let slowLoggedAt = 0;
   return {
     progress(delta, tally, where) {
-      metrics.readBytes(target, instance, delta.bytes);
-      metrics.readLines(target, instance, delta.lines);
-      for (const [kind, n] of tally.kinds) metrics.events(target, instance, kind, n);
-      for (const [cls, n] of tally.errorClasses) metrics.logErrors(target, instance, cls, n);
-      if (delta.malformed > 0) metrics.parseProblems(target, instance, 'malformed', delta.malformed);
-      if (delta.truncated > 0) metrics.parseProblems(target, instance, 'truncated', delta.truncated);
-      if (delta.replacements > 0) metrics.parseProblems(target, instance, 'replacement', delta.replacements);
-      if (delta.nulRemoved > 0) metrics.parseProblems(target, instance, 'nul_removed', delta.nulRemoved);
-      if (delta.oversized > 0) metrics.parseProblems(target, instance, 'oversized', delta.oversized);
+      countProgress(metrics, target, instance, delta, tally);
       if (delta.truncated + delta.malformed + delta.replacements + delta.nulRemoved === 0) return;
       problemsSince = {
         truncated: problemsSince.truncated + delta.truncated,
