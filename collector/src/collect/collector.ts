@@ -25,8 +25,7 @@ import type { Writable } from 'node:stream';
 import { type PostgresInstance, type PostgresTarget, takesSnapshots } from '@pglog/common/api/postgres-target.ts';
 import { isPglogError } from '@pglog/common/errors.ts';
 import type { Logger } from '@pglog/common/observability/logger.ts';
-import { pause } from '@pglog/common/time/clock.ts';
-import { backoffDelay, settleWithin } from '@pglog/common/time/retry.ts';
+import { settleWithin } from '@pglog/common/time/retry.ts';
 
 import { TemplateCache } from '../logformat/normalize/normalize.ts';
 import type { CollectorMetrics } from '../observability/metrics.ts';
@@ -35,7 +34,8 @@ import { TransportControl } from '../promotion/transport-control.ts';
 import { InstanceSnapshots } from '../sampler/instance-snapshots.ts';
 import { SnapshotSink } from '../sampler/snapshot-sink.ts';
 import { SqlSnapshotSource } from '../sampler/sql-snapshot-source.ts';
-import { type StorePosition, StoreWriter, streamKeyOf } from '../store/store-writer.ts';
+import type { StoreWriter } from '../store/store-writer.ts';
+import { type StorePosition, streamKeyOf } from '../store/store-writer.ts';
 import { SidecarClient } from '../transport/sidecar-client.ts';
 import { SshConnectionPool } from '../transport/ssh-pool.ts';
 import { planAssignment, type PlannedTarget, type TargetAssignment, targetFingerprint } from './assignment-plan.ts';
@@ -44,6 +44,7 @@ import type { CollectConfig } from './collect-types.ts';
 import { batcherHooks, streamHooks } from './collector-hooks.ts';
 import type { TargetCredentials } from './credentials.ts';
 import { InstanceStream } from './instance-stream.ts';
+import { maintainStore, openStoreWhenUp } from './store-lifecycle.ts';
 import { observedHooks, TargetObservation, type TargetSnapshot } from './target-observation.ts';
 import type { TargetStreams } from './target-streams.ts';
 import { openTargetStreams, type RateHint } from './target-transports.ts';
@@ -68,7 +69,6 @@ export interface CollectorOptions {
 /** How often the memory held for the store is sampled into its gauge. */
 const PENDING_SAMPLE_MS = 1000;
 /** Interval of partition maintenance (new days, retention). */
-const MAINTENANCE_INTERVAL_MS = 60 * 60 * 1000;
 
 /** A target whose streams run: what stops them, and what it was started with. */
 interface RunningTarget {
@@ -136,7 +136,7 @@ export class Collector {
   /** Opens the store (retrying while it is away) and starts every stream. Resolves once streams run. */
   async start(): Promise<void> {
     const { config, log } = this.o;
-    const writer = await this.openStore();
+    const writer = await openStoreWhenUp(this.o.config, this.o.log, this.o.metrics, this.abort.signal);
     if (writer === null) return;
     this.writer = writer;
     const hooks = batcherHooks(this.o.metrics, log, (target, instance) => {
@@ -155,7 +155,7 @@ export class Collector {
     );
     this.batcher = batcher;
     this.snapshotSink = new SnapshotSink({ writeGroup: (list) => writer.writeSnapshots(list) });
-    this.maintenance = this.maintainLoop(writer);
+    this.maintenance = maintainStore(writer, this.o.log, this.abort.signal);
     // Memory held for the store, per target, sampled for /metrics (a gauge, not an event).
     this.gauges = setInterval(() => {
       for (const n of this.running.keys()) this.o.metrics.pendingBytes(n, batcher.heldBytesOf(n));
@@ -464,42 +464,6 @@ export class Collector {
     });
     running.runs.push(run);
     this.runs.add(run);
-  }
-
-  private async openStore(): Promise<StoreWriter | null> {
-    const { config, log } = this.o;
-    for (let attempt = 1; !this.abort.signal.aborted; attempt++) {
-      try {
-        return await StoreWriter.open({
-          url: config.storeUrl,
-          applicationName: 'pglog collect',
-          retentionDays: config.retentionDays,
-          connections: config.storeConnections,
-          log: (level: 'info' | 'warn' | 'error', msg: string, fields?: object) => {
-            log[level](fields ?? {}, msg);
-          },
-        });
-      } catch (e) {
-        const delay = backoffDelay(attempt, 500, 15_000);
-        this.o.metrics.storeError(isPglogError(e) ? e.code : 'UNKNOWN');
-        log.warn({ err: e, code: isPglogError(e) ? e.code : undefined, retryInMs: delay }, `store not available: ${(e as Error).message}`);
-        await pause(delay, this.abort.signal);
-      }
-    }
-    return null;
-  }
-
-  private async maintainLoop(writer: StoreWriter): Promise<void> {
-    while (!this.abort.signal.aborted) {
-      await pause(MAINTENANCE_INTERVAL_MS, this.abort.signal);
-      if (this.abort.signal.aborted) return;
-      try {
-        const { created, dropped } = await writer.maintain();
-        if (created.length + dropped.length > 0) this.o.log.info({ created, dropped }, 'store partitions maintained');
-      } catch (e) {
-        this.o.log.warn({ err: e }, `store partition maintenance failed: ${(e as Error).message}`);
-      }
-    }
   }
 
   /**

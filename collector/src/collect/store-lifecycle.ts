@@ -1,0 +1,53 @@
+/**
+ * The collector's store over its life: opened with retries until it answers (a store that is
+ * down at start-up delays collecting, it does not fail it), then maintained once an hour
+ * (partitions ahead, retention) until the collector stops.
+ */
+import { isPglogError } from '@pglog/common/errors.ts';
+import type { Logger } from '@pglog/common/observability/logger.ts';
+import { pause } from '@pglog/common/time/clock.ts';
+import { backoffDelay } from '@pglog/common/time/retry.ts';
+
+import type { CollectorMetrics } from '../observability/metrics.ts';
+import { StoreWriter } from '../store/store-writer.ts';
+import type { CollectConfig } from './collect-types.ts';
+
+/** Maintenance (partitions ahead, retention) once an hour; it also runs at start (open). */
+const MAINTENANCE_INTERVAL_MS = 60 * 60 * 1000;
+
+/** The store writer, once the store answers; null when `signal` aborts first. */
+export async function openStoreWhenUp(config: CollectConfig, log: Logger, metrics: CollectorMetrics, signal: AbortSignal): Promise<StoreWriter | null> {
+  for (let attempt = 1; !signal.aborted; attempt++) {
+    try {
+      return await StoreWriter.open({
+        url: config.storeUrl,
+        applicationName: 'pglog collect',
+        retentionDays: config.retentionDays,
+        connections: config.storeConnections,
+        log: (level: 'info' | 'warn' | 'error', msg: string, fields?: object) => {
+          log[level](fields ?? {}, msg);
+        },
+      });
+    } catch (e) {
+      const delay = backoffDelay(attempt, 500, 15_000);
+      metrics.storeError(isPglogError(e) ? e.code : 'UNKNOWN');
+      log.warn({ err: e, code: isPglogError(e) ? e.code : undefined, retryInMs: delay }, `store not available: ${(e as Error).message}`);
+      await pause(delay, signal);
+    }
+  }
+  return null;
+}
+
+/** Maintains the store once an hour until `signal` aborts; a failed round is logged and the next one tried. */
+export async function maintainStore(writer: StoreWriter, log: Logger, signal: AbortSignal): Promise<void> {
+  while (!signal.aborted) {
+    await pause(MAINTENANCE_INTERVAL_MS, signal);
+    if (signal.aborted) return;
+    try {
+      const { created, dropped } = await writer.maintain();
+      if (created.length + dropped.length > 0) log.info({ created, dropped }, 'store partitions maintained');
+    } catch (e) {
+      log.warn({ err: e }, `store partition maintenance failed: ${(e as Error).message}`);
+    }
+  }
+}
