@@ -3,8 +3,29 @@
  * and the standard streams; everything below receives its configuration as arguments.
  */
 import { readFileSync } from 'node:fs';
+import { enableCompileCache } from 'node:module';
+import { join } from 'node:path';
 
 import { isPglogError } from '@pglog/common/errors.ts';
+
+/**
+ * Where Node keeps the code it compiled for pglog's modules: NODE_COMPILE_CACHE when set (Node
+ * then enabled the cache before this ran), else pglog's directory in the user's cache
+ * directory; none without a home directory. Loading a command's modules with the cache warm
+ * cost `pglog parse` of an empty file 0.06 s of CPU instead of 0.22 s (type stripping and
+ * compiling are what it saves); the cache checks each module's source, so an edited module is
+ * compiled again, and a directory that cannot be written leaves pglog running without it.
+ */
+function compileCacheDir(env: NodeJS.ProcessEnv): string | undefined {
+  if (env.NODE_COMPILE_CACHE !== undefined && env.NODE_COMPILE_CACHE !== '') return env.NODE_COMPILE_CACHE;
+  const base = env.XDG_CACHE_HOME !== undefined && env.XDG_CACHE_HOME !== '' ? env.XDG_CACHE_HOME
+    : env.HOME !== undefined && env.HOME !== '' ? join(env.HOME, '.cache') : undefined;
+  return base === undefined ? undefined : join(base, 'pglog', 'node-compile-cache');
+}
+
+// Before any command's module is loaded; NODE_DISABLE_COMPILE_CACHE=1 turns it off.
+const cacheDir = compileCacheDir(process.env);
+if (cacheDir !== undefined) enableCompileCache(cacheDir);
 
 /**
  * Each command's module is loaded when that command runs, not at start-up: loading (and type
