@@ -18,8 +18,12 @@ import { isPglogError } from '@pglog/common/errors.ts';
  */
 function compileCacheDir(env: NodeJS.ProcessEnv): string | undefined {
   if (env.NODE_COMPILE_CACHE !== undefined && env.NODE_COMPILE_CACHE !== '') return env.NODE_COMPILE_CACHE;
-  const base = env.XDG_CACHE_HOME !== undefined && env.XDG_CACHE_HOME !== '' ? env.XDG_CACHE_HOME
-    : env.HOME !== undefined && env.HOME !== '' ? join(env.HOME, '.cache') : undefined;
+  const base =
+    env.XDG_CACHE_HOME !== undefined && env.XDG_CACHE_HOME !== ''
+      ? env.XDG_CACHE_HOME
+      : env.HOME !== undefined && env.HOME !== ''
+        ? join(env.HOME, '.cache')
+        : undefined;
   return base === undefined ? undefined : join(base, 'pglog', 'node-compile-cache');
 }
 

@@ -27,7 +27,7 @@ function parse(env: Record<string, string>): number {
   return (JSON.parse(out) as { entries: number }).entries;
 }
 
-test('a run leaves compiled code in pglog\'s directory under XDG_CACHE_HOME, and the next run reads it', () => {
+test("a run leaves compiled code in pglog's directory under XDG_CACHE_HOME, and the next run reads it", () => {
   const home = join(dir, 'xdg');
   assert.equal(parse({ XDG_CACHE_HOME: home }), 1);
   const cache = join(home, 'pglog', 'node-compile-cache');
