@@ -20,6 +20,7 @@ import { isDeepStrictEqual } from 'node:util';
 import { isPglogError } from '@pglog/common/errors.ts';
 
 import { type CompiledPrefix, compilePrefix, type PrefixFields } from '../src/logformat/prefix.ts';
+import { PREFIX_FIELD_NAMES } from '../src/logformat/record.ts';
 
 export class PrefixPropertyViolation extends Error {
   constructor(prefix: string, message: string) {
@@ -42,26 +43,9 @@ export function decodePrefixInput(data: Buffer): PrefixInput {
   return { prefix: data.subarray(0, nul).toString('utf8'), line: data.subarray(nul + 1) };
 }
 
+/** A PrefixFields with every field null. */
 function emptyFields(): PrefixFields {
-  return {
-    time: null,
-    pid: null,
-    user: null,
-    database: null,
-    application: null,
-    remoteHost: null,
-    remotePort: null,
-    sessionId: null,
-    sessionLine: null,
-    commandTag: null,
-    sessionStart: null,
-    vxid: null,
-    txid: null,
-    backendType: null,
-    leaderPid: null,
-    queryId: null,
-    sqlstate: null,
-  };
+  return Object.fromEntries(PREFIX_FIELD_NAMES.map((name) => [name, null])) as PrefixFields;
 }
 
 interface MatchResult {

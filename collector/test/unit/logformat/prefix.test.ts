@@ -10,28 +10,12 @@ import fc from 'fast-check';
 
 import type { PrefixFields } from '../../../src/logformat/prefix.ts';
 import { compilePrefix } from '../../../src/logformat/prefix.ts';
+import { PREFIX_FIELD_NAMES } from '../../../src/logformat/record.ts';
 import { SEVERITY_WORDS } from '../../../src/logformat/severity.ts';
 
+/** A PrefixFields with every field null. */
 function blank(): PrefixFields {
-  return {
-    time: null,
-    pid: null,
-    user: null,
-    database: null,
-    application: null,
-    remoteHost: null,
-    remotePort: null,
-    sessionId: null,
-    sessionLine: null,
-    commandTag: null,
-    sessionStart: null,
-    vxid: null,
-    txid: null,
-    backendType: null,
-    leaderPid: null,
-    queryId: null,
-    sqlstate: null,
-  };
+  return Object.fromEntries(PREFIX_FIELD_NAMES.map((name) => [name, null])) as PrefixFields;
 }
 
 /** Parses `line`; returns the fields (Buffers as strings), severity and the text after `SEVERITY:  `. */
