@@ -107,7 +107,8 @@ function statementDeltas(previous: StatisticsSample, current: StatisticsSample):
   return deltas;
 }
 
-const DATABASE_COUNTERS = [
+/** The cumulative counters of a database row, the ones a delta subtracts. */
+export const DATABASE_COUNTERS = [
   'xactCommit',
   'xactRollback',
   'blksRead',
@@ -123,26 +124,17 @@ const DATABASE_COUNTERS = [
   'deadlocks',
 ] as const satisfies readonly (keyof DatabaseCounters & keyof DatabaseDelta)[];
 
+type DatabaseCounter = (typeof DATABASE_COUNTERS)[number];
+
+/** Every counter of DATABASE_COUNTERS at zero. */
+export function zeroDatabaseCounters(): Record<DatabaseCounter, bigint> {
+  return Object.fromEntries(DATABASE_COUNTERS.map((c) => [c, 0n])) as Record<DatabaseCounter, bigint>;
+}
+
 function databaseDelta(prev: DatabaseCounters | null, cur: DatabaseCounters): DatabaseDelta {
   const wentDown = prev !== null && DATABASE_COUNTERS.some((c) => cur[c] < prev[c]);
   const base = wentDown ? null : prev;
-  const delta: DatabaseDelta = {
-    database: cur.database,
-    backends: cur.backends,
-    xactCommit: 0n,
-    xactRollback: 0n,
-    blksRead: 0n,
-    blksHit: 0n,
-    tupReturned: 0n,
-    tupFetched: 0n,
-    tupInserted: 0n,
-    tupUpdated: 0n,
-    tupDeleted: 0n,
-    conflicts: 0n,
-    tempFiles: 0n,
-    tempBytes: 0n,
-    deadlocks: 0n,
-  };
+  const delta: DatabaseDelta = { database: cur.database, backends: cur.backends, ...zeroDatabaseCounters() };
   for (const c of DATABASE_COUNTERS) delta[c] = base === null ? cur[c] : cur[c] - base[c];
   return delta;
 }

@@ -13,6 +13,7 @@ import { Registry } from 'prom-client';
 
 import { SnapshotMetrics } from '../../../src/observability/snapshot-metrics.ts';
 import { InstanceSnapshots, snapshotKinds, type SnapshotSource } from '../../../src/sampler/instance-snapshots.ts';
+import { zeroDatabaseCounters } from '../../../src/snapshot/deltas.ts';
 import type { SqlRolePrivilege } from '../../../src/snapshot/server-info.ts';
 import type { StatisticsSample } from '../../../src/snapshot/statistics-sample.ts';
 import type { ActivitySession, BlockingEdge, Snapshot, SnapshotFailure } from '../../../src/snapshot/types.ts';
@@ -238,19 +239,8 @@ describe('InstanceSnapshots', () => {
         {
           database: 'shop',
           backends: 3,
+          ...zeroDatabaseCounters(),
           xactCommit: commits,
-          xactRollback: 0n,
-          blksRead: 0n,
-          blksHit: 0n,
-          tupReturned: 0n,
-          tupFetched: 0n,
-          tupInserted: 0n,
-          tupUpdated: 0n,
-          tupDeleted: 0n,
-          conflicts: 0n,
-          tempFiles: 0n,
-          tempBytes: 0n,
-          deadlocks: 0n,
           statsReset: null,
         },
       ],

@@ -5,7 +5,7 @@ import { describe, test } from 'node:test';
 
 import fc from 'fast-check';
 
-import { statementKey, statisticsDeltas } from '../../../src/snapshot/deltas.ts';
+import { DATABASE_COUNTERS, statementKey, statisticsDeltas } from '../../../src/snapshot/deltas.ts';
 import { queryFingerprint } from '../../../src/snapshot/query-fingerprint.ts';
 import type { DatabaseCounters, StatementCounters, StatisticsSample } from '../../../src/snapshot/statistics-sample.ts';
 import type { DatabaseDelta, StatementDelta } from '../../../src/snapshot/types.ts';
@@ -59,21 +59,6 @@ function sample(ts: Date, statements: StatementCounters[] | null, databases: Dat
 }
 
 const STATEMENT_COUNTERS = ['calls', 'rows', 'sharedBlksHit', 'sharedBlksRead', 'tempBlksWritten'] as const;
-const DATABASE_COUNTERS = [
-  'xactCommit',
-  'xactRollback',
-  'blksRead',
-  'blksHit',
-  'tupReturned',
-  'tupFetched',
-  'tupInserted',
-  'tupUpdated',
-  'tupDeleted',
-  'conflicts',
-  'tempFiles',
-  'tempBytes',
-  'deadlocks',
-] as const;
 
 void describe('statisticsDeltas: rules', () => {
   test('first sample: nothing, no interval', () => {
