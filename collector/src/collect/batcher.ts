@@ -352,30 +352,25 @@ export class Batcher {
   }
 
   private sleep(lane: Lane, ms: number): Promise<void> {
-    return new Promise((resolve) => {
-      const timer = setTimeout(() => {
-        lane.wake = null;
-        resolve();
-      }, ms);
-      lane.wake = (): void => {
-        clearTimeout(timer);
-        lane.wake = null;
-        resolve();
-      };
-    });
+    return this.sleepUntilWoken(lane, 'wake', ms);
   }
 
   /** A retry wait that new events do not cut short (only stop() does). */
   private sleepBeforeRetry(lane: Lane, ms: number): Promise<void> {
+    return this.sleepUntilWoken(lane, 'wakeRetry', ms);
+  }
+
+  /** Waits `ms`, or until the function the wait puts in `lane[slot]` is called; the slot is empty again after either. */
+  private sleepUntilWoken(lane: Lane, slot: 'wake' | 'wakeRetry', ms: number): Promise<void> {
     return new Promise((resolve) => {
-      const timer = setTimeout(() => {
-        lane.wakeRetry = null;
+      const done = (): void => {
+        lane[slot] = null;
         resolve();
-      }, ms);
-      lane.wakeRetry = (): void => {
+      };
+      const timer = setTimeout(done, ms);
+      lane[slot] = (): void => {
         clearTimeout(timer);
-        lane.wakeRetry = null;
-        resolve();
+        done();
       };
     });
   }
