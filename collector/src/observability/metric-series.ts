@@ -12,6 +12,16 @@ import type { SqlstateClass } from './sqlstate-class.ts';
 
 type InstanceLabels = { target: string; instance: string };
 
+/** The label set kept in `cache` for `key`, made the first time it is asked for: one object a series, which remove() finds again. */
+function cachedLabels<K, L>(cache: Map<K, L>, key: K, make: () => L): L {
+  let labels = cache.get(key);
+  if (labels === undefined) {
+    labels = make();
+    cache.set(key, labels);
+  }
+  return labels;
+}
+
 /** The series of one instance, and the label values it used (to remove them all later). */
 export class InstanceSeries {
   private readonly m: Instruments;
@@ -30,30 +40,15 @@ export class InstanceSeries {
   }
 
   kind(kind: EventKind): InstanceLabels & { kind: EventKind } {
-    let labels = this.kindLabels.get(kind);
-    if (labels === undefined) {
-      labels = { ...this.labels, kind };
-      this.kindLabels.set(kind, labels);
-    }
-    return labels;
+    return cachedLabels(this.kindLabels, kind, () => ({ ...this.labels, kind }));
   }
 
   problem(problem: ParseProblem): InstanceLabels & { problem: ParseProblem } {
-    let labels = this.problemLabels.get(problem);
-    if (labels === undefined) {
-      labels = { ...this.labels, problem };
-      this.problemLabels.set(problem, labels);
-    }
-    return labels;
+    return cachedLabels(this.problemLabels, problem, () => ({ ...this.labels, problem }));
   }
 
   sqlstateClass(cls: SqlstateClass): InstanceLabels & { sqlstate_class: SqlstateClass } {
-    let labels = this.classLabels.get(cls);
-    if (labels === undefined) {
-      labels = { ...this.labels, sqlstate_class: cls };
-      this.classLabels.set(cls, labels);
-    }
-    return labels;
+    return cachedLabels(this.classLabels, cls, () => ({ ...this.labels, sqlstate_class: cls }));
   }
 
   /** Called at scrape time: lag_seconds keeps growing while nothing is committed. */
@@ -85,12 +80,7 @@ export class TargetSeries {
   }
 
   code(code: ErrorLabel): { target: string; code: ErrorLabel } {
-    let labels = this.codeLabels.get(code);
-    if (labels === undefined) {
-      labels = { target: this.labels.target, code };
-      this.codeLabels.set(code, labels);
-    }
-    return labels;
+    return cachedLabels(this.codeLabels, code, () => ({ target: this.labels.target, code }));
   }
 
   remove(): void {
