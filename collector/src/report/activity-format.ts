@@ -5,7 +5,7 @@
 import { formatCount, formatMs, formatTime, NONE, reportHeader, sectionTitle } from './format.ts';
 import { iso, lastRunFailure, NO_RUNS, serverName, serverRunsJson, windowJson } from './snapshot-format.ts';
 import type { ActivityReport, LongSession, ServerActivity } from './snapshot-types.ts';
-import { type Column, oneLine, renderTable } from './text-table.ts';
+import { type Column, DATABASE_COLUMN, INSTANCE_COLUMN, oneLine, renderTable, TARGET_COLUMN } from './text-table.ts';
 
 /** Sessions of the current snapshot: by state, summed (with --database, of that database only). */
 export function sessionCount(s: ServerActivity): number {
@@ -22,8 +22,8 @@ function stateCells(s: ServerActivity): string[] {
 }
 
 const SERVER_COLUMNS: Column[] = [
-  { header: 'target', align: 'left', maxWidth: 24 },
-  { header: 'instance', align: 'left', maxWidth: 16 },
+  TARGET_COLUMN,
+  INSTANCE_COLUMN,
   { header: 'snapshot (UTC)', align: 'left' },
   { header: 'sessions', align: 'right' },
   { header: 'active', align: 'right' },
@@ -52,10 +52,10 @@ function serverCells(s: ServerActivity): string[] {
 }
 
 const LONG_COLUMNS: Column[] = [
-  { header: 'target', align: 'left', maxWidth: 24 },
-  { header: 'instance', align: 'left', maxWidth: 16 },
+  TARGET_COLUMN,
+  INSTANCE_COLUMN,
   { header: 'pid', align: 'right' },
-  { header: 'database', align: 'left', maxWidth: 20 },
+  DATABASE_COLUMN,
   { header: 'user', align: 'left', maxWidth: 16 },
   { header: 'application', align: 'left', maxWidth: 20 },
   { header: 'state', align: 'left' },

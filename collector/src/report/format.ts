@@ -2,7 +2,7 @@
  * The report as text for a terminal (fixed-width tables) or as one JSON object for machines.
  * Pure: a Report in, a string out.
  */
-import { type Column, oneLine, renderTable } from './text-table.ts';
+import { type Column, DATABASE_COLUMN, oneLine, renderTable, TARGET_COLUMN } from './text-table.ts';
 import type { Report, ReportSection } from './types.ts';
 
 /** A duration in milliseconds for people: `0.250 ms`, `12.3 ms`, `4.57 s`, `12m 05s`, `3h 07m`. */
@@ -63,8 +63,8 @@ function title(name: string, section: ReportSection<unknown>): string {
 }
 
 const STATEMENT_COLUMNS: Column[] = [
-  { header: 'target', align: 'left', maxWidth: 24 },
-  { header: 'database', align: 'left', maxWidth: 20 },
+  TARGET_COLUMN,
+  DATABASE_COLUMN,
   { header: 'calls', align: 'right' },
   { header: 'total', align: 'right' },
   { header: 'mean', align: 'right' },
@@ -77,8 +77,8 @@ const STATEMENT_COLUMNS: Column[] = [
 ];
 
 const ERROR_COLUMNS: Column[] = [
-  { header: 'target', align: 'left', maxWidth: 24 },
-  { header: 'database', align: 'left', maxWidth: 20 },
+  TARGET_COLUMN,
+  DATABASE_COLUMN,
   { header: 'severity', align: 'left' },
   { header: 'sqlstate', align: 'left' },
   { header: 'count', align: 'right' },
@@ -88,8 +88,8 @@ const ERROR_COLUMNS: Column[] = [
 ];
 
 const LOCK_COLUMNS: Column[] = [
-  { header: 'target', align: 'left', maxWidth: 24 },
-  { header: 'database', align: 'left', maxWidth: 20 },
+  TARGET_COLUMN,
+  DATABASE_COLUMN,
   { header: 'lock type', align: 'left' },
   { header: 'messages', align: 'right' },
   { header: 'acquired', align: 'right' },

@@ -6,7 +6,7 @@ import type { BlockingNode } from './blocking-tree.ts';
 import { formatCount, formatMs, formatTime, NONE, reportHeader, sectionTitle } from './format.ts';
 import { iso, lastRunFailure, NO_RUNS, serverName, serverRunsJson, windowJson } from './snapshot-format.ts';
 import type { BlockingEpisode, LocksReport, ServerLocks } from './snapshot-types.ts';
-import { type Column, cut, oneLine, renderTable } from './text-table.ts';
+import { type Column, cut, INSTANCE_COLUMN, oneLine, renderTable, TARGET_COLUMN } from './text-table.ts';
 
 /** The query of a tree line never gets fewer characters than this, even past the width. */
 const MIN_QUERY_CHARS = 20;
@@ -90,8 +90,8 @@ function serverLines(s: ServerLocks, width: number): string[] {
 }
 
 const EPISODE_COLUMNS: Column[] = [
-  { header: 'target', align: 'left', maxWidth: 24 },
-  { header: 'instance', align: 'left', maxWidth: 16 },
+  TARGET_COLUMN,
+  INSTANCE_COLUMN,
   { header: 'root pid', align: 'right' },
   { header: 'first seen', align: 'left' },
   { header: 'last seen', align: 'left' },

@@ -13,6 +13,11 @@ export interface Column {
   maxWidth?: number;
 }
 
+/** The name columns the reports share: a long target, instance or database name is cut at the same width in each. */
+export const TARGET_COLUMN: Readonly<Column> = { header: 'target', align: 'left', maxWidth: 24 };
+export const INSTANCE_COLUMN: Readonly<Column> = { header: 'instance', align: 'left', maxWidth: 16 };
+export const DATABASE_COLUMN: Readonly<Column> = { header: 'database', align: 'left', maxWidth: 20 };
+
 const GAP = '  ';
 /** A flexible column never gets narrower than this, even if the table then exceeds the width. */
 const MIN_FLEX_WIDTH = 20;
