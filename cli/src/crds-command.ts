@@ -11,8 +11,9 @@ import type { Writable } from 'node:stream';
 
 import { PglogError } from '@pglog/common/errors.ts';
 import { createKubeClient } from '@pglog/common/kube/client.ts';
-import type { KubeClient, KubeObject, ResourceType } from '@pglog/common/kube/client-types.ts';
+import type { KubeClient, KubeObject } from '@pglog/common/kube/client-types.ts';
 import { type KubeAccess, loadKubeAccess, parseKubeAccess } from '@pglog/common/kube/kube-access.ts';
+import { CUSTOM_RESOURCE_DEFINITIONS as CRDS } from '@pglog/common/kube/resources.ts';
 import { parseAllDocuments } from 'yaml';
 
 import { parseCommandArgs } from './command-args.ts';
@@ -28,13 +29,6 @@ export const CRDS_USAGE = `usage: pglog crds apply --dir DIR [OPTIONS]
 
 /** Field manager of the applied CRDs: later applies of a newer chart own and change the same fields. */
 export const CRDS_FIELD_MANAGER = 'pglog-crds';
-const CRDS: ResourceType = {
-  group: 'apiextensions.k8s.io',
-  version: 'v1',
-  plural: 'customresourcedefinitions',
-  kind: 'CustomResourceDefinition',
-  namespaced: false,
-};
 
 export interface CrdsCommandConfig {
   dir: string;

@@ -15,8 +15,8 @@ import { after, before, describe, test } from 'node:test';
 
 import { readCrds } from '@pglog/cli/crds-command.ts';
 import { isPglogError } from '@pglog/common/errors.ts';
-import type { KubeClient, KubeObject, ResourceType } from '@pglog/common/kube/client-types.ts';
-import { COLLECTOR_SHARDS, POSTGRES_TARGETS, STATEFUL_SETS } from '@pglog/common/kube/resources.ts';
+import type { KubeClient, KubeObject } from '@pglog/common/kube/client-types.ts';
+import { COLLECTOR_SHARDS, CUSTOM_RESOURCE_DEFINITIONS as CRDS, POSTGRES_TARGETS, STATEFUL_SETS } from '@pglog/common/kube/resources.ts';
 import { type E2eCluster, POD_SECURITY_WARNING, startE2eCluster } from '@pglog/test-support/e2e-cluster.ts';
 import { assignmentOf, eventually, targetObject } from '@pglog/test-support/fleet.ts';
 
@@ -27,13 +27,6 @@ const PREVIOUS = '60210b1';
 const NS = 'pglog-up';
 const RELEASE = 'pglog';
 const POOL = 'main';
-const CRDS: ResourceType = {
-  group: 'apiextensions.k8s.io',
-  version: 'v1',
-  plural: 'customresourcedefinitions',
-  kind: 'CustomResourceDefinition',
-  namespaced: false,
-};
 
 type Target = KubeObject & { spec: Record<string, unknown> };
 type Crd = KubeObject & {

@@ -42,8 +42,8 @@ import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 
-import type { DeleteOptions, KubeClient, KubeObject, ResourceType } from '@pglog/common/kube/client-types.ts';
-import { COLLECTOR_POOLS, LEASES, PODS } from '@pglog/common/kube/resources.ts';
+import type { DeleteOptions, KubeClient, KubeObject } from '@pglog/common/kube/client-types.ts';
+import { COLLECTOR_POOLS, CUSTOM_RESOURCE_DEFINITIONS as CRDS, LEASES, PODS } from '@pglog/common/kube/resources.ts';
 import { expectStoredOnce, storedRows } from '@pglog/test-support/checker.ts';
 import { type E2eCluster, POD_SECURITY_WARNING, startE2eCluster } from '@pglog/test-support/e2e-cluster.ts';
 import { assignmentOf, eventually } from '@pglog/test-support/fleet.ts';
@@ -60,13 +60,6 @@ const CHART = join(import.meta.dirname, '../../../charts/pglog');
 const PREVIOUS = '60210b1';
 /** The tag `helm upgrade` moves to: the same image under a new name, so every pod template changes. */
 const NEXT_TAG = 'e2e-next';
-const CRDS: ResourceType = {
-  group: 'apiextensions.k8s.io',
-  version: 'v1',
-  plural: 'customresourcedefinitions',
-  kind: 'CustomResourceDefinition',
-  namespaced: false,
-};
 const RELEASE = 'pglog';
 // Four servers: 2 per shard on 2 shards, 1 per shard on 4. Their rates differ (`charlie` is hot),
 // but the pool's sharding floor (minWeightBytesPerSecond) is above all of them, so every target
