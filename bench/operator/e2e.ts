@@ -3,7 +3,6 @@
  * kube-apiserver and etcd, the CRDs and the real `pglog operator` CLI; PostgresTargets created
  * through the API, a CollectorPool converging on its shards, then scaled by one replica.
  */
-import { join } from 'node:path';
 
 import type { KubeObject } from '@pglog/common/kube/client-types.ts';
 
@@ -66,6 +65,7 @@ export async function e2e(o: E2eOptions): Promise<E2eResult> {
   // Loaded only here: --skip-e2e runs without the operator's modules.
   const { startControlPlane } = await import('@pglog/test-support/control-plane.ts');
   const { startOperator } = await import('../../operator/test/helpers/operator-process.ts');
+  const { installCrds } = await import('../../operator/test/helpers/crds.ts');
   const { assignmentOf, createAll, eventually, poolObject, targetObject } = await import('@pglog/test-support/fleet.ts');
   const { createKubeClient } = await import('@pglog/common/kube/client.ts');
   const { loadKubeconfigFile } = await import('@pglog/common/kube/config.ts');
@@ -78,17 +78,7 @@ export async function e2e(o: E2eOptions): Promise<E2eResult> {
     say('e2e: starting etcd and kube-apiserver');
     const cp = await startControlPlane();
     cleanup.push(() => cp.stop());
-    const crdDir = join(import.meta.dirname, '../../crds');
-    for (const f of ['pglog.io_postgrestargets.yaml', 'pglog.io_collectorpools.yaml', 'pglog.io_collectorshards.yaml'])
-      await cp.kubectl(['apply', '-f', join(crdDir, f)]);
-    await cp.kubectl([
-      'wait',
-      '--for=condition=Established',
-      '--timeout=60s',
-      'crd/postgrestargets.pglog.io',
-      'crd/collectorpools.pglog.io',
-      'crd/collectorshards.pglog.io',
-    ]);
+    await installCrds(cp);
     await cp.kubectl(['create', 'namespace', NS]);
     const client = createKubeClient(await loadKubeconfigFile(cp.kubeconfig));
     cleanup.push(() => client.close());

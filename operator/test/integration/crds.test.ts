@@ -3,18 +3,14 @@
 // rejects invalid objects with the schema's or the CEL rule's message, the scale subresource
 // and the printer columns work, and every example in docs/resources.md is accepted.
 import assert from 'node:assert/strict';
-import { readdirSync } from 'node:fs';
-import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 
 import { EXAMPLES } from '../../src/crd/examples.ts';
+import { installCrds } from '../helpers/crds.ts';
 import { type SharedControlPlane, useSharedControlPlane } from '../helpers/shared-control-plane.ts';
 
 /** This file's namespace on the shared control plane (shared-control-plane.ts). */
 const NS = 'crds';
-
-const ROOT = join(import.meta.dirname, '../../..');
-const CRD_DIR = join(ROOT, 'crds');
 
 const target = (name: string, spec: Record<string, unknown> = {}): Record<string, unknown> => ({
   apiVersion: 'pglog.io/v1alpha1',
@@ -44,19 +40,7 @@ describe('the generated CRDs on a real kube-apiserver', { timeout: 180_000 }, ()
 
   before(async () => {
     cp = await useSharedControlPlane(NS);
-    for (const file of readdirSync(CRD_DIR)
-      .filter((f) => f.endsWith('.yaml'))
-      .sort()) {
-      await cp.kubectl(['apply', '-f', join(CRD_DIR, file)]);
-    }
-    await cp.kubectl([
-      'wait',
-      '--for=condition=Established',
-      '--timeout=60s',
-      'crd/postgrestargets.pglog.io',
-      'crd/collectorpools.pglog.io',
-      'crd/collectorshards.pglog.io',
-    ]);
+    await installCrds(cp);
   });
   after(async () => {
     await cp?.stop();

@@ -11,7 +11,6 @@
 //   - a pool in a namespace that is not a collector namespace gets nothing written but its
 //     status: Ready False, NamespaceNotAllowed.
 import assert from 'node:assert/strict';
-import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 
 import { createKubeClient } from '@pglog/common/kube/client.ts';
@@ -22,14 +21,12 @@ import { COLLECTOR_POOLS, COLLECTOR_SHARDS, POD_DISRUPTION_BUDGETS, SERVICES, ST
 import { type ControlPlane, startControlPlane } from '@pglog/test-support/control-plane.ts';
 import { eventually, poolObject } from '@pglog/test-support/fleet.ts';
 
+import { installCrds } from '../helpers/crds.ts';
 import { type OperatorProcess, startOperator } from '../helpers/operator-process.ts';
 
 const SYSTEM = 'pglog-system';
 const TEAM = 'team-a';
 const OUTSIDE = 'team-b';
-const CRDS = ['pglog.io_postgrestargets.yaml', 'pglog.io_collectorpools.yaml', 'pglog.io_collectorshards.yaml'].map((f) =>
-  join(import.meta.dirname, '../../../crds', f),
-);
 /** What startOperator gives as --image: its repository is the whole default allow-list. */
 const ALLOWED_IMAGE = 'registry.invalid/pglog:other-tag';
 const FOREIGN_IMAGE = 'ghcr.io/attacker/anything:latest';
@@ -49,15 +46,7 @@ describe('tenants stay apart: allowed images, owned objects, collector namespace
   before(async () => {
     cp = await startControlPlane({ controllerManager: true });
     client = createKubeClient(await loadKubeconfigFile(cp.kubeconfig));
-    for (const f of CRDS) await cp.kubectl(['apply', '-f', f]);
-    await cp.kubectl([
-      'wait',
-      '--for=condition=Established',
-      '--timeout=60s',
-      'crd/postgrestargets.pglog.io',
-      'crd/collectorpools.pglog.io',
-      'crd/collectorshards.pglog.io',
-    ]);
+    await installCrds(cp);
     for (const ns of [SYSTEM, TEAM, OUTSIDE]) await cp.kubectl(['create', 'namespace', ns]);
     operator = await startOperator({
       kubeconfig: cp.kubeconfig,

@@ -12,7 +12,6 @@
 //   error code as reason and is not retried with backoff; once fixed it is reconciled;
 // - killing the leader: the other replica leads within the Lease duration.
 import assert from 'node:assert/strict';
-import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 
 import type { CollectorShard } from '@pglog/common/api/collector-shard.ts';
@@ -23,12 +22,10 @@ import { COLLECTOR_POOLS, COLLECTOR_SHARDS, LEASES, POSTGRES_TARGETS, STATEFUL_S
 import { type ControlPlane, startControlPlane } from '@pglog/test-support/control-plane.ts';
 import { assignmentOf, createAll, eventually, poolObject, targetObject } from '@pglog/test-support/fleet.ts';
 
+import { installCrds } from '../helpers/crds.ts';
 import { type OperatorProcess, startOperator } from '../helpers/operator-process.ts';
 
 const NS = 'fleet';
-const CRDS = ['pglog.io_postgrestargets.yaml', 'pglog.io_collectorpools.yaml', 'pglog.io_collectorshards.yaml'].map((f) =>
-  join(import.meta.dirname, '../../../crds', f),
-);
 const LEASE_SECONDS = 4;
 
 describe('pglog operator on a real control plane', { timeout: 420_000 }, () => {
@@ -40,15 +37,7 @@ describe('pglog operator on a real control plane', { timeout: 420_000 }, () => {
   before(async () => {
     cp = await startControlPlane({ controllerManager: true });
     client = createKubeClient(await loadKubeconfigFile(cp.kubeconfig));
-    for (const f of CRDS) await cp.kubectl(['apply', '-f', f]);
-    await cp.kubectl([
-      'wait',
-      '--for=condition=Established',
-      '--timeout=60s',
-      'crd/postgrestargets.pglog.io',
-      'crd/collectorpools.pglog.io',
-      'crd/collectorshards.pglog.io',
-    ]);
+    await installCrds(cp);
     await cp.kubectl(['create', 'namespace', NS]);
     for (const identity of ['operator-a', 'operator-b'])
       operators.push(await startOperator({ kubeconfig: cp.kubeconfig, namespace: NS, identity, leaseSeconds: LEASE_SECONDS }));
