@@ -53,6 +53,8 @@ import { type SeqLoad, startSeqLoad } from '@pglog/test-support/seq-load.ts';
 import { logServerTarget } from '@pglog/test-support/shard-collector.ts';
 import { startSshServer, type TestSshServer } from '@pglog/test-support/sshd.ts';
 
+import { createSshSecret } from '../helpers/ssh-secret.ts';
+
 const NS = 'pglog';
 const POOL = 'main';
 const CHART = join(import.meta.dirname, '../../../charts/pglog');
@@ -264,16 +266,7 @@ describe(
       // The chart has no values for the pool's sharding and transport tuning: patched as a user would.
       await kubectl(['patch', `collectorpool/${POOL}`, '--type', 'merge', '-p', JSON.stringify({ spec: POOL_TUNING })]);
       for (const [i, name] of TARGETS.entries()) {
-        await kubectl([
-          'create',
-          'secret',
-          'generic',
-          `${name}-ssh`,
-          `--from-file=id_ed25519=${ssh.privateKeyFile}`,
-          `--from-file=known_hosts=${ssh.knownHostsFile}`,
-        ]);
-        // The Secret opts in to serving pglog (docs/targets.md).
-        await kubectl(['label', 'secret', `${name}-ssh`, 'pglog.io/ssh-credentials=true']);
+        await createSshSecret(kubectl, name, ssh);
         await kubectl(
           ['apply', '-f', '-'],
           JSON.stringify(logServerTarget(name, `${name}-ssh`, ssh, servers[i]!, { pool: POOL, transport: name === PROXIED ? 'proxy' : 'auto' })),

@@ -14,7 +14,7 @@
 //     keep arriving from the new owner;
 //   - with the load stopped the checker finds every statement of both servers exactly once.
 import assert from 'node:assert/strict';
-import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
@@ -36,11 +36,12 @@ import { launchShardCollector, logServerTarget, type ShardCollector } from '@pgl
 import { startSshServer, type TestSshServer } from '@pglog/test-support/sshd.ts';
 import pg from 'pg';
 
+import { installCrds } from '../helpers/crds.ts';
 import { type OperatorProcess, startOperator } from '../helpers/operator-process.ts';
+import { createSshSecret } from '../helpers/ssh-secret.ts';
 
 const NS = 'loop';
 const POOL = 'main';
-const CRDS = join(import.meta.dirname, '../../../crds');
 // The busy server logs 200 statements of ~260 bytes a second, the quiet one 10 of ~100 bytes;
 // their smoothed rates reach about 25 KB/s (200 kbit/s) and 0.6 KB/s (5 kbit/s) within
 // seconds: clearly above the promotion threshold and clearly below the demotion threshold.
@@ -134,34 +135,12 @@ describe('pglog operator with real collectors: the loop closed', { timeout: 300_
     ]);
     servers = { busy, quiet };
     client = createKubeClient(await loadKubeconfigFile(cp.kubeconfig));
-    await cp.kubectl([
-      'apply',
-      ...readdirSync(CRDS)
-        .filter((f) => f.endsWith('.yaml'))
-        .flatMap((f) => ['-f', join(CRDS, f)]),
-    ]);
-    await cp.kubectl([
-      'wait',
-      '--for=condition=Established',
-      '--timeout=60s',
-      'crd/postgrestargets.pglog.io',
-      'crd/collectorpools.pglog.io',
-      'crd/collectorshards.pglog.io',
-    ]);
+    await installCrds(cp);
     await cp.kubectl(['create', 'namespace', NS]);
     operator = await startOperator({ kubeconfig: cp.kubeconfig, namespace: NS, identity: 'operator' });
     await kubectl(['create', 'secret', 'generic', 'store', `--from-literal=url=${store.url}`]);
     for (const name of TARGETS) {
-      await kubectl([
-        'create',
-        'secret',
-        'generic',
-        `${name}-ssh`,
-        `--from-file=id_ed25519=${ssh.privateKeyFile}`,
-        `--from-file=known_hosts=${ssh.knownHostsFile}`,
-      ]);
-      // The Secret opts in to serving pglog (docs/targets.md).
-      await kubectl(['label', 'secret', `${name}-ssh`, 'pglog.io/ssh-credentials=true']);
+      await createSshSecret(kubectl, name, ssh);
       // The busy one also takes SQL snapshots: through the sidecar's forward once it is promoted.
       const sql =
         name === 'busy'
