@@ -21,13 +21,15 @@
  */
 import { spawn, spawnSync } from 'node:child_process';
 import { lookup } from 'node:dns/promises';
-import { closeSync, constants, createReadStream, mkdtempSync, openSync, rmSync, writeFileSync, writeSync } from 'node:fs';
+import { closeSync, constants, createReadStream, mkdtempSync, openSync, rmSync, writeSync } from 'node:fs';
 import { stat } from 'node:fs/promises';
 import { cpus, release, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import type { Readable } from 'node:stream';
 import { parseArgs } from 'node:util';
+
+import { emitReport } from './lib/emit-report.ts';
 
 const READERS = ['read-stream', 'fifo-reader'] as const;
 type ReaderKind = (typeof READERS)[number];
@@ -314,6 +316,5 @@ async function parentMain(): Promise<void> {
     summary(),
     '',
   ].join('\n');
-  process.stdout.write(text + '\n');
-  if (values.out !== undefined) writeFileSync(values.out, text);
+  emitReport(text, values.out);
 }

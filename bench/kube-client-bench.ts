@@ -39,6 +39,7 @@ import { startControlPlane } from '@pglog/test-support/control-plane.ts';
 import { startTcpProxy, type TcpProxy } from '../operator/test/helpers/tcp-proxy.ts';
 import { extraPackages, installedVersion } from './kube-client/packages.ts';
 import { createCleanup } from './lib/cleanup.ts';
+import { emitReport } from './lib/emit-report.ts';
 
 const { values } = parseArgs({
   options: {
@@ -359,7 +360,6 @@ try {
 } finally {
   await cleanup.run();
 }
-process.stdout.write(`${text}\n`);
-if (values.out !== undefined) writeFileSync(values.out, text);
+emitReport(text, values.out);
 // client-node's informer may leave a reconnect timer behind: end here.
 process.exit(0);

@@ -25,7 +25,6 @@
  *    (no collector reports rates here, so every target weighs the floor and load = count).
  *    The operator's own metrics give the mean reconcile time.
  */
-import { writeFileSync } from 'node:fs';
 import { cpus, release } from 'node:os';
 import { parseArgs } from 'node:util';
 
@@ -41,6 +40,7 @@ import {
   targetWeights,
 } from '@pglog/operator/sharding/index.ts';
 
+import { emitReport } from './lib/emit-report.ts';
 import { e2e, e2eSection } from './operator/e2e.ts';
 
 const { values } = parseArgs({
@@ -270,7 +270,6 @@ const text = [
   '',
   ...parts,
 ].join('\n');
-process.stdout.write(`${text}\n`);
-if (values.out !== undefined) writeFileSync(values.out, text);
+emitReport(text, values.out);
 // A failed wait may still be polling a stopped API server: end here.
 if (failed) process.exit(1);

@@ -10,7 +10,7 @@
  * process, the collector's LogFollower with its production intervals; the logs are appended
  * to by this process. Phases run one at a time, each on fresh logs (bench/server-cost/phase.ts).
  */
-import { chmodSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
@@ -21,6 +21,7 @@ import { SshConnection } from '@pglog/collector/transport/ssh-connection.ts';
 import { startSshServer } from '@pglog/test-support/sshd.ts';
 
 import { createCleanup } from './lib/cleanup.ts';
+import { emitReport } from './lib/emit-report.ts';
 import { type PhaseResult, runPhase } from './server-cost/phase.ts';
 
 const { values } = parseArgs({
@@ -137,5 +138,4 @@ const text = [
   `| idle | line after silence delivered, ms: median / max of ${lb.length} | ${fixed(pct(lb, 0.5), 0)} / ${fixed(Math.max(...lb), 0)} | ${fixed(pct(la, 0.5), 0)} / ${fixed(Math.max(...la), 0)} | |`,
   '',
 ].join('\n');
-process.stdout.write(text + '\n');
-if (values.out !== undefined) writeFileSync(values.out, text);
+emitReport(text, values.out);

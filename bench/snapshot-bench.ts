@@ -36,7 +36,7 @@
  * SSH a response often ends waiting for one (the section's text says why).
  */
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { connect } from 'node:net';
 import { cpus, release, tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -58,6 +58,7 @@ import { startSshServer } from '@pglog/test-support/sshd.ts';
 import pg from 'pg';
 
 import { createCleanup } from './lib/cleanup.ts';
+import { emitReport } from './lib/emit-report.ts';
 import { measure, type Shape, STALL_MS, type Variant, type VariantResult } from './snapshot/measure.ts';
 import { cmdline, sshdListenerPid } from './snapshot/proc.ts';
 
@@ -408,8 +409,7 @@ async function main(): Promise<void> {
       'Measured on loopback (64 KiB segments); on a real network, with smaller segments, how often a response ends in such a wait was not measured.',
     '',
   ].join('\n');
-  process.stdout.write(`${text}\n`);
-  if (values.out !== undefined) writeFileSync(values.out, text);
+  emitReport(text, values.out);
 }
 
 try {

@@ -19,11 +19,12 @@
  * sampling timer, the delay beyond it).
  */
 import { spawn, spawnSync } from 'node:child_process';
-import { writeFileSync } from 'node:fs';
 import { cpus, release } from 'node:os';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { parseArgs } from 'node:util';
 import { getHeapStatistics } from 'node:v8';
+
+import { emitReport } from './lib/emit-report.ts';
 
 const RESOLUTION_MS = 1;
 const WARMUP_SPAWNS = 5;
@@ -196,6 +197,5 @@ function parentMain(): void {
     summary(),
     '',
   ].join('\n');
-  process.stdout.write(text + '\n');
-  if (values.out !== undefined) writeFileSync(values.out, text);
+  emitReport(text, values.out);
 }

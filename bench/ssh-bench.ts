@@ -20,10 +20,12 @@
  * Client, server and `head` share this machine's cores, so absolute numbers are a floor.
  */
 import { spawnSync } from 'node:child_process';
-import { readFileSync, writeFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { registerHooks } from 'node:module';
 import { cpus } from 'node:os';
 import { parseArgs } from 'node:util';
+
+import { emitReport } from './lib/emit-report.ts';
 
 const CIPHERS = ['aes128-gcm@openssh.com', 'aes256-gcm@openssh.com', 'chacha20-poly1305@openssh.com', 'aes128-ctr'] as const;
 /** The MAC for non-AEAD ciphers, the same for ssh2 and OpenSSH (ssh2's first default). */
@@ -224,6 +226,5 @@ async function parentMain(): Promise<void> {
     '',
   ];
   const text = lines.join('\n');
-  process.stdout.write(text + '\n');
-  if (values.out !== undefined) writeFileSync(values.out, text);
+  emitReport(text, values.out);
 }

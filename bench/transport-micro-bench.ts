@@ -39,6 +39,8 @@ import type { Readable } from 'node:stream';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { parseArgs } from 'node:util';
 
+import { emitReport } from './lib/emit-report.ts';
+
 const TRANSPORTS = ['ssh2', 'ssh-spawn', 'fifo'] as const;
 type Transport = (typeof TRANSPORTS)[number];
 const LABEL: Record<Transport, string> = { ssh2: 'ssh2 in-process', 'ssh-spawn': 'ssh spawned (pipe)', fifo: 'ssh in sidecar shell → FIFO' };
@@ -394,8 +396,7 @@ async function parentMain(): Promise<void> {
       `${cpuVsSsh >= 1.5 ? 'the CPU-per-GB ratio reproduces' : `the 1.9× CPU-per-GB ratio does not reproduce (${cpuVsSsh.toFixed(2)}× here, measured with ${streams} streams, not the seed's one)`}.`,
     '',
   ].join('\n');
-  process.stdout.write(text + '\n');
-  if (values.out !== undefined) writeFileSync(values.out, text);
+  emitReport(text, values.out);
 }
 
 if (values.child !== undefined) {
