@@ -26,6 +26,7 @@ import { cpus } from 'node:os';
 import { parseArgs } from 'node:util';
 
 import { emitReport } from './lib/emit-report.ts';
+import { opensshArgs } from './lib/openssh-args.ts';
 
 const CIPHERS = ['aes128-gcm@openssh.com', 'aes256-gcm@openssh.com', 'chacha20-poly1305@openssh.com', 'aes128-ctr'] as const;
 /** The MAC for non-AEAD ciphers, the same for ssh2 and OpenSSH (ssh2's first default). */
@@ -153,27 +154,7 @@ async function parentMain(): Promise<void> {
       return result.seconds;
     };
     const ssh = (cipher: string, command: string): number => {
-      const args = [
-        '-T',
-        '-o',
-        'BatchMode=yes',
-        '-o',
-        'StrictHostKeyChecking=yes',
-        '-o',
-        `UserKnownHostsFile=${server.knownHostsFile}`,
-        '-o',
-        'Compression=no',
-        '-i',
-        server.privateKeyFile,
-        '-p',
-        String(server.port),
-        '-c',
-        cipher,
-        '-m',
-        MAC,
-        `${server.user}@${server.host}`,
-        command,
-      ];
+      const args = opensshArgs(server, cipher, command, ['-m', MAC]);
       const started = process.hrtime.bigint();
       const r = spawnSync('ssh', args, { stdio: ['ignore', 'ignore', 'pipe'] });
       if (r.status !== 0) throw new Error(`ssh -c ${cipher} failed: ${r.stderr.toString()}`);

@@ -40,6 +40,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { parseArgs } from 'node:util';
 
 import { emitReport } from './lib/emit-report.ts';
+import { opensshArgs } from './lib/openssh-args.ts';
 
 const TRANSPORTS = ['ssh2', 'ssh-spawn', 'fifo'] as const;
 type Transport = (typeof TRANSPORTS)[number];
@@ -110,25 +111,7 @@ function remoteCommand(c: ChildConfig): string {
 }
 
 function sshArgs(c: ChildConfig): string[] {
-  return [
-    '-T',
-    '-o',
-    'BatchMode=yes',
-    '-o',
-    'StrictHostKeyChecking=yes',
-    '-o',
-    `UserKnownHostsFile=${c.knownHosts}`,
-    '-o',
-    'Compression=no',
-    '-i',
-    c.key,
-    '-p',
-    String(c.port),
-    '-c',
-    CIPHER,
-    `${c.user}@${c.host}`,
-    remoteCommand(c),
-  ];
+  return opensshArgs({ host: c.host, port: c.port, user: c.user, privateKeyFile: c.key, knownHostsFile: c.knownHosts }, CIPHER, remoteCommand(c));
 }
 
 /** CPU seconds of this process's own threads. */
