@@ -62,15 +62,15 @@ const ERROR_HINTS: Readonly<Record<string, string>> = {
     'which a Secret needs to serve pglog (docs/targets.md)',
 };
 
-function readyCondition(assignment: TargetAssignment, reported: ShardTargetStatus | undefined): Pick<Condition, 'type' | 'status' | 'reason' | 'message'> {
-  if (reported === undefined) {
-    return {
-      type: 'Ready',
-      status: 'Unknown',
-      reason: 'Assigned',
-      message: `assigned to shard ${assignment.shard}; its collector has not reported the target yet`,
-    };
-  }
+type ConditionHead = Pick<Condition, 'type' | 'status' | 'reason' | 'message'>;
+
+/** Every condition the collector decides is Unknown until the target's shard has reported it. */
+function notReportedYet(type: string, assignment: TargetAssignment): ConditionHead {
+  return { type, status: 'Unknown', reason: 'Assigned', message: `assigned to shard ${assignment.shard}; its collector has not reported the target yet` };
+}
+
+function readyCondition(assignment: TargetAssignment, reported: ShardTargetStatus | undefined): ConditionHead {
+  if (reported === undefined) return notReportedYet('Ready', assignment);
   if (reported.error !== undefined) {
     return {
       type: 'Ready',
@@ -86,15 +86,8 @@ function readyCondition(assignment: TargetAssignment, reported: ShardTargetStatu
 }
 
 /** `Snapshots`: whether the target's SQL snapshots succeed (only for targets that take them). */
-function snapshotsCondition(assignment: TargetAssignment, reported: ShardTargetStatus | undefined): Pick<Condition, 'type' | 'status' | 'reason' | 'message'> {
-  if (reported === undefined) {
-    return {
-      type: 'Snapshots',
-      status: 'Unknown',
-      reason: 'Assigned',
-      message: `assigned to shard ${assignment.shard}; its collector has not reported the target yet`,
-    };
-  }
+function snapshotsCondition(assignment: TargetAssignment, reported: ShardTargetStatus | undefined): ConditionHead {
+  if (reported === undefined) return notReportedYet('Snapshots', assignment);
   if (reported.snapshotError !== undefined) {
     return {
       type: 'Snapshots',
@@ -112,15 +105,8 @@ function snapshotsCondition(assignment: TargetAssignment, reported: ShardTargetS
  * SQL_ROLE_SUPERUSER (SQL planted on the monitored server would run with every right, up to
  * its OS account) or SQL_ROLE_CAN_WRITE. docs/snapshots.md says how to set up pglog_monitor.
  */
-function sqlRoleCondition(assignment: TargetAssignment, reported: ShardTargetStatus | undefined): Pick<Condition, 'type' | 'status' | 'reason' | 'message'> {
-  if (reported === undefined) {
-    return {
-      type: 'SqlRole',
-      status: 'Unknown',
-      reason: 'Assigned',
-      message: `assigned to shard ${assignment.shard}; its collector has not reported the target yet`,
-    };
-  }
+function sqlRoleCondition(assignment: TargetAssignment, reported: ShardTargetStatus | undefined): ConditionHead {
+  if (reported === undefined) return notReportedYet('SqlRole', assignment);
   if (reported.sqlRoleWarning !== undefined) {
     const what = reported.sqlRoleWarning === 'SQL_ROLE_SUPERUSER' ? 'is a superuser' : 'can write data';
     return {
