@@ -53,14 +53,14 @@ import { ConnectLimiter } from '@pglog/collector/transport/connect-limiter.ts';
 import { SidecarClient } from '@pglog/collector/transport/sidecar-client.ts';
 import { SshConnection } from '@pglog/collector/transport/ssh-connection.ts';
 import { type Cluster, startCluster } from '@pglog/test-support/pg-cluster.ts';
-import { descendants } from '@pglog/test-support/process-tree.ts';
+import { cmdline, descendants } from '@pglog/test-support/process-tree.ts';
 import { startSshServer } from '@pglog/test-support/sshd.ts';
 import pg from 'pg';
 
 import { createCleanup } from './lib/cleanup.ts';
 import { emitReport } from './lib/emit-report.ts';
 import { measure, type Shape, STALL_MS, type Variant, type VariantResult } from './snapshot/measure.ts';
-import { cmdline, sshdListenerPid } from './snapshot/proc.ts';
+import { sshdListenerPid } from './snapshot/proc.ts';
 
 const MAIN = fileURLToPath(new URL('@pglog/collector/cli/main.ts', import.meta.url));
 const LEVELS = [10, 100, 400] as const;

@@ -6,6 +6,7 @@ import { spawnSync } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 
+import { cmdline } from '@pglog/test-support/process-tree.ts';
 import type { TestSshServer } from '@pglog/test-support/sshd.ts';
 
 const CLK_TCK = Number(spawnSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).stdout.trim()) || 100;
@@ -35,16 +36,6 @@ export function delayedAcks(): number {
   const counts = lines[1]?.split(' ') ?? [];
   const at = names.indexOf('DelayedACKs');
   return at === -1 ? NaN : Number(counts[at]);
-}
-
-export function cmdline(pid: number): string[] {
-  try {
-    return readFileSync(`/proc/${pid}/cmdline`, 'utf8')
-      .split('\0')
-      .filter((a) => a !== '');
-  } catch {
-    return [];
-  }
 }
 
 export function sshdListenerPid(ssh: TestSshServer): number {
