@@ -62,7 +62,7 @@ import { emitReport } from './lib/emit-report.ts';
 import { measure, type Shape, STALL_MS, type Variant, type VariantResult } from './snapshot/measure.ts';
 import { sshdListenerPid } from './snapshot/proc.ts';
 
-const MAIN = fileURLToPath(new URL('@pglog/collector/cli/main.ts', import.meta.url));
+const MAIN = fileURLToPath(import.meta.resolve('@pglog/cli/main.ts'));
 const LEVELS = [10, 100, 400] as const;
 const MAX_CONNECTIONS = 450;
 const WARMUP = 10;
