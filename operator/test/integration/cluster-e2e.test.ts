@@ -214,6 +214,14 @@ describe(
       }
       return true;
     }
+    /** Waits until every target is owned by exactly one of the pods main-0 .. main-(replicas-1), all Ready. */
+    const ownedByOneOf = (replicas: number): Promise<true> =>
+      eventually(
+        `every target owned by exactly one of ${replicas} pods`,
+        OWNED_WITHIN_MS,
+        () => owned(replicas),
+        () => lastState,
+      );
 
     /** The transport of `name` in its shard's spec, and as that shard's collector reports it (connected). */
     async function transportOf(name: string): Promise<{ spec: string | undefined; reported: string | undefined }> {
@@ -292,12 +300,7 @@ describe(
           () => lastState,
         );
         console.log(`# first rows at ${elapsed()}`);
-        await eventually(
-          'every target owned by exactly one of 2 pods',
-          OWNED_WITHIN_MS,
-          () => owned(2),
-          () => lastState,
-        );
+        await ownedByOneOf(2);
         const operators = await operatorPods();
         assert.equal(operators.length, 2, 'the operator Deployment runs 2 replicas');
         assert.ok(
@@ -381,12 +384,7 @@ describe(
         const sidecar = (await collectorPods()).find((p) => p.metadata.name === name)?.status?.initContainerStatuses?.[0];
         assert.equal(sidecar?.restartCount, 0, 'the sidecar kept running');
         console.log(`# ${name}'s collector killed; restarted and Ready ${since(t0)} later (at ${elapsed()})`);
-        await eventually(
-          'every target owned by exactly one of 2 pods',
-          OWNED_WITHIN_MS,
-          () => owned(2),
-          () => lastState,
-        );
+        await ownedByOneOf(2);
         await inSidecar(HOT, 30_000);
         await rowsKeepArriving();
       }),
@@ -400,12 +398,7 @@ describe(
           const t0 = Date.now();
           await kubectl(['scale', `collectorpool/${POOL}`, '--replicas', String(to)]);
           // The old state never passes: the pods are main-0 .. main-(to-1) only after the change.
-          await eventually(
-            `every target owned by exactly one of ${to} pods`,
-            OWNED_WITHIN_MS,
-            () => owned(to),
-            () => lastState,
-          );
+          await ownedByOneOf(to);
           const ownedAfter = since(t0);
           const now = await assignmentOf(client, NS, POOL);
           const moved = TARGETS.filter((n) => now.byTarget.get(n) !== before.byTarget.get(n));
@@ -554,12 +547,7 @@ describe(
           (upgraded!.metadata as { managedFields?: Array<{ manager: string }> }).managedFields?.some((f) => f.manager === 'pglog-crds'),
           "applied by the chart's hook",
         );
-        await eventually(
-          'every target owned by exactly one of 2 pods',
-          OWNED_WITHIN_MS,
-          () => owned(2),
-          () => lastState,
-        );
+        await ownedByOneOf(2);
         await inSidecar(HOT, 30_000);
         await rowsKeepArriving();
       }),
