@@ -13,6 +13,7 @@ import type pg from 'pg';
 import type { SnapshotKind } from '../../src/snapshot/types.ts';
 import type { StoreBatch } from '../../src/store/store-writer.ts';
 import { streamKeyOf } from '../../src/store/store-writer.ts';
+import { statementEvent } from '../helpers/events.ts';
 import { activitySnapshot, failure, session, statisticsSnapshot } from '../helpers/snapshot-fixtures.ts';
 import { count } from '../helpers/store-catalog.ts';
 import { StoreFixture } from '../helpers/store-fixture.ts';
@@ -39,31 +40,17 @@ function statementBatch(ts: string, offset: number): StoreBatch {
       {
         source: { target: 'db1', instance: 'main', file: 'log/postgresql.log' },
         readAt: Date.parse(ts),
-        event: {
-          kind: 'statement',
+        event: statementEvent({
           offset,
           end: offset + 100,
           ts,
-          pid: 42,
-          database: 'app',
-          user: 'alice',
-          application: 'psql',
-          remote_host: null,
-          session_id: null,
-          session_line: null,
-          backend_type: null,
-          query_id: null,
-          severity: 'LOG',
-          sqlstate: null,
-          truncated: false,
           duration_ms: 1.5,
           protocol: 'simple',
           statement_name: null,
           query: 'SELECT 1',
           parameters: null,
-          normalized: 'select $1',
           fingerprint: 'fp1',
-        },
+        }),
       },
     ],
     positions: [{ target: 'db1', instance: 'main', file: 'log/postgresql.log', identity: 'inode:1', offset: offset + 100 }],

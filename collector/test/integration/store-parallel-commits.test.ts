@@ -15,6 +15,7 @@ import type pg from 'pg';
 import { type BatchCommitter, Batcher } from '../../src/collect/batcher.ts';
 import type { StatementEvent } from '../../src/logformat/events.ts';
 import type { SourceRef, StoreWriter } from '../../src/store/store-writer.ts';
+import { nthStatement } from '../helpers/events.ts';
 import { StoreFixture } from '../helpers/store-fixture.ts';
 
 const TIMEOUT = { timeout: 300_000 };
@@ -26,23 +27,7 @@ before(() => fixture.start());
 after(() => fixture.stop());
 
 function statement(i: number): StatementEvent {
-  return {
-    kind: 'statement',
-    offset: i * 100,
-    end: i * 100 + 100,
-    ts: `2026-11-21T13:29:33.${String(i % 1_000_000).padStart(6, '0')}Z`,
-    pid: 4000 + (i % 7),
-    database: 'app',
-    user: 'alice',
-    application: 'pgbench',
-    remote_host: null,
-    session_id: null,
-    session_line: null,
-    backend_type: null,
-    query_id: null,
-    severity: 'LOG',
-    sqlstate: null,
-    truncated: false,
+  return nthStatement(i, {
     duration_ms: 0.5,
     protocol: 'simple',
     statement_name: null,
@@ -50,7 +35,7 @@ function statement(i: number): StatementEvent {
     parameters: null,
     normalized: 'select abalance from pgbench_accounts where aid = $1',
     fingerprint: `fp-${i % 5}`,
-  };
+  });
 }
 
 const sourceOf = (i: number): SourceRef => ({ target: `db${String(i).padStart(2, '0')}`, instance: 'main', file: 'log/postgresql.log' });

@@ -12,6 +12,7 @@ import type pg from 'pg';
 import type { PglogEvent, StatementEvent } from '../../src/logformat/events.ts';
 import type { BatchItem, SourceRef, StoreBatch, StorePosition } from '../../src/store/store-writer.ts';
 import { streamKeyOf } from '../../src/store/store-writer.ts';
+import { nthStatement } from '../helpers/events.ts';
 import { parseChunks } from '../helpers/parse.ts';
 import { count, positionOf, versions } from '../helpers/store-catalog.ts';
 import { StoreFixture } from '../helpers/store-fixture.ts';
@@ -32,32 +33,15 @@ const SRC: SourceRef = { target: 'db1', instance: 'main', file: 'log/postgresql.
 const SRC2: SourceRef = { target: 'db2', instance: 'main', file: 'log/postgresql.log' };
 
 function statement(i: number, over: Partial<StatementEvent> = {}): StatementEvent {
-  return {
-    kind: 'statement',
-    offset: i * 100,
-    end: i * 100 + 100,
-    ts: `2026-11-21T13:29:33.${String(i % 1_000_000).padStart(6, '0')}Z`,
-    pid: 4000 + (i % 7),
-    database: 'app',
-    user: 'alice',
-    application: 'pgbench',
-    remote_host: null,
-    session_id: null,
-    session_line: null,
-    backend_type: null,
-    query_id: null,
-    severity: 'LOG',
-    sqlstate: null,
-    truncated: false,
+  return nthStatement(i, {
     duration_ms: 0.5 + i,
-    protocol: 'extended',
     statement_name: '<unnamed>',
     query: `UPDATE pgbench_accounts SET abalance = abalance + $1 WHERE aid = $2 -- ${i}`,
     parameters: `$1 = '${i}', $2 = '${i * 3}'`,
     normalized: 'update pgbench_accounts set abalance = abalance + $1 where aid = $2',
     fingerprint: 'fp-update',
     ...over,
-  };
+  });
 }
 
 function items(source: SourceRef, events: readonly PglogEvent[]): BatchItem[] {

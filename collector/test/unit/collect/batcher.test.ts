@@ -9,33 +9,10 @@ import { PglogError } from '@pglog/common/errors.ts';
 import { type BatchCommitter, Batcher, eventCost } from '../../../src/collect/batcher.ts';
 import type { PglogEvent } from '../../../src/logformat/events.ts';
 import type { CommitResult, StoreBatch, StorePosition } from '../../../src/store/store-writer.ts';
+import { otherEvent } from '../../helpers/events.ts';
 
 function event(offset: number, size = 100): PglogEvent {
-  return {
-    kind: 'other',
-    offset,
-    end: offset + size,
-    ts: null,
-    pid: null,
-    database: null,
-    user: null,
-    application: null,
-    remote_host: null,
-    session_id: null,
-    session_line: null,
-    backend_type: null,
-    query_id: null,
-    severity: 'LOG',
-    sqlstate: null,
-    truncated: false,
-    message: 'x',
-    detail: null,
-    hint: null,
-    context: null,
-    statement: null,
-    subtype: null,
-    duration_ms: null,
-  };
+  return otherEvent({ offset, end: offset + size });
 }
 
 const source = (target = 't1', instance = 'main'): { target: string; instance: string; file: string } => ({ target, instance, file: '/log/a.log' });

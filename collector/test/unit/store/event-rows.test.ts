@@ -4,13 +4,14 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { test } from 'node:test';
 
-import type { PglogEvent, StatementEvent } from '../../../src/logformat/events.ts';
+import type { PglogEvent } from '../../../src/logformat/events.ts';
 import { EVENT_KINDS } from '../../../src/logformat/events.ts';
 import { CopyBinaryEncoder } from '../../../src/store/copy-binary.ts';
 import { mapEvent, rowContext, TemplateSet } from '../../../src/store/event-rows.ts';
 import { EVENT_TABLES, TABLES } from '../../../src/store/event-tables.ts';
 import { quarantineRecord } from '../../../src/store/quarantine.ts';
 import { cutMarker } from '../../../src/store/text-clean.ts';
+import { statementEvent } from '../../helpers/events.ts';
 import { parseChunks } from '../../helpers/parse.ts';
 
 const SOURCE = { target: 'db1', instance: 'main', file: 'log/postgresql-2026-11-21.log' };
@@ -34,33 +35,6 @@ function column(table: keyof typeof TABLES, values: readonly unknown[], name: st
   return values[i];
 }
 
-const statement = (over: Partial<StatementEvent> = {}): StatementEvent => ({
-  kind: 'statement',
-  offset: 100,
-  end: 180,
-  ts: '2026-11-21T13:29:33.120456Z',
-  pid: 42,
-  database: 'app',
-  user: 'alice',
-  application: 'psql',
-  remote_host: null,
-  session_id: null,
-  session_line: null,
-  backend_type: null,
-  query_id: null,
-  severity: 'LOG',
-  sqlstate: null,
-  truncated: false,
-  duration_ms: 1.25,
-  protocol: 'extended',
-  statement_name: 'S_1',
-  query: 'SELECT $1',
-  parameters: "$1 = '5'",
-  normalized: 'select $1',
-  fingerprint: 'abc123',
-  ...over,
-});
-
 test("the fixture has every kind but autoanalyze; each maps to its table with values the table's encoder takes", () => {
   const kinds = new Set(fixture.map((e) => e.kind));
   assert.deepEqual(
@@ -83,7 +57,7 @@ test("the fixture has every kind but autoanalyze; each maps to its table with va
 
 test("a statement row holds the statement's fields, and its template is sighted", () => {
   const ctx = rowContext(MAX);
-  const row = mapEvent(SOURCE, statement(), READ_AT, ctx);
+  const row = mapEvent(SOURCE, statementEvent(), READ_AT, ctx);
   const t = 'statement_events';
   const v = row.values;
   assert.deepEqual(Object.fromEntries(TABLES[t].columns.map((c) => [c, column(t, v, c)])), {
@@ -144,11 +118,11 @@ test('other events keep the event in the payload, without the fields that are co
 
 test('without a usable ts the row takes the read time and keeps the text as logged', () => {
   const ctx = rowContext(MAX);
-  const unknownZone = mapEvent(SOURCE, statement({ ts: '2026-11-21 13:29:33.120 IST' }), READ_AT, ctx);
+  const unknownZone = mapEvent(SOURCE, statementEvent({ ts: '2026-11-21 13:29:33.120 IST' }), READ_AT, ctx);
   assert.equal(column('statement_events', unknownZone.values, 'ts'), READ_AT * 1000);
   assert.equal(column('statement_events', unknownZone.values, 'ts_logged'), '2026-11-21 13:29:33.120 IST');
   assert.equal(ctx.readTimeUsed, 1);
-  const none = mapEvent(SOURCE, statement({ ts: null }), READ_AT, ctx);
+  const none = mapEvent(SOURCE, statementEvent({ ts: null }), READ_AT, ctx);
   assert.equal(column('statement_events', none.values, 'ts'), READ_AT * 1000);
   assert.equal(column('statement_events', none.values, 'ts_logged'), '');
   assert.equal(ctx.readTimeUsed, 2);
@@ -157,7 +131,7 @@ test('without a usable ts the row takes the read time and keeps the text as logg
 test('NULs and lone surrogates are cleaned and counted, in columns and in the payload', () => {
   const ctx = rowContext(MAX);
   const { repairs } = ctx;
-  const m = mapEvent(SOURCE, statement({ query: 'SELECT \0 1\0', parameters: "$1 = '\ud800'" }), READ_AT, ctx);
+  const m = mapEvent(SOURCE, statementEvent({ query: 'SELECT \0 1\0', parameters: "$1 = '\ud800'" }), READ_AT, ctx);
   assert.equal(column('statement_events', m.values, 'query'), 'SELECT  1');
   assert.equal(column('statement_events', m.values, 'parameters'), "$1 = '\ufffd'");
   assert.deepEqual(repairs, { nulRemoved: 2, invalidReplaced: 1, cut: 0 });
@@ -173,7 +147,7 @@ test('NULs and lone surrogates are cleaned and counted, in columns and in the pa
 test('long text is capped at maxTextBytes, in columns and inside the payload', () => {
   const ctx = rowContext(8192);
   const big = `SELECT '${'é'.repeat(20_000)}'`;
-  const q = column('statement_events', mapEvent(SOURCE, statement({ query: big }), READ_AT, ctx).values, 'query') as string;
+  const q = column('statement_events', mapEvent(SOURCE, statementEvent({ query: big }), READ_AT, ctx).values, 'query') as string;
   assert.ok(Buffer.byteLength(q) <= 8192);
   assert.ok(q.endsWith(cutMarker(Buffer.byteLength(big))));
   assert.ok(big.startsWith(q.slice(0, 1000)));
@@ -199,7 +173,7 @@ test('templates merge per fingerprint with first and last sighting, sorted', () 
 
 test('a quarantine record names the table and column and keeps the row as JSON', () => {
   const rec = quarantineRecord(
-    mapEvent(SOURCE, statement({ query: 'q'.repeat(200_000) }), READ_AT, rowContext(MAX)),
+    mapEvent(SOURCE, statementEvent({ query: 'q'.repeat(200_000) }), READ_AT, rowContext(MAX)),
     'SQLSTATE 23514: new row violates check constraint "x"',
   );
   assert.equal(rec.reason, 'statement_events: SQLSTATE 23514: new row violates check constraint "x"');
