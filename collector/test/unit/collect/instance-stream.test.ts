@@ -8,7 +8,7 @@ import { describe, test } from 'node:test';
 import { PglogError } from '@pglog/common/errors.ts';
 
 import { Batcher } from '../../../src/collect/batcher.ts';
-import { type Follower, InstanceStream } from '../../../src/collect/instance-stream.ts';
+import { type Follower, InstanceStream, type InstanceStreamOptions } from '../../../src/collect/instance-stream.ts';
 import type { FollowedFile, FollowItem, FollowPosition } from '../../../src/follow/follower.ts';
 import { TemplateCache } from '../../../src/logformat/normalize/normalize.ts';
 import type { CommitResult, StoreBatch } from '../../../src/store/store-writer.ts';
@@ -73,17 +73,9 @@ class Recorder {
   }
 }
 
-async function runUntilIdle(
-  files: Array<{ file: FollowedFile; text: Buffer }>,
-  chunk: number,
-  failAfterBytes = Infinity,
-): Promise<{ recorder: Recorder; follower: ScriptedFollower }> {
-  const recorder = new Recorder();
-  const batcher = new Batcher(recorder, { maxDelayMs: 5, retryBaseMs: 1 });
-  const follower = new ScriptedFollower(files, chunk);
-  follower.failAfterBytes = failAfterBytes;
-  const total = files.reduce((n, f) => n + f.text.toString().split('\n').length - 1, 0);
-  const stream = new InstanceStream({
+/** The options of a stream of db1/main logging stderr with the default prefix; `over` replaces any. */
+function streamOptions(follower: Follower, batcher: Batcher, over: Partial<InstanceStreamOptions> = {}): InstanceStreamOptions {
+  return {
     target: 'db1',
     instance: 'main',
     format: 'stderr',
@@ -97,18 +89,43 @@ async function runUntilIdle(
     retryCapMs: 2,
     claim: () => Promise.resolve({ epoch: 1, position: null }),
     storeStart: (start) => Promise.resolve(start),
-  });
-  const abort = new AbortController();
-  const running = stream.run(abort.signal);
+    ...over,
+  };
+}
+
+/** The queries the recorder was handed, in order (`?` for an entry that is not a statement). */
+const queriesOf = (recorder: Recorder): string[] => recorder.batches.flatMap((x) => x.items.map((i) => (i.event.kind === 'statement' ? i.event.query : '?')));
+/** The queries of `line(from)` up to `line(to)`, the end not included. */
+const selects = (from: number, to: number): string[] => Array.from({ length: to - from }, (_, i) => `SELECT ${from + i}`);
+
+/** Waits (ten seconds at most) until the recorder holds `total` events, then flushes and stops the stream and the batcher. */
+async function stopOnceRecorded(
+  recorder: Recorder,
+  total: number,
+  { batcher, abort, running }: { batcher: Batcher; abort: AbortController; running: Promise<void> },
+): Promise<void> {
   const deadline = Date.now() + 10_000;
-  while (recorder.batches.reduce((n, b) => n + b.items.length, 0) < total) {
-    if (Date.now() > deadline) throw new Error('events did not all arrive');
-    await new Promise((r) => setTimeout(r, 5));
-  }
+  while (recorder.batches.reduce((n, b) => n + b.items.length, 0) < total && Date.now() < deadline) await new Promise((r) => setTimeout(r, 5));
   await batcher.flush();
   abort.abort();
   await running;
   await batcher.stop(Date.now() + 1000);
+}
+
+async function runUntilIdle(
+  files: Array<{ file: FollowedFile; text: Buffer }>,
+  chunk: number,
+  failAfterBytes = Infinity,
+): Promise<{ recorder: Recorder; follower: ScriptedFollower }> {
+  const recorder = new Recorder();
+  const batcher = new Batcher(recorder, { maxDelayMs: 5, retryBaseMs: 1 });
+  const follower = new ScriptedFollower(files, chunk);
+  follower.failAfterBytes = failAfterBytes;
+  const total = files.reduce((n, f) => n + f.text.toString().split('\n').length - 1, 0);
+  const stream = new InstanceStream(streamOptions(follower, batcher));
+  const abort = new AbortController();
+  const running = stream.run(abort.signal);
+  await stopOnceRecorded(recorder, total, { batcher, abort, running });
   return { recorder, follower };
 }
 
@@ -118,11 +135,7 @@ describe('InstanceStream', () => {
 
   test('every entry once, in order, across a file switch; the last position is the end of the last file', async () => {
     const { recorder } = await runUntilIdle([a, b], 97);
-    const queries = recorder.batches.flatMap((x) => x.items.map((i) => (i.event.kind === 'statement' ? i.event.query : '?')));
-    assert.deepEqual(
-      queries,
-      Array.from({ length: 70 }, (_, i) => `SELECT ${i}`),
-    );
+    assert.deepEqual(queriesOf(recorder), selects(0, 70));
     const last = recorder.batches.flatMap((x) => x.positions).at(-1)!;
     assert.deepEqual({ file: last.file, offset: last.offset }, { file: '/log/b.log', offset: b.text.length });
     // Positions never go backwards within a file and always sit at an entry end.
@@ -135,12 +148,7 @@ describe('InstanceStream', () => {
   test('a connection lost mid-entry resumes at the last entry boundary: nothing lost, nothing twice', async () => {
     for (const failAfter of [1, 150, 1000, 2600, a.text.length + 333]) {
       const { recorder, follower } = await runUntilIdle([a, b], 61, failAfter);
-      const queries = recorder.batches.flatMap((x) => x.items.map((i) => (i.event.kind === 'statement' ? i.event.query : '?')));
-      assert.deepEqual(
-        queries,
-        Array.from({ length: 70 }, (_, i) => `SELECT ${i}`),
-        `failure after ${failAfter} bytes`,
-      );
+      assert.deepEqual(queriesOf(recorder), selects(0, 70), `failure after ${failAfter} bytes`);
       assert.equal(follower.starts.length, 2);
       const resume = follower.starts[1]!;
       const text = resume.file.path === a.file.path ? a.text : b.text;
@@ -171,21 +179,7 @@ describe('InstanceStream', () => {
       },
     });
     const first = slow();
-    const stream = new InstanceStream({
-      target: 'db1',
-      instance: 'main',
-      format: 'stderr',
-      prefix: '%m [%p] %q%u@%d ',
-      encodings: { defaultEncoding: 'UTF8', databases: {} },
-      maxEntryBytes: 1 << 20,
-      templates: new TemplateCache(),
-      follower: pace(first),
-      batcher,
-      retryBaseMs: 1,
-      retryCapMs: 2,
-      claim: () => Promise.resolve({ epoch: 1, position: null }),
-      storeStart: (start) => Promise.resolve(start),
-    });
+    const stream = new InstanceStream(streamOptions(pace(first), batcher, { storeStart: (start) => Promise.resolve(start) }));
     const abort = new AbortController();
     const running = stream.run(abort.signal);
     const followers = [first];
@@ -200,17 +194,8 @@ describe('InstanceStream', () => {
       assert.equal(start.offset, committed.offset, `switch ${i}: starts at the committed offset`);
       assert.ok(start.offset === 0 || big.text[start.offset - 1] === 10, `switch ${i}: at an entry boundary`);
     }
-    const deadline = Date.now() + 10_000;
-    while (recorder.batches.reduce((n, x) => n + x.items.length, 0) < 600 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 5));
-    await batcher.flush();
-    abort.abort();
-    await running;
-    await batcher.stop(Date.now() + 1000);
-    const queries = recorder.batches.flatMap((x) => x.items.map((it) => (it.event.kind === 'statement' ? it.event.query : '?')));
-    assert.deepEqual(
-      queries,
-      Array.from({ length: 600 }, (_, i) => `SELECT ${i}`),
-    );
+    await stopOnceRecorded(recorder, 600, { batcher, abort, running });
+    assert.deepEqual(queriesOf(recorder), selects(0, 600));
     assert.ok(
       followers.slice(1).every((f) => f.starts.length === 1),
       'each follower followed once',
@@ -223,63 +208,31 @@ describe('InstanceStream', () => {
     const follower = new ScriptedFollower([a, b], 500);
     const stored: string[] = [];
     let refusals = 2;
-    const stream = new InstanceStream({
-      target: 'db1',
-      instance: 'main',
-      format: 'stderr',
-      prefix: '%m [%p] %q%u@%d ',
-      encodings: { defaultEncoding: 'UTF8', databases: {} },
-      maxEntryBytes: 1 << 20,
-      templates: new TemplateCache(),
-      follower,
-      batcher,
-      retryBaseMs: 1,
-      retryCapMs: 2,
-      claim: () => Promise.resolve({ epoch: 7, position: null }),
-      storeStart: (start, epoch) => {
-        follower.events.push('storeStart');
-        if (refusals-- > 0) return Promise.reject(new PglogError('STORE_UNAVAILABLE', 'store down'));
-        stored.push(`${start.file}@${start.offset} epoch ${epoch}`);
-        // Another start was stored first: that one wins.
-        return Promise.resolve({ ...start, file: b.file.path, identity: b.file.identity, offset: 0 });
-      },
-    });
+    const stream = new InstanceStream(
+      streamOptions(follower, batcher, {
+        claim: () => Promise.resolve({ epoch: 7, position: null }),
+        storeStart: (start, epoch) => {
+          follower.events.push('storeStart');
+          if (refusals-- > 0) return Promise.reject(new PglogError('STORE_UNAVAILABLE', 'store down'));
+          stored.push(`${start.file}@${start.offset} epoch ${epoch}`);
+          // Another start was stored first: that one wins.
+          return Promise.resolve({ ...start, file: b.file.path, identity: b.file.identity, offset: 0 });
+        },
+      }),
+    );
     const abort = new AbortController();
     const running = stream.run(abort.signal);
-    const deadline = Date.now() + 10_000;
-    while (recorder.batches.reduce((n, x) => n + x.items.length, 0) < 30 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 5));
-    await batcher.flush();
-    abort.abort();
-    await running;
-    await batcher.stop(Date.now() + 1000);
+    await stopOnceRecorded(recorder, 30, { batcher, abort, running });
     assert.deepEqual(stored, ['/log/a.log@0 epoch 7']);
     assert.deepEqual(follower.events.slice(0, 7), ['chooseStart', 'storeStart', 'chooseStart', 'storeStart', 'chooseStart', 'storeStart', 'follow']);
     assert.deepEqual(follower.starts[0], { file: b.file, offset: 0 });
-    const queries = recorder.batches.flatMap((x) => x.items.map((i) => (i.event.kind === 'statement' ? i.event.query : '?')));
-    assert.deepEqual(
-      queries,
-      Array.from({ length: 30 }, (_, i) => `SELECT ${40 + i}`),
-    );
+    assert.deepEqual(queriesOf(recorder), selects(40, 70));
   });
 
   test('a start the store fences ends the stream with STORE_FENCED, nothing read', async () => {
     const batcher = new Batcher(new Recorder(), { maxDelayMs: 5, retryBaseMs: 1 });
     const follower = new ScriptedFollower([a], 500);
-    const stream = new InstanceStream({
-      target: 'db1',
-      instance: 'main',
-      format: 'stderr',
-      prefix: '%m [%p] %q%u@%d ',
-      encodings: { defaultEncoding: 'UTF8', databases: {} },
-      maxEntryBytes: 1 << 20,
-      templates: new TemplateCache(),
-      follower,
-      batcher,
-      retryBaseMs: 1,
-      retryCapMs: 2,
-      claim: () => Promise.resolve({ epoch: 1, position: null }),
-      storeStart: () => Promise.reject(new PglogError('STORE_FENCED', 'another owner')),
-    });
+    const stream = new InstanceStream(streamOptions(follower, batcher, { storeStart: () => Promise.reject(new PglogError('STORE_FENCED', 'another owner')) }));
     await assert.rejects(stream.run(new AbortController().signal), { code: 'STORE_FENCED' });
     assert.deepEqual(follower.starts, []);
     await batcher.stop(Date.now() + 1000);
