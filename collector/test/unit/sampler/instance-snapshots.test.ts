@@ -16,7 +16,8 @@ import { InstanceSnapshots, snapshotKinds, type SnapshotSource } from '../../../
 import { zeroDatabaseCounters } from '../../../src/snapshot/deltas.ts';
 import type { SqlRolePrivilege } from '../../../src/snapshot/server-info.ts';
 import type { StatisticsSample } from '../../../src/snapshot/statistics-sample.ts';
-import type { ActivitySession, BlockingEdge, Snapshot, SnapshotFailure } from '../../../src/snapshot/types.ts';
+import type { Snapshot, SnapshotFailure } from '../../../src/snapshot/types.ts';
+import { edge, session } from '../../helpers/snapshot-fixtures.ts';
 
 const collect = (over: Partial<TargetCollect> = {}): TargetCollect => ({
   logs: true,
@@ -27,38 +28,6 @@ const collect = (over: Partial<TargetCollect> = {}): TargetCollect => ({
   intervalSeconds: 15,
   statisticsIntervalSeconds: 15,
   ...over,
-});
-
-const session = (pid: number, state: string | null = 'active'): ActivitySession => ({
-  pid,
-  leaderPid: null,
-  database: 'shop',
-  username: 'app',
-  application: 'web',
-  client: 'local',
-  backendType: 'client backend',
-  state,
-  waitEventType: null,
-  waitEvent: null,
-  backendStart: null,
-  xactStart: null,
-  queryStart: null,
-  stateChange: null,
-  query: 'SELECT 1',
-  fingerprint: 'f',
-  blockedBy: [],
-});
-const edge = (pid: number, blockingPid: number, waitMs: number): BlockingEdge => ({
-  pid,
-  blockingPid,
-  database: 'shop',
-  lockType: 'relation',
-  waitMode: 'ShareLock',
-  heldMode: 'RowExclusiveLock',
-  blockerWaitMode: null,
-  relation: 'public.t',
-  waitStart: null,
-  waitMs,
 });
 
 /** Log lines as objects, for assertions on what was logged at which level. */
@@ -122,8 +91,8 @@ describe('InstanceSnapshots', () => {
       activity: () =>
         Promise.resolve({
           ts,
-          sessions: [session(1), session(2), session(3, 'idle in transaction'), session(4, null)],
-          blocking: [edge(2, 3, 1500), edge(1, 2, 400)],
+          sessions: [session(1), session(2), session(3, { state: 'idle in transaction' }), session(4, { state: null })],
+          blocking: [edge(2, 3, { waitMs: 1500 }), edge(1, 2, { waitMs: 400 })],
         }),
       statistics: noStatistics,
     });
@@ -186,7 +155,7 @@ describe('InstanceSnapshots', () => {
   test('with locks but not activity, only the sessions of blocking chains are kept', async () => {
     const h = harness(
       {
-        activity: () => Promise.resolve({ ts: new Date(), sessions: [session(1), session(2), session(9)], blocking: [edge(2, 1, 10)] }),
+        activity: () => Promise.resolve({ ts: new Date(), sessions: [session(1), session(2), session(9)], blocking: [edge(2, 1, { waitMs: 10 })] }),
         statistics: noStatistics,
       },
       collect({ activity: false }),
