@@ -8,26 +8,15 @@ import { join } from 'node:path';
 import { test } from 'node:test';
 
 import { ProxyShell } from '../../../src/transport/proxy-shell.ts';
-import { SidecarClient, type SidecarServer } from '../../../src/transport/sidecar-client.ts';
-
-const server = (name: string): SidecarServer => ({
-  name,
-  host: '127.0.0.2',
-  port: 22,
-  user: 'postgres',
-  maxSessions: 10,
-  serverAliveIntervalS: 5,
-  connectTimeoutS: 5,
-  privateKey: Buffer.from(`key of ${name}`),
-  knownHosts: `127.0.0.2 ssh-ed25519 AAAA${name}\n`,
-});
+import { SidecarClient } from '../../../src/transport/sidecar-client.ts';
+import { sidecarServer } from '../../helpers/sidecar-server.ts';
 
 test('removeServer withdraws its streams, leaves the others, and deletes its key copies', async () => {
   const dir = mkdtempSync(join(tmpdir(), 'pglog-sc-'));
   const client = await SidecarClient.open({ dir });
   try {
-    await client.setServer(server('a'));
-    await client.setServer(server('b'));
+    await client.setServer(sidecarServer('a'));
+    await client.setServer(sidecarServer('b'));
     client.addStream('a', 'tail a');
     const kept = client.addStream('b', 'tail b');
     await client.flushed();
@@ -60,7 +49,7 @@ test('a desired.json the sidecar refused whole fails the spawns and forwards it 
   const dir = mkdtempSync(join(tmpdir(), 'pglog-sc-'));
   const client = await SidecarClient.open({ dir, pollMs: 20, forwardTimeoutMs: 60_000 });
   try {
-    await client.setServer(server('a'));
+    await client.setServer(sidecarServer('a'));
     await client.flushed();
     const desired = JSON.parse(readFileSync(join(dir, 'desired.json'), 'utf8')) as { generation: number };
     // A sidecar of another protocol version refusing every file from this generation on.

@@ -11,30 +11,19 @@ import { afterEach, describe, test } from 'node:test';
 import { PglogError } from '@pglog/common/errors.ts';
 import type { DesiredState, ForwardStatus, SidecarStatus } from '@pglog/common/sidecar/contract.ts';
 
-import { SidecarClient, type SidecarServer } from '../../../src/transport/sidecar-client.ts';
+import { SidecarClient } from '../../../src/transport/sidecar-client.ts';
 import { forwardId } from '../../../src/transport/sidecar-forward.ts';
+import { sidecarServer } from '../../helpers/sidecar-server.ts';
 
 const REMOTE = '/var/run/postgresql/.s.PGSQL.5432';
-
-const server = (name: string): SidecarServer => ({
-  name,
-  host: '127.0.0.2',
-  port: 22,
-  user: 'postgres',
-  maxSessions: 10,
-  serverAliveIntervalS: 5,
-  connectTimeoutS: 5,
-  privateKey: Buffer.from(`key of ${name}`),
-  knownHosts: `127.0.0.2 ssh-ed25519 AAAA${name}\n`,
-});
 
 const open: Array<{ dir: string; client: SidecarClient }> = [];
 
 async function setup(forwardTimeoutMs = 2000): Promise<{ dir: string; client: SidecarClient }> {
   const dir = mkdtempSync(join(tmpdir(), 'pglog-scf-'));
   const client = await SidecarClient.open({ dir, pollMs: 20, forwardTimeoutMs });
-  await client.setServer(server('db'));
-  await client.setServer(server('other'));
+  await client.setServer(sidecarServer('db'));
+  await client.setServer(sidecarServer('other'));
   open.push({ dir, client });
   return { dir, client };
 }
