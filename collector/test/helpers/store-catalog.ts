@@ -1,8 +1,28 @@
 /**
  * What the store tests read of a store's catalog and tables: applied migrations, a table's
- * partitions and columns, the row count of a query, and a stream's committed read position.
+ * partitions and columns, the row count of a query, and a stream's committed read position;
+ * and the names of the stable views the migrations create.
  */
 import type pg from 'pg';
+
+/** The stable views of docs/store.md that the migrations create (pglog.<name>). */
+export const STABLE_VIEWS = [
+  'statements',
+  'errors',
+  'lock_waits',
+  'read_positions',
+  'activity',
+  'blocking',
+  'statement_stats',
+  'database_stats',
+  'checkpoints',
+  'maintenance',
+  'temp_files',
+  'sessions',
+  'plans',
+  'deadlocks',
+  'templates',
+] as const;
 
 /** The migration versions applied (pglog.schema_migrations), in order. */
 export async function versions(c: pg.ClientBase): Promise<number[]> {

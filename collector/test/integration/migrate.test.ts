@@ -13,7 +13,7 @@ import pg from 'pg';
 
 import type { AppliedMigration, MigrationFile } from '../../src/store/migrate.ts';
 import { checksumOf, DEFAULT_MIGRATIONS_DIR, migrate, MIGRATION_LOCK_KEY, planMigrations, readMigrations } from '../../src/store/migrate.ts';
-import { partitions, versions } from '../helpers/store-catalog.ts';
+import { partitions, STABLE_VIEWS, versions } from '../helpers/store-catalog.ts';
 
 // ---------------------------------------------------------------- planning (pure)
 
@@ -179,24 +179,7 @@ test('fresh database: every migration applied; tables, views and functions exist
     assert.equal(kinds.get(`${t}_default`), 'r', `${t} has a default partition`);
   }
   for (const t of ['query_templates', 'read_position_state', 'quarantine', 'schema_migrations']) assert.equal(kinds.get(t), 'r', t);
-  for (const v of [
-    'statements',
-    'errors',
-    'lock_waits',
-    'read_positions',
-    'activity',
-    'blocking',
-    'statement_stats',
-    'database_stats',
-    'checkpoints',
-    'maintenance',
-    'temp_files',
-    'sessions',
-    'plans',
-    'deadlocks',
-    'templates',
-  ])
-    assert.equal(kinds.get(v), 'v', v);
+  for (const v of STABLE_VIEWS) assert.equal(kinds.get(v), 'v', v);
 
   // The views have exactly the columns of docs/store.md, in order.
   const cols = async (view: string): Promise<string[]> =>
