@@ -143,6 +143,29 @@ export async function expectStoredOnce(storeUrl: string, name: string, run: stri
   return `${name}: ${formatCheck(r)}`;
 }
 
+/**
+ * The store catching up with what the server logged in `run`, for a wait loop: `caughtUp` is
+ * true once nothing logged is missing (and something was logged), `summary` is the newest
+ * check's line for the timeout message, `check` checks once more after the wait.
+ */
+export function storeCatchUp(
+  storeUrl: string,
+  run: string,
+  logDirectory: string,
+): { caughtUp: () => Promise<boolean>; summary: () => string; check: () => Promise<CheckResult> } {
+  let summary = '';
+  const check = (): Promise<CheckResult> => checkStore(storeUrl, run, { logDirectory });
+  return {
+    caughtUp: async () => {
+      const r = await check();
+      summary = formatCheck(r);
+      return r.lost.length === 0 && r.expected > 0;
+    },
+    summary: () => summary,
+    check,
+  };
+}
+
 /** Rows of the run in the store so far; 0 until a collector has created the store's schema. */
 export async function storedRows(storeUrl: string, run: string): Promise<number> {
   try {

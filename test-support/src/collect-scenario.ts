@@ -6,7 +6,7 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
-import { type CollectorProcess, startCollector, writeTargetsFile } from './collector-process.ts';
+import { type CollectorProcess, mainInstance, sshTarget, startCollector, writeTargetsFile } from './collector-process.ts';
 import { type LogServer, type LogServerOptions, startLogServer } from './log-server.ts';
 import { startPostgres, type TestPostgres } from './postgres.ts';
 import { startSshServer, type TestSshServer } from './sshd.ts';
@@ -158,23 +158,14 @@ export async function startCollectScenario(options: { name: string; logServer?: 
   const server = l.value;
   const format = options.logServer?.logFormat ?? 'stderr';
   const targetsFile = writeTargetsFile(work, [
-    {
-      name: 'db1',
-      host: ssh.host,
-      port: ssh.port,
-      user: ssh.user,
-      privateKeyFile: ssh.privateKeyFile,
-      knownHostsFile: ssh.knownHostsFile,
+    sshTarget('db1', ssh, server, {
       instances: [
-        {
-          name: 'main',
-          dataDirectory: server.dataDirectory,
-          logDirectory: server.logDirectory,
+        mainInstance(server, {
           logFormat: format,
           ...(options.logServer?.logLinePrefix !== undefined ? { logLinePrefix: options.logServer.logLinePrefix } : {}),
-        },
+        }),
       ],
-    },
+    }),
   ]);
   const outputFile = join(work, 'collector.log');
   const running = new Set<CollectorProcess>();

@@ -40,6 +40,39 @@ export interface TargetSpec {
   };
 }
 
+/** How a target logs in to a test SSH server (sshd.ts): its address, user and key files. */
+export type SshLogin = Pick<TargetSpec, 'host' | 'port' | 'user' | 'privateKeyFile' | 'knownHostsFile'>;
+
+/** The login fields of `ssh` alone (a test SSH server carries more). */
+export const sshLogin = (ssh: SshLogin): SshLogin => ({
+  host: ssh.host,
+  port: ssh.port,
+  user: ssh.user,
+  privateKeyFile: ssh.privateKeyFile,
+  knownHostsFile: ssh.knownHostsFile,
+});
+
+/** A log server's (log-server.ts) instance `main` in the default format and prefix; `over` replaces any field. */
+export const mainInstance = (server: { dataDirectory: string; logDirectory: string }, over: Partial<TargetInstanceSpec> = {}): TargetInstanceSpec => ({
+  name: 'main',
+  dataDirectory: server.dataDirectory,
+  logDirectory: server.logDirectory,
+  ...over,
+});
+
+/** Target `name` reading instance `main` of `server` over `ssh`; `over` replaces any field. */
+export const sshTarget = (
+  name: string,
+  ssh: SshLogin,
+  server: { dataDirectory: string; logDirectory: string },
+  over: Partial<TargetSpec> = {},
+): TargetSpec => ({
+  name,
+  ...sshLogin(ssh),
+  instances: [mainInstance(server)],
+  ...over,
+});
+
 /** Writes a targets file (a YAML stream; JSON is YAML) into `dir` and returns its path. */
 export function writeTargetsFile(dir: string, targets: readonly TargetSpec[]): string {
   const docs = targets.map((t) =>

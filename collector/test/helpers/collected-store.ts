@@ -9,6 +9,8 @@ import { join } from 'node:path';
 
 import {
   type CollectorProcess,
+  mainInstance,
+  sshTarget,
   startCollector,
   type TargetInstanceSpec,
   type TargetSpec,
@@ -83,24 +85,15 @@ export async function startCollectedStore(o: CollectedStoreOptions): Promise<Col
       }
     }
     const targetsFile = writeTargetsFile(work, [
-      {
-        name: o.target,
-        host: ssh.host,
-        port: ssh.port,
-        user: ssh.user,
-        privateKeyFile: ssh.privateKeyFile,
-        knownHostsFile: ssh.knownHostsFile,
+      sshTarget(o.target, ssh, server, {
         instances: [
-          {
-            name: 'main',
-            dataDirectory: server.dataDirectory,
-            logDirectory: server.logDirectory,
+          mainInstance(server, {
             logLinePrefix: o.logLinePrefix,
             sql: { socketDirectory: server.socketDir, port: server.port, user: MONITOR_ROLE, ...o.sql },
-          },
+          }),
         ],
         collect: o.collect,
-      },
+      }),
     ]);
     const started = startCollector({ targetsFile, storeUrl: store.url, outputFile: join(work, 'collector.log'), args: ['--batch-ms', String(o.batchMs)] });
     collector = started;

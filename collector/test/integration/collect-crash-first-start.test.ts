@@ -20,8 +20,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 
-import { checkStore, formatCheck } from '@pglog/test-support/checker.ts';
-import { type CollectorProcess, startCollector, waitFor, writeTargetsFile } from '@pglog/test-support/collector-process.ts';
+import { formatCheck, storeCatchUp } from '@pglog/test-support/checker.ts';
+import { type CollectorProcess, sshTarget, startCollector, waitFor, writeTargetsFile } from '@pglog/test-support/collector-process.ts';
 import { type LogServer, startLogServer } from '@pglog/test-support/log-server.ts';
 import { migrateStore, startPostgres, type TestPostgres } from '@pglog/test-support/postgres.ts';
 import { killTree } from '@pglog/test-support/process-tree.ts';
@@ -113,18 +113,7 @@ for (const transport of ['inproc', 'proxy'] as const) {
         // The schema exists before the first collector, so that the test can lock its tables.
         await migrateStore(store.url);
         locks = await connectStoreLocks(store.url);
-        const targetsFile = writeTargetsFile(work, [
-          {
-            name: 'db1',
-            host: ssh.host,
-            port: ssh.port,
-            user: ssh.user,
-            privateKeyFile: ssh.privateKeyFile,
-            knownHostsFile: ssh.knownHostsFile,
-            transport,
-            instances: [{ name: 'main', dataDirectory: server.dataDirectory, logDirectory: server.logDirectory }],
-          },
-        ]);
+        const targetsFile = writeTargetsFile(work, [sshTarget('db1', ssh, server, { transport })]);
         collectors = new Collectors(work, targetsFile, store.url);
       });
 
@@ -208,18 +197,14 @@ for (const transport of ['inproc', 'proxy'] as const) {
 
         // 5. A collector left alone catches up, cores still busy.
         const last = collectors.start(['--batch-ms', '200']);
-        let summary = '';
+        const catchUp = storeCatchUp(store.url, load.run, server.logDirectory);
         await waitFor(
-          async () => {
-            const r = await checkStore(store.url, load!.run, { logDirectory: server.logDirectory });
-            summary = formatCheck(r);
-            return r.lost.length === 0 && r.expected > 0;
-          },
+          catchUp.caughtUp,
           'the last collector to store every logged statement',
           180_000,
-          () => `${summary}\nfiles: ${server.logFiles().join(' ')}\n${lastLines(last, 40)}`,
+          () => `${catchUp.summary()}\nfiles: ${server.logFiles().join(' ')}\n${lastLines(last, 40)}`,
         );
-        const r = await checkStore(store.url, load.run, { logDirectory: server.logDirectory });
+        const r = await catchUp.check();
         await hog.stop();
         hog = null;
         assert.equal(r.lost.length, 0, formatCheck(r));
@@ -246,17 +231,7 @@ describe('a quiet log: rotations while the collector is down lose nothing', { ti
   before(async () => {
     work = mkdtempSync(join(tmpdir(), 'pglog-quiet-'));
     [store, ssh, server] = await Promise.all([startPostgres(), startSshServer(), startLogServer()]);
-    const targetsFile = writeTargetsFile(work, [
-      {
-        name: 'db1',
-        host: ssh.host,
-        port: ssh.port,
-        user: ssh.user,
-        privateKeyFile: ssh.privateKeyFile,
-        knownHostsFile: ssh.knownHostsFile,
-        instances: [{ name: 'main', dataDirectory: server.dataDirectory, logDirectory: server.logDirectory }],
-      },
-    ]);
+    const targetsFile = writeTargetsFile(work, [sshTarget('db1', ssh, server)]);
     collectors = new Collectors(work, targetsFile, store.url);
   });
 
@@ -279,18 +254,9 @@ describe('a quiet log: rotations while the collector is down lose nothing', { ti
   }
 
   async function expectAllOnce(load: SeqLoad, c: CollectorProcess, what: string): Promise<string> {
-    let summary = '';
-    await waitFor(
-      async () => {
-        const r = await checkStore(store.url, load.run, { logDirectory: server.logDirectory });
-        summary = formatCheck(r);
-        return r.lost.length === 0 && r.expected > 0;
-      },
-      what,
-      60_000,
-      () => `${summary}\nfiles: ${server.logFiles().join(' ')}\n${lastLines(c, 40)}`,
-    );
-    const r = await checkStore(store.url, load.run, { logDirectory: server.logDirectory });
+    const catchUp = storeCatchUp(store.url, load.run, server.logDirectory);
+    await waitFor(catchUp.caughtUp, what, 60_000, () => `${catchUp.summary()}\nfiles: ${server.logFiles().join(' ')}\n${lastLines(c, 40)}`);
+    const r = await catchUp.check();
     assert.equal(r.duplicated.length, 0, formatCheck(r));
     return formatCheck(r);
   }

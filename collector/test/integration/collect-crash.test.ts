@@ -8,8 +8,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 
-import { checkStore, formatCheck } from '@pglog/test-support/checker.ts';
-import { type CollectorProcess, startCollector, waitFor, writeTargetsFile } from '@pglog/test-support/collector-process.ts';
+import { formatCheck, storeCatchUp } from '@pglog/test-support/checker.ts';
+import { type CollectorProcess, sshTarget, startCollector, waitFor, writeTargetsFile } from '@pglog/test-support/collector-process.ts';
 import { type LogServer, startLogServer } from '@pglog/test-support/log-server.ts';
 import { startPostgres, type TestPostgres } from '@pglog/test-support/postgres.ts';
 import { type SeqLoad, startSeqLoad } from '@pglog/test-support/seq-load.ts';
@@ -42,17 +42,7 @@ describe('pglog collect SIGKILLed repeatedly under load, with size-based log rot
     work = mkdtempSync(join(tmpdir(), 'pglog-crash-'));
     // 64 kB files at ~60 kB/s of log: PostgreSQL starts a new file about every second or two.
     [store, ssh, server] = await Promise.all([startPostgres(), startSshServer(), startLogServer({ logRotationSizeKb: 64 })]);
-    targetsFile = writeTargetsFile(work, [
-      {
-        name: 'db1',
-        host: ssh.host,
-        port: ssh.port,
-        user: ssh.user,
-        privateKeyFile: ssh.privateKeyFile,
-        knownHostsFile: ssh.knownHostsFile,
-        instances: [{ name: 'main', dataDirectory: server.dataDirectory, logDirectory: server.logDirectory }],
-      },
-    ]);
+    targetsFile = writeTargetsFile(work, [sshTarget('db1', ssh, server)]);
   });
 
   after(async () => {
@@ -94,18 +84,14 @@ describe('pglog collect SIGKILLed repeatedly under load, with size-based log rot
     }
     await load.stop();
     collector = start();
-    let last = '';
+    const catchUp = storeCatchUp(store.url, load.run, server.logDirectory);
     await waitFor(
-      async () => {
-        const r = await checkStore(store.url, load.run, { logDirectory: server.logDirectory });
-        last = formatCheck(r);
-        return r.lost.length === 0 && r.expected > 0;
-      },
+      catchUp.caughtUp,
       'the restarted collector to catch up',
       120_000,
-      () => `${last}\nfiles: ${server.logFiles().join(' ')}\n${readingLines(collector!.output())}`,
+      () => `${catchUp.summary()}\nfiles: ${server.logFiles().join(' ')}\n${readingLines(collector!.output())}`,
     );
-    const r = await checkStore(store.url, load.run, { logDirectory: server.logDirectory });
+    const r = await catchUp.check();
     assert.equal(r.lost.length, 0, formatCheck(r));
     assert.equal(r.duplicated.length, 0, formatCheck(r));
     assert.ok(r.expected >= load.completed().length * 0.99, `the server logged what the load completed (${r.expected} of ${load.completed().length})`);

@@ -10,8 +10,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 
-import { checkStore, formatCheck } from '@pglog/test-support/checker.ts';
-import { type CollectorProcess, startCollector, waitFor, writeTargetsFile } from '@pglog/test-support/collector-process.ts';
+import { formatCheck, storeCatchUp } from '@pglog/test-support/checker.ts';
+import { type CollectorProcess, mainInstance, sshLogin, startCollector, waitFor, writeTargetsFile } from '@pglog/test-support/collector-process.ts';
 import { type LogServer, startLogServer } from '@pglog/test-support/log-server.ts';
 import { startPostgres, type TestPostgres } from '@pglog/test-support/postgres.ts';
 import { type SeqLoad, startSeqLoad } from '@pglog/test-support/seq-load.ts';
@@ -48,32 +48,13 @@ describe('pglog collect: two servers, three instances, three formats', { timeout
     const targetsFile = writeTargetsFile(work, [
       {
         name: 'db1',
-        host: ssh1.host,
-        port: ssh1.port,
-        user: ssh1.user,
-        privateKeyFile: ssh1.privateKeyFile,
-        knownHostsFile: ssh1.knownHostsFile,
-        instances: [
-          { name: 'main', dataDirectory: stderrPg.dataDirectory, logDirectory: stderrPg.logDirectory },
-          { name: 'csv', dataDirectory: csvPg.dataDirectory, logDirectory: csvPg.logDirectory, logFormat: 'csvlog' },
-        ],
+        ...sshLogin(ssh1),
+        instances: [mainInstance(stderrPg), mainInstance(csvPg, { name: 'csv', logFormat: 'csvlog' })],
       },
       {
         name: 'db2',
-        host: ssh2.host,
-        port: ssh2.port,
-        user: ssh2.user,
-        privateKeyFile: ssh2.privateKeyFile,
-        knownHostsFile: ssh2.knownHostsFile,
-        instances: [
-          {
-            name: 'main',
-            dataDirectory: jsonPg.dataDirectory,
-            logDirectory: jsonPg.logDirectory,
-            logFormat: 'jsonlog',
-            encodings: { databases: { legacy: 'WIN1251' } },
-          },
-        ],
+        ...sshLogin(ssh2),
+        instances: [mainInstance(jsonPg, { logFormat: 'jsonlog', encodings: { databases: { legacy: 'WIN1251' } } })],
       },
     ]);
     collector = startCollector({
@@ -110,18 +91,9 @@ describe('pglog collect: two servers, three instances, three formats', { timeout
 
   test('every statement each server logged is in the store exactly once', async () => {
     for (const { name, server, load } of loads) {
-      let last = '';
-      await waitFor(
-        async () => {
-          const r = await checkStore(store.url, load.run, { logDirectory: server.logDirectory });
-          last = formatCheck(r);
-          return r.lost.length === 0 && r.expected > 0;
-        },
-        `${name} to catch up`,
-        90_000,
-        () => `${last}\n${collector.output().slice(-3000)}`,
-      );
-      const r = await checkStore(store.url, load.run, { logDirectory: server.logDirectory });
+      const catchUp = storeCatchUp(store.url, load.run, server.logDirectory);
+      await waitFor(catchUp.caughtUp, `${name} to catch up`, 90_000, () => `${catchUp.summary()}\n${collector.output().slice(-3000)}`);
+      const r = await catchUp.check();
       assert.equal(r.lost.length, 0, `${name}: ${formatCheck(r)}`);
       assert.equal(r.duplicated.length, 0, `${name}: ${formatCheck(r)}`);
       assert.ok(

@@ -16,8 +16,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test, type TestContext } from 'node:test';
 
-import { checkStore, formatCheck } from '@pglog/test-support/checker.ts';
-import { type CollectorProcess, startCollector, waitFor, writeTargetsFile } from '@pglog/test-support/collector-process.ts';
+import { formatCheck, storeCatchUp } from '@pglog/test-support/checker.ts';
+import { type CollectorProcess, sshTarget, startCollector, waitFor, writeTargetsFile } from '@pglog/test-support/collector-process.ts';
 import { type LogServer, startLogServer } from '@pglog/test-support/log-server.ts';
 import { PG_BIN } from '@pglog/test-support/pg-cluster.ts';
 import { startPostgres, type TestPostgres } from '@pglog/test-support/postgres.ts';
@@ -123,17 +123,7 @@ describe('pglog collect across logrotate rotation of a fixed-name PostgreSQL log
     const conf = join(dir, 'logrotate.conf');
     const state = join(dir, 'logrotate.state');
     writeFileSync(conf, logrotateConfig(mode, server));
-    const targetsFile = writeTargetsFile(dir, [
-      {
-        name: target,
-        host: ssh.host,
-        port: ssh.port,
-        user: ssh.user,
-        privateKeyFile: ssh.privateKeyFile,
-        knownHostsFile: ssh.knownHostsFile,
-        instances: [{ name: 'main', dataDirectory: server.dataDirectory, logDirectory: server.logDirectory }],
-      },
-    ]);
+    const targetsFile = writeTargetsFile(dir, [sshTarget(target, ssh, server)]);
     const collector = startCollector({ targetsFile, storeUrl: store.url, args: ['--batch-ms', '200'], outputFile: join(dir, 'collector.log') });
     collectors.push(collector);
     const load = startSeqLoad(server.url, { ratePerSecond: RATE_PER_SECOND, payloadBytes: 100 });
@@ -169,20 +159,16 @@ describe('pglog collect across logrotate rotation of a fixed-name PostgreSQL log
     const files = rotatedFiles(server.logDirectory);
     assert.ok(files.length >= ROTATIONS + 1, `logrotate rotated the log ${ROTATIONS} times: ${files.join(', ')}\n${rotations.join('\n')}`);
 
-    let last = '';
+    const catchUp = storeCatchUp(store.url, load.run, server.logDirectory);
     await waitAlive(
-      async () => {
-        const r = await checkStore(store.url, load.run, { logDirectory: server.logDirectory });
-        last = formatCheck(r);
-        return r.lost.length === 0 && r.expected > 0;
-      },
+      catchUp.caughtUp,
       `${target} to catch up`,
       90_000,
-      () => `${last}\nfiles: ${rotatedFiles(server.logDirectory).join(', ')}\n${tail()}`,
+      () => `${catchUp.summary()}\nfiles: ${rotatedFiles(server.logDirectory).join(', ')}\n${tail()}`,
     );
     // A moment more for anything read twice to be committed too.
     await sleep(1_500);
-    const r = await checkStore(store.url, load.run, { logDirectory: server.logDirectory });
+    const r = await catchUp.check();
     assert.equal(r.lost.length, 0, `${target}: ${formatCheck(r)}`);
     assert.equal(r.duplicated.length, 0, `${target}: ${formatCheck(r)}`);
     if (mode === 'create') {

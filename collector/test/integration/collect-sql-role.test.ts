@@ -15,7 +15,7 @@ import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 
 import { freePort, metricSum, parseMetrics, scrapeMetrics } from '@pglog/test-support/collect-scenario.ts';
-import { type CollectorProcess, startCollector, type TargetSpec, waitFor, writeTargetsFile } from '@pglog/test-support/collector-process.ts';
+import { type CollectorProcess, sshLogin, startCollector, type TargetSpec, waitFor, writeTargetsFile } from '@pglog/test-support/collector-process.ts';
 import { type LogServer, startLogServer } from '@pglog/test-support/log-server.ts';
 import { startPostgres, type TestPostgres } from '@pglog/test-support/postgres.ts';
 import { currentUser } from '@pglog/test-support/server-user.ts';
@@ -68,7 +68,7 @@ describe('the SQL role: privilege metric and warning, and no planted operator ru
       CREATE OPERATOR public.= (LEFTARG = oid, RIGHTARG = integer, FUNCTION = public.pglog_eq);
       CREATE TABLE public.mallory_t ();`);
 
-    const base = { host: ssh.host, port: ssh.port, user: ssh.user, privateKeyFile: ssh.privateKeyFile, knownHostsFile: ssh.knownHostsFile };
+    const base = sshLogin(ssh);
     const target = (name: TargetName): TargetSpec => ({
       ...base,
       name,

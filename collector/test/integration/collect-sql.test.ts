@@ -11,7 +11,7 @@ import { after, before, describe, test } from 'node:test';
 
 import { runPglog } from '@pglog/test-support/cli.ts';
 import { freePort, metricSum, scrapeMetrics } from '@pglog/test-support/collect-scenario.ts';
-import { type CollectorProcess, startCollector, type TargetSpec, waitFor, writeTargetsFile } from '@pglog/test-support/collector-process.ts';
+import { type CollectorProcess, sshLogin, startCollector, type TargetSpec, waitFor, writeTargetsFile } from '@pglog/test-support/collector-process.ts';
 import { type LogServer, startLogServer } from '@pglog/test-support/log-server.ts';
 import { startPostgres, type TestPostgres } from '@pglog/test-support/postgres.ts';
 import { currentUser } from '@pglog/test-support/server-user.ts';
@@ -100,7 +100,7 @@ describe('SQL snapshots over SSH (real sshd, PostgreSQL 15 on Unix sockets only,
     const su = new pg.Client({ connectionString: other.url });
     await su.connect();
     await su.query('CREATE EXTENSION pg_stat_statements').finally(() => su.end());
-    const base = { host: ssh.host, port: ssh.port, user: ssh.user, privateKeyFile: ssh.privateKeyFile, knownHostsFile: ssh.knownHostsFile };
+    const base = sshLogin(ssh);
     const instance = (s: LogServer): TargetSpec['instances'][number] => ({
       name: 'main',
       dataDirectory: s.dataDirectory,

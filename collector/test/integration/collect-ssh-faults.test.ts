@@ -12,8 +12,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 
-import { checkStore, formatCheck } from '@pglog/test-support/checker.ts';
-import { type CollectorProcess, startCollector, type TargetSpec, waitFor, writeTargetsFile } from '@pglog/test-support/collector-process.ts';
+import { formatCheck, storeCatchUp } from '@pglog/test-support/checker.ts';
+import { type CollectorProcess, sshTarget, startCollector, type TargetSpec, waitFor, writeTargetsFile } from '@pglog/test-support/collector-process.ts';
 import { type LogServer, startLogServer } from '@pglog/test-support/log-server.ts';
 import { startPostgres, type TestPostgres } from '@pglog/test-support/postgres.ts';
 import { type SeqLoad, startSeqLoad } from '@pglog/test-support/seq-load.ts';
@@ -22,17 +22,7 @@ import pg from 'pg';
 
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 
-function targetOf(name: string, ssh: TestSshServer, server: LogServer): TargetSpec {
-  return {
-    name,
-    host: ssh.host,
-    port: ssh.port,
-    user: ssh.user,
-    privateKeyFile: ssh.privateKeyFile,
-    knownHostsFile: ssh.knownHostsFile,
-    instances: [{ name: 'main', dataDirectory: server.dataDirectory, logDirectory: server.logDirectory }],
-  };
-}
+const targetOf = (name: string, ssh: TestSshServer, server: LogServer): TargetSpec => sshTarget(name, ssh, server);
 
 type LogRecord = Record<string, unknown>;
 
@@ -138,21 +128,11 @@ describe('pglog collect when SSH servers fail under load', { timeout: 300_000 },
   /** Waits until the store holds everything `server` logged for `l`, then asserts 0 lost, 0 duplicated. */
   async function assertComplete(what: string, collector: CollectorProcess, server: LogServer, l: SeqLoad): Promise<string> {
     const started = Date.now();
-    let last = '';
-    await waitAlive(
-      collector,
-      async () => {
-        const r = await checkStore(store.url, l.run, { logDirectory: server.logDirectory });
-        last = formatCheck(r);
-        return r.lost.length === 0 && r.expected > 0;
-      },
-      `${what} to catch up`,
-      120_000,
-      () => last,
-    );
+    const catchUp = storeCatchUp(store.url, l.run, server.logDirectory);
+    await waitAlive(collector, catchUp.caughtUp, `${what} to catch up`, 120_000, catchUp.summary);
     const caughtUpMs = Date.now() - started;
     await sleep(1_000); // anything read twice would be committed by now too
-    const r = await checkStore(store.url, l.run, { logDirectory: server.logDirectory });
+    const r = await catchUp.check();
     assert.equal(r.lost.length, 0, `${what}: ${formatCheck(r)}`);
     assert.equal(r.duplicated.length, 0, `${what}: ${formatCheck(r)}`);
     assert.equal(r.unexpected.length, 0, `${what}: ${formatCheck(r)}`);

@@ -23,7 +23,7 @@ import { readFileSync, statSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 
-import { checkStore, formatCheck } from '@pglog/test-support/checker.ts';
+import { checkStore, formatCheck, storeCatchUp } from '@pglog/test-support/checker.ts';
 import {
   type CollectScenario,
   freePort,
@@ -295,18 +295,9 @@ describe('pglog collect: the store stopped (immediate) for 30 s while copying un
   test('back online: 0 lost, 0 duplicated, peak RSS over the whole run within budget + margin, clean exit on SIGTERM', async (t) => {
     await load.stop();
     assert.equal(load.failures(), 0, 'the monitored server answered every statement');
-    let last = '';
-    await waitFor(
-      async () => {
-        const r = await checkStore(s.store.url, load.run, { logDirectory: s.server.logDirectory });
-        last = formatCheck(r);
-        return r.lost.length === 0 && r.expected > 0;
-      },
-      'the collector to catch up after the outage',
-      120_000,
-      () => `${last}\n${tail()}`,
-    );
-    const r = await checkStore(s.store.url, load.run, { logDirectory: s.server.logDirectory });
+    const catchUp = storeCatchUp(s.store.url, load.run, s.server.logDirectory);
+    await waitFor(catchUp.caughtUp, 'the collector to catch up after the outage', 120_000, () => `${catchUp.summary()}\n${tail()}`);
+    const r = await catchUp.check();
     t.diagnostic(formatCheck(r));
     assert.equal(r.lost.length, 0, formatCheck(r));
     assert.equal(r.duplicated.length, 0, formatCheck(r));

@@ -13,9 +13,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 
-import { type CheckResult, checkStore, formatCheck } from '@pglog/test-support/checker.ts';
+import { type CheckResult, checkStore, formatCheck, storeCatchUp } from '@pglog/test-support/checker.ts';
 import { freePort, metricSum, scrapeMetrics } from '@pglog/test-support/collect-scenario.ts';
-import { type CollectorProcess, startCollector, type TargetSpec, waitFor, writeTargetsFile } from '@pglog/test-support/collector-process.ts';
+import { type CollectorProcess, sshTarget, startCollector, type TargetSpec, waitFor, writeTargetsFile } from '@pglog/test-support/collector-process.ts';
 import { type LogServer, startLogServer } from '@pglog/test-support/log-server.ts';
 import { startPostgres, type TestPostgres } from '@pglog/test-support/postgres.ts';
 import { descendants } from '@pglog/test-support/process-tree.ts';
@@ -53,31 +53,26 @@ describe('pglog collect moving a server between transports', { timeout: 300_000 
   let server: LogServer;
   let collector: CollectorProcess | null = null;
   let port: number;
-  const spec = (transport: TargetSpec['transport']): TargetSpec => ({
-    name: 'db1',
-    host: ssh.host,
-    port: ssh.port,
-    user: ssh.user,
-    privateKeyFile: ssh.privateKeyFile,
-    knownHostsFile: ssh.knownHostsFile,
-    transport,
-    instances: [{ name: 'main', dataDirectory: server.dataDirectory, logDirectory: server.logDirectory }],
-  });
+  const spec = (transport: TargetSpec['transport']): TargetSpec => sshTarget('db1', ssh, server, { transport });
 
   /** Waits until every statement the server logged for `run` is stored; returns that check. */
   const everyStatementStored = async (run: string, what: string, timeoutMs: number, detail: () => string = () => ''): Promise<CheckResult> => {
-    let last = '';
+    const catchUp = storeCatchUp(store.url, run, server.logDirectory);
+    await waitFor(catchUp.caughtUp, what, timeoutMs, () => `${catchUp.summary()}\n${detail()}`);
+    return catchUp.check();
+  };
+
+  /** Starts the collector (the one `after` stops) and waits until it reads. */
+  const startReading = async (targetsFile: string, outputName: string, args: string[]): Promise<CollectorProcess> => {
+    const c = startCollector({ targetsFile, storeUrl: store.url, args, outputFile: join(work, outputName) });
+    collector = c;
     await waitFor(
-      async () => {
-        const r = await checkStore(store.url, run, { logDirectory: server.logDirectory });
-        last = formatCheck(r);
-        return r.lost.length === 0 && r.expected > 0;
-      },
-      what,
-      timeoutMs,
-      () => `${last}\n${detail()}`,
+      () => c.output().includes('reading '),
+      'the collector to start reading',
+      60_000,
+      () => c.output(),
     );
-    return checkStore(store.url, run, { logDirectory: server.logDirectory });
+    return c;
   };
 
   before(async () => {
@@ -105,19 +100,7 @@ describe('pglog collect moving a server between transports', { timeout: 300_000 
 
   test(`${SWITCHES} switches under 500 entries/s: 0 lost, 0 duplicated, each under 10 s`, async () => {
     const targetsFile = writeTargetsFile(work, [spec('inproc')]);
-    const c = startCollector({
-      targetsFile,
-      storeUrl: store.url,
-      args: ['--batch-ms', '200', '--listen', `127.0.0.1:${port}`],
-      outputFile: join(work, 'switches.log'),
-    });
-    collector = c;
-    await waitFor(
-      () => c.output().includes('reading '),
-      'the collector to start reading',
-      60_000,
-      () => c.output(),
-    );
+    const c = await startReading(targetsFile, 'switches.log', ['--batch-ms', '200', '--listen', `127.0.0.1:${port}`]);
     const load = startSeqLoad(server.url, { ratePerSecond: 500, payloadBytes: 60 });
     try {
       for (let i = 1; i <= SWITCHES; i++) {
@@ -252,19 +235,18 @@ describe('pglog collect moving a server between transports', { timeout: 300_000 
   test('auto: promoted above the rate, demoted once quiet, nothing lost', async () => {
     const targetsFile = writeTargetsFile(work, [spec('auto')]);
     // Thresholds scaled to what a test load offers (~300 kbit/s); a short rate window and dwell.
-    const c = startCollector({
-      targetsFile,
-      storeUrl: store.url,
-      outputFile: join(work, 'auto.log'),
-      args: ['--batch-ms', '200', '--promote-above', '150kbit', '--demote-below', '50kbit', '--rate-window', '1000', '--min-dwell', '2000'],
-    });
-    collector = c;
-    await waitFor(
-      () => c.output().includes('reading '),
-      'the collector to start reading',
-      60_000,
-      () => c.output(),
-    );
+    const c = await startReading(targetsFile, 'auto.log', [
+      '--batch-ms',
+      '200',
+      '--promote-above',
+      '150kbit',
+      '--demote-below',
+      '50kbit',
+      '--rate-window',
+      '1000',
+      '--min-dwell',
+      '2000',
+    ]);
     const load = startSeqLoad(server.url, { ratePerSecond: 400, payloadBytes: 60 });
     try {
       await waitFor(
