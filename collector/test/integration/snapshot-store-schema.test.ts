@@ -12,13 +12,13 @@ import type pg from 'pg';
 
 import type { Snapshot } from '../../src/snapshot/types.ts';
 import { DEFAULT_MIGRATIONS_DIR, migrate } from '../../src/store/migrate.ts';
+import { SNAPSHOT_TABLES } from '../../src/store/snapshot-tables.ts';
 import type { StoreWriter } from '../../src/store/store-writer.ts';
 import { activitySnapshot, failure, statisticsSnapshot } from '../helpers/snapshot-fixtures.ts';
 import { columns, count, partitions, versions } from '../helpers/store-catalog.ts';
 import { StoreFixture } from '../helpers/store-fixture.ts';
 
 const TIMEOUT = { timeout: 180_000 };
-const SNAPSHOT_TABLES = ['activity_samples', 'blocking_samples', 'statement_deltas', 'database_deltas', 'snapshot_runs'];
 
 const fixture = new StoreFixture({ prefix: 'snapschema', password: 'hunter2-not-in-messages', applicationName: 'pglog-test-snapshot-schema' });
 const tempDirs: string[] = [];

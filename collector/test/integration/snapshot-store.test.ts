@@ -4,13 +4,13 @@
 // batches, and a store outage and its end. The snapshot tables' schema, partitions and
 // retention: snapshot-store-schema.test.ts.
 import assert from 'node:assert/strict';
-import { rmSync } from 'node:fs';
 import { after, before, test } from 'node:test';
 
 import { isPglogError } from '@pglog/common/errors.ts';
 import type pg from 'pg';
 
 import type { SnapshotKind } from '../../src/snapshot/types.ts';
+import { SNAPSHOT_TABLES } from '../../src/store/snapshot-tables.ts';
 import type { StoreBatch } from '../../src/store/store-writer.ts';
 import { streamKeyOf } from '../../src/store/store-writer.ts';
 import { statementEvent } from '../helpers/events.ts';
@@ -20,16 +20,11 @@ import { StoreFixture } from '../helpers/store-fixture.ts';
 
 const TIMEOUT = { timeout: 180_000 };
 const PASSWORD = 'hunter2-not-in-messages';
-const SNAPSHOT_TABLES = ['activity_samples', 'blocking_samples', 'statement_deltas', 'database_deltas', 'snapshot_runs'];
 
 const fixture = new StoreFixture({ prefix: 'snap', password: PASSWORD, applicationName: 'pglog-test-snapshots' });
-const tempDirs: string[] = [];
 
 before(() => fixture.start());
-after(async () => {
-  await fixture.stop();
-  for (const d of tempDirs) rmSync(d, { recursive: true, force: true });
-});
+after(() => fixture.stop());
 
 const connect = (database: string): Promise<pg.Client> => fixture.connect(database);
 const freshStore = (options: { retentionDays?: number } = {}): ReturnType<StoreFixture['freshStore']> => fixture.freshStore(options);
