@@ -18,9 +18,9 @@ import { sleep, within } from '@pglog/test-support/wait.ts';
 
 import { LogFollower, type LogFollowerOptions } from '../../src/follow/follower.ts';
 import type { FollowItem } from '../../src/follow/types.ts';
-import { ConnectLimiter } from '../../src/transport/connect-limiter.ts';
 import { SshConnection } from '../../src/transport/ssh-connection.ts';
 import { countProcessStarts, cpuSecondsOf, processesWithCommandLine } from '../helpers/process-starts.ts';
+import { sshConnectionOptions } from '../helpers/ssh-connection.ts';
 
 /** The window of silence measured; long enough to hold several heartbeats and rotation checks. */
 const WINDOW_S = 12;
@@ -50,17 +50,7 @@ describe('an idle followed log on a real sshd', { timeout: 300_000 }, () => {
 
   before(async () => {
     server = await within(30_000, 'starting sshd', startSshServer());
-    connection = new SshConnection({
-      target: 'idle',
-      host: server.host,
-      port: server.port,
-      username: server.user,
-      privateKey: readFileSync(server.privateKeyFile),
-      privateKeySource: server.privateKeyFile,
-      knownHosts: { text: readFileSync(server.knownHostsFile, 'utf8'), source: server.knownHostsFile },
-      limiter: new ConnectLimiter({ spreadMs: 0 }),
-      backoff: { baseMs: 50, capMs: 1000 },
-    });
+    connection = new SshConnection(sshConnectionOptions(server, { target: 'idle' }));
     root = mkdtempSync(join(tmpdir(), 'pglog-idle-'));
     chmodSync(root, 0o755); // the login user reads the logs
   });

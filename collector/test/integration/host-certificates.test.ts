@@ -27,6 +27,7 @@ import { ProxyShell } from '../../src/transport/proxy-shell.ts';
 import { type RemoteShell, runRemote } from '../../src/transport/remote-shell.ts';
 import { SidecarClient } from '../../src/transport/sidecar-client.ts';
 import { SshConnection } from '../../src/transport/ssh-connection.ts';
+import { sshConnectionOptions } from '../helpers/ssh-connection.ts';
 
 const MAIN = fileURLToPath(new URL('../../../cli/src/main.ts', import.meta.url));
 
@@ -73,17 +74,7 @@ describe('@cert-authority lines: the same trust in both transports', { timeout: 
   });
 
   function inProcess(knownHosts: string): SshConnection {
-    const c = new SshConnection({
-      target: 'cert',
-      host: ssh.host,
-      port: ssh.port,
-      username: ssh.user,
-      privateKey: readFileSync(ssh.privateKeyFile),
-      privateKeySource: ssh.privateKeyFile,
-      knownHosts: { text: knownHosts, source: 'test known_hosts' },
-      limiter,
-      backoff: { baseMs: 50, capMs: 1000 },
-    });
+    const c = new SshConnection(sshConnectionOptions(ssh, { target: 'cert', knownHosts: { text: knownHosts, source: 'test known_hosts' }, limiter }));
     connections.push(c);
     return c;
   }

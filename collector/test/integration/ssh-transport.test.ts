@@ -21,24 +21,14 @@ import { cryptoBindingAvailable } from '../../src/transport/ssh-algorithms.ts';
 import { SshConnection, type SshConnectionOptions } from '../../src/transport/ssh-connection.ts';
 import { SshConnectionPool } from '../../src/transport/ssh-pool.ts';
 import { DEFAULT_CHANNEL_WINDOW_BYTES } from '../../src/transport/ssh-window.ts';
+import { sshConnectionOptions } from '../helpers/ssh-connection.ts';
 
 /** Every connection of this file paces handshakes through one limiter, with no start-up spread. */
 const limiter = new ConnectLimiter({ spreadMs: 0 });
 const opened: SshConnection[] = [];
 
 function connect(server: TestSshServer, overrides: Partial<SshConnectionOptions> = {}): SshConnection {
-  const connection = new SshConnection({
-    target: overrides.target ?? 'test',
-    host: server.host,
-    port: server.port,
-    username: server.user,
-    privateKey: readFileSync(server.privateKeyFile),
-    privateKeySource: server.privateKeyFile,
-    knownHosts: { text: readFileSync(server.knownHostsFile, 'utf8'), source: server.knownHostsFile },
-    limiter,
-    backoff: { baseMs: 50, capMs: 1000 },
-    ...overrides,
-  });
+  const connection = new SshConnection(sshConnectionOptions(server, { limiter, ...overrides }));
   opened.push(connection);
   return connection;
 }
