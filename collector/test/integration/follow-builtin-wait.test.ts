@@ -15,6 +15,7 @@ import { sleep } from '@pglog/test-support/wait.ts';
 
 import { LogFollower } from '../../src/follow/follower.ts';
 import type { IdleWait } from '../../src/follow/segment-script.ts';
+import { fastFollowerOptions } from '../helpers/fast-follower.ts';
 import { LocalShell } from '../helpers/local-shell.ts';
 import { processesWithCommandLine } from '../helpers/process-starts.ts';
 
@@ -43,19 +44,7 @@ async function follow(idleWait: IdleWait): Promise<{ received: Buffer; content: 
   writeFileSync(join(data, 'current_logfiles'), 'stderr log/postgresql.log\n');
   const file = join(log, 'postgresql.log');
   writeFileSync(file, 'first line\n');
-  const follower = new LogFollower(new LocalShell(), {
-    target: 'db1',
-    instance: 'main',
-    dataDirectory: data,
-    logDirectory: log,
-    logFormat: 'stderr',
-    pollIntervalMs: 50,
-    idleMs: 200,
-    rotationCheckMs: 150,
-    heartbeatMs: 400,
-    waitMs: 100,
-    idleWait,
-  });
+  const follower = new LogFollower(new LocalShell(), fastFollowerOptions({ data, log }, { idleWait }));
   const controller = new AbortController();
   const chunks: Buffer[] = [];
   let failure: unknown = null;

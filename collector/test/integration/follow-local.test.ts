@@ -18,6 +18,7 @@ import { isPglogError } from '@pglog/common/errors.ts';
 import { LogFollower, type LogFollowerOptions } from '../../src/follow/follower.ts';
 import { parseIdentity } from '../../src/follow/identity.ts';
 import type { FollowedFile, FollowItem, FollowPosition } from '../../src/follow/types.ts';
+import { fastFollowerOptions } from '../helpers/fast-follower.ts';
 import { LocalShell } from '../helpers/local-shell.ts';
 
 const run = promisify(execFile);
@@ -150,19 +151,7 @@ function instanceDirs(forLogrotate = false): { data: string; log: string } {
 }
 
 function follower(shell: LocalShell, dirs: { data: string; log: string }, extra: Partial<LogFollowerOptions> = {}): LogFollower {
-  return new LogFollower(shell, {
-    target: 'db1',
-    instance: 'main',
-    dataDirectory: dirs.data,
-    logDirectory: dirs.log,
-    logFormat: 'stderr',
-    pollIntervalMs: 50,
-    idleMs: 200,
-    rotationCheckMs: 150,
-    heartbeatMs: 400,
-    waitMs: 100,
-    ...extra,
-  });
+  return new LogFollower(shell, fastFollowerOptions(dirs, extra));
 }
 
 /** Writes current_logfiles the way PostgreSQL does: a new file renamed into place. */
