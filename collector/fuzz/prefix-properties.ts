@@ -19,8 +19,7 @@ import { isDeepStrictEqual } from 'node:util';
 
 import { isPglogError } from '@pglog/common/errors.ts';
 
-import { type CompiledPrefix, compilePrefix, type PrefixFields } from '../src/logformat/prefix.ts';
-import { PREFIX_FIELD_NAMES } from '../src/logformat/record.ts';
+import { type CompiledPrefix, compilePrefix, emptyPrefixFields, type PrefixFields } from '../src/logformat/prefix.ts';
 
 export class PrefixPropertyViolation extends Error {
   constructor(prefix: string, message: string) {
@@ -43,11 +42,6 @@ export function decodePrefixInput(data: Buffer): PrefixInput {
   return { prefix: data.subarray(0, nul).toString('utf8'), line: data.subarray(nul + 1) };
 }
 
-/** A PrefixFields with every field null. */
-function emptyFields(): PrefixFields {
-  return Object.fromEntries(PREFIX_FIELD_NAMES.map((name) => [name, null])) as PrefixFields;
-}
-
 interface MatchResult {
   at: number;
   severity: number;
@@ -57,7 +51,7 @@ interface MatchResult {
 }
 
 function matchAt(compiled: CompiledPrefix, bytes: Buffer, from: number, to: number): MatchResult {
-  const fields = emptyFields();
+  const fields = emptyPrefixFields();
   const at = compiled.parse(bytes, from, to, fields);
   if (at < 0) return { at, severity: -1, textStart: -1, cutAtQ: false, fields: null };
   return { at: at - from, severity: compiled.severity, textStart: compiled.textStart - from, cutAtQ: compiled.cutAtQ, fields };

@@ -598,8 +598,8 @@ function textField(cache: FieldCache, b: Buffer, s: number, e: number): Buffer |
   return cache.buffer(b, s, e);
 }
 
-/** A PrefixFields with every field null. */
-function emptyPrefixFields(): PrefixFields {
+/** A PrefixFields with every field null (the matcher's own start, and tests' and fuzz targets' blank). */
+export function emptyPrefixFields(): PrefixFields {
   return {
     time: null,
     pid: null,

@@ -30,7 +30,7 @@ import { CompiledPrefix } from './prefix-matcher.ts';
 
 export { FieldCache, latin1 } from './prefix-field-cache.ts';
 export type { PrefixFields } from './prefix-matcher.ts';
-export { CompiledPrefix } from './prefix-matcher.ts';
+export { CompiledPrefix, emptyPrefixFields } from './prefix-matcher.ts';
 
 /** Compiles a log_line_prefix; throws PglogError('PREFIX_UNSUPPORTED') for what cannot be parsed. */
 export function compilePrefix(prefix: string): CompiledPrefix {

@@ -57,30 +57,6 @@ export interface LogRecord {
   truncated: boolean;
 }
 
-/**
- * The LogRecord fields a log_line_prefix can carry (PrefixFields in prefix-matcher.ts picks
- * these), for code that walks them: tests and fuzz targets build a blank PrefixFields from it.
- */
-export const PREFIX_FIELD_NAMES = [
-  'time',
-  'pid',
-  'user',
-  'database',
-  'application',
-  'remoteHost',
-  'remotePort',
-  'sessionId',
-  'sessionLine',
-  'commandTag',
-  'sessionStart',
-  'vxid',
-  'txid',
-  'backendType',
-  'leaderPid',
-  'queryId',
-  'sqlstate',
-] as const satisfies readonly (keyof LogRecord)[];
-
 /** A record with every optional field null: assemblers fill in what their format carries. */
 export function emptyRecord(start: number, end: number, severity: string, message: Buffer): LogRecord {
   return {

@@ -12,20 +12,14 @@ import { runInNewContext } from 'node:vm';
 import fc from 'fast-check';
 
 import { createAssembler } from '../../../src/logformat/assembler.ts';
-import type { CompiledPrefix, PrefixFields } from '../../../src/logformat/prefix.ts';
-import { compilePrefix } from '../../../src/logformat/prefix.ts';
-import { PREFIX_FIELD_NAMES } from '../../../src/logformat/record.ts';
-
-/** A PrefixFields with every field null. */
-function blank(): PrefixFields {
-  return Object.fromEntries(PREFIX_FIELD_NAMES.map((name) => [name, null])) as PrefixFields;
-}
+import type { CompiledPrefix } from '../../../src/logformat/prefix.ts';
+import { compilePrefix, emptyPrefixFields } from '../../../src/logformat/prefix.ts';
 
 /** What one match tells, Buffers as text. */
 function outcome(p: CompiledPrefix, b: Buffer, from: number, to: number): unknown {
   const at = p.match(b, from, to);
   if (at < 0) return { at };
-  const f = blank();
+  const f = emptyPrefixFields();
   p.fill(b, f);
   const fields: Record<string, unknown> = {};
   for (const [k, v] of Object.entries(f)) fields[k] = Buffer.isBuffer(v) ? `buf:${v.toString('latin1')}` : v;

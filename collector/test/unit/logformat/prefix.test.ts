@@ -8,21 +8,14 @@ import { describe, it } from 'node:test';
 import { isPglogError } from '@pglog/common/errors.ts';
 import fc from 'fast-check';
 
-import type { PrefixFields } from '../../../src/logformat/prefix.ts';
-import { compilePrefix } from '../../../src/logformat/prefix.ts';
-import { PREFIX_FIELD_NAMES } from '../../../src/logformat/record.ts';
+import { compilePrefix, emptyPrefixFields } from '../../../src/logformat/prefix.ts';
 import { SEVERITY_WORDS } from '../../../src/logformat/severity.ts';
-
-/** A PrefixFields with every field null. */
-function blank(): PrefixFields {
-  return Object.fromEntries(PREFIX_FIELD_NAMES.map((name) => [name, null])) as PrefixFields;
-}
 
 /** Parses `line`; returns the fields (Buffers as strings), severity and the text after `SEVERITY:  `. */
 function parse(prefix: string, line: string): { f: Record<string, unknown>; severity: string; text: string } | null {
   const p = compilePrefix(prefix);
   const b = Buffer.from(line, 'latin1');
-  const t = blank();
+  const t = emptyPrefixFields();
   const at = p.parse(b, 0, b.length, t);
   if (at < 0) return null;
   const f: Record<string, unknown> = {};
@@ -166,7 +159,7 @@ void describe('compilePrefix', () => {
         for (const p of prefixes) {
           const at = p.match(b, 0, b.length);
           assert.ok(at >= -1 && at <= b.length);
-          if (at >= 0) p.fill(b, blank());
+          if (at >= 0) p.fill(b, emptyPrefixFields());
         }
       }),
       { numRuns: 3000 },
