@@ -15,6 +15,11 @@ export interface StreamEpoch {
   epoch: number;
 }
 
+/** One array per field of `rows`, in the order of `fields`: the parameters of an `unnest($n::type[], ...)`. */
+function unnestArrays<T, K extends keyof T>(rows: readonly T[], fields: readonly K[]): T[K][][] {
+  return fields.map((f) => rows.map((r) => r[f]));
+}
+
 /** Locks the claims of the given streams in key order; returns the stored epochs found. */
 export async function lockClaims(client: pg.ClientBase, streams: readonly { target: string; instance: string }[]): Promise<StreamEpoch[]> {
   if (streams.length === 0) return [];
@@ -24,7 +29,7 @@ export async function lockClaims(client: pg.ClientBase, streams: readonly { targ
        JOIN unnest($1::text[], $2::text[]) AS k(target, instance) USING (target, instance)
       ORDER BY c.target, c.instance
         FOR UPDATE OF c`,
-    [streams.map((s) => s.target), streams.map((s) => s.instance)],
+    unnestArrays(streams, ['target', 'instance']),
   );
   return res.rows.map((r) => ({ target: r.target, instance: r.instance, epoch: Number(r.epoch) }));
 }
@@ -36,7 +41,7 @@ export async function insertMissingClaims(client: pg.ClientBase, streams: readon
     `INSERT INTO pglog.stream_claims (target, instance, epoch)
      SELECT * FROM unnest($1::text[], $2::text[], $3::int8[]) ORDER BY 1, 2
      ON CONFLICT (target, instance) DO NOTHING`,
-    [streams.map((s) => s.target), streams.map((s) => s.instance), streams.map((s) => s.epoch)],
+    unnestArrays(streams, ['target', 'instance', 'epoch']),
   );
 }
 
@@ -159,18 +164,8 @@ export async function finishBatch(
       templates.map((t) => t.normalized),
       templates.map((t) => t.first.toString()),
       templates.map((t) => t.last.toString()),
-      quarantine.map((r) => r.target),
-      quarantine.map((r) => r.instance),
-      quarantine.map((r) => r.file),
-      quarantine.map((r) => r.fileOffset),
-      quarantine.map((r) => r.reason),
-      quarantine.map((r) => r.row),
-      sortedPositions.map((p) => p.target),
-      sortedPositions.map((p) => p.instance),
-      sortedPositions.map((p) => p.file),
-      sortedPositions.map((p) => p.identity),
-      sortedPositions.map((p) => p.offset),
-      sortedPositions.map((p) => p.epoch),
+      ...unnestArrays(quarantine, ['target', 'instance', 'file', 'fileOffset', 'reason', 'row']),
+      ...unnestArrays(sortedPositions, ['target', 'instance', 'file', 'identity', 'offset', 'epoch']),
     ],
   );
 }
