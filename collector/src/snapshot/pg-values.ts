@@ -35,9 +35,12 @@ export function intOf(row: Row, column: string): number {
   return fail(column, 'an integer', v);
 }
 
-export function intOrNull(row: Row, column: string): number | null {
-  return row[column] === null || row[column] === undefined ? null : intOf(row, column);
+/** The reader of a nullable column: null for NULL (or a column the row lacks), else what `of` reads. */
+function orNull<T>(of: (row: Row, column: string) => T): (row: Row, column: string) => T | null {
+  return (row, column) => (row[column] === null || row[column] === undefined ? null : of(row, column));
 }
+
+export const intOrNull = orNull(intOf);
 
 export function textOf(row: Row, column: string): string {
   const v = row[column];
@@ -45,10 +48,7 @@ export function textOf(row: Row, column: string): string {
   return fail(column, 'text', v);
 }
 
-export function textOrNull(row: Row, column: string): string | null {
-  const v = row[column];
-  return v === null || v === undefined ? null : textOf(row, column);
-}
+export const textOrNull = orNull(textOf);
 
 export function boolOf(row: Row, column: string): boolean {
   const v = row[column];
@@ -56,19 +56,15 @@ export function boolOf(row: Row, column: string): boolean {
   return fail(column, 'a boolean', v);
 }
 
-export function dateOrNull(row: Row, column: string): Date | null {
+export function dateOf(row: Row, column: string): Date {
   const v = row[column];
-  if (v === null || v === undefined) return null;
   if (v instanceof Date) return v;
   // Should the caller's session parse timestamps as text, still accept them.
   if (typeof v === 'string' && !Number.isNaN(Date.parse(v))) return new Date(v);
   return fail(column, 'a timestamp', v);
 }
 
-export function dateOf(row: Row, column: string): Date {
-  const d = dateOrNull(row, column);
-  return d ?? fail(column, 'a timestamp', d);
-}
+export const dateOrNull = orNull(dateOf);
 
 /** An int4[] column (pg parses it into numbers); NULL counts as empty. */
 export function intArrayOf(row: Row, column: string): number[] {
