@@ -368,17 +368,9 @@ export class InstanceStream {
     const now = parser.counters;
     const before = this.reported;
     this.reported = now;
-    return {
-      bytes: now.bytes - before.bytes,
-      lines: now.lines - before.lines,
-      entries: now.entries - before.entries,
-      truncated: now.truncated - before.truncated,
-      malformed: now.malformed - before.malformed,
-      replacements: now.replacements - before.replacements,
-      nulRemoved: now.nulRemoved - before.nulRemoved,
-      oversized: now.oversized - before.oversized,
-      slow: now.slow - before.slow,
-    };
+    const delta = { ...ZERO_COUNTERS };
+    for (const k of Object.keys(delta) as (keyof ParseCounters)[]) delta[k] = now[k] - before[k];
+    return delta;
   }
 
   private source(): { target: string; instance: string; file: string } {

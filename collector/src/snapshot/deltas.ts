@@ -25,7 +25,7 @@
  * - Deltas are never negative.
  */
 import { queryFingerprint } from './query-fingerprint.ts';
-import type { DatabaseCounters, StatementCounters, StatisticsSample } from './statistics-sample.ts';
+import { DATABASE_COUNTERS, type DatabaseCounters, STATEMENT_COUNTERS, type StatementCounters, type StatisticsSample } from './statistics-sample.ts';
 import type { DatabaseDelta, StatementDelta } from './types.ts';
 
 export interface StatisticsDeltas {
@@ -40,46 +40,31 @@ export function statementKey(s: StatementCounters): string {
   return `${s.userId}/${s.dbId}/${s.queryId}/${s.toplevel ? 't' : 'f'}`;
 }
 
+/** Whether any of `counters` is lower in `cur` than in `prev` (the entry was reset). */
+function wentDown<K extends string>(counters: readonly K[], prev: Record<K, bigint>, cur: Record<K, bigint>): boolean {
+  return counters.some((c) => cur[c] < prev[c]);
+}
+
+/** `cur` minus `prev` for each of `counters`; all of `cur` when there is no `prev` (counted from zero). */
+function counterDeltas<K extends string>(counters: readonly K[], prev: Record<K, bigint> | null, cur: Record<K, bigint>): Record<K, bigint> {
+  return Object.fromEntries(counters.map((c) => [c, prev === null ? cur[c] : cur[c] - prev[c]])) as Record<K, bigint>;
+}
+
 function statementWentDown(prev: StatementCounters, cur: StatementCounters): boolean {
-  return (
-    cur.calls < prev.calls ||
-    cur.totalExecMs < prev.totalExecMs ||
-    cur.rows < prev.rows ||
-    cur.sharedBlksHit < prev.sharedBlksHit ||
-    cur.sharedBlksRead < prev.sharedBlksRead ||
-    cur.tempBlksWritten < prev.tempBlksWritten
-  );
+  return cur.totalExecMs < prev.totalExecMs || wentDown(STATEMENT_COUNTERS, prev, cur);
 }
 
 function statementDelta(prev: StatementCounters | null, cur: StatementCounters): StatementDelta {
-  const base = {
+  return {
     database: cur.database,
     username: cur.username,
     queryId: cur.queryId,
     toplevel: cur.toplevel,
     query: cur.query,
     fingerprint: '',
-  };
-  if (prev === null) {
-    return {
-      ...base,
-      calls: cur.calls,
-      totalExecMs: cur.totalExecMs,
-      rows: cur.rows,
-      sharedBlksHit: cur.sharedBlksHit,
-      sharedBlksRead: cur.sharedBlksRead,
-      tempBlksWritten: cur.tempBlksWritten,
-    };
-  }
-  return {
-    ...base,
-    calls: cur.calls - prev.calls,
     // Not below zero by the "went down" check; the float subtraction itself cannot go negative then.
-    totalExecMs: cur.totalExecMs - prev.totalExecMs,
-    rows: cur.rows - prev.rows,
-    sharedBlksHit: cur.sharedBlksHit - prev.sharedBlksHit,
-    sharedBlksRead: cur.sharedBlksRead - prev.sharedBlksRead,
-    tempBlksWritten: cur.tempBlksWritten - prev.tempBlksWritten,
+    totalExecMs: prev === null ? cur.totalExecMs : cur.totalExecMs - prev.totalExecMs,
+    ...counterDeltas(STATEMENT_COUNTERS, prev, cur),
   };
 }
 
@@ -107,23 +92,6 @@ function statementDeltas(previous: StatisticsSample, current: StatisticsSample):
   return deltas;
 }
 
-/** The cumulative counters of a database row, the ones a delta subtracts. */
-export const DATABASE_COUNTERS = [
-  'xactCommit',
-  'xactRollback',
-  'blksRead',
-  'blksHit',
-  'tupReturned',
-  'tupFetched',
-  'tupInserted',
-  'tupUpdated',
-  'tupDeleted',
-  'conflicts',
-  'tempFiles',
-  'tempBytes',
-  'deadlocks',
-] as const satisfies readonly (keyof DatabaseCounters & keyof DatabaseDelta)[];
-
 type DatabaseCounter = (typeof DATABASE_COUNTERS)[number];
 
 /** Every counter of DATABASE_COUNTERS at zero. */
@@ -132,11 +100,8 @@ export function zeroDatabaseCounters(): Record<DatabaseCounter, bigint> {
 }
 
 function databaseDelta(prev: DatabaseCounters | null, cur: DatabaseCounters): DatabaseDelta {
-  const wentDown = prev !== null && DATABASE_COUNTERS.some((c) => cur[c] < prev[c]);
-  const base = wentDown ? null : prev;
-  const delta: DatabaseDelta = { database: cur.database, backends: cur.backends, ...zeroDatabaseCounters() };
-  for (const c of DATABASE_COUNTERS) delta[c] = base === null ? cur[c] : cur[c] - base[c];
-  return delta;
+  const base = prev !== null && wentDown(DATABASE_COUNTERS, prev, cur) ? null : prev;
+  return { database: cur.database, backends: cur.backends, ...counterDeltas(DATABASE_COUNTERS, base, cur) };
 }
 
 function databaseDeltas(previous: StatisticsSample, current: StatisticsSample): DatabaseDelta[] {

@@ -10,7 +10,7 @@ import type pg from 'pg';
 import type { Row } from './pg-values.ts';
 import { bigintOf, boolOf, dateOf, dateOrNull, floatOf, intOf, textOf, textOrNull } from './pg-values.ts';
 import type { ServerInfo } from './server-info.ts';
-import type { DatabaseCounters, StatementCounters, StatisticsSample } from './statistics-sample.ts';
+import { DATABASE_COUNTERS, type DatabaseCounters, STATEMENT_COUNTERS, type StatementCounters, type StatisticsSample } from './statistics-sample.ts';
 import { databasesSql, statementsSql, TIMESTAMP_SQL } from './statistics-sql.ts';
 
 export type { DatabaseCounters, StatementCounters, StatisticsSample } from './statistics-sample.ts';
@@ -18,6 +18,19 @@ export type { DatabaseCounters, StatementCounters, StatisticsSample } from './st
 export interface StatisticsOptions {
   statements: boolean;
   databases: boolean;
+}
+
+/** Each counter with the column the statistics SQL returns it in: its name in snake_case (xactCommit: xact_commit). */
+function countersWithColumns<K extends string>(counters: readonly K[]): (readonly [K, string])[] {
+  return counters.map((c) => [c, c.replace(/[A-Z]/g, (upper) => `_${upper.toLowerCase()}`)] as const);
+}
+
+const STATEMENT_COLUMNS = countersWithColumns(STATEMENT_COUNTERS);
+const DATABASE_COLUMNS = countersWithColumns(DATABASE_COUNTERS);
+
+/** The bigint counters of a row. */
+function countersOf<K extends string>(row: Row, columns: readonly (readonly [K, string])[]): Record<K, bigint> {
+  return Object.fromEntries(columns.map(([counter, column]) => [counter, bigintOf(row, column)])) as Record<K, bigint>;
 }
 
 function statementOf(row: Row): StatementCounters {
@@ -32,12 +45,8 @@ function statementOf(row: Row): StatementCounters {
     // pg_stat_statements converts each entry's text from its database's encoding to ours
     // itself (unlike pg_stat_activity: server-text.ts).
     query: textOrNull(row, 'query') ?? '',
-    calls: bigintOf(row, 'calls'),
     totalExecMs: floatOf(row, 'total_exec_ms'),
-    rows: bigintOf(row, 'rows'),
-    sharedBlksHit: bigintOf(row, 'shared_blks_hit'),
-    sharedBlksRead: bigintOf(row, 'shared_blks_read'),
-    tempBlksWritten: bigintOf(row, 'temp_blks_written'),
+    ...countersOf(row, STATEMENT_COLUMNS),
   };
 }
 
@@ -45,19 +54,7 @@ function databaseOf(row: Row): DatabaseCounters {
   return {
     database: textOf(row, 'database'),
     backends: intOf(row, 'backends'),
-    xactCommit: bigintOf(row, 'xact_commit'),
-    xactRollback: bigintOf(row, 'xact_rollback'),
-    blksRead: bigintOf(row, 'blks_read'),
-    blksHit: bigintOf(row, 'blks_hit'),
-    tupReturned: bigintOf(row, 'tup_returned'),
-    tupFetched: bigintOf(row, 'tup_fetched'),
-    tupInserted: bigintOf(row, 'tup_inserted'),
-    tupUpdated: bigintOf(row, 'tup_updated'),
-    tupDeleted: bigintOf(row, 'tup_deleted'),
-    conflicts: bigintOf(row, 'conflicts'),
-    tempFiles: bigintOf(row, 'temp_files'),
-    tempBytes: bigintOf(row, 'temp_bytes'),
-    deadlocks: bigintOf(row, 'deadlocks'),
+    ...countersOf(row, DATABASE_COLUMNS),
     statsReset: dateOrNull(row, 'stats_reset'),
   };
 }

@@ -24,6 +24,32 @@ export interface DatabaseCounters extends DatabaseCounterValues {
   statsReset: Date | null;
 }
 
+/** The cumulative bigint counters of a pg_stat_statements entry (totalExecMs, a float, apart). */
+export const STATEMENT_COUNTERS = [
+  'calls',
+  'rows',
+  'sharedBlksHit',
+  'sharedBlksRead',
+  'tempBlksWritten',
+] as const satisfies readonly (keyof StatementCounterValues)[];
+
+/** The cumulative counters of a database row, the ones a delta subtracts. */
+export const DATABASE_COUNTERS = [
+  'xactCommit',
+  'xactRollback',
+  'blksRead',
+  'blksHit',
+  'tupReturned',
+  'tupFetched',
+  'tupInserted',
+  'tupUpdated',
+  'tupDeleted',
+  'conflicts',
+  'tempFiles',
+  'tempBytes',
+  'deadlocks',
+] as const satisfies readonly (keyof DatabaseCounterValues)[];
+
 export interface StatisticsSample {
   /** The server's statement_timestamp() of the first statistics statement. */
   ts: Date;

@@ -5,9 +5,10 @@ import { describe, test } from 'node:test';
 
 import fc from 'fast-check';
 
-import { DATABASE_COUNTERS, statementKey, statisticsDeltas } from '../../../src/snapshot/deltas.ts';
+import { statementKey, statisticsDeltas } from '../../../src/snapshot/deltas.ts';
 import { queryFingerprint } from '../../../src/snapshot/query-fingerprint.ts';
 import type { DatabaseCounters, StatementCounters, StatisticsSample } from '../../../src/snapshot/statistics-sample.ts';
+import { DATABASE_COUNTERS } from '../../../src/snapshot/statistics-sample.ts';
 import type { DatabaseDelta, StatementDelta } from '../../../src/snapshot/types.ts';
 
 const T0 = new Date('2026-11-23T12:00:00Z');
