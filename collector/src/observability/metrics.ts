@@ -9,7 +9,7 @@
  * removes a series only by its full label set).
  */
 import type { ErrorLabel } from '@pglog/common/errors.ts';
-import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
+import { collectDefaultMetrics, type Counter, type Gauge, type Histogram, Registry } from 'prom-client';
 
 import type { EventKind } from '../logformat/events.ts';
 import { EVENT_TABLES } from '../store/event-tables.ts';
@@ -22,6 +22,7 @@ import {
   type Transport,
   TRANSPORTS,
 } from './instruments.ts';
+import { MetricFactory } from './metric-factory.ts';
 import { InstanceSeries, TargetSeries } from './metric-series.ts';
 import { SnapshotMetrics } from './snapshot-metrics.ts';
 import type { SqlstateClass } from './sqlstate-class.ts';
@@ -82,64 +83,32 @@ export class CollectorMetrics {
         gcDurationBuckets: GC_SECONDS_BUCKETS,
       });
     }
-    const registers = [registry];
-    const p = METRIC_PREFIX;
+    const m = new MetricFactory([registry], METRIC_PREFIX);
     const allInstances = (): InstanceSeries[] => [...this.instances.values()].flatMap((byName) => [...byName.values()]);
     const allTargets = (): TargetSeries[] => [...this.targets.values()];
-    this.m = createInstruments(registers, p, () => {
+    this.m = createInstruments(m, () => {
       const t = now();
       for (const i of allInstances()) i.updateLagSeconds(t);
     });
-    this.sidecarUpGauge = new Gauge({ name: `${p}sidecar_up`, help: '1 while the sshproxy sidecar reports a fresh status, else 0.', registers });
+    this.sidecarUpGauge = m.gauge('sidecar_up', '1 while the sshproxy sidecar reports a fresh status, else 0.');
     // Absent until the collector has a sidecar to watch (none with --sshproxy off), not a 0 that
     // would read as "the sidecar is down".
     this.sidecarUpGauge.remove();
-    this.sidecarRestartsProcess = new Counter({
-      name: `${p}sidecar_restarts_total`,
-      help: 'Times the collector started its sshproxy child again after it ended (standalone mode).',
-      registers,
-    });
-    new Gauge({
-      name: `${p}pending_bytes`,
-      help: 'Bytes held in memory for the store, all targets.',
-      registers,
-      collect() {
-        this.set(allTargets().reduce((sum, t) => sum + t.pendingBytes, 0));
-      },
-    });
-    this.pausedStreamsGauge = new Gauge({ name: `${p}paused_streams`, help: 'Streams paused by backpressure (the store is slower than the logs).', registers });
-    this.quarantinedRows = new Counter({
-      name: `${p}quarantined_rows_total`,
-      help: 'Rows the store refused, kept in pglog.quarantine, by table.',
-      labelNames: ['table'],
-      registers,
-    });
-    this.storeErrors = new Counter({ name: `${p}store_errors_total`, help: 'Store errors by PglogError code.', labelNames: ['code'], registers });
-    this.batches = new Counter({
-      name: `${p}batches_total`,
-      help: 'Batches by outcome: committed, retried, fenced (a newer owner holds the position).',
-      labelNames: ['outcome'],
-      registers,
-    });
-    this.batchRows = new Histogram({ name: `${p}batch_rows`, help: 'Rows per committed batch.', buckets: BATCH_ROWS_BUCKETS, registers });
-    this.batchBytes = new Histogram({ name: `${p}batch_bytes`, help: 'Log bytes per committed batch.', buckets: BATCH_BYTES_BUCKETS, registers });
-    this.copyDuration = new Histogram({
-      name: `${p}copy_duration_seconds`,
-      help: 'Duration of one batch COPY and commit.',
-      buckets: COPY_SECONDS_BUCKETS,
-      registers,
-    });
-    this.commitLatency = new Histogram({
-      name: `${p}commit_latency_seconds`,
-      help: 'Time from reading a log entry to committing it to the store.',
-      buckets: COMMIT_LATENCY_BUCKETS,
-      registers,
-    });
+    this.sidecarRestartsProcess = m.counter('sidecar_restarts_total', 'Times the collector started its sshproxy child again after it ended (standalone mode).');
+    m.scrapedGauge('pending_bytes', 'Bytes held in memory for the store, all targets.', () => allTargets().reduce((sum, t) => sum + t.pendingBytes, 0));
+    this.pausedStreamsGauge = m.gauge('paused_streams', 'Streams paused by backpressure (the store is slower than the logs).');
+    this.quarantinedRows = m.counter('quarantined_rows_total', 'Rows the store refused, kept in pglog.quarantine, by table.', ['table']);
+    this.storeErrors = m.counter('store_errors_total', 'Store errors by PglogError code.', ['code']);
+    this.batches = m.counter('batches_total', 'Batches by outcome: committed, retried, fenced (a newer owner holds the position).', ['outcome']);
+    this.batchRows = m.histogram('batch_rows', 'Rows per committed batch.', BATCH_ROWS_BUCKETS);
+    this.batchBytes = m.histogram('batch_bytes', 'Log bytes per committed batch.', BATCH_BYTES_BUCKETS);
+    this.copyDuration = m.histogram('copy_duration_seconds', 'Duration of one batch COPY and commit.', COPY_SECONDS_BUCKETS);
+    this.commitLatency = m.histogram('commit_latency_seconds', 'Time from reading a log entry to committing it to the store.', COMMIT_LATENCY_BUCKETS);
     for (const outcome of BATCH_OUTCOMES) this.batches.inc({ outcome }, 0); // every outcome visible from the start
     // Every table from zero, so increase() sees the first quarantined rows (alerts on them).
     for (const table of EVENT_TABLES) this.quarantinedRows.inc({ table }, 0);
-    this.snapshots = new SnapshotMetrics(registry, p);
-    registerTemplateCacheMetrics(registers, p, () => this.templateCache);
+    this.snapshots = new SnapshotMetrics(registry, METRIC_PREFIX);
+    registerTemplateCacheMetrics(m, () => this.templateCache);
   }
 
   private instance(target: string, instance: string): InstanceSeries {

@@ -6,10 +6,11 @@
  * is remembered, so forgetTarget removes all of that target's series.
  */
 import type { ErrorLabel } from '@pglog/common/errors.ts';
-import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
+import type { Counter, Gauge, Histogram, Registry } from 'prom-client';
 
 import { SQL_ROLE_PRIVILEGES, type SqlRolePrivilege } from '../snapshot/server-info.ts';
 import type { SnapshotKind } from '../snapshot/types.ts';
+import { MetricFactory } from './metric-factory.ts';
 
 // A snapshot is a few catalog queries over SSH: milliseconds on a quiet server, up to the
 // timeout (default 5 s) on one that is struggling.
@@ -45,50 +46,38 @@ export class SnapshotMetrics {
   private readonly used = new Map<string, Map<Removable, Map<string, Labels>>>();
 
   constructor(registry: Registry, prefix: string) {
-    const registers = [registry];
-    this.duration = new Histogram({
-      name: `${prefix}snapshot_duration_seconds`,
-      help: 'Duration of one SQL snapshot (its queries, not opening the session), by kind: activity (sessions and locks) or statistics.',
-      labelNames: ['target', 'instance', 'kind'],
-      buckets: SNAPSHOT_SECONDS_BUCKETS,
-      registers,
-    });
-    this.failures = new Counter({
-      name: `${prefix}snapshot_failures_total`,
-      help: 'SQL snapshots that failed, by PglogError code (SQL_CONNECT_FAILED, SQL_TIMEOUT, SQL_AUTH_FAILED, SQL_QUERY_FAILED, SSH_*, STORE_*).',
-      labelNames: ['target', 'instance', 'kind', 'code'],
-      registers,
-    });
-    this.lastSuccess = new Gauge({
-      name: `${prefix}snapshot_last_success_timestamp_seconds`,
-      help: 'When the last SQL snapshot of this kind succeeded (Unix time).',
-      labelNames: ['target', 'instance', 'kind'],
-      registers,
-    });
-    this.sessions = new Gauge({
-      name: `${prefix}sessions`,
-      help: 'Sessions of the instance by pg_stat_activity state, at the last activity snapshot.',
-      labelNames: ['target', 'instance', 'state'],
-      registers,
-    });
-    this.blocked = new Gauge({
-      name: `${prefix}blocked_sessions`,
-      help: 'Sessions waiting for a lock another session holds or waits for, at the last activity snapshot.',
-      labelNames: ['target', 'instance'],
-      registers,
-    });
-    this.longestWait = new Gauge({
-      name: `${prefix}longest_blocking_wait_seconds`,
-      help: 'The longest time a session has been waiting for a lock held by another, at the last activity snapshot (0 when none waits).',
-      labelNames: ['target', 'instance'],
-      registers,
-    });
-    this.rolePrivileged = new Gauge({
-      name: `${prefix}sql_role_privileged`,
-      help: "1 when the SQL role of the instance is more powerful than monitoring needs, by reason: SQL_ROLE_SUPERUSER (planted SQL would run with every right, up to the server's OS account) or SQL_ROLE_CAN_WRITE; else 0. Checked at each session start. Use a role with only pg_monitor (docs/snapshots.md).",
-      labelNames: ['target', 'instance', 'reason'],
-      registers,
-    });
+    const m = new MetricFactory([registry], prefix);
+    this.duration = m.histogram(
+      'snapshot_duration_seconds',
+      'Duration of one SQL snapshot (its queries, not opening the session), by kind: activity (sessions and locks) or statistics.',
+      SNAPSHOT_SECONDS_BUCKETS,
+      ['target', 'instance', 'kind'],
+    );
+    this.failures = m.counter(
+      'snapshot_failures_total',
+      'SQL snapshots that failed, by PglogError code (SQL_CONNECT_FAILED, SQL_TIMEOUT, SQL_AUTH_FAILED, SQL_QUERY_FAILED, SSH_*, STORE_*).',
+      ['target', 'instance', 'kind', 'code'],
+    );
+    this.lastSuccess = m.gauge('snapshot_last_success_timestamp_seconds', 'When the last SQL snapshot of this kind succeeded (Unix time).', [
+      'target',
+      'instance',
+      'kind',
+    ]);
+    this.sessions = m.gauge('sessions', 'Sessions of the instance by pg_stat_activity state, at the last activity snapshot.', ['target', 'instance', 'state']);
+    this.blocked = m.gauge('blocked_sessions', 'Sessions waiting for a lock another session holds or waits for, at the last activity snapshot.', [
+      'target',
+      'instance',
+    ]);
+    this.longestWait = m.gauge(
+      'longest_blocking_wait_seconds',
+      'The longest time a session has been waiting for a lock held by another, at the last activity snapshot (0 when none waits).',
+      ['target', 'instance'],
+    );
+    this.rolePrivileged = m.gauge(
+      'sql_role_privileged',
+      "1 when the SQL role of the instance is more powerful than monitoring needs, by reason: SQL_ROLE_SUPERUSER (planted SQL would run with every right, up to the server's OS account) or SQL_ROLE_CAN_WRITE; else 0. Checked at each session start. Use a role with only pg_monitor (docs/snapshots.md).",
+      ['target', 'instance', 'reason'],
+    );
   }
 
   /** Remembers that `labels` were written to `metric` for `target`; returns them. */
