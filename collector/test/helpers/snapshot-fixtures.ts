@@ -1,8 +1,10 @@
 // Snapshots for the store tests (unit and integration): every field set to a value that can be
 // told apart from the others, so a value in the wrong column shows.
-import type { ActivitySession, BlockingEdge, DatabaseDelta, Snapshot, SnapshotFailure, StatementDelta } from '../../src/snapshot/types.ts';
+import type { ActivitySession, BlockingEdge, DatabaseDelta, Snapshot, SnapshotFailure, SnapshotKind, StatementDelta } from '../../src/snapshot/types.ts';
 
 export const SNAPSHOT_TS = new Date('2026-11-21T13:29:33.123Z');
+/** When failure() happened. */
+export const FAILURE_TS = new Date('2026-11-21T13:30:00.250Z');
 
 export function session(pid: number, over: Partial<ActivitySession> = {}): ActivitySession {
   return {
@@ -82,53 +84,53 @@ export function databaseDelta(database: string, over: Partial<DatabaseDelta> = {
   };
 }
 
+/** What every fixture run shares: target db1, instance main (at SNAPSHOT_TS unless `ts` says). */
+function run(kind: SnapshotKind, durationMs: number, ts = SNAPSHOT_TS): Pick<Snapshot, 'target' | 'instance' | 'kind' | 'ts' | 'durationMs'> {
+  return { target: 'db1', instance: 'main', kind, ts, durationMs };
+}
+
+/** A snapshot with nothing in it but what `content` sets. */
+function snapshot(kind: SnapshotKind, durationMs: number, content: Partial<Snapshot>): Snapshot {
+  return { ...run(kind, durationMs), sessions: [], blocking: [], statements: [], databases: [], intervalSeconds: null, ...content };
+}
+
 /** An activity snapshot: three sessions, two waiting on 100 and one of them also on 101 (three edges). */
 export function activitySnapshot(over: Partial<Snapshot> = {}): Snapshot {
-  return {
-    target: 'db1',
-    instance: 'main',
-    kind: 'activity',
-    ts: SNAPSHOT_TS,
-    durationMs: 12.5,
+  return snapshot('activity', 12.5, {
     sessions: [
       session(100, { state: 'idle in transaction' }),
       session(101, { waitEventType: 'Lock', waitEvent: 'transactionid', blockedBy: [100] }),
       session(102, { waitEventType: 'Lock', waitEvent: 'transactionid', blockedBy: [100, 101], leaderPid: null }),
     ],
     blocking: [edge(101, 100), edge(102, 100), edge(102, 101, { heldMode: null, blockerWaitMode: 'ShareLock' })],
-    statements: [],
-    databases: [],
-    intervalSeconds: null,
     ...over,
-  };
+  });
 }
 
 /** A statistics snapshot: two statement deltas and two database deltas over 60 s. */
 export function statisticsSnapshot(over: Partial<Snapshot> = {}): Snapshot {
-  return {
-    target: 'db1',
-    instance: 'main',
-    kind: 'statistics',
-    ts: SNAPSHOT_TS,
-    durationMs: 30.25,
-    sessions: [],
-    blocking: [],
+  return snapshot('statistics', 30.25, {
     statements: [statementDelta(-8_000_000_000_000_000_001n), statementDelta(42n, { toplevel: false, database: null, username: null })],
     databases: [databaseDelta('app'), databaseDelta('postgres', { xactCommit: 9_007_199_254_740_993n, backends: 0 })],
     intervalSeconds: 60.5,
     ...over,
-  };
+  });
 }
 
+/** An activity snapshot that timed out, a little after the others. */
 export function failure(over: Partial<SnapshotFailure> = {}): SnapshotFailure {
   return {
-    target: 'db1',
-    instance: 'main',
-    kind: 'activity',
-    ts: new Date('2026-11-21T13:30:00.250Z'),
-    durationMs: 5000,
+    ...run('activity', 5000, FAILURE_TS),
     code: 'SQL_TIMEOUT',
     message: 'the activity query took longer than 5 s',
     ...over,
   };
+}
+
+/**
+ * The pglog.snapshot_runs row, by column, that the store keeps for a run of these fixtures:
+ * a successful one unless `over` sets the error.
+ */
+export function runRow(kind: SnapshotKind, durationMs: number, over: Record<string, unknown> = {}): Record<string, unknown> {
+  return { ts: SNAPSHOT_TS, target: 'db1', instance: 'main', kind, duration_ms: durationMs, sessions: 0, blocked: 0, error_code: null, error: null, ...over };
 }

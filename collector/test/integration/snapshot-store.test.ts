@@ -14,7 +14,7 @@ import { SNAPSHOT_TABLES } from '../../src/store/snapshot-tables.ts';
 import type { StoreBatch } from '../../src/store/store-writer.ts';
 import { streamKeyOf } from '../../src/store/store-writer.ts';
 import { statementEvent } from '../helpers/events.ts';
-import { activitySnapshot, failure, session, statisticsSnapshot } from '../helpers/snapshot-fixtures.ts';
+import { activitySnapshot, failure, FAILURE_TS, runRow, session, statisticsSnapshot } from '../helpers/snapshot-fixtures.ts';
 import { count } from '../helpers/store-catalog.ts';
 import { StoreFixture } from '../helpers/store-fixture.ts';
 
@@ -196,19 +196,9 @@ test('a snapshot, a statistics snapshot and a failed run read back through the v
 
   const runs = await db.query('SELECT * FROM pglog.snapshot_runs ORDER BY ts, kind');
   assert.deepEqual(runs.rows, [
-    { ts, target: 'db1', instance: 'main', kind: 'activity', duration_ms: 12.5, sessions: 3, blocked: 2, error_code: null, error: null },
-    { ts, target: 'db1', instance: 'main', kind: 'statistics', duration_ms: 30.25, sessions: 0, blocked: 0, error_code: null, error: null },
-    {
-      ts: new Date('2026-11-21T13:30:00.250Z'),
-      target: 'db1',
-      instance: 'main',
-      kind: 'activity',
-      duration_ms: 5000,
-      sessions: 0,
-      blocked: 0,
-      error_code: 'SQL_TIMEOUT',
-      error: 'the activity query took longer than 5 s',
-    },
+    runRow('activity', 12.5, { sessions: 3, blocked: 2 }),
+    runRow('statistics', 30.25),
+    runRow('activity', 5000, { ts: FAILURE_TS, error_code: 'SQL_TIMEOUT', error: 'the activity query took longer than 5 s' }),
   ]);
 });
 

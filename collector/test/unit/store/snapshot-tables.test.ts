@@ -11,7 +11,7 @@ import type { SnapshotRows, SnapshotTable } from '../../../src/store/snapshot-ta
 import { isSnapshotFailure, SNAPSHOT_TABLE_DEFS, SNAPSHOT_TABLES, snapshotRows } from '../../../src/store/snapshot-tables.ts';
 import { SnapshotEncoders } from '../../../src/store/snapshot-writer.ts';
 import { cutMarker, MIN_MAX_TEXT_BYTES, noRepairs } from '../../../src/store/text-clean.ts';
-import { activitySnapshot, failure, session, SNAPSHOT_TS, statementDelta, statisticsSnapshot } from '../../helpers/snapshot-fixtures.ts';
+import { activitySnapshot, failure, FAILURE_TS, runRow, session, SNAPSHOT_TS, statementDelta, statisticsSnapshot } from '../../helpers/snapshot-fixtures.ts';
 
 const MAX = 1024 * 1024;
 
@@ -105,19 +105,7 @@ test('an activity snapshot: one row per session and per edge, and the run with s
   // Three edges, but two waiting sessions.
   assert.deepEqual(
     rows.snapshot_runs.map((r) => named('snapshot_runs', r)),
-    [
-      {
-        ts: SNAPSHOT_TS,
-        target: 'db1',
-        instance: 'main',
-        kind: 'activity',
-        duration_ms: 12.5,
-        sessions: 3,
-        blocked: 2,
-        error_code: null,
-        error: null,
-      },
-    ],
+    [runRow('activity', 12.5, { sessions: 3, blocked: 2 })],
   );
 });
 
@@ -167,19 +155,7 @@ test('a statistics snapshot: delta rows with the interval, bigints as they are; 
   });
   assert.deepEqual(
     rows.snapshot_runs.map((r) => named('snapshot_runs', r)),
-    [
-      {
-        ts: SNAPSHOT_TS,
-        target: 'db1',
-        instance: 'main',
-        kind: 'statistics',
-        duration_ms: 30.25,
-        sessions: 0,
-        blocked: 0,
-        error_code: null,
-        error: null,
-      },
-    ],
+    [runRow('statistics', 30.25)],
   );
   // A first sample has no baseline: no deltas, no interval, and only the run is recorded.
   const first = snapshotRows(statisticsSnapshot({ statements: [], databases: [], intervalSeconds: null }), MAX);
@@ -200,17 +176,10 @@ test('a failure is one run row with its code and message, and nothing else', () 
     SNAPSHOT_TABLES.map((t) => rows[t].length),
     [0, 0, 0, 0, 1],
   );
-  assert.deepEqual(named('snapshot_runs', rows.snapshot_runs[0] ?? []), {
-    ts: new Date('2026-11-21T13:30:00.250Z'),
-    target: 'db1',
-    instance: 'main',
-    kind: 'activity',
-    duration_ms: 5000,
-    sessions: 0,
-    blocked: 0,
-    error_code: 'SQL_TIMEOUT',
-    error: 'could not connect \ufffd',
-  });
+  assert.deepEqual(
+    named('snapshot_runs', rows.snapshot_runs[0] ?? []),
+    runRow('activity', 5000, { ts: FAILURE_TS, error_code: 'SQL_TIMEOUT', error: 'could not connect \ufffd' }),
+  );
   assert.deepEqual(repairs, { nulRemoved: 1, invalidReplaced: 1, cut: 0 });
 });
 
