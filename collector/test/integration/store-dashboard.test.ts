@@ -14,10 +14,10 @@ import { after, before, describe, test } from 'node:test';
 import pg from 'pg';
 
 import { type GrafanaQueryContext, grafanaSql, type GrafanaVariable } from '../helpers/grafana-sql.ts';
+import { readStoreDashboard } from '../helpers/store-dashboard-json.ts';
 import { startStoreWorkload, type StoreWorkload, WORKLOAD_DATABASE, WORKLOAD_TARGET } from '../helpers/store-workload.ts';
 
 const ROOT = join(import.meta.dirname, '../../..');
-const DASHBOARD = join(ROOT, 'charts/pglog/dashboards/pglog-store.json');
 
 /** The SQL block of docs/install.md's "The store dashboard": the data source's role and its grants. */
 function documentedRoleSql(): { sql: string; role: string } {
@@ -29,30 +29,12 @@ function documentedRoleSql(): { sql: string; role: string } {
   return { sql: m[1]!, role: role[1]! };
 }
 
-interface Panel {
-  type: string;
-  title: string;
-  targets?: Array<{ rawSql: string; format: string }>;
-}
-interface Variable {
-  name: string;
-  type: string;
-  query: string;
-  multi?: boolean;
-  includeAll?: boolean;
-  allValue?: string;
-}
-interface Dashboard {
-  panels: Panel[];
-  templating: { list: Variable[] };
-}
-
 type Selection = readonly string[] | 'all';
 
 describe('the store dashboard on a store filled by pglog collect', { timeout: 400_000 }, () => {
   let workload: StoreWorkload;
   let store: pg.Client;
-  const dashboard = JSON.parse(readFileSync(DASHBOARD, 'utf8')) as Dashboard;
+  const dashboard = readStoreDashboard();
   const panels = dashboard.panels.filter((p) => p.targets !== undefined);
   const queryVariables = dashboard.templating.list.filter((v) => v.type === 'query');
   const textVariables = dashboard.templating.list.filter((v) => v.type === 'textbox');
@@ -124,7 +106,7 @@ describe('the store dashboard on a store filled by pglog collect', { timeout: 40
     assert.equal(none.rows.length, 0);
     // The template a click on the first fingerprint of "Top templates by total time" selects.
     const top = panels.find((p) => p.title === 'Top templates by total time')!;
-    const first = (await run(top.targets![0]!.rawSql, context({}))).rows[0];
+    const first = (await run(top.targets![0]!.rawSql!, context({}))).rows[0];
     assert.ok(typeof first?.fingerprint === 'string' && first.fingerprint !== '', JSON.stringify(first));
     assert.deepEqual(
       textVariables.map((v) => v.name),
@@ -141,8 +123,8 @@ describe('the store dashboard on a store filled by pglog collect', { timeout: 40
     test(`every panel returns rows: ${what}`, async () => {
       const empty: string[] = [];
       for (const panel of panels) {
-        const { rows } = await run(panel.targets![0]!.rawSql, context(selected));
-        if (rows.length === 0) empty.push(panel.title);
+        const { rows } = await run(panel.targets![0]!.rawSql!, context(selected));
+        if (rows.length === 0) empty.push(panel.title ?? `panel ${panel.id}`);
         if (panel.type === 'timeseries') {
           for (const r of rows) assert.ok(r.time !== null && Number.isFinite(Number(r.time)), `${panel.title}: time ${String(r.time)}`);
         }
@@ -155,7 +137,7 @@ describe('the store dashboard on a store filled by pglog collect', { timeout: 40
   test('with a target that does not exist every panel is empty (each applies $target)', async () => {
     const leaked: string[] = [];
     for (const panel of panels) {
-      const { rows } = await run(panel.targets![0]!.rawSql, context({ target: ['no-such-target'] }));
+      const { rows } = await run(panel.targets![0]!.rawSql!, context({ target: ['no-such-target'] }));
       // An aggregate without GROUP BY (the totals) answers one row of zeros and NULLs.
       if (rows.some((r) => Object.values(r).some((v) => v !== null && Number(v) !== 0))) leaked.push(`${panel.title}: ${JSON.stringify(rows[0])}`);
     }
@@ -164,7 +146,7 @@ describe('the store dashboard on a store filled by pglog collect', { timeout: 40
 
   test('the totals agree with the store', async () => {
     const totals = panels.find((p) => p.type === 'stat')!;
-    const { rows } = await run(totals.targets![0]!.rawSql, context({}));
+    const { rows } = await run(totals.targets![0]!.rawSql!, context({}));
     const ctx = context({});
     const count = async (view: string, extra = ''): Promise<number> =>
       Number((await store.query<{ n: string }>(`SELECT count(*) AS n FROM pglog.${view} WHERE ts BETWEEN $1 AND $2 ${extra}`, [ctx.from, ctx.to])).rows[0]!.n);

@@ -12,43 +12,12 @@ import { test } from 'node:test';
 import { DATASOURCE_TYPE } from '../../../../scripts/dashboards/grafana.ts';
 import { STORE_DASHBOARD_FILE, storeDashboardText } from '../../../../scripts/dashboards/store-dashboard.ts';
 import { STABLE_VIEWS } from '../../helpers/store-catalog.ts';
+import { type DashboardPanel, readStoreDashboard, type StoreDashboard } from '../../helpers/store-dashboard-json.ts';
 
 const ROOT = join(import.meta.dirname, '../../../..');
 const MIGRATIONS = join(ROOT, 'collector/src/store/migrations');
 
-interface Target {
-  datasource?: { type?: string; uid?: string };
-  rawSql?: string;
-  format?: string;
-  rawQuery?: boolean;
-  editorMode?: string;
-}
-interface Panel {
-  id: number;
-  type: string;
-  title?: string;
-  description?: string;
-  datasource?: { type?: string; uid?: string };
-  gridPos: { x: number; y: number; w: number; h: number };
-  targets?: Target[];
-}
-interface Variable {
-  name: string;
-  type: string;
-  query: string;
-  multi?: boolean;
-  includeAll?: boolean;
-  allValue?: string;
-  datasource?: { type?: string; uid?: string };
-}
-interface Dashboard {
-  uid: string;
-  panels: Panel[];
-  templating: { list: Variable[] };
-}
-
-const dashboard = (): Dashboard => JSON.parse(readFileSync(join(ROOT, STORE_DASHBOARD_FILE), 'utf8')) as Dashboard;
-const queryPanels = (d: Dashboard): Panel[] => d.panels.filter((p) => p.type !== 'row');
+const queryPanels = (d: StoreDashboard): DashboardPanel[] => d.panels.filter((p) => p.type !== 'row');
 
 /** The stable relations: every view the migrations create, and snapshot_runs (docs/store.md: "part of the stable interface"). */
 function stableRelations(): Set<string> {
@@ -87,7 +56,7 @@ test('the dashboard file is what scripts/dashboards/ generates (make dashboards)
 });
 
 test('every panel has a title, a description and the store data source; ids are unique; the grid is 24 wide', () => {
-  const d = dashboard();
+  const d = readStoreDashboard();
   const panels = queryPanels(d);
   assert.ok(panels.length >= 30, `${panels.length} panels`);
   assert.equal(new Set(d.panels.map((p) => p.id)).size, d.panels.length);
@@ -111,7 +80,7 @@ test('every query reads only stable views, within the time range, filtered by $t
   for (const v of STABLE_VIEWS) {
     assert.ok(stable.has(v), `the migrations create no view pglog.${v}`);
   }
-  const d = dashboard();
+  const d = readStoreDashboard();
   const viewsRead = new Set<string>();
   for (const p of queryPanels(d)) {
     const sql = p.targets![0]!.rawSql!;
@@ -150,11 +119,11 @@ test('the checker refuses tables, unknown relations and comma lists', () => {
 });
 
 test('variables: the data source by plugin type; target and database multi-value with All as the custom all value; the template as text', () => {
-  const vars = new Map(dashboard().templating.list.map((v) => [v.name, v]));
+  const vars = new Map(readStoreDashboard().templating.list.map((v) => [v.name, v]));
   assert.deepEqual([...vars.keys()], ['datasource', 'target', 'database', 'fingerprint']);
   assert.equal(vars.get('fingerprint')?.type, 'textbox');
   // The free text is quoted by Grafana (sqlstring), never pasted into the SQL as typed.
-  for (const p of queryPanels(dashboard())) {
+  for (const p of queryPanels(readStoreDashboard())) {
     const sql = p.targets![0]!.rawSql!;
     for (const m of sql.matchAll(/\$\{?fingerprint\b(:\w+)?/g)) assert.equal(m[1], ':sqlstring', `${p.title}: ${m[0]}`);
   }
