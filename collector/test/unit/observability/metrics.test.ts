@@ -15,6 +15,11 @@ function sample(text: string, series: string): number | undefined {
   return undefined;
 }
 
+/** Each series of `expected` has that value in the exposition text. */
+function assertSamples(text: string, expected: Record<string, number>): void {
+  for (const [series, value] of Object.entries(expected)) assert.equal(sample(text, series), value, series);
+}
+
 function seriesOf(text: string, name: string): string[] {
   return text.split('\n').filter((l) => l.startsWith(`${name}{`) || l.startsWith(`${name} `));
 }
@@ -33,14 +38,16 @@ test('per instance counters and gauges carry target and instance labels', async 
   m.lagBytes('db1', 'main', 10);
   const text = await m.metricsText();
   const l = 'target="db1",instance="main"';
-  assert.equal(sample(text, `pglog_read_bytes_total{${l}}`), 123);
-  assert.equal(sample(text, `pglog_read_lines_total{${l}}`), 7);
-  assert.equal(sample(text, `pglog_events_total{${l},kind="statement"}`), 5);
-  assert.equal(sample(text, `pglog_events_total{${l},kind="error"}`), 1);
-  assert.equal(sample(text, `pglog_parse_problems_total{${l},problem="truncated"}`), 2);
-  assert.equal(sample(text, `pglog_parse_problems_total{${l},problem="nul_removed"}`), 1);
-  assert.equal(sample(text, `pglog_skipped_bytes_total{${l}}`), 4096);
-  assert.equal(sample(text, `pglog_lag_bytes{${l}}`), 10);
+  assertSamples(text, {
+    [`pglog_read_bytes_total{${l}}`]: 123,
+    [`pglog_read_lines_total{${l}}`]: 7,
+    [`pglog_events_total{${l},kind="statement"}`]: 5,
+    [`pglog_events_total{${l},kind="error"}`]: 1,
+    [`pglog_parse_problems_total{${l},problem="truncated"}`]: 2,
+    [`pglog_parse_problems_total{${l},problem="nul_removed"}`]: 1,
+    [`pglog_skipped_bytes_total{${l}}`]: 4096,
+    [`pglog_lag_bytes{${l}}`]: 10,
+  });
   assert.match(text, /# TYPE pglog_read_bytes_total counter/);
   assert.match(text, /# TYPE pglog_lag_bytes gauge/);
 });
@@ -59,10 +66,12 @@ test('log errors by SQLSTATE class; every event kind and quarantine table counte
   m.events('db1', 'main', 'deadlock');
   m.quarantined('error_events', 3);
   text = await m.metricsText();
-  assert.equal(sample(text, 'pglog_log_errors_total{target="db1",instance="main",sqlstate_class="40"}'), 3);
-  assert.equal(sample(text, 'pglog_log_errors_total{target="db1",instance="main",sqlstate_class="unknown"}'), 1);
-  assert.equal(sample(text, 'pglog_events_total{target="db1",instance="main",kind="deadlock"}'), 1);
-  assert.equal(sample(text, 'pglog_quarantined_rows_total{table="error_events"}'), 3);
+  assertSamples(text, {
+    'pglog_log_errors_total{target="db1",instance="main",sqlstate_class="40"}': 3,
+    'pglog_log_errors_total{target="db1",instance="main",sqlstate_class="unknown"}': 1,
+    'pglog_events_total{target="db1",instance="main",kind="deadlock"}': 1,
+    'pglog_quarantined_rows_total{table="error_events"}': 3,
+  });
   assert.match(text, /# TYPE pglog_log_errors_total counter/);
 });
 
@@ -107,16 +116,18 @@ test('target gauges: connected, the active transport, reconnects, errors by code
   m.pausedStreams(1);
   m.pausedStreams(-1);
   const text = await m.metricsText();
-  assert.equal(sample(text, 'pglog_target_connected{target="db1"}'), 1);
-  assert.equal(sample(text, 'pglog_target_connected{target="db2"}'), 0);
-  assert.equal(sample(text, 'pglog_target_transport{target="db1",transport="proxy"}'), 1);
-  assert.equal(sample(text, 'pglog_target_transport{target="db1",transport="inproc"}'), 0);
-  assert.equal(sample(text, 'pglog_reconnects_total{target="db2"}'), 2);
-  assert.equal(sample(text, 'pglog_errors_total{target="db2",code="SSH_CONNECT_FAILED"}'), 1);
-  assert.equal(sample(text, 'pglog_errors_total{target="db2",code="UNKNOWN"}'), 1);
-  assert.equal(sample(text, 'pglog_pending_bytes_target{target="db1"}'), 700);
-  assert.equal(sample(text, 'pglog_pending_bytes'), 1200);
-  assert.equal(sample(text, 'pglog_paused_streams'), 1);
+  assertSamples(text, {
+    'pglog_target_connected{target="db1"}': 1,
+    'pglog_target_connected{target="db2"}': 0,
+    'pglog_target_transport{target="db1",transport="proxy"}': 1,
+    'pglog_target_transport{target="db1",transport="inproc"}': 0,
+    'pglog_reconnects_total{target="db2"}': 2,
+    'pglog_errors_total{target="db2",code="SSH_CONNECT_FAILED"}': 1,
+    'pglog_errors_total{target="db2",code="UNKNOWN"}': 1,
+    'pglog_pending_bytes_target{target="db1"}': 700,
+    pglog_pending_bytes: 1200,
+    pglog_paused_streams: 1,
+  });
 });
 
 test('batches: outcomes counted from zero, histograms observe committed batches', async () => {
@@ -130,19 +141,21 @@ test('batches: outcomes counted from zero, histograms observe committed batches'
   m.storeError('STORE_UNAVAILABLE');
   m.quarantined('statement_events', 3);
   text = await m.metricsText();
-  assert.equal(sample(text, 'pglog_batches_total{outcome="committed"}'), 2);
-  assert.equal(sample(text, 'pglog_batches_total{outcome="retried"}'), 1);
-  assert.equal(sample(text, 'pglog_batches_total{outcome="fenced"}'), 1);
-  assert.equal(sample(text, 'pglog_store_errors_total{code="STORE_UNAVAILABLE"}'), 1);
-  assert.equal(sample(text, 'pglog_quarantined_rows_total{table="statement_events"}'), 3);
-  assert.equal(sample(text, 'pglog_batch_rows_count'), 2);
-  assert.equal(sample(text, 'pglog_batch_rows_sum'), 255);
-  assert.equal(sample(text, 'pglog_batch_rows_bucket{le="10"}'), 1);
-  assert.equal(sample(text, 'pglog_batch_bytes_sum'), 40_800);
-  assert.equal(sample(text, 'pglog_copy_duration_seconds_bucket{le="0.001"}'), 0);
-  assert.equal(sample(text, 'pglog_copy_duration_seconds_bucket{le="0.005"}'), 1);
-  assert.equal(sample(text, 'pglog_copy_duration_seconds_bucket{le="10"}'), 2);
-  assert.equal(sample(text, 'pglog_commit_latency_seconds_sum'), 1.55);
+  assertSamples(text, {
+    'pglog_batches_total{outcome="committed"}': 2,
+    'pglog_batches_total{outcome="retried"}': 1,
+    'pglog_batches_total{outcome="fenced"}': 1,
+    'pglog_store_errors_total{code="STORE_UNAVAILABLE"}': 1,
+    'pglog_quarantined_rows_total{table="statement_events"}': 3,
+    pglog_batch_rows_count: 2,
+    pglog_batch_rows_sum: 255,
+    'pglog_batch_rows_bucket{le="10"}': 1,
+    pglog_batch_bytes_sum: 40_800,
+    'pglog_copy_duration_seconds_bucket{le="0.001"}': 0,
+    'pglog_copy_duration_seconds_bucket{le="0.005"}': 1,
+    'pglog_copy_duration_seconds_bucket{le="10"}': 2,
+    pglog_commit_latency_seconds_sum: 1.55,
+  });
 });
 
 test('forgetTarget removes every series of that target and keeps the others', async () => {
