@@ -5,20 +5,11 @@ import { test } from 'node:test';
 
 import { activityToJson, formatActivityText } from '../../../src/report/activity-format.ts';
 import type { ActivityReport, ServerActivity } from '../../../src/report/snapshot-types.ts';
+import { SERVER_RUN_KEYS, serverRuns } from '../../helpers/report-fixtures.ts';
 
 function server(over: Partial<ServerActivity>): ServerActivity {
   return {
-    target: 'db1',
-    instance: 'main',
-    snapshotAt: new Date('2026-11-23T18:40:12Z'),
-    sessions: 9,
-    blocked: 1,
-    lastRunAt: new Date('2026-11-23T18:40:12Z'),
-    lastRunMs: 20,
-    lastErrorCode: null,
-    lastError: null,
-    runs: 10,
-    failedRuns: 0,
+    ...serverRuns({ sessions: 9, blocked: 1, lastRunMs: 20, runs: 10 }),
     byState: { active: 2, idle: 3, 'idle in transaction': 1, 'idle in transaction (aborted)': 1, '': 2 },
     lockWaiting: 1,
     ...over,
@@ -83,17 +74,7 @@ test('JSON: camelCase fields, sessions summed from the states, null for a server
     longRunning: Record<string, unknown>[];
   };
   assert.deepEqual(json.filters, { target: 'db1', database: null, limit: 20, minDurationMs: 30_000 });
-  assert.deepEqual(Object.keys(json.servers[0] ?? {}), [
-    'target',
-    'instance',
-    'snapshotAt',
-    'lastRun',
-    'runs',
-    'failedRuns',
-    'sessions',
-    'byState',
-    'lockWaiting',
-  ]);
+  assert.deepEqual(Object.keys(json.servers[0] ?? {}), [...SERVER_RUN_KEYS, 'sessions', 'byState', 'lockWaiting']);
   assert.deepEqual([json.servers[0]?.sessions, json.servers[1]?.sessions], [9, null]);
   assert.deepEqual(Object.keys(json.longRunning[0] ?? {}), [
     'target',

@@ -4,7 +4,7 @@ import { test } from 'node:test';
 
 import { formatCount, formatMs, formatReportJson, formatReportText, formatTime } from '../../../src/report/format.ts';
 import { cut, oneLine, renderTable } from '../../../src/report/text-table.ts';
-import type { Report } from '../../../src/report/types.ts';
+import type { ErrorStats, Report } from '../../../src/report/types.ts';
 
 test('formatMs picks ms, s, minutes or hours and never prints 1000.0 ms or 60.00 s', () => {
   const cases: [number | null, string][] = [
@@ -62,6 +62,17 @@ test('renderTable aligns columns, fills the width with the flexible column and c
   for (const line of text.split('\n')) assert.ok([...line].length <= 40, line);
 });
 
+const ERROR_ROW: ErrorStats = {
+  target: 'db1',
+  database: 'app',
+  severity: 'ERROR',
+  sqlstate: '23505',
+  message: 'duplicate key value violates unique constraint "orders_pkey"',
+  count: 3,
+  first_seen: new Date('2024-05-01T10:01:00Z'),
+  last_seen: new Date('2024-05-01T10:59:59.5Z'),
+};
+
 function sampleReport(): Report {
   return {
     filter: { since: new Date('2024-05-01T10:00:00Z'), until: new Date('2024-05-01T11:00:00Z'), target: 'db1', database: null, limit: 2 },
@@ -98,18 +109,7 @@ function sampleReport(): Report {
     },
     errors: {
       groups: 1,
-      rows: [
-        {
-          target: 'db1',
-          database: 'app',
-          severity: 'ERROR',
-          sqlstate: '23505',
-          message: 'duplicate key value violates unique constraint "orders_pkey"',
-          count: 3,
-          first_seen: new Date('2024-05-01T10:01:00Z'),
-          last_seen: new Date('2024-05-01T10:59:59.5Z'),
-        },
-      ],
+      rows: [ERROR_ROW],
     },
     lockWaits: { groups: 0, rows: [] },
   };
@@ -144,17 +144,7 @@ test('JSON report: window, filters, sections and group counts; dates in ISO', ()
   const [first] = json.statements as Record<string, unknown>[];
   assert.equal(first?.calls, 1234);
   assert.equal(first?.query, 'SELECT *\nFROM orders WHERE id = $1');
-  assert.deepEqual(json.errors, [
-    {
-      target: 'db1',
-      database: 'app',
-      severity: 'ERROR',
-      sqlstate: '23505',
-      message: 'duplicate key value violates unique constraint "orders_pkey"',
-      count: 3,
-      first_seen: '2024-05-01T10:01:00.000Z',
-      last_seen: '2024-05-01T10:59:59.500Z',
-    },
-  ]);
+  // The error group as given, its two times as ISO text.
+  assert.deepEqual(json.errors, [{ ...ERROR_ROW, first_seen: '2024-05-01T10:01:00.000Z', last_seen: '2024-05-01T10:59:59.500Z' }]);
   assert.deepEqual(json.lock_waits, []);
 });

@@ -5,7 +5,8 @@ import { test } from 'node:test';
 
 import { buildBlockingForest, type EdgeInput } from '../../../src/report/blocking-tree.ts';
 import { formatLocksJson, formatLocksText, MAX_CHILDREN_SHOWN, nodeLine, QUIET_SERVERS_LISTED } from '../../../src/report/locks-format.ts';
-import type { LocksReport, ServerLocks, SnapshotFilter } from '../../../src/report/snapshot-types.ts';
+import type { BlockingEpisode, LocksReport, ServerLocks, SnapshotFilter } from '../../../src/report/snapshot-types.ts';
+import { SERVER_RUN_KEYS, serverRuns } from '../../helpers/report-fixtures.ts';
 
 const FILTER: SnapshotFilter = {
   since: new Date('2026-11-23T17:40:00Z'),
@@ -43,22 +44,25 @@ const CHAIN = buildBlockingForest(
 );
 
 function server(over: Partial<ServerLocks>): ServerLocks {
-  return {
-    target: 'db1',
-    instance: 'main',
-    snapshotAt: new Date('2026-11-23T18:40:12Z'),
-    sessions: 25,
-    blocked: 3,
-    lastRunAt: new Date('2026-11-23T18:40:12Z'),
-    lastRunMs: 35,
-    lastErrorCode: null,
-    lastError: null,
-    runs: 360,
-    failedRuns: 0,
-    forest: CHAIN,
-    ...over,
-  };
+  return { ...serverRuns({ sessions: 25, blocked: 3, lastRunMs: 35, runs: 360 }), forest: CHAIN, ...over };
 }
+
+const EPISODE: BlockingEpisode = {
+  target: 'db1',
+  instance: 'main',
+  rootPid: 4211,
+  xactStart: new Date('2026-11-23T18:39:27Z'),
+  firstSeen: new Date('2026-11-23T18:39:40Z'),
+  lastSeen: new Date('2026-11-23T18:40:12Z'),
+  snapshots: 4,
+  peakWaiters: 3,
+  maxWaitMs: 12_300,
+  database: 'shop',
+  user: 'app',
+  application: 'web',
+  fingerprint: 'f1',
+  query: 'UPDATE orders\n   SET state = 2 WHERE id = 7',
+};
 
 const REPORT: LocksReport = {
   filter: FILTER,
@@ -85,24 +89,7 @@ const REPORT: LocksReport = {
       forest: buildBlockingForest([], []),
     }),
   ],
-  episodes: [
-    {
-      target: 'db1',
-      instance: 'main',
-      rootPid: 4211,
-      xactStart: new Date('2026-11-23T18:39:27Z'),
-      firstSeen: new Date('2026-11-23T18:39:40Z'),
-      lastSeen: new Date('2026-11-23T18:40:12Z'),
-      snapshots: 4,
-      peakWaiters: 3,
-      maxWaitMs: 12_300,
-      database: 'shop',
-      user: 'app',
-      application: 'web',
-      fingerprint: 'f1',
-      query: 'UPDATE orders\n   SET state = 2 WHERE id = 7',
-    },
-  ],
+  episodes: [EPISODE],
   episodesTotal: 1,
 };
 
@@ -152,18 +139,7 @@ test('JSON: one document with camelCase fields, ISO times, nested trees', () => 
   assert.deepEqual(Object.keys(json), ['report', 'window', 'filters', 'servers', 'episodes', 'episodesTotal']);
   assert.deepEqual(json.window, { since: '2026-11-23T17:40:00.000Z', until: '2026-11-23T18:40:30.000Z' });
   const [db1, db2] = json.servers;
-  assert.deepEqual(Object.keys(db1 ?? {}), [
-    'target',
-    'instance',
-    'snapshotAt',
-    'lastRun',
-    'runs',
-    'failedRuns',
-    'blockedSessions',
-    'longestWaitMs',
-    'cycles',
-    'trees',
-  ]);
+  assert.deepEqual(Object.keys(db1 ?? {}), [...SERVER_RUN_KEYS, 'blockedSessions', 'longestWaitMs', 'cycles', 'trees']);
   assert.deepEqual(db2?.lastRun, {
     at: '2026-11-23T18:40:01.000Z',
     durationMs: 10_000,
@@ -192,21 +168,12 @@ test('JSON: one document with camelCase fields, ISO times, nested trees', () => 
     'cycle',
     'children',
   ]);
+  // Every field as given, the three times as ISO text.
   assert.deepEqual(json.episodes[0], {
-    target: 'db1',
-    instance: 'main',
-    rootPid: 4211,
+    ...EPISODE,
     xactStart: '2026-11-23T18:39:27.000Z',
     firstSeen: '2026-11-23T18:39:40.000Z',
     lastSeen: '2026-11-23T18:40:12.000Z',
-    snapshots: 4,
-    peakWaiters: 3,
-    maxWaitMs: 12_300,
-    database: 'shop',
-    user: 'app',
-    application: 'web',
-    fingerprint: 'f1',
-    query: 'UPDATE orders\n   SET state = 2 WHERE id = 7',
   });
 });
 

@@ -83,7 +83,8 @@ test('errors group by SQLSTATE and message; lock waits total only acquired waits
 });
 
 test('rows decode: int8 text to numbers, nulls kept, dates as Dates', () => {
-  const s = statementFromRow({
+  // What pg gives: int8 as text (calls, groups), float8 as numbers, timestamptz as a Date or text.
+  const statement = {
     target: 'db1',
     database: null,
     fingerprint: 'abc',
@@ -95,25 +96,12 @@ test('rows decode: int8 text to numbers, nulls kept, dates as Dates', () => {
     min_ms: 10,
     max_ms: 30,
     p95_ms: 29,
-    groups: '7',
-  });
-  assert.deepEqual(s, {
-    target: 'db1',
-    database: null,
-    fingerprint: 'abc',
-    query: 'select 1',
-    calls: 3,
-    total_ms: 60,
-    mean_ms: 20,
-    stddev_ms: 0,
-    min_ms: 10,
-    max_ms: 30,
-    p95_ms: 29,
-  });
+  };
+  assert.deepEqual(statementFromRow({ ...statement, groups: '7' }), { ...statement, calls: 3 });
   assert.equal(groupsOf([{ groups: '7' }]), 7);
   assert.equal(groupsOf([]), 0);
   const first = new Date('2024-05-01T10:01:00Z');
-  const e = errorFromRow({
+  const error = {
     target: 't',
     database: 'app',
     severity: 'ERROR',
@@ -122,17 +110,8 @@ test('rows decode: int8 text to numbers, nulls kept, dates as Dates', () => {
     count: '2',
     first_seen: first,
     last_seen: '2024-05-01T10:02:00Z',
-  });
-  assert.deepEqual(e, {
-    target: 't',
-    database: 'app',
-    severity: 'ERROR',
-    sqlstate: null,
-    message: 'boom',
-    count: 2,
-    first_seen: first,
-    last_seen: new Date('2024-05-01T10:02:00Z'),
-  });
+  };
+  assert.deepEqual(errorFromRow(error), { ...error, count: 2, last_seen: new Date('2024-05-01T10:02:00Z') });
   const l = lockWaitFromRow({ target: 't', database: 'app', lock_type: 'relation', count: '3', acquired: '1', total_wait_ms: 5200, max_wait_ms: null });
   assert.deepEqual(l, { target: 't', database: 'app', lock_type: 'relation', count: 3, acquired: 1, total_wait_ms: 5200, max_wait_ms: null });
 });
