@@ -2,10 +2,10 @@
  * `pglog report activity` as text (a table of servers, a table of long-running sessions) or
  * as one JSON document. Pure: an ActivityReport in, a string out.
  */
-import { formatCount, formatMs, formatTime, NONE, reportHeader, sectionTitle } from './format.ts';
-import { iso, lastRunFailure, NO_RUNS, serverName, serverRunsJson, windowJson } from './snapshot-format.ts';
+import { formatCount, formatMs, formatTime, jsonText, linesText, NONE, reportHeader, sectionTitle } from './format.ts';
+import { iso, lastRunFailure, NO_RUNS, serverName, snapshotReportJson } from './snapshot-format.ts';
 import type { ActivityReport, LongSession, ServerActivity } from './snapshot-types.ts';
-import { type Column, DATABASE_COLUMN, INSTANCE_COLUMN, oneLine, renderTable, TARGET_COLUMN } from './text-table.ts';
+import { type Column, DATABASE_COLUMN, flexColumn, INSTANCE_COLUMN, numberColumns, oneLine, renderTable, TARGET_COLUMN, textColumns } from './text-table.ts';
 
 /** Sessions of the current snapshot: by state, summed (with --database, of that database only). */
 export function sessionCount(s: ServerActivity): number {
@@ -24,16 +24,9 @@ function stateCells(s: ServerActivity): string[] {
 const SERVER_COLUMNS: Column[] = [
   TARGET_COLUMN,
   INSTANCE_COLUMN,
-  { header: 'snapshot (UTC)', align: 'left' },
-  { header: 'sessions', align: 'right' },
-  { header: 'active', align: 'right' },
-  { header: 'idle in xact', align: 'right' },
-  { header: 'idle', align: 'right' },
-  { header: 'other', align: 'right' },
-  { header: 'lock waits', align: 'right' },
-  { header: 'runs', align: 'right' },
-  { header: 'failed', align: 'right' },
-  { header: 'newest run', align: 'left' },
+  ...textColumns('snapshot (UTC)'),
+  ...numberColumns('sessions', 'active', 'idle in xact', 'idle', 'other', 'lock waits', 'runs', 'failed'),
+  ...textColumns('newest run'),
 ];
 
 function serverCells(s: ServerActivity): string[] {
@@ -54,15 +47,14 @@ function serverCells(s: ServerActivity): string[] {
 const LONG_COLUMNS: Column[] = [
   TARGET_COLUMN,
   INSTANCE_COLUMN,
-  { header: 'pid', align: 'right' },
+  ...numberColumns('pid'),
   DATABASE_COLUMN,
   { header: 'user', align: 'left', maxWidth: 16 },
   { header: 'application', align: 'left', maxWidth: 20 },
-  { header: 'state', align: 'left' },
-  { header: 'xact', align: 'right' },
-  { header: 'statement', align: 'right' },
+  ...textColumns('state'),
+  ...numberColumns('xact', 'statement'),
   { header: 'waiting for', align: 'left', maxWidth: 24 },
-  { header: 'query', align: 'left', flex: true },
+  flexColumn('query'),
 ];
 
 function longCells(l: LongSession): string[] {
@@ -100,26 +92,22 @@ export function formatActivityText(report: ActivityReport, width: number): strin
   const what = `Long-running sessions: transaction (or statement) of at least ${formatMs(f.minDurationMs)}`;
   out.push(sectionTitle(what, report.longRunning.length, report.longRunningTotal, { order: ', longest first', none: 'none' }));
   if (report.longRunningTotal > 0) out.push(renderTable(LONG_COLUMNS, report.longRunning.map(longCells), width));
-  return `${out.join('\n')}\n`;
+  return linesText(out);
 }
 
 export function activityToJson(report: ActivityReport): object {
-  const f = report.filter;
+  const serverFields = (s: ServerActivity): object => ({
+    sessions: s.snapshotAt === null ? null : sessionCount(s),
+    byState: s.byState,
+    lockWaiting: s.lockWaiting,
+  });
   return {
-    report: 'activity',
-    window: windowJson(f),
-    filters: { target: f.target, database: f.database, limit: f.limit, minDurationMs: f.minDurationMs },
-    servers: report.servers.map((s) => ({
-      ...serverRunsJson(s),
-      sessions: s.snapshotAt === null ? null : sessionCount(s),
-      byState: s.byState,
-      lockWaiting: s.lockWaiting,
-    })),
+    ...snapshotReportJson('activity', report, serverFields, { minDurationMs: report.filter.minDurationMs }),
     longRunning: report.longRunning.map((l) => ({ ...l, snapshotAt: iso(l.snapshotAt) })),
     longRunningTotal: report.longRunningTotal,
   };
 }
 
 export function formatActivityJson(report: ActivityReport): string {
-  return `${JSON.stringify(activityToJson(report), null, 2)}\n`;
+  return jsonText(activityToJson(report));
 }

@@ -2,8 +2,8 @@
  * The report as text for a terminal (fixed-width tables) or as one JSON object for machines.
  * Pure: a Report in, a string out.
  */
-import { type Column, DATABASE_COLUMN, oneLine, renderTable, TARGET_COLUMN } from './text-table.ts';
-import type { Report, ReportSection } from './types.ts';
+import { type Column, DATABASE_COLUMN, flexColumn, numberColumns, oneLine, renderTable, TARGET_COLUMN, textColumns } from './text-table.ts';
+import type { ErrorStats, LockWaitStats, Report, ReportSection, StatementStats } from './types.ts';
 
 /** A duration in milliseconds for people: `0.250 ms`, `12.3 ms`, `4.57 s`, `12m 05s`, `3h 07m`. */
 export function formatMs(ms: number | null): string {
@@ -65,101 +65,77 @@ function title(name: string, section: ReportSection<unknown>): string {
 const STATEMENT_COLUMNS: Column[] = [
   TARGET_COLUMN,
   DATABASE_COLUMN,
-  { header: 'calls', align: 'right' },
-  { header: 'total', align: 'right' },
-  { header: 'mean', align: 'right' },
-  { header: 'stddev', align: 'right' },
-  { header: 'min', align: 'right' },
-  { header: 'max', align: 'right' },
-  { header: 'p95', align: 'right' },
-  { header: 'fingerprint', align: 'left' },
-  { header: 'query', align: 'left', flex: true },
+  ...numberColumns('calls', 'total', 'mean', 'stddev', 'min', 'max', 'p95'),
+  ...textColumns('fingerprint'),
+  flexColumn('query'),
 ];
+
+function statementCells(r: StatementStats): string[] {
+  const durations = [r.total_ms, r.mean_ms, r.stddev_ms, r.min_ms, r.max_ms, r.p95_ms].map(formatMs);
+  return [r.target, r.database ?? NONE, formatCount(r.calls), ...durations, r.fingerprint ?? NONE, oneLine(r.query)];
+}
 
 const ERROR_COLUMNS: Column[] = [
   TARGET_COLUMN,
   DATABASE_COLUMN,
-  { header: 'severity', align: 'left' },
-  { header: 'sqlstate', align: 'left' },
-  { header: 'count', align: 'right' },
-  { header: 'first seen', align: 'left' },
-  { header: 'last seen', align: 'left' },
-  { header: 'message', align: 'left', flex: true },
+  ...textColumns('severity', 'sqlstate'),
+  ...numberColumns('count'),
+  ...textColumns('first seen', 'last seen'),
+  flexColumn('message'),
 ];
+
+function errorCells(r: ErrorStats): string[] {
+  return [
+    r.target,
+    r.database ?? NONE,
+    r.severity,
+    r.sqlstate ?? NONE,
+    formatCount(r.count),
+    formatTime(r.first_seen),
+    formatTime(r.last_seen),
+    oneLine(r.message),
+  ];
+}
 
 const LOCK_COLUMNS: Column[] = [
   TARGET_COLUMN,
   DATABASE_COLUMN,
-  { header: 'lock type', align: 'left' },
-  { header: 'messages', align: 'right' },
-  { header: 'acquired', align: 'right' },
-  { header: 'total wait', align: 'right' },
-  { header: 'max wait', align: 'right' },
+  ...textColumns('lock type'),
+  ...numberColumns('messages', 'acquired', 'total wait', 'max wait'),
 ];
+
+function lockCells(r: LockWaitStats): string[] {
+  return [r.target, r.database ?? NONE, r.lock_type ?? NONE, formatCount(r.count), formatCount(r.acquired), formatMs(r.total_wait_ms), formatMs(r.max_wait_ms)];
+}
+
+/** A section's title, then its table unless it has no rows. */
+function sectionLines<T>(name: string, section: ReportSection<T>, columns: Column[], cells: (r: T) => string[], width: number): string[] {
+  const out = [title(name, section)];
+  if (section.rows.length > 0) out.push(renderTable(columns, section.rows.map(cells), width));
+  return out;
+}
 
 /** Readable fixed-width tables, `width` characters wide where the columns allow. */
 export function formatReportText(report: Report, width: number): string {
-  const out: string[] = [reportHeader('pglog report', report.filter), ''];
-  out.push(title('Top query templates by total time', report.statements));
-  if (report.statements.rows.length > 0) {
-    out.push(
-      renderTable(
-        STATEMENT_COLUMNS,
-        report.statements.rows.map((r) => [
-          r.target,
-          r.database ?? NONE,
-          formatCount(r.calls),
-          formatMs(r.total_ms),
-          formatMs(r.mean_ms),
-          formatMs(r.stddev_ms),
-          formatMs(r.min_ms),
-          formatMs(r.max_ms),
-          formatMs(r.p95_ms),
-          r.fingerprint ?? NONE,
-          oneLine(r.query),
-        ]),
-        width,
-      ),
-    );
-  }
-  out.push('', title('Errors by SQLSTATE and message', report.errors));
-  if (report.errors.rows.length > 0) {
-    out.push(
-      renderTable(
-        ERROR_COLUMNS,
-        report.errors.rows.map((r) => [
-          r.target,
-          r.database ?? NONE,
-          r.severity,
-          r.sqlstate ?? NONE,
-          formatCount(r.count),
-          formatTime(r.first_seen),
-          formatTime(r.last_seen),
-          oneLine(r.message),
-        ]),
-        width,
-      ),
-    );
-  }
-  out.push('', title('Lock waits by lock type', report.lockWaits));
-  if (report.lockWaits.rows.length > 0) {
-    out.push(
-      renderTable(
-        LOCK_COLUMNS,
-        report.lockWaits.rows.map((r) => [
-          r.target,
-          r.database ?? NONE,
-          r.lock_type ?? NONE,
-          formatCount(r.count),
-          formatCount(r.acquired),
-          formatMs(r.total_wait_ms),
-          formatMs(r.max_wait_ms),
-        ]),
-        width,
-      ),
-    );
-  }
-  return `${out.join('\n')}\n`;
+  return linesText([
+    reportHeader('pglog report', report.filter),
+    '',
+    ...sectionLines('Top query templates by total time', report.statements, STATEMENT_COLUMNS, statementCells, width),
+    '',
+    ...sectionLines('Errors by SQLSTATE and message', report.errors, ERROR_COLUMNS, errorCells, width),
+    '',
+    ...sectionLines('Lock waits by lock type', report.lockWaits, LOCK_COLUMNS, lockCells, width),
+  ]);
+}
+
+/** A text report's lines as one string, each line ended. */
+export function linesText(lines: readonly string[]): string {
+  return `${lines.join('\n')}\n`;
+}
+
+/** A JSON document as the reports print it: indented, ended by a newline. */
+export function jsonText(doc: object): string {
+  return `${JSON.stringify(doc, null, 2)}\n`;
 }
 
 /** The report as one JSON document (`--json`): the window, the filters, the three sections. */
@@ -176,5 +152,5 @@ export function reportToJson(report: Report): object {
 }
 
 export function formatReportJson(report: Report): string {
-  return `${JSON.stringify(reportToJson(report), null, 2)}\n`;
+  return jsonText(reportToJson(report));
 }

@@ -3,10 +3,10 @@
  * document. Pure: a LocksReport in, a string out.
  */
 import type { BlockingNode } from './blocking-tree.ts';
-import { formatCount, formatMs, formatTime, NONE, reportHeader, sectionTitle } from './format.ts';
-import { iso, lastRunFailure, NO_RUNS, serverName, serverRunsJson, windowJson } from './snapshot-format.ts';
+import { formatCount, formatMs, formatTime, jsonText, linesText, NONE, reportHeader, sectionTitle } from './format.ts';
+import { iso, lastRunFailure, NO_RUNS, serverName, snapshotReportJson } from './snapshot-format.ts';
 import type { BlockingEpisode, LocksReport, ServerLocks } from './snapshot-types.ts';
-import { type Column, cut, INSTANCE_COLUMN, oneLine, renderTable, TARGET_COLUMN } from './text-table.ts';
+import { type Column, cut, flexColumn, INSTANCE_COLUMN, numberColumns, oneLine, renderTable, TARGET_COLUMN, textColumns } from './text-table.ts';
 
 /** The query of a tree line never gets fewer characters than this, even past the width. */
 const MIN_QUERY_CHARS = 20;
@@ -92,14 +92,11 @@ function serverLines(s: ServerLocks, width: number): string[] {
 const EPISODE_COLUMNS: Column[] = [
   TARGET_COLUMN,
   INSTANCE_COLUMN,
-  { header: 'root pid', align: 'right' },
-  { header: 'first seen', align: 'left' },
-  { header: 'last seen', align: 'left' },
-  { header: 'snapshots', align: 'right' },
-  { header: 'peak waiters', align: 'right' },
-  { header: 'max wait', align: 'right' },
+  ...numberColumns('root pid'),
+  ...textColumns('first seen', 'last seen'),
+  ...numberColumns('snapshots', 'peak waiters', 'max wait'),
   { header: 'root session', align: 'left', maxWidth: 32 },
-  { header: 'query', align: 'left', flex: true },
+  flexColumn('query'),
 ];
 
 function episodeCells(e: BlockingEpisode): string[] {
@@ -128,27 +125,23 @@ export function formatLocksText(report: LocksReport, width: number): string {
   out.push('');
   out.push(sectionTitle('Blocking episodes', report.episodes.length, report.episodesTotal, { order: ', newest first' }));
   if (report.episodesTotal > 0) out.push(renderTable(EPISODE_COLUMNS, report.episodes.map(episodeCells), width));
-  return `${out.join('\n')}\n`;
+  return linesText(out);
 }
 
 export function locksToJson(report: LocksReport): object {
-  const f = report.filter;
+  const serverFields = ({ forest }: ServerLocks): object => ({
+    blockedSessions: forest.blockedSessions,
+    longestWaitMs: forest.longestWaitMs,
+    cycles: forest.cycles,
+    trees: forest.roots,
+  });
   return {
-    report: 'locks',
-    window: windowJson(f),
-    filters: { target: f.target, database: f.database, limit: f.limit },
-    servers: report.servers.map((s) => ({
-      ...serverRunsJson(s),
-      blockedSessions: s.forest.blockedSessions,
-      longestWaitMs: s.forest.longestWaitMs,
-      cycles: s.forest.cycles,
-      trees: s.forest.roots,
-    })),
+    ...snapshotReportJson('locks', report, serverFields),
     episodes: report.episodes.map((e) => ({ ...e, xactStart: iso(e.xactStart), firstSeen: iso(e.firstSeen), lastSeen: iso(e.lastSeen) })),
     episodesTotal: report.episodesTotal,
   };
 }
 
 export function formatLocksJson(report: LocksReport): string {
-  return `${JSON.stringify(locksToJson(report), null, 2)}\n`;
+  return jsonText(locksToJson(report));
 }

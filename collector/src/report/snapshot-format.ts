@@ -26,7 +26,7 @@ export function lastRunFailure(s: ServerRuns): string | null {
 }
 
 /** The run fields of a server in JSON (shared by both reports). */
-export function serverRunsJson(s: ServerRuns): Record<string, unknown> {
+function serverRunsJson(s: ServerRuns): Record<string, unknown> {
   return {
     target: s.target,
     instance: s.instance,
@@ -43,6 +43,21 @@ export function serverRunsJson(s: ServerRuns): Record<string, unknown> {
   };
 }
 
-export function windowJson(f: SnapshotFilter): { since: string; until: string } {
-  return { since: f.since.toISOString(), until: f.until.toISOString() };
+/**
+ * The start both reports' JSON documents share: the report's name, the window, the filters
+ * (`moreFilters` after the common ones) and the servers, each its run fields then `serverFields`.
+ */
+export function snapshotReportJson<S extends ServerRuns>(
+  name: string,
+  report: { filter: SnapshotFilter; servers: readonly S[] },
+  serverFields: (s: S) => object,
+  moreFilters: object = {},
+): { report: string; window: { since: string; until: string }; filters: object; servers: object[] } {
+  const f = report.filter;
+  return {
+    report: name,
+    window: { since: f.since.toISOString(), until: f.until.toISOString() },
+    filters: { target: f.target, database: f.database, limit: f.limit, ...moreFilters },
+    servers: report.servers.map((s) => ({ ...serverRunsJson(s), ...serverFields(s) })),
+  };
 }

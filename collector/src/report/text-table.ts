@@ -18,6 +18,21 @@ export const TARGET_COLUMN: Readonly<Column> = { header: 'target', align: 'left'
 export const INSTANCE_COLUMN: Readonly<Column> = { header: 'instance', align: 'left', maxWidth: 16 };
 export const DATABASE_COLUMN: Readonly<Column> = { header: 'database', align: 'left', maxWidth: 20 };
 
+/** Left-aligned text columns, one per header. */
+export function textColumns(...headers: string[]): Column[] {
+  return headers.map((header) => ({ header, align: 'left' }));
+}
+
+/** Right-aligned columns for counts and durations, one per header. */
+export function numberColumns(...headers: string[]): Column[] {
+  return headers.map((header) => ({ header, align: 'right' }));
+}
+
+/** The flexible column: left-aligned text that takes the width the others leave. */
+export function flexColumn(header: string): Column {
+  return { header, align: 'left', flex: true };
+}
+
 const GAP = '  ';
 /** A flexible column never gets narrower than this, even if the table then exceeds the width. */
 const MIN_FLEX_WIDTH = 20;

@@ -19,5 +19,5 @@ export function serverRuns(over: Partial<ServerRuns> & Pick<ServerRuns, 'session
   };
 }
 
-/** The keys serverRunsJson() gives a server, in order, before each report's own. */
+/** The keys snapshotReportJson() gives a server, in order, before each report's own. */
 export const SERVER_RUN_KEYS = ['target', 'instance', 'snapshotAt', 'lastRun', 'runs', 'failedRuns'];
