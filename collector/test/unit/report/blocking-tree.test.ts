@@ -26,12 +26,12 @@ function session(pid: number, over: Partial<SessionInput> = {}): SessionInput {
   return { pid, database: 'shop', user: 'app', application: 'web', state: 'active', xactMs: 5000, query: `SELECT ${pid}`, fingerprint: `fp${pid}`, ...over };
 }
 
-/** [pid, depth, repeat, cycle] of every node in output order: the shape of the forest. */
-function shape(roots: readonly BlockingNode[]): [number, number, boolean, boolean][] {
-  const out: [number, number, boolean, boolean][] = [];
+/** The forest as an outline in output order: a line per node, its pid indented two spaces per level, marked `repeat` or `cycle`. */
+function outline(roots: readonly BlockingNode[]): string[] {
+  const out: string[] = [];
   const walk = (nodes: readonly BlockingNode[], depth: number): void => {
     for (const n of nodes) {
-      out.push([n.pid, depth, n.repeat, n.cycle]);
+      out.push(`${'  '.repeat(depth)}${n.pid}${n.repeat ? ' repeat' : ''}${n.cycle ? ' cycle' : ''}`);
       walk(n.children, depth + 1);
     }
   };
@@ -44,11 +44,7 @@ test('a chain A <- B <- C: one root, each edge under its blocker with its modes 
     [edge(3, 2, 500, { waitMode: 'RowExclusiveLock', heldMode: null }), edge(2, 1, 12_300)],
     [session(1, { state: 'idle in transaction', xactMs: 45_000 }), session(2), session(3)],
   );
-  assert.deepEqual(shape(f.roots), [
-    [1, 0, false, false],
-    [2, 1, false, false],
-    [3, 2, false, false],
-  ]);
+  assert.deepEqual(outline(f.roots), ['1', '  2', '    3']);
   const [a] = f.roots;
   assert.equal(a?.waitMode, null);
   assert.deepEqual(a?.holds, [{ mode: 'RowExclusiveLock', lockType: 'relation', relation: 'public.t' }]);
@@ -66,14 +62,7 @@ test('a chain A <- B <- C: one root, each edge under its blocker with its modes 
 test('a session waiting for two blockers appears under both; the second appearance is a childless repeat', () => {
   // 3 waits for 1 and 2; 4 waits for 3. Root 1 carries more wait, so 3 is expanded under it.
   const f = buildBlockingForest([edge(3, 1, 100), edge(3, 2, 100), edge(4, 3, 50), edge(5, 1, 9000)], []);
-  assert.deepEqual(shape(f.roots), [
-    [1, 0, false, false],
-    [5, 1, false, false],
-    [3, 1, false, false],
-    [4, 2, false, false],
-    [2, 0, false, false],
-    [3, 1, true, false],
-  ]);
+  assert.deepEqual(outline(f.roots), ['1', '  5', '  3', '    4', '2', '  3 repeat']);
   const repeat = f.roots[1]?.children[0];
   assert.deepEqual(repeat?.waitsFor, [1, 2]);
   assert.deepEqual(repeat?.children, []);
@@ -82,29 +71,16 @@ test('a session waiting for two blockers appears under both; the second appearan
 test('a cycle with no root becomes a tree of its own and is listed; a cycle below a root too', () => {
   // Under 20, the way back to 10 comes first: all the wait of the cycle lies below it.
   const alone = buildBlockingForest([edge(20, 10), edge(10, 20), edge(30, 20)], []);
-  assert.deepEqual(shape(alone.roots), [
-    [10, 0, false, false],
-    [20, 1, false, false],
-    [10, 2, false, true],
-    [30, 2, false, false],
-  ]);
+  assert.deepEqual(outline(alone.roots), ['10', '  20', '    10 cycle', '    30']);
   assert.deepEqual(alone.cycles, [[10, 20]]);
   const below = buildBlockingForest([edge(2, 1), edge(2, 3), edge(3, 2)], []);
-  assert.deepEqual(shape(below.roots), [
-    [1, 0, false, false],
-    [2, 1, false, false],
-    [3, 2, false, false],
-    [2, 3, false, true],
-  ]);
+  assert.deepEqual(outline(below.roots), ['1', '  2', '    3', '      2 cycle']);
   assert.deepEqual(below.cycles, [[2, 3]]);
 });
 
 test('pid 0 (a prepared transaction) and sessions missing from the snapshot still form a tree', () => {
   const f = buildBlockingForest([edge(7, 0, 1)], []);
-  assert.deepEqual(shape(f.roots), [
-    [0, 0, false, false],
-    [7, 1, false, false],
-  ]);
+  assert.deepEqual(outline(f.roots), ['0', '  7']);
   assert.equal(f.roots[0]?.user, null);
   assert.equal(f.roots[0]?.children[0]?.database, 'shop', "the edge names the waiter's database");
 });
