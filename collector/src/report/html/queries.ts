@@ -53,6 +53,16 @@ export function windowWhere(filter: HtmlFilter, opts: { database?: boolean; alia
   return { sql: `WHERE ${conditions.join(' AND ')}`, values };
 }
 
+/**
+ * A query over the window (windowWhere with `opts`) that takes one more parameter, mostly the
+ * row limit: `sql` gets the WHERE clause and that parameter's placeholder (`$n`).
+ */
+function windowQuery(filter: HtmlFilter, param: unknown, sql: (where: string, p: string) => string, opts: { database?: boolean } = {}): SqlQuery {
+  const w = windowWhere(filter, opts);
+  w.values.push(param);
+  return { text: sql(w.sql, `$${w.values.length}`), values: w.values };
+}
+
 /** The bin of ts as an SQL expression (needs $1 = since) with the width as parameter `$n`. */
 function binExpr(values: unknown[], binMs: number, alias = ''): string {
   values.push(binMs);
@@ -138,18 +148,16 @@ SELECT r.*, t.normalized
  * behind the percentiles stays narrow): each template's text is its example's.
  */
 export function templatesQuery(filter: HtmlFilter): SqlQuery {
-  const w = windowWhere(filter);
-  w.values.push(filter.limit);
-  const n = `$${w.values.length}`;
-  return {
-    text: `WITH s AS (
+  return windowQuery(
+    filter,
+    filter.limit,
+    (where, limit) => `WITH s AS (
   SELECT target, database, fingerprint, count(*) AS calls, sum(duration_ms) AS total_ms, avg(duration_ms) AS mean_ms,
          max(duration_ms) AS max_ms, percentile_cont(0.95) WITHIN GROUP (ORDER BY duration_ms) AS p95_ms
-    FROM pglog.statements ${w.sql} AND duration_ms IS NOT NULL
+    FROM pglog.statements ${where} AND duration_ms IS NOT NULL
    GROUP BY target, database, fingerprint),
-${rankedTemplates(n)}`,
-    values: w.values,
-  };
+${rankedTemplates(limit)}`,
+  );
 }
 
 /** Keys of the templates the report shows, as three parallel arrays (unnest in SQL). */
@@ -206,14 +214,13 @@ SELECT k.target, k.database, k.fingerprint, ${bin} AS bin, count(*) AS calls, av
 
 /** The newest auto_explain plan of each shown fingerprint in the window (any target). */
 export function templatePlansQuery(filter: HtmlFilter, fingerprints: string[]): SqlQuery {
-  const w = windowWhere(filter);
-  w.values.push(fingerprints);
-  return {
-    text: `SELECT DISTINCT ON (target, fingerprint) target, fingerprint, ts, duration_ms, format, left(plan, ${PLAN_CHARS}) AS plan
-  FROM pglog.plans ${w.sql} AND fingerprint = ANY($${w.values.length}::text[])
+  return windowQuery(
+    filter,
+    fingerprints,
+    (where, p) => `SELECT DISTINCT ON (target, fingerprint) target, fingerprint, ts, duration_ms, format, left(plan, ${PLAN_CHARS}) AS plan
+  FROM pglog.plans ${where} AND fingerprint = ANY(${p}::text[])
  ORDER BY target, fingerprint, ts DESC`,
-    values: w.values,
-  };
+  );
 }
 
 /** Errors per SQLSTATE and bin (NULL sqlstate: the log prefix had no %e). */
@@ -254,49 +261,47 @@ export function eventSeriesQuery(filter: HtmlFilter): SqlQuery {
 
 /** Completed checkpoints in the window, newest first, at most `limit * 10` (the chart's points). */
 export function checkpointsQuery(filter: HtmlFilter): SqlQuery {
-  const w = windowWhere(filter, { database: false });
-  w.values.push(filter.limit * 10);
-  return {
-    text: `SELECT ts, target, instance, checkpoint_kind, reason, buffers_written, buffers_pct, wal_added, wal_removed, wal_recycled,
+  return windowQuery(
+    filter,
+    filter.limit * 10,
+    (where, limit) => `SELECT ts, target, instance, checkpoint_kind, reason, buffers_written, buffers_pct, wal_added, wal_removed, wal_recycled,
        write_s, sync_s, total_s, distance_kb, count(*) OVER () AS groups
-  FROM pglog.checkpoints ${w.sql} AND phase = 'complete'
- ORDER BY ts DESC LIMIT $${w.values.length}`,
-    values: w.values,
-  };
+  FROM pglog.checkpoints ${where} AND phase = 'complete'
+ ORDER BY ts DESC LIMIT ${limit}`,
+    { database: false },
+  );
 }
 
 /** Autovacuum and autoanalyze per table, most time spent first. */
 export function maintenanceQuery(filter: HtmlFilter): SqlQuery {
-  const w = windowWhere(filter);
-  w.values.push(filter.limit);
-  return {
-    text: `SELECT target, database, relation,
+  return windowQuery(
+    filter,
+    filter.limit,
+    (where, limit) => `SELECT target, database, relation,
        count(*) FILTER (WHERE kind = 'autovacuum') AS vacuums, count(*) FILTER (WHERE kind = 'autoanalyze') AS analyzes,
        coalesce(sum(elapsed_s), 0) AS elapsed_s, coalesce(sum(tuples_removed), 0) AS tuples_removed,
        coalesce(sum(pages_removed), 0) AS pages_removed, coalesce(sum(wal_bytes), 0) AS wal_bytes,
        bool_or(aggressive) AS aggressive, bool_or(wraparound) AS wraparound, max(ts) AS last_seen,
        count(*) OVER () AS groups
-  FROM pglog.maintenance ${w.sql}
+  FROM pglog.maintenance ${where}
  GROUP BY target, database, relation
  ORDER BY elapsed_s DESC, count(*) DESC, target, database NULLS FIRST, relation NULLS FIRST
- LIMIT $${w.values.length}`,
-    values: w.values,
-  };
+ LIMIT ${limit}`,
+  );
 }
 
 /** Temporary files by the statement that made them (fingerprint), largest total first. */
 export function tempFilesQuery(filter: HtmlFilter): SqlQuery {
-  const w = windowWhere(filter);
-  w.values.push(filter.limit);
-  return {
-    text: `SELECT target, database, fingerprint, count(*) AS files, sum(size_bytes) AS total_bytes, max(size_bytes) AS max_bytes,
+  return windowQuery(
+    filter,
+    filter.limit,
+    (where, limit) => `SELECT target, database, fingerprint, count(*) AS files, sum(size_bytes) AS total_bytes, max(size_bytes) AS max_bytes,
        min(left(statement, ${QUERY_TEXT_CHARS})) AS statement, count(*) OVER () AS groups
-  FROM pglog.temp_files ${w.sql}
+  FROM pglog.temp_files ${where}
  GROUP BY target, database, fingerprint
  ORDER BY total_bytes DESC NULLS LAST, files DESC, target, database NULLS FIRST, fingerprint NULLS FIRST
- LIMIT $${w.values.length}`,
-    values: w.values,
-  };
+ LIMIT ${limit}`,
+  );
 }
 
 /** Temporary files by size class (powers of 4 from 64 kB), for the size histogram. */
@@ -311,28 +316,26 @@ export function tempFileSizesQuery(filter: HtmlFilter): SqlQuery {
 
 /** Sessions by database, user and application: authorized connections and ended sessions. */
 export function sessionsQuery(filter: HtmlFilter): SqlQuery {
-  const w = windowWhere(filter);
-  w.values.push(filter.limit);
-  return {
-    text: `SELECT target, database, username, application,
+  return windowQuery(
+    filter,
+    filter.limit,
+    (where, limit) => `SELECT target, database, username, application,
        count(*) FILTER (WHERE event = 'connection') AS connections,
        count(*) FILTER (WHERE event = 'disconnection') AS disconnections,
        avg(session_ms) AS mean_session_ms, max(session_ms) AS max_session_ms, count(*) OVER () AS groups
-  FROM pglog.sessions ${w.sql} AND (phase = 'authorized' OR event = 'disconnection')
+  FROM pglog.sessions ${where} AND (phase = 'authorized' OR event = 'disconnection')
  GROUP BY target, database, username, application
  ORDER BY connections DESC, disconnections DESC, target, database NULLS FIRST, username NULLS FIRST, application NULLS FIRST
- LIMIT $${w.values.length}`,
-    values: w.values,
-  };
+ LIMIT ${limit}`,
+  );
 }
 
 /** The newest deadlocks in the window with the processes of their cycle. */
 export function deadlocksQuery(filter: HtmlFilter): SqlQuery {
-  const w = windowWhere(filter);
-  w.values.push(filter.limit);
-  return {
-    text: `SELECT ts, target, instance, database, pid, left(message, 500) AS message, processes, count(*) OVER () AS groups
-  FROM pglog.deadlocks ${w.sql} ORDER BY ts DESC LIMIT $${w.values.length}`,
-    values: w.values,
-  };
+  return windowQuery(
+    filter,
+    filter.limit,
+    (where, limit) => `SELECT ts, target, instance, database, pid, left(message, 500) AS message, processes, count(*) OVER () AS groups
+  FROM pglog.deadlocks ${where} ORDER BY ts DESC LIMIT ${limit}`,
+  );
 }
