@@ -47,8 +47,25 @@ function fieldConfig(spec: PanelSpec, defaults: Record<string, unknown> = {}): R
   return { defaults: { ...defaults, ...(spec.unit === undefined ? {} : { unit: spec.unit }) }, overrides };
 }
 
-function base(type: string, spec: PanelSpec): Omit<Panel, 'id' | 'gridPos'> {
-  return { type, title: spec.title, description: spec.description, datasource: DATASOURCE };
+/** A panel of `type`: the spec's title, description and query (as `format`), field defaults and options. */
+function panel(
+  type: string,
+  spec: PanelSpec,
+  fieldDefaults: Record<string, unknown>,
+  options: Record<string, unknown>,
+  format: 'time_series' | 'table' = 'table',
+): Omit<Panel, 'id' | 'gridPos'> {
+  return {
+    type,
+    title: spec.title,
+    description: spec.description,
+    datasource: DATASOURCE,
+    fieldConfig: fieldConfig(spec, fieldDefaults),
+    options,
+    targets: [target(spec.sql, format)],
+    w: spec.w,
+    h: spec.h,
+  };
 }
 
 /** A time series: the query returns time, then values (and optionally `metric`). */
@@ -60,45 +77,27 @@ export function timeseries(spec: PanelSpec & { stack?: boolean; bars?: boolean }
     showPoints: 'auto',
   };
   if (spec.stack === true) custom['stacking'] = { mode: 'normal', group: 'A' };
-  return {
-    ...base('timeseries', spec),
-    fieldConfig: fieldConfig(spec, { custom }),
-    options: { legend: { displayMode: 'table', placement: 'bottom', calcs: ['max', 'mean'] }, tooltip: { mode: 'multi', sort: 'desc' } },
-    targets: [target(spec.sql, 'time_series')],
-    w: spec.w,
-    h: spec.h,
-  };
+  const options = { legend: { displayMode: 'table', placement: 'bottom', calcs: ['max', 'mean'] }, tooltip: { mode: 'multi', sort: 'desc' } };
+  return panel('timeseries', spec, { custom }, options, 'time_series');
 }
 
 /** A table, sorted as the query sorts it (the reader may sort by any column). */
 export function table(spec: PanelSpec): Omit<Panel, 'id' | 'gridPos'> {
-  return {
-    ...base('table', spec),
-    fieldConfig: fieldConfig(spec, { custom: { align: 'auto', cellOptions: { type: 'auto' }, inspect: true } }),
-    options: { showHeader: true, cellHeight: 'sm', footer: { show: false, reducer: ['sum'], countRows: false } },
-    targets: [target(spec.sql, 'table')],
-    w: spec.w,
-    h: spec.h,
-  };
+  const custom = { align: 'auto', cellOptions: { type: 'auto' }, inspect: true };
+  return panel('table', spec, { custom }, { showHeader: true, cellHeight: 'sm', footer: { show: false, reducer: ['sum'], countRows: false } });
 }
 
 /** Stat tiles: one query returning one row, a tile per numeric column. */
 export function stat(spec: PanelSpec): Omit<Panel, 'id' | 'gridPos'> {
-  return {
-    ...base('stat', spec),
-    fieldConfig: fieldConfig(spec, { decimals: 2 }),
-    options: {
-      reduceOptions: { values: false, calcs: ['lastNotNull'], fields: '' },
-      orientation: 'auto',
-      textMode: 'value_and_name',
-      colorMode: 'none',
-      graphMode: 'none',
-      justifyMode: 'auto',
-    },
-    targets: [target(spec.sql, 'table')],
-    w: spec.w,
-    h: spec.h,
+  const options = {
+    reduceOptions: { values: false, calcs: ['lastNotNull'], fields: '' },
+    orientation: 'auto',
+    textMode: 'value_and_name',
+    colorMode: 'none',
+    graphMode: 'none',
+    justifyMode: 'auto',
   };
+  return panel('stat', spec, { decimals: 2 }, options);
 }
 
 export interface Section {
