@@ -31,6 +31,11 @@ export interface PanelSpec {
 
 export type Panel = Record<string, unknown> & { id: number; type: string; title: string; gridPos: GridPos };
 
+/** Field overrides that set only a unit: `units({ total_ms: 'ms' })` is `{ total_ms: { unit: 'ms' } }`. */
+export function units(byField: Record<string, string>): NonNullable<PanelSpec['fields']> {
+  return Object.fromEntries(Object.entries(byField).map(([name, unit]) => [name, { unit }]));
+}
+
 function target(sql: string, format: 'time_series' | 'table'): Record<string, unknown> {
   return { datasource: DATASOURCE, refId: 'A', editorMode: 'code', format, rawQuery: true, rawSql: sql };
 }

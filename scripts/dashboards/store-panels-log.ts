@@ -2,7 +2,7 @@
 // statements (rates, duration percentiles, top templates), errors by SQLSTATE and lock waits.
 // Only the stable views (docs/store.md) are read; each query is what `pglog report` computes
 // for the same window (collector/src/report/query.ts), binned by Grafana's $__interval.
-import { type Section, stat, table, timeseries } from './grafana.ts';
+import { type Section, stat, table, timeseries, units } from './grafana.ts';
 import { inWindow } from './store-filters.ts';
 
 /** Characters of a statement's text shown (as in `pglog report`). */
@@ -82,7 +82,7 @@ SELECT t.fingerprint, t.calls, t.total_ms, t.mean_ms, t.p95_ms, t.max_ms, t.targ
    .split(', ')
    .map((o) => `t.${o}`)
    .join(', ')}, t.fingerprint`,
-    fields: { fingerprint: { link: TEMPLATE_LINK }, total_ms: { unit: 'ms' }, mean_ms: { unit: 'ms' }, p95_ms: { unit: 'ms' }, max_ms: { unit: 'ms' } },
+    fields: { fingerprint: { link: TEMPLATE_LINK }, ...units({ total_ms: 'ms', mean_ms: 'ms', p95_ms: 'ms', max_ms: 'ms' }) },
   });
 }
 
@@ -143,7 +143,7 @@ export const statements: Section = {
  WHERE ${inWindow()} AND ${ONE_TEMPLATE}
  GROUP BY 1
  ORDER BY 1`,
-      fields: { p95_ms: { unit: 'ms' } },
+      fields: units({ p95_ms: 'ms' }),
     }),
     table({
       title: 'Slowest auto_explain plans',
@@ -159,7 +159,7 @@ export const statements: Section = {
  WHERE ${inWindow('p.')}
  ORDER BY p.duration_ms DESC NULLS LAST, p.ts DESC
  LIMIT 20`,
-      fields: { ts: { unit: 'dateTimeAsIso' }, duration_ms: { unit: 'ms' } },
+      fields: units({ ts: 'dateTimeAsIso', duration_ms: 'ms' }),
     }),
     table({
       title: 'pg_stat_statements: top by execution time',
@@ -180,7 +180,7 @@ export const statements: Section = {
  GROUP BY fingerprint
  ORDER BY total_exec_ms DESC, fingerprint
  LIMIT 20`,
-      fields: { total_exec_ms: { unit: 'ms' }, mean_ms: { unit: 'ms' } },
+      fields: units({ total_exec_ms: 'ms', mean_ms: 'ms' }),
     }),
   ],
 };
@@ -213,7 +213,7 @@ export const errors: Section = {
  GROUP BY sqlstate, severity, left(message, 500)
  ORDER BY count DESC, last_seen DESC
  LIMIT 50`,
-      fields: { last_seen: { unit: 'dateTimeAsIso' } },
+      fields: units({ last_seen: 'dateTimeAsIso' }),
     }),
   ],
 };
@@ -263,7 +263,7 @@ export const lockWaits: Section = {
  GROUP BY target, database, lock_type
  ORDER BY total_wait_ms DESC, max_wait_ms DESC NULLS LAST
  LIMIT 50`,
-      fields: { total_wait_ms: { unit: 'ms' }, max_wait_ms: { unit: 'ms' } },
+      fields: units({ total_wait_ms: 'ms', max_wait_ms: 'ms' }),
     }),
   ],
 };

@@ -2,7 +2,7 @@
 // (docs/store.md, "Event views"): deadlocks as logged, checkpoints, autovacuum and autoanalyze
 // per table, temporary files, connections and sessions. Checkpoints have no database: they are
 // filtered by target only.
-import { type Section, table, timeseries } from './grafana.ts';
+import { type Section, table, timeseries, units } from './grafana.ts';
 import { byTarget, inWindow } from './store-filters.ts';
 
 export const deadlocks: Section = {
@@ -31,7 +31,7 @@ export const deadlocks: Section = {
  WHERE ${inWindow()}
  ORDER BY ts DESC
  LIMIT 50`,
-      fields: { ts: { unit: 'dateTimeAsIso' } },
+      fields: units({ ts: 'dateTimeAsIso' }),
     }),
   ],
 };
@@ -75,14 +75,7 @@ export const checkpoints: Section = {
  WHERE $__timeFilter(ts) AND ${byTarget()} AND phase = 'complete'
  ORDER BY ts DESC
  LIMIT 50`,
-      fields: {
-        ts: { unit: 'dateTimeAsIso' },
-        write_s: { unit: 's' },
-        sync_s: { unit: 's' },
-        total_s: { unit: 's' },
-        longest_sync_s: { unit: 's' },
-        distance_kb: { unit: 'deckbytes' },
-      },
+      fields: units({ ts: 'dateTimeAsIso', write_s: 's', sync_s: 's', total_s: 's', longest_sync_s: 's', distance_kb: 'deckbytes' }),
     }),
   ],
 };
@@ -125,7 +118,7 @@ export const maintenance: Section = {
  GROUP BY target, relation
  ORDER BY total_s DESC NULLS LAST, count(*) DESC
  LIMIT 50`,
-      fields: { total_s: { unit: 's' }, max_s: { unit: 's' }, wal_bytes: { unit: 'bytes' }, last_run: { unit: 'dateTimeAsIso' } },
+      fields: units({ total_s: 's', max_s: 's', wal_bytes: 'bytes', last_run: 'dateTimeAsIso' }),
     }),
   ],
 };
@@ -159,7 +152,7 @@ export const tempFiles: Section = {
  GROUP BY fingerprint
  ORDER BY total_bytes DESC NULLS LAST
  LIMIT 50`,
-      fields: { total_bytes: { unit: 'bytes' }, max_bytes: { unit: 'bytes' } },
+      fields: units({ total_bytes: 'bytes', max_bytes: 'bytes' }),
     }),
   ],
 };
@@ -208,7 +201,7 @@ export const connections: Section = {
  GROUP BY target, database, username
  ORDER BY connections DESC, disconnections DESC
  LIMIT 50`,
-      fields: { mean_session_ms: { unit: 'ms' }, max_session_ms: { unit: 'ms' } },
+      fields: units({ mean_session_ms: 'ms', max_session_ms: 'ms' }),
     }),
   ],
 };

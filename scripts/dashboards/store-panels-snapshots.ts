@@ -3,7 +3,7 @@
 // transactions, temporary bytes). Only the stable views are read (docs/store.md).
 import { blockingRootsCtes } from '@pglog/collector/report/locks-query.ts';
 
-import { type Section, table, timeseries } from './grafana.ts';
+import { type Section, table, timeseries, units } from './grafana.ts';
 import { byDatabase, byTarget, inWindow } from './store-filters.ts';
 
 export const blocking: Section = {
@@ -46,7 +46,7 @@ SELECT p.target, p.instance, p.root AS root_pid,
 HAVING bool_or(p.in_database)
  ORDER BY last_seen DESC, max_wait_ms DESC NULLS LAST
  LIMIT 50`,
-      fields: { first_seen: { unit: 'dateTimeAsIso' }, last_seen: { unit: 'dateTimeAsIso' }, max_wait_ms: { unit: 'ms' } },
+      fields: units({ first_seen: 'dateTimeAsIso', last_seen: 'dateTimeAsIso', max_wait_ms: 'ms' }),
     }),
   ],
 };
