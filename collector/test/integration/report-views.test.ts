@@ -40,41 +40,45 @@ test('migration 4 views: every checkpoint, vacuum, temp file, connection, plan a
   );
   const ts = (e: PglogEvent): Date => new Date(e.ts ?? '');
   const common = (e: PglogEvent): Record<string, unknown> => ({ ts: ts(e), target: 'db1', instance: 'main' });
+  /** The view's rows (`sql`) are the events of `kinds` in log order, each its ts, target and instance, then `row(e)`. */
+  const expectView = async <K extends PglogEvent['kind']>(
+    kinds: readonly K[],
+    sql: string,
+    row: (e: Extract<PglogEvent, { kind: K }>) => Record<string, unknown>,
+  ): Promise<void> => {
+    for (const kind of kinds) assert.ok(ofKind(events, kind).length > 0, `the fixture has ${kind} events`);
+    const ofKinds = events.filter((e): e is Extract<PglogEvent, { kind: K }> => (kinds as readonly string[]).includes(e.kind));
+    const { rows } = await db.query(sql);
+    assert.deepEqual(
+      rows,
+      ofKinds.map((e) => ({ ...common(e), ...row(e) })),
+    );
+  };
 
-  const checkpoints = ofKind(events, 'checkpoint');
-  assert.ok(checkpoints.length > 0);
-  const cp = await db.query(`SELECT * FROM pglog.checkpoints ORDER BY ts`);
-  assert.deepEqual(
-    cp.rows,
-    checkpoints.map((e) => ({
-      ...common(e),
-      checkpoint_kind: e.checkpoint_kind,
-      phase: e.phase,
-      reason: e.reason,
-      buffers_written: e.buffers_written === null ? null : String(e.buffers_written),
-      buffers_pct: e.buffers_pct,
-      wal_added: String(e.wal_added),
-      wal_removed: String(e.wal_removed),
-      wal_recycled: String(e.wal_recycled),
-      write_s: e.write_s,
-      sync_s: e.sync_s,
-      total_s: e.total_s,
-      sync_files: String(e.sync_files),
-      longest_sync_s: e.longest_sync_s,
-      average_sync_s: e.average_sync_s,
-      distance_kb: String(e.distance_kb),
-      estimate_kb: String(e.estimate_kb),
-    })),
-  );
+  await expectView(['checkpoint'], `SELECT * FROM pglog.checkpoints ORDER BY ts`, (e) => ({
+    checkpoint_kind: e.checkpoint_kind,
+    phase: e.phase,
+    reason: e.reason,
+    buffers_written: e.buffers_written === null ? null : String(e.buffers_written),
+    buffers_pct: e.buffers_pct,
+    wal_added: String(e.wal_added),
+    wal_removed: String(e.wal_removed),
+    wal_recycled: String(e.wal_recycled),
+    write_s: e.write_s,
+    sync_s: e.sync_s,
+    total_s: e.total_s,
+    sync_files: String(e.sync_files),
+    longest_sync_s: e.longest_sync_s,
+    average_sync_s: e.average_sync_s,
+    distance_kb: String(e.distance_kb),
+    estimate_kb: String(e.estimate_kb),
+  }));
 
-  const vacuums = ofKind(events, 'autovacuum');
-  assert.ok(vacuums.length > 0);
-  const mt = await db.query(`SELECT ts, target, instance, database, kind, relation, elapsed_s, buffer_hits, buffer_dirtied, write_rate_mbs,
-      aggressive, wraparound, pages_remain, tuples_remain, wal_fpi, wal_bytes FROM pglog.maintenance ORDER BY ts`);
-  assert.deepEqual(
-    mt.rows,
-    vacuums.map((e) => ({
-      ...common(e),
+  await expectView(
+    ['autovacuum'],
+    `SELECT ts, target, instance, database, kind, relation, elapsed_s, buffer_hits, buffer_dirtied, write_rate_mbs,
+      aggressive, wraparound, pages_remain, tuples_remain, wal_fpi, wal_bytes FROM pglog.maintenance ORDER BY ts`,
+    (e) => ({
       database: e.database,
       kind: 'autovacuum',
       relation: e.table,
@@ -88,80 +92,52 @@ test('migration 4 views: every checkpoint, vacuum, temp file, connection, plan a
       tuples_remain: String(e.tuples_remain),
       wal_fpi: String(e.wal_fpi),
       wal_bytes: String(e.wal_bytes),
-    })),
+    }),
   );
 
-  const temps = ofKind(events, 'temp_file');
-  assert.ok(temps.length > 0);
-  const tf = await db.query(`SELECT * FROM pglog.temp_files ORDER BY ts`);
-  assert.deepEqual(
-    tf.rows,
-    temps.map((e) => ({
-      ...common(e),
-      database: e.database,
-      username: e.user,
-      pid: e.pid,
-      path: e.path,
-      size_bytes: String(e.size_bytes),
-      statement: e.statement,
-      fingerprint: e.fingerprint,
-    })),
-  );
+  await expectView(['temp_file'], `SELECT * FROM pglog.temp_files ORDER BY ts`, (e) => ({
+    database: e.database,
+    username: e.user,
+    pid: e.pid,
+    path: e.path,
+    size_bytes: String(e.size_bytes),
+    statement: e.statement,
+    fingerprint: e.fingerprint,
+  }));
 
-  const sessionEvents = events.filter((e) => e.kind === 'connection' || e.kind === 'disconnection');
-  assert.ok(ofKind(events, 'connection').length > 0 && ofKind(events, 'disconnection').length > 0);
-  const ss = await db.query(`SELECT * FROM pglog.sessions ORDER BY ts, event, phase DESC`);
-  assert.deepEqual(
-    ss.rows,
-    sessionEvents.map((e) => ({
-      ...common(e),
-      database: e.database,
-      event: e.kind,
-      phase: e.kind === 'connection' ? e.phase : null,
-      username: e.user,
-      application: e.application,
-      pid: e.pid,
-      session_id: e.session_id,
-      host: e.host,
-      port: e.port,
-      identity: e.kind === 'connection' ? e.identity : null,
-      method: e.kind === 'connection' ? e.method : null,
-      session_ms: e.kind === 'disconnection' ? e.session_ms : null,
-    })),
-  );
+  await expectView(['connection', 'disconnection'], `SELECT * FROM pglog.sessions ORDER BY ts, event, phase DESC`, (e) => ({
+    database: e.database,
+    event: e.kind,
+    phase: e.kind === 'connection' ? e.phase : null,
+    username: e.user,
+    application: e.application,
+    pid: e.pid,
+    session_id: e.session_id,
+    host: e.host,
+    port: e.port,
+    identity: e.kind === 'connection' ? e.identity : null,
+    method: e.kind === 'connection' ? e.method : null,
+    session_ms: e.kind === 'disconnection' ? e.session_ms : null,
+  }));
 
-  const plans = ofKind(events, 'plan');
-  assert.ok(plans.length > 0);
-  const pl = await db.query(`SELECT * FROM pglog.plans ORDER BY ts`);
-  assert.deepEqual(
-    pl.rows,
-    plans.map((e) => ({
-      ...common(e),
-      database: e.database,
-      username: e.user,
-      pid: e.pid,
-      duration_ms: e.duration_ms,
-      format: e.format,
-      fingerprint: e.fingerprint,
-      query: e.query,
-      plan: e.plan,
-    })),
-  );
+  await expectView(['plan'], `SELECT * FROM pglog.plans ORDER BY ts`, (e) => ({
+    database: e.database,
+    username: e.user,
+    pid: e.pid,
+    duration_ms: e.duration_ms,
+    format: e.format,
+    fingerprint: e.fingerprint,
+    query: e.query,
+    plan: e.plan,
+  }));
 
-  const deadlocks = ofKind(events, 'deadlock');
-  assert.ok(deadlocks.length > 0);
-  const dl = await db.query(`SELECT * FROM pglog.deadlocks ORDER BY ts`);
-  assert.deepEqual(
-    dl.rows,
-    deadlocks.map((e) => ({
-      ...common(e),
-      database: e.database,
-      pid: e.pid,
-      message: e.message,
-      processes: e.processes,
-      statement: e.statement,
-    })),
-  );
+  await expectView(['deadlock'], `SELECT * FROM pglog.deadlocks ORDER BY ts`, (e) => ({
+    database: e.database,
+    pid: e.pid,
+    message: e.message,
+    processes: e.processes,
+    statement: e.statement,
+  }));
 });
 
 test('migration 4 views: a JSON null or a number written as 1e3 never makes a view fail', TIMEOUT, async () => {
