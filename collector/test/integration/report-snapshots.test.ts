@@ -5,12 +5,11 @@ import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 
 import { runPglog } from '@pglog/test-support/cli.ts';
-import { startPostgres, type TestPostgres } from '@pglog/test-support/postgres.ts';
-import pg from 'pg';
 
 import { migrate } from '../../src/store/migrate.ts';
+import { StoreFixture } from '../helpers/store-fixture.ts';
 
-let server: TestPostgres;
+const fixture = new StoreFixture({ prefix: 'snapreport', password: 'snapreport-pw', applicationName: 'pglog-test-report-snapshots' });
 let storeUrl: string;
 
 const BOUNDED = { timeout: 60_000 };
@@ -22,75 +21,62 @@ const [A, B, C, IDLE, LONG] = [4211, 4215, 4217, 4300, 4301];
 
 before(
   async () => {
-    server = await startPostgres();
-    const admin = new pg.Client({ host: server.socketDir, port: server.port, user: 'postgres', database: 'postgres' });
-    await admin.connect();
-    try {
-      await admin.query('CREATE DATABASE store');
-    } finally {
-      await admin.end();
-    }
-    storeUrl = server.url.replace('/postgres?', '/store?');
-    const client = new pg.Client({ connectionString: storeUrl });
-    await client.connect();
-    try {
-      await migrate(client);
-      const run = (ts: string, target: string, sessions: number, blocked: number, code: string | null = null, error: string | null = null): Promise<unknown> =>
-        client.query(
-          `INSERT INTO pglog.snapshot_runs (ts, target, instance, kind, duration_ms, sessions, blocked, error_code, error)
-                    VALUES ($1, $2, 'main', 'activity', 12.5, $3, $4, $5, $6)`,
-          [ts, target, sessions, blocked, code, error],
-        );
-      const session = (ts: string, pid: number, state: string, xactStart: string | null, query: string, user = 'app', lockWait = false): Promise<unknown> =>
-        client.query(
-          `INSERT INTO pglog.activity_samples (ts, target, instance, pid, database, username, application, client, backend_type, state,
-                      wait_event_type, wait_event, xact_start, query_start, state_change, blocked_by, fingerprint, query)
-                    VALUES ($1, 'db1', 'main', $2, 'shop', $3, 'web', 'local', 'client backend', $4, $5, $6, $7, $7, $7, '{}', $9, $8)`,
-          [ts, pid, user, state, lockWait ? 'Lock' : null, lockWait ? 'relation' : null, xactStart, query, `fp${pid}`],
-        );
-      const edge = (ts: string, pid: number, blocker: number, waitMode: string, heldMode: string | null, waitMs: number): Promise<unknown> =>
-        client.query(
-          `INSERT INTO pglog.blocking_samples (ts, target, instance, database, pid, blocking_pid, lock_type, wait_mode, held_mode, relation, wait_ms)
-                    VALUES ($1, 'db1', 'main', 'shop', $2, $3, 'relation', $4, $5, 'public.t', $6)`,
-          [ts, pid, blocker, waitMode, heldMode, waitMs],
-        );
+    await fixture.start();
+    const store = await fixture.freshDatabase();
+    storeUrl = fixture.urlOf(store);
+    const client = await fixture.connect(store); // closed by fixture.stop()
+    await migrate(client);
+    const run = (ts: string, target: string, sessions: number, blocked: number, code: string | null = null, error: string | null = null): Promise<unknown> =>
+      client.query(
+        `INSERT INTO pglog.snapshot_runs (ts, target, instance, kind, duration_ms, sessions, blocked, error_code, error)
+                  VALUES ($1, $2, 'main', 'activity', 12.5, $3, $4, $5, $6)`,
+        [ts, target, sessions, blocked, code, error],
+      );
+    const session = (ts: string, pid: number, state: string, xactStart: string | null, query: string, user = 'app', lockWait = false): Promise<unknown> =>
+      client.query(
+        `INSERT INTO pglog.activity_samples (ts, target, instance, pid, database, username, application, client, backend_type, state,
+                    wait_event_type, wait_event, xact_start, query_start, state_change, blocked_by, fingerprint, query)
+                  VALUES ($1, 'db1', 'main', $2, 'shop', $3, 'web', 'local', 'client backend', $4, $5, $6, $7, $7, $7, '{}', $9, $8)`,
+        [ts, pid, user, state, lockWait ? 'Lock' : null, lockWait ? 'relation' : null, xactStart, query, `fp${pid}`],
+      );
+    const edge = (ts: string, pid: number, blocker: number, waitMode: string, heldMode: string | null, waitMs: number): Promise<unknown> =>
+      client.query(
+        `INSERT INTO pglog.blocking_samples (ts, target, instance, database, pid, blocking_pid, lock_type, wait_mode, held_mode, relation, wait_ms)
+                  VALUES ($1, 'db1', 'main', 'shop', $2, $3, 'relation', $4, $5, 'public.t', $6)`,
+        [ts, pid, blocker, waitMode, heldMode, waitMs],
+      );
 
-      // An older episode: root 500 blocks 501 in two snapshots, then it is over.
-      for (const [ts, wait] of [
-        ['2026-11-23T10:10:00Z', 1500],
-        ['2026-11-23T10:10:10Z', 11_500],
-      ] as const) {
-        await run(ts, 'db1', 2, 1);
-        await session(ts, 500, 'idle in transaction', '2026-11-23T10:09:00Z', 'DELETE FROM t', 'ops');
-        await session(ts, 501, 'active', '2026-11-23T10:09:58Z', 'TRUNCATE t', 'ops', true);
-        await edge(ts, 501, 500, 'AccessExclusiveLock', 'RowExclusiveLock', wait);
-      }
-      // The chain forms: B waits for A at 10:39:50; C queues behind B by 10:40:00.
-      await run(EARLIER, 'db1', 3, 1);
-      await session(EARLIER, A, 'idle in transaction', '2026-11-23T10:39:15Z', 'UPDATE t SET n = n + 1 WHERE id = 1');
-      await session(EARLIER, B, 'active', '2026-11-23T10:39:47Z', 'LOCK TABLE public.t IN SHARE MODE', 'app', true);
-      await edge(EARLIER, B, A, 'ShareLock', 'RowExclusiveLock', 2300);
-      await run(NOW, 'db1', 5, 2);
-      await session(NOW, A, 'idle in transaction', '2026-11-23T10:39:15Z', 'UPDATE t SET n = n + 1 WHERE id = 1');
-      await session(NOW, B, 'active', '2026-11-23T10:39:47Z', 'LOCK TABLE public.t IN SHARE MODE', 'app', true);
-      await session(NOW, C, 'active', '2026-11-23T10:39:57Z', 'INSERT INTO public.t VALUES (1)', 'batch', true);
-      await session(NOW, IDLE, 'idle', null, 'SELECT 1');
-      await session(NOW, LONG, 'active', '2026-11-23T10:30:00Z', 'SELECT pg_sleep(3600)', 'report');
-      await edge(NOW, B, A, 'ShareLock', 'RowExclusiveLock', 12_300);
-      await edge(NOW, C, B, 'RowExclusiveLock', null, 3000);
-      // db2 could not be read at all in the window.
-      await run('2026-11-23T10:39:00Z', 'db2', 0, 0, 'SQL_CONNECT_FAILED', 'cannot reach the socket /run/postgresql/.s.PGSQL.5432');
-      await run('2026-11-23T10:40:05Z', 'db2', 0, 0, 'SQL_TIMEOUT', 'the snapshot took longer than 10 s');
-    } finally {
-      await client.end();
+    // An older episode: root 500 blocks 501 in two snapshots, then it is over.
+    for (const [ts, wait] of [
+      ['2026-11-23T10:10:00Z', 1500],
+      ['2026-11-23T10:10:10Z', 11_500],
+    ] as const) {
+      await run(ts, 'db1', 2, 1);
+      await session(ts, 500, 'idle in transaction', '2026-11-23T10:09:00Z', 'DELETE FROM t', 'ops');
+      await session(ts, 501, 'active', '2026-11-23T10:09:58Z', 'TRUNCATE t', 'ops', true);
+      await edge(ts, 501, 500, 'AccessExclusiveLock', 'RowExclusiveLock', wait);
     }
+    // The chain forms: B waits for A at 10:39:50; C queues behind B by 10:40:00.
+    await run(EARLIER, 'db1', 3, 1);
+    await session(EARLIER, A, 'idle in transaction', '2026-11-23T10:39:15Z', 'UPDATE t SET n = n + 1 WHERE id = 1');
+    await session(EARLIER, B, 'active', '2026-11-23T10:39:47Z', 'LOCK TABLE public.t IN SHARE MODE', 'app', true);
+    await edge(EARLIER, B, A, 'ShareLock', 'RowExclusiveLock', 2300);
+    await run(NOW, 'db1', 5, 2);
+    await session(NOW, A, 'idle in transaction', '2026-11-23T10:39:15Z', 'UPDATE t SET n = n + 1 WHERE id = 1');
+    await session(NOW, B, 'active', '2026-11-23T10:39:47Z', 'LOCK TABLE public.t IN SHARE MODE', 'app', true);
+    await session(NOW, C, 'active', '2026-11-23T10:39:57Z', 'INSERT INTO public.t VALUES (1)', 'batch', true);
+    await session(NOW, IDLE, 'idle', null, 'SELECT 1');
+    await session(NOW, LONG, 'active', '2026-11-23T10:30:00Z', 'SELECT pg_sleep(3600)', 'report');
+    await edge(NOW, B, A, 'ShareLock', 'RowExclusiveLock', 12_300);
+    await edge(NOW, C, B, 'RowExclusiveLock', null, 3000);
+    // db2 could not be read at all in the window.
+    await run('2026-11-23T10:39:00Z', 'db2', 0, 0, 'SQL_CONNECT_FAILED', 'cannot reach the socket /run/postgresql/.s.PGSQL.5432');
+    await run('2026-11-23T10:40:05Z', 'db2', 0, 0, 'SQL_TIMEOUT', 'the snapshot took longer than 10 s');
   },
   { timeout: 180_000 },
 );
 
-after(async () => {
-  await server?.stop();
-});
+after(() => fixture.stop());
 
 interface Node {
   pid: number;
