@@ -23,14 +23,19 @@ const secs = <T>(title: string, f: (r: T) => number | null): Column<T> => ({
   value: f,
 });
 
+/** The name columns most tables start with. */
+const TARGET = text('target', (x: { target: string }) => x.target);
+const INSTANCE = text('instance', (x: { instance: string }) => x.instance);
+const DATABASE = text('database', (x: { database: string | null }) => x.database);
+
 export function errorSection(r: HtmlReport): string {
   const bySqlstate = r.errors.sqlstates.slice(0, r.meta.limit);
   const m = r.errors.messages;
   type S = { sqlstate: string | null; count: number };
   const sqlstateColumns: Array<Column<S>> = [code('SQLSTATE', (e) => e.sqlstate), num('count', (e) => e.count)];
   const messages: Array<Column<ErrorStats>> = [
-    text('target', (e) => e.target),
-    text('database', (e) => e.database),
+    TARGET,
+    DATABASE,
     text('severity', (e) => e.severity),
     code('SQLSTATE', (e) => e.sqlstate),
     num('count', (e) => e.count),
@@ -51,8 +56,8 @@ export function lockSection(r: HtmlReport): string {
   const l = r.locks.byType;
   const d = r.locks.deadlocks;
   const types: Array<Column<LockWaitStats>> = [
-    text('target', (x) => x.target),
-    text('database', (x) => x.database),
+    TARGET,
+    DATABASE,
     text('lock type', (x) => x.lock_type),
     num('messages', (x) => x.count),
     num('acquired', (x) => x.acquired),
@@ -61,8 +66,8 @@ export function lockSection(r: HtmlReport): string {
   ];
   const deadlocks: Array<Column<Deadlock>> = [
     at('time', (x) => x.ts),
-    text('target', (x) => x.target),
-    text('database', (x) => x.database),
+    TARGET,
+    DATABASE,
     num('pid', (x) => x.pid ?? 0),
     { title: 'processes', cls: 'code', cell: (x) => processes(x.processes) },
   ];
@@ -93,8 +98,8 @@ function processes(v: unknown): string {
 export function blockingSection(r: HtmlReport): string {
   const e = r.blocking;
   const columns: Array<Column<BlockingEpisode>> = [
-    text('target', (x) => x.target),
-    text('instance', (x) => x.instance),
+    TARGET,
+    INSTANCE,
     num('root pid', (x) => x.rootPid),
     at('first seen', (x) => x.firstSeen.getTime()),
     at('last seen', (x) => x.lastSeen.getTime()),
@@ -120,8 +125,8 @@ export function checkpointSection(r: HtmlReport): string {
   const newestFirst = [...c.rows].reverse();
   const columns: Array<Column<Checkpoint>> = [
     at('time', (x) => x.ts),
-    text('target', (x) => x.target),
-    text('instance', (x) => x.instance),
+    TARGET,
+    INSTANCE,
     text('kind', (x) => x.kind),
     text('reason', (x) => x.reason),
     num('buffers', (x) => x.buffers ?? 0),
@@ -146,8 +151,8 @@ ${table('checkpoints-table', columns, newestFirst.slice(0, r.meta.limit), { colu
 export function maintenanceSection(r: HtmlReport): string {
   const m = r.maintenance;
   const columns: Array<Column<MaintenanceRow>> = [
-    text('target', (x) => x.target),
-    text('database', (x) => x.database),
+    TARGET,
+    DATABASE,
     code('table', (x) => x.relation),
     num('autovacuum', (x) => x.vacuums),
     num('autoanalyze', (x) => x.analyzes),
@@ -170,8 +175,8 @@ const SIZE_CLASSES = ['< 64 kB', '64–256 kB', '256 kB–1 MB', '1–4 MB', '4�
 export function tempFileSection(r: HtmlReport): string {
   const t = r.tempFiles;
   const columns: Array<Column<TempFileRow>> = [
-    text('target', (x) => x.target),
-    text('database', (x) => x.database),
+    TARGET,
+    DATABASE,
     num('files', (x) => x.files),
     size('total', (x) => x.totalBytes),
     size('largest', (x) => x.maxBytes),
@@ -193,8 +198,8 @@ ${table('tempfiles-table', columns, t.rows, { column: 3, dir: 'desc' })}
 export function sessionSection(r: HtmlReport): string {
   const s = r.sessions;
   const columns: Array<Column<SessionRow>> = [
-    text('target', (x) => x.target),
-    text('database', (x) => x.database),
+    TARGET,
+    DATABASE,
     text('user', (x) => x.user),
     text('application', (x) => x.application),
     num('connections', (x) => x.connections),
