@@ -32,6 +32,8 @@ function percentileCont(values: number[], p: number): number {
 }
 
 const ORDERS = [10, 20, 30, 40, 50];
+/** The message of the error group logged most (three times in the window). */
+const DUPLICATE_KEY = 'duplicate key value violates unique constraint "orders_pkey"';
 
 before(
   async () => {
@@ -73,14 +75,13 @@ before(
                     VALUES ($1, $2, 'main', 'app', $3, $4, $5, 'postgresql.log', 0)`,
           [ts, target, severity, sqlstate, message],
         );
-      const dup = 'duplicate key value violates unique constraint "orders_pkey"';
-      await err('2024-05-01T10:01:00Z', 'db1', 'ERROR', '23505', dup);
-      await err('2024-05-01T10:30:00Z', 'db1', 'ERROR', '23505', dup);
-      await err('2024-05-01T10:59:00Z', 'db1', 'ERROR', '23505', dup);
+      await err('2024-05-01T10:01:00Z', 'db1', 'ERROR', '23505', DUPLICATE_KEY);
+      await err('2024-05-01T10:30:00Z', 'db1', 'ERROR', '23505', DUPLICATE_KEY);
+      await err('2024-05-01T10:59:00Z', 'db1', 'ERROR', '23505', DUPLICATE_KEY);
       await err('2024-05-01T10:20:00Z', 'db1', 'FATAL', '28P01', 'password authentication failed for user "app"');
       await err('2024-05-01T10:10:00Z', 'db2', 'ERROR', '42P01', 'relation "nope" does not exist');
       await err('2024-05-01T10:11:00Z', 'db2', 'ERROR', '42P01', 'relation "nope" does not exist');
-      await err('2024-05-01T11:30:00Z', 'db1', 'ERROR', '23505', dup); // outside
+      await err('2024-05-01T11:30:00Z', 'db1', 'ERROR', '23505', DUPLICATE_KEY); // outside
 
       const lock = (ts: string, state: string, type: string, ms: number): Promise<unknown> =>
         client.query(
@@ -175,7 +176,7 @@ test('JSON: errors by SQLSTATE and message with counts and first/last seen; lock
       database: 'app',
       severity: 'ERROR',
       sqlstate: '23505',
-      message: 'duplicate key value violates unique constraint "orders_pkey"',
+      message: DUPLICATE_KEY,
       count: 3,
       first_seen: '2024-05-01T10:01:00.000Z',
       last_seen: '2024-05-01T10:59:00.000Z',
