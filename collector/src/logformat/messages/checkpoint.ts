@@ -11,7 +11,7 @@
  * parse: whatever is missing is null.
  */
 import type { CheckpointEvent, EventCommon } from '../events.ts';
-import { int, num } from './text.ts';
+import { groupNumbers, int, num } from './text.ts';
 
 /** A checkpoint event's own fields; `kind` becomes the event's `checkpoint_kind`. */
 export type CheckpointMessage = Omit<CheckpointEvent, keyof EventCommon | 'kind' | 'checkpoint_kind'> & {
@@ -30,59 +30,19 @@ const DISTANCE = /distance=(\d+) kB, estimate=(\d+) kB/;
 export function parseCheckpoint(message: string): CheckpointMessage | null {
   const h = HEAD.exec(message);
   if (h === null) return null;
-  const kind = h[1] === 'restartpoint' ? 'restartpoint' : 'checkpoint';
   const rest = message.slice(h[0].length);
-  const result: CheckpointMessage = {
-    kind,
-    phase: 'starting',
-    reason: null,
-    buffers_written: null,
-    buffers_pct: null,
-    wal_added: null,
-    wal_removed: null,
-    wal_recycled: null,
-    write_s: null,
-    sync_s: null,
-    total_s: null,
-    sync_files: null,
-    longest_sync_s: null,
-    average_sync_s: null,
-    distance_kb: null,
-    estimate_kb: null,
+  const complete = h[2] === 'complete';
+  const reason = complete ? '' : rest.trim();
+  // A starting message carries no counters: they are read from nothing, so all null.
+  const counters = complete ? rest : '';
+  return {
+    kind: h[1] === 'restartpoint' ? 'restartpoint' : 'checkpoint',
+    phase: complete ? 'complete' : 'starting',
+    reason: reason === '' ? null : reason,
+    ...groupNumbers(counters, BUFFERS, { buffers_written: int, buffers_pct: num }),
+    ...groupNumbers(counters, WAL, { wal_added: int, wal_removed: int, wal_recycled: int }),
+    ...groupNumbers(counters, TIMES, { write_s: num, sync_s: num, total_s: num }),
+    ...groupNumbers(counters, SYNC, { sync_files: int, longest_sync_s: num, average_sync_s: num }),
+    ...groupNumbers(counters, DISTANCE, { distance_kb: int, estimate_kb: int }),
   };
-  if (h[2] === 'starting') {
-    const reason = rest.trim();
-    result.reason = reason === '' ? null : reason;
-    return result;
-  }
-  result.phase = 'complete';
-  const b = BUFFERS.exec(rest);
-  if (b !== null) {
-    result.buffers_written = int(b[1]);
-    result.buffers_pct = num(b[2]);
-  }
-  const w = WAL.exec(rest);
-  if (w !== null) {
-    result.wal_added = int(w[1]);
-    result.wal_removed = int(w[2]);
-    result.wal_recycled = int(w[3]);
-  }
-  const t = TIMES.exec(rest);
-  if (t !== null) {
-    result.write_s = num(t[1]);
-    result.sync_s = num(t[2]);
-    result.total_s = num(t[3]);
-  }
-  const s = SYNC.exec(rest);
-  if (s !== null) {
-    result.sync_files = int(s[1]);
-    result.longest_sync_s = num(s[2]);
-    result.average_sync_s = num(s[3]);
-  }
-  const d = DISTANCE.exec(rest);
-  if (d !== null) {
-    result.distance_kb = int(d[1]);
-    result.estimate_kb = int(d[2]);
-  }
-  return result;
 }

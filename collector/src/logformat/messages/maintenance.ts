@@ -17,7 +17,7 @@
  * `buffer_misses` (the same thing: blocks not found in shared buffers).
  */
 import type { AutovacuumEvent, EventCommon, MaintenanceStats } from '../events.ts';
-import { int, num } from './text.ts';
+import { groupNumbers, int, num } from './text.ts';
 
 /** An autovacuum event's own fields. */
 export type VacuumMessage = Omit<AutovacuumEvent, keyof EventCommon | 'kind'>;
@@ -32,19 +32,11 @@ const WAL = /WAL usage: (\d+) records, (\d+) full page images, (\d+) bytes/;
 const SYSTEM = /system usage: CPU: user: (\d+(?:\.\d+)?) s, system: (\d+(?:\.\d+)?) s, elapsed: (\d+(?:\.\d+)?) s/;
 
 function usage(table: string, message: string): MaintenanceStats {
-  const b = BUFFERS.exec(message);
-  const r = RATES.exec(message);
-  const s = SYSTEM.exec(message);
   return {
     table,
-    buffer_hits: b === null ? null : int(b[1]),
-    buffer_misses: b === null ? null : int(b[2]),
-    buffer_dirtied: b === null ? null : int(b[3]),
-    read_rate_mbs: r === null ? null : num(r[1]),
-    write_rate_mbs: r === null ? null : num(r[2]),
-    cpu_user_s: s === null ? null : num(s[1]),
-    cpu_system_s: s === null ? null : num(s[2]),
-    elapsed_s: s === null ? null : num(s[3]),
+    ...groupNumbers(message, BUFFERS, { buffer_hits: int, buffer_misses: int, buffer_dirtied: int }),
+    ...groupNumbers(message, RATES, { read_rate_mbs: num, write_rate_mbs: num }),
+    ...groupNumbers(message, SYSTEM, { cpu_user_s: num, cpu_system_s: num, elapsed_s: num }),
   };
 }
 
@@ -52,23 +44,14 @@ export function parseAutovacuum(message: string): VacuumMessage | null {
   const firstLine = message.split('\n', 1)[0] ?? '';
   const v = VACUUM.exec(firstLine);
   if (v === null) return null;
-  const p = PAGES.exec(message);
-  const t = TUPLES.exec(message);
-  const w = WAL.exec(message);
   return {
     ...usage(v[3] ?? '', message),
     aggressive: v[1] !== undefined,
     wraparound: v[2] !== undefined,
     index_scans: int(v[4]),
-    pages_removed: p === null ? null : int(p[1]),
-    pages_remain: p === null ? null : int(p[2]),
-    pages_scanned: p === null ? null : int(p[3]),
-    tuples_removed: t === null ? null : int(t[1]),
-    tuples_remain: t === null ? null : int(t[2]),
-    tuples_dead_not_removable: t === null ? null : int(t[3]),
-    wal_records: w === null ? null : int(w[1]),
-    wal_fpi: w === null ? null : int(w[2]),
-    wal_bytes: w === null ? null : int(w[3]),
+    ...groupNumbers(message, PAGES, { pages_removed: int, pages_remain: int, pages_scanned: int }),
+    ...groupNumbers(message, TUPLES, { tuples_removed: int, tuples_remain: int, tuples_dead_not_removable: int }),
+    ...groupNumbers(message, WAL, { wal_records: int, wal_fpi: int, wal_bytes: int }),
   };
 }
 

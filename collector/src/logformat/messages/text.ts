@@ -19,6 +19,22 @@ export function numAfter(text: string, re: RegExp): number | null {
   return m === null ? null : num(m[1]);
 }
 
+/** Reads one capture's text as a number (`int` or `num`). */
+export type NumberReader = (text: string | undefined) => number | null;
+
+/**
+ * The numbers in the capture groups of `re` over `text`, one field a group in the order
+ * `readers` names them (its first key reads group 1). Every field is null when `re` does not
+ * match, so a message that lacks a part gives nulls for that part only.
+ */
+export function groupNumbers<K extends string>(text: string, re: RegExp, readers: Readonly<Record<K, NumberReader>>): Record<K, number | null> {
+  const m = re.exec(text);
+  const out = {} as Record<K, number | null>;
+  let group = 1;
+  for (const name of Object.keys(readers) as K[]) out[name] = m === null ? null : readers[name](m[group++]);
+  return out;
+}
+
 /** Comma-separated integers (`1, 2, 3`); non-numbers skipped. */
 export function intList(text: string): number[] {
   const out: number[] = [];
