@@ -179,14 +179,7 @@ export class TemplateCache {
         this.uncachedTemplates++;
         return k.template;
       }
-      const old = this.known.get(key);
-      if (old !== undefined) {
-        this.known.delete(key);
-        this.knownBytes -= old.bytes;
-      }
-      this.knownBytes = this.makeRoom(this.known, this.knownBytes, k.bytes, this.knownBudget);
-      this.known.set(key, k);
-      this.knownBytes += k.bytes;
+      this.knownBytes = this.store(this.known, this.knownBytes, this.knownBudget, key, k);
     }
     if (literalsReplaced() === 0 && short) {
       const words = inputWords().slice(0, (n + 3) >> 2);
@@ -198,16 +191,7 @@ export class TemplateCache {
         bytes: VERBATIM_ENTRY_BYTES + words.byteLength + stringHeapBytes(k.template.normalized),
         used: false,
       };
-      if (v.bytes <= this.verbatimBudget) {
-        const old = this.verbatim.get(inKey);
-        if (old !== undefined) {
-          this.verbatim.delete(inKey);
-          this.verbatimBytes -= old.bytes;
-        }
-        this.verbatimBytes = this.makeRoom(this.verbatim, this.verbatimBytes, v.bytes, this.verbatimBudget);
-        this.verbatim.set(inKey, v);
-        this.verbatimBytes += v.bytes;
-      }
+      if (v.bytes <= this.verbatimBudget) this.verbatimBytes = this.store(this.verbatim, this.verbatimBytes, this.verbatimBudget, inKey, v);
     }
     releaseBuffers();
     return k.template;
@@ -234,23 +218,31 @@ export class TemplateCache {
   }
 
   /**
-   * Evicts from `map` (holding `held` bytes) until `need` more bytes fit in `budget` and one
-   * more entry fits in maxEntries; returns the bytes then held. An entry used since it was
-   * inserted or last passed is moved to the back once instead (second chance), so a template
-   * that keeps coming stays while one-off statements flow through.
+   * Puts `entry` into `map` (holding `held` bytes) under `key`, replacing the entry there,
+   * after evicting until it fits in `budget` and one more entry fits in maxEntries; returns
+   * the bytes then held. An entry used since it was inserted or last passed is moved to the
+   * back once instead of evicted (second chance), so a template that keeps coming stays while
+   * one-off statements flow through.
    */
-  private makeRoom<K>(map: Map<K, Entry>, held: number, need: number, budget: number): number {
-    while (map.size > 0 && (held + need > budget || map.size >= this.maxEntries)) {
-      const [key, entry] = map.entries().next().value!;
+  private store<K, V extends Entry>(map: Map<K, V>, held: number, budget: number, key: K, entry: V): number {
+    const old = map.get(key);
+    if (old !== undefined) {
       map.delete(key);
-      if (entry.used) {
-        entry.used = false;
-        map.set(key, entry);
+      held -= old.bytes;
+    }
+    const need = entry.bytes;
+    while (map.size > 0 && (held + need > budget || map.size >= this.maxEntries)) {
+      const [oldest, first] = map.entries().next().value!;
+      map.delete(oldest);
+      if (first.used) {
+        first.used = false;
+        map.set(oldest, first);
         continue;
       }
-      held -= entry.bytes;
+      held -= first.bytes;
       this.evicted++;
     }
-    return held;
+    map.set(key, entry);
+    return held + need;
   }
 }
