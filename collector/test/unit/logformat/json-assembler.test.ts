@@ -4,7 +4,8 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 
-import { assemble, checkChunking, checkGarbage, checkResume, fixture, plain } from '../../fixtures/asm-harness.ts';
+import { assemble, checkGarbage, fixture, plain } from '../../fixtures/asm-harness.ts';
+import { assertSeveritiesAndMessages, itCutsAndResumes } from '../../helpers/assembler-cases.ts';
 
 const data = fixture('asm-jsonlog.json');
 
@@ -32,26 +33,21 @@ void describe('jsonlog assembler', () => {
     assert.equal(r!.pid, 9);
   });
 
-  void it('gives the same records however the input is cut', () => {
-    checkChunking('jsonlog', data, {});
-  });
-
-  void it('resumes at every entry boundary', () => {
-    checkResume('jsonlog', data, {});
-  });
+  itCutsAndResumes('jsonlog', data, {});
 
   void it('keeps invalid lines as UNKNOWN records', () => {
-    const { records, stats } = assemble('jsonlog', Buffer.from('not json\n[1]\n{"error_severity":"LOG","message":"ok"}\n{}\n'), {});
-    assert.deepEqual(
-      records.map((r) => [r.severity, r.message.toString()]),
+    assertSeveritiesAndMessages(
+      'jsonlog',
+      Buffer.from('not json\n[1]\n{"error_severity":"LOG","message":"ok"}\n{}\n'),
       [
         ['UNKNOWN', 'not json'],
         ['UNKNOWN', '[1]'],
         ['LOG', 'ok'],
         ['UNKNOWN', ''],
       ],
+      3,
+      'a JSON object without error_severity is no entry either',
     );
-    assert.equal(stats.malformed, 3, 'a JSON object without error_severity is no entry either');
   });
 
   void it('salvages the leading fields of a line cut at the cap', () => {

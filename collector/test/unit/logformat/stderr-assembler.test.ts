@@ -5,10 +5,10 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 
-import { assemble, checkChunking, checkGarbage, checkResume, fixture, plain } from '../../fixtures/asm-harness.ts';
+import { assemble, checkGarbage, fixture, plain } from '../../fixtures/asm-harness.ts';
+import { itCutsAndResumes, logOf } from '../../helpers/assembler-cases.ts';
 
-const PREFIX = '%m [%p] %q%u@%d ';
-const opts = { prefix: PREFIX };
+const opts = { prefix: '%m [%p] %q%u@%d ' };
 const data = fixture('asm-stderr.log');
 
 void describe('stderr assembler', () => {
@@ -42,13 +42,7 @@ void describe('stderr assembler', () => {
     assert.equal(records[9]!.end, data.length);
   });
 
-  void it('gives the same records however the input is cut', () => {
-    checkChunking('stderr', data, opts);
-  });
-
-  void it('resumes at every entry boundary', () => {
-    checkResume('stderr', data, opts);
-  });
+  itCutsAndResumes('stderr', data, opts);
 
   void it('reads CRLF logs like LF logs', () => {
     const crlf = Buffer.from(data.toString('latin1').replace(/\n/g, '\r\n'), 'latin1');
@@ -58,18 +52,15 @@ void describe('stderr assembler', () => {
   });
 
   void it('keeps unprefixed lines as UNKNOWN records and orphan auxiliary lines as their own record', () => {
-    const log = Buffer.from(
-      [
-        '\tstray continuation',
-        '2024-03-05 10:00:01.001 UTC [5] LOG:  a',
-        'sh: archive command output',
-        '\tafter garbage',
-        '2024-03-05 10:00:01.001 UTC [6] u@d DETAIL:  orphan of pid 6',
-        '2024-03-05 10:00:01.001 UTC [5] LOG:  b',
-        '2024-03-05 10:00:01.001 UTC [6] u@d DETAIL:  pid mismatch',
-        '',
-      ].join('\n'),
-    );
+    const log = logOf([
+      '\tstray continuation',
+      '2024-03-05 10:00:01.001 UTC [5] LOG:  a',
+      'sh: archive command output',
+      '\tafter garbage',
+      '2024-03-05 10:00:01.001 UTC [6] u@d DETAIL:  orphan of pid 6',
+      '2024-03-05 10:00:01.001 UTC [5] LOG:  b',
+      '2024-03-05 10:00:01.001 UTC [6] u@d DETAIL:  pid mismatch',
+    ]);
     const { records, stats } = assemble('stderr', log, opts);
     assert.deepEqual(
       records.map((r) => [r.severity, r.message.toString(), r.detail?.toString() ?? null]),
@@ -89,14 +80,11 @@ void describe('stderr assembler', () => {
   });
 
   void it('reads the SQLSTATE of log_error_verbosity = verbose and the LOCATION line', () => {
-    const log = Buffer.from(
-      [
-        '2024-03-05 10:00:01.001 UTC [5] u@d ERROR:  42P01: relation "x" does not exist',
-        '2024-03-05 10:00:01.001 UTC [5] u@d LOCATION:  parserOpenTable, parse_relation.c:1392',
-        '2024-03-05 10:00:01.001 UTC [5] u@d STATEMENT:  select * from x',
-        '',
-      ].join('\n'),
-    );
+    const log = logOf([
+      '2024-03-05 10:00:01.001 UTC [5] u@d ERROR:  42P01: relation "x" does not exist',
+      '2024-03-05 10:00:01.001 UTC [5] u@d LOCATION:  parserOpenTable, parse_relation.c:1392',
+      '2024-03-05 10:00:01.001 UTC [5] u@d STATEMENT:  select * from x',
+    ]);
     const [r] = assemble('stderr', log, opts).records;
     assert.equal(r!.sqlstate, '42P01');
     assert.equal(r!.message.toString(), 'relation "x" does not exist');
@@ -107,7 +95,7 @@ void describe('stderr assembler', () => {
   void it('cuts entries at the cap, skips the rest of them and goes on', () => {
     const big = '2024-03-05 10:00:01.001 UTC [5] LOG:  statement: ' + 'x'.repeat(100);
     const log = Buffer.from([big, '\t' + 'y'.repeat(100), '\tmore', '2024-03-05 10:00:01.001 UTC [5] LOG:  next', ''].join('\n'));
-    const { records, stats } = assemble('stderr', log, { prefix: PREFIX, maxEntryBytes: 120 });
+    const { records, stats } = assemble('stderr', log, { ...opts, maxEntryBytes: 120 });
     assert.equal(records.length, 2);
     assert.equal(records[0]!.truncated, true);
     assert.ok(records[0]!.message.length <= 120);
@@ -120,7 +108,7 @@ void describe('stderr assembler', () => {
 
   void it('marks an entry whose line the splitter cut', () => {
     const log = Buffer.from('2024-03-05 10:00:01.001 UTC [5] LOG:  ' + 'z'.repeat(300) + '\n2024-03-05 10:00:01.001 UTC [5] LOG:  ok\n');
-    const { records, stats } = assemble('stderr', log, { prefix: PREFIX, maxEntryBytes: 100 });
+    const { records, stats } = assemble('stderr', log, { ...opts, maxEntryBytes: 100 });
     assert.deepEqual(
       records.map((r) => r.truncated),
       [true, false],
@@ -137,15 +125,12 @@ void describe('stderr assembler', () => {
 
 void describe('error positions in stderr', () => {
   void it('moves the " at character N" the server appends into cursorPosition', () => {
-    const log = Buffer.from(
-      [
-        '2024-03-05 10:00:01.004 UTC [202] alice@shop ERROR:  syntax error at or near "SELEC" at character 1',
-        '2024-03-05 10:00:01.004 UTC [202] alice@shop STATEMENT:  SELEC 1',
-        '2024-03-05 10:00:01.005 UTC [203] alice@shop LOG:  process 203 still waiting for AccessShareLock on relation 1 of database 2 after 100.085 ms at character 22',
-        '2024-03-05 10:00:01.006 UTC [204] alice@shop ERROR:  the text mentions at character x',
-        '',
-      ].join('\n'),
-    );
+    const log = logOf([
+      '2024-03-05 10:00:01.004 UTC [202] alice@shop ERROR:  syntax error at or near "SELEC" at character 1',
+      '2024-03-05 10:00:01.004 UTC [202] alice@shop STATEMENT:  SELEC 1',
+      '2024-03-05 10:00:01.005 UTC [203] alice@shop LOG:  process 203 still waiting for AccessShareLock on relation 1 of database 2 after 100.085 ms at character 22',
+      '2024-03-05 10:00:01.006 UTC [204] alice@shop ERROR:  the text mentions at character x',
+    ]);
     const { records } = assemble('stderr', log, opts);
     assert.equal(records[0]!.message.toString(), 'syntax error at or near "SELEC"');
     assert.equal(records[0]!.cursorPosition, 1);

@@ -4,10 +4,10 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 
-import { assemble, checkChunking, checkGarbage, checkResume, fixture, plain } from '../../fixtures/asm-harness.ts';
+import { assemble, checkChunking, checkGarbage, fixture, plain } from '../../fixtures/asm-harness.ts';
+import { itCutsAndResumes, logOf } from '../../helpers/assembler-cases.ts';
 
-const PREFIX = 'user=%u,db=%d,app=%a,client=%h ';
-const opts = { prefix: PREFIX };
+const opts = { prefix: 'user=%u,db=%d,app=%a,client=%h ' };
 const data = fixture('asm-syslog.log');
 
 void describe('syslog assembler', () => {
@@ -36,30 +36,23 @@ void describe('syslog assembler', () => {
     assert.equal(records[2]!.remoteHost, '10.0.0.5');
   });
 
-  void it('gives the same records however the input is cut', () => {
-    checkChunking('syslog', data, opts, false);
-    const head = data.subarray(0, data.indexOf('[5-1]'));
-    checkChunking('syslog', head, opts, true);
-  });
+  itCutsAndResumes('syslog', data, opts, false);
 
-  void it('resumes at every entry boundary', () => {
-    checkResume('syslog', data, opts);
+  void it('gives the same records however the lines before the split ones are cut, at every offset too', () => {
+    checkChunking('syslog', data.subarray(0, data.indexOf('[5-1]')), opts, true);
   });
 
   void it('reads RFC 3339 headers and logs without sequence numbers', () => {
-    const log = Buffer.from(
-      [
-        '2024-01-02T03:04:05.123456+00:00 db1 postgres[77]: [1-1] 2024-01-02 03:04:05.123 UTC [77] LOG:  duration: 2 ms  statement: select 1',
-        '2024-01-02T03:04:05.123456+00:00 db1 postgres[77]: [1-2] #011from t',
-        '<13>2024-01-02T03:04:06Z db1 postgres[78]: 2024-01-02 03:04:06.000 UTC [78] ERROR:  bad',
-        '2024-01-02T03:04:06Z db1 postgres[78]: #011second#011line',
-        '2024-01-02T03:04:06Z db1 postgres[78]: 2024-01-02 03:04:06.000 UTC [78] HINT:  try again',
-        '2024-01-02T03:04:06Z db1 postgres[79]: #011not ours',
-        'Jan  2 03:04:07 postgres[80]: 2024-01-02 03:04:07.000 UTC [80] LOG:  no host in the header',
-        'not syslog at all',
-        '',
-      ].join('\n'),
-    );
+    const log = logOf([
+      '2024-01-02T03:04:05.123456+00:00 db1 postgres[77]: [1-1] 2024-01-02 03:04:05.123 UTC [77] LOG:  duration: 2 ms  statement: select 1',
+      '2024-01-02T03:04:05.123456+00:00 db1 postgres[77]: [1-2] #011from t',
+      '<13>2024-01-02T03:04:06Z db1 postgres[78]: 2024-01-02 03:04:06.000 UTC [78] ERROR:  bad',
+      '2024-01-02T03:04:06Z db1 postgres[78]: #011second#011line',
+      '2024-01-02T03:04:06Z db1 postgres[78]: 2024-01-02 03:04:06.000 UTC [78] HINT:  try again',
+      '2024-01-02T03:04:06Z db1 postgres[79]: #011not ours',
+      'Jan  2 03:04:07 postgres[80]: 2024-01-02 03:04:07.000 UTC [80] LOG:  no host in the header',
+      'not syslog at all',
+    ]);
     const { records, stats } = assemble('syslog', log, { prefix: '%m [%p] ' });
     assert.deepEqual(
       records.map((r) => [r.pid, r.severity, r.message.toString(), r.hint?.toString() ?? null]),
