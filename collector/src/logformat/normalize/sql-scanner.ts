@@ -235,21 +235,13 @@ export function scanInput(n: number, isAscii: boolean): number {
           const l = c | 0x20;
           if (next === 39 && (l === 101 || l === 98 || l === 120 || l === 110)) {
             i = skipString(s, n, i + 1, l === 101);
-            constants++;
-            if (!glued(prevT)) b[o++] = 32;
-            b[o++] = 63;
-            prevT = T_PH;
-            continue;
+            break; // a constant: a placeholder, below the switch
           }
           if (l === 117 && next === 38) {
             const q = s[i + 2];
             if (q === 39) {
               i = skipString(s, n, i + 2, false);
-              constants++;
-              if (!glued(prevT)) b[o++] = 32;
-              b[o++] = 63;
-              prevT = T_PH;
-              continue;
+              break; // a constant: a placeholder, below the switch
             }
             if (q === 34) {
               const from = i;
@@ -296,18 +288,10 @@ export function scanInput(n: number, isAscii: boolean): number {
       }
       case K_DIGIT:
         i = skipNumber(s, i);
-        constants++;
-        if (!glued(prevT)) b[o++] = 32;
-        b[o++] = 63;
-        prevT = T_PH;
-        continue;
+        break; // a constant: a placeholder, below the switch
       case K_QUOTE:
         i = skipString(s, n, i, false);
-        constants++;
-        if (!glued(prevT)) b[o++] = 32;
-        b[o++] = 63;
-        prevT = T_PH;
-        continue;
+        break; // a constant: a placeholder, below the switch
       case K_DQUOTE: {
         const from = i;
         i = skipQuotedIdent(s, n, i);
@@ -337,11 +321,7 @@ export function scanInput(n: number, isAscii: boolean): number {
           while (s[j] !== 36 && (CLASS[s[j]!]! & C_IDENT) !== 0) j++;
           if (s[j] === 36 && j < n) {
             i = skipDollarQuoted(n, i, j + 1);
-            constants++;
-            if (!glued(prevT)) b[o++] = 32;
-            b[o++] = 63;
-            prevT = T_PH;
-            continue;
+            break; // a constant: a placeholder, below the switch
           }
         }
         i++;
@@ -383,11 +363,7 @@ export function scanInput(n: number, isAscii: boolean): number {
       case K_DOT:
         if (isDigit(s[i + 1]!)) {
           i = skipNumber(s, i);
-          constants++;
-          if (!glued(prevT)) b[o++] = 32;
-          b[o++] = 63;
-          prevT = T_PH;
-          continue;
+          break; // a constant: a placeholder, below the switch
         }
         i++;
         if (simple) {
@@ -477,6 +453,12 @@ export function scanInput(n: number, isAscii: boolean): number {
         prevT = T_OTHER;
         continue;
     }
+    // Only a constant (a number, a string, a dollar-quoted body), skipped above, gets here:
+    // every other token ends its case with `continue`.
+    constants++;
+    if (!glued(prevT)) b[o++] = 32;
+    b[o++] = 63;
+    prevT = T_PH;
   }
   while (o > 0 && b[o - 1] === 59) o--;
   ascii = isAscii;
