@@ -13,6 +13,7 @@ import { promisify } from 'node:util';
 
 import { ChildGroup } from './child-group.ts';
 import { onProcessExit } from './exit-cleanup.ts';
+import { runCommand } from './run-command.ts';
 import { freePort, sleep } from './wait.ts';
 
 const run = promisify(execFile);
@@ -56,27 +57,14 @@ export interface ControlPlaneOptions {
   serviceRange?: string;
 }
 
-/** The bin directory of the built tools: PGLOG_KUBE_BIN, or the default cache location. */
 /** kubectl with this kubeconfig: stdout and stderr (warnings arrive there); rejects with stderr on a non-zero exit. */
-export function runKubectl(kubeconfig: string, args: readonly string[], stdin?: string): Promise<{ stdout: string; stderr: string }> {
-  const child = execFile(join(kubeBin(), 'kubectl'), ['--kubeconfig', kubeconfig, ...args], { maxBuffer: 64 * 1024 * 1024 });
-  const done = new Promise<{ stdout: string; stderr: string }>((resolve, reject) => {
-    let out = '';
-    let err = '';
-    child.stdout!.on('data', (b: Buffer) => {
-      out += b.toString();
-    });
-    child.stderr!.on('data', (b: Buffer) => {
-      err += b.toString();
-    });
-    child.on('close', (code) =>
-      code === 0 ? resolve({ stdout: out, stderr: err }) : reject(new Error(`kubectl ${args.join(' ')}: exit ${code}: ${err.trim()}`)),
-    );
-  });
-  child.stdin!.end(stdin ?? '');
-  return done;
+export async function runKubectl(kubeconfig: string, args: readonly string[], stdin?: string): Promise<{ stdout: string; stderr: string }> {
+  const r = await runCommand(join(kubeBin(), 'kubectl'), ['--kubeconfig', kubeconfig, ...args], { stdin });
+  if (r.code !== 0) throw new Error(`kubectl ${args.join(' ')}: exit ${r.code}: ${r.stderr.trim()}`);
+  return { stdout: r.stdout, stderr: r.stderr };
 }
 
+/** The bin directory of the built tools: PGLOG_KUBE_BIN, or the default cache location. */
 export function kubeBin(): string {
   return process.env['PGLOG_KUBE_BIN'] ?? join(process.env['HOME'] ?? '/root', '.cache/pglog/kube/v1.37.2/bin');
 }

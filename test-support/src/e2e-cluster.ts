@@ -16,6 +16,7 @@ import type { KubeClient } from '@pglog/common/kube/client-types.ts';
 import { loadKubeconfigFile } from '@pglog/common/kube/config.ts';
 
 import { type ControlPlane, kubeBin } from './control-plane.ts';
+import { privateHelmEnv } from './helm.ts';
 import { type RealNode, type RealNodeOptions, startRealNode } from './real-node.ts';
 import { sleep } from './wait.ts';
 
@@ -66,12 +67,7 @@ export async function startE2eCluster(options: E2eOptions): Promise<E2eCluster> 
   const refs = [options.image, ...(options.extraTags ?? []).map((t) => `${repository}:${t}`)];
   for (const ref of refs.slice(1)) await run(options.docker, ['tag', options.image, ref]);
   const work = mkdtempSync(join(tmpdir(), 'pglog-e2e-'));
-  const helmEnv = {
-    ...process.env,
-    HELM_CACHE_HOME: join(work, 'helm-cache'),
-    HELM_CONFIG_HOME: join(work, 'helm-config'),
-    HELM_DATA_HOME: join(work, 'helm-data'),
-  };
+  const helmEnv = privateHelmEnv(join(work, 'helm'));
   let node: RealNode | undefined;
   let client: (KubeClient & { close(): void }) | undefined;
   const stop = async (): Promise<void> => {

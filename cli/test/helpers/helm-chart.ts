@@ -4,12 +4,13 @@
  * objects, and the namespaces those tests use.
  */
 import assert from 'node:assert/strict';
-import { execFile } from 'node:child_process';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
 import { kubeBin } from '@pglog/test-support/control-plane.ts';
+import { privateHelmEnv } from '@pglog/test-support/helm.ts';
+import { type CommandResult, runCommand } from '@pglog/test-support/run-command.ts';
 import { parseAllDocuments } from 'yaml';
 
 export const ROOT = join(import.meta.dirname, '../../..');
@@ -20,11 +21,7 @@ export const OTHER = 'pglog-team-b';
 export const OUTSIDE = 'pglog-outside';
 export const ALL_ON = ['--set', 'hpa.enabled=true,hpa.customMetric.enabled=true,serviceMonitor.enabled=true,prometheusRule.enabled=true'];
 
-export interface Result {
-  code: number;
-  stdout: string;
-  stderr: string;
-}
+export type Result = CommandResult;
 export interface Obj {
   apiVersion: string;
   kind: string;
@@ -44,31 +41,12 @@ export interface PodTemplate {
 }
 
 export function run(command: string, args: readonly string[], stdin = '', env?: NodeJS.ProcessEnv): Promise<Result> {
-  return new Promise((resolve) => {
-    const child = execFile(command, args, { maxBuffer: 64 * 1024 * 1024, ...(env === undefined ? {} : { env }) });
-    let stdout = '';
-    let stderr = '';
-    child.stdout!.on('data', (b: Buffer) => {
-      stdout += b.toString();
-    });
-    child.stderr!.on('data', (b: Buffer) => {
-      stderr += b.toString();
-    });
-    child.on('close', (code) => resolve({ code: code ?? -1, stdout, stderr }));
-    // A command that exits without reading its input (helm, diff) must not fail the write.
-    child.stdin!.on('error', () => {});
-    child.stdin!.end(stdin);
-  });
+  return runCommand(command, args, { stdin, env });
 }
 
 // helm's cache, config and data in a private directory: nothing of the user's is read or written.
 export const HELM_HOME = mkdtempSync(join(tmpdir(), 'pglog-helm-'));
-export const HELM_ENV = {
-  ...process.env,
-  HELM_CACHE_HOME: join(HELM_HOME, 'cache'),
-  HELM_CONFIG_HOME: join(HELM_HOME, 'config'),
-  HELM_DATA_HOME: join(HELM_HOME, 'data'),
-};
+export const HELM_ENV = privateHelmEnv(HELM_HOME);
 export const helm = (args: readonly string[]): Promise<Result> => run(join(kubeBin(), 'helm'), args, '', HELM_ENV);
 
 export async function render(extra: readonly string[] = []): Promise<{ text: string; objects: Obj[] }> {

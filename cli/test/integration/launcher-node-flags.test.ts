@@ -4,13 +4,13 @@
 // Node: a module preloaded through NODE_OPTIONS reports the process's flags and V8's heap
 // limit before main.ts runs, then exits.
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
 
 import { PGLOG } from '@pglog/test-support/cli.ts';
+import { runCommand } from '@pglog/test-support/run-command.ts';
 
 interface Probe {
   execArgv: string[];
@@ -31,29 +31,13 @@ if (process.argv[1]?.endsWith('main.ts')) {
 `,
 );
 
-function run(command: string, args: string[], env: Record<string, string | undefined>): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(command, args, { stdio: ['ignore', 'pipe', 'pipe'], env });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (b: Buffer) => {
-      stdout += b.toString();
-    });
-    child.stderr.on('data', (b: Buffer) => {
-      stderr += b.toString();
-    });
-    child.on('error', reject);
-    child.on('close', (code) => resolve({ code, stdout, stderr }));
-  });
-}
-
 /** What the process `pglog ARGS` starts runs with, under `env` (NODE_OPTIONS gets the probe added). */
 async function launched(args: string[], env: Record<string, string | undefined> = {}): Promise<Probe> {
   const base = { ...process.env };
   delete base.NODE_OPTIONS;
   delete base.PGLOG_NODE_FLAGS;
   const nodeOptions = `${env.NODE_OPTIONS ?? ''} --import=${probe}`.trim();
-  const r = await run(PGLOG, args, { ...base, ...env, NODE_OPTIONS: nodeOptions });
+  const r = await runCommand(PGLOG, args, { env: { ...base, ...env, NODE_OPTIONS: nodeOptions } });
   assert.equal(r.code, 0, r.stderr);
   return JSON.parse(r.stdout) as Probe;
 }
@@ -62,7 +46,7 @@ async function launched(args: string[], env: Record<string, string | undefined> 
 async function heapLimitWith(flags: string[]): Promise<number> {
   const base = { ...process.env };
   delete base.NODE_OPTIONS;
-  const r = await run(process.execPath, [...flags, '-p', 'require("node:v8").getHeapStatistics().heap_size_limit'], base);
+  const r = await runCommand(process.execPath, [...flags, '-p', 'require("node:v8").getHeapStatistics().heap_size_limit'], { env: base });
   assert.equal(r.code, 0, r.stderr);
   return Number(r.stdout.trim());
 }

@@ -8,7 +8,6 @@
 // (pglog's `instance` kept as `exported_instance`). Every runbook_url points at a section of
 // docs/operations.md.
 import assert from 'node:assert/strict';
-import { execFile } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -17,6 +16,8 @@ import { after, describe, test } from 'node:test';
 import { createCollectorMetrics } from '@pglog/collector/observability/metrics.ts';
 import { parseMetrics } from '@pglog/test-support/collect-scenario.ts';
 import { kubeBin } from '@pglog/test-support/control-plane.ts';
+import { privateHelmEnv } from '@pglog/test-support/helm.ts';
+import { type CommandResult, runCommand } from '@pglog/test-support/run-command.ts';
 import { parseAllDocuments, stringify } from 'yaml';
 
 import { ALERT_CASES, type AlertCase, SCRAPE_LABELS } from '../helpers/alert-cases.ts';
@@ -26,11 +27,6 @@ const CHART = join(ROOT, 'charts/pglog');
 const NAMESPACE = 'pglog-system';
 const PROMTOOL = process.env['PGLOG_PROMTOOL'] ?? join(process.env['HOME'] ?? '/root', '.cache/pglog/prometheus/v0.316.0/bin/promtool');
 
-interface Result {
-  code: number;
-  stdout: string;
-  stderr: string;
-}
 interface AlertRule {
   alert: string;
   expr: string;
@@ -43,21 +39,10 @@ interface RuleGroup {
   rules: AlertRule[];
 }
 
-function run(command: string, args: readonly string[], env?: NodeJS.ProcessEnv): Promise<Result> {
-  return new Promise((resolve) => {
-    execFile(command, args, { maxBuffer: 64 * 1024 * 1024, ...(env === undefined ? {} : { env }) }, (error, stdout, stderr) => {
-      resolve({ code: error === null ? 0 : typeof error.code === 'number' ? error.code : -1, stdout, stderr });
-    });
-  });
-}
+const run = (command: string, args: readonly string[], env?: NodeJS.ProcessEnv): Promise<CommandResult> => runCommand(command, args, { env });
 
 const WORK = mkdtempSync(join(tmpdir(), 'pglog-alerts-'));
-const HELM_ENV = {
-  ...process.env,
-  HELM_CACHE_HOME: join(WORK, 'helm/cache'),
-  HELM_CONFIG_HOME: join(WORK, 'helm/config'),
-  HELM_DATA_HOME: join(WORK, 'helm/data'),
-};
+const HELM_ENV = privateHelmEnv(join(WORK, 'helm'));
 
 async function renderRules(set: string[] = []): Promise<RuleGroup[] | null> {
   const args = ['template', 'pglog', CHART, '--namespace', NAMESPACE, ...set.flatMap((s) => ['--set', s])];

@@ -5,11 +5,11 @@
 // collector container holds the service account token (the sidecar none). The check has teeth: the
 // same template without runAsNonRoot, or with allowPrivilegeEscalation, is refused.
 import assert from 'node:assert/strict';
-import { execFile } from 'node:child_process';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 
 import { type ControlPlane, kubeBin } from '@pglog/test-support/control-plane.ts';
+import { type CommandResult, runCommand } from '@pglog/test-support/run-command.ts';
 
 import { desiredStatefulSet } from '../../src/desired/pool-resources.ts';
 import type { StatefulSet } from '../../src/desired/workload-types.ts';
@@ -20,23 +20,11 @@ const NAMESPACE = 'pglog-restricted';
 const SERVICE_ACCOUNT = 'pglog-collector';
 
 /** kubectl with stdin, resolving with both streams and the exit code (PodSecurity warnings go to stderr). */
-function kubectl(cp: ControlPlane, args: readonly string[], stdin: string): Promise<{ code: number; stdout: string; stderr: string }> {
-  return new Promise((resolve) => {
-    const child = execFile(join(kubeBin(), 'kubectl'), ['--kubeconfig', cp.kubeconfig, ...args], { maxBuffer: 16 * 1024 * 1024 });
-    let stdout = '';
-    let stderr = '';
-    child.stdout!.on('data', (b: Buffer) => {
-      stdout += b.toString();
-    });
-    child.stderr!.on('data', (b: Buffer) => {
-      stderr += b.toString();
-    });
-    child.on('close', (code) => resolve({ code: code ?? -1, stdout, stderr }));
-    child.stdin!.end(stdin);
-  });
+function kubectl(cp: ControlPlane, args: readonly string[], stdin: string): Promise<CommandResult> {
+  return runCommand(join(kubeBin(), 'kubectl'), ['--kubeconfig', cp.kubeconfig, ...args], { stdin });
 }
 
-const dryRun = (cp: ControlPlane, object: object): Promise<{ code: number; stdout: string; stderr: string }> =>
+const dryRun = (cp: ControlPlane, object: object): Promise<CommandResult> =>
   kubectl(cp, ['apply', '--dry-run=server', '-o', 'name', '-f', '-'], JSON.stringify(object));
 
 function renderStatefulSet(): StatefulSet {
