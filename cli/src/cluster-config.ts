@@ -8,6 +8,7 @@ import type { ClusterConfig } from '@pglog/collector/collect/collect-types.ts';
 import { PglogError } from '@pglog/common/errors.ts';
 import { type KubeAccess, parseKubeAccess } from '@pglog/common/kube/kube-access.ts';
 
+import { stringOptions } from './command-args.ts';
 import { wholeNumberOption } from './whole-number-option.ts';
 
 export const CLUSTER_USAGE = `cluster mode (instead of --targets):
@@ -22,16 +23,7 @@ export const CLUSTER_USAGE = `cluster mode (instead of --targets):
   The process starts the collector as a child with the shard's Node.js tuning
   (spec.tuning) and starts it again when the tuning changes.`;
 
-export const CLUSTER_OPTIONS = {
-  shard: { type: 'string' },
-  namespace: { type: 'string' },
-  kubeconfig: { type: 'string' },
-  context: { type: 'string' },
-  'kube-context': { type: 'string' },
-  'status-interval': { type: 'string' },
-  'resolve-interval': { type: 'string' },
-  launched: { type: 'string' },
-} as const;
+export const CLUSTER_OPTIONS = stringOptions('shard', 'namespace', 'kubeconfig', 'context', 'kube-context', 'status-interval', 'resolve-interval', 'launched');
 
 type ClusterValues = Partial<Record<keyof typeof CLUSTER_OPTIONS, string | undefined>>;
 

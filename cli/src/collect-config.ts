@@ -14,7 +14,7 @@ import { PglogError } from '@pglog/common/errors.ts';
 import { parseLogLevelOption } from '@pglog/common/observability/logger.ts';
 
 import { CLUSTER_OPTIONS, CLUSTER_USAGE, parseClusterConfig } from './cluster-config.ts';
-import { parseCommandArgs } from './command-args.ts';
+import { parseCommandArgs, stringOptions } from './command-args.ts';
 import { parseTransportConfig, TRANSPORT_OPTIONS, TRANSPORT_USAGE } from './transport-config.ts';
 import { wholeNumberOption } from './whole-number-option.ts';
 
@@ -64,24 +64,26 @@ export function parseCollectArgs(argv: string[], env: Readonly<Record<string, st
       args: argv,
       allowPositionals: false,
       options: {
-        targets: { type: 'string' },
-        store: { type: 'string' },
-        'store-file': { type: 'string' },
-        listen: { type: 'string' },
-        'log-level': { type: 'string' },
-        'start-at': { type: 'string' },
-        'batch-rows': { type: 'string' },
-        'batch-bytes': { type: 'string' },
-        'batch-ms': { type: 'string' },
-        'store-connections': { type: 'string' },
-        'memory-budget': { type: 'string' },
-        'target-memory-budget': { type: 'string' },
-        'max-entry-bytes': { type: 'string' },
-        'template-cache-bytes': { type: 'string' },
-        'retention-days': { type: 'string' },
-        'stop-timeout': { type: 'string' },
-        'keepalive-ms': { type: 'string' },
-        'ssh-window': { type: 'string' },
+        ...stringOptions(
+          'targets',
+          'store',
+          'store-file',
+          'listen',
+          'log-level',
+          'start-at',
+          'batch-rows',
+          'batch-bytes',
+          'batch-ms',
+          'store-connections',
+          'memory-budget',
+          'target-memory-budget',
+          'max-entry-bytes',
+          'template-cache-bytes',
+          'retention-days',
+          'stop-timeout',
+          'keepalive-ms',
+          'ssh-window',
+        ),
         ...TRANSPORT_OPTIONS,
         ...CLUSTER_OPTIONS,
       },

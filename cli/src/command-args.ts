@@ -13,3 +13,8 @@ export function parseCommandArgs<T extends ParseArgsConfig>(config: T, usageMess
     throw new PglogError('USAGE', usageMessage((e as Error).message));
   }
 }
+
+/** parseArgs declarations of options that each take one string value, by name. */
+export function stringOptions<const K extends string>(...names: K[]): Record<K, { type: 'string' }> {
+  return Object.fromEntries(names.map((name) => [name, { type: 'string' }])) as Record<K, { type: 'string' }>;
+}

@@ -16,7 +16,7 @@ import { type KubeAccess, loadKubeAccess, parseKubeAccess } from '@pglog/common/
 import { CUSTOM_RESOURCE_DEFINITIONS as CRDS } from '@pglog/common/kube/resources.ts';
 import { parseAllDocuments } from 'yaml';
 
-import { parseCommandArgs } from './command-args.ts';
+import { parseCommandArgs, stringOptions } from './command-args.ts';
 
 export const CRDS_USAGE = `usage: pglog crds apply --dir DIR [OPTIONS]
   Applies the CustomResourceDefinitions in DIR's *.yaml files (pglog's own, *.pglog.io, and
@@ -42,7 +42,7 @@ export function parseCrdsArgs(argv: string[], env: NodeJS.ProcessEnv): CrdsComma
     {
       args: rest,
       allowPositionals: false,
-      options: { dir: { type: 'string' }, kubeconfig: { type: 'string' }, context: { type: 'string' } },
+      options: stringOptions('dir', 'kubeconfig', 'context'),
     },
     (message) => `crds: ${message}`,
   );

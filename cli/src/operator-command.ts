@@ -12,7 +12,7 @@ import { createLogger, type OptionLogLevel, parseLogLevelOption } from '@pglog/c
 import { type OperatorConfig, runOperator } from '@pglog/operator/controller/run-operator.ts';
 import { imageAllowed, imageRepository, parseAllowedImages, parseNamespaceList } from '@pglog/operator/desired/pool-policy.ts';
 
-import { parseCommandArgs } from './command-args.ts';
+import { parseCommandArgs, stringOptions } from './command-args.ts';
 import { wholeNumberOption } from './whole-number-option.ts';
 
 export const OPERATOR_USAGE = `usage: pglog operator [OPTIONS]
@@ -54,25 +54,25 @@ export function parseOperatorArgs(argv: string[], env: NodeJS.ProcessEnv): Opera
     {
       args: argv,
       allowPositionals: false,
-      options: {
-        kubeconfig: { type: 'string' },
-        context: { type: 'string' },
-        'kube-context': { type: 'string' },
-        namespace: { type: 'string' },
-        'lease-namespace': { type: 'string' },
-        'lease-name': { type: 'string' },
-        'lease-owner-deployment': { type: 'string' },
-        identity: { type: 'string' },
-        image: { type: 'string' },
-        'allowed-images': { type: 'string' },
-        'collector-namespaces': { type: 'string' },
-        'service-account': { type: 'string' },
-        listen: { type: 'string' },
-        workers: { type: 'string' },
-        resync: { type: 'string' },
-        'lease-duration': { type: 'string' },
-        'log-level': { type: 'string' },
-      },
+      options: stringOptions(
+        'kubeconfig',
+        'context',
+        'kube-context',
+        'namespace',
+        'lease-namespace',
+        'lease-name',
+        'lease-owner-deployment',
+        'identity',
+        'image',
+        'allowed-images',
+        'collector-namespaces',
+        'service-account',
+        'listen',
+        'workers',
+        'resync',
+        'lease-duration',
+        'log-level',
+      ),
     },
     (message) => `operator: ${message}`,
   );

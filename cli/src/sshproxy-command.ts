@@ -10,7 +10,7 @@ import { Sidecar } from '@pglog/collector/sidecar/sidecar.ts';
 import { PglogError } from '@pglog/common/errors.ts';
 import { createLogger, type OptionLogLevel, parseLogLevelOption } from '@pglog/common/observability/logger.ts';
 
-import { parseCommandArgs } from './command-args.ts';
+import { parseCommandArgs, stringOptions } from './command-args.ts';
 import { wholeNumberOption } from './whole-number-option.ts';
 
 export const SSHPROXY_USAGE = `usage: pglog sshproxy --dir DIR [--log-level LEVEL]
@@ -39,13 +39,11 @@ export function parseSshproxyArgs(argv: string[]): SshproxyConfig {
       args: argv,
       allowPositionals: false,
       options: {
-        dir: { type: 'string' },
-        'log-level': { type: 'string' },
+        ...stringOptions('dir', 'log-level'),
         'stop-on-stdin-eof': { type: 'boolean' },
         'remove-dir': { type: 'boolean' },
         // Not in the usage text: tests shorten the master backoff with them.
-        'backoff-base-ms': { type: 'string' },
-        'backoff-cap-ms': { type: 'string' },
+        ...stringOptions('backoff-base-ms', 'backoff-cap-ms'),
       },
     },
     (message) => `sshproxy: ${message}`,

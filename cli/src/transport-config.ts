@@ -6,6 +6,7 @@ import type { TransportConfig } from '@pglog/collector/collect/collect-types.ts'
 import { PglogError } from '@pglog/common/errors.ts';
 import { DEFAULT_POLICY_SETTINGS, type PolicySettings, validatePolicyOptions } from '@pglog/common/promotion/policy.ts';
 
+import { stringOptions } from './command-args.ts';
 import { wholeNumberOption } from './whole-number-option.ts';
 
 export const TRANSPORT_USAGE = `  --promote-above RATE      move an auto target to the sshproxy sidecar above RATE (default 1.25Mbit)
@@ -18,15 +19,7 @@ export const TRANSPORT_USAGE = `  --promote-above RATE      move an auto target 
   --sshproxy-dir DIR        the directory shared with the sidecar (child default: a private temp dir)
   RATE takes bits per second or a unit: 750kbit, 1.25Mbit, 1Gbit (powers of 1000, as networks count).`;
 
-export const TRANSPORT_OPTIONS = {
-  'promote-above': { type: 'string' },
-  'demote-below': { type: 'string' },
-  'min-dwell': { type: 'string' },
-  'proxy-capacity': { type: 'string' },
-  'rate-window': { type: 'string' },
-  sshproxy: { type: 'string' },
-  'sshproxy-dir': { type: 'string' },
-} as const;
+export const TRANSPORT_OPTIONS = stringOptions('promote-above', 'demote-below', 'min-dwell', 'proxy-capacity', 'rate-window', 'sshproxy', 'sshproxy-dir');
 
 const RATE_UNITS: Record<string, number> = { '': 1, bit: 1, kbit: 1e3, mbit: 1e6, gbit: 1e9 };
 
