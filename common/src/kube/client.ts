@@ -30,6 +30,17 @@ export interface KubeClientOptions {
   tokens?: TokenSourceOptions;
 }
 
+/** One API request as the client opens it (`query` from queryString(); `idleMs` ends a connection silent that long). */
+interface ApiRequest {
+  readonly method: string;
+  readonly path: string;
+  readonly query: string;
+  readonly body?: string | undefined;
+  readonly contentType?: string | undefined;
+  readonly signal?: AbortSignal | undefined;
+  readonly idleMs?: number | undefined;
+}
+
 interface Response {
   status: number;
   body: string;
@@ -72,19 +83,11 @@ export function createKubeClient(config: KubeConfig, options: KubeClientOptions 
    * A 401 gets one retry when the token source can give another token (an exec plugin runs
    * again); a 429 is retried after its Retry-After (capped), a bounded number of times.
    */
-  async function open(
-    method: string,
-    path: string,
-    query: string,
-    body: string | undefined,
-    contentType: string | undefined,
-    signal: AbortSignal | undefined,
-    idleMs: number | undefined,
-  ): Promise<IncomingMessage> {
+  async function open(req: ApiRequest): Promise<IncomingMessage> {
     let retried401 = false;
     for (let waited429 = 0; ;) {
       const bearer = await tokens.token();
-      const res = await openOnce(method, path, query, body, contentType, signal, idleMs, bearer);
+      const res = await openOnce(req, bearer);
       if (res.statusCode === 401 && !retried401 && tokens.refused(bearer)) {
         retried401 = true;
         res.resume();
@@ -94,23 +97,14 @@ export function createKubeClient(config: KubeConfig, options: KubeClientOptions 
         waited429++;
         const header: string | undefined = res.headers['retry-after'];
         res.resume();
-        await sleep(retryAfterMs(header, retryAfterCapMs), undefined, signal === undefined ? {} : { signal });
+        await sleep(retryAfterMs(header, retryAfterCapMs), undefined, req.signal === undefined ? {} : { signal: req.signal });
         continue;
       }
       return res;
     }
   }
 
-  async function openOnce(
-    method: string,
-    path: string,
-    query: string,
-    body: string | undefined,
-    contentType: string | undefined,
-    signal: AbortSignal | undefined,
-    idleMs: number | undefined,
-    bearer: string | undefined,
-  ): Promise<IncomingMessage> {
+  async function openOnce({ method, path, query, body, contentType, signal, idleMs }: ApiRequest, bearer: string | undefined): Promise<IncomingMessage> {
     const where = `${method} ${path}`;
     const headers: Record<string, string> = { Accept: 'application/json', 'User-Agent': userAgent };
     if (bearer !== undefined && bearer !== '') headers['Authorization'] = `Bearer ${bearer}`;
@@ -158,7 +152,7 @@ export function createKubeClient(config: KubeConfig, options: KubeClientOptions 
   }
 
   async function send(method: string, path: string, query = '', body?: unknown, contentType?: string): Promise<Response> {
-    const res = await open(method, path, query, body === undefined ? undefined : JSON.stringify(body), contentType, undefined, timeoutMs);
+    const res = await open({ method, path, query, body: body === undefined ? undefined : JSON.stringify(body), contentType, idleMs: timeoutMs });
     return { status: res.statusCode ?? 0, body: await readBody(res, `${method} ${path}`) };
   }
 
@@ -205,15 +199,8 @@ export function createKubeClient(config: KubeConfig, options: KubeClientOptions 
     if (signal.aborted) return;
     let res: IncomingMessage;
     try {
-      res = await open(
-        'GET',
-        path,
-        query,
-        undefined,
-        undefined,
-        signal,
-        opts.timeoutSeconds === undefined ? undefined : opts.timeoutSeconds * 1000 + WATCH_GRACE_MS,
-      );
+      const idleMs = opts.timeoutSeconds === undefined ? undefined : opts.timeoutSeconds * 1000 + WATCH_GRACE_MS;
+      res = await open({ method: 'GET', path, query, signal, idleMs });
     } catch (e) {
       if (signal.aborted) return;
       throw e;

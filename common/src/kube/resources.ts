@@ -7,27 +7,18 @@ export const POSTGRES_TARGETS = pglog('postgrestargets', 'PostgresTarget');
 export const COLLECTOR_POOLS = pglog('collectorpools', 'CollectorPool');
 export const COLLECTOR_SHARDS = pglog('collectorshards', 'CollectorShard');
 
-export const SECRETS: ResourceType = { group: '', version: 'v1', plural: 'secrets', kind: 'Secret', namespaced: true };
-export const SERVICES: ResourceType = { group: '', version: 'v1', plural: 'services', kind: 'Service', namespaced: true };
-export const PODS: ResourceType = { group: '', version: 'v1', plural: 'pods', kind: 'Pod', namespaced: true };
-export const EVENTS: ResourceType = { group: 'events.k8s.io', version: 'v1', plural: 'events', kind: 'Event', namespaced: true };
-export const DEPLOYMENTS: ResourceType = { group: 'apps', version: 'v1', plural: 'deployments', kind: 'Deployment', namespaced: true };
-export const STATEFUL_SETS: ResourceType = { group: 'apps', version: 'v1', plural: 'statefulsets', kind: 'StatefulSet', namespaced: true };
-export const POD_DISRUPTION_BUDGETS: ResourceType = {
-  group: 'policy',
-  version: 'v1',
-  plural: 'poddisruptionbudgets',
-  kind: 'PodDisruptionBudget',
-  namespaced: true,
-};
-export const LEASES: ResourceType = { group: 'coordination.k8s.io', version: 'v1', plural: 'leases', kind: 'Lease', namespaced: true };
-export const CUSTOM_RESOURCE_DEFINITIONS: ResourceType = {
-  group: 'apiextensions.k8s.io',
-  version: 'v1',
-  plural: 'customresourcedefinitions',
-  kind: 'CustomResourceDefinition',
-  namespaced: false,
-};
+/** A resource of a stable (`v1`) API group; `''` is the core group. */
+const v1 = (group: string, plural: string, kind: string, namespaced = true): ResourceType => ({ group, version: 'v1', plural, kind, namespaced });
+
+export const SECRETS = v1('', 'secrets', 'Secret');
+export const SERVICES = v1('', 'services', 'Service');
+export const PODS = v1('', 'pods', 'Pod');
+export const EVENTS = v1('events.k8s.io', 'events', 'Event');
+export const DEPLOYMENTS = v1('apps', 'deployments', 'Deployment');
+export const STATEFUL_SETS = v1('apps', 'statefulsets', 'StatefulSet');
+export const POD_DISRUPTION_BUDGETS = v1('policy', 'poddisruptionbudgets', 'PodDisruptionBudget');
+export const LEASES = v1('coordination.k8s.io', 'leases', 'Lease');
+export const CUSTOM_RESOURCE_DEFINITIONS = v1('apiextensions.k8s.io', 'customresourcedefinitions', 'CustomResourceDefinition', false);
 
 /** `apiVersion` of a resource type (`v1`, `apps/v1`). */
 export function apiVersionOf(type: ResourceType): string {
