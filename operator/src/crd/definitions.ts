@@ -48,54 +48,53 @@ const READY: PrinterColumn = {
 };
 const AGE: PrinterColumn = { name: 'Age', type: 'date', jsonPath: '.metadata.creationTimestamp' };
 
+/**
+ * A pglog resource: its names and the place of its type follow from its kind (PostgresTarget:
+ * postgrestargets, postgrestarget, interface PostgresTarget in common/src/api/postgres-target.ts).
+ */
+function resource(kind: string, shortName: string, printerColumns: readonly PrinterColumn[], scale?: ScaleSubresource): ResourceDefinition {
+  const singular = kind.toLowerCase();
+  const fileName = kind.replace(/(?<=[a-z])(?=[A-Z])/g, '-').toLowerCase();
+  return {
+    kind,
+    plural: `${singular}s`,
+    singular,
+    shortNames: [shortName],
+    typeFile: `common/src/api/${fileName}.ts`,
+    typeName: kind,
+    printerColumns,
+    ...(scale === undefined ? {} : { scale }),
+  };
+}
+
 export const RESOURCES: readonly ResourceDefinition[] = [
-  {
-    kind: 'PostgresTarget',
-    plural: 'postgrestargets',
-    singular: 'postgrestarget',
-    shortNames: ['pgt'],
-    typeFile: 'common/src/api/postgres-target.ts',
-    typeName: 'PostgresTarget',
-    printerColumns: [
-      { name: 'Host', type: 'string', jsonPath: '.spec.host', description: 'SSH server.' },
-      { name: 'Pool', type: 'string', jsonPath: '.spec.pool', description: 'CollectorPool that collects the target.' },
-      { name: 'Shard', type: 'integer', jsonPath: '.status.shard', description: 'Index of the owning shard.' },
-      { name: 'Transport', type: 'string', jsonPath: '.status.transport', description: 'Transport in use.' },
-      { name: 'Bytes/s', type: 'number', jsonPath: '.status.rates.bytesPerSecond', description: 'Smoothed log bytes read per second.' },
-      READY,
-      AGE,
-    ],
-  },
-  {
-    kind: 'CollectorPool',
-    plural: 'collectorpools',
-    singular: 'collectorpool',
-    shortNames: ['cpool'],
-    typeFile: 'common/src/api/collector-pool.ts',
-    typeName: 'CollectorPool',
-    printerColumns: [
+  resource('PostgresTarget', 'pgt', [
+    { name: 'Host', type: 'string', jsonPath: '.spec.host', description: 'SSH server.' },
+    { name: 'Pool', type: 'string', jsonPath: '.spec.pool', description: 'CollectorPool that collects the target.' },
+    { name: 'Shard', type: 'integer', jsonPath: '.status.shard', description: 'Index of the owning shard.' },
+    { name: 'Transport', type: 'string', jsonPath: '.status.transport', description: 'Transport in use.' },
+    { name: 'Bytes/s', type: 'number', jsonPath: '.status.rates.bytesPerSecond', description: 'Smoothed log bytes read per second.' },
+    READY,
+    AGE,
+  ]),
+  resource(
+    'CollectorPool',
+    'cpool',
+    [
       { name: 'Replicas', type: 'integer', jsonPath: '.spec.replicas', description: 'Desired collector pods (shards).' },
       { name: 'Ready', type: 'integer', jsonPath: '.status.readyReplicas', description: 'Pods that are ready.' },
       { name: 'Targets', type: 'integer', jsonPath: '.status.targets', description: 'Targets assigned to the pool.' },
       AGE,
     ],
-    scale: { specReplicasPath: '.spec.replicas', statusReplicasPath: '.status.replicas', labelSelectorPath: '.status.selector' },
-  },
-  {
-    kind: 'CollectorShard',
-    plural: 'collectorshards',
-    singular: 'collectorshard',
-    shortNames: ['cshard'],
-    typeFile: 'common/src/api/collector-shard.ts',
-    typeName: 'CollectorShard',
-    printerColumns: [
-      { name: 'Pool', type: 'string', jsonPath: '.spec.pool', description: 'The pool the shard belongs to.' },
-      { name: 'Index', type: 'integer', jsonPath: '.spec.index', description: 'Shard index (pod ordinal).' },
-      { name: 'Targets', type: 'integer', jsonPath: '.spec.targetCount', description: 'Targets assigned.' },
-      READY,
-      AGE,
-    ],
-  },
+    { specReplicasPath: '.spec.replicas', statusReplicasPath: '.status.replicas', labelSelectorPath: '.status.selector' },
+  ),
+  resource('CollectorShard', 'cshard', [
+    { name: 'Pool', type: 'string', jsonPath: '.spec.pool', description: 'The pool the shard belongs to.' },
+    { name: 'Index', type: 'integer', jsonPath: '.spec.index', description: 'Shard index (pod ordinal).' },
+    { name: 'Targets', type: 'integer', jsonPath: '.spec.targetCount', description: 'Targets assigned.' },
+    READY,
+    AGE,
+  ]),
 ];
 
 /** A CustomResourceDefinition object (apiextensions.k8s.io/v1). */
