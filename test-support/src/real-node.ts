@@ -16,6 +16,7 @@ import { onProcessExit } from './exit-cleanup.ts';
 import { acquireMachineLock } from './machine-lock.ts';
 import { cniConflist, containerdConfig, defaultNodeNetwork, kubeletConfig, type NodeNetwork } from './node-config.ts';
 import { PodLogKeeper } from './pod-logs.ts';
+import { createTestCa } from './test-ca.ts';
 import { freePort, sleep } from './wait.ts';
 
 const run = promisify(execFile);
@@ -57,49 +58,8 @@ async function quiet(cmd: string, args: readonly string[]): Promise<void> {
 
 /** A CA and a client certificate of it in group system:masters, for the API server → kubelet. */
 async function kubeletClientCerts(dir: string): Promise<void> {
-  const f = (n: string): string => join(dir, n);
-  await sh('openssl', [
-    'req',
-    '-x509',
-    '-newkey',
-    'rsa:2048',
-    '-nodes',
-    '-days',
-    '2',
-    '-subj',
-    '/CN=pglog-kubelet-client-ca',
-    '-keyout',
-    f('ca.key'),
-    '-out',
-    f('ca.crt'),
-  ]);
-  await sh('openssl', [
-    'req',
-    '-newkey',
-    'rsa:2048',
-    '-nodes',
-    '-subj',
-    '/O=system:masters/CN=kube-apiserver',
-    '-keyout',
-    f('client.key'),
-    '-out',
-    f('client.csr'),
-  ]);
-  await sh('openssl', [
-    'x509',
-    '-req',
-    '-in',
-    f('client.csr'),
-    '-CA',
-    f('ca.crt'),
-    '-CAkey',
-    f('ca.key'),
-    '-CAcreateserial',
-    '-days',
-    '2',
-    '-out',
-    f('client.crt'),
-  ]);
+  const ca = await createTestCa(dir, '/CN=pglog-kubelet-client-ca', ['-newkey', 'rsa:2048', '-nodes']);
+  await ca.issue('client', '/O=system:masters/CN=kube-apiserver');
 }
 
 function ourMounts(dir: string): string[] {

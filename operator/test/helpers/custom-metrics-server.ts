@@ -10,18 +10,17 @@
 //     Endpoints and EndpointSlice holding the namespace's address, and the APIService
 //     v1beta2.custom.metrics.k8s.io, and waits until the APIService is Available. The values
 //     it serves are what setPods() last wrote (a JSON file the server reads per request).
-import { type ChildProcess, execFile } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { promisify } from 'node:util';
 
 import { onProcessExit } from '@pglog/test-support/exit-cleanup.ts';
 import { eventually } from '@pglog/test-support/fleet.ts';
+import { createTestCa } from '@pglog/test-support/test-ca.ts';
 
 import type { NetnsHost } from './netns.ts';
 
-const run = promisify(execFile);
 const SERVE = join(import.meta.dirname, 'custom-metrics-server', 'serve.ts');
 export const CUSTOM_METRICS_APISERVICE = 'v1beta2.custom.metrics.k8s.io';
 
@@ -39,42 +38,17 @@ export async function aggregatorCerts(service: { namespace: string; name: string
   const dir = mkdtempSync(join(tmpdir(), 'pglog-aggregator-'));
   const forget = onProcessExit(() => rmSync(dir, { recursive: true, force: true }));
   const f = (name: string): string => join(dir, name);
-  const openssl = async (args: string[]): Promise<void> => {
-    await run('openssl', args, { cwd: dir });
-  };
-  const key = ['-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes'];
-  const sign = async (name: string, subject: string, ext: string): Promise<void> => {
-    await openssl(['req', ...key, '-keyout', f(`${name}.key`), '-out', f(`${name}.csr`), '-subj', subject]);
-    writeFileSync(f(`${name}.ext`), ext);
-    await openssl([
-      'x509',
-      '-req',
-      '-in',
-      f(`${name}.csr`),
-      '-CA',
-      f('ca.crt'),
-      '-CAkey',
-      f('ca.key'),
-      '-CAcreateserial',
-      '-days',
-      '2',
-      '-out',
-      f(`${name}.crt`),
-      '-extfile',
-      f(`${name}.ext`),
-    ]);
-  };
   try {
-    await openssl(['req', '-x509', ...key, '-keyout', f('ca.key'), '-out', f('ca.crt'), '-days', '2', '-subj', '/CN=pglog-test-aggregator-ca']);
+    const ca = await createTestCa(dir, '/CN=pglog-test-aggregator-ca');
     const host = `${service.name}.${service.namespace}.svc`;
-    await sign('serving', `/CN=${host}`, `subjectAltName=DNS:${host},IP:${address}\nextendedKeyUsage=serverAuth\n`);
-    await sign('front-proxy-client', '/CN=front-proxy-client', 'extendedKeyUsage=clientAuth\n');
+    await ca.issue('serving', `/CN=${host}`, `subjectAltName=DNS:${host},IP:${address}\nextendedKeyUsage=serverAuth\n`);
+    await ca.issue('front-proxy-client', '/CN=front-proxy-client', 'extendedKeyUsage=clientAuth\n');
     return {
-      caBundle: readFileSync(f('ca.crt'), 'utf8'),
+      caBundle: readFileSync(ca.certFile, 'utf8'),
       servingCertFile: f('serving.crt'),
       servingKeyFile: f('serving.key'),
       apiserverArgs: [
-        `--requestheader-client-ca-file=${f('ca.crt')}`,
+        `--requestheader-client-ca-file=${ca.certFile}`,
         '--requestheader-allowed-names=front-proxy-client',
         '--requestheader-username-headers=X-Remote-User',
         '--requestheader-group-headers=X-Remote-Group',
