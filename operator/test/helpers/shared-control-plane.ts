@@ -10,7 +10,11 @@
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { after, before } from 'node:test';
 
+import { createKubeClient, type KubeClientOptions } from '@pglog/common/kube/client.ts';
+import type { KubeClient } from '@pglog/common/kube/client-types.ts';
+import type { KubeConfig } from '@pglog/common/kube/config.ts';
 import { type ControlPlane, type ControlPlaneOptions, runKubectl, startControlPlane } from '@pglog/test-support/control-plane.ts';
 
 const ENV = 'PGLOG_SHARED_CONTROL_PLANE';
@@ -88,6 +92,46 @@ export async function useSharedControlPlane(namespace: string): Promise<SharedCo
     async stop() {
       rmSync(dir, { recursive: true, force: true });
       await cp.stop();
+    },
+  };
+}
+
+/** The control plane's admin as a client sees it: its token, and the apiserver's certificate (issued for `kubernetes`). */
+export function adminConfig(cp: ControlPlane): KubeConfig {
+  return { server: cp.server, caCert: cp.caCert, tlsServerName: 'kubernetes', token: cp.token };
+}
+
+export interface SharedKube {
+  readonly cp: SharedControlPlane;
+  readonly client: KubeClient & { close(): void };
+}
+
+/**
+ * For a describe(): before its tests, the shared control plane with `namespace` and an admin
+ * client of it; after them, the client closed and a private control plane stopped. The two are
+ * read through the returned object once the tests run.
+ */
+export function useSharedKube(namespace: string, clientOptions?: KubeClientOptions): SharedKube {
+  let cp: SharedControlPlane | undefined;
+  let client: (KubeClient & { close(): void }) | undefined;
+  before(async () => {
+    cp = await useSharedControlPlane(namespace);
+    client = createKubeClient(adminConfig(cp), clientOptions);
+  });
+  after(async () => {
+    client?.close();
+    await cp?.stop();
+  });
+  const ready = <T>(value: T | undefined): T => {
+    if (value === undefined) throw new Error('useSharedKube: read before its before() hook ran');
+    return value;
+  };
+  return {
+    get cp() {
+      return ready(cp);
+    },
+    get client() {
+      return ready(client);
     },
   };
 }

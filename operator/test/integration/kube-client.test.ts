@@ -7,16 +7,16 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { after, before, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 
 import { createKubeClient } from '@pglog/common/kube/client.ts';
-import type { KubeClient, KubeObject, ResourceType, WatchEvent } from '@pglog/common/kube/client-types.ts';
+import type { KubeObject, ResourceType, WatchEvent } from '@pglog/common/kube/client-types.ts';
 import { loadKubeconfigFile } from '@pglog/common/kube/config.ts';
 import { isKubeError, type KubeError } from '@pglog/common/kube/errors.ts';
 import { CUSTOM_RESOURCE_DEFINITIONS } from '@pglog/common/kube/resources.ts';
 import { freePort, sleep } from '@pglog/test-support/wait.ts';
 
-import { type SharedControlPlane, useSharedControlPlane } from '../helpers/shared-control-plane.ts';
+import { adminConfig, useSharedKube } from '../helpers/shared-control-plane.ts';
 
 /** This file's namespace on the shared control plane (shared-control-plane.ts). */
 const NS = 'kube-client';
@@ -80,74 +80,62 @@ async function rejectsWith(p: Promise<unknown>, code: KubeError['code'], reason?
 }
 
 describe('Kubernetes client on a real kube-apiserver', { timeout: 240_000 }, () => {
-  let cp: SharedControlPlane;
-  let client: KubeClient & { close(): void };
-  before(async () => {
-    cp = await useSharedControlPlane(NS);
-    client = createKubeClient(
-      { server: cp.server, caCert: cp.caCert, tlsServerName: 'kubernetes', token: cp.token },
-      { userAgent: 'pglog-test', maxSockets: 4 },
-    );
-  });
-  after(async () => {
-    client?.close();
-    await cp?.stop();
-  });
+  const kube = useSharedKube(NS, { userAgent: 'pglog-test', maxSockets: 4 });
 
   test('ConfigMap: create, get, list across pages, replace, conflicts, delete, 404 as null', async () => {
-    const created = await client.create(CONFIG_MAPS, configMap('crud-a', { k: '1' }, { suite: 'crud' }));
+    const created = await kube.client.create(CONFIG_MAPS, configMap('crud-a', { k: '1' }, { suite: 'crud' }));
     assert.equal(created.metadata.namespace, NS);
     assert.ok(created.metadata.resourceVersion);
-    await client.create(CONFIG_MAPS, configMap('crud-b', { k: '2' }, { suite: 'crud' }));
-    await client.create(CONFIG_MAPS, configMap('crud-c', { k: '3' }, { suite: 'crud' }));
-    await rejectsWith(client.create(CONFIG_MAPS, configMap('crud-a', {})), 'KUBE_CONFLICT', 'AlreadyExists');
+    await kube.client.create(CONFIG_MAPS, configMap('crud-b', { k: '2' }, { suite: 'crud' }));
+    await kube.client.create(CONFIG_MAPS, configMap('crud-c', { k: '3' }, { suite: 'crud' }));
+    await rejectsWith(kube.client.create(CONFIG_MAPS, configMap('crud-a', {})), 'KUBE_CONFLICT', 'AlreadyExists');
 
-    const got = await client.get<ConfigMap>(CONFIG_MAPS, NS, 'crud-a');
+    const got = await kube.client.get<ConfigMap>(CONFIG_MAPS, NS, 'crud-a');
     assert.deepEqual(got?.data, { k: '1' });
     assert.equal(got?.kind, 'ConfigMap');
 
     // limit 1: three pages joined by continue tokens.
-    const listed = await client.list<ConfigMap>(CONFIG_MAPS, NS, { labelSelector: 'suite=crud', limit: 1 });
+    const listed = await kube.client.list<ConfigMap>(CONFIG_MAPS, NS, { labelSelector: 'suite=crud', limit: 1 });
     assert.deepEqual(listed.items.map((c) => c.metadata.name).sort(), ['crud-a', 'crud-b', 'crud-c']);
     assert.ok(
       listed.items.every((c) => c.apiVersion === 'v1' && c.kind === 'ConfigMap'),
       'list items carry apiVersion and kind',
     );
     assert.match(listed.resourceVersion, /^\d+$/);
-    const all = await client.list<ConfigMap>(CONFIG_MAPS, undefined, { fieldSelector: 'metadata.name=crud-b' });
+    const all = await kube.client.list<ConfigMap>(CONFIG_MAPS, undefined, { fieldSelector: 'metadata.name=crud-b' });
     assert.deepEqual(
       all.items.map((c) => c.metadata.name),
       ['crud-b'],
     );
 
-    const replaced = await client.replace(CONFIG_MAPS, { ...got, data: { k: 'one' } });
+    const replaced = await kube.client.replace(CONFIG_MAPS, { ...got, data: { k: 'one' } });
     assert.deepEqual(replaced.data, { k: 'one' });
     // got still carries the old resourceVersion: someone changed it since.
-    const stale = await rejectsWith(client.replace(CONFIG_MAPS, { ...got, data: { k: 'stale' } }), 'KUBE_CONFLICT', 'Conflict');
+    const stale = await rejectsWith(kube.client.replace(CONFIG_MAPS, { ...got, data: { k: 'stale' } }), 'KUBE_CONFLICT', 'Conflict');
     assert.equal(stale.status, 409);
     assert.match(stale.message, /PUT \/api\/v1\/namespaces\/kube-client\/configmaps\/crud-a: HTTP 409 Conflict/);
 
-    const patched = await client.mergePatch<ConfigMap>(CONFIG_MAPS, NS, 'crud-a', { data: { extra: 'x' } });
+    const patched = await kube.client.mergePatch<ConfigMap>(CONFIG_MAPS, NS, 'crud-a', { data: { extra: 'x' } });
     assert.deepEqual(patched.data, { k: 'one', extra: 'x' });
 
-    await rejectsWith(client.delete(CONFIG_MAPS, NS, 'crud-a', { preconditions: { resourceVersion: created.metadata.resourceVersion } }), 'KUBE_CONFLICT');
-    assert.equal(await client.delete(CONFIG_MAPS, NS, 'crud-a', { preconditions: { uid: created.metadata.uid! } }), true);
-    assert.equal(await client.delete(CONFIG_MAPS, NS, 'crud-a'), false);
-    assert.equal(await client.get(CONFIG_MAPS, NS, 'crud-a'), null);
-    await rejectsWith(client.mergePatch(CONFIG_MAPS, NS, 'crud-a', { data: {} }), 'KUBE_NOT_FOUND', 'NotFound');
+    await rejectsWith(kube.client.delete(CONFIG_MAPS, NS, 'crud-a', { preconditions: { resourceVersion: created.metadata.resourceVersion } }), 'KUBE_CONFLICT');
+    assert.equal(await kube.client.delete(CONFIG_MAPS, NS, 'crud-a', { preconditions: { uid: created.metadata.uid! } }), true);
+    assert.equal(await kube.client.delete(CONFIG_MAPS, NS, 'crud-a'), false);
+    assert.equal(await kube.client.get(CONFIG_MAPS, NS, 'crud-a'), null);
+    await rejectsWith(kube.client.mergePatch(CONFIG_MAPS, NS, 'crud-a', { data: {} }), 'KUBE_NOT_FOUND', 'NotFound');
   });
 
   test('cluster-scoped objects: namespaces by path without a namespace', async () => {
-    const ns = await client.get(NAMESPACES, undefined, 'kube-system');
+    const ns = await kube.client.get(NAMESPACES, undefined, 'kube-system');
     assert.equal(ns?.metadata.name, 'kube-system');
-    const created = await client.create(NAMESPACES, { apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'client-test' } });
+    const created = await kube.client.create(NAMESPACES, { apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'client-test' } });
     assert.equal(created.metadata.name, 'client-test');
   });
 
   test('CRD object: server-side apply twice is idempotent, status subresource apart from spec, invalid → KUBE_INVALID', async () => {
-    await client.apply(CUSTOM_RESOURCE_DEFINITIONS, GADGET_CRD, { fieldManager: 'pglog-test' });
+    await kube.client.apply(CUSTOM_RESOURCE_DEFINITIONS, GADGET_CRD, { fieldManager: 'pglog-test' });
     for (let i = 0; ; i++) {
-      const crd = await client.get<KubeObject & { status?: { conditions?: { type: string; status: string }[] } }>(
+      const crd = await kube.client.get<KubeObject & { status?: { conditions?: { type: string; status: string }[] } }>(
         CUSTOM_RESOURCE_DEFINITIONS,
         undefined,
         'gadgets.client.pglog.io',
@@ -166,28 +154,28 @@ describe('Kubernetes client on a real kube-apiserver', { timeout: 240_000 }, () 
     let first: Gadget | undefined;
     for (let i = 0; first === undefined; i++) {
       try {
-        first = await client.apply(GADGETS, gadget, { fieldManager: 'pglog-test', force: true });
+        first = await kube.client.apply(GADGETS, gadget, { fieldManager: 'pglog-test', force: true });
       } catch (e) {
         if (!isKubeError(e, 'KUBE_NOT_FOUND') || i > 50) throw e;
         await sleep(100);
       }
     }
-    const second = await client.apply(GADGETS, gadget, { fieldManager: 'pglog-test', force: true });
+    const second = await kube.client.apply(GADGETS, gadget, { fieldManager: 'pglog-test', force: true });
     assert.equal(second.metadata.resourceVersion, first.metadata.resourceVersion, 'the same apply changes nothing');
-    const dry = await client.apply(GADGETS, { ...gadget, spec: { size: 4, color: 'red' } }, { fieldManager: 'pglog-test', force: true, dryRun: 'All' });
+    const dry = await kube.client.apply(GADGETS, { ...gadget, spec: { size: 4, color: 'red' } }, { fieldManager: 'pglog-test', force: true, dryRun: 'All' });
     assert.equal(dry.spec?.size, 4);
-    assert.equal((await client.get<Gadget>(GADGETS, 'client-test', 'g1'))?.spec?.size, 3, 'dry run stored nothing');
+    assert.equal((await kube.client.get<Gadget>(GADGETS, 'client-test', 'g1'))?.spec?.size, 3, 'dry run stored nothing');
     // Another manager applying the same field conflicts unless it forces.
-    await rejectsWith(client.apply(GADGETS, { ...gadget, spec: { color: 'blue' } }, { fieldManager: 'someone-else' }), 'KUBE_CONFLICT', 'Conflict');
+    await rejectsWith(kube.client.apply(GADGETS, { ...gadget, spec: { color: 'blue' } }, { fieldManager: 'someone-else' }), 'KUBE_CONFLICT', 'Conflict');
 
-    const withStatus = await client.mergePatch<Gadget>(GADGETS, 'client-test', 'g1', { status: { seen: 1 }, spec: { size: 99 } }, 'status');
+    const withStatus = await kube.client.mergePatch<Gadget>(GADGETS, 'client-test', 'g1', { status: { seen: 1 }, spec: { size: 99 } }, 'status');
     assert.equal(withStatus.status?.seen, 1);
     assert.equal(withStatus.spec?.size, 3, 'the status subresource ignores spec');
-    const replaced = await client.replaceStatus<Gadget>(GADGETS, { ...withStatus, status: { seen: 2 } });
+    const replaced = await kube.client.replaceStatus<Gadget>(GADGETS, { ...withStatus, status: { seen: 2 } });
     assert.equal(replaced.status?.seen, 2);
-    await rejectsWith(client.replaceStatus<Gadget>(GADGETS, { ...withStatus, status: { seen: 3 } }), 'KUBE_CONFLICT', 'Conflict');
+    await rejectsWith(kube.client.replaceStatus<Gadget>(GADGETS, { ...withStatus, status: { seen: 3 } }), 'KUBE_CONFLICT', 'Conflict');
     const bad = await rejectsWith(
-      client.apply(GADGETS, { ...gadget, spec: { size: -1 } }, { fieldManager: 'pglog-test', force: true }),
+      kube.client.apply(GADGETS, { ...gadget, spec: { size: -1 } }, { fieldManager: 'pglog-test', force: true }),
       'KUBE_INVALID',
       'Invalid',
     );
@@ -196,33 +184,38 @@ describe('Kubernetes client on a real kube-apiserver', { timeout: 240_000 }, () 
   });
 
   test('watch: ADDED, MODIFIED, DELETED from the list resourceVersion', async () => {
-    const { resourceVersion } = await client.list(CONFIG_MAPS, NS);
+    const { resourceVersion } = await kube.client.list(CONFIG_MAPS, NS);
     const abort = new AbortController();
     const seen: WatchEvent<ConfigMap>[] = [];
     const watching = (async () => {
-      for await (const e of client.watch<ConfigMap>(CONFIG_MAPS, NS, { resourceVersion, labelSelector: 'suite=watch', timeoutSeconds: 60 }, abort.signal)) {
+      for await (const e of kube.client.watch<ConfigMap>(
+        CONFIG_MAPS,
+        NS,
+        { resourceVersion, labelSelector: 'suite=watch', timeoutSeconds: 60 },
+        abort.signal,
+      )) {
         seen.push(e);
         if (e.type === 'DELETED') abort.abort();
       }
     })();
-    const cm = await client.create(CONFIG_MAPS, configMap('watched', { v: '1' }, { suite: 'watch' }));
-    await client.replace(CONFIG_MAPS, { ...cm, data: { v: '2' } });
-    await client.delete(CONFIG_MAPS, NS, 'watched');
+    const cm = await kube.client.create(CONFIG_MAPS, configMap('watched', { v: '1' }, { suite: 'watch' }));
+    await kube.client.replace(CONFIG_MAPS, { ...cm, data: { v: '2' } });
+    await kube.client.delete(CONFIG_MAPS, NS, 'watched');
     await watching;
     const changes = seen.flatMap((e) => (e.type === 'BOOKMARK' ? [] : [`${e.type} ${e.object.metadata.name} ${e.object.data?.['v']}`]));
     assert.deepEqual(changes, ['ADDED watched 1', 'MODIFIED watched 2', 'DELETED watched 2']);
   });
 
   test('watch from a compacted resourceVersion rejects with KUBE_GONE', async () => {
-    const { resourceVersion } = await client.list(CONFIG_MAPS, NS);
-    await client.create(CONFIG_MAPS, configMap('compacted', { v: '1' }));
+    const { resourceVersion } = await kube.client.list(CONFIG_MAPS, NS);
+    await kube.client.create(CONFIG_MAPS, configMap('compacted', { v: '1' }));
     const deadline = Date.now() + 40_000;
     for (;;) {
-      await client.mergePatch(CONFIG_MAPS, NS, 'compacted', { data: { v: String(Date.now()) } });
+      await kube.client.mergePatch(CONFIG_MAPS, NS, 'compacted', { data: { v: String(Date.now()) } });
       try {
         const abort = new AbortController();
         setTimeout(() => abort.abort(), 2000).unref();
-        for await (const _ of client.watch(CONFIG_MAPS, NS, { resourceVersion }, abort.signal)) void _;
+        for await (const _ of kube.client.watch(CONFIG_MAPS, NS, { resourceVersion }, abort.signal)) void _;
       } catch (e) {
         assert.ok(isKubeError(e, 'KUBE_GONE'), String(e));
         assert.equal(e.status, 410);
@@ -236,7 +229,7 @@ describe('Kubernetes client on a real kube-apiserver', { timeout: 240_000 }, () 
 
   test('a wrong token → KUBE_FORBIDDEN, and the message does not show it', async () => {
     const secret = 'not-the-token-0123456789abcdef';
-    const wrong = createKubeClient({ server: cp.server, caCert: cp.caCert, tlsServerName: 'kubernetes', token: secret });
+    const wrong = createKubeClient({ ...adminConfig(kube.cp), token: secret });
     try {
       const e = await rejectsWith(wrong.list(CONFIG_MAPS, NS), 'KUBE_FORBIDDEN', 'Unauthorized');
       assert.equal(e.status, 401);
@@ -247,8 +240,8 @@ describe('Kubernetes client on a real kube-apiserver', { timeout: 240_000 }, () 
   });
 
   test('an untrusted server certificate and a closed port → KUBE_UNAVAILABLE', async () => {
-    const untrusted = createKubeClient({ server: cp.server, token: cp.token });
-    const closed = createKubeClient({ server: `https://127.0.0.1:${await freePort()}`, token: cp.token }, { timeoutMs: 2000 });
+    const untrusted = createKubeClient({ server: kube.cp.server, token: kube.cp.token });
+    const closed = createKubeClient({ server: `https://127.0.0.1:${await freePort()}`, token: kube.cp.token }, { timeoutMs: 2000 });
     try {
       const tls = await rejectsWith(untrusted.get(CONFIG_MAPS, NS, 'x'), 'KUBE_UNAVAILABLE', 'NetworkError');
       assert.match(tls.message, /GET \/api\/v1\/namespaces\/kube-client\/configmaps\/x: failed:/);
@@ -261,8 +254,8 @@ describe('Kubernetes client on a real kube-apiserver', { timeout: 240_000 }, () 
   });
 
   test("the harness's kubeconfig loads and works; a rotated token file is re-read", async () => {
-    const config = await loadKubeconfigFile(cp.kubeconfig);
-    assert.equal(config.server, cp.server);
+    const config = await loadKubeconfigFile(kube.cp.kubeconfig);
+    assert.equal(config.server, kube.cp.server);
     assert.equal(config.namespace, NS);
     assert.equal(config.tlsServerName, 'kubernetes');
     const fromFile = createKubeClient(config);
@@ -274,7 +267,7 @@ describe('Kubernetes client on a real kube-apiserver', { timeout: 240_000 }, () 
       assert.ok((await fromFile.list(NAMESPACES, undefined)).items.some((n) => n.metadata.name === 'default'));
       await rejectsWith(rotating.get(NAMESPACES, undefined, NS), 'KUBE_FORBIDDEN');
       await sleep(20); // a different mtime even on coarse clocks
-      writeFileSync(tokenFile, `${cp.token}\n`);
+      writeFileSync(tokenFile, `${kube.cp.token}\n`);
       assert.equal((await rotating.get(NAMESPACES, undefined, NS))?.metadata.name, NS);
     } finally {
       fromFile.close();

@@ -2,13 +2,13 @@
 // event counted on one Event within the window and a new Event after it, and a recorder that
 // cannot write logs instead of throwing.
 import assert from 'node:assert/strict';
-import { after, before, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 
 import { createKubeClient } from '@pglog/common/kube/client.ts';
-import type { KubeClient, KubeObject, ResourceType } from '@pglog/common/kube/client-types.ts';
+import type { KubeObject, ResourceType } from '@pglog/common/kube/client-types.ts';
 import { CORE_EVENTS, type CoreEvent, EventRecorder } from '@pglog/common/kube/events.ts';
 
-import { type SharedControlPlane, useSharedControlPlane } from '../helpers/shared-control-plane.ts';
+import { adminConfig, useSharedKube } from '../helpers/shared-control-plane.ts';
 
 /** This file's namespace on the shared control plane (shared-control-plane.ts). */
 const NS = 'kube-events';
@@ -17,24 +17,15 @@ const CONFIG_MAPS: ResourceType = { group: '', version: 'v1', plural: 'configmap
 const NAMESPACES: ResourceType = { group: '', version: 'v1', plural: 'namespaces', kind: 'Namespace', namespaced: false };
 
 describe('EventRecorder on a real kube-apiserver', { timeout: 120_000 }, () => {
-  let cp: SharedControlPlane;
-  let client: KubeClient & { close(): void };
-  before(async () => {
-    cp = await useSharedControlPlane(NS);
-    client = createKubeClient({ server: cp.server, caCert: cp.caCert, tlsServerName: 'kubernetes', token: cp.token });
-  });
-  after(async () => {
-    client?.close();
-    await cp?.stop();
-  });
+  const kube = useSharedKube(NS);
 
   const eventsAbout = async (uid: string): Promise<CoreEvent[]> =>
-    (await client.list<CoreEvent>(CORE_EVENTS, undefined, { fieldSelector: `involvedObject.uid=${uid}` })).items;
+    (await kube.client.list<CoreEvent>(CORE_EVENTS, undefined, { fieldSelector: `involvedObject.uid=${uid}` })).items;
 
   test('the same event within the window bumps count and lastTimestamp; kubectl describe shows it; after the window a new Event', async () => {
-    const cm = await client.create<KubeObject>(CONFIG_MAPS, { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'described', namespace: NS } });
+    const cm = await kube.client.create<KubeObject>(CONFIG_MAPS, { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'described', namespace: NS } });
     let now = Date.UTC(2026, 10, 23, 12, 0, 0);
-    const recorder = new EventRecorder(client, { component: 'pglog-operator', instance: 'operator-0', clock: { now: () => now } });
+    const recorder = new EventRecorder(kube.client, { component: 'pglog-operator', instance: 'operator-0', clock: { now: () => now } });
     // Concurrent records of one event still make one Event.
     await Promise.all([
       recorder.record(cm, 'Warning', 'StoreUnavailable', 'cannot reach the store'),
@@ -55,7 +46,7 @@ describe('EventRecorder on a real kube-apiserver', { timeout: 120_000 }, () => {
     assert.equal(warning.involvedObject.name, 'described');
     assert.equal(warning.metadata.namespace, NS);
 
-    const described = await cp.kubectl(['describe', 'configmap', 'described']);
+    const described = await kube.cp.kubectl(['describe', 'configmap', 'described']);
     assert.match(described, /Warning\s+StoreUnavailable\s.*pglog-operator\s+cannot reach the store/);
     assert.match(described, /Normal\s+Rebalanced\s.*2 targets moved to another shard/);
 
@@ -72,12 +63,12 @@ describe('EventRecorder on a real kube-apiserver', { timeout: 120_000 }, () => {
   });
 
   test('an Event that disappeared (expired) is written again; a cluster-scoped object gets its Events in default', async () => {
-    const ns = (await client.get<KubeObject>(NAMESPACES, undefined, 'kube-system'))!;
-    const recorder = new EventRecorder(client, { component: 'pglog-operator', instance: 'operator-0' });
+    const ns = (await kube.client.get<KubeObject>(NAMESPACES, undefined, 'kube-system'))!;
+    const recorder = new EventRecorder(kube.client, { component: 'pglog-operator', instance: 'operator-0' });
     await recorder.record(ns, 'Normal', 'Seen', 'looked at it');
     const [first] = await eventsAbout(ns.metadata.uid!);
     assert.equal(first?.metadata.namespace, 'default');
-    await client.delete(CORE_EVENTS, 'default', first.metadata.name);
+    await kube.client.delete(CORE_EVENTS, 'default', first.metadata.name);
     await recorder.record(ns, 'Normal', 'Seen', 'looked at it');
     const again = await eventsAbout(ns.metadata.uid!);
     assert.equal(again.length, 1);
@@ -86,7 +77,7 @@ describe('EventRecorder on a real kube-apiserver', { timeout: 120_000 }, () => {
   });
 
   test('a recorder that cannot write logs and resolves: never throws', async () => {
-    const denied = createKubeClient({ server: cp.server, caCert: cp.caCert, tlsServerName: 'kubernetes', token: 'wrong-token-abcdef' });
+    const denied = createKubeClient({ ...adminConfig(kube.cp), token: 'wrong-token-abcdef' });
     const logs: Array<{ level: string; msg: string; fields: Record<string, unknown> }> = [];
     const recorder = new EventRecorder(denied, { component: 'pglog-operator', instance: 'x', log: (level, msg, fields) => logs.push({ level, msg, fields }) });
     try {

@@ -4,7 +4,7 @@
 // and recovery after the API server becomes unreachable: the client goes through a TCP proxy
 // in this test that is closed and opened again (the harness cannot restart the apiserver).
 import assert from 'node:assert/strict';
-import { after, before, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 
 import { createKubeClient } from '@pglog/common/kube/client.ts';
 import type { KubeClient, KubeObject, ResourceType, WatchEvent, WatchOptions } from '@pglog/common/kube/client-types.ts';
@@ -12,7 +12,7 @@ import { isKubeError } from '@pglog/common/kube/errors.ts';
 import { Informer, type InformerEvent } from '@pglog/common/kube/informer.ts';
 import { sleep } from '@pglog/test-support/wait.ts';
 
-import { type SharedControlPlane, useSharedControlPlane } from '../helpers/shared-control-plane.ts';
+import { adminConfig, useSharedKube } from '../helpers/shared-control-plane.ts';
 import { startTcpProxy } from '../helpers/tcp-proxy.ts';
 
 /** This file's namespace on the shared control plane (shared-control-plane.ts). */
@@ -39,6 +39,24 @@ async function until(what: string, check: () => boolean, timeoutMs = 20_000): Pr
 
 const summary = (events: InformerEvent<ConfigMap>[]): string[] =>
   events.map((e) => `${e.type} ${e.object.metadata.name} ${e.object.data?.['v']}${e.old ? ` (was ${e.old.data?.['v']})` : ''}`);
+
+/** The names of the objects in an informer's cache, sorted. */
+const cachedNames = (informer: Informer<ConfigMap>): string[] =>
+  informer
+    .list()
+    .map((c) => c.metadata.name)
+    .sort();
+
+/** An informer of this file's ConfigMaps labelled suite=SUITE, with the lines it logs. */
+function loggingInformer(client: KubeClient, suite: string): { informer: Informer<ConfigMap>; logs: string[] } {
+  const logs: string[] = [];
+  const informer = new Informer<ConfigMap>(client, CONFIG_MAPS, {
+    namespace: NS,
+    labelSelector: `suite=${suite}`,
+    log: (level, msg) => logs.push(`${level} ${msg}`),
+  });
+  return { informer, logs };
+}
 
 /** A client whose watches can be held: while held, a new watch waits, then starts from the resourceVersion it was asked for. */
 function holdableWatches(client: KubeClient): { client: KubeClient; hold(): void; release(): void; lastWatchFrom(): string | undefined } {
@@ -88,33 +106,13 @@ function holdableWatches(client: KubeClient): { client: KubeClient; hold(): void
 }
 
 describe('Informer on a real kube-apiserver', { timeout: 240_000 }, () => {
-  let cp: SharedControlPlane;
-  let client: KubeClient & { close(): void };
-  const config = (): { server: string; caCert: string; tlsServerName: string; token: string } => ({
-    server: cp.server,
-    caCert: cp.caCert,
-    tlsServerName: 'kubernetes',
-    token: cp.token,
-  });
-  before(async () => {
-    cp = await useSharedControlPlane(NS);
-    client = createKubeClient(config());
-  });
-  after(async () => {
-    client?.close();
-    await cp?.stop();
-  });
+  const kube = useSharedKube(NS);
 
   test('syncs, then emits add, update (with the old object) and delete; a throwing handler is logged and harmless', async () => {
-    await client.create(CONFIG_MAPS, configMap('pre-1', 'events', '1'));
-    await client.create(CONFIG_MAPS, configMap('pre-2', 'events', '1'));
-    await client.create(CONFIG_MAPS, configMap('other', 'not-selected', '1'));
-    const logs: string[] = [];
-    const informer = new Informer<ConfigMap>(client, CONFIG_MAPS, {
-      namespace: NS,
-      labelSelector: 'suite=events',
-      log: (level, msg) => logs.push(`${level} ${msg}`),
-    });
+    await kube.client.create(CONFIG_MAPS, configMap('pre-1', 'events', '1'));
+    await kube.client.create(CONFIG_MAPS, configMap('pre-2', 'events', '1'));
+    await kube.client.create(CONFIG_MAPS, configMap('other', 'not-selected', '1'));
+    const { informer, logs } = loggingInformer(kube.client, 'events');
     const events: InformerEvent<ConfigMap>[] = [];
     informer.onChange(() => {
       throw new Error('handler bug');
@@ -124,20 +122,14 @@ describe('Informer on a real kube-apiserver', { timeout: 240_000 }, () => {
     const abort = new AbortController();
     const running = informer.run(abort.signal);
     await until('synced', () => informer.hasSynced());
-    assert.deepEqual(
-      informer
-        .list()
-        .map((c) => c.metadata.name)
-        .sort(),
-      ['pre-1', 'pre-2'],
-    );
+    assert.deepEqual(cachedNames(informer), ['pre-1', 'pre-2']);
     assert.equal(informer.get(NS, 'pre-1')?.data?.['v'], '1');
     assert.equal(informer.get(NS, 'other'), undefined);
     assert.deepEqual(informer.health().ok, true);
 
-    const created = await client.create(CONFIG_MAPS, configMap('live', 'events', '1'));
-    await client.replace(CONFIG_MAPS, { ...created, data: { v: '2' } });
-    await client.delete(CONFIG_MAPS, NS, 'pre-1');
+    const created = await kube.client.create(CONFIG_MAPS, configMap('live', 'events', '1'));
+    await kube.client.replace(CONFIG_MAPS, { ...created, data: { v: '2' } });
+    await kube.client.delete(CONFIG_MAPS, NS, 'pre-1');
     await until('three watch events', () => events.length >= 5);
     assert.deepEqual(summary(events).slice(0, 2).sort(), ['add pre-1 1', 'add pre-2 1']);
     assert.deepEqual(summary(events).slice(2), ['add live 1', 'update live 2 (was 1)', 'delete pre-1 1 (was 1)']);
@@ -149,15 +141,10 @@ describe('Informer on a real kube-apiserver', { timeout: 240_000 }, () => {
   });
 
   test('a watch resumed from a compacted resourceVersion gets 410: the relist emits the delete it missed', async () => {
-    await client.create(CONFIG_MAPS, configMap('kept', 'gone', '1'));
-    await client.create(CONFIG_MAPS, configMap('deleted-meanwhile', 'gone', '1'));
-    const holdable = holdableWatches(client);
-    const logs: string[] = [];
-    const informer = new Informer<ConfigMap>(holdable.client, CONFIG_MAPS, {
-      namespace: NS,
-      labelSelector: 'suite=gone',
-      log: (level, msg) => logs.push(`${level} ${msg}`),
-    });
+    await kube.client.create(CONFIG_MAPS, configMap('kept', 'gone', '1'));
+    await kube.client.create(CONFIG_MAPS, configMap('deleted-meanwhile', 'gone', '1'));
+    const holdable = holdableWatches(kube.client);
+    const { informer, logs } = loggingInformer(holdable.client, 'gone');
     const events: InformerEvent<ConfigMap>[] = [];
     informer.onChange((e) => events.push(e));
     const abort = new AbortController();
@@ -167,16 +154,16 @@ describe('Informer on a real kube-apiserver', { timeout: 240_000 }, () => {
     holdable.hold();
     await sleep(100);
     const from = holdable.lastWatchFrom()!;
-    await client.delete(CONFIG_MAPS, NS, 'deleted-meanwhile');
-    await client.create(CONFIG_MAPS, configMap('created-meanwhile', 'gone', '1'));
+    await kube.client.delete(CONFIG_MAPS, NS, 'deleted-meanwhile');
+    await kube.client.create(CONFIG_MAPS, configMap('created-meanwhile', 'gone', '1'));
     // Wait until etcd has compacted past the informer's resourceVersion (every 5 s).
     const deadline = Date.now() + 60_000;
     for (;;) {
-      await client.mergePatch(CONFIG_MAPS, NS, 'kept', { metadata: { annotations: { tick: String(Date.now()) } } });
+      await kube.client.mergePatch(CONFIG_MAPS, NS, 'kept', { metadata: { annotations: { tick: String(Date.now()) } } });
       try {
         const probe = new AbortController();
         setTimeout(() => probe.abort(), 500).unref();
-        for await (const _ of client.watch(CONFIG_MAPS, NS, { resourceVersion: from, labelSelector: 'suite=gone' }, probe.signal)) void _;
+        for await (const _ of kube.client.watch(CONFIG_MAPS, NS, { resourceVersion: from, labelSelector: 'suite=gone' }, probe.signal)) void _;
       } catch (e) {
         if (isKubeError(e, 'KUBE_GONE')) break;
         throw e;
@@ -192,21 +179,15 @@ describe('Informer on a real kube-apiserver', { timeout: 240_000 }, () => {
     );
     await until('and the missed add', () => events.slice(before).some((e) => e.type === 'add' && e.object.metadata.name === 'created-meanwhile'));
     assert.ok(logs.includes('info resourceVersion too old, listing again'), logs.join('\n'));
-    assert.deepEqual(
-      informer
-        .list()
-        .map((c) => c.metadata.name)
-        .sort(),
-      ['created-meanwhile', 'kept'],
-    );
+    assert.deepEqual(cachedNames(informer), ['created-meanwhile', 'kept']);
     assert.equal(informer.health().ok, true);
     abort.abort();
     await running;
   });
 
   test('the API server unreachable: health false with the reason, then recovery and the changes made meanwhile', async () => {
-    const proxy = await startTcpProxy(new URL(cp.server));
-    const viaProxy = createKubeClient({ ...config(), server: `https://127.0.0.1:${proxy.port}` }, { timeoutMs: 2000 });
+    const proxy = await startTcpProxy(new URL(kube.cp.server));
+    const viaProxy = createKubeClient({ ...adminConfig(kube.cp), server: `https://127.0.0.1:${proxy.port}` }, { timeoutMs: 2000 });
     const informer = new Informer<ConfigMap>(viaProxy, CONFIG_MAPS, { namespace: NS, labelSelector: 'suite=outage', backoffBaseMs: 50, backoffCapMs: 400 });
     const events: InformerEvent<ConfigMap>[] = [];
     informer.onChange((e) => events.push(e));
@@ -217,13 +198,13 @@ describe('Informer on a real kube-apiserver', { timeout: 240_000 }, () => {
       await proxy.close();
       await until('unhealthy', () => !informer.health().ok);
       assert.match(informer.health().reason, /configmaps: .*(ECONNREFUSED|ECONNRESET|socket hang up|failed)/);
-      await client.create(CONFIG_MAPS, configMap('during-outage', 'outage', '1'));
+      await kube.client.create(CONFIG_MAPS, configMap('during-outage', 'outage', '1'));
       await sleep(500);
       assert.equal(informer.health().ok, false, 'still unhealthy while unreachable');
       await proxy.open();
       await until('healthy again', () => informer.health().ok);
       await until('the add made during the outage', () => events.some((e) => e.type === 'add' && e.object.metadata.name === 'during-outage'));
-      await client.delete(CONFIG_MAPS, NS, 'during-outage');
+      await kube.client.delete(CONFIG_MAPS, NS, 'during-outage');
       await until('and watching again', () => events.some((e) => e.type === 'delete'));
     } finally {
       abort.abort();

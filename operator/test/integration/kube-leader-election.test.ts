@@ -2,7 +2,7 @@
 // without releasing is replaced within about a lease duration; a clean stop hands over at
 // once; a leader that cannot reach the API server stops leading within its renew deadline.
 import assert from 'node:assert/strict';
-import { after, afterEach, before, describe, test } from 'node:test';
+import { afterEach, describe, test } from 'node:test';
 
 import { createKubeClient } from '@pglog/common/kube/client.ts';
 import type { KubeClient } from '@pglog/common/kube/client-types.ts';
@@ -10,7 +10,7 @@ import { LeaderElector, type LeaderElectorOptions, type Lease } from '@pglog/com
 import { LEASES } from '@pglog/common/kube/resources.ts';
 import { sleep } from '@pglog/test-support/wait.ts';
 
-import { type SharedControlPlane, useSharedControlPlane } from '../helpers/shared-control-plane.ts';
+import { adminConfig, useSharedKube } from '../helpers/shared-control-plane.ts';
 import { startTcpProxy } from '../helpers/tcp-proxy.ts';
 
 /** This file's namespace on the shared control plane (shared-control-plane.ts). */
@@ -65,30 +65,21 @@ function candidate(client: KubeClient, options: Omit<LeaderElectorOptions, keyof
 }
 
 describe('LeaderElector on a real kube-apiserver', { timeout: 120_000 }, () => {
-  let cp: SharedControlPlane;
-  let client: KubeClient & { close(): void };
-  before(async () => {
-    cp = await useSharedControlPlane(NS);
-    client = createKubeClient({ server: cp.server, caCert: cp.caCert, tlsServerName: 'kubernetes', token: cp.token });
-  });
+  const kube = useSharedKube(NS);
   afterEach(async () => {
     for (const c of started.splice(0)) await c.stop();
-  });
-  after(async () => {
-    client?.close();
-    await cp?.stop();
   });
 
   test('one of two leads; killed without release, the other leads within leaseDuration + 2 retry periods (and not before); a clean stop hands over at once', async () => {
     const lease = { namespace: NS, name: 'handover' };
     // a is "killed": it stops without giving the lease up.
-    const a = candidate(client, { ...lease, identity: 'a', releaseOnCancel: false });
+    const a = candidate(kube.client, { ...lease, identity: 'a', releaseOnCancel: false });
     await until('a leads', () => a.elector.isLeader());
-    const b = candidate(client, { ...lease, identity: 'b' });
+    const b = candidate(kube.client, { ...lease, identity: 'b' });
     await sleep(TIMING.leaseDurationMs + 500);
     assert.equal(b.elector.isLeader(), false, 'b waits while a renews');
     assert.equal(a.elector.isLeader(), true);
-    const held = await client.get<Lease>(LEASES, NS, 'handover');
+    const held = await kube.client.get<Lease>(LEASES, NS, 'handover');
     assert.equal(held?.spec?.holderIdentity, 'a');
     assert.equal(held?.spec?.leaseDurationSeconds, 3);
     assert.equal(held?.spec?.leaseTransitions, 0);
@@ -98,17 +89,17 @@ describe('LeaderElector on a real kube-apiserver', { timeout: 120_000 }, () => {
     await a.stop();
     assert.equal(a.leading?.aborted, true, "a's leading signal aborts");
     assert.equal(a.stopped, 1);
-    assert.equal((await client.get<Lease>(LEASES, NS, 'handover'))?.spec?.holderIdentity, 'a', 'not released');
+    assert.equal((await kube.client.get<Lease>(LEASES, NS, 'handover'))?.spec?.holderIdentity, 'a', 'not released');
     await until('b leads', () => b.elector.isLeader());
     const takeover = Date.now() - killedAt;
     // b saw a's last renewal at most a retry period late; it then waits a lease duration.
     assert.ok(takeover >= TIMING.leaseDurationMs - TIMING.retryPeriodMs - 100, `b took over after ${takeover} ms: too early`);
     assert.ok(takeover <= TIMING.leaseDurationMs + 2 * TIMING.retryPeriodMs + 500, `b took over after ${takeover} ms: too late`);
-    const taken = await client.get<Lease>(LEASES, NS, 'handover');
+    const taken = await kube.client.get<Lease>(LEASES, NS, 'handover');
     assert.equal(taken?.spec?.holderIdentity, 'b');
     assert.equal(taken?.spec?.leaseTransitions, 1);
 
-    const c = candidate(client, { ...lease, identity: 'c' });
+    const c = candidate(kube.client, { ...lease, identity: 'c' });
     await sleep(500);
     assert.equal(c.elector.isLeader(), false);
     const releasedAt = Date.now();
@@ -116,17 +107,14 @@ describe('LeaderElector on a real kube-apiserver', { timeout: 120_000 }, () => {
     await until('c leads', () => c.elector.isLeader());
     const handover = Date.now() - releasedAt;
     assert.ok(handover < TIMING.retryPeriodMs * 2 + 500, `a released lease is taken at the next retry, not after a lease duration (${handover} ms)`);
-    assert.equal((await client.get<Lease>(LEASES, NS, 'handover'))?.spec?.leaseTransitions, 2);
+    assert.equal((await kube.client.get<Lease>(LEASES, NS, 'handover'))?.spec?.leaseTransitions, 2);
     await c.stop();
-    assert.equal((await client.get<Lease>(LEASES, NS, 'handover'))?.spec?.holderIdentity, '', 'released on a clean stop');
+    assert.equal((await kube.client.get<Lease>(LEASES, NS, 'handover'))?.spec?.holderIdentity, '', 'released on a clean stop');
   });
 
   test('a leader cut off from the API server stops leading within its renew deadline and leads again when it is back', async () => {
-    const proxy = await startTcpProxy(new URL(cp.server));
-    const cutOff = createKubeClient(
-      { server: `https://127.0.0.1:${proxy.port}`, caCert: cp.caCert, tlsServerName: 'kubernetes', token: cp.token },
-      { timeoutMs: 5000 },
-    );
+    const proxy = await startTcpProxy(new URL(kube.cp.server));
+    const cutOff = createKubeClient({ ...adminConfig(kube.cp), server: `https://127.0.0.1:${proxy.port}` }, { timeoutMs: 5000 });
     const a = candidate(cutOff, { namespace: NS, name: 'partition', identity: 'a' });
     try {
       await until('a leads', () => a.elector.isLeader());
