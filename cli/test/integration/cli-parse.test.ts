@@ -8,6 +8,7 @@ import { join } from 'node:path';
 import { after, describe, test } from 'node:test';
 import { gzipSync } from 'node:zlib';
 
+import type { ParseSummary } from '@pglog/collector/parse/summary.ts';
 import { runPglog } from '@pglog/test-support/cli.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'pglog-cli-'));
@@ -28,34 +29,10 @@ const LOG = Buffer.from(
   ].join('\n'),
 );
 
-interface Summary {
-  bytes: number;
-  lines: number;
-  entries: number;
-  truncated: number;
-  malformed: number;
-  replacements: number;
-  nul_removed: number;
-  events: Record<string, number> & { statement: number; other: number; error: number; checkpoint: number };
-  severities: Record<string, number>;
-  databases: Record<string, number>;
-  templates: {
-    fingerprint: string;
-    query: string;
-    calls: number;
-    total_ms: number;
-    mean_ms: number;
-    stddev_ms: number;
-    min_ms: number;
-    max_ms: number;
-    p95_ms: number;
-  }[];
-}
-
-function summaryOf(stdout: string): Summary {
+function summaryOf(stdout: string): ParseSummary {
   const lines = stdout.trim().split('\n');
   assert.equal(lines.length, 1, 'the summary is one JSON object on one line');
-  return JSON.parse(lines[0]!) as Summary;
+  return JSON.parse(lines[0]!) as ParseSummary;
 }
 
 describe('pglog parse', () => {
