@@ -187,42 +187,35 @@ demo: system-deps deps ## pglog collect end to end: a store, two sshd servers, t
 demo-parse: logs ## Generate a real PostgreSQL log and print `pglog parse --summary` of it
 	@scripts/demo.sh $(LOGS_DIR)/test
 
+# $(call bench_section,NAME[,ARGS]): bench/NAME-bench.ts writes $(BENCH_OUT)/NAME.md, merged into docs/benchmarks.md as
+# its section NAME-bench. A prefix (environment, taskset) applies to the benchmark only.
+bench_section = node bench/$(1)-bench.ts $(2) --out $(BENCH_OUT)/$(1).md && node bench/merge-section.ts docs/benchmarks.md $(1)-bench $(BENCH_OUT)/$(1).md
+# Runs a command on every CPU but the first (where a benchmark pins the collector).
+PIN_OTHERS = taskset -c 1-$$(($$(nproc) - 1))
+comma := ,
+
 bench: bench-logs ## Benchmarks (parse vs pgbadger, COPY BINARY vs text vs INSERT, one store connection vs a pool, ssh2 ciphers, 50-server ingest, the HTML report over 10M rows vs pgbadger, our kube client vs client-node); writes docs/benchmarks.md
 	node bench/parse-bench.ts --log $(LOGS_DIR)/bench/stderr/postgresql.log --out docs/benchmarks.md
 	node bench/row-path-bench.ts --out docs/benchmarks.md
 	@mkdir -p $(BENCH_OUT)
-	node bench/copy-bench.ts --out $(BENCH_OUT)/copy.md
-	node bench/merge-section.ts docs/benchmarks.md copy-bench $(BENCH_OUT)/copy.md
-	node bench/commit-bench.ts --out $(BENCH_OUT)/commit.md
-	node bench/merge-section.ts docs/benchmarks.md commit-bench $(BENCH_OUT)/commit.md
-	node bench/ssh-bench.ts --out $(BENCH_OUT)/ssh.md
-	node bench/merge-section.ts docs/benchmarks.md ssh-bench $(BENCH_OUT)/ssh.md
+	$(call bench_section,copy)
+	$(call bench_section,commit)
+	$(call bench_section,ssh)
 	@# The collector alone on CPU 0, store, sshd and log writer on the others (issue 15 point 2); Node's defaults
 	@# (no launcher flags, as before ADR 0018) beside the launcher's and the operator's tuning.
-	taskset -c 1-$$(($$(nproc) - 1)) node bench/ingest-bench.ts --pin-collector 0 --mb-per-sec 20,5 --tuned-for-limit 1024 --launcher-flags= --profile-at 10 --out $(BENCH_OUT)/ingest.md
-	node bench/merge-section.ts docs/benchmarks.md ingest-bench $(BENCH_OUT)/ingest.md
-	node bench/server-cost-bench.ts --out $(BENCH_OUT)/server-cost.md
-	node bench/merge-section.ts docs/benchmarks.md server-cost-bench $(BENCH_OUT)/server-cost.md
-	node bench/fifo-bench.ts --out $(BENCH_OUT)/fifo.md
-	node bench/merge-section.ts docs/benchmarks.md fifo-bench $(BENCH_OUT)/fifo.md
-	node bench/spawn-bench.ts --out $(BENCH_OUT)/spawn.md
-	node bench/merge-section.ts docs/benchmarks.md spawn-bench $(BENCH_OUT)/spawn.md
-	node bench/snapshot-bench.ts --out $(BENCH_OUT)/snapshot.md
-	node bench/merge-section.ts docs/benchmarks.md snapshot-bench $(BENCH_OUT)/snapshot.md
-	node bench/snapshot-store-bench.ts --out $(BENCH_OUT)/snapshot-store.md
-	node bench/merge-section.ts docs/benchmarks.md snapshot-store-bench $(BENCH_OUT)/snapshot-store.md
+	$(PIN_OTHERS) $(call bench_section,ingest,--pin-collector 0 --mb-per-sec 20$(comma)5 --tuned-for-limit 1024 --launcher-flags= --profile-at 10)
+	$(call bench_section,server-cost)
+	$(call bench_section,fifo)
+	$(call bench_section,spawn)
+	$(call bench_section,snapshot)
+	$(call bench_section,snapshot-store)
 	@# 10 million statement rows; pgBadger gets the log of the day's first 2 million (the whole log takes it most of an hour).
-	node bench/report-bench.ts --rows 10000000 --pgbadger-rows 2000000 --out $(BENCH_OUT)/report.md
-	node bench/merge-section.ts docs/benchmarks.md report-bench $(BENCH_OUT)/report.md
+	$(call bench_section,report,--rows 10000000 --pgbadger-rows 2000000)
 	@# The collector alone on CPU 0, everything else on the other CPUs (issue 15 point 6).
-	taskset -c 1-$$(($$(nproc) - 1)) node bench/transport-bench.ts --pin-collector 0 --out $(BENCH_OUT)/transport.md
-	node bench/merge-section.ts docs/benchmarks.md transport-bench $(BENCH_OUT)/transport.md
-	node bench/transport-micro-bench.ts --out $(BENCH_OUT)/transport-micro.md
-	node bench/merge-section.ts docs/benchmarks.md transport-micro-bench $(BENCH_OUT)/transport-micro.md
-	PGLOG_KUBE_BIN=$(KUBE_BIN) node bench/operator-bench.ts --out $(BENCH_OUT)/operator.md
-	node bench/merge-section.ts docs/benchmarks.md operator-bench $(BENCH_OUT)/operator.md
-	PGLOG_KUBE_BIN=$(KUBE_BIN) node bench/kube-client-bench.ts --out $(BENCH_OUT)/kube-client.md
-	node bench/merge-section.ts docs/benchmarks.md kube-client-bench $(BENCH_OUT)/kube-client.md
+	$(PIN_OTHERS) $(call bench_section,transport,--pin-collector 0)
+	$(call bench_section,transport-micro)
+	PGLOG_KUBE_BIN=$(KUBE_BIN) $(call bench_section,operator)
+	PGLOG_KUBE_BIN=$(KUBE_BIN) $(call bench_section,kube-client)
 
 clean: ## Remove local build state (keeps the download cache)
 	rm -rf node_modules */node_modules
