@@ -16,9 +16,10 @@ import { describeStore } from '@pglog/collector/store/store-url.ts';
 import { createKubeClient } from '@pglog/common/kube/client.ts';
 import type { KubeClient } from '@pglog/common/kube/client-types.ts';
 import { loadKubeAccess } from '@pglog/common/kube/kube-access.ts';
-import { startHttpServer } from '@pglog/common/observability/http-server.ts';
 import { createLogger } from '@pglog/common/observability/logger.ts';
 import { settleWithin } from '@pglog/common/time/retry.ts';
+
+import { startCollectHttp } from './collect-http.ts';
 
 export interface ClusterIO {
   stdout: Writable;
@@ -96,21 +97,16 @@ async function runShardChild(
     drainTimeoutMs: config.stopTimeoutMs,
     log,
   });
-  const http =
-    config.listen === null
-      ? null
-      : await startHttpServer({
-          host: config.listen.host,
-          port: config.listen.port,
-          metrics,
-          ready: () => {
-            const a = collector.readiness();
-            const b = shard.readiness();
-            return { ready: a.ready && b.ready, reasons: [...a.reasons, ...b.reasons] };
-          },
-          log,
-        });
-  if (http !== null) log.info({ listen: http.address }, `metrics and health on http://${http.address.host}:${http.address.port}`);
+  const http = await startCollectHttp(
+    config.listen,
+    metrics,
+    () => {
+      const a = collector.readiness();
+      const b = shard.readiness();
+      return { ready: a.ready && b.ready, reasons: [...a.reasons, ...b.reasons] };
+    },
+    log,
+  );
   log.info(
     { store: describeStore(config.storeUrl), shard: cluster.shard, namespace, pid: process.pid, tuning },
     `pglog collect starting for CollectorShard ${namespace}/${cluster.shard}`,

@@ -15,10 +15,10 @@ import { createCollectorMetrics } from '@pglog/collector/observability/metrics.t
 import { describeStore, storeUrlPasswords } from '@pglog/collector/store/store-url.ts';
 import { isSshKeyFiles, type PostgresTarget } from '@pglog/common/api/postgres-target.ts';
 import { PglogError } from '@pglog/common/errors.ts';
-import { startHttpServer } from '@pglog/common/observability/http-server.ts';
 import { createLogger, registerSecret } from '@pglog/common/observability/logger.ts';
 
 import { runClusterCollect } from './cluster-command.ts';
+import { startCollectHttp } from './collect-http.ts';
 
 export { COLLECT_USAGE, parseCollectArgs } from './collect-config.ts';
 
@@ -61,17 +61,7 @@ export async function runCollect(config: CollectConfig, io: CollectIO): Promise<
     resolveStop();
   });
 
-  const http =
-    config.listen === null
-      ? null
-      : await startHttpServer({
-          host: config.listen.host,
-          port: config.listen.port,
-          metrics,
-          ready: () => collector.readiness(),
-          log,
-        });
-  if (http !== null) log.info({ listen: http.address }, `metrics and health on http://${http.address.host}:${http.address.port}`);
+  const http = await startCollectHttp(config.listen, metrics, () => collector.readiness(), log);
   log.info({ store: describeStore(config.storeUrl), targets: targets.map((t) => t.metadata.name) }, 'pglog collect starting');
 
   io.onReloadRequest(() => {
