@@ -45,29 +45,24 @@ const inputs = (over: Partial<StatusInputs> = {}): StatusInputs => ({
 });
 
 describe('buildShardStatus', () => {
-  test('a failing SQL snapshot is reported per target as snapshotError', () => {
-    const status = buildShardStatus(inputs({ running: [snap('db1', { snapshotError: 'SQL_CONNECT_FAILED' }), snap('db2')] }));
-    assert.deepEqual(
-      status.targets!.map((t) => [t.name, t.snapshotError]),
-      [
-        ['db1', 'SQL_CONNECT_FAILED'],
-        ['db2', undefined],
-        ['db3', undefined],
-      ],
-    );
-  });
-
-  test('an SQL role more powerful than monitoring needs is reported per target as sqlRoleWarning', () => {
-    const status = buildShardStatus(inputs({ running: [snap('db1', { sqlRoleWarning: 'SQL_ROLE_SUPERUSER' }), snap('db2')] }));
-    assert.deepEqual(
-      status.targets!.map((t) => [t.name, t.sqlRoleWarning]),
-      [
-        ['db1', 'SQL_ROLE_SUPERUSER'],
-        ['db2', undefined],
-        ['db3', undefined],
-      ],
-    );
-  });
+  // A problem the collector reports for one target lands on that target alone.
+  const perTarget = [
+    { title: 'a failing SQL snapshot is reported per target as snapshotError', field: 'snapshotError', value: 'SQL_CONNECT_FAILED' },
+    { title: 'an SQL role more powerful than monitoring needs is reported per target as sqlRoleWarning', field: 'sqlRoleWarning', value: 'SQL_ROLE_SUPERUSER' },
+  ] as const;
+  for (const { title, field, value } of perTarget) {
+    test(title, () => {
+      const status = buildShardStatus(inputs({ running: [snap('db1', { [field]: value }), snap('db2')] }));
+      assert.deepEqual(
+        status.targets!.map((t) => [t.name, t[field]]),
+        [
+          ['db1', value],
+          ['db2', undefined],
+          ['db3', undefined],
+        ],
+      );
+    });
+  }
 
   test('every assigned target, sorted; running ones with rounded rates and offsets; an unresolved one with its code', () => {
     const s = buildShardStatus(inputs());
