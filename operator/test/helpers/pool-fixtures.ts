@@ -3,21 +3,22 @@ import type { CollectorPool, CollectorPoolSpec } from '@pglog/common/api/collect
 import type { CollectorShard, ShardTarget } from '@pglog/common/api/collector-shard.ts';
 import type { PostgresTarget, Transport } from '@pglog/common/api/postgres-target.ts';
 
+/** A CollectorPool's spec as the API server defaults it (crds/), all but the store it must name. */
+export const POOL_SPEC_DEFAULTS: Omit<CollectorPoolSpec, 'store'> = {
+  replicas: 1,
+  sharding: { loadFactor: 1.25, minWeightBytesPerSecond: 1024 },
+  transport: { promoteAboveBitsPerSecond: 1_250_000, demoteBelowBitsPerSecond: 750_000, minDwellSeconds: 60, proxyCapacityPerPod: 64 },
+  collector: { imagePullPolicy: 'IfNotPresent' },
+  sidecar: {},
+  nodeTuning: { mode: 'auto' },
+};
+
 export function samplePool(overrides: Partial<CollectorPoolSpec> = {}, name = 'main'): CollectorPool {
   return {
     apiVersion: 'pglog.io/v1alpha1',
     kind: 'CollectorPool',
     metadata: { name, namespace: 'pglog', uid: '11111111-2222-3333-4444-555555555555', generation: 1 },
-    spec: {
-      replicas: 3,
-      store: { secretRef: { name: 'pglog-store', key: 'url' } },
-      sharding: { loadFactor: 1.25, minWeightBytesPerSecond: 1024 },
-      transport: { promoteAboveBitsPerSecond: 1_250_000, demoteBelowBitsPerSecond: 750_000, minDwellSeconds: 60, proxyCapacityPerPod: 64 },
-      collector: { imagePullPolicy: 'IfNotPresent' },
-      sidecar: {},
-      nodeTuning: { mode: 'auto' },
-      ...overrides,
-    },
+    spec: { ...POOL_SPEC_DEFAULTS, replicas: 3, store: { secretRef: { name: 'pglog-store', key: 'url' } }, ...overrides },
   };
 }
 

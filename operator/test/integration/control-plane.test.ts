@@ -7,40 +7,17 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 
 import { type SharedControlPlane, useSharedControlPlane } from '../helpers/shared-control-plane.ts';
+import { testCrd } from '../helpers/test-crd.ts';
 
 /** This file's namespace on the shared control plane (shared-control-plane.ts). */
 const NS = 'harness';
 
-const CRD = {
-  apiVersion: 'apiextensions.k8s.io/v1',
-  kind: 'CustomResourceDefinition',
-  metadata: { name: 'widgets.harness.pglog.io' },
-  spec: {
-    group: 'harness.pglog.io',
-    names: { plural: 'widgets', singular: 'widget', kind: 'Widget' },
-    scope: 'Namespaced',
-    versions: [
-      {
-        name: 'v1',
-        served: true,
-        storage: true,
-        schema: {
-          openAPIV3Schema: {
-            type: 'object',
-            properties: {
-              spec: { type: 'object', properties: { replicas: { type: 'integer', minimum: 0 } } },
-              status: { type: 'object', properties: { replicas: { type: 'integer' }, selector: { type: 'string' } } },
-            },
-          },
-        },
-        subresources: {
-          status: {},
-          scale: { specReplicasPath: '.spec.replicas', statusReplicasPath: '.status.replicas', labelSelectorPath: '.status.selector' },
-        },
-      },
-    ],
-  },
-};
+const CRD = testCrd(
+  'harness.pglog.io',
+  'Widget',
+  { spec: { replicas: { type: 'integer', minimum: 0 } }, status: { replicas: { type: 'integer' }, selector: { type: 'string' } } },
+  { status: {}, scale: { specReplicasPath: '.spec.replicas', statusReplicasPath: '.status.replicas', labelSelectorPath: '.status.selector' } },
+);
 
 const statefulSet = (replicas: number): object => ({
   apiVersion: 'apps/v1',

@@ -7,6 +7,7 @@ import { after, before, describe, test } from 'node:test';
 
 import { EXAMPLES } from '../../src/crd/examples.ts';
 import { installCrds } from '../helpers/crds.ts';
+import { POOL_SPEC_DEFAULTS } from '../helpers/pool-fixtures.ts';
 import { type SharedControlPlane, useSharedControlPlane } from '../helpers/shared-control-plane.ts';
 
 /** This file's namespace on the shared control plane (shared-control-plane.ts). */
@@ -30,6 +31,13 @@ const pool = (name: string, spec: Record<string, unknown> = {}): Record<string, 
   kind: 'CollectorPool',
   metadata: { name },
   spec: { store: { secretRef: { name: 'store', key: 'url' } }, ...spec },
+});
+
+const shard = (name: string, spec: Record<string, unknown>): Record<string, unknown> => ({
+  apiVersion: 'pglog.io/v1alpha1',
+  kind: 'CollectorShard',
+  metadata: { name },
+  spec,
 });
 
 describe('the generated CRDs on a real kube-apiserver', { timeout: 180_000 }, () => {
@@ -95,15 +103,7 @@ describe('the generated CRDs on a real kube-apiserver', { timeout: 180_000 }, ()
 
     await create(pool('defaults'));
     const poolSpec = (await getJson('collectorpool/defaults'))['spec'];
-    assert.deepEqual(poolSpec, {
-      replicas: 1,
-      store: { secretRef: { name: 'store', key: 'url' } },
-      sharding: { loadFactor: 1.25, minWeightBytesPerSecond: 1024 },
-      transport: { promoteAboveBitsPerSecond: 1250000, demoteBelowBitsPerSecond: 750000, minDwellSeconds: 60, proxyCapacityPerPod: 64 },
-      collector: { imagePullPolicy: 'IfNotPresent' },
-      sidecar: {},
-      nodeTuning: { mode: 'auto' },
-    });
+    assert.deepEqual(poolSpec, { ...POOL_SPEC_DEFAULTS, store: { secretRef: { name: 'store', key: 'url' } } });
   });
 
   test('invalid objects are rejected with the schema error or the CEL rule message', async () => {
@@ -178,18 +178,15 @@ describe('the generated CRDs on a real kube-apiserver', { timeout: 180_000 }, ()
     await cp.kubectl(['patch', 'pgt/columns', '--type=merge', '-p', JSON.stringify({ status: { shard: 7 } })]);
     assert.equal((await cp.kubectl(['get', 'pgt/columns', '-o', 'jsonpath={.status.shard}'])).trim(), '2');
 
-    await create({
-      apiVersion: 'pglog.io/v1alpha1',
-      kind: 'CollectorShard',
-      metadata: { name: 'main-1' },
-      spec: {
+    await create(
+      shard('main-1', {
         pool: 'main',
         index: 1,
         targets: [{ name: 'columns', transport: 'proxy', epoch: 3 }],
         targetCount: 1,
         tuning: { uvThreadpoolSize: 4, maxOldSpaceSizeMiB: 512, maxSemiSpaceSizeMiB: 16 },
-      },
-    });
+      }),
+    );
     const shards = (await cp.kubectl(['get', 'cshard', 'main-1'])).trim().split('\n');
     assert.deepEqual(shards[0]?.split(/\s+/), ['NAME', 'POOL', 'INDEX', 'TARGETS', 'READY', 'AGE']);
     assert.deepEqual(shards[1]?.split(/\s+/).slice(0, 4), ['main-1', 'main', '1', '1']);

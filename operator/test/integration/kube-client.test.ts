@@ -17,6 +17,7 @@ import { CUSTOM_RESOURCE_DEFINITIONS } from '@pglog/common/kube/resources.ts';
 import { freePort, sleep } from '@pglog/test-support/wait.ts';
 
 import { adminConfig, useSharedKube } from '../helpers/shared-control-plane.ts';
+import { testCrd } from '../helpers/test-crd.ts';
 
 /** This file's namespace on the shared control plane (shared-control-plane.ts). */
 const NS = 'kube-client';
@@ -40,33 +41,10 @@ const configMap = (name: string, data: Record<string, string>, labels?: Record<s
   data,
 });
 
-const GADGET_CRD = {
-  apiVersion: 'apiextensions.k8s.io/v1',
-  kind: 'CustomResourceDefinition',
-  metadata: { name: 'gadgets.client.pglog.io' },
-  spec: {
-    group: 'client.pglog.io',
-    scope: 'Namespaced',
-    names: { plural: 'gadgets', singular: 'gadget', kind: 'Gadget' },
-    versions: [
-      {
-        name: 'v1',
-        served: true,
-        storage: true,
-        subresources: { status: {} },
-        schema: {
-          openAPIV3Schema: {
-            type: 'object',
-            properties: {
-              spec: { type: 'object', properties: { size: { type: 'integer', minimum: 0 }, color: { type: 'string' } } },
-              status: { type: 'object', properties: { seen: { type: 'integer' } } },
-            },
-          },
-        },
-      },
-    ],
-  },
-};
+const GADGET_CRD = testCrd('client.pglog.io', 'Gadget', {
+  spec: { size: { type: 'integer', minimum: 0 }, color: { type: 'string' } },
+  status: { seen: { type: 'integer' } },
+});
 
 async function rejectsWith(p: Promise<unknown>, code: KubeError['code'], reason?: string): Promise<KubeError> {
   try {
