@@ -135,106 +135,99 @@ function maxLoad(assignment: ReadonlyMap<string, string>, weights: ReadonlyMap<s
 
 const TOLERANCE = 1 + 1e-9;
 
+/**
+ * A property of generated fleets, checked `numRuns` times: `check` gets each fleet's targets,
+ * their weights and a value of `more` (fc.constant(null) where it needs none).
+ */
+function forFleets<T>(more: fc.Arbitrary<T>, check: (targets: ShardingTarget[], weights: ReadonlyMap<string, number>, value: T) => void, numRuns = RUNS): void {
+  fc.assert(
+    fc.property(fleetSpec, more, (spec, value) => {
+      const targets = fleet(spec);
+      check(targets, targetWeights(targets), value);
+    }),
+    { numRuns },
+  );
+}
+
 describe('bounded consistent hashing: 10,000 skewed targets', () => {
   it('over 15 shards, no shard is above 1.25 × the mean load, from scratch or from any previous assignment', () => {
-    fc.assert(
-      fc.property(fleetSpec, fc.integer(), (spec, prevSeed) => {
-        const targets = fleet(spec);
-        const weights = targetWeights(targets);
-        const shards = shardNames(15);
-        const random = prng(prevSeed);
-        // A previous assignment from another world: random shards, some gone, loads unbounded.
-        const previous = new Map(targets.map((t) => [t.name, `pool-${Math.floor(random() * 18)}`]));
-        for (const prev of [new Map<string, string>(), previous]) {
-          const result = plan(shards, targets, prev);
-          assertComplete({ shards, targets, previous: prev }, result.assignment);
-          const mean = result.totalWeight / 15;
-          assert.deepEqual(result.dedicated, []);
-          assert.deepEqual(result.overBound, []);
-          assert.ok(maxLoad(result.assignment, weights, shards) <= 1.25 * mean * TOLERANCE);
-        }
-      }),
-      { numRuns: RUNS },
-    );
+    forFleets(fc.integer(), (targets, weights, prevSeed) => {
+      const shards = shardNames(15);
+      const random = prng(prevSeed);
+      // A previous assignment from another world: random shards, some gone, loads unbounded.
+      const previous = new Map(targets.map((t) => [t.name, `pool-${Math.floor(random() * 18)}`]));
+      for (const prev of [new Map<string, string>(), previous]) {
+        const result = plan(shards, targets, prev);
+        assertComplete({ shards, targets, previous: prev }, result.assignment);
+        const mean = result.totalWeight / 15;
+        assert.deepEqual(result.dedicated, []);
+        assert.deepEqual(result.overBound, []);
+        assert.ok(maxLoad(result.assignment, weights, shards) <= 1.25 * mean * TOLERANCE);
+      }
+    });
   });
 
   it('15 → 16 shards moves at most 1/16 of the load + 5 %, into the new shard or out of shards over the tighter bound', () => {
-    fc.assert(
-      fc.property(fleetSpec, fc.boolean(), (spec, settled) => {
-        const targets = fleet(spec);
-        const weights = targetWeights(targets);
-        let before = plan(shardNames(15), targets).assignment;
-        if (settled) before = plan(shardNames(15), targets, before).assignment;
-        const shards = shardNames(16);
-        const after = plan(shards, targets, before);
-        const total = after.totalWeight;
-        assert.ok(movedWeight(before, after.assignment, weights) <= total / 16 + 0.05 * total);
-        assert.ok(maxLoad(after.assignment, weights, shards) <= 1.25 * (total / 16) * TOLERANCE);
-        // The new shard gets about its share (not only the overflow of the others).
-        const loads = shardLoads(after.assignment, weights, shards);
-        assert.ok(loads.get('pool-15')! >= 0.4 * (total / 16), `new shard load ${loads.get('pool-15')! / (total / 16)} × mean`);
-        // Nobody else moves unless its shard could not keep it.
-        for (const [name, shard] of after.assignment) {
-          const prev = before.get(name)!;
-          if (shard === prev || shard === 'pool-15') continue;
-          assert.ok(loads.get(prev)! + weights.get(name)! > after.capacity, `${name} left ${prev} that had room`);
-        }
-      }),
-      { numRuns: RUNS },
-    );
+    forFleets(fc.boolean(), (targets, weights, settled) => {
+      let before = plan(shardNames(15), targets).assignment;
+      if (settled) before = plan(shardNames(15), targets, before).assignment;
+      const shards = shardNames(16);
+      const after = plan(shards, targets, before);
+      const total = after.totalWeight;
+      assert.ok(movedWeight(before, after.assignment, weights) <= total / 16 + 0.05 * total);
+      assert.ok(maxLoad(after.assignment, weights, shards) <= 1.25 * (total / 16) * TOLERANCE);
+      // The new shard gets about its share (not only the overflow of the others).
+      const loads = shardLoads(after.assignment, weights, shards);
+      assert.ok(loads.get('pool-15')! >= 0.4 * (total / 16), `new shard load ${loads.get('pool-15')! / (total / 16)} × mean`);
+      // Nobody else moves unless its shard could not keep it.
+      for (const [name, shard] of after.assignment) {
+        const prev = before.get(name)!;
+        if (shard === prev || shard === 'pool-15') continue;
+        assert.ok(loads.get(prev)! + weights.get(name)! > after.capacity, `${name} left ${prev} that had room`);
+      }
+    });
   });
 
   it('16 → 15 shards moves only the targets of the removed shard', () => {
-    fc.assert(
-      fc.property(fleetSpec, fc.integer({ min: 0, max: 15 }), fc.boolean(), (spec, removed, grown) => {
-        const targets = fleet(spec);
-        const weights = targetWeights(targets);
-        const before = grown ? plan(shardNames(16), targets, plan(shardNames(15), targets).assignment).assignment : plan(shardNames(16), targets).assignment;
-        const gone = `pool-${removed}`;
-        const shards = shardNames(16).filter((s) => s !== gone);
-        const after = plan(shards, targets, before);
-        for (const [name, shard] of after.assignment) {
-          if (before.get(name) !== gone) assert.equal(shard, before.get(name), `${name} moved from a shard that stayed`);
-        }
-        assert.ok(maxLoad(after.assignment, weights, shards) <= 1.25 * (after.totalWeight / 15) * TOLERANCE);
-      }),
-      { numRuns: RUNS },
-    );
+    forFleets(fc.tuple(fc.integer({ min: 0, max: 15 }), fc.boolean()), (targets, weights, [removed, grown]) => {
+      const before = grown ? plan(shardNames(16), targets, plan(shardNames(15), targets).assignment).assignment : plan(shardNames(16), targets).assignment;
+      const gone = `pool-${removed}`;
+      const shards = shardNames(16).filter((s) => s !== gone);
+      const after = plan(shards, targets, before);
+      for (const [name, shard] of after.assignment) {
+        if (before.get(name) !== gone) assert.equal(shard, before.get(name), `${name} moved from a shard that stayed`);
+      }
+      assert.ok(maxLoad(after.assignment, weights, shards) <= 1.25 * (after.totalWeight / 15) * TOLERANCE);
+    });
   });
 
   it('a no-op recompute moves nothing: any previous assignment within the bound that uses every shard is kept', () => {
-    fc.assert(
-      fc.property(fleetSpec, fc.integer(), (spec, prevSeed) => {
-        const targets = fleet(spec);
-        const weights = targetWeights(targets);
-        const shards = shardNames(15);
-        const capacity = (1.25 * [...weights.values()].reduce((a, b) => a + b, 0)) / 15;
-        // A random assignment within the bound, nothing like what the ring would choose.
-        const random = prng(prevSeed);
-        const load = new Map(shards.map((s) => [s, 0]));
-        const previous = new Map<string, string>();
-        shuffle(targets, random).forEach((t, i) => {
-          const w = weights.get(t.name)!;
-          const open = shards.filter((s) => load.get(s)! + w <= capacity);
-          const shard = i < shards.length ? shards[i]! : open[Math.floor(random() * open.length)]!;
-          load.set(shard, load.get(shard)! + w);
-          previous.set(t.name, shard);
-        });
-        const result = plan(shards, targets, previous);
-        assert.equal(movedWeight(previous, result.assignment, weights), 0);
-        // And the assignment of a scale-up, recomputed, stays as it is.
-        const grown = plan(shardNames(16), targets, plan(shards, targets).assignment).assignment;
-        assert.deepEqual([...plan(shardNames(16), targets, grown).assignment], [...grown]);
-      }),
-      { numRuns: RUNS },
-    );
+    forFleets(fc.integer(), (targets, weights, prevSeed) => {
+      const shards = shardNames(15);
+      const capacity = (1.25 * [...weights.values()].reduce((a, b) => a + b, 0)) / 15;
+      // A random assignment within the bound, nothing like what the ring would choose.
+      const random = prng(prevSeed);
+      const load = new Map(shards.map((s) => [s, 0]));
+      const previous = new Map<string, string>();
+      shuffle(targets, random).forEach((t, i) => {
+        const w = weights.get(t.name)!;
+        const open = shards.filter((s) => load.get(s)! + w <= capacity);
+        const shard = i < shards.length ? shards[i]! : open[Math.floor(random() * open.length)]!;
+        load.set(shard, load.get(shard)! + w);
+        previous.set(t.name, shard);
+      });
+      const result = plan(shards, targets, previous);
+      assert.equal(movedWeight(previous, result.assignment, weights), 0);
+      // And the assignment of a scale-up, recomputed, stays as it is.
+      const grown = plan(shardNames(16), targets, plan(shards, targets).assignment).assignment;
+      assert.deepEqual([...plan(shardNames(16), targets, grown).assignment], [...grown]);
+    });
   });
 
   it('modulo hashing would move about N/(N+1) of the load from 15 to 16 shards; the ring moves about 1/(N+1)', () => {
-    fc.assert(
-      fc.property(fleetSpec, (spec) => {
-        const targets = fleet(spec);
-        const weights = targetWeights(targets);
+    forFleets(
+      fc.constant(null),
+      (targets, weights) => {
         const total = [...weights.values()].reduce((a, b) => a + b, 0);
         const modBefore = moduloHashing.assign({ shards: shardNames(15), targets, previous: new Map() });
         const modAfter = moduloHashing.assign({ shards: shardNames(16), targets, previous: modBefore });
@@ -244,8 +237,8 @@ describe('bounded consistent hashing: 10,000 skewed targets', () => {
         assert.ok(modMoved > 0.85, `modulo moved ${modMoved}`);
         assert.ok(moved <= 1 / 16 + 0.05, `ring moved ${moved}`);
         assert.ok(moved * 5 < modMoved);
-      }),
-      { numRuns: 6 },
+      },
+      6,
     );
   });
 });
