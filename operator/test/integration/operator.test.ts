@@ -53,21 +53,25 @@ describe('pglog operator on a real control plane', { timeout: 420_000 }, () => {
     return lease?.spec?.holderIdentity;
   };
 
+  /** Waits until pool main has `shards` shards, each with targets, that hold all 1,000 targets. */
+  const allTargetsIn = (shards: number, what: string, timeoutMs: number): Promise<Awaited<ReturnType<typeof assignmentOf>>> =>
+    eventually(
+      what,
+      timeoutMs,
+      async () => {
+        const a = await assignmentOf(client, NS, 'main');
+        return a.shards.length === shards && a.byTarget.size === 1000 && a.shards.every((s) => s.spec.targets.length > 0) ? a : undefined;
+      },
+      outputs,
+    );
+
   test('a pool with 5 replicas and 1,000 targets: 5 shards, every target in exactly one, within seconds', async () => {
     await eventually('a leader', 20_000, leaseHolder, outputs);
     const targets = Array.from({ length: 1000 }, (_, i) => targetObject(NS, `db${String(i).padStart(4, '0')}`, 'main'));
     await createAll(client, targets);
     const started = Date.now();
     await client.create(COLLECTOR_POOLS, poolObject(NS, 'main', 5));
-    const done = await eventually(
-      '5 shards holding all 1,000 targets',
-      60_000,
-      async () => {
-        const a = await assignmentOf(client, NS, 'main');
-        return a.shards.length === 5 && a.byTarget.size === 1000 ? a : undefined;
-      },
-      outputs,
-    );
+    const done = await allTargetsIn(5, '5 shards holding all 1,000 targets', 60_000);
     const seconds = (Date.now() - started) / 1000;
     assert.deepEqual(done.duplicates, [], 'no target in two shards');
     assert.deepEqual(
@@ -101,15 +105,7 @@ describe('pglog operator on a real control plane', { timeout: 420_000 }, () => {
   test("kubectl scale 5 -> 6 moves about a sixth, the rest stays; back to 5 moves only the sixth shard's targets", async () => {
     const before5 = (await assignmentOf(client, NS, 'main')).byTarget;
     await cp.kubectl(['scale', '-n', NS, 'collectorpool/main', '--replicas', '6']);
-    const six = await eventually(
-      '6 shards holding all targets',
-      30_000,
-      async () => {
-        const a = await assignmentOf(client, NS, 'main');
-        return a.shards.length === 6 && a.byTarget.size === 1000 && a.shards[5]!.spec.targets.length > 0 ? a : undefined;
-      },
-      outputs,
-    );
+    const six = await allTargetsIn(6, '6 shards holding all targets', 30_000);
     assert.deepEqual(six.duplicates, []);
     const moved = [...before5].filter(([t, s]) => six.byTarget.get(t) !== s);
     // All targets weigh the same (none has a measured rate yet): load = count.
@@ -117,15 +113,7 @@ describe('pglog operator on a real control plane', { timeout: 420_000 }, () => {
     assert.ok(moved.length >= 1000 / 6 - 50, `moved ${moved.length}: the new shard took its share`);
     const sixthShard = new Set(six.shards[5]!.spec.targets.map((t) => t.name));
     await cp.kubectl(['scale', '-n', NS, 'collectorpool/main', '--replicas', '5']);
-    const five = await eventually(
-      'back to 5 shards holding all targets',
-      30_000,
-      async () => {
-        const a = await assignmentOf(client, NS, 'main');
-        return a.shards.length === 5 && a.byTarget.size === 1000 ? a : undefined;
-      },
-      outputs,
-    );
+    const five = await allTargetsIn(5, 'back to 5 shards holding all targets', 30_000);
     const movedBack = [...six.byTarget].filter(([t, s]) => five.byTarget.get(t) !== s).map(([t]) => t);
     assert.equal(movedBack.length, sixthShard.size, "exactly the sixth shard's targets moved");
     assert.ok(
