@@ -85,6 +85,10 @@ describe('pglog operator with real collectors: the loop closed', { timeout: 300_
     return t;
   };
   const lastSeen = (): string => JSON.stringify(Object.fromEntries(seen), null, 1);
+  /** Waits until `check` holds; a timeout shows the objects as last read. */
+  const until = async (what: string, timeoutMs: number, check: () => Promise<boolean>): Promise<void> => {
+    await eventually(what, timeoutMs, async () => ((await check()) ? true : undefined), lastSeen);
+  };
   /** The operator's and the collectors' output tails. */
   const outputs = (): string =>
     [`--- operator\n${(operator?.output() ?? '').slice(-6000)}`, ...collectors.map((c) => `--- collector ${c.shard}\n${c.tail(60)}`)].join('\n');
@@ -189,52 +193,31 @@ describe('pglog operator with real collectors: the loop closed', { timeout: 300_
         JSON.stringify(s0.spec.targets),
       );
       const c0 = await startPod(0);
-      await eventually(
-        'rows of both servers in the store',
-        60_000,
-        async () => ((await stored('busy')) > 0 && (await stored('quiet')) > 0 ? true : undefined),
-        lastSeen,
-      );
+      await until('rows of both servers in the store', 60_000, async () => (await stored('busy')) > 0 && (await stored('quiet')) > 0);
       console.log(`# first rows at ${elapsed()}`);
-      await eventually(
-        'the shard status (collector) with both targets connected and rates',
-        30_000,
-        async () => {
-          const st = (await shard(0))?.status;
-          return st?.targets?.map((t) => t.name).join() === TARGETS.join() && st.targets.every((t) => t.connected && t.bytesPerSecond > 0) ? true : undefined;
-        },
-        lastSeen,
-      );
-      await eventually(
-        'each PostgresTarget status (operator): shard 0, a rate, Ready True',
-        30_000,
-        async () => {
-          for (const name of TARGETS) {
-            const st = (await target(name)).status;
-            const ready = st?.conditions?.find((c) => c.type === 'Ready');
-            if (st?.shard !== 0 || !((st.rates?.bytesPerSecond ?? 0) > 0) || ready?.status !== 'True') return undefined;
-          }
-          return true;
-        },
-        lastSeen,
-      );
+      await until('the shard status (collector) with both targets connected and rates', 30_000, async () => {
+        const st = (await shard(0))?.status;
+        return st?.targets?.map((t) => t.name).join() === TARGETS.join() && st.targets.every((t) => t.connected && t.bytesPerSecond > 0);
+      });
+      await until('each PostgresTarget status (operator): shard 0, a rate, Ready True', 30_000, async () => {
+        for (const name of TARGETS) {
+          const st = (await target(name)).status;
+          const ready = st?.conditions?.find((c) => c.type === 'Ready');
+          if (st?.shard !== 0 || !((st.rates?.bytesPerSecond ?? 0) > 0) || ready?.status !== 'True') return false;
+        }
+        return true;
+      });
       // The operator promotes on the rate the collector measured; the collector follows the spec.
-      await eventually(
+      await until(
         'busy promoted in the shard spec (operator)',
         40_000,
-        async () => ((await shard(0))?.spec.targets.find((t) => t.name === 'busy')?.transport === 'proxy' ? true : undefined),
-        lastSeen,
+        async () => (await shard(0))?.spec.targets.find((t) => t.name === 'busy')?.transport === 'proxy',
       );
       console.log(`# busy promoted at ${elapsed()}`);
-      await eventually(
-        'busy reading through the sidecar (shard status and target status)',
-        40_000,
-        async () => {
-          const reported = (await shard(0))?.status?.targets?.find((t) => t.name === 'busy');
-          return reported?.transport === 'proxy' && reported.connected && (await target('busy')).status?.transport === 'proxy' ? true : undefined;
-        },
-        lastSeen,
-      );
+      await until('busy reading through the sidecar (shard status and target status)', 40_000, async () => {
+        const reported = (await shard(0))?.status?.targets?.find((t) => t.name === 'busy');
+        return reported?.transport === 'proxy' && reported.connected && (await target('busy')).status?.transport === 'proxy';
+      });
       assert.ok(
         c0.records().some((r) => typeof r['switchMs'] === 'number' && r['to'] === 'proxy'),
         'the collector logged the switch to proxy',
@@ -248,20 +231,14 @@ describe('pglog operator with real collectors: the loop closed', { timeout: 300_
       assert.equal(after!.status!.targets!.find((t) => t.name === 'quiet')!.transport, 'inproc');
       assert.equal((await target('quiet')).status?.transport, 'inproc');
       const before = await stored('busy');
-      await eventually('busy rows still arriving through the sidecar', 15_000, async () => ((await stored('busy')) > before ? true : undefined), lastSeen);
+      await until('busy rows still arriving through the sidecar', 15_000, async () => (await stored('busy')) > before);
       // Its SQL snapshots go on through the sidecar's forward, and the operator shows them: Snapshots True.
       const promotedAt = new Date();
-      await eventually(
-        'a snapshot of busy after the promotion',
-        20_000,
-        async () => ((await snapshotRuns('busy', promotedAt)) > 0 ? true : undefined),
-        lastSeen,
-      );
-      await eventually(
+      await until('a snapshot of busy after the promotion', 20_000, async () => (await snapshotRuns('busy', promotedAt)) > 0);
+      await until(
         "busy's Snapshots condition True (operator)",
         30_000,
-        async () => ((await target('busy')).status?.conditions?.find((c) => c.type === 'Snapshots')?.status === 'True' ? true : undefined),
-        lastSeen,
+        async () => (await target('busy')).status?.conditions?.find((c) => c.type === 'Snapshots')?.status === 'True',
       );
       assert.equal(
         (await target('quiet')).status?.conditions?.find((c) => c.type === 'Snapshots'),
@@ -269,15 +246,10 @@ describe('pglog operator with real collectors: the loop closed', { timeout: 300_
         'no Snapshots condition without snapshots',
       );
       // Its SQL role is the superuser postgres: the collector reports it, the operator says so (issue 13, review F2).
-      await eventually(
-        "busy's SqlRole condition False with SQL_ROLE_SUPERUSER (operator)",
-        30_000,
-        async () => {
-          const c = (await target('busy')).status?.conditions?.find((x) => x.type === 'SqlRole');
-          return c?.status === 'False' && c.reason === 'SQL_ROLE_SUPERUSER' ? true : undefined;
-        },
-        lastSeen,
-      );
+      await until("busy's SqlRole condition False with SQL_ROLE_SUPERUSER (operator)", 30_000, async () => {
+        const c = (await target('busy')).status?.conditions?.find((x) => x.type === 'SqlRole');
+        return c?.status === 'False' && c.reason === 'SQL_ROLE_SUPERUSER';
+      });
       assert.equal((await shard(0))?.status?.targets?.find((t) => t.name === 'busy')?.sqlRoleWarning, 'SQL_ROLE_SUPERUSER');
       assert.equal(
         (await target('quiet')).status?.conditions?.find((c) => c.type === 'SqlRole'),
@@ -309,60 +281,35 @@ describe('pglog operator with real collectors: the loop closed', { timeout: 300_
       const moved = s1.spec.targets[0]!;
       const stayed = TARGETS.find((n) => n !== moved.name)!;
       assert.ok(moved.epoch > epochs.get(moved.name)!, `epoch ${moved.epoch} above ${epochs.get(moved.name)}`);
-      await eventually(
-        `${moved.name} leaves shard 0`,
-        20_000,
-        async () => ((await shard(0))?.spec.targets.map((t) => t.name).join() === stayed ? true : undefined),
-        lastSeen,
-      );
+      await until(`${moved.name} leaves shard 0`, 20_000, async () => (await shard(0))?.spec.targets.map((t) => t.name).join() === stayed);
       const kept = (await shard(0))!.spec.targets[0]!;
       const was = s0.spec.targets.find((t) => t.name === stayed)!;
       assert.deepEqual([kept.epoch, kept.transport], [was.epoch, was.transport], 'the other keeps its epoch and transport');
       assert.deepEqual((await assignmentOf(client, NS, POOL)).duplicates, [], 'no target in two shards');
       console.log(`# ${moved.name} moved to shard 1 (epoch ${epochs.get(moved.name)} -> ${moved.epoch}) at ${elapsed()}`);
       await startPod(1);
-      await eventually(
-        `${moved.name} collected by shard 1 with epoch ${moved.epoch}`,
-        30_000,
-        async () => {
-          const reported = (await shard(1))?.status?.targets?.find((t) => t.name === moved.name);
-          return reported?.connected === true && reported.epoch === moved.epoch ? true : undefined;
-        },
-        lastSeen,
-      );
-      await eventually(
-        `${moved.name} left the shard 0 status`,
-        20_000,
-        async () => ((await shard(0))?.status?.targets?.map((t) => t.name).join() === stayed ? true : undefined),
-        lastSeen,
-      );
+      await until(`${moved.name} collected by shard 1 with epoch ${moved.epoch}`, 30_000, async () => {
+        const reported = (await shard(1))?.status?.targets?.find((t) => t.name === moved.name);
+        return reported?.connected === true && reported.epoch === moved.epoch;
+      });
+      await until(`${moved.name} left the shard 0 status`, 20_000, async () => (await shard(0))?.status?.targets?.map((t) => t.name).join() === stayed);
       const rows = await stored(moved.name);
-      await eventually(`${moved.name} rows keep arriving from shard 1`, 20_000, async () => ((await stored(moved.name)) > rows ? true : undefined), lastSeen);
-      await eventually(
-        `${moved.name}'s status shows shard 1 and Ready`,
-        30_000,
-        async () => {
-          const st = (await target(moved.name)).status;
-          return st?.shard === 1 && st.conditions?.find((c) => c.type === 'Ready')?.status === 'True' ? true : undefined;
-        },
-        lastSeen,
-      );
+      await until(`${moved.name} rows keep arriving from shard 1`, 20_000, async () => (await stored(moved.name)) > rows);
+      await until(`${moved.name}'s status shows shard 1 and Ready`, 30_000, async () => {
+        const st = (await target(moved.name)).status;
+        return st?.shard === 1 && st.conditions?.find((c) => c.type === 'Ready')?.status === 'True';
+      });
       // The StatefulSet runs two pods (its status.replicas, and the pool's, need a controller-manager: none here).
       assert.equal((await client.get<StatefulSetLike>(STATEFUL_SETS, NS, POOL))!.spec.replicas, 2);
-      await eventually(
-        'the pool status shows the load of both shards',
-        20_000,
-        async () => {
-          const pool = (await client.get<KubeObject & { status?: { targets?: number; shards?: Array<{ index: number; targets: number }> } }>(
-            COLLECTOR_POOLS,
-            NS,
-            POOL,
-          ))!;
-          seen.set('pool', pool.status);
-          return pool.status?.targets === 2 && JSON.stringify(pool.status.shards?.map((x) => [x.index, x.targets])) === '[[0,1],[1,1]]' ? true : undefined;
-        },
-        lastSeen,
-      );
+      await until('the pool status shows the load of both shards', 20_000, async () => {
+        const pool = (await client.get<KubeObject & { status?: { targets?: number; shards?: Array<{ index: number; targets: number }> } }>(
+          COLLECTOR_POOLS,
+          NS,
+          POOL,
+        ))!;
+        seen.set('pool', pool.status);
+        return pool.status?.targets === 2 && JSON.stringify(pool.status.shards?.map((x) => [x.index, x.targets])) === '[[0,1],[1,1]]';
+      });
       console.log(`# kubectl get postgrestargets:\n${(await kubectl(['get', 'postgrestargets'])).trim().replace(/^/gm, '#   ')}`);
     }),
   );
