@@ -11,6 +11,10 @@ export type ReconcileOutcome = 'success' | 'requeue' | 'error';
 // written for the first time.
 const RECONCILE_SECONDS_BUCKETS = [0.001, 0.005, 0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
 
+/** The labels of the per-pool and the per-shard series. */
+const POOL = ['namespace', 'pool'] as const;
+const SHARD = [...POOL, 'shard'] as const;
+
 export class OperatorMetrics {
   readonly registry = new Registry();
   private readonly reconciles: Counter<'controller' | 'outcome'>;
@@ -27,18 +31,10 @@ export class OperatorMetrics {
   constructor(options: { defaultMetrics?: boolean } = {}) {
     const registers = [this.registry];
     if (options.defaultMetrics !== false) collectDefaultMetrics({ register: this.registry, prefix: 'pglog_operator_' });
-    this.reconciles = new Counter({
-      name: 'pglog_operator_reconcile_total',
-      help: 'Reconciles by controller and outcome (success, requeue, error).',
-      labelNames: ['controller', 'outcome'],
-      registers,
-    });
-    this.reconcileErrors = new Counter({
-      name: 'pglog_operator_reconcile_errors_total',
-      help: 'Failed reconciles by error code.',
-      labelNames: ['controller', 'code'],
-      registers,
-    });
+    const counter = <L extends string>(name: string, help: string, labelNames: readonly L[]): Counter<L> => new Counter({ name, help, labelNames, registers });
+    const gauge = <L extends string>(name: string, help: string, labelNames: readonly L[]): Gauge<L> => new Gauge({ name, help, labelNames, registers });
+    this.reconciles = counter('pglog_operator_reconcile_total', 'Reconciles by controller and outcome (success, requeue, error).', ['controller', 'outcome']);
+    this.reconcileErrors = counter('pglog_operator_reconcile_errors_total', 'Failed reconciles by error code.', ['controller', 'code']);
     this.reconcileSeconds = new Histogram({
       name: 'pglog_operator_reconcile_duration_seconds',
       help: 'Duration of one reconcile.',
@@ -46,36 +42,15 @@ export class OperatorMetrics {
       buckets: RECONCILE_SECONDS_BUCKETS,
       registers,
     });
-    this.shardLoad = new Gauge({
-      name: 'pglog_operator_shard_load_bytes_per_second',
-      help: 'Summed weight (smoothed byte rate, floored) of the targets assigned to a shard.',
-      labelNames: ['namespace', 'pool', 'shard'],
-      registers,
-    });
-    this.shardTargets = new Gauge({
-      name: 'pglog_operator_shard_targets',
-      help: 'Targets assigned to a shard.',
-      labelNames: ['namespace', 'pool', 'shard'],
-      registers,
-    });
-    this.promotions = new Counter({
-      name: 'pglog_operator_transport_promotions_total',
-      help: 'Targets the operator moved to the sshproxy sidecar.',
-      labelNames: ['namespace', 'pool'],
-      registers,
-    });
-    this.demotions = new Counter({
-      name: 'pglog_operator_transport_demotions_total',
-      help: 'Targets the operator moved back to the in-process client.',
-      labelNames: ['namespace', 'pool'],
-      registers,
-    });
-    this.moves = new Counter({
-      name: 'pglog_operator_target_moves_total',
-      help: 'Targets assigned to another shard (rebalancing, scaling).',
-      labelNames: ['namespace', 'pool'],
-      registers,
-    });
+    this.shardLoad = gauge(
+      'pglog_operator_shard_load_bytes_per_second',
+      'Summed weight (smoothed byte rate, floored) of the targets assigned to a shard.',
+      SHARD,
+    );
+    this.shardTargets = gauge('pglog_operator_shard_targets', 'Targets assigned to a shard.', SHARD);
+    this.promotions = counter('pglog_operator_transport_promotions_total', 'Targets the operator moved to the sshproxy sidecar.', POOL);
+    this.demotions = counter('pglog_operator_transport_demotions_total', 'Targets the operator moved back to the in-process client.', POOL);
+    this.moves = counter('pglog_operator_target_moves_total', 'Targets assigned to another shard (rebalancing, scaling).', POOL);
     this.leaderGauge = new Gauge({ name: 'pglog_operator_leader', help: '1 while this replica holds the leader Lease.', registers });
     this.queueDepth = new Gauge({ name: 'pglog_operator_workqueue_depth', help: 'Keys waiting in the work queue.', registers });
   }
