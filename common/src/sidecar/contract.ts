@@ -308,12 +308,7 @@ export function parseDesiredState(text: string): ParsedDesiredState {
   }
 
   const streams: DesiredStream[] = [];
-  const ids = new Set<string>();
-  for (const [i, s] of rawStreams.entries()) {
-    const where = `${DESIRED_FILE}: streams[${i}]`;
-    const entry = entryIdentity(s, where, ids, isValidStreamId, '1-80 characters of [A-Za-z0-9_.-]', refused);
-    if (entry === null) continue;
-    const { id, server, r } = entry;
+  for (const { where, id, server, r } of identifiedEntries(rawStreams, 'streams', isValidStreamId, '1-80 characters of [A-Za-z0-9_.-]', refused)) {
     const problem =
       serverProblem(server, where, names, refused) ??
       messageOf(() => {
@@ -324,12 +319,7 @@ export function parseDesiredState(text: string): ParsedDesiredState {
   }
 
   const forwards: DesiredForward[] = [];
-  const forwardIds = new Set<string>();
-  for (const [i, f] of rawForwards.entries()) {
-    const where = `${DESIRED_FILE}: forwards[${i}]`;
-    const entry = entryIdentity(f, where, forwardIds, isValidForwardId, '1-16 characters of [A-Za-z0-9_-]', refused);
-    if (entry === null) continue;
-    const { id, server, r } = entry;
+  for (const { where, id, server, r } of identifiedEntries(rawForwards, 'forwards', isValidForwardId, '1-16 characters of [A-Za-z0-9_-]', refused)) {
     let forward: DesiredForward | undefined;
     const problem =
       serverProblem(server, where, names, refused) ??
@@ -377,29 +367,34 @@ function serverProblem(server: string, where: string, names: ReadonlySet<string>
 }
 
 /**
- * The `id` and `server` of a stream or forward entry, or null (the entry is then refused in
- * `refused.unnamed`) when it has no valid id (`rule` says what one is), an id listed before
- * in `seen` (added to it), or no server name.
+ * The entries of the file's `key` list (streams or forwards) with their place, `id` and
+ * `server`. An entry without a valid id (`rule` says what one is), with an id listed before or
+ * without a server name is refused in `refused.unnamed` and skipped.
  */
-function entryIdentity(
-  value: unknown,
-  where: string,
-  seen: Set<string>,
+function* identifiedEntries(
+  list: readonly unknown[],
+  key: 'streams' | 'forwards',
   valid: (id: string) => boolean,
   rule: string,
   refused: DesiredRefusals,
-): { id: string; server: string; r: Record<string, unknown> } | null {
-  try {
-    const r = record(value, where);
-    const id = string(r['id'], `${where}.id`);
-    if (!valid(id)) throw new FieldError(`${where}.id: ${JSON.stringify(id)} is not ${rule}`);
-    if (seen.has(id)) throw new FieldError(`${where}.id: ${id} is listed twice`);
-    seen.add(id);
-    return { id, server: string(r['server'], `${where}.server`), r };
-  } catch (e) {
-    if (!(e instanceof FieldError)) throw e;
-    refused.unnamed.push(e.message);
-    return null;
+): Generator<{ where: string; id: string; server: string; r: Record<string, unknown> }> {
+  const seen = new Set<string>();
+  for (const [i, value] of list.entries()) {
+    const where = `${DESIRED_FILE}: ${key}[${i}]`;
+    let entry: { where: string; id: string; server: string; r: Record<string, unknown> };
+    try {
+      const r = record(value, where);
+      const id = string(r['id'], `${where}.id`);
+      if (!valid(id)) throw new FieldError(`${where}.id: ${JSON.stringify(id)} is not ${rule}`);
+      if (seen.has(id)) throw new FieldError(`${where}.id: ${id} is listed twice`);
+      seen.add(id);
+      entry = { where, id, server: string(r['server'], `${where}.server`), r };
+    } catch (e) {
+      if (!(e instanceof FieldError)) throw e;
+      refused.unnamed.push(e.message);
+      continue;
+    }
+    yield entry;
   }
 }
 
