@@ -29,6 +29,7 @@ import { startPostgres, type TestPostgres } from '@pglog/test-support/postgres.t
 import { killTree } from '@pglog/test-support/process-tree.ts';
 import { type SeqLoad, startSeqLoad } from '@pglog/test-support/seq-load.ts';
 import { launchShardCollector, logServerTarget, type ShardCollector } from '@pglog/test-support/shard-collector.ts';
+import { createSshSecret } from '@pglog/test-support/ssh-secret.ts';
 import { startSshServer, type TestSshServer } from '@pglog/test-support/sshd.ts';
 import pg from 'pg';
 
@@ -89,28 +90,12 @@ describe('pglog collect --shard: cluster mode against a real API server', { time
     await cp.kubectl(['wait', '--for', 'condition=Established', '--timeout=60s', 'crd/collectorshards.pglog.io', 'crd/postgrestargets.pglog.io']);
     await cp.kubectl(['create', 'namespace', NS]);
     for (const [k, name] of ['db1', 'db2'].entries()) {
-      await kubectl([
-        'create',
-        'secret',
-        'generic',
-        `${name}-ssh`,
-        `--from-file=id_ed25519=${ssh.privateKeyFile}`,
-        `--from-file=known_hosts=${ssh.knownHostsFile}`,
-      ]);
-      // The Secret opts in to serving pglog (docs/targets.md).
-      await kubectl(['label', 'secret', `${name}-ssh`, 'pglog.io/ssh-credentials=true']);
+      await createSshSecret(kubectl, name, ssh);
       await apply(postgresTarget(name, `${name}-ssh`, servers[k]!));
     }
     await apply(postgresTarget('db3', 'missing-ssh', servers[0]!));
     // A working key in a Secret that did not opt in: another team's, borrowed by a target.
-    await kubectl([
-      'create',
-      'secret',
-      'generic',
-      'team-x-ssh',
-      `--from-file=id_ed25519=${ssh.privateKeyFile}`,
-      `--from-file=known_hosts=${ssh.knownHostsFile}`,
-    ]);
+    await createSshSecret(kubectl, 'team-x', ssh, { optIn: false });
     await apply(postgresTarget('borrower', 'team-x-ssh', servers[1]!));
     for (const [index, name] of ['s-0', 's-1'].entries()) {
       await apply({ apiVersion: 'pglog.io/v1alpha1', kind: 'CollectorShard', metadata: { name }, spec: { pool: 'p', index, targets: [], tuning: TUNING } });

@@ -51,9 +51,8 @@ import { type LogServer, startLogServer } from '@pglog/test-support/log-server.t
 import { startPostgres, type TestPostgres } from '@pglog/test-support/postgres.ts';
 import { type SeqLoad, startSeqLoad } from '@pglog/test-support/seq-load.ts';
 import { logServerTarget } from '@pglog/test-support/shard-collector.ts';
+import { createSshSecret } from '@pglog/test-support/ssh-secret.ts';
 import { startSshServer, type TestSshServer } from '@pglog/test-support/sshd.ts';
-
-import { createSshSecret } from '../helpers/ssh-secret.ts';
 
 const NS = 'pglog';
 const POOL = 'main';

@@ -33,12 +33,12 @@ import { startPostgres, type TestPostgres } from '@pglog/test-support/postgres.t
 import { killTree } from '@pglog/test-support/process-tree.ts';
 import { type SeqLoad, startSeqLoad } from '@pglog/test-support/seq-load.ts';
 import { launchShardCollector, logServerTarget, type ShardCollector } from '@pglog/test-support/shard-collector.ts';
+import { createSshSecret } from '@pglog/test-support/ssh-secret.ts';
 import { startSshServer, type TestSshServer } from '@pglog/test-support/sshd.ts';
 import pg from 'pg';
 
 import { installCrds } from '../helpers/crds.ts';
 import { type OperatorProcess, startOperator } from '../helpers/operator-process.ts';
-import { createSshSecret } from '../helpers/ssh-secret.ts';
 
 const NS = 'loop';
 const POOL = 'main';
