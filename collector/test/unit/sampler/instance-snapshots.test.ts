@@ -6,7 +6,7 @@ import { strict as assert } from 'node:assert';
 import { Writable } from 'node:stream';
 import { describe, test } from 'node:test';
 
-import type { TargetCollect } from '@pglog/common/api/postgres-target.ts';
+import { TARGET_DEFAULTS, type TargetCollect } from '@pglog/common/api/postgres-target.ts';
 import { PglogError } from '@pglog/common/errors.ts';
 import { createLogger } from '@pglog/common/observability/logger.ts';
 import { Registry } from 'prom-client';
@@ -19,16 +19,8 @@ import type { StatisticsSample } from '../../../src/snapshot/statistics-sample.t
 import type { Snapshot, SnapshotFailure } from '../../../src/snapshot/types.ts';
 import { edge, session } from '../../helpers/snapshot-fixtures.ts';
 
-const collect = (over: Partial<TargetCollect> = {}): TargetCollect => ({
-  logs: true,
-  activity: true,
-  locks: true,
-  statements: false,
-  databases: false,
-  intervalSeconds: 15,
-  statisticsIntervalSeconds: 15,
-  ...over,
-});
+/** The defaults with activity and locks on. */
+const collect = (over: Partial<TargetCollect> = {}): TargetCollect => ({ ...TARGET_DEFAULTS.collect, activity: true, locks: true, ...over });
 
 /** Log lines as objects, for assertions on what was logged at which level. */
 function capture(): { log: ReturnType<typeof createLogger>; lines: Array<{ level: string; msg: string }> } {
