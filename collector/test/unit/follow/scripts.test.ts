@@ -12,6 +12,7 @@ import { classifyLogFileName } from '../../../src/follow/log-files.ts';
 import { buildProbeScript, checksumKey, parseProbeOutput } from '../../../src/follow/probe-script.ts';
 import { buildSegmentScript, parseSegmentStatus } from '../../../src/follow/segment-script.ts';
 import { shellInteger, shellQuote } from '../../../src/follow/shell-quote.ts';
+import { segmentOptions } from '../../helpers/segment-options.ts';
 
 /** How POSIX sh reads a run of single-quoted words (no expansion inside quotes). */
 function unquoteSh(word: string): string {
@@ -61,36 +62,10 @@ describe('shell quoting', () => {
     assert.ok(probe.includes(`dir=${shellQuote(path)}\n`));
     assert.ok(probe.includes(`ck 1024 ${shellQuote(`${path}/x y.csv`)}\n`));
     assert.ok(probe.includes(`suffix='.csv'`));
-    const segment = buildSegmentScript({
-      path: `${path}/a.log`,
-      inode: '12',
-      offset: 5,
-      follow: true,
-      headLength: 3,
-      logDirectory: path,
-      dataDirectory: '/d',
-      format: 'stderr',
-      pollIntervalMs: 200,
-      rotationCheckMs: 1000,
-      heartbeatMs: 2000,
-    });
+    const segment = buildSegmentScript(segmentOptions(path));
     assert.ok(segment.includes(`f=${shellQuote(`${path}/a.log`)}\n`));
     assert.ok(segment.includes('off=5\n') && segment.includes('follow=1\n') && segment.includes('sleep 0.200'));
-    assert.throws(() =>
-      buildSegmentScript({
-        path: 'x',
-        inode: '1',
-        offset: -1,
-        follow: false,
-        headLength: 0,
-        logDirectory: '/',
-        dataDirectory: '/',
-        format: 'stderr',
-        pollIntervalMs: 200,
-        rotationCheckMs: 1000,
-        heartbeatMs: 2000,
-      }),
-    );
+    assert.throws(() => buildSegmentScript(segmentOptions('/', { path: 'x', inode: '1', offset: -1, follow: false, headLength: 0, dataDirectory: '/' })));
   });
 });
 

@@ -6,23 +6,12 @@ import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { describe, it } from 'node:test';
 
-import { buildSegmentScript, type SegmentScriptOptions } from '../../../src/follow/segment-script.ts';
+import { buildSegmentScript } from '../../../src/follow/segment-script.ts';
 import { buildBuiltinWaitScript } from '../../../src/follow/segment-script-bash.ts';
 import { shellQuote } from '../../../src/follow/shell-quote.ts';
+import { segmentOptions } from '../../helpers/segment-options.ts';
 
-const options: SegmentScriptOptions = {
-  path: `/var/log/it's "pg" $HOME/a.log`,
-  inode: '12',
-  offset: 5,
-  follow: true,
-  headLength: 3,
-  logDirectory: `/var/log/it's "pg" $HOME`,
-  dataDirectory: '/d',
-  format: 'stderr',
-  pollIntervalMs: 200,
-  rotationCheckMs: 1000,
-  heartbeatMs: 2000,
-};
+const options = segmentOptions(`/var/log/it's "pg" $HOME`);
 
 describe('segment script idle wait', () => {
   it('runs the builtin loop under bash when the server has bash, else the polling loop', () => {
