@@ -10,14 +10,14 @@
  * process, the collector's LogFollower with its production intervals; the logs are appended
  * to by this process. Phases run one at a time, each on fresh logs (bench/server-cost/phase.ts).
  */
-import { chmodSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
 import { cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 
 import type { IdleWait } from '@pglog/collector/follow/segment-script.ts';
-import { ConnectLimiter } from '@pglog/collector/transport/connect-limiter.ts';
 import { SshConnection } from '@pglog/collector/transport/ssh-connection.ts';
+import { sshConnectionOptions } from '@pglog/test-support/ssh-connection.ts';
 import { startSshServer } from '@pglog/test-support/sshd.ts';
 
 import { createCleanup } from './lib/cleanup.ts';
@@ -47,16 +47,7 @@ const results: PhaseResult[] = [];
 try {
   const server = await startSshServer({ maxSessions: 4 * streams + 4 });
   cleanup.push(() => server.dispose());
-  const connection = new SshConnection({
-    target: 'bench',
-    host: server.host,
-    port: server.port,
-    username: server.user,
-    privateKey: readFileSync(server.privateKeyFile),
-    privateKeySource: server.privateKeyFile,
-    knownHosts: { text: readFileSync(server.knownHostsFile, 'utf8'), source: server.knownHostsFile },
-    limiter: new ConnectLimiter({ spreadMs: 0 }),
-  });
+  const connection = new SshConnection(sshConnectionOptions(server, { target: 'bench' }));
   cleanup.push(() => connection.close());
   const root = mkdtempSync(join(tmpdir(), 'pglog-server-cost-'));
   chmodSync(root, 0o755);

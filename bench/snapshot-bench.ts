@@ -35,13 +35,12 @@
  * (/proc/net/netstat, machine-wide) per snapshot, with the share of snapshots over STALL_MS: through
  * SSH a response often ends waiting for one (the section's text says why).
  */
-import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { connect } from 'node:net';
 import { cpus, release, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Duplex } from 'node:stream';
-import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 
 import { SqlSession } from '@pglog/collector/sampler/sql-session.ts';
@@ -49,11 +48,12 @@ import { activityFromRows } from '@pglog/collector/snapshot/activity-query.ts';
 import { activitySql } from '@pglog/collector/snapshot/activity-sql.ts';
 import type { Row } from '@pglog/collector/snapshot/pg-values.ts';
 import { readServerInfo, type ServerInfo } from '@pglog/collector/snapshot/server-info.ts';
-import { ConnectLimiter } from '@pglog/collector/transport/connect-limiter.ts';
 import { SidecarClient } from '@pglog/collector/transport/sidecar-client.ts';
 import { SshConnection } from '@pglog/collector/transport/ssh-connection.ts';
 import { type Cluster, startCluster } from '@pglog/test-support/pg-cluster.ts';
 import { cmdline, descendants } from '@pglog/test-support/process-tree.ts';
+import { launchSidecar, sidecarServer } from '@pglog/test-support/sidecar-process.ts';
+import { sshConnectionOptions } from '@pglog/test-support/ssh-connection.ts';
 import { startSshServer } from '@pglog/test-support/sshd.ts';
 import pg from 'pg';
 
@@ -62,7 +62,6 @@ import { emitReport } from './lib/emit-report.ts';
 import { measure, type Shape, STALL_MS, type Variant, type VariantResult } from './snapshot/measure.ts';
 import { sshdListenerPid } from './snapshot/proc.ts';
 
-const MAIN = fileURLToPath(import.meta.resolve('@pglog/cli/main.ts'));
 const LEVELS = [10, 100, 400] as const;
 const MAX_CONNECTIONS = 450;
 const WARMUP = 10;
@@ -193,21 +192,6 @@ class Background {
   }
 }
 
-function startSidecar(dir: string): { proc: ChildProcess; output: () => string; exited: Promise<unknown> } {
-  const proc = spawn(process.execPath, ['--disable-warning=ExperimentalWarning', MAIN, 'sshproxy', '--dir', dir, '--log-level', 'warn'], {
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let out = '';
-  proc.stdout.setEncoding('utf8').on('data', (s: string) => {
-    out = (out + s).slice(-4000);
-  });
-  proc.stderr.setEncoding('utf8').on('data', (s: string) => {
-    out = (out + s).slice(-4000);
-  });
-  const exited = new Promise((resolve) => proc.once('exit', resolve));
-  return { proc, output: () => out, exited };
-}
-
 const fmt = (x: number, digits = 2): string => (Number.isFinite(x) ? x.toFixed(digits) : '—');
 const ratio = (b: number, a: number): string => (a > 0 && Number.isFinite(a) && Number.isFinite(b) ? `${(b / a).toFixed(1)}×` : '—');
 
@@ -234,15 +218,7 @@ async function main(): Promise<void> {
   await background.chain(admin);
   await background.growTo(LEVELS[0]);
 
-  const connection = new SshConnection({
-    target: 'bench',
-    host: ssh.host,
-    port: ssh.port,
-    username: ssh.user,
-    privateKey: readFileSync(ssh.privateKeyFile),
-    knownHosts: { text: readFileSync(ssh.knownHostsFile, 'utf8'), source: ssh.knownHostsFile },
-    limiter: new ConnectLimiter({ spreadMs: 0 }),
-  });
+  const connection = new SshConnection(sshConnectionOptions(ssh, { target: 'bench' }));
   cleanup.push(() => connection.close());
   const viaSsh2 = (signal: AbortSignal): Promise<Duplex> => connection.openStreamLocal(remoteSocket, { signal });
 
@@ -267,18 +243,8 @@ async function main(): Promise<void> {
   cleanup.push(() => rmSync(dir, { recursive: true, force: true }));
   const sidecarClient = await SidecarClient.open({ dir, pollMs: 50, forwardTimeoutMs: 30_000 });
   cleanup.push(() => sidecarClient.close());
-  await sidecarClient.setServer({
-    name: 'db',
-    host: ssh.host,
-    port: ssh.port,
-    user: ssh.user,
-    maxSessions: 10,
-    serverAliveIntervalS: 5,
-    connectTimeoutS: 10,
-    privateKey: readFileSync(ssh.privateKeyFile),
-    knownHosts: readFileSync(ssh.knownHostsFile, 'utf8'),
-  });
-  const sidecar = startSidecar(dir);
+  await sidecarClient.setServer(sidecarServer(ssh, 'db', { serverAliveIntervalS: 5, connectTimeoutS: 10 }));
+  const sidecar = launchSidecar(dir, ['--log-level', 'warn'], 4000);
   cleanup.push(async () => {
     const tree = descendants(sidecar.proc.pid!);
     sidecar.proc.kill('SIGTERM');

@@ -13,6 +13,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 
+import { sshConnectionOptions } from '@pglog/test-support/ssh-connection.ts';
 import { startSshServer, type TestSshServer } from '@pglog/test-support/sshd.ts';
 import { sleep, within } from '@pglog/test-support/wait.ts';
 
@@ -20,7 +21,6 @@ import { LogFollower, type LogFollowerOptions } from '../../src/follow/follower.
 import type { FollowItem } from '../../src/follow/types.ts';
 import { SshConnection } from '../../src/transport/ssh-connection.ts';
 import { countProcessStarts, cpuSecondsOf, processesWithCommandLine } from '../helpers/process-starts.ts';
-import { sshConnectionOptions } from '../helpers/ssh-connection.ts';
 
 /** The window of silence measured; long enough to hold several heartbeats and rotation checks. */
 const WINDOW_S = 12;

@@ -10,15 +10,16 @@
  * - with the server's plain key listed too, both accept it.
  */
 import { strict as assert } from 'node:assert';
-import { type ChildProcess, execFile, spawn } from 'node:child_process';
+import { execFile } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { fileURLToPath } from 'node:url';
 
 import { isPglogError } from '@pglog/common/errors.ts';
 import { onProcessExit } from '@pglog/test-support/exit-cleanup.ts';
+import { launchSidecar, type RunningSidecar, sidecarServer } from '@pglog/test-support/sidecar-process.ts';
+import { sshConnectionOptions } from '@pglog/test-support/ssh-connection.ts';
 import { startSshServer, type TestSshServer } from '@pglog/test-support/sshd.ts';
 import { within } from '@pglog/test-support/wait.ts';
 
@@ -27,9 +28,6 @@ import { ProxyShell } from '../../src/transport/proxy-shell.ts';
 import { type RemoteShell, runRemote } from '../../src/transport/remote-shell.ts';
 import { SidecarClient } from '../../src/transport/sidecar-client.ts';
 import { SshConnection } from '../../src/transport/ssh-connection.ts';
-import { sshConnectionOptions } from '../helpers/ssh-connection.ts';
-
-const MAIN = fileURLToPath(new URL('../../../cli/src/main.ts', import.meta.url));
 
 /** What running `touch MARKER; echo ran` gives: its output, or the error code it was refused with. */
 async function outcome(shell: RemoteShell, marker: string): Promise<string> {
@@ -45,28 +43,25 @@ async function outcome(shell: RemoteShell, marker: string): Promise<string> {
 describe('@cert-authority lines: the same trust in both transports', { timeout: 180_000 }, () => {
   let ssh: TestSshServer;
   let work: string;
-  let sidecar: ChildProcess | undefined;
+  let sidecar: RunningSidecar | undefined;
   let client: SidecarClient | undefined;
   const connections: SshConnection[] = [];
   const limiter = new ConnectLimiter({ spreadMs: 0 });
-  const unregister = onProcessExit(() => sidecar?.kill('SIGKILL'));
+  const unregister = onProcessExit(() => sidecar?.proc.kill('SIGKILL'));
 
   before(async () => {
     ssh = await within(30_000, 'starting sshd', startSshServer({ hostCertificate: true }));
     work = mkdtempSync(join(tmpdir(), 'spc-'));
     client = await SidecarClient.open({ dir: join(work, 'sp'), pollMs: 50 });
-    sidecar = spawn(process.execPath, ['--disable-warning=ExperimentalWarning', MAIN, 'sshproxy', '--dir', join(work, 'sp'), '--log-level', 'warn'], {
-      stdio: 'ignore',
-    });
+    sidecar = launchSidecar(join(work, 'sp'), ['--log-level', 'warn']);
   });
 
   after(async () => {
     await Promise.allSettled(connections.map((c) => c.close()));
     await client?.close();
-    if (sidecar !== undefined && sidecar.exitCode === null) {
-      const exited = new Promise((resolve) => sidecar!.once('exit', resolve));
-      sidecar.kill('SIGTERM');
-      await within(15_000, 'sidecar exit', exited);
+    if (sidecar !== undefined && sidecar.proc.exitCode === null) {
+      sidecar.proc.kill('SIGTERM');
+      await within(15_000, 'sidecar exit', sidecar.exited);
     }
     if (work !== undefined) rmSync(work, { recursive: true, force: true });
     await ssh?.dispose();
@@ -80,17 +75,7 @@ describe('@cert-authority lines: the same trust in both transports', { timeout: 
   }
 
   async function throughSidecar(name: string, knownHosts: string): Promise<ProxyShell> {
-    await client!.setServer({
-      name,
-      host: ssh.host,
-      port: ssh.port,
-      user: ssh.user,
-      maxSessions: 10,
-      serverAliveIntervalS: 2,
-      connectTimeoutS: 5,
-      privateKey: readFileSync(ssh.privateKeyFile),
-      knownHosts,
-    });
+    await client!.setServer(sidecarServer(ssh, name, { knownHosts }));
     return new ProxyShell({ client: client!, server: name, endpoint: `${ssh.host}:${ssh.port}`, startTimeoutMs: 30_000 });
   }
 

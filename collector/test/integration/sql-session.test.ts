@@ -2,16 +2,15 @@
 // its Unix socket: pg runs over an ssh2 direct-streamlocal channel (DeferredSocket), read-only,
 // with every failure classified (SQL_CONNECT_FAILED, SQL_AUTH_FAILED, SQL_TIMEOUT).
 import { strict as assert } from 'node:assert';
-import { readFileSync } from 'node:fs';
 import { after, before, describe, test } from 'node:test';
 
 import { isPglogError } from '@pglog/common/errors.ts';
 import { type LogServer, startLogServer } from '@pglog/test-support/log-server.ts';
+import { sshConnectionOptions } from '@pglog/test-support/ssh-connection.ts';
 import { startSshServer, type TestSshServer } from '@pglog/test-support/sshd.ts';
 import pg from 'pg';
 
 import { SqlSession } from '../../src/sampler/sql-session.ts';
-import { ConnectLimiter } from '../../src/transport/connect-limiter.ts';
 import { SshConnection } from '../../src/transport/ssh-connection.ts';
 
 describe('SqlSession over an ssh2 stream-local channel (real sshd, PostgreSQL 15)', { timeout: 120_000 }, () => {
@@ -21,15 +20,7 @@ describe('SqlSession over an ssh2 stream-local channel (real sshd, PostgreSQL 15
 
   before(async () => {
     [ssh, server] = await Promise.all([startSshServer({ allowLocalForwarding: true }), startLogServer()]);
-    connection = new SshConnection({
-      target: 'db1',
-      host: ssh.host,
-      port: ssh.port,
-      username: ssh.user,
-      privateKey: readFileSync(ssh.privateKeyFile),
-      knownHosts: { text: readFileSync(ssh.knownHostsFile, 'utf8'), source: ssh.knownHostsFile },
-      limiter: new ConnectLimiter({ spreadMs: 0 }),
-    });
+    connection = new SshConnection(sshConnectionOptions(ssh, { target: 'db1' }));
   });
   after(async () => {
     await connection?.close();

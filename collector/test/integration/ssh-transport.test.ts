@@ -12,6 +12,7 @@ import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 
 import { isPglogError } from '@pglog/common/errors.ts';
+import { sshConnectionOptions } from '@pglog/test-support/ssh-connection.ts';
 import { startSshServer, type TestSshServer } from '@pglog/test-support/sshd.ts';
 import { sleep, within } from '@pglog/test-support/wait.ts';
 
@@ -21,7 +22,6 @@ import { cryptoBindingAvailable } from '../../src/transport/ssh-algorithms.ts';
 import { SshConnection, type SshConnectionOptions } from '../../src/transport/ssh-connection.ts';
 import { SshConnectionPool } from '../../src/transport/ssh-pool.ts';
 import { DEFAULT_CHANNEL_WINDOW_BYTES } from '../../src/transport/ssh-window.ts';
-import { sshConnectionOptions } from '../helpers/ssh-connection.ts';
 
 /** Every connection of this file paces handshakes through one limiter, with no start-up spread. */
 const limiter = new ConnectLimiter({ spreadMs: 0 });

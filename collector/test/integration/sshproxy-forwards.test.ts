@@ -13,19 +13,18 @@
  * - a master refused for good (changed host key): forward() rejects at once with its code.
  */
 import { strict as assert } from 'node:assert';
-import { type ChildProcess, spawn } from 'node:child_process';
-import { chmodSync, chownSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { chmodSync, chownSync, existsSync, mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs';
 import { connect, createServer, type Server } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, afterEach, before, describe, test } from 'node:test';
-import { fileURLToPath } from 'node:url';
 
 import { PglogError } from '@pglog/common/errors.ts';
 import { onProcessExit } from '@pglog/test-support/exit-cleanup.ts';
 import { startPostgres, type TestPostgres } from '@pglog/test-support/postgres.ts';
 import { cmdline, descendants } from '@pglog/test-support/process-tree.ts';
 import { isRoot, serverUser } from '@pglog/test-support/server-user.ts';
+import { launchSidecar, type RunningSidecar, sidecarServer, TEST_SIDECAR_ARGS } from '@pglog/test-support/sidecar-process.ts';
 import { startSshServer, type TestSshServer } from '@pglog/test-support/sshd.ts';
 import { sleep, within } from '@pglog/test-support/wait.ts';
 import pg from 'pg';
@@ -33,34 +32,12 @@ import pg from 'pg';
 import { isAlive } from '../../src/sidecar/sidecar-files.ts';
 import { SidecarClient } from '../../src/transport/sidecar-client.ts';
 
-const MAIN = fileURLToPath(new URL('../../../cli/src/main.ts', import.meta.url));
-
-interface RunningSidecar {
-  proc: ChildProcess;
-  pid: number;
-  output(): string;
-  exited: Promise<unknown>;
-}
-
 const sidecars: RunningSidecar[] = [];
 const dirs: string[] = [];
 const clients: SidecarClient[] = [];
 
 function startSidecar(dir: string): RunningSidecar {
-  const proc = spawn(
-    process.execPath,
-    ['--disable-warning=ExperimentalWarning', MAIN, 'sshproxy', '--dir', dir, '--log-level', 'debug', '--backoff-base-ms', '100', '--backoff-cap-ms', '400'],
-    { stdio: ['ignore', 'pipe', 'pipe'] },
-  );
-  let out = '';
-  proc.stdout.setEncoding('utf8').on('data', (s: string) => {
-    out += s;
-  });
-  proc.stderr.setEncoding('utf8').on('data', (s: string) => {
-    out += s;
-  });
-  const exited = new Promise((resolve) => proc.once('exit', resolve));
-  const s = { proc, pid: proc.pid!, output: () => out, exited };
+  const s = launchSidecar(dir, TEST_SIDECAR_ARGS);
   sidecars.push(s);
   return s;
 }
@@ -95,17 +72,7 @@ async function setup(ssh: TestSshServer): Promise<{ dir: string; client: Sidecar
   dirs.push(dir);
   const client = await SidecarClient.open({ dir, pollMs: 50, forwardTimeoutMs: 20_000 });
   clients.push(client);
-  await client.setServer({
-    name: 'db',
-    host: ssh.host,
-    port: ssh.port,
-    user: ssh.user,
-    maxSessions: 10,
-    serverAliveIntervalS: 2,
-    connectTimeoutS: 5,
-    privateKey: readFileSync(ssh.privateKeyFile),
-    knownHosts: readFileSync(ssh.knownHostsFile, 'utf8'),
-  });
+  await client.setServer(sidecarServer(ssh, 'db'));
   const sidecar = startSidecar(dir);
   return { dir, client, sidecar };
 }

@@ -15,7 +15,7 @@
  * plus OpenSSH's real stderr through the classifier, SIGTERM, and bad command lines.
  */
 import { strict as assert } from 'node:assert';
-import { type ChildProcess, execFile, spawn } from 'node:child_process';
+import { execFile } from 'node:child_process';
 import { chmodSync, copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import type { Socket } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -26,6 +26,7 @@ import { fileURLToPath } from 'node:url';
 import { type DesiredServer, type DesiredStream, parseSidecarStatus, type SidecarStatus, streamFifos } from '@pglog/common/sidecar/contract.ts';
 import { onProcessExit } from '@pglog/test-support/exit-cleanup.ts';
 import { cmdline, descendants } from '@pglog/test-support/process-tree.ts';
+import { launchSidecar, type RunningSidecar, TEST_SIDECAR_ARGS } from '@pglog/test-support/sidecar-process.ts';
 import { startSshServer, type TestSshServer } from '@pglog/test-support/sshd.ts';
 import { sleep, within } from '@pglog/test-support/wait.ts';
 
@@ -74,45 +75,10 @@ async function until(what: string, check: () => boolean, timeoutMs = 15_000): Pr
 
 // ---- the sidecar as a child process ----
 
-interface RunningSidecar {
-  proc: ChildProcess;
-  pid: number;
-  output(): string;
-  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
-}
-
 const sidecars: RunningSidecar[] = [];
 
 function startSidecar(dir: string, extra: string[] = []): RunningSidecar {
-  const proc = spawn(
-    process.execPath,
-    [
-      '--disable-warning=ExperimentalWarning',
-      MAIN,
-      'sshproxy',
-      '--dir',
-      dir,
-      '--log-level',
-      'debug',
-      '--backoff-base-ms',
-      '100',
-      '--backoff-cap-ms',
-      '400',
-      ...extra,
-    ],
-    { stdio: ['ignore', 'pipe', 'pipe'] },
-  );
-  let out = '';
-  proc.stdout.setEncoding('utf8').on('data', (s: string) => {
-    out += s;
-  });
-  proc.stderr.setEncoding('utf8').on('data', (s: string) => {
-    out += s;
-  });
-  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
-    proc.once('exit', (code, signal) => resolve({ code, signal })),
-  );
-  const s = { proc, pid: proc.pid!, output: () => out, exited };
+  const s = launchSidecar(dir, [...TEST_SIDECAR_ARGS, ...extra]);
   sidecars.push(s);
   return s;
 }

@@ -1,11 +1,12 @@
-// An in-process SSH connection's options for a test SSH server (test-support sshd.ts): its login,
-// key and known_hosts read from the server's files, no start-up spread and a short backoff.
+// An in-process SSH connection's options for a test SSH server (sshd.ts): its login, key and
+// known_hosts read from the server's files, no start-up spread and a short backoff. For the
+// collector's tests and the benchmarks that open an SshConnection.
 import { readFileSync } from 'node:fs';
 
-import type { TestSshServer } from '@pglog/test-support/sshd.ts';
+import { ConnectLimiter } from '@pglog/collector/transport/connect-limiter.ts';
+import type { SshConnectionOptions } from '@pglog/collector/transport/ssh-connection.ts';
 
-import { ConnectLimiter } from '../../src/transport/connect-limiter.ts';
-import type { SshConnectionOptions } from '../../src/transport/ssh-connection.ts';
+import type { TestSshServer } from './sshd.ts';
 
 /** Options for `server`; `over` replaces any (a shared limiter, other keys, another target name). */
 export function sshConnectionOptions(server: TestSshServer, over: Partial<SshConnectionOptions> = {}): SshConnectionOptions {
