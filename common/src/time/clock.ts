@@ -50,6 +50,14 @@ export function pause(ms: number, signal?: AbortSignal): Promise<void> {
   });
 }
 
+/** Resolves when `promise` settles, fulfilled or rejected: for waits that must not throw. */
+export function settled(promise: Promise<unknown>): Promise<void> {
+  return promise.then(
+    () => undefined,
+    () => undefined,
+  );
+}
+
 /** Waits for `promise`, or until `signal` aborts, whichever is first; never rejects. */
 export async function untilAborted(promise: Promise<unknown>, signal: AbortSignal): Promise<void> {
   if (signal.aborted) return;
@@ -59,13 +67,7 @@ export async function untilAborted(promise: Promise<unknown>, signal: AbortSigna
     signal.addEventListener('abort', onAbort, { once: true });
   });
   try {
-    await Promise.race([
-      promise.then(
-        () => undefined,
-        () => undefined,
-      ),
-      aborted,
-    ]);
+    await Promise.race([settled(promise), aborted]);
   } finally {
     signal.removeEventListener('abort', onAbort);
   }

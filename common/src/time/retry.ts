@@ -2,6 +2,7 @@
 // the batcher, the sidecar child, the cluster launcher): when to try a failed step again,
 // and how long to wait for a part while stopping before moving on without it.
 import { fullJitterDelay } from './backoff.ts';
+import { settled } from './clock.ts';
 
 /**
  * The wait before retry number `attempt` (1, 2, ...): capped exponential backoff with full
@@ -23,13 +24,7 @@ export async function settleWithin(promise: Promise<unknown> | undefined, ms: nu
     timer = setTimeout(resolve, Math.max(0, ms));
   });
   try {
-    await Promise.race([
-      promise.then(
-        () => undefined,
-        () => undefined,
-      ),
-      timeout,
-    ]);
+    await Promise.race([settled(promise), timeout]);
   } finally {
     clearTimeout(timer);
   }
