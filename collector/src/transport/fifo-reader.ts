@@ -44,24 +44,20 @@ import { Socket } from 'node:net';
 
 import { PglogError } from '@pglog/common/errors.ts';
 
+/** The file types a path that should be a FIFO may turn out to be, named for the error message. */
+const FILE_TYPES = new Map<number, string>([
+  [constants.S_IFREG, 'a regular file'],
+  [constants.S_IFDIR, 'a directory'],
+  [constants.S_IFCHR, 'a character device'],
+  [constants.S_IFBLK, 'a block device'],
+  [constants.S_IFSOCK, 'a socket'],
+  [constants.S_IFLNK, 'a symbolic link'],
+]);
+
 /** What kind of file `mode` (st_mode) is, for the error message. */
 function describeFileType(mode: number): string {
-  switch (mode & constants.S_IFMT) {
-    case constants.S_IFREG:
-      return 'a regular file';
-    case constants.S_IFDIR:
-      return 'a directory';
-    case constants.S_IFCHR:
-      return 'a character device';
-    case constants.S_IFBLK:
-      return 'a block device';
-    case constants.S_IFSOCK:
-      return 'a socket';
-    case constants.S_IFLNK:
-      return 'a symbolic link';
-    default:
-      return `a file of type 0o${(mode & constants.S_IFMT).toString(8)}`;
-  }
+  const type = mode & constants.S_IFMT;
+  return FILE_TYPES.get(type) ?? `a file of type 0o${type.toString(8)}`;
 }
 
 /** Node's message for a failed system call already names the call, the errno and the path. */
