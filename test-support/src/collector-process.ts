@@ -132,6 +132,27 @@ export interface StartCollectorOptions {
   env?: Record<string, string>;
 }
 
+/** What a child has written to `file`; '' before it wrote anything. */
+export function readOutput(file: string): string {
+  try {
+    return readFileSync(file, 'utf8');
+  } catch {
+    return '';
+  }
+}
+
+/** The JSON log records among a child's output lines (Node's warnings and the like are not JSON). */
+export function jsonRecords(output: string): Array<Record<string, unknown>> {
+  return output.split('\n').flatMap((line) => {
+    if (!line.startsWith('{')) return [];
+    try {
+      return [JSON.parse(line) as Record<string, unknown>];
+    } catch {
+      return [];
+    }
+  });
+}
+
 /** Starts `pglog collect`; the store URL goes through PGLOG_STORE_URL, as users should pass a password. */
 export function startCollector(options: StartCollectorOptions): CollectorProcess {
   const outputFile = options.outputFile ?? join(mkdtempSync(join(tmpdir(), 'pglog-collect-')), 'output.log');
@@ -145,27 +166,11 @@ export function startCollector(options: StartCollectorOptions): CollectorProcess
   const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => {
     child.on('close', (code, signal) => resolve({ code, signal }));
   });
-  const output = (): string => {
-    try {
-      return readFileSync(outputFile, 'utf8');
-    } catch {
-      return '';
-    }
-  };
+  const output = (): string => readOutput(outputFile);
   return {
     pid: child.pid!,
     output,
-    logRecords: () =>
-      output()
-        .split('\n')
-        .flatMap((line) => {
-          if (!line.startsWith('{')) return [];
-          try {
-            return [JSON.parse(line) as Record<string, unknown>];
-          } catch {
-            return [];
-          }
-        }),
+    logRecords: () => jsonRecords(output()),
     exited,
     kill: (signal) => {
       child.kill(signal);

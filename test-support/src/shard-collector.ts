@@ -4,10 +4,11 @@
 // Its output goes to a file, for its JSON records and for failure messages. Also the
 // PostgresTarget of a test log server as a user writes it in the cluster.
 import { spawn } from 'node:child_process';
-import { appendFileSync, readFileSync } from 'node:fs';
+import { appendFileSync } from 'node:fs';
 import { join } from 'node:path';
 
 import { PGLOG } from './cli.ts';
+import { jsonRecords, readOutput } from './collector-process.ts';
 import type { LogServer } from './log-server.ts';
 import type { TestSshServer } from './sshd.ts';
 
@@ -68,24 +69,8 @@ export function launchShardCollector(options: ShardCollectorOptions): ShardColle
   child.stdout.on('data', (b: Buffer) => appendFileSync(file, b));
   child.stderr.on('data', (b: Buffer) => appendFileSync(file, b));
   const exited = new Promise<number | null>((resolve) => child.on('close', (code) => resolve(code)));
-  const output = (): string => {
-    try {
-      return readFileSync(file, 'utf8');
-    } catch {
-      return '';
-    }
-  };
-  const records = (): Array<Record<string, unknown>> =>
-    output()
-      .split('\n')
-      .flatMap((l) => {
-        if (!l.startsWith('{')) return [];
-        try {
-          return [JSON.parse(l) as Record<string, unknown>];
-        } catch {
-          return [];
-        }
-      });
+  const output = (): string => readOutput(file);
+  const records = (): Array<Record<string, unknown>> => jsonRecords(output());
   return {
     shard,
     pid: child.pid!,
