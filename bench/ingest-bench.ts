@@ -40,12 +40,11 @@ import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 
 import { computeTuning } from '@pglog/operator/desired/tuning.ts';
-import type { TestPostgres } from '@pglog/test-support/postgres.ts';
 
 import { renderSection, writeSection } from './ingest/report.ts';
 import { measureRun, type RunResult } from './ingest/run.ts';
-import { type Fleet, startFleet } from './ingest/servers.ts';
-import { emptyEventTables, startBenchStore } from './ingest/store.ts';
+import { startStoreAndFleet } from './ingest/servers.ts';
+import { emptyEventTables } from './ingest/store.ts';
 import { createCleanup } from './lib/cleanup.ts';
 import { pinningOption } from './transport/pinning.ts';
 
@@ -132,18 +131,7 @@ const results: RunResult[] = [];
 const profiled: RunResult[] = [];
 const failures: string[] = [];
 try {
-  say(`starting the store and ${servers} sshd servers`);
-  const [store, fleet] = await Promise.all([
-    startBenchStore().then((s: TestPostgres) => {
-      cleanups.push(() => s.stop());
-      return s;
-    }),
-    startFleet(servers, fleetNice).then((f: Fleet) => {
-      cleanups.push(() => f.dispose());
-      return f;
-    }),
-  ]);
-  say(`set up in ${((Date.now() - started) / 1000).toFixed(1)} s`);
+  const { store, fleet } = await startStoreAndFleet(servers, fleetNice, cleanups, say);
   type Tuning = { nodeOptions: string; uvThreadpoolSize?: number; label: string; launcherFlags?: string } | undefined;
   const plan: Array<{ rate: number; profile: boolean; tuning: Tuning; extraArgs?: string[] }> = [
     ...rates.flatMap((rate) => [

@@ -37,12 +37,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 
-import type { TestPostgres } from '@pglog/test-support/postgres.ts';
 import { sleep } from '@pglog/test-support/wait.ts';
 import pg from 'pg';
 
-import { type Fleet, startFleet } from './ingest/servers.ts';
-import { startBenchStore } from './ingest/store.ts';
+import { startStoreAndFleet } from './ingest/servers.ts';
 import { createCleanup } from './lib/cleanup.ts';
 import { pinningOption } from './transport/pinning.ts';
 import { parentPid } from './transport/proc-cpu.ts';
@@ -181,18 +179,7 @@ const stepLine = (label: string, w: WindowStats): string =>
 const started = Date.now();
 let result: BenchResult | null = null;
 try {
-  say(`starting the store and ${serverCount} sshd servers`);
-  const [store, fleet] = await Promise.all([
-    startBenchStore().then((s: TestPostgres) => {
-      cleanups.push(() => s.stop());
-      return s;
-    }),
-    startFleet(serverCount, fleetNice).then((f: Fleet) => {
-      cleanups.push(() => f.dispose());
-      return f;
-    }),
-  ]);
-  say(`set up in ${((Date.now() - started) / 1000).toFixed(1)} s`);
+  const { store, fleet } = await startStoreAndFleet(serverCount, fleetNice, cleanups, say);
   // The store's postmaster (the parent of a backend): its process tree is the store's CPU.
   const storePid = await (async () => {
     const c = new pg.Client({ connectionString: store.url });

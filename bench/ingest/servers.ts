@@ -15,10 +15,13 @@ import { setPriority } from 'node:os';
 import { join } from 'node:path';
 
 import type { TargetSpec } from '@pglog/test-support/collector-process.ts';
+import type { TestPostgres } from '@pglog/test-support/postgres.ts';
 import { startSshServer, type TestSshServer } from '@pglog/test-support/sshd.ts';
 
+import type { Cleanup } from '../lib/cleanup.ts';
 import { descendantsNamed } from './proc-stats.ts';
 import { LOG_LINE_PREFIX } from './statements.ts';
+import { startBenchStore } from './store.ts';
 
 export interface Fleet {
   servers: TestSshServer[];
@@ -71,6 +74,32 @@ export async function startFleet(count: number, nice: number, group = 5): Promis
     throw e;
   }
   return { servers, dispose };
+}
+
+/**
+ * The store and a fleet of `count` servers (startFleet), started side by side; each is handed to
+ * `cleanups` as soon as it is up, so a failure of the other still stops it.
+ */
+export async function startStoreAndFleet(
+  count: number,
+  nice: number,
+  cleanups: Cleanup,
+  say: (line: string) => void,
+): Promise<{ store: TestPostgres; fleet: Fleet }> {
+  const started = Date.now();
+  say(`starting the store and ${count} sshd servers`);
+  const [store, fleet] = await Promise.all([
+    startBenchStore().then((s) => {
+      cleanups.push(() => s.stop());
+      return s;
+    }),
+    startFleet(count, nice).then((f) => {
+      cleanups.push(() => f.dispose());
+      return f;
+    }),
+  ]);
+  say(`set up in ${((Date.now() - started) / 1000).toFixed(1)} s`);
+  return { store, fleet };
 }
 
 export interface ServerLogs {
