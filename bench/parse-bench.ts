@@ -46,7 +46,14 @@ interface Contender {
   count: (stdout: string) => { lines?: number; entries?: number; seconds?: number };
 }
 
-const nodeScript = (name: string): string[] => [node, join(root, 'bench/contenders', name)];
+/** A script of bench/contenders run on the log; it prints its count (and `seconds` when it times itself) as JSON. */
+const scriptContender = (name: string, what: string, script: string): Contender => ({
+  name,
+  what,
+  command: [node, join(root, 'bench/contenders', script), log],
+  runs,
+  count: (s) => JSON.parse(s) as { lines: number; seconds?: number },
+});
 const pglogParse = (name: string, what: string, checkout: string): Contender => ({
   name,
   what,
@@ -69,34 +76,10 @@ const pglogParse = (name: string, what: string, checkout: string): Contender => 
 const baseline = values.baseline;
 const contenders: Contender[] = [
   { name: 'wc -l', what: 'memchr line counting (upper bound)', command: ['wc', '-l', log], runs, count: (s) => ({ lines: Number(s.trim().split(/\s+/)[0]) }) },
-  {
-    name: 'readline',
-    what: 'Node readline, a string per line',
-    command: [...nodeScript('readline.ts'), log],
-    runs,
-    count: (s) => JSON.parse(s) as { lines: number },
-  },
-  {
-    name: 'split2',
-    what: 'split2 transform, a string per line',
-    command: [...nodeScript('split2.ts'), log],
-    runs,
-    count: (s) => JSON.parse(s) as { lines: number },
-  },
-  {
-    name: 'pglog LineSplitter',
-    what: 'Buffer lines, no decoding (reading as pglog parse does)',
-    command: [...nodeScript('line-splitter.ts'), log],
-    runs,
-    count: (s) => JSON.parse(s) as { lines: number },
-  },
-  {
-    name: 'LineSplitter, in memory',
-    what: 'the same, file already in memory: splitting alone, self-timed',
-    command: [...nodeScript('line-splitter-memory.ts'), log],
-    runs,
-    count: (s) => JSON.parse(s) as { lines: number; seconds: number },
-  },
+  scriptContender('readline', 'Node readline, a string per line', 'readline.ts'),
+  scriptContender('split2', 'split2 transform, a string per line', 'split2.ts'),
+  scriptContender('pglog LineSplitter', 'Buffer lines, no decoding (reading as pglog parse does)', 'line-splitter.ts'),
+  scriptContender('LineSplitter, in memory', 'the same, file already in memory: splitting alone, self-timed', 'line-splitter-memory.ts'),
   pglogParse('pglog parse', 'split, assemble, parse, decode, normalize, summarize', root),
   ...(baseline === undefined ? [] : [pglogParse('pglog parse, baseline', `the same, by the checkout in ${baseline}`, baseline)]),
   {
