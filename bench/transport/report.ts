@@ -114,6 +114,12 @@ const drainText = (d: DrainResult): string =>
       : ''
   }, store errors ${d.errors.store}, parse problems ${d.errors.parseProblems}; SIGTERM → exit ${d.stop.code ?? d.stop.signal ?? 'none'} in ${f(d.stop.ms / 1000, 1)} s`;
 
+/** A climb's step table and the drains of its sessions; nothing for a climb that was skipped. */
+function climbLines(climb: readonly Step[] | null, withProxy: boolean, limit: number): string[] {
+  if (climb === null) return [];
+  return [...stepTable(climb, withProxy, limit), '', `Drains: ${drainsText(climb.map((st) => ({ label: `${st.hotMBps} MB/s`, drain: st.drain })))}.`, ''];
+}
+
 /** The drains of several sessions in one line: all complete and exact, or which were not. */
 function drainsText(steps: ReadonlyArray<{ label: string; drain: DrainResult }>): string {
   const bad = steps.filter(
@@ -358,28 +364,14 @@ export function renderSection(r: BenchResult, ctx: ReportContext): string {
       ? `**Finding the saturation load**: skipped (\`--load ${r.load}\`).`
       : `**Finding the saturation load** (all inproc)${r.saturated === true ? `: saturated at ${r.load} MB/s per hot server (${f(satStep?.stats.offeredMBps ?? NaN)} MB/s offered in all).` : ': **the collector kept up to the top of the ladder**, so the comparison runs at the top rate.'}`,
     '',
-    ...(r.inprocClimb === null
-      ? []
-      : [
-          ...stepTable(r.inprocClimb, false, ctx.disturbed),
-          '',
-          `Drains: ${drainsText(r.inprocClimb.map((st) => ({ label: `${st.hotMBps} MB/s`, drain: st.drain })))}.`,
-          '',
-        ]),
+    ...climbLines(r.inprocClimb, false, ctx.disturbed),
     `**At the saturation load**, side by side (fresh sessions, ${ctx.warmupSeconds} s warm-up, ${ctx.measureSeconds} s window):`,
     '',
     ...headline,
     '',
     r.proxyClimb === null ? '**Hot in proxy climbing**: skipped (`--no-proxy-climb`).' : '**Hot in proxy climbing** the same ladder, as all inproc did above:',
     '',
-    ...(r.proxyClimb === null
-      ? []
-      : [
-          ...stepTable(r.proxyClimb, true, ctx.disturbed),
-          '',
-          `Drains: ${drainsText(r.proxyClimb.map((st) => ({ label: `${st.hotMBps} MB/s`, drain: st.drain })))}.`,
-          '',
-        ]),
+    ...climbLines(r.proxyClimb, true, ctx.disturbed),
     ...byRate(r.inprocClimb, r.proxyClimb),
     ...goals,
     ...autoLines,
