@@ -200,6 +200,25 @@ const ended =
  */
 const LONG = 'echo started; while sleep 0.2; do echo .; done';
 
+/**
+ * A workspace with the server `db` (`server` with `overrides`) and `streams` (id: command) on it,
+ * written to desired.json, and a sidecar started on it that runs them all.
+ */
+async function sidecarRunning(
+  server: TestSshServer,
+  streams: Record<string, string>,
+  overrides: Partial<DesiredServer> = {},
+): Promise<{ w: Workspace; sidecar: RunningSidecar; generation: number; status: SidecarStatus }> {
+  const w = workspace();
+  addServer(w, 'db', server, overrides);
+  for (const [id, command] of Object.entries(streams)) addStream(w, id, 'db', command);
+  const generation = writeDesired(w);
+  const sidecar = startSidecar(w.dir);
+  const ids = Object.keys(streams);
+  const status = await waitStatus(w, `${ids.join(', ')} running`, (st) => ids.every((id) => running(id)(st)));
+  return { w, sidecar, generation, status };
+}
+
 function seqText(n: number): string {
   let s = '';
   for (let i = 1; i <= n; i++) s += `${i}\n`;
@@ -242,13 +261,10 @@ describe('pglog sshproxy against OpenSSH', { timeout: 240_000 }, () => {
   }
 
   test('(a) a stream delivers its output exactly, its stderr through the .err FIFO, and its exit status', async () => {
-    const w = workspace();
-    addServer(w, 'db', ssh);
-    addStream(w, 'seq', 'db', 'seq 1 200000');
-    addStream(w, 'fails', 'db', 'echo to-stdout; echo "to-stderr: no such file" >&2; exit 3');
-    const generation = writeDesired(w);
-    const sidecar = startSidecar(w.dir);
-    const status = await waitStatus(w, 'both streams running', (s) => running('seq')(s) && running('fails')(s));
+    const { w, sidecar, generation, status } = await sidecarRunning(ssh, {
+      seq: 'seq 1 200000',
+      fails: 'echo to-stdout; echo "to-stderr: no such file" >&2; exit 3',
+    });
     assert.equal(status.appliedGeneration, generation);
     assert.equal(status.pid, sidecar.pid);
     assert.deepEqual(
@@ -277,12 +293,8 @@ describe('pglog sshproxy against OpenSSH', { timeout: 240_000 }, () => {
 
   test('(b) 12 streams on a server with MaxSessions 5: 3 masters, one TCP connection each, all complete', async () => {
     const server = await ownServer({ maxSessions: 5 });
-    const w = workspace();
-    addServer(w, 'db', server, { maxSessions: 5 });
-    for (let i = 0; i < 12; i++) addStream(w, `s${i}`, 'db', `seq 1 ${1000 + i}; sleep 2`);
-    writeDesired(w);
-    const sidecar = startSidecar(w.dir);
-    const status = await waitStatus(w, 'all 12 running', (s) => Array.from({ length: 12 }, (_, i) => running(`s${i}`)(s)).every(Boolean));
+    const streams = Object.fromEntries(Array.from({ length: 12 }, (_, i) => [`s${i}`, `seq 1 ${1000 + i}; sleep 2`]));
+    const { w, sidecar, status } = await sidecarRunning(server, streams, { maxSessions: 5 });
     assert.deepEqual(
       status.masters.map((m) => [m.slot, m.state, m.streams]),
       [
@@ -365,12 +377,7 @@ describe('pglog sshproxy against OpenSSH', { timeout: 240_000 }, () => {
 
   test('(e) sshd stopped and started: the master backs off, comes back (restart counted), new streams run', async () => {
     const server = await ownServer();
-    const w = workspace();
-    addServer(w, 'db', server);
-    addStream(w, 'first', 'db', 'echo one');
-    writeDesired(w);
-    startSidecar(w.dir);
-    await waitStatus(w, 'first running', running('first'));
+    const { w } = await sidecarRunning(server, { first: 'echo one' });
     assert.equal((await openStream(w, 'first').out).toString(), 'one\n');
     await waitStatus(w, 'first exited', ended('first'));
 
@@ -393,13 +400,7 @@ describe('pglog sshproxy against OpenSSH', { timeout: 240_000 }, () => {
   });
 
   test('(f) a stream removed from desired.json: its ssh (or its waiting shell) is killed and its FIFOs removed', async () => {
-    const w = workspace();
-    addServer(w, 'db', ssh);
-    addStream(w, 'long', 'db', LONG);
-    addStream(w, 'unread', 'db', 'echo never-read');
-    writeDesired(w);
-    const sidecar = startSidecar(w.dir);
-    await waitStatus(w, 'both running', (s) => running('long')(s) && running('unread')(s));
+    const { w, sidecar } = await sidecarRunning(ssh, { long: LONG, unread: 'echo never-read' });
     const long = openStream(w, 'long');
     await within(10_000, 'first bytes', new Promise((resolve) => long.readers[0]!.once('data', resolve)));
     const longClient = descendants(sidecar.pid).filter((pid) => {
@@ -429,14 +430,8 @@ describe('pglog sshproxy against OpenSSH', { timeout: 240_000 }, () => {
     // sshd keeps a session until its command exits, and this one notices the closed channel
     // only at its next write, 3 s later: a new session on the same connection would be refused.
     const server = await ownServer({ maxSessions: 2 });
-    const w = workspace();
-    addServer(w, 'db', server, { maxSessions: 2 });
     const slow = 'echo started; while sleep 3; do echo .; done';
-    addStream(w, 'a', 'db', slow);
-    addStream(w, 'b', 'db', slow);
-    writeDesired(w);
-    startSidecar(w.dir);
-    await waitStatus(w, 'a and b running', (s) => running('a')(s) && running('b')(s));
+    const { w } = await sidecarRunning(server, { a: slow, b: slow }, { maxSessions: 2 });
     const a = openStream(w, 'a');
     const b = openStream(w, 'b');
     await within(10_000, 'both started', Promise.all([a, b].map((o) => new Promise((resolve) => o.readers[0]!.once('data', resolve)))));
@@ -458,13 +453,7 @@ describe('pglog sshproxy against OpenSSH', { timeout: 240_000 }, () => {
   });
 
   test('(g) a SIGKILLed sidecar: the next one kills what it left, reports a new instance, and runs streams', async () => {
-    const w = workspace();
-    addServer(w, 'db', ssh);
-    addStream(w, 'old', 'db', LONG);
-    addStream(w, 'blocked', 'db', 'echo blocked');
-    writeDesired(w);
-    const first = startSidecar(w.dir);
-    const firstStatus = await waitStatus(w, 'old running', (s) => running('old')(s) && running('blocked')(s));
+    const { w, sidecar: first, status: firstStatus } = await sidecarRunning(ssh, { old: LONG, blocked: 'echo blocked' });
     const old = openStream(w, 'old');
     await until("the old stream's client exists", () => descendants(first.pid).some((pid) => cmdline(pid).includes(LONG)));
     const leftovers = descendants(first.pid).filter((pid) => pid !== first.pid);
