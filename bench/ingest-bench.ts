@@ -34,8 +34,6 @@
  * the CPUs the benchmark was started on (issue 15 point 2; bench/transport/pinning.ts): run as
  * `taskset -c 1 node bench/ingest-bench.ts --pin-collector 0`.
  */
-import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 
@@ -43,9 +41,8 @@ import { computeTuning } from '@pglog/operator/desired/tuning.ts';
 
 import { renderSection, writeSection } from './ingest/report.ts';
 import { measureRun, type RunResult } from './ingest/run.ts';
-import { startStoreAndFleet } from './ingest/servers.ts';
+import { FLEET_BENCH_OPTIONS, fleetBench, startStoreAndFleet } from './ingest/servers.ts';
 import { emptyEventTables } from './ingest/store.ts';
-import { createCleanup } from './lib/cleanup.ts';
 import { pinningOption } from './transport/pinning.ts';
 
 const { values } = parseArgs({
@@ -54,17 +51,12 @@ const { values } = parseArgs({
     'mb-per-sec': { type: 'string', default: '20' },
     seconds: { type: 'string', default: '30' },
     warmup: { type: 'string', default: '5' },
-    'fleet-nice': { type: 'string', default: '10' },
-    'collector-arg': { type: 'string', multiple: true, default: [] },
     'profile-at': { type: 'string' },
     'tuned-for-limit': { type: 'string' },
     'node-options': { type: 'string', multiple: true, default: [] },
     'launcher-flags': { type: 'string', multiple: true, default: [] },
     'variant-args': { type: 'string', multiple: true, default: [] },
-    'pin-collector': { type: 'string' },
-    out: { type: 'string' },
-    keep: { type: 'boolean', default: false },
-    verbose: { type: 'boolean', default: false },
+    ...FLEET_BENCH_OPTIONS,
   },
 });
 const servers = Number(values.servers);
@@ -112,20 +104,7 @@ if (
   );
 }
 
-// Every sshd and PostgreSQL helper registers a process 'exit' hook of its own.
-process.setMaxListeners(servers + 20);
-const say = (line: string): void => {
-  process.stderr.write(`ingest-bench: ${line}\n`);
-};
-const cleanups = createCleanup(say);
-const cleanup = (): Promise<void> => cleanups.run();
-
-const root = mkdtempSync(join(tmpdir(), 'pglog-ingest-bench-'));
-chmodSync(root, 0o755); // the sshd login user reads the logs below
-cleanups.push(() => {
-  if (values.keep) say(`kept ${root} (collector logs in run*/collector.log)`);
-  else rmSync(root, { recursive: true, force: true });
-});
+const { say, cleanups, root } = fleetBench('ingest-bench', servers, values.keep, 'collector logs in run*/collector.log');
 const started = Date.now();
 const results: RunResult[] = [];
 const profiled: RunResult[] = [];
@@ -190,7 +169,7 @@ try {
     }
   }
 } finally {
-  await cleanup();
+  await cleanups.run();
   say(`done in ${((Date.now() - started) / 1000).toFixed(0)} s`);
 }
 

@@ -32,16 +32,14 @@
  * the machine (the section shows it as "not ours"): this machine's 2 cores are shared with
  * whatever else runs, and a window disturbed by other work says so.
  */
-import { chmodSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 
 import { sleep } from '@pglog/test-support/wait.ts';
 import pg from 'pg';
 
-import { startStoreAndFleet } from './ingest/servers.ts';
-import { createCleanup } from './lib/cleanup.ts';
+import { FLEET_BENCH_OPTIONS, fleetBench, startStoreAndFleet } from './ingest/servers.ts';
 import { pinningOption } from './transport/pinning.ts';
 import { parentPid } from './transport/proc-cpu.ts';
 import { renderSection } from './transport/report.ts';
@@ -66,12 +64,7 @@ const { values } = parseArgs({
     rounds: { type: 'string', default: '2' },
     disturbed: { type: 'string', default: '0.1' },
     'no-proxy-climb': { type: 'boolean', default: false },
-    'fleet-nice': { type: 'string', default: '10' },
-    'collector-arg': { type: 'string', multiple: true, default: [] },
-    'pin-collector': { type: 'string' },
-    out: { type: 'string' },
-    keep: { type: 'boolean', default: false },
-    verbose: { type: 'boolean', default: false },
+    ...FLEET_BENCH_OPTIONS,
   },
 });
 const hotCount = Number(values.hot);
@@ -125,19 +118,7 @@ const pin = await pinningOption(values['pin-collector']);
 const serverCount = hotCount + coldCount;
 const AUTO_ARGS = ['--min-dwell', '5000', '--rate-window', '3000'];
 
-process.setMaxListeners(serverCount + 20);
-const say = (line: string): void => {
-  process.stderr.write(`transport-bench: ${line}\n`);
-};
-const cleanups = createCleanup(say);
-const cleanup = (): Promise<void> => cleanups.run();
-
-const root = mkdtempSync(join(tmpdir(), 'pglog-transport-bench-'));
-chmodSync(root, 0o755); // the sshd login user reads the logs below
-cleanups.push(() => {
-  if (values.keep) say(`kept ${root} (collector logs in */collector.log)`);
-  else rmSync(root, { recursive: true, force: true });
-});
+const { say, cleanups, root } = fleetBench('transport-bench', serverCount, values.keep, 'collector logs in */collector.log');
 
 const isHot = (i: number): boolean => i < hotCount;
 const ratesAt = (hotMBps: number): number[] => Array.from({ length: serverCount }, (_, i) => (isHot(i) ? hotMBps * 1e6 : coldBps));
@@ -358,7 +339,7 @@ try {
 
   result = { inprocClimb, proxyClimb, saturated: inprocClimb === null ? null : inprocClimb.some((st) => !st.keptUp), load, compare, auto };
 } finally {
-  await cleanup();
+  await cleanups.run();
   say(`done in ${((Date.now() - started) / 1000).toFixed(0)} s`);
 }
 

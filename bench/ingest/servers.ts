@@ -10,15 +10,16 @@
  * the log writer produces what they would log.
  */
 import { execFileSync } from 'node:child_process';
-import { chmodSync, chownSync, mkdirSync, writeFileSync } from 'node:fs';
-import { setPriority } from 'node:os';
+import { chmodSync, chownSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { setPriority, tmpdir } from 'node:os';
 import { join } from 'node:path';
+import type { ParseArgsOptionsConfig } from 'node:util';
 
 import type { TargetSpec } from '@pglog/test-support/collector-process.ts';
 import type { TestPostgres } from '@pglog/test-support/postgres.ts';
 import { startSshServer, type TestSshServer } from '@pglog/test-support/sshd.ts';
 
-import type { Cleanup } from '../lib/cleanup.ts';
+import { type Cleanup, createCleanup } from '../lib/cleanup.ts';
 import { descendantsNamed } from './proc-stats.ts';
 import { LOG_LINE_PREFIX } from './statements.ts';
 import { startBenchStore } from './store.ts';
@@ -74,6 +75,44 @@ export async function startFleet(count: number, nice: number, group = 5): Promis
     throw e;
   }
   return { servers, dispose };
+}
+
+/** The options every fleet benchmark (ingest-bench, transport-bench) takes, for its parseArgs. */
+export const FLEET_BENCH_OPTIONS = {
+  'fleet-nice': { type: 'string', default: '10' },
+  'collector-arg': { type: 'string', multiple: true, default: [] },
+  'pin-collector': { type: 'string' },
+  out: { type: 'string' },
+  keep: { type: 'boolean', default: false },
+  verbose: { type: 'boolean', default: false },
+} satisfies ParseArgsOptionsConfig;
+
+export interface FleetBench {
+  say: (line: string) => void;
+  cleanups: Cleanup;
+  /** The working directory: logs, targets files, collector output. */
+  root: string;
+}
+
+/**
+ * What a fleet benchmark sets up first: progress lines on stderr prefixed with `name`, its
+ * clean-up, room for the process 'exit' hook each sshd and PostgreSQL helper registers, and a
+ * working directory the sshd login user can read, removed at the end unless `keep` (then
+ * `keptNote` says what is in it).
+ */
+export function fleetBench(name: string, servers: number, keep: boolean, keptNote: string): FleetBench {
+  process.setMaxListeners(servers + 20);
+  const say = (line: string): void => {
+    process.stderr.write(`${name}: ${line}\n`);
+  };
+  const cleanups = createCleanup(say);
+  const root = mkdtempSync(join(tmpdir(), `pglog-${name}-`));
+  chmodSync(root, 0o755); // the sshd login user reads the logs below
+  cleanups.push(() => {
+    if (keep) say(`kept ${root} (${keptNote})`);
+    else rmSync(root, { recursive: true, force: true });
+  });
+  return { say, cleanups, root };
 }
 
 /**
