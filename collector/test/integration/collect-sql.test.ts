@@ -77,6 +77,12 @@ async function storedMarker(store: pg.Client, target: string, marker: string): P
   return (r.rowCount ?? 0) > 0;
 }
 
+/** Whether `target` has a snapshot run without an error after `since`. */
+async function snapshotsWorkSince(store: pg.Client, target: string, since: Date): Promise<boolean> {
+  const r = await store.query('SELECT 1 FROM pglog.snapshot_runs WHERE target = $1 AND error_code IS NULL AND ts > $2 LIMIT 1', [target, since]);
+  return (r.rowCount ?? 0) > 0;
+}
+
 describe('SQL snapshots over SSH (real sshd, PostgreSQL 15 on Unix sockets only, pglog collect)', { timeout: 300_000 }, () => {
   let work: string;
   let storePg: TestPostgres;
@@ -139,6 +145,14 @@ describe('SQL snapshots over SSH (real sshd, PostgreSQL 15 on Unix sockets only,
   });
 
   const output = (): string => collector.output().split('\n').slice(-40).join('\n');
+  /** Waits until db1's snapshots have failed with `code` (pglog_snapshot_failures_total). */
+  const failureOf = (code: string): Promise<void> =>
+    waitFor(
+      async () => metricSum(await scrapeMetrics(metricsPort), 'pglog_snapshot_failures_total', { target: 'db1', code }) > 0,
+      `an ${code} failure of db1`,
+      30_000,
+      output,
+    );
 
   test('a scripted three-session blocking chain appears as a tree with the right root, modes and relation within one interval, through both transports', async () => {
     await waitFor(
@@ -341,12 +355,7 @@ describe('SQL snapshots over SSH (real sshd, PostgreSQL 15 on Unix sockets only,
       assert.ok(pids.length >= 1);
       for (const pid of pids) process.kill(pid, 'SIGSTOP');
       try {
-        await waitFor(
-          async () => metricSum(await scrapeMetrics(metricsPort), 'pglog_snapshot_failures_total', { target: 'db1', code: 'SQL_TIMEOUT' }) > 0,
-          'an SQL_TIMEOUT failure of db1',
-          30_000,
-          output,
-        );
+        await failureOf('SQL_TIMEOUT');
         assert.match(collector.output(), /db1\/main: activity snapshot failed: .*SQL|db1\/main: activity snapshot failed/);
         // The log keeps flowing meanwhile: a statement logged now is stored.
         await su.query("SELECT 'pglog-sql-hung-marker'");
@@ -356,12 +365,7 @@ describe('SQL snapshots over SSH (real sshd, PostgreSQL 15 on Unix sockets only,
       }
       // A new session works while the hung one was given up.
       const since = new Date();
-      await waitFor(
-        async () => (await store.query("SELECT 1 FROM pglog.snapshot_runs WHERE target = 'db1' AND error_code IS NULL AND ts > $1", [since])).rowCount! > 0,
-        'db1 snapshots to work again',
-        30_000,
-        output,
-      );
+      await waitFor(() => snapshotsWorkSince(store, 'db1', since), 'db1 snapshots to work again', 30_000, output);
     } finally {
       await su.end();
     }
@@ -371,12 +375,7 @@ describe('SQL snapshots over SSH (real sshd, PostgreSQL 15 on Unix sockets only,
     await server.stop();
     const downAt = new Date();
     try {
-      await waitFor(
-        async () => metricSum(await scrapeMetrics(metricsPort), 'pglog_snapshot_failures_total', { target: 'db1', code: 'SQL_CONNECT_FAILED' }) > 0,
-        'an SQL_CONNECT_FAILED failure of db1',
-        30_000,
-        output,
-      );
+      await failureOf('SQL_CONNECT_FAILED');
       assert.match(collector.output(), /db1\/main: activity snapshot failed: .*could not connect to the Unix socket/);
       // Recorded in the store too (snapshots reach it in groups, within half a second).
       await waitFor(
@@ -392,12 +391,7 @@ describe('SQL snapshots over SSH (real sshd, PostgreSQL 15 on Unix sockets only,
       await o.query("SELECT 'pglog-sql-other-marker'");
       await o.end();
       await waitFor(() => storedMarker(store, 'db3', 'pglog-sql-other-marker'), "the other server's marker", 30_000, output);
-      await waitFor(
-        async () => (await store.query("SELECT 1 FROM pglog.snapshot_runs WHERE target = 'db3' AND error_code IS NULL AND ts > $1", [downAt])).rowCount! > 0,
-        'db3 snapshots while db1 is down',
-        30_000,
-        output,
-      );
+      await waitFor(() => snapshotsWorkSince(store, 'db3', downAt), 'db3 snapshots while db1 is down', 30_000, output);
     } finally {
       await server.start();
     }
@@ -406,12 +400,7 @@ describe('SQL snapshots over SSH (real sshd, PostgreSQL 15 on Unix sockets only,
     await su.end();
     await waitFor(() => storedMarker(store, 'db1', 'pglog-sql-after-restart-marker'), 'db1 logs after the restart', 30_000, output);
     const upAt = new Date();
-    await waitFor(
-      async () => (await store.query("SELECT 1 FROM pglog.snapshot_runs WHERE target = 'db1' AND error_code IS NULL AND ts > $1", [upAt])).rowCount! > 0,
-      'db1 snapshots after the restart',
-      30_000,
-      output,
-    );
+    await waitFor(() => snapshotsWorkSince(store, 'db1', upAt), 'db1 snapshots after the restart', 30_000, output);
     assert.match(collector.output(), /db1\/main: activity snapshots work again after \d+ failed/);
   });
 });
