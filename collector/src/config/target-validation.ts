@@ -45,6 +45,11 @@ const SQL_FIELDS = ['socketDirectory', 'port', 'database', 'user', 'timeoutSecon
 const COLLECT_FIELDS = ['logs', 'activity', 'locks', 'statements', 'databases', 'intervalSeconds', 'statisticsIntervalSeconds'] as const;
 
 /** Validates and normalizes one document; problems carry field paths relative to the document. */
+/** The optional fields that were given: an absent one stays absent rather than undefined. */
+function present<T extends Record<string, unknown>>(fields: T): { [K in keyof T]?: Exclude<T[K], undefined> } {
+  return Object.fromEntries(Object.entries(fields).filter(([, v]) => v !== undefined)) as { [K in keyof T]?: Exclude<T[K], undefined> };
+}
+
 export class DocumentValidator extends FieldChecks {
   /** The object's valid metadata, kept even when other fields are invalid (for duplicate names). */
   metadata: TargetMetadata | undefined;
@@ -77,11 +82,7 @@ export class DocumentValidator extends FieldChecks {
     const labels = this.optional(o, 'labels', p, (v, q) => this.stringMap(v, q, true));
     const annotations = this.optional(o, 'annotations', p, (v, q) => this.stringMap(v, q, false));
     if (name === undefined) return undefined;
-    const m: TargetMetadata = { name };
-    if (namespace !== undefined) m.namespace = namespace;
-    if (labels !== undefined) m.labels = labels;
-    if (annotations !== undefined) m.annotations = annotations;
-    return m;
+    return { name, ...present({ namespace, labels, annotations }) };
   }
 
   private spec(value: unknown, p: FieldPath): PostgresTargetSpec | undefined {
@@ -107,10 +108,7 @@ export class DocumentValidator extends FieldChecks {
       (Object.hasOwn(o, 'startAt') && startAt === undefined)
     )
       return undefined;
-    const spec: PostgresTargetSpec = { host, port, user, ssh, transport, instances, collect };
-    if (pool !== undefined) spec.pool = pool;
-    if (startAt !== undefined) spec.startAt = startAt;
-    return spec;
+    return { host, port, user, ssh, transport, instances, collect, ...present({ pool, startAt }) };
   }
 
   private ssh(value: unknown, p: FieldPath): SshCredentials | undefined {
@@ -189,7 +187,7 @@ export class DocumentValidator extends FieldChecks {
       (Object.hasOwn(o, 'startAt') && startAt === undefined)
     )
       return undefined;
-    const instance: PostgresInstance = {
+    return {
       name,
       dataDirectory,
       // The default `log` is relative to the data directory, which was unknown above.
@@ -198,9 +196,8 @@ export class DocumentValidator extends FieldChecks {
       logLinePrefix,
       encodings,
       sql: sql ?? this.sqlDefaults(user),
+      ...present({ startAt }),
     };
-    if (startAt !== undefined) instance.startAt = startAt;
-    return instance;
   }
 
   private encodings(value: unknown, p: FieldPath): InstanceEncodings | undefined {
