@@ -104,6 +104,11 @@ class Recorder {
     }
   }
 
+  /** Waits (bounded) until every byte of the file at `path` has arrived. */
+  caughtUp(path: string, what: string): Promise<void> {
+    return this.until(() => this.bytesOf(path) === readFileSync(path).length, what);
+  }
+
   received(path: string): Buffer {
     return Buffer.concat(this.files.filter((f) => f.file.path === path).flatMap((f) => f.chunks));
   }
@@ -160,6 +165,23 @@ function setCurrentLogfiles(data: string, relative: string): void {
   renameSync(join(data, 'current_logfiles.tmp'), join(data, 'current_logfiles'));
 }
 
+/**
+ * A fresh instance whose log directory holds `name` with `text`, a follower on it through
+ * `shell` and a recorder from the start; returns once the recorder has the whole file.
+ */
+async function followNewFile(
+  text: string,
+  { name = 'postgresql.log', forLogrotate = false, shell = new LocalShell() }: { name?: string; forLogrotate?: boolean; shell?: LocalShell } = {},
+): Promise<{ dirs: { data: string; log: string }; live: string; f: LogFollower; rec: Recorder }> {
+  const dirs = instanceDirs(forLogrotate);
+  const live = join(dirs.log, name);
+  writeFileSync(live, text);
+  const f = follower(shell, dirs);
+  const rec = new Recorder(f, null);
+  await rec.caughtUp(live, `the whole of ${name}`);
+  return { dirs, live, f, rec };
+}
+
 describe('LogFollower on real files', () => {
   before(() => {
     root = mkdtempSync(join(tmpdir(), 'pglog-follow-'));
@@ -172,15 +194,10 @@ describe('LogFollower on real files', () => {
   });
 
   it('streams appends to the active file as they happen', async () => {
-    const dirs = instanceDirs();
-    const path = join(dirs.log, 'postgresql.log');
-    writeFileSync(path, lines('a', 0, 3));
-    const f = follower(new LocalShell(), dirs);
-    const rec = new Recorder(f, null);
-    await rec.until(() => rec.bytesOf(path) === readFileSync(path).length, 'the first lines');
+    const { live: path, f, rec } = await followNewFile(lines('a', 0, 3));
     for (let round = 1; round <= 5; round++) {
       appendFileSync(path, lines('a', round * 10, round * 3));
-      await rec.until(() => rec.bytesOf(path) === readFileSync(path).length, `round ${round}`);
+      await rec.caughtUp(path, `round ${round}`);
     }
     await rec.until(() => rec.kinds.includes('idle') && rec.kinds.includes('size'), 'idle and size items');
     await rec.stop();
@@ -202,13 +219,13 @@ describe('LogFollower on real files', () => {
     setCurrentLogfiles(dirs.data, 'log dir/postgresql-2024-01-01_000000.log');
     const f = follower(new LocalShell(), dirs);
     const rec = new Recorder(f, null);
-    await rec.until(() => rec.bytesOf(first) === readFileSync(first).length, 'the first file');
+    await rec.caughtUp(first, 'the first file');
     // The new file appears and gets lines; the old one gets its last lines; then the switch.
     writeFileSync(second, lines('two', 0, 4));
     appendFileSync(first, lines('one', 5, 3));
     setCurrentLogfiles(dirs.data, 'log dir/postgresql-2024-01-01_010000.log');
     appendFileSync(second, lines('two', 4, 4));
-    await rec.until(() => rec.bytesOf(second) === readFileSync(second).length, 'the second file');
+    await rec.caughtUp(second, 'the second file');
     await rec.stop();
     assertExact(rec, first, readFileSync(first));
     assertExact(rec, second, readFileSync(second));
@@ -221,13 +238,9 @@ describe('LogFollower on real files', () => {
   });
 
   it('follows logrotate rename rotation (create), with late lines written to the renamed file', async () => {
-    const dirs = instanceDirs(true);
-    const live = join(dirs.log, 'app.log');
-    writeFileSync(live, lines('gen1', 0, 20));
+    const { live, rec } = await followNewFile(lines('gen1', 0, 20), { name: 'app.log', forLogrotate: true });
     const conf = join(root, `logrotate-create-${case_}.conf`);
     writeFileSync(conf, `"${live}" {\n  create\n  rotate 5\n  missingok\n}\n`);
-    const rec = new Recorder(follower(new LocalShell(), dirs), null);
-    await rec.until(() => rec.bytesOf(live) === readFileSync(live).length, 'the first lines');
     const inodeBefore = rec.files[0]?.file.identity;
     await run('logrotate', ['-f', '-s', join(root, `state-create-${case_}`), conf]);
     // The writer has not reopened yet: its next lines still land in the renamed file.
@@ -260,7 +273,7 @@ describe('LogFollower on real files', () => {
     const conf = join(root, `logrotate-copytruncate-${case_}.conf`);
     writeFileSync(conf, `"${live}" {\n  copytruncate\n  rotate 5\n}\n`);
     const rec = new Recorder(follower(new LocalShell(), dirs), null);
-    await rec.until(() => rec.bytesOf(live) === readFileSync(live).length, 'the first lines');
+    await rec.caughtUp(live, 'the first lines');
     let writing = true;
     const writer = (async () => {
       // Racing logrotate, but slower than a whole file per read round (see segment-script.ts:
@@ -299,12 +312,7 @@ describe('LogFollower on real files', () => {
   });
 
   it('resumes exactly from a mid-file position, also after a rename rotation while stopped', async () => {
-    const dirs = instanceDirs();
-    const live = join(dirs.log, 'postgresql.log');
-    writeFileSync(live, lines('r', 0, 40));
-    const f = follower(new LocalShell(), dirs);
-    const first = new Recorder(f, null);
-    await first.until(() => first.bytesOf(live) === readFileSync(live).length, 'the whole file');
+    const { dirs, live, f, rec: first } = await followNewFile(lines('r', 0, 40));
     await first.stop();
     const file = f.currentFile();
     assert.ok(file !== null);
@@ -327,12 +335,7 @@ describe('LogFollower on real files', () => {
   });
 
   it('after a copytruncate while stopped, reads the rest of the file from the copy, then the live file from 0', async () => {
-    const dirs = instanceDirs(true);
-    const live = join(dirs.log, 'app.log');
-    writeFileSync(live, lines('c', 0, 30));
-    const f = follower(new LocalShell(), dirs);
-    const first = new Recorder(f, null);
-    await first.until(() => first.bytesOf(live) === readFileSync(live).length, 'the file');
+    const { dirs, live, f, rec: first } = await followNewFile(lines('c', 0, 30), { name: 'app.log', forLogrotate: true });
     await first.stop();
     const position = { file: f.currentFile()!, offset: readFileSync(live).length };
     appendFileSync(live, lines('c', 30, 12));
@@ -353,11 +356,7 @@ describe('LogFollower on real files', () => {
   });
 
   it('reports a gap when the file was truncated in place with no copy, then reads it from 0', async () => {
-    const dirs = instanceDirs();
-    const live = join(dirs.log, 'postgresql.log');
-    writeFileSync(live, lines('t', 0, 30));
-    const rec = new Recorder(follower(new LocalShell(), dirs), null);
-    await rec.until(() => rec.bytesOf(live) === readFileSync(live).length, 'the file');
+    const { live, rec } = await followNewFile(lines('t', 0, 30));
     const fd = openSync(live, 'r+');
     try {
       writeSync(fd, '', 0);
@@ -428,12 +427,8 @@ describe('LogFollower on real files', () => {
   });
 
   it('a remote loop ends by itself once its channel is closed (heartbeat), also with no data flowing', async () => {
-    const dirs = instanceDirs();
-    const path = join(dirs.log, 'postgresql.log');
-    writeFileSync(path, lines('h', 0, 2));
     const shell = new LocalShell({ hangup: 'pipes-only' });
-    const rec = new Recorder(follower(shell, dirs), null);
-    await rec.until(() => rec.bytesOf(path) === readFileSync(path).length, 'the file');
+    const { rec } = await followNewFile(lines('h', 0, 2), { shell });
     await rec.stop();
     const segment = shell.commands.at(-1);
     assert.ok(segment !== undefined && segment.command.includes('PGLOG'));
