@@ -201,3 +201,13 @@ export async function waitFor(
     await new Promise((r) => setTimeout(r, 250));
   }
 }
+
+/** Waits until `c` has begun reading a log: its "TARGET/INSTANCE: reading FILE from byte N" line. */
+export function untilReading(c: Pick<CollectorProcess, 'output'>, what = 'the collector to start reading'): Promise<void> {
+  return waitFor(
+    () => c.output().includes('reading '),
+    what,
+    60_000,
+    () => c.output(),
+  );
+}

@@ -9,12 +9,12 @@ import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 
 import { formatCheck, storeCatchUp } from '@pglog/test-support/checker.ts';
-import { type CollectorProcess, sshTarget, startCollector, waitFor, writeTargetsFile } from '@pglog/test-support/collector-process.ts';
+import { type CollectorProcess, sshTarget, startCollector, untilReading, waitFor, writeTargetsFile } from '@pglog/test-support/collector-process.ts';
 import { type LogServer, startLogServer } from '@pglog/test-support/log-server.ts';
+import { withClient } from '@pglog/test-support/pg-client.ts';
 import { startPostgres, type TestPostgres } from '@pglog/test-support/postgres.ts';
 import { type SeqLoad, startSeqLoad } from '@pglog/test-support/seq-load.ts';
 import { startSshServer, type TestSshServer } from '@pglog/test-support/sshd.ts';
-import pg from 'pg';
 
 const KILLS = 6;
 
@@ -66,12 +66,7 @@ describe('pglog collect SIGKILLed repeatedly under load, with size-based log rot
     // starts once the first collector has claimed the stream, so no earlier file is involved.
     const first = start();
     collector = first;
-    await waitFor(
-      () => first.output().includes('reading '),
-      'the first collector to start reading',
-      60_000,
-      () => first.output(),
-    );
+    await untilReading(first, 'the first collector to start reading');
     load = startSeqLoad(server.url, { ratePerSecond: 250, payloadBytes: 120 });
     for (let i = 0; i < KILLS; i++) {
       const victim = i === 0 ? first : start();
@@ -100,9 +95,7 @@ describe('pglog collect SIGKILLed repeatedly under load, with size-based log rot
     assert.equal(stopped.code, 0);
     collector = null;
     // The statement rollup, written in each batch's transaction, holds every stored row once too.
-    const db = new pg.Client({ connectionString: store.url });
-    await db.connect();
-    try {
+    await withClient(store.url, async (db) => {
       const lines = async (sql: string): Promise<string[]> =>
         (
           await db.query<{ l: string }>(`SELECT concat_ws(' ', bucket, target, instance, database, fingerprint, calls, timed) AS l FROM (${sql}) x ORDER BY 1`)
@@ -116,8 +109,6 @@ describe('pglog collect SIGKILLed repeatedly under load, with size-based log rot
                                       FROM pglog.statement_rollup GROUP BY 1, 2, 3, 4, 5`),
         rows,
       );
-    } finally {
-      await db.end();
-    }
+    });
   });
 });

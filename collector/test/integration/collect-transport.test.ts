@@ -15,13 +15,21 @@ import { after, before, describe, test } from 'node:test';
 
 import { type CheckResult, checkStore, formatCheck, storeCatchUp } from '@pglog/test-support/checker.ts';
 import { freePort, metricSum, scrapeMetrics } from '@pglog/test-support/collect-scenario.ts';
-import { type CollectorProcess, sshTarget, startCollector, type TargetSpec, waitFor, writeTargetsFile } from '@pglog/test-support/collector-process.ts';
+import {
+  type CollectorProcess,
+  sshTarget,
+  startCollector,
+  type TargetSpec,
+  untilReading,
+  waitFor,
+  writeTargetsFile,
+} from '@pglog/test-support/collector-process.ts';
 import { type LogServer, startLogServer } from '@pglog/test-support/log-server.ts';
+import { withClient } from '@pglog/test-support/pg-client.ts';
 import { startPostgres, type TestPostgres } from '@pglog/test-support/postgres.ts';
 import { descendants } from '@pglog/test-support/process-tree.ts';
 import { startSeqLoad } from '@pglog/test-support/seq-load.ts';
 import { startSshServer, type TestSshServer } from '@pglog/test-support/sshd.ts';
-import pg from 'pg';
 
 import { isAlive, strayProcesses } from '../../src/sidecar/sidecar-files.ts';
 
@@ -66,12 +74,7 @@ describe('pglog collect moving a server between transports', { timeout: 300_000 
   const startReading = async (targetsFile: string, outputName: string, args: string[]): Promise<CollectorProcess> => {
     const c = startCollector({ targetsFile, storeUrl: store.url, args, outputFile: join(work, outputName) });
     collector = c;
-    await waitFor(
-      () => c.output().includes('reading '),
-      'the collector to start reading',
-      60_000,
-      () => c.output(),
-    );
+    await untilReading(c);
     return c;
   };
 
@@ -219,14 +222,8 @@ describe('pglog collect moving a server between transports', { timeout: 300_000 
       const stopped = await c.stop();
       assert.equal(stopped.code, 0);
       collector = null;
-      const db = new pg.Client({ connectionString: store.url });
-      await db.connect();
-      try {
-        const { rows } = await db.query<{ n: string }>(`SELECT count(*) AS n FROM pglog.statements WHERE target = 'db2'`);
-        assert.equal(Number(rows[0]!.n), 0);
-      } finally {
-        await db.end();
-      }
+      const { rows } = await withClient(store.url, (db) => db.query<{ n: string }>(`SELECT count(*) AS n FROM pglog.statements WHERE target = 'db2'`));
+      assert.equal(Number(rows[0]!.n), 0);
     } finally {
       await other.dispose();
     }
