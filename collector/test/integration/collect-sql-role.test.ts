@@ -14,8 +14,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 
-import { freePort, metricSum, parseMetrics, scrapeMetrics } from '@pglog/test-support/collect-scenario.ts';
-import { type CollectorProcess, sshLogin, startCollector, type TargetSpec, waitFor, writeTargetsFile } from '@pglog/test-support/collector-process.ts';
+import { metricSum, parseMetrics, scrapeMetrics } from '@pglog/test-support/collect-scenario.ts';
+import { type CollectorProcess, sshLogin, type TargetSpec, waitFor, writeTargetsFile } from '@pglog/test-support/collector-process.ts';
 import { type LogServer, startLogServer } from '@pglog/test-support/log-server.ts';
 import { startPostgres, type TestPostgres } from '@pglog/test-support/postgres.ts';
 import { currentUser } from '@pglog/test-support/server-user.ts';
@@ -23,6 +23,7 @@ import { startSshServer, type TestSshServer } from '@pglog/test-support/sshd.ts'
 import pg from 'pg';
 
 import { MONITOR_ROLE, setUpMonitoringRole } from '../helpers/monitoring-role.ts';
+import { startSqlCollector } from '../helpers/sql-collector.ts';
 
 const ROLES = { 'su-inproc': 'postgres', 'su-proxy': 'postgres', writer: 'writer', monitor: MONITOR_ROLE } as const;
 type TargetName = keyof typeof ROLES;
@@ -84,13 +85,7 @@ describe('the SQL role: privilege metric and warning, and no planted operator ru
       collect: { logs: false, activity: true, locks: true, intervalSeconds: 1 },
     });
     const targetsFile = writeTargetsFile(work, (Object.keys(ROLES) as TargetName[]).map(target));
-    metricsPort = await freePort();
-    collector = startCollector({
-      targetsFile,
-      storeUrl: storePg.url,
-      outputFile: join(work, 'collector.log'),
-      args: ['--listen', `127.0.0.1:${metricsPort}`, '--batch-ms', '100'],
-    });
+    ({ collector, metricsPort } = await startSqlCollector(work, targetsFile, storePg.url));
   });
 
   after(async () => {

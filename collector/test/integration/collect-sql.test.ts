@@ -10,8 +10,8 @@ import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 
 import { runPglog } from '@pglog/test-support/cli.ts';
-import { freePort, metricSum, scrapeMetrics } from '@pglog/test-support/collect-scenario.ts';
-import { type CollectorProcess, sshLogin, startCollector, type TargetSpec, waitFor, writeTargetsFile } from '@pglog/test-support/collector-process.ts';
+import { metricSum, scrapeMetrics } from '@pglog/test-support/collect-scenario.ts';
+import { type CollectorProcess, sshLogin, type TargetSpec, waitFor, writeTargetsFile } from '@pglog/test-support/collector-process.ts';
 import { type LogServer, startLogServer } from '@pglog/test-support/log-server.ts';
 import { startPostgres, type TestPostgres } from '@pglog/test-support/postgres.ts';
 import { currentUser } from '@pglog/test-support/server-user.ts';
@@ -19,6 +19,7 @@ import { startSshServer, type TestSshServer } from '@pglog/test-support/sshd.ts'
 import pg from 'pg';
 
 import { MONITOR_ROLE, setUpMonitoringRole } from '../helpers/monitoring-role.ts';
+import { startSqlCollector } from '../helpers/sql-collector.ts';
 
 const INTERVAL_S = 2;
 
@@ -125,13 +126,7 @@ describe('SQL snapshots over SSH (real sshd, PostgreSQL 15 on Unix sockets only,
         collect: { logs: true, ...snapshots, statements: true, databases: true, statisticsIntervalSeconds: INTERVAL_S },
       },
     ]);
-    metricsPort = await freePort();
-    collector = startCollector({
-      targetsFile,
-      storeUrl: storePg.url,
-      outputFile: join(work, 'collector.log'),
-      args: ['--listen', `127.0.0.1:${metricsPort}`, '--batch-ms', '100'],
-    });
+    ({ collector, metricsPort } = await startSqlCollector(work, targetsFile, storePg.url));
     store = new pg.Client({ connectionString: storePg.url });
     await store.connect();
   });
