@@ -8,6 +8,7 @@ import { PglogError } from '@pglog/common/errors.ts';
 import { sqlStateOf } from '@pglog/common/errors.ts';
 
 import { toSqlError } from '../../../src/sampler/sql-errors.ts';
+import { type ErrorCase, errorMappingTests } from '../../helpers/error-mapping.ts';
 
 const place = 'db1/main (/var/run/postgresql/.s.PGSQL.5432 as pglog@postgres via 10.0.0.5:22)';
 
@@ -17,7 +18,7 @@ function serverError(message: string, code: string): Error {
 }
 
 describe('SQL session errors to pglog codes', () => {
-  const cases: Array<[string, unknown, string, RegExp]> = [
+  const cases: ErrorCase[] = [
     ['role refused', serverError('role "pglog" does not exist', '28000'), 'SQL_AUTH_FAILED', /role "pglog" does not exist \[SQLSTATE 28000\].*sql\.user/],
     ['password', serverError('password authentication failed for user "pglog"', '28P01'), 'SQL_AUTH_FAILED', /28P01/],
     ['no database', serverError('database "nope" does not exist', '3D000'), 'SQL_AUTH_FAILED', /database "nope"/],
@@ -32,15 +33,7 @@ describe('SQL session errors to pglog codes', () => {
     ['errno', Object.assign(new Error('read ECONNRESET'), { code: 'ECONNRESET' }), 'SQL_CONNECT_FAILED', /ECONNRESET/],
     ['other', new Error('something odd'), 'SQL_QUERY_FAILED', /something odd/],
   ];
-  for (const [name, error, code, message] of cases) {
-    test(name, () => {
-      const mapped = toSqlError(error, place, 'activity snapshot');
-      assert.equal(mapped.code, code);
-      assert.ok(mapped.message.startsWith(`${place}: activity snapshot failed: `), mapped.message);
-      assert.match(mapped.message, message);
-      assert.equal(mapped.cause, error);
-    });
-  }
+  errorMappingTests(cases, (error) => toSqlError(error, place, 'activity snapshot'), `${place}: activity snapshot failed: `);
 
   test('a PglogError from the transport keeps its code and message', () => {
     const e = new PglogError('SSH_CONNECT_FAILED', 'target db1: connection refused');

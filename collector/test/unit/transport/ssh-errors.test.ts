@@ -9,6 +9,7 @@ import { isLastingSshFailure } from '@pglog/common/errors.ts';
 
 import { hostKeyAlgorithms } from '../../../src/transport/ssh-algorithms.ts';
 import { toSshError } from '../../../src/transport/ssh-errors.ts';
+import { type ErrorCase, errorMappingTests } from '../../helpers/error-mapping.ts';
 
 const where = { target: 'db1', host: '10.0.0.5', port: 2222, username: 'postgres' };
 
@@ -17,7 +18,7 @@ function ssh2Error(message: string, extra: Record<string, unknown>): Error {
 }
 
 describe('ssh2 errors to pglog codes', () => {
-  const cases: [string, Error, string, RegExp][] = [
+  const cases: ErrorCase[] = [
     ['socket', ssh2Error('connect ECONNREFUSED 10.0.0.5:2222', { level: 'client-socket', code: 'ECONNREFUSED' }), 'SSH_CONNECT_FAILED', /ECONNREFUSED/],
     ['keepalive', ssh2Error('Keepalive timeout', { level: 'client-timeout' }), 'SSH_TIMEOUT', /keepalives/],
     ['ready timeout', ssh2Error('Timed out while waiting for handshake', { level: 'client-timeout' }), 'SSH_TIMEOUT', /ready timeout/],
@@ -40,15 +41,7 @@ describe('ssh2 errors to pglog codes', () => {
     ],
     ['unknown', new Error('something else'), 'SSH_CONNECT_FAILED', /something else/],
   ];
-  for (const [name, error, code, message] of cases) {
-    test(name, () => {
-      const mapped = toSshError(error, where, 'keys/id_ed25519');
-      assert.equal(mapped.code, code);
-      assert.match(mapped.message, /^target db1 \(postgres@10\.0\.0\.5:2222\): /);
-      assert.match(mapped.message, message);
-      assert.equal(mapped.cause, error);
-    });
-  }
+  errorMappingTests(cases, (error) => toSshError(error, where, 'keys/id_ed25519'), 'target db1 (postgres@10.0.0.5:2222): ');
 
   test('a PglogError passes through unchanged', () => {
     const e = new PglogError('SSH_HOST_KEY_CHANGED', 'x');
