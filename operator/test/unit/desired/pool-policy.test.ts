@@ -9,11 +9,15 @@ import { samplePool } from '../../helpers/pool-fixtures.ts';
 
 describe('pool policy', () => {
   it('the repository of an image reference: without tag and digest, a registry port kept', () => {
-    assert.equal(imageRepository('ghcr.io/pglog/pglog:1.2.3'), 'ghcr.io/pglog/pglog');
-    assert.equal(imageRepository('ghcr.io/pglog/pglog@sha256:0123'), 'ghcr.io/pglog/pglog');
-    assert.equal(imageRepository('ghcr.io/pglog/pglog:1@sha256:0123'), 'ghcr.io/pglog/pglog');
-    assert.equal(imageRepository('localhost:5000/pglog'), 'localhost:5000/pglog');
-    assert.equal(imageRepository('localhost:5000/pglog:dev'), 'localhost:5000/pglog');
+    for (const [reference, repository] of [
+      ['ghcr.io/pglog/pglog:1.2.3', 'ghcr.io/pglog/pglog'],
+      ['ghcr.io/pglog/pglog@sha256:0123', 'ghcr.io/pglog/pglog'],
+      ['ghcr.io/pglog/pglog:1@sha256:0123', 'ghcr.io/pglog/pglog'],
+      ['localhost:5000/pglog', 'localhost:5000/pglog'],
+      ['localhost:5000/pglog:dev', 'localhost:5000/pglog'],
+    ] as const) {
+      assert.equal(imageRepository(reference), repository, reference);
+    }
   });
 
   it('an entry allows its repository with any tag or digest; a prefix ending in / allows what is under it; nothing else', () => {
