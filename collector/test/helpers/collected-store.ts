@@ -18,6 +18,7 @@ import {
   writeTargetsFile,
 } from '@pglog/test-support/collector-process.ts';
 import { type LogServer, type LogServerOptions, startLogServer } from '@pglog/test-support/log-server.ts';
+import { withClient } from '@pglog/test-support/pg-client.ts';
 import { startPostgres, type TestPostgres } from '@pglog/test-support/postgres.ts';
 import { currentUser } from '@pglog/test-support/server-user.ts';
 import { startSshServer, type TestSshServer } from '@pglog/test-support/sshd.ts';
@@ -98,7 +99,7 @@ export async function startCollectedStore(o: CollectedStoreOptions): Promise<Col
     const started = startCollector({ targetsFile, storeUrl: store.url, outputFile: join(work, 'collector.log'), args: ['--batch-ms', String(o.batchMs)] });
     collector = started;
     const { kind, count } = o.firstSnapshots;
-    await withStore(store.url, (db) =>
+    await withClient(store.url, (db) =>
       waitFor(
         async () => {
           const r = await db
@@ -122,19 +123,9 @@ export async function startCollectedStore(o: CollectedStoreOptions): Promise<Col
   }
 }
 
-async function withStore<T>(url: string, work: (db: pg.Client) => Promise<T>): Promise<T> {
-  const db = new pg.Client({ connectionString: url });
-  await db.connect();
-  try {
-    return await work(db);
-  } finally {
-    await db.end();
-  }
-}
-
 /** Waits until each query of `expected` ([what, sql]) returns a row; the failure names the ones that do not. */
 export async function waitForViews(s: CollectedStore, expected: ReadonlyArray<readonly [string, string]>, timeoutMs: number): Promise<void> {
-  await withStore(s.store.url, async (db) => {
+  await withClient(s.store.url, async (db) => {
     let missing: string[] = [];
     await waitFor(
       async () => {
