@@ -43,6 +43,7 @@ import { renderSection, writeSection } from './ingest/report.ts';
 import { measureRun, type RunResult } from './ingest/run.ts';
 import { FLEET_BENCH_OPTIONS, fleetBench, startStoreAndFleet } from './ingest/servers.ts';
 import { emptyEventTables } from './ingest/store.ts';
+import { runCleanup } from './lib/cleanup.ts';
 import { pinningOption } from './transport/pinning.ts';
 
 const { values } = parseArgs({
@@ -133,7 +134,7 @@ try {
     say(
       `run ${i + 1}/${plan.length}: ${rate} MB/s offered from ${servers} servers${profile ? ', profiled' : ''}${tuning === undefined ? '' : `, ${tuning.label}`}`,
     );
-    const runCleanups: Array<() => Promise<void> | void> = [];
+    const runCleanups = runCleanup(cleanups);
     try {
       const profileDir = join(root, `run${i + 1}`, 'cpu-profile');
       await emptyEventTables(store.url);
@@ -148,10 +149,7 @@ try {
         collectorArgs: [...collectorArgs, ...extraArgs],
         say,
         verbose: values.verbose,
-        onCleanup: (fn) => {
-          runCleanups.push(fn);
-          cleanups.push(fn);
-        },
+        onCleanup: runCleanups.onCleanup,
         ...(profile ? { profileDir } : {}),
         ...(tuning === undefined ? {} : { tuning }),
         ...(pin === undefined ? {} : { pin }),
@@ -165,7 +163,7 @@ try {
       say(`run ${i + 1} failed: ${(e as Error).message}`);
     } finally {
       // This run's collector and writer, whatever happened (killing an exited one does nothing).
-      for (const fn of runCleanups.reverse()) await fn();
+      await runCleanups.run();
     }
   }
 } finally {

@@ -40,6 +40,7 @@ import { sleep } from '@pglog/test-support/wait.ts';
 import pg from 'pg';
 
 import { FLEET_BENCH_OPTIONS, fleetBench, startStoreAndFleet } from './ingest/servers.ts';
+import { runCleanup } from './lib/cleanup.ts';
 import { pinningOption } from './transport/pinning.ts';
 import { parentPid } from './transport/proc-cpu.ts';
 import { renderSection } from './transport/report.ts';
@@ -188,7 +189,7 @@ try {
     } finally {
       await client.end();
     }
-    const local: Array<() => Promise<void> | void> = [];
+    const local = runCleanup(cleanups);
     const o: SessionOptions = {
       dir: join(root, `s${sessionNo}`),
       servers: fleet.servers,
@@ -200,17 +201,14 @@ try {
       collectorArgs: [...collectorArgs, ...extraArgs],
       say,
       verbose: values.verbose,
-      onCleanup: (fn) => {
-        local.push(fn);
-        cleanups.push(fn);
-      },
+      onCleanup: local.onCleanup,
       ...(pin === undefined ? {} : { pin }),
     };
     const s = await Session.open(o);
     return {
       s,
       done: async () => {
-        for (const fn of local.reverse()) await fn();
+        await local.run();
         if (!values.keep) rmSync(o.dir, { recursive: true, force: true });
       },
     };

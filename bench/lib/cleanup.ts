@@ -38,3 +38,24 @@ export function createCleanup(say: (line: string) => void): Cleanup {
     run,
   };
 }
+
+/** The clean-up of one run (one collector, one writer) inside a benchmark's. */
+export interface RunCleanup {
+  /** Registers a step with this run and with the benchmark, so that an interrupt stops it too. */
+  onCleanup: (fn: () => Promise<void> | void) => void;
+  /** Runs this run's steps, last-registered first; the benchmark's clean-up runs them again, so each must allow that. */
+  run: () => Promise<void>;
+}
+
+export function runCleanup(all: Cleanup): RunCleanup {
+  const steps: Array<() => Promise<void> | void> = [];
+  return {
+    onCleanup: (fn) => {
+      steps.push(fn);
+      all.push(fn);
+    },
+    run: async () => {
+      for (const fn of steps.splice(0).reverse()) await fn();
+    },
+  };
+}
