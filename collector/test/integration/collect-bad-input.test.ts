@@ -34,6 +34,8 @@ import { type CollectorProcess, waitFor } from '@pglog/test-support/collector-pr
 import { type SeqLoad, startSeqLoad } from '@pglog/test-support/seq-load.ts';
 import pg from 'pg';
 
+import { currentLogFile } from '../helpers/current-log-file.ts';
+
 /** Stated bound on the collector's peak resident memory through a 50 MB entry and a 200 MB line. */
 const PEAK_RSS_BOUND = 600 * MiB;
 const BIG_STATEMENT_BYTES = 50 * MiB;
@@ -42,15 +44,6 @@ const HUGE_LINE_BYTES = 200 * MiB;
 const STORE_MAX_TEXT_BYTES = 1 * MiB;
 
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
-
-/** The file current_logfiles names (the one PostgreSQL writes now). */
-function currentLogFile(dataDirectory: string): string {
-  const line = readFileSync(join(dataDirectory, 'current_logfiles'), 'utf8')
-    .split('\n')
-    .find((l) => l.startsWith('stderr '));
-  if (line === undefined) throw new Error(`no stderr line in ${dataDirectory}/current_logfiles`);
-  return join(dataDirectory, line.slice('stderr '.length));
-}
 
 /** `%m` of log_line_prefix with log_timezone UTC: `2026-11-23 08:00:00.123 UTC`. */
 function logTime(d = new Date()): string {

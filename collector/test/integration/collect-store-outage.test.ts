@@ -37,10 +37,13 @@ import {
   withPassword,
 } from '@pglog/test-support/collect-scenario.ts';
 import { type CollectorProcess, waitFor } from '@pglog/test-support/collector-process.ts';
+import { withClient } from '@pglog/test-support/pg-client.ts';
 import { PG_BIN } from '@pglog/test-support/postgres.ts';
 import { type SeqLoad, startSeqLoad } from '@pglog/test-support/seq-load.ts';
 import { isRoot, serverUser } from '@pglog/test-support/server-user.ts';
 import pg from 'pg';
+
+import { currentLogFile } from '../helpers/current-log-file.ts';
 
 const OUTAGE_MS = 30_000;
 const MEMORY_BUDGET = 64 * MiB;
@@ -66,28 +69,6 @@ function stopStoreImmediately(store: { socketDir: string }): Promise<void> {
       else resolve();
     });
   });
-}
-
-/** The file current_logfiles names (the one PostgreSQL writes now). */
-function currentLogFile(dataDirectory: string): string {
-  const line = readFileSync(join(dataDirectory, 'current_logfiles'), 'utf8')
-    .split('\n')
-    .find((l) => l.startsWith('stderr '));
-  if (line === undefined) throw new Error(`no stderr line in ${dataDirectory}/current_logfiles`);
-  return join(dataDirectory, line.slice('stderr '.length));
-}
-
-async function withClient<T>(url: string, fn: (client: pg.Client) => Promise<T>): Promise<T> {
-  const client = new pg.Client({ connectionString: url, application_name: 'pglog-test' });
-  client.on('error', () => {
-    /* reported by the failing query */
-  });
-  await client.connect();
-  try {
-    return await fn(client);
-  } finally {
-    await client.end().catch(() => undefined);
-  }
 }
 
 interface Sample {
