@@ -40,6 +40,7 @@ import { sleep } from '@pglog/test-support/wait.ts';
 import pg from 'pg';
 
 import { FLEET_BENCH_OPTIONS, fleetBench, startStoreAndFleet } from './ingest/servers.ts';
+import { emptyEventTables } from './ingest/store.ts';
 import { runCleanup } from './lib/cleanup.ts';
 import { pinningOption } from './transport/pinning.ts';
 import { parentPid } from './transport/proc-cpu.ts';
@@ -181,14 +182,7 @@ try {
   const session = async (transports: Transport[], hotMBps: number, extraArgs: readonly string[]): Promise<{ s: Session; done: () => Promise<void> }> => {
     sessionNo++;
     // Every session inserts into empty event tables (none pays for a bigger index than another).
-    const client = new pg.Client({ connectionString: store.url });
-    await client.connect();
-    try {
-      const { rows } = await client.query<{ t: string }>("SELECT tablename AS t FROM pg_tables WHERE schemaname = 'pglog' AND tablename LIKE '%\\_events' ");
-      if (rows.length > 0) await client.query(`TRUNCATE ${rows.map((r) => `pglog.${r.t}`).join(', ')}`);
-    } finally {
-      await client.end();
-    }
+    await emptyEventTables(store.url);
     const local = runCleanup(cleanups);
     const o: SessionOptions = {
       dir: join(root, `s${sessionNo}`),
