@@ -66,9 +66,18 @@ COPY operator/src operator/src
 COPY cli/package.json cli/
 COPY cli/bin cli/bin
 COPY cli/src cli/src
-RUN ln -s /app/cli/bin/pglog /usr/local/bin/pglog
+RUN ln -s /app/cli/bin/pglog /usr/local/bin/pglog \
+ && install -d -o 65532 -g 65532 /app/compile-cache
 ENV NODE_ENV=production HOME=/tmp
 USER 65532:65532
+# Node's compile cache, warmed at build time: every pod then starts with its modules already
+# type-stripped and compiled (no TypeScript stripper in memory: about 17 MB of peak RSS and
+# 0.5 s of CPU less per container start, docs/benchmarks.md) and reads it from the read-only
+# root filesystem. Node keys the cache by the user id and by some V8 flags, so it is warmed as
+# the user pods run as, for `collect` (the launcher's heap flags) and for every other command
+# (`help` loads them all); another uid runs as before, compiling at start-up.
+ENV NODE_COMPILE_CACHE=/app/compile-cache
+RUN pglog help >/dev/null && pglog collect --help >/dev/null
 # tini reaps the ssh processes the sidecar starts and forwards SIGTERM; pods override the
 # command with `pglog ...` (see the operator's StatefulSet), `docker run IMAGE collect ...` works too.
 ENTRYPOINT ["/usr/bin/tini", "--", "pglog"]

@@ -3,7 +3,7 @@
 // compiling; NODE_COMPILE_CACHE names another directory and NODE_DISABLE_COMPILE_CACHE=1 turns
 // it off. What it saves is measured in docs/benchmarks.md, not here.
 import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
+import { execFileSync, spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -52,4 +52,29 @@ test('NODE_COMPILE_CACHE names the directory; NODE_DISABLE_COMPILE_CACHE=1 turns
   const off = join(dir, 'off');
   assert.equal(parse({ NODE_DISABLE_COMPILE_CACHE: '1', XDG_CACHE_HOME: off }), 1);
   assert.equal(files(off), 0);
+});
+
+test('through the launcher a warm run strips no TypeScript: main.ts itself comes from the cache', () => {
+  const home = join(dir, 'warm');
+  const { NODE_COMPILE_CACHE: _cache, NODE_DISABLE_COMPILE_CACHE: _disabled, XDG_CACHE_HOME: _xdg, ...rest } = process.env;
+  const run = (): string[] => {
+    // Node's own account of each module's cache lookup, on stderr.
+    const r = spawnSync(PGLOG, ['parse', '--summary', '--prefix', '%m [%p] ', log], {
+      env: { ...rest, XDG_CACHE_HOME: home, NODE_DEBUG_NATIVE: 'COMPILE_CACHE' },
+      encoding: 'utf8',
+    });
+    assert.equal(r.status, 0, r.stderr);
+    return r.stderr.split('\n').filter((l) => l.includes('transpile cache for StrippedTypeScript'));
+  };
+  run();
+  const lookups = run();
+  assert.ok(
+    lookups.some((l) => l.includes('/cli/src/main.ts') && l.endsWith('success')),
+    `main.ts read from the cache:\n${lookups.join('\n')}`,
+  );
+  assert.deepEqual(
+    lookups.filter((l) => !l.endsWith('success')),
+    [],
+    'every module read from the cache',
+  );
 });
