@@ -41,10 +41,12 @@ export const DEFAULT_BATCHER_OPTIONS: BatcherOptions = {
   maxRows: 20_000,
   maxBytes: 16 * 1024 * 1024,
   maxDelayMs: 1_000,
-  // 48 MiB keeps four store connections busy (the same read rate and CPU per MB at 20 MB/s as
-  // 128 MiB, docs/benchmarks.md); what it holds costs about twice its count in heap and
-  // Buffers, so this is most of what a collector that cannot keep up takes (issue 15: 300 MB).
-  budgetBytes: 48 * 1024 * 1024,
+  // What it holds costs about twice its count in heap and Buffers, so this is most of what a
+  // collector that cannot keep up takes (issue 15: at most 300 MB at 20 MB/s offered). 32 MiB
+  // gave a peak RSS of 282 and 295 MB there against 302 and 306 with 48 MiB, reading 15.7 and
+  // 16.4 MB/s against 16.3 and 13.5 (two pairs, side by side: docs/benchmarks.md); 48 MiB had
+  // read as much as 128 MiB, so four store connections stay busy with less.
+  budgetBytes: 32 * 1024 * 1024,
   targetBudgetBytes: 16 * 1024 * 1024,
   retryBaseMs: 500,
   retryCapMs: 15_000,
