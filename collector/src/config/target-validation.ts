@@ -44,12 +44,12 @@ const ENCODINGS_FIELDS = ['default', 'databases'] as const;
 const SQL_FIELDS = ['socketDirectory', 'port', 'database', 'user', 'timeoutSeconds'] as const;
 const COLLECT_FIELDS = ['logs', 'activity', 'locks', 'statements', 'databases', 'intervalSeconds', 'statisticsIntervalSeconds'] as const;
 
-/** Validates and normalizes one document; problems carry field paths relative to the document. */
 /** The optional fields that were given: an absent one stays absent rather than undefined. */
 function present<T extends Record<string, unknown>>(fields: T): { [K in keyof T]?: Exclude<T[K], undefined> } {
   return Object.fromEntries(Object.entries(fields).filter(([, v]) => v !== undefined)) as { [K in keyof T]?: Exclude<T[K], undefined> };
 }
 
+/** Validates and normalizes one document; problems carry field paths relative to the document. */
 export class DocumentValidator extends FieldChecks {
   /** The object's valid metadata, kept even when other fields are invalid (for duplicate names). */
   metadata: TargetMetadata | undefined;
