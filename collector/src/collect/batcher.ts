@@ -17,6 +17,7 @@ import { backoffDelay, settleWithin } from '@pglog/common/time/retry.ts';
 
 import type { PglogEvent } from '../logformat/events.ts';
 import { stringHeapBytes } from '../logformat/heap-bytes.ts';
+import { type EncodedRows, newestLogMs } from '../store/encoded-rows.ts';
 import { type BatchItem, type CommitResult, type SourceRef, type StoreBatch, type StorePosition, streamKeyOf } from '../store/store-writer.ts';
 
 export interface BatcherOptions {
@@ -56,6 +57,12 @@ export const DEFAULT_BATCHER_OPTIONS: BatcherOptions = {
 /** What commits a batch: the StoreWriter (a fake in unit tests). */
 export interface BatchCommitter {
   commit(batch: StoreBatch, epochs: ReadonlyMap<string, number>): Promise<CommitResult>;
+  /**
+   * Maps and encodes a handover's events into what the batch will send (the StoreWriter's
+   * encode()): the batcher then holds the encoded rows, about a third of the events' memory,
+   * and counts them by what they hold. Without it the events are held and committed as items.
+   */
+  encode?(source: SourceRef, events: readonly PglogEvent[], readAt: number): EncodedRows;
 }
 
 export interface BatcherHooks {
@@ -108,11 +115,14 @@ function textBytes(value: object, depth: number): number {
   return bytes;
 }
 
-/** One handover of a stream: its events and the position right after them. */
+/** One handover of a stream: its events (or their encoded rows) and the position right after them. */
 interface Handover {
   key: string;
   source: SourceRef;
   events: readonly PglogEvent[];
+  encoded: EncodedRows | null;
+  /** Events handed over (encoded or not). */
+  rows: number;
   position: StorePosition;
   cost: number;
   readAt: number;
@@ -124,6 +134,10 @@ interface Handover {
 /** A batch: whole handovers, so each stream's position is exactly the end of its events in it. */
 interface Pending {
   items: BatchItem[];
+  encoded: EncodedRows[];
+  rows: number;
+  /** Log time of the newest entry per stream, where known. */
+  newest: Map<string, { target: string; instance: string; ms: number }>;
   positions: Map<string, StorePosition>;
   bytes: number;
   byTarget: Map<string, number>;
@@ -221,9 +235,24 @@ export class Batcher {
     if (this.stopping && this.now() > this.giveUpAt) return;
     this.epochs.set(key, epoch);
     let cost = 0;
-    for (const event of events) cost += eventCost(event);
+    let encoded: EncodedRows | null = null;
+    if (this.committer.encode !== undefined && events.length > 0) {
+      encoded = this.committer.encode(source, events, readAt);
+      cost = encoded.cost;
+    } else for (const event of events) cost += eventCost(event);
     const lane = this.laneFor(key);
-    lane.queue.push({ key, source, events, position, cost, readAt, at: this.now(), seq: ++lane.added });
+    lane.queue.push({
+      key,
+      source,
+      events: encoded === null ? events : [],
+      encoded,
+      rows: events.length,
+      position,
+      cost,
+      readAt,
+      at: this.now(),
+      seq: ++lane.added,
+    });
     lane.queuedRows += events.length;
     lane.queuedBytes += cost;
     this.held += cost;
@@ -333,12 +362,26 @@ export class Batcher {
    * (but at least one handover): a slow commit does not turn the next batch into a giant one.
    */
   private takeBatch(lane: Lane): Pending {
-    const batch: Pending = { items: [], positions: new Map(), bytes: 0, byTarget: new Map(), oldestReadAt: lane.queue[0]!.readAt, lastSeq: 0 };
+    const batch: Pending = {
+      items: [],
+      encoded: [],
+      rows: 0,
+      newest: new Map(),
+      positions: new Map(),
+      bytes: 0,
+      byTarget: new Map(),
+      oldestReadAt: lane.queue[0]!.readAt,
+      lastSeq: 0,
+    };
     let taken = 0;
     for (const h of lane.queue) {
-      if (taken > 0 && (batch.items.length + h.events.length > this.options.maxRows || batch.bytes + h.cost > this.options.maxBytes)) break;
+      if (taken > 0 && (batch.rows + h.rows > this.options.maxRows || batch.bytes + h.cost > this.options.maxBytes)) break;
       taken++;
       for (const event of h.events) batch.items.push({ source: h.source, event, readAt: h.readAt });
+      if (h.encoded !== null) batch.encoded.push(h.encoded);
+      batch.rows += h.rows;
+      const ms = h.encoded === null ? newestLogMs(h.events) : h.encoded.newestMs;
+      if (ms !== null) batch.newest.set(h.key, { target: h.source.target, instance: h.source.instance, ms });
       batch.positions.set(h.key, h.position);
       batch.bytes += h.cost;
       batch.byTarget.set(h.source.target, (batch.byTarget.get(h.source.target) ?? 0) + h.cost);
@@ -348,7 +391,7 @@ export class Batcher {
     // splice from the front: O(taken) moves are fine here, a copy of the whole queue per
     // batch (slice) would be quadratic when a slow store lets the queue grow long.
     lane.queue.splice(0, taken);
-    lane.queuedRows -= batch.items.length;
+    lane.queuedRows -= batch.rows;
     lane.queuedBytes -= batch.bytes;
     return batch;
   }
@@ -421,7 +464,7 @@ export class Batcher {
 
   /** Commits one batch, retrying until it commits or the stop deadline passes. */
   private async commitWithRetry(lane: Lane, batch: Pending): Promise<boolean> {
-    const storeBatch: StoreBatch = { items: batch.items, positions: [...batch.positions.values()] };
+    const storeBatch: StoreBatch = { items: batch.items, encoded: batch.encoded, positions: [...batch.positions.values()] };
     const epochs = new Map<string, number>();
     for (const key of batch.positions.keys()) epochs.set(key, this.epochs.get(key) ?? 0);
     for (let attempt = 1; ; attempt++) {
@@ -435,11 +478,11 @@ export class Batcher {
         const positions =
           result.fenced.length === 0 ? storeBatch.positions : storeBatch.positions.filter((p) => !this.fencedKeys.has(streamKeyOf(p.target, p.instance)));
         this.hooks.committed?.(result, {
-          rows: batch.items.length,
+          rows: batch.rows,
           bytes: batch.bytes,
           oldestReadAt: batch.oldestReadAt,
           ms: this.now() - started,
-          newest: newestPerStream(batch.items),
+          newest: [...batch.newest.values()],
           positions,
         });
         return true;
@@ -472,16 +515,4 @@ export class Batcher {
     }
     this.roomWaiters = still;
   }
-}
-
-/** The log time of the last entry of each stream in a batch (entries arrive in log order). */
-function newestPerStream(items: readonly BatchItem[]): Array<{ target: string; instance: string; ms: number }> {
-  const last = new Map<string, BatchItem>();
-  for (const item of items) last.set(streamKeyOf(item.source.target, item.source.instance), item);
-  const out: Array<{ target: string; instance: string; ms: number }> = [];
-  for (const item of last.values()) {
-    const ms = item.event.ts === null ? NaN : Date.parse(item.event.ts);
-    if (!Number.isNaN(ms)) out.push({ target: item.source.target, instance: item.source.instance, ms });
-  }
-  return out;
 }

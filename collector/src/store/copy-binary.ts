@@ -35,9 +35,9 @@ export const COLUMN_TYPES = ['int2', 'int4', 'int8', 'float8', 'bool', 'text', '
 export type ColumnType = (typeof COLUMN_TYPES)[number];
 
 /** Signature `PGCOPY\n\377\r\n\0`, int32 flags 0, int32 header extension length 0. */
-const HEADER = Buffer.from([0x50, 0x47, 0x43, 0x4f, 0x50, 0x59, 0x0a, 0xff, 0x0d, 0x0a, 0x00, 0, 0, 0, 0, 0, 0, 0, 0]);
+export const COPY_BINARY_HEADER = Buffer.from([0x50, 0x47, 0x43, 0x4f, 0x50, 0x59, 0x0a, 0xff, 0x0d, 0x0a, 0x00, 0, 0, 0, 0, 0, 0, 0, 0]);
 /** A field count of -1 ends the data. */
-const TRAILER = Buffer.from([0xff, 0xff]);
+export const COPY_BINARY_TRAILER = Buffer.from([0xff, 0xff]);
 
 /** PostgreSQL's timestamps count microseconds from 2000-01-01 00:00:00 UTC. */
 const PG_EPOCH_UNIX_MS = 946_684_800_000;
@@ -115,12 +115,12 @@ export class CopyBinaryEncoder {
 
   /** The file header; send once before the first batch. Shared: do not modify. */
   header(): Buffer {
-    return HEADER;
+    return COPY_BINARY_HEADER;
   }
 
   /** The file trailer; send once after the last batch. Shared: do not modify. */
   trailer(): Buffer {
-    return TRAILER;
+    return COPY_BINARY_TRAILER;
   }
 
   /** Current size of the scratch buffer (grows, never shrinks). */
@@ -134,24 +134,54 @@ export class CopyBinaryEncoder {
    */
   encodeRows(rows: readonly (readonly unknown[])[]): Buffer {
     this.off = 0;
-    const n = this.types.length;
-    for (let r = 0; r < rows.length; r++) {
-      const row = rows[r];
-      if (!Array.isArray(row)) {
-        throw new PglogError('STORE_ENCODING', `row ${r}: expected an array of ${n} values, got ${describe(row)}`);
-      }
-      if (row.length !== n) {
-        throw new PglogError('STORE_ENCODING', `row ${r}: expected ${n} values, got ${row.length}`);
-      }
-      this.ensure(2);
-      this.buf[this.off] = n >>> 8;
-      this.buf[this.off + 1] = n;
-      this.off += 2;
-      for (let c = 0; c < n; c++) this.writeField(r, c, row[c] as unknown);
+    for (let r = 0; r < rows.length; r++) this.writeRow(r, rows[r]);
+    return this.endRows();
+  }
+
+  /**
+   * Starts a block of rows appended one at a time (appendRow), for a caller that needs each
+   * row's end and keeps going past a row that cannot be encoded; endRows() copies it out.
+   */
+  startRows(): void {
+    this.off = 0;
+  }
+
+  /**
+   * Appends one row to the block; returns the block's length after it (the row's end). A
+   * value that cannot be encoded throws PglogError('STORE_ENCODING') naming row `r` and its
+   * column, and the row is taken back whole: the block holds only the rows before it.
+   */
+  appendRow(row: unknown, r = 0): number {
+    const start = this.off;
+    try {
+      this.writeRow(r, row);
+    } catch (e) {
+      this.off = start;
+      throw e;
     }
+    return this.off;
+  }
+
+  /** The block's rows, copied into a Buffer the caller owns. */
+  endRows(): Buffer {
     const out = Buffer.allocUnsafeSlow(this.off);
     this.buf.copy(out, 0, 0, this.off);
     return out;
+  }
+
+  private writeRow(r: number, row: unknown): void {
+    const n = this.types.length;
+    if (!Array.isArray(row)) {
+      throw new PglogError('STORE_ENCODING', `row ${r}: expected an array of ${n} values, got ${describe(row)}`);
+    }
+    if (row.length !== n) {
+      throw new PglogError('STORE_ENCODING', `row ${r}: expected ${n} values, got ${row.length}`);
+    }
+    this.ensure(2);
+    this.buf[this.off] = n >>> 8;
+    this.buf[this.off + 1] = n;
+    this.off += 2;
+    for (let c = 0; c < n; c++) this.writeField(r, c, row[c] as unknown);
   }
 
   private writeField(r: number, c: number, v: unknown): void {

@@ -46,6 +46,18 @@ export class TemplateSet {
     else if (at > t.last) t.last = at;
   }
 
+  /** Adds templates another set holds (already cleaned), keeping the earliest and latest times. */
+  merge(other: TemplateSet): void {
+    for (const [fingerprint, o] of other.byFingerprint) {
+      const t = this.byFingerprint.get(fingerprint);
+      if (t === undefined) this.byFingerprint.set(fingerprint, { ...o });
+      else {
+        if (o.first < t.first) t.first = o.first;
+        if (o.last > t.last) t.last = o.last;
+      }
+    }
+  }
+
   get size(): number {
     return this.byFingerprint.size;
   }

@@ -99,27 +99,30 @@ export class StatementRollup {
 
   /** Adds the rows (statement_events values, in STATEMENT_TABLE order) a COPY stored. */
   add(rows: ReadonlyArray<readonly unknown[]>): void {
-    for (const v of rows) {
-      const bucket = minuteOf(v[TS] as Micros);
-      const target = v[TARGET] as string,
-        instance = v[INSTANCE] as string;
-      const database = v[DATABASE] as string | null,
-        fingerprint = v[FINGERPRINT] as string | null;
-      const key = `${String(bucket)}\u0000${target}\u0000${instance}\u0000${database ?? '\u0001'}\u0000${fingerprint ?? '\u0001'}`;
-      let p = this.parts.get(key);
-      if (p === undefined) {
-        p = { bucket, target, instance, database, fingerprint, calls: 0, timed: 0, totalMs: 0, maxMs: null, hist: new Map() };
-        this.parts.set(key, p);
-      }
-      p.calls++;
-      const ms = v[DURATION] as number | null;
-      if (ms === null || ms === undefined) continue;
-      p.timed++;
-      p.totalMs += ms;
-      if (p.maxMs === null || ms > p.maxMs) p.maxMs = ms;
-      const bin = durationBin(ms);
-      p.hist.set(bin, (p.hist.get(bin) ?? 0) + 1);
+    for (const v of rows) this.addRow(v);
+  }
+
+  /** Adds one row (statement_events values, in STATEMENT_TABLE order). */
+  addRow(v: readonly unknown[]): void {
+    const bucket = minuteOf(v[TS] as Micros);
+    const target = v[TARGET] as string,
+      instance = v[INSTANCE] as string;
+    const database = v[DATABASE] as string | null,
+      fingerprint = v[FINGERPRINT] as string | null;
+    const key = `${String(bucket)}\u0000${target}\u0000${instance}\u0000${database ?? '\u0001'}\u0000${fingerprint ?? '\u0001'}`;
+    let p = this.parts.get(key);
+    if (p === undefined) {
+      p = { bucket, target, instance, database, fingerprint, calls: 0, timed: 0, totalMs: 0, maxMs: null, hist: new Map() };
+      this.parts.set(key, p);
     }
+    p.calls++;
+    const ms = v[DURATION] as number | null;
+    if (ms === null || ms === undefined) return;
+    p.timed++;
+    p.totalMs += ms;
+    if (p.maxMs === null || ms > p.maxMs) p.maxMs = ms;
+    const bin = durationBin(ms);
+    p.hist.set(bin, (p.hist.get(bin) ?? 0) + 1);
   }
 
   /** Adds another rollup's parts (the rows of a COPY attempt that the server accepted). */

@@ -3,6 +3,7 @@
  * row mapping. Re-exported by store-writer.ts, where callers import them from.
  */
 import type { PglogEvent } from '../logformat/events.ts';
+import type { EncodedRows } from './encoded-rows.ts';
 import type { TextRepairs } from './text-clean.ts';
 
 /** Where an event was read: a log file of a target's PostgreSQL instance. */
@@ -31,7 +32,10 @@ export interface BatchItem {
 }
 
 export interface StoreBatch {
+  /** Events to map and encode at commit time. */
   items: BatchItem[];
+  /** Events already encoded when they were handed over (StoreWriter.encode), committed before `items`. */
+  encoded?: EncodedRows[];
   /** The new read offsets, at most one per (target, instance). */
   positions: StorePosition[];
 }

@@ -30,30 +30,29 @@
  * operation at a time: commits, claims and snapshots run side by side on different ones, so
  * batches of different streams commit in parallel (the Batcher never has two batches of one
  * stream in flight); migrations and maintain take every connection, alone. A lost connection
- * is made again by the next operation on its slot. One COPY BINARY encoder per table, made
- * once: its scratch buffer grows to the chunk size and is reused by every batch
- * (docs/decisions/0004); encodeRows copies its output out, so concurrent COPYs share it
- * safely. COPY data is produced in chunks of about CHUNK_BYTES, each encoded only once the
- * previous one was handed to the socket.
+ * is made again by the next operation on its slot.
+ *
+ * Events reach a commit already mapped and encoded (encode(): encoded-rows.ts, called by the
+ * batcher when a stream hands them over; events given in `items` are encoded first), so a
+ * commit sends Buffers (copy-encoded.ts). One COPY BINARY encoder per table, made once: its
+ * scratch buffer grows to the largest handover and is reused (docs/decisions/0004).
  */
 import { isPglogError, PglogError } from '@pglog/common/errors.ts';
 import pg from 'pg';
 
+import type { PglogEvent } from '../logformat/events.ts';
 import type { Snapshot, SnapshotFailure } from '../snapshot/types.ts';
-import type { Rejection } from './bisect.ts';
-import { writeWithBisection } from './bisect.ts';
 import { ConnectionPool, type PoolSlot } from './connection-pool.ts';
 import { CopyBinaryEncoder } from './copy-binary.ts';
-import { CHUNK_BYTES, copyIn } from './copy-stream.ts';
-import type { MappedRow, RowContext } from './event-rows.ts';
-import { mapEvent, rowContext, tableOf } from './event-rows.ts';
-import type { EventTable, TableDef } from './event-tables.ts';
+import { copyEncoded, RowsRefused, type TablePart } from './copy-encoded.ts';
+import { copyIn } from './copy-stream.ts';
+import { type EncodedRows, RowEncoder } from './encoded-rows.ts';
+import { TemplateSet } from './event-rows.ts';
 import { EVENT_TABLES, TABLES } from './event-tables.ts';
 import { migrate } from './migrate.ts';
-import { encoderReason, quarantineRecord } from './quarantine.ts';
 import { ROLLUP_TABLE, StatementRollup } from './rollup.ts';
 import { SnapshotEncoders, writeEncodedSnapshot, writeSnapshotGroup } from './snapshot-writer.ts';
-import { copyLineOf, describeServerError, isDataRejection } from './sqlstate.ts';
+import { describeServerError } from './sqlstate.ts';
 import type { QuarantineRecord, StreamEpoch } from './store-sql.ts';
 import {
   claimEpoch,
@@ -68,10 +67,10 @@ import {
   lockClaims,
   readPosition,
 } from './store-sql.ts';
-import type { BatchItem, CommitResult, StoreBatch, StorePosition } from './store-types.ts';
+import type { BatchItem, CommitResult, SourceRef, StoreBatch, StorePosition } from './store-types.ts';
 import { streamKeyOf } from './store-types.ts';
 import { describeStore, withoutPassword } from './store-url.ts';
-import { DEFAULT_MAX_TEXT_BYTES, MIN_MAX_TEXT_BYTES } from './text-clean.ts';
+import { addRepairs, DEFAULT_MAX_TEXT_BYTES, MIN_MAX_TEXT_BYTES, noRepairs } from './text-clean.ts';
 
 export type { BatchItem, CommitResult, SourceRef, StoreBatch, StorePosition } from './store-types.ts';
 export { streamKeyOf } from './store-types.ts';
@@ -95,14 +94,6 @@ export interface StoreWriterOptions {
   log?: StoreLog;
 }
 
-/**
- * The first chunk of a COPY is smaller, and each next one twice as big up to CHUNK_BYTES: the
- * server starts on the rows after a few hundred microseconds instead of waiting for a whole
- * chunk to be mapped and encoded (per batch, that wait is time the server is idle).
- */
-const FIRST_CHUNK_BYTES = 16 * 1024;
-const ENCODER_INITIAL_BYTES = 4 * CHUNK_BYTES;
-
 /** Parts of the statement rollup younger than this are left to grow: batches are still adding to those minutes. */
 const ROLLUP_SETTLE_MS = 10 * 60_000;
 
@@ -118,7 +109,7 @@ export class StoreWriter {
   private readonly maxTextBytes: number;
   private readonly retentionDays: number | null;
   private readonly log: StoreLog;
-  private readonly encoders: Readonly<Record<EventTable, CopyBinaryEncoder>>;
+  private readonly rows: RowEncoder;
   private readonly rollupEncoder = new CopyBinaryEncoder(ROLLUP_TABLE.types);
   private readonly snapshots = new SnapshotEncoders();
   private readonly pool: ConnectionPool;
@@ -151,9 +142,7 @@ export class StoreWriter {
       throw new PglogError('CONFIG_INVALID', `store connections must be a whole number from 1 to ${MAX_STORE_CONNECTIONS}, got ${connections}`);
     }
     this.pool = new ConnectionPool(connections);
-    const encoders = {} as Record<EventTable, CopyBinaryEncoder>;
-    for (const t of EVENT_TABLES) encoders[t] = new CopyBinaryEncoder(TABLES[t].types, { initialSize: ENCODER_INITIAL_BYTES });
-    this.encoders = encoders;
+    this.rows = new RowEncoder(this.maxTextBytes);
   }
 
   /** Connects, applies the schema migrations and makes the partitions around today. */
@@ -236,6 +225,14 @@ export class StoreWriter {
   }
 
   /**
+   * The rows of a stream's events, mapped and encoded for a later commit (encoded-rows.ts):
+   * the batcher holds these instead of the events while they wait for the store.
+   */
+  encode(source: SourceRef, events: readonly PglogEvent[], readAt: number): EncodedRows {
+    return this.rows.encode(source, events, readAt);
+  }
+
+  /**
    * Commits a batch and its read positions in one transaction (see the top of this file).
    * `epochs` maps `streamKeyOf(target, instance)` to the epoch the stream was claimed with; a
    * stream missing from it is taken as epoch 0 (never claimed: its claim is made at 0).
@@ -246,19 +243,35 @@ export class StoreWriter {
       const key = streamKeyOf(target, instance);
       if (!streams.has(key)) streams.set(key, { target, instance, epoch: epochs.get(key) ?? 0 });
     };
-    for (const item of batch.items) addStream(item.source.target, item.source.instance);
+    const encoded = [...(batch.encoded ?? []), ...this.encodeItems(batch.items)];
+    for (const e of encoded) addStream(e.source.target, e.source.instance);
     for (const p of batch.positions) addStream(p.target, p.instance);
     const wanted = [...streams.values()].sort(compareKeys);
 
     return this.exclusive('committing a batch', async (client) => {
       try {
-        return await this.commitOnce(client, batch, wanted, streams, false);
+        return await this.commitOnce(client, encoded, batch.positions, wanted, streams, false);
       } catch (e) {
         if (!(e instanceof RowsRefused)) throw e;
         // Rolled back: again, each COPY in a savepoint, so the refused rows can be found.
-        return await this.commitOnce(client, batch, wanted, streams, true);
+        return await this.commitOnce(client, encoded, batch.positions, wanted, streams, true);
       }
     });
+  }
+
+  /** Items given as events (not encoded by the batcher): encoded per run of one source and read time. */
+  private encodeItems(items: readonly BatchItem[]): EncodedRows[] {
+    const out: EncodedRows[] = [];
+    let i = 0;
+    while (i < items.length) {
+      const first = items[i] as BatchItem;
+      const events: PglogEvent[] = [];
+      while (i < items.length && (items[i] as BatchItem).source === first.source && (items[i] as BatchItem).readAt === first.readAt) {
+        events.push((items[i++] as BatchItem).event);
+      }
+      out.push(this.rows.encode(first.source, events, first.readAt));
+    }
+    return out;
   }
 
   /**
@@ -268,7 +281,8 @@ export class StoreWriter {
    */
   private async commitOnce(
     client: pg.Client,
-    batch: StoreBatch,
+    encoded: readonly EncodedRows[],
+    batchPositions: readonly StorePosition[],
     wanted: readonly StreamEpoch[],
     streams: ReadonlyMap<string, StreamEpoch>,
     savepoints: boolean,
@@ -277,35 +291,44 @@ export class StoreWriter {
     try {
       const fenced = await this.fence(client, wanted);
       const fencedKeys = new Set(fenced.map((f) => streamKeyOf(f.target, f.instance)));
-      const byTable = new Map<EventTable, Pending[]>(EVENT_TABLES.map((t) => [t, []]));
-      for (const item of batch.items) {
-        if (fencedKeys.size > 0 && fencedKeys.has(streamKeyOf(item.source.target, item.source.instance))) continue;
-        byTable.get(tableOf(item.event.kind))?.push({ item, row: null });
-      }
-      const mapping = rowContext(this.maxTextBytes);
+      const kept = fencedKeys.size === 0 ? encoded : encoded.filter((e) => !fencedKeys.has(streamKeyOf(e.source.target, e.source.instance)));
       const result: CommitResult = { rows: {}, quarantined: 0, fenced, copyMs: 0, bytes: 0 };
       const quarantine: QuarantineRecord[] = [];
+      const templates = new TemplateSet();
+      const repairs = noRepairs();
+      let readTimeUsed = 0;
+      for (const e of kept) {
+        templates.merge(e.templates);
+        addRepairs(repairs, e.repairs);
+        readTimeUsed += e.readTimeUsed;
+      }
       const rollup = new StatementRollup();
       for (const t of EVENT_TABLES) {
-        const rows = byTable.get(t) ?? [];
         const refusedBefore = quarantine.length;
+        const parts: TablePart[] = [];
+        for (const e of kept) {
+          for (const r of e.refused) if (r.table === t) quarantine.push(r.record);
+          const rows = e.tables[t];
+          if (rows !== undefined) parts.push({ source: e.source, rows });
+        }
+        const statements = t === 'statement_events';
         result.rows[t] =
-          rows.length === 0
-            ? 0
-            : await this.copyTable(client, TABLES[t], rows, savepoints, mapping, result, quarantine, t === 'statement_events' ? rollup : null);
+          parts.length === 0 ? 0 : await copyEncoded(client, TABLES[t], parts, savepoints, result, quarantine, statements && savepoints ? rollup : null);
+        // Without savepoints a COPY is all or nothing: its rows are the handovers' whole rollups.
+        if (statements && !savepoints) for (const e of kept) rollup.merge(e.rollup);
         if (quarantine.length > refusedBefore) (result.quarantinedByTable ??= {})[t] = quarantine.length - refusedBefore;
       }
       // Only rows the server accepted are in it: exactly once, like the rows themselves.
       if (rollup.size > 0)
         await copyIn(client, ROLLUP_TABLE.copySql, [this.rollupEncoder.header(), this.rollupEncoder.encodeRows(rollup.rows()), this.rollupEncoder.trailer()]);
-      const positions = batch.positions
+      const positions = batchPositions
         .filter((p) => !fencedKeys.has(streamKeyOf(p.target, p.instance)))
         .map((p) => ({ ...p, epoch: streams.get(streamKeyOf(p.target, p.instance))?.epoch ?? 0 }));
-      await finishBatch(client, mapping.templates.sorted(), quarantine, positions);
+      await finishBatch(client, templates.sorted(), quarantine, positions);
       await client.query('COMMIT');
       result.quarantined = quarantine.length;
-      result.repairs = mapping.repairs;
-      result.readTimeUsed = mapping.readTimeUsed;
+      result.repairs = repairs;
+      result.readTimeUsed = readTimeUsed;
       if (quarantine.length > 0) {
         this.log('warn', `${quarantine.length} row(s) refused by the store were put into pglog.quarantine`, {
           reasons: [...new Set(quarantine.map((q) => q.reason))].slice(0, 5),
@@ -415,56 +438,6 @@ export class StoreWriter {
   }
 
   /**
-   * COPYs the rows of one table (with savepoints: bisecting out refused rows); returns the rows
-   * committed. With `rollup`, the rows of each COPY the server accepted are added to it.
-   */
-  private async copyTable(
-    client: pg.Client,
-    def: TableDef,
-    rows: Pending[],
-    savepoints: boolean,
-    mapping: RowContext,
-    result: CommitResult,
-    quarantine: QuarantineRecord[],
-    rollup: StatementRollup | null,
-  ): Promise<number> {
-    const encoder = this.encoders[def.name];
-    const unencodable = new Set<Pending>();
-    const onUnencodable = (p: Pending, row: MappedRow, e: unknown): void => {
-      unencodable.add(p);
-      quarantine.push(quarantineRecord(row, `STORE_ENCODING: ${encoderReason(row, (e as Error).message)}`));
-    };
-    let committed = 0;
-    const attempt = async (part: readonly Pending[]): Promise<Rejection | null> => {
-      const counted: Counted = { bytes: 0, rows: 0, rollup: rollup === null ? null : new StatementRollup() };
-      if (savepoints) await client.query('SAVEPOINT pglog_copy');
-      const started = performance.now();
-      try {
-        await copyIn(client, def.copySql, encodeChunks(encoder, part, mapping, unencodable, onUnencodable, counted, savepoints));
-      } catch (e) {
-        result.copyMs += performance.now() - started;
-        if (!isDataRejection(e)) throw e;
-        if (!savepoints) throw new RowsRefused(def.name, e);
-        await client.query('ROLLBACK TO SAVEPOINT pglog_copy');
-        return { reason: describeServerError(e), rowIndex: partIndexOfLine(part, unencodable, copyLineOf(e)) };
-      }
-      result.copyMs += performance.now() - started;
-      if (savepoints) await client.query('RELEASE SAVEPOINT pglog_copy');
-      result.bytes += counted.bytes;
-      committed += counted.rows;
-      if (counted.rollup !== null) rollup?.merge(counted.rollup);
-      return null;
-    };
-    if (!savepoints) {
-      await attempt(rows);
-      return committed;
-    }
-    const outcome = await writeWithBisection(rows, attempt);
-    for (const { row, rejection } of outcome.rejected) quarantine.push(quarantineRecord(rowOf(row, mapping), rejection.reason));
-    return committed;
-  }
-
-  /**
    * Runs `fn` on a connection of its own (a slot of the pool, connected if it is not), or
    * with `all` on one while holding every slot: nothing else runs meanwhile.
    */
@@ -533,116 +506,6 @@ export class StoreWriter {
   private unavailable(what: string, e: unknown): PglogError {
     return new PglogError('STORE_UNAVAILABLE', withoutPassword(`${what} ${this.where}: ${describeServerError(e)}`, this.url), { cause: e });
   }
-}
-
-/** The server refused a COPY for its data, in an attempt without savepoints: try again with them. */
-class RowsRefused extends Error {
-  constructor(table: string, cause: unknown) {
-    super(`${table}: ${describeServerError(cause)}`, { cause });
-    this.name = 'RowsRefused';
-  }
-}
-
-/**
- * A batch item on its way into its table. It is mapped to its row when first encoded, that is
- * during the COPY, so the mapping overlaps with the server's work on the chunks before; the
- * row is kept for the attempts of a bisection.
- */
-interface Pending {
-  item: BatchItem;
-  row: MappedRow | null;
-}
-
-/** What one COPY attempt sent: bytes, rows, and (statements) the rollup of the rows. */
-interface Counted {
-  bytes: number;
-  rows: number;
-  rollup: StatementRollup | null;
-}
-
-function rowOf(p: Pending, ctx: RowContext): MappedRow {
-  p.row ??= mapEvent(p.item.source, p.item.event, p.item.readAt, ctx);
-  return p.row;
-}
-
-/**
- * The COPY data of `rows`: header, chunks of about CHUNK_BYTES, trailer. Rows the encoder
- * refuses are reported and left out (and stay out of later attempts); the others of their
- * chunk are encoded one by one. Mapped rows are kept only with `keepRows` (the attempt with
- * savepoints, whose bisection sends them again); otherwise each chunk's rows are let go once
- * encoded, so a batch in flight holds one chunk of mapped rows, not all of them (with
- * several connections, several batches are in flight).
- */
-function* encodeChunks(
-  encoder: CopyBinaryEncoder,
-  rows: readonly Pending[],
-  mapping: RowContext,
-  skip: Set<Pending>,
-  onUnencodable: (p: Pending, row: MappedRow, e: unknown) => void,
-  counted: Counted,
-  keepRows: boolean,
-): Generator<Buffer> {
-  const header = encoder.header();
-  counted.bytes += header.length;
-  yield header;
-  let i = 0;
-  const chunk: Pending[] = [];
-  const values: unknown[][] = [];
-  let limit = FIRST_CHUNK_BYTES;
-  while (i < rows.length) {
-    chunk.length = 0;
-    values.length = 0;
-    let size = 0;
-    while (i < rows.length && (chunk.length === 0 || size < limit)) {
-      const p = rows[i++] as Pending;
-      if (skip.size > 0 && skip.has(p)) continue;
-      const row = rowOf(p, mapping);
-      chunk.push(p);
-      values.push(row.values);
-      size += row.size;
-    }
-    if (chunk.length === 0) continue;
-    limit = Math.min(limit * 2, CHUNK_BYTES);
-    let data: Buffer;
-    try {
-      data = encoder.encodeRows(values);
-      counted.rows += chunk.length;
-      counted.rollup?.add(values);
-    } catch (e) {
-      if (!isPglogError(e) || e.code !== 'STORE_ENCODING') throw e;
-      const parts: Buffer[] = [];
-      for (const p of chunk) {
-        const row = rowOf(p, mapping);
-        try {
-          parts.push(encoder.encodeRows([row.values]));
-          counted.rows++;
-          counted.rollup?.add([row.values]);
-        } catch (rowError) {
-          if (!isPglogError(rowError) || rowError.code !== 'STORE_ENCODING') throw rowError;
-          onUnencodable(p, row, rowError);
-        }
-      }
-      data = Buffer.concat(parts);
-    }
-    if (!keepRows) for (const p of chunk) p.row = null;
-    counted.bytes += data.length;
-    if (data.length > 0) yield data;
-  }
-  const trailer = encoder.trailer();
-  counted.bytes += trailer.length;
-  yield trailer;
-}
-
-/** The index in `part` of the row sent as COPY line `line` (0-based), the unencodable ones skipped. */
-function partIndexOfLine(part: readonly Pending[], skipped: ReadonlySet<Pending>, line: number | null): number | null {
-  if (line === null) return null;
-  let sent = 0;
-  for (let i = 0; i < part.length; i++) {
-    if (skipped.has(part[i] as Pending)) continue;
-    if (sent === line) return i;
-    sent++;
-  }
-  return null;
 }
 
 async function rollback(client: pg.Client): Promise<void> {

@@ -8,8 +8,9 @@ import { PglogError } from '@pglog/common/errors.ts';
 
 import { type BatchCommitter, Batcher, eventCost } from '../../../src/collect/batcher.ts';
 import type { PglogEvent } from '../../../src/logformat/events.ts';
-import type { CommitResult, StoreBatch, StorePosition } from '../../../src/store/store-writer.ts';
-import { otherEvent } from '../../helpers/events.ts';
+import { type EncodedRows, RowEncoder } from '../../../src/store/encoded-rows.ts';
+import type { CommitResult, SourceRef, StoreBatch, StorePosition } from '../../../src/store/store-writer.ts';
+import { otherEvent, statementEvent } from '../../helpers/events.ts';
 
 function event(offset: number, size = 100): PglogEvent {
   return otherEvent({ offset, end: offset + size });
@@ -44,7 +45,54 @@ const until = async (cond: () => boolean, what: string): Promise<void> => {
   }
 };
 
+/** A store that encodes what is handed over, as the StoreWriter does. */
+class EncodingStore extends ScriptedStore {
+  private readonly rows = new RowEncoder(1024 * 1024);
+  encode(src: SourceRef, events: readonly PglogEvent[], readAt: number): EncodedRows {
+    return this.rows.encode(src, events, readAt);
+  }
+}
+
 describe('Batcher', () => {
+  test('with an encoding committer it holds encoded rows, counted by their size, and cuts batches by events handed over', async () => {
+    const store = new EncodingStore();
+    const committed: Array<{ rows: number; bytes: number; newest: ReadonlyArray<{ ms: number }> }> = [];
+    const b = new Batcher(store, { maxRows: 400, maxDelayMs: 60_000 }, { committed: (_, info) => committed.push(info) });
+    try {
+      // A handover as streams make them: a few hundred entries of a chunk of log.
+      const handover = (from: number): PglogEvent[] =>
+        Array.from({ length: 200 }, (_, i) =>
+          statementEvent({
+            offset: from + i * 150,
+            end: from + i * 150 + 150,
+            ts: '2026-11-21T10:00:04.000Z',
+            query: `SELECT abalance FROM pgbench_accounts WHERE aid = ${i}`,
+          }),
+        );
+      const first = handover(0);
+      b.add(source(), first, position(30_000), 1, 0);
+      const held = b.heldBytes;
+      const asEvents = first.reduce((n, e) => n + eventCost(e), 0);
+      assert.ok(held > 0 && held < asEvents / 2, `encoded rows held ${held} bytes, the events would be counted ${asEvents}`);
+      b.add(source(), handover(30_000), position(60_000), 1, 0);
+      await until(() => store.batches.length === 1, 'the batch');
+      const batch = store.batches[0]!;
+      assert.equal(batch.items.length, 0, 'no events are held besides the encoded rows');
+      assert.equal(batch.encoded?.length, 2);
+      assert.equal(
+        batch.encoded?.reduce((n, e) => n + (e.tables.statement_events?.ends.length ?? 0), 0),
+        400,
+      );
+      assert.deepEqual(batch.positions, [position(60_000)]);
+      await until(() => committed.length === 1, 'the committed hook');
+      assert.equal(committed[0]?.rows, 400);
+      assert.equal(committed[0]?.newest[0]?.ms, Date.parse('2026-11-21T10:00:04.000Z'));
+      await until(() => b.heldBytes === 0, 'the budget freed');
+    } finally {
+      await b.stop(Date.now() + 1000);
+    }
+  });
+
   test('cuts a batch at maxRows, with the newest position of each stream', async () => {
     const store = new ScriptedStore();
     const b = new Batcher(store, { maxRows: 10, maxDelayMs: 60_000 });

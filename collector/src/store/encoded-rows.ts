@@ -1,0 +1,154 @@
+/**
+ * Events held for the store as the COPY BINARY rows they become (pure: no I/O).
+ *
+ * A stream's events are mapped to rows (event-rows.ts) and encoded (copy-binary.ts) when they
+ * are handed over, not when their batch commits: what waits for the store is then one Buffer of
+ * encoded rows per table, about the size of the log text, instead of an object and its strings
+ * per event (about three times that, and old-generation garbage once it was promoted while it
+ * waited; issue 15, docs/benchmarks.md). Everything else a commit needs is derived here too:
+ * the query templates, the statement rollup of the rows, the rows the encoder refused (as
+ * quarantine records), the text repairs. Committing is then sending the Buffers; a row is
+ * decoded again (copy-binary-decode.ts) only when the server refuses a COPY and the bad row
+ * must be found and quarantined.
+ */
+import { isPglogError } from '@pglog/common/errors.ts';
+
+import type { PglogEvent } from '../logformat/events.ts';
+import { stringHeapBytes } from '../logformat/heap-bytes.ts';
+import { CopyBinaryEncoder } from './copy-binary.ts';
+import { decodeRow } from './copy-binary-decode.ts';
+import { mapEvent, type MappedRow, rowContext, type TemplateSet } from './event-rows.ts';
+import { EVENT_TABLES, type EventTable, TABLES } from './event-tables.ts';
+import { encoderReason, quarantineRecord } from './quarantine.ts';
+import { StatementRollup } from './rollup.ts';
+import type { QuarantineRecord } from './store-sql.ts';
+import type { SourceRef } from './store-types.ts';
+import type { TextRepairs } from './text-clean.ts';
+
+/** The encoded rows of one table: the rows back to back, and where each one ends. */
+export interface EncodedTable {
+  data: Buffer;
+  /** ends[i]: the byte just past row i in `data` (row i starts at ends[i - 1], or 0). */
+  ends: Uint32Array;
+}
+
+/** One handover's events, ready to be committed. */
+export interface EncodedRows {
+  source: SourceRef;
+  /** Rows per event table; a table without rows is absent. */
+  tables: Partial<Record<EventTable, EncodedTable>>;
+  /** Events handed over, encoded or refused. */
+  events: number;
+  templates: TemplateSet;
+  /** The rollup of the statement rows (all of them: a commit takes them all or, bisecting, decodes). */
+  rollup: StatementRollup;
+  /** Rows the encoder refused: quarantined with the batch, never sent. */
+  refused: Array<{ table: EventTable; record: QuarantineRecord }>;
+  repairs: TextRepairs;
+  readTimeUsed: number;
+  /** Log time (ms) of the last event that has one, or null. */
+  newestMs: number | null;
+  /** Memory it holds, in bytes: what the batcher's budget counts. */
+  cost: number;
+}
+
+/** Fixed part of what a handover holds: its objects, maps and arrays. */
+const HANDOVER_OVERHEAD_BYTES = 1024;
+/** A template, a rollup part or a refused row beside the encoded rows: its object and map entry. */
+const ENTRY_OVERHEAD_BYTES = 160;
+
+/** Maps and encodes handovers; one per store writer (the encoders' scratch buffers are reused). */
+export class RowEncoder {
+  private readonly encoders: Readonly<Record<EventTable, CopyBinaryEncoder>>;
+  private readonly maxTextBytes: number;
+
+  constructor(maxTextBytes: number) {
+    this.maxTextBytes = maxTextBytes;
+    const encoders = {} as Record<EventTable, CopyBinaryEncoder>;
+    for (const t of EVENT_TABLES) encoders[t] = new CopyBinaryEncoder(TABLES[t].types);
+    this.encoders = encoders;
+  }
+
+  /** The rows of `events`, read from `source` at `readAt` (ms since 1970). */
+  encode(source: SourceRef, events: readonly PglogEvent[], readAt: number): EncodedRows {
+    const ctx = rowContext(this.maxTextBytes);
+    const rollup = new StatementRollup();
+    const refused: EncodedRows['refused'] = [];
+    const ends = new Map<EventTable, number[]>();
+    for (const event of events) {
+      const row = mapEvent(source, event, readAt, ctx);
+      const encoder = this.encoders[row.table];
+      let tableEnds = ends.get(row.table);
+      if (tableEnds === undefined) {
+        encoder.startRows();
+        tableEnds = [];
+        ends.set(row.table, tableEnds);
+      }
+      try {
+        tableEnds.push(encoder.appendRow(row.values));
+      } catch (e) {
+        if (!isPglogError(e) || e.code !== 'STORE_ENCODING') throw e;
+        refused.push({ table: row.table, record: quarantineRecord(row, `STORE_ENCODING: ${encoderReason(row, e.message)}`) });
+        continue;
+      }
+      if (row.table === 'statement_events') rollup.addRow(row.values);
+    }
+    const tables: EncodedRows['tables'] = {};
+    let cost = HANDOVER_OVERHEAD_BYTES + ENTRY_OVERHEAD_BYTES * (ctx.templates.size + rollup.size);
+    // Encoders are per table, so every table's block is still open here: each is copied out once.
+    for (const [table, tableEnds] of ends) {
+      if (tableEnds.length === 0) continue;
+      const data = this.encoders[table].endRows();
+      tables[table] = { data, ends: Uint32Array.from(tableEnds) };
+      cost += data.length + 4 * tableEnds.length;
+    }
+    for (const r of refused) cost += ENTRY_OVERHEAD_BYTES + stringHeapBytes(r.record.row);
+    return {
+      source,
+      tables,
+      events: events.length,
+      templates: ctx.templates,
+      rollup,
+      refused,
+      repairs: ctx.repairs,
+      readTimeUsed: ctx.readTimeUsed,
+      newestMs: newestLogMs(events),
+      cost,
+    };
+  }
+}
+
+/** The log time (ms) of the last of a stream's events that has one, or null (entries arrive in log order). */
+export function newestLogMs(events: readonly PglogEvent[]): number | null {
+  for (let i = events.length - 1; i >= 0; i--) {
+    const ts = (events[i] as PglogEvent).ts;
+    const ms = ts === null ? NaN : Date.parse(ts);
+    if (!Number.isNaN(ms)) return ms;
+  }
+  return null;
+}
+
+/** The byte range of row `i` of an encoded table. */
+export function rowRange(t: EncodedTable, i: number): [number, number] {
+  return [i === 0 ? 0 : (t.ends[i - 1] as number), t.ends[i] as number];
+}
+
+/** Row `i` of an encoded table, decoded again, as the quarantine takes it. */
+export function decodedRow(table: EventTable, t: EncodedTable, i: number, source: SourceRef): MappedRow {
+  const def = TABLES[table];
+  const values = decodeRow(def.types, t.data, rowRange(t, i)[0]);
+  const offset = values[def.columns.indexOf('file_offset')];
+  const kind = table === 'other_events' ? (values[def.columns.indexOf('kind')] as PglogEvent['kind']) : kindOfTable(table);
+  return { table, values, size: rowRange(t, i)[1] - rowRange(t, i)[0], source, offset: typeof offset === 'number' ? offset : NaN, kind };
+}
+
+function kindOfTable(table: Exclude<EventTable, 'other_events'>): PglogEvent['kind'] {
+  switch (table) {
+    case 'statement_events':
+      return 'statement';
+    case 'error_events':
+      return 'error';
+    case 'lock_wait_events':
+      return 'lock_wait';
+  }
+}

@@ -1,0 +1,148 @@
+// Events held as encoded COPY rows: the bytes a handover holds are the rows the event mapping
+// and the encoder make, row by row (so a bisection can cut between them), and what a commit
+// derives besides them (rollup, templates, refused rows) is what the events give; a row read
+// back (copy-binary-decode) is the row that was encoded.
+import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import { test } from 'node:test';
+
+import fc from 'fast-check';
+
+import type { PglogEvent } from '../../../src/logformat/events.ts';
+import type { ColumnType } from '../../../src/store/copy-binary.ts';
+import { CopyBinaryEncoder } from '../../../src/store/copy-binary.ts';
+import { decodeRow } from '../../../src/store/copy-binary-decode.ts';
+import { decodedRow, newestLogMs, RowEncoder, rowRange } from '../../../src/store/encoded-rows.ts';
+import { mapEvent, rowContext } from '../../../src/store/event-rows.ts';
+import { EVENT_TABLES, TABLES } from '../../../src/store/event-tables.ts';
+import { StatementRollup } from '../../../src/store/rollup.ts';
+import { statementEvent } from '../../helpers/events.ts';
+import { parseChunks } from '../../helpers/parse.ts';
+
+const SOURCE = { target: 'db1', instance: 'main', file: 'log/postgresql-2026-11-21.log' };
+const READ_AT = Date.parse('2026-11-22T00:00:00.000Z');
+const MAX = 1024 * 1024;
+
+const fixture = parseChunks(
+  { format: 'stderr', prefix: '%m [%p] %q%u@%d ' },
+  readFileSync(new URL('../../fixtures/pipeline-stderr.log', import.meta.url)),
+).events;
+
+test("a handover's rows are the mapped events encoded, per table in event order, each row's end recorded", () => {
+  const encoded = new RowEncoder(MAX).encode(SOURCE, fixture, READ_AT);
+  assert.equal(encoded.events, fixture.length);
+  assert.equal(encoded.refused.length, 0);
+  for (const t of EVENT_TABLES) {
+    const ctx = rowContext(MAX);
+    const rows = fixture.map((e) => mapEvent(SOURCE, e, READ_AT, ctx)).filter((r) => r.table === t);
+    const block = encoded.tables[t];
+    if (rows.length === 0) {
+      assert.equal(block, undefined, t);
+      continue;
+    }
+    assert.ok(block !== undefined, t);
+    const encoder = new CopyBinaryEncoder(TABLES[t].types);
+    assert.deepEqual(block.data, encoder.encodeRows(rows.map((r) => r.values)), `${t}: the same bytes as one encodeRows`);
+    assert.equal(block.ends.length, rows.length);
+    rows.forEach((row, i) => {
+      const [start, end] = rowRange(block, i);
+      assert.deepEqual(block.data.subarray(start, end), encoder.encodeRows([row.values]), `${t} row ${i} alone`);
+      const back = decodedRow(t, block, i, SOURCE);
+      assert.deepEqual(back.values, row.values, `${t} row ${i} decodes to its values`);
+      assert.equal(back.offset, row.offset);
+      assert.equal(back.kind, row.kind);
+    });
+  }
+  assert.ok(encoded.cost > 0 && encoded.cost < 2 * (fixture.at(-1)!.end - fixture[0]!.offset) + 4096, `cost ${encoded.cost} is about the log's size`);
+});
+
+test('the rollup and the templates of a handover are those of its rows', () => {
+  const encoded = new RowEncoder(MAX).encode(SOURCE, fixture, READ_AT);
+  const ctx = rowContext(MAX);
+  const rollup = new StatementRollup();
+  for (const e of fixture) {
+    const row = mapEvent(SOURCE, e, READ_AT, ctx);
+    if (row.table === 'statement_events') rollup.addRow(row.values);
+  }
+  assert.ok(rollup.size > 0);
+  assert.deepEqual(encoded.rollup.rows(), rollup.rows());
+  assert.deepEqual(encoded.templates.sorted(), ctx.templates.sorted());
+  assert.equal(encoded.newestMs, newestLogMs(fixture));
+});
+
+test('a row the encoder refuses becomes a quarantine record; the rows around it are kept and counted', () => {
+  const good = statementEvent({ offset: 0, end: 100 });
+  const bad: PglogEvent = { ...statementEvent({ offset: 100, end: 200 }), pid: 2 ** 40 };
+  const after = statementEvent({ offset: 200, end: 300, query: 'SELECT 3' });
+  const encoded = new RowEncoder(MAX).encode(SOURCE, [good, bad, after], READ_AT);
+  const block = encoded.tables.statement_events;
+  assert.ok(block !== undefined);
+  assert.equal(block.ends.length, 2);
+  assert.deepEqual(
+    [0, 1].map((i) => decodedRow('statement_events', block, i, SOURCE).offset),
+    [0, 200],
+  );
+  assert.equal(encoded.refused.length, 1);
+  const [refused] = encoded.refused;
+  assert.equal(refused?.table, 'statement_events');
+  assert.match(refused?.record.reason ?? '', /^statement_events: STORE_ENCODING: column pid/);
+  assert.equal(refused?.record.fileOffset, 100);
+  assert.equal(
+    encoded.rollup.rows().reduce((n, r) => n + (r[5] as number), 0),
+    2,
+    'the refused row is not in the rollup',
+  );
+});
+
+const VALUES: Record<ColumnType, fc.Arbitrary<unknown>> = {
+  int2: fc.integer({ min: -32768, max: 32767 }),
+  int4: fc.integer({ min: -2147483648, max: 2147483647 }),
+  int8: fc.oneof(
+    fc.maxSafeInteger(),
+    fc.bigInt({ min: -(2n ** 63n), max: 2n ** 63n - 1n }).filter((b) => !Number.isSafeInteger(Number(b))),
+  ),
+  float8: fc.double(),
+  bool: fc.boolean(),
+  text: fc.string({ unit: 'grapheme' }).filter((s) => !s.includes('\0')),
+  bytea: fc.uint8Array({ maxLength: 40 }).map((a) => Buffer.from(a)),
+  // Numbers of microseconds the encoder takes: 2000-01-01 less the safe range up to its top.
+  timestamptz: fc.integer({ min: Number.MIN_SAFE_INTEGER + 946_684_800_000_000, max: Number.MAX_SAFE_INTEGER }),
+  jsonb: fc.json().filter((s) => !s.includes('\\u0000')),
+  'int4[]': fc.array(fc.integer({ min: -2147483648, max: 2147483647 }), { maxLength: 20 }),
+};
+
+test('property: decodeRow reads back every value of every column type the encoder wrote (NULL included)', () => {
+  const types = Object.keys(VALUES) as ColumnType[];
+  const encoder = new CopyBinaryEncoder(types);
+  const row = fc.tuple(...types.map((t) => fc.option(VALUES[t], { nil: null })));
+  fc.assert(
+    fc.property(fc.array(row, { minLength: 1, maxLength: 5 }), (rows) => {
+      encoder.startRows();
+      const ends = rows.map((r) => encoder.appendRow(r));
+      const data = encoder.endRows();
+      rows.forEach((r, i) => {
+        const back = decodeRow(types, data, i === 0 ? 0 : (ends[i - 1] as number));
+        assert.deepEqual(back, r);
+      });
+    }),
+  );
+});
+
+test('decodeRow says where encoded data is cut short or has the wrong field count', () => {
+  const encoder = new CopyBinaryEncoder(['int4', 'text']);
+  const data = encoder.encodeRows([[1, 'hello']]);
+  assert.throws(() => decodeRow(['int4', 'text'], data.subarray(0, data.length - 2), 0), /encoded row at byte 0: column 1 \(5 bytes\) runs past the end/);
+  assert.throws(() => decodeRow(['int4'], data, 0), /2 fields, expected 1/);
+});
+
+test('appendRow takes a refused row back whole: the block holds the rows before it, then goes on', () => {
+  const encoder = new CopyBinaryEncoder(['int4', 'text']);
+  encoder.startRows();
+  const first = encoder.appendRow([1, 'a']);
+  assert.throws(() => encoder.appendRow([2, 'b\0'], 1), /row 1, column 1/);
+  const second = encoder.appendRow([3, 'c']);
+  const data = encoder.endRows();
+  assert.equal(data.length, second);
+  assert.deepEqual(decodeRow(['int4', 'text'], data, 0), [1, 'a']);
+  assert.deepEqual(decodeRow(['int4', 'text'], data, first), [3, 'c']);
+});
