@@ -202,8 +202,9 @@ bench: bench-logs ## Benchmarks (parse vs pgbadger, COPY BINARY vs text vs INSER
 	$(call bench_section,commit)
 	$(call bench_section,ssh)
 	@# The collector alone on CPU 0, store, sshd and log writer on the others (issue 15 point 2); Node's defaults
-	@# (no launcher flags, as before ADR 0018) beside the launcher's and the operator's tuning.
-	$(PIN_OTHERS) $(call bench_section,ingest,--pin-collector 0 --mb-per-sec 20$(comma)5 --tuned-for-limit 1024 --launcher-flags= --profile-at 10)
+	@# (no launcher flags, as before ADR 0018) beside the launcher's and the operator's tuning; with
+	@# BENCH_BASELINE=DIR (a checkout with its node_modules) also another version's collector beside this one.
+	$(PIN_OTHERS) $(call bench_section,ingest,--pin-collector 0 --mb-per-sec 20$(comma)5 --tuned-for-limit 1024 --launcher-flags= --profile-at 10 $(if $(BENCH_BASELINE),--baseline $(BENCH_BASELINE)))
 	$(call bench_section,server-cost)
 	$(call bench_section,fifo)
 	$(call bench_section,spawn)

@@ -7,7 +7,7 @@
  *                              [--warmup 5] [--fleet-nice 10] [--collector-arg ARG ...]
  *                              [--profile-at MB_PER_SEC] [--tuned-for-limit MIB]
  *                              [--node-options 'FLAGS' ...] [--launcher-flags 'FLAGS' ...]
- *                              [--variant-args 'ARGS' ...] [--pin-collector CORE]
+ *                              [--variant-args 'ARGS' ...] [--baseline DIR] [--pin-collector CORE]
  *                              [--out FILE.md] [--keep] [--verbose]
  *
  * Sets up a throwaway store (PostgreSQL 15, track_commit_timestamp on) and N real OpenSSH
@@ -26,7 +26,10 @@
  * --launcher-flags one with the launcher's own V8 flags for a collector replaced by FLAGS
  * (PGLOG_NODE_FLAGS, cli/bin/pglog; '' runs Node's defaults, as before ADR 0018), each
  * --variant-args one with ARGS (space-separated) added to the collector's arguments (e.g. the
- * settings of an earlier version, `--ssh-window 2MiB --memory-budget 128MiB`). Everything started is stopped
+ * settings of an earlier version, `--ssh-window 2MiB --memory-budget 128MiB`), and --baseline
+ * DIR one with the collector of another checkout (DIR/cli/bin/pglog, with its own
+ * node_modules: `git worktree add DIR REV && cp -a node_modules DIR/`), its defaults, right
+ * after this tree's run at each rate. Everything started is stopped
  * and every temporary directory removed, also on failure or Ctrl-C (--keep keeps the run
  * directories with the collector's own log, for looking into a result; --verbose prints a
  * line a second: read rate, event-loop delay, /metrics answer time, pauses, memory).
@@ -34,7 +37,9 @@
  * the CPUs the benchmark was started on (issue 15 point 2; bench/transport/pinning.ts): run as
  * `taskset -c 1 node bench/ingest-bench.ts --pin-collector 0`.
  */
-import { join } from 'node:path';
+import { execFileSync } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 
 import { computeTuning } from '@pglog/operator/desired/tuning.ts';
@@ -57,6 +62,7 @@ const { values } = parseArgs({
     'node-options': { type: 'string', multiple: true, default: [] },
     'launcher-flags': { type: 'string', multiple: true, default: [] },
     'variant-args': { type: 'string', multiple: true, default: [] },
+    baseline: { type: 'string' },
     ...FLEET_BENCH_OPTIONS,
   },
 });
@@ -86,6 +92,16 @@ function operatorTuning(rate: number, limitMiB: number): { nodeOptions: string; 
   };
 }
 const pin = await pinningOption(values['pin-collector']);
+const baseline = values.baseline === undefined ? undefined : baselineCheckout(values.baseline);
+
+/** Another checkout's launcher, and its column's label: the directory and the commit it holds. */
+function baselineCheckout(dir: string): { pglog: string; label: string } {
+  const pglog = join(resolve(dir), 'cli/bin/pglog');
+  if (!existsSync(pglog)) throw new Error(`--baseline ${dir}: no cli/bin/pglog there`);
+  if (!existsSync(join(dir, 'node_modules'))) throw new Error(`--baseline ${dir}: no node_modules there (cp -a node_modules ${dir}/)`);
+  const commit = execFileSync('git', ['-C', dir, 'rev-parse', '--short', 'HEAD'], { encoding: 'utf8' }).trim();
+  return { pglog, label: `baseline: the collector at ${commit}` };
+}
 const measureSeconds = Number(values.seconds);
 const warmupSeconds = Number(values.warmup);
 const collectorArgs = values['collector-arg'];
@@ -113,9 +129,10 @@ const failures: string[] = [];
 try {
   const { store, fleet } = await startStoreAndFleet(servers, fleetNice, cleanups, say);
   type Tuning = { nodeOptions: string; uvThreadpoolSize?: number; label: string; launcherFlags?: string } | undefined;
-  const plan: Array<{ rate: number; profile: boolean; tuning: Tuning; extraArgs?: string[] }> = [
+  const plan: Array<{ rate: number; profile: boolean; tuning: Tuning; extraArgs?: string[]; pglog?: string }> = [
     ...rates.flatMap((rate) => [
       { rate, profile: false, tuning: undefined },
+      ...(baseline === undefined ? [] : [{ rate, profile: false, tuning: { nodeOptions: '', label: baseline.label }, pglog: baseline.pglog }]),
       ...(tunedLimitMiB === undefined ? [] : [{ rate, profile: false, tuning: operatorTuning(rate, tunedLimitMiB) }]),
       ...values['node-options'].map((flags) => ({ rate, profile: false, tuning: { nodeOptions: flags, label: `\`NODE_OPTIONS=${flags}\`` } })),
       ...values['launcher-flags'].map((flags) => ({
@@ -153,6 +170,7 @@ try {
         ...(profile ? { profileDir } : {}),
         ...(tuning === undefined ? {} : { tuning }),
         ...(pin === undefined ? {} : { pin }),
+        ...(entry.pglog === undefined ? {} : { pglog: entry.pglog }),
       });
       (profile ? profiled : results).push(result);
     } catch (e) {

@@ -51,6 +51,8 @@ export interface RunOptions {
   tuning?: { nodeOptions: string; uvThreadpoolSize?: number; label: string; launcherFlags?: string };
   /** The collector alone on `core` (every thread), its descendants on `others` (bench/transport/pinning.ts). */
   pin?: { core: number; others: string };
+  /** The launcher of another checkout to run instead of this tree's (a baseline). */
+  pglog?: string;
 }
 
 export interface RunResult {
@@ -146,6 +148,7 @@ export async function measureRun(o: RunOptions): Promise<RunResult> {
     storeUrl: o.storeUrl,
     args: ['--listen', `127.0.0.1:${port}`, '--log-level', 'info', ...o.collectorArgs],
     outputFile: join(o.dir, 'collector.log'),
+    ...(o.pglog === undefined ? {} : { pglog: o.pglog }),
     env: {
       NODE_OPTIONS: [o.tuning?.nodeOptions ?? '', o.profileDir === undefined ? '' : `--cpu-prof --cpu-prof-dir=${o.profileDir}`].join(' ').trim(),
       ...(o.tuning?.uvThreadpoolSize === undefined ? {} : { UV_THREADPOOL_SIZE: String(o.tuning.uvThreadpoolSize) }),

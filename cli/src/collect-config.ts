@@ -44,8 +44,8 @@ export const COLLECT_USAGE = `usage: pglog collect --targets FILE [--store URL |
   --batch-ms MS             ... or MS after the oldest pending event (default ${DEFAULT_BATCHER_OPTIONS.maxDelayMs})
   --store-connections N     store connections, batches of different streams commit on them side
                             by side (default ${DEFAULT_STORE_CONNECTIONS}, 1 to ${MAX_STORE_CONNECTIONS})
-  --memory-budget SIZE      bytes held for the store, whole process (default 32MiB)
-  --target-memory-budget SIZE  ... per target (default 16MiB)
+  --memory-budget SIZE      bytes held for the store, whole process (default 20MiB)
+  --target-memory-budget SIZE  ... per target (default 10MiB)
   --max-entry-bytes SIZE    longer entries are truncated and counted (default 10MiB)
   --template-cache-bytes SIZE  memory of the query template cache, whole process (default 32MiB)
   --retention-days N        drop event partitions older than N days (default: keep)

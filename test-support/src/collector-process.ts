@@ -130,6 +130,8 @@ export interface StartCollectorOptions {
   outputFile?: string;
   /** More environment for the process (NODE_OPTIONS for a profile, say). */
   env?: Record<string, string>;
+  /** The launcher to run (default: this tree's cli/bin/pglog; a benchmark's baseline: another checkout's). */
+  pglog?: string;
 }
 
 /** What a child has written to `file`; '' before it wrote anything. */
@@ -156,10 +158,14 @@ export function jsonRecords(output: string): Array<Record<string, unknown>> {
 /** Starts `pglog collect`; the store URL goes through PGLOG_STORE_URL, as users should pass a password. */
 export function startCollector(options: StartCollectorOptions): CollectorProcess {
   const outputFile = options.outputFile ?? join(mkdtempSync(join(tmpdir(), 'pglog-collect-')), 'output.log');
-  const child: ChildProcess = spawn(PGLOG, ['collect', '--targets', options.targetsFile, '--listen', 'off', '--log-level', 'debug', ...(options.args ?? [])], {
-    stdio: ['ignore', 'pipe', 'pipe'],
-    env: { ...process.env, ...options.env, PGLOG_STORE_URL: options.storeUrl },
-  });
+  const child: ChildProcess = spawn(
+    options.pglog ?? PGLOG,
+    ['collect', '--targets', options.targetsFile, '--listen', 'off', '--log-level', 'debug', ...(options.args ?? [])],
+    {
+      stdio: ['ignore', 'pipe', 'pipe'],
+      env: { ...process.env, ...options.env, PGLOG_STORE_URL: options.storeUrl },
+    },
+  );
   const append = (b: Buffer): void => appendFileSync(outputFile, b);
   child.stdout!.on('data', append);
   child.stderr!.on('data', append);

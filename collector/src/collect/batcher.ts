@@ -42,13 +42,14 @@ export const DEFAULT_BATCHER_OPTIONS: BatcherOptions = {
   maxRows: 20_000,
   maxBytes: 16 * 1024 * 1024,
   maxDelayMs: 1_000,
-  // What it holds costs about twice its count in heap and Buffers, so this is most of what a
-  // collector that cannot keep up takes (issue 15: at most 300 MB at 20 MB/s offered). 32 MiB
-  // gave a peak RSS of 282 and 295 MB there against 302 and 306 with 48 MiB, reading 15.7 and
-  // 16.4 MB/s against 16.3 and 13.5 (two pairs, side by side: docs/benchmarks.md); 48 MiB had
-  // read as much as 128 MiB, so four store connections stay busy with less.
-  budgetBytes: 32 * 1024 * 1024,
-  targetBudgetBytes: 16 * 1024 * 1024,
+  // What is held is encoded rows (ADR 0019), counted at about what they cost, and is most of
+  // what a collector that cannot keep up takes (issue 15: at most 300 MB at 20 MB/s offered).
+  // 20 MiB of them hold more rows than the 32 MiB of counted events did before (about 230
+  // bytes an entry against 775); at 20 MB/s offered 20 MiB gave a peak RSS of 282 and 300 MB
+  // against 313 and 334 with 32 MiB (docs/benchmarks.md, ingest side by side with the
+  // collector before ADR 0019). The per-target budget keeps its half.
+  budgetBytes: 20 * 1024 * 1024,
+  targetBudgetBytes: 10 * 1024 * 1024,
   retryBaseMs: 500,
   retryCapMs: 15_000,
   lanes: 1,
@@ -62,7 +63,9 @@ export interface BatchCommitter {
    * encode()): the batcher then holds the encoded rows, about a third of the events' memory,
    * and counts them by what they hold. Without it the events are held and committed as items.
    */
-  encode?(source: SourceRef, events: readonly PglogEvent[], readAt: number): EncodedRows;
+  encode?(source: SourceRef, events: readonly PglogEvent[], readAt: number, lane: number): EncodedRows;
+  /** Encoded handovers whose batch committed: their memory may be reused. */
+  recycle?(list: readonly EncodedRows[]): void;
 }
 
 export interface BatcherHooks {
@@ -88,8 +91,9 @@ export interface BatcherHooks {
 }
 
 /**
- * Bytes of memory charged for an event while it waits for the store: what it costs in the
- * heap, not on disk. Its texts count as V8 stores them (heap-bytes.ts): one byte per
+ * Bytes of memory charged for an event while it waits for the store, when the committer does
+ * not encode handovers (the StoreWriter does: then the encoded rows' own cost counts, ADR
+ * 0019): what it costs in the heap, not on disk. Its texts count as V8 stores them (heap-bytes.ts): one byte per
  * character, or two as soon as one character is beyond Latin-1, so a megabyte of log with one
  * Cyrillic letter in it costs two; texts the parser derives (a statement's normalized form)
  * count too. The entry's log bytes are added on top: a field may be a slice of the whole
@@ -148,6 +152,8 @@ interface Pending {
 
 /** The handovers of some streams, committed one batch at a time, in order. */
 interface Lane {
+  /** Its place among the lanes (the committer's memory for its rows, ADR 0019). */
+  index: number;
   queue: Handover[];
   queuedRows: number;
   queuedBytes: number;
@@ -195,7 +201,8 @@ export class Batcher {
     this.hooks = hooks;
     this.now = clock.now ?? Date.now;
     this.random = clock.random ?? Math.random;
-    this.lanes = Array.from({ length: this.options.lanes }, () => ({
+    this.lanes = Array.from({ length: this.options.lanes }, (_, index) => ({
+      index,
       queue: [],
       queuedRows: 0,
       queuedBytes: 0,
@@ -236,11 +243,11 @@ export class Batcher {
     this.epochs.set(key, epoch);
     let cost = 0;
     let encoded: EncodedRows | null = null;
+    const lane = this.laneFor(key);
     if (this.committer.encode !== undefined && events.length > 0) {
-      encoded = this.committer.encode(source, events, readAt);
+      encoded = this.committer.encode(source, events, readAt, lane.index);
       cost = encoded.cost;
     } else for (const event of events) cost += eventCost(event);
-    const lane = this.laneFor(key);
     lane.queue.push({
       key,
       source,
@@ -446,7 +453,10 @@ export class Batcher {
       }
       const batch = this.takeBatch(lane);
       const done = await this.commitWithRetry(lane, batch);
-      if (done) lane.done = batch.lastSeq;
+      if (done) {
+        lane.done = batch.lastSeq;
+        this.committer.recycle?.(batch.encoded);
+      }
       this.release(batch);
       this.settleFlushes();
       if (!done) {

@@ -30,6 +30,7 @@ import type { LogFormat } from '../logformat/record.ts';
 import { isErrorSeverity, type SqlstateClass, sqlstateClassOf } from '../observability/sqlstate-class.ts';
 import type { StorePosition } from '../store/store-writer.ts';
 import type { Batcher } from './batcher.ts';
+import { mayGoOn, nextTurn } from './turns.ts';
 
 /** What the stream needs of a follower (the LogFollower; a scripted fake in unit tests). */
 export interface Follower {
@@ -116,8 +117,6 @@ export interface InstanceStreamOptions {
 
 /** Most log bytes parsed in one go before the budget is checked and the event loop may run. */
 const SLICE_BYTES = 64 * 1024;
-
-const yieldToEventLoop = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
 
 export class InstanceStream {
   private readonly o: InstanceStreamOptions;
@@ -299,8 +298,9 @@ export class InstanceStream {
             this.hooks.paused?.(true);
             await this.o.batcher.waitForRoom(this.o.target, signal);
             this.hooks.paused?.(false);
-          } else if (chunk.length > SLICE_BYTES) {
-            await yieldToEventLoop();
+          } else if (!mayGoOn()) {
+            // The streams have held the event loop long enough: the rest waits a turn (turns.ts).
+            await nextTurn();
           }
         }
         return;

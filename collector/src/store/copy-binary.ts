@@ -169,6 +169,16 @@ export class CopyBinaryEncoder {
     return out;
   }
 
+  /** Bytes of the block so far. */
+  get blockLength(): number {
+    return this.off;
+  }
+
+  /** Copies the block into `target` (at least blockLength bytes: memory the caller reuses, slab-pool.ts). */
+  copyBlockTo(target: Uint8Array): void {
+    this.buf.copy(target, 0, 0, this.off);
+  }
+
   private writeRow(r: number, row: unknown): void {
     const n = this.types.length;
     if (!Array.isArray(row)) {

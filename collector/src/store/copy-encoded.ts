@@ -6,15 +6,15 @@
  * commit time. A COPY the server refuses for its data then throws RowsRefused, and the writer
  * runs the transaction again with savepoints: each COPY inside one, and a refused COPY split
  * (bisect.ts) until the bad rows are known, each sent again as a slice of its Buffer. A refused
- * row is decoded (copy-binary-decode.ts) into its quarantine record; with a rollup, the
- * statement rows the server accepted are decoded into it, since only those count.
+ * row is decoded (copy-binary-decode.ts) into its quarantine record. With a rollup, the
+ * statement rows the server accepted are added to it (StatementRollup.addEncoded), since only
+ * those count.
  */
 import type pg from 'pg';
 
 import type { Rejection } from './bisect.ts';
 import { writeWithBisection } from './bisect.ts';
 import { COPY_BINARY_HEADER, COPY_BINARY_TRAILER } from './copy-binary.ts';
-import { decodeRow } from './copy-binary-decode.ts';
 import { CHUNK_BYTES, copyIn } from './copy-stream.ts';
 import { decodedRow, type EncodedTable, rowRange } from './encoded-rows.ts';
 import type { TableDef } from './event-tables.ts';
@@ -79,7 +79,11 @@ export async function copyEncoded(
       counters.copyMs += performance.now() - started;
     }
     let rows = 0;
-    for (const p of parts) rows += p.rows.ends.length;
+    for (const p of parts) {
+      rows += p.rows.ends.length;
+      // All or nothing: every row of the COPY is in.
+      rollup?.addEncoded(p.rows.data, p.rows.ends, 0, p.rows.ends.length);
+    }
     return rows;
   }
   let committed = 0;
@@ -101,9 +105,7 @@ export async function copyEncoded(
     await client.query('RELEASE SAVEPOINT pglog_copy');
     counters.bytes += sent.bytes;
     committed += some.length;
-    if (rollup !== null) {
-      for (const r of some) rollup.addRow(decodeRow(def.types, r.part.rows.data, rowRange(r.part.rows, r.index)[0]));
-    }
+    if (rollup !== null) for (const r of some) rollup.addEncoded(r.part.rows.data, r.part.rows.ends, r.index, r.index + 1);
     return null;
   };
   const outcome = await writeWithBisection(refs, attempt);

@@ -6,8 +6,8 @@
  * encoded rows per table, about the size of the log text, instead of an object and its strings
  * per event (about three times that, and old-generation garbage once it was promoted while it
  * waited; issue 15, docs/benchmarks.md). Everything else a commit needs is derived here too:
- * the query templates, the statement rollup of the rows, the rows the encoder refused (as
- * quarantine records), the text repairs. Committing is then sending the Buffers; a row is
+ * the query templates, the rows the encoder refused (as quarantine records), the text repairs;
+ * the statement rollup is read from the encoded rows at commit (StatementRollup.addEncoded). Committing is then sending the Buffers; a row is
  * decoded again (copy-binary-decode.ts) only when the server refuses a COPY and the bad row
  * must be found and quarantined.
  */
@@ -20,16 +20,28 @@ import { decodeRow } from './copy-binary-decode.ts';
 import { mapEvent, type MappedRow, rowContext, type TemplateSet } from './event-rows.ts';
 import { EVENT_TABLES, type EventTable, TABLES } from './event-tables.ts';
 import { encoderReason, quarantineRecord } from './quarantine.ts';
-import { StatementRollup } from './rollup.ts';
+import { type Slab, SlabPool } from './slab-pool.ts';
 import type { QuarantineRecord } from './store-sql.ts';
-import type { SourceRef } from './store-types.ts';
+import type { BatchItem, SourceRef, StorePosition } from './store-types.ts';
 import type { TextRepairs } from './text-clean.ts';
+
+/** What a commit takes: events (encoded by the writer first) or handovers already encoded, and the read positions they reach. */
+export interface StoreBatch {
+  /** Events to map and encode at commit time. */
+  items: BatchItem[];
+  /** Events already encoded when they were handed over (StoreWriter.encode), committed before `items`. */
+  encoded?: EncodedRows[];
+  /** The new read offsets, at most one per (target, instance). */
+  positions: StorePosition[];
+}
 
 /** The encoded rows of one table: the rows back to back, and where each one ends. */
 export interface EncodedTable {
   data: Buffer;
   /** ends[i]: the byte just past row i in `data` (row i starts at ends[i - 1], or 0). */
   ends: Uint32Array;
+  /** The slab `data` is a view of, until recycle() gives it back (null: a Buffer of its own). */
+  slab: Slab | null;
 }
 
 /** One handover's events, ready to be committed. */
@@ -40,8 +52,6 @@ export interface EncodedRows {
   /** Events handed over, encoded or refused. */
   events: number;
   templates: TemplateSet;
-  /** The rollup of the statement rows (all of them: a commit takes them all or, bisecting, decodes). */
-  rollup: StatementRollup;
   /** Rows the encoder refused: quarantined with the batch, never sent. */
   refused: Array<{ table: EventTable; record: QuarantineRecord }>;
   repairs: TextRepairs;
@@ -54,13 +64,14 @@ export interface EncodedRows {
 
 /** Fixed part of what a handover holds: its objects, maps and arrays. */
 const HANDOVER_OVERHEAD_BYTES = 1024;
-/** A template, a rollup part or a refused row beside the encoded rows: its object and map entry. */
+/** A template or a refused row beside the encoded rows: its object and map entry. */
 const ENTRY_OVERHEAD_BYTES = 160;
 
-/** Maps and encodes handovers; one per store writer (the encoders' scratch buffers are reused). */
+/** Maps and encodes handovers; one per store writer (the encoders' scratch buffers and the slabs are reused). */
 export class RowEncoder {
   private readonly encoders: Readonly<Record<EventTable, CopyBinaryEncoder>>;
   private readonly maxTextBytes: number;
+  readonly slabs = new SlabPool();
 
   constructor(maxTextBytes: number) {
     this.maxTextBytes = maxTextBytes;
@@ -69,10 +80,12 @@ export class RowEncoder {
     this.encoders = encoders;
   }
 
-  /** The rows of `events`, read from `source` at `readAt` (ms since 1970). */
-  encode(source: SourceRef, events: readonly PglogEvent[], readAt: number): EncodedRows {
+  /**
+   * The rows of `events`, read from `source` at `readAt` (ms since 1970), in memory of the
+   * batcher's `lane` (slab-pool.ts: rows that commit together share slabs).
+   */
+  encode(source: SourceRef, events: readonly PglogEvent[], readAt: number, lane = 0): EncodedRows {
     const ctx = rowContext(this.maxTextBytes);
-    const rollup = new StatementRollup();
     const refused: EncodedRows['refused'] = [];
     const ends = new Map<EventTable, number[]>();
     for (const event of events) {
@@ -89,17 +102,17 @@ export class RowEncoder {
       } catch (e) {
         if (!isPglogError(e) || e.code !== 'STORE_ENCODING') throw e;
         refused.push({ table: row.table, record: quarantineRecord(row, `STORE_ENCODING: ${encoderReason(row, e.message)}`) });
-        continue;
       }
-      if (row.table === 'statement_events') rollup.addRow(row.values);
     }
     const tables: EncodedRows['tables'] = {};
-    let cost = HANDOVER_OVERHEAD_BYTES + ENTRY_OVERHEAD_BYTES * (ctx.templates.size + rollup.size);
+    let cost = HANDOVER_OVERHEAD_BYTES + ENTRY_OVERHEAD_BYTES * ctx.templates.size;
     // Encoders are per table, so every table's block is still open here: each is copied out once.
     for (const [table, tableEnds] of ends) {
       if (tableEnds.length === 0) continue;
-      const data = this.encoders[table].endRows();
-      tables[table] = { data, ends: Uint32Array.from(tableEnds) };
+      const encoder = this.encoders[table];
+      const { buf: data, slab } = this.slabs.take(encoder.blockLength, lane);
+      encoder.copyBlockTo(data);
+      tables[table] = { data, ends: Uint32Array.from(tableEnds), slab };
       cost += data.length + 4 * tableEnds.length;
     }
     for (const r of refused) cost += ENTRY_OVERHEAD_BYTES + stringHeapBytes(r.record.row);
@@ -108,13 +121,27 @@ export class RowEncoder {
       tables,
       events: events.length,
       templates: ctx.templates,
-      rollup,
       refused,
       repairs: ctx.repairs,
       readTimeUsed: ctx.readTimeUsed,
       newestMs: newestLogMs(events),
       cost,
     };
+  }
+
+  /**
+   * The handover's rows are no longer needed (their batch committed, and the COMMIT's answer
+   * means the server read every byte sent before it): their slabs may be reused. Only then:
+   * data still to be sent, or retried, must stay as it is. Idempotent.
+   */
+  recycle(encoded: EncodedRows): void {
+    for (const t of EVENT_TABLES) {
+      const rows = encoded.tables[t];
+      if (rows === undefined || rows.slab === null) continue;
+      const slab = rows.slab;
+      rows.slab = null;
+      this.slabs.give(slab);
+    }
   }
 }
 

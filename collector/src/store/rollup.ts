@@ -84,6 +84,54 @@ interface Part {
   hist: Map<number, number>;
 }
 
+/** One more call of a part, with its duration when it has one. */
+function count(p: Part, ms: number | null | undefined): void {
+  p.calls++;
+  if (ms === null || ms === undefined) return;
+  p.timed++;
+  p.totalMs += ms;
+  if (p.maxMs === null || ms > p.maxMs) p.maxMs = ms;
+  const bin = durationBin(ms);
+  p.hist.set(bin, (p.hist.get(bin) ?? 0) + 1);
+}
+
+// Where the fields of the row being read start and end (start -1: NULL), as readSpans leaves
+// them: reused for every row, so reading a row allocates nothing.
+const SPANS = new Int32Array(2 * (FINGERPRINT + 1));
+const PG_EPOCH_UNIX_US = 946_684_800_000_000;
+
+/** Records the spans of the first FINGERPRINT + 1 fields of the row at `at` (its field count first). */
+function readSpans(data: Buffer, at: number): void {
+  let p = at + 2;
+  for (let f = 0; f <= FINGERPRINT; f++) {
+    const len = data.readInt32BE(p);
+    p += 4;
+    SPANS[2 * f] = len < 0 ? -1 : p;
+    SPANS[2 * f + 1] = len < 0 ? -1 : p + len;
+    if (len > 0) p += len;
+  }
+}
+
+/** The text of field `f` of the row readSpans read, or null. */
+function text(data: Buffer, f: number): string | null {
+  const start = SPANS[2 * f] as number;
+  return start < 0 ? null : data.toString('utf8', start, SPANS[2 * f + 1]);
+}
+
+/** The bytes of field `f` as a key: one character a byte (distinct bytes, distinct keys), NULL apart. */
+function keyText(data: Buffer, f: number): string {
+  const start = SPANS[2 * f] as number;
+  return start < 0 ? '\u0001' : data.toString('latin1', start, SPANS[2 * f + 1]);
+}
+
+/** A timestamptz field (microseconds from 2000) as microseconds from 1970: a number while safe, else a bigint. */
+function timestampAt(data: Buffer, at: number): Micros {
+  // Exact while the field itself is a safe integer; the sum is checked again.
+  const fromPgEpoch = data.readInt32BE(at) * 4_294_967_296 + data.readUInt32BE(at + 4);
+  const us = fromPgEpoch + PG_EPOCH_UNIX_US;
+  return Number.isSafeInteger(fromPgEpoch) && Number.isSafeInteger(us) ? us : data.readBigInt64BE(at) + BigInt(PG_EPOCH_UNIX_US);
+}
+
 function minuteOf(ts: Micros): Micros {
   if (typeof ts === 'bigint') {
     const m = 60_000_000n;
@@ -115,14 +163,41 @@ export class StatementRollup {
       p = { bucket, target, instance, database, fingerprint, calls: 0, timed: 0, totalMs: 0, maxMs: null, hist: new Map() };
       this.parts.set(key, p);
     }
-    p.calls++;
-    const ms = v[DURATION] as number | null;
-    if (ms === null || ms === undefined) return;
-    p.timed++;
-    p.totalMs += ms;
-    if (p.maxMs === null || ms > p.maxMs) p.maxMs = ms;
-    const bin = durationBin(ms);
-    p.hist.set(bin, (p.hist.get(bin) ?? 0) + 1);
+    count(p, v[DURATION] as number | null);
+  }
+
+  /**
+   * Adds statement rows `from` to `to` (exclusive) of one handover's encoded rows
+   * (encoded-rows.ts: COPY BINARY, STATEMENT_TABLE's columns), reading only the columns the
+   * rollup keys on and decoding names only for a part not seen yet: the rows are not mapped
+   * back to values. The rows of one handover share their target and instance.
+   */
+  addEncoded(data: Buffer, ends: Uint32Array, from: number, to: number): void {
+    let source = '';
+    for (let i = from; i < to; i++) {
+      readSpans(data, i === 0 ? 0 : (ends[i - 1] as number));
+      if (i === from) source = `${text(data, TARGET) ?? ''}\u0000${text(data, INSTANCE) ?? ''}`;
+      const bucket = minuteOf(timestampAt(data, SPANS[2 * TS] as number));
+      const key = `${String(bucket)}\u0000${source}\u0000${keyText(data, DATABASE)}\u0000${keyText(data, FINGERPRINT)}`;
+      let p = this.parts.get(key);
+      if (p === undefined) {
+        p = {
+          bucket,
+          target: text(data, TARGET) ?? '',
+          instance: text(data, INSTANCE) ?? '',
+          database: text(data, DATABASE),
+          fingerprint: text(data, FINGERPRINT),
+          calls: 0,
+          timed: 0,
+          totalMs: 0,
+          maxMs: null,
+          hist: new Map(),
+        };
+        this.parts.set(key, p);
+      }
+      const durationAt = SPANS[2 * DURATION] as number;
+      count(p, durationAt < 0 ? null : data.readDoubleBE(durationAt));
+    }
   }
 
   /** Adds another rollup's parts (the rows of a COPY attempt that the server accepted). */

@@ -3,7 +3,6 @@
  * row mapping. Re-exported by store-writer.ts, where callers import them from.
  */
 import type { PglogEvent } from '../logformat/events.ts';
-import type { EncodedRows } from './encoded-rows.ts';
 import type { TextRepairs } from './text-clean.ts';
 
 /** Where an event was read: a log file of a target's PostgreSQL instance. */
@@ -29,15 +28,6 @@ export interface BatchItem {
   event: PglogEvent;
   /** When the collector read the entry (ms since 1970): the row's ts when the event has none it can trust. */
   readAt: number;
-}
-
-export interface StoreBatch {
-  /** Events to map and encode at commit time. */
-  items: BatchItem[];
-  /** Events already encoded when they were handed over (StoreWriter.encode), committed before `items`. */
-  encoded?: EncodedRows[];
-  /** The new read offsets, at most one per (target, instance). */
-  positions: StorePosition[];
 }
 
 export interface CommitResult {

@@ -46,7 +46,7 @@ import { ConnectionPool, type PoolSlot } from './connection-pool.ts';
 import { CopyBinaryEncoder } from './copy-binary.ts';
 import { copyEncoded, RowsRefused, type TablePart } from './copy-encoded.ts';
 import { copyIn } from './copy-stream.ts';
-import { type EncodedRows, RowEncoder } from './encoded-rows.ts';
+import { type EncodedRows, RowEncoder, type StoreBatch } from './encoded-rows.ts';
 import { TemplateSet } from './event-rows.ts';
 import { EVENT_TABLES, TABLES } from './event-tables.ts';
 import { migrate } from './migrate.ts';
@@ -67,12 +67,13 @@ import {
   lockClaims,
   readPosition,
 } from './store-sql.ts';
-import type { BatchItem, CommitResult, SourceRef, StoreBatch, StorePosition } from './store-types.ts';
+import type { BatchItem, CommitResult, SourceRef, StorePosition } from './store-types.ts';
 import { streamKeyOf } from './store-types.ts';
 import { describeStore, withoutPassword } from './store-url.ts';
 import { addRepairs, DEFAULT_MAX_TEXT_BYTES, MIN_MAX_TEXT_BYTES, noRepairs } from './text-clean.ts';
 
-export type { BatchItem, CommitResult, SourceRef, StoreBatch, StorePosition } from './store-types.ts';
+export type { StoreBatch } from './encoded-rows.ts';
+export type { BatchItem, CommitResult, SourceRef, StorePosition } from './store-types.ts';
 export { streamKeyOf } from './store-types.ts';
 
 export type StoreLog = (level: 'info' | 'warn' | 'error', msg: string, fields?: object) => void;
@@ -228,8 +229,8 @@ export class StoreWriter {
    * The rows of a stream's events, mapped and encoded for a later commit (encoded-rows.ts):
    * the batcher holds these instead of the events while they wait for the store.
    */
-  encode(source: SourceRef, events: readonly PglogEvent[], readAt: number): EncodedRows {
-    return this.rows.encode(source, events, readAt);
+  encode(source: SourceRef, events: readonly PglogEvent[], readAt: number, lane = 0): EncodedRows {
+    return this.rows.encode(source, events, readAt, lane);
   }
 
   /**
@@ -243,12 +244,13 @@ export class StoreWriter {
       const key = streamKeyOf(target, instance);
       if (!streams.has(key)) streams.set(key, { target, instance, epoch: epochs.get(key) ?? 0 });
     };
-    const encoded = [...(batch.encoded ?? []), ...this.encodeItems(batch.items)];
+    const fromItems = this.encodeItems(batch.items);
+    const encoded = [...(batch.encoded ?? []), ...fromItems];
     for (const e of encoded) addStream(e.source.target, e.source.instance);
     for (const p of batch.positions) addStream(p.target, p.instance);
     const wanted = [...streams.values()].sort(compareKeys);
 
-    return this.exclusive('committing a batch', async (client) => {
+    const result = await this.exclusive('committing a batch', async (client) => {
       try {
         return await this.commitOnce(client, encoded, batch.positions, wanted, streams, false);
       } catch (e) {
@@ -257,6 +259,15 @@ export class StoreWriter {
         return await this.commitOnce(client, encoded, batch.positions, wanted, streams, true);
       }
     });
+    // Committed: their memory may be reused (after a failure it is left to the GC instead,
+    // since a dropped connection may not have finished writing it).
+    this.recycle(fromItems);
+    return result;
+  }
+
+  /** Handovers encoded by encode() whose batch committed: their memory is reused (encoded-rows.ts). */
+  recycle(list: readonly EncodedRows[]): void {
+    for (const e of list) this.rows.recycle(e);
   }
 
   /** Items given as events (not encoded by the batcher): encoded per run of one source and read time. */
@@ -312,10 +323,7 @@ export class StoreWriter {
           if (rows !== undefined) parts.push({ source: e.source, rows });
         }
         const statements = t === 'statement_events';
-        result.rows[t] =
-          parts.length === 0 ? 0 : await copyEncoded(client, TABLES[t], parts, savepoints, result, quarantine, statements && savepoints ? rollup : null);
-        // Without savepoints a COPY is all or nothing: its rows are the handovers' whole rollups.
-        if (statements && !savepoints) for (const e of kept) rollup.merge(e.rollup);
+        result.rows[t] = parts.length === 0 ? 0 : await copyEncoded(client, TABLES[t], parts, savepoints, result, quarantine, statements ? rollup : null);
         if (quarantine.length > refusedBefore) (result.quarantinedByTable ??= {})[t] = quarantine.length - refusedBefore;
       }
       // Only rows the server accepted are in it: exactly once, like the rows themselves.

@@ -35,7 +35,7 @@ export const TERMINATION_GRACE_SECONDS = 30;
 
 /**
  * Defaults when the pool leaves resources out. The collector's memory limit sizes its V8 heap
- * (tuning.ts); 1 GiB holds the default store budget (32 MiB of batches), socket buffers and a
+ * (tuning.ts); 1 GiB holds the default store budget (20 MiB of encoded batches), socket buffers and a
  * heap of ~640 MiB. The sidecar holds no log bytes (ssh writes straight into the FIFOs), only
  * a small Node.js heap and the ssh processes' memory.
  */

@@ -66,11 +66,11 @@ const HEAP_SHARE = 0.75;
 /**
  * Off-heap memory that does not scale with the limit: code, stacks, the native parts of ssh2
  * and pg, the tmpfs pages of the shared directory. The 25 % left by HEAP_SHARE holds the
- * Buffers: batches waiting for the store (`--memory-budget`, 32 MiB by default), socket read
+ * Buffers: batches waiting for the store as encoded rows (`--memory-budget`, 20 MiB by default, ADR 0019), socket read
  * buffers and channel windows.
  */
 const NON_HEAP_RESERVE_MIB = 64;
-/** The old space a shard gets when its streams need less: the default store budget's events (32 MiB counted, about 70 MB of heap) and more than twice over: kept from when the budget was 48 MiB, as headroom. */
+/** The old space a shard gets when its streams need less: kept from when the store budget's events lived in the heap (48 MiB counted, about 100 MB of heap), as headroom; they are Buffers now (ADR 0019). */
 const WORKING_OLD_SPACE_MIB = 256;
 /** Below this the collector cannot hold a shard's parser state and a batch; a lower limit is a misconfiguration. */
 const MIN_OLD_SPACE_MIB = 128;

@@ -56,7 +56,7 @@ test("a handover's rows are the mapped events encoded, per table in event order,
   assert.ok(encoded.cost > 0 && encoded.cost < 2 * (fixture.at(-1)!.end - fixture[0]!.offset) + 4096, `cost ${encoded.cost} is about the log's size`);
 });
 
-test('the rollup and the templates of a handover are those of its rows', () => {
+test("the rollup read from a handover's encoded rows and its templates are those of its rows", () => {
   const encoded = new RowEncoder(MAX).encode(SOURCE, fixture, READ_AT);
   const ctx = rowContext(MAX);
   const rollup = new StatementRollup();
@@ -65,7 +65,13 @@ test('the rollup and the templates of a handover are those of its rows', () => {
     if (row.table === 'statement_events') rollup.addRow(row.values);
   }
   assert.ok(rollup.size > 0);
-  assert.deepEqual(encoded.rollup.rows(), rollup.rows());
+  const block = encoded.tables.statement_events!;
+  const fromBytes = new StatementRollup();
+  fromBytes.addEncoded(block.data, block.ends, 0, block.ends.length);
+  assert.deepEqual(fromBytes.rows(), rollup.rows(), 'addEncoded over the rows equals addRow over their values');
+  const rowByRow = new StatementRollup();
+  for (let i = 0; i < block.ends.length; i++) rowByRow.addEncoded(block.data, block.ends, i, i + 1);
+  assert.deepEqual(rowByRow.rows(), rollup.rows(), 'row by row (a bisection) too');
   assert.deepEqual(encoded.templates.sorted(), ctx.templates.sorted());
   assert.equal(encoded.newestMs, newestLogMs(fixture));
 });
@@ -87,8 +93,10 @@ test('a row the encoder refuses becomes a quarantine record; the rows around it 
   assert.equal(refused?.table, 'statement_events');
   assert.match(refused?.record.reason ?? '', /^statement_events: STORE_ENCODING: column pid/);
   assert.equal(refused?.record.fileOffset, 100);
+  const rollup = new StatementRollup();
+  rollup.addEncoded(block.data, block.ends, 0, block.ends.length);
   assert.equal(
-    encoded.rollup.rows().reduce((n, r) => n + (r[5] as number), 0),
+    rollup.rows().reduce((n, r) => n + (r[5] as number), 0),
     2,
     'the refused row is not in the rollup',
   );
@@ -145,4 +153,15 @@ test('appendRow takes a refused row back whole: the block holds the rows before 
   assert.equal(data.length, second);
   assert.deepEqual(decodeRow(['int4', 'text'], data, 0), [1, 'a']);
   assert.deepEqual(decodeRow(['int4', 'text'], data, first), [3, 'c']);
+});
+
+test("recycle() gives a committed handover's slabs back, once: the next handovers reuse them", () => {
+  const rows = new RowEncoder(MAX);
+  const first = rows.encode(SOURCE, fixture, READ_AT);
+  const made = rows.slabs.made;
+  rows.recycle(first);
+  rows.recycle(first);
+  for (let i = 0; i < 50; i++) rows.recycle(rows.encode(SOURCE, fixture, READ_AT));
+  assert.equal(rows.slabs.made, made, 'no new slab for handovers that commit as fast as they come');
+  assert.ok(Object.values(first.tables).every((t) => t.slab === null));
 });
