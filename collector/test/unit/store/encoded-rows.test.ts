@@ -3,7 +3,6 @@
 // derives besides them (rollup, templates, refused rows) is what the events give; a row read
 // back (copy-binary-decode) is the row that was encoded.
 import assert from 'node:assert/strict';
-import { readFileSync } from 'node:fs';
 import { test } from 'node:test';
 
 import fc from 'fast-check';
@@ -17,16 +16,13 @@ import { mapEvent, rowContext } from '../../../src/store/event-rows.ts';
 import { EVENT_TABLES, TABLES } from '../../../src/store/event-tables.ts';
 import { StatementRollup } from '../../../src/store/rollup.ts';
 import { statementEvent } from '../../helpers/events.ts';
-import { parseChunks } from '../../helpers/parse.ts';
+import { pipelineEvents, ROW_MAX_TEXT, ROW_READ_AT, ROW_SOURCE } from '../../helpers/row-fixture.ts';
 
-const SOURCE = { target: 'db1', instance: 'main', file: 'log/postgresql-2026-11-21.log' };
-const READ_AT = Date.parse('2026-11-22T00:00:00.000Z');
-const MAX = 1024 * 1024;
+const SOURCE = ROW_SOURCE;
+const READ_AT = ROW_READ_AT;
+const MAX = ROW_MAX_TEXT;
 
-const fixture = parseChunks(
-  { format: 'stderr', prefix: '%m [%p] %q%u@%d ' },
-  readFileSync(new URL('../../fixtures/pipeline-stderr.log', import.meta.url)),
-).events;
+const fixture = pipelineEvents();
 
 test("a handover's rows are the mapped events encoded, per table in event order, each row's end recorded", () => {
   const encoded = new RowEncoder(MAX).encode(SOURCE, fixture, READ_AT);

@@ -1,7 +1,6 @@
 // Events → rows of the event tables: every kind to its table, in the table's column order and
 // types, text cleaned, timestamps exact.
 import assert from 'node:assert/strict';
-import { readFileSync } from 'node:fs';
 import { test } from 'node:test';
 
 import type { PglogEvent } from '../../../src/logformat/events.ts';
@@ -12,16 +11,13 @@ import { EVENT_TABLES, TABLES } from '../../../src/store/event-tables.ts';
 import { quarantineRecord } from '../../../src/store/quarantine.ts';
 import { cutMarker } from '../../../src/store/text-clean.ts';
 import { statementEvent } from '../../helpers/events.ts';
-import { parseChunks } from '../../helpers/parse.ts';
+import { pipelineEvents, ROW_MAX_TEXT, ROW_READ_AT, ROW_SOURCE } from '../../helpers/row-fixture.ts';
 
-const SOURCE = { target: 'db1', instance: 'main', file: 'log/postgresql-2026-11-21.log' };
-const READ_AT = Date.parse('2026-11-22T00:00:00.000Z');
-const MAX = 1024 * 1024;
+const SOURCE = ROW_SOURCE;
+const READ_AT = ROW_READ_AT;
+const MAX = ROW_MAX_TEXT;
 
-const fixture = parseChunks(
-  { format: 'stderr', prefix: '%m [%p] %q%u@%d ' },
-  readFileSync(new URL('../../fixtures/pipeline-stderr.log', import.meta.url)),
-).events;
+const fixture = pipelineEvents();
 
 function byKind<K extends PglogEvent['kind']>(kind: K): Extract<PglogEvent, { kind: K }> {
   const e = fixture.find((x) => x.kind === kind);
