@@ -49,8 +49,6 @@ export interface EncodedRows {
   source: SourceRef;
   /** Rows per event table; a table without rows is absent. */
   tables: Partial<Record<EventTable, EncodedTable>>;
-  /** Events handed over, encoded or refused. */
-  events: number;
   templates: TemplateSet;
   /** Rows the encoder refused: quarantined with the batch, never sent. */
   refused: Array<{ table: EventTable; record: QuarantineRecord }>;
@@ -119,7 +117,6 @@ export class RowEncoder {
     return {
       source,
       tables,
-      events: events.length,
       templates: ctx.templates,
       refused,
       repairs: ctx.repairs,
@@ -163,10 +160,11 @@ export function rowRange(t: EncodedTable, i: number): [number, number] {
 /** Row `i` of an encoded table, decoded again, as the quarantine takes it. */
 export function decodedRow(table: EventTable, t: EncodedTable, i: number, source: SourceRef): MappedRow {
   const def = TABLES[table];
-  const values = decodeRow(def.types, t.data, rowRange(t, i)[0]);
+  const [start, end] = rowRange(t, i);
+  const values = decodeRow(def.types, t.data, start);
   const offset = values[def.columns.indexOf('file_offset')];
   const kind = table === 'other_events' ? (values[def.columns.indexOf('kind')] as PglogEvent['kind']) : kindOfTable(table);
-  return { table, values, size: rowRange(t, i)[1] - rowRange(t, i)[0], source, offset: typeof offset === 'number' ? offset : NaN, kind };
+  return { table, values, size: end - start, source, offset: typeof offset === 'number' ? offset : NaN, kind };
 }
 
 function kindOfTable(table: Exclude<EventTable, 'other_events'>): PglogEvent['kind'] {
