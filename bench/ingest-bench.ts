@@ -7,7 +7,8 @@
  *                              [--warmup 5] [--fleet-nice 10] [--collector-arg ARG ...]
  *                              [--profile-at MB_PER_SEC] [--tuned-for-limit MIB]
  *                              [--node-options 'FLAGS' ...] [--launcher-flags 'FLAGS' ...]
- *                              [--variant-args 'ARGS' ...] [--baseline DIR] [--pin-collector CORE]
+ *                              [--variant-args 'ARGS' ...] [--collector-env 'K=V ...' ...]
+ *                              [--baseline DIR] [--pin-collector CORE]
  *                              [--out FILE.md] [--keep] [--verbose]
  *
  * Sets up a throwaway store (PostgreSQL 15, track_commit_timestamp on) and N real OpenSSH
@@ -26,7 +27,9 @@
  * --launcher-flags one with the launcher's own V8 flags for a collector replaced by FLAGS
  * (PGLOG_NODE_FLAGS, cli/bin/pglog; '' runs Node's defaults, as before ADR 0018), each
  * --variant-args one with ARGS (space-separated) added to the collector's arguments (e.g. the
- * settings of an earlier version, `--ssh-window 2MiB --memory-budget 128MiB`), and --baseline
+ * settings of an earlier version, `--ssh-window 2MiB --memory-budget 128MiB`), each
+ * --collector-env one with those variables added to the collector's environment (e.g. glibc
+ * malloc's tunables, `MALLOC_ARENA_MAX=2`), and --baseline
  * DIR one with the collector of another checkout (DIR/cli/bin/pglog, with its own
  * node_modules: `git worktree add DIR REV && cp -a node_modules DIR/`), its defaults, right
  * after this tree's run at each rate. Everything started is stopped
@@ -62,11 +65,23 @@ const { values } = parseArgs({
     'node-options': { type: 'string', multiple: true, default: [] },
     'launcher-flags': { type: 'string', multiple: true, default: [] },
     'variant-args': { type: 'string', multiple: true, default: [] },
+    'collector-env': { type: 'string', multiple: true, default: [] },
     baseline: { type: 'string' },
     ...FLEET_BENCH_OPTIONS,
   },
 });
 const servers = Number(values.servers);
+
+/** `K=V K2=V2` (space-separated, no quoting) as an environment. */
+function parseEnvAssignments(text: string): Record<string, string> {
+  const env: Record<string, string> = {};
+  for (const word of text.split(' ').filter((w) => w !== '')) {
+    const eq = word.indexOf('=');
+    if (eq <= 0) throw new Error(`--collector-env takes K=V words, got '${word}'`);
+    env[word.slice(0, eq)] = word.slice(eq + 1);
+  }
+  return env;
+}
 const rates = values['mb-per-sec'].split(',').map(Number);
 const profileRate = values['profile-at'] === undefined ? undefined : Number(values['profile-at']);
 const tunedLimitMiB = values['tuned-for-limit'] === undefined ? undefined : Number(values['tuned-for-limit']);
@@ -128,7 +143,7 @@ const profiled: RunResult[] = [];
 const failures: string[] = [];
 try {
   const { store, fleet } = await startStoreAndFleet(servers, fleetNice, cleanups, say);
-  type Tuning = { nodeOptions: string; uvThreadpoolSize?: number; label: string; launcherFlags?: string } | undefined;
+  type Tuning = { nodeOptions: string; uvThreadpoolSize?: number; label: string; launcherFlags?: string; env?: Record<string, string> } | undefined;
   const plan: Array<{ rate: number; profile: boolean; tuning: Tuning; extraArgs?: string[]; pglog?: string }> = [
     ...rates.flatMap((rate) => [
       { rate, profile: false, tuning: undefined },
@@ -141,6 +156,11 @@ try {
         tuning: { nodeOptions: '', launcherFlags: flags, label: flags === '' ? "Node's defaults (no launcher flags)" : `launcher flags \`${flags}\`` },
       })),
       ...values['variant-args'].map((args) => ({ rate, profile: false, tuning: undefined, extraArgs: args.split(' ').filter((a) => a !== '') })),
+      ...values['collector-env'].map((vars) => ({
+        rate,
+        profile: false,
+        tuning: { nodeOptions: '', env: parseEnvAssignments(vars), label: `environment \`${vars}\`` },
+      })),
     ]),
     ...(profileRate === undefined ? [] : [{ rate: profileRate, profile: true, tuning: undefined }]),
   ];

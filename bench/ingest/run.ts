@@ -48,7 +48,7 @@ export interface RunOptions {
   /** Run the collector under V8's sampling profiler (`--cpu-prof` into this directory) and split the window's samples by stage. */
   profileDir?: string;
   /** Node and V8 settings of the collector, as the operator's tuning sets them in a pod (default: Node's own). */
-  tuning?: { nodeOptions: string; uvThreadpoolSize?: number; label: string; launcherFlags?: string };
+  tuning?: { nodeOptions: string; uvThreadpoolSize?: number; label: string; launcherFlags?: string; env?: Record<string, string> };
   /** The collector alone on `core` (every thread), its descendants on `others` (bench/transport/pinning.ts). */
   pin?: { core: number; others: string };
   /** The launcher of another checkout to run instead of this tree's (a baseline). */
@@ -154,6 +154,8 @@ export async function measureRun(o: RunOptions): Promise<RunResult> {
       ...(o.tuning?.uvThreadpoolSize === undefined ? {} : { UV_THREADPOOL_SIZE: String(o.tuning.uvThreadpoolSize) }),
       // The launcher's V8 flags for a collector (cli/bin/pglog): its own unless a column replaces them.
       ...(o.tuning?.launcherFlags === undefined ? {} : { PGLOG_NODE_FLAGS: o.tuning.launcherFlags }),
+      // A column's own environment (e.g. glibc malloc's tunables, --collector-env).
+      ...o.tuning?.env,
     },
   });
   // The launcher execs node: the pid is the collector's own process.
