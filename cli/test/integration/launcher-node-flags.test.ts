@@ -1,6 +1,6 @@
 // The launcher (cli/bin/pglog) gives `pglog collect` V8 heap flags sized for a
 // collector (ADR 0018), leaves a flag NODE_OPTIONS sets to it, lets PGLOG_NODE_FLAGS replace
-// its defaults, and gives other commands none. Run through the real launcher and the real
+// its defaults, and gives other commands none; likewise glibc malloc's settings (ADR 0020). Run through the real launcher and the real
 // Node: a module preloaded through NODE_OPTIONS reports the process's flags and V8's heap
 // limit before main.ts runs, then exits.
 import assert from 'node:assert/strict';
@@ -15,6 +15,8 @@ import { runCommand } from '@pglog/test-support/run-command.ts';
 interface Probe {
   execArgv: string[];
   heapSizeLimit: number;
+  /** glibc malloc's settings in the environment the process started with. */
+  malloc: { arenaMax?: string; mmapThreshold?: string };
 }
 
 const dir = mkdtempSync(join(tmpdir(), 'pglog-launcher-'));
@@ -25,7 +27,8 @@ writeFileSync(
   probe,
   `import v8 from 'node:v8';
 if (process.argv[1]?.endsWith('main.ts')) {
-  process.stdout.write(JSON.stringify({ execArgv: process.execArgv, heapSizeLimit: v8.getHeapStatistics().heap_size_limit }));
+  const malloc = { arenaMax: process.env.MALLOC_ARENA_MAX, mmapThreshold: process.env.MALLOC_MMAP_THRESHOLD_ };
+  process.stdout.write(JSON.stringify({ execArgv: process.execArgv, heapSizeLimit: v8.getHeapStatistics().heap_size_limit, malloc }));
   process.exit(0);
 }
 `,
@@ -36,6 +39,8 @@ async function launched(args: string[], env: Record<string, string | undefined> 
   const base = { ...process.env };
   delete base.NODE_OPTIONS;
   delete base.PGLOG_NODE_FLAGS;
+  delete base.MALLOC_ARENA_MAX;
+  delete base.MALLOC_MMAP_THRESHOLD_;
   const nodeOptions = `${env.NODE_OPTIONS ?? ''} --import=${probe}`.trim();
   const r = await runCommand(PGLOG, args, { env: { ...base, ...env, NODE_OPTIONS: nodeOptions } });
   assert.equal(r.code, 0, r.stderr);
@@ -80,6 +85,12 @@ test("PGLOG_NODE_FLAGS replaces the launcher's flags; empty runs Node's defaults
   assert.deepEqual(tunedFlags(own), ['--max-semi-space-size=2']);
 });
 
+test("pglog collect runs with glibc malloc's settings for a collector; the environment's own win", async () => {
+  assert.deepEqual((await launched(['collect', '--help'])).malloc, { arenaMax: '2', mmapThreshold: '65536' });
+  const given = await launched(['collect', '--help'], { MALLOC_ARENA_MAX: '8', MALLOC_MMAP_THRESHOLD_: '131072' });
+  assert.deepEqual(given.malloc, { arenaMax: '8', mmapThreshold: '131072' });
+});
+
 test("other commands run with Node's defaults", async () => {
   for (const args of [
     ['parse', '--help'],
@@ -88,5 +99,6 @@ test("other commands run with Node's defaults", async () => {
   ]) {
     const p = await launched(args);
     assert.deepEqual(tunedFlags(p), [], args.join(' '));
+    assert.deepEqual(p.malloc, {}, args.join(' '));
   }
 });
