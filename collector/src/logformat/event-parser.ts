@@ -308,7 +308,8 @@ export class EventParser {
         }
       }
     }
-    const t = this.templates.template(query);
+    // The SQL's bytes are its UTF-8 (it decoded cleanly): the normalizer copies them.
+    const t = this.templates.templateOfUtf8(query, m, sp.queryStart, sp.queryEnd);
     const db = this.database;
     return {
       kind: 'statement',

@@ -194,6 +194,24 @@ export function encodeInput(sql: string): number {
 }
 
 /**
+ * encodeInput for a text whose UTF-8 bytes the caller has: `source[s, e)`, which must be
+ * exactly what encodeInput would write (the bytes the text was decoded from, when they decoded
+ * without a replacement). A copy instead of encoding the string again.
+ */
+export function copyInput(source: Buffer, s: number, e: number): number {
+  const n = e - s;
+  if (input.a.length < n + 4) input = grow(input, n + 4, 0);
+  const a = input.a;
+  if (n <= SHORT) for (let k = 0; k < n; k++) a[k] = source[s + k]!;
+  else source.copy(input.raw as unknown as Buffer, 0, s, e);
+  a[n] = 0;
+  a[n + 1] = 0;
+  a[n + 2] = 0;
+  a[n + 3] = 0;
+  return n;
+}
+
+/**
  * The input buffer's text as 32-bit words, zero-padded after its length to a whole word:
  * valid from encodeInput until the next scan or encodeInput.
  */

@@ -10,7 +10,7 @@
 import { hash } from 'node:crypto';
 
 import { stringHeapBytes } from '../heap-bytes.ts';
-import { decodeOutput, encodeInput, inputWords, literalsReplaced, outputWords, releaseBuffers, scanInput } from './sql-scanner.ts';
+import { copyInput, decodeOutput, encodeInput, inputWords, literalsReplaced, outputWords, releaseBuffers, scanInput } from './sql-scanner.ts';
 
 /**
  * The fingerprint of a normalized template: the first 8 bytes of SHA-256 over the UTF-8
@@ -141,8 +141,20 @@ export class TemplateCache {
   }
 
   template(sql: string): QueryTemplate {
-    const n = encodeInput(sql);
-    const short = sql.length <= MAX_VERBATIM_CHARS;
+    return this.templateOfInput(sql.length, encodeInput(sql));
+  }
+
+  /**
+   * template(sql) for SQL decoded from `bytes[s, e)` without a replacement or a removed NUL
+   * (Decoder.decodeClean): those bytes are its UTF-8, so they are copied rather than encoded again.
+   */
+  templateOfUtf8(sql: string, bytes: Buffer, s: number, e: number): QueryTemplate {
+    return this.templateOfInput(sql.length, copyInput(bytes, s, e));
+  }
+
+  /** The template of the text in the scanner's input: `n` bytes of UTF-8, `chars` UTF-16 code units. */
+  private templateOfInput(chars: number, n: number): QueryTemplate {
+    const short = chars <= MAX_VERBATIM_CHARS;
     const inKey = short ? hashWords(inputWords(), n) : 0;
     if (short) {
       const again = this.verbatim.get(inKey);
@@ -151,7 +163,7 @@ export class TemplateCache {
         return again.template;
       }
     }
-    const len = scanInput(n, n === sql.length);
+    const len = scanInput(n, n === chars);
     if (len > this.maxTemplateBytes) {
       // Kept nowhere: a fresh template, gone with the event that carries it.
       const normalized = decodeOutput(len);

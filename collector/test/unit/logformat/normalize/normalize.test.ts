@@ -264,6 +264,28 @@ void describe('TemplateCache', () => {
     );
   });
 
+  void test('a text given with the bytes it was decoded from: the same template as the text alone', () => {
+    const cache = new TemplateCache({ maxEntries: 8 });
+    const sqlish = fc.string({
+      unit: fc.constantFrom('a', 'B', '1', ' ', "'", '$', '(', ')', ',', 'é', 'И', '😀', 'in', '$1', ' ', 'x'.repeat(30)),
+      maxLength: 40,
+    });
+    fc.assert(
+      fc.property(fc.array(sqlish, { minLength: 1, maxLength: 10 }), fc.string({ maxLength: 8 }), (sqls, around) => {
+        for (const sql of [...sqls, ...sqls]) {
+          // The text inside other bytes, as an entry's message carries it.
+          const head = Buffer.from(around);
+          const bytes = Buffer.concat([head, Buffer.from(sql), head]);
+          const normalized = normalizeQuery(sql);
+          const expected = { normalized, fingerprint: fingerprintOf(normalized) };
+          assert.deepEqual(cache.templateOfUtf8(sql, bytes, head.length, bytes.length - head.length), expected, JSON.stringify(sql));
+          assert.deepEqual(cache.template(sql), expected, JSON.stringify(sql));
+        }
+      }),
+      { numRuns: 300 },
+    );
+  });
+
   void test('texts without constants are reused verbatim; results equal a fresh normalization', () => {
     const cache = new TemplateCache({ maxEntries: 2 });
     const sqls = ['SELECT * FROM t WHERE id = $1', 'SELECT 1', 'SELECT now()', 'UPDATE t SET a = $1 WHERE b = $2', "SELECT 'x'"];
