@@ -3,7 +3,9 @@
  * ingest benchmark's own log mix (bench/ingest/statements.ts: pgbench TPC-B, 10 % extended
  * protocol, 8 % ORM-style queries) parsed by LogParser, mapped to store rows (mapEvent) and
  * encoded as COPY BINARY (CopyBinaryEncoder, 20,000-row batches as the collector's default),
- * in three cumulative stages, as CPU milliseconds per MB of log.
+ * in three cumulative stages, as CPU milliseconds per MB of log; then the path the collector
+ * takes since ADR 0019: each 64 KiB slice's events encoded into the rows the batcher holds
+ * (RowEncoder), and the statement rollup read from those rows as a commit does.
  *
  *   node bench/row-path-bench.ts [--baseline DIR] [--mb 60] [--rounds 5] [--out FILE.md]
  *
@@ -20,21 +22,28 @@ import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 
+import type { PglogEvent } from '@pglog/collector/logformat/events.ts';
 import type * as ParserModule from '@pglog/collector/logformat/log-parser.ts';
 import type * as NormalizeModule from '@pglog/collector/logformat/normalize/normalize.ts';
 import type * as CopyModule from '@pglog/collector/store/copy-binary.ts';
+import type * as EncodedRowsModule from '@pglog/collector/store/encoded-rows.ts';
 import type * as RowsModule from '@pglog/collector/store/event-rows.ts';
 import type * as TablesModule from '@pglog/collector/store/event-tables.ts';
+import type * as RollupModule from '@pglog/collector/store/rollup.ts';
 
 import { writeSection } from './lib/doc-section.ts';
 
-const STAGES = ['parse', 'map', 'encode'] as const;
+const STAGES = ['parse', 'map', 'encode', 'held', 'rollup'] as const;
 type Stage = (typeof STAGES)[number];
 const STAGE_LABEL: Record<Stage, string> = {
   parse: 'parse (split, assemble, decode, classify, normalize)',
   map: '… and map to rows (mapEvent, text cleaning, timestamps)',
   encode: '… and encode COPY BINARY (CopyBinaryEncoder)',
+  held: "parse, and each 64 KiB slice's events encoded as the collector holds them (RowEncoder, ADR 0019)",
+  rollup: '… and the statement rollup read from those rows at commit (StatementRollup.addEncoded)',
 };
+/** The collector's slice (instance-stream.ts SLICE_BYTES): one handover to the batcher each. */
+const SLICE_BYTES = 64 * 1024;
 
 const { values } = parseArgs({
   options: {
@@ -66,6 +75,49 @@ async function child(checkout: string, stage: Stage, logPath: string): Promise<{
   const source = { target: 'bench', instance: 'bench-0', file: 'postgresql.log' };
   const encoders = Object.fromEntries(EVENT_TABLES.map((t) => [t, new CopyBinaryEncoder(TABLES[t].types, { initialSize: 1 << 20 })]));
   let events = 0;
+  if (stage === 'held' || stage === 'rollup') {
+    const { RowEncoder } = (await import(join(checkout, 'collector/src/store/encoded-rows.ts'))) as typeof EncodedRowsModule;
+    const { StatementRollup } = (await import(join(checkout, 'collector/src/store/rollup.ts'))) as typeof RollupModule;
+    /** The collector's path: each slice's events encoded into held rows, and at commit the rows summed into the batch's rollup. */
+    const heldPass = (): number => {
+      const started = process.cpuUsage();
+      const rowEncoder = new RowEncoder(1024 * 1024);
+      let rollup = new StatementRollup();
+      let rows = 0;
+      let slice: PglogEvent[] = [];
+      const handOver = (): void => {
+        const encoded = rowEncoder.encode(source, slice, 0);
+        const block = encoded.tables.statement_events;
+        if (stage === 'rollup' && block !== undefined) rollup.addEncoded(block.data, block.ends, 0, block.ends.length);
+        rowEncoder.recycle(encoded);
+        rows += slice.length;
+        slice = [];
+        // A batch commits at 20,000 rows: its rollup goes with it.
+        if (rows >= 20_000) {
+          rows = 0;
+          rollup = new StatementRollup();
+        }
+      };
+      events = 0;
+      const parser = new LogParser(
+        { format: 'stderr', prefix: '%m [%p] %q%u@%d ', encodings: { defaultEncoding: 'UTF8', databases: {} }, templates },
+        (event) => {
+          events++;
+          slice.push(event);
+        },
+      );
+      for (let i = 0; i < data.length; i += SLICE_BYTES) {
+        parser.push(data.subarray(i, Math.min(data.length, i + SLICE_BYTES)));
+        handOver();
+      }
+      parser.end();
+      handOver();
+      const used = process.cpuUsage(started);
+      return (used.user + used.system) / 1000;
+    };
+    heldPass();
+    return { cpuMs: heldPass(), events, bytes: data.length };
+  }
   const pass = (): number => {
     const started = process.cpuUsage();
     let ctx = rowContext(1024 * 1024);

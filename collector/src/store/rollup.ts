@@ -82,6 +82,14 @@ interface Part {
   totalMs: number;
   maxMs: number | null;
   hist: Map<number, number>;
+  /**
+   * For addEncoded's index: the part's source (`target NUL instance`) and the bytes of its
+   * database and fingerprint fields as latin1 (one character a byte; null for NULL), as the
+   * last encoded row found through its key had them; null source: not known yet.
+   */
+  source: string | null;
+  databaseBytes: string | null;
+  fingerprintBytes: string | null;
 }
 
 /** One more call of a part, with its duration when it has one. */
@@ -124,6 +132,33 @@ function keyText(data: Buffer, f: number): string {
   return start < 0 ? '\u0001' : data.toString('latin1', start, SPANS[2 * f + 1]);
 }
 
+/** The bytes of field `f` as latin1 (one character a byte), null for NULL. */
+function bytesText(data: Buffer, f: number): string | null {
+  const start = SPANS[2 * f] as number;
+  return start < 0 ? null : data.toString('latin1', start, SPANS[2 * f + 1]);
+}
+
+/** Whether field `f` of the row readSpans read is `bytes` (bytesText's form). */
+function fieldIs(data: Buffer, f: number, bytes: string | null): boolean {
+  const start = SPANS[2 * f] as number;
+  if (start < 0 || bytes === null) return start < 0 && bytes === null;
+  const end = SPANS[2 * f + 1] as number;
+  if (end - start !== bytes.length) return false;
+  for (let i = start; i < end; i++) if (data[i] !== bytes.charCodeAt(i - start)) return false;
+  return true;
+}
+
+const FNV_PRIME = 0x01000193;
+
+/** FNV-1a over field `f`'s bytes (NULL hashes apart from every text), continuing from `h`. */
+function hashField(h: number, data: Buffer, f: number): number {
+  const start = SPANS[2 * f] as number;
+  if (start < 0) return Math.imul(h ^ 0x100, FNV_PRIME);
+  const end = SPANS[2 * f + 1] as number;
+  for (let i = start; i < end; i++) h = Math.imul(h ^ data[i]!, FNV_PRIME);
+  return Math.imul(h ^ 0x101, FNV_PRIME);
+}
+
 /** A timestamptz field (microseconds from 2000) as microseconds from 1970: a number while safe, else a bigint. */
 function timestampAt(data: Buffer, at: number): Micros {
   // Exact while the field itself is a safe integer; the sum is checked again.
@@ -141,9 +176,33 @@ function minuteOf(ts: Micros): Micros {
   return Math.floor(ts / MINUTE_MICROS) * MINUTE_MICROS;
 }
 
+function newPart(bucket: Micros, target: string, instance: string, database: string | null, fingerprint: string | null): Part {
+  return {
+    bucket,
+    target,
+    instance,
+    database,
+    fingerprint,
+    calls: 0,
+    timed: 0,
+    totalMs: 0,
+    maxMs: null,
+    hist: new Map(),
+    source: null,
+    databaseBytes: null,
+    fingerprintBytes: null,
+  };
+}
+
 /** Sums statement rows per minute and key. */
 export class StatementRollup {
   private readonly parts = new Map<string, Part>();
+  /**
+   * addEncoded's way to a part without making its key string: a hash of the row's bucket,
+   * source, database and fingerprint bytes, to the part last found for it. A hit is checked
+   * field by field; a miss or a collision goes through `parts`, which stays the only truth.
+   */
+  private readonly index = new Map<number, Part>();
 
   /** Adds the rows (statement_events values, in STATEMENT_TABLE order) a COPY stored. */
   add(rows: ReadonlyArray<readonly unknown[]>): void {
@@ -160,7 +219,7 @@ export class StatementRollup {
     const key = `${String(bucket)}\u0000${target}\u0000${instance}\u0000${database ?? '\u0001'}\u0000${fingerprint ?? '\u0001'}`;
     let p = this.parts.get(key);
     if (p === undefined) {
-      p = { bucket, target, instance, database, fingerprint, calls: 0, timed: 0, totalMs: 0, maxMs: null, hist: new Map() };
+      p = newPart(bucket, target, instance, database, fingerprint);
       this.parts.set(key, p);
     }
     count(p, v[DURATION] as number | null);
@@ -174,30 +233,46 @@ export class StatementRollup {
    */
   addEncoded(data: Buffer, ends: Uint32Array, from: number, to: number): void {
     let source = '';
+    let sourceHash = 0;
     for (let i = from; i < to; i++) {
       readSpans(data, i === 0 ? 0 : (ends[i - 1] as number));
-      if (i === from) source = `${text(data, TARGET) ?? ''}\u0000${text(data, INSTANCE) ?? ''}`;
+      if (i === from) {
+        source = `${text(data, TARGET) ?? ''}\u0000${text(data, INSTANCE) ?? ''}`;
+        sourceHash = hashField(hashField(0x811c9dc5, data, TARGET), data, INSTANCE);
+      }
       const bucket = minuteOf(timestampAt(data, SPANS[2 * TS] as number));
-      const key = `${String(bucket)}\u0000${source}\u0000${keyText(data, DATABASE)}\u0000${keyText(data, FINGERPRINT)}`;
-      let p = this.parts.get(key);
-      if (p === undefined) {
-        p = {
-          bucket,
-          target: text(data, TARGET) ?? '',
-          instance: text(data, INSTANCE) ?? '',
-          database: text(data, DATABASE),
-          fingerprint: text(data, FINGERPRINT),
-          calls: 0,
-          timed: 0,
-          totalMs: 0,
-          maxMs: null,
-          hist: new Map(),
-        };
-        this.parts.set(key, p);
+      // Minutes since 1970 fit 32 bits for every year a number bucket covers; a bigint one takes the key.
+      const hash =
+        typeof bucket === 'number' ? hashField(hashField(Math.imul(sourceHash ^ (bucket / MINUTE_MICROS), FNV_PRIME), data, DATABASE), data, FINGERPRINT) : 0;
+      let p = typeof bucket === 'number' ? this.index.get(hash) : undefined;
+      if (
+        p === undefined ||
+        p.bucket !== bucket ||
+        p.source !== source ||
+        !fieldIs(data, DATABASE, p.databaseBytes) ||
+        !fieldIs(data, FINGERPRINT, p.fingerprintBytes)
+      ) {
+        p = this.partOf(data, bucket, source);
+        if (typeof bucket === 'number') this.index.set(hash, p);
       }
       const durationAt = SPANS[2 * DURATION] as number;
       count(p, durationAt < 0 ? null : data.readDoubleBE(durationAt));
     }
+  }
+
+  /** The part of the row readSpans read, found or made by its key. */
+  private partOf(data: Buffer, bucket: Micros, source: string): Part {
+    const key = `${String(bucket)}\u0000${source}\u0000${keyText(data, DATABASE)}\u0000${keyText(data, FINGERPRINT)}`;
+    let p = this.parts.get(key);
+    if (p === undefined) {
+      p = newPart(bucket, text(data, TARGET) ?? '', text(data, INSTANCE) ?? '', text(data, DATABASE), text(data, FINGERPRINT));
+      this.parts.set(key, p);
+    }
+    // Equal keys are equal bytes: the row's bytes are the part's.
+    p.source = source;
+    p.databaseBytes = bytesText(data, DATABASE);
+    p.fingerprintBytes = bytesText(data, FINGERPRINT);
+    return p;
   }
 
   /** Adds another rollup's parts (the rows of a COPY attempt that the server accepted). */
@@ -205,7 +280,7 @@ export class StatementRollup {
     for (const [key, o] of other.parts) {
       const p = this.parts.get(key);
       if (p === undefined) {
-        this.parts.set(key, { ...o, hist: new Map(o.hist) });
+        this.parts.set(key, { ...o, hist: new Map(o.hist), source: null });
         continue;
       }
       p.calls += o.calls;

@@ -7,6 +7,8 @@ import { test } from 'node:test';
 
 import fc from 'fast-check';
 
+import { CopyBinaryEncoder } from '../../../src/store/copy-binary.ts';
+import { TABLES } from '../../../src/store/event-tables.ts';
 import { BIN_BASE_MS, durationBin, durationOfBin, histogramPercentile, MAX_BIN, MAX_PERCENTILE_ERROR, StatementRollup } from '../../../src/store/rollup.ts';
 
 /** A statement_events row with the columns the rollup reads (the others null). */
@@ -121,4 +123,49 @@ test('percentiles from the histogram are within MAX_PERCENTILE_ERROR of the exac
     ),
   );
   assert.equal(histogramPercentile([], [], 0.5), null);
+});
+
+test('property: rows read from their COPY BINARY bytes, in any split, give the rollup of their values', () => {
+  const encoder = new CopyBinaryEncoder(TABLES.statement_events.types);
+  const t0 = Date.UTC(2026, 0, 1, 10, 0, 0);
+  // Few distinct values, so that keys repeat, alternate and differ in one field only.
+  const name = fc.constantFrom(null, 'app', 'apq', 'bd', 'база', 'a\u0001');
+  const handover = fc.record({
+    target: fc.constantFrom('db1', 'db2', 'дб'),
+    rows: fc.array(
+      fc.tuple(
+        fc.integer({ min: -90_000, max: 200_000 }),
+        name,
+        fc.constantFrom(null, 'fa', 'fb', 'f'),
+        fc.option(fc.double({ min: 0, max: 1e6, noNaN: true })),
+      ),
+      { minLength: 1, maxLength: 40 },
+    ),
+    cuts: fc.array(fc.nat(40), { maxLength: 4 }),
+  });
+  fc.assert(
+    fc.property(fc.array(handover, { minLength: 1, maxLength: 4 }), (handovers) => {
+      const fromValues = new StatementRollup();
+      const fromBytes = new StatementRollup();
+      for (const h of handovers) {
+        const rows = h.rows.map(([ms, database, fingerprint, duration]) => row(t0 + ms, h.target, database, fingerprint, duration));
+        fromValues.add(rows);
+        let data = Buffer.alloc(0);
+        const ends: number[] = [];
+        for (const r of rows) {
+          data = Buffer.concat([data, encoder.encodeRows([r])]);
+          ends.push(data.length);
+        }
+        const bounds = [...new Set([0, ...h.cuts.filter((c) => c < rows.length), rows.length])].sort((a, b) => a - b);
+        for (let k = 1; k < bounds.length; k++) fromBytes.addEncoded(data, Uint32Array.from(ends), bounds[k - 1]!, bounds[k]!);
+      }
+      const sorted = (r: StatementRollup): string[] =>
+        r
+          .rows()
+          .map((v) => JSON.stringify(v))
+          .sort();
+      assert.deepEqual(sorted(fromBytes), sorted(fromValues));
+    }),
+    { numRuns: 300 },
+  );
 });
