@@ -152,11 +152,20 @@ async function child(checkout: string, stage: Stage, logPath: string): Promise<{
   return { cpuMs: pass(), events, bytes: data.length };
 }
 
+/** The checkout's commit (short), or its directory when it is not a git checkout. */
+function revisionOf(dir: string): string {
+  try {
+    return execFileSync('git', ['-C', dir, 'rev-parse', '--short', 'HEAD'], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim();
+  } catch {
+    return dir;
+  }
+}
+
 async function main(): Promise<void> {
   const { StatementLog, formatLogTime } = await import('./ingest/statements.ts');
   const root = new URL('..', import.meta.url).pathname;
   const checkouts: Array<{ name: string; dir: string }> = [{ name: 'this tree', dir: root }];
-  if (values.baseline !== undefined) checkouts.push({ name: `baseline (${values.baseline})`, dir: values.baseline });
+  if (values.baseline !== undefined) checkouts.push({ name: `baseline (${revisionOf(values.baseline)})`, dir: values.baseline });
   const rounds = Number(values.rounds);
   const work = mkdtempSync(join(tmpdir(), 'pglog-row-path-'));
   try {
