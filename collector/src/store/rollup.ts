@@ -128,8 +128,7 @@ function text(data: Buffer, f: number): string | null {
 
 /** The bytes of field `f` as a key: one character a byte (distinct bytes, distinct keys), NULL apart. */
 function keyText(data: Buffer, f: number): string {
-  const start = SPANS[2 * f] as number;
-  return start < 0 ? '\u0001' : data.toString('latin1', start, SPANS[2 * f + 1]);
+  return bytesText(data, f) ?? '\u0001';
 }
 
 /** The bytes of field `f` as latin1 (one character a byte), null for NULL. */
@@ -242,9 +241,9 @@ export class StatementRollup {
       }
       const bucket = minuteOf(timestampAt(data, SPANS[2 * TS] as number));
       // Minutes since 1970 fit 32 bits for every year a number bucket covers; a bigint one takes the key.
-      const hash =
-        typeof bucket === 'number' ? hashField(hashField(Math.imul(sourceHash ^ (bucket / MINUTE_MICROS), FNV_PRIME), data, DATABASE), data, FINGERPRINT) : 0;
-      let p = typeof bucket === 'number' ? this.index.get(hash) : undefined;
+      const indexed = typeof bucket === 'number';
+      const hash = indexed ? hashField(hashField(Math.imul(sourceHash ^ (bucket / MINUTE_MICROS), FNV_PRIME), data, DATABASE), data, FINGERPRINT) : 0;
+      let p = indexed ? this.index.get(hash) : undefined;
       if (
         p === undefined ||
         p.bucket !== bucket ||
@@ -253,7 +252,7 @@ export class StatementRollup {
         !fieldIs(data, FINGERPRINT, p.fingerprintBytes)
       ) {
         p = this.partOf(data, bucket, source);
-        if (typeof bucket === 'number') this.index.set(hash, p);
+        if (indexed) this.index.set(hash, p);
       }
       const durationAt = SPANS[2 * DURATION] as number;
       count(p, durationAt < 0 ? null : data.readDoubleBE(durationAt));

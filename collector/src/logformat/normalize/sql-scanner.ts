@@ -186,10 +186,16 @@ export function encodeInput(sql: string): number {
   } else {
     n = input.raw.utf8Write(sql, 0, s.length);
   }
-  s[n] = 0;
-  s[n + 1] = 0;
-  s[n + 2] = 0;
-  s[n + 3] = 0;
+  return endInput(n);
+}
+
+/** Writes the 4 zero bytes after the input's `n` bytes of text; returns `n`. */
+function endInput(n: number): number {
+  const a = input.a;
+  a[n] = 0;
+  a[n + 1] = 0;
+  a[n + 2] = 0;
+  a[n + 3] = 0;
   return n;
 }
 
@@ -204,11 +210,7 @@ export function copyInput(source: Buffer, s: number, e: number): number {
   const a = input.a;
   if (n <= SHORT) for (let k = 0; k < n; k++) a[k] = source[s + k]!;
   else source.copy(input.raw as unknown as Buffer, 0, s, e);
-  a[n] = 0;
-  a[n + 1] = 0;
-  a[n + 2] = 0;
-  a[n + 3] = 0;
-  return n;
+  return endInput(n);
 }
 
 /**
