@@ -263,6 +263,16 @@ describe('the built image', { timeout: 600_000 }, () => {
       return collector.output();
     }
 
+    /**
+     * The `docker top` line of `container`'s PID 1. `docker top` lists host PIDs in
+     * ascending order, and host PIDs wrap, so PID 1 is not always the first line.
+     */
+    async function initLine(container: string, processes: string): Promise<string> {
+      const hostPid = (await docker(['inspect', '-f', '{{.State.Pid}}', container])).stdout.trim();
+      assert.match(hostPid, /^[1-9]\d*$/, `the host PID of ${container}'s PID 1`);
+      return processes.split('\n').find((l) => l.trim().split(/\s+/)[0] === hostPid) ?? `(no process ${hostPid} in docker top)`;
+    }
+
     /** Waits until `container` runs `pglog sshproxy` and an OpenSSH client; returns `docker top`. */
     async function sshInside(container: string): Promise<string> {
       let processes = '';
@@ -299,19 +309,23 @@ describe('the built image', { timeout: 600_000 }, () => {
 
     test('over the pglog sshproxy child, whose OpenSSH client runs inside the container', async () => {
       let processes = '';
+      let init = '';
       const output = await collectThrough('child', 'proxy', false, async (collector) => {
         processes = await sshInside(collector);
+        init = await initLine(collector, processes);
       });
       assert.match(output, /sshproxy sidecar started/);
-      assert.match(processes.split('\n')[1] ?? '', /\/usr\/bin\/tini -- pglog collect/, `tini is PID 1 and reaps the sidecar's ssh processes:\n${processes}`);
+      assert.match(init, /\/usr\/bin\/tini -- pglog collect/, `tini is PID 1 and reaps the sidecar's ssh processes:\n${processes}`);
     });
 
     test("as the chart's pods run it: the sshproxy sidecar in its own container, sharing a memory-backed volume", async () => {
       let processes = '';
+      let init = '';
       await collectThrough('pod', 'proxy', true, async (_collector, sidecar) => {
         processes = await sshInside(sidecar!);
+        init = await initLine(sidecar!, processes);
       });
-      assert.match(processes.split('\n')[1] ?? '', /\/usr\/bin\/tini -- pglog sshproxy/, `tini is the sidecar's PID 1:\n${processes}`);
+      assert.match(init, /\/usr\/bin\/tini -- pglog sshproxy/, `tini is the sidecar's PID 1:\n${processes}`);
     });
   });
 });
