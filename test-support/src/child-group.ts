@@ -5,6 +5,7 @@ import { type ChildProcess, spawn } from 'node:child_process';
 
 export class ChildGroup {
   private readonly children: ChildProcess[] = [];
+  private readonly names = new Map<ChildProcess, string>();
   private readonly output: string[] = [];
   private readonly dir: string;
   private readonly maxChunks: number;
@@ -24,7 +25,31 @@ export class ChildGroup {
     child.stdout.on('data', keep);
     child.stderr.on('data', keep);
     this.children.push(child);
+    this.names.set(child, name);
     return child;
+  }
+
+  /** The first child that has ended: its name and how ("exited with code 1"); null while all run. */
+  exited(): { name: string; how: string } | null {
+    for (const c of this.children) {
+      const name = this.names.get(c) ?? '?';
+      if (c.exitCode !== null) return { name, how: `exited with code ${c.exitCode}` };
+      if (c.signalCode !== null) return { name, how: `was killed by ${c.signalCode}` };
+    }
+    return null;
+  }
+
+  /** Drops a child that has ended (a failed attempt to be retried); its output stays. */
+  remove(child: ChildProcess): void {
+    if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+    this.children.splice(this.children.indexOf(child), 1);
+    this.names.delete(child);
+  }
+
+  /** The kept output of the child started as `name`. */
+  logsOf(name: string): string {
+    const prefix = `[${name}] `;
+    return this.output.filter((chunk) => chunk.startsWith(prefix)).join('');
   }
 
   logs(): string {

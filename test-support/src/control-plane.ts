@@ -69,15 +69,63 @@ export function kubeBin(): string {
   return process.env['PGLOG_KUBE_BIN'] ?? join(process.env['HOME'] ?? '/root', '.cache/pglog/kube/v1.37.2/bin');
 }
 
-async function waitReady(url: string, token: string, what: string, log: () => string, timeoutMs = 60_000): Promise<void> {
+/** A child of the control plane ended while we waited for it (or another) to be ready. */
+class ChildExited extends Error {}
+
+/**
+ * Polls `url` until it answers. Fails at once when one of `group`'s children has exited (a
+ * port taken between freePort() and the child's listen, a bad flag), with that child's output.
+ */
+async function waitReady(url: string, token: string, what: string, group: ChildGroup, timeoutMs = 60_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     try {
-      await run('curl', ['-fsk', '--max-time', '2', '-H', `Authorization: Bearer ${token}`, url]);
+      await run('curl', ['-fsk', '--max-time', '2', ...(token === '' ? [] : ['-H', `Authorization: Bearer ${token}`]), url]);
       return;
     } catch {
-      if (Date.now() > deadline) throw new Error(`${what} not ready after ${timeoutMs} ms:\n${log().slice(-4000)}`);
+      const exited = group.exited();
+      if (exited !== null) throw new ChildExited(`${what} not ready: ${exited.name} ${exited.how}:\n${group.logsOf(exited.name).slice(-4000)}`);
+      if (Date.now() > deadline) throw new Error(`${what} not ready after ${timeoutMs} ms:\n${group.logs().slice(-4000)}`);
       await sleep(250);
+    }
+  }
+}
+
+/** Attempts at etcd on fresh ports: another process may take a port freePort() found free. */
+const ETCD_ATTEMPTS = 3;
+
+/**
+ * Starts etcd in `group` and waits until it is healthy; on fresh ports again when it exits
+ * first. Resolves with its client URL.
+ */
+async function startEtcd(group: ChildGroup, dir: string): Promise<string> {
+  for (let attempt = 1; ; attempt++) {
+    const [clientPort, peerPort] = [await freePort(), await freePort()];
+    const client = `http://127.0.0.1:${clientPort}`;
+    const peer = `http://127.0.0.1:${peerPort}`;
+    const etcd = group.start('etcd', 'etcd', [
+      '--data-dir',
+      join(dir, `etcd-${attempt}`),
+      '--name',
+      'pglog-test',
+      '--listen-client-urls',
+      client,
+      '--advertise-client-urls',
+      client,
+      '--listen-peer-urls',
+      peer,
+      '--initial-advertise-peer-urls',
+      peer,
+      '--initial-cluster',
+      `pglog-test=${peer}`,
+      '--unsafe-no-fsync',
+    ]);
+    try {
+      await waitReady(`${client}/health`, '', 'etcd', group, 30_000);
+      return client;
+    } catch (e) {
+      group.remove(etcd);
+      if (!(e instanceof ChildExited) || attempt === ETCD_ATTEMPTS) throw e;
     }
   }
 }
@@ -86,7 +134,7 @@ export async function startControlPlane(options: ControlPlaneOptions = {}): Prom
   const bin = kubeBin();
   const bindAddress = options.bindAddress ?? '127.0.0.1';
   const dir = mkdtempSync(join(tmpdir(), 'pglog-kube-'));
-  const [etcdClient, etcdPeer, apiPort, kcmPort] = [await freePort(), await freePort(), await freePort(), await freePort()];
+  const [apiPort, kcmPort] = [await freePort(), await freePort()];
   const token = randomBytes(24).toString('hex');
   const { privateKey, publicKey } = generateKeyPairSync('rsa', { modulusLength: 2048 });
   writeFileSync(join(dir, 'sa.key'), privateKey.export({ type: 'pkcs8', format: 'pem' }), { mode: 0o600 });
@@ -101,25 +149,9 @@ export async function startControlPlane(options: ControlPlaneOptions = {}): Prom
   });
   const logs = (): string => group.logs();
   try {
-    start('etcd', 'etcd', [
-      '--data-dir',
-      join(dir, 'etcd'),
-      '--name',
-      'pglog-test',
-      '--listen-client-urls',
-      `http://127.0.0.1:${etcdClient}`,
-      '--advertise-client-urls',
-      `http://127.0.0.1:${etcdClient}`,
-      '--listen-peer-urls',
-      `http://127.0.0.1:${etcdPeer}`,
-      '--initial-advertise-peer-urls',
-      `http://127.0.0.1:${etcdPeer}`,
-      '--initial-cluster',
-      `pglog-test=http://127.0.0.1:${etcdPeer}`,
-      '--unsafe-no-fsync',
-    ]);
+    const etcd = await startEtcd(group, dir);
     start('kube-apiserver', join(bin, 'kube-apiserver'), [
-      `--etcd-servers=http://127.0.0.1:${etcdClient}`,
+      `--etcd-servers=${etcd}`,
       `--secure-port=${apiPort}`,
       `--bind-address=${bindAddress}`,
       // No kubernetes.default endpoint to maintain when on loopback (a loopback address may not
@@ -135,7 +167,7 @@ export async function startControlPlane(options: ControlPlaneOptions = {}): Prom
       ...(options.apiserverArgs ?? []),
     ]);
     const server = `https://${bindAddress}:${apiPort}`;
-    await waitReady(`${server}/readyz`, token, 'kube-apiserver', logs);
+    await waitReady(`${server}/readyz`, token, 'kube-apiserver', group);
     const caCert = readFileSync(join(dir, 'certs', 'apiserver.crt'), 'utf8');
     const kubeconfig = join(dir, 'kubeconfig');
     writeFileSync(
@@ -167,7 +199,7 @@ export async function startControlPlane(options: ControlPlaneOptions = {}): Prom
         '--allocate-node-cidrs=false',
         ...(options.controllerManagerArgs ?? []),
       ]);
-      await waitReady(`https://127.0.0.1:${kcmPort}/healthz`, token, 'kube-controller-manager', logs);
+      await waitReady(`https://127.0.0.1:${kcmPort}/healthz`, token, 'kube-controller-manager', group);
     }
     const kubectl = async (args: readonly string[], stdin?: string): Promise<string> => (await runKubectl(kubeconfig, args, stdin)).stdout;
     let stopped = false;
