@@ -17,7 +17,13 @@
  */
 import { PglogError } from '@pglog/common/errors.ts';
 
-export const SLAB_BYTES = 1024 * 1024;
+/**
+ * Half a MiB: a slab is resident from its first use, and what a collector holds beyond the
+ * rows themselves is the slab each lane is filling, the free ones, and the unused rest of
+ * slabs a single uncommitted handover pins. A 64 KiB slice of log encodes to about 80 KiB of
+ * statement rows, within a quarter (docs/benchmarks.md, ingest: 1 MiB against 512 KiB).
+ */
+export const SLAB_BYTES = 512 * 1024;
 /** Slabs kept for reuse beyond those in use: a burst's worth is let go to the GC. */
 const MAX_FREE_SLABS = 8;
 
