@@ -131,6 +131,11 @@ function keyText(data: Buffer, f: number): string {
   return bytesText(data, f) ?? '\u0001';
 }
 
+/** keyText of a value as the encoder writes it: its UTF-8 bytes one character a byte, NULL apart. */
+function valueKeyText(v: string | null): string {
+  return v === null ? '\u0001' : Buffer.from(v, 'utf8').toString('latin1');
+}
+
 /** The bytes of field `f` as latin1 (one character a byte), null for NULL. */
 function bytesText(data: Buffer, f: number): string | null {
   const start = SPANS[2 * f] as number;
@@ -215,7 +220,8 @@ export class StatementRollup {
       instance = v[INSTANCE] as string;
     const database = v[DATABASE] as string | null,
       fingerprint = v[FINGERPRINT] as string | null;
-    const key = `${String(bucket)}\u0000${target}\u0000${instance}\u0000${database ?? '\u0001'}\u0000${fingerprint ?? '\u0001'}`;
+    // Keyed as addEncoded keys the same row's bytes, so that parts of either path merge.
+    const key = `${String(bucket)}\u0000${target}\u0000${instance}\u0000${valueKeyText(database)}\u0000${valueKeyText(fingerprint)}`;
     let p = this.parts.get(key);
     if (p === undefined) {
       p = newPart(bucket, target, instance, database, fingerprint);

@@ -165,6 +165,11 @@ test('property: rows read from their COPY BINARY bytes, in any split, give the r
           .map((v) => JSON.stringify(v))
           .sort();
       assert.deepEqual(sorted(fromBytes), sorted(fromValues));
+      // Both paths key a part alike (non-ASCII names too): merged, each key is one part.
+      const merged = new StatementRollup();
+      merged.merge(fromValues);
+      merged.merge(fromBytes);
+      assert.equal(merged.size, fromValues.size);
     }),
     { numRuns: 300 },
   );
