@@ -22,8 +22,7 @@ import { parseArgs } from 'node:util';
 
 import { DEFAULT_BATCHER_OPTIONS } from '@pglog/collector/collect/batcher.ts';
 import { CopyBinaryEncoder } from '@pglog/collector/store/copy-binary.ts';
-import { copyIn } from '@pglog/collector/store/copy-stream.ts';
-import { CHUNK_BYTES } from '@pglog/collector/store/copy-stream.ts';
+import { CHUNK_BYTES, copyIn, estimatedRowBytes } from '@pglog/collector/store/copy-stream.ts';
 import { mapEvent, rowContext } from '@pglog/collector/store/event-rows.ts';
 import { STATEMENT_TABLE } from '@pglog/collector/store/event-tables.ts';
 import { type Micros, microsToIso } from '@pglog/collector/store/iso-time.ts';
@@ -160,7 +159,7 @@ try {
   const items: BatchItem[] = events.map((event) => ({ source: SOURCE, event, readAt }));
   const prepared: Prepared[] = events.map((e) => {
     const row = mapEvent(SOURCE, e, readAt, rowContext(DEFAULT_MAX_TEXT_BYTES));
-    return { values: row.values, size: row.size };
+    return { values: row.values, size: estimatedRowBytes(row.values) };
   });
   const dataBytes = prepared.reduce((n, r) => n + r.size, 0);
 

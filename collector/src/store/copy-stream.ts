@@ -72,7 +72,7 @@ export async function copyIn(client: pg.ClientBase, sql: string, chunks: Iterabl
 export const CHUNK_BYTES = 256 * 1024;
 
 /** Fixed part of a row's size estimate: length words, numbers, short texts. */
-export const ROW_OVERHEAD = 160;
+const ROW_OVERHEAD = 160;
 
 /**
  * Rough size of a row once encoded, to cut COPY data into pieces of about CHUNK_BYTES without

@@ -160,11 +160,10 @@ export function rowRange(t: EncodedTable, i: number): [number, number] {
 /** Row `i` of an encoded table, decoded again, as the quarantine takes it. */
 export function decodedRow(table: EventTable, t: EncodedTable, i: number, source: SourceRef): MappedRow {
   const def = TABLES[table];
-  const [start, end] = rowRange(t, i);
-  const values = decodeRow(def.types, t.data, start);
+  const values = decodeRow(def.types, t.data, rowRange(t, i)[0]);
   const offset = values[def.columns.indexOf('file_offset')];
   const kind = table === 'other_events' ? (values[def.columns.indexOf('kind')] as PglogEvent['kind']) : kindOfTable(table);
-  return { table, values, size: end - start, source, offset: typeof offset === 'number' ? offset : NaN, kind };
+  return { table, values, source, offset: typeof offset === 'number' ? offset : NaN, kind };
 }
 
 function kindOfTable(table: Exclude<EventTable, 'other_events'>): PglogEvent['kind'] {

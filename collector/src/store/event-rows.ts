@@ -6,7 +6,6 @@
  * converted), ts is the time the collector read the entry and `ts_logged` keeps the text.
  */
 import type { ErrorEvent, LockWaitEvent, PglogEvent } from '../logformat/events.ts';
-import { estimatedRowBytes, ROW_OVERHEAD } from './copy-stream.ts';
 import type { EventTable } from './event-tables.ts';
 import { isoToMicros, type Micros, msToMicros } from './iso-time.ts';
 import type { SourceRef } from './store-types.ts';
@@ -17,8 +16,6 @@ export interface MappedRow {
   table: EventTable;
   /** Column values in the table's order (event-tables.ts). */
   values: unknown[];
-  /** Rough size of the encoded row in bytes, to cut COPY data into chunks of about equal size. */
-  size: number;
   source: SourceRef;
   /** Stream offset of the entry (the file_offset column). */
   offset: number;
@@ -195,8 +192,7 @@ export function mapEvent(source: SourceRef, event: PglogEvent, readAt: number, c
         tsLogged,
       ];
       ctx.templates.see(event.fingerprint, event.normalized, ts, max, ctx.repairs);
-      const size = ROW_OVERHEAD + query.length + (parameters?.length ?? 0);
-      return { table: 'statement_events', values, size, source, offset: event.offset, kind: event.kind };
+      return { table: 'statement_events', values, source, offset: event.offset, kind: event.kind };
     }
     case 'error':
       return errorRow(event, [ts, target, instance, database], file, tsLogged, source, ctx);
@@ -215,7 +211,7 @@ export function mapEvent(source: SourceRef, event: PglogEvent, readAt: number, c
       const payload = JSON.stringify(payloadOf(event, max, ctx.repairs));
       const values = [ts, target, instance, event.kind, nameOrNull(event.severity, ctx), database, message, payload, file, event.offset, tsLogged];
       if (event.kind === 'plan') ctx.templates.see(event.fingerprint, event.normalized, ts, max, ctx.repairs);
-      return { table: 'other_events', values, size: estimatedRowBytes(values), source, offset: event.offset, kind: event.kind };
+      return { table: 'other_events', values, source, offset: event.offset, kind: event.kind };
     }
   }
 }
@@ -239,7 +235,7 @@ function errorRow(event: ErrorEvent, leading: Leading, file: string, tsLogged: s
     event.offset,
     tsLogged,
   ];
-  return { table: 'error_events', values, size: estimatedRowBytes(values), source, offset: event.offset, kind: event.kind };
+  return { table: 'error_events', values, source, offset: event.offset, kind: event.kind };
 }
 
 function lockWaitRow(event: LockWaitEvent, leading: Leading, file: string, tsLogged: string | null, source: SourceRef, ctx: RowContext): MappedRow {
@@ -255,7 +251,7 @@ function lockWaitRow(event: LockWaitEvent, leading: Leading, file: string, tsLog
     event.offset,
     tsLogged,
   ];
-  return { table: 'lock_wait_events', values, size: estimatedRowBytes(values), source, offset: event.offset, kind: event.kind };
+  return { table: 'lock_wait_events', values, source, offset: event.offset, kind: event.kind };
 }
 
 /** The event without the fields that are other_events columns, every string cleaned. */
