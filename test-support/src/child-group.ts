@@ -42,7 +42,8 @@ export class ChildGroup {
   /** Drops a child that has ended (a failed attempt to be retried); its output stays. */
   remove(child: ChildProcess): void {
     if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
-    this.children.splice(this.children.indexOf(child), 1);
+    const at = this.children.indexOf(child);
+    if (at >= 0) this.children.splice(at, 1);
     this.names.delete(child);
   }
 
