@@ -3,20 +3,26 @@
 // does each session, so they leave the listener's group but stay its descendants.
 import { readdirSync, readFileSync } from 'node:fs';
 
+/** Every live pid, from the entries of /proc. */
+function livePids(): number[] {
+  return readdirSync('/proc')
+    .filter((entry) => /^\d+$/.test(entry))
+    .map(Number);
+}
+
 /** Parent pid of every live process, from /proc/<pid>/stat. */
 function parentsByPid(): Map<number, number> {
   const parents = new Map<number, number>();
-  for (const entry of readdirSync('/proc')) {
-    if (!/^\d+$/.test(entry)) continue;
+  for (const pid of livePids()) {
     let stat: string;
     try {
-      stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
+      stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
     } catch {
       continue; // exited while we looked
     }
     // "pid (comm) state ppid ...": comm may hold spaces and parentheses, so split after the last ')'.
     const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    parents.set(Number(entry), Number(fields[1]));
+    parents.set(pid, Number(fields[1]));
   }
   return parents;
 }
@@ -80,4 +86,9 @@ export function cmdline(pid: number): string[] {
   } catch {
     return [];
   }
+}
+
+/** SIGKILL to every live process whose arguments (cmdline) `match`. */
+export function killMatching(match: (args: readonly string[]) => boolean): void {
+  for (const pid of livePids()) if (match(cmdline(pid))) signal(pid, 'SIGKILL');
 }

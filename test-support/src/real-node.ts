@@ -16,6 +16,7 @@ import { onProcessExit } from './exit-cleanup.ts';
 import { acquireMachineLock } from './machine-lock.ts';
 import { cniConflist, containerdConfig, defaultNodeNetwork, kubeletConfig, type NodeNetwork } from './node-config.ts';
 import { PodLogKeeper } from './pod-logs.ts';
+import { killMatching } from './process-tree.ts';
 import { createTestCa } from './test-ca.ts';
 import { freePort, sleep } from './wait.ts';
 
@@ -96,26 +97,6 @@ async function pipeImage(refs: readonly string[], docker: string, socket: string
   if (saved !== 0 || loaded !== 0) throw new Error(`importing ${ref}: docker save exit ${saved}, ctr import exit ${loaded}: ${err.trim()}`);
 }
 
-/**
- * PIDs of the containerd shims serving `socket`: a shim outlives its containerd and exits only
- * when its containers are deleted, so a node stopped with containers left would leave them
- * behind. The socket is in the node's own directory: no other shim names it.
- */
-function shimsOf(socket: string): number[] {
-  const pids: number[] = [];
-  for (const entry of readdirSync('/proc')) {
-    if (!/^\d+$/.test(entry)) continue;
-    let args: string[];
-    try {
-      args = readFileSync(`/proc/${entry}/cmdline`, 'utf8').split('\0');
-    } catch {
-      continue; // gone meanwhile
-    }
-    if ((args[0] ?? '').endsWith('containerd-shim-runc-v2') && args.includes(socket)) pids.push(Number(entry));
-  }
-  return pids;
-}
-
 function netnsNames(): string[] {
   try {
     return readdirSync('/var/run/netns');
@@ -170,13 +151,9 @@ export async function startRealNode(options: RealNodeOptions = {}): Promise<Real
     for (const id of left) await quiet('ctr', ['-a', socket, '-n', 'k8s.io', 'tasks', 'delete', '-f', id]);
     podLogs.stop();
     await group.stop();
-    for (const pid of shimsOf(socket)) {
-      try {
-        process.kill(pid, 'SIGKILL');
-      } catch {
-        // exited meanwhile
-      }
-    }
+    // A shim outlives its containerd and exits only when its containers are deleted: those of
+    // this node name its socket, which is in the node's own directory (no other shim names it).
+    killMatching((args) => (args[0] ?? '').endsWith('containerd-shim-runc-v2') && args.includes(socket));
     // kube-proxy removes its own KUBE-* rules.
     await quiet(join(bin, 'kube-proxy'), ['--cleanup', '--proxy-mode=iptables']);
     for (const ns of netnsNames()) if (!netnsBefore.has(ns) && ns.startsWith('cni-')) await quiet('ip', ['netns', 'delete', ns]);
