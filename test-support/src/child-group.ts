@@ -3,9 +3,11 @@
 // messages, stopped together in reverse start order (SIGTERM, SIGKILL after a grace period).
 import { type ChildProcess, spawn } from 'node:child_process';
 
+/** How a child's output chunks are marked in the shared buffer. */
+const tag = (name: string): string => `[${name}] `;
+
 export class ChildGroup {
-  private readonly children: ChildProcess[] = [];
-  private readonly names = new Map<ChildProcess, string>();
+  private readonly children: Array<{ name: string; process: ChildProcess }> = [];
   private readonly output: string[] = [];
   private readonly dir: string;
   private readonly maxChunks: number;
@@ -19,20 +21,18 @@ export class ChildGroup {
   start(name: string, command: string, args: string[]): ChildProcess {
     const child = spawn(command, args, { cwd: this.dir, stdio: ['ignore', 'pipe', 'pipe'] });
     const keep = (b: Buffer): void => {
-      this.output.push(`[${name}] ${b.toString('utf8')}`);
+      this.output.push(tag(name) + b.toString('utf8'));
       if (this.output.length > this.maxChunks) this.output.splice(0, this.maxChunks / 2);
     };
     child.stdout.on('data', keep);
     child.stderr.on('data', keep);
-    this.children.push(child);
-    this.names.set(child, name);
+    this.children.push({ name, process: child });
     return child;
   }
 
   /** The first child that has ended: its name and how ("exited with code 1"); null while all run. */
   exited(): { name: string; how: string } | null {
-    for (const c of this.children) {
-      const name = this.names.get(c) ?? '?';
+    for (const { name, process: c } of this.children) {
       if (c.exitCode !== null) return { name, how: `exited with code ${c.exitCode}` };
       if (c.signalCode !== null) return { name, how: `was killed by ${c.signalCode}` };
     }
@@ -42,14 +42,13 @@ export class ChildGroup {
   /** Drops a child that has ended (a failed attempt to be retried); its output stays. */
   remove(child: ChildProcess): void {
     if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
-    const at = this.children.indexOf(child);
+    const at = this.children.findIndex((c) => c.process === child);
     if (at >= 0) this.children.splice(at, 1);
-    this.names.delete(child);
   }
 
   /** The kept output of the child started as `name`. */
   logsOf(name: string): string {
-    const prefix = `[${name}] `;
+    const prefix = tag(name);
     return this.output.filter((chunk) => chunk.startsWith(prefix)).join('');
   }
 
@@ -59,15 +58,15 @@ export class ChildGroup {
 
   /** SIGKILL to every child still running. */
   killAll(): void {
-    for (const c of this.children) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
+    for (const { process: c } of this.children) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
   }
 
   /** SIGTERM in reverse start order (dependents first); SIGKILL to those still running after graceMs. */
   async stop(graceMs = 5000): Promise<void> {
-    const exits = this.children.map((c) =>
+    const exits = this.children.map(({ process: c }) =>
       c.exitCode !== null || c.signalCode !== null ? Promise.resolve() : new Promise<void>((r) => c.once('exit', () => r())),
     );
-    for (const c of [...this.children].reverse()) c.kill('SIGTERM');
+    for (const { process: c } of [...this.children].reverse()) c.kill('SIGTERM');
     const timer = setTimeout(() => this.killAll(), graceMs);
     await Promise.all(exits);
     clearTimeout(timer);
