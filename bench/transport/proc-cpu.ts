@@ -11,7 +11,7 @@
  */
 import { readFileSync } from 'node:fs';
 
-import { descendants } from '@pglog/test-support/process-tree.ts';
+import { cmdline, descendants } from '@pglog/test-support/process-tree.ts';
 
 import { CLK_TCK, processCpuSeconds } from '../ingest/proc-stats.ts';
 
@@ -41,14 +41,6 @@ function comm(pid: number): string {
   }
 }
 
-function cmdline(pid: number): string {
-  try {
-    return readFileSync(`/proc/${pid}/cmdline`, 'utf8').replaceAll('\0', ' ');
-  } catch {
-    return '';
-  }
-}
-
 /** CPU seconds of `root` and everything under it (own + reaped children's), 0 when gone. */
 export function treeCpuSeconds(root: number): number {
   let sum = 0;
@@ -64,7 +56,7 @@ export function findSidecar(collectorPid: number): number | null {
   for (const pid of descendants(collectorPid)) {
     if (pid === collectorPid) continue;
     // Node names its main thread (comm) MainThread: tell the sidecar by its arguments.
-    if (stat(pid)?.ppid === collectorPid && / sshproxy /.test(cmdline(pid))) return pid;
+    if (stat(pid)?.ppid === collectorPid && cmdline(pid).includes('sshproxy')) return pid;
   }
   return null;
 }
