@@ -3,6 +3,7 @@
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { open } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, test } from 'node:test';
@@ -76,6 +77,25 @@ describe('pglog parse', () => {
     const piped = await runPglog(['parse', '--prefix', PREFIX, '-'], gzipSync(LOG));
     assert.equal(piped.code, 0, piped.stderr);
     assert.deepEqual(summaryOf(piped.stdout), plain);
+  });
+
+  test('a FIFO named as the file, written a line at a time, reads as the file does', async () => {
+    // Each small write is a short read of its own: the reader copies those out of its buffer.
+    const fifo = join(dir, 'log.fifo');
+    execFileSync('mkfifo', [fifo]);
+    const file = join(dir, 'plain-for-fifo.log');
+    writeFileSync(file, LOG);
+    const plain = summaryOf((await runPglog(['parse', '--prefix', PREFIX, file])).stdout);
+    const run = runPglog(['parse', '--prefix', PREFIX, fifo]);
+    const writer = await open(fifo, 'w');
+    for (const line of LOG.toString('latin1').split(/(?<=\n)/)) {
+      await writer.write(Buffer.from(line, 'latin1'));
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+    await writer.close();
+    const r = await run;
+    assert.equal(r.code, 0, r.stderr);
+    assert.deepEqual(summaryOf(r.stdout), plain);
   });
 
   test('--events prints one typed JSON event per line, in log order', async () => {

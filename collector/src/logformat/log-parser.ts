@@ -12,6 +12,9 @@
  * the injected clock, is compared with it and an entry over it is counted (`slow`) and handed
  * to `onSlowEntry`. The parsers are linear, so a slow entry means a parser did not keep that
  * promise on some input: the count makes it visible instead of the collector just stalling.
+ * One clock reading per entry: the events of a push (or of flushIdle, end) are handed to
+ * `onEvent` when the parsing of that push is done, so the caller's time is never between two
+ * readings (a second reading per entry, after the handler, cost 3 % of `pglog parse`).
  */
 import { createAssembler } from './assembler.ts';
 import { Decoder, type EncodingConfig } from './decode.ts';
@@ -81,9 +84,12 @@ export class LogParser {
   private readonly format: LogFormat;
   private truncatedEntries = 0;
   private readonly clock: () => number;
-  /** When the work toward the next entry began: the last push or the last entry handed on. */
+  /** When the work toward the next entry began: the last push or the last entry parsed. */
   private since = 0;
   private slowEntries = 0;
+  private readonly onEvent: EventHandler;
+  /** The events of the push being parsed, handed on when it is done (deliver()). */
+  private parsed: PglogEvent[] = [];
 
   constructor(options: LogParserOptions, onEvent: EventHandler) {
     const maxEntryBytes = options.maxEntryBytes ?? DEFAULT_MAX_ENTRY_BYTES;
@@ -96,18 +102,18 @@ export class LogParser {
     this.clock = clock;
     const budgetMs = options.entryBudgetMs ?? DEFAULT_ENTRY_BUDGET_MS;
     const onSlowEntry = options.onSlowEntry;
+    this.onEvent = onEvent;
     const onRecord = (record: LogRecord): void => {
       if (record.truncated) this.truncatedEntries++;
-      const event = this.events.parse(record);
-      // What the caller does with the event is not the parser's time.
-      const ms = clock() - this.since;
+      this.parsed.push(this.events.parse(record));
+      const now = clock();
+      const ms = now - this.since;
+      this.since = now;
       const entryBudgetMs = budgetMs + ((record.end - record.start) / 1024) * ENTRY_BUDGET_MS_PER_KIB;
       if (ms > entryBudgetMs) {
         this.slowEntries++;
         onSlowEntry?.({ offset: record.start, end: record.end, ms, budgetMs: entryBudgetMs });
       }
-      onEvent(event);
-      this.since = clock();
     };
     this.assembler = createAssembler(options.format, onRecord, { prefix: options.prefix, maxEntryBytes });
     const assembler = this.assembler;
@@ -121,6 +127,16 @@ export class LogParser {
   push(chunk: Buffer): void {
     this.since = this.clock();
     this.splitter.push(chunk);
+    this.deliver();
+  }
+
+  /** Hands the events parsed since the last delivery to onEvent, in log order. */
+  private deliver(): void {
+    const events = this.parsed;
+    if (events.length === 0) return;
+    this.parsed = [];
+    const onEvent = this.onEvent;
+    for (let i = 0; i < events.length; i++) onEvent(events[i]!);
   }
 
   /**
@@ -136,6 +152,7 @@ export class LogParser {
     if (this.splitter.pendingBytes > 0) return;
     this.since = this.clock();
     this.assembler.flush();
+    this.deliver();
   }
 
   /** End of input: emits the last line and the entry still being assembled. */
@@ -143,6 +160,7 @@ export class LogParser {
     this.since = this.clock();
     this.splitter.end();
     this.assembler.flush();
+    this.deliver();
   }
 
   get counters(): ParseCounters {

@@ -5,7 +5,7 @@
  * pure-JavaScript ones decode byte by byte into arrays and are an order of magnitude slower).
  */
 import { spawn } from 'node:child_process';
-import { open } from 'node:fs/promises';
+import { type FileHandle, open } from 'node:fs/promises';
 import { PassThrough, type Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { createGunzip } from 'node:zlib';
@@ -32,8 +32,20 @@ export function inputName(path: string): string {
  * archive, read failure) are PglogError INPUT_UNREADABLE naming the input.
  */
 export async function* readInput(path: string, stdin: Readable): AsyncGenerator<Buffer> {
-  const raw = path === '-' ? stdin : await openFile(path);
-  const chunks = raw[Symbol.asyncIterator]() as AsyncIterator<Buffer>;
+  if (path === '-') {
+    yield* readChunks(path, stdin[Symbol.asyncIterator]() as AsyncIterator<Buffer>);
+    return;
+  }
+  const chunks = await fileChunks(path);
+  try {
+    yield* readChunks(path, chunks);
+  } finally {
+    // A reader that stopped early closes the file now rather than when the GC finds the handle.
+    await chunks.return?.();
+  }
+}
+
+async function* readChunks(path: string, chunks: AsyncIterator<Buffer>): AsyncGenerator<Buffer> {
   let first: IteratorResult<Buffer>;
   try {
     first = await chunks.next();
@@ -54,15 +66,53 @@ export async function* readInput(path: string, stdin: Readable): AsyncGenerator<
   yield* decompress(path, compression, first.value, chunks);
 }
 
-async function openFile(path: string): Promise<Readable> {
+/**
+ * A file's chunks, read with FileHandle.read into a fresh Buffer each (the parser keeps views of
+ * a chunk while an entry in it is pending, so a Buffer is never refilled while handed out).
+ * Not through a ReadStream: its machinery cost more CPU than the reads themselves, about 4 % of
+ * `pglog parse` (docs/benchmarks.md, log parsing). A short read (a pipe or FIFO named as the
+ * file) is copied out when it fills less than a quarter of the Buffer: a view would pin
+ * 256 KiB for a few bytes.
+ */
+async function fileChunks(path: string): Promise<AsyncIterator<Buffer>> {
+  let handle: FileHandle;
   // Open eagerly so a missing or unreadable file fails here with its own error.
   try {
-    const handle = await open(path, 'r');
-    // The stream owns the handle and closes it when done or destroyed.
-    return handle.createReadStream({ highWaterMark: READ_CHUNK });
+    handle = await open(path, 'r');
   } catch (e) {
     throw unreadable(path, e);
   }
+  // One read ahead, as a ReadStream keeps: the next chunk is read while this one is parsed.
+  const next = async (file: FileHandle): Promise<Buffer> => {
+    const buf = Buffer.allocUnsafeSlow(READ_CHUNK);
+    const { bytesRead } = await file.read(buf, 0, READ_CHUNK, null);
+    if (bytesRead === READ_CHUNK) return buf;
+    return bytesRead >= READ_CHUNK >>> 2 ? buf.subarray(0, bytesRead) : Buffer.from(buf.subarray(0, bytesRead));
+  };
+  async function* chunks(file: FileHandle): AsyncGenerator<Buffer> {
+    let ahead: Promise<Buffer> | null = null;
+    const readAhead = (): Promise<Buffer> => {
+      const read = next(file);
+      // Handled now, awaited later: a read failing while the reader parses is not unhandled.
+      read.catch(() => undefined);
+      return read;
+    };
+    try {
+      ahead = readAhead();
+      for (;;) {
+        const chunk = await ahead;
+        ahead = null;
+        if (chunk.length === 0) return;
+        ahead = readAhead();
+        yield chunk;
+      }
+    } finally {
+      // A read still under way when the reader stopped ends before the file closes; its failure no longer matters.
+      await ahead?.catch(() => undefined);
+      await file.close();
+    }
+  }
+  return chunks(handle);
 }
 
 async function* decompress(path: string, compression: Exclude<Compression, 'none'>, first: Buffer, rest: AsyncIterator<Buffer>): AsyncGenerator<Buffer> {
