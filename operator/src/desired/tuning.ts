@@ -82,6 +82,10 @@ const HEAP_PER_SQL_SESSION_MIB = 4;
 
 /**
  * Semi-space by ingest rate, sized for memory (issue 15: 300 MB at 20 MB/s, 150 MB at 5).
+ * A shard reading at most 8 MB/s gets 4 MiB: at 5 MB/s from 50 servers that was 147 MB of
+ * peak RSS against 156 with 8 MiB (8 MB less young generation) at the same CPU per MB; at
+ * 20 MB/s offered 4 MiB read less (15.1 against 18.2 MB/s, 44 against 38 ms per MB), so the
+ * faster shards keep 8 (docs/benchmarks.md, ingest: launcher flags side by side).
  * Node 24's own default is far larger than its documentation suggests: a collector at 20 MB/s
  * committed 128 MB of young generation under the defaults (a 64 MiB semi-space; the "new"
  * space of `pglog_nodejs_heap_space_size_total_bytes`), all of it resident once allocation
@@ -91,8 +95,11 @@ const HEAP_PER_SQL_SESSION_MIB = 4;
  * costs a few more scavenges, not more promotion. docs/benchmarks.md measures it against the
  * defaults in the same run.
  */
-const SEMI_SPACE_STEPS: ReadonlyArray<{ aboveBytesPerSecond: number; mib: number }> = [{ aboveBytesPerSecond: 20e6, mib: 16 }];
-const DEFAULT_SEMI_SPACE_MIB = 8;
+const SEMI_SPACE_STEPS: ReadonlyArray<{ aboveBytesPerSecond: number; mib: number }> = [
+  { aboveBytesPerSecond: 20e6, mib: 16 },
+  { aboveBytesPerSecond: 8e6, mib: 8 },
+];
+const DEFAULT_SEMI_SPACE_MIB = 4;
 /** V8's young generation is 3 semi-spaces; keep it within 1/8 of the limit: semi-space <= limit / 24. */
 const SEMI_SPACES_PER_LIMIT = 24;
 

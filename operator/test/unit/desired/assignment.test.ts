@@ -226,7 +226,11 @@ describe('planPool', () => {
       shards: [],
       nowMs: NOW,
     });
-    assert.equal(defaults.shards[0]!.spec.tuning.maxOldSpaceSizeMiB, 768 - 64 - 24, 'capped by the default 1Gi limit of the StatefulSet');
+    assert.equal(
+      defaults.shards[0]!.spec.tuning.maxOldSpaceSizeMiB,
+      768 - 64 - 3 * 4,
+      'capped by the default 1Gi limit of the StatefulSet, less 3 semi-spaces of 4 MiB',
+    );
   });
 
   it('no replicas: nothing assigned; bad settings: CONFIG_INVALID', () => {

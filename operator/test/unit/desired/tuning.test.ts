@@ -23,7 +23,7 @@ const base: TuningInput = {
 
 describe('computeTuning, auto', () => {
   it('a small shard with 1 GiB: libuv default threads, the working old space, a small young generation', () => {
-    assert.deepEqual(computeTuning(base), { uvThreadpoolSize: 4, maxOldSpaceSizeMiB: 256, maxSemiSpaceSizeMiB: 8 });
+    assert.deepEqual(computeTuning(base), { uvThreadpoolSize: 4, maxOldSpaceSizeMiB: 256, maxSemiSpaceSizeMiB: 4 });
   });
   it('threads grow with inproc targets (their DNS lookups), in powers of two, within [4, 64]', () => {
     assert.equal(autoThreadpoolSize(0, 0), 4);
@@ -40,8 +40,10 @@ describe('computeTuning, auto', () => {
     const b = computeTuning({ ...base, inprocTargets: 59, proxyTargets: 1 });
     assert.deepEqual(a, b);
   });
-  it('semi-space: small (memory), one step up above 20 MB/s, capped by the limit', () => {
-    assert.equal(computeTuning({ ...base, ingestBytesPerSecond: 5e6 }).maxSemiSpaceSizeMiB, 8);
+  it('semi-space: small (memory), a step up above 8 and above 20 MB/s, capped by the limit', () => {
+    assert.equal(computeTuning({ ...base, ingestBytesPerSecond: 5e6 }).maxSemiSpaceSizeMiB, 4);
+    assert.equal(computeTuning({ ...base, ingestBytesPerSecond: 8e6 }).maxSemiSpaceSizeMiB, 4);
+    assert.equal(computeTuning({ ...base, ingestBytesPerSecond: 9e6 }).maxSemiSpaceSizeMiB, 8);
     assert.equal(computeTuning({ ...base, ingestBytesPerSecond: 20e6 }).maxSemiSpaceSizeMiB, 8);
     assert.equal(computeTuning({ ...base, ingestBytesPerSecond: 25e6 }).maxSemiSpaceSizeMiB, 16);
     assert.equal(computeTuning({ ...base, ingestBytesPerSecond: 25e6, memoryLimitBytes: 4 * GiB }).maxSemiSpaceSizeMiB, 16, 'a larger limit does not grow it');
@@ -59,14 +61,18 @@ describe('computeTuning, auto', () => {
     assert.equal(semi, 16, 'well above the step');
     for (const rate of [18e6, 22e6, 17e6]) assert.equal(autoSemiSpaceMiB(rate, GiB4, semi), 16, `kept at ${rate} B/s`);
     assert.equal(autoSemiSpaceMiB(12e6, GiB4, semi), 8, 'well below the step');
+    semi = 8;
+    for (const rate of [7e6, 9.5e6, 6.8e6]) assert.equal(autoSemiSpaceMiB(rate, GiB4, semi), 8, `8 kept at ${rate} B/s, near the lower step`);
+    assert.equal(autoSemiSpaceMiB(5e6, GiB4, semi), 4, 'well below the lower step');
+    assert.equal(autoSemiSpaceMiB(9e6, GiB4, 4), 4, '4 kept just above the lower step');
   });
 
   it('old space: what the streams need (at least 256 MiB), within the limit, never below 128 MiB', () => {
     assert.equal(computeTuning({ ...base, memoryLimitBytes: 4 * GiB }).maxOldSpaceSizeMiB, 256, 'a larger limit does not grow it');
-    // 128 + 2 × 500 + 4 × 100 = 1528 -> 1536, within 3072 - 64 - 3 × 8.
+    // 128 + 2 × 500 + 4 × 100 = 1528 -> 1536, within 3072 - 64 - 3 × 4.
     assert.equal(computeTuning({ ...base, memoryLimitBytes: 4 * GiB, instances: 500, sqlSessions: 100 }).maxOldSpaceSizeMiB, 1536);
-    // ... and capped by 1 GiB: 768 - 64 - 3 × 8.
-    assert.equal(computeTuning({ ...base, instances: 500, sqlSessions: 100 }).maxOldSpaceSizeMiB, 680);
+    // ... and capped by 1 GiB: 768 - 64 - 3 × 4 (an unmeasured shard's 4 MiB semi-space).
+    assert.equal(computeTuning({ ...base, instances: 500, sqlSessions: 100 }).maxOldSpaceSizeMiB, 692);
     assert.equal(computeTuning({ ...base, memoryLimitBytes: 256 * MiB }).maxOldSpaceSizeMiB, 128);
   });
   it('without a limit: 1 GiB, more for a shard with many streams', () => {
