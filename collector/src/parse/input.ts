@@ -69,8 +69,8 @@ async function* readChunks(path: string, chunks: AsyncIterator<Buffer>): AsyncGe
 /**
  * A file's chunks, read with FileHandle.read into a fresh Buffer each (the parser keeps views of
  * a chunk while an entry in it is pending, so a Buffer is never refilled while handed out).
- * Not through a ReadStream: its machinery cost more CPU than the reads themselves, about 4 % of
- * `pglog parse` (docs/benchmarks.md, log parsing). A short read (a pipe or FIFO named as the
+ * Not through a ReadStream, whose machinery costs more CPU than the reads themselves (about 2 %
+ * of `pglog parse`, docs/benchmarks.md, log parsing). A short read (a pipe or FIFO named as the
  * file) is copied out when it fills less than a quarter of the Buffer: a view would pin
  * 256 KiB for a few bytes.
  */
