@@ -620,8 +620,10 @@ describe(
         const namespacedTypes = await types(true);
         const all = [...namespacedTypes, ...(await types(false))].join(',');
         let state = '';
+        // The processes too: containerd can list no task while a sandbox's pause process is still
+        // being killed (a CI run saw `/pause` in a pod's cgroup right after the last task went).
         await eventually(
-          'nothing of the release left, no container task',
+          'nothing of the release left, no container task, no process in a pod cgroup',
           120_000,
           async () => {
             const labelled = (await cluster.cp.kubectl(['get', all, '-A', '-l', `app.kubernetes.io/instance=${RELEASE}`, '-o', 'name'])).trim();
@@ -634,8 +636,9 @@ describe(
               ])
             ).trim();
             const tasks = await cluster.node.tasks();
-            state = `labelled: ${labelled}\npool's: ${pool}\ncontainerd tasks: ${tasks.join(' ')}`;
-            return labelled === '' && pool === '' && tasks.length === 0 ? true : undefined;
+            const processes = podProcesses();
+            state = `labelled: ${labelled}\npool's: ${pool}\ncontainerd tasks: ${tasks.join(' ')}\npod processes: ${processes.join(', ')}`;
+            return labelled === '' && pool === '' && tasks.length === 0 && processes.length === 0 ? true : undefined;
           },
           () => state,
         );
