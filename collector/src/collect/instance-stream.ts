@@ -117,39 +117,6 @@ export interface InstanceStreamOptions {
 
 /** Most log bytes parsed in one go before the budget is checked and the event loop may run. */
 const SLICE_BYTES = 64 * 1024;
-/**
- * The end of a chunk larger than a slice is parsed from a copy of this many bytes (sliceForParser()).
- * Larger than almost every entry, so the entry still being assembled lies within it.
- */
-export const TAIL_COPY_BYTES = 16 * 1024;
-
-/**
- * Where a chunk's slices end: every SLICE_BYTES, and, for a chunk larger than a slice, also
- * TAIL_COPY_BYTES before its end, where the copied tail starts (see sliceForParser()).
- */
-export function sliceEnds(length: number): number[] {
-  const copyFrom = length > SLICE_BYTES ? length - TAIL_COPY_BYTES : length;
-  const ends: number[] = [];
-  for (let at = SLICE_BYTES; at < copyFrom; at += SLICE_BYTES) ends.push(at);
-  if (copyFrom > 0 && copyFrom < length) ends.push(copyFrom);
-  if (length > 0) ends.push(length);
-  return ends;
-}
-
-/**
- * The slice of `chunk` from `from` to `to` for the parser: a view, except for a large chunk's
- * tail, which is copied. The parser keeps views of the entry it is still assembling, of the
- * line cut at the chunk's end and of the last line's prefix match until the next entry
- * starts, and a view keeps its whole chunk alive. A stream the store held back resumes with
- * chunks of a whole SSH window (512 KiB), and a heap snapshot at 20 MB/s offered found 18 MB
- * of such chunks kept alive for a few hundred bytes each (docs/benchmarks.md). Parsed from a
- * copy of its own, the tail keeps 16 KiB alive instead, at the price of copying 16 KiB.
- */
-function sliceForParser(chunk: Buffer, from: number, to: number): Buffer {
-  if (from === 0 && to === chunk.length) return chunk;
-  const view = chunk.subarray(from, to);
-  return to === chunk.length && chunk.length > SLICE_BYTES ? Buffer.from(view) : view;
-}
 
 export class InstanceStream {
   private readonly o: InstanceStreamOptions;
@@ -324,11 +291,8 @@ export class InstanceStream {
         // and /metrics served while 50 streams resume at once.
         const chunk = item.chunk;
         this.received += chunk.length;
-        let at = 0;
-        for (const end of sliceEnds(chunk.length)) {
-          if (signal.aborted) break;
-          parser.push(sliceForParser(chunk, at, end));
-          at = end;
+        for (let at = 0; at < chunk.length && !signal.aborted; at += SLICE_BYTES) {
+          parser.push(at === 0 && chunk.length <= SLICE_BYTES ? chunk : chunk.subarray(at, Math.min(chunk.length, at + SLICE_BYTES)));
           this.handOver();
           if (!this.o.batcher.hasRoom(this.o.target)) {
             this.hooks.paused?.(true);

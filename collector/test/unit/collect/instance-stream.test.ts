@@ -4,13 +4,11 @@
 // last entry; idle flushes a quiet log's newest entry.
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { setFlagsFromString } from 'node:v8';
-import { runInNewContext } from 'node:vm';
 
 import { PglogError } from '@pglog/common/errors.ts';
 
 import { Batcher } from '../../../src/collect/batcher.ts';
-import { type Follower, InstanceStream, type InstanceStreamOptions, sliceEnds, TAIL_COPY_BYTES } from '../../../src/collect/instance-stream.ts';
+import { type Follower, InstanceStream, type InstanceStreamOptions } from '../../../src/collect/instance-stream.ts';
 import type { FollowedFile, FollowItem, FollowPosition } from '../../../src/follow/follower.ts';
 import { TemplateCache } from '../../../src/logformat/normalize/normalize.ts';
 import type { CommitResult, StoreBatch } from '../../../src/store/store-writer.ts';
@@ -238,69 +236,5 @@ describe('InstanceStream', () => {
     await assert.rejects(stream.run(new AbortController().signal), { code: 'STORE_FENCED' });
     assert.deepEqual(follower.starts, []);
     await batcher.stop(Date.now() + 1000);
-  });
-
-  test('a chunk larger than a slice is parsed in 64 KiB slices, its last 16 KiB apart', () => {
-    const K = 1024;
-    assert.deepEqual(sliceEnds(0), []);
-    assert.deepEqual(sliceEnds(100), [100]);
-    assert.deepEqual(sliceEnds(64 * K), [64 * K]);
-    assert.deepEqual(sliceEnds(64 * K + 1), [48 * K + 1, 64 * K + 1]);
-    assert.deepEqual(sliceEnds(200 * K), [64 * K, 128 * K, 184 * K, 200 * K]);
-    assert.deepEqual(sliceEnds(192 * K), [64 * K, 128 * K, 176 * K, 192 * K]);
-    assert.equal(TAIL_COPY_BYTES, 16 * K);
-  });
-
-  test('once a large chunk is parsed, the entry still being assembled does not keep the chunk alive', async () => {
-    setFlagsFromString('--expose-gc');
-    const gc = runInNewContext('gc') as () => void;
-    const file = { path: '/log/big.log', identity: '4:1024:4' };
-    // About 300 KiB ending in the middle of a line: the last whole entry waits for the next one
-    // to start, and the cut line for its end; both are in the chunk's last bytes.
-    const head = logText(0, 2000);
-    const cut = head.length - 40;
-    const tail = logText(2000, 2010);
-    let chunkMemory: WeakRef<ArrayBufferLike> | null = null;
-    let release: () => void = () => {};
-    const gate = new Promise<void>((resolve) => (release = resolve));
-    const fresh = (text: string, track: boolean): Buffer => {
-      const chunk = Buffer.from(text);
-      if (track) chunkMemory = new WeakRef(chunk.buffer);
-      return chunk;
-    };
-    const follower: Follower = {
-      currentFile: () => file,
-      chooseStart: () => Promise.resolve({ file, offset: 0 }),
-      async *follow(_start, signal) {
-        yield { kind: 'file', file, offset: 0 };
-        yield { kind: 'data', chunk: fresh(head.slice(0, cut), true) };
-        yield { kind: 'data', chunk: fresh(head.slice(cut, cut + 10), false) };
-        await gate;
-        yield { kind: 'data', chunk: fresh(head.slice(cut + 10) + tail, false) };
-        yield { kind: 'idle' };
-        if (!signal.aborted) await new Promise<void>((resolve) => signal.addEventListener('abort', () => resolve(), { once: true }));
-      },
-    };
-    const recorder = new Recorder();
-    const batcher = new Batcher(recorder, { maxDelayMs: 5, retryBaseMs: 1 });
-    const stream = new InstanceStream(streamOptions(follower, batcher));
-    const abort = new AbortController();
-    const running = stream.run(abort.signal);
-    // Every entry of the big chunk but the one still being assembled and the cut one.
-    const deadline = Date.now() + 10_000;
-    while (recorder.batches.reduce((n, b) => n + b.items.length, 0) < 1998 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 5));
-    assert.equal(
-      recorder.batches.reduce((n, b) => n + b.items.length, 0),
-      1998,
-    );
-    for (let i = 0; i < 3; i++) {
-      await new Promise((r) => setImmediate(r));
-      gc();
-    }
-    const collected = chunkMemory!.deref() === undefined;
-    release();
-    await stopOnceRecorded(recorder, 2010, { batcher, abort, running });
-    assert.ok(collected, 'the 300 KiB chunk was collected once parsed');
-    assert.deepEqual(queriesOf(recorder), selects(0, 2010));
   });
 });
