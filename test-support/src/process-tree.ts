@@ -92,3 +92,24 @@ export function cmdline(pid: number): string[] {
 export function killMatching(match: (args: readonly string[]) => boolean): void {
   for (const pid of livePids()) if (match(cmdline(pid))) signal(pid, 'SIGKILL');
 }
+
+/** Live pids with a cgroup whose path holds `part` (/proc/<pid>/cgroup). */
+function pidsInCgroup(part: string): number[] {
+  return livePids().filter((pid) => {
+    try {
+      return readFileSync(`/proc/${pid}/cgroup`, 'utf8').includes(part);
+    } catch {
+      return false; // exited while we looked
+    }
+  });
+}
+
+/** Live processes with a cgroup whose path holds `part`, as `pid: command line`. */
+export function processesInCgroup(part: string): string[] {
+  return pidsInCgroup(part).map((pid) => `${pid}: ${cmdline(pid).join(' ')}`);
+}
+
+/** SIGKILL to every live process with a cgroup whose path holds `part`. */
+export function killInCgroup(part: string): void {
+  for (const pid of pidsInCgroup(part)) signal(pid, 'SIGKILL');
+}

@@ -16,7 +16,7 @@ import { onProcessExit } from './exit-cleanup.ts';
 import { acquireMachineLock } from './machine-lock.ts';
 import { cniConflist, containerdConfig, defaultNodeNetwork, kubeletConfig, type NodeNetwork } from './node-config.ts';
 import { PodLogKeeper } from './pod-logs.ts';
-import { killMatching } from './process-tree.ts';
+import { killInCgroup, killMatching } from './process-tree.ts';
 import { createTestCa } from './test-ca.ts';
 import { freePort, sleep } from './wait.ts';
 
@@ -154,6 +154,15 @@ export async function startRealNode(options: RealNodeOptions = {}): Promise<Real
     // A shim outlives its containerd and exits only when its containers are deleted: those of
     // this node name its socket, which is in the node's own directory (no other shim names it).
     killMatching((args) => (args[0] ?? '').endsWith('containerd-shim-runc-v2') && args.includes(socket));
+    // runc freezes a container's cgroup while it kills the container and thaws it afterwards;
+    // a CI run was left with a pod's cgroup frozen, and its /pause process, killed but frozen,
+    // outlived the node by hours (state D, no signal ends it) and failed the next run's
+    // uninstall check. Thawing lets the pending SIGKILL land; it is reported, not hidden.
+    const thawed = thawFrozenPodCgroups();
+    if (thawed.length > 0) process.stderr.write(`real-node: thawed ${String(thawed.length)} pod cgroup(s) left frozen: ${thawed.join(', ')}\n`);
+    // What is left in the node's pod cgroups is the node's: unless this process runs in a pod
+    // itself (then every process here would match, the tests' own included).
+    if (!readFileSync('/proc/self/cgroup', 'utf8').includes('/kubepods')) killInCgroup('/kubepods');
     // kube-proxy removes its own KUBE-* rules.
     await quiet(join(bin, 'kube-proxy'), ['--cleanup', '--proxy-mode=iptables']);
     for (const ns of netnsNames()) if (!netnsBefore.has(ns) && ns.startsWith('cni-')) await quiet('ip', ['netns', 'delete', ns]);
@@ -280,4 +289,32 @@ export async function startRealNode(options: RealNodeOptions = {}): Promise<Real
     await stop();
     throw e;
   }
+}
+
+/** The kubelet's pod cgroups in the cgroup v1 freezer (this machine mounts v1; the driver is cgroupfs, node-config.ts). */
+const POD_FREEZER_ROOT = '/sys/fs/cgroup/freezer/kubepods';
+
+/** Sets every pod cgroup the freezer holds frozen to THAWED (children first); returns their paths. */
+function thawFrozenPodCgroups(): string[] {
+  const thawed: string[] = [];
+  const walk = (dir: string): void => {
+    let children: string[];
+    try {
+      children = readdirSync(dir, { withFileTypes: true })
+        .filter((e) => e.isDirectory())
+        .map((e) => join(dir, e.name));
+    } catch {
+      return; // no freezer hierarchy, or the cgroup went
+    }
+    for (const child of children) walk(child);
+    try {
+      if (readFileSync(join(dir, 'freezer.state'), 'utf8').trim() === 'THAWED') return;
+      writeFileSync(join(dir, 'freezer.state'), 'THAWED');
+      thawed.push(dir);
+    } catch {
+      // removed meanwhile
+    }
+  };
+  walk(POD_FREEZER_ROOT);
+  return thawed;
 }

@@ -49,6 +49,7 @@ import { type E2eCluster, POD_SECURITY_WARNING, startE2eCluster } from '@pglog/t
 import { assignmentOf, eventually } from '@pglog/test-support/fleet.ts';
 import { type LogServer, startLogServer } from '@pglog/test-support/log-server.ts';
 import { startPostgres, type TestPostgres } from '@pglog/test-support/postgres.ts';
+import { processesInCgroup } from '@pglog/test-support/process-tree.ts';
 import { type SeqLoad, startSeqLoad } from '@pglog/test-support/seq-load.ts';
 import { logServerTarget } from '@pglog/test-support/shard-collector.ts';
 import { createSshSecret } from '@pglog/test-support/ssh-secret.ts';
@@ -702,14 +703,5 @@ function findPodCgroup(uid: string): string | undefined {
 
 /** Processes in a pod's cgroup (the kubelet's `kubepods` hierarchy): `pid: command line`. */
 function podProcesses(): string[] {
-  return readdirSync('/proc')
-    .filter((p) => /^\d+$/.test(p))
-    .flatMap((pid) => {
-      try {
-        if (!readFileSync(`/proc/${pid}/cgroup`, 'utf8').includes('/kubepods')) return [];
-        return [`${pid}: ${readFileSync(`/proc/${pid}/cmdline`, 'utf8').replaceAll('\0', ' ')}`];
-      } catch {
-        return [];
-      }
-    });
+  return processesInCgroup('/kubepods');
 }
