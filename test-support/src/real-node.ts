@@ -294,26 +294,37 @@ export async function startRealNode(options: RealNodeOptions = {}): Promise<Real
 /** The kubelet's pod cgroups in the cgroup v1 freezer (this machine mounts v1; the driver is cgroupfs, node-config.ts). */
 const POD_FREEZER_ROOT = '/sys/fs/cgroup/freezer/kubepods';
 
-/** Sets every pod cgroup the freezer holds frozen to THAWED (children first); returns their paths. */
+/**
+ * Sets every pod cgroup the freezer holds frozen to THAWED, each before its children (a child
+ * stays frozen while a parent is); returns their paths.
+ */
 function thawFrozenPodCgroups(): string[] {
   const thawed: string[] = [];
   const walk = (dir: string): void => {
-    let children: string[];
+    const state = join(dir, 'freezer.state');
+    let frozen: boolean;
+    try {
+      frozen = readFileSync(state, 'utf8').trim() !== 'THAWED';
+    } catch {
+      return; // no freezer hierarchy, or the cgroup went
+    }
+    if (frozen) {
+      try {
+        writeFileSync(state, 'THAWED');
+        thawed.push(dir);
+      } catch {
+        // removed meanwhile, or not ours to write: the checks after teardown will say
+      }
+    }
+    let children: string[] = [];
     try {
       children = readdirSync(dir, { withFileTypes: true })
         .filter((e) => e.isDirectory())
         .map((e) => join(dir, e.name));
     } catch {
-      return; // no freezer hierarchy, or the cgroup went
-    }
-    for (const child of children) walk(child);
-    try {
-      if (readFileSync(join(dir, 'freezer.state'), 'utf8').trim() === 'THAWED') return;
-      writeFileSync(join(dir, 'freezer.state'), 'THAWED');
-      thawed.push(dir);
-    } catch {
       // removed meanwhile
     }
+    for (const child of children) walk(child);
   };
   walk(POD_FREEZER_ROOT);
   return thawed;
