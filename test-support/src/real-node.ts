@@ -160,9 +160,8 @@ export async function startRealNode(options: RealNodeOptions = {}): Promise<Real
     // uninstall check. Thawing lets the pending SIGKILL land; it is reported, not hidden.
     const thawed = thawFrozenPodCgroups();
     if (thawed.length > 0) process.stderr.write(`real-node: thawed ${String(thawed.length)} pod cgroup(s) left frozen: ${thawed.join(', ')}\n`);
-    // What is left in the node's pod cgroups is the node's: unless this process runs in a pod
-    // itself (then every process here would match, the tests' own included).
-    if (!readFileSync('/proc/self/cgroup', 'utf8').includes('/kubepods')) killInCgroup('/kubepods');
+    // What is left in the node's pod cgroups is the node's (killInCgroup spares a test run that is itself in a pod).
+    killInCgroup('/kubepods');
     // kube-proxy removes its own KUBE-* rules.
     await quiet(join(bin, 'kube-proxy'), ['--cleanup', '--proxy-mode=iptables']);
     for (const ns of netnsNames()) if (!netnsBefore.has(ns) && ns.startsWith('cni-')) await quiet('ip', ['netns', 'delete', ns]);
