@@ -311,6 +311,17 @@ export class Decoder {
   }
 
   /**
+   * Counts what decode(bytes, database) would count (replacements, removed NULs) without
+   * making its string when it would count nothing: for a caller that only needs the counters
+   * right (the summary, which does not keep the text). ASCII without NUL is itself in every
+   * supported encoding; anything else is decoded and the string dropped.
+   */
+  account(bytes: Buffer | null, database: Buffer | null): void {
+    if (bytes === null || (isAscii(bytes) && bytes.indexOf(0) === -1)) return;
+    this.decode(bytes, database);
+  }
+
+  /**
    * `bytes[s, e)` decoded, when that needs no replacement and removes no NUL (so it counts
    * nothing); otherwise null and the caller decodes the whole text with decode(). For parsers
    * that take a field apart on its bytes and decode only the pieces they keep. The pieces must

@@ -17,15 +17,15 @@
  *   acquire" are `lock_wait` events with their own states (see LockWaitState in events.ts).
  */
 import type { Decoder } from './decode.ts';
-import type { EventCommon, EventKind, OtherEvent, PglogEvent, StatementEvent } from './events.ts';
+import type { EventCommon, EventKind, OtherEvent, PglogEvent, StatementEvent, SummaryItem } from './events.ts';
 import { parseCheckpoint } from './messages/checkpoint.ts';
 import { parseConnection, parseDisconnection } from './messages/connection.ts';
 import { parseDeadlockDetail, parseLockQueue, parseLockWait } from './messages/locks.ts';
 import { parseAutoanalyze, parseAutovacuum } from './messages/maintenance.ts';
 import { parsePlan } from './messages/plan.ts';
 import { parseStatementMessage, SCAN_BIND, SCAN_NONE, SCAN_PARSE, SCAN_STATEMENT, scanStatement, StatementSpans } from './messages/statement.ts';
-import { startsWithBytes } from './messages/text.ts';
-import { TemplateCache } from './normalize/normalize.ts';
+import { asciiText, startsWithBytes } from './messages/text.ts';
+import { type QueryTemplate, TemplateCache } from './normalize/normalize.ts';
 import type { LogRecord } from './record.ts';
 import { toIsoTimestamp } from './timestamp.ts';
 
@@ -127,6 +127,78 @@ export class EventParser {
       // Not expected (every parser is defensive); an entry is never lost to a parser bug.
       return this.other(record, this.message ?? this.text(record.message) ?? '', null, null);
     }
+  }
+
+  /**
+   * What the summary reads of parse(record) (SummaryItem), with the same counters
+   * (replacements, removed NULs, oversized) and templates, for less work: the common entries
+   * (executed statements, parse/bind steps and bare durations, messages of no parsed kind) are
+   * not made into events, and the text the summary does not read is only accounted for
+   * (Decoder.account), not decoded. Any other entry is parse(record)'s event.
+   */
+  summarize(record: LogRecord): SummaryItem {
+    this.database = record.database ?? maintenanceDatabase(record.message);
+    this.message = null;
+    try {
+      return this.summarized(record) ?? this.classified(record);
+    } catch {
+      return this.other(record, this.message ?? this.text(record.message) ?? '', null, null);
+    }
+  }
+
+  /**
+   * summarize() for the entries classified() makes a statement from scannedStatement() or an
+   * `other` event of; null, having counted nothing, for the rest.
+   */
+  private summarized(r: LogRecord): SummaryItem | null {
+    if (isErrorSeverity(r.severity)) return null;
+    const m = r.message;
+    const kind = classify(m);
+    const d = this.decoder;
+    const db = this.database;
+    if (kind === 'statement') {
+      const sp = this.spans;
+      const scan = scanStatement(m, sp);
+      if (scan === SCAN_STATEMENT) {
+        // scannedStatement() goes on only when the name and the SQL decode cleanly.
+        if (sp.nameStart >= 0 && !asciiText(m, sp.nameStart, sp.nameEnd) && d.decodeClean(m, sp.nameStart, sp.nameEnd, db) === null) return null;
+        let t: QueryTemplate;
+        if (asciiText(m, sp.queryStart, sp.queryEnd)) {
+          t = this.templates.templateOfAscii(m, sp.queryStart, sp.queryEnd);
+        } else {
+          const query = d.decodeClean(m, sp.queryStart, sp.queryEnd, db);
+          if (query === null) return null;
+          t = this.templates.templateOfUtf8(query, m, sp.queryStart, sp.queryEnd);
+        }
+        // The `parameters` of an extended-protocol execution are its DETAIL, decoded.
+        if (sp.nameStart >= 0) d.account(r.detail, db);
+        const database = this.names(r);
+        return { kind: 'statement', severity: r.severity, database, duration_ms: sp.duration, normalized: t.normalized, fingerprint: t.fingerprint };
+      }
+      // A step or a bare duration is an `other` event when its message decodes with nothing counted.
+      if (scan === SCAN_NONE || !asciiText(m, 0, m.length)) return null;
+    } else if (kind === 'none') {
+      d.account(m, db);
+    } else {
+      return null;
+    }
+    // What other() decodes besides the message.
+    const database = this.names(r);
+    d.account(r.detail, db);
+    d.account(r.hint, db);
+    d.account(r.context, db);
+    d.account(r.statement, db);
+    return { kind: 'other', severity: r.severity, database };
+  }
+
+  /** Decodes the names an event carries, as base() does (they count what they replace); returns the database's. */
+  private names(r: LogRecord): string | null {
+    const d = this.decoder;
+    const db = this.database;
+    const database = d.decodeName(db, db);
+    d.decodeName(r.user, db);
+    d.decodeName(r.application, db);
+    return database;
   }
 
   private text(bytes: Buffer | null): string | null {

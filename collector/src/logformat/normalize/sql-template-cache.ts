@@ -152,6 +152,14 @@ export class TemplateCache {
     return this.templateOfInput(sql.length, copyInput(bytes, s, e));
   }
 
+  /**
+   * templateOfUtf8 for SQL whose bytes `bytes[s, e)` are ASCII without NUL (so they decode
+   * cleanly to a string of as many characters), without making that string.
+   */
+  templateOfAscii(bytes: Buffer, s: number, e: number): QueryTemplate {
+    return this.templateOfInput(e - s, copyInput(bytes, s, e));
+  }
+
   /** The template of the text in the scanner's input: `n` bytes of UTF-8, `chars` UTF-16 code units. */
   private templateOfInput(chars: number, n: number): QueryTemplate {
     const short = chars <= MAX_VERBATIM_CHARS;

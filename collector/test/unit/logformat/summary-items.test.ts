@@ -1,0 +1,108 @@
+// summaryParser (EventParser.summarize) against LogParser: for every entry, the SummaryItem
+// must be what the summary reads of the event (kind, severity, database; a statement's
+// template and duration), and the counters (replacements, removed NULs, oversized) the same,
+// whatever the bytes: invalid UTF-8, NULs, legacy encodings, damaged statement messages.
+import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import { describe, test } from 'node:test';
+
+import fc from 'fast-check';
+
+import type { EncodingConfig } from '../../../src/logformat/decode.ts';
+import type { PglogEvent, SummaryItem } from '../../../src/logformat/events.ts';
+import { LogParser, type ParseCounters, summaryParser } from '../../../src/logformat/log-parser.ts';
+import type { LogFormat } from '../../../src/logformat/record.ts';
+import { FORMATS, generatedLogs, logPath } from '../../helpers/generated-logs.ts';
+
+const encodings: EncodingConfig = { defaultEncoding: 'UTF8', databases: { legacy: 'WIN1251', koi: 'KOI8R' } };
+const PREFIX = '%m [%p] %q%u@%d ';
+
+/** What SummaryBuilder.add reads of an event. */
+function read(e: SummaryItem): unknown {
+  return e.kind === 'statement' ? [e.kind, e.severity, e.database, e.duration_ms, e.normalized, e.fingerprint] : [e.kind, e.severity, e.database];
+}
+
+function both(
+  format: LogFormat,
+  bytes: Buffer,
+  prefix?: string,
+): { full: unknown[]; lean: unknown[]; fullCounters: ParseCounters; leanCounters: ParseCounters } {
+  const options = { format, prefix, encodings };
+  const full: unknown[] = [];
+  const lean: unknown[] = [];
+  const a = new LogParser(options, (e: PglogEvent) => full.push(read(e)));
+  const b = summaryParser(options, (e) => lean.push(read(e)));
+  for (const p of [a, b]) {
+    p.push(bytes);
+    p.end();
+  }
+  return { full, lean, fullCounters: a.counters, leanCounters: b.counters };
+}
+
+function assertSame(format: LogFormat, bytes: Buffer, prefix?: string): void {
+  const r = both(format, bytes, prefix);
+  assert.deepEqual(r.lean, r.full);
+  assert.deepEqual({ ...r.leanCounters, slow: 0 }, { ...r.fullCounters, slow: 0 });
+}
+
+const HEAD = ['2024-05-01 10:00:00.000 UTC [42] alice@shop ', '2024-05-01 10:00:00.001 UTC [43] bob@legacy ', '2024-05-01 10:00:00.002 UTC [44] '];
+const MESSAGES = [
+  'duration: 0.042 ms  statement: SELECT 1',
+  'duration: 1.5 ms  execute <unnamed>: SELECT * FROM t WHERE id = $1',
+  'duration: 1.5 ms  execute S_1/C_2: UPDATE t SET a = a + $1',
+  'execute fetch from S_1/C_2: SELECT 2',
+  "statement: INSERT INTO t VALUES (1, 'x')",
+  'duration: 0.010 ms  parse <unnamed>: SELECT $1',
+  'duration: 0.010 ms  bind S_1: SELECT $1',
+  'duration: 0.010 ms',
+  'duration: 0.010 ms  plan:\n\tSeq Scan on t',
+  'connection received: host=[local]',
+  'checkpoint starting: time',
+  'automatic analyze of table "shop.public.t"',
+  'something else happened',
+];
+const EXTRA = ["DETAIL:  parameters: $1 = '5'", 'DETAIL:  other detail', 'HINT:  a hint', 'STATEMENT:  SELECT 3', 'CONTEXT:  a context'];
+const BYTES = [0x00, 0x80, 0xc3, 0xa9, 0xef, 0xbf, 0xbd, 0xd0, 0xff, 0x3a, 0x20, 0x24, 0x27];
+
+/** A log line whose text may have hostile bytes put into it. */
+const line: fc.Arbitrary<Buffer> = fc
+  .record({
+    head: fc.constantFrom(...HEAD),
+    severity: fc.constantFrom('LOG', 'LOG', 'ERROR', 'WARNING'),
+    message: fc.constantFrom(...MESSAGES),
+    extra: fc.option(fc.constantFrom(...EXTRA)),
+    damage: fc.array(fc.tuple(fc.nat(), fc.constantFrom(...BYTES)), { maxLength: 3 }),
+  })
+  .map(({ head, severity, message, extra, damage }) => {
+    let text = Buffer.from(`${severity}:  ${message}${extra === null ? '' : `\n${head}${extra}`}`);
+    for (const [at, byte] of damage) {
+      const i = at % (text.length + 1);
+      text = Buffer.concat([text.subarray(0, i), Buffer.from([byte]), text.subarray(i)]);
+    }
+    return Buffer.concat([Buffer.from(head), text, Buffer.from('\n')]);
+  });
+
+describe('summaryParser gives what the summary reads of LogParser', () => {
+  test('damaged stderr entries: same items, same counters', () => {
+    fc.assert(
+      fc.property(fc.array(line, { minLength: 1, maxLength: 12 }), (lines) => assertSame('stderr', Buffer.concat(lines), PREFIX)),
+      { numRuns: 2000 },
+    );
+  });
+
+  test('the clean entries of every message shape', () => {
+    const text = HEAD.flatMap((h) => MESSAGES.map((m) => `${h}LOG:  ${m}\n`)).join('');
+    const r = both('stderr', Buffer.from(text), PREFIX);
+    assert.ok(r.full.length === HEAD.length * MESSAGES.length);
+    assertSame('stderr', Buffer.from(text), PREFIX);
+  });
+
+  test('the generated logs in every format', () => {
+    const logs = generatedLogs();
+    for (const run of Object.values(logs.runs)) {
+      for (const format of FORMATS) {
+        assertSame(format, readFileSync(logPath(logs, run, format)), format === 'stderr' ? run.log_line_prefix : undefined);
+      }
+    }
+  });
+});
