@@ -193,6 +193,11 @@ function cleanUtf8(s: string): boolean {
   return s.indexOf(NUL) === -1 && s.indexOf(REPLACEMENT) === -1;
 }
 
+/** ASCII without NUL: text that decodes to itself and counts nothing in every supported encoding. */
+export function plainAscii(bytes: Buffer): boolean {
+  return isAscii(bytes) && bytes.indexOf(0) === -1;
+}
+
 /** Names remembered by `decodeName` (database, user and application names repeat). */
 const NAME_SLOTS = 8;
 /** Longest name remembered (PostgreSQL names are at most 63 bytes; application names too). */
@@ -266,6 +271,11 @@ export class Decoder {
   private lastDatabase: Buffer | null = null;
   private lastCodec: Codec;
   private readonly names = new NameCache();
+  /** The last clean names of decodeNames(), and the database's string (undefined: none yet). */
+  private memoDatabase: Buffer | null | undefined = undefined;
+  private memoUser: Buffer | null | undefined = undefined;
+  private memoApplication: Buffer | null | undefined = undefined;
+  private memoName: string | null = null;
 
   /** Validates every configured encoding: throws ENCODING_UNSUPPORTED on an unknown one. */
   constructor(config: EncodingConfig) {
@@ -317,7 +327,7 @@ export class Decoder {
    * supported encoding; anything else is decoded and the string dropped.
    */
   account(bytes: Buffer | null, database: Buffer | null): void {
-    if (bytes === null || (isAscii(bytes) && bytes.indexOf(0) === -1)) return;
+    if (bytes === null || plainAscii(bytes)) return;
     this.decode(bytes, database);
   }
 
@@ -353,6 +363,28 @@ export class Decoder {
     }
     if (bytes.indexOf(0) === -1 && isUtf8(bytes)) return s; // a genuine U+FFFD
     return this.decodeWith(bytes, this.codecFor(database));
+  }
+
+  /**
+   * decodeName() of an entry's database, user and application (in that order, as an event's
+   * fields are decoded); returns the database's. The same three Buffers as the last call,
+   * when they decoded with nothing counted, are not looked at again: the prefix matcher hands
+   * out one Buffer per repeated name (FieldCache), and Buffers of the log are never changed.
+   * For the summary, which keeps no event (the memo holds on to three Buffers).
+   */
+  decodeNames(database: Buffer | null, user: Buffer | null, application: Buffer | null): string | null {
+    if (database === this.memoDatabase && user === this.memoUser && application === this.memoApplication) return this.memoName;
+    const lost = this.replaced + this.nuls;
+    const name = this.decodeName(database, database);
+    this.decodeName(user, database);
+    this.decodeName(application, database);
+    if (this.replaced + this.nuls === lost) {
+      this.memoDatabase = database;
+      this.memoUser = user;
+      this.memoApplication = application;
+      this.memoName = name;
+    }
+    return name;
   }
 
   private codecFor(database: Buffer | null): Codec {

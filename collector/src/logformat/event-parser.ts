@@ -16,7 +16,7 @@
  * - the lock messages "avoided deadlock", "detected deadlock while waiting" and "failed to
  *   acquire" are `lock_wait` events with their own states (see LockWaitState in events.ts).
  */
-import type { Decoder } from './decode.ts';
+import { type Decoder, plainAscii } from './decode.ts';
 import type { EventCommon, EventKind, OtherEvent, PglogEvent, StatementEvent, SummaryItem } from './events.ts';
 import { parseCheckpoint } from './messages/checkpoint.ts';
 import { parseConnection, parseDisconnection } from './messages/connection.ts';
@@ -24,7 +24,7 @@ import { parseDeadlockDetail, parseLockQueue, parseLockWait } from './messages/l
 import { parseAutoanalyze, parseAutovacuum } from './messages/maintenance.ts';
 import { parsePlan } from './messages/plan.ts';
 import { parseStatementMessage, SCAN_BIND, SCAN_NONE, SCAN_PARSE, SCAN_STATEMENT, scanStatement, StatementSpans } from './messages/statement.ts';
-import { asciiText, startsWithBytes } from './messages/text.ts';
+import { startsWithBytes } from './messages/text.ts';
 import { type QueryTemplate, TemplateCache } from './normalize/normalize.ts';
 import type { LogRecord } from './record.ts';
 import { toIsoTimestamp } from './timestamp.ts';
@@ -159,13 +159,15 @@ export class EventParser {
     if (kind === 'statement') {
       const sp = this.spans;
       const scan = scanStatement(m, sp);
+      // The whole message ASCII without NUL: so are its name and SQL, which decode to themselves.
+      const plain = scan !== SCAN_NONE && plainAscii(m);
       if (scan === SCAN_STATEMENT) {
-        // scannedStatement() goes on only when the name and the SQL decode cleanly.
-        if (sp.nameStart >= 0 && !asciiText(m, sp.nameStart, sp.nameEnd) && d.decodeClean(m, sp.nameStart, sp.nameEnd, db) === null) return null;
         let t: QueryTemplate;
-        if (asciiText(m, sp.queryStart, sp.queryEnd)) {
+        if (plain) {
           t = this.templates.templateOfAscii(m, sp.queryStart, sp.queryEnd);
         } else {
+          // scannedStatement() goes on only when the name and the SQL decode cleanly.
+          if (sp.nameStart >= 0 && d.decodeClean(m, sp.nameStart, sp.nameEnd, db) === null) return null;
           const query = d.decodeClean(m, sp.queryStart, sp.queryEnd, db);
           if (query === null) return null;
           t = this.templates.templateOfUtf8(query, m, sp.queryStart, sp.queryEnd);
@@ -176,7 +178,7 @@ export class EventParser {
         return { kind: 'statement', severity: r.severity, database, duration_ms: sp.duration, normalized: t.normalized, fingerprint: t.fingerprint };
       }
       // A step or a bare duration is an `other` event when its message decodes with nothing counted.
-      if (scan === SCAN_NONE || !asciiText(m, 0, m.length)) return null;
+      if (!plain) return null;
     } else if (kind === 'none') {
       d.account(m, db);
     } else {
@@ -193,12 +195,7 @@ export class EventParser {
 
   /** Decodes the names an event carries, as base() does (they count what they replace); returns the database's. */
   private names(r: LogRecord): string | null {
-    const d = this.decoder;
-    const db = this.database;
-    const database = d.decodeName(db, db);
-    d.decodeName(r.user, db);
-    d.decodeName(r.application, db);
-    return database;
+    return this.decoder.decodeNames(this.database, r.user, r.application);
   }
 
   private text(bytes: Buffer | null): string | null {

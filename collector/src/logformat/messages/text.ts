@@ -52,12 +52,3 @@ export function startsWithBytes(bytes: Buffer, prefix: Buffer): boolean {
   for (let i = 0; i < n; i++) if (bytes[i] !== prefix[i]) return false;
   return true;
 }
-
-/** True when b[s, e) is ASCII without NUL: text that decodes to itself and counts nothing in every supported encoding. */
-export function asciiText(b: Buffer, s: number, e: number): boolean {
-  for (let i = s; i < e; i++) {
-    const c = b[i]!;
-    if (c === 0 || c > 0x7f) return false;
-  }
-  return true;
-}

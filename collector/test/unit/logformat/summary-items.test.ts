@@ -45,7 +45,16 @@ function assertSame(format: LogFormat, bytes: Buffer, prefix?: string): void {
   assert.deepEqual({ ...r.leanCounters, slow: 0 }, { ...r.fullCounters, slow: 0 });
 }
 
-const HEAD = ['2024-05-01 10:00:00.000 UTC [42] alice@shop ', '2024-05-01 10:00:00.001 UTC [43] bob@legacy ', '2024-05-01 10:00:00.002 UTC [44] '];
+const latin1 = (s: string): string => Buffer.from(s, 'latin1').toString('latin1');
+/** Prefixes, some with names that are not valid UTF-8 or hold a NUL (as latin1 strings of their bytes). */
+const HEAD = [
+  '2024-05-01 10:00:00.000 UTC [42] alice@shop ',
+  '2024-05-01 10:00:00.001 UTC [43] bob@legacy ',
+  '2024-05-01 10:00:00.002 UTC [44] ',
+  latin1('2024-05-01 10:00:00.003 UTC [45] b\xffob@legacy '),
+  latin1('2024-05-01 10:00:00.004 UTC [46] al\x00ice@sh\xe9op '),
+  latin1('2024-05-01 10:00:00.005 UTC [47] alice@\xd0\xb1\xd0 '),
+];
 const MESSAGES = [
   'duration: 0.042 ms  statement: SELECT 1',
   'duration: 1.5 ms  execute <unnamed>: SELECT * FROM t WHERE id = $1',
@@ -74,12 +83,12 @@ const line: fc.Arbitrary<Buffer> = fc
     damage: fc.array(fc.tuple(fc.nat(), fc.constantFrom(...BYTES)), { maxLength: 3 }),
   })
   .map(({ head, severity, message, extra, damage }) => {
-    let text = Buffer.from(`${severity}:  ${message}${extra === null ? '' : `\n${head}${extra}`}`);
+    let text = Buffer.concat([Buffer.from(`${severity}:  ${message}`), Buffer.from(extra === null ? '' : `\n${head}`, 'latin1'), Buffer.from(extra ?? '')]);
     for (const [at, byte] of damage) {
       const i = at % (text.length + 1);
       text = Buffer.concat([text.subarray(0, i), Buffer.from([byte]), text.subarray(i)]);
     }
-    return Buffer.concat([Buffer.from(head), text, Buffer.from('\n')]);
+    return Buffer.concat([Buffer.from(head, 'latin1'), text, Buffer.from('\n')]);
   });
 
 describe('summaryParser gives what the summary reads of LogParser', () => {
@@ -91,10 +100,11 @@ describe('summaryParser gives what the summary reads of LogParser', () => {
   });
 
   test('the clean entries of every message shape', () => {
-    const text = HEAD.flatMap((h) => MESSAGES.map((m) => `${h}LOG:  ${m}\n`)).join('');
-    const r = both('stderr', Buffer.from(text), PREFIX);
-    assert.ok(r.full.length === HEAD.length * MESSAGES.length);
-    assertSame('stderr', Buffer.from(text), PREFIX);
+    const text = Buffer.from(HEAD.flatMap((h) => MESSAGES.map((m) => `${h}LOG:  ${m}\n`)).join(''), 'latin1');
+    const r = both('stderr', text, PREFIX);
+    assert.equal(r.full.length, HEAD.length * MESSAGES.length);
+    assert.ok(r.fullCounters.replacements > 0 && r.fullCounters.nulRemoved > 0);
+    assertSame('stderr', text, PREFIX);
   });
 
   test('the generated logs in every format', () => {
