@@ -127,7 +127,8 @@ export class LogParser<T extends SummaryItem = PglogEvent> {
         onSlowEntry?.({ offset: record.start, end: record.end, ms, budgetMs: entryBudgetMs });
       }
     };
-    this.assembler = createAssembler(options.format, onRecord, { prefix: options.prefix, maxEntryBytes });
+    // The summary never reads an entry's time (SummaryItem has none).
+    this.assembler = createAssembler(options.format, onRecord, { prefix: options.prefix, maxEntryBytes, withoutTime: summary });
     const assembler = this.assembler;
     this.splitter = new LineSplitter(
       (bytes, from, to, offset, next, truncated) => assembler.pushLine(bytes, from, to, offset, next, truncated),
