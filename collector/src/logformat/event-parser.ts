@@ -25,7 +25,7 @@ import { parseAutoanalyze, parseAutovacuum } from './messages/maintenance.ts';
 import { parsePlan } from './messages/plan.ts';
 import { parseStatementMessage, SCAN_BIND, SCAN_NONE, SCAN_PARSE, SCAN_STATEMENT, scanStatement, StatementSpans } from './messages/statement.ts';
 import { startsWithBytes } from './messages/text.ts';
-import { type QueryTemplate, TemplateCache } from './normalize/normalize.ts';
+import { TemplateCache } from './normalize/normalize.ts';
 import type { LogRecord } from './record.ts';
 import { toIsoTimestamp } from './timestamp.ts';
 
@@ -159,13 +159,11 @@ export class EventParser {
     if (kind === 'statement') {
       const sp = this.spans;
       const scan = scanStatement(m, sp);
-      // The whole message ASCII without NUL: so are its name and SQL, which decode to themselves.
-      const plain = scan !== SCAN_NONE && plainAscii(m);
       if (scan === SCAN_STATEMENT) {
-        let t: QueryTemplate;
-        if (plain) {
-          t = this.templates.templateOfAscii(m, sp.queryStart, sp.queryEnd);
-        } else {
+        // What scanStatement read besides the name and the SQL is ASCII: when they are too
+        // (without NUL), they decode to themselves, and the SQL's template needs no string.
+        let t = sp.nameStart < 0 || plainSpan(m, sp.nameStart, sp.nameEnd) ? this.templates.templateOfPlain(m, sp.queryStart, sp.queryEnd) : null;
+        if (t === null) {
           // scannedStatement() goes on only when the name and the SQL decode cleanly.
           if (sp.nameStart >= 0 && d.decodeClean(m, sp.nameStart, sp.nameEnd, db) === null) return null;
           const query = d.decodeClean(m, sp.queryStart, sp.queryEnd, db);
@@ -178,7 +176,7 @@ export class EventParser {
         return { kind: 'statement', severity: r.severity, database, duration_ms: sp.duration, normalized: t.normalized, fingerprint: t.fingerprint };
       }
       // A step or a bare duration is an `other` event when its message decodes with nothing counted.
-      if (!plain) return null;
+      if (scan === SCAN_NONE || !plainAscii(m)) return null;
     } else if (kind === 'none') {
       d.account(m, db);
     } else {
@@ -465,6 +463,12 @@ export class EventParser {
       fingerprint: this.fingerprintOf(statement),
     };
   }
+}
+
+/** b[s, e) is ASCII without NUL (a statement's name: a few bytes). */
+function plainSpan(b: Buffer, s: number, e: number): boolean {
+  for (let i = s; i < e; i++) if (((b[i]! - 1) | b[i]!) & 0x80) return false;
+  return true;
 }
 
 const B_OF_TABLE = Buffer.from(' of table "');

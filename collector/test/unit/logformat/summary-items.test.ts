@@ -61,6 +61,8 @@ const MESSAGES = [
   'duration: 1.5 ms  execute S_1/C_2: UPDATE t SET a = a + $1',
   'execute fetch from S_1/C_2: SELECT 2',
   "statement: INSERT INTO t VALUES (1, 'x')",
+  // Longer than what the template cache checks in its copy loop.
+  `duration: 2.0 ms  statement: SELECT '${'x'.repeat(300)}'`,
   'duration: 0.010 ms  parse <unnamed>: SELECT $1',
   'duration: 0.010 ms  bind S_1: SELECT $1',
   'duration: 0.010 ms',
