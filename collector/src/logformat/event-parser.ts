@@ -134,15 +134,17 @@ export class EventParser {
    * (replacements, removed NULs, oversized) and templates, for less work: the common entries
    * (executed statements, parse/bind steps and bare durations, messages of no parsed kind) are
    * not made into events, and the text the summary does not read is only accounted for
-   * (Decoder.account), not decoded. Any other entry is parse(record)'s event.
+   * (Decoder.account), not decoded. Any other entry is parse(record)'s event, cut down to the
+   * same shape: every item has one hidden class, which keeps the summary's reads of them
+   * monomorphic (events of a dozen shapes made them megamorphic).
    */
   summarize(record: LogRecord): SummaryItem {
     this.database = record.database ?? maintenanceDatabase(record.message);
     this.message = null;
     try {
-      return this.summarized(record) ?? this.classified(record);
+      return this.summarized(record) ?? itemOf(this.classified(record));
     } catch {
-      return this.other(record, this.message ?? this.text(record.message) ?? '', null, null);
+      return itemOf(this.other(record, this.message ?? this.text(record.message) ?? '', null, null));
     }
   }
 
@@ -173,7 +175,7 @@ export class EventParser {
         // The `parameters` of an extended-protocol execution are its DETAIL, decoded.
         if (sp.nameStart >= 0) d.account(r.detail, db);
         const database = this.names(r);
-        return { kind: 'statement', severity: r.severity, database, duration_ms: sp.duration, normalized: t.normalized, fingerprint: t.fingerprint };
+        return item('statement', r.severity, database, sp.duration, t.normalized, t.fingerprint);
       }
       // A step or a bare duration is an `other` event when its message decodes with nothing counted.
       if (scan === SCAN_NONE || !plainAscii(m)) return null;
@@ -188,7 +190,7 @@ export class EventParser {
     d.account(r.hint, db);
     d.account(r.context, db);
     d.account(r.statement, db);
-    return { kind: 'other', severity: r.severity, database };
+    return item('other', r.severity, database, null, '', '');
   }
 
   /** Decodes the names an event carries, as base() does (they count what they replace); returns the database's. */
@@ -463,6 +465,17 @@ export class EventParser {
       fingerprint: this.fingerprintOf(statement),
     };
   }
+}
+
+/** A SummaryItem, always of this one shape (see summarize); `normalized` and `fingerprint` only mean something for a statement. */
+function item(kind: EventKind, severity: string, database: string | null, duration: number | null, normalized: string, fingerprint: string): SummaryItem {
+  return { kind, severity, database, duration_ms: duration, normalized, fingerprint };
+}
+
+function itemOf(e: PglogEvent): SummaryItem {
+  return e.kind === 'statement'
+    ? item(e.kind, e.severity, e.database, e.duration_ms, e.normalized, e.fingerprint)
+    : item(e.kind, e.severity, e.database, null, '', '');
 }
 
 /** b[s, e) is ASCII without NUL (a statement's name: a few bytes). */
