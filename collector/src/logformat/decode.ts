@@ -276,6 +276,11 @@ export class Decoder {
   private memoUser: Buffer | null | undefined = undefined;
   private memoApplication: Buffer | null | undefined = undefined;
   private memoName: string | null = null;
+  /**
+   * Every text given to account() and isPlain() is ASCII without NUL: set by a LogParser that
+   * has checked all the bytes it was pushed (and cleared for good once one is not).
+   */
+  plainInput = false;
 
   /** Validates every configured encoding: throws ENCODING_UNSUPPORTED on an unknown one. */
   constructor(config: EncodingConfig) {
@@ -327,8 +332,13 @@ export class Decoder {
    * supported encoding; anything else is decoded and the string dropped.
    */
   account(bytes: Buffer | null, database: Buffer | null): void {
-    if (bytes === null || plainAscii(bytes)) return;
+    if (bytes === null || this.isPlain(bytes)) return;
     this.decode(bytes, database);
+  }
+
+  /** plainAscii(bytes), known without looking while plainInput holds. */
+  isPlain(bytes: Buffer): boolean {
+    return this.plainInput || plainAscii(bytes);
   }
 
   /**

@@ -16,7 +16,7 @@
  * - the lock messages "avoided deadlock", "detected deadlock while waiting" and "failed to
  *   acquire" are `lock_wait` events with their own states (see LockWaitState in events.ts).
  */
-import { type Decoder, plainAscii } from './decode.ts';
+import type { Decoder } from './decode.ts';
 import type { EventCommon, EventKind, OtherEvent, PglogEvent, StatementEvent, SummaryItem } from './events.ts';
 import { parseCheckpoint } from './messages/checkpoint.ts';
 import { parseConnection, parseDisconnection } from './messages/connection.ts';
@@ -178,7 +178,7 @@ export class EventParser {
         return item('statement', r.severity, database, sp.duration, t.normalized, t.fingerprint);
       }
       // A step or a bare duration is an `other` event when its message decodes with nothing counted.
-      if (scan === SCAN_NONE || !plainAscii(m)) return null;
+      if (scan === SCAN_NONE || !d.isPlain(m)) return null;
     } else if (kind === 'none') {
       d.account(m, db);
     } else {

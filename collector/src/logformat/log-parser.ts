@@ -17,7 +17,7 @@
  * readings (a second reading per entry, after the handler, cost 3 % of `pglog parse`).
  */
 import { createAssembler } from './assembler.ts';
-import { Decoder, type EncodingConfig } from './decode.ts';
+import { Decoder, type EncodingConfig, plainAscii } from './decode.ts';
 import { EventParser } from './event-parser.ts';
 import type { PglogEvent, SummaryItem } from './events.ts';
 import { DEFAULT_MAX_ENTRY_BYTES, LineSplitter } from './line-splitter.ts';
@@ -98,12 +98,17 @@ export class LogParser<T extends SummaryItem = PglogEvent> {
   private readonly onEvent: (event: T) => void;
   /** The events of the push being parsed, handed on when it is done (deliver()). */
   private parsed: T[] = [];
+  /** Checking that every byte pushed is ASCII without NUL, for Decoder.plainInput (see push()). */
+  private checkPlain: boolean;
 
   /** `summary`: make SummaryItems (summaryParser()); T must then be SummaryItem. */
   constructor(options: LogParserOptions, onEvent: (event: T) => void, summary = false) {
     const maxEntryBytes = options.maxEntryBytes ?? DEFAULT_MAX_ENTRY_BYTES;
     this.format = options.format;
     this.decoder = new Decoder(options.encodings);
+    // Only a summary has the checks to save, and jsonlog's escapes (\u0000) make bytes of their own.
+    this.checkPlain = summary && options.format !== 'jsonlog';
+    this.decoder.plainInput = this.checkPlain;
     this.events = new EventParser({ decoder: this.decoder, templates: options.templates ?? new TemplateCache() });
     // The folder's one clock (a named exception to its purity rule): the per-entry budget's, which callers may inject.
     // eslint-disable-next-line no-restricted-globals
@@ -139,6 +144,13 @@ export class LogParser<T extends SummaryItem = PglogEvent> {
 
   push(chunk: Buffer): void {
     this.since = this.clock();
+    // Once per chunk instead of once per field: while the input is all ASCII without NUL, so is
+    // every record's text (stderr, syslog and csvlog records are made of the input's bytes and
+    // of tabs and newlines), and the decoder need not check it (Decoder.plainInput).
+    if (this.checkPlain && !plainAscii(chunk)) {
+      this.checkPlain = false;
+      this.decoder.plainInput = false;
+    }
     this.splitter.push(chunk);
     this.deliver();
   }

@@ -22,25 +22,33 @@ function read(e: SummaryItem): unknown {
   return e.kind === 'statement' ? [e.kind, e.severity, e.database, e.duration_ms, e.normalized, e.fingerprint] : [e.kind, e.severity, e.database];
 }
 
+/** Both parsers over `bytes`; the summary's is pushed the pieces `bytes` is cut into at `cuts` (sorted). */
 function both(
   format: LogFormat,
   bytes: Buffer,
   prefix?: string,
+  cuts: number[] = [],
 ): { full: unknown[]; lean: unknown[]; fullCounters: ParseCounters; leanCounters: ParseCounters } {
   const options = { format, prefix, encodings };
   const full: unknown[] = [];
   const lean: unknown[] = [];
   const a = new LogParser(options, (e: PglogEvent) => full.push(read(e)));
+  a.push(bytes);
+  a.end();
+  // In pieces: the summary's parser stops taking the input for plain text at the first piece that is not.
   const b = summaryParser(options, (e) => lean.push(read(e)));
-  for (const p of [a, b]) {
-    p.push(bytes);
-    p.end();
+  let from = 0;
+  for (const cut of [...cuts, bytes.length]) {
+    if (cut <= from) continue;
+    b.push(bytes.subarray(from, cut));
+    from = cut;
   }
+  b.end();
   return { full, lean, fullCounters: a.counters, leanCounters: b.counters };
 }
 
-function assertSame(format: LogFormat, bytes: Buffer, prefix?: string): void {
-  const r = both(format, bytes, prefix);
+function assertSame(format: LogFormat, bytes: Buffer, prefix?: string, cuts: number[] = []): void {
+  const r = both(format, bytes, prefix, cuts);
   assert.deepEqual(r.lean, r.full);
   assert.deepEqual({ ...r.leanCounters, slow: 0 }, { ...r.fullCounters, slow: 0 });
 }
@@ -96,7 +104,15 @@ const line: fc.Arbitrary<Buffer> = fc
 describe('summaryParser gives what the summary reads of LogParser', () => {
   test('damaged stderr entries: same items, same counters', () => {
     fc.assert(
-      fc.property(fc.array(line, { minLength: 1, maxLength: 12 }), (lines) => assertSame('stderr', Buffer.concat(lines), PREFIX)),
+      fc.property(fc.array(line, { minLength: 1, maxLength: 12 }), fc.array(fc.nat(), { maxLength: 4 }), (lines, cuts) => {
+        const bytes = Buffer.concat(lines);
+        assertSame(
+          'stderr',
+          bytes,
+          PREFIX,
+          cuts.map((c) => c % bytes.length).sort((x, y) => x - y),
+        );
+      }),
       { numRuns: 2000 },
     );
   });
@@ -107,6 +123,20 @@ describe('summaryParser gives what the summary reads of LogParser', () => {
     assert.equal(r.full.length, HEAD.length * MESSAGES.length);
     assert.ok(r.fullCounters.replacements > 0 && r.fullCounters.nulRemoved > 0);
     assertSame('stderr', text, PREFIX);
+  });
+
+  test('jsonlog escapes that make NULs and non-ASCII text of plain input', () => {
+    const head = '{"timestamp":"2026-11-27 03:54:57.410 UTC","user":"u","dbname":"d","pid":3690,"error_severity":"LOG","message":';
+    const lines = [
+      '"duration: 1.0 ms  statement: SELECT 1"',
+      '"duration: 1.0 ms  statement: SELECT \\u0000"',
+      '"other \\u00e9 \\u0000"',
+      '"duration: 1.0 ms  bind S_1: SELECT \\u0000"',
+    ];
+    const bytes = Buffer.from(lines.map((m) => `${head}${m}}\n`).join(''));
+    const r = both('jsonlog', bytes);
+    assert.ok(r.fullCounters.nulRemoved > 0);
+    assertSame('jsonlog', bytes);
   });
 
   test('the generated logs in every format', () => {
