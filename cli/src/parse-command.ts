@@ -10,7 +10,7 @@ import type { Readable, Writable } from 'node:stream';
 import { canonicalEncoding, type EncodingConfig } from '@pglog/collector/logformat/decode.ts';
 import { detectFormat, detectPrefix } from '@pglog/collector/logformat/detect.ts';
 import { DEFAULT_MAX_ENTRY_BYTES } from '@pglog/collector/logformat/line-splitter.ts';
-import { addCounters, LogParser, type ParseCounters, ZERO_COUNTERS } from '@pglog/collector/logformat/log-parser.ts';
+import { addCounters, LogParser, type ParseCounters, summaryParser, ZERO_COUNTERS } from '@pglog/collector/logformat/log-parser.ts';
 import { TemplateCache } from '@pglog/collector/logformat/normalize/normalize.ts';
 import { compilePrefix } from '@pglog/collector/logformat/prefix.ts';
 import { LOG_FORMATS, type LogFormat } from '@pglog/collector/logformat/record.ts';
@@ -125,14 +125,10 @@ async function parseOne(
   summary: SummaryBuilder | null,
   out: BufferedOutput,
 ): Promise<ParseCounters> {
-  const onEvent =
-    summary !== null
-      ? (event: Parameters<SummaryBuilder['add']>[0]): void => summary.add(event)
-      : (event: Parameters<SummaryBuilder['add']>[0]): void => out.append(`${JSON.stringify(event)}\n`);
-  let parser: LogParser | null = null;
+  let parser: Pick<LogParser, 'push' | 'end' | 'counters'> | null = null;
   const pending: Buffer[] = [];
   let pendingBytes = 0;
-  const start = (): LogParser => {
+  const start = (): Pick<LogParser, 'push' | 'end' | 'counters'> => {
     const sample = Buffer.concat(pending, pendingBytes);
     const format = options.format ?? detectFormat(sample);
     if (format === null) throw new PglogError('FORMAT_UNDETECTED', `${inputName(file)}: cannot tell the log format from its first bytes; pass --format`);
@@ -141,7 +137,12 @@ async function parseOne(
       prefix = detectPrefix(sample, format);
       if (prefix === null) throw new PglogError('PREFIX_UNDETECTED', `${inputName(file)}: no known log_line_prefix fits its first lines; pass --prefix`);
     }
-    const p = new LogParser({ format, prefix: prefix ?? undefined, encodings: options.encodings, maxEntryBytes: options.maxEntryBytes, templates }, onEvent);
+    const parserOptions = { format, prefix: prefix ?? undefined, encodings: options.encodings, maxEntryBytes: options.maxEntryBytes, templates };
+    // A summary reads a few fields of each event: its parser makes just those (EventParser.summarize).
+    const p =
+      summary !== null
+        ? summaryParser(parserOptions, (item) => summary.add(item))
+        : new LogParser(parserOptions, (event) => out.append(`${JSON.stringify(event)}\n`));
     p.push(sample);
     return p;
   };

@@ -14,6 +14,8 @@ export interface AssemblerOptions {
   prefix?: string | CompiledPrefix | undefined;
   /** Entry cap in bytes (default DEFAULT_MAX_ENTRY_BYTES). */
   maxEntryBytes?: number | undefined;
+  /** Records without the prefix's time (stderr, syslog), for a reader that never looks at it (CompiledPrefix.withoutTime). */
+  withoutTime?: boolean | undefined;
 }
 
 export function createAssembler(format: LogFormat, sink: RecordSink, options: AssemblerOptions = {}): EntryAssembler {
@@ -28,6 +30,7 @@ export function createAssembler(format: LogFormat, sink: RecordSink, options: As
       const p = options.prefix;
       if (p === undefined) throw new PglogError('USAGE', `the ${format} log format needs a log_line_prefix`);
       const prefix = p instanceof CompiledPrefix ? p : compilePrefix(p);
+      if (options.withoutTime === true) prefix.withoutTime();
       return format === 'stderr' ? new StderrAssembler(prefix, sink, max) : new SyslogAssembler(prefix, sink, max);
     }
   }

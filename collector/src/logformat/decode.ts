@@ -193,6 +193,11 @@ function cleanUtf8(s: string): boolean {
   return s.indexOf(NUL) === -1 && s.indexOf(REPLACEMENT) === -1;
 }
 
+/** ASCII without NUL: text that decodes to itself and counts nothing in every supported encoding. */
+export function plainAscii(bytes: Buffer): boolean {
+  return isAscii(bytes) && bytes.indexOf(0) === -1;
+}
+
 /** Names remembered by `decodeName` (database, user and application names repeat). */
 const NAME_SLOTS = 8;
 /** Longest name remembered (PostgreSQL names are at most 63 bytes; application names too). */
@@ -266,6 +271,16 @@ export class Decoder {
   private lastDatabase: Buffer | null = null;
   private lastCodec: Codec;
   private readonly names = new NameCache();
+  /** The last clean names of decodeNames(), and the database's string (undefined: none yet). */
+  private memoDatabase: Buffer | null | undefined = undefined;
+  private memoUser: Buffer | null | undefined = undefined;
+  private memoApplication: Buffer | null | undefined = undefined;
+  private memoName: string | null = null;
+  /**
+   * Every text given to account() and isPlain() is ASCII without NUL: set by a LogParser that
+   * has checked all the bytes it was pushed (and cleared for good once one is not).
+   */
+  plainInput = false;
 
   /** Validates every configured encoding: throws ENCODING_UNSUPPORTED on an unknown one. */
   constructor(config: EncodingConfig) {
@@ -311,6 +326,22 @@ export class Decoder {
   }
 
   /**
+   * Counts what decode(bytes, database) would count (replacements, removed NULs) without
+   * making its string when it would count nothing: for a caller that only needs the counters
+   * right (the summary, which does not keep the text). ASCII without NUL is itself in every
+   * supported encoding; anything else is decoded and the string dropped.
+   */
+  account(bytes: Buffer | null, database: Buffer | null): void {
+    if (bytes === null || this.isPlain(bytes)) return;
+    this.decode(bytes, database);
+  }
+
+  /** plainAscii(bytes), known without looking while plainInput holds. */
+  isPlain(bytes: Buffer): boolean {
+    return this.plainInput || plainAscii(bytes);
+  }
+
+  /**
    * `bytes[s, e)` decoded, when that needs no replacement and removes no NUL (so it counts
    * nothing); otherwise null and the caller decodes the whole text with decode(). For parsers
    * that take a field apart on its bytes and decode only the pieces they keep. The pieces must
@@ -342,6 +373,28 @@ export class Decoder {
     }
     if (bytes.indexOf(0) === -1 && isUtf8(bytes)) return s; // a genuine U+FFFD
     return this.decodeWith(bytes, this.codecFor(database));
+  }
+
+  /**
+   * decodeName() of an entry's database, user and application (in that order, as an event's
+   * fields are decoded); returns the database's. The same three Buffers as the last call,
+   * when they decoded with nothing counted, are not looked at again: the prefix matcher hands
+   * out one Buffer per repeated name (FieldCache), and Buffers of the log are never changed.
+   * For the summary, which keeps no event (the memo holds on to three Buffers).
+   */
+  decodeNames(database: Buffer | null, user: Buffer | null, application: Buffer | null): string | null {
+    if (database === this.memoDatabase && user === this.memoUser && application === this.memoApplication) return this.memoName;
+    const lost = this.replaced + this.nuls;
+    const name = this.decodeName(database, database);
+    this.decodeName(user, database);
+    this.decodeName(application, database);
+    if (this.replaced + this.nuls === lost) {
+      this.memoDatabase = database;
+      this.memoUser = user;
+      this.memoApplication = application;
+      this.memoName = name;
+    }
+    return name;
   }
 
   private codecFor(database: Buffer | null): Codec {

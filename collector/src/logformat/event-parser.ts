@@ -17,7 +17,7 @@
  *   acquire" are `lock_wait` events with their own states (see LockWaitState in events.ts).
  */
 import type { Decoder } from './decode.ts';
-import type { EventCommon, EventKind, OtherEvent, PglogEvent, StatementEvent } from './events.ts';
+import type { EventCommon, EventKind, OtherEvent, PglogEvent, StatementEvent, SummaryItem } from './events.ts';
 import { parseCheckpoint } from './messages/checkpoint.ts';
 import { parseConnection, parseDisconnection } from './messages/connection.ts';
 import { parseDeadlockDetail, parseLockQueue, parseLockWait } from './messages/locks.ts';
@@ -127,6 +127,75 @@ export class EventParser {
       // Not expected (every parser is defensive); an entry is never lost to a parser bug.
       return this.other(record, this.message ?? this.text(record.message) ?? '', null, null);
     }
+  }
+
+  /**
+   * What the summary reads of parse(record) (SummaryItem), with the same counters
+   * (replacements, removed NULs, oversized) and templates, for less work: the common entries
+   * (executed statements, parse/bind steps and bare durations, messages of no parsed kind) are
+   * not made into events, and the text the summary does not read is only accounted for
+   * (Decoder.account), not decoded. Any other entry is parse(record)'s event, cut down to the
+   * same shape: every item has one hidden class, which keeps the summary's reads of them
+   * monomorphic (events of a dozen shapes made them megamorphic).
+   */
+  summarize(record: LogRecord): SummaryItem {
+    this.database = record.database ?? maintenanceDatabase(record.message);
+    this.message = null;
+    try {
+      return this.summarized(record) ?? itemOf(this.classified(record));
+    } catch {
+      return itemOf(this.other(record, this.message ?? this.text(record.message) ?? '', null, null));
+    }
+  }
+
+  /**
+   * summarize() for the entries classified() makes a statement from scannedStatement() or an
+   * `other` event of; null, having counted nothing, for the rest.
+   */
+  private summarized(r: LogRecord): SummaryItem | null {
+    if (isErrorSeverity(r.severity)) return null;
+    const m = r.message;
+    const kind = classify(m);
+    const d = this.decoder;
+    const db = this.database;
+    if (kind === 'statement') {
+      const sp = this.spans;
+      const scan = scanStatement(m, sp);
+      if (scan === SCAN_STATEMENT) {
+        // What scanStatement read besides the name and the SQL is ASCII: when they are too
+        // (without NUL), they decode to themselves, and the SQL's template needs no string.
+        let t = sp.nameStart < 0 || plainSpan(m, sp.nameStart, sp.nameEnd) ? this.templates.templateOfPlain(m, sp.queryStart, sp.queryEnd) : null;
+        if (t === null) {
+          // scannedStatement() goes on only when the name and the SQL decode cleanly.
+          if (sp.nameStart >= 0 && d.decodeClean(m, sp.nameStart, sp.nameEnd, db) === null) return null;
+          const query = d.decodeClean(m, sp.queryStart, sp.queryEnd, db);
+          if (query === null) return null;
+          t = this.templates.templateOfUtf8(query, m, sp.queryStart, sp.queryEnd);
+        }
+        // The `parameters` of an extended-protocol execution are its DETAIL, decoded.
+        if (sp.nameStart >= 0) d.account(r.detail, db);
+        const database = this.names(r);
+        return item('statement', r.severity, database, sp.duration, t.normalized, t.fingerprint);
+      }
+      // A step or a bare duration is an `other` event when its message decodes with nothing counted.
+      if (scan === SCAN_NONE || !d.isPlain(m)) return null;
+    } else if (kind === 'none') {
+      d.account(m, db);
+    } else {
+      return null;
+    }
+    // What other() decodes besides the message.
+    const database = this.names(r);
+    d.account(r.detail, db);
+    d.account(r.hint, db);
+    d.account(r.context, db);
+    d.account(r.statement, db);
+    return item('other', r.severity, database, null, '', '');
+  }
+
+  /** Decodes the names an event carries, as base() does (they count what they replace); returns the database's. */
+  private names(r: LogRecord): string | null {
+    return this.decoder.decodeNames(this.database, r.user, r.application);
   }
 
   private text(bytes: Buffer | null): string | null {
@@ -396,6 +465,23 @@ export class EventParser {
       fingerprint: this.fingerprintOf(statement),
     };
   }
+}
+
+/** A SummaryItem, always of this one shape (see summarize); `normalized` and `fingerprint` only mean something for a statement. */
+function item(kind: EventKind, severity: string, database: string | null, duration: number | null, normalized: string, fingerprint: string): SummaryItem {
+  return { kind, severity, database, duration_ms: duration, normalized, fingerprint };
+}
+
+function itemOf(e: PglogEvent): SummaryItem {
+  return e.kind === 'statement'
+    ? item(e.kind, e.severity, e.database, e.duration_ms, e.normalized, e.fingerprint)
+    : item(e.kind, e.severity, e.database, null, '', '');
+}
+
+/** b[s, e) is ASCII without NUL (a statement's name: a few bytes). */
+function plainSpan(b: Buffer, s: number, e: number): boolean {
+  for (let i = s; i < e; i++) if (((b[i]! - 1) | b[i]!) & 0x80) return false;
+  return true;
 }
 
 const B_OF_TABLE = Buffer.from(' of table "');

@@ -233,3 +233,11 @@ export type PglogEvent =
   | ConnectionEvent
   | DisconnectionEvent
   | OtherEvent;
+
+/**
+ * What the summary of `pglog parse` reads of an event (parse/summary.ts). Every PglogEvent is
+ * one; EventParser.summarize makes just this for the common entries, skipping the text the
+ * summary never reads.
+ */
+export type SummaryItem = Pick<EventCommon, 'severity' | 'database'> &
+  ({ kind: Exclude<EventKind, 'statement'> } | Pick<StatementEvent, 'kind' | 'duration_ms' | 'normalized' | 'fingerprint'>);

@@ -17,9 +17,9 @@
  * readings (a second reading per entry, after the handler, cost 3 % of `pglog parse`).
  */
 import { createAssembler } from './assembler.ts';
-import { Decoder, type EncodingConfig } from './decode.ts';
+import { Decoder, type EncodingConfig, plainAscii } from './decode.ts';
 import { EventParser } from './event-parser.ts';
-import type { PglogEvent } from './events.ts';
+import type { PglogEvent, SummaryItem } from './events.ts';
 import { DEFAULT_MAX_ENTRY_BYTES, LineSplitter } from './line-splitter.ts';
 import { TemplateCache } from './normalize/normalize.ts';
 import type { EntryAssembler, LogFormat, LogRecord } from './record.ts';
@@ -76,7 +76,15 @@ export interface ParseCounters {
 
 export type EventHandler = (event: PglogEvent) => void;
 
-export class LogParser {
+/**
+ * A LogParser for a summary (`pglog parse --summary`): what it hands on are SummaryItems
+ * (EventParser.summarize), which cost less than events; its counters are the same.
+ */
+export function summaryParser(options: LogParserOptions, onItem: (item: SummaryItem) => void): LogParser<SummaryItem> {
+  return new LogParser<SummaryItem>(options, onItem, true);
+}
+
+export class LogParser<T extends SummaryItem = PglogEvent> {
   private readonly splitter: LineSplitter;
   private readonly assembler: EntryAssembler;
   private readonly decoder: Decoder;
@@ -87,14 +95,20 @@ export class LogParser {
   /** When the work toward the next entry began: the last push or the last entry parsed. */
   private since = 0;
   private slowEntries = 0;
-  private readonly onEvent: EventHandler;
+  private readonly onEvent: (event: T) => void;
   /** The events of the push being parsed, handed on when it is done (deliver()). */
-  private parsed: PglogEvent[] = [];
+  private parsed: T[] = [];
+  /** Checking that every byte pushed is ASCII without NUL, for Decoder.plainInput (see push()). */
+  private checkPlain: boolean;
 
-  constructor(options: LogParserOptions, onEvent: EventHandler) {
+  /** `summary`: make SummaryItems (summaryParser()); T must then be SummaryItem. */
+  constructor(options: LogParserOptions, onEvent: (event: T) => void, summary = false) {
     const maxEntryBytes = options.maxEntryBytes ?? DEFAULT_MAX_ENTRY_BYTES;
     this.format = options.format;
     this.decoder = new Decoder(options.encodings);
+    // Only a summary has the checks to save, and jsonlog's escapes (\u0000) make bytes of their own.
+    this.checkPlain = summary && options.format !== 'jsonlog';
+    this.decoder.plainInput = this.checkPlain;
     this.events = new EventParser({ decoder: this.decoder, templates: options.templates ?? new TemplateCache() });
     // The folder's one clock (a named exception to its purity rule): the per-entry budget's, which callers may inject.
     // eslint-disable-next-line no-restricted-globals
@@ -103,9 +117,12 @@ export class LogParser {
     const budgetMs = options.entryBudgetMs ?? DEFAULT_ENTRY_BUDGET_MS;
     const onSlowEntry = options.onSlowEntry;
     this.onEvent = onEvent;
+    const events = this.events;
+    // What T is follows from `summary` (see summaryParser), which the types cannot say.
+    const parse = summary ? (record: LogRecord): T => events.summarize(record) as T : (record: LogRecord): T => events.parse(record) as unknown as T;
     const onRecord = (record: LogRecord): void => {
       if (record.truncated) this.truncatedEntries++;
-      this.parsed.push(this.events.parse(record));
+      this.parsed.push(parse(record));
       const now = clock();
       const ms = now - this.since;
       this.since = now;
@@ -115,7 +132,8 @@ export class LogParser {
         onSlowEntry?.({ offset: record.start, end: record.end, ms, budgetMs: entryBudgetMs });
       }
     };
-    this.assembler = createAssembler(options.format, onRecord, { prefix: options.prefix, maxEntryBytes });
+    // The summary never reads an entry's time (SummaryItem has none).
+    this.assembler = createAssembler(options.format, onRecord, { prefix: options.prefix, maxEntryBytes, withoutTime: summary });
     const assembler = this.assembler;
     this.splitter = new LineSplitter(
       (bytes, from, to, offset, next, truncated) => assembler.pushLine(bytes, from, to, offset, next, truncated),
@@ -126,6 +144,13 @@ export class LogParser {
 
   push(chunk: Buffer): void {
     this.since = this.clock();
+    // Once per chunk instead of once per field: while the input is all ASCII without NUL, so is
+    // every record's text (stderr, syslog and csvlog records are made of the input's bytes and
+    // of tabs and newlines), and the decoder need not check it (Decoder.plainInput).
+    if (this.checkPlain && !plainAscii(chunk)) {
+      this.checkPlain = false;
+      this.decoder.plainInput = false;
+    }
     this.splitter.push(chunk);
     this.deliver();
   }

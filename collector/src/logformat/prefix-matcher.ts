@@ -245,6 +245,8 @@ export class CompiledPrefix {
   private readonly ops: Op[];
   /** Fields the prefix can fill (either form). */
   private readonly fields: readonly number[];
+  /** The fields fill() writes: `fields`, without the time after withoutTime(). */
+  private filled: readonly number[];
   /** Value spans [start, end) per field of the last match; -1 when absent. */
   private readonly spans = new Int32Array(NFIELDS * 2).fill(-1);
   private tries = 0;
@@ -276,6 +278,7 @@ export class CompiledPrefix {
     const set = new Set<number>();
     for (const op of this.ops) if (op.field >= 0) set.add(op.field);
     this.fields = [...set];
+    this.filled = this.fields;
     this.hasPid = set.has(F_PID);
     this.delimitedVars = ops.filter((op) => op.kind === K_VAR && op.delim !== null).length;
     this.replayable = !ops.some((op) => op.kind === K_VAR && op.delim === null);
@@ -374,6 +377,14 @@ export class CompiledPrefix {
     return e;
   }
 
+  /**
+   * From now on fill() leaves the time alone (null in an empty record): for a reader of the
+   * records that never looks at it (the summary), which then does not pay for its string.
+   */
+  withoutTime(): void {
+    this.filled = this.fields.filter((f) => f !== F_TIME);
+  }
+
   /** The pid of the last match (null when the prefix has no %p). */
   pid(bytes: Buffer): number | null {
     return parseIntSpan(bytes, this.spans[F_PID * 2]!, this.spans[F_PID * 2 + 1]!);
@@ -382,21 +393,21 @@ export class CompiledPrefix {
   /** Writes the fields of the last match into target (fields the prefix has; others untouched). */
   fill(bytes: Buffer, target: PrefixFields): void {
     if (this.replayed && this.snapOf === this.recorded) {
-      copyFields(this.fields, this.snap, target);
+      copyFields(this.filled, this.snap, target);
       return;
     }
     this.fillFromSpans(bytes, target);
     // The values of a replayed match, for the lines that replay it again (kept only once a
     // line replays: copying them for every line would cost the lines that never do).
     if (this.replayed) {
-      copyFields(this.fields, target, this.snap);
+      copyFields(this.filled, target, this.snap);
       this.snapOf = this.recorded;
     }
   }
 
   private fillFromSpans(bytes: Buffer, target: PrefixFields): void {
     const sp = this.spans;
-    const fields = this.fields;
+    const fields = this.filled;
     const cache = this.cache;
     for (let k = 0; k < fields.length; k++) {
       const f = fields[k]!;

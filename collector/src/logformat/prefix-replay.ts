@@ -25,6 +25,8 @@ export class LastMatch {
   private len = 0;
   /** The severity's index, relative to the line's start. */
   at = 0;
+  /** Where the last line that did not start with the kept bytes differed, relative to its start: tried first. */
+  private differed = 0;
 
   get valid(): boolean {
     return this.line !== null;
@@ -50,8 +52,17 @@ export class LastMatch {
     const n = this.len;
     if (c === null || to - from < n) return false;
     const d = this.from - from;
+    // Lines that differ mostly differ where the last one did (a timestamp's milliseconds): one
+    // byte that decides sooner; the loop still compares them all.
+    const k = from + this.differed;
+    if (k < from + n && b[k] !== c[k + d]) return false;
     // From the end: lines of one second share their start, a session's lines their end (pid, names).
-    for (let i = from + n - 1; i >= from; i--) if (b[i] !== c[i + d]) return false;
+    for (let i = from + n - 1; i >= from; i--) {
+      if (b[i] !== c[i + d]) {
+        this.differed = i - from;
+        return false;
+      }
+    }
     this.line = b;
     this.from = from;
     return true;

@@ -81,6 +81,8 @@ export class EntryBuilder {
   /** Per section: nothing, one piece, or pieces to join (bounded overhead: piece-list.ts). */
   private readonly secs: (Buffer | PieceList | null)[] = [];
   private used = 0;
+  /** Sections (bits) held as a PieceList: cheaper to test than `instanceof` on every take(). */
+  private lists = 0;
   private sec = S_MESSAGE;
   private size = 0;
   private readonly max: number;
@@ -135,14 +137,20 @@ export class EntryBuilder {
     }
     this.size = size;
     const cur = this.secs[sec]!;
-    if ((this.used & (1 << sec)) === 0) {
-      this.secs[sec] = newline ? PieceList.of(NL, text) : text;
-      this.used |= 1 << sec;
-    } else if (cur instanceof PieceList) {
-      if (newline) cur.push(NL);
-      cur.push(text);
+    const bit = 1 << sec;
+    if ((this.used & bit) === 0) {
+      if (newline) {
+        this.secs[sec] = PieceList.of(NL, text);
+        this.lists |= bit;
+      } else this.secs[sec] = text;
+      this.used |= bit;
+    } else if ((this.lists & bit) !== 0) {
+      const list = cur as PieceList;
+      if (newline) list.push(NL);
+      list.push(text);
     } else {
-      this.secs[sec] = newline ? PieceList.of(cur, NL, text) : PieceList.of(cur, text);
+      this.secs[sec] = newline ? PieceList.of(cur as Buffer, NL, text) : PieceList.of(cur as Buffer, text);
+      this.lists |= bit;
     }
   }
 
@@ -171,7 +179,10 @@ export class EntryBuilder {
   private take(sec: number): Buffer {
     const v = this.secs[sec]!;
     this.secs[sec] = null;
-    return v instanceof PieceList ? v.take() : v;
+    const bit = 1 << sec;
+    if ((this.lists & bit) === 0) return v as Buffer;
+    this.lists &= ~bit;
+    return (v as PieceList).take();
   }
 }
 

@@ -6,7 +6,7 @@
  * log says. Beyond it, new templates share one overflow entry, new names one overflow
  * name, and tracked templates' percentiles use the samples that fit (histogram.ts).
  */
-import { EVENT_KINDS, type EventKind, type PglogEvent } from '../logformat/events.ts';
+import { EVENT_KINDS, type EventKind, type SummaryItem } from '../logformat/events.ts';
 import { stringHeapBytes } from '../logformat/heap-bytes.ts';
 import type { ParseCounters } from '../logformat/log-parser.ts';
 import type { DurationSummary } from '../stats/duration-summary.ts';
@@ -156,7 +156,8 @@ export class SummaryBuilder {
     return t;
   }
 
-  add(event: PglogEvent): void {
+  /** An event, or the SummaryItem a summaryParser makes instead (the same for the summary). */
+  add(event: SummaryItem): void {
     const kind = event.kind;
     if (kind !== this.lastKind) {
       this.lastKind = kind;

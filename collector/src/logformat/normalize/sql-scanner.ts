@@ -18,6 +18,8 @@
  * an imported binding through its module cell (with a check that it is initialized) at every
  * use, and the `switch` on imported constants costs the scanner about 10% of its speed.
  */
+import { isAscii } from 'node:buffer';
+
 import { isDigit, isIdentStart, KW_OPERAND, KW_SPACE_PAREN, skipBlockComment, skipNumber, skipQuotedIdent, skipString, wordFlags } from './sql-lexer.ts';
 import { closeBracket, collapsible, markNotCollapsible, openList, releaseLists, resetLists } from './sql-list-collapse.ts';
 
@@ -210,6 +212,34 @@ export function copyInput(source: Buffer, s: number, e: number): number {
   const a = input.a;
   if (n <= SHORT) for (let k = 0; k < n; k++) a[k] = source[s + k]!;
   else source.copy(input.raw as unknown as Buffer, 0, s, e);
+  return endInput(n);
+}
+
+/** Longest text copyPlainInput checks in its copy loop; longer ones are checked and copied natively. */
+const PLAIN_LOOP = 256;
+
+/**
+ * copyInput for bytes that must be ASCII without NUL (TemplateCache.templateOfPlain),
+ * checked as they are copied; -1 when they are not (the input is then scratch).
+ */
+export function copyPlainInput(source: Buffer, s: number, e: number): number {
+  const n = e - s;
+  if (input.a.length < n + 4) input = grow(input, n + 4, 0);
+  const a = input.a;
+  if (n <= PLAIN_LOOP) {
+    // Bit 7 of (c - 1) | c is set for 0 (-1 has every bit) and for 0x80..0xff.
+    let bad = 0;
+    for (let k = 0; k < n; k++) {
+      const c = source[s + k]!;
+      a[k] = c;
+      bad |= (c - 1) | c;
+    }
+    if ((bad & 0x80) !== 0) return -1;
+  } else {
+    const text = source.subarray(s, e);
+    if (!isAscii(text) || text.indexOf(0) !== -1) return -1;
+    text.copy(input.raw as unknown as Buffer, 0);
+  }
   return endInput(n);
 }
 

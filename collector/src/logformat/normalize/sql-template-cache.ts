@@ -10,7 +10,7 @@
 import { hash } from 'node:crypto';
 
 import { stringHeapBytes } from '../heap-bytes.ts';
-import { copyInput, decodeOutput, encodeInput, inputWords, literalsReplaced, outputWords, releaseBuffers, scanInput } from './sql-scanner.ts';
+import { copyInput, copyPlainInput, decodeOutput, encodeInput, inputWords, literalsReplaced, outputWords, releaseBuffers, scanInput } from './sql-scanner.ts';
 
 /**
  * The fingerprint of a normalized template: the first 8 bytes of SHA-256 over the UTF-8
@@ -150,6 +150,16 @@ export class TemplateCache {
    */
   templateOfUtf8(sql: string, bytes: Buffer, s: number, e: number): QueryTemplate {
     return this.templateOfInput(sql.length, copyInput(bytes, s, e));
+  }
+
+  /**
+   * templateOfUtf8 for SQL whose bytes `bytes[s, e)` are ASCII without NUL (so they decode
+   * cleanly to a string of as many characters), without making that string; null, with
+   * nothing done, when they are not (checked as they are copied).
+   */
+  templateOfPlain(bytes: Buffer, s: number, e: number): QueryTemplate | null {
+    const n = copyPlainInput(bytes, s, e);
+    return n < 0 ? null : this.templateOfInput(n, n);
   }
 
   /** The template of the text in the scanner's input: `n` bytes of UTF-8, `chars` UTF-16 code units. */

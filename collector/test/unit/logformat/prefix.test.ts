@@ -31,6 +31,23 @@ function unsupported(prefix: string, re: RegExp): void {
 }
 
 void describe('compilePrefix', () => {
+  void it('withoutTime: fill() leaves the time alone, on replayed lines too, and fills the rest', () => {
+    const p = compilePrefix('%m [%p] %u@%d ');
+    p.withoutTime();
+    for (const line of [
+      '2024-01-02 03:04:05.678 UTC [42] u@d LOG:  a',
+      '2024-01-02 03:04:05.678 UTC [42] u@d LOG:  b',
+      '2024-01-02 03:04:05.679 UTC [43] u@d LOG:  c',
+    ]) {
+      const b = Buffer.from(line);
+      const t = emptyPrefixFields();
+      assert.ok(p.parse(b, 0, b.length, t) >= 0);
+      assert.equal(t.time, null);
+      assert.equal(t.pid, Number(line.slice(29, 31)));
+      assert.equal(t.database?.toString(), 'd');
+    }
+  });
+
   void it('parses the PostgreSQL default %m [%p]', () => {
     assert.deepEqual(parse('%m [%p] ', '2024-01-02 03:04:05.678 UTC [4242] LOG:  database system is ready'), {
       f: { time: '2024-01-02 03:04:05.678 UTC', pid: 4242 },
