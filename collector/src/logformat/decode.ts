@@ -198,6 +198,13 @@ export function plainAscii(bytes: Buffer): boolean {
   return isAscii(bytes) && bytes.indexOf(0) === -1;
 }
 
+/** plainAscii of `b[s, e)` without a view of it, for a few bytes (a statement's name). */
+export function plainAsciiSpan(b: Buffer, s: number, e: number): boolean {
+  // Bit 7 of (c - 1) | c is set for 0 (-1 has every bit) and for 0x80..0xff.
+  for (let i = s; i < e; i++) if (((b[i]! - 1) | b[i]!) & 0x80) return false;
+  return true;
+}
+
 /** Names remembered by `decodeName` (database, user and application names repeat). */
 const NAME_SLOTS = 8;
 /** Longest name remembered (PostgreSQL names are at most 63 bytes; application names too). */

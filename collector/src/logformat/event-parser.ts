@@ -16,7 +16,7 @@
  * - the lock messages "avoided deadlock", "detected deadlock while waiting" and "failed to
  *   acquire" are `lock_wait` events with their own states (see LockWaitState in events.ts).
  */
-import type { Decoder } from './decode.ts';
+import { type Decoder, plainAsciiSpan } from './decode.ts';
 import type { EventCommon, EventKind, OtherEvent, PglogEvent, StatementEvent, SummaryItem } from './events.ts';
 import { parseCheckpoint } from './messages/checkpoint.ts';
 import { parseConnection, parseDisconnection } from './messages/connection.ts';
@@ -164,7 +164,7 @@ export class EventParser {
       if (scan === SCAN_STATEMENT) {
         // What scanStatement read besides the name and the SQL is ASCII: when they are too
         // (without NUL), they decode to themselves, and the SQL's template needs no string.
-        let t = sp.nameStart < 0 || plainSpan(m, sp.nameStart, sp.nameEnd) ? this.templates.templateOfPlain(m, sp.queryStart, sp.queryEnd) : null;
+        let t = sp.nameStart < 0 || plainAsciiSpan(m, sp.nameStart, sp.nameEnd) ? this.templates.templateOfPlain(m, sp.queryStart, sp.queryEnd) : null;
         if (t === null) {
           // scannedStatement() goes on only when the name and the SQL decode cleanly.
           if (sp.nameStart >= 0 && d.decodeClean(m, sp.nameStart, sp.nameEnd, db) === null) return null;
@@ -476,12 +476,6 @@ function itemOf(e: PglogEvent): SummaryItem {
   return e.kind === 'statement'
     ? item(e.kind, e.severity, e.database, e.duration_ms, e.normalized, e.fingerprint)
     : item(e.kind, e.severity, e.database, null, '', '');
-}
-
-/** b[s, e) is ASCII without NUL (a statement's name: a few bytes). */
-function plainSpan(b: Buffer, s: number, e: number): boolean {
-  for (let i = s; i < e; i++) if (((b[i]! - 1) | b[i]!) & 0x80) return false;
-  return true;
 }
 
 const B_OF_TABLE = Buffer.from(' of table "');
