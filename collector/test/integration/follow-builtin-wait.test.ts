@@ -1,9 +1,10 @@
 /**
  * The builtin-wait segment loop (segment-script-bash.ts, ADR 0014) on real files through a
- * real shell (LocalShell: /bin/sh, which execs bash): its first byte of every burst goes
+ * real shell (LocalShell: /bin/sh, which execs bash): up to BUILTIN_READ_BYTES of every burst go
  * through bash's `read` and `printf`, so every byte value must come out as it went in, whatever
- * starts a burst (NUL, newline, space, backslash, bytes above 0x7f), and the bytes must be the
- * same the polling loop sends.
+ * starts a burst (NUL, newline, space, backslash, bytes above 0x7f) or lies within it, in a
+ * burst that `read` copies alone or with `head`, and the bytes must be the same the polling
+ * loop sends.
  */
 import assert from 'node:assert/strict';
 import { appendFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -15,6 +16,7 @@ import { sleep } from '@pglog/test-support/wait.ts';
 
 import { LogFollower } from '../../src/follow/follower.ts';
 import type { IdleWait } from '../../src/follow/segment-script.ts';
+import { BUILTIN_READ_BYTES } from '../../src/follow/segment-script-bash.ts';
 import { fastFollowerOptions } from '../helpers/fast-follower.ts';
 import { LocalShell } from '../helpers/local-shell.ts';
 import { processesWithCommandLine } from '../helpers/process-starts.ts';
@@ -34,7 +36,33 @@ function bursts(): Buffer[] {
       .map((first, i) => Buffer.concat([Buffer.from([first]), i % 2 === 0 ? all : all.reverse(), Buffer.from([first])]))
       // single bytes, each alone in its round; 0xc3 starts a UTF-8 character that never ends
       .concat([0x00, 0xff, 0x0a, 0x20, 0xc3, 0xa9].map((b) => Buffer.from([b])))
+      // Rounds copied by `read` alone, by `read` and `head`, and at the edge between them:
+      // every byte value at random (NULs end a `read` early), and UTF-8 text split anywhere.
+      .concat(
+        [BUILTIN_READ_BYTES - 1, BUILTIN_READ_BYTES, BUILTIN_READ_BYTES + 1, 3 * BUILTIN_READ_BYTES].map((n, i) =>
+          i % 2 === 0 ? randomBytes(n, i + 1) : utf8Text(n),
+        ),
+      )
   );
+}
+
+/** `n` bytes of every value, from a seeded generator (the same bytes each run). */
+function randomBytes(n: number, seed: number): Buffer {
+  const out = Buffer.alloc(n);
+  let x = seed * 2654435761;
+  for (let i = 0; i < n; i++) {
+    x = (x ^ (x << 13)) >>> 0;
+    x = (x ^ (x >>> 17)) >>> 0;
+    x = (x ^ (x << 5)) >>> 0;
+    out[i] = x & 0xff;
+  }
+  return out;
+}
+
+/** `n` bytes of log-like text with two- and three-byte UTF-8 characters, cut wherever `n` falls. */
+function utf8Text(n: number): Buffer {
+  const line = Buffer.from("2026-11-27 12:00:00.000 UTC [42] ünïcödé LOG:  statement: SELECT '€'\n");
+  return Buffer.alloc(n, line);
 }
 
 async function follow(idleWait: IdleWait): Promise<{ received: Buffer; content: Buffer; comm: string }> {

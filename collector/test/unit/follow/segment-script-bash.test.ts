@@ -30,7 +30,7 @@ describe('segment script idle wait', () => {
     const script = buildBuiltinWaitScript(options);
     assert.ok(script.includes('exec 9<> <(:)'));
     assert.ok(script.includes('read -t 0.200 -u 9 z'));
-    assert.ok(script.includes(`LC_ALL=C IFS= read -r -d '' -n 1 -u 3 c`));
+    assert.ok(script.includes(`IFS= read -r -d '' -n "$n" -u 3 c`));
     // the full check backs off to one per heartbeat (10 rounds of 200 ms)
     assert.ok(script.includes('next_full=$((idle + 10))'));
   });
