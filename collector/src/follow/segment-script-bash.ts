@@ -17,24 +17,26 @@
  *   whose read reached the end of the file has copied everything: it starts no process and
  *   writes no status line, so a busy log's round is one write on its server and one SSH packet
  *   for the collector instead of two processes and three packets (issue 15: at 1 MB/s from 50
- *   servers, 457 process starts a second). Only a round that may have more runs the full
- *   check and `head -c` for the rest, as the polling loop does;
+ *   servers, 457 process starts a second). Only a round that may have more starts `cat` for
+ *   the rest: `cat` on fd 3 itself copies to the end of the file, however far the writer has
+ *   got, and leaves the shared position at the count of bytes sent, so no `stat` is needed;
  * - notice rotation: `current_logfiles` is read with `read`, the active file compared with ours
  *   by `[ -ef ]`, and without it the directory listing by `[ -ot ]` (mtimes to the nanosecond).
  *   This only says whether another file MAY be active (a tie counts); only then does the loop
  *   run the exact `find_active` the probe uses, so the two never disagree about the outcome.
  *
  * What still needs processes is the full check (`stat` for the size: truncation, the head
- * checksum upgrade, the heartbeat): after a round that may have more (and every round with
- * data while the head checksum covers fewer than K bytes), and while idle at rounds 1, 2, 4, 8
- * ... of the silence, then every heartbeat. A file truncated below our offset reads as the end
- * of the file, so the next round is idle and its full check (round 1 of the silence) reports
- * it; during a long silence within one heartbeat (2 s by default, was one poll interval).
+ * checksum upgrade, the heartbeat): in every round with data while the head checksum covers
+ * fewer than K bytes, and while idle at rounds 1, 2, 4, 8 ... of the silence, then every
+ * heartbeat. A file truncated below our offset reads as the end of the file, so the next round
+ * is idle and its full check (round 1 of the silence) reports it, as the check after every
+ * round with data did before; during a long silence within one heartbeat (2 s by default).
  *
  * Reading with `read` costs bash about 23 ns a byte (43 MB/s on this machine) against about
- * 2.7 ms for the `stat` and `head` of a round: up to BUILTIN_READ_BYTES it is the cheaper way
- * by far. After a round that had more than that to copy, the next one reads a single byte
- * first, as before, so a log busier than BUILTIN_READ_BYTES a round does not pay both.
+ * 1.3 ms for a process start: up to BUILTIN_READ_BYTES (1.5 ms) it is about as cheap or
+ * cheaper, and it saves the collector packets. After a round that copied more than that, the
+ * next one reads a single byte and starts `cat`, so a log busier than BUILTIN_READ_BYTES a
+ * round does not pay for both.
  *
  * Assumes bash 4 or later (fractional `read -t`, `read -n -d -u`, process substitution), and what the
  * polling loop assumes (Linux /proc and /dev/fd, GNU coreutils).
@@ -42,9 +44,9 @@
 import { pollSeconds, roundsIn, SEGMENT_EXIT, segmentPrelude, type SegmentScriptOptions, sizeAndHeadCheck } from './segment-prelude.ts';
 
 /**
- * Bytes a round copies with bash's `read` before it falls back to `stat` and `head -c`: 64 KiB
- * is 1.5 ms of bash's time, about half of what those two process starts cost, and at the
- * default 200 ms poll it covers a log written at 320 KB/s.
+ * Bytes a round copies with bash's `read` before it starts `cat` for the rest: 64 KiB is about
+ * 1.5 ms of bash's time, near what a process start costs, and at the default 200 ms poll it
+ * covers a log written at 320 KB/s.
  */
 export const BUILTIN_READ_BYTES = 65536;
 
@@ -64,12 +66,14 @@ export function buildBuiltinWaitScript(o: SegmentScriptOptions): string {
       'behind=0',
       'while :; do',
       '  if take; then',
-      '    if [ "$more" = 1 ] || [ "$head_len" -lt "$K" ]; then',
-      '      full',
-      '      rest=$((size - p))',
-      '      if [ "$rest" -gt 0 ]; then head -c "$rest" <&3 || exit 85; fi',
-      '      say size "$size"',
-      `      if [ "$rest" -ge ${BUILTIN_READ_BYTES} ]; then n=1; behind=1; else n=${BUILTIN_READ_BYTES}; fi`,
+      // Truncation and the head checksum, before anything more is read, while the head is short.
+      '    [ "$head_len" -lt "$K" ] && full',
+      '    if [ "$more" = 1 ]; then',
+      // `cat` copies to the end of the file, however far the writer has got meanwhile.
+      '      getpos; q=$p',
+      '      cat <&3 || exit 85',
+      '      getpos; say size "$p"; behind=1',
+      `      if [ $((p - q)) -ge ${BUILTIN_READ_BYTES} ]; then n=1; else n=${BUILTIN_READ_BYTES}; fi`,
       '    elif [ "$behind" = 1 ]; then',
       // This round reached the end of the file: the collector's lag is zero now.
       '      getpos; say size "$p"; behind=0',
