@@ -47,7 +47,7 @@ function bursts(): Buffer[] {
 }
 
 /** `n` bytes of every value, from a seeded generator (the same bytes each run). */
-function randomBytes(n: number, seed: number): Buffer {
+function randomBytes(n: number, seed: number): Buffer<ArrayBuffer> {
   const out = Buffer.alloc(n);
   let x = seed * 2654435761;
   for (let i = 0; i < n; i++) {
@@ -60,7 +60,7 @@ function randomBytes(n: number, seed: number): Buffer {
 }
 
 /** `n` bytes of log-like text with two- and three-byte UTF-8 characters, cut wherever `n` falls. */
-function utf8Text(n: number): Buffer {
+function utf8Text(n: number): Buffer<ArrayBuffer> {
   const line = Buffer.from("2026-11-27 12:00:00.000 UTC [42] ünïcödé LOG:  statement: SELECT '€'\n");
   return Buffer.alloc(n, line);
 }
