@@ -66,7 +66,7 @@ export function buildBuiltinWaitScript(o: SegmentScriptOptions): string {
       'behind=0',
       'while :; do',
       '  if take; then',
-      // Truncation and the head checksum, before anything more is read, while the head is short.
+      // While the head checksum is short: it, and truncation, are checked before `cat` reads on.
       '    [ "$head_len" -lt "$K" ] && full',
       '    if [ "$more" = 1 ]; then',
       // `cat` copies to the end of the file, however far the writer has got meanwhile.
