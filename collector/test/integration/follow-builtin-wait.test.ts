@@ -3,7 +3,7 @@
  * real shell (LocalShell: /bin/sh, which execs bash): up to BUILTIN_READ_BYTES of every burst go
  * through bash's `read` and `printf`, so every byte value must come out as it went in, whatever
  * starts a burst (NUL, newline, space, backslash, bytes above 0x7f) or lies within it, in a
- * burst that `read` copies alone or with `head`, and the bytes must be the same the polling
+ * burst that `read` copies alone or with `cat`, and the bytes must be the same the polling
  * loop sends.
  */
 import assert from 'node:assert/strict';
@@ -36,7 +36,7 @@ function bursts(): Buffer[] {
       .map((first, i) => Buffer.concat([Buffer.from([first]), i % 2 === 0 ? all : all.reverse(), Buffer.from([first])]))
       // single bytes, each alone in its round; 0xc3 starts a UTF-8 character that never ends
       .concat([0x00, 0xff, 0x0a, 0x20, 0xc3, 0xa9].map((b) => Buffer.from([b])))
-      // Rounds copied by `read` alone, by `read` and `head`, and at the edge between them:
+      // Rounds copied by `read` alone, by `read` and `cat`, and at the edge between them:
       // every byte value at random (NULs end a `read` early), and UTF-8 text split anywhere.
       .concat(
         [BUILTIN_READ_BYTES - 1, BUILTIN_READ_BYTES, BUILTIN_READ_BYTES + 1, 3 * BUILTIN_READ_BYTES].map((n, i) =>

@@ -30,7 +30,8 @@ describe('segment script idle wait', () => {
     const script = buildBuiltinWaitScript(options);
     assert.ok(script.includes('exec 9<> <(:)'));
     assert.ok(script.includes('read -t 0.200 -u 9 z'));
-    assert.ok(script.includes(`IFS= read -r -d '' -n "$n" -u 3 c`));
+    // bytes, not characters: the C locale, local to the function that reads and counts them
+    assert.ok(script.includes(`take() {\n  local LC_ALL=C\n  IFS= read -r -d '' -n "$n" -u 3 c; r=$?`));
     // the full check backs off to one per heartbeat (10 rounds of 200 ms)
     assert.ok(script.includes('next_full=$((idle + 10))'));
   });
