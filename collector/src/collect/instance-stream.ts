@@ -117,6 +117,7 @@ export interface InstanceStreamOptions {
 
 /** Most log bytes parsed in one go before the budget is checked and the event loop may run. */
 const SLICE_BYTES = 64 * 1024;
+const NO_EVENTS: readonly PglogEvent[] = Object.freeze([]);
 
 export class InstanceStream {
   private readonly o: InstanceStreamOptions;
@@ -130,7 +131,14 @@ export class InstanceStream {
   private received = 0;
   private parser: LogParser | null = null;
   private reported: ParseCounters = ZERO_COUNTERS;
-  private parsed: PglogEvent[] = [];
+  /**
+   * The events parsed since the last handover; null between handovers. Made by the first event
+   * of a push and handed over before the push returns, never kept waiting for the next round:
+   * an array that waited a round has been promoted to V8's old generation by then, and once
+   * dropped it would keep every event pushed into it alive through the scavenges until the
+   * next mark-compact (issue 15, docs/benchmarks.md).
+   */
+  private parsed: PglogEvent[] | null = null;
   private follower: Follower;
   /** Set by switchFollower until the run loop takes it. */
   private nextFollower: Follower | null = null;
@@ -191,7 +199,7 @@ export class InstanceStream {
         if (!following.signal.aborted) {
           // A partly received entry is read again from `position`.
           this.parser = null;
-          this.parsed = [];
+          this.parsed = null;
           if (readSomething) attempt = 1;
           const delay = backoffDelay(attempt, this.o.retryBaseMs ?? 1_000, this.o.retryCapMs ?? 30_000);
           this.hooks.connected?.(false);
@@ -238,7 +246,7 @@ export class InstanceStream {
     this.nextFollower = null;
     this.switchRequested = new AbortController();
     this.parser = null;
-    this.parsed = [];
+    this.parsed = null;
     // The old follower's last boundary becomes a committed offset before the new one reads.
     await untilAborted(this.o.batcher.flush(), signal);
     this.follower = next;
@@ -344,7 +352,7 @@ export class InstanceStream {
         templates: this.o.templates,
         onSlowEntry: (entry) => this.hooks.slowEntry?.(file.path, entry),
       },
-      (event) => this.parsed.push(event),
+      (event) => (this.parsed ??= []).push(event),
     );
     this.hooks.file?.(file, offset);
     // A new file (or a resume) is a position of its own: committed even before its first event.
@@ -354,9 +362,9 @@ export class InstanceStream {
   /** Gives the events parsed so far and the position they reach to the batcher. */
   private handOver(): void {
     const delta = this.parser === null ? ZERO_COUNTERS : this.counterDelta(this.parser);
-    const events = this.parsed;
+    const events = this.parsed ?? NO_EVENTS;
+    this.parsed = null;
     if (events.length > 0) {
-      this.parsed = [];
       this.position = events[events.length - 1]!.end;
       this.o.batcher.add(this.source(), events, this.storePosition(), this.epoch, this.now());
     }

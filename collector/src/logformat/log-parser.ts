@@ -96,8 +96,13 @@ export class LogParser<T extends SummaryItem = PglogEvent> {
   private since = 0;
   private slowEntries = 0;
   private readonly onEvent: (event: T) => void;
-  /** The events of the push being parsed, handed on when it is done (deliver()). */
-  private parsed: T[] = [];
+  /**
+   * The events of the push being parsed, handed on when it is done (deliver()); null between
+   * pushes. Made by the push's first event rather than left waiting for the next push: a
+   * waiting array reaches V8's old generation, and once dropped it keeps the events it held
+   * alive through every scavenge until the next mark-compact (issue 15, docs/benchmarks.md).
+   */
+  private parsed: T[] | null = null;
   /** Checking that every byte pushed is ASCII without NUL, for Decoder.plainInput (see push()). */
   private checkPlain: boolean;
 
@@ -122,7 +127,7 @@ export class LogParser<T extends SummaryItem = PglogEvent> {
     const parse = summary ? (record: LogRecord): T => events.summarize(record) as T : (record: LogRecord): T => events.parse(record) as unknown as T;
     const onRecord = (record: LogRecord): void => {
       if (record.truncated) this.truncatedEntries++;
-      this.parsed.push(parse(record));
+      (this.parsed ??= []).push(parse(record));
       const now = clock();
       const ms = now - this.since;
       this.since = now;
@@ -158,8 +163,8 @@ export class LogParser<T extends SummaryItem = PglogEvent> {
   /** Hands the events parsed since the last delivery to onEvent, in log order. */
   private deliver(): void {
     const events = this.parsed;
-    if (events.length === 0) return;
-    this.parsed = [];
+    if (events === null) return;
+    this.parsed = null;
     const onEvent = this.onEvent;
     for (let i = 0; i < events.length; i++) onEvent(events[i]!);
   }
