@@ -17,7 +17,7 @@ import type { PglogEvent } from '../logformat/events.ts';
 import { stringHeapBytes } from '../logformat/heap-bytes.ts';
 import { CopyBinaryEncoder } from './copy-binary.ts';
 import { decodeRow } from './copy-binary-decode.ts';
-import { mapEvent, type MappedRow, rowContext, type TemplateSet } from './event-rows.ts';
+import { mapEvent, type MappedRow, rowContext, rowScratch, type TemplateSet } from './event-rows.ts';
 import { EVENT_TABLES, type EventTable, TABLES } from './event-tables.ts';
 import { encoderReason, quarantineRecord } from './quarantine.ts';
 import { type Slab, SlabPool } from './slab-pool.ts';
@@ -69,6 +69,8 @@ const ENTRY_OVERHEAD_BYTES = 160;
 export class RowEncoder {
   private readonly encoders: Readonly<Record<EventTable, CopyBinaryEncoder>>;
   private readonly maxTextBytes: number;
+  /** The row each statement is mapped into: encoded before the next is mapped. */
+  private readonly scratch = rowScratch();
   readonly slabs = new SlabPool();
 
   constructor(maxTextBytes: number) {
@@ -87,7 +89,7 @@ export class RowEncoder {
     const refused: EncodedRows['refused'] = [];
     const ends = new Map<EventTable, number[]>();
     for (const event of events) {
-      const row = mapEvent(source, event, readAt, ctx);
+      const row = mapEvent(source, event, readAt, ctx, this.scratch);
       const encoder = this.encoders[row.table];
       let tableEnds = ends.get(row.table);
       if (tableEnds === undefined) {

@@ -6,7 +6,7 @@
  * converted), ts is the time the collector read the entry and `ts_logged` keeps the text.
  */
 import type { ErrorEvent, LockWaitEvent, PglogEvent } from '../logformat/events.ts';
-import type { EventTable } from './event-tables.ts';
+import { type EventTable, STATEMENT_TABLE } from './event-tables.ts';
 import { isoToMicros, type Micros, msToMicros } from './iso-time.ts';
 import type { SourceRef } from './store-types.ts';
 import type { TextRepairs } from './text-clean.ts';
@@ -153,10 +153,29 @@ function nameOrNull(s: string | null, ctx: RowContext): string | null {
 }
 
 /**
- * The row of one event. Templates of statements and plans are added to `ctx.templates`;
- * text repairs and rows stamped with the read time are counted in `ctx`.
+ * A statement row that mapEvent fills in place of making one, for a caller that is done with
+ * each row before it maps the next (RowEncoder: the encoder copies the values into the COPY
+ * data at once). Statements are most rows, and their value arrays were a fifth of what the
+ * collector allocated (issue 15, docs/benchmarks.md).
  */
-export function mapEvent(source: SourceRef, event: PglogEvent, readAt: number, ctx: RowContext): MappedRow {
+export interface RowScratch {
+  readonly statement: MappedRow;
+}
+
+/** Columns of statement_events (event-tables.ts), in the order mapEvent fills them. */
+const STATEMENT_VALUES = STATEMENT_TABLE.columns.length;
+
+export function rowScratch(): RowScratch {
+  return { statement: { table: 'statement_events', values: new Array<unknown>(STATEMENT_VALUES).fill(null), source: NO_SOURCE, offset: 0, kind: 'statement' } };
+}
+const NO_SOURCE: SourceRef = { target: '', instance: '', file: '' };
+
+/**
+ * The row of one event. Templates of statements and plans are added to `ctx.templates`;
+ * text repairs and rows stamped with the read time are counted in `ctx`. With `scratch`, a
+ * statement's row is the scratch row, valid until the next call with it.
+ */
+export function mapEvent(source: SourceRef, event: PglogEvent, readAt: number, ctx: RowContext, scratch?: RowScratch): MappedRow {
   const parsed = event.ts === null ? null : isoToMicros(event.ts);
   let ts: Micros;
   let tsLogged: string | null = null;
@@ -172,27 +191,33 @@ export function mapEvent(source: SourceRef, event: PglogEvent, readAt: number, c
 
   switch (event.kind) {
     case 'statement': {
-      const query = cleanText(event.query, max, ctx.repairs);
-      const parameters = orNull(event.parameters, ctx);
-      const values = [
-        ts,
-        target,
-        instance,
-        database,
-        nameOrNull(event.user, ctx),
-        nameOrNull(event.application, ctx),
-        event.pid,
-        event.duration_ms,
-        nameOrNull(event.fingerprint, ctx),
-        query,
-        event.protocol,
-        parameters,
-        file,
-        event.offset,
-        tsLogged,
-      ];
+      const row: MappedRow = scratch?.statement ?? {
+        table: 'statement_events',
+        values: new Array<unknown>(STATEMENT_VALUES),
+        source,
+        offset: 0,
+        kind: 'statement',
+      };
+      const values = row.values;
+      values[0] = ts;
+      values[1] = target;
+      values[2] = instance;
+      values[3] = database;
+      values[4] = nameOrNull(event.user, ctx);
+      values[5] = nameOrNull(event.application, ctx);
+      values[6] = event.pid;
+      values[7] = event.duration_ms;
+      values[8] = nameOrNull(event.fingerprint, ctx);
+      values[9] = cleanText(event.query, max, ctx.repairs);
+      values[10] = event.protocol;
+      values[11] = orNull(event.parameters, ctx);
+      values[12] = file;
+      values[13] = event.offset;
+      values[14] = tsLogged;
+      row.source = source;
+      row.offset = event.offset;
       ctx.templates.see(event.fingerprint, event.normalized, ts, max, ctx.repairs);
-      return { table: 'statement_events', values, source, offset: event.offset, kind: event.kind };
+      return row;
     }
     case 'error':
       return errorRow(event, [ts, target, instance, database], file, tsLogged, source, ctx);

@@ -6,7 +6,7 @@ import { test } from 'node:test';
 import type { PglogEvent } from '../../../src/logformat/events.ts';
 import { EVENT_KINDS } from '../../../src/logformat/events.ts';
 import { CopyBinaryEncoder } from '../../../src/store/copy-binary.ts';
-import { mapEvent, rowContext, TemplateSet } from '../../../src/store/event-rows.ts';
+import { mapEvent, rowContext, rowScratch, TemplateSet } from '../../../src/store/event-rows.ts';
 import { EVENT_TABLES, TABLES } from '../../../src/store/event-tables.ts';
 import { quarantineRecord } from '../../../src/store/quarantine.ts';
 import { cutMarker } from '../../../src/store/text-clean.ts';
@@ -48,6 +48,26 @@ test("the fixture has every kind but autoanalyze; each maps to its table with va
     assert.equal(column(row.table, row.values, 'target'), 'db1');
     assert.equal(column(row.table, row.values, 'file'), SOURCE.file);
   }
+});
+
+test('a row mapped into the scratch row is the row mapped afresh, and every statement reuses the one scratch row', () => {
+  const scratch = rowScratch();
+  const fresh = rowContext(MAX);
+  const reused = rowContext(MAX);
+  let statements = 0;
+  for (const e of fixture) {
+    const expected = mapEvent(SOURCE, e, READ_AT, fresh);
+    const row = mapEvent(SOURCE, e, READ_AT, reused, scratch);
+    assert.deepEqual({ ...row, values: [...row.values] }, { ...expected, values: [...expected.values] }, `${e.kind} at ${e.offset}`);
+    if (e.kind === 'statement') {
+      statements++;
+      assert.equal(row, scratch.statement);
+    } else assert.notEqual(row, scratch.statement);
+  }
+  assert.ok(statements > 1, 'the fixture has statements');
+  assert.deepEqual(reused.templates.sorted(), fresh.templates.sorted());
+  assert.deepEqual(reused.repairs, fresh.repairs);
+  assert.equal(reused.readTimeUsed, fresh.readTimeUsed);
 });
 
 test("a statement row holds the statement's fields, and its template is sighted", () => {
