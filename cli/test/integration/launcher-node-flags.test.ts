@@ -60,8 +60,8 @@ const tunedFlags = (p: Probe): string[] => p.execArgv.filter((a) => a.startsWith
 
 test("pglog collect runs with the launcher's heap flags by default, and V8 takes them", async () => {
   const p = await launched(['collect', '--help']);
-  assert.deepEqual(tunedFlags(p), ['--max-semi-space-size=8', '--heap-growing-percent=50']);
-  assert.equal(p.heapSizeLimit, await heapLimitWith(['--max-semi-space-size=8']));
+  assert.deepEqual(tunedFlags(p), ['--max-semi-space-size=4', '--heap-growing-percent=50']);
+  assert.equal(p.heapSizeLimit, await heapLimitWith(['--max-semi-space-size=4']));
   assert.notEqual(p.heapSizeLimit, await heapLimitWith([]), 'the semi-space flag changes the heap limit');
 });
 
