@@ -17,7 +17,7 @@ import type { PglogEvent } from '../logformat/events.ts';
 import { stringHeapBytes } from '../logformat/heap-bytes.ts';
 import { CopyBinaryEncoder } from './copy-binary.ts';
 import { decodeRow } from './copy-binary-decode.ts';
-import { mapEvent, type MappedRow, rowContext, rowScratch, type TemplateSet } from './event-rows.ts';
+import { clearRowScratch, mapEvent, type MappedRow, rowContext, rowScratch, type TemplateSet } from './event-rows.ts';
 import { EVENT_TABLES, type EventTable, TABLES } from './event-tables.ts';
 import { encoderReason, quarantineRecord } from './quarantine.ts';
 import { type Slab, SlabPool } from './slab-pool.ts';
@@ -104,6 +104,7 @@ export class RowEncoder {
         refused.push({ table: row.table, record: quarantineRecord(row, `STORE_ENCODING: ${encoderReason(row, e.message)}`) });
       }
     }
+    clearRowScratch(this.scratch);
     const tables: EncodedRows['tables'] = {};
     let cost = HANDOVER_OVERHEAD_BYTES + ENTRY_OVERHEAD_BYTES * ctx.templates.size;
     // Encoders are per table, so every table's block is still open here: each is copied out once.

@@ -171,6 +171,16 @@ export function rowScratch(): RowScratch {
 const NO_SOURCE: SourceRef = { target: '', instance: '', file: '' };
 
 /**
+ * Lets the scratch row's values go once its caller is done with a batch of events: it is
+ * long-lived, so it would otherwise keep the last statement's texts (a query of up to
+ * maxTextBytes) alive until the next batch, through every scavenge.
+ */
+export function clearRowScratch(scratch: RowScratch): void {
+  scratch.statement.values.fill(null);
+  scratch.statement.source = NO_SOURCE;
+}
+
+/**
  * The row of one event. Templates of statements and plans are added to `ctx.templates`;
  * text repairs and rows stamped with the read time are counted in `ctx`. With `scratch`, a
  * statement's row is the scratch row, valid until the next call with it.

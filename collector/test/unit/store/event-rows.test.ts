@@ -6,7 +6,7 @@ import { test } from 'node:test';
 import type { PglogEvent } from '../../../src/logformat/events.ts';
 import { EVENT_KINDS } from '../../../src/logformat/events.ts';
 import { CopyBinaryEncoder } from '../../../src/store/copy-binary.ts';
-import { mapEvent, rowContext, rowScratch, TemplateSet } from '../../../src/store/event-rows.ts';
+import { clearRowScratch, mapEvent, rowContext, rowScratch, TemplateSet } from '../../../src/store/event-rows.ts';
 import { EVENT_TABLES, TABLES } from '../../../src/store/event-tables.ts';
 import { quarantineRecord } from '../../../src/store/quarantine.ts';
 import { cutMarker } from '../../../src/store/text-clean.ts';
@@ -68,6 +68,11 @@ test('a row mapped into the scratch row is the row mapped afresh, and every stat
   assert.deepEqual(reused.templates.sorted(), fresh.templates.sorted());
   assert.deepEqual(reused.repairs, fresh.repairs);
   assert.equal(reused.readTimeUsed, fresh.readTimeUsed);
+  clearRowScratch(scratch);
+  assert.ok(
+    scratch.statement.values.every((v) => v === null),
+    'cleared, the scratch row holds no statement text',
+  );
 });
 
 test("a statement row holds the statement's fields, and its template is sighted", () => {
