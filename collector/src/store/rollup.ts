@@ -82,14 +82,71 @@ interface Part {
   totalMs: number;
   maxMs: number | null;
   hist: Map<number, number>;
-  /**
-   * For addEncoded's index: the part's source (`target NUL instance`) and the bytes of its
-   * database and fingerprint fields as latin1 (one character a byte; null for NULL), as the
-   * last encoded row found through its key had them; null source: not known yet.
-   */
-  source: string | null;
+  /** For addEncoded's index: what the rows found through it name (null: not known yet). */
+  identity: PartIdentity | null;
+}
+
+/**
+ * What a part's key names besides its minute, read from encoded rows: the texts, and the
+ * bytes of the database and fingerprint fields as latin1 (one character a byte; null for
+ * NULL), to check a row against without decoding it. Kept across commits (RollupIdentities).
+ */
+interface PartIdentity {
+  /** `target NUL instance`. */
+  source: string;
+  target: string;
+  instance: string;
+  database: string | null;
+  fingerprint: string | null;
   databaseBytes: string | null;
   fingerprintBytes: string | null;
+  /** The part key without its minute (StatementRollup.addRow's form). */
+  key: string;
+}
+
+/**
+ * The part identities addEncoded has read, kept from one commit's rollup to the next: each
+ * commit's rollup is new, and the texts and keys of its parts, decoded again for every part of
+ * every commit, were most of what a commit promoted to V8's old generation (issue 15,
+ * docs/benchmarks.md). Found by a hash of the row's bytes and checked field by field. At most
+ * `max` entries, forgotten all at once past that (a log with endless fingerprints only
+ * decodes again, as before).
+ */
+export class RollupIdentities {
+  readonly byHash = new Map<number, PartIdentity>();
+  readonly sources = new Map<number, SourceIdentity>();
+  private readonly max: number;
+
+  constructor(max = DEFAULT_MAX_IDENTITIES) {
+    this.max = max;
+  }
+
+  /** Entries held (identities and sources). */
+  get size(): number {
+    return this.byHash.size + this.sources.size;
+  }
+
+  remember<K, V>(map: Map<K, V>, key: K, value: V): void {
+    if (this.size >= this.max) {
+      this.byHash.clear();
+      this.sources.clear();
+    }
+    map.set(key, value);
+  }
+}
+const DEFAULT_MAX_IDENTITIES = 8192;
+
+interface SourceIdentity {
+  source: string;
+  target: string;
+  instance: string;
+  targetBytes: string | null;
+  instanceBytes: string | null;
+}
+
+/** Whether the row readSpans read (of `source`) names `id`. */
+function isIdentityOf(id: PartIdentity | null, data: Buffer, source: string): boolean {
+  return id !== null && id.source === source && fieldIs(data, DATABASE, id.databaseBytes) && fieldIs(data, FINGERPRINT, id.fingerprintBytes);
 }
 
 /** One more call of a part, with its duration when it has one. */
@@ -126,14 +183,12 @@ function text(data: Buffer, f: number): string | null {
   return start < 0 ? null : data.toString('utf8', start, SPANS[2 * f + 1]);
 }
 
-/** The bytes of field `f` as a key: one character a byte (distinct bytes, distinct keys), NULL apart. */
-function keyText(data: Buffer, f: number): string {
-  return bytesText(data, f) ?? '\u0001';
-}
+/** A NULL database or fingerprint in a part key. */
+const NULL_KEY = '\u0001';
 
-/** keyText of a value as the encoder writes it: its UTF-8 bytes one character a byte, NULL apart. */
+/** A database or fingerprint in a part key: its UTF-8 bytes (as the encoder writes them) one character a byte, NULL_KEY for NULL. */
 function valueKeyText(v: string | null): string {
-  return v === null ? '\u0001' : Buffer.from(v, 'utf8').toString('latin1');
+  return v === null ? NULL_KEY : Buffer.from(v, 'utf8').toString('latin1');
 }
 
 /** The bytes of field `f` as latin1 (one character a byte), null for NULL. */
@@ -181,21 +236,7 @@ function minuteOf(ts: Micros): Micros {
 }
 
 function newPart(bucket: Micros, target: string, instance: string, database: string | null, fingerprint: string | null): Part {
-  return {
-    bucket,
-    target,
-    instance,
-    database,
-    fingerprint,
-    calls: 0,
-    timed: 0,
-    totalMs: 0,
-    maxMs: null,
-    hist: new Map(),
-    source: null,
-    databaseBytes: null,
-    fingerprintBytes: null,
-  };
+  return { bucket, target, instance, database, fingerprint, calls: 0, timed: 0, totalMs: 0, maxMs: null, hist: new Map(), identity: null };
 }
 
 /** Sums statement rows per minute and key. */
@@ -207,6 +248,12 @@ export class StatementRollup {
    * field by field; a miss or a collision goes through `parts`, which stays the only truth.
    */
   private readonly index = new Map<number, Part>();
+  private readonly identities: RollupIdentities;
+
+  /** `identities`: shared by the rollups of one store writer, so that each commit's need not decode its parts' names again. */
+  constructor(identities: RollupIdentities = new RollupIdentities()) {
+    this.identities = identities;
+  }
 
   /** Adds the rows (statement_events values, in STATEMENT_TABLE order) a COPY stored. */
   add(rows: ReadonlyArray<readonly unknown[]>): void {
@@ -233,31 +280,25 @@ export class StatementRollup {
   /**
    * Adds statement rows `from` to `to` (exclusive) of one handover's encoded rows
    * (encoded-rows.ts: COPY BINARY, STATEMENT_TABLE's columns), reading only the columns the
-   * rollup keys on and decoding names only for a part not seen yet: the rows are not mapped
-   * back to values. The rows of one handover share their target and instance.
+   * rollup keys on and decoding names only for an identity not seen yet (RollupIdentities):
+   * the rows are not mapped back to values. The rows of one handover share their target and instance.
    */
   addEncoded(data: Buffer, ends: Uint32Array, from: number, to: number): void {
-    let source = '';
+    let source: SourceIdentity | null = null;
     let sourceHash = 0;
     for (let i = from; i < to; i++) {
       readSpans(data, i === 0 ? 0 : (ends[i - 1] as number));
-      if (i === from) {
-        source = `${text(data, TARGET) ?? ''}\u0000${text(data, INSTANCE) ?? ''}`;
+      if (source === null) {
         sourceHash = hashField(hashField(0x811c9dc5, data, TARGET), data, INSTANCE);
+        source = this.sourceOf(data, sourceHash);
       }
       const bucket = minuteOf(timestampAt(data, SPANS[2 * TS] as number));
       // Minutes since 1970 fit 32 bits for every year a number bucket covers; a bigint one takes the key.
       const indexed = typeof bucket === 'number';
       const hash = indexed ? hashField(hashField(Math.imul(sourceHash ^ (bucket / MINUTE_MICROS), FNV_PRIME), data, DATABASE), data, FINGERPRINT) : 0;
       let p = indexed ? this.index.get(hash) : undefined;
-      if (
-        p === undefined ||
-        p.bucket !== bucket ||
-        p.source !== source ||
-        !fieldIs(data, DATABASE, p.databaseBytes) ||
-        !fieldIs(data, FINGERPRINT, p.fingerprintBytes)
-      ) {
-        p = this.partOf(data, bucket, source);
+      if (p === undefined || p.bucket !== bucket || !isIdentityOf(p.identity, data, source.source)) {
+        p = this.partOf(data, bucket, source, sourceHash);
         if (indexed) this.index.set(hash, p);
       }
       const durationAt = SPANS[2 * DURATION] as number;
@@ -265,18 +306,45 @@ export class StatementRollup {
     }
   }
 
+  /** The target and instance of the row readSpans read, as known from an earlier row or decoded now. */
+  private sourceOf(data: Buffer, hash: number): SourceIdentity {
+    const known = this.identities.sources.get(hash);
+    if (known !== undefined && fieldIs(data, TARGET, known.targetBytes) && fieldIs(data, INSTANCE, known.instanceBytes)) return known;
+    const target = text(data, TARGET) ?? '';
+    const instance = text(data, INSTANCE) ?? '';
+    const source = { source: `${target}\u0000${instance}`, target, instance, targetBytes: bytesText(data, TARGET), instanceBytes: bytesText(data, INSTANCE) };
+    this.identities.remember(this.identities.sources, hash, source);
+    return source;
+  }
+
   /** The part of the row readSpans read, found or made by its key. */
-  private partOf(data: Buffer, bucket: Micros, source: string): Part {
-    const key = `${String(bucket)}\u0000${source}\u0000${keyText(data, DATABASE)}\u0000${keyText(data, FINGERPRINT)}`;
+  private partOf(data: Buffer, bucket: Micros, source: SourceIdentity, sourceHash: number): Part {
+    const hash = hashField(hashField(sourceHash, data, DATABASE), data, FINGERPRINT);
+    let id = this.identities.byHash.get(hash);
+    if (!isIdentityOf(id ?? null, data, source.source)) {
+      const databaseBytes = bytesText(data, DATABASE);
+      const fingerprintBytes = bytesText(data, FINGERPRINT);
+      id = {
+        source: source.source,
+        target: source.target,
+        instance: source.instance,
+        database: text(data, DATABASE),
+        fingerprint: text(data, FINGERPRINT),
+        databaseBytes,
+        fingerprintBytes,
+        key: `${source.source}\u0000${databaseBytes ?? NULL_KEY}\u0000${fingerprintBytes ?? NULL_KEY}`,
+      };
+      this.identities.remember(this.identities.byHash, hash, id);
+    }
+    const identity = id as PartIdentity;
+    const key = `${String(bucket)}\u0000${identity.key}`;
     let p = this.parts.get(key);
     if (p === undefined) {
-      p = newPart(bucket, text(data, TARGET) ?? '', text(data, INSTANCE) ?? '', text(data, DATABASE), text(data, FINGERPRINT));
+      p = newPart(bucket, identity.target, identity.instance, identity.database, identity.fingerprint);
       this.parts.set(key, p);
     }
     // Equal keys are equal bytes: the row's bytes are the part's.
-    p.source = source;
-    p.databaseBytes = bytesText(data, DATABASE);
-    p.fingerprintBytes = bytesText(data, FINGERPRINT);
+    p.identity = identity;
     return p;
   }
 
@@ -285,7 +353,7 @@ export class StatementRollup {
     for (const [key, o] of other.parts) {
       const p = this.parts.get(key);
       if (p === undefined) {
-        this.parts.set(key, { ...o, hist: new Map(o.hist), source: null });
+        this.parts.set(key, { ...o, hist: new Map(o.hist), identity: null });
         continue;
       }
       p.calls += o.calls;
@@ -304,8 +372,18 @@ export class StatementRollup {
   rows(): unknown[][] {
     const out: unknown[][] = [];
     for (const p of this.parts.values()) {
-      const bins = [...p.hist.keys()].sort((a, b) => a - b);
-      out.push([p.bucket, p.target, p.instance, p.database, p.fingerprint, p.calls, p.timed, p.totalMs, p.maxMs, bins, bins.map((b) => p.hist.get(b) ?? 0)]);
+      // Bins are 0 to MAX_BIN: walked in order rather than sorted (a sort per part per commit
+      // was a tenth of what the collector allocated at 1 MB/s).
+      const bins: number[] = [];
+      const counts: number[] = [];
+      for (let b = 0, left = p.hist.size; left > 0 && b <= MAX_BIN; b++) {
+        const c = p.hist.get(b);
+        if (c === undefined) continue;
+        bins.push(b);
+        counts.push(c);
+        left--;
+      }
+      out.push([p.bucket, p.target, p.instance, p.database, p.fingerprint, p.calls, p.timed, p.totalMs, p.maxMs, bins, counts]);
     }
     return out;
   }

@@ -50,7 +50,7 @@ import { type EncodedRows, RowEncoder, type StoreBatch } from './encoded-rows.ts
 import { TemplateSet } from './event-rows.ts';
 import { EVENT_TABLES, TABLES } from './event-tables.ts';
 import { migrate } from './migrate.ts';
-import { ROLLUP_TABLE, StatementRollup } from './rollup.ts';
+import { ROLLUP_TABLE, RollupIdentities, StatementRollup } from './rollup.ts';
 import { SnapshotEncoders, writeEncodedSnapshot, writeSnapshotGroup } from './snapshot-writer.ts';
 import { describeServerError } from './sqlstate.ts';
 import type { QuarantineRecord, StreamEpoch } from './store-sql.ts';
@@ -112,6 +112,8 @@ export class StoreWriter {
   private readonly log: StoreLog;
   private readonly rows: RowEncoder;
   private readonly rollupEncoder = new CopyBinaryEncoder(ROLLUP_TABLE.types);
+  /** What the commits' rollups have read of their parts' names, kept between commits (rollup.ts). */
+  private readonly rollupIdentities = new RollupIdentities();
   private readonly snapshots = new SnapshotEncoders();
   private readonly pool: ConnectionPool;
   private closed = false;
@@ -313,7 +315,7 @@ export class StoreWriter {
         addRepairs(repairs, e.repairs);
         readTimeUsed += e.readTimeUsed;
       }
-      const rollup = new StatementRollup();
+      const rollup = new StatementRollup(this.rollupIdentities);
       for (const t of EVENT_TABLES) {
         const refusedBefore = quarantine.length;
         const parts: TablePart[] = [];

@@ -9,7 +9,16 @@ import fc from 'fast-check';
 
 import { CopyBinaryEncoder } from '../../../src/store/copy-binary.ts';
 import { TABLES } from '../../../src/store/event-tables.ts';
-import { BIN_BASE_MS, durationBin, durationOfBin, histogramPercentile, MAX_BIN, MAX_PERCENTILE_ERROR, StatementRollup } from '../../../src/store/rollup.ts';
+import {
+  BIN_BASE_MS,
+  durationBin,
+  durationOfBin,
+  histogramPercentile,
+  MAX_BIN,
+  MAX_PERCENTILE_ERROR,
+  RollupIdentities,
+  StatementRollup,
+} from '../../../src/store/rollup.ts';
 
 /** A statement_events row with the columns the rollup reads (the others null). */
 function row(tsMs: number, target: string, database: string | null, fingerprint: string | null, ms: number | null): unknown[] {
@@ -125,46 +134,51 @@ test('percentiles from the histogram are within MAX_PERCENTILE_ERROR of the exac
   assert.equal(histogramPercentile([], [], 0.5), null);
 });
 
+/** The rows of a rollup as sorted JSON texts, to compare two rollups whatever their order. */
+function sortedRows(r: StatementRollup): string[] {
+  return r
+    .rows()
+    .map((v) => JSON.stringify(v))
+    .sort();
+}
+
+/** Rows as a handover holds them: COPY BINARY back to back, and where each ends. */
+function encoded(encoder: CopyBinaryEncoder, rows: unknown[][]): { data: Buffer; ends: Uint32Array } {
+  let data = Buffer.alloc(0);
+  const ends: number[] = [];
+  for (const r of rows) {
+    data = Buffer.concat([data, encoder.encodeRows([r])]);
+    ends.push(data.length);
+  }
+  return { data, ends: Uint32Array.from(ends) };
+}
+
+// Few distinct values, so that keys repeat, alternate and differ in one field only.
+const NAME = fc.constantFrom(null, 'app', 'apq', 'bd', 'база', 'a\u0001');
+const HANDOVER = fc.record({
+  target: fc.constantFrom('db1', 'db2', 'дб'),
+  rows: fc.array(
+    fc.tuple(fc.integer({ min: -90_000, max: 200_000 }), NAME, fc.constantFrom(null, 'fa', 'fb', 'f'), fc.option(fc.double({ min: 0, max: 1e6, noNaN: true }))),
+    { minLength: 1, maxLength: 40 },
+  ),
+  cuts: fc.array(fc.nat(40), { maxLength: 4 }),
+});
+
 test('property: rows read from their COPY BINARY bytes, in any split, give the rollup of their values', () => {
   const encoder = new CopyBinaryEncoder(TABLES.statement_events.types);
   const t0 = Date.UTC(2026, 0, 1, 10, 0, 0);
-  // Few distinct values, so that keys repeat, alternate and differ in one field only.
-  const name = fc.constantFrom(null, 'app', 'apq', 'bd', 'база', 'a\u0001');
-  const handover = fc.record({
-    target: fc.constantFrom('db1', 'db2', 'дб'),
-    rows: fc.array(
-      fc.tuple(
-        fc.integer({ min: -90_000, max: 200_000 }),
-        name,
-        fc.constantFrom(null, 'fa', 'fb', 'f'),
-        fc.option(fc.double({ min: 0, max: 1e6, noNaN: true })),
-      ),
-      { minLength: 1, maxLength: 40 },
-    ),
-    cuts: fc.array(fc.nat(40), { maxLength: 4 }),
-  });
   fc.assert(
-    fc.property(fc.array(handover, { minLength: 1, maxLength: 4 }), (handovers) => {
+    fc.property(fc.array(HANDOVER, { minLength: 1, maxLength: 4 }), (handovers) => {
       const fromValues = new StatementRollup();
       const fromBytes = new StatementRollup();
       for (const h of handovers) {
         const rows = h.rows.map(([ms, database, fingerprint, duration]) => row(t0 + ms, h.target, database, fingerprint, duration));
         fromValues.add(rows);
-        let data = Buffer.alloc(0);
-        const ends: number[] = [];
-        for (const r of rows) {
-          data = Buffer.concat([data, encoder.encodeRows([r])]);
-          ends.push(data.length);
-        }
+        const { data, ends } = encoded(encoder, rows);
         const bounds = [...new Set([0, ...h.cuts.filter((c) => c < rows.length), rows.length])].sort((a, b) => a - b);
-        for (let k = 1; k < bounds.length; k++) fromBytes.addEncoded(data, Uint32Array.from(ends), bounds[k - 1]!, bounds[k]!);
+        for (let k = 1; k < bounds.length; k++) fromBytes.addEncoded(data, ends, bounds[k - 1]!, bounds[k]!);
       }
-      const sorted = (r: StatementRollup): string[] =>
-        r
-          .rows()
-          .map((v) => JSON.stringify(v))
-          .sort();
-      assert.deepEqual(sorted(fromBytes), sorted(fromValues));
+      assert.deepEqual(sortedRows(fromBytes), sortedRows(fromValues));
       // Both paths key a part alike (non-ASCII names too): merged, each key is one part.
       const merged = new StatementRollup();
       merged.merge(fromValues);
@@ -172,5 +186,32 @@ test('property: rows read from their COPY BINARY bytes, in any split, give the r
       assert.equal(merged.size, fromValues.size);
     }),
     { numRuns: 300 },
+  );
+});
+
+test('property: rollups sharing identities (one per commit) each give the rollup of their own rows, however few identities are kept', () => {
+  const encoder = new CopyBinaryEncoder(TABLES.statement_events.types);
+  const t0 = Date.UTC(2026, 0, 1, 10, 0, 0);
+  fc.assert(
+    fc.property(
+      fc.array(fc.array(HANDOVER, { minLength: 1, maxLength: 3 }), { minLength: 1, maxLength: 5 }),
+      fc.integer({ min: 1, max: 12 }),
+      (commits, max) => {
+        const identities = new RollupIdentities(max);
+        for (const handovers of commits) {
+          const fromValues = new StatementRollup();
+          const fromBytes = new StatementRollup(identities);
+          for (const h of handovers) {
+            const rows = h.rows.map(([ms, database, fingerprint, duration]) => row(t0 + ms, h.target, database, fingerprint, duration));
+            fromValues.add(rows);
+            const { data, ends } = encoded(encoder, rows);
+            fromBytes.addEncoded(data, ends, 0, rows.length);
+          }
+          assert.deepEqual(sortedRows(fromBytes), sortedRows(fromValues));
+          assert.ok(identities.size <= max, `${identities.size} identities kept, at most ${max}`);
+        }
+      },
+    ),
+    { numRuns: 200 },
   );
 });
