@@ -16,6 +16,12 @@ export interface AssemblerOptions {
   maxEntryBytes?: number | undefined;
   /** Records without the prefix's time (stderr, syslog), for a reader that never looks at it (CompiledPrefix.withoutTime). */
   withoutTime?: boolean | undefined;
+  /**
+   * stderr and syslog: hand the sink one record object over and over, made empty again before
+   * each entry, for a sink that is done with a record when it returns (LogParser). csvlog and
+   * jsonlog make a record per entry either way.
+   */
+  reuseRecords?: boolean | undefined;
 }
 
 export function createAssembler(format: LogFormat, sink: RecordSink, options: AssemblerOptions = {}): EntryAssembler {
@@ -31,7 +37,8 @@ export function createAssembler(format: LogFormat, sink: RecordSink, options: As
       if (p === undefined) throw new PglogError('USAGE', `the ${format} log format needs a log_line_prefix`);
       const prefix = p instanceof CompiledPrefix ? p : compilePrefix(p);
       if (options.withoutTime === true) prefix.withoutTime();
-      return format === 'stderr' ? new StderrAssembler(prefix, sink, max) : new SyslogAssembler(prefix, sink, max);
+      const reuse = options.reuseRecords === true;
+      return format === 'stderr' ? new StderrAssembler(prefix, sink, max, reuse) : new SyslogAssembler(prefix, sink, max, reuse);
     }
   }
 }

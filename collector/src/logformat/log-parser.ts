@@ -138,7 +138,8 @@ export class LogParser<T extends SummaryItem = PglogEvent> {
       }
     };
     // The summary never reads an entry's time (SummaryItem has none).
-    this.assembler = createAssembler(options.format, onRecord, { prefix: options.prefix, maxEntryBytes, withoutTime: summary });
+    // onRecord is done with a record when it returns: the assembler may hand it the same one again.
+    this.assembler = createAssembler(options.format, onRecord, { prefix: options.prefix, maxEntryBytes, withoutTime: summary, reuseRecords: true });
     const assembler = this.assembler;
     this.splitter = new LineSplitter(
       (bytes, from, to, offset, next, truncated) => assembler.pushLine(bytes, from, to, offset, next, truncated),

@@ -93,6 +93,44 @@ export function emptyRecord(start: number, end: number, severity: string, messag
   };
 }
 
+/**
+ * `rec` made empty again, as emptyRecord would make it: for an assembler that hands its sink
+ * one record object over and over (AssemblerOptions.reuseRecords).
+ */
+export function resetRecord(rec: LogRecord, start: number, end: number, severity: string, message: Buffer): LogRecord {
+  rec.start = start;
+  rec.end = end;
+  rec.time = null;
+  rec.pid = null;
+  rec.user = null;
+  rec.database = null;
+  rec.application = null;
+  rec.remoteHost = null;
+  rec.remotePort = null;
+  rec.sessionId = null;
+  rec.sessionLine = null;
+  rec.commandTag = null;
+  rec.sessionStart = null;
+  rec.vxid = null;
+  rec.txid = null;
+  rec.backendType = null;
+  rec.leaderPid = null;
+  rec.queryId = null;
+  rec.severity = severity;
+  rec.sqlstate = null;
+  rec.message = message;
+  rec.detail = null;
+  rec.hint = null;
+  rec.context = null;
+  rec.statement = null;
+  rec.internalQuery = null;
+  rec.cursorPosition = null;
+  rec.internalPosition = null;
+  rec.location = null;
+  rec.truncated = false;
+  return rec;
+}
+
 /** Receives assembled records in stream order. */
 export type RecordSink = (record: LogRecord) => void;
 

@@ -23,8 +23,7 @@
  */
 import { DEFAULT_MAX_ENTRY_BYTES } from './line-splitter.ts';
 import type { CompiledPrefix } from './prefix.ts';
-import type { AssemblerStats, EntryAssembler, RecordSink } from './record.ts';
-import { emptyRecord } from './record.ts';
+import type { AssemblerStats, EntryAssembler, LogRecord, RecordSink } from './record.ts';
 import { FIRST_AUX, parseVerboseSqlstate, SEVERITY_WORDS } from './severity.ts';
 import { auxSection, EntryBuilder, UNKNOWN_SEVERITY } from './stderr-assembler.ts';
 
@@ -162,9 +161,10 @@ export class SyslogAssembler implements EntryAssembler {
   private curPid = -1;
   private curSeq = -1;
 
-  constructor(prefix: CompiledPrefix, sink: RecordSink, maxEntryBytes: number = DEFAULT_MAX_ENTRY_BYTES) {
+  /** `reuseRecords`: hand the sink one record object again and again (AssemblerOptions.reuseRecords). */
+  constructor(prefix: CompiledPrefix, sink: RecordSink, maxEntryBytes: number = DEFAULT_MAX_ENTRY_BYTES, reuseRecords = false) {
     this.prefix = prefix;
-    this.b = new EntryBuilder(maxEntryBytes, sink, this.stats);
+    this.b = new EntryBuilder(maxEntryBytes, sink, this.stats, reuseRecords);
   }
 
   pushLine(bytes: Buffer, from: number, to: number, offset: number, next: number, truncated: boolean): void {
@@ -213,7 +213,7 @@ export class SyslogAssembler implements EntryAssembler {
         return;
       }
       b.emit();
-      const rec = emptyRecord(offset, next, SEVERITY_WORDS[sev]!, EMPTY);
+      const rec = b.record(offset, next, SEVERITY_WORDS[sev]!);
       this.fill(bytes, rec);
       b.begin(rec, 0, EMPTY, truncated);
       b.section(auxSection(sev), len, unescapeTabs(bytes, text, to), next, truncated);
@@ -223,7 +223,7 @@ export class SyslogAssembler implements EntryAssembler {
       return;
     }
     b.emit();
-    const rec = emptyRecord(offset, next, SEVERITY_WORDS[sev]!, EMPTY);
+    const rec = b.record(offset, next, SEVERITY_WORDS[sev]!);
     this.fill(bytes, rec);
     const v = parseVerboseSqlstate(bytes, text, to);
     if (v >= 0) {
@@ -235,7 +235,7 @@ export class SyslogAssembler implements EntryAssembler {
     b.begin(rec, len, unescapeTabs(bytes, text, to), truncated);
   }
 
-  private fill(bytes: Buffer, rec: ReturnType<typeof emptyRecord>): void {
+  private fill(bytes: Buffer, rec: LogRecord): void {
     this.prefix.fill(bytes, rec);
     rec.time ??= bytes.toString('latin1', this.h.timeFrom, this.h.timeTo);
     rec.pid ??= this.h.pid;
@@ -246,7 +246,7 @@ export class SyslogAssembler implements EntryAssembler {
     b.emit();
     this.curPid = -1;
     this.stats.malformed++;
-    b.begin(emptyRecord(offset, next, UNKNOWN_SEVERITY, EMPTY), to - from, bytes.subarray(from, to), truncated);
+    b.begin(b.record(offset, next, UNKNOWN_SEVERITY), to - from, bytes.subarray(from, to), truncated);
     b.emit();
   }
 

@@ -12,6 +12,7 @@ import { compilePrefix } from '../../../src/logformat/prefix.ts';
 import type { LogRecord } from '../../../src/logformat/record.ts';
 import { StderrAssembler } from '../../../src/logformat/stderr-assembler.ts';
 import { SyslogAssembler } from '../../../src/logformat/syslog-assembler.ts';
+import { assemble, fixture } from '../../fixtures/asm-harness.ts';
 
 void describe('createAssembler', () => {
   void it('builds the assembler of each format', () => {
@@ -42,5 +43,34 @@ void describe('createAssembler', () => {
     assert.equal(got.length, 1);
     assert.equal(got[0]!.truncated, true);
     assert.equal(a.stats.truncated, 1);
+  });
+
+  void it('reuseRecords: one record object, emptied for each entry, that the sink sees as the records made anew', () => {
+    const cases = [
+      { format: 'stderr' as const, data: fixture('asm-stderr.log'), prefix: '%m [%p] %q%u@%d ' },
+      { format: 'syslog' as const, data: fixture('asm-syslog.log'), prefix: 'user=%u,db=%d,app=%a,client=%h ' },
+    ];
+    for (const { format, data, prefix } of cases) {
+      const made = assemble(format, data, { prefix }).records;
+      const seen: LogRecord[] = [];
+      const objects = new Set<LogRecord>();
+      const a = createAssembler(
+        format,
+        (r) => {
+          objects.add(r);
+          seen.push({ ...r });
+        },
+        { prefix, reuseRecords: true },
+      );
+      let at = 0;
+      for (const line of data.toString('latin1').split('\n')) {
+        const end = at + line.length;
+        if (end < data.length) a.pushLine(data, at, end, at, end + 1, false);
+        at = end + 1;
+      }
+      a.flush();
+      assert.deepStrictEqual(seen, made);
+      assert.equal(objects.size, 1, `${format}: one record object for ${seen.length} entries`);
+    }
   });
 });
