@@ -2,7 +2,7 @@
  * One event table's COPY of a commit, from rows already encoded (encoded-rows.ts).
  *
  * Without savepoints (the first attempt of a commit) the handovers' Buffers are sent as they
- * are, runs of small ones joined (JOIN_BELOW_BYTES): nothing is mapped or encoded at
+ * are, runs of small ones joined (SEND_AS_IS_BYTES): nothing is mapped or encoded at
  * commit time. A COPY the server refuses for its data then throws RowsRefused, and the writer
  * runs the transaction again with savepoints: each COPY inside one, and a refused COPY split
  * (bisect.ts) until the bad rows are known, each sent again as a slice of its Buffer. A refused
@@ -15,7 +15,7 @@ import type pg from 'pg';
 import type { Rejection } from './bisect.ts';
 import { writeWithBisection } from './bisect.ts';
 import { COPY_BINARY_HEADER, COPY_BINARY_TRAILER } from './copy-binary.ts';
-import { copyIn } from './copy-stream.ts';
+import { CHUNK_BYTES, copyIn } from './copy-stream.ts';
 import { decodedRow, type EncodedTable, rowRange } from './encoded-rows.ts';
 import type { TableDef } from './event-tables.ts';
 import { quarantineRecord } from './quarantine.ts';
@@ -117,12 +117,12 @@ export async function copyEncoded(
 
 /**
  * A handover's rows at least this large are sent as they are; smaller ones (a quiet stream's
- * few rows) are joined up to about this size first. Joining every part into CHUNK_BYTES pieces
- * had copied all COPY data once more into a new Buffer, each fresh from mmap, which cost as much
- * as the socket writes it saved (issue 15, docs/benchmarks.md): a handover is already one
- * slice's rows, tens of KB.
+ * few rows) are joined into pieces of about CHUNK_BYTES first, so that a commit of many small
+ * handovers is still a few writes. Joining every part had copied all COPY data once more into
+ * a new Buffer, each fresh from mmap, which at 10 MB/s cost more than the writes it saved
+ * (issue 15, docs/benchmarks.md): there a handover is one 64 KiB slice's rows.
  */
-const JOIN_BELOW_BYTES = 16 * 1024;
+const SEND_AS_IS_BYTES = 32 * 1024;
 
 /** Header, the parts' Buffers (runs of small ones joined), trailer. */
 function* wholeParts(parts: readonly TablePart[], counters: CopyCounters): Generator<Buffer> {
@@ -132,7 +132,7 @@ function* wholeParts(parts: readonly TablePart[], counters: CopyCounters): Gener
   let pendingBytes = 0;
   for (const { rows } of parts) {
     bytes += rows.data.length;
-    if (rows.data.length >= JOIN_BELOW_BYTES) {
+    if (rows.data.length >= SEND_AS_IS_BYTES) {
       if (pending.length > 0) yield joined(pending, pendingBytes);
       pending = [];
       pendingBytes = 0;
@@ -141,7 +141,7 @@ function* wholeParts(parts: readonly TablePart[], counters: CopyCounters): Gener
     }
     pending.push(rows.data);
     pendingBytes += rows.data.length;
-    if (pendingBytes >= JOIN_BELOW_BYTES) {
+    if (pendingBytes >= CHUNK_BYTES) {
       yield joined(pending, pendingBytes);
       pending = [];
       pendingBytes = 0;
