@@ -76,6 +76,19 @@ function takePosition(rec: LogRecord): void {
   rec.message = m.subarray(0, at);
 }
 
+/** `rec` without its Buffers (message empty, the rest null); the other fields are left as they are. */
+function releaseBuffers(rec: LogRecord): void {
+  rec.message = EMPTY;
+  rec.user = null;
+  rec.database = null;
+  rec.application = null;
+  rec.detail = null;
+  rec.hint = null;
+  rec.context = null;
+  rec.statement = null;
+  rec.internalQuery = null;
+}
+
 export class EntryBuilder {
   rec: LogRecord | null = null;
   /** Per section: nothing, one piece, or pieces to join (bounded overhead: piece-list.ts). */
@@ -102,8 +115,8 @@ export class EntryBuilder {
 
   /**
    * An empty record for the next entry (after emit(): the sink is done with the last one).
-   * Reused, it is one object for the assembler's life: the record of each entry was about a
-   * third of what the collector allocated (issue 15, docs/benchmarks.md).
+   * Reused, it is one object for the assembler's life: a record per entry was the largest part
+   * of what the collector allocated (issue 15, docs/benchmarks.md).
    */
   record(start: number, end: number, severity: string): LogRecord {
     return this.reused === null ? emptyRecord(start, end, severity, EMPTY) : resetRecord(this.reused, start, end, severity, EMPTY);
@@ -187,6 +200,9 @@ export class EntryBuilder {
     if (rec.truncated) this.stats.truncated++;
     this.stats.entries++;
     this.sink(rec);
+    // A reused record lives on while its stream is quiet: it must not keep the entry's Buffers,
+    // views of the chunk they came in, alive meanwhile.
+    if (rec === this.reused) releaseBuffers(rec);
   }
 
   private take(sec: number): Buffer {

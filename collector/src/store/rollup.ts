@@ -106,9 +106,10 @@ interface PartIdentity {
 
 /**
  * The part identities addEncoded has read, kept from one commit's rollup to the next: each
- * commit's rollup is new, and the texts and keys of its parts, decoded again for every part of
- * every commit, were most of what a commit promoted to V8's old generation (issue 15,
- * docs/benchmarks.md). Found by a hash of the row's bytes and checked field by field. At most
+ * commit's rollup is new, and it decoded the names of every part and built their keys again,
+ * per commit whatever the rate, held until the commit's COPYs were done and so promoted to
+ * V8's old generation (issue 15, docs/benchmarks.md). Found by a hash of the row's bytes and
+ * checked field by field. At most
  * `max` entries, forgotten all at once past that (a log with endless fingerprints only
  * decodes again, as before).
  */

@@ -45,7 +45,7 @@ void describe('createAssembler', () => {
     assert.equal(a.stats.truncated, 1);
   });
 
-  void it('reuseRecords: one record object, emptied for each entry, that the sink sees as the records made anew', () => {
+  void it('reuseRecords: one record object, emptied for each entry, that the sink sees as the records made anew and that keeps no Buffer', () => {
     const cases = [
       { format: 'stderr' as const, data: fixture('asm-stderr.log'), prefix: '%m [%p] %q%u@%d ' },
       { format: 'syslog' as const, data: fixture('asm-syslog.log'), prefix: 'user=%u,db=%d,app=%a,client=%h ' },
@@ -71,6 +71,13 @@ void describe('createAssembler', () => {
       a.flush();
       assert.deepStrictEqual(seen, made);
       assert.equal(objects.size, 1, `${format}: one record object for ${seen.length} entries`);
+      // Kept while the stream is quiet, it holds none of the last entry's Buffers (views of its chunk).
+      const [kept] = [...objects];
+      assert.equal(kept?.message.length, 0);
+      assert.deepEqual(
+        [kept?.user, kept?.database, kept?.application, kept?.detail, kept?.hint, kept?.context, kept?.statement, kept?.internalQuery],
+        Array(8).fill(null),
+      );
     }
   });
 });
