@@ -109,9 +109,10 @@ interface PartIdentity {
  * commit's rollup is new, and it decoded the names of every part and built their keys again,
  * per commit whatever the rate, held until the commit's COPYs were done and so promoted to
  * V8's old generation (issue 15, docs/benchmarks.md). Found by a hash of the row's bytes and
- * checked field by field. At most
- * `max` entries, forgotten all at once past that (a log with endless fingerprints only
- * decodes again, as before).
+ * checked field by field. Bounded twice, since a role can log any name it likes: only keys of
+ * at most MAX_KEPT_KEY_CHARS are kept (a longer one is decoded for each commit, as before),
+ * and at most `max` entries, forgotten all at once past that (a log with endless fingerprints
+ * only decodes again): a few MB at worst.
  */
 export class RollupIdentities {
   readonly byHash = new Map<number, PartIdentity>();
@@ -127,7 +128,9 @@ export class RollupIdentities {
     return this.byHash.size + this.sources.size;
   }
 
-  remember<K, V>(map: Map<K, V>, key: K, value: V): void {
+  /** Keeps `value` under `key` in `map` (one of the two above) when its key text is short enough. */
+  remember<V extends { source: string; key?: string }>(map: Map<number, V>, key: number, value: V): void {
+    if ((value.key ?? value.source).length > MAX_KEPT_KEY_CHARS) return;
     if (this.size >= this.max) {
       this.byHash.clear();
       this.sources.clear();
@@ -135,7 +138,9 @@ export class RollupIdentities {
     map.set(key, value);
   }
 }
-const DEFAULT_MAX_IDENTITIES = 8192;
+const DEFAULT_MAX_IDENTITIES = 4096;
+/** The longest part key (target, instance, database and fingerprint, as their bytes) kept between commits. */
+export const MAX_KEPT_KEY_CHARS = 256;
 
 interface SourceIdentity {
   source: string;

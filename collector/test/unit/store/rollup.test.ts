@@ -15,6 +15,7 @@ import {
   durationOfBin,
   histogramPercentile,
   MAX_BIN,
+  MAX_KEPT_KEY_CHARS,
   MAX_PERCENTILE_ERROR,
   RollupIdentities,
   StatementRollup,
@@ -214,4 +215,22 @@ test('property: rollups sharing identities (one per commit) each give the rollup
     ),
     { numRuns: 200 },
   );
+});
+
+test('identities with long names are not kept between commits, and their rows are still summed right', () => {
+  const encoder = new CopyBinaryEncoder(TABLES.statement_events.types);
+  const t0 = Date.UTC(2026, 0, 1, 10, 0, 0);
+  const identities = new RollupIdentities();
+  const long = 'd'.repeat(MAX_KEPT_KEY_CHARS);
+  for (let commit = 0; commit < 3; commit++) {
+    const rows = [row(t0, 'db1', long, 'fa', 1), row(t0 + 1, 'db1', long, 'fa', 2), row(t0, 'db1', 'app', 'fa', 3)];
+    const fromValues = new StatementRollup();
+    fromValues.add(rows);
+    const fromBytes = new StatementRollup(identities);
+    const { data, ends } = encoded(encoder, rows);
+    fromBytes.addEncoded(data, ends, 0, rows.length);
+    assert.deepEqual(sortedRows(fromBytes), sortedRows(fromValues));
+    // The source and the short part are kept; the part named by the long database is not.
+    assert.equal(identities.size, 2);
+  }
 });
