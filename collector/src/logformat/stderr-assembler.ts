@@ -76,19 +76,6 @@ function takePosition(rec: LogRecord): void {
   rec.message = m.subarray(0, at);
 }
 
-/** `rec` without its Buffers (message empty, the rest null); the other fields are left as they are. */
-function releaseBuffers(rec: LogRecord): void {
-  rec.message = EMPTY;
-  rec.user = null;
-  rec.database = null;
-  rec.application = null;
-  rec.detail = null;
-  rec.hint = null;
-  rec.context = null;
-  rec.statement = null;
-  rec.internalQuery = null;
-}
-
 export class EntryBuilder {
   rec: LogRecord | null = null;
   /** Per section: nothing, one piece, or pieces to join (bounded overhead: piece-list.ts). */
@@ -200,9 +187,9 @@ export class EntryBuilder {
     if (rec.truncated) this.stats.truncated++;
     this.stats.entries++;
     this.sink(rec);
-    // A reused record lives on while its stream is quiet: it must not keep the entry's Buffers,
-    // views of the chunk they came in, alive meanwhile.
-    if (rec === this.reused) releaseBuffers(rec);
+    // A reused record lives on while its stream is quiet: emptied now, it does not keep the
+    // entry's Buffers (views of the chunk they came in) alive meanwhile.
+    if (rec === this.reused) resetRecord(rec, 0, 0, UNKNOWN_SEVERITY, EMPTY);
   }
 
   private take(sec: number): Buffer {

@@ -151,8 +151,10 @@ interface SourceIdentity {
 }
 
 /** Whether the row readSpans read (of `source`) names `id`. */
-function isIdentityOf(id: PartIdentity | null, data: Buffer, source: string): boolean {
-  return id !== null && id.source === source && fieldIs(data, DATABASE, id.databaseBytes) && fieldIs(data, FINGERPRINT, id.fingerprintBytes);
+function isIdentityOf(id: PartIdentity | null | undefined, data: Buffer, source: string): id is PartIdentity {
+  return (
+    id !== null && id !== undefined && id.source === source && fieldIs(data, DATABASE, id.databaseBytes) && fieldIs(data, FINGERPRINT, id.fingerprintBytes)
+  );
 }
 
 /** One more call of a part, with its duration when it has one. */
@@ -327,7 +329,7 @@ export class StatementRollup {
   private partOf(data: Buffer, bucket: Micros, source: SourceIdentity, sourceHash: number): Part {
     const hash = hashField(hashField(sourceHash, data, DATABASE), data, FINGERPRINT);
     let id = this.identities.byHash.get(hash);
-    if (!isIdentityOf(id ?? null, data, source.source)) {
+    if (!isIdentityOf(id, data, source.source)) {
       const databaseBytes = bytesText(data, DATABASE);
       const fingerprintBytes = bytesText(data, FINGERPRINT);
       id = {
@@ -342,15 +344,14 @@ export class StatementRollup {
       };
       this.identities.remember(this.identities.byHash, hash, id);
     }
-    const identity = id as PartIdentity;
-    const key = `${String(bucket)}\u0000${identity.key}`;
+    const key = `${String(bucket)}\u0000${id.key}`;
     let p = this.parts.get(key);
     if (p === undefined) {
-      p = newPart(bucket, identity.target, identity.instance, identity.database, identity.fingerprint);
+      p = newPart(bucket, id.target, id.instance, id.database, id.fingerprint);
       this.parts.set(key, p);
     }
     // Equal keys are equal bytes: the row's bytes are the part's.
-    p.identity = identity;
+    p.identity = id;
     return p;
   }
 

@@ -10,6 +10,7 @@ import { CsvAssembler } from '../../../src/logformat/csv-assembler.ts';
 import { JsonAssembler } from '../../../src/logformat/json-assembler.ts';
 import { compilePrefix } from '../../../src/logformat/prefix.ts';
 import type { LogRecord } from '../../../src/logformat/record.ts';
+import { emptyRecord, resetRecord } from '../../../src/logformat/record.ts';
 import { StderrAssembler } from '../../../src/logformat/stderr-assembler.ts';
 import { SyslogAssembler } from '../../../src/logformat/syslog-assembler.ts';
 import { assemble, fixture } from '../../fixtures/asm-harness.ts';
@@ -79,5 +80,12 @@ void describe('createAssembler', () => {
         Array(8).fill(null),
       );
     }
+  });
+
+  void it('resetRecord empties every field emptyRecord makes, so a reused record carries nothing over', () => {
+    const full = emptyRecord(1, 2, 'LOG', Buffer.from('m'));
+    // Every field set to something emptyRecord does not make (the literal lists them all: the type requires it).
+    for (const k of Object.keys(full) as (keyof LogRecord)[]) (full as unknown as Record<string, unknown>)[k] = `set ${k}`;
+    assert.deepStrictEqual(resetRecord(full, 3, 4, 'ERROR', Buffer.from('n')), emptyRecord(3, 4, 'ERROR', Buffer.from('n')));
   });
 });
