@@ -81,7 +81,14 @@ interface Part {
   timed: number;
   totalMs: number;
   maxMs: number | null;
-  hist: Map<number, number>;
+  /**
+   * The histogram: the bins that have calls, ascending, and their counts. Two short arrays
+   * rather than a Map: a part's durations fall in a few bins, so a scan finds one at once,
+   * and a Map per part per commit was a sixth of what outlived the collector's scavenges
+   * (issue 15, docs/benchmarks.md).
+   */
+  bins: number[];
+  counts: number[];
   /** For addEncoded's index: what the rows found through it name (null: not known yet). */
   identity: PartIdentity | null;
 }
@@ -164,8 +171,20 @@ function count(p: Part, ms: number | null | undefined): void {
   p.timed++;
   p.totalMs += ms;
   if (p.maxMs === null || ms > p.maxMs) p.maxMs = ms;
-  const bin = durationBin(ms);
-  p.hist.set(bin, (p.hist.get(bin) ?? 0) + 1);
+  addToBin(p, durationBin(ms), 1);
+}
+
+/** Adds `n` calls to bin `bin` of a part's histogram, keeping its bins ascending. */
+function addToBin(p: Part, bin: number, n: number): void {
+  const bins = p.bins;
+  let i = bins.length - 1;
+  while (i >= 0 && (bins[i] as number) > bin) i--;
+  if (i >= 0 && bins[i] === bin) {
+    p.counts[i] = (p.counts[i] as number) + n;
+    return;
+  }
+  bins.splice(i + 1, 0, bin);
+  p.counts.splice(i + 1, 0, n);
 }
 
 // Where the fields of the row being read start and end (start -1: NULL), as readSpans leaves
@@ -244,7 +263,7 @@ function minuteOf(ts: Micros): Micros {
 }
 
 function newPart(bucket: Micros, target: string, instance: string, database: string | null, fingerprint: string | null): Part {
-  return { bucket, target, instance, database, fingerprint, calls: 0, timed: 0, totalMs: 0, maxMs: null, hist: new Map(), identity: null };
+  return { bucket, target, instance, database, fingerprint, calls: 0, timed: 0, totalMs: 0, maxMs: null, bins: [], counts: [], identity: null };
 }
 
 /** Sums statement rows per minute and key. */
@@ -360,14 +379,14 @@ export class StatementRollup {
     for (const [key, o] of other.parts) {
       const p = this.parts.get(key);
       if (p === undefined) {
-        this.parts.set(key, { ...o, hist: new Map(o.hist), identity: null });
+        this.parts.set(key, { ...o, bins: [...o.bins], counts: [...o.counts], identity: null });
         continue;
       }
       p.calls += o.calls;
       p.timed += o.timed;
       p.totalMs += o.totalMs;
       if (o.maxMs !== null && (p.maxMs === null || o.maxMs > p.maxMs)) p.maxMs = o.maxMs;
-      for (const [b, c] of o.hist) p.hist.set(b, (p.hist.get(b) ?? 0) + c);
+      for (let i = 0; i < o.bins.length; i++) addToBin(p, o.bins[i] as number, o.counts[i] as number);
     }
   }
 
@@ -375,22 +394,14 @@ export class StatementRollup {
     return this.parts.size;
   }
 
-  /** The rows for pglog.statement_rollup_parts, in ROLLUP_TABLE order, bins ascending. */
+  /**
+   * The rows for pglog.statement_rollup_parts, in ROLLUP_TABLE order, bins ascending. The
+   * bins and counts are the parts' own arrays: encode the rows before the rollup changes.
+   */
   rows(): unknown[][] {
     const out: unknown[][] = [];
     for (const p of this.parts.values()) {
-      // Bins are 0 to MAX_BIN: walked in order rather than sorted (a sort per part per commit
-      // was a tenth of what the collector allocated at 1 MB/s).
-      const bins: number[] = [];
-      const counts: number[] = [];
-      for (let b = 0, left = p.hist.size; left > 0 && b <= MAX_BIN; b++) {
-        const c = p.hist.get(b);
-        if (c === undefined) continue;
-        bins.push(b);
-        counts.push(c);
-        left--;
-      }
-      out.push([p.bucket, p.target, p.instance, p.database, p.fingerprint, p.calls, p.timed, p.totalMs, p.maxMs, bins, counts]);
+      out.push([p.bucket, p.target, p.instance, p.database, p.fingerprint, p.calls, p.timed, p.totalMs, p.maxMs, p.bins, p.counts]);
     }
     return out;
   }
