@@ -33,7 +33,7 @@ import type * as RollupModule from '@pglog/collector/store/rollup.ts';
 
 import { writeSection } from './lib/doc-section.ts';
 
-const STAGES = ['parse', 'map', 'encode', 'held', 'rollup'] as const;
+const STAGES = ['parse', 'map', 'encode', 'held', 'rollup', 'sunk'] as const;
 type Stage = (typeof STAGES)[number];
 const STAGE_LABEL: Record<Stage, string> = {
   parse: 'parse (split, assemble, decode, classify, normalize)',
@@ -41,6 +41,7 @@ const STAGE_LABEL: Record<Stage, string> = {
   encode: '… and encode COPY BINARY (CopyBinaryEncoder)',
   held: "parse, and each 64 KiB slice's events encoded as the collector holds them (RowEncoder, ADR 0019)",
   rollup: '… and the statement rollup read from those rows at commit (StatementRollup.addEncoded)',
+  sunk: 'parse with statements taken as rows from their bytes (the RowEncoder as StatementSink), each slice encoded as held, and the rollup',
 };
 /** The collector's slice (instance-stream.ts SLICE_BYTES): one handover to the batcher each. */
 const SLICE_BYTES = 64 * 1024;
@@ -75,22 +76,26 @@ async function child(checkout: string, stage: Stage, logPath: string): Promise<{
   const source = { target: 'bench', instance: 'bench-0', file: 'postgresql.log' };
   const encoders = Object.fromEntries(EVENT_TABLES.map((t) => [t, new CopyBinaryEncoder(TABLES[t].types, { initialSize: 1 << 20 })]));
   let events = 0;
-  if (stage === 'held' || stage === 'rollup') {
+  if (stage === 'held' || stage === 'rollup' || stage === 'sunk') {
     const { RowEncoder } = (await import(join(checkout, 'collector/src/store/encoded-rows.ts'))) as typeof EncodedRowsModule;
     const { StatementRollup } = (await import(join(checkout, 'collector/src/store/rollup.ts'))) as typeof RollupModule;
     /** The collector's path: each slice's events encoded into held rows, and at commit the rows summed into the batch's rollup. */
     const heldPass = (): number => {
       const started = process.cpuUsage();
       const rowEncoder = new RowEncoder(1024 * 1024);
+      // A checkout from before the StatementSink (no open()) takes the events path: its figure is `rollup`'s.
+      const sink = stage === 'sunk' && 'open' in rowEncoder ? rowEncoder : undefined;
       let rollup = new StatementRollup();
       let rows = 0;
       let slice: PglogEvent[] = [];
       const handOver = (): void => {
+        const taken = sink === undefined ? 0 : sink.taken;
         const encoded = rowEncoder.encode(source, slice, 0);
         const block = encoded.tables.statement_events;
-        if (stage === 'rollup' && block !== undefined) rollup.addEncoded(block.data, block.ends, 0, block.ends.length);
+        if (stage !== 'held' && block !== undefined) rollup.addEncoded(block.data, block.ends, 0, block.ends.length);
         rowEncoder.recycle(encoded);
-        rows += slice.length;
+        rows += slice.length + taken;
+        events += taken;
         slice = [];
         // A batch commits at 20,000 rows: its rollup goes with it.
         if (rows >= 20_000) {
@@ -100,16 +105,18 @@ async function child(checkout: string, stage: Stage, logPath: string): Promise<{
       };
       events = 0;
       const parser = new LogParser(
-        { format: 'stderr', prefix: '%m [%p] %q%u@%d ', encodings: { defaultEncoding: 'UTF8', databases: {} }, templates },
+        { format: 'stderr', prefix: '%m [%p] %q%u@%d ', encodings: { defaultEncoding: 'UTF8', databases: {} }, templates, statements: sink },
         (event) => {
           events++;
           slice.push(event);
         },
       );
       for (let i = 0; i < data.length; i += SLICE_BYTES) {
+        sink?.open(source, 0);
         parser.push(data.subarray(i, Math.min(data.length, i + SLICE_BYTES)));
         handOver();
       }
+      sink?.open(source, 0);
       parser.end();
       handOver();
       const used = process.cpuUsage(started);

@@ -232,9 +232,11 @@ export class Batcher {
 
   /**
    * Hands over the events a stream parsed and the position they reach (an entry boundary):
-   * committed together. `epoch` is the stream's fencing token from its claim.
+   * committed together. `epoch` is the stream's fencing token from its claim. `taken`: the
+   * statements the committer's StatementRows took from the stream since it opened this
+   * handover (encoded-rows.ts), which its encode() adds; only with a committer that encodes.
    */
-  add(source: SourceRef, events: readonly PglogEvent[], position: StorePosition, epoch: number, readAt: number): void {
+  add(source: SourceRef, events: readonly PglogEvent[], position: StorePosition, epoch: number, readAt: number, taken = 0): void {
     const key = streamKeyOf(source.target, source.instance);
     if (this.fencedKeys.has(key)) {
       throw new PglogError('STORE_FENCED', `${source.target}/${source.instance}: a newer owner holds this stream's read position; not collecting it here`);
@@ -244,23 +246,27 @@ export class Batcher {
     let cost = 0;
     let encoded: EncodedRows | null = null;
     const lane = this.laneFor(key);
-    if (this.committer.encode !== undefined && events.length > 0) {
+    const rows = events.length + taken;
+    // Statements taken as rows are only in what encode() makes: a committer without it has none.
+    if (this.committer.encode !== undefined && rows > 0) {
       encoded = this.committer.encode(source, events, readAt, lane.index);
       cost = encoded.cost;
-    } else for (const event of events) cost += eventCost(event);
+    } else if (taken > 0)
+      throw new PglogError('STORE_ENCODING', `${source.target}/${source.instance}: statements were taken as rows by a committer that does not encode`);
+    else for (const event of events) cost += eventCost(event);
     lane.queue.push({
       key,
       source,
       events: encoded === null ? events : [],
       encoded,
-      rows: events.length,
+      rows,
       position,
       cost,
       readAt,
       at: this.now(),
       seq: ++lane.added,
     });
-    lane.queuedRows += events.length;
+    lane.queuedRows += rows;
     lane.queuedBytes += cost;
     this.held += cost;
     this.heldByTarget.set(source.target, (this.heldByTarget.get(source.target) ?? 0) + cost);

@@ -436,6 +436,7 @@ export class Collector {
       templates: this.templates,
       follower: target.follower(instance),
       batcher,
+      statementRows: writer.statementRows(),
       claim: () => (epoch === null ? writer.claim(name, instance.name) : writer.claim(name, instance.name, epoch)),
       storeStart: (start, claimed) => writer.storeStart(start, claimed),
       hooks: observedHooks(observed, instance.name, {

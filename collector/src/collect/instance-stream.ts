@@ -28,6 +28,7 @@ import { LogParser, type ParseCounters, type SlowEntry, ZERO_COUNTERS } from '..
 import type { TemplateCache } from '../logformat/normalize/normalize.ts';
 import type { LogFormat } from '../logformat/record.ts';
 import { isErrorSeverity, type SqlstateClass, sqlstateClassOf } from '../observability/sqlstate-class.ts';
+import type { StatementRows } from '../store/encoded-rows.ts';
 import type { StorePosition } from '../store/store-writer.ts';
 import type { Batcher } from './batcher.ts';
 import { mayGoOn, nextTurn } from './turns.ts';
@@ -52,11 +53,14 @@ export interface EventTally {
   readonly errorClasses: ReadonlyMap<SqlstateClass, number>;
 }
 
-/** Counts events by kind and errors by SQLSTATE class (pure; the stream's progress report). */
-export function tallyEvents(events: readonly PglogEvent[]): EventTally {
+/** Counts events by kind and errors by SQLSTATE class, and `statements` more taken as rows (pure; the stream's progress report). */
+export function tallyEvents(events: readonly PglogEvent[], statements = 0): EventTally {
   const kinds = new Map<EventKind, number>();
+  if (statements > 0) kinds.set('statement', statements);
   const errorClasses = new Map<SqlstateClass, number>();
-  for (const e of events) {
+  // Indexed, not for-of: here V8 made an iterator result per event, 4 % of what the collector allocated (issue 15).
+  for (let i = 0; i < events.length; i++) {
+    const e = events[i]!;
     kinds.set(e.kind, (kinds.get(e.kind) ?? 0) + 1);
     if ((e.kind === 'error' || e.kind === 'deadlock') && isErrorSeverity(e.severity)) {
       const cls = sqlstateClassOf(e.sqlstate);
@@ -102,6 +106,11 @@ export interface InstanceStreamOptions {
   templates: TemplateCache;
   follower: Follower;
   batcher: Batcher;
+  /**
+   * Where the parser puts statements instead of making events of them (the store writer's
+   * StatementRows, encoded-rows.ts): with it, they are rows from their entry's bytes.
+   */
+  statementRows?: StatementRows | undefined;
   /** Takes ownership of the stream in the store: the fencing epoch and the committed position. */
   claim(): Promise<{ epoch: number; position: StorePosition | null }>;
   /**
@@ -300,6 +309,7 @@ export class InstanceStream {
         const chunk = item.chunk;
         this.received += chunk.length;
         for (let at = 0; at < chunk.length && !signal.aborted; at += SLICE_BYTES) {
+          this.openRows();
           parser.push(at === 0 && chunk.length <= SLICE_BYTES ? chunk : chunk.subarray(at, Math.min(chunk.length, at + SLICE_BYTES)));
           this.handOver();
           if (!this.o.batcher.hasRoom(this.o.target)) {
@@ -314,10 +324,12 @@ export class InstanceStream {
         return;
       }
       case 'idle':
+        this.openRows();
         this.parser?.flushIdle();
         this.handOver();
         return;
       case 'end-of-file':
+        this.openRows();
         this.parser?.end();
         this.handOver();
         this.parser = null;
@@ -350,26 +362,45 @@ export class InstanceStream {
         maxEntryBytes: this.o.maxEntryBytes,
         startOffset: offset,
         templates: this.o.templates,
+        statements: this.o.statementRows,
         onSlowEntry: (entry) => this.hooks.slowEntry?.(file.path, entry),
       },
-      (event) => (this.parsed ??= []).push(event),
+      { events: (batch) => this.takeParsed(batch) },
     );
     this.hooks.file?.(file, offset);
     // A new file (or a resume) is a position of its own: committed even before its first event.
     this.o.batcher.add(this.source(), [], this.storePosition(), this.epoch, this.now());
   }
 
-  /** Gives the events parsed so far and the position they reach to the batcher. */
+  /** Keeps a push's events (the parser's own array, new for each push) until handOver. */
+  private takeParsed(batch: PglogEvent[]): void {
+    if (this.parsed === null) this.parsed = batch;
+    else for (let i = 0; i < batch.length; i++) this.parsed.push(batch[i]!);
+  }
+
+  /**
+   * Opens this stream's next handover in the StatementRows (when it has them) before its
+   * parser runs: the statements it takes go there, and handOver() follows in the same
+   * synchronous step.
+   */
+  private openRows(): void {
+    this.o.statementRows?.open(this.source(), this.now());
+  }
+
+  /** Gives the events parsed so far (and the statements taken as rows) and the position they reach to the batcher. */
   private handOver(): void {
     const delta = this.parser === null ? ZERO_COUNTERS : this.counterDelta(this.parser);
     const events = this.parsed ?? NO_EVENTS;
     this.parsed = null;
-    if (events.length > 0) {
-      this.position = events[events.length - 1]!.end;
-      this.o.batcher.add(this.source(), events, this.storePosition(), this.epoch, this.now());
+    const rows = this.o.statementRows;
+    const taken = rows === undefined ? 0 : rows.taken;
+    if (events.length > 0 || taken > 0) {
+      // Entries arrive in log order: the stream has read up to the end of the last one, event or row.
+      this.position = Math.max(events.length > 0 ? events[events.length - 1]!.end : 0, taken > 0 ? rows!.lastEnd : 0);
+      this.o.batcher.add(this.source(), events, this.storePosition(), this.epoch, this.now(), taken);
     }
-    if (this.hooks.progress === undefined || (delta.bytes === 0 && events.length === 0)) return;
-    this.hooks.progress(delta, tallyEvents(events), { file: this.file?.path ?? '', offset: this.position });
+    if (this.hooks.progress === undefined || (delta.bytes === 0 && events.length === 0 && taken === 0)) return;
+    this.hooks.progress(delta, tallyEvents(events, taken), { file: this.file?.path ?? '', offset: this.position });
   }
 
   private counterDelta(parser: LogParser): ParseCounters {

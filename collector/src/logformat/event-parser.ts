@@ -18,6 +18,7 @@
  */
 import { type Decoder, plainAsciiSpan } from './decode.ts';
 import type { EventCommon, EventKind, OtherEvent, PglogEvent, StatementEvent, SummaryItem } from './events.ts';
+import { classify, isErrorSeverity, maintenanceDatabase, MAX_STRUCTURED_MESSAGE_BYTES } from './message-kind.ts';
 import { parseCheckpoint } from './messages/checkpoint.ts';
 import { parseConnection, parseDisconnection } from './messages/connection.ts';
 import { parseDeadlockDetail, parseLockQueue, parseLockWait } from './messages/locks.ts';
@@ -27,6 +28,7 @@ import { parseStatementMessage, SCAN_BIND, SCAN_NONE, SCAN_PARSE, SCAN_STATEMENT
 import { startsWithBytes } from './messages/text.ts';
 import { TemplateCache } from './normalize/normalize.ts';
 import type { LogRecord } from './record.ts';
+import { type ScannedStatement, scannedStatement, type StatementSink } from './statement-sink.ts';
 import { toIsoTimestamp } from './timestamp.ts';
 
 export interface EventParserOptions {
@@ -35,71 +37,10 @@ export interface EventParserOptions {
   templates?: TemplateCache | undefined;
 }
 
-const B_DURATION = Buffer.from('duration: ');
-const B_STATEMENT = Buffer.from('statement: ');
-const B_EXECUTE = Buffer.from('execute ');
-const B_PROCESS = Buffer.from('process ');
-const B_CHECKPOINT = Buffer.from('checkpoint ');
-const B_RESTARTPOINT = Buffer.from('restartpoint ');
-const B_CONNECTION = Buffer.from('connection ');
-const B_REPLICATION = Buffer.from('replication connection ');
-const B_DISCONNECTION = Buffer.from('disconnection: ');
-const B_AUTOMATIC = Buffer.from('automatic ');
-const B_TEMPFILE = Buffer.from('temporary file: ');
 const B_DEADLOCK = Buffer.from('deadlock detected');
 const B_PARAMETERS = Buffer.from('parameters: ');
-
+const EMPTY_SQL = Buffer.alloc(0);
 const TEMP_FILE = /^temporary file: path "(.*)", size (\d+)$/;
-
-type Kind = 'error' | 'none' | 'statement' | 'lock' | 'checkpoint' | 'connection' | 'disconnection' | 'maintenance' | 'temp_file';
-
-/**
- * The longest message parsed into fields of each kind, in bytes: well above what PostgreSQL
- * writes for it (a checkpoint, connection, lock or temporary file message is under 2 KiB; an
- * autovacuum report grows by about 120 bytes per index). A longer one can only come from a
- * role's RAISE LOG: it becomes an `other` event without its fields being looked for, so no
- * field pattern ever runs over megabytes of hostile text (security review F1). Statements and
- * errors carry SQL of any length and are not bounded here.
- */
-export const MAX_STRUCTURED_MESSAGE_BYTES: Readonly<Record<Exclude<Kind, 'error' | 'none' | 'statement'>, number>> = {
-  lock: 16 * 1024,
-  checkpoint: 16 * 1024,
-  connection: 16 * 1024,
-  disconnection: 16 * 1024,
-  temp_file: 16 * 1024,
-  maintenance: 256 * 1024,
-};
-
-/** Which parser may apply, from the first bytes of the message (no decoding). */
-function classify(m: Buffer): Kind {
-  switch (m[0] ?? 0) {
-    case 100: // d
-      if (startsWithBytes(m, B_DURATION)) return 'statement';
-      return startsWithBytes(m, B_DISCONNECTION) ? 'disconnection' : 'none';
-    case 115: // s
-      return startsWithBytes(m, B_STATEMENT) ? 'statement' : 'none';
-    case 101: // e
-      return startsWithBytes(m, B_EXECUTE) ? 'statement' : 'none';
-    case 112: // p
-      return startsWithBytes(m, B_PROCESS) ? 'lock' : 'none';
-    case 99: // c
-      if (startsWithBytes(m, B_CHECKPOINT)) return 'checkpoint';
-      return startsWithBytes(m, B_CONNECTION) ? 'connection' : 'none';
-    case 114: // r
-      if (startsWithBytes(m, B_RESTARTPOINT)) return 'checkpoint';
-      return startsWithBytes(m, B_REPLICATION) ? 'connection' : 'none';
-    case 97: // a
-      return startsWithBytes(m, B_AUTOMATIC) ? 'maintenance' : 'none';
-    case 116: // t
-      return startsWithBytes(m, B_TEMPFILE) ? 'temp_file' : 'none';
-    default:
-      return 'none';
-  }
-}
-
-function isErrorSeverity(severity: string): boolean {
-  return severity === 'ERROR' || severity === 'FATAL' || severity === 'PANIC' || severity === 'WARNING';
-}
 
 export class EventParser {
   private readonly decoder: Decoder;
@@ -109,6 +50,10 @@ export class EventParser {
   /** The decoded message of the record being parsed, once decoded (each text is decoded once: decoding counts). */
   private message: string | null = null;
   private readonly spans = new StatementSpans();
+  /** Where the record being parsed goes if it is a statement (parseInto), else null. */
+  private sink: StatementSink | null = null;
+  /** What a statement taken from its bytes is handed to the sink in (reused). */
+  private readonly scanned: ScannedStatement = scannedStatement();
   /** Messages longer than MAX_STRUCTURED_MESSAGE_BYTES for their kind, made `other` events unparsed. */
   oversized = 0;
 
@@ -119,13 +64,33 @@ export class EventParser {
 
   /** The event of one record. Never throws. */
   parse(record: LogRecord): PglogEvent {
+    // Without a sink, classified() makes an event of every record.
+    return this.parseWith(record, null) as PglogEvent;
+  }
+
+  /**
+   * parse(), except that a statement goes to `sink` (statement-sink.ts), in log order, and
+   * null is returned for it. Never throws unless the sink does.
+   */
+  parseInto(record: LogRecord, sink: StatementSink): PglogEvent | null {
+    const event = this.parseWith(record, sink);
+    if (event === null) return null;
+    if (event.kind !== 'statement') return event;
+    sink.event(event);
+    return null;
+  }
+
+  private parseWith(record: LogRecord, sink: StatementSink | null): PglogEvent | null {
     this.database = record.database ?? maintenanceDatabase(record.message);
     this.message = null;
+    this.sink = sink;
     try {
       return this.classified(record);
     } catch {
       // Not expected (every parser is defensive); an entry is never lost to a parser bug.
       return this.other(record, this.message ?? this.text(record.message) ?? '', null, null);
+    } finally {
+      this.sink = null;
     }
   }
 
@@ -142,7 +107,8 @@ export class EventParser {
     this.database = record.database ?? maintenanceDatabase(record.message);
     this.message = null;
     try {
-      return this.summarized(record) ?? itemOf(this.classified(record));
+      // No sink here (parseWith sets one only while it runs): classified() makes an event.
+      return this.summarized(record) ?? itemOf(this.classified(record) as PglogEvent);
     } catch {
       return itemOf(this.other(record, this.message ?? this.text(record.message) ?? '', null, null));
     }
@@ -264,7 +230,8 @@ export class EventParser {
     };
   }
 
-  private classified(r: LogRecord): PglogEvent {
+  /** The event of a record; null when the sink took it (only with one). */
+  private classified(r: LogRecord): PglogEvent | null {
     let kind = isErrorSeverity(r.severity) ? 'error' : classify(r.message);
     if (kind !== 'error' && kind !== 'none' && kind !== 'statement' && r.message.length > MAX_STRUCTURED_MESSAGE_BYTES[kind]) {
       this.oversized++;
@@ -272,6 +239,7 @@ export class EventParser {
     }
     const scan = kind === 'statement' ? scanStatement(r.message, this.spans) : SCAN_NONE;
     if (scan === SCAN_STATEMENT) {
+      if (this.sink !== null && this.sunk(r, this.spans, this.sink)) return null;
       const event = this.scannedStatement(r, this.spans);
       if (event !== null) return event;
     }
@@ -368,14 +336,7 @@ export class EventParser {
     if (sp.nameStart >= 0) {
       name = d.decodeClean(m, sp.nameStart, sp.nameEnd, this.database);
       if (name === null) return null;
-      const detail = r.detail;
-      if (detail !== null) {
-        if (startsWithBytes(detail, B_PARAMETERS)) parameters = d.decodeClean(detail, B_PARAMETERS.length, detail.length, this.database);
-        if (parameters === null) {
-          const text = this.text(detail) ?? '';
-          parameters = text.startsWith('parameters: ') ? text.slice(12) : null;
-        }
-      }
+      parameters = this.parametersOf(r.detail);
     }
     // The SQL's bytes are its UTF-8 (it decoded cleanly): the normalizer copies them.
     const t = this.templates.templateOfUtf8(query, m, sp.queryStart, sp.queryEnd);
@@ -405,6 +366,59 @@ export class EventParser {
       normalized: t.normalized,
       fingerprint: t.fingerprint,
     };
+  }
+
+  /** The extended protocol's parameters, from the entry's DETAIL (`parameters: ...`), or null. */
+  private parametersOf(detail: Buffer | null): string | null {
+    if (detail === null) return null;
+    let parameters: string | null = null;
+    if (startsWithBytes(detail, B_PARAMETERS)) parameters = this.decoder.decodeClean(detail, B_PARAMETERS.length, detail.length, this.database);
+    if (parameters === null) {
+      const text = this.text(detail) ?? '';
+      parameters = text.startsWith('parameters: ') ? text.slice(12) : null;
+    }
+    return parameters;
+  }
+
+  /**
+   * Hands the statement of scanStatement's spans to the sink without making its event, when
+   * its SQL (and its name) are ASCII without NUL and the sink accepts it: true when it took
+   * it. When false, nothing was decoded or counted, and scannedStatement() goes on as without
+   * a sink. Decodes and counts what scannedStatement() would (the names, the parameters),
+   * so the counters are the same either way.
+   */
+  private sunk(r: LogRecord, sp: StatementSpans, sink: StatementSink): boolean {
+    const m = r.message;
+    if (sp.nameStart >= 0 && !plainAsciiSpan(m, sp.nameStart, sp.nameEnd)) return false;
+    if (!plainAsciiSpan(m, sp.queryStart, sp.queryEnd) || !sink.accepts(r.time, sp.queryEnd - sp.queryStart)) return false;
+    // Plain ASCII, checked above: never null here.
+    const t = this.templates.templateOfPlain(m, sp.queryStart, sp.queryEnd);
+    if (t === null) return false;
+    const s = this.scanned;
+    s.parameters = sp.nameStart >= 0 ? this.parametersOf(r.detail) : null;
+    const d = this.decoder;
+    const db = this.database;
+    s.offset = r.start;
+    s.end = r.end;
+    s.pid = r.pid;
+    s.database = d.decodeName(db, db);
+    s.user = d.decodeName(r.user, db);
+    s.application = d.decodeName(r.application, db);
+    s.durationMs = sp.duration;
+    s.protocol = sp.nameStart >= 0 ? 'extended' : 'simple';
+    s.normalized = t.normalized;
+    s.fingerprint = t.fingerprint;
+    s.sql = m;
+    s.sqlStart = sp.queryStart;
+    s.sqlEnd = sp.queryEnd;
+    try {
+      sink.scanned(s);
+    } finally {
+      // Reused: holds no text or chunk of this entry once the sink has it.
+      s.sql = EMPTY_SQL;
+      s.parameters = null;
+    }
+    return true;
   }
 
   private statement(r: LogRecord, message: string): PglogEvent {
@@ -476,21 +490,4 @@ function itemOf(e: PglogEvent): SummaryItem {
   return e.kind === 'statement'
     ? item(e.kind, e.severity, e.database, e.duration_ms, e.normalized, e.fingerprint)
     : item(e.kind, e.severity, e.database, null, '', '');
-}
-
-const B_OF_TABLE = Buffer.from(' of table "');
-
-/**
- * Autovacuum workers log without a session, so csvlog, jsonlog and the prefix have no database
- * for them; their message names it (`automatic vacuum of table "db.schema.table"`), and the
- * table name is in that database's encoding.
- */
-function maintenanceDatabase(message: Buffer): Buffer | null {
-  if (message.length < 24 || message[0] !== 0x61 || !startsWithBytes(message, B_AUTOMATIC)) return null;
-  // Looked for in the first bytes only: a message of megabytes is not scanned to its end.
-  const at = message.subarray(0, 64 + B_OF_TABLE.length).indexOf(B_OF_TABLE, B_AUTOMATIC.length);
-  if (at < 0) return null;
-  const from = at + B_OF_TABLE.length;
-  const dot = message.indexOf(0x2e, from);
-  return dot > from ? message.subarray(from, dot) : null;
 }

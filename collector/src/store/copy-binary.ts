@@ -64,6 +64,7 @@ const INT4_OID = 23;
 const MAX_ARRAY_ELEMENTS = 134_217_727;
 
 const DEFAULT_INITIAL_SIZE = 64 * 1024;
+const NO_BYTES = Buffer.alloc(0);
 
 /** What Buffer#write(s, offset, 'utf8') ends in. */
 interface Utf8Writer {
@@ -94,6 +95,11 @@ export class CopyBinaryEncoder {
   private readonly codes: Uint8Array;
   private buf: Buffer;
   private off = 0;
+  /** The column the next appendRow takes from stagedBytes (stageUtf8), or -1. */
+  private stagedColumn = -1;
+  private stagedBytes: Buffer = NO_BYTES;
+  private stagedStart = 0;
+  private stagedEnd = 0;
 
   constructor(types: readonly ColumnType[], options: CopyBinaryEncoderOptions = {}) {
     if (types.length === 0 || types.length > 1600) {
@@ -158,8 +164,27 @@ export class CopyBinaryEncoder {
     } catch (e) {
       this.off = start;
       throw e;
+    } finally {
+      if (this.stagedColumn >= 0) {
+        this.stagedColumn = -1;
+        this.stagedBytes = NO_BYTES;
+      }
     }
     return this.off;
+  }
+
+  /**
+   * For the next appendRow only: text column `c` is `bytes[start, end)`, whatever the row
+   * holds there, copied as it is. The caller vouches that the bytes are UTF-8 without NUL
+   * (ASCII taken from a log entry: statement-sink.ts), which saves making the string and
+   * encoding it back.
+   */
+  stageUtf8(c: number, bytes: Buffer, start: number, end: number): void {
+    if (this.codes[c] !== TY_TEXT) throw new PglogError('STORE_ENCODING', `column ${c}: only a text column takes UTF-8 bytes, not ${String(this.types[c])}`);
+    this.stagedColumn = c;
+    this.stagedBytes = bytes;
+    this.stagedStart = start;
+    this.stagedEnd = end;
   }
 
   /** The block's rows, copied into a Buffer the caller owns. */
@@ -191,7 +216,23 @@ export class CopyBinaryEncoder {
     this.buf[this.off] = n >>> 8;
     this.buf[this.off + 1] = n;
     this.off += 2;
-    for (let c = 0; c < n; c++) this.writeField(r, c, row[c] as unknown);
+    const staged = this.stagedColumn;
+    for (let c = 0; c < n; c++) {
+      if (c === staged) this.writeStaged();
+      else this.writeField(r, c, row[c] as unknown);
+    }
+  }
+
+  private writeStaged(): void {
+    const n = this.stagedEnd - this.stagedStart;
+    this.ensure(4 + n);
+    this.int32(n);
+    const from = this.stagedBytes;
+    const at = this.off;
+    // A short copy costs less in a loop than through Buffer#copy's native call.
+    if (n <= ASCII_LOOP_MAX) for (let i = 0, s = this.stagedStart; i < n; i++) this.buf[at + i] = from[s + i]!;
+    else from.copy(this.buf, at, this.stagedStart, this.stagedEnd);
+    this.off = at + n;
   }
 
   private writeField(r: number, c: number, v: unknown): void {

@@ -11,14 +11,27 @@
  * decoded again (copy-binary-decode.ts) only when the server refuses a COPY and the bad row
  * must be found and quarantined.
  */
-import { isPglogError } from '@pglog/common/errors.ts';
+import { isPglogError, PglogError } from '@pglog/common/errors.ts';
 
-import type { PglogEvent } from '../logformat/events.ts';
+import type { PglogEvent, StatementEvent } from '../logformat/events.ts';
 import { stringHeapBytes } from '../logformat/heap-bytes.ts';
+import type { ScannedStatement, StatementSink } from '../logformat/statement-sink.ts';
+import { toIsoTimestamp } from '../logformat/timestamp.ts';
 import { CopyBinaryEncoder } from './copy-binary.ts';
 import { decodeRow } from './copy-binary-decode.ts';
-import { clearRowScratch, mapEvent, type MappedRow, rowContext, rowScratch, type TemplateSet } from './event-rows.ts';
+import {
+  clearRowScratch,
+  mapEvent,
+  type MappedRow,
+  mapScannedStatement,
+  type RowContext,
+  rowContext,
+  rowScratch,
+  STATEMENT_QUERY_COLUMN,
+  type TemplateSet,
+} from './event-rows.ts';
 import { EVENT_TABLES, type EventTable, TABLES } from './event-tables.ts';
+import { isoToMicros, type Micros } from './iso-time.ts';
 import { encoderReason, quarantineRecord } from './quarantine.ts';
 import { type Slab, SlabPool } from './slab-pool.ts';
 import type { QuarantineRecord } from './store-sql.ts';
@@ -65,13 +78,54 @@ const HANDOVER_OVERHEAD_BYTES = 1024;
 /** A template or a refused row beside the encoded rows: its object and map entry. */
 const ENTRY_OVERHEAD_BYTES = 160;
 
+/**
+ * The handover being encoded: its context, and the rows of each table so far. Open from
+ * RowEncoder.open() (or encode()) to the end of encode().
+ */
+interface OpenHandover {
+  source: SourceRef;
+  readAt: number;
+  ctx: RowContext;
+  refused: EncodedRows['refused'];
+  /** Each table's row ends so far; a table is started (startRows) with its first row. */
+  ends: Map<EventTable, number[]>;
+  /** Statements taken through the StatementSink, and the end offset of the last. */
+  statements: number;
+  lastEnd: number;
+  /** The timestamp (as the event's ts would be) and end offset of the last statement taken that has one. */
+  newestTs: string | null;
+  newestTsEnd: number;
+}
+
+/**
+ * The StatementSink a stream parses into (statement-sink.ts): what it takes goes into the
+ * rows of the stream's next handover, in log order.
+ */
+export interface StatementRows extends StatementSink {
+  /**
+   * Starts the rows of `source`'s next handover, read at `readAt`. Call before each push into
+   * a parser with this sink, and hand over (encode) before anything else opens: the
+   * collector's streams parse and hand over in one synchronous step. What was opened before
+   * and never handed over is dropped: its stream failed while parsing, and reads those
+   * entries again from its committed position.
+   */
+  open(source: SourceRef, readAt: number): void;
+  /** Statements taken since open(), and the end offset of the last (0 with none). */
+  readonly taken: number;
+  readonly lastEnd: number;
+}
+
 /** Maps and encodes handovers; one per store writer (the encoders' scratch buffers and the slabs are reused). */
-export class RowEncoder {
+export class RowEncoder implements StatementRows {
   private readonly encoders: Readonly<Record<EventTable, CopyBinaryEncoder>>;
   private readonly maxTextBytes: number;
   /** The row each statement is mapped into: encoded before the next is mapped. */
   private readonly scratch = rowScratch();
   readonly slabs = new SlabPool();
+  private handover: OpenHandover | null = null;
+  /** The timestamp accepts() converted last, for the scanned() that follows it. */
+  private acceptedTs: Micros = 0;
+  private acceptedIso = '';
 
   constructor(maxTextBytes: number) {
     this.maxTextBytes = maxTextBytes;
@@ -80,35 +134,95 @@ export class RowEncoder {
     this.encoders = encoders;
   }
 
+  open(source: SourceRef, readAt: number): void {
+    this.handover = newHandover(source, readAt, this.maxTextBytes);
+  }
+
+  get taken(): number {
+    return this.handover?.statements ?? 0;
+  }
+
+  get lastEnd(): number {
+    return this.handover?.lastEnd ?? 0;
+  }
+
+  accepts(time: string | null, sqlBytes: number): boolean {
+    if (time === null || sqlBytes > this.maxTextBytes) return false;
+    const iso = toIsoTimestamp(time);
+    const ts = isoToMicros(iso);
+    if (ts === null) return false;
+    this.acceptedTs = ts;
+    this.acceptedIso = iso;
+    return true;
+  }
+
+  scanned(s: ScannedStatement): void {
+    const h = this.opened();
+    const row = mapScannedStatement(h.source, s, this.acceptedTs, h.ctx, this.scratch);
+    this.encoders.statement_events.stageUtf8(STATEMENT_QUERY_COLUMN, s.sql, s.sqlStart, s.sqlEnd);
+    this.append(h, row, s);
+    h.statements++;
+    h.lastEnd = s.end;
+    h.newestTs = this.acceptedIso;
+    h.newestTsEnd = s.end;
+  }
+
+  event(e: StatementEvent): void {
+    const h = this.opened();
+    this.append(h, mapEvent(h.source, e, h.readAt, h.ctx, this.scratch), null);
+    h.statements++;
+    h.lastEnd = e.end;
+    // As newestLogMs: a timestamp kept as logged (its zone unknown) is not a log time.
+    if (e.ts !== null && !Number.isNaN(Date.parse(e.ts))) {
+      h.newestTs = e.ts;
+      h.newestTsEnd = e.end;
+    }
+  }
+
+  private opened(): OpenHandover {
+    if (this.handover === null) throw new PglogError('STORE_ENCODING', 'a statement reached the row encoder before its stream opened a handover');
+    return this.handover;
+  }
+
+  /**
+   * Encodes a mapped row into its table's block, or refuses it (quarantined with the batch).
+   * `scanned`: the statement whose query the encoder was given as bytes (stageUtf8).
+   */
+  private append(h: OpenHandover, row: MappedRow, scanned: ScannedStatement | null): void {
+    const encoder = this.encoders[row.table];
+    let tableEnds = h.ends.get(row.table);
+    if (tableEnds === undefined) {
+      encoder.startRows();
+      tableEnds = [];
+      h.ends.set(row.table, tableEnds);
+    }
+    try {
+      tableEnds.push(encoder.appendRow(row.values));
+    } catch (e) {
+      if (!isPglogError(e) || e.code !== 'STORE_ENCODING') throw e;
+      const refused = scanned === null ? row : withQuery(row, scanned);
+      h.refused.push({ table: row.table, record: quarantineRecord(refused, `STORE_ENCODING: ${encoderReason(refused, e.message)}`) });
+    }
+  }
+
   /**
    * The rows of `events`, read from `source` at `readAt` (ms since 1970), in memory of the
-   * batcher's `lane` (slab-pool.ts: rows that commit together share slabs).
+   * batcher's `lane` (slab-pool.ts: rows that commit together share slabs), after the
+   * statements the StatementSink took since `source` opened the handover (if it did).
    */
   encode(source: SourceRef, events: readonly PglogEvent[], readAt: number, lane = 0): EncodedRows {
-    const ctx = rowContext(this.maxTextBytes);
-    const refused: EncodedRows['refused'] = [];
-    const ends = new Map<EventTable, number[]>();
-    for (const event of events) {
-      const row = mapEvent(source, event, readAt, ctx, this.scratch);
-      const encoder = this.encoders[row.table];
-      let tableEnds = ends.get(row.table);
-      if (tableEnds === undefined) {
-        encoder.startRows();
-        tableEnds = [];
-        ends.set(row.table, tableEnds);
-      }
-      try {
-        tableEnds.push(encoder.appendRow(row.values));
-      } catch (e) {
-        if (!isPglogError(e) || e.code !== 'STORE_ENCODING') throw e;
-        refused.push({ table: row.table, record: quarantineRecord(row, `STORE_ENCODING: ${encoderReason(row, e.message)}`) });
-      }
-    }
+    const open = this.handover;
+    this.handover = null;
+    const h: OpenHandover = open !== null && sameSource(open.source, source) ? open : newHandover(source, readAt, this.maxTextBytes);
+    h.source = source;
+    h.readAt = readAt;
+    for (let i = 0; i < events.length; i++) this.append(h, mapEvent(source, events[i]!, readAt, h.ctx, this.scratch), null);
     clearRowScratch(this.scratch);
+    const { ctx, refused } = h;
     const tables: EncodedRows['tables'] = {};
     let cost = HANDOVER_OVERHEAD_BYTES + ENTRY_OVERHEAD_BYTES * ctx.templates.size;
     // Encoders are per table, so every table's block is still open here: each is copied out once.
-    for (const [table, tableEnds] of ends) {
+    for (const [table, tableEnds] of h.ends) {
       if (tableEnds.length === 0) continue;
       const encoder = this.encoders[table];
       const { buf: data, slab } = this.slabs.take(encoder.blockLength, lane);
@@ -124,7 +238,7 @@ export class RowEncoder {
       refused,
       repairs: ctx.repairs,
       readTimeUsed: ctx.readTimeUsed,
-      newestMs: newestLogMs(events),
+      newestMs: newestOf(events, h),
       cost,
     };
   }
@@ -143,6 +257,37 @@ export class RowEncoder {
       this.slabs.give(slab);
     }
   }
+}
+
+function newHandover(source: SourceRef, readAt: number, maxTextBytes: number): OpenHandover {
+  return { source, readAt, ctx: rowContext(maxTextBytes), refused: [], ends: new Map(), statements: 0, lastEnd: 0, newestTs: null, newestTsEnd: -1 };
+}
+
+/** Whether two handovers' sources are the same stream's same file. */
+function sameSource(a: SourceRef, b: SourceRef): boolean {
+  return a === b || (a.target === b.target && a.instance === b.instance && a.file === b.file);
+}
+
+/** The scratch row of a scanned statement with its query as text, for a quarantine record. */
+function withQuery(row: MappedRow, s: ScannedStatement): MappedRow {
+  const values = [...row.values];
+  values[STATEMENT_QUERY_COLUMN] = s.sql.toString('latin1', s.sqlStart, s.sqlEnd);
+  return { ...row, values };
+}
+
+/**
+ * newestLogMs over a handover's entries: its events and the statements the sink took, of
+ * which the one ending last with a log time counts (a scanned statement's timestamp is one
+ * isoToMicros read, so Date.parse reads it too).
+ */
+function newestOf(events: readonly PglogEvent[], h: OpenHandover): number | null {
+  for (let i = events.length - 1; i >= 0; i--) {
+    const e = events[i]!;
+    if (e.end < h.newestTsEnd) break;
+    const ms = e.ts === null ? NaN : Date.parse(e.ts);
+    if (!Number.isNaN(ms)) return ms;
+  }
+  return h.newestTs === null ? null : Date.parse(h.newestTs);
 }
 
 /** The log time (ms) of the last of a stream's events that has one, or null (entries arrive in log order). */

@@ -6,6 +6,7 @@
  * converted), ts is the time the collector read the entry and `ts_logged` keeps the text.
  */
 import type { ErrorEvent, LockWaitEvent, PglogEvent } from '../logformat/events.ts';
+import type { ScannedStatement } from '../logformat/statement-sink.ts';
 import { type EventTable, STATEMENT_TABLE } from './event-tables.ts';
 import { isoToMicros, type Micros, msToMicros } from './iso-time.ts';
 import type { SourceRef } from './store-types.ts';
@@ -249,6 +250,41 @@ export function mapEvent(source: SourceRef, event: PglogEvent, readAt: number, c
       return { table: 'other_events', values, source, offset: event.offset, kind: event.kind };
     }
   }
+}
+
+/** The column of statement_events that holds the query (STATEMENT_TABLE order). */
+export const STATEMENT_QUERY_COLUMN = 9;
+
+/**
+ * The row mapEvent makes of the statement event `s` stands for, logged at `ts` (the value
+ * mapEvent reads from the event's timestamp), except the query: its column is null here, and
+ * the encoder takes it from the entry's bytes (CopyBinaryEncoder.stageUtf8), which are ASCII
+ * without NUL and no longer than ctx.maxTextBytes (so cleanText would return it as it is).
+ * Fills and returns scratch's statement row.
+ */
+export function mapScannedStatement(source: SourceRef, s: ScannedStatement, ts: Micros, ctx: RowContext, scratch: RowScratch): MappedRow {
+  const [target, instance, file] = sourceText(source, ctx);
+  const row = scratch.statement;
+  const values = row.values;
+  values[0] = ts;
+  values[1] = target;
+  values[2] = instance;
+  values[3] = nameOrNull(s.database, ctx);
+  values[4] = nameOrNull(s.user, ctx);
+  values[5] = nameOrNull(s.application, ctx);
+  values[6] = s.pid;
+  values[7] = s.durationMs;
+  values[8] = nameOrNull(s.fingerprint, ctx);
+  values[STATEMENT_QUERY_COLUMN] = null;
+  values[10] = s.protocol;
+  values[11] = orNull(s.parameters, ctx);
+  values[12] = file;
+  values[13] = s.offset;
+  values[14] = null;
+  row.source = source;
+  row.offset = s.offset;
+  ctx.templates.see(s.fingerprint, s.normalized, ts, ctx.maxTextBytes, ctx.repairs);
+  return row;
 }
 
 /** The columns every row of an event starts with: time, target, instance, database. */

@@ -46,7 +46,7 @@ import { ConnectionPool, type PoolSlot } from './connection-pool.ts';
 import { CopyBinaryEncoder } from './copy-binary.ts';
 import { copyEncoded, RowsRefused, type TablePart } from './copy-encoded.ts';
 import { copyIn } from './copy-stream.ts';
-import { type EncodedRows, RowEncoder, type StoreBatch } from './encoded-rows.ts';
+import { type EncodedRows, RowEncoder, type StatementRows, type StoreBatch } from './encoded-rows.ts';
 import { TemplateSet } from './event-rows.ts';
 import { EVENT_TABLES, TABLES } from './event-tables.ts';
 import { migrate } from './migrate.ts';
@@ -233,6 +233,14 @@ export class StoreWriter {
    */
   encode(source: SourceRef, events: readonly PglogEvent[], readAt: number, lane = 0): EncodedRows {
     return this.rows.encode(source, events, readAt, lane);
+  }
+
+  /**
+   * The StatementSink of this writer's streams (statement-sink.ts, encoded-rows.ts): the
+   * statements a stream's parser gives it go into the rows of the stream's next encode().
+   */
+  statementRows(): StatementRows {
+    return this.rows;
   }
 
   /**

@@ -57,6 +57,27 @@ for (const c of CASES) {
       );
     });
 
+    test('a batch sink gets the same events, one new array per push that has any', () => {
+      fc.assert(
+        fc.property(fc.uniqueArray(fc.integer({ min: 1, max: bytes.length - 1 }), { maxLength: 20 }), (cuts) => {
+          const batches: PglogEvent[][] = [];
+          const parser = new LogParser({ ...c.setup, encodings }, { events: (batch) => batches.push(batch) });
+          let from = 0;
+          for (const cut of [...cuts.sort((a, b) => a - b), bytes.length]) {
+            const before = batches.length;
+            parser.push(bytes.subarray(from, cut));
+            assert.ok(batches.length - before <= 1, 'at most one batch per push');
+            from = cut;
+          }
+          parser.end();
+          assert.ok(batches.every((b) => b.length > 0));
+          assert.equal(new Set(batches).size, batches.length, 'every batch is an array of its own');
+          assert.deepEqual(batches.flat(), whole.events);
+        }),
+        { numRuns: 100 },
+      );
+    });
+
     test('resuming at any entry boundary yields exactly the remaining events', () => {
       for (let i = 0; i < whole.events.length; i++) {
         const resumeAt = whole.events[i]!.end;

@@ -5,9 +5,9 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 
-import { MAX_STRUCTURED_MESSAGE_BYTES } from '../../../src/logformat/event-parser.ts';
 import type { PglogEvent } from '../../../src/logformat/events.ts';
 import { DEFAULT_ENTRY_BUDGET_MS, ENTRY_BUDGET_MS_PER_KIB, LogParser, type SlowEntry } from '../../../src/logformat/log-parser.ts';
+import { MAX_STRUCTURED_MESSAGE_BYTES } from '../../../src/logformat/message-kind.ts';
 import { SummaryBuilder } from '../../../src/parse/summary.ts';
 
 const encodings = { defaultEncoding: 'UTF8', databases: {} };

@@ -13,6 +13,7 @@ import type { PglogEvent, SummaryItem } from '../../../src/logformat/events.ts';
 import { LogParser, type ParseCounters, summaryParser } from '../../../src/logformat/log-parser.ts';
 import type { LogFormat } from '../../../src/logformat/record.ts';
 import { FORMATS, generatedLogs, logPath } from '../../helpers/generated-logs.ts';
+import { HEAD, hostileStderrLine as line, MESSAGES } from '../../helpers/hostile-stderr.ts';
 
 const encodings: EncodingConfig = { defaultEncoding: 'UTF8', databases: { legacy: 'WIN1251', koi: 'KOI8R' } };
 const PREFIX = '%m [%p] %q%u@%d ';
@@ -52,54 +53,6 @@ function assertSame(format: LogFormat, bytes: Buffer, prefix?: string, cuts: num
   assert.deepEqual(r.lean, r.full);
   assert.deepEqual({ ...r.leanCounters, slow: 0 }, { ...r.fullCounters, slow: 0 });
 }
-
-const latin1 = (s: string): string => Buffer.from(s, 'latin1').toString('latin1');
-/** Prefixes, some with names that are not valid UTF-8 or hold a NUL (as latin1 strings of their bytes). */
-const HEAD = [
-  '2024-05-01 10:00:00.000 UTC [42] alice@shop ',
-  '2024-05-01 10:00:00.001 UTC [43] bob@legacy ',
-  '2024-05-01 10:00:00.002 UTC [44] ',
-  latin1('2024-05-01 10:00:00.003 UTC [45] b\xffob@legacy '),
-  latin1('2024-05-01 10:00:00.004 UTC [46] al\x00ice@sh\xe9op '),
-  latin1('2024-05-01 10:00:00.005 UTC [47] alice@\xd0\xb1\xd0 '),
-];
-const MESSAGES = [
-  'duration: 0.042 ms  statement: SELECT 1',
-  'duration: 1.5 ms  execute <unnamed>: SELECT * FROM t WHERE id = $1',
-  'duration: 1.5 ms  execute S_1/C_2: UPDATE t SET a = a + $1',
-  'execute fetch from S_1/C_2: SELECT 2',
-  "statement: INSERT INTO t VALUES (1, 'x')",
-  // Longer than what the template cache checks in its copy loop.
-  `duration: 2.0 ms  statement: SELECT '${'x'.repeat(300)}'`,
-  'duration: 0.010 ms  parse <unnamed>: SELECT $1',
-  'duration: 0.010 ms  bind S_1: SELECT $1',
-  'duration: 0.010 ms',
-  'duration: 0.010 ms  plan:\n\tSeq Scan on t',
-  'connection received: host=[local]',
-  'checkpoint starting: time',
-  'automatic analyze of table "shop.public.t"',
-  'something else happened',
-];
-const EXTRA = ["DETAIL:  parameters: $1 = '5'", 'DETAIL:  other detail', 'HINT:  a hint', 'STATEMENT:  SELECT 3', 'CONTEXT:  a context'];
-const BYTES = [0x00, 0x80, 0xc3, 0xa9, 0xef, 0xbf, 0xbd, 0xd0, 0xff, 0x3a, 0x20, 0x24, 0x27];
-
-/** A log line whose text may have hostile bytes put into it. */
-const line: fc.Arbitrary<Buffer> = fc
-  .record({
-    head: fc.constantFrom(...HEAD),
-    severity: fc.constantFrom('LOG', 'LOG', 'ERROR', 'WARNING'),
-    message: fc.constantFrom(...MESSAGES),
-    extra: fc.option(fc.constantFrom(...EXTRA)),
-    damage: fc.array(fc.tuple(fc.nat(), fc.constantFrom(...BYTES)), { maxLength: 3 }),
-  })
-  .map(({ head, severity, message, extra, damage }) => {
-    let text = Buffer.concat([Buffer.from(`${severity}:  ${message}`), Buffer.from(extra === null ? '' : `\n${head}`, 'latin1'), Buffer.from(extra ?? '')]);
-    for (const [at, byte] of damage) {
-      const i = at % (text.length + 1);
-      text = Buffer.concat([text.subarray(0, i), Buffer.from([byte]), text.subarray(i)]);
-    }
-    return Buffer.concat([Buffer.from(head, 'latin1'), text, Buffer.from('\n')]);
-  });
 
 describe('summaryParser gives what the summary reads of LogParser', () => {
   test('damaged stderr entries: same items, same counters', () => {
