@@ -390,8 +390,9 @@ export class EventParser {
   private sunk(r: LogRecord, sp: StatementSpans, sink: StatementSink): boolean {
     const m = r.message;
     if (sp.nameStart >= 0 && !plainAsciiSpan(m, sp.nameStart, sp.nameEnd)) return false;
-    if (!plainAsciiSpan(m, sp.queryStart, sp.queryEnd) || !sink.accepts(r.time, sp.queryEnd - sp.queryStart)) return false;
-    // Plain ASCII, checked above: never null here.
+    if (!sink.accepts(r.time, sp.queryEnd - sp.queryStart)) return false;
+    // Null, with nothing done, when the SQL is not ASCII without NUL (checked as it is copied):
+    // then the statement is an event, which the sink's yes above does not concern.
     const t = this.templates.templateOfPlain(m, sp.queryStart, sp.queryEnd);
     if (t === null) return false;
     const s = this.scanned;

@@ -34,8 +34,9 @@ export interface ScannedStatement {
 export interface StatementSink {
   /**
    * Whether a statement logged at `time` (as logged, null without one) with `sqlBytes` bytes
-   * of SQL can be taken from its bytes: asked first, with nothing done yet; scanned() follows
-   * a yes at once. A no makes it an event, which event() takes.
+   * of SQL can be taken from its bytes: asked first, with nothing done yet. After a yes,
+   * scanned() follows at once, unless the SQL turns out not to be ASCII without NUL; either a
+   * no or that makes the statement an event, which event() takes.
    */
   accepts(time: string | null, sqlBytes: number): boolean;
   /** The statement accepts() said yes to. */

@@ -87,8 +87,8 @@ interface OpenHandover {
   readAt: number;
   ctx: RowContext;
   refused: EncodedRows['refused'];
-  /** Each table's row ends so far; a table is started (startRows) with its first row. */
-  ends: Map<EventTable, number[]>;
+  /** Rows so far per table (their ends are in the RowEncoder's RowEnds); a table is started (startRows) with its first row. */
+  rows: Record<EventTable, number>;
   /** Statements taken through the StatementSink, and the end offset of the last. */
   statements: number;
   lastEnd: number;
@@ -123,6 +123,13 @@ export class RowEncoder implements StatementRows {
   private readonly scratch = rowScratch();
   readonly slabs = new SlabPool();
   private handover: OpenHandover | null = null;
+  /** Each table's row ends in the open handover: like the encoders' blocks, they hold one handover at a time. */
+  private readonly ends: Record<EventTable, Uint32Array> = {
+    statement_events: new Uint32Array(1024),
+    error_events: new Uint32Array(64),
+    lock_wait_events: new Uint32Array(64),
+    other_events: new Uint32Array(256),
+  };
   /** The timestamp accepts() converted last, for the scanned() that follows it. */
   private acceptedTs: Micros = 0;
   private acceptedIso = '';
@@ -189,15 +196,20 @@ export class RowEncoder implements StatementRows {
    * `scanned`: the statement whose query the encoder was given as bytes (stageUtf8).
    */
   private append(h: OpenHandover, row: MappedRow, scanned: ScannedStatement | null): void {
-    const encoder = this.encoders[row.table];
-    let tableEnds = h.ends.get(row.table);
-    if (tableEnds === undefined) {
-      encoder.startRows();
-      tableEnds = [];
-      h.ends.set(row.table, tableEnds);
-    }
+    const table = row.table;
+    const encoder = this.encoders[table];
+    const n = h.rows[table];
+    if (n === 0) encoder.startRows();
     try {
-      tableEnds.push(encoder.appendRow(row.values));
+      const end = encoder.appendRow(row.values);
+      let ends = this.ends[table];
+      if (n === ends.length) {
+        const more = new Uint32Array(2 * n);
+        more.set(ends);
+        this.ends[table] = ends = more;
+      }
+      ends[n] = end;
+      h.rows[table] = n + 1;
     } catch (e) {
       if (!isPglogError(e) || e.code !== 'STORE_ENCODING') throw e;
       const refused = scanned === null ? row : withQuery(row, scanned);
@@ -222,13 +234,14 @@ export class RowEncoder implements StatementRows {
     const tables: EncodedRows['tables'] = {};
     let cost = HANDOVER_OVERHEAD_BYTES + ENTRY_OVERHEAD_BYTES * ctx.templates.size;
     // Encoders are per table, so every table's block is still open here: each is copied out once.
-    for (const [table, tableEnds] of h.ends) {
-      if (tableEnds.length === 0) continue;
+    for (const table of EVENT_TABLES) {
+      const n = h.rows[table];
+      if (n === 0) continue;
       const encoder = this.encoders[table];
       const { buf: data, slab } = this.slabs.take(encoder.blockLength, lane);
       encoder.copyBlockTo(data);
-      tables[table] = { data, ends: Uint32Array.from(tableEnds), slab };
-      cost += data.length + 4 * tableEnds.length;
+      tables[table] = { data, ends: this.ends[table].slice(0, n), slab };
+      cost += data.length + 4 * n;
     }
     for (const r of refused) cost += ENTRY_OVERHEAD_BYTES + stringHeapBytes(r.record.row);
     return {
@@ -259,8 +272,12 @@ export class RowEncoder implements StatementRows {
   }
 }
 
+function noRows(): Record<EventTable, number> {
+  return { statement_events: 0, error_events: 0, lock_wait_events: 0, other_events: 0 };
+}
+
 function newHandover(source: SourceRef, readAt: number, maxTextBytes: number): OpenHandover {
-  return { source, readAt, ctx: rowContext(maxTextBytes), refused: [], ends: new Map(), statements: 0, lastEnd: 0, newestTs: null, newestTsEnd: -1 };
+  return { source, readAt, ctx: rowContext(maxTextBytes), refused: [], rows: noRows(), statements: 0, lastEnd: 0, newestTs: null, newestTsEnd: -1 };
 }
 
 /** Whether two handovers' sources are the same stream's same file. */

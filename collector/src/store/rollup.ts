@@ -177,14 +177,22 @@ function count(p: Part, ms: number | null | undefined): void {
 /** Adds `n` calls to bin `bin` of a part's histogram, keeping its bins ascending. */
 function addToBin(p: Part, bin: number, n: number): void {
   const bins = p.bins;
+  const counts = p.counts;
   let i = bins.length - 1;
   while (i >= 0 && (bins[i] as number) > bin) i--;
   if (i >= 0 && bins[i] === bin) {
-    p.counts[i] = (p.counts[i] as number) + n;
+    counts[i] = (counts[i] as number) + n;
     return;
   }
-  bins.splice(i + 1, 0, bin);
-  p.counts.splice(i + 1, 0, n);
+  // Inserted after i by moving the larger bins up one (splice would make an array of what it removed, each time).
+  bins.push(bin);
+  counts.push(n);
+  for (let k = bins.length - 1; k > i + 1; k--) {
+    bins[k] = bins[k - 1] as number;
+    counts[k] = counts[k - 1] as number;
+  }
+  bins[i + 1] = bin;
+  counts[i + 1] = n;
 }
 
 // Where the fields of the row being read start and end (start -1: NULL), as readSpans leaves
