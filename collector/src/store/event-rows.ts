@@ -196,40 +196,36 @@ export function mapEvent(source: SourceRef, event: PglogEvent, readAt: number, c
     tsLogged = cleanText(event.ts ?? '', ctx.maxTextBytes, ctx.repairs);
     ctx.readTimeUsed++;
   }
+  if (event.kind === 'statement') {
+    const row: MappedRow = scratch?.statement ?? {
+      table: 'statement_events',
+      values: new Array<unknown>(STATEMENT_VALUES),
+      source,
+      offset: 0,
+      kind: 'statement',
+    };
+    const p = EVENT_PIECES;
+    p.database = event.database;
+    p.user = event.user;
+    p.application = event.application;
+    p.pid = event.pid;
+    p.durationMs = event.duration_ms;
+    p.protocol = event.protocol;
+    p.parameters = event.parameters;
+    p.normalized = event.normalized;
+    p.fingerprint = event.fingerprint;
+    p.offset = event.offset;
+    fillStatementRow(row, source, p, ts, cleanText(event.query, ctx.maxTextBytes, ctx.repairs), tsLogged, ctx);
+    // Reused: keeps no text of this event.
+    p.database = p.user = p.application = p.parameters = null;
+    p.normalized = p.fingerprint = '';
+    return row;
+  }
   const [target, instance, file] = sourceText(source, ctx);
   const database = nameOrNull(event.database, ctx);
   const max = ctx.maxTextBytes;
 
   switch (event.kind) {
-    case 'statement': {
-      const row: MappedRow = scratch?.statement ?? {
-        table: 'statement_events',
-        values: new Array<unknown>(STATEMENT_VALUES),
-        source,
-        offset: 0,
-        kind: 'statement',
-      };
-      const values = row.values;
-      values[0] = ts;
-      values[1] = target;
-      values[2] = instance;
-      values[3] = database;
-      values[4] = nameOrNull(event.user, ctx);
-      values[5] = nameOrNull(event.application, ctx);
-      values[6] = event.pid;
-      values[7] = event.duration_ms;
-      values[8] = nameOrNull(event.fingerprint, ctx);
-      values[9] = cleanText(event.query, max, ctx.repairs);
-      values[10] = event.protocol;
-      values[11] = orNull(event.parameters, ctx);
-      values[12] = file;
-      values[13] = event.offset;
-      values[14] = tsLogged;
-      row.source = source;
-      row.offset = event.offset;
-      ctx.templates.see(event.fingerprint, event.normalized, ts, max, ctx.repairs);
-      return row;
-    }
     case 'error':
       return errorRow(event, [ts, target, instance, database], file, tsLogged, source, ctx);
     case 'lock_wait':
@@ -255,6 +251,26 @@ export function mapEvent(source: SourceRef, event: PglogEvent, readAt: number, c
 /** The column of statement_events that holds the query (STATEMENT_TABLE order). */
 export const STATEMENT_QUERY_COLUMN = 9;
 
+/** What a statement row is made of besides its time, source and query: ScannedStatement's fields, which mapEvent fills from an event. */
+type StatementPieces = Pick<
+  ScannedStatement,
+  'database' | 'user' | 'application' | 'pid' | 'durationMs' | 'protocol' | 'parameters' | 'normalized' | 'fingerprint' | 'offset'
+>;
+
+/** mapEvent's pieces of a statement event (reused: filled and emptied by each call). */
+const EVENT_PIECES: StatementPieces = {
+  database: null,
+  user: null,
+  application: null,
+  pid: null,
+  durationMs: null,
+  protocol: 'simple',
+  parameters: null,
+  normalized: '',
+  fingerprint: '',
+  offset: 0,
+};
+
 /**
  * The row mapEvent makes of the statement event `s` stands for, logged at `ts` (the value
  * mapEvent reads from the event's timestamp), except the query: its column is null here, and
@@ -263,27 +279,39 @@ export const STATEMENT_QUERY_COLUMN = 9;
  * Fills and returns scratch's statement row.
  */
 export function mapScannedStatement(source: SourceRef, s: ScannedStatement, ts: Micros, ctx: RowContext, scratch: RowScratch): MappedRow {
+  return fillStatementRow(scratch.statement, source, s, ts, null, null, ctx);
+}
+
+/** Fills a statement_events row (STATEMENT_TABLE order) and sees its template; `query` already cleaned. */
+function fillStatementRow(
+  row: MappedRow,
+  source: SourceRef,
+  p: StatementPieces,
+  ts: Micros,
+  query: string | null,
+  tsLogged: string | null,
+  ctx: RowContext,
+): MappedRow {
   const [target, instance, file] = sourceText(source, ctx);
-  const row = scratch.statement;
   const values = row.values;
   values[0] = ts;
   values[1] = target;
   values[2] = instance;
-  values[3] = nameOrNull(s.database, ctx);
-  values[4] = nameOrNull(s.user, ctx);
-  values[5] = nameOrNull(s.application, ctx);
-  values[6] = s.pid;
-  values[7] = s.durationMs;
-  values[8] = nameOrNull(s.fingerprint, ctx);
-  values[STATEMENT_QUERY_COLUMN] = null;
-  values[10] = s.protocol;
-  values[11] = orNull(s.parameters, ctx);
+  values[3] = nameOrNull(p.database, ctx);
+  values[4] = nameOrNull(p.user, ctx);
+  values[5] = nameOrNull(p.application, ctx);
+  values[6] = p.pid;
+  values[7] = p.durationMs;
+  values[8] = nameOrNull(p.fingerprint, ctx);
+  values[STATEMENT_QUERY_COLUMN] = query;
+  values[10] = p.protocol;
+  values[11] = orNull(p.parameters, ctx);
   values[12] = file;
-  values[13] = s.offset;
-  values[14] = null;
+  values[13] = p.offset;
+  values[14] = tsLogged;
   row.source = source;
-  row.offset = s.offset;
-  ctx.templates.see(s.fingerprint, s.normalized, ts, ctx.maxTextBytes, ctx.repairs);
+  row.offset = p.offset;
+  ctx.templates.see(p.fingerprint, p.normalized, ts, ctx.maxTextBytes, ctx.repairs);
   return row;
 }
 
