@@ -87,7 +87,7 @@ interface OpenHandover {
   readAt: number;
   ctx: RowContext;
   refused: EncodedRows['refused'];
-  /** Rows so far per table (their ends are in the RowEncoder's RowEnds); a table is started (startRows) with its first row. */
+  /** Rows so far per table (their ends are in RowEncoder.ends); a table is started (startRows) with its first row. */
   rows: Record<EventTable, number>;
   /** Statements taken through the StatementSink, and the end offset of the last. */
   statements: number;
