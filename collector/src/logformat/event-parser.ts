@@ -405,7 +405,7 @@ export class EventParser {
     s.database = d.decodeName(db, db);
     s.user = d.decodeName(r.user, db);
     s.application = d.decodeName(r.application, db);
-    s.durationMs = sp.duration;
+    s.duration_ms = sp.duration;
     s.protocol = sp.nameStart >= 0 ? 'extended' : 'simple';
     s.normalized = t.normalized;
     s.fingerprint = t.fingerprint;

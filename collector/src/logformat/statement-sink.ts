@@ -10,7 +10,11 @@
  */
 import type { StatementEvent } from './events.ts';
 
-/** A statement entry taken apart on its bytes. Reused: valid only during StatementSink.scanned. */
+/**
+ * A statement entry taken apart on its bytes. Reused: valid only during StatementSink.scanned.
+ * Its fields have the names of the StatementEvent fields they stand for, so that one function
+ * fills a row from either (store/event-rows.ts).
+ */
 export interface ScannedStatement {
   /** Stream offset of the entry's first byte, and just past its end. */
   offset: number;
@@ -19,7 +23,7 @@ export interface ScannedStatement {
   database: string | null;
   user: string | null;
   application: string | null;
-  durationMs: number | null;
+  duration_ms: number | null;
   protocol: 'simple' | 'extended';
   parameters: string | null;
   normalized: string;
@@ -54,7 +58,7 @@ export function scannedStatement(): ScannedStatement {
     database: null,
     user: null,
     application: null,
-    durationMs: null,
+    duration_ms: null,
     protocol: 'simple',
     parameters: null,
     normalized: '',

@@ -5,7 +5,7 @@
  * microsecond; when the event has none (no timestamp, or one whose zone could not be
  * converted), ts is the time the collector read the entry and `ts_logged` keeps the text.
  */
-import type { ErrorEvent, LockWaitEvent, PglogEvent } from '../logformat/events.ts';
+import type { ErrorEvent, LockWaitEvent, PglogEvent, StatementEvent } from '../logformat/events.ts';
 import type { ScannedStatement } from '../logformat/statement-sink.ts';
 import { type EventTable, STATEMENT_TABLE } from './event-tables.ts';
 import { isoToMicros, type Micros, msToMicros } from './iso-time.ts';
@@ -204,22 +204,7 @@ export function mapEvent(source: SourceRef, event: PglogEvent, readAt: number, c
       offset: 0,
       kind: 'statement',
     };
-    const p = EVENT_PIECES;
-    p.database = event.database;
-    p.user = event.user;
-    p.application = event.application;
-    p.pid = event.pid;
-    p.durationMs = event.duration_ms;
-    p.protocol = event.protocol;
-    p.parameters = event.parameters;
-    p.normalized = event.normalized;
-    p.fingerprint = event.fingerprint;
-    p.offset = event.offset;
-    fillStatementRow(row, source, p, ts, cleanText(event.query, ctx.maxTextBytes, ctx.repairs), tsLogged, ctx);
-    // Reused: keeps no text of this event.
-    p.database = p.user = p.application = p.parameters = null;
-    p.normalized = p.fingerprint = '';
-    return row;
+    return fillStatementRow(row, source, event, ts, cleanText(event.query, ctx.maxTextBytes, ctx.repairs), tsLogged, ctx);
   }
   const [target, instance, file] = sourceText(source, ctx);
   const database = nameOrNull(event.database, ctx);
@@ -251,25 +236,14 @@ export function mapEvent(source: SourceRef, event: PglogEvent, readAt: number, c
 /** The column of statement_events that holds the query (STATEMENT_TABLE order). */
 export const STATEMENT_QUERY_COLUMN = 9;
 
-/** What a statement row is made of besides its time, source and query: ScannedStatement's fields, which mapEvent fills from an event. */
+/**
+ * What a statement row is made of besides its time, source and query: fields a StatementEvent
+ * and the parser's ScannedStatement both have, under the same names.
+ */
 type StatementPieces = Pick<
-  ScannedStatement,
-  'database' | 'user' | 'application' | 'pid' | 'durationMs' | 'protocol' | 'parameters' | 'normalized' | 'fingerprint' | 'offset'
+  StatementEvent,
+  'database' | 'user' | 'application' | 'pid' | 'duration_ms' | 'protocol' | 'parameters' | 'normalized' | 'fingerprint' | 'offset'
 >;
-
-/** mapEvent's pieces of a statement event (reused: filled and emptied by each call). */
-const EVENT_PIECES: StatementPieces = {
-  database: null,
-  user: null,
-  application: null,
-  pid: null,
-  durationMs: null,
-  protocol: 'simple',
-  parameters: null,
-  normalized: '',
-  fingerprint: '',
-  offset: 0,
-};
 
 /**
  * The row mapEvent makes of the statement event `s` stands for, logged at `ts` (the value
@@ -301,7 +275,7 @@ function fillStatementRow(
   values[4] = nameOrNull(p.user, ctx);
   values[5] = nameOrNull(p.application, ctx);
   values[6] = p.pid;
-  values[7] = p.durationMs;
+  values[7] = p.duration_ms;
   values[8] = nameOrNull(p.fingerprint, ctx);
   values[STATEMENT_QUERY_COLUMN] = query;
   values[10] = p.protocol;
