@@ -34,6 +34,63 @@ export function processCpuSeconds(pid: number): number | null {
   return (Number(f[11]) + Number(f[12])) / CLK_TCK;
 }
 
+/** One thread's name and CPU seconds (user, kernel), from the text of /proc/PID/task/TID/stat. */
+export function parseThreadStat(text: string): { name: string; user: number; system: number } {
+  const open = text.indexOf('(');
+  const close = text.lastIndexOf(')');
+  if (open < 0 || close < open) throw new Error(`not a /proc stat line: '${text.slice(0, 80)}'`);
+  const f = text.slice(close + 2).split(' ');
+  return { name: text.slice(open + 1, close), user: Number(f[11]) / CLK_TCK, system: Number(f[12]) / CLK_TCK };
+}
+
+/**
+ * Which of the collector's threads a thread name is: Node names its main thread `MainThread`,
+ * V8's platform workers (concurrent marking, sweeping, parallel scavenging, background
+ * compilation) `V8Worker`, libuv's threadpool `libuv-worker`; anything else is `other`.
+ */
+export type ThreadGroup = 'main' | 'v8 workers' | 'libuv workers' | 'other';
+export const THREAD_GROUPS: readonly ThreadGroup[] = ['main', 'v8 workers', 'libuv workers', 'other'];
+
+export function threadGroup(name: string): ThreadGroup {
+  if (name === 'MainThread') return 'main';
+  if (name === 'V8Worker') return 'v8 workers';
+  if (name === 'libuv-worker') return 'libuv workers';
+  return 'other';
+}
+
+/** CPU seconds of one process's threads by group, user and kernel apart (threads that exited are in none). */
+export type ThreadCpu = Record<ThreadGroup, { user: number; system: number }>;
+
+export function threadCpu(pid: number): ThreadCpu {
+  const out = Object.fromEntries(THREAD_GROUPS.map((g) => [g, { user: 0, system: 0 }])) as ThreadCpu;
+  let tids: string[];
+  try {
+    tids = readdirSync(`/proc/${pid}/task`);
+  } catch {
+    return out;
+  }
+  for (const tid of tids) {
+    let text: string;
+    try {
+      text = readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8');
+    } catch {
+      continue; // exited while we looked
+    }
+    const t = parseThreadStat(text);
+    const g = out[threadGroup(t.name)];
+    g.user += t.user;
+    g.system += t.system;
+  }
+  return out;
+}
+
+/** `after` minus `before`, per group (a group's threads that exited in between take their CPU with them). */
+export function threadCpuDelta(before: ThreadCpu, after: ThreadCpu): ThreadCpu {
+  return Object.fromEntries(
+    THREAD_GROUPS.map((g) => [g, { user: Math.max(0, after[g].user - before[g].user), system: Math.max(0, after[g].system - before[g].system) }]),
+  ) as ThreadCpu;
+}
+
 /** Peak (VmHWM) and current (VmRSS) resident memory of one process, bytes; null when gone. */
 export function processMemory(pid: number): { peakRss: number; rss: number } | null {
   let text: string;

@@ -7,6 +7,7 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { cpus } from 'node:os';
 
 import { STAGES } from './cpu-profile.ts';
+import type { ThreadGroup } from './proc-stats.ts';
 import type { RunResult } from './run.ts';
 import { STORE_SETTINGS } from './store.ts';
 
@@ -14,6 +15,11 @@ const START = '<!-- ingest-bench:start -->';
 const END = '<!-- ingest-bench:end -->';
 
 const f = (n: number, digits = 1): string => (Number.isFinite(n) ? n.toFixed(digits) : 'n/a');
+
+/** CPU seconds of the window as milliseconds per MB the collector read in it. */
+const msPerMB = (r: RunResult, seconds: number): number => (seconds / (r.ingestedMBps * r.windowSeconds)) * 1000;
+/** User + kernel seconds of one thread group in the window. */
+const groupSeconds = (r: RunResult, g: ThreadGroup): number => r.collectorThreadCpu[g].user + r.collectorThreadCpu[g].system;
 const ms = (seconds: number): string => f(seconds * 1000, 1);
 const mb = (bytes: number): string => f(bytes / 1e6, 1);
 const int = (n: number): string => (Number.isFinite(n) ? Math.round(n).toLocaleString('en-US') : 'n/a');
@@ -39,6 +45,13 @@ export function renderSection(runs: readonly RunResult[], failures: readonly str
     row('statement rows committed per second', (r) => int(r.rowsCommittedPerSec)),
     row('**collector CPU, ms per MB read**', (r) => f(r.collectorCpuPerMB * 1000, 1)),
     row('collector CPU, % of one core', (r) => f(r.collectorCpuPercent, 0)),
+    row(
+      '… by thread, ms per MB: main (of it in the kernel) / V8 workers / libuv workers and other',
+      (r) =>
+        `${f(msPerMB(r, groupSeconds(r, 'main')))} (${f(msPerMB(r, r.collectorThreadCpu.main.system))}) / ${f(msPerMB(r, groupSeconds(r, 'v8 workers')))} / ${f(
+          msPerMB(r, groupSeconds(r, 'libuv workers') + groupSeconds(r, 'other')),
+        )}`,
+    ),
     row('… prom-client process_cpu_seconds_total, s (check)', (r) => `${f(r.promCpuSeconds, 1)} vs ${f(r.collectorCpuSeconds, 1)} from /proc`),
     row('**event-loop delay p99, ms** (median / worst 1 s sample)', (r) => `${ms(r.eventLoop.p99Median)} / ${ms(r.eventLoop.p99Max)}`),
     row('event-loop delay max, ms', (r) => ms(r.eventLoop.max)),
@@ -82,19 +95,28 @@ export function renderSection(runs: readonly RunResult[], failures: readonly str
           '',
           'Each sample of the window is charged to the stage whose code was running: the sampled frame or, for a builtin or native frame ' +
             '(a Buffer write, a regex, a decipher), the nearest caller in a file the stage owns (bench/ingest/cpu-profile.ts). ' +
-            'Shares of the busy (non-idle) samples; the profiler itself costs a few per cent.',
+            "Shares of the busy (non-idle) samples, in ms per MB of the main thread's own CPU (/proc, user and kernel); " +
+            "V8's worker threads (concurrent marking, sweeping, parallel scavenging, background compilation) are not sampled " +
+            'and have their own row, from /proc. The profiler itself costs a few per cent.',
           '',
           `| stage | ${profiled.map((r) => `${f(r.targetMBps)} MB/s: ms per MB read`).join(' | ')} | share |`,
           `|---|${profiled.map(() => '---:').join('|')}|---:|`,
           ...STAGES.filter((st) => st !== 'idle').map((st) => {
             const cells = profiled.map((r) => {
               const x = r.profile!.stages.find((y) => y.stage === st)!;
-              return f((x.ms / r.profile!.busyMs) * r.collectorCpuPerMB * 1000, 1);
+              return f((x.ms / r.profile!.busyMs) * msPerMB(r, groupSeconds(r, 'main')), 1);
             });
             const shares = profiled.map((r) => `${f(r.profile!.stages.find((y) => y.stage === st)!.share * 100, 1)} %`);
             return `| ${st} | ${cells.join(' | ')} | ${shares.join(' / ')} |`;
           }),
-          `| busy samples in the window, s (idle, s) | ${profiled.map((r) => `${f(r.profile!.busyMs / 1000, 1)} (${f(r.profile!.stages.find((y) => y.stage === 'idle')!.ms / 1000, 1)})`).join(' | ')} | |`,
+          `| V8 worker threads (GC marking and sweeping, compilation), from /proc | ${profiled.map((r) => f(msPerMB(r, groupSeconds(r, 'v8 workers')))).join(' | ')} | |`,
+          `| libuv and other threads, from /proc | ${profiled.map((r) => f(msPerMB(r, groupSeconds(r, 'libuv workers') + groupSeconds(r, 'other')))).join(' | ')} | |`,
+          `| busy samples in the window, s (idle, s; the main thread's CPU from /proc, s) | ${profiled
+            .map(
+              (r) =>
+                `${f(r.profile!.busyMs / 1000, 1)} (${f(r.profile!.stages.find((y) => y.stage === 'idle')!.ms / 1000, 1)}; ${f(groupSeconds(r, 'main'), 1)})`,
+            )
+            .join(' | ')} | |`,
         ];
   const settings = Object.entries(STORE_SETTINGS)
     .map(([k, v]) => `${k}=${v}`)

@@ -22,7 +22,17 @@ import { pinCollector } from '../transport/pinning.ts';
 import { type CpuProfile, type ProfileSplit, splitProfile } from './cpu-profile.ts';
 import type { WriterTotals } from './log-writer.ts';
 import { countEqual, type Sample, scrape, sum, value } from './metrics-scrape.ts';
-import { cpuByCommand, cpuDelta, forksSinceBoot, machineCpu, processCpuSeconds, processMemory } from './proc-stats.ts';
+import {
+  cpuByCommand,
+  cpuDelta,
+  forksSinceBoot,
+  machineCpu,
+  processCpuSeconds,
+  processMemory,
+  type ThreadCpu,
+  threadCpu,
+  threadCpuDelta,
+} from './proc-stats.ts';
 import { createServerLogs } from './servers.ts';
 import { type Latency, latencyOfRowsCommitted, statementRows } from './store.ts';
 import { type LogWriter, spawnLogWriter } from './writer-client.ts';
@@ -68,6 +78,8 @@ export interface RunResult {
   collectorCpuSeconds: number;
   collectorCpuPerMB: number;
   collectorCpuPercent: number;
+  /** The window's collector CPU seconds by thread group (main thread, V8's GC and compiler workers, libuv's pool). */
+  collectorThreadCpu: ThreadCpu;
   promCpuSeconds: number;
   /** Event-loop delay samples in the window; slowestScrapeMs: the longest GET /metrics (a blocked loop answers late). */
   eventLoop: { p99Median: number; p99Max: number; max: number; samples: number; slowestScrapeMs: number; failedScrapes: number };
@@ -102,6 +114,8 @@ interface Snapshot {
   monoUs: number;
   gc: { minor: number; major: number; seconds: number };
   cpu: number;
+  /** The collector's CPU seconds so far by thread (/proc/PID/task). */
+  threads: ThreadCpu;
   promCpu: number;
   readBytes: number;
   lagBytes: number;
@@ -263,6 +277,7 @@ export async function measureRun(o: RunOptions): Promise<RunResult> {
     const [writerTotals, samples] = await Promise.all([writer.snapshot(), scrapeHard()]);
     const cpu = processCpuSeconds(collector.pid);
     if (cpu === null) alive();
+    const threads = threadCpu(collector.pid);
     const gcCount = (kind: string): number =>
       samples.filter((x) => x.name === 'pglog_nodejs_gc_duration_seconds_count' && x.labels['kind'] === kind).reduce((t, x) => t + x.value, 0);
     return {
@@ -270,6 +285,7 @@ export async function measureRun(o: RunOptions): Promise<RunResult> {
       monoUs: Number(process.hrtime.bigint() / 1000n),
       gc: { minor: gcCount('minor'), major: gcCount('major'), seconds: sum(samples, 'pglog_nodejs_gc_duration_seconds_sum') },
       cpu: cpu ?? NaN,
+      threads,
       promCpu: value(samples, 'pglog_process_cpu_seconds_total'),
       readBytes: sum(samples, 'pglog_read_bytes_total'),
       lagBytes: sum(samples, 'pglog_lag_bytes'),
@@ -358,6 +374,7 @@ export async function measureRun(o: RunOptions): Promise<RunResult> {
       collectorCpuSeconds: b.cpu - a.cpu,
       collectorCpuPerMB: (b.cpu - a.cpu) / readMB,
       collectorCpuPercent: ((b.cpu - a.cpu) / secs) * 100,
+      collectorThreadCpu: threadCpuDelta(a.threads, b.threads),
       promCpuSeconds: b.promCpu - a.promCpu,
       eventLoop: {
         p99Median: p99s[Math.floor(p99s.length / 2)] ?? NaN,
