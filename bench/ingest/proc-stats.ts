@@ -15,32 +15,49 @@ export const CLK_TCK = ((): number => {
   }
 })();
 
-/** Fields of /proc/PID/stat after the command name (which may contain spaces and parentheses). */
-function statFields(pid: number): string[] | null {
+/**
+ * A /proc/PID/stat or /proc/PID/task/TID/stat line: the command (or thread) name, which may
+ * hold spaces and parentheses, the parent pid, and CPU seconds: the process's (or thread's)
+ * own user and kernel time, and what its reaped children used (cutime + cstime).
+ */
+export interface ProcStat {
+  name: string;
+  ppid: number;
+  user: number;
+  system: number;
+  reaped: number;
+}
+
+export function parseStat(text: string): ProcStat {
+  const open = text.indexOf('(');
+  const close = text.lastIndexOf(')');
+  if (open < 0 || close < open) throw new Error(`not a /proc stat line: '${text.slice(0, 80)}'`);
+  // After the name: state ppid ... utime (the 12th) stime cutime cstime (fields 14 to 17 of stat).
+  const f = text.slice(close + 2).split(' ');
+  return {
+    name: text.slice(open + 1, close),
+    ppid: Number(f[1]),
+    user: Number(f[11]) / CLK_TCK,
+    system: Number(f[12]) / CLK_TCK,
+    reaped: (Number(f[13]) + Number(f[14])) / CLK_TCK,
+  };
+}
+
+/** The stat file at `path` parsed; null when its process or thread is gone. */
+export function readStat(path: string): ProcStat | null {
   let text: string;
   try {
-    text = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    text = readFileSync(path, 'utf8');
   } catch {
     return null;
   }
-  return text.slice(text.lastIndexOf(')') + 2).split(' ');
+  return parseStat(text);
 }
 
 /** User + system CPU seconds of one process (its own threads, not its children); null when gone. */
 export function processCpuSeconds(pid: number): number | null {
-  const f = statFields(pid);
-  if (f === null) return null;
-  // Fields 14 and 15 of stat (utime, stime) are the 12th and 13th after the name.
-  return (Number(f[11]) + Number(f[12])) / CLK_TCK;
-}
-
-/** One thread's name and CPU seconds (user, kernel), from the text of /proc/PID/task/TID/stat. */
-export function parseThreadStat(text: string): { name: string; user: number; system: number } {
-  const open = text.indexOf('(');
-  const close = text.lastIndexOf(')');
-  if (open < 0 || close < open) throw new Error(`not a /proc stat line: '${text.slice(0, 80)}'`);
-  const f = text.slice(close + 2).split(' ');
-  return { name: text.slice(open + 1, close), user: Number(f[11]) / CLK_TCK, system: Number(f[12]) / CLK_TCK };
+  const s = readStat(`/proc/${pid}/stat`);
+  return s === null ? null : s.user + s.system;
 }
 
 /**
@@ -70,13 +87,8 @@ export function threadCpu(pid: number): ThreadCpu {
     return out;
   }
   for (const tid of tids) {
-    let text: string;
-    try {
-      text = readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8');
-    } catch {
-      continue; // exited while we looked
-    }
-    const t = parseThreadStat(text);
+    const t = readStat(`/proc/${pid}/task/${tid}/stat`);
+    if (t === null) continue; // exited while we looked
     const g = out[threadGroup(t.name)];
     g.user += t.user;
     g.system += t.system;
@@ -109,13 +121,7 @@ export function cpuByCommand(comm: string): Map<number, number> {
   for (const name of readdirSync('/proc')) {
     if (!/^\d+$/.test(name)) continue;
     const pid = Number(name);
-    let c: string;
-    try {
-      c = readFileSync(`/proc/${pid}/comm`, 'utf8').trim();
-    } catch {
-      continue;
-    }
-    if (c !== comm) continue;
+    if (commandName(pid) !== comm) continue;
     const s = processCpuSeconds(pid);
     if (s !== null) out.set(pid, s);
   }
@@ -150,7 +156,8 @@ export function descendantsNamed(root: number, comms: readonly string[]): number
   return descendants(root).filter((pid) => pid !== root && comms.includes(commandName(pid)));
 }
 
-function commandName(pid: number): string {
+/** The command name (/proc/PID/comm) of `pid`; '' when it is gone. */
+export function commandName(pid: number): string {
   try {
     return readFileSync(`/proc/${pid}/comm`, 'utf8').trim();
   } catch {

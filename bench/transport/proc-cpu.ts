@@ -13,7 +13,7 @@ import { readFileSync } from 'node:fs';
 
 import { cmdline, descendants } from '@pglog/test-support/process-tree.ts';
 
-import { CLK_TCK, processCpuSeconds } from '../ingest/proc-stats.ts';
+import { commandName, processCpuSeconds, readStat } from '../ingest/proc-stats.ts';
 
 interface Stat {
   ppid: number;
@@ -22,23 +22,8 @@ interface Stat {
 }
 
 function stat(pid: number): Stat | null {
-  let text: string;
-  try {
-    text = readFileSync(`/proc/${pid}/stat`, 'utf8');
-  } catch {
-    return null;
-  }
-  const f = text.slice(text.lastIndexOf(')') + 2).split(' ');
-  // After the name: state ppid ... utime(12th) stime cutime cstime.
-  return { ppid: Number(f[1]), own: (Number(f[11]) + Number(f[12])) / CLK_TCK, reaped: (Number(f[13]) + Number(f[14])) / CLK_TCK };
-}
-
-function comm(pid: number): string {
-  try {
-    return readFileSync(`/proc/${pid}/comm`, 'utf8').trim();
-  } catch {
-    return '';
-  }
+  const s = readStat(`/proc/${pid}/stat`);
+  return s === null ? null : { ppid: s.ppid, own: s.user + s.system, reaped: s.reaped };
 }
 
 /** CPU seconds of `root` and everything under it (own + reaped children's), 0 when gone. */
@@ -68,7 +53,7 @@ export function parentPid(pid: number): number | null {
 
 /** The sshd listeners this process started (the fleet), each the root of one server's tree. */
 export function fleetRoots(): number[] {
-  return descendants(process.pid).filter((pid) => pid !== process.pid && stat(pid)?.ppid === process.pid && comm(pid) === 'sshd');
+  return descendants(process.pid).filter((pid) => pid !== process.pid && stat(pid)?.ppid === process.pid && commandName(pid) === 'sshd');
 }
 
 export interface CpuSplit {
@@ -94,7 +79,7 @@ export function cpuSplit(collectorPid: number): CpuSplit {
     const c = stat(pid);
     if (c !== null) ssh += c.own + c.reaped;
   }
-  return { collector, sidecar: s?.own ?? 0, sshClients: ssh, sshProcesses: under.filter((pid) => comm(pid) === 'ssh').length, sidecarPid };
+  return { collector, sidecar: s?.own ?? 0, sshClients: ssh, sshProcesses: under.filter((pid) => commandName(pid) === 'ssh').length, sidecarPid };
 }
 
 /**

@@ -1,20 +1,20 @@
-// The ingest benchmark's per-thread CPU (bench/ingest/proc-stats.ts): /proc/PID/task/TID/stat
+// The benchmarks' /proc readers (bench/ingest/proc-stats.ts): a process's or thread's stat line
 // parsed by name and clock ticks, threads grouped as Node and V8 name them, and a window's
 // difference; then the reader against this very process, whose main thread is busy here.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 
-import { CLK_TCK, parseThreadStat, THREAD_GROUPS, threadCpu, threadCpuDelta, threadGroup } from '../../../bench/ingest/proc-stats.ts';
+import { CLK_TCK, parseStat, THREAD_GROUPS, threadCpu, threadCpuDelta, threadGroup } from '../../../bench/ingest/proc-stats.ts';
 
-describe('parseThreadStat', () => {
-  it('reads the name between the first ( and the last ), and utime and stime in seconds', () => {
+describe('parseStat', () => {
+  it('reads the name between the first ( and the last ), the parent, and utime, stime and the reaped children in seconds', () => {
     // A thread name with a space and parentheses: only the last ")" ends it.
-    const line = `4242 (odd (name) x) S 1 4242 4242 0 -1 4194560 100 0 0 0 ${3 * CLK_TCK} ${CLK_TCK / 2} 0 0 20 0 7 0 12345 0 0`;
-    assert.deepEqual(parseThreadStat(line), { name: 'odd (name) x', user: 3, system: 0.5 });
+    const line = `4242 (odd (name) x) S 1 4242 4242 0 -1 4194560 100 0 0 0 ${3 * CLK_TCK} ${CLK_TCK / 2} ${CLK_TCK} ${CLK_TCK} 20 0 7 0 12345 0 0`;
+    assert.deepEqual(parseStat(line), { name: 'odd (name) x', ppid: 1, user: 3, system: 0.5, reaped: 2 });
   });
 
   it('refuses text that is not a stat line, quoting it', () => {
-    assert.throws(() => parseThreadStat('no parentheses here'), /not a \/proc stat line: 'no parentheses here'/);
+    assert.throws(() => parseStat('no parentheses here'), /not a \/proc stat line: 'no parentheses here'/);
   });
 });
 
