@@ -24,8 +24,14 @@ import { PglogError } from '@pglog/common/errors.ts';
  * statement rows, within a quarter (docs/benchmarks.md, ingest: 1 MiB against 512 KiB).
  */
 export const SLAB_BYTES = 512 * 1024;
-/** Slabs kept for reuse beyond those in use: a burst's worth is let go to the GC. */
-const MAX_FREE_SLABS = 8;
+/** Free slabs kept whatever the recent need (a few handovers' worth). */
+const MIN_FREE_SLABS = 8;
+/**
+ * How fast the free list's bound comes down after a burst: by one slab every this many slabs
+ * given back. At 10 MB/s, about twenty slabs come back a second, so the memory a store outage
+ * made the collector hold is let go over minutes, not at the next commit.
+ */
+const DECAY_EVERY_GIVEN = 64;
 
 export class Slab {
   readonly buf: Buffer;
@@ -44,6 +50,12 @@ export class SlabPool {
   private readonly free: Slab[] = [];
   /** Slabs made since the start: a steady state makes none. */
   made = 0;
+  /** Slabs the pool owns (made and not let go): in use, being filled, or free. */
+  private owned = 0;
+  /** The most slabs in use lately: free slabs are kept up to this many (at least MIN_FREE_SLABS). */
+  private peakInUse = 0;
+  /** Slabs come back since the bound last came down. */
+  private givenSinceDecay = 0;
 
   constructor(slabBytes = SLAB_BYTES) {
     this.slabBytes = slabBytes;
@@ -58,6 +70,9 @@ export class SlabPool {
       const full = at?.slab;
       at = { slab: this.free.pop() ?? this.make(), used: 0 };
       this.filling.set(lane, at);
+      // Every owned slab but the free ones is in use (being filled, or pinned by a handover).
+      const inUse = this.owned - this.free.length;
+      if (inUse > this.peakInUse) this.peakInUse = inUse;
       // A slab whose views were all given back while it was being filled is free now.
       if (full !== undefined && full.refs === 0) this.keep(full);
     }
@@ -86,12 +101,31 @@ export class SlabPool {
     return false;
   }
 
+  /**
+   * A slab with no view in use: kept for reuse while fewer are free than were in use lately.
+   * A batch's slabs all come back at its commit and are needed again as the next second's
+   * rows are encoded: a slab let go then is garbage promoted into the old generation, and the
+   * one made in its place is external memory V8 counts towards its next mark-compact (issue
+   * 15: with eight kept, a collector at 10 MB/s made and dropped ten slabs a second, a third
+   * of its mark-compacts).
+   */
   private keep(slab: Slab): void {
-    if (this.free.length < MAX_FREE_SLABS) this.free.push(slab);
+    this.free.push(slab);
+    if (++this.givenSinceDecay >= DECAY_EVERY_GIVEN) {
+      this.givenSinceDecay = 0;
+      if (this.peakInUse > this.owned - this.free.length) this.peakInUse--;
+    }
+    // Beyond the bound, free slabs are let go (one at a time as it comes down).
+    const bound = Math.max(MIN_FREE_SLABS, this.peakInUse);
+    while (this.free.length > bound) {
+      this.free.pop();
+      this.owned--;
+    }
   }
 
   private make(): Slab {
     this.made++;
+    this.owned++;
     return new Slab(this.slabBytes);
   }
 }

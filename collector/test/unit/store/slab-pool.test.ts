@@ -76,3 +76,26 @@ test('each lane fills slabs of its own: a lane that lags pins only its own slabs
   assert.equal(pool.made, madeBefore, 'lane 1 reuses its freed slabs while lane 0 holds on');
   pool.give(slow.slab);
 });
+
+// A batch's slabs all come back at its commit and the next batch needs as many again: letting
+// them go there made the pool allocate that many anew every second (issue 15).
+test('batches that commit all at once reuse the slabs of the batch before', () => {
+  const pool = new SlabPool(4096);
+  const batch = (): Array<Slab | null> => Array.from({ length: 200 }, () => pool.take(1000).slab);
+  for (const s of batch()) pool.give(s);
+  const made = pool.made;
+  assert.ok(made >= 40, `a batch fills ${made} slabs`);
+  for (let i = 0; i < 20; i++) for (const s of batch()) pool.give(s);
+  assert.equal(pool.made, made, 'no slab made for batches of the same size');
+});
+
+test('after a burst, the free slabs beyond what is in use are let go over time, not kept for good', () => {
+  const pool = new SlabPool(4096);
+  const burst = Array.from({ length: 2000 }, () => pool.take(1000).slab);
+  for (const s of burst) pool.give(s);
+  const afterBurst = pool.freeSlabs;
+  assert.ok(afterBurst > 100, `${afterBurst} free slabs kept right after the burst`);
+  // A steady trickle: one handover in flight at a time.
+  for (let i = 0; i < 200_000; i++) pool.give(pool.take(1000).slab);
+  assert.ok(pool.freeSlabs <= 8, `${pool.freeSlabs} free slabs kept once the burst is long past`);
+});
