@@ -126,6 +126,7 @@ export interface InstanceStreamOptions {
 
 /** Most log bytes parsed in one go before the budget is checked and the event loop may run. */
 const SLICE_BYTES = 64 * 1024;
+const NO_BYTES = Buffer.alloc(0);
 const NO_EVENTS: readonly PglogEvent[] = Object.freeze([]);
 
 export class InstanceStream {
@@ -321,6 +322,8 @@ export class InstanceStream {
             await nextTurn();
           }
         }
+        // Parsed: the follower's suspended generators still hold the item until the next one.
+        item.chunk = NO_BYTES;
         return;
       }
       case 'idle':

@@ -294,10 +294,16 @@ export class LogFollower {
               stdoutDone = true;
               break;
             }
-            const chunk = wake.result.value;
-            reading.position = { file: reading.position.file, offset: reading.position.offset + chunk.length };
+            // Neither this generator's frame nor the iterator's result keeps the chunk once the
+            // consumer is done with it (it empties the item): a suspended generator keeps its
+            // locals, and the chunk would live until this stream's next one (issue 15: long
+            // enough to be promoted, and V8 counts promoted external memory towards its next
+            // mark-compact).
+            const item: FollowItem = { kind: 'data', chunk: wake.result.value };
+            (wake.result as { value: Buffer | undefined }).value = undefined;
+            reading.position = { file: reading.position.file, offset: reading.position.offset + item.chunk.length };
             quiet = false;
-            yield { kind: 'data', chunk };
+            yield item;
             break;
           }
         }

@@ -20,7 +20,7 @@ export interface FollowPosition {
 export type FollowItem =
   /** The data that follows is this file from this offset (start a new parser there). */
   | { kind: 'file'; file: FollowedFile; offset: number }
-  /** Next bytes of the current file, contiguous. */
+  /** Next bytes of the current file, contiguous. The consumer may empty `chunk` once it has parsed it. */
   | { kind: 'data'; chunk: Buffer }
   /** The current file is complete (rotated away and drained): flush the parser's last entry. */
   | { kind: 'end-of-file' }

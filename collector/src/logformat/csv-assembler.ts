@@ -27,7 +27,7 @@
  */
 import { CsvRowReader, CsvRowShape, isWrittenRow, looksLikeCsvRow, MAX_COLUMNS, QUOTE } from './csv-row.ts';
 import { DEFAULT_MAX_ENTRY_BYTES } from './line-splitter.ts';
-import { PieceList } from './piece-list.ts';
+import { PieceList, worthCopying } from './piece-list.ts';
 import { FieldCache, latin1 } from './prefix.ts';
 import type { AssemblerStats, EntryAssembler, LogRecord, RecordSink } from './record.ts';
 import { emptyRecord } from './record.ts';
@@ -304,5 +304,9 @@ export class CsvAssembler implements EntryAssembler {
 
   flush(): void {
     if (this.inEntry) this.finish(true);
+  }
+
+  release(chunk: ArrayBufferLike): void {
+    if (this.inEntry && worthCopying(this.kept, chunk)) this.pieces.copyViewsOf(chunk);
   }
 }

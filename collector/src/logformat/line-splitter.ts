@@ -8,9 +8,10 @@
  * line is delivered with `truncated = true`. Offsets count every byte, dropped ones included.
  *
  * Pushed chunks must not be modified afterwards: lines (and the records built from them)
- * refer to the chunks' memory.
+ * refer to the chunks' memory. The start of a line still open when a chunk ends is copied when
+ * it is a small part of the chunk (so the chunk need not outlive its push).
  */
-import { PieceList } from './piece-list.ts';
+import { ownCopy, PieceList, worthCopying } from './piece-list.ts';
 
 /** `bytes[from, to)` is the line without its terminator; `offset` is the stream offset of its
  * first byte, `next` the stream offset just past its terminator. */
@@ -123,7 +124,10 @@ export class LineSplitter {
     const room = this.max + 1 - this.kept;
     if (room <= 0) return;
     const take = n < room ? n : room;
-    this.pieces.push(from === 0 && take === chunk.length ? chunk : chunk.subarray(from, from + take));
+    // The start of a line whose end is in a later chunk: copied when it is a small part of
+    // this one (piece-list.ts worthCopying), so that the chunk need not live until then.
+    if (worthCopying(take, chunk.buffer)) this.pieces.push(ownCopy(chunk.subarray(from, from + take)));
+    else this.pieces.push(from === 0 && take === chunk.length ? chunk : chunk.subarray(from, from + take));
     this.kept += take;
   }
 

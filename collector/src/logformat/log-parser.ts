@@ -181,6 +181,7 @@ export class LogParser<T extends SummaryItem = PglogEvent> {
       this.decoder.plainInput = false;
     }
     this.splitter.push(chunk);
+    this.assembler.release(chunk.buffer);
     this.deliver();
   }
 

@@ -10,6 +10,37 @@
  * joined copy no longer keeps the chunks it came from alive.
  */
 
+/**
+ * Whether a parser that keeps `kept` bytes of `chunk` past its push should copy them: when
+ * they are less than half of the memory the chunk is a view of. A chunk is a socket read (or
+ * a slice of a larger one) and, kept by the entry still open at its end, it lived until its
+ * stream's next chunk; at tens of reads a second per stream that outlived a scavenge often
+ * enough to be promoted, and V8 counts every external byte promoted towards its next
+ * mark-compact (issue 15, docs/benchmarks.md: the collector's mark-compacts followed the
+ * chunks and slabs it promoted, not its heap). A copy of an entry's start costs less than
+ * that; an entry that is most of the chunk is not worth copying.
+ */
+export function worthCopying(kept: number, chunk: ArrayBufferLike): boolean {
+  return kept * 2 < chunk.byteLength;
+}
+
+/** `view`'s bytes in memory of their own (not from Buffer's shared pool, which other Buffers keep alive). */
+export function ownCopy(view: Buffer): Buffer {
+  const own = Buffer.allocUnsafeSlow(view.length);
+  view.copy(own);
+  return own;
+}
+
+/** `pieces[from, to)` joined into memory of their own. */
+function ownJoin(pieces: readonly Buffer[], from: number, to: number): Buffer {
+  if (to === from + 1) return ownCopy(pieces[from]!);
+  let n = 0;
+  for (let i = from; i < to; i++) n += pieces[i]!.length;
+  const own = Buffer.allocUnsafeSlow(n);
+  for (let i = from, at = 0; i < to; i++) at += pieces[i]!.copy(own, at);
+  return own;
+}
+
 /** Pieces joined into one Buffer at a time (each joined Buffer then holds at least RUN bytes). */
 const RUN = 1024;
 
@@ -37,6 +68,29 @@ export class PieceList {
       this.run = [];
       this.runBytes = 0;
     }
+  }
+
+  /**
+   * Pieces that are views of `chunk` are replaced by copies (runs of neighbours in one copy):
+   * each byte is copied at most once, since a copy is not a view of any later chunk.
+   */
+  copyViewsOf(chunk: ArrayBufferLike): void {
+    const run = this.run;
+    let out: Buffer[] | null = null;
+    for (let i = 0; i < run.length;) {
+      const p = run[i]!;
+      if (p.buffer !== chunk) {
+        out?.push(p);
+        i++;
+        continue;
+      }
+      out ??= run.slice(0, i);
+      let j = i + 1;
+      while (j < run.length && run[j]!.buffer === chunk) j++;
+      out.push(ownJoin(run, i, j));
+      i = j;
+    }
+    if (out !== null) this.run = out;
   }
 
   /** Every piece as one Buffer (the piece itself when there is only one); the list is empty afterwards. */

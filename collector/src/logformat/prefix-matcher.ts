@@ -310,6 +310,20 @@ export class CompiledPrefix {
     return at;
   }
 
+  /** Moves the recorded match's field spans by `delta` bytes. */
+  private moveSpans(delta: number): void {
+    if (delta === 0) return;
+    const sp = this.spans;
+    const fields = this.fields;
+    for (let k = 0; k < fields.length; k++) {
+      const f = fields[k]!;
+      if (sp[f * 2]! >= 0) {
+        sp[f * 2] = sp[f * 2]! + delta;
+        sp[f * 2 + 1] = sp[f * 2 + 1]! + delta;
+      }
+    }
+  }
+
   /**
    * The last line's match again, when this line starts with the bytes that match read: a
    * session's lines (an entry and its DETAIL, a bind and its execute) mostly share their
@@ -324,16 +338,7 @@ export class CompiledPrefix {
     const at = from + last.at;
     if (!last.take(b, from, to)) return -1;
     // The spans are still the recorded match's (nothing else sets them): moved to this line.
-    const delta = from - was;
-    const sp = this.spans;
-    const fields = this.fields;
-    for (let k = 0; k < fields.length; k++) {
-      const f = fields[k]!;
-      if (sp[f * 2]! >= 0) {
-        sp[f * 2] = sp[f * 2]! + delta;
-        sp[f * 2 + 1] = sp[f * 2 + 1]! + delta;
-      }
-    }
+    this.moveSpans(from - was);
     const sev = parseSeverity(b, at, to);
     if (sev < 0) {
       // run() decides; it sets the spans afresh.
@@ -352,6 +357,11 @@ export class CompiledPrefix {
    */
   forget(): void {
     this.last.clear();
+  }
+
+  /** The caller is done with `chunk`: the replay memory copies what it keeps of it (a line's prefix). */
+  release(chunk: ArrayBufferLike): void {
+    this.moveSpans(this.last.release(chunk));
   }
 
   /** After run(): keeps this line's match for replay() when it can be replayed exactly. */

@@ -36,6 +36,25 @@ export class LastMatch {
     this.line = null;
   }
 
+  /** Memory of its own for the kept bytes, once release() has needed it. */
+  private own: Buffer | null = null;
+
+  /**
+   * When the kept line is a view of `chunk`, its kept bytes are copied into memory of their
+   * own (at most MAX_KEPT), so that the chunk need not live until the next line. Returns how
+   * far the line's start moved (what the matcher's spans move by), 0 when nothing moved.
+   */
+  release(chunk: ArrayBufferLike): number {
+    const c = this.line;
+    if (c === null || c.buffer !== chunk) return 0;
+    const own = (this.own ??= Buffer.allocUnsafeSlow(MAX_KEPT));
+    c.copy(own, 0, this.from, this.from + this.len);
+    const moved = -this.from;
+    this.line = own;
+    this.from = 0;
+    return moved;
+  }
+
   /** Keeps where the match read b[from, reach) and found the severity at `at`. */
   save(b: Buffer, from: number, reach: number, at: number): void {
     const n = reach - from;

@@ -153,6 +153,11 @@ export interface EntryAssembler {
   pushLine(bytes: Buffer, from: number, to: number, offset: number, next: number, truncated: boolean): void;
   /** Emit the entry still being assembled (end of input, or the stream went idle). */
   flush(): void;
+  /**
+   * The lines of `chunk` have all been pushed: keep no view of it that is worth a copy
+   * instead (piece-list.ts worthCopying), so that the chunk can go before the entry ends.
+   */
+  release(chunk: ArrayBufferLike): void;
   readonly stats: AssemblerStats;
 }
 

@@ -10,7 +10,7 @@
  * an orphan auxiliary line keeps its prefix fields and its word (e.g. `DETAIL`) as severity.
  */
 import { DEFAULT_MAX_ENTRY_BYTES } from './line-splitter.ts';
-import { PieceList } from './piece-list.ts';
+import { ownCopy, PieceList, worthCopying } from './piece-list.ts';
 import type { CompiledPrefix } from './prefix.ts';
 import type { AssemblerStats, EntryAssembler, LogRecord, RecordSink } from './record.ts';
 import { emptyRecord, resetRecord } from './record.ts';
@@ -192,6 +192,20 @@ export class EntryBuilder {
     if (rec === this.reused) resetRecord(rec, 0, 0, UNKNOWN_SEVERITY, EMPTY);
   }
 
+  /**
+   * The caller is done with `chunk`: what the open entry holds of it is copied when that is a
+   * small part of it (piece-list.ts), so that the chunk need not live until the entry ends.
+   */
+  release(chunk: ArrayBufferLike): void {
+    if (this.rec === null || !worthCopying(this.size, chunk)) return;
+    for (let sec = 0, used = this.used; used !== 0; sec++, used >>>= 1) {
+      if ((used & 1) === 0) continue;
+      const v = this.secs[sec]!;
+      if ((this.lists & (1 << sec)) !== 0) (v as PieceList).copyViewsOf(chunk);
+      else if ((v as Buffer).buffer === chunk) this.secs[sec] = ownCopy(v as Buffer);
+    }
+  }
+
   private take(sec: number): Buffer {
     const v = this.secs[sec]!;
     this.secs[sec] = null;
@@ -264,6 +278,11 @@ export class StderrAssembler implements EntryAssembler {
     const rec = b.record(offset, next, UNKNOWN_SEVERITY);
     b.begin(rec, to - from, bytes.subarray(from, to), truncated);
     b.emit();
+  }
+
+  release(chunk: ArrayBufferLike): void {
+    this.b.release(chunk);
+    this.prefix.release(chunk);
   }
 
   flush(): void {

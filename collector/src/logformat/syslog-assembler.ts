@@ -250,6 +250,11 @@ export class SyslogAssembler implements EntryAssembler {
     b.emit();
   }
 
+  release(chunk: ArrayBufferLike): void {
+    this.b.release(chunk);
+    this.prefix.release(chunk);
+  }
+
   flush(): void {
     this.b.emit();
     // Idle or ended: the prefix's replay memory must not keep the last chunk alive meanwhile.
