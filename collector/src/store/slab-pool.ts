@@ -50,7 +50,12 @@ export class SlabPool {
   private readonly free: Slab[] = [];
   /** Slabs made since the start: a steady state makes none. */
   made = 0;
-  /** Slabs the pool owns (made and not let go): in use, being filled, or free. */
+  /**
+   * Slabs the pool owns (made and not let go): in use, being filled, or free. A slab of a batch
+   * whose commit failed is left to the GC, not given back (ADR 0019), and stays counted here:
+   * the bound below can then stay up to the most slabs ever in use, which the memory budget
+   * bounds, instead of coming down.
+   */
   private owned = 0;
   /** The most slabs in use lately: free slabs are kept up to this many (at least MIN_FREE_SLABS). */
   private peakInUse = 0;
