@@ -15,7 +15,8 @@
  *   (offset < end, each offset at or after the previous end);
  * - the byte counter equals the input's length, and the counters add up
  *   (entries = events emitted, truncated entries counted as such);
- * - chunk boundaries change nothing: the same events, field for field;
+ * - chunk boundaries change nothing: the same events, field for field, also when every chunk
+ *   is overwritten once pushed (nothing of a chunk is used after its push);
  * - resuming at an entry's end (a new parser with startOffset there, fed the bytes from
  *   there) gives the same events after it as the parse from the start.
  * Time per input is bounded by the fuzzer's -timeout (make fuzz).
@@ -75,9 +76,15 @@ function parse(format: LogFormat, input: LogInput, log: Buffer, chunks: number[]
   const parser = new LogParser({ format, prefix: input.prefix, encodings: ENCODINGS, maxEntryBytes: input.maxEntryBytes, startOffset }, (e) => events.push(e));
   if (chunks === null) parser.push(log);
   else {
+    // Each chunk is pushed from one reused memory more than twice the log's size and is
+    // overwritten once pushed: whatever the parser keeps of a chunk past its push must be a
+    // copy, and with that much memory behind every chunk it always copies (ADR 0022).
+    const memory = Buffer.allocUnsafeSlow(2 * log.length + 2);
     for (let at = 0, k = 0; at < log.length; k++) {
-      const n = chunks[k % chunks.length]!;
-      parser.push(log.subarray(at, at + n));
+      const n = Math.min(chunks[k % chunks.length]!, log.length - at);
+      log.copy(memory, 0, at, at + n);
+      parser.push(memory.subarray(0, n));
+      memory.fill(0x3f, 0, n);
       at += n;
     }
   }

@@ -7,7 +7,9 @@
  * entry cap in bytes, would cost a hundred times its size (measured: 8 MB of `\t` lines in
  * one stderr entry held 500 MB). So every RUN pieces are joined into one Buffer: the heap
  * stays within a few percent of the bytes kept, every byte is copied at most twice, and the
- * joined copy no longer keeps the chunks it came from alive.
+ * joined copy no longer keeps the chunks it came from alive. When the chunk a run of pieces
+ * views has been parsed, the parser may have those pieces copied (copyViewsOf, ADR 0022):
+ * a byte is then copied at most three times.
  */
 
 /**
