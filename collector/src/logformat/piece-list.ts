@@ -45,11 +45,15 @@ function ownJoin(pieces: readonly Buffer[], from: number, to: number): Buffer {
 
 /** Pieces joined into one Buffer at a time (each joined Buffer then holds at least RUN bytes). */
 const RUN = 1024;
+/** Pieces this short between views of a chunk (the newlines an entry's lines are joined with) go into the views' copy. */
+const SHORT_PIECE = 16;
 
 export class PieceList {
   private joined: Buffer[] = [];
   private run: Buffer[] = [];
   private runBytes = 0;
+  /** Pieces of `run` before this index were looked at by copyViewsOf already. */
+  private checked = 0;
   /** Bytes held. */
   bytes = 0;
 
@@ -69,30 +73,33 @@ export class PieceList {
       this.joined.push(Buffer.concat(this.run, this.runBytes));
       this.run = [];
       this.runBytes = 0;
+      this.checked = 0;
     }
   }
 
   /**
-   * Pieces that are views of `chunk` are replaced by copies (runs of neighbours in one copy):
-   * each byte is copied at most once, since a copy is not a view of any later chunk.
+   * Pieces pushed since the last call that are views of `chunk` are replaced by copies, one
+   * copy for each run of them (with the short pieces between them): each byte is copied at
+   * most once, since a copy is not a view of any later chunk, and each piece looked at once.
    */
   copyViewsOf(chunk: ArrayBufferLike): void {
     const run = this.run;
-    let out: Buffer[] | null = null;
-    for (let i = 0; i < run.length;) {
+    // Compacted in place: `w` is where the next piece kept goes (never after the one read).
+    let w = this.checked;
+    for (let i = w; i < run.length;) {
       const p = run[i]!;
       if (p.buffer !== chunk) {
-        out?.push(p);
+        run[w++] = p;
         i++;
         continue;
       }
-      out ??= run.slice(0, i);
       let j = i + 1;
-      while (j < run.length && run[j]!.buffer === chunk) j++;
-      out.push(ownJoin(run, i, j));
+      while (j < run.length && (run[j]!.buffer === chunk || run[j]!.length <= SHORT_PIECE)) j++;
+      run[w++] = ownJoin(run, i, j);
       i = j;
     }
-    if (out !== null) this.run = out;
+    run.length = w;
+    this.checked = w;
   }
 
   /** Every piece as one Buffer (the piece itself when there is only one); the list is empty afterwards. */
@@ -105,6 +112,7 @@ export class PieceList {
     this.joined = [];
     this.run = [];
     this.runBytes = 0;
+    this.checked = 0;
     this.bytes = 0;
     return out;
   }
