@@ -92,8 +92,9 @@ export async function statementRows(client: pg.Client): Promise<number> {
 }
 
 /**
- * Empties the event tables (and the statement rollup) before a run: each run then starts on the same store (an earlier
- * run's millions of rows would slow its commits and inflate the drain's row count).
+ * Empties the event tables and the statement rollup before a run: each run then starts on the
+ * same store (an earlier run's millions of rows would slow its commits and inflate the drain's
+ * row count).
  */
 export async function emptyEventTables(url: string): Promise<void> {
   const client = new pg.Client({ connectionString: url });
@@ -101,7 +102,6 @@ export async function emptyEventTables(url: string): Promise<void> {
   try {
     // Before the first run the collector has not made the schema yet: nothing to empty.
     const { rows } = await client.query<{ made: boolean }>("SELECT to_regclass('pglog.statement_events') IS NOT NULL AS made");
-    // The commits' statement rollup too: its parts accumulate run after run otherwise.
     if (rows[0]?.made === true) await client.query(`TRUNCATE ${[...EVENT_TABLES, ROLLUP_TABLE.name].map((t) => `pglog.${t}`).join(', ')}`);
   } finally {
     await client.end();
