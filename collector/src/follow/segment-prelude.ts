@@ -39,6 +39,11 @@ export interface SegmentScriptOptions {
   dataDirectory: string;
   format: LogFormat;
   pollIntervalMs: number;
+  /**
+   * The wait after a round that read data, before the next read (LogFollowerOptions.dataIntervalMs).
+   * Default: pollIntervalMs.
+   */
+  dataIntervalMs?: number;
   rotationCheckMs: number;
   heartbeatMs: number;
   /** Default `builtins`. */
@@ -52,7 +57,16 @@ export function roundsIn(o: SegmentScriptOptions, ms: number): number {
 
 /** The poll interval as `sleep` / `read -t` take it (seconds, 3 decimals). */
 export function pollSeconds(o: SegmentScriptOptions): string {
-  return (Math.max(1, Math.round(o.pollIntervalMs)) / 1000).toFixed(3);
+  return shellSeconds(o.pollIntervalMs);
+}
+
+/** The wait after a round with data, as `sleep` / `read -t` take it. */
+export function dataSeconds(o: SegmentScriptOptions): string {
+  return shellSeconds(o.dataIntervalMs ?? o.pollIntervalMs);
+}
+
+function shellSeconds(ms: number): string {
+  return (Math.max(1, Math.round(ms)) / 1000).toFixed(3);
 }
 
 /**

@@ -41,12 +41,12 @@
  * Assumes bash 4 or later (fractional `read -t`, `read -n -d -u`, process substitution), and what the
  * polling loop assumes (Linux /proc and /dev/fd, GNU coreutils).
  */
-import { pollSeconds, roundsIn, SEGMENT_EXIT, segmentPrelude, type SegmentScriptOptions, sizeAndHeadCheck } from './segment-prelude.ts';
+import { dataSeconds, pollSeconds, roundsIn, SEGMENT_EXIT, segmentPrelude, type SegmentScriptOptions, sizeAndHeadCheck } from './segment-prelude.ts';
 
 /**
  * Bytes a round copies with bash's `read` before it starts `cat` for the rest: 64 KiB is about
- * 1.5 ms of bash's time, near what a process start costs, and at the default 200 ms poll it
- * covers a log written at 320 KB/s.
+ * 1.5 ms of bash's time, near what a process start costs, and with the follower's default
+ * 400 ms wait after a round with data it covers a log written at 160 KB/s.
  */
 export const BUILTIN_READ_BYTES = 65536;
 
@@ -57,7 +57,7 @@ export function buildBuiltinWaitScript(o: SegmentScriptOptions): string {
   return (
     [
       ...segmentPrelude(o),
-      ...loopFunctions(nap),
+      ...loopFunctions(nap, dataSeconds(o)),
       'idle=0',
       'next_full=1',
       'held=-1',
@@ -80,7 +80,7 @@ export function buildBuiltinWaitScript(o: SegmentScriptOptions): string {
       '    fi',
       '    idle=0; next_full=1; held=-1',
       // Wait after data too: each round then copies everything one interval brought, in one read.
-      '    nap',
+      '    nap_data',
       '    continue',
       '  fi',
       `  if [ "$follow" != 1 ]; then full; [ "$size" -gt "$p" ] && continue; exit ${SEGMENT_EXIT.endOfFile}; fi`,
@@ -110,12 +110,13 @@ export function buildBuiltinWaitScript(o: SegmentScriptOptions): string {
   );
 }
 
-/** The loop's shell functions: nap, take (read and send), full (the size check) and maybe_rotated. */
-function loopFunctions(nap: string): string[] {
+/** The loop's shell functions: nap and nap_data, take (read and send), full (the size check) and maybe_rotated. */
+function loopFunctions(nap: string, napData: string): string[] {
   return [
     // Waiting without a process; if the pipe cannot be made, `sleep` keeps the loop correct.
     'exec 9<> <(:) || :',
     `nap() { read -t ${nap} -u 9 z; [ $? -gt 128 ] || sleep ${nap}; }`,
+    `nap_data() { read -t ${napData} -u 9 z; [ $? -gt 128 ] || sleep ${napData}; }`,
     // Up to $n bytes, sent; status 1 when there were none. more=1: the round may have more
     // (n bytes read, or a NUL, which `read` consumed without storing and is sent here).
     // In the C locale (local to the function): bytes, not characters, for `-n` and `\${#c}`.

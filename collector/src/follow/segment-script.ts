@@ -32,7 +32,7 @@
  *
  * Assumes Linux (/proc, /dev/fd) and GNU coreutils (stat -c, head -c, fractional sleep).
  */
-import { pollSeconds, roundsIn, SEGMENT_EXIT, segmentPrelude, type SegmentScriptOptions, sizeAndHeadCheck } from './segment-prelude.ts';
+import { dataSeconds, pollSeconds, roundsIn, SEGMENT_EXIT, segmentPrelude, type SegmentScriptOptions, sizeAndHeadCheck } from './segment-prelude.ts';
 import { buildBuiltinWaitScript } from './segment-script-bash.ts';
 import { shellQuote } from './shell-quote.ts';
 
@@ -69,7 +69,7 @@ function buildPollingScript(o: SegmentScriptOptions): string {
       '    idle=0',
       // Sleep after data too: each round then copies everything one poll interval brought, in
       // one read, instead of spinning a few processes per small write of a busy server.
-      `    sleep ${nap}`,
+      `    sleep ${dataSeconds(o)}`,
       '    continue',
       '  fi',
       `  [ "$follow" = 1 ] || exit ${SEGMENT_EXIT.endOfFile}`,

@@ -35,4 +35,13 @@ describe('segment script idle wait', () => {
     // the full check backs off to one per heartbeat (10 rounds of 200 ms)
     assert.ok(script.includes('next_full=$((idle + 10))'));
   });
+
+  it('waits the data interval after a round that read data, the poll after an idle one', () => {
+    const script = buildBuiltinWaitScript({ ...options, dataIntervalMs: 400 });
+    assert.ok(script.includes('nap_data() { read -t 0.400 -u 9 z; [ $? -gt 128 ] || sleep 0.400; }'));
+    assert.match(script, /idle=0; next_full=1; held=-1\n +nap_data\n +continue/);
+    assert.ok(buildSegmentScript({ ...options, dataIntervalMs: 400, idleWait: 'polling' }).includes('    idle=0\n    sleep 0.400\n'));
+    // without one, it is the poll
+    assert.ok(buildBuiltinWaitScript(options).includes('nap_data() { read -t 0.200 -u 9 z;'));
+  });
 });
