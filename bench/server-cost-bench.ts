@@ -2,7 +2,8 @@
  * `make bench` (server cost): what following a log costs the monitored server, with the
  * polling loop (before) and the builtin wait (after, ADR 0014) side by side in one run, idle
  * and at a fixed append rate: process starts a second and CPU per followed log (its remote
- * loop, and sshd), and how soon a line written after a silence is delivered.
+ * loop, and sshd), and how soon a line written after a silence is delivered; under load also
+ * the builtin wait reading again 200 ms after data (before ADR 0023) against its default.
  *
  *   node bench/server-cost-bench.ts [--streams 4] [--rate-mb 1] [--window 20] [--latency-rounds 3] [--out FILE.md]
  *
@@ -37,6 +38,8 @@ const streams = Number(values.streams);
 const rate = Number(values['rate-mb']) * 1e6;
 const windowS = Number(values.window);
 const latencyRounds = Number(values['latency-rounds']);
+/** The wait after a round with data before ADR 0023: the poll. */
+const BEFORE_DATA_INTERVAL_MS = 200;
 const say = (line: string): void => {
   process.stderr.write(`server-cost-bench: ${line}\n`);
 };
@@ -53,37 +56,47 @@ try {
   chmodSync(root, 0o755);
   cleanup.push(() => rmSync(root, { recursive: true, force: true }));
   let n = 0;
-  for (const load of [0, rate]) {
-    // A B B A: drift in what else the machine does weighs on both alike.
-    for (const idleWait of ['polling', 'builtins', 'builtins', 'polling'] as IdleWait[]) {
-      say(`${idleWait}, ${load === 0 ? 'idle' : `${load / 1e6} MB/s`} ...`);
-      const r = await runPhase({
-        shell: connection,
-        dir: join(root, `p${++n}`),
-        idleWait,
-        streams,
-        rate: load,
-        windowS,
-        latencyRounds,
-        gapMs: 5_000,
-      });
-      say(
-        `  ${r.startsPerS.toFixed(2)} starts/s, loop ${r.loopCpuMsPerS.toFixed(2)} ms/s, sshd ${r.sshdCpuMsPerS.toFixed(2)} ms/s, ${(r.deliveredBytesPerS / 1e6).toFixed(3)} MB/s per stream`,
-      );
-      results.push(r);
-    }
+  // A B B A: drift in what else the machine does weighs on both alike. Under load, the builtin
+  // loop also with the 200 ms wait after data it had before ADR 0023.
+  const phases: Array<{ load: number; idleWait: IdleWait; dataIntervalMs?: number }> = [
+    ...(['polling', 'builtins', 'builtins', 'polling'] as const).map((idleWait) => ({ load: 0, idleWait })),
+    ...(['polling', 'builtins', 'builtins', 'polling'] as const).map((idleWait) => ({ load: rate, idleWait })),
+    ...[BEFORE_DATA_INTERVAL_MS, undefined, undefined, BEFORE_DATA_INTERVAL_MS].map((dataIntervalMs) => ({
+      load: rate,
+      idleWait: 'builtins' as const,
+      dataIntervalMs,
+    })),
+  ];
+  for (const { load, idleWait, dataIntervalMs } of phases) {
+    say(`${idleWait}${dataIntervalMs === undefined ? '' : `, ${dataIntervalMs} ms after data`}, ${load === 0 ? 'idle' : `${load / 1e6} MB/s`} ...`);
+    const r = await runPhase({
+      shell: connection,
+      dir: join(root, `p${++n}`),
+      idleWait,
+      ...(dataIntervalMs === undefined ? {} : { dataIntervalMs }),
+      streams,
+      rate: load,
+      windowS,
+      latencyRounds,
+      gapMs: 5_000,
+    });
+    say(
+      `  ${r.startsPerS.toFixed(2)} starts/s, loop ${r.loopCpuMsPerS.toFixed(2)} ms/s, sshd ${r.sshdCpuMsPerS.toFixed(2)} ms/s, ${(r.deliveredBytesPerS / 1e6).toFixed(3)} MB/s per stream`,
+    );
+    results.push(r);
   }
 } finally {
   await cleanup.run();
 }
 
-/** The mean of a mode's sessions at a load (latencies: all samples). */
-const find = (idleWait: IdleWait, load: number): PhaseResult => {
-  const rs = results.filter((x) => x.idleWait === idleWait && x.rate === load);
+/** The mean of a mode's sessions at a load (latencies: all samples); `dataIntervalMs` null: the follower's default. */
+const find = (idleWait: IdleWait, load: number, dataIntervalMs: number | null = null): PhaseResult => {
+  const rs = results.filter((x) => x.idleWait === idleWait && x.rate === load && x.dataIntervalMs === dataIntervalMs);
   if (rs.length === 0) throw new Error(`no result for ${idleWait} at ${load}`);
   const mean = (f: (r: PhaseResult) => number): number => rs.reduce((a, r) => a + f(r), 0) / rs.length;
   return {
     idleWait,
+    dataIntervalMs,
     rate: load,
     streams,
     loopCpuMsPerS: mean((r) => r.loopCpuMsPerS),
@@ -99,9 +112,7 @@ const pct = (xs: number[], p: number): number => {
   const s = [...xs].sort((a, b) => a - b);
   return s[Math.min(s.length - 1, Math.floor(p * s.length))] ?? NaN;
 };
-const row = (label: string, load: number): string[] => {
-  const b = find('polling', load);
-  const a = find('builtins', load);
+const row = (label: string, load: number, b = find('polling', load), a = find('builtins', load)): string[] => {
   return [
     `| ${label} | process starts / s | ${fixed(b.startsPerS)} | ${fixed(a.startsPerS)} | ${ratio(b.startsPerS, a.startsPerS)} |`,
     `| ${label} | remote loop CPU, ms / s | ${fixed(b.loopCpuMsPerS)} | ${fixed(a.loopCpuMsPerS)} | ${ratio(b.loopCpuMsPerS, a.loopCpuMsPerS)} |`,
@@ -115,7 +126,7 @@ const minutes = ((Date.now() - started) / 60_000).toFixed(1);
 const text = [
   '## Server cost of a followed log',
   '',
-  `\`node bench/server-cost-bench.ts\` (in \`make bench\`): ${streams} logs followed at once by the collector's LogFollower (production intervals: 200 ms poll, rotation check every 1 s, heartbeat every 2 s) over one ssh2 connection to one local OpenSSH sshd, ` +
+  `\`node bench/server-cost-bench.ts\` (in \`make bench\`): ${streams} logs followed at once by the collector's LogFollower (production intervals: 200 ms poll, 400 ms wait after a round with data, rotation check every 1 s, heartbeat every 2 s) over one ssh2 connection to one local OpenSSH sshd, ` +
     `each log with a \`current_logfiles\` naming it, as PostgreSQL's logging collector writes; first all idle, then each appended to at ${fixed(rate / 1e6, 1)} MB/s (whole ~150-byte lines every 10 ms). ` +
     `**Before**: the polling loop (\`idleWait: 'polling'\`, a few processes every poll); **after**: the builtin wait (the default, ADR 0014). Two sessions of each per load, in the order before, after, after, before (figures: their mean), each on fresh logs, measured after 4 s: ` +
     `over ${windowS} s, CPU (each loop's shell with everything it started, /proc utime+stime+cutime+cstime; sshd's processes) and process starts (\`perf stat\` of the task:task_newtask tracepoint on each loop, inherited by its children: every fork, counted in the kernel without slowing the loop). ` +
@@ -127,6 +138,12 @@ const text = [
   ...row('idle', 0),
   ...row(`${fixed(rate / 1e6, 1)} MB/s`, rate),
   `| idle | line after silence delivered, ms: median / max of ${lb.length} | ${fixed(pct(lb, 0.5), 0)} / ${fixed(Math.max(...lb), 0)} | ${fixed(pct(la, 0.5), 0)} / ${fixed(Math.max(...la), 0)} | |`,
+  '',
+  `The builtin wait under load, reading again ${BEFORE_DATA_INTERVAL_MS} ms after a round with data (before ADR 0023) against the follower's default wait after data (400 ms, ADR 0023), two sessions of each in the order before, after, after, before:`,
+  '',
+  `| load | per followed log | before (${BEFORE_DATA_INTERVAL_MS} ms after data) | after (the default) | before / after |`,
+  '|---|---|---:|---:|---:|',
+  ...row(`${fixed(rate / 1e6, 1)} MB/s`, rate, find('builtins', rate, BEFORE_DATA_INTERVAL_MS), find('builtins', rate)),
   '',
 ].join('\n');
 emitReport(text, values.out);

@@ -27,6 +27,8 @@ export interface PhaseOptions {
   /** A fresh directory for this phase's logs, readable by the SSH login user. */
   dir: string;
   idleWait: IdleWait;
+  /** The follower's wait after a round with data (ADR 0023); undefined: its default. */
+  dataIntervalMs?: number;
   streams: number;
   /** Bytes a second appended to each log; 0 = idle. */
   rate: number;
@@ -38,6 +40,8 @@ export interface PhaseOptions {
 
 export interface PhaseResult {
   idleWait: IdleWait;
+  /** PhaseOptions.dataIntervalMs (null: the follower's default). */
+  dataIntervalMs: number | null;
   rate: number;
   streams: number;
   /** Per stream and second of the window. */
@@ -84,6 +88,7 @@ export async function runPhase(o: PhaseOptions): Promise<PhaseResult> {
       logDirectory: join(s.data, 'log'),
       logFormat: 'stderr',
       idleWait: o.idleWait,
+      ...(o.dataIntervalMs === undefined ? {} : { dataIntervalMs: o.dataIntervalMs }),
     });
     try {
       for await (const item of follower.follow(null, controller.signal)) {
@@ -167,6 +172,7 @@ export async function runPhase(o: PhaseOptions): Promise<PhaseResult> {
     const per = o.streams;
     return {
       idleWait: o.idleWait,
+      dataIntervalMs: o.dataIntervalMs ?? null,
       rate: o.rate,
       streams: per,
       loopCpuMsPerS: (loopCpu * 1000) / secs / per,
