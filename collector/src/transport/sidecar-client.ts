@@ -36,6 +36,7 @@ import {
   type DesiredServer,
   type DesiredState,
   type DesiredStream,
+  HEARTBEAT_MS,
   KEYS_DIR,
   parseSidecarStatus,
   PROTOCOL_VERSION,
@@ -54,7 +55,7 @@ import { DEFAULT_FORWARD_TIMEOUT_MS, forwardId, waitForwardReady } from './sidec
 export interface SidecarClientOptions {
   /** The shared directory. */
   dir: string;
-  /** How often status.json is read when no change notice arrives. Default 250 ms. */
+  /** How often status.json is read when the directory cannot be watched (default 250 ms); watched, once a heartbeat as well. */
   pollMs?: number;
   /** Status older than this means the sidecar is gone. Default STALE_STATUS_MS. */
   staleMs?: number;
@@ -329,14 +330,27 @@ export class SidecarClient {
       this.watcher.on('error', () => {
         this.watcher?.close();
         this.watcher = null;
+        this.startPolling();
       });
     } catch {
       // No inotify (or out of watches): the poll alone still works.
       this.watcher = null;
     }
-    this.poller = setInterval(() => this.readStatus(), this.pollMs);
-    this.poller.unref();
+    this.startPolling();
     this.readStatus();
+  }
+
+  /**
+   * Reads the status every pollMs without a watcher, and once a heartbeat with one: the
+   * watcher reports each new status, and the poll only covers a missed notice. (Four reads a
+   * second, each an open, a read and a close through the threadpool, were a per-second cost
+   * of every collector, issue 15.)
+   */
+  private startPolling(): void {
+    if (this.poller !== null) clearInterval(this.poller);
+    if (this.closed) return;
+    this.poller = setInterval(() => this.readStatus(), this.watcher === null ? this.pollMs : Math.max(this.pollMs, HEARTBEAT_MS));
+    this.poller.unref();
   }
 
   private readStatus(): void {
