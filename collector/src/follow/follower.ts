@@ -9,8 +9,8 @@
  * comes next. The consumer's offset is always `file` item offset + data bytes since, so any
  * entry boundary it commits can be resumed exactly with `follow(position)`.
  *
- * Backpressure: stdout is read through async iteration only when the consumer pulls the next
- * item, so a consumer that does not pull stops the transport's reading and the remote command.
+ * Backpressure: stdout is read a chunk at a time (chunk-puller.ts) only when the consumer pulls
+ * the next item, so a consumer that does not pull stops the transport's reading and the remote command.
  *
  * Identity upgrades: a file first seen shorter than HEAD_BYTES gets a stronger identity as it
  * grows. `currentFile()` returns the file of the last `file` item with the best identity known
@@ -21,6 +21,7 @@ import { isPglogError, PglogError } from '@pglog/common/errors.ts';
 import { pause } from '@pglog/common/time/clock.ts';
 
 import { type RemoteExit, type RemoteProcess, type RemoteShell, runRemote } from '../transport/remote-shell.ts';
+import { ChunkPuller, type Pulled } from './chunk-puller.ts';
 import { formatIdentity, parseIdentity } from './identity.ts';
 import { type Plan, planNext, planStart, type ReadStep } from './planner.ts';
 import { buildProbeScript, type ChecksumRequest, parseProbeOutput, type ProbeResult } from './probe-script.ts';
@@ -255,7 +256,11 @@ export class LogFollower {
     const onAbort = (): void => box.post({ kind: 'abort' });
     if (signal.aborted) onAbort();
     else signal.addEventListener('abort', onAbort, { once: true });
-    const out = proc.stdout[Symbol.asyncIterator]() as AsyncIterator<Buffer>;
+    const out = new ChunkPuller(
+      proc.stdout,
+      (result) => box.post({ kind: 'data', result }),
+      (error: unknown) => box.post({ kind: 'error', error }),
+    );
     let nextRequested = false;
     let idleTimer: NodeJS.Timeout | undefined;
     let idleSeq = 0;
@@ -276,10 +281,7 @@ export class LogFollower {
       while (!stdoutDone || exit === null) {
         if (!nextRequested && !stdoutDone) {
           nextRequested = true;
-          out.next().then(
-            (result) => box.post({ kind: 'data', result }),
-            (error: unknown) => box.post({ kind: 'error', error }),
-          );
+          out.next();
         }
         if (step.follow && !quiet && !stdoutDone) {
           const seq = ++idleSeq;
@@ -348,13 +350,14 @@ export class LogFollower {
     } finally {
       clearTimeout(idleTimer);
       signal.removeEventListener('abort', onAbort);
+      out.close();
       proc.close();
     }
   }
 }
 
 type Wake =
-  | { kind: 'data'; result: IteratorResult<Buffer> }
+  | { kind: 'data'; result: Pulled }
   | { kind: 'exit'; exit: RemoteExit }
   | { kind: 'error'; error: unknown }
   | { kind: 'status' }
