@@ -17,7 +17,10 @@ export class ChunkPuller {
   private readonly stream: Readable;
   private readonly unwatch: () => void;
 
-  /** `onPulled` gets each chunk after a next(), then the end; `onError` a failure or a close before the end. */
+  /**
+   * `onPulled` gets one chunk after each next(), and the end after the last chunk (at once, or
+   * after one more next()); `onError` a failure or a close before the end.
+   */
   constructor(stream: Readable, onPulled: (pulled: Pulled) => void, onError: (error: unknown) => void) {
     this.stream = stream;
     stream.pause();

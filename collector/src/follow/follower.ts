@@ -42,11 +42,12 @@ export interface LogFollowerOptions {
   pollIntervalMs?: number;
   /**
    * How long a segment waits after a round that read data before it reads again. Default
-   * twice pollIntervalMs (400 ms), at most four fifths of idleMs. While a log is written steadily, every round reads, and each costs the collector
-   * the same whatever it carries (an SSH packet or two, a wake-up of the stream, a handover:
-   * about 0.2 ms, docs/benchmarks.md); rows are committed once a second (the batcher), so a
-   * longer wait here halves those costs for a fifth of a second more latency at most. Keep it
-   * under `idleMs`, so that a log written steadily does not look idle between two rounds.
+   * twice pollIntervalMs (400 ms), at most four fifths of idleMs. While a log is written
+   * steadily every round reads, and each read costs the collector about the same whatever it
+   * carries (an SSH packet or two, the stream's wake-ups, a handover: about 0.2 ms,
+   * docs/benchmarks.md, ADR 0023). Rows are committed once a second (the batcher), so a row
+   * waiting at most 200 ms longer to be read halves those costs. Kept under `idleMs`, so that
+   * a log written steadily does not look idle between two reads.
    */
   dataIntervalMs?: number;
   /** Silence after which an `idle` item is yielded while following. Default 500 ms. */
