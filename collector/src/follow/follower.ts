@@ -10,7 +10,8 @@
  * entry boundary it commits can be resumed exactly with `follow(position)`.
  *
  * Backpressure: stdout is read a chunk at a time (chunk-puller.ts) only when the consumer pulls
- * the next item, so a consumer that does not pull stops the transport's reading and the remote command.
+ * the next item, so a consumer that does not pull stops the transport's reading and the remote
+ * command.
  *
  * Identity upgrades: a file first seen shorter than HEAD_BYTES gets a stronger identity as it
  * grows. `currentFile()` returns the file of the last `file` item with the best identity known
@@ -42,7 +43,7 @@ export interface LogFollowerOptions {
   pollIntervalMs?: number;
   /**
    * How long a segment waits after a round that read data before it reads again. Default
-   * twice pollIntervalMs (400 ms), at most four fifths of idleMs. While a log is written
+   * twice pollIntervalMs (400 ms), at most four fifths of idleMs but never under the poll. While a log is written
    * steadily every round reads, and each read costs the collector about the same whatever it
    * carries (an SSH packet or two, the stream's wake-ups, a handover: about 0.2 ms,
    * docs/benchmarks.md, ADR 0023). Rows are committed once a second (the batcher), so a row
@@ -74,7 +75,7 @@ const MAX_PROBE_ROUNDS = 4;
 
 type SegmentEnd = 'replan' | 'gone' | 'aborted';
 
-/** LogFollowerOptions.dataIntervalMs when not given: twice the poll, kept well under the idle silence. */
+/** LogFollowerOptions.dataIntervalMs when not given: twice the poll, kept well under the idle silence, never under the poll. */
 function defaultDataInterval(pollIntervalMs: number, idleMs: number): number {
   return Math.max(pollIntervalMs, Math.min(2 * pollIntervalMs, Math.floor(0.8 * idleMs)));
 }

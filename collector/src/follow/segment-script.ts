@@ -67,7 +67,7 @@ function buildPollingScript(o: SegmentScriptOptions): string {
       '    head -c $((size - p)) <&3 || exit 85',
       '    say size "$size"',
       '    idle=0',
-      // Sleep after data too: each round then copies everything one poll interval brought, in
+      // Sleep after data too: each round then copies everything one data interval brought, in
       // one read, instead of spinning a few processes per small write of a busy server.
       `    sleep ${dataSeconds(o)}`,
       '    continue',
