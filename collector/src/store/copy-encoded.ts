@@ -7,7 +7,7 @@
  * runs the transaction again with savepoints: each COPY inside one, and a refused COPY split
  * (bisect.ts) until the bad rows are known, each sent again as a slice of its Buffer. A refused
  * row is decoded (copy-binary-decode.ts) into its quarantine record. With a rollup, the
- * statement rows the server accepted are added to it (StatementRollup.addEncoded), since only
+ * statement rows the server accepted are added to it (StatementRollup.addTable), since only
  * those count.
  */
 import type pg from 'pg';
@@ -82,7 +82,7 @@ export async function copyEncoded(
     for (const p of parts) {
       rows += p.rows.ends.length;
       // All or nothing: every row of the COPY is in.
-      rollup?.addEncoded(p.rows.data, p.rows.ends, 0, p.rows.ends.length);
+      rollup?.addTable(p.rows, 0, p.rows.ends.length);
     }
     return rows;
   }
@@ -105,7 +105,7 @@ export async function copyEncoded(
     await client.query('RELEASE SAVEPOINT pglog_copy');
     counters.bytes += sent.bytes;
     committed += some.length;
-    if (rollup !== null) for (const r of some) rollup.addEncoded(r.part.rows.data, r.part.rows.ends, r.index, r.index + 1);
+    if (rollup !== null) for (const r of some) rollup.addTable(r.part.rows, r.index, r.index + 1);
     return null;
   };
   const outcome = await writeWithBisection(refs, attempt);

@@ -6,8 +6,9 @@
  * encoded rows per table, about the size of the log text, instead of an object and its strings
  * per event (about three times that, and old-generation garbage once it was promoted while it
  * waited; issue 15, docs/benchmarks.md). Everything else a commit needs is derived here too:
- * the query templates, the rows the encoder refused (as quarantine records), the text repairs;
- * the statement rollup is read from the encoded rows at commit (StatementRollup.addEncoded). Committing is then sending the Buffers; a row is
+ * the query templates, the rows the encoder refused (as quarantine records), the text repairs,
+ * and what each statement row is summed by in the rollup (statement-keys.ts), which the commit
+ * reads for the rows the server took (StatementRollup.addTable). Committing is then sending the Buffers; a row is
  * decoded again (copy-binary-decode.ts) only when the server refuses a COPY and the bad row
  * must be found and quarantined.
  */
@@ -28,12 +29,13 @@ import {
   rowContext,
   rowScratch,
   STATEMENT_QUERY_COLUMN,
-  type TemplateSet,
+  TemplateSet,
 } from './event-rows.ts';
 import { EVENT_TABLES, type EventTable, TABLES } from './event-tables.ts';
 import { isoToMicros, type Micros } from './iso-time.ts';
 import { encoderReason, quarantineRecord } from './quarantine.ts';
 import { type Slab, SlabPool } from './slab-pool.ts';
+import { KEY_LOG_KEY_BYTES, KEY_LOG_STRIDE, type StatementKeyLog, StatementKeyRecorder, StatementKeys } from './statement-keys.ts';
 import type { QuarantineRecord } from './store-sql.ts';
 import type { BatchItem, SourceRef, StorePosition } from './store-types.ts';
 import type { TextRepairs } from './text-clean.ts';
@@ -55,6 +57,8 @@ export interface EncodedTable {
   ends: Uint32Array;
   /** The slab `data` is a view of, until recycle() gives it back (null: a Buffer of its own). */
   slab: Slab | null;
+  /** statement_events only: what each row is summed by in the rollup (its rows in row order), or null (read from the bytes). */
+  keys?: StatementKeyLog | null;
 }
 
 /** One handover's events, ready to be committed. */
@@ -62,7 +66,10 @@ export interface EncodedRows {
   source: SourceRef;
   /** Rows per event table; a table without rows is absent. */
   tables: Partial<Record<EventTable, EncodedTable>>;
+  /** Templates of the handover's other events (plans) and of statements whose key is not kept; the rest are in `statementKeys`. */
   templates: TemplateSet;
+  /** The keys and templates of its statements (statement-keys.ts), or null. */
+  statementKeys: StatementKeyLog | null;
   /** Rows the encoder refused: quarantined with the batch, never sent. */
   refused: Array<{ table: EventTable; record: QuarantineRecord }>;
   repairs: TextRepairs;
@@ -122,6 +129,9 @@ export class RowEncoder implements StatementRows {
   /** The row each statement is mapped into: encoded before the next is mapped. */
   private readonly scratch = rowScratch();
   readonly slabs = new SlabPool();
+  /** Statement keys, kept between handovers, and the open handover's (statement-keys.ts). */
+  private readonly keys = new StatementKeys();
+  private readonly keyRecorder = new StatementKeyRecorder();
   private handover: OpenHandover | null = null;
   /** Each table's row ends in the open handover: like the encoders' blocks, they hold one handover at a time. */
   private readonly ends: Record<EventTable, Uint32Array> = {
@@ -142,7 +152,22 @@ export class RowEncoder implements StatementRows {
   }
 
   open(source: SourceRef, readAt: number): void {
-    this.handover = newHandover(source, readAt, this.maxTextBytes);
+    this.handover = this.newHandover(source, readAt);
+  }
+
+  private newHandover(source: SourceRef, readAt: number): OpenHandover {
+    this.keyRecorder.open();
+    return {
+      source,
+      readAt,
+      ctx: rowContext(this.maxTextBytes, this.keys, this.keyRecorder),
+      refused: [],
+      rows: noRows(),
+      statements: 0,
+      lastEnd: 0,
+      newestTs: null,
+      newestTsEnd: -1,
+    };
   }
 
   get taken(): number {
@@ -210,6 +235,7 @@ export class RowEncoder implements StatementRows {
       }
       ends[n] = end;
       h.rows[table] = n + 1;
+      if (table === 'statement_events') this.keyRecorder.encoded();
     } catch (e) {
       if (!isPglogError(e) || e.code !== 'STORE_ENCODING') throw e;
       const refused = scanned === null ? row : withQuery(row, scanned);
@@ -225,29 +251,56 @@ export class RowEncoder implements StatementRows {
   encode(source: SourceRef, events: readonly PglogEvent[], readAt: number, lane = 0): EncodedRows {
     const open = this.handover;
     this.handover = null;
-    const h: OpenHandover = open !== null && sameSource(open.source, source) ? open : newHandover(source, readAt, this.maxTextBytes);
+    const h: OpenHandover = open !== null && sameSource(open.source, source) ? open : this.newHandover(source, readAt);
     h.source = source;
     h.readAt = readAt;
     for (let i = 0; i < events.length; i++) this.append(h, mapEvent(source, events[i]!, readAt, h.ctx, this.scratch), null);
     clearRowScratch(this.scratch);
     const { ctx, refused } = h;
     const tables: EncodedRows['tables'] = {};
+    let statementKeys: StatementKeyLog | null = null;
     let cost = HANDOVER_OVERHEAD_BYTES + ENTRY_OVERHEAD_BYTES * ctx.templates.size;
-    // Encoders are per table, so every table's block is still open here: each is copied out once.
+    // Encoders are per table, so every table's block is still open here: each is copied out
+    // once, into one piece of a slab with its row ends (and the statements' key log) after it.
+    // Typed arrays of their own would each be an ArrayBuffer that lives, promoted, until the
+    // next mark-compact frees it: they raised peak RSS at 5 MB/s by 10 to 16 MB.
     for (const table of EVENT_TABLES) {
       const n = h.rows[table];
       if (n === 0) continue;
       const encoder = this.encoders[table];
-      const { buf: data, slab } = this.slabs.take(encoder.blockLength, lane);
+      const dataBytes = encoder.blockLength;
+      const endsAt = align(dataBytes, 4);
+      const logAt = align(endsAt + 4 * n, 8);
+      const keyRecorder = this.keyRecorder;
+      const logDoubles = table === 'statement_events' ? keyRecorder.doubles : 0;
+      // ALIGN_SLACK more, to start the piece at an 8-byte boundary of its ArrayBuffer.
+      const { buf, slab } = this.slabs.take(logAt + 8 * logDoubles + ALIGN_SLACK, lane);
+      const start = (8 - (buf.byteOffset & 7)) & 7;
+      const data = buf.subarray(start, start + dataBytes);
       encoder.copyBlockTo(data);
-      tables[table] = { data, ends: this.ends[table].slice(0, n), slab };
-      cost += data.length + 4 * n;
+      const ends = new Uint32Array(buf.buffer, buf.byteOffset + start + endsAt, n);
+      const rowEnds = this.ends[table];
+      for (let i = 0; i < n; i++) ends[i] = rowEnds[i] as number;
+      if (logDoubles > 0) {
+        const timesAt = buf.byteOffset + start + logAt;
+        const timeCount = logDoubles - KEY_LOG_STRIDE * n;
+        statementKeys = keyRecorder.finish(
+          new Float64Array(buf.buffer, timesAt, timeCount),
+          new Float64Array(buf.buffer, timesAt + 8 * timeCount, KEY_LOG_STRIDE * n),
+        );
+      }
+      tables[table] = { data, ends, slab, ...(table === 'statement_events' ? { keys: statementKeys } : {}) };
+      cost += data.length + 4 * n + 8 * logDoubles;
     }
+    // Statements the encoder refused every row of: their templates still count.
+    statementKeys ??= this.keyRecorder.finishApart();
+    if (statementKeys !== null) cost += KEY_LOG_KEY_BYTES * statementKeys.keys.length;
     for (const r of refused) cost += ENTRY_OVERHEAD_BYTES + stringHeapBytes(r.record.row);
     return {
       source,
       tables,
       templates: ctx.templates,
+      statementKeys,
       refused,
       repairs: ctx.repairs,
       readTimeUsed: ctx.readTimeUsed,
@@ -276,8 +329,20 @@ function noRows(): Record<EventTable, number> {
   return { statement_events: 0, error_events: 0, lock_wait_events: 0, other_events: 0 };
 }
 
-function newHandover(source: SourceRef, readAt: number, maxTextBytes: number): OpenHandover {
-  return { source, readAt, ctx: rowContext(maxTextBytes), refused: [], rows: noRows(), statements: 0, lastEnd: 0, newestTs: null, newestTsEnd: -1 };
+/** Every template of a handover: its other events' and its statements'. */
+export function handoverTemplates(e: EncodedRows): TemplateSet {
+  const templates = new TemplateSet();
+  templates.merge(e.templates);
+  templates.addKeys(e.statementKeys);
+  return templates;
+}
+
+/** Bytes a piece of a slab may need to start at an 8-byte boundary. */
+const ALIGN_SLACK = 7;
+
+/** `n` rounded up to a multiple of `to` (a power of two). */
+function align(n: number, to: number): number {
+  return (n + to - 1) & -to;
 }
 
 /** Whether two handovers' sources are the same stream's same file. */

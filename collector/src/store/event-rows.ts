@@ -9,6 +9,7 @@ import type { ErrorEvent, LockWaitEvent, PglogEvent, StatementEvent } from '../l
 import type { ScannedStatement } from '../logformat/statement-sink.ts';
 import { type EventTable, STATEMENT_TABLE } from './event-tables.ts';
 import { isoToMicros, type Micros, msToMicros } from './iso-time.ts';
+import type { StatementKey, StatementKeyLog, StatementKeyRecorder, StatementKeys } from './statement-keys.ts';
 import type { SourceRef } from './store-types.ts';
 import type { TextRepairs } from './text-clean.ts';
 import { cleanText, noRepairs } from './text-clean.ts';
@@ -27,41 +28,60 @@ export interface MappedRow {
  * The query templates seen in a batch, merged per fingerprint (first and last time seen), for
  * pglog.query_templates. A template's text is cleaned once, when first seen.
  */
+interface Template {
+  fingerprint: string;
+  normalized: string;
+  first: Micros;
+  last: Micros;
+}
+
 export class TemplateSet {
-  private readonly byFingerprint = new Map<string, { fingerprint: string; normalized: string; first: Micros; last: Micros }>();
+  /** Made with the first template: a handover's set is mostly empty (statements' templates are in its StatementKeyLog). */
+  private byFingerprint: Map<string, Template> | null = null;
 
   see(fingerprint: string, normalized: string, at: Micros, maxTextBytes: number, repairs: TextRepairs): void {
     if (fingerprint === '') return;
-    const t = this.byFingerprint.get(fingerprint);
+    const t = this.byFingerprint?.get(fingerprint);
     if (t === undefined) {
-      this.byFingerprint.set(fingerprint, {
-        fingerprint: cleanText(fingerprint, maxTextBytes, repairs),
-        normalized: cleanText(normalized, maxTextBytes, repairs),
-        first: at,
-        last: at,
-      });
+      this.add(cleanText(fingerprint, maxTextBytes, repairs), cleanText(normalized, maxTextBytes, repairs), at, at, fingerprint);
     } else if (at < t.first) t.first = at;
     else if (at > t.last) t.last = at;
   }
 
   /** Adds templates another set holds (already cleaned), keeping the earliest and latest times. */
   merge(other: TemplateSet): void {
-    for (const [fingerprint, o] of other.byFingerprint) {
-      const t = this.byFingerprint.get(fingerprint);
-      if (t === undefined) this.byFingerprint.set(fingerprint, { ...o });
-      else {
-        if (o.first < t.first) t.first = o.first;
-        if (o.last > t.last) t.last = o.last;
-      }
+    if (other.byFingerprint === null) return;
+    for (const [fingerprint, o] of other.byFingerprint) this.add(o.fingerprint, o.normalized, o.first, o.last, fingerprint);
+  }
+
+  /** Adds the templates of a handover's statement rows (statement-keys.ts: already cleaned). */
+  addKeys(log: StatementKeyLog | null | undefined): void {
+    if (log === null || log === undefined) return;
+    for (let slot = 0; slot < log.keys.length; slot++) {
+      const key = log.keys[slot] as StatementKey;
+      if (key.templateFingerprint === null) continue;
+      this.add(key.templateFingerprint, key.templateNormalized, log.times[2 * slot] as number, log.times[2 * slot + 1] as number, key.templateFingerprint);
+    }
+  }
+
+  /** A template already cleaned, seen from `first` to `last`, under `fingerprint` as see() was given it. */
+  private add(cleanFingerprint: string, normalized: string, first: Micros, last: Micros, fingerprint: string): void {
+    const map = (this.byFingerprint ??= new Map<string, Template>());
+    const t = map.get(fingerprint);
+    if (t === undefined) map.set(fingerprint, { fingerprint: cleanFingerprint, normalized, first, last });
+    else {
+      if (first < t.first) t.first = first;
+      if (last > t.last) t.last = last;
     }
   }
 
   get size(): number {
-    return this.byFingerprint.size;
+    return this.byFingerprint?.size ?? 0;
   }
 
   /** Sorted by fingerprint, so concurrent collectors upsert shared templates in the same order (no deadlock). */
-  sorted(): Array<{ fingerprint: string; normalized: string; first: Micros; last: Micros }> {
+  sorted(): Template[] {
+    if (this.byFingerprint === null) return [];
     return [...this.byFingerprint.values()].sort((a, b) => (a.fingerprint < b.fingerprint ? -1 : a.fingerprint > b.fingerprint ? 1 : 0));
   }
 }
@@ -73,10 +93,16 @@ export interface RowContext {
   templates: TemplateSet;
   /** Rows whose ts is the read time, not the logged time (counted up). */
   readTimeUsed: number;
+  /**
+   * With both, a statement's key and template go to the recorder (statement-keys.ts), which
+   * the caller tells of each statement row it encodes; without, templates go to `templates`.
+   */
+  keys: StatementKeys | null;
+  keyRecorder: StatementKeyRecorder | null;
 }
 
-export function rowContext(maxTextBytes: number): RowContext {
-  return { maxTextBytes, repairs: noRepairs(), templates: new TemplateSet(), readTimeUsed: 0 };
+export function rowContext(maxTextBytes: number, keys: StatementKeys | null = null, keyRecorder: StatementKeyRecorder | null = null): RowContext {
+  return { maxTextBytes, repairs: noRepairs(), templates: new TemplateSet(), readTimeUsed: 0, keys, keyRecorder };
 }
 
 /** The table an event kind goes to. */
@@ -285,7 +311,12 @@ function fillStatementRow(
   values[14] = tsLogged;
   row.source = source;
   row.offset = p.offset;
-  ctx.templates.see(p.fingerprint, p.normalized, ts, ctx.maxTextBytes, ctx.repairs);
+  const recorder = ctx.keyRecorder;
+  const key =
+    ctx.keys === null
+      ? null
+      : ctx.keys.key(target, instance, values[3] as string | null, values[8] as string | null, p.fingerprint, p.normalized, ctx.maxTextBytes);
+  if (recorder === null || !recorder.see(key, ts, p.duration_ms)) ctx.templates.see(p.fingerprint, p.normalized, ts, ctx.maxTextBytes, ctx.repairs);
   return row;
 }
 

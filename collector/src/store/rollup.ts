@@ -12,6 +12,7 @@
  */
 import { table } from './event-tables.ts';
 import type { Micros } from './iso-time.ts';
+import { KEY_LOG_STRIDE, type StatementKey, type StatementKeyLog } from './statement-keys.ts';
 
 export const BIN_BASE_MS = 0.001;
 export const BINS_PER_DOUBLING = 4;
@@ -89,8 +90,12 @@ interface Part {
    */
   bins: number[];
   counts: number[];
+  /** Bins in use: the arrays are longer when the part was a spare (StatementKey.sparePart) with more before. */
+  binCount: number;
   /** For addEncoded's index: what the rows found through it name (null: not known yet). */
   identity: PartIdentity | null;
+  /** addRecorded's parts of the same key in other minutes. */
+  next: Part | null;
 }
 
 /**
@@ -178,16 +183,20 @@ function count(p: Part, ms: number | null | undefined): void {
 function addToBin(p: Part, bin: number, n: number): void {
   const bins = p.bins;
   const counts = p.counts;
-  let i = bins.length - 1;
+  const used = p.binCount;
+  let i = used - 1;
   while (i >= 0 && (bins[i] as number) > bin) i--;
   if (i >= 0 && bins[i] === bin) {
     counts[i] = (counts[i] as number) + n;
     return;
   }
   // Inserted after i by moving the larger bins up one (splice would make an array of what it removed, each time).
-  bins.push(bin);
-  counts.push(n);
-  for (let k = bins.length - 1; k > i + 1; k--) {
+  if (used === bins.length) {
+    bins.push(bin);
+    counts.push(n);
+  }
+  p.binCount = used + 1;
+  for (let k = used; k > i + 1; k--) {
     bins[k] = bins[k - 1] as number;
     counts[k] = counts[k - 1] as number;
   }
@@ -271,8 +280,42 @@ function minuteOf(ts: Micros): Micros {
 }
 
 function newPart(bucket: Micros, target: string, instance: string, database: string | null, fingerprint: string | null): Part {
-  return { bucket, target, instance, database, fingerprint, calls: 0, timed: 0, totalMs: 0, maxMs: null, bins: [], counts: [], identity: null };
+  return {
+    bucket,
+    target,
+    instance,
+    database,
+    fingerprint,
+    calls: 0,
+    timed: 0,
+    totalMs: 0,
+    maxMs: null,
+    bins: [],
+    counts: [],
+    binCount: 0,
+    identity: null,
+    next: null,
+  };
 }
+
+/** The part a key kept from a released rollup (StatementKey.sparePart), emptied for `bucket`, or null. */
+function reusedPart(key: StatementKey, bucket: number): Part | null {
+  const p = key.sparePart as Part | null;
+  if (p === null) return null;
+  key.sparePart = null;
+  p.bucket = bucket;
+  p.calls = 0;
+  p.timed = 0;
+  p.totalMs = 0;
+  p.maxMs = null;
+  p.binCount = 0;
+  p.identity = null;
+  p.next = null;
+  return p;
+}
+
+/** The last StatementRollup.id handed out (0: no rollup). */
+let lastRollupId = 0;
 
 /** Sums statement rows per minute and key. */
 export class StatementRollup {
@@ -283,6 +326,11 @@ export class StatementRollup {
    * field by field; a miss or a collision goes through `parts`, which stays the only truth.
    */
   private readonly index = new Map<number, Part>();
+  /** addRecorded's parts, by statement key (statement-keys.ts): a key's first part, the others of its minutes chained from it. */
+  private readonly byKey = new Map<StatementKey, Part>();
+  private keyedParts = 0;
+  /** What this rollup marks the keys it read with (StatementKey.rollupOwner): a number, so that a key keeps no rollup alive. */
+  private readonly id = ++lastRollupId;
   private readonly identities: RollupIdentities;
 
   /** `identities`: shared by the rollups of one store writer, so that each commit's need not decode its parts' names again. */
@@ -341,6 +389,81 @@ export class StatementRollup {
     }
   }
 
+  /**
+   * Adds statement rows `from` to `to` (exclusive) of one handover's encoded rows: by the keys
+   * noted when they were encoded where there are some (addRecorded), else from their bytes.
+   */
+  addTable(rows: { data: Buffer; ends: Uint32Array; keys?: StatementKeyLog | null }, from: number, to: number): void {
+    if (rows.keys === null || rows.keys === undefined) this.addEncoded(rows.data, rows.ends, from, to);
+    else this.addRecorded(rows.keys, rows.data, rows.ends, from, to);
+  }
+
+  /**
+   * addEncoded's sums from what the row encoder noted of each row (statement-keys.ts): its
+   * key, time and duration, with nothing read from the bytes but the rows noted as not kept.
+   * The parts are found through the keys: the key remembers its part in the rollup that read
+   * it last, so a run of rows of one key in one minute costs no lookup at all.
+   */
+  addRecorded(log: StatementKeyLog, data: Buffer, ends: Uint32Array, from: number, to: number): void {
+    const rows = log.rows;
+    for (let i = from; i < to; i++) {
+      const at = KEY_LOG_STRIDE * i;
+      const slot = rows[at] as number;
+      if (slot < 0) {
+        this.addEncoded(data, ends, i, i + 1);
+        continue;
+      }
+      const key = log.keys[slot] as StatementKey;
+      const bucket = Math.floor((rows[at + 1] as number) / MINUTE_MICROS) * MINUTE_MICROS;
+      let p = key.rollupOwner === this.id ? (key.rollupPart as Part) : null;
+      if (p === null || p.bucket !== bucket) p = this.partOfKey(key, bucket);
+      const ms = rows[at + 2] as number;
+      count(p, Number.isNaN(ms) ? null : ms);
+    }
+  }
+
+  private partOfKey(key: StatementKey, bucket: number): Part {
+    const first = this.byKey.get(key) ?? null;
+    let p = first;
+    while (p !== null && p.bucket !== bucket) p = p.next;
+    if (p === null) {
+      p = reusedPart(key, bucket) ?? newPart(bucket, key.target, key.instance, key.database, key.fingerprint);
+      p.next = first;
+      this.byKey.set(key, p);
+      this.keyedParts++;
+    }
+    key.rollupOwner = this.id;
+    key.rollupPart = p;
+    return p;
+  }
+
+  /**
+   * Lets go of every part, and lets the keys this rollup read forget theirs: a key is kept
+   * between commits, and a part it pointed at would stay alive, with its arrays, until another
+   * rollup read that key (for a key seen rarely, for good). Call once the rollup's rows are
+   * encoded, or the attempt is abandoned; the rollup is then empty. Idempotent.
+   */
+  release(): void {
+    for (const [key, first] of this.byKey) {
+      // The key keeps one part for the next rollup that reads it: parts made per commit and
+      // held through its COPYs were most of what V8 promoted (ADR 0024).
+      key.sparePart = first;
+      if (key.rollupOwner !== this.id) continue;
+      key.rollupOwner = 0;
+      key.rollupPart = null;
+    }
+    this.byKey.clear();
+    this.keyedParts = 0;
+    this.parts.clear();
+    this.index.clear();
+  }
+
+  /** Every part: addRow's and addEncoded's, then addRecorded's. */
+  private *allParts(): Generator<Part> {
+    yield* this.parts.values();
+    for (const first of this.byKey.values()) for (let p: Part | null = first; p !== null; p = p.next) yield p;
+  }
+
   /** The target and instance of the row readSpans read, as known from an earlier row or decoded now. */
   private sourceOf(data: Buffer, hash: number): SourceIdentity {
     const known = this.identities.sources.get(hash);
@@ -384,32 +507,45 @@ export class StatementRollup {
 
   /** Adds another rollup's parts (the rows of a COPY attempt that the server accepted). */
   merge(other: StatementRollup): void {
-    for (const [key, o] of other.parts) {
+    for (const o of other.allParts()) {
+      const key = `${String(o.bucket)}\u0000${o.target}\u0000${o.instance}\u0000${valueKeyText(o.database)}\u0000${valueKeyText(o.fingerprint)}`;
       const p = this.parts.get(key);
       if (p === undefined) {
-        this.parts.set(key, { ...o, bins: [...o.bins], counts: [...o.counts], identity: null });
+        this.parts.set(key, { ...o, bins: o.bins.slice(0, o.binCount), counts: o.counts.slice(0, o.binCount), identity: null, next: null });
         continue;
       }
       p.calls += o.calls;
       p.timed += o.timed;
       p.totalMs += o.totalMs;
       if (o.maxMs !== null && (p.maxMs === null || o.maxMs > p.maxMs)) p.maxMs = o.maxMs;
-      for (let i = 0; i < o.bins.length; i++) addToBin(p, o.bins[i] as number, o.counts[i] as number);
+      for (let i = 0; i < o.binCount; i++) addToBin(p, o.bins[i] as number, o.counts[i] as number);
     }
   }
 
   get size(): number {
-    return this.parts.size;
+    return this.parts.size + this.keyedParts;
   }
 
   /**
    * The rows for pglog.statement_rollup_parts, in ROLLUP_TABLE order, bins ascending. The
-   * bins and counts are the parts' own arrays: encode the rows before the rollup changes.
+   * bins and counts are copies: a released rollup's parts are reused.
    */
   rows(): unknown[][] {
     const out: unknown[][] = [];
-    for (const p of this.parts.values()) {
-      out.push([p.bucket, p.target, p.instance, p.database, p.fingerprint, p.calls, p.timed, p.totalMs, p.maxMs, p.bins, p.counts]);
+    for (const p of this.allParts()) {
+      out.push([
+        p.bucket,
+        p.target,
+        p.instance,
+        p.database,
+        p.fingerprint,
+        p.calls,
+        p.timed,
+        p.totalMs,
+        p.maxMs,
+        p.bins.slice(0, p.binCount),
+        p.counts.slice(0, p.binCount),
+      ]);
     }
     return out;
   }

@@ -320,25 +320,34 @@ export class StoreWriter {
       let readTimeUsed = 0;
       for (const e of kept) {
         templates.merge(e.templates);
+        templates.addKeys(e.statementKeys);
         addRepairs(repairs, e.repairs);
         readTimeUsed += e.readTimeUsed;
       }
       const rollup = new StatementRollup(this.rollupIdentities);
-      for (const t of EVENT_TABLES) {
-        const refusedBefore = quarantine.length;
-        const parts: TablePart[] = [];
-        for (const e of kept) {
-          for (const r of e.refused) if (r.table === t) quarantine.push(r.record);
-          const rows = e.tables[t];
-          if (rows !== undefined) parts.push({ source: e.source, rows });
+      // The rollup's rows, encoded as soon as the statement rows are in: its parts then die
+      // young instead of waiting through the other tables' COPYs (and being promoted).
+      let rollupRows: Buffer | null = null;
+      try {
+        for (const t of EVENT_TABLES) {
+          const refusedBefore = quarantine.length;
+          const parts: TablePart[] = [];
+          for (const e of kept) {
+            for (const r of e.refused) if (r.table === t) quarantine.push(r.record);
+            const rows = e.tables[t];
+            if (rows !== undefined) parts.push({ source: e.source, rows });
+          }
+          const statements = t === 'statement_events';
+          result.rows[t] = parts.length === 0 ? 0 : await copyEncoded(client, TABLES[t], parts, savepoints, result, quarantine, statements ? rollup : null);
+          if (quarantine.length > refusedBefore) (result.quarantinedByTable ??= {})[t] = quarantine.length - refusedBefore;
+          if (statements && rollup.size > 0) rollupRows = this.rollupEncoder.encodeRows(rollup.rows());
+          if (statements) rollup.release();
         }
-        const statements = t === 'statement_events';
-        result.rows[t] = parts.length === 0 ? 0 : await copyEncoded(client, TABLES[t], parts, savepoints, result, quarantine, statements ? rollup : null);
-        if (quarantine.length > refusedBefore) (result.quarantinedByTable ??= {})[t] = quarantine.length - refusedBefore;
+      } finally {
+        rollup.release();
       }
       // Only rows the server accepted are in it: exactly once, like the rows themselves.
-      if (rollup.size > 0)
-        await copyIn(client, ROLLUP_TABLE.copySql, [this.rollupEncoder.header(), this.rollupEncoder.encodeRows(rollup.rows()), this.rollupEncoder.trailer()]);
+      if (rollupRows !== null) await copyIn(client, ROLLUP_TABLE.copySql, [this.rollupEncoder.header(), rollupRows, this.rollupEncoder.trailer()]);
       const positions = batchPositions
         .filter((p) => !fencedKeys.has(streamKeyOf(p.target, p.instance)))
         .map((p) => ({ ...p, epoch: streams.get(streamKeyOf(p.target, p.instance))?.epoch ?? 0 }));

@@ -11,7 +11,7 @@ import type { PglogEvent } from '../../../src/logformat/events.ts';
 import type { ColumnType } from '../../../src/store/copy-binary.ts';
 import { CopyBinaryEncoder } from '../../../src/store/copy-binary.ts';
 import { decodeRow } from '../../../src/store/copy-binary-decode.ts';
-import { decodedRow, newestLogMs, RowEncoder, rowRange } from '../../../src/store/encoded-rows.ts';
+import { decodedRow, handoverTemplates, newestLogMs, RowEncoder, rowRange } from '../../../src/store/encoded-rows.ts';
 import { mapEvent, rowContext } from '../../../src/store/event-rows.ts';
 import { EVENT_TABLES, TABLES } from '../../../src/store/event-tables.ts';
 import { StatementRollup } from '../../../src/store/rollup.ts';
@@ -72,7 +72,18 @@ test("the rollup read from a handover's encoded rows and its templates are those
   const rowByRow = new StatementRollup();
   for (let i = 0; i < block.ends.length; i++) rowByRow.addEncoded(block.data, block.ends, i, i + 1);
   assert.deepEqual(rowByRow.rows(), rollup.rows(), 'row by row (a bisection) too');
-  assert.deepEqual(encoded.templates.sorted(), ctx.templates.sorted());
+  assert.ok(block.keys !== null && block.keys !== undefined, 'the encoder noted the keys of its statement rows');
+  // One piece of a slab: no ArrayBuffer of their own per handover, which would wait for a mark-compact.
+  assert.equal(block.ends.buffer, block.data.buffer, "the row ends are in the rows' slab");
+  assert.equal(block.keys.rows.buffer, block.data.buffer, "the key log is in the rows' slab");
+  assert.equal(block.keys.rows.byteOffset % 8, 0);
+  const recorded = new StatementRollup();
+  recorded.addTable(block, 0, block.ends.length);
+  assert.deepEqual(recorded.rows(), rollup.rows(), 'addTable over the noted keys equals addRow over their values');
+  const recordedRowByRow = new StatementRollup();
+  for (let i = 0; i < block.ends.length; i++) recordedRowByRow.addTable(block, i, i + 1);
+  assert.deepEqual(recordedRowByRow.rows(), rollup.rows(), 'noted keys row by row (a bisection) too');
+  assert.deepEqual(handoverTemplates(encoded).sorted(), ctx.templates.sorted());
   assert.equal(encoded.newestMs, newestLogMs(fixture));
 });
 

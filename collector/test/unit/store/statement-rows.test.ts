@@ -16,7 +16,7 @@ import type { PglogEvent } from '../../../src/logformat/events.ts';
 import { LogParser, type ParseCounters } from '../../../src/logformat/log-parser.ts';
 import { TemplateCache } from '../../../src/logformat/normalize/normalize.ts';
 import type { LogFormat } from '../../../src/logformat/record.ts';
-import { type EncodedRows, RowEncoder } from '../../../src/store/encoded-rows.ts';
+import { type EncodedRows, handoverTemplates, RowEncoder } from '../../../src/store/encoded-rows.ts';
 import { EVENT_TABLES } from '../../../src/store/event-tables.ts';
 import { FORMATS, generatedLogs, logPath } from '../../helpers/generated-logs.ts';
 import { hostileStderrLine } from '../../helpers/hostile-stderr.ts';
@@ -41,7 +41,7 @@ function comparable(e: EncodedRows): unknown {
   }
   return {
     tables,
-    templates: e.templates.sorted(),
+    templates: handoverTemplates(e).sorted(),
     refused: e.refused,
     repairs: e.repairs,
     readTimeUsed: e.readTimeUsed,
