@@ -40,7 +40,7 @@ const STAGE_LABEL: Record<Stage, string> = {
   map: '… and map to rows (mapEvent, text cleaning, timestamps)',
   encode: '… and encode COPY BINARY (CopyBinaryEncoder)',
   held: "parse, and each 64 KiB slice's events encoded as the collector holds them (RowEncoder, ADR 0019)",
-  rollup: '… and the statement rollup read from those rows at commit (StatementRollup.addEncoded)',
+  rollup: '… and at commit the statement rollup and the templates (StatementRollup.addTable, or addEncoded from the rows before ADR 0024)',
   sunk: 'parse with statements taken as rows from their bytes (the RowEncoder as StatementSink), each slice encoded as held, and the rollup',
 };
 /** The collector's slice (instance-stream.ts SLICE_BYTES): one handover to the batcher each. */
@@ -79,6 +79,7 @@ async function child(checkout: string, stage: Stage, logPath: string): Promise<{
   if (stage === 'held' || stage === 'rollup' || stage === 'sunk') {
     const { RowEncoder } = (await import(join(checkout, 'collector/src/store/encoded-rows.ts'))) as typeof EncodedRowsModule;
     const { StatementRollup } = (await import(join(checkout, 'collector/src/store/rollup.ts'))) as typeof RollupModule;
+    const { TemplateSet } = (await import(join(checkout, 'collector/src/store/event-rows.ts'))) as typeof RowsModule;
     /** The collector's path: each slice's events encoded into held rows, and at commit the rows summed into the batch's rollup. */
     const heldPass = (): number => {
       const started = process.cpuUsage();
@@ -86,13 +87,22 @@ async function child(checkout: string, stage: Stage, logPath: string): Promise<{
       // A checkout from before the StatementSink (no open()) takes the events path: its figure is `rollup`'s.
       const sink = stage === 'sunk' && 'open' in rowEncoder ? rowEncoder : undefined;
       let rollup = new StatementRollup();
+      let batchTemplates = new TemplateSet();
       let rows = 0;
       let slice: PglogEvent[] = [];
       const handOver = (): void => {
         const taken = sink === undefined ? 0 : sink.taken;
         const encoded = rowEncoder.encode(source, slice, 0);
         const block = encoded.tables.statement_events;
-        if (stage !== 'held' && block !== undefined) rollup.addEncoded(block.data, block.ends, 0, block.ends.length);
+        if (stage !== 'held') {
+          // A checkout from before the statement keys (no addTable) reads the rollup from the bytes.
+          if (block !== undefined) {
+            if ('addTable' in rollup) rollup.addTable(block, 0, block.ends.length);
+            else (rollup as InstanceType<typeof StatementRollup>).addEncoded(block.data, block.ends, 0, block.ends.length);
+          }
+          batchTemplates.merge(encoded.templates);
+          if ('addKeys' in batchTemplates) batchTemplates.addKeys(encoded.statementKeys);
+        }
         rowEncoder.recycle(encoded);
         rows += slice.length + taken;
         events += taken;
@@ -101,6 +111,7 @@ async function child(checkout: string, stage: Stage, logPath: string): Promise<{
         if (rows >= 20_000) {
           rows = 0;
           rollup = new StatementRollup();
+          batchTemplates = new TemplateSet();
         }
       };
       events = 0;
