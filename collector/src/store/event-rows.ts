@@ -24,10 +24,7 @@ export interface MappedRow {
   kind: PglogEvent['kind'];
 }
 
-/**
- * The query templates seen in a batch, merged per fingerprint (first and last time seen), for
- * pglog.query_templates. A template's text is cleaned once, when first seen.
- */
+/** A query template with the first and last time its statements were logged (µs since 1970). */
 interface Template {
   fingerprint: string;
   normalized: string;
@@ -35,6 +32,10 @@ interface Template {
   last: Micros;
 }
 
+/**
+ * The query templates seen in a batch, merged per fingerprint (first and last time seen), for
+ * pglog.query_templates. A template's text is cleaned once, when first seen.
+ */
 export class TemplateSet {
   /** Made with the first template: a handover's set is mostly empty (statements' templates are in its StatementKeyLog). */
   private byFingerprint: Map<string, Template> | null = null;
