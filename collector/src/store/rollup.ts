@@ -235,6 +235,11 @@ function valueKeyText(v: string | null): string {
   return v === null ? NULL_KEY : Buffer.from(v, 'utf8').toString('latin1');
 }
 
+/** A part's key in StatementRollup.parts, as addEncoded makes it from the same row's bytes. */
+function partKey(bucket: Micros, target: string, instance: string, database: string | null, fingerprint: string | null): string {
+  return `${String(bucket)}\u0000${target}\u0000${instance}\u0000${valueKeyText(database)}\u0000${valueKeyText(fingerprint)}`;
+}
+
 /** The bytes of field `f` as latin1 (one character a byte), null for NULL. */
 function bytesText(data: Buffer, f: number): string | null {
   const start = SPANS[2 * f] as number;
@@ -351,7 +356,7 @@ export class StatementRollup {
     const database = v[DATABASE] as string | null,
       fingerprint = v[FINGERPRINT] as string | null;
     // Keyed as addEncoded keys the same row's bytes, so that parts of either path merge.
-    const key = `${String(bucket)}\u0000${target}\u0000${instance}\u0000${valueKeyText(database)}\u0000${valueKeyText(fingerprint)}`;
+    const key = partKey(bucket, target, instance, database, fingerprint);
     let p = this.parts.get(key);
     if (p === undefined) {
       p = newPart(bucket, target, instance, database, fingerprint);
@@ -508,7 +513,7 @@ export class StatementRollup {
   /** Adds another rollup's parts (the rows of a COPY attempt that the server accepted). */
   merge(other: StatementRollup): void {
     for (const o of other.allParts()) {
-      const key = `${String(o.bucket)}\u0000${o.target}\u0000${o.instance}\u0000${valueKeyText(o.database)}\u0000${valueKeyText(o.fingerprint)}`;
+      const key = partKey(o.bucket, o.target, o.instance, o.database, o.fingerprint);
       const p = this.parts.get(key);
       if (p === undefined) {
         this.parts.set(key, { ...o, bins: o.bins.slice(0, o.binCount), counts: o.counts.slice(0, o.binCount), identity: null, next: null });
