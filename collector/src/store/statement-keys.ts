@@ -64,6 +64,24 @@ const UNCOUNTED: TextRepairs = noRepairs();
 /** The key of a NULL database or fingerprint in the maps (never a text a row holds: texts hold no NUL). */
 const NULL_NAME = '\u0000';
 
+/**
+ * What the maps hold for a key whose template cleaning would repair: never handed out, it
+ * only spares the next rows of that key the trial cleaning.
+ */
+const NOT_KEPT: StatementKey = {
+  target: '',
+  instance: '',
+  database: null,
+  fingerprint: null,
+  templateFingerprint: null,
+  templateNormalized: '',
+  logEpoch: 0,
+  logSlot: 0,
+  rollupOwner: 0,
+  rollupPart: null,
+  sparePart: null,
+};
+
 /** The keys of one target and instance: by database, then fingerprint. */
 interface SourceKeys {
   target: string;
@@ -75,7 +93,9 @@ interface SourceKeys {
 export class StatementKeys {
   private readonly sources = new Map<string, SourceKeys>();
   private readonly maxKeys: number;
+  /** Entries in the maps, NOT_KEPT ones included (`refused` of them), and the characters they count. */
   private keys = 0;
+  private refused = 0;
   private chars = 0;
   /** The source and database of the last lookup: a stream's rows mostly share both. */
   private lastSource: SourceKeys | null = null;
@@ -88,7 +108,7 @@ export class StatementKeys {
 
   /** Keys kept. */
   get size(): number {
-    return this.keys;
+    return this.keys - this.refused;
   }
 
   /**
@@ -108,19 +128,17 @@ export class StatementKeys {
   ): StatementKey | null {
     const byFingerprint = this.byFingerprintOf(target, instance, database);
     const known = byFingerprint.get(fingerprint ?? NULL_NAME);
-    if (known !== undefined) return known;
+    if (known !== undefined) return known === NOT_KEPT ? null : known;
+    const names = target.length + instance.length + (database?.length ?? 0) + (fingerprint?.length ?? 0);
+    if (names > MAX_KEPT_CHARS) return null;
     const templated = rawFingerprint !== '';
     // Cleaned only to see whether cleaning changes anything (a text it repairs is never kept),
-    // its repairs counted apart: the row's TemplateSet.see counts them.
+    // its repairs counted apart: the row's TemplateSet.see counts them. The answer is kept, so
+    // the next rows of that key do not clean a long text again only to be refused.
     if (templated && (cleanText(rawFingerprint, maxTextBytes, UNCOUNTED) !== rawFingerprint || cleanText(normalized, maxTextBytes, UNCOUNTED) !== normalized))
-      return null;
-    const chars =
-      target.length + instance.length + (database?.length ?? 0) + (fingerprint?.length ?? 0) + (templated ? rawFingerprint.length + normalized.length : 0);
+      return this.remember(byFingerprint, fingerprint, NOT_KEPT, names, target, instance, database, rawFingerprint, normalized, maxTextBytes);
+    const chars = names + (templated ? rawFingerprint.length + normalized.length : 0);
     if (chars > MAX_KEPT_CHARS) return null;
-    if (this.keys >= this.maxKeys || this.chars + chars > MAX_KEPT_CHARS) {
-      this.forget();
-      return this.key(target, instance, database, fingerprint, rawFingerprint, normalized, maxTextBytes);
-    }
     const key: StatementKey = {
       target,
       instance,
@@ -134,10 +152,35 @@ export class StatementKeys {
       rollupPart: null,
       sparePart: null,
     };
+    return this.remember(byFingerprint, fingerprint, key, chars, target, instance, database, rawFingerprint, normalized, maxTextBytes);
+  }
+
+  /**
+   * Keeps `key` (or NOT_KEPT) under `fingerprint`, counted as `chars`, within the bounds:
+   * past either, every kept key is forgotten first and the lookup made again.
+   */
+  private remember(
+    byFingerprint: Map<string, StatementKey>,
+    fingerprint: string | null,
+    key: StatementKey,
+    chars: number,
+    target: string,
+    instance: string,
+    database: string | null,
+    rawFingerprint: string,
+    normalized: string,
+    maxTextBytes: number,
+  ): StatementKey | null {
+    if (this.keys >= this.maxKeys || this.chars + chars > MAX_KEPT_CHARS) {
+      this.forget();
+      return this.key(target, instance, database, fingerprint, rawFingerprint, normalized, maxTextBytes);
+    }
     byFingerprint.set(fingerprint ?? NULL_NAME, key);
     this.keys++;
     this.chars += chars;
-    return key;
+    if (key !== NOT_KEPT) return key;
+    this.refused++;
+    return null;
   }
 
   private byFingerprintOf(target: string, instance: string, database: string | null): Map<string, StatementKey> {
@@ -167,6 +210,7 @@ export class StatementKeys {
   private forget(): void {
     this.sources.clear();
     this.keys = 0;
+    this.refused = 0;
     this.chars = 0;
     this.lastSource = null;
     this.lastByFingerprint = null;

@@ -39,6 +39,14 @@ test('a template that cleaning would repair is not kept, and its repairs are lef
   assert.equal(keys.key('t', 'i', 'app', 'f1', 'f1', 'select \ud800', MAX), null, 'a lone surrogate');
   assert.equal(keys.key('t', 'i', 'app', 'f1', 'f1', 'x'.repeat(MAX + 1), MAX), null, 'longer than the text limit');
   assert.equal(keys.size, 0);
+  // The refusal is remembered (the next rows of that key are not cleaned again), within the bounds.
+  const bounded = new StatementKeys(2);
+  assert.equal(bounded.key('t', 'i', 'app', 'f1', 'f1', 'select \ud800', MAX), null);
+  assert.equal(bounded.key('t', 'i', 'app', 'f1', 'f1', 'select \ud800', MAX), null, 'refused again');
+  assert.ok(bounded.key('t', 'i', 'app', 'f2', 'f2', 'select 2', MAX) !== null);
+  assert.equal(bounded.size, 1, 'a refusal is no kept key');
+  assert.ok(bounded.key('t', 'i', 'app', 'f3', 'f3', 'select 3', MAX) !== null);
+  assert.equal(bounded.size, 1, 'but counts against the bound: the third entry forgot the other two');
   // The row's own TemplateSet.see counts the repair, once.
   const ctx = rowContext(MAX, keys, new StatementKeyRecorder());
   ctx.keyRecorder?.open();
