@@ -32,7 +32,7 @@ import {
   TemplateSet,
 } from './event-rows.ts';
 import { EVENT_TABLES, type EventTable, TABLES } from './event-tables.ts';
-import { isoToMicros, type Micros } from './iso-time.ts';
+import { logTimeMicros, type Micros } from './iso-time.ts';
 import { encoderReason, quarantineRecord } from './quarantine.ts';
 import { type Slab, SlabPool } from './slab-pool.ts';
 import { KEY_LOG_KEY_BYTES, KEY_LOG_STRIDE, type StatementKeyLog, StatementKeyRecorder, StatementKeys } from './statement-keys.ts';
@@ -99,8 +99,12 @@ interface OpenHandover {
   /** Statements taken through the StatementSink, and the end offset of the last. */
   statements: number;
   lastEnd: number;
-  /** The timestamp (as the event's ts would be) and end offset of the last statement taken that has one. */
+  /**
+   * The timestamp and end offset of the last statement taken that has one: as the event's ts
+   * would be (ISO), or, for a statement taken from its bytes, as logged (newestTsAsLogged).
+   */
   newestTs: string | null;
+  newestTsAsLogged: boolean;
   newestTsEnd: number;
 }
 
@@ -142,7 +146,7 @@ export class RowEncoder implements StatementRows {
   };
   /** The timestamp accepts() converted last, for the scanned() that follows it. */
   private acceptedTs: Micros = 0;
-  private acceptedIso = '';
+  private acceptedTime = '';
 
   constructor(maxTextBytes: number) {
     this.maxTextBytes = maxTextBytes;
@@ -166,6 +170,7 @@ export class RowEncoder implements StatementRows {
       statements: 0,
       lastEnd: 0,
       newestTs: null,
+      newestTsAsLogged: false,
       newestTsEnd: -1,
     };
   }
@@ -180,11 +185,10 @@ export class RowEncoder implements StatementRows {
 
   accepts(time: string | null, sqlBytes: number): boolean {
     if (time === null || sqlBytes > this.maxTextBytes) return false;
-    const iso = toIsoTimestamp(time);
-    const ts = isoToMicros(iso);
+    const ts = logTimeMicros(time);
     if (ts === null) return false;
     this.acceptedTs = ts;
-    this.acceptedIso = iso;
+    this.acceptedTime = time;
     return true;
   }
 
@@ -195,7 +199,8 @@ export class RowEncoder implements StatementRows {
     this.append(h, row, s);
     h.statements++;
     h.lastEnd = s.end;
-    h.newestTs = this.acceptedIso;
+    h.newestTs = this.acceptedTime;
+    h.newestTsAsLogged = true;
     h.newestTsEnd = s.end;
   }
 
@@ -207,6 +212,7 @@ export class RowEncoder implements StatementRows {
     // As newestLogMs: a timestamp kept as logged (its zone unknown) is not a log time.
     if (e.ts !== null && !Number.isNaN(Date.parse(e.ts))) {
       h.newestTs = e.ts;
+      h.newestTsAsLogged = false;
       h.newestTsEnd = e.end;
     }
   }
@@ -360,7 +366,7 @@ function withQuery(row: MappedRow, s: ScannedStatement): MappedRow {
 /**
  * newestLogMs over a handover's entries: its events and the statements the sink took, of
  * which the one ending last with a log time counts (a scanned statement's timestamp is one
- * isoToMicros read, so Date.parse reads it too).
+ * logTimeMicros read, so its ISO text, which Date.parse reads, is one too).
  */
 function newestOf(events: readonly PglogEvent[], h: OpenHandover): number | null {
   for (let i = events.length - 1; i >= 0; i--) {
@@ -369,7 +375,8 @@ function newestOf(events: readonly PglogEvent[], h: OpenHandover): number | null
     const ms = e.ts === null ? NaN : Date.parse(e.ts);
     if (!Number.isNaN(ms)) return ms;
   }
-  return h.newestTs === null ? null : Date.parse(h.newestTs);
+  if (h.newestTs === null) return null;
+  return Date.parse(h.newestTsAsLogged ? toIsoTimestamp(h.newestTs) : h.newestTs);
 }
 
 /** The log time (ms) of the last of a stream's events that has one, or null (entries arrive in log order). */

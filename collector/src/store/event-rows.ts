@@ -154,31 +154,53 @@ function orNull(s: string | null, ctx: RowContext): string | null {
 }
 
 /**
- * Short texts found clean lately (names, severities, fingerprints: the parser hands out the
- * same few strings again and again), compared by identity first: a hit skips cleanText's
- * scans. Only texts cleanText returned unchanged are kept, so a hit counts no repair, as
- * cleanText would not have either.
+ * Short texts of one field found clean lately (names, severities, fingerprints: the parser
+ * hands out the same few strings again and again), compared by identity first: a hit skips
+ * cleanText's scans. One per field, the slot of the last hit looked at first, so a stream's
+ * database is one comparison, and many fingerprints do not push its names out. Only texts
+ * cleanText returned unchanged are kept, so a hit counts no repair, as cleanText would not have
+ * either.
  */
-const CLEAN_SLOTS = 8;
-const CLEAN_MAX_CHARS = 64;
-const cleanSeen: string[] = Array.from({ length: CLEAN_SLOTS }, () => '');
-let cleanNext = 0;
-let cleanSeenMax = -1;
+class CleanNames {
+  private readonly seen: string[];
+  private last = 0;
+  private next = 0;
+  private maxTextBytes = -1;
 
-function nameOrNull(s: string | null, ctx: RowContext): string | null {
-  if (s === null) return null;
-  if (ctx.maxTextBytes !== cleanSeenMax) {
-    cleanSeen.fill('');
-    cleanSeenMax = ctx.maxTextBytes;
+  constructor(slots: number) {
+    this.seen = Array.from({ length: slots }, () => '');
   }
-  for (let k = 0; k < CLEAN_SLOTS; k++) if (cleanSeen[k] === s) return s;
-  const out = cleanText(s, ctx.maxTextBytes, ctx.repairs);
-  if (out === s && s.length <= CLEAN_MAX_CHARS && s !== '') {
-    cleanSeen[cleanNext] = s;
-    cleanNext = cleanNext + 1 === CLEAN_SLOTS ? 0 : cleanNext + 1;
+
+  clean(s: string | null, ctx: RowContext): string | null {
+    if (s === null) return null;
+    const seen = this.seen;
+    if (ctx.maxTextBytes !== this.maxTextBytes) {
+      seen.fill('');
+      this.maxTextBytes = ctx.maxTextBytes;
+    }
+    if (seen[this.last] === s) return s;
+    for (let k = 0; k < seen.length; k++) {
+      if (seen[k] === s) {
+        this.last = k;
+        return s;
+      }
+    }
+    const out = cleanText(s, ctx.maxTextBytes, ctx.repairs);
+    if (out === s && s.length <= CLEAN_MAX_CHARS && s !== '') {
+      seen[this.next] = s;
+      this.last = this.next;
+      this.next = this.next + 1 === seen.length ? 0 : this.next + 1;
+    }
+    return out;
   }
-  return out;
 }
+const CLEAN_MAX_CHARS = 64;
+const DATABASES = new CleanNames(8);
+const USERS = new CleanNames(8);
+const APPLICATIONS = new CleanNames(8);
+const FINGERPRINTS = new CleanNames(16);
+/** Severities, SQLSTATEs and event kinds' other names. */
+const OTHER_NAMES = new CleanNames(8);
 
 /**
  * A statement row that mapEvent fills in place of making one, for a caller that is done with
@@ -234,7 +256,7 @@ export function mapEvent(source: SourceRef, event: PglogEvent, readAt: number, c
     return fillStatementRow(row, source, event, ts, cleanText(event.query, ctx.maxTextBytes, ctx.repairs), tsLogged, ctx);
   }
   const [target, instance, file] = sourceText(source, ctx);
-  const database = nameOrNull(event.database, ctx);
+  const database = DATABASES.clean(event.database, ctx);
   const max = ctx.maxTextBytes;
 
   switch (event.kind) {
@@ -253,7 +275,7 @@ export function mapEvent(source: SourceRef, event: PglogEvent, readAt: number, c
     case 'other': {
       const message = event.kind === 'other' || event.kind === 'deadlock' ? cleanText(event.message, max, ctx.repairs) : null;
       const payload = JSON.stringify(payloadOf(event, max, ctx.repairs));
-      const values = [ts, target, instance, event.kind, nameOrNull(event.severity, ctx), database, message, payload, file, event.offset, tsLogged];
+      const values = [ts, target, instance, event.kind, OTHER_NAMES.clean(event.severity, ctx), database, message, payload, file, event.offset, tsLogged];
       if (event.kind === 'plan') ctx.templates.see(event.fingerprint, event.normalized, ts, max, ctx.repairs);
       return { table: 'other_events', values, source, offset: event.offset, kind: event.kind };
     }
@@ -298,12 +320,12 @@ function fillStatementRow(
   values[0] = ts;
   values[1] = target;
   values[2] = instance;
-  values[3] = nameOrNull(p.database, ctx);
-  values[4] = nameOrNull(p.user, ctx);
-  values[5] = nameOrNull(p.application, ctx);
+  values[3] = DATABASES.clean(p.database, ctx);
+  values[4] = USERS.clean(p.user, ctx);
+  values[5] = APPLICATIONS.clean(p.application, ctx);
   values[6] = p.pid;
   values[7] = p.duration_ms;
-  values[8] = nameOrNull(p.fingerprint, ctx);
+  values[8] = FINGERPRINTS.clean(p.fingerprint, ctx);
   values[STATEMENT_QUERY_COLUMN] = query;
   values[10] = p.protocol;
   values[11] = orNull(p.parameters, ctx);
@@ -327,9 +349,9 @@ type Leading = [Micros, string, string, string | null];
 function errorRow(event: ErrorEvent, leading: Leading, file: string, tsLogged: string | null, source: SourceRef, ctx: RowContext): MappedRow {
   const values = [
     ...leading,
-    nameOrNull(event.user, ctx),
-    nameOrNull(event.severity, ctx),
-    nameOrNull(event.sqlstate, ctx),
+    USERS.clean(event.user, ctx),
+    OTHER_NAMES.clean(event.severity, ctx),
+    OTHER_NAMES.clean(event.sqlstate, ctx),
     orNull(event.message, ctx),
     orNull(event.detail, ctx),
     orNull(event.hint, ctx),

@@ -9,6 +9,7 @@
  * the parser could convert. Anything else (the text as logged with an unknown zone) → null:
  * the caller stores the time it read the entry instead and keeps the text.
  */
+import { toIsoTimestamp } from '../logformat/timestamp.ts';
 
 const ISO_RE = /^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2}):(\d{2})(?:\.(\d+))?(Z|[+-]\d{2}:\d{2})$/;
 
@@ -116,6 +117,60 @@ function parseIso(text: string): Micros | null {
     lastSecondsMs = secondsMs;
   }
   return micros(secondsMs, frac);
+}
+
+// The last log timestamp with a fraction that logTimeMicros converted, by parts: `%m`
+// timestamps of consecutive entries mostly differ only in their fraction.
+let lastLogText = '';
+/** Index of the space before the zone in lastLogText. */
+let lastLogFractionEnd = 0;
+/** lastLogText's value without its fraction: the whole second, in µs. */
+let lastLogSecondUs = 0;
+
+/**
+ * Microseconds since 1970 of a timestamp as logged (`%m`, `%t`, `%n`, csvlog's), or null when
+ * its zone cannot be converted: exactly `isoToMicros(toIsoTimestamp(text))`, without making the
+ * ISO text while the date, the clock up to the second and the zone are the last one's (the
+ * fraction is then read in place).
+ */
+export function logTimeMicros(text: string): Micros | null {
+  // The parser hands out one string while a timestamp's bytes repeat (a busy server logs
+  // dozens of entries per millisecond): mostly one comparison of two pointers.
+  if (text === lastLogValueText) return lastLogValue;
+  const value = logTimeMicrosOf(text);
+  lastLogValueText = text;
+  lastLogValue = value;
+  return value;
+}
+
+let lastLogValueText = '';
+let lastLogValue: Micros | null = null;
+
+function logTimeMicrosOf(text: string): Micros | null {
+  const last = lastLogText;
+  const end = lastLogFractionEnd;
+  const n = text.length;
+  if (n === last.length && n > 0 && text.charCodeAt(19) === 46 /* . */ && end > 20) {
+    let same = true;
+    for (let k = 18; k >= 0 && same; k--) same = text.charCodeAt(k) === last.charCodeAt(k);
+    for (let k = 20; k < end && same; k++) {
+      const c = text.charCodeAt(k);
+      same = c >= 48 && c <= 57;
+    }
+    for (let k = end; k < n && same; k++) same = text.charCodeAt(k) === last.charCodeAt(k);
+    if (same) return micros(lastLogSecondUs / 1000, fractionAt(text, 20, end));
+  }
+  const value = isoToMicros(toIsoTimestamp(text));
+  if (typeof value === 'number' && n > 20 && text.charCodeAt(10) === 32 && text.charCodeAt(19) === 46) {
+    let i = 20;
+    while (i < n && text.charCodeAt(i) >= 48 && text.charCodeAt(i) <= 57) i++;
+    if (i > 20 && text.charCodeAt(i) === 32) {
+      lastLogText = text;
+      lastLogFractionEnd = i;
+      lastLogSecondUs = value - fractionAt(text, 20, i);
+    }
+  }
+  return value;
 }
 
 /** Microseconds since 1970 of a millisecond timestamp (e.g. `Date.now()`). */

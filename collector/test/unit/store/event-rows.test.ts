@@ -164,6 +164,22 @@ test('NULs and lone surrogates are cleaned and counted, in columns and in the pa
   assert.deepEqual(repairs, { nulRemoved: 3, invalidReplaced: 2, cut: 0 });
 });
 
+test('names seen clean lately are kept per column: a dirty name is cleaned and counted every time, a clean one passes through many fingerprints', () => {
+  const ctx = rowContext(MAX);
+  const users = ['alice', 'bob\0', 'carol'];
+  for (let i = 0; i < 60; i++) {
+    const user = users[i % users.length]!;
+    const fingerprint = `fp${String(i % 40).padStart(2, '0')}`;
+    const values = mapEvent(SOURCE, statementEvent({ user, database: 'db\ud800', fingerprint }), READ_AT, ctx).values;
+    assert.equal(column('statement_events', values, 'username'), user.replace('\0', ''));
+    assert.equal(column('statement_events', values, 'database'), 'db\ufffd');
+    assert.equal(column('statement_events', values, 'fingerprint'), fingerprint);
+  }
+  // 20 rows with bob's NUL, 60 with the database's lone surrogate.
+  assert.equal(ctx.repairs.nulRemoved, 20);
+  assert.equal(ctx.repairs.invalidReplaced, 60);
+});
+
 test('long text is capped at maxTextBytes, in columns and inside the payload', () => {
   const ctx = rowContext(8192);
   const big = `SELECT '${'é'.repeat(20_000)}'`;

@@ -4,7 +4,8 @@ import { test } from 'node:test';
 
 import fc from 'fast-check';
 
-import { isoToMicros as isoToMicrosValue, microsToIso, msToMicros } from '../../../src/store/iso-time.ts';
+import { toIsoTimestamp } from '../../../src/logformat/timestamp.ts';
+import { isoToMicros as isoToMicrosValue, logTimeMicros, microsToIso, msToMicros } from '../../../src/store/iso-time.ts';
 
 /** The value as a bigint, whatever form it came in (a number while a safe integer). */
 const isoToMicros = (text: string): bigint | null => {
@@ -135,5 +136,42 @@ test('property: a text repeated (the last-text shortcut) converts like the first
       for (const k of picks) assert.equal(isoToMicrosValue(pool[k]!), expected[k], pool[k]);
     }),
     { numRuns: 300 },
+  );
+});
+
+test('a timestamp as logged converts to its microseconds, or null when its zone is unknown', () => {
+  assert.equal(logTimeMicros('2024-01-02 03:04:05.123 UTC'), 1704164645123000);
+  assert.equal(logTimeMicros('2024-01-02 03:04:05.124 UTC'), 1704164645124000);
+  assert.equal(logTimeMicros('2024-01-02 06:04:05.125 +03'), 1704164645125000);
+  assert.equal(logTimeMicros('2024-01-02 03:04:05 UTC'), 1704164645000000);
+  assert.equal(logTimeMicros('2024-01-02 03:04:05.126 XYZ'), null);
+  assert.equal(logTimeMicros('2024-01-02 03:04:05.126'), null);
+  assert.equal(logTimeMicros('1704164645.127'), 1704164645127000);
+});
+
+test('property: a timestamp as logged converts as its ISO text would, whatever came before it (the same-second shortcut)', () => {
+  const heads = [
+    '2026-11-26 08:00:00',
+    '2026-11-26 08:00:01',
+    '2026-11-26 08:01:00',
+    '2024-02-29 23:59:59',
+    '2026-02-30 00:00:00',
+    '1969-12-31 23:59:59',
+    '2255-06-01 00:00:00',
+    '2026-11-26 24:00:00',
+  ];
+  const zones = [' UTC', ' CET', ' +03', ' -0330', ' +05:30', ' XYZ', '', ' utc'];
+  const stamp = fc.oneof(
+    fc
+      .record({ head: fc.constantFrom(...heads), digits: fc.stringMatching(/^\d{0,9}$/), zone: fc.constantFrom(...zones) })
+      .map(({ head, digits, zone }) => `${head}${digits === '' ? '' : `.${digits}`}${zone}`),
+    fc.stringMatching(/^\d{10}(\.\d{1,6})?$/),
+    fc.string({ maxLength: 30 }),
+  );
+  fc.assert(
+    fc.property(fc.array(stamp, { minLength: 1, maxLength: 30 }), (texts) => {
+      for (const text of texts) assert.equal(logTimeMicros(text), isoToMicrosValue(toIsoTimestamp(text)), text);
+    }),
+    { numRuns: 1000 },
   );
 });
