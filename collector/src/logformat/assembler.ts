@@ -18,8 +18,9 @@ export interface AssemblerOptions {
   withoutTime?: boolean | undefined;
   /**
    * stderr and syslog: hand the sink one record object over and over, made empty again before
-   * each entry, for a sink that is done with a record when it returns (LogParser). csvlog and
-   * jsonlog make a record per entry either way.
+   * each entry, for a sink that is done with a record, and with the Buffers in it, when it
+   * returns (LogParser): a short stderr message is then memory the assembler reuses for the
+   * next entry. csvlog and jsonlog make a record per entry either way.
    */
   reuseRecords?: boolean | undefined;
 }

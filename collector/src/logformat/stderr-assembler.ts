@@ -31,6 +31,13 @@ export const S_MESSAGE = 0,
   S_QUERY = 5,
   S_LOCATION = 6;
 const NSECTIONS = 7;
+/**
+ * The longest message start EntryBuilder.beginCopy copies (longer ones are views of their
+ * chunk): most statements' messages, with at most 513 views of 100 bytes or so per stream.
+ */
+const SCRATCH_BYTES = 512;
+/** Copies up to this long are a loop here; longer ones Buffer#copy's native call. */
+const COPY_LOOP_MAX = 32;
 
 /** Section of an auxiliary severity code. */
 export function auxSection(sev: number): number {
@@ -89,6 +96,10 @@ export class EntryBuilder {
   private readonly sink: RecordSink;
   readonly stats: AssemblerStats;
 
+  /** beginCopy's memory (with reused records), and its views by length. */
+  private readonly scratch: Buffer;
+  private readonly scratchViews: (Buffer | undefined)[] = [];
+
   /** The record handed to the sink each time, when records are reused (null: a new one each entry). */
   private readonly reused: LogRecord | null;
 
@@ -97,6 +108,7 @@ export class EntryBuilder {
     this.sink = sink;
     this.stats = stats;
     this.reused = reuseRecords ? emptyRecord(0, 0, UNKNOWN_SEVERITY, EMPTY) : null;
+    this.scratch = reuseRecords ? Buffer.allocUnsafeSlow(SCRATCH_BYTES) : EMPTY;
     for (let i = 0; i < NSECTIONS; i++) this.secs.push(null);
   }
 
@@ -107,6 +119,27 @@ export class EntryBuilder {
    */
   record(start: number, end: number, severity: string): LogRecord {
     return this.reused === null ? emptyRecord(start, end, severity, EMPTY) : resetRecord(this.reused, start, end, severity, EMPTY);
+  }
+
+  /**
+   * begin() with the message's start `bytes[from, to)`. When records are reused and it is
+   * short, it is copied into memory of the builder's, of which a view of each length is made
+   * once: a view of the chunk per entry was 40 % of what the row path allocated
+   * (docs/benchmarks.md, "Per-row name checks and timestamps"). Such a message is valid until
+   * the next entry begins, which is after this one was emitted and its sink returned: a sink
+   * of reused records is done with a record, and every Buffer in it, when it returns.
+   */
+  beginCopy(rec: LogRecord, lineLen: number, bytes: Buffer, from: number, to: number, truncatedLine: boolean): void {
+    const n = to - from;
+    if (n > SCRATCH_BYTES || this.reused === null) {
+      this.begin(rec, lineLen, bytes.subarray(from, to), truncatedLine);
+      return;
+    }
+    const scratch = this.scratch;
+    if (n <= COPY_LOOP_MAX) for (let i = 0; i < n; i++) scratch[i] = bytes[from + i]!;
+    else bytes.copy(scratch, 0, from, to);
+    const view = (this.scratchViews[n] ??= scratch.subarray(0, n));
+    this.begin(rec, lineLen, view, truncatedLine);
   }
 
   /** Starts an entry whose first line is `lineLen` bytes long and whose message begins with `text`. */
@@ -268,7 +301,7 @@ export class StderrAssembler implements EntryAssembler {
       rec.sqlstate ??= bytes.toString('latin1', text, text + 5);
       text = v;
     }
-    b.begin(rec, to - from, bytes.subarray(text, to), truncated);
+    b.beginCopy(rec, to - from, bytes, text, to, truncated);
   }
 
   private malformed(bytes: Buffer, from: number, to: number, offset: number, next: number, truncated: boolean): void {

@@ -4,6 +4,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 
 import { isPglogError } from '@pglog/common/errors.ts';
+import fc from 'fast-check';
 
 import { createAssembler } from '../../../src/logformat/assembler.ts';
 import { CsvAssembler } from '../../../src/logformat/csv-assembler.ts';
@@ -59,7 +60,8 @@ void describe('createAssembler', () => {
         format,
         (r) => {
           objects.add(r);
-          seen.push({ ...r });
+          // The sink's to keep: a short message is the assembler's memory, reused for the next entry.
+          seen.push({ ...r, message: Buffer.from(r.message) });
         },
         { prefix, reuseRecords: true },
       );
@@ -80,6 +82,35 @@ void describe('createAssembler', () => {
         Array(8).fill(null),
       );
     }
+  });
+
+  void it('property: reused records carry the messages of records made anew, however long, continued, cut or malformed, each line in a Buffer of its own', () => {
+    const line = fc.oneof(
+      fc
+        .record({ len: fc.integer({ min: 0, max: 700 }), fill: fc.integer({ min: 0x21, max: 0x7e }) })
+        .map(({ len, fill }) => `2026-11-26 08:00:00.000 UTC [7] LOG:  ${String.fromCharCode(fill).repeat(len)}`),
+      fc.integer({ min: 0, max: 40 }).map((len) => `\t${'c'.repeat(len)}`),
+      fc.constant('2026-11-26 08:00:00.000 UTC [7] DETAIL:  parameters: $1 = 1'),
+      fc.string({ maxLength: 20 }).map((t) => t.replace(/[\t\n\r]/g, ' ')),
+    );
+    fc.assert(
+      fc.property(fc.array(line, { maxLength: 30 }), fc.integer({ min: 16, max: 1024 }), (lines, maxEntryBytes) => {
+        const run = (reuseRecords: boolean): LogRecord[] => {
+          const out: LogRecord[] = [];
+          const a = createAssembler('stderr', (r) => out.push({ ...r, message: Buffer.from(r.message) }), { prefix: '%m [%p] ', maxEntryBytes, reuseRecords });
+          let at = 0;
+          for (const text of lines) {
+            const bytes = Buffer.from(`xx${text}yy`, 'latin1');
+            a.pushLine(bytes, 2, bytes.length - 2, at, at + text.length + 1, false);
+            at += text.length + 1;
+          }
+          a.flush();
+          return out;
+        };
+        assert.deepStrictEqual(run(true), run(false));
+      }),
+      { numRuns: 300 },
+    );
   });
 
   void it('resetRecord empties every field emptyRecord makes, so a reused record carries nothing over', () => {
