@@ -133,12 +133,25 @@ export class StatementKeys {
     if (names > MAX_KEPT_CHARS) return null;
     const templated = rawFingerprint !== '';
     // Cleaned only to see whether cleaning changes anything (a text it repairs is never kept),
-    // its repairs counted apart: the row's TemplateSet.see counts them. The answer is kept, so
-    // the next rows of that key do not clean a long text again only to be refused.
-    if (templated && (cleanText(rawFingerprint, maxTextBytes, UNCOUNTED) !== rawFingerprint || cleanText(normalized, maxTextBytes, UNCOUNTED) !== normalized))
-      return this.remember(byFingerprint, fingerprint, NOT_KEPT, names, target, instance, database, rawFingerprint, normalized, maxTextBytes);
-    const chars = names + (templated ? rawFingerprint.length + normalized.length : 0);
+    // its repairs counted apart: the row's TemplateSet.see counts them. The answer is kept (as
+    // NOT_KEPT, counted by its names), so the next rows of that key do not clean a long text
+    // again only to be refused.
+    const needsRepair =
+      templated && (cleanText(rawFingerprint, maxTextBytes, UNCOUNTED) !== rawFingerprint || cleanText(normalized, maxTextBytes, UNCOUNTED) !== normalized);
+    const chars = needsRepair || !templated ? names : names + rawFingerprint.length + normalized.length;
     if (chars > MAX_KEPT_CHARS) return null;
+    // Past either bound every kept key is forgotten first, and the lookup made again.
+    if (this.keys >= this.maxKeys || this.chars + chars > MAX_KEPT_CHARS) {
+      this.forget();
+      return this.key(target, instance, database, fingerprint, rawFingerprint, normalized, maxTextBytes);
+    }
+    this.keys++;
+    this.chars += chars;
+    if (needsRepair) {
+      byFingerprint.set(fingerprint ?? NULL_NAME, NOT_KEPT);
+      this.refused++;
+      return null;
+    }
     const key: StatementKey = {
       target,
       instance,
@@ -152,35 +165,8 @@ export class StatementKeys {
       rollupPart: null,
       sparePart: null,
     };
-    return this.remember(byFingerprint, fingerprint, key, chars, target, instance, database, rawFingerprint, normalized, maxTextBytes);
-  }
-
-  /**
-   * Keeps `key` (or NOT_KEPT) under `fingerprint`, counted as `chars`, within the bounds:
-   * past either, every kept key is forgotten first and the lookup made again.
-   */
-  private remember(
-    byFingerprint: Map<string, StatementKey>,
-    fingerprint: string | null,
-    key: StatementKey,
-    chars: number,
-    target: string,
-    instance: string,
-    database: string | null,
-    rawFingerprint: string,
-    normalized: string,
-    maxTextBytes: number,
-  ): StatementKey | null {
-    if (this.keys >= this.maxKeys || this.chars + chars > MAX_KEPT_CHARS) {
-      this.forget();
-      return this.key(target, instance, database, fingerprint, rawFingerprint, normalized, maxTextBytes);
-    }
     byFingerprint.set(fingerprint ?? NULL_NAME, key);
-    this.keys++;
-    this.chars += chars;
-    if (key !== NOT_KEPT) return key;
-    this.refused++;
-    return null;
+    return key;
   }
 
   private byFingerprintOf(target: string, instance: string, database: string | null): Map<string, StatementKey> {
