@@ -54,20 +54,24 @@ function micros(secondsMs: number, frac: number): Micros {
   return Number.isSafeInteger(us) ? us : BigInt(secondsMs) * 1000n + BigInt(frac);
 }
 
-// The last text and its value: the parser hands out one string for every entry of a
-// timestamp (logformat/timestamp.ts), and a busy server logs dozens of entries per
-// millisecond, so most calls compare two pointers and return.
-let lastText = '';
-let lastValue: Micros | null = null;
+/**
+ * `convert` with its last text and value remembered: the parser hands out one string for
+ * every entry of a timestamp (logformat/timestamp.ts), and a busy server logs dozens of
+ * entries per millisecond, so most calls compare two pointers and return.
+ */
+function rememberingLast(convert: (text: string) => Micros | null): (text: string) => Micros | null {
+  let lastText = '';
+  let lastValue: Micros | null = null;
+  return (text) => {
+    if (text === lastText) return lastValue;
+    lastValue = convert(text);
+    lastText = text;
+    return lastValue;
+  };
+}
 
 /** Microseconds since 1970 of an ISO 8601 timestamp with offset, or null when it is not one. */
-export function isoToMicros(text: string): Micros | null {
-  if (text === lastText) return lastValue;
-  const value = parseIso(text);
-  lastText = text;
-  lastValue = value;
-  return value;
-}
+export const isoToMicros = rememberingLast(parseIso);
 
 function parseIso(text: string): Micros | null {
   // Fast path, no regular expression: the same second and zone as the last timestamp.
@@ -124,8 +128,8 @@ function parseIso(text: string): Micros | null {
 let lastLogText = '';
 /** Index of the space before the zone in lastLogText. */
 let lastLogFractionEnd = 0;
-/** lastLogText's value without its fraction: the whole second, in µs. */
-let lastLogSecondUs = 0;
+/** lastLogText's value without its fraction: the whole second, in ms (as micros() takes it). */
+let lastLogSecondMs = 0;
 
 /**
  * Microseconds since 1970 of a timestamp as logged (`%m`, `%t`, `%n`, csvlog's), or null when
@@ -133,18 +137,7 @@ let lastLogSecondUs = 0;
  * ISO text while the date, the clock up to the second and the zone are the last one's (the
  * fraction is then read in place).
  */
-export function logTimeMicros(text: string): Micros | null {
-  // The parser hands out one string while a timestamp's bytes repeat (a busy server logs
-  // dozens of entries per millisecond): mostly one comparison of two pointers.
-  if (text === lastLogValueText) return lastLogValue;
-  const value = logTimeMicrosOf(text);
-  lastLogValueText = text;
-  lastLogValue = value;
-  return value;
-}
-
-let lastLogValueText = '';
-let lastLogValue: Micros | null = null;
+export const logTimeMicros = rememberingLast(logTimeMicrosOf);
 
 function logTimeMicrosOf(text: string): Micros | null {
   const last = lastLogText;
@@ -158,7 +151,7 @@ function logTimeMicrosOf(text: string): Micros | null {
       same = c >= 48 && c <= 57;
     }
     for (let k = end; k < n && same; k++) same = text.charCodeAt(k) === last.charCodeAt(k);
-    if (same) return micros(lastLogSecondUs / 1000, fractionAt(text, 20, end));
+    if (same) return micros(lastLogSecondMs, fractionAt(text, 20, end));
   }
   const value = isoToMicros(toIsoTimestamp(text));
   if (typeof value === 'number' && n > 20 && text.charCodeAt(10) === 32 && text.charCodeAt(19) === 46) {
@@ -167,7 +160,7 @@ function logTimeMicrosOf(text: string): Micros | null {
     if (i > 20 && text.charCodeAt(i) === 32) {
       lastLogText = text;
       lastLogFractionEnd = i;
-      lastLogSecondUs = value - fractionAt(text, 20, i);
+      lastLogSecondMs = (value - fractionAt(text, 20, i)) / 1000;
     }
   }
   return value;
