@@ -2,10 +2,17 @@
  * The HTTP endpoint of the collector and the operator: /metrics (Prometheus), /healthz (liveness), /readyz
  * (readiness). node:http, GET and HEAD only, nothing else served.
  */
-import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 
 import type { Logger } from './logger.ts';
+
+// node:http as its CommonJS object, not through an ES import: an ES module's import makes Node
+// build the module's ES namespace by reading every export, and node:http's lazy WebSocket,
+// CloseEvent and MessageEvent getters then load undici (and with it http2, web streams and
+// worker_threads): about 75 more built-in modules and 13 MB more RSS in every pglog process
+// that serves /metrics (docs/benchmarks.md, "Built-in modules loaded through ES imports").
+const { createServer } = process.getBuiltinModule('node:http');
 
 /** What /metrics serves: a Prometheus registry's text (the collector's or the operator's). */
 export interface MetricsSource {
