@@ -103,8 +103,13 @@ export function threadCpuDelta(before: ThreadCpu, after: ThreadCpu): ThreadCpu {
   ) as ThreadCpu;
 }
 
-/** Peak (VmHWM) and current (VmRSS) resident memory of one process, bytes; null when gone. */
-export function processMemory(pid: number): { peakRss: number; rss: number } | null {
+/**
+ * Peak (VmHWM) and current (VmRSS) resident memory of one process, bytes, and of the current:
+ * anonymous pages (heap, Buffers, stacks) and file-backed ones (for a collector mostly the Node
+ * binary's own code and data, clean pages shared with every other process running it); null
+ * when gone.
+ */
+export function processMemory(pid: number): { peakRss: number; rss: number; rssAnon: number; rssFile: number } | null {
   let text: string;
   try {
     text = readFileSync(`/proc/${pid}/status`, 'utf8');
@@ -112,7 +117,7 @@ export function processMemory(pid: number): { peakRss: number; rss: number } | n
     return null;
   }
   const kb = (name: string): number => Number(new RegExp(`^${name}:\\s+(\\d+) kB`, 'm').exec(text)?.[1] ?? NaN) * 1024;
-  return { peakRss: kb('VmHWM'), rss: kb('VmRSS') };
+  return { peakRss: kb('VmHWM'), rss: kb('VmRSS'), rssAnon: kb('RssAnon'), rssFile: kb('RssFile') };
 }
 
 /** CPU seconds of every live process whose command name is `comm`, keyed by pid. */

@@ -61,6 +61,10 @@ export function renderSection(runs: readonly RunResult[], failures: readonly str
       '… largest in the window, MB: V8 heap committed (young generation) / used, external (Buffers), held for the store',
       (r) => `${mb(r.memory.heapTotal)} (${mb(r.memory.newSpace)}) / ${mb(r.memory.heapUsed)}, ${mb(r.memory.external)}, ${mb(r.memory.pending)}`,
     ),
+    row(
+      "… resident, largest in the window, MB: anonymous / file-backed (the Node binary's own pages, shared by every process running it)",
+      (r) => `${mb(r.memory.rssAnon)} / ${mb(r.memory.rssFile)}`,
+    ),
     row('**end-to-end latency p50 / p99, ms** (log write → committed row)', (r) => `${f(r.latency.p50Ms, 0)} / ${f(r.latency.p99Ms, 0)}`),
     row('end-to-end latency max, ms', (r) => f(r.latency.maxMs, 0)),
     row('kept up: unread backlog at the window end, MB', (r) => mb(r.backlogBytesAtEnd)),

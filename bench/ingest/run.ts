@@ -88,9 +88,11 @@ export interface RunResult {
   /**
    * Where the memory is: the largest of each figure over the window's 1 s scrapes: V8 heap
    * committed (of it the young generation, "new" space) and used, external (Buffers: SSH
-   * channels, socket and COPY buffers), and the bytes held for the store (the budget's count).
+   * channels, socket and COPY buffers), the bytes held for the store (the budget's count), and
+   * the process's resident pages read from /proc at the same moment: anonymous, and file-backed
+   * (mostly the Node binary's own pages, shared with every process that runs it).
    */
-  memory: { heapTotal: number; newSpace: number; heapUsed: number; external: number; pending: number };
+  memory: { heapTotal: number; newSpace: number; heapUsed: number; external: number; pending: number; rssAnon: number; rssFile: number };
   latency: Latency;
   backlogBytesAtEnd: number;
   lagBytesGaugeAtEnd: number;
@@ -133,7 +135,7 @@ interface ElSample {
   max: number;
   paused: number;
   scrapeMs: number;
-  memory: { heapTotal: number; newSpace: number; heapUsed: number; external: number; pending: number };
+  memory: { heapTotal: number; newSpace: number; heapUsed: number; external: number; pending: number; rssAnon: number; rssFile: number };
 }
 
 /** The CPU profile V8 wrote for process `pid` in `dir` (`CPU.<date>.<time>.<pid>.<tid>.<seq>.cpuprofile`). */
@@ -228,6 +230,7 @@ export async function measureRun(o: RunOptions): Promise<RunResult> {
       try {
         const s = await scrape(metricsUrl, 10_000);
         const at = Date.now();
+        const resident = processMemory(collector.pid);
         const sample = {
           at,
           p99: value(s, 'pglog_nodejs_eventloop_lag_p99_seconds'),
@@ -240,6 +243,8 @@ export async function measureRun(o: RunOptions): Promise<RunResult> {
             heapUsed: value(s, 'pglog_nodejs_heap_size_used_bytes'),
             external: value(s, 'pglog_nodejs_external_memory_bytes'),
             pending: value(s, 'pglog_pending_bytes'),
+            rssAnon: resident?.rssAnon ?? NaN,
+            rssFile: resident?.rssFile ?? NaN,
           },
         };
         elSamples.push(sample);
@@ -392,6 +397,8 @@ export async function measureRun(o: RunOptions): Promise<RunResult> {
         heapUsed: Math.max(0, ...inWindow.map((s) => s.memory.heapUsed)),
         external: Math.max(0, ...inWindow.map((s) => s.memory.external)),
         pending: Math.max(0, ...inWindow.map((s) => s.memory.pending)),
+        rssAnon: Math.max(0, ...inWindow.map((s) => s.memory.rssAnon)),
+        rssFile: Math.max(0, ...inWindow.map((s) => s.memory.rssFile)),
       },
       latency,
       backlogBytesAtEnd: b.writer.bytes - b.readBytes,

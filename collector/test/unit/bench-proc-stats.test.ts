@@ -4,7 +4,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 
-import { CLK_TCK, parseStat, THREAD_GROUPS, threadCpu, threadCpuDelta, threadGroup } from '../../../bench/ingest/proc-stats.ts';
+import { CLK_TCK, parseStat, processMemory, THREAD_GROUPS, threadCpu, threadCpuDelta, threadGroup } from '../../../bench/ingest/proc-stats.ts';
 
 describe('parseStat', () => {
   it('reads the name between the first ( and the last ), the parent, and utime, stime and the reaped children in seconds', () => {
@@ -51,5 +51,20 @@ describe('threadCpu', () => {
   it('reads an exited process as no threads', () => {
     const none = threadCpu(2 ** 22 + 1); // above Linux's pid_max
     for (const g of THREAD_GROUPS) assert.deepEqual(none[g], { user: 0, system: 0 });
+  });
+});
+
+describe('processMemory', () => {
+  it("reads this process's resident memory: anonymous and file-backed pages within VmRSS, VmRSS within its peak", () => {
+    const m = processMemory(process.pid);
+    assert.ok(m !== null);
+    assert.ok(m.rssAnon > 0 && m.rssFile > 0, `anonymous ${m.rssAnon}, file-backed ${m.rssFile}`);
+    // VmRSS is RssAnon + RssFile + RssShmem, read together from one status file.
+    assert.ok(m.rssAnon + m.rssFile <= m.rss, `${m.rssAnon} + ${m.rssFile} > ${m.rss}`);
+    assert.ok(m.rss <= m.peakRss);
+  });
+
+  it('is null for a process that is gone', () => {
+    assert.equal(processMemory(2 ** 22 + 1), null);
   });
 });
