@@ -9,10 +9,5 @@ if (doc === undefined || name === undefined || file === undefined) {
   process.stderr.write('usage: merge-section.ts DOC NAME FILE\n');
   process.exit(2);
 }
-const text = readFileSync(file, 'utf8');
-// A benchmark's --out into a file of its own wraps the section in its markers under the title
-// writeSection gives a new file: only what is between the markers is the section.
-const start = text.indexOf(`<!-- ${name}:start -->`);
-const end = text.indexOf(`<!-- ${name}:end -->`);
-writeSection(doc, name, start !== -1 && end > start ? text.slice(start, end) : text);
+writeSection(doc, name, readFileSync(file, 'utf8'));
 process.stderr.write(`merge-section: ${name} → ${doc}\n`);

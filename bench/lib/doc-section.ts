@@ -7,8 +7,12 @@ import { readFileSync, writeFileSync } from 'node:fs';
 export function writeSection(doc: string, name: string, markdown: string): void {
   const start = `<!-- ${name}:start -->`;
   const end = `<!-- ${name}:end -->`;
-  // A benchmark may already have wrapped its output in its markers: keep one pair.
-  const body = markdown
+  // A benchmark may already have wrapped its output in its markers: keep one pair, and only
+  // what is between them (a benchmark's --out into a new file put the file's title before them).
+  const wrapStart = markdown.indexOf(start);
+  const wrapEnd = markdown.indexOf(end);
+  const wrapped = wrapStart !== -1 && wrapEnd > wrapStart ? markdown.slice(wrapStart, wrapEnd + end.length) : markdown;
+  const body = wrapped
     .split('\n')
     .filter((line) => line.trim() !== start && line.trim() !== end)
     .join('\n');
