@@ -65,6 +65,17 @@ export interface RunOptions {
   pglog?: string;
 }
 
+/** Memory figures in bytes: of one 1 s sample, or the largest of each over a window (RunResult.memory). */
+export interface MemoryFigures {
+  heapTotal: number;
+  newSpace: number;
+  heapUsed: number;
+  external: number;
+  pending: number;
+  rssAnon: number;
+  rssFile: number;
+}
+
 export interface RunResult {
   /** What this run's collector ran with, when not Node's defaults. */
   variant?: string;
@@ -92,7 +103,7 @@ export interface RunResult {
    * the process's resident pages read from /proc at the same moment: anonymous, and file-backed
    * (mostly the Node binary's own pages, shared with every process that runs it).
    */
-  memory: { heapTotal: number; newSpace: number; heapUsed: number; external: number; pending: number; rssAnon: number; rssFile: number };
+  memory: MemoryFigures;
   latency: Latency;
   backlogBytesAtEnd: number;
   lagBytesGaugeAtEnd: number;
@@ -135,7 +146,7 @@ interface ElSample {
   max: number;
   paused: number;
   scrapeMs: number;
-  memory: { heapTotal: number; newSpace: number; heapUsed: number; external: number; pending: number; rssAnon: number; rssFile: number };
+  memory: MemoryFigures;
 }
 
 /** The CPU profile V8 wrote for process `pid` in `dir` (`CPU.<date>.<time>.<pid>.<tid>.<seq>.cpuprofile`). */
