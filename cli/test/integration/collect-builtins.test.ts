@@ -1,7 +1,7 @@
 // Which of Node's built-in modules `pglog collect` loads. An ES import of a built-in makes Node
 // build its ES namespace by reading every export, and node:http's lazy WebSocket getters then
-// load undici, http2, web streams and worker_threads that nothing here uses: about 13 MB more
-// RSS per process (docs/benchmarks.md, "Built-in modules loaded through ES imports"). What that
+// load undici, http2, web streams and worker_threads that nothing here uses (about 3 MB of a
+// collector's RSS: docs/benchmarks.md, "Built-in modules loaded through ES imports"). What it
 // costs is measured there; this keeps a new ES import of node:http from bringing it back.
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
