@@ -6,6 +6,7 @@
 import { readFileSync, writeFileSync } from 'node:fs';
 import { cpus } from 'node:os';
 
+import { cpuPerMBAt, fitCpuModel, rateForTarget } from './cpu-model.ts';
 import { STAGES } from './cpu-profile.ts';
 import type { ThreadGroup } from './proc-stats.ts';
 import type { RunResult } from './run.ts';
@@ -141,6 +142,7 @@ export function renderSection(runs: readonly RunResult[], failures: readonly str
     head,
     rule,
     ...rows,
+    ...cpuModelTable(runs),
     ...profileTable,
     '',
     '- CPU: utime + stime of the collector process from /proc over the window, divided by the log bytes it read in the window ' +
@@ -161,6 +163,45 @@ export function renderSection(runs: readonly RunResult[], failures: readonly str
       'batching (`--batch-ms`) and COPY.',
     END,
   ].join('\n');
+}
+
+/** Issue 15's target for the collector's CPU, ms per MB read. */
+const TARGET_MS_PER_MB = 20;
+
+/**
+ * The CPU of each configuration run at two loads or more, split into a cost per second and a
+ * cost per MB (cpu-model.ts), and what that says about the target; nothing when none was.
+ */
+function cpuModelTable(runs: readonly RunResult[]): string[] {
+  const byConfig = new Map<string, RunResult[]>();
+  for (const r of runs) {
+    const key = r.variant ?? '';
+    byConfig.set(key, [...(byConfig.get(key) ?? []), r]);
+  }
+  const fitted = [...byConfig]
+    .map(([variant, rs]) => ({ variant, model: fitCpuModel(rs.map((r) => ({ readMBps: r.ingestedMBps, cpuMsPerMB: r.collectorCpuPerMB * 1000 }))) }))
+    .filter((x) => x.model !== null);
+  if (fitted.length === 0) return [];
+  const cell = (fn: (m: NonNullable<(typeof fitted)[number]['model']>) => string): string => fitted.map((x) => fn(x.model!)).join(' | ');
+  return [
+    '',
+    `### The collector's CPU as a cost per second and a cost per MB (from the runs above at different loads)`,
+    '',
+    'A line through CPU ms per second against MB read per second, fitted over the runs of one configuration (least squares; ' +
+      "with two loads, the line through both): what does not grow with the load (each stream's read rounds and handovers, " +
+      'timers, commits, metrics) and what each MB adds. A figure in ms per MB is the second plus the first divided by the MB/s read.',
+    '',
+    `| | ${fitted.map((x) => (x.variant === '' ? 'this tree' : x.variant)).join(' | ')} |`,
+    `|---|${fitted.map(() => '---:').join('|')}|`,
+    `| fitted over reads of, MB/s | ${cell((m) => `${f(m.fromMBps, 2)} to ${f(m.toMBps, 2)}`)} |`,
+    `| **cost per second whatever the load, CPU ms per s** | ${cell((m) => f(m.perSecondMs))} |`,
+    `| **cost of each MB read, CPU ms** | ${cell((m) => f(m.perMBMs))} |`,
+    `| CPU ms per MB this gives at 50 MB/s read | ${cell((m) => f(cpuPerMBAt(m, 50)))} |`,
+    `| read rate from which it is at most ${TARGET_MS_PER_MB} ms per MB | ${cell((m) => {
+      const rate = rateForTarget(m, TARGET_MS_PER_MB);
+      return rate === null ? `none: each MB alone costs over ${TARGET_MS_PER_MB} ms` : `${f(rate, 1)} MB/s`;
+    })} |`,
+  ];
 }
 
 /** Writes `section` into `file`, replacing an earlier section between the markers. */
