@@ -3,7 +3,7 @@
  * polling loop (before) and the builtin wait (after, ADR 0014) side by side in one run, idle
  * and at a fixed append rate: process starts a second and CPU per followed log (its remote
  * loop, and sshd), and how soon a line written after a silence is delivered; under load also
- * the builtin wait reading again 200 ms after data (before ADR 0023) against its default.
+ * the builtin wait reading again 400 ms after data (ADR 0023, before ADR 0025) against its default.
  *
  *   node bench/server-cost-bench.ts [--streams 4] [--rate-mb 1] [--window 20] [--latency-rounds 3] [--out FILE.md]
  *
@@ -16,6 +16,7 @@ import { cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 
+import { defaultDataInterval, FOLLOW_DEFAULTS } from '@pglog/collector/follow/follower.ts';
 import type { IdleWait } from '@pglog/collector/follow/segment-script.ts';
 import { SshConnection } from '@pglog/collector/transport/ssh-connection.ts';
 import { sshConnectionOptions } from '@pglog/test-support/ssh-connection.ts';
@@ -38,8 +39,10 @@ const streams = Number(values.streams);
 const rate = Number(values['rate-mb']) * 1e6;
 const windowS = Number(values.window);
 const latencyRounds = Number(values['latency-rounds']);
-/** The wait after a round with data before ADR 0023: the poll. */
-const BEFORE_DATA_INTERVAL_MS = 200;
+/** The wait after a round with data of ADR 0023, before ADR 0025 doubled it. */
+const BEFORE_DATA_INTERVAL_MS = 400;
+const { pollIntervalMs, idleMs, rotationCheckMs, heartbeatMs } = FOLLOW_DEFAULTS;
+const dataIntervalMs = defaultDataInterval(pollIntervalMs, idleMs);
 const say = (line: string): void => {
   process.stderr.write(`server-cost-bench: ${line}\n`);
 };
@@ -57,7 +60,7 @@ try {
   cleanup.push(() => rmSync(root, { recursive: true, force: true }));
   let n = 0;
   // A B B A: drift in what else the machine does weighs on both alike. Under load, the builtin
-  // loop also with the 200 ms wait after data it had before ADR 0023.
+  // loop also with the 400 ms wait after data it had before ADR 0025.
   const phases: Array<{ load: number; idleWait: IdleWait; dataIntervalMs?: number }> = [
     ...(['polling', 'builtins', 'builtins', 'polling'] as const).map((idleWait) => ({ load: 0, idleWait })),
     ...(['polling', 'builtins', 'builtins', 'polling'] as const).map((idleWait) => ({ load: rate, idleWait })),
@@ -126,7 +129,7 @@ const minutes = ((Date.now() - started) / 60_000).toFixed(1);
 const text = [
   '## Server cost of a followed log',
   '',
-  `\`node bench/server-cost-bench.ts\` (in \`make bench\`): ${streams} logs followed at once by the collector's LogFollower (production intervals: 200 ms poll, 400 ms wait after a round with data, rotation check every 1 s, heartbeat every 2 s) over one ssh2 connection to one local OpenSSH sshd, ` +
+  `\`node bench/server-cost-bench.ts\` (in \`make bench\`): ${streams} logs followed at once by the collector's LogFollower (production intervals: ${pollIntervalMs} ms poll, ${dataIntervalMs} ms wait after a round with data, rotation check every ${rotationCheckMs / 1000} s, heartbeat every ${heartbeatMs / 1000} s) over one ssh2 connection to one local OpenSSH sshd, ` +
     `each log with a \`current_logfiles\` naming it, as PostgreSQL's logging collector writes; first all idle, then each appended to at ${fixed(rate / 1e6, 1)} MB/s (whole ~150-byte lines every 10 ms). ` +
     `**Before**: the polling loop (\`idleWait: 'polling'\`, a few processes every poll); **after**: the builtin wait (the default, ADR 0014). Two sessions of each per load, in the order before, after, after, before (figures: their mean), each on fresh logs, measured after 4 s: ` +
     `over ${windowS} s, CPU (each loop's shell with everything it started, /proc utime+stime+cutime+cstime; sshd's processes) and process starts (\`perf stat\` of the task:task_newtask tracepoint on each loop, inherited by its children: every fork, counted in the kernel without slowing the loop). ` +
@@ -139,7 +142,7 @@ const text = [
   ...row(`${fixed(rate / 1e6, 1)} MB/s`, rate),
   `| idle | line after silence delivered, ms: median / max of ${lb.length} | ${fixed(pct(lb, 0.5), 0)} / ${fixed(Math.max(...lb), 0)} | ${fixed(pct(la, 0.5), 0)} / ${fixed(Math.max(...la), 0)} | |`,
   '',
-  `The builtin wait under load, reading again ${BEFORE_DATA_INTERVAL_MS} ms after a round with data (before ADR 0023) against the follower's default wait after data (400 ms, ADR 0023), two sessions of each in the order before, after, after, before:`,
+  `The builtin wait under load, reading again ${BEFORE_DATA_INTERVAL_MS} ms after a round with data (ADR 0023, before ADR 0025) against the follower's default wait after data (${dataIntervalMs} ms, ADR 0025), two sessions of each in the order before, after, after, before:`,
   '',
   `| load | per followed log | before (${BEFORE_DATA_INTERVAL_MS} ms after data) | after (the default) | before / after |`,
   '|---|---|---:|---:|---:|',

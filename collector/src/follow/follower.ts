@@ -43,15 +43,15 @@ export interface LogFollowerOptions {
   pollIntervalMs?: number;
   /**
    * How long a segment waits after a round that read data before it reads again. Default
-   * twice pollIntervalMs (400 ms), at most four fifths of idleMs but never under the poll. While a log is written
-   * steadily every round reads, and each read costs the collector about the same whatever it
-   * carries (an SSH packet or two, the stream's wake-ups, a handover: about 0.2 ms,
-   * docs/benchmarks.md, ADR 0023). Rows are committed once a second (the batcher), so a row
-   * waiting at most 200 ms longer to be read halves those costs. Kept under `idleMs`, so that
-   * a log written steadily does not look idle between two reads.
+   * four times pollIntervalMs (800 ms), at most four fifths of idleMs but never under the
+   * poll. While a log is written steadily every round reads, and each read costs the collector
+   * about the same whatever it carries (SSH packets, the stream's wake-ups, a handover and what
+   * it allocates: about 0.5 ms with 50 logs, ADR 0025). Rows are committed once a second (the
+   * batcher), so a longer wait costs little latency. Kept under `idleMs`, so that a log
+   * written steadily does not look idle between two reads.
    */
   dataIntervalMs?: number;
-  /** Silence after which an `idle` item is yielded while following. Default 500 ms. */
+  /** Silence after which an `idle` item is yielded while following. Default 1000 ms (above dataIntervalMs, ADR 0025). */
   idleMs?: number;
   /** How often an idle segment checks whether another file became active. Default 1000 ms. */
   rotationCheckMs?: number;
@@ -75,9 +75,18 @@ const MAX_PROBE_ROUNDS = 4;
 
 type SegmentEnd = 'replan' | 'gone' | 'aborted';
 
-/** LogFollowerOptions.dataIntervalMs when not given: twice the poll, kept well under the idle silence, never under the poll. */
-function defaultDataInterval(pollIntervalMs: number, idleMs: number): number {
-  return Math.max(pollIntervalMs, Math.min(2 * pollIntervalMs, Math.floor(0.8 * idleMs)));
+/** LogFollowerOptions' intervals when not given (ADR 0014, ADR 0025). */
+export const FOLLOW_DEFAULTS = {
+  pollIntervalMs: 200,
+  idleMs: 1000,
+  rotationCheckMs: 1000,
+  heartbeatMs: 2000,
+  waitMs: 1000,
+} as const;
+
+/** LogFollowerOptions.dataIntervalMs when not given: four polls, kept well under the idle silence, never under the poll. */
+export function defaultDataInterval(pollIntervalMs: number, idleMs: number): number {
+  return Math.max(pollIntervalMs, Math.min(4 * pollIntervalMs, Math.floor(0.8 * idleMs)));
 }
 
 export class LogFollower {
@@ -88,11 +97,7 @@ export class LogFollower {
   constructor(shell: RemoteShell, options: LogFollowerOptions) {
     this.shell = shell;
     const defaults = {
-      pollIntervalMs: 200,
-      idleMs: 500,
-      rotationCheckMs: 1000,
-      heartbeatMs: 2000,
-      waitMs: 1000,
+      ...FOLLOW_DEFAULTS,
       startAt: 'newest',
       idleWait: 'builtins',
     } as const;

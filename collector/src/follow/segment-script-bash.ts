@@ -46,7 +46,7 @@ import { dataSeconds, pollSeconds, roundsIn, SEGMENT_EXIT, segmentPrelude, type 
 /**
  * Bytes a round copies with bash's `read` before it starts `cat` for the rest: 64 KiB is about
  * 1.5 ms of bash's time, near what a process start costs, and with the follower's default
- * 400 ms wait after a round with data it covers a log written at 160 KB/s.
+ * 800 ms wait after a round with data it covers a log written at 80 KB/s (ADR 0025).
  */
 export const BUILTIN_READ_BYTES = 65536;
 
