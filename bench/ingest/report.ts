@@ -6,7 +6,7 @@
 import { readFileSync, writeFileSync } from 'node:fs';
 import { cpus } from 'node:os';
 
-import { cpuPerMBAt, fitCpuModel, rateForTarget } from './cpu-model.ts';
+import { type CpuModel, cpuPerMBAt, fitCpuModel, rateForTarget } from './cpu-model.ts';
 import { STAGES } from './cpu-profile.ts';
 import type { ThreadGroup } from './proc-stats.ts';
 import type { RunResult } from './run.ts';
@@ -173,16 +173,14 @@ const TARGET_MS_PER_MB = 20;
  * cost per MB (cpu-model.ts), and what that says about the target; nothing when none was.
  */
 function cpuModelTable(runs: readonly RunResult[]): string[] {
-  const byConfig = new Map<string, RunResult[]>();
-  for (const r of runs) {
-    const key = r.variant ?? '';
-    byConfig.set(key, [...(byConfig.get(key) ?? []), r]);
+  const byConfig = Map.groupBy(runs, (r) => r.variant ?? '');
+  const fitted: Array<{ variant: string; model: CpuModel }> = [];
+  for (const [variant, rs] of byConfig) {
+    const model = fitCpuModel(rs.map((r) => ({ readMBps: r.ingestedMBps, cpuMsPerMB: r.collectorCpuPerMB * 1000 })));
+    if (model !== null) fitted.push({ variant, model });
   }
-  const fitted = [...byConfig]
-    .map(([variant, rs]) => ({ variant, model: fitCpuModel(rs.map((r) => ({ readMBps: r.ingestedMBps, cpuMsPerMB: r.collectorCpuPerMB * 1000 }))) }))
-    .filter((x) => x.model !== null);
   if (fitted.length === 0) return [];
-  const cell = (fn: (m: NonNullable<(typeof fitted)[number]['model']>) => string): string => fitted.map((x) => fn(x.model!)).join(' | ');
+  const cell = (fn: (m: CpuModel) => string): string => fitted.map((x) => fn(x.model)).join(' | ');
   return [
     '',
     `### The collector's CPU as a cost per second and a cost per MB (from the runs above at different loads)`,
