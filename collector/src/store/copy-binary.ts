@@ -224,15 +224,90 @@ export class CopyBinaryEncoder {
   }
 
   private writeStaged(): void {
-    const n = this.stagedEnd - this.stagedStart;
+    this.utf8BytesField(this.stagedBytes, this.stagedStart, this.stagedEnd);
+  }
+
+  // Rows written field by field by a writer that knows its table's column types
+  // (statement-row.ts), without appendRow's dispatch on each column's type. Each field method
+  // takes any value and returns false, having written nothing, for one its type cannot take;
+  // the writer then rewinds the row (rewindRow) and appendRow says what was wrong.
+
+  /** Starts a row of this encoder's columns; returns where it starts, for rewindRow. */
+  beginRow(): number {
+    const start = this.off;
+    const n = this.codes.length;
+    this.ensure(2);
+    this.buf[start] = n >>> 8;
+    this.buf[start + 1] = n;
+    this.off = start + 2;
+    return start;
+  }
+
+  /** Takes back the row begun at `start` (beginRow): the block ends where it did before it. */
+  rewindRow(start: number): void {
+    this.off = start;
+  }
+
+  /** text: a string without NUL characters, or null. */
+  textField(v: unknown): boolean {
+    if (v === null || v === undefined) return this.nullField();
+    return typeof v === 'string' && this.writeUtf8(v, 0);
+  }
+
+  /** int4: an integer from -2^31 to 2^31-1, or null. */
+  int4Field(v: unknown): boolean {
+    if (v === null || v === undefined) return this.nullField();
+    if (typeof v !== 'number' || !Number.isInteger(v) || v < -2147483648 || v > 2147483647) return false;
+    this.ensure(8);
+    this.int32(4);
+    this.int32(v);
+    return true;
+  }
+
+  /** float8: any number, or null. */
+  float8Field(v: unknown): boolean {
+    if (v === null || v === undefined) return this.nullField();
+    if (typeof v !== 'number') return false;
+    this.ensure(12);
+    this.int32(8);
+    this.off = this.buf.writeDoubleBE(v, this.off);
+    return true;
+  }
+
+  /** int8 from a number: a safe integer, or null. */
+  int8NumberField(v: unknown): boolean {
+    if (v === null || v === undefined) return this.nullField();
+    if (typeof v !== 'number' || !Number.isSafeInteger(v)) return false;
+    this.writeInt64FromNumber(v);
+    return true;
+  }
+
+  /** timestamptz from microseconds since 1970 as a number: a safe integer (as is its distance from 2000), or null. */
+  timestampMicrosField(v: unknown): boolean {
+    if (v === null || v === undefined) return this.nullField();
+    if (typeof v !== 'number') return false;
+    const rel = v - PG_EPOCH_UNIX_US_NUMBER;
+    if (!Number.isSafeInteger(v) || !Number.isSafeInteger(rel)) return false;
+    this.writeInt64FromNumber(rel);
+    return true;
+  }
+
+  /** text as its UTF-8 bytes `bytes[start, end)`, which the caller vouches for (as stageUtf8). */
+  utf8BytesField(bytes: Buffer, start: number, end: number): void {
+    const n = end - start;
     this.ensure(4 + n);
     this.int32(n);
-    const from = this.stagedBytes;
     const at = this.off;
     // A short copy costs less in a loop than through Buffer#copy's native call.
-    if (n <= ASCII_LOOP_MAX) for (let i = 0, s = this.stagedStart; i < n; i++) this.buf[at + i] = from[s + i]!;
-    else from.copy(this.buf, at, this.stagedStart, this.stagedEnd);
+    if (n <= ASCII_LOOP_MAX) for (let i = 0; i < n; i++) this.buf[at + i] = bytes[start + i]!;
+    else bytes.copy(this.buf, at, start, end);
     this.off = at + n;
+  }
+
+  private nullField(): true {
+    this.ensure(4);
+    this.int32(-1);
+    return true;
   }
 
   private writeField(r: number, c: number, v: unknown): void {
@@ -253,26 +328,18 @@ export class CopyBinaryEncoder {
         this.off += 2;
         return;
       case TY_INT4:
-        if (typeof v !== 'number' || !Number.isInteger(v) || v < -2147483648 || v > 2147483647)
-          throw bad(r, c, type, v, 'an integer from -2147483648 to 2147483647');
-        this.ensure(8);
-        this.int32(4);
-        this.int32(v);
+        if (!this.int4Field(v)) throw bad(r, c, type, v, 'an integer from -2147483648 to 2147483647');
         return;
       case TY_INT8:
         if (typeof v === 'number') {
-          if (!Number.isSafeInteger(v)) throw bad(r, c, type, v, 'a bigint, or a number that is a safe integer');
-          this.writeInt64FromNumber(v);
+          if (!this.int8NumberField(v)) throw bad(r, c, type, v, 'a bigint, or a number that is a safe integer');
           return;
         }
         if (typeof v !== 'bigint' || v < INT8_MIN || v > INT8_MAX) throw bad(r, c, type, v, 'a bigint from -2^63 to 2^63-1, or a safe integer number');
         this.writeInt64(v);
         return;
       case TY_FLOAT8:
-        if (typeof v !== 'number') throw bad(r, c, type, v, 'a number');
-        this.ensure(12);
-        this.int32(8);
-        this.off = this.buf.writeDoubleBE(v, this.off);
+        if (!this.float8Field(v)) throw bad(r, c, type, v, 'a number');
         return;
       case TY_BOOL:
         if (typeof v !== 'boolean') throw bad(r, c, type, v, 'a boolean');
@@ -385,9 +452,7 @@ export class CopyBinaryEncoder {
   private writeTimestamp(r: number, c: number, v: unknown): void {
     let us: bigint;
     if (typeof v === 'number') {
-      const rel = v - PG_EPOCH_UNIX_US_NUMBER;
-      if (!Number.isSafeInteger(v) || !Number.isSafeInteger(rel)) throw bad(r, c, 'timestamptz', v, 'microseconds as a safe integer number, or a bigint');
-      this.writeInt64FromNumber(rel);
+      if (!this.timestampMicrosField(v)) throw bad(r, c, 'timestamptz', v, 'microseconds as a safe integer number, or a bigint');
       return;
     }
     if (v instanceof Date) {

@@ -36,6 +36,7 @@ import { logTimeMicros, type Micros } from './iso-time.ts';
 import { encoderReason, quarantineRecord } from './quarantine.ts';
 import { type Slab, SlabPool } from './slab-pool.ts';
 import { KEY_LOG_KEY_BYTES, KEY_LOG_STRIDE, type StatementKeyLog, StatementKeyRecorder, StatementKeys } from './statement-keys.ts';
+import { appendStatementRow } from './statement-row.ts';
 import type { QuarantineRecord } from './store-sql.ts';
 import type { BatchItem, SourceRef, StorePosition } from './store-types.ts';
 import type { TextRepairs } from './text-clean.ts';
@@ -195,8 +196,17 @@ export class RowEncoder implements StatementRows {
   scanned(s: ScannedStatement): void {
     const h = this.opened();
     const row = mapScannedStatement(h.source, s, this.acceptedTs, h.ctx, this.scratch);
-    this.encoders.statement_events.stageUtf8(STATEMENT_QUERY_COLUMN, s.sql, s.sqlStart, s.sqlEnd);
-    this.append(h, row, s);
+    const encoder = this.encoders.statement_events;
+    const n = h.rows.statement_events;
+    if (n === 0) encoder.startRows();
+    const end = appendStatementRow(encoder, row.values, s.sql, s.sqlStart, s.sqlEnd);
+    if (end >= 0) {
+      this.appended(h, 'statement_events', n, end);
+    } else {
+      // A value its column cannot take: appendRow refuses the row with the reason.
+      encoder.stageUtf8(STATEMENT_QUERY_COLUMN, s.sql, s.sqlStart, s.sqlEnd);
+      this.append(h, row, s);
+    }
     h.statements++;
     h.lastEnd = s.end;
     h.newestTs = this.acceptedTime;
@@ -232,21 +242,25 @@ export class RowEncoder implements StatementRows {
     const n = h.rows[table];
     if (n === 0) encoder.startRows();
     try {
-      const end = encoder.appendRow(row.values);
-      let ends = this.ends[table];
-      if (n === ends.length) {
-        const more = new Uint32Array(2 * n);
-        more.set(ends);
-        this.ends[table] = ends = more;
-      }
-      ends[n] = end;
-      h.rows[table] = n + 1;
-      if (table === 'statement_events') this.keyRecorder.encoded();
+      this.appended(h, table, n, encoder.appendRow(row.values));
     } catch (e) {
       if (!isPglogError(e) || e.code !== 'STORE_ENCODING') throw e;
       const refused = scanned === null ? row : withQuery(row, scanned);
       h.refused.push({ table: row.table, record: quarantineRecord(refused, `STORE_ENCODING: ${encoderReason(refused, e.message)}`) });
     }
+  }
+
+  /** Row `n` of `table` in the open handover ends at `end` in its encoder's block. */
+  private appended(h: OpenHandover, table: EventTable, n: number, end: number): void {
+    let ends = this.ends[table];
+    if (n === ends.length) {
+      const more = new Uint32Array(2 * n);
+      more.set(ends);
+      this.ends[table] = ends = more;
+    }
+    ends[n] = end;
+    h.rows[table] = n + 1;
+    if (table === 'statement_events') this.keyRecorder.encoded();
   }
 
   /**
