@@ -194,7 +194,7 @@ bench_section = node bench/$(1)-bench.ts $(2) --out $(BENCH_OUT)/$(1).md && node
 PIN_OTHERS = taskset -c 1-$$(($$(nproc) - 1))
 comma := ,
 
-bench: bench-logs ## Benchmarks (parse vs pgbadger, COPY BINARY vs text vs INSERT, one store connection vs a pool, ssh2 ciphers, 50-server ingest, the HTML report over 10M rows vs pgbadger, our kube client vs client-node); writes docs/benchmarks.md
+bench: bench-logs ## Benchmarks (parse vs pgbadger, COPY BINARY vs text vs INSERT, one store connection vs a pool, ssh2 ciphers, 50-server ingest, the /metrics exposition vs prom-client's, the HTML report over 10M rows vs pgbadger, our kube client vs client-node); writes docs/benchmarks.md
 	node bench/parse-bench.ts --log $(LOGS_DIR)/bench/stderr/postgresql.log --out docs/benchmarks.md
 	node bench/row-path-bench.ts --out docs/benchmarks.md
 	@mkdir -p $(BENCH_OUT)
@@ -205,6 +205,7 @@ bench: bench-logs ## Benchmarks (parse vs pgbadger, COPY BINARY vs text vs INSER
 	@# (no launcher flags, as before ADR 0018) beside the launcher's and the operator's tuning; with
 	@# BENCH_BASELINE=DIR (a checkout with its node_modules) also another version's collector beside this one.
 	$(PIN_OTHERS) $(call bench_section,ingest,--pin-collector 0 --mb-per-sec 20$(comma)5 --tuned-for-limit 1024 --launcher-flags= --profile-at 10 $(if $(BENCH_BASELINE),--baseline $(BENCH_BASELINE)))
+	$(call bench_section,exposition)
 	$(call bench_section,server-cost)
 	$(call bench_section,fifo)
 	$(call bench_section,spawn)

@@ -13,6 +13,7 @@ import { collectDefaultMetrics, type Counter, type Gauge, type Histogram, Regist
 
 import type { EventKind } from '../logformat/events.ts';
 import { EVENT_TABLES } from '../store/event-tables.ts';
+import { Exposition } from './exposition.ts';
 import {
   createInstruments,
   type Instruments,
@@ -53,6 +54,7 @@ const GC_SECONDS_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1
 
 export class CollectorMetrics {
   readonly registry: Registry;
+  private readonly exposition = new Exposition();
   /** The SQL snapshots' metrics (snapshot-metrics.ts), in the same registry. */
   readonly snapshots: SnapshotMetrics;
   private readonly m: Instruments;
@@ -284,9 +286,9 @@ export class CollectorMetrics {
     this.batches.inc({ outcome: 'fenced' });
   }
 
-  /** The exposition text (what /metrics serves). */
+  /** The exposition text (what /metrics serves): the registry's, formatted by exposition.ts. */
   metricsText(): Promise<string> {
-    return this.registry.metrics();
+    return this.exposition.text(this.registry.getMetricsAsArray());
   }
 
   get contentType(): string {
