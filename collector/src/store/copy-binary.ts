@@ -312,8 +312,7 @@ export class CopyBinaryEncoder {
 
   private writeField(r: number, c: number, v: unknown): void {
     if (v === null || v === undefined) {
-      this.ensure(4);
-      this.int32(-1);
+      this.nullField();
       return;
     }
     const code = this.codes[c]!;
