@@ -46,7 +46,10 @@ const RULES: ReadonlyArray<{ stage: Stage; url?: RegExp; fn?: RegExp }> = [
   { stage: 'normalization', url: /\/logformat\/normalize\/[^/]+\.ts$/ },
   { stage: 'parsing', url: /\/(?:logformat|parse)\/[^/]+(?:\/[^/]+)?\.ts$/ },
   { stage: 'batching', url: /\/collect\/batcher\.ts$/ },
-  { stage: 'row encoding', url: /\/store\/(?:copy-binary|copy-binary-decode|encoded-rows|statement-row|slab-pool|event-rows|text-clean|iso-time|quarantine)\.ts$/ },
+  {
+    stage: 'row encoding',
+    url: /\/store\/(?:copy-binary|copy-binary-decode|encoded-rows|statement-row|slab-pool|event-rows|text-clean|iso-time|quarantine)\.ts$/,
+  },
   { stage: 'COPY and store', url: /\/store\/|\/node_modules\/(?:pg|pg-protocol|pg-pool|pg-types)\// },
   { stage: 'SSH transport', url: /\/node_modules\/ssh2\/|\/transport\// },
   { stage: 'follower', url: /\/follow\/|\/collect\/(?:instance-stream|target-streams)\.ts$/ },
