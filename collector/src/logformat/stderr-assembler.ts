@@ -10,6 +10,7 @@
  * an orphan auxiliary line keeps its prefix fields and its word (e.g. `DETAIL`) as severity.
  */
 import { DEFAULT_MAX_ENTRY_BYTES } from './line-splitter.ts';
+import { bytesAt } from './messages/text.ts';
 import { ownCopy, PieceList, worthCopying } from './piece-list.ts';
 import type { CompiledPrefix } from './prefix.ts';
 import type { AssemblerStats, EntryAssembler, LogRecord, RecordSink } from './record.ts';
@@ -76,7 +77,7 @@ function takePosition(rec: LogRecord): void {
   while (i > 0 && m[i - 1]! >= 0x30 && m[i - 1]! <= 0x39) i--;
   if (i === m.length || m.length - i > 9) return;
   const at = i - AT_CHARACTER.length;
-  if (at < 0 || m.compare(AT_CHARACTER, 0, AT_CHARACTER.length, at, i) !== 0) return;
+  if (!bytesAt(m, at, AT_CHARACTER)) return;
   const position = Number(m.toString('latin1', i, m.length));
   if (rec.internalQuery !== null && rec.statement === null) rec.internalPosition = position;
   else rec.cursorPosition = position;

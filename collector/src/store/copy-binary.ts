@@ -64,6 +64,11 @@ const INT4_OID = 23;
 const MAX_ARRAY_ELEMENTS = 134_217_727;
 
 const DEFAULT_INITIAL_SIZE = 64 * 1024;
+/** A float8's bytes, through one shared scratch: Buffer#writeDoubleBE checks its arguments at every call. */
+const DOUBLE = new Float64Array(1);
+const DOUBLE_BYTES = new Uint8Array(DOUBLE.buffer);
+/** DOUBLE_BYTES' indexes in network (big-endian) order, on a machine of either byte order. */
+const NETWORK_ORDER = new Uint8Array(new Uint16Array([1]).buffer)[0] === 1 ? [7, 6, 5, 4, 3, 2, 1, 0] : [0, 1, 2, 3, 4, 5, 6, 7];
 const NO_BYTES = Buffer.alloc(0);
 
 /** What Buffer#write(s, offset, 'utf8') ends in. */
@@ -270,7 +275,9 @@ export class CopyBinaryEncoder {
     if (typeof v !== 'number') return false;
     this.ensure(12);
     this.int32(8);
-    this.off = this.buf.writeDoubleBE(v, this.off);
+    DOUBLE[0] = v;
+    for (let k = 0; k < 8; k++) this.buf[this.off + k] = DOUBLE_BYTES[NETWORK_ORDER[k]!]!;
+    this.off += 8;
     return true;
   }
 

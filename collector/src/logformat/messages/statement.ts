@@ -10,7 +10,7 @@
  *   duration: 1.234 ms                            log_duration alone
  *   statement: SQL / execute S_1: SQL             log_statement (no duration)
  */
-import { num } from './text.ts';
+import { bytesAt, num } from './text.ts';
 
 export type StatementMessage =
   | { type: 'statement'; duration: number | null; protocol: 'simple' | 'extended'; name: string | null; query: string }
@@ -95,13 +95,6 @@ const B_BIND = Buffer.from('bind ', 'latin1');
 const POW10: readonly number[] = Array.from({ length: 23 }, (_, k) => 10 ** k);
 /** Most digits of a duration read here: their integer stays below 2^53, so exact. */
 const MAX_DIGITS = 15;
-
-function bytesAt(m: Buffer, i: number, w: Buffer): boolean {
-  const n = w.length;
-  if (i + n > m.length) return false;
-  for (let j = 0; j < n; j++) if (m[i + j] !== w[j]) return false;
-  return true;
-}
 
 /** `NAME: SQL` (or `NAME:` with empty SQL) from `t` to the end into out; false when it is neither. */
 function scanNameAndQuery(m: Buffer, t: number, out: StatementSpans): boolean {

@@ -45,6 +45,17 @@ export function intList(text: string): number[] {
   return out;
 }
 
+/**
+ * True when `m` holds the bytes of `w` at `i`. A loop rather than Buffer#compare with ranges,
+ * whose argument checks allocate on every call (the parser asks this of most entries).
+ */
+export function bytesAt(m: Buffer, i: number, w: Buffer): boolean {
+  const n = w.length;
+  if (i < 0 || i + n > m.length) return false;
+  for (let j = 0; j < n; j++) if (m[i + j] !== w[j]) return false;
+  return true;
+}
+
 /** True when `bytes` starts with the ASCII bytes of `prefix` (precomputed as a Buffer). */
 export function startsWithBytes(bytes: Buffer, prefix: Buffer): boolean {
   const n = prefix.length;
