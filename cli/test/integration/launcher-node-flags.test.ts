@@ -1,5 +1,5 @@
 // The launcher (cli/bin/pglog) gives `pglog collect` V8 heap flags sized for a
-// collector (ADR 0018) and its GC on the main thread alone (ADR 0027), leaves a flag NODE_OPTIONS sets to it, lets PGLOG_NODE_FLAGS replace
+// collector (ADR 0018), leaves a flag NODE_OPTIONS sets to it, lets PGLOG_NODE_FLAGS replace
 // its defaults, and gives other commands none; likewise glibc malloc's settings (ADR 0020). Run through the real launcher and the real
 // Node: a module preloaded through NODE_OPTIONS reports the process's flags and V8's heap
 // limit before main.ts runs, then exits.
@@ -58,10 +58,9 @@ async function heapLimitWith(flags: string[]): Promise<number> {
 
 const tunedFlags = (p: Probe): string[] => p.execArgv.filter((a) => a.startsWith('--max-') || a.startsWith('--heap-'));
 
-test("pglog collect runs with the launcher's heap and GC flags by default, and V8 takes them", async () => {
+test("pglog collect runs with the launcher's heap flags by default, and V8 takes them", async () => {
   const p = await launched(['collect', '--help']);
   assert.deepEqual(tunedFlags(p), ['--max-semi-space-size=4', '--heap-growing-percent=50']);
-  assert.ok(p.execArgv.includes('--single-threaded-gc'), `the GC on the main thread alone (ADR 0027): ${p.execArgv.join(' ')}`);
   assert.equal(p.heapSizeLimit, await heapLimitWith(['--max-semi-space-size=4']));
   assert.notEqual(p.heapSizeLimit, await heapLimitWith([]), 'the semi-space flag changes the heap limit');
 });
@@ -81,7 +80,6 @@ test("a flag NODE_OPTIONS sets wins over the launcher's (either spelling); the o
 test("PGLOG_NODE_FLAGS replaces the launcher's flags; empty runs Node's defaults", async () => {
   const none = await launched(['collect', '--help'], { PGLOG_NODE_FLAGS: '' });
   assert.deepEqual(tunedFlags(none), []);
-  assert.ok(!none.execArgv.includes('--single-threaded-gc'), none.execArgv.join(' '));
   assert.equal(none.heapSizeLimit, await heapLimitWith([]));
   const own = await launched(['collect', '--help'], { PGLOG_NODE_FLAGS: '--max-semi-space-size=2' });
   assert.deepEqual(tunedFlags(own), ['--max-semi-space-size=2']);
@@ -101,7 +99,6 @@ test("other commands run with Node's defaults", async () => {
   ]) {
     const p = await launched(args);
     assert.deepEqual(tunedFlags(p), [], args.join(' '));
-    assert.ok(!p.execArgv.includes('--single-threaded-gc'), args.join(' '));
     assert.deepEqual(p.malloc, {}, args.join(' '));
   }
 });
