@@ -9,7 +9,6 @@
  * the code that runs them for every line: V8 reads an imported or exported binding through a
  * module cell at every use, which made the matcher 4-8% slower.
  */
-import { bytesAt } from './messages/text.ts';
 import { FieldCache, latin1 } from './prefix-field-cache.ts';
 import { LastMatch, SEVERITY_READ } from './prefix-replay.ts';
 import type { LogRecord } from './record.ts';
@@ -616,7 +615,7 @@ const NAME_SLOTS = 8;
 
 /** A user, database or application name (`[unknown]` as null); repeated names share one Buffer. */
 function textField(cache: FieldCache, b: Buffer, s: number, e: number): Buffer | null {
-  if (e - s === 9 && bytesAt(b, s, UNKNOWN)) return null;
+  if (e - s === 9 && b[s] === 0x5b && b.compare(UNKNOWN, 0, 9, s, e) === 0) return null;
   return cache.buffer(b, s, e);
 }
 
