@@ -58,8 +58,5 @@ export function bytesAt(m: Buffer, i: number, w: Buffer): boolean {
 
 /** True when `bytes` starts with the ASCII bytes of `prefix` (precomputed as a Buffer). */
 export function startsWithBytes(bytes: Buffer, prefix: Buffer): boolean {
-  const n = prefix.length;
-  if (bytes.length < n) return false;
-  for (let i = 0; i < n; i++) if (bytes[i] !== prefix[i]) return false;
-  return true;
+  return bytesAt(bytes, 0, prefix);
 }
