@@ -11,6 +11,7 @@ import { hash } from 'node:crypto';
 
 import { stringHeapBytes } from '../heap-bytes.ts';
 import { copyInput, copyPlainInput, decodeOutput, encodeInput, inputWords, literalsReplaced, outputWords, releaseBuffers, scanInput } from './sql-scanner.ts';
+import { shapeOf, shapeWords } from './sql-shape.ts';
 
 /**
  * The fingerprint of a normalized template: the first 8 bytes of SHA-256 over the UTF-8
@@ -41,7 +42,7 @@ function hashWords(w: Int32Array, len: number): number {
 export const DEFAULT_TEMPLATE_CACHE_BYTES = 32 * 1024 * 1024;
 /** Longest normalized template (UTF-8 bytes) a cache keeps by default; longer ones are made afresh each time. */
 export const MAX_CACHED_TEMPLATE_BYTES = 4096;
-/** Longest SQL text kept verbatim (UTF-16 units; see TemplateCache.verbatim). */
+/** Longest SQL text kept verbatim or by its shape (UTF-16 units; see TemplateCache.verbatim). */
 const MAX_VERBATIM_CHARS = 2048;
 /**
  * Heap of one known template besides its text and the bytes of its UTF-8 copy: the Known and
@@ -83,7 +84,7 @@ interface Known extends Entry {
   words: Int32Array;
 }
 
-/** A text without constants as UTF-8, zero-padded to whole words, and its template. */
+/** A text without constants (or a text's shape) as bytes, zero-padded to whole words, and its template. */
 interface Verbatim extends Entry {
   template: QueryTemplate;
   len: number;
@@ -108,9 +109,10 @@ function wordsAre(entry: Known | Verbatim, w: Int32Array, len: number): boolean 
 export class TemplateCache {
   private readonly maxTemplateBytes: number;
   private readonly maxEntries: number;
-  /** Budgets of the two maps: three quarters and one quarter of maxBytes. */
+  /** Budgets of the three maps: three quarters, an eighth and an eighth of maxBytes. */
   private readonly knownBudget: number;
   private readonly verbatimBudget: number;
+  private readonly shapeBudget: number;
   /**
    * Hash of the normalized text (see hashWords) → template. A known template is found from
    * the scanner's output bytes, without making its string; texts whose hashes collide
@@ -127,8 +129,16 @@ export class TemplateCache {
    * texts replace each other, as in `known`.
    */
   private readonly verbatim = new Map<number, Verbatim>();
+  /**
+   * Hash of a plain (ASCII) text's shape (sql-shape.ts: its constants marked) → template:
+   * the statements a log repeats with other numbers and strings skip normalization too, and
+   * texts without constants (their shape is their text) need no verbatim entry. Colliding
+   * shapes replace each other, as in `known`.
+   */
+  private readonly shapes = new Map<number, Verbatim>();
   private knownBytes = 0;
   private verbatimBytes = 0;
+  private shapeBytes = 0;
   private evicted = 0;
   private uncachedTemplates = 0;
 
@@ -136,8 +146,9 @@ export class TemplateCache {
     const maxBytes = options.maxBytes ?? DEFAULT_TEMPLATE_CACHE_BYTES;
     this.maxTemplateBytes = options.maxTemplateBytes ?? MAX_CACHED_TEMPLATE_BYTES;
     this.maxEntries = Math.max(1, Math.floor(options.maxEntries ?? Infinity));
-    this.verbatimBudget = Math.floor(maxBytes / 4);
-    this.knownBudget = maxBytes - this.verbatimBudget;
+    this.verbatimBudget = Math.floor(maxBytes / 8);
+    this.shapeBudget = Math.floor(maxBytes / 8);
+    this.knownBudget = maxBytes - this.verbatimBudget - this.shapeBudget;
   }
 
   template(sql: string): QueryTemplate {
@@ -158,15 +169,27 @@ export class TemplateCache {
    * nothing done, when they are not (checked as they are copied).
    */
   templateOfPlain(bytes: Buffer, s: number, e: number): QueryTemplate | null {
+    const shaped = e - s <= MAX_VERBATIM_CHARS ? shapeOf(bytes, s, e) : -1;
+    if (shaped >= 0) {
+      const again = this.shapes.get(hashWords(shapeWords(), shaped));
+      if (again !== undefined && wordsAre(again, shapeWords(), shaped)) {
+        again.used = true;
+        return again.template;
+      }
+    }
     const n = copyPlainInput(bytes, s, e);
-    return n < 0 ? null : this.templateOfInput(n, n);
+    return n < 0 ? null : this.templateOfInput(n, n, shaped);
   }
 
-  /** The template of the text in the scanner's input: `n` bytes of UTF-8, `chars` UTF-16 code units. */
-  private templateOfInput(chars: number, n: number): QueryTemplate {
+  /**
+   * The template of the text in the scanner's input: `n` bytes of UTF-8, `chars` UTF-16 code
+   * units; `shaped` the length of its shape in shapeWords(), or -1 when it has none (a text
+   * with one is looked up and kept by its shape instead of verbatim).
+   */
+  private templateOfInput(chars: number, n: number, shaped = -1): QueryTemplate {
     const short = chars <= MAX_VERBATIM_CHARS;
-    const inKey = short ? hashWords(inputWords(), n) : 0;
-    if (short) {
+    const inKey = short && shaped < 0 ? hashWords(inputWords(), n) : 0;
+    if (short && shaped < 0) {
       const again = this.verbatim.get(inKey);
       if (again !== undefined && wordsAre(again, inputWords(), n)) {
         again.used = true;
@@ -203,7 +226,17 @@ export class TemplateCache {
       }
       this.knownBytes = this.store(this.known, this.knownBytes, this.knownBudget, key, k);
     }
-    if (literalsReplaced() === 0 && short) {
+    if (shaped >= 0) {
+      const words = shapeWords().slice(0, (shaped + 3) >> 2);
+      const v: Verbatim = {
+        template: k.template,
+        len: shaped,
+        words,
+        bytes: VERBATIM_ENTRY_BYTES + words.byteLength + stringHeapBytes(k.template.normalized),
+        used: false,
+      };
+      if (v.bytes <= this.shapeBudget) this.shapeBytes = this.store(this.shapes, this.shapeBytes, this.shapeBudget, hashWords(shapeWords(), shaped), v);
+    } else if (literalsReplaced() === 0 && short) {
       const words = inputWords().slice(0, (n + 3) >> 2);
       // The template's text is counted here too: it outlives its known entry when that goes first.
       const v: Verbatim = {
@@ -226,7 +259,7 @@ export class TemplateCache {
 
   /** Bytes held, by the cache's own accounting (never more than maxBytes). */
   get bytes(): number {
-    return this.knownBytes + this.verbatimBytes;
+    return this.knownBytes + this.verbatimBytes + this.shapeBytes;
   }
 
   /** Entries evicted to stay within the budget, since the start. */
