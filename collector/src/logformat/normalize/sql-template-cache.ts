@@ -157,10 +157,12 @@ export class TemplateCache {
 
   /**
    * template(sql) for SQL decoded from `bytes[s, e)` without a replacement or a removed NUL
-   * (Decoder.decodeClean): those bytes are its UTF-8, so they are copied rather than encoded again.
+   * (Decoder.decodeClean): those bytes are its UTF-8, so they are copied rather than encoded
+   * again; an ASCII text is looked up by its shape first, as in templateOfPlain.
    */
   templateOfUtf8(sql: string, bytes: Buffer, s: number, e: number): QueryTemplate {
-    return this.templateOfInput(sql.length, copyInput(bytes, s, e));
+    const shaped = e - s <= MAX_VERBATIM_CHARS ? shapeOf(bytes, s, e) : -1;
+    return (shaped >= 0 ? this.byShape(shaped) : undefined) ?? this.templateOfInput(sql.length, copyInput(bytes, s, e), shaped);
   }
 
   /**
@@ -170,15 +172,18 @@ export class TemplateCache {
    */
   templateOfPlain(bytes: Buffer, s: number, e: number): QueryTemplate | null {
     const shaped = e - s <= MAX_VERBATIM_CHARS ? shapeOf(bytes, s, e) : -1;
-    if (shaped >= 0) {
-      const again = this.shapes.get(hashWords(shapeWords(), shaped));
-      if (again !== undefined && wordsAre(again, shapeWords(), shaped)) {
-        again.used = true;
-        return again.template;
-      }
-    }
+    const known = shaped >= 0 ? this.byShape(shaped) : undefined;
+    if (known !== undefined) return known;
     const n = copyPlainInput(bytes, s, e);
     return n < 0 ? null : this.templateOfInput(n, n, shaped);
+  }
+
+  /** The template kept for the shape of `shaped` bytes in shapeWords(), if any. */
+  private byShape(shaped: number): QueryTemplate | undefined {
+    const again = this.shapes.get(hashWords(shapeWords(), shaped));
+    if (again === undefined || !wordsAre(again, shapeWords(), shaped)) return undefined;
+    again.used = true;
+    return again.template;
   }
 
   /**

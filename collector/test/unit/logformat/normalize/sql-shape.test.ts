@@ -180,7 +180,7 @@ void describe('statement shapes', () => {
 });
 
 void describe('TemplateCache by shape', () => {
-  void test('ASCII bytes: the template equals a fresh normalization and its fingerprint, first time and again', () => {
+  void test('ASCII bytes, alone or with their text: the template equals a fresh normalization and its fingerprint, first time and again', () => {
     const cache = new TemplateCache({ maxEntries: 16 });
     const sqlish = fc.array(fc.constantFrom(...TOKENS, ...NUMBER_VARIANTS, "'x'", ' in (1, 2)'), { maxLength: 16 }).map((t) => t.join(''));
     fc.assert(
@@ -189,8 +189,14 @@ void describe('TemplateCache by shape', () => {
           const bytes = Buffer.from(around + sql + around, 'latin1');
           const normalized = normalizeQuery(sql);
           const got = cache.templateOfPlain(bytes, around.length, around.length + sql.length);
-          if (sql.includes('\u0000')) assert.equal(got, null);
-          else assert.deepEqual(got, { normalized, fingerprint: fingerprintOf(normalized) }, JSON.stringify(sql));
+          if (sql.includes('\u0000')) {
+            assert.equal(got, null);
+            continue;
+          }
+          const expected = { normalized, fingerprint: fingerprintOf(normalized) };
+          assert.deepEqual(got, expected, JSON.stringify(sql));
+          // The same bytes given with the text they decode to (Decoder.decodeClean's path).
+          assert.deepEqual(cache.templateOfUtf8(sql, bytes, around.length, around.length + sql.length), expected, JSON.stringify(sql));
         }
       }),
       { numRuns: 500 },
