@@ -99,6 +99,13 @@ function wordsAre(entry: Known | Verbatim, w: Int32Array, len: number): boolean 
   return true;
 }
 
+/** An entry for the first `len` bytes of `source` (zero-padded words), standing for `template`. */
+function bytesEntry(template: QueryTemplate, source: Int32Array, len: number): Verbatim {
+  const words = source.slice(0, (len + 3) >> 2);
+  // The template's text is counted here too: it outlives its known entry when that goes first.
+  return { template, len, words, bytes: VERBATIM_ENTRY_BYTES + words.byteLength + stringHeapBytes(template.normalized), used: false };
+}
+
 /**
  * Normalizes statements and fingerprints their templates, hashing each distinct template
  * once. Bounded in bytes (see the module comment): at `maxBytes`, the least recently used
@@ -232,25 +239,10 @@ export class TemplateCache {
       this.knownBytes = this.store(this.known, this.knownBytes, this.knownBudget, key, k);
     }
     if (shaped >= 0) {
-      const words = shapeWords().slice(0, (shaped + 3) >> 2);
-      const v: Verbatim = {
-        template: k.template,
-        len: shaped,
-        words,
-        bytes: VERBATIM_ENTRY_BYTES + words.byteLength + stringHeapBytes(k.template.normalized),
-        used: false,
-      };
+      const v = bytesEntry(k.template, shapeWords(), shaped);
       if (v.bytes <= this.shapeBudget) this.shapeBytes = this.store(this.shapes, this.shapeBytes, this.shapeBudget, hashWords(shapeWords(), shaped), v);
     } else if (literalsReplaced() === 0 && short) {
-      const words = inputWords().slice(0, (n + 3) >> 2);
-      // The template's text is counted here too: it outlives its known entry when that goes first.
-      const v: Verbatim = {
-        template: k.template,
-        len: n,
-        words,
-        bytes: VERBATIM_ENTRY_BYTES + words.byteLength + stringHeapBytes(k.template.normalized),
-        used: false,
-      };
+      const v = bytesEntry(k.template, inputWords(), n);
       if (v.bytes <= this.verbatimBudget) this.verbatimBytes = this.store(this.verbatim, this.verbatimBytes, this.verbatimBudget, inKey, v);
     }
     releaseBuffers();
