@@ -62,11 +62,9 @@ for (let c = 0; c < 256; c++) {
   if ((c >= 65 && c <= 90) || (c >= 97 && c <= 122) || (c >= 48 && c <= 57) || c === 95 || c === 36 || c >= 128) WORD[c] = 1;
 }
 
-/** Bytes after which, or before which, a digit run is no number token of its own. */
-const GLUED = new Uint8Array(256);
-for (let c = 0; c < 256; c++) {
-  if ((c >= 65 && c <= 90) || (c >= 97 && c <= 122) || (c >= 48 && c <= 57) || c === 95 || c === 46 || c === 36 || c >= 128) GLUED[c] = 1;
-}
+/** Bytes after which, or before which, a digit run is no number token of its own: a word's, and `.`. */
+const GLUED = WORD.slice();
+GLUED[46] = 1;
 
 let bytes = new Uint8Array(1024);
 let words = new Int32Array(bytes.buffer);
@@ -177,14 +175,21 @@ function number(src: Uint8Array, i: number, e: number, glued: boolean): number {
 /** A quoted string at the `'` at `src[i]`: its quotes and a mark for its content; the end, or -1 (a byte not shaped). */
 function quotedString(src: Uint8Array, i: number, e: number): number {
   bytes[out++] = 39;
-  const from = ++i;
-  while (i < e && src[i] !== 39) {
-    if (KIND[src[i]!] === S_REFUSE) return -1;
-    i++;
-  }
+  const from = i + 1;
+  i = stringEnd(src, from, e);
+  if (i < 0) return -1;
   if (i > from) bytes[out++] = STRING_MARK;
   if (i < e) {
     bytes[out++] = 39;
+    i++;
+  }
+  return i;
+}
+
+/** Where the string whose content starts at `src[i]` ends (its closing `'`, or `e`); -1 at a byte not shaped. */
+function stringEnd(src: Uint8Array, i: number, e: number): number {
+  while (i < e && src[i] !== 39) {
+    if (KIND[src[i]!] === S_REFUSE) return -1;
     i++;
   }
   return i;
@@ -242,11 +247,8 @@ function constantList(src: Uint8Array, i: number, e: number): number {
       j++;
       while (j < e && KIND[src[j]!] === S_DIGIT) j++;
     } else if (c === 39) {
-      j++;
-      while (j < e && src[j] !== 39) {
-        if (KIND[src[j]!] === S_REFUSE) return -1;
-        j++;
-      }
+      j = stringEnd(src, j + 1, e);
+      if (j < 0) return -1;
       j++;
     } else {
       return -1;
