@@ -263,7 +263,7 @@ async function writeLog(file: string, mb: number): Promise<number> {
   let written = 0;
   try {
     for (let ms = Date.parse('2026-11-23T07:00:00Z'); written < mb * 1e6; ms += 1000) {
-      written += writeSync(fd, Buffer.from(log.entries(formatLogTime(ms), 1 << 20), 'latin1'));
+      written += writeSync(fd, log.entriesBytes(formatLogTime(ms), 1 << 20));
     }
   } finally {
     closeSync(fd);

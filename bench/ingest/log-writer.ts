@@ -91,8 +91,8 @@ function main(): void {
   });
 
   const append = (i: number, minBytes: number): void => {
-    const text = logs[i]!.entries(formatLogTime(Date.now()), minBytes);
-    const n = writeSync(fds[i]!, text, null, 'latin1');
+    const chunk = logs[i]!.entriesBytes(formatLogTime(Date.now()), minBytes);
+    const n = writeSync(fds[i]!, chunk);
     bytes += n;
     fileBytes[i]! += n;
     writes++;

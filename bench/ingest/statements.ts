@@ -8,10 +8,10 @@
  * `DETAIL:  parameters:` line, and about 8 % longer ORM-style SELECTs with IN lists of varied
  * length and quoted string literals, so normalization (literal stripping, list collapsing) and
  * fingerprinting cost what they cost on real logs. Every literal varies; pids and users vary per
- * simulated backend. Everything is ASCII, so a chunk is built as one string and written as
- * latin1 (one byte per character, no UTF-8 encoding pass).
+ * simulated backend. Everything is ASCII, so a chunk is written as latin1 bytes (one byte per
+ * character, no UTF-8 encoding pass).
  */
-import { pgbenchStatement } from '../lib/pgbench-statements.ts';
+import { PGBENCH_TEMPLATES, pgbenchValues } from '../lib/pgbench-statements.ts';
 
 export const LOG_LINE_PREFIX = '%m [%p] %q%u@%d ';
 
@@ -44,86 +44,245 @@ export function formatLogTime(ms: number): string {
   return `${new Date(ms).toISOString().replace('T', ' ').slice(0, 23)} UTC`;
 }
 
-function duration(rng: Rng, slow: boolean): string {
-  // Mostly sub-millisecond, a long tail for the heavier statements.
-  const us = slow ? 200 + rng.int(40_000) : 8 + rng.int(900);
-  return (us / 1000).toFixed(3);
-}
+/** Escaped for a quoted SQL string, as latin1 bytes. */
+const WORD_BYTES = WORDS.map((w) => Buffer.from(w.replace("'", "''"), 'latin1'));
+
+// The constant text of the entries, as bytes (latin1: everything here is ASCII).
+const bytes = (s: string): Buffer => Buffer.from(s, 'latin1');
+const LOG_DURATION = bytes('LOG:  duration: ');
+const MS_EXECUTE = bytes(' ms  execute P0_');
+const EXECUTE_SQL = bytes(': SELECT abalance FROM pgbench_accounts WHERE aid = $1\n');
+const DETAIL_PARAMETERS = bytes("DETAIL:  parameters: $1 = '");
+const QUOTE_NL = bytes("'\n");
+const MS_STATEMENT = bytes(' ms  statement: ');
+const NL = bytes('\n');
+const COMMA = bytes(', ');
+/** Each pgbench statement as its text pieces and, after each piece but the last, the index of the value written there. */
+const PGBENCH_BYTES = PGBENCH_TEMPLATES.map((t) => {
+  if (t.some((p, k) => typeof p !== (k % 2 === 0 ? 'string' : 'number')) || t.length % 2 === 0)
+    throw new Error(`a pgbench template is not text, value, text, ...: ${JSON.stringify(t)}`);
+  return { pieces: t.filter((p) => typeof p === 'string').map(bytes), values: t.filter((p) => typeof p === 'number') };
+});
+const JOIN_IN = bytes('SELECT a.aid, a.bid, a.abalance, b.bbalance FROM pgbench_accounts a JOIN pgbench_branches b ON b.bid = a.bid WHERE a.aid IN (');
+const JOIN_ORDER = bytes(') ORDER BY a.aid LIMIT ');
+const SEMI = bytes(';');
+const ORDERS_STATUS = bytes("SELECT o.id, o.created_at, o.total, c.email FROM orders o JOIN customers c ON c.id = o.customer_id WHERE o.status = '");
+const ORDERS_SINCE = bytes("' AND o.created_at >= '2026-11-");
+const ORDERS_TOTAL = bytes("' AND o.total > ");
+const ORDERS_OFFSET = bytes(' ORDER BY o.created_at DESC LIMIT 50 OFFSET ');
+const EVENTS_INSERT = bytes('INSERT INTO order_events (order_id, status, attempt, created_at) VALUES ');
+const EVENTS_CONFLICT = bytes(' ON CONFLICT (order_id, status) DO UPDATE SET attempt = EXCLUDED.attempt;');
+const ROW_OPEN = bytes('(');
+const ROW_WORD = bytes(", '");
+const ROW_ATTEMPT = bytes("', ");
+const ROW_CLOSE = bytes(', now())');
 
 /**
  * Entries of one simulated server. `entries(ts, minBytes)` returns whole entries (each one or
- * two lines, newline-terminated) of at least `minBytes` characters in total, all stamped `ts`.
+ * two lines, newline-terminated) of at least `minBytes` characters in total, all stamped `ts`;
+ * `entriesBytes` the same as latin1 bytes.
+ *
+ * Written as bytes into one reused Buffer, not built as strings: the log writer shares a core
+ * with the store, and with each entry's strings built and joined it took a quarter of that
+ * core at 20 MB/s, with bytes a sixth (docs/benchmarks.md, ingest: what runs beside the
+ * collector).
  */
 export class StatementLog {
   private readonly rng: Rng;
-  /** Simulated backends: each has a pid, a user and a database, and walks the pgbench script. */
-  private readonly backends: Array<{ pid: number; who: string; step: number }>;
+  private readonly int: (n: number) => number;
+  /** Simulated backends: each has a pid, a user and a database (`tail`), and walks the pgbench script. */
+  private readonly backends: Array<{ step: number; tail: Buffer }>;
   /** Statement entries produced (one per `duration: ... ms` entry). */
   statements = 0;
   /** Lines produced. */
   lines = 0;
+  private buf = Buffer.allocUnsafe(1 << 16);
+  private at = 0;
+  /** The entries' `%m`, set per call. */
+  private ts: Buffer = Buffer.alloc(0);
+  private readonly values: number[] = [0, 0, 0, 0];
 
   constructor(seed: number, backends = 16) {
-    this.rng = new Rng(seed);
-    this.backends = Array.from({ length: backends }, () => ({
-      pid: 1000 + this.rng.int(4_000_000),
-      who: `${USERS[this.rng.int(USERS.length)]!}@${DATABASES[this.rng.int(DATABASES.length)]!}`,
-      step: this.rng.int(7),
-    }));
+    const rng = new Rng(seed);
+    this.rng = rng;
+    this.int = (n) => rng.int(n);
+    this.backends = Array.from({ length: backends }, () => {
+      const pid = 1000 + rng.int(4_000_000);
+      const who = `${USERS[rng.int(USERS.length)]!}@${DATABASES[rng.int(DATABASES.length)]!}`;
+      // The prefix after `%m`, as bytes once.
+      return { step: rng.int(7), tail: bytes(` [${pid}] ${who} `) };
+    });
   }
 
   entries(ts: string, minBytes: number): string {
-    const parts: string[] = [];
-    let n = 0;
-    while (n < minBytes) {
-      const e = this.entry(ts);
-      parts.push(e);
-      n += e.length;
-    }
-    return parts.join('');
+    return this.entriesBytes(ts, minBytes).toString('latin1');
   }
 
-  private entry(ts: string): string {
+  /** As entries(), as bytes: a view of this log's memory, valid until its next call. */
+  entriesBytes(ts: string, minBytes: number): Buffer {
+    this.ts = bytes(ts);
+    this.at = 0;
+    while (this.at < minBytes) this.entry();
+    return this.buf.subarray(0, this.at);
+  }
+
+  private entry(): void {
     const rng = this.rng;
     const b = this.backends[rng.int(this.backends.length)]!;
-    const prefix = `${ts} [${b.pid}] ${b.who} `;
     this.statements++;
     const pick = rng.int(100);
     if (pick < 10) {
       // pgbench -M extended: one execute entry, its parameters on a DETAIL line.
       this.lines += 2;
       const aid = 1 + rng.int(10_000_000);
-      return (
-        `${prefix}LOG:  duration: ${duration(rng, false)} ms  execute P0_${1 + rng.int(7)}: SELECT abalance FROM pgbench_accounts WHERE aid = $1\n` +
-        `${prefix}DETAIL:  parameters: $1 = '${aid}'\n`
-      );
+      this.prefix(b.tail);
+      this.put(LOG_DURATION);
+      this.duration(false);
+      this.put(MS_EXECUTE);
+      this.number(1 + rng.int(7));
+      this.put(EXECUTE_SQL);
+      this.prefix(b.tail);
+      this.put(DETAIL_PARAMETERS);
+      this.number(aid);
+      this.put(QUOTE_NL);
+      return;
     }
     this.lines += 1;
-    if (pick < 18) return `${prefix}LOG:  duration: ${duration(rng, true)} ms  statement: ${this.ormSelect()}\n`;
-    const step = b.step;
-    b.step = (step + 1) % 7;
-    return `${prefix}LOG:  duration: ${duration(rng, step === 1)} ms  statement: ${this.pgbench(step)}\n`;
+    this.prefix(b.tail);
+    this.put(LOG_DURATION);
+    if (pick < 18) {
+      this.duration(true);
+      this.put(MS_STATEMENT);
+      this.ormSelect();
+    } else {
+      const step = b.step;
+      b.step = (step + 1) % 7;
+      this.duration(step === 1);
+      this.put(MS_STATEMENT);
+      this.pgbench(step);
+    }
+    this.put(NL);
   }
 
   /** The pgbench TPC-B script, one statement per step. */
-  private pgbench(step: number): string {
-    return pgbenchStatement(step, (n) => this.rng.int(n));
+  private pgbench(step: number): void {
+    const values = this.values;
+    pgbenchValues(this.int, values);
+    const { pieces, values: at } = PGBENCH_BYTES[step % 7]!;
+    this.put(pieces[0]!);
+    for (let k = 0; k < at.length; k++) {
+      this.number(values[at[k]!]!);
+      this.put(pieces[k + 1]!);
+    }
   }
 
   /** Longer application queries: joins, IN lists of 1-40 items, string and numeric literals. */
-  private ormSelect(): string {
+  private ormSelect(): void {
     const rng = this.rng;
     const kind = rng.int(3);
     if (kind === 0) {
-      const ids = Array.from({ length: 1 + rng.int(40) }, () => 1 + rng.int(10_000_000));
-      return `SELECT a.aid, a.bid, a.abalance, b.bbalance FROM pgbench_accounts a JOIN pgbench_branches b ON b.bid = a.bid WHERE a.aid IN (${ids.join(', ')}) ORDER BY a.aid LIMIT ${10 * (1 + rng.int(10))};`;
+      this.put(JOIN_IN);
+      const ids = 1 + rng.int(40);
+      for (let k = 0; k < ids; k++) {
+        if (k > 0) this.put(COMMA);
+        this.number(1 + rng.int(10_000_000));
+      }
+      this.put(JOIN_ORDER);
+      this.number(10 * (1 + rng.int(10)));
+      this.put(SEMI);
+      return;
     }
     if (kind === 1) {
-      const word = WORDS[rng.int(WORDS.length)]!.replace("'", "''");
-      return `SELECT o.id, o.created_at, o.total, c.email FROM orders o JOIN customers c ON c.id = o.customer_id WHERE o.status = '${word}' AND o.created_at >= '2026-11-${String(1 + rng.int(22)).padStart(2, '0')}' AND o.total > ${(rng.int(100_000) / 100).toFixed(2)} ORDER BY o.created_at DESC LIMIT 50 OFFSET ${rng.int(20) * 50};`;
+      this.put(ORDERS_STATUS);
+      this.put(WORD_BYTES[rng.int(WORDS.length)]!);
+      this.put(ORDERS_SINCE);
+      this.fixed(1 + rng.int(22), 0, 2);
+      this.put(ORDERS_TOTAL);
+      this.fixed(rng.int(100_000), 2, 1);
+      this.put(ORDERS_OFFSET);
+      this.number(rng.int(20) * 50);
+      this.put(SEMI);
+      return;
     }
+    this.put(EVENTS_INSERT);
     const n = 1 + rng.int(5);
-    const rows = Array.from({ length: n }, () => `(${1 + rng.int(1_000_000)}, '${WORDS[rng.int(WORDS.length)]!.replace("'", "''")}', ${rng.int(1000)}, now())`);
-    return `INSERT INTO order_events (order_id, status, attempt, created_at) VALUES ${rows.join(', ')} ON CONFLICT (order_id, status) DO UPDATE SET attempt = EXCLUDED.attempt;`;
+    for (let k = 0; k < n; k++) {
+      if (k > 0) this.put(COMMA);
+      this.put(ROW_OPEN);
+      this.number(1 + rng.int(1_000_000));
+      this.put(ROW_WORD);
+      this.put(WORD_BYTES[rng.int(WORDS.length)]!);
+      this.put(ROW_ATTEMPT);
+      this.number(rng.int(1000));
+      this.put(ROW_CLOSE);
+    }
+    this.put(EVENTS_CONFLICT);
+  }
+
+  /** Mostly sub-millisecond, a long tail for the heavier statements: microseconds as milliseconds with 3 decimals. */
+  private duration(slow: boolean): void {
+    const rng = this.rng;
+    this.fixed(slow ? 200 + rng.int(40_000) : 8 + rng.int(900), 3, 1);
+  }
+
+  private prefix(tail: Buffer): void {
+    this.put(this.ts);
+    this.put(tail);
+  }
+
+  private put(piece: Buffer): void {
+    const n = piece.length;
+    this.room(n);
+    const buf = this.buf;
+    const at = this.at;
+    // Most pieces are short: a loop costs less than a native copy's call.
+    if (n <= 32) for (let k = 0; k < n; k++) buf[at + k] = piece[k]!;
+    else piece.copy(buf, at);
+    this.at = at + n;
+  }
+
+  /** A non-negative or negative integer in decimal. */
+  private number(v: number): void {
+    this.room(12);
+    if (v < 0) {
+      this.buf[this.at++] = 0x2d;
+      v = -v;
+    }
+    this.digits(v, 1);
+  }
+
+  /**
+   * The non-negative integer `v` divided by 10^decimals, with exactly `decimals` decimals
+   * (what `(v / 10 ** decimals).toFixed(decimals)` writes), its whole part at least `width` digits.
+   */
+  private fixed(v: number, decimals: number, width: number): void {
+    this.room(24);
+    const scale = 10 ** decimals;
+    const frac = v % scale;
+    this.digits((v - frac) / scale, width);
+    if (decimals === 0) return;
+    this.buf[this.at++] = 0x2e;
+    this.digits(frac, decimals);
+  }
+
+  /** The non-negative integer `v`, zero-padded to at least `width` digits (room ensured by the caller). */
+  private digits(v: number, width: number): void {
+    let n = 1;
+    for (let p = 10; p <= v; p *= 10) n++;
+    if (n < width) n = width;
+    const buf = this.buf;
+    let at = this.at + n;
+    this.at = at;
+    for (let k = 0; k < n; k++) {
+      buf[--at] = 0x30 + (v % 10);
+      v = Math.floor(v / 10);
+    }
+  }
+
+  private room(n: number): void {
+    if (this.at + n <= this.buf.length) return;
+    const grown = Buffer.allocUnsafe(Math.max(this.buf.length * 2, this.at + n));
+    this.buf.copy(grown, 0, 0, this.at);
+    this.buf = grown;
   }
 }
