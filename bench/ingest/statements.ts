@@ -57,12 +57,8 @@ const QUOTE_NL = bytes("'\n");
 const MS_STATEMENT = bytes(' ms  statement: ');
 const NL = bytes('\n');
 const COMMA = bytes(', ');
-/** Each pgbench statement as its text pieces and, after each piece but the last, the index of the value written there. */
-const PGBENCH_BYTES = PGBENCH_TEMPLATES.map((t) => {
-  if (t.some((p, k) => typeof p !== (k % 2 === 0 ? 'string' : 'number')) || t.length % 2 === 0)
-    throw new Error(`a pgbench template is not text, value, text, ...: ${JSON.stringify(t)}`);
-  return { pieces: t.filter((p) => typeof p === 'string').map(bytes), values: t.filter((p) => typeof p === 'number') };
-});
+/** The pgbench statements' templates (PGBENCH_TEMPLATES) with their text as bytes. */
+const PGBENCH_BYTES = PGBENCH_TEMPLATES.map(({ pieces, values }) => ({ pieces: pieces.map(bytes), values }));
 const JOIN_IN = bytes('SELECT a.aid, a.bid, a.abalance, b.bbalance FROM pgbench_accounts a JOIN pgbench_branches b ON b.bid = a.bid WHERE a.aid IN (');
 const JOIN_ORDER = bytes(') ORDER BY a.aid LIMIT ');
 const SEMI = bytes(';');
@@ -84,8 +80,8 @@ const ROW_CLOSE = bytes(', now())');
  *
  * Written as bytes into one reused Buffer, not built as strings: the log writer shares a core
  * with the store, and with each entry's strings built and joined it took a quarter of that
- * core at 20 MB/s, with bytes a sixth (docs/benchmarks.md, ingest: what runs beside the
- * collector).
+ * core at 20 MB/s, with bytes a sixth (docs/benchmarks.md, the CPU target's notes: "What
+ * shares the store's core").
  */
 export class StatementLog {
   private readonly rng: Rng;

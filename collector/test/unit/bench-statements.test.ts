@@ -28,7 +28,7 @@ describe('StatementLog', () => {
     assert.equal(createHash('sha1').update(text, 'latin1').digest('hex'), '2d3d0fb36df1bf9a9b8ea67819457522005feec3');
   });
 
-  it('gives the same bytes through entries and entriesBytes, a view valid until the next call', () => {
+  it('gives the same bytes through entries and entriesBytes, across the growth of its memory', () => {
     const a = new StatementLog(7);
     const b = new StatementLog(7);
     for (let k = 0; k < 300; k++) {
