@@ -88,8 +88,12 @@ const tunedLimitMiB = values['tuned-for-limit'] === undefined ? undefined : Numb
 if (tunedLimitMiB !== undefined && !(Number.isInteger(tunedLimitMiB) && tunedLimitMiB >= 128))
   throw new Error('--tuned-for-limit takes a memory limit in MiB (at least 128)');
 
-/** The Node settings the operator's tuning gives a pod collecting `servers` logs at `rate` MB/s under the limit. */
-function operatorTuning(rate: number, limitMiB: number): { nodeOptions: string; uvThreadpoolSize: number; label: string } {
+/**
+ * The Node settings the operator's tuning gives a pod collecting `servers` logs at `rate` MB/s
+ * under the limit, as V8 flags on the collector's command line (the launcher's list replaced,
+ * as the cluster launcher does, collector/src/cluster/launch-command.ts).
+ */
+function operatorTuning(rate: number, limitMiB: number): { nodeOptions: string; launcherFlags: string; uvThreadpoolSize: number; label: string } {
   const t = computeTuning({
     nodeTuning: { mode: 'auto' },
     memoryLimitBytes: limitMiB * 2 ** 20,
@@ -99,11 +103,14 @@ function operatorTuning(rate: number, limitMiB: number): { nodeOptions: string; 
     sqlSessions: 0,
     ingestBytesPerSecond: rate * 1e6,
   });
-  const nodeOptions = `--max-old-space-size=${t.maxOldSpaceSizeMiB} --max-semi-space-size=${t.maxSemiSpaceSizeMiB}`;
+  const flags = [`--max-old-space-size=${t.maxOldSpaceSizeMiB}`, `--max-semi-space-size=${t.maxSemiSpaceSizeMiB}`];
+  if (t.heapGrowingPercent !== undefined) flags.push(`--heap-growing-percent=${t.heapGrowingPercent}`);
+  const launcherFlags = flags.join(' ');
   return {
-    nodeOptions,
+    nodeOptions: '',
+    launcherFlags,
     uvThreadpoolSize: t.uvThreadpoolSize,
-    label: `operator tuning for a ${limitMiB} MiB limit (\`${nodeOptions}\`, UV_THREADPOOL_SIZE=${t.uvThreadpoolSize})`,
+    label: `operator tuning for a ${limitMiB} MiB limit (\`${launcherFlags}\`, UV_THREADPOOL_SIZE=${t.uvThreadpoolSize})`,
   };
 }
 const pin = await pinningOption(values['pin-collector']);

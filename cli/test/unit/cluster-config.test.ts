@@ -8,7 +8,7 @@ import { parseClusterConfig } from '@pglog/cli/cluster-config.ts';
 import { parseCollectArgs } from '@pglog/cli/collect-config.ts';
 import { exitStatusOf, launchCommand } from '@pglog/collector/cluster/launch-command.ts';
 import { buildShardStatus, changedEnough, type StatusInputs } from '@pglog/collector/cluster/shard-status.ts';
-import { formatTuning, parseTuning } from '@pglog/collector/cluster/tuning.ts';
+import { formatTuning, parseTuning, sameTuning } from '@pglog/collector/cluster/tuning.ts';
 import type { TargetSnapshot } from '@pglog/collector/collect/target-observation.ts';
 import type { CollectorShardStatus, ShardTarget } from '@pglog/common/api/collector-shard.ts';
 import { PglogError } from '@pglog/common/errors.ts';
@@ -182,6 +182,20 @@ describe('launchCommand', () => {
     assert.deepEqual(c.env, { PATH: '/bin', UV_THREADPOOL_SIZE: '8', PGLOG_STORE_URL: 'postgres://x' });
   });
 
+  test("a growing factor in the tuning replaces the launcher's; without one (an older operator's shard) the launcher's stays", () => {
+    const launcher = ['/usr/bin/node', '--heap_growing_percent=50', '--max-semi-space-size=4', '/app/main.ts'];
+    const tuned = launchCommand(launcher, [], { ...TUNING, heapGrowingPercent: 100 }, {});
+    assert.deepEqual(tuned.args.slice(0, 3), ['--max-old-space-size=1024', '--max-semi-space-size=32', '--heap-growing-percent=100']);
+    assert.equal(tuned.args.filter((a) => /heap.growing/.test(a)).length, 1);
+    assert.deepEqual(parseTuning(tuned.args.at(-1)!), { ...TUNING, heapGrowingPercent: 100 });
+    const older = launchCommand(launcher, [], TUNING, {});
+    assert.deepEqual(older.args.slice(0, 3), ['--heap_growing_percent=50', '--max-old-space-size=1024', '--max-semi-space-size=32']);
+    assert.deepEqual(parseTuning(older.args.at(-1)!), TUNING);
+    // A new growing factor is a new process: the shard collector restarts its child for it.
+    assert.equal(sameTuning(TUNING, { ...TUNING, heapGrowingPercent: 100 }), false);
+    assert.equal(sameTuning({ ...TUNING, heapGrowingPercent: 100 }, { ...TUNING, heapGrowingPercent: 100 }), true);
+  });
+
   test('exit status: the code, or 128 + the signal number', () => {
     assert.equal(exitStatusOf(3, null, { SIGKILL: 9 }), 3);
     assert.equal(exitStatusOf(null, 'SIGKILL', { SIGKILL: 9 }), 137);
@@ -247,5 +261,7 @@ describe('cluster options', () => {
     assert.equal(c.cluster?.shard, 's-0');
     assert.equal(c.storeUrl, store.PGLOG_STORE_URL, 'the store URL from PGLOG_STORE_URL, as standalone');
     assert.throws(() => parseTuning('uvThreadpoolSize=4,uvThreadpoolSize=4,maxOldSpaceSizeMiB=1'), usage(/--launched must be/));
+    assert.throws(() => parseTuning('uvThreadpoolSize=4,maxOldSpaceSizeMiB=256,heapGrowingPercent=100'), usage(/needs/));
+    assert.throws(() => parseTuning('uvThreadpoolSize=4,maxOldSpaceSizeMiB=256,maxSemiSpaceSizeMiB=8,heapGrowingPercent=-1'), usage(/--launched must be/));
   });
 });

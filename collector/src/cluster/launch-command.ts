@@ -1,14 +1,18 @@
 /**
  * Cluster mode, pure: the command line and environment of the collector child the launcher
- * starts with a shard's Node.js tuning (docs/operator.md "Node.js tuning": heap and semi-space sizes are V8 flags and
+ * starts with a shard's Node.js tuning (docs/operator.md "Node.js tuning": heap sizes and growing factor are V8 flags and
  * the libuv threadpool size an environment variable, all fixed at process start).
  */
 import type { ShardTuning } from '@pglog/common/api/collector-shard.ts';
 
 import { formatTuning } from './tuning.ts';
 
-/** V8 flags the launcher owns: any the launcher itself was started with are replaced. */
+/**
+ * V8 flags the tuning sets: any the launcher itself was started with are replaced. The growing
+ * factor only when the tuning has one (a shard from an older operator keeps the launcher's).
+ */
 const TUNED_NODE_FLAGS = ['--max-old-space-size', '--max-semi-space-size'];
+const GROWING_FLAG = '--heap-growing-percent';
 
 export interface LaunchCommand {
   command: string;
@@ -29,13 +33,15 @@ export function launchCommand(
   const [node, ...rest] = selfCommand;
   if (node === undefined || rest.length === 0) throw new Error('launchCommand: selfCommand needs the node binary and the main script');
   const script = rest[rest.length - 1]!;
-  const nodeFlags = withoutFlags(rest.slice(0, -1), TUNED_NODE_FLAGS);
+  const growing = tuning.heapGrowingPercent;
+  const nodeFlags = withoutFlags(rest.slice(0, -1), growing === undefined ? TUNED_NODE_FLAGS : [...TUNED_NODE_FLAGS, GROWING_FLAG]);
   return {
     command: node,
     args: [
       ...nodeFlags,
       `--max-old-space-size=${tuning.maxOldSpaceSizeMiB}`,
       `--max-semi-space-size=${tuning.maxSemiSpaceSizeMiB}`,
+      ...(growing === undefined ? [] : [`${GROWING_FLAG}=${growing}`]),
       script,
       'collect',
       ...withoutFlags(collectArgs, ['--launched']),

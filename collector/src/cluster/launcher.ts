@@ -45,7 +45,7 @@ export async function runLauncher(o: LauncherOptions): Promise<number> {
     const launch = launchCommand(o.selfCommand, o.collectArgs, tuning, o.env);
     o.log.info(
       { shard: o.shard, tuning },
-      `starting the collector with UV_THREADPOOL_SIZE=${tuning.uvThreadpoolSize} --max-old-space-size=${tuning.maxOldSpaceSizeMiB} --max-semi-space-size=${tuning.maxSemiSpaceSizeMiB}`,
+      `starting the collector with UV_THREADPOOL_SIZE=${tuning.uvThreadpoolSize} --max-old-space-size=${tuning.maxOldSpaceSizeMiB} --max-semi-space-size=${tuning.maxSemiSpaceSizeMiB}${tuning.heapGrowingPercent === undefined ? '' : ` --heap-growing-percent=${tuning.heapGrowingPercent}`}`,
     );
     const child = spawn(launch.command, launch.args, { stdio: ['ignore', 'inherit', 'inherit'], env: launch.env });
     const forward = (): void => {

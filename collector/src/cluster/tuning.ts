@@ -11,29 +11,40 @@ export const EXIT_TUNING_CHANGED = 75;
 
 /** `--launched` value: how the launcher passes the tuning to its child. */
 export function formatTuning(t: ShardTuning): string {
-  return `uvThreadpoolSize=${t.uvThreadpoolSize},maxOldSpaceSizeMiB=${t.maxOldSpaceSizeMiB},maxSemiSpaceSizeMiB=${t.maxSemiSpaceSizeMiB}`;
+  const growing = t.heapGrowingPercent === undefined ? '' : `,heapGrowingPercent=${t.heapGrowingPercent}`;
+  return `uvThreadpoolSize=${t.uvThreadpoolSize},maxOldSpaceSizeMiB=${t.maxOldSpaceSizeMiB},maxSemiSpaceSizeMiB=${t.maxSemiSpaceSizeMiB}${growing}`;
 }
+
+const REQUIRED_FIELDS = ['uvThreadpoolSize', 'maxOldSpaceSizeMiB', 'maxSemiSpaceSizeMiB'] as const;
 
 export function parseTuning(text: string): ShardTuning {
   const fields = new Map<string, number>();
   for (const part of text.split(',')) {
-    const m = /^(uvThreadpoolSize|maxOldSpaceSizeMiB|maxSemiSpaceSizeMiB)=(\d{1,7})$/.exec(part);
+    const m = /^(uvThreadpoolSize|maxOldSpaceSizeMiB|maxSemiSpaceSizeMiB|heapGrowingPercent)=(\d{1,7})$/.exec(part);
     if (m === null || fields.has(m[1]!))
       throw new PglogError(
         'USAGE',
-        `collect: --launched must be ${formatTuning({ uvThreadpoolSize: 4, maxOldSpaceSizeMiB: 512, maxSemiSpaceSizeMiB: 16 })}, got '${text}'`,
+        `collect: --launched must be ${formatTuning({ uvThreadpoolSize: 4, maxOldSpaceSizeMiB: 512, maxSemiSpaceSizeMiB: 16, heapGrowingPercent: 100 })} (heapGrowingPercent optional), got '${text}'`,
       );
     fields.set(m[1]!, Number(m[2]));
   }
-  if (fields.size !== 3) throw new PglogError('USAGE', `collect: --launched needs uvThreadpoolSize, maxOldSpaceSizeMiB and maxSemiSpaceSizeMiB, got '${text}'`);
+  if (REQUIRED_FIELDS.some((f) => !fields.has(f)))
+    throw new PglogError('USAGE', `collect: --launched needs uvThreadpoolSize, maxOldSpaceSizeMiB and maxSemiSpaceSizeMiB, got '${text}'`);
+  const growing = fields.get('heapGrowingPercent');
   return {
     uvThreadpoolSize: fields.get('uvThreadpoolSize')!,
     maxOldSpaceSizeMiB: fields.get('maxOldSpaceSizeMiB')!,
     maxSemiSpaceSizeMiB: fields.get('maxSemiSpaceSizeMiB')!,
+    ...(growing === undefined ? {} : { heapGrowingPercent: growing }),
   };
 }
 
 /** Whether two tunings start the same process. */
 export function sameTuning(a: ShardTuning, b: ShardTuning): boolean {
-  return a.uvThreadpoolSize === b.uvThreadpoolSize && a.maxOldSpaceSizeMiB === b.maxOldSpaceSizeMiB && a.maxSemiSpaceSizeMiB === b.maxSemiSpaceSizeMiB;
+  return (
+    a.uvThreadpoolSize === b.uvThreadpoolSize &&
+    a.maxOldSpaceSizeMiB === b.maxOldSpaceSizeMiB &&
+    a.maxSemiSpaceSizeMiB === b.maxSemiSpaceSizeMiB &&
+    a.heapGrowingPercent === b.heapGrowingPercent
+  );
 }

@@ -236,7 +236,7 @@ describe('pglog collect --shard: cluster mode against a real API server', { time
   test('a new spec.tuning restarts the collector child (new pid, status.tuning), nothing lost', async () => {
     const c = collectors[0]!;
     const first = childPids(c)[0]!;
-    const tuning = { ...TUNING, maxOldSpaceSizeMiB: 320 };
+    const tuning = { ...TUNING, maxOldSpaceSizeMiB: 320, heapGrowingPercent: 100 };
     await setShardSpec('s-0', [{ name: 'db1', transport: 'inproc', epoch: 1 }], tuning);
     await waitFor(
       () => childPids(c).length >= 2,
@@ -251,8 +251,10 @@ describe('pglog collect --shard: cluster mode against a real API server', { time
       30_000,
       () => tail(c),
     );
+    assert.deepEqual((await shard('s-0')).status?.tuning, tuning, 'the status names the growing factor the child runs with');
     const argv = readFileSync(`/proc/${childPids(c)[1]!}/cmdline`, 'utf8').split('\0');
     assert.ok(argv.includes('--max-old-space-size=320'), argv.join(' '));
+    assert.equal(argv.filter((a) => /^--heap[-_]growing[-_]percent/.test(a)).join(' '), '--heap-growing-percent=100', argv.join(' '));
     assert.equal(
       readFileSync(`/proc/${childPids(c)[1]!}/environ`, 'utf8')
         .split('\0')

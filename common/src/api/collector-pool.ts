@@ -186,6 +186,12 @@ export interface NodeTuning {
    * @maximum 256
    */
   maxSemiSpaceSizeMiB?: number;
+  /**
+   * V8 `--heap-growing-percent` (explicit mode; computed from the semi-space when left out).
+   * @minimum 10
+   * @maximum 400
+   */
+  heapGrowingPercent?: number;
 }
 
 /** Observed state of the pool, written by the operator. */

@@ -89,6 +89,14 @@ export interface ShardTuning {
    * @maximum 256
    */
   maxSemiSpaceSizeMiB: number;
+  /**
+   * V8 `--heap-growing-percent`: how far the old generation grows past what survived the last
+   * mark-compact before the next one (100: to twice that). Absent in a shard written by an
+   * operator before it was tuned: the launcher's own default then (50, ADR 0018).
+   * @minimum 10
+   * @maximum 400
+   */
+  heapGrowingPercent?: number;
 }
 
 /** What the collector pod reports. */

@@ -118,6 +118,10 @@ describe('the generated CRDs on a real kube-apiserver', { timeout: 180_000 }, ()
       pool('explicit', { nodeTuning: { mode: 'explicit', uvThreadpoolSize: 8 } }),
       /mode explicit needs uvThreadpoolSize, maxOldSpaceSizeMiB and maxSemiSpaceSizeMiB/,
     );
+    await rejects(
+      pool('growing', { nodeTuning: { mode: 'explicit', uvThreadpoolSize: 8, maxOldSpaceSizeMiB: 512, maxSemiSpaceSizeMiB: 8, heapGrowingPercent: 401 } }),
+      /spec\.nodeTuning\.heapGrowingPercent: Invalid value: 401: spec\.nodeTuning\.heapGrowingPercent in body should be less than or equal to 400/,
+    );
     await rejects(pool('pull', { collector: { imagePullPolicy: 'Sometimes' } }), /spec\.collector\.imagePullPolicy: Unsupported value: "Sometimes"/);
     await rejects(
       target('enum', { instances: [{ name: 'main', dataDirectory: '/d', logFormat: 'syslog' }] }),

@@ -1,4 +1,5 @@
-// The Node.js settings computed for a collector pod (thread pool, old and semi space): auto
+// The Node.js settings computed for a collector pod (thread pool, old and semi space, the old
+// generation's growing factor): auto
 // values for sample shards, steps that do not move on a small change (no restart), a
 // fast-check property that heap plus young generation stays within 75 % of the memory limit;
 // explicit values and CONFIG_INVALID for out-of-range ones.
@@ -23,7 +24,7 @@ const base: TuningInput = {
 
 describe('computeTuning, auto', () => {
   it('a small shard with 1 GiB: libuv default threads, the working old space, a small young generation', () => {
-    assert.deepEqual(computeTuning(base), { uvThreadpoolSize: 4, maxOldSpaceSizeMiB: 256, maxSemiSpaceSizeMiB: 4 });
+    assert.deepEqual(computeTuning(base), { uvThreadpoolSize: 4, maxOldSpaceSizeMiB: 256, maxSemiSpaceSizeMiB: 4, heapGrowingPercent: 50 });
   });
   it('threads grow with inproc targets (their DNS lookups), in powers of two, within [4, 64]', () => {
     assert.equal(autoThreadpoolSize(0, 0), 4);
@@ -48,6 +49,17 @@ describe('computeTuning, auto', () => {
     assert.equal(computeTuning({ ...base, ingestBytesPerSecond: 25e6 }).maxSemiSpaceSizeMiB, 16);
     assert.equal(computeTuning({ ...base, ingestBytesPerSecond: 25e6, memoryLimitBytes: 4 * GiB }).maxSemiSpaceSizeMiB, 16, 'a larger limit does not grow it');
     assert.equal(computeTuning({ ...base, ingestBytesPerSecond: 25e6, memoryLimitBytes: 256 * MiB }).maxSemiSpaceSizeMiB, 8, '256 MiB / 24 caps it at 8');
+  });
+  it('growing factor: 50 % for the small young generation, 100 % once the semi-space is sized for speed', () => {
+    assert.equal(computeTuning({ ...base, ingestBytesPerSecond: 5e6 }).heapGrowingPercent, 50);
+    assert.equal(computeTuning({ ...base, ingestBytesPerSecond: 8e6 }).heapGrowingPercent, 50);
+    assert.equal(computeTuning({ ...base, ingestBytesPerSecond: 9e6 }).heapGrowingPercent, 100);
+    assert.equal(computeTuning({ ...base, ingestBytesPerSecond: 25e6 }).heapGrowingPercent, 100);
+    // A limit that caps the semi-space at 4 MiB (96 MiB / 24) keeps the small growing factor too.
+    assert.equal(computeTuning({ ...base, ingestBytesPerSecond: 25e6, memoryLimitBytes: 96 * MiB }).heapGrowingPercent, 50);
+    // It follows the semi-space the hysteresis keeps, so the two never restart a pod apart.
+    const kept = computeTuning({ ...base, ingestBytesPerSecond: 7e6, previousSemiSpaceMiB: 8 });
+    assert.deepEqual([kept.maxSemiSpaceSizeMiB, kept.heapGrowingPercent], [8, 100]);
   });
   it('a rate wobbling around a step keeps the semi-space (no restart); a clear change moves it', () => {
     const GiB4 = 4 * 2 ** 30;
@@ -102,6 +114,7 @@ describe('computeTuning, auto', () => {
           assert.ok(t.maxSemiSpaceSizeMiB >= 1 && t.maxSemiSpaceSizeMiB <= 64);
           assert.ok(t.maxOldSpaceSizeMiB >= 128);
           assert.ok(t.maxOldSpaceSizeMiB + 3 * t.maxSemiSpaceSizeMiB <= 0.75 * limitMiB);
+          assert.ok(t.heapGrowingPercent !== undefined && t.heapGrowingPercent >= 10 && t.heapGrowingPercent <= 400);
           for (const v of Object.values(t)) assert.ok(Number.isInteger(v));
         },
       ),
@@ -116,12 +129,19 @@ describe('computeTuning, explicit', () => {
       uvThreadpoolSize: 12,
       maxOldSpaceSizeMiB: 900,
       maxSemiSpaceSizeMiB: 8,
+      heapGrowingPercent: 100,
     });
+    assert.equal(
+      computeTuning({ ...base, nodeTuning: { mode: 'explicit', maxSemiSpaceSizeMiB: 8, heapGrowingPercent: 30 } }).heapGrowingPercent,
+      30,
+      'a given growing factor wins over the one the semi-space implies',
+    );
     // Semi-space given: old space is computed with it (the cap 768 - 64 - 3 × 64 = 512 is above the 256 needed).
     assert.deepEqual(computeTuning({ ...base, nodeTuning: { mode: 'explicit', maxSemiSpaceSizeMiB: 64 } }), {
       uvThreadpoolSize: 4,
       maxOldSpaceSizeMiB: 256,
       maxSemiSpaceSizeMiB: 64,
+      heapGrowingPercent: 100,
     });
     // ... and bounds it under a small limit: 512 × 0.75 - 64 - 3 × 64 = 128.
     assert.deepEqual(
@@ -139,6 +159,8 @@ describe('computeTuning, explicit', () => {
       { mode: 'explicit', uvThreadpoolSize: 2.5 },
       { mode: 'explicit', maxOldSpaceSizeMiB: 63 },
       { mode: 'explicit', maxSemiSpaceSizeMiB: 257 },
+      { mode: 'explicit', heapGrowingPercent: 9 },
+      { mode: 'explicit', heapGrowingPercent: 401 },
       { mode: 'fast' },
     ]) {
       assert.throws(() => computeTuning({ ...base, nodeTuning }), { code: 'CONFIG_INVALID' }, JSON.stringify(nodeTuning));
