@@ -63,7 +63,7 @@ export const EXAMPLES: readonly ResourceExample[] = [
         index: 0,
         targets: [{ name: 'db1', transport: 'inproc', epoch: 1 }],
         targetCount: 1,
-        tuning: { uvThreadpoolSize: 4, maxOldSpaceSizeMiB: 768, maxSemiSpaceSizeMiB: 16 },
+        tuning: { uvThreadpoolSize: 4, maxOldSpaceSizeMiB: 768, maxSemiSpaceSizeMiB: 16, heapGrowingPercent: 100 },
       },
     },
   },
