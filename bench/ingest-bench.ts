@@ -45,6 +45,7 @@ import { existsSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 
+import { tuningNodeFlags } from '@pglog/collector/cluster/launch-command.ts';
 import { computeTuning } from '@pglog/operator/desired/tuning.ts';
 
 import { renderSection, writeSection } from './ingest/report.ts';
@@ -103,9 +104,7 @@ function operatorTuning(rate: number, limitMiB: number): { nodeOptions: string; 
     sqlSessions: 0,
     ingestBytesPerSecond: rate * 1e6,
   });
-  const flags = [`--max-old-space-size=${t.maxOldSpaceSizeMiB}`, `--max-semi-space-size=${t.maxSemiSpaceSizeMiB}`];
-  if (t.heapGrowingPercent !== undefined) flags.push(`--heap-growing-percent=${t.heapGrowingPercent}`);
-  const launcherFlags = flags.join(' ');
+  const launcherFlags = tuningNodeFlags(t).join(' ');
   return {
     nodeOptions: '',
     launcherFlags,

@@ -8,11 +8,14 @@ import type { ShardTuning } from '@pglog/common/api/collector-shard.ts';
 import { formatTuning } from './tuning.ts';
 
 /**
- * V8 flags the tuning sets: any the launcher itself was started with are replaced. The growing
- * factor only when the tuning has one (a shard from an older operator keeps the launcher's).
+ * The V8 flags a tuning sets, as the child's command line carries them. The growing factor only
+ * when the tuning has one (a shard from an older operator keeps the launcher's).
  */
-const TUNED_NODE_FLAGS = ['--max-old-space-size', '--max-semi-space-size'];
-const GROWING_FLAG = '--heap-growing-percent';
+export function tuningNodeFlags(tuning: ShardTuning): string[] {
+  const flags = [`--max-old-space-size=${tuning.maxOldSpaceSizeMiB}`, `--max-semi-space-size=${tuning.maxSemiSpaceSizeMiB}`];
+  if (tuning.heapGrowingPercent !== undefined) flags.push(`--heap-growing-percent=${tuning.heapGrowingPercent}`);
+  return flags;
+}
 
 export interface LaunchCommand {
   command: string;
@@ -33,21 +36,15 @@ export function launchCommand(
   const [node, ...rest] = selfCommand;
   if (node === undefined || rest.length === 0) throw new Error('launchCommand: selfCommand needs the node binary and the main script');
   const script = rest[rest.length - 1]!;
-  const growing = tuning.heapGrowingPercent;
-  const nodeFlags = withoutFlags(rest.slice(0, -1), growing === undefined ? TUNED_NODE_FLAGS : [...TUNED_NODE_FLAGS, GROWING_FLAG]);
+  const tuned = tuningNodeFlags(tuning);
+  // Any of these the launcher itself was started with are replaced.
+  const launcherFlags = withoutFlags(
+    rest.slice(0, -1),
+    tuned.map((flag) => flag.split('=')[0]!),
+  );
   return {
     command: node,
-    args: [
-      ...nodeFlags,
-      `--max-old-space-size=${tuning.maxOldSpaceSizeMiB}`,
-      `--max-semi-space-size=${tuning.maxSemiSpaceSizeMiB}`,
-      ...(growing === undefined ? [] : [`${GROWING_FLAG}=${growing}`]),
-      script,
-      'collect',
-      ...withoutFlags(collectArgs, ['--launched']),
-      '--launched',
-      formatTuning(tuning),
-    ],
+    args: [...launcherFlags, ...tuned, script, 'collect', ...withoutFlags(collectArgs, ['--launched']), '--launched', formatTuning(tuning)],
     env: { ...env, UV_THREADPOOL_SIZE: String(tuning.uvThreadpoolSize) },
   };
 }

@@ -18,7 +18,7 @@ import type { Logger } from '@pglog/common/observability/logger.ts';
 import { pause } from '@pglog/common/time/clock.ts';
 import { backoffDelay } from '@pglog/common/time/retry.ts';
 
-import { exitStatusOf, launchCommand } from './launch-command.ts';
+import { exitStatusOf, launchCommand, tuningNodeFlags } from './launch-command.ts';
 import { EXIT_TUNING_CHANGED } from './tuning.ts';
 
 export interface LauncherOptions {
@@ -43,10 +43,7 @@ export async function runLauncher(o: LauncherOptions): Promise<number> {
     const tuning = await readTuning(o);
     if (tuning === null) return 0; // asked to stop while waiting for the shard
     const launch = launchCommand(o.selfCommand, o.collectArgs, tuning, o.env);
-    o.log.info(
-      { shard: o.shard, tuning },
-      `starting the collector with UV_THREADPOOL_SIZE=${tuning.uvThreadpoolSize} --max-old-space-size=${tuning.maxOldSpaceSizeMiB} --max-semi-space-size=${tuning.maxSemiSpaceSizeMiB}${tuning.heapGrowingPercent === undefined ? '' : ` --heap-growing-percent=${tuning.heapGrowingPercent}`}`,
-    );
+    o.log.info({ shard: o.shard, tuning }, `starting the collector with UV_THREADPOOL_SIZE=${tuning.uvThreadpoolSize} ${tuningNodeFlags(tuning).join(' ')}`);
     const child = spawn(launch.command, launch.args, { stdio: ['ignore', 'inherit', 'inherit'], env: launch.env });
     const forward = (): void => {
       child.kill(o.stopSignal());
