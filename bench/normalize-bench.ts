@@ -13,8 +13,7 @@ import { pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
 
 import type * as Normalize from '@pglog/collector/logformat/normalize/normalize.ts';
-
-import { pgbenchStatement } from './lib/pgbench-statements.ts';
+import { pgbenchStatement } from '@pglog/test-support/pgbench-statements.ts';
 
 const { values } = parseArgs({
   options: {

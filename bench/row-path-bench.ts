@@ -180,7 +180,7 @@ function revisionOf(dir: string): string {
 }
 
 async function main(): Promise<void> {
-  const { StatementLog, formatLogTime } = await import('./ingest/statements.ts');
+  const { StatementLog, formatLogTime } = await import('@pglog/test-support/statement-log.ts');
   const root = new URL('..', import.meta.url).pathname;
   const checkouts: Array<{ name: string; dir: string }> = [{ name: 'this tree', dir: root }];
   if (values.baseline !== undefined) checkouts.push({ name: `baseline (${revisionOf(values.baseline)})`, dir: values.baseline });

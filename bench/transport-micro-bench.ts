@@ -257,7 +257,7 @@ async function childMain(c: ChildConfig): Promise<ChildResult> {
 
 /** Writes about `mb` MB of PostgreSQL stderr log lines to `file`. */
 async function writeLog(file: string, mb: number): Promise<number> {
-  const { StatementLog, formatLogTime } = await import('./ingest/statements.ts');
+  const { StatementLog, formatLogTime } = await import('@pglog/test-support/statement-log.ts');
   const log = new StatementLog(42);
   const fd = openSync(file, 'w', 0o644);
   let written = 0;

@@ -14,13 +14,14 @@ import { cpus } from 'node:os';
 import { join } from 'node:path';
 
 import { type CollectorProcess, startCollector, writeTargetsFile } from '@pglog/test-support/collector-process.ts';
+import type { WriterTotals } from '@pglog/test-support/fleet-sim/log-writer.ts';
+import { type LogWriter, spawnLogWriter } from '@pglog/test-support/fleet-sim/writer-client.ts';
 import type { TestSshServer } from '@pglog/test-support/sshd.ts';
 import { freePort, sleep } from '@pglog/test-support/wait.ts';
 import pg from 'pg';
 
 import { pinCollector } from '../transport/pinning.ts';
 import { type CpuProfile, type ProfileSplit, splitProfile } from './cpu-profile.ts';
-import type { WriterTotals } from './log-writer.ts';
 import { countEqual, type Sample, scrape, sum, value } from './metrics-scrape.ts';
 import {
   cpuByCommand,
@@ -35,7 +36,6 @@ import {
 } from './proc-stats.ts';
 import { createServerLogs } from './servers.ts';
 import { type Latency, latencyOfRowsCommitted, statementRows } from './store.ts';
-import { type LogWriter, spawnLogWriter } from './writer-client.ts';
 
 export interface RunOptions {
   /** Directory of this run (log files, targets file, collector output). */

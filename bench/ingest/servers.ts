@@ -18,10 +18,10 @@ import type { ParseArgsOptionsConfig } from 'node:util';
 import type { TargetSpec } from '@pglog/test-support/collector-process.ts';
 import type { TestPostgres } from '@pglog/test-support/postgres.ts';
 import { startSshServer, type TestSshServer } from '@pglog/test-support/sshd.ts';
+import { LOG_LINE_PREFIX } from '@pglog/test-support/statement-log.ts';
 
 import { type Cleanup, createCleanup } from '../lib/cleanup.ts';
 import { descendantsNamed } from './proc-stats.ts';
-import { LOG_LINE_PREFIX } from './statements.ts';
 import { startBenchStore } from './store.ts';
 
 export interface Fleet {

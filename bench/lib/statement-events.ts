@@ -3,8 +3,7 @@
 // executes with parameters): the rows the store benchmarks write, the same every run.
 import type { PglogEvent, StatementEvent } from '@pglog/collector/logformat/events.ts';
 import { LogParser } from '@pglog/collector/logformat/log-parser.ts';
-
-import { pgbenchStatement } from './pgbench-statements.ts';
+import { pgbenchStatement } from '@pglog/test-support/pgbench-statements.ts';
 
 const PREFIX = '%m [%p] %q%u@%d ';
 

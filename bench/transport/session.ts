@@ -18,15 +18,15 @@ import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 
 import { type CollectorProcess, startCollector, writeTargetsFile } from '@pglog/test-support/collector-process.ts';
+import type { WriterTotals } from '@pglog/test-support/fleet-sim/log-writer.ts';
+import { type LogWriter, spawnLogWriter } from '@pglog/test-support/fleet-sim/writer-client.ts';
 import type { TestSshServer } from '@pglog/test-support/sshd.ts';
 import { freePort, sleep } from '@pglog/test-support/wait.ts';
 import pg from 'pg';
 
-import type { WriterTotals } from '../ingest/log-writer.ts';
 import { type Sample, scrape, sum, value } from '../ingest/metrics-scrape.ts';
 import { machineCpu, processCpuSeconds } from '../ingest/proc-stats.ts';
 import { createServerLogs } from '../ingest/servers.ts';
-import { type LogWriter, spawnLogWriter } from '../ingest/writer-client.ts';
 import type { EldLine } from './eld-probe.ts';
 import { pinCollector } from './pinning.ts';
 import { type CpuSplit, cpuSplit, fleetRoots, runQueueWaitSeconds, treeCpuSeconds } from './proc-cpu.ts';

@@ -29,13 +29,18 @@ function parentsByPid(): Map<number, number> {
 
 /** `root` and every live descendant of it (root first). */
 export function descendants(root: number): number[] {
+  return descendantsOfAll([root]);
+}
+
+/** Each root and every live descendant of them, from one look at /proc (a fleet's thousands of servers). */
+export function descendantsOfAll(roots: readonly number[]): number[] {
   const children = new Map<number, number[]>();
   for (const [pid, ppid] of parentsByPid()) {
     const list = children.get(ppid);
     if (list === undefined) children.set(ppid, [pid]);
     else list.push(pid);
   }
-  const found = [root];
+  const found = [...roots];
   for (let i = 0; i < found.length; i++) {
     for (const child of children.get(found[i] as number) ?? []) found.push(child);
   }
@@ -55,9 +60,14 @@ function signal(pid: number, sig: NodeJS.Signals): void {
  * may fork between listing and stopping); returns the stopped pids.
  */
 export function stopTree(root: number): number[] {
+  return stopTrees([root]);
+}
+
+/** stopTree over several roots at once, with one look at /proc a round. */
+export function stopTrees(roots: readonly number[]): number[] {
   const stopped = new Set<number>();
   for (let round = 0; round < 100; round++) {
-    const pids = descendants(root).filter((pid) => !stopped.has(pid));
+    const pids = descendantsOfAll(roots).filter((pid) => !stopped.has(pid));
     if (pids.length === 0) break;
     for (const pid of pids) {
       signal(pid, 'SIGSTOP');
@@ -74,7 +84,12 @@ export function continueTree(root: number): void {
 
 /** Kills `root` and every descendant: stops them all first so none can fork a survivor. */
 export function killTree(root: number): void {
-  for (const pid of stopTree(root)) signal(pid, 'SIGKILL');
+  killTrees([root]);
+}
+
+/** Kills every root and its descendants, as killTree does one, with one look at /proc a round. */
+export function killTrees(roots: readonly number[]): void {
+  for (const pid of stopTrees(roots)) signal(pid, 'SIGKILL');
 }
 
 /** The arguments of a live process (empty once it has exited). */

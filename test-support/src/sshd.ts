@@ -93,7 +93,7 @@ function generateKey(file: string, comment: string): void {
 }
 
 /** Resolves once something on host:port sends an SSH identification line. */
-function readBanner(host: string, port: number): Promise<void> {
+export function readBanner(host: string, port: number): Promise<void> {
   return new Promise((resolve, reject) => {
     const socket = createConnection({ host, port });
     let received = '';

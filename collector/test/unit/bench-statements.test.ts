@@ -1,4 +1,4 @@
-// The benchmarks' generated log (bench/ingest/statements.ts): what the ingest benchmark's log
+// The benchmarks' generated log (test-support/src/statement-log.ts): what the ingest benchmark's log
 // writer appends and the row-path benchmark parses. Its text is pinned, since benchmark figures
 // of different days compare only on the same log, and it must be what the parser takes as
 // statements, entry for entry.
@@ -6,8 +6,9 @@ import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import { describe, it } from 'node:test';
 
-import { formatLogTime, LOG_LINE_PREFIX, StatementLog } from '../../../bench/ingest/statements.ts';
-import { pgbenchStatement } from '../../../bench/lib/pgbench-statements.ts';
+import { pgbenchStatement } from '@pglog/test-support/pgbench-statements.ts';
+import { formatLogTime, LOG_LINE_PREFIX, StatementLog } from '@pglog/test-support/statement-log.ts';
+
 import type { PglogEvent, StatementEvent } from '../../src/logformat/events.ts';
 import { LogParser } from '../../src/logformat/log-parser.ts';
 

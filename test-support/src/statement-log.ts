@@ -1,7 +1,7 @@
 /**
- * Realistic PostgreSQL stderr log entries for the ingest benchmark: what a server running a
- * pgbench-like load with `log_min_duration_statement = 0` writes, with
- * `log_line_prefix = '%m [%p] %q%u@%d '`.
+ * Realistic PostgreSQL stderr log entries for the benchmarks and the fleet simulator
+ * (fleet-sim/): what a server running a pgbench-like load with `log_min_duration_statement = 0`
+ * writes, with `log_line_prefix = '%m [%p] %q%u@%d '`.
  *
  * Mix (by entry): the pgbench TPC-B transaction in the simple protocol (BEGIN, three UPDATEs,
  * a SELECT, an INSERT, END), about 10 % extended-protocol executes with their
@@ -11,7 +11,7 @@
  * simulated backend. Everything is ASCII, so a chunk is written as latin1 bytes (one byte per
  * character, no UTF-8 encoding pass).
  */
-import { PGBENCH_TEMPLATES, pgbenchValues } from '../lib/pgbench-statements.ts';
+import { PGBENCH_TEMPLATES, pgbenchValues } from './pgbench-statements.ts';
 
 export const LOG_LINE_PREFIX = '%m [%p] %q%u@%d ';
 

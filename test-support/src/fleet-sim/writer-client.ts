@@ -1,6 +1,6 @@
 /**
- * The parent's handle on the log writer child (bench/ingest/log-writer.ts): spawn, start,
- * snapshots of what was written, stop, and a kill that always works (for cleanup on failure).
+ * The parent's handle on the log writer child (log-writer.ts): spawn, start, snapshots of what
+ * was written, rotations on demand, stop, and a kill that always works (for cleanup on failure).
  */
 import { type ChildProcess, fork } from 'node:child_process';
 
@@ -12,6 +12,8 @@ export interface LogWriter {
   prefill(bytes: number): Promise<WriterTotals>;
   start(): void;
   snapshot(): Promise<WriterTotals>;
+  /** Rotates the files at these indices (all when absent) now. */
+  rotate(files?: number[]): Promise<WriterTotals>;
   /** Stops writing; resolves with the final totals once the child has exited. */
   stop(): Promise<WriterTotals>;
   kill(): void;
@@ -52,6 +54,7 @@ export function spawnLogWriter(config: WriterConfig): LogWriter {
       child.send({ type: 'start' } satisfies WriterCommand);
     },
     snapshot: () => ask({ type: 'snapshot' }),
+    rotate: (files) => ask(files === undefined ? { type: 'rotate' } : { type: 'rotate', files }),
     stop: async () => {
       const totals = await ask({ type: 'stop' });
       await exit;
