@@ -91,9 +91,20 @@ async function reloadTargets(file: string, collector: Collector, log: ReturnType
   }
 }
 
-/** Reads every target's private key and known_hosts once; a missing or unreadable file stops start-up. */
+/**
+ * Reads every target's private key and known_hosts once; a missing or unreadable file stops
+ * start-up. A file many targets name (a fleet's one known_hosts, one monitoring key) is read
+ * once and its contents shared, not held once per target.
+ */
 async function readCredentials(targets: readonly PostgresTarget[]): Promise<Map<string, TargetCredentials>> {
   const out = new Map<string, TargetCredentials>();
+  const files = new Map<string, Promise<Buffer>>();
+  const texts = new Map<string, string>();
+  const readConfigFile = (path: string, target: string, field: string): Promise<Buffer> => {
+    let read = files.get(path);
+    if (read === undefined) files.set(path, (read = readConfigFileOnce(path, target, field)));
+    return read;
+  };
   for (const t of targets) {
     const ssh = t.spec.ssh;
     if (!isSshKeyFiles(ssh)) {
@@ -108,13 +119,20 @@ async function readCredentials(targets: readonly PostgresTarget[]): Promise<Map<
     out.set(t.metadata.name, {
       privateKey,
       privateKeySource: ssh.privateKeyFile,
-      knownHosts: { text: knownHosts.toString('utf8'), source: ssh.knownHostsFile },
+      knownHosts: { text: sharedText(texts, ssh.knownHostsFile, knownHosts), source: ssh.knownHostsFile },
     });
   }
   return out;
 }
 
-async function readConfigFile(path: string, target: string, field: string): Promise<Buffer> {
+/** The file's text, decoded once per path. */
+function sharedText(texts: Map<string, string>, path: string, bytes: Buffer): string {
+  let text = texts.get(path);
+  if (text === undefined) texts.set(path, (text = bytes.toString('utf8')));
+  return text;
+}
+
+async function readConfigFileOnce(path: string, target: string, field: string): Promise<Buffer> {
   try {
     return await readFile(path);
   } catch (e) {

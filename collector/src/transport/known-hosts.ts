@@ -178,6 +178,17 @@ export function entryMatchesHost(entry: KnownHostEntry, name: string): boolean {
   return positive;
 }
 
+/**
+ * The entries of `knownHosts` that name `host:port` (revoked ones included), in file order,
+ * as a KnownHosts of their own: what one connection keeps. A fleet's known_hosts lists every
+ * server, and a collector with thousands of connections must not hold a copy of it, or match
+ * every line of it, per connection (issue 46).
+ */
+export function knownHostsFor(knownHosts: KnownHosts, host: string, port: number): KnownHosts {
+  const name = knownHostsName(host, port);
+  return { source: knownHosts.source, entries: knownHosts.entries.filter((e) => entryMatchesHost(e, name)), invalidLines: knownHosts.invalidLines };
+}
+
 /** The key types known_hosts holds for a server (not revoked ones), in file order, without repeats. */
 export function knownKeyTypes(knownHosts: KnownHosts, host: string, port: number): string[] {
   const name = knownHostsName(host, port);

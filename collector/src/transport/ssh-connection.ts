@@ -18,7 +18,7 @@ import { type Clock, realClock } from '@pglog/common/time/clock.ts';
 import { type CipherAlgorithm, Client, type ClientChannel } from 'ssh2';
 
 import type { ConnectLimiter } from './connect-limiter.ts';
-import { type KnownHosts, knownKeyTypes, parseKnownHosts, sshKeyType, verifyHostKey } from './known-hosts.ts';
+import { type KnownHosts, knownHostsFor, knownKeyTypes, parseKnownHosts, sshKeyType, verifyHostKey } from './known-hosts.ts';
 import type { RemoteProcess, RemoteShell } from './remote-shell.ts';
 import { Semaphore } from './semaphore.ts';
 import { clientAlgorithms, PREFERRED_CIPHERS } from './ssh-algorithms.ts';
@@ -39,6 +39,11 @@ export interface SshConnectionOptions {
   /** Where the key came from (file path or "secret NAME"), for messages. Default: "key of target NAME". */
   privateKeySource?: string;
   knownHosts: { text: string; source: string };
+  /**
+   * knownHosts already parsed (the pool parses each distinct text once); the connection keeps
+   * only the entries that name its server.
+   */
+  parsedKnownHosts?: KnownHosts;
   /** Handshake pacing shared by every connection of the process. */
   limiter: ConnectLimiter;
   /** Session channels open at once: the server's MaxSessions. Default 10 (OpenSSH's default). */
@@ -74,7 +79,8 @@ const CHANNEL_OPEN_RETRY_DELAYS_MS = [50, 100, 200, 400, 800, 1600];
 const CLOSE_GRACE_MS = 2000;
 
 export class SshConnection implements RemoteShell {
-  private readonly o: SshConnectionOptions;
+  /** The options but known_hosts, of which only the server's own entries are kept (below). */
+  private readonly o: Omit<SshConnectionOptions, 'knownHosts' | 'parsedKnownHosts'>;
   private readonly windowBytes: number;
   private readonly endpoint: SshEndpoint;
   private readonly keySource: string;
@@ -96,12 +102,14 @@ export class SshConnection implements RemoteShell {
   private connectCount = 0;
 
   constructor(options: SshConnectionOptions) {
-    this.o = options;
+    const { knownHosts: _text, parsedKnownHosts: _parsed, ...kept } = options;
+    this.o = kept;
     // Validated once, where it is parsed (collect-config.ts --ssh-window).
     this.windowBytes = options.channelWindowBytes ?? DEFAULT_CHANNEL_WINDOW_BYTES;
     this.endpoint = { target: options.target, host: options.host, port: options.port, username: options.username };
     this.keySource = options.privateKeySource ?? `key of target ${options.target}`;
-    this.knownHosts = parseKnownHosts(options.knownHosts.text, options.knownHosts.source);
+    const parsed = options.parsedKnownHosts ?? parseKnownHosts(options.knownHosts.text, options.knownHosts.source);
+    this.knownHosts = knownHostsFor(parsed, options.host, options.port);
     this.sessions = new Semaphore(options.maxSessions ?? 10);
     this.backoff = new Backoff(options.backoff);
     this.clock = options.clock ?? realClock;

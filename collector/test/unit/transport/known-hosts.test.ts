@@ -10,6 +10,7 @@ import fc from 'fast-check';
 
 import {
   entryMatchesHost,
+  knownHostsFor,
   knownHostsName,
   knownKeyTypes,
   matchWildcard,
@@ -231,6 +232,44 @@ describe('verifyHostKey fails closed', () => {
         },
       ),
       { numRuns: 300 },
+    );
+  });
+});
+
+describe('a fleet known_hosts, one connection each', () => {
+  // A fleet's one known_hosts lists every server; a connection keeps only its server's lines.
+  const keys = Array.from({ length: 50 }, () => fakeKey());
+  const text = [
+    ...keys.map((k, i) => `[10.0.0.${i + 1}]:2222 ssh-ed25519 ${k.b64}`),
+    `*.example.com ssh-ed25519 ${keys[0]!.b64}`,
+    `@revoked [10.0.0.7]:2222 ssh-ed25519 ${keys[8]!.b64}`,
+  ].join('\n');
+  const fleet = parseKnownHosts(text, 'fleet known_hosts');
+
+  test('knownHostsFor keeps exactly the lines that name the server, revoked ones included, in file order', () => {
+    const own = knownHostsFor(fleet, '10.0.0.7', 2222);
+    assert.deepEqual(
+      own.entries.map((e) => e.line),
+      [7, 52],
+    );
+    assert.equal(own.source, 'fleet known_hosts');
+    assert.deepEqual(
+      knownHostsFor(fleet, 'db.example.com', 22).entries.map((e) => e.line),
+      [51],
+    );
+    assert.deepEqual(knownHostsFor(fleet, '10.0.0.99', 2222).entries, []);
+  });
+
+  test('every verdict on the narrowed entries is the verdict on the whole file', () => {
+    fc.assert(
+      fc.property(fc.integer({ min: 1, max: 60 }), fc.integer({ min: 0, max: 49 }), (server, offered) => {
+        const host = `10.0.0.${server}`;
+        const key = keys[offered]!.blob;
+        const whole = verifyHostKey(fleet, host, 2222, 'ssh-ed25519', key);
+        const narrowed = verifyHostKey(knownHostsFor(fleet, host, 2222), host, 2222, 'ssh-ed25519', key);
+        assert.deepEqual(narrowed, whole);
+        assert.deepEqual(knownKeyTypes(knownHostsFor(fleet, host, 2222), host, 2222), knownKeyTypes(fleet, host, 2222));
+      }),
     );
   });
 });
