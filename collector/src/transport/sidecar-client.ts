@@ -22,10 +22,15 @@
  * SQL forwards (`forward`, sidecar-forward.ts) are lasting state instead: one per server,
  * remote socket and port, kept in desired.json until removed, re-established by the sidecar
  * whenever the server's master comes up again.
+ *
+ * Servers are registered for every target (`setServer`, in memory) but enter desired.json, with
+ * their key files (sidecar-keys.ts), only once a stream or forward of theirs is asked for: most
+ * of a fleet never goes through the sidecar, and a desired.json of thousands of servers would be
+ * rewritten and parsed on every stream change (issue 46).
  */
 import { randomBytes } from 'node:crypto';
 import { type FSWatcher, watch } from 'node:fs';
-import { chmod, mkdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
+import { chmod, mkdir, readFile, rename, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 
 import { PglogError } from '@pglog/common/errors.ts';
@@ -51,6 +56,7 @@ import {
 
 import { withoutCertAuthorities } from './known-hosts.ts';
 import { DEFAULT_FORWARD_TIMEOUT_MS, forwardId, waitForwardReady } from './sidecar-forward.ts';
+import { SidecarKeyFiles } from './sidecar-keys.ts';
 
 export interface SidecarClientOptions {
   /** The shared directory. */
@@ -81,7 +87,11 @@ export class SidecarClient {
   /** Stream ids start with it, so a restarted collector never reuses one in the same directory. */
   private readonly idPrefix = randomBytes(4).toString('hex');
   private sequence = 0;
+  /** Every server set, with its credentials (shared with the caller, not copied). */
+  private readonly registered = new Map<string, SidecarServer>();
+  /** The servers in desired.json: those a stream or forward was asked for. */
   private readonly servers = new Map<string, DesiredServer>();
+  private readonly keyFiles: SidecarKeyFiles;
   private readonly streams = new Map<string, DesiredStream>();
   private readonly forwards = new Map<string, DesiredForward>();
   /** The desired.json generation that first held each forward: older statuses say nothing about it. */
@@ -111,6 +121,7 @@ export class SidecarClient {
     this.staleMs = options.staleMs ?? STALE_STATUS_MS;
     this.forwardTimeoutMs = options.forwardTimeoutMs ?? DEFAULT_FORWARD_TIMEOUT_MS;
     this.now = options.now ?? Date.now;
+    this.keyFiles = new SidecarKeyFiles(join(options.dir, KEYS_DIR));
   }
 
   /** Prepares the directory (keys/ with mode 0700), writes an empty desired state and starts following status. */
@@ -154,38 +165,48 @@ export class SidecarClient {
     this.notify();
   }
 
-  /** Adds or updates a server and writes its key and known_hosts (mode 0600; `@cert-authority` lines left out, see known-hosts.ts). */
+  /**
+   * Adds or updates a server. It enters desired.json, with its key and known_hosts written (mode
+   * 0600; `@cert-authority` lines left out, see known-hosts.ts), when a stream or forward of it
+   * is first asked for; one already there is updated now (the sidecar restarts its masters).
+   */
   async setServer(server: SidecarServer): Promise<void> {
-    const identityFile = `${server.name}.key`;
-    const knownHostsFile = `${server.name}.known_hosts`;
-    await writePrivateFile(join(this.dir, KEYS_DIR, identityFile), server.privateKey);
-    // Without CA lines: OpenSSH would accept host certificates, the in-process checker does not.
-    await writePrivateFile(join(this.dir, KEYS_DIR, knownHostsFile), Buffer.from(withoutCertAuthorities(server.knownHosts), 'utf8'));
-    const { privateKey: _key, knownHosts: _hosts, ...rest } = server;
-    this.servers.set(server.name, { ...rest, identityFile, knownHostsFile });
+    this.registered.set(server.name, server);
+    if (!this.servers.has(server.name)) return;
+    this.activate(server.name);
     this.scheduleWrite();
+    await this.flushed();
   }
 
   /**
    * Forgets a server that left this collector: its streams are withdrawn, the sidecar closes
-   * its master, and the copies of its key and known_hosts are deleted (a key is not kept on
-   * a pod that no longer collects the server).
+   * its master, and the copies of its key and known_hosts are deleted unless another server
+   * still uses the same (a key is not kept on a pod that no longer collects the server).
    */
   async removeServer(name: string): Promise<void> {
-    const server = this.servers.get(name);
-    if (server === undefined) return;
+    this.registered.delete(name);
+    if (!this.servers.has(name)) return;
     for (const [id, stream] of this.streams) if (stream.server === name) this.removeStream(id);
     for (const [id, f] of this.forwards) if (f.server === name) this.deleteForward(id);
     this.servers.delete(name);
+    this.keyFiles.release(name);
     this.scheduleWrite();
     await this.flushed();
-    await rm(join(this.dir, KEYS_DIR, server.identityFile), { force: true });
-    await rm(join(this.dir, KEYS_DIR, server.knownHostsFile), { force: true });
+  }
+
+  /** Puts a registered server into desired.json with its files (written before desired.json names them). */
+  private activate(name: string): void {
+    const server = this.registered.get(name);
+    if (server === undefined) throw new Error(`sidecar: no server ${name} was set`);
+    const { privateKey, knownHosts, ...rest } = server;
+    // Without CA lines: OpenSSH would accept host certificates, the in-process checker does not.
+    const files = this.keyFiles.use(name, privateKey, Buffer.from(withoutCertAuthorities(knownHosts), 'utf8'));
+    this.servers.set(name, { ...rest, ...files });
   }
 
   /** Asks the sidecar to run `command` on `server`; returns the new stream's id. */
   addStream(server: string, command: string): string {
-    if (!this.servers.has(server)) throw new Error(`sidecar: no server ${server} was set`);
+    if (!this.servers.has(server)) this.activate(server);
     const id = `${this.idPrefix}-${server.slice(0, 50)}-${++this.sequence}`;
     this.streams.set(id, { id, server, command });
     this.scheduleWrite();
@@ -207,13 +228,14 @@ export class SidecarClient {
    * after `forwardTimeoutMs` naming what it waited for; `signal.reason` when aborted.
    */
   async forward(server: string, remoteSocketPath: string, port: number, signal?: AbortSignal): Promise<string> {
-    if (!this.servers.has(server)) throw new PglogError('SIDECAR_UNAVAILABLE', `sidecar: no server ${server} was set`);
+    if (!this.registered.has(server)) throw new PglogError('SIDECAR_UNAVAILABLE', `sidecar: no server ${server} was set`);
     const problem = remoteSocketProblem(remoteSocketPath);
     if (problem !== null) throw new PglogError('CONFIG_INVALID', `${server}: the socket path ${JSON.stringify(remoteSocketPath)} ${problem}`);
     if (!Number.isInteger(port) || port < 1 || port > 65535) throw new PglogError('CONFIG_INVALID', `${server}: port ${port} is not in 1..65535`);
     const id = forwardId(server, remoteSocketPath, port);
     let spec = this.forwards.get(id);
     if (spec === undefined) {
+      if (!this.servers.has(server)) this.activate(server);
       spec = { id, server, remoteSocket: remoteSocketPath, port };
       this.forwards.set(id, spec);
       this.scheduleWrite();
@@ -310,8 +332,10 @@ export class SidecarClient {
     };
     const path = join(this.dir, DESIRED_FILE);
     const temp = `${path}.${process.pid}.tmp`;
+    await this.keyFiles.writeNew();
     await writeFile(temp, JSON.stringify(state), { mode: 0o600 });
     await rename(temp, path);
+    await this.keyFiles.deleteUnused();
     // Only forwards still wanted: one removed during the write must not get a generation.
     for (const f of state.forwards) {
       if (this.forwards.get(f.id) === f && !this.forwardGenerations.has(f.id)) this.forwardGenerations.set(f.id, state.generation);
@@ -376,13 +400,4 @@ export class SidecarClient {
   private notify(): void {
     for (const listener of this.listeners) listener();
   }
-}
-
-/** Writes a file only its owner can read, atomically (temp name, then rename). */
-async function writePrivateFile(path: string, data: Buffer): Promise<void> {
-  const temp = `${path}.${process.pid}.tmp`;
-  await writeFile(temp, data, { mode: 0o600 });
-  // The mode given to writeFile applies only when the file is created (and is masked by umask).
-  await chmod(temp, 0o600);
-  await rename(temp, path);
 }

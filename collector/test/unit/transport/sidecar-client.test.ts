@@ -1,15 +1,24 @@
-// The collector's side of the sidecar directory: a server that leaves the collector is taken
-// out of desired.json with its streams, and the copies of its key and known_hosts are deleted;
-// a desired.json the sidecar refused whole fails what it holds at once.
+// The collector's side of the sidecar directory: a server enters desired.json (with its key
+// files) only once a stream of it is asked for, servers with the same credentials share one copy
+// of each file, a server that leaves the collector is taken out of desired.json with its
+// streams and the copies only it used are deleted; a desired.json the sidecar refused whole
+// fails what it holds at once.
 import assert from 'node:assert/strict';
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
 
 import { ProxyShell } from '../../../src/transport/proxy-shell.ts';
-import { SidecarClient } from '../../../src/transport/sidecar-client.ts';
+import { SidecarClient, type SidecarServer } from '../../../src/transport/sidecar-client.ts';
 import { sidecarServer } from '../../helpers/sidecar-server.ts';
+
+interface DesiredFile {
+  servers: Array<{ name: string; identityFile: string; knownHostsFile: string }>;
+  streams: Array<{ id: string; server: string }>;
+}
+const readDesired = (dir: string): DesiredFile => JSON.parse(readFileSync(join(dir, 'desired.json'), 'utf8')) as DesiredFile;
+const keyFiles = (dir: string): string[] => readdirSync(join(dir, 'keys')).sort();
 
 test('removeServer withdraws its streams, leaves the others, and deletes its key copies', async () => {
   const dir = mkdtempSync(join(tmpdir(), 'pglog-sc-'));
@@ -20,12 +29,12 @@ test('removeServer withdraws its streams, leaves the others, and deletes its key
     client.addStream('a', 'tail a');
     const kept = client.addStream('b', 'tail b');
     await client.flushed();
-    assert.ok(existsSync(join(dir, 'keys', 'a.key')));
+    const a = readDesired(dir).servers.find((s) => s.name === 'a')!;
+    const b = readDesired(dir).servers.find((s) => s.name === 'b')!;
+    assert.equal(readFileSync(join(dir, 'keys', a.identityFile), 'utf8'), 'key of a');
+    assert.equal(readFileSync(join(dir, 'keys', a.knownHostsFile), 'utf8'), '127.0.0.2 ssh-ed25519 AAAAa\n');
     await client.removeServer('a');
-    const desired = JSON.parse(readFileSync(join(dir, 'desired.json'), 'utf8')) as {
-      servers: Array<{ name: string }>;
-      streams: Array<{ id: string; server: string }>;
-    };
+    const desired = readDesired(dir);
     assert.deepEqual(
       desired.servers.map((s) => s.name),
       ['b'],
@@ -34,11 +43,65 @@ test('removeServer withdraws its streams, leaves the others, and deletes its key
       desired.streams.map((s) => s.id),
       [kept],
     );
-    assert.equal(existsSync(join(dir, 'keys', 'a.key')), false);
-    assert.equal(existsSync(join(dir, 'keys', 'a.known_hosts')), false);
-    assert.ok(existsSync(join(dir, 'keys', 'b.key')));
+    assert.deepEqual(keyFiles(dir), [b.identityFile, b.knownHostsFile].sort());
     assert.throws(() => client.addStream('a', 'tail a'), /no server a/);
     await client.removeServer('a');
+  } finally {
+    await client.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test('a server enters desired.json with its files only once a stream of it is asked for', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'pglog-sc-'));
+  const client = await SidecarClient.open({ dir });
+  try {
+    for (const name of ['a', 'b', 'c']) await client.setServer(sidecarServer(name));
+    await client.flushed();
+    assert.deepEqual(readDesired(dir).servers, []);
+    assert.deepEqual(keyFiles(dir), []);
+    client.addStream('b', 'tail b');
+    await client.flushed();
+    assert.deepEqual(
+      readDesired(dir).servers.map((s) => s.name),
+      ['b'],
+    );
+    assert.equal(keyFiles(dir).length, 2);
+  } finally {
+    await client.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test('servers with the same key and known_hosts share one copy of each, deleted with the last of them', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'pglog-sc-'));
+  const client = await SidecarClient.open({ dir });
+  const shared = (name: string): SidecarServer => ({
+    ...sidecarServer(name),
+    privateKey: Buffer.from('one key'),
+    knownHosts: '127.0.0.2 ssh-ed25519 AAAAall\n',
+  });
+  try {
+    for (const name of ['a', 'b', 'c']) {
+      await client.setServer(shared(name));
+      client.addStream(name, `tail ${name}`);
+    }
+    await client.flushed();
+    const servers = readDesired(dir).servers;
+    assert.equal(servers.length, 3);
+    assert.equal(new Set(servers.map((s) => s.identityFile)).size, 1);
+    assert.equal(new Set(servers.map((s) => s.knownHostsFile)).size, 1);
+    assert.equal(keyFiles(dir).length, 2);
+    await client.removeServer('a');
+    await client.removeServer('b');
+    assert.equal(keyFiles(dir).length, 2, 'c still uses them');
+    // A new key for c: its new file is written, the old one deleted.
+    await client.setServer({ ...shared('c'), privateKey: Buffer.from('another key') });
+    const c = readDesired(dir).servers.find((s) => s.name === 'c')!;
+    assert.equal(readFileSync(join(dir, 'keys', c.identityFile), 'utf8'), 'another key');
+    assert.deepEqual(keyFiles(dir), [c.identityFile, c.knownHostsFile].sort());
+    await client.removeServer('c');
+    assert.deepEqual(keyFiles(dir), []);
   } finally {
     await client.close();
     rmSync(dir, { recursive: true, force: true });
