@@ -57,6 +57,17 @@ export interface LogFollowerOptions {
   rotationCheckMs?: number;
   /** How often an idle segment writes a heartbeat (`size`), so a closed channel ends it. Default 2000 ms. */
   heartbeatMs?: number;
+  /**
+   * The builtin wait: the longest wait between two looks for data once a silence lasted a
+   * heartbeat (the wait doubles from pollIntervalMs up to this). Default 1000 ms: the first line
+   * after a long silence waits at most a second, as long as a batch waits to commit (issue 46).
+   */
+  idlePollMaxMs?: number;
+  /**
+   * The builtin wait: how often a long silence takes the file's size with a process (`stat`);
+   * heartbeats in between check without one that the file did not become empty. Default 10000 ms.
+   */
+  sizeCheckMs?: number;
   /** Between probes while there is nothing to read (no file yet, next file still empty). Default 1000 ms. */
   waitMs?: number;
   /** Where a log never read before starts (chooseStart, follow without a position). Default 'newest'. */
@@ -81,6 +92,8 @@ export const FOLLOW_DEFAULTS = {
   idleMs: 1000,
   rotationCheckMs: 1000,
   heartbeatMs: 2000,
+  idlePollMaxMs: 1000,
+  sizeCheckMs: 10_000,
   waitMs: 1000,
 } as const;
 
@@ -237,6 +250,8 @@ export class LogFollower {
       dataIntervalMs: this.o.dataIntervalMs,
       rotationCheckMs: this.o.rotationCheckMs,
       heartbeatMs: this.o.heartbeatMs,
+      idlePollMaxMs: this.o.idlePollMaxMs,
+      sizeCheckMs: this.o.sizeCheckMs,
       idleWait: this.o.idleWait,
     });
     const describe = (): string => `${this.where()}: reading ${step.path} (inode ${step.inode}) from offset ${step.offset}`;

@@ -46,6 +46,18 @@ export interface SegmentScriptOptions {
   dataIntervalMs?: number;
   rotationCheckMs: number;
   heartbeatMs: number;
+  /**
+   * The builtin wait only: the longest wait between two looks for data during a long silence;
+   * the wait grows from the poll interval to this once a silence lasted a heartbeat. Default:
+   * the poll interval (no growth).
+   */
+  idlePollMaxMs?: number;
+  /**
+   * The builtin wait only: how often a long silence takes the file's size with `stat` (the
+   * truncation check); heartbeats in between check with a builtin that the file is not empty
+   * (what copytruncate leaves) and report the position. Default: every heartbeat.
+   */
+  sizeCheckMs?: number;
   /** Default `builtins`. */
   idleWait?: IdleWait;
 }

@@ -26,11 +26,21 @@
  *   run the exact `find_active` the probe uses, so the two never disagree about the outcome.
  *
  * What still needs processes is the full check (`stat` for the size: truncation, the head
- * checksum upgrade, the heartbeat): in every round with data while the head checksum covers
- * fewer than K bytes, and while idle at rounds 1, 2, 4, 8 ... of the silence, then every
- * heartbeat. A file truncated below our offset reads as the end of the file, so the next round
- * is idle and its full check (round 1 of the silence) reports it, as the check after every
- * round with data did before; during a long silence within one heartbeat (2 s by default).
+ * checksum upgrade): in every round with data while the head checksum covers fewer than K
+ * bytes, and while idle at rounds 1, 2, 4, 8 ... of the silence until it lasted a heartbeat,
+ * then every `sizeCheckMs` of it. A file truncated below our offset reads as the end of the
+ * file, so the next round is idle and its full check (round 1 of the silence) reports it, as
+ * the check after every round with data did before. During a long silence every heartbeat
+ * (2 s) still writes `PGLOG size` (the position: the loop read to the end), and checks with
+ * `[ -s ]`, a builtin, that the file is not empty while our offset is not 0: copytruncate and
+ * `> file` leave it empty, so those truncations are still reported within a heartbeat; one to
+ * another size within `sizeCheckMs` (issue 46).
+ *
+ * Time in a silence is counted in milliseconds from the waits (bash 4 has no clock builtin):
+ * the wait is the poll interval until the silence lasted a heartbeat, then doubles up to
+ * `idlePollMaxMs`, so a long-idle log is looked at about once a second instead of five times
+ * (issue 46: an idle loop cost its server 1.6 ms of CPU a second, two thirds of it in the
+ * waits' wake-ups and the heartbeats' `stat`).
  *
  * Reading with `read` costs bash about 23 ns a byte (43 MB/s on this machine) against about
  * 1.3 ms for a process start: up to BUILTIN_READ_BYTES (1.5 ms) it is about as cheap or
@@ -41,7 +51,7 @@
  * Assumes bash 4 or later (fractional `read -t`, `read -n -d -u`, process substitution), and what the
  * polling loop assumes (Linux /proc and /dev/fd, GNU coreutils).
  */
-import { dataSeconds, pollSeconds, roundsIn, SEGMENT_EXIT, segmentPrelude, type SegmentScriptOptions, sizeAndHeadCheck } from './segment-prelude.ts';
+import { dataSeconds, pollSeconds, SEGMENT_EXIT, segmentPrelude, type SegmentScriptOptions, sizeAndHeadCheck } from './segment-prelude.ts';
 
 /**
  * Bytes a round copies with bash's `read` before it starts `cat` for the rest: 64 KiB is about
@@ -51,16 +61,18 @@ import { dataSeconds, pollSeconds, roundsIn, SEGMENT_EXIT, segmentPrelude, type 
 export const BUILTIN_READ_BYTES = 65536;
 
 export function buildBuiltinWaitScript(o: SegmentScriptOptions): string {
-  const nap = pollSeconds(o);
-  const heartbeat = roundsIn(o, o.heartbeatMs);
-  const rotationCheck = roundsIn(o, o.rotationCheckMs);
+  const poll = Math.max(1, Math.round(o.pollIntervalMs));
+  const heartbeat = Math.max(poll, Math.round(o.heartbeatMs));
+  const sizeCheck = Math.max(heartbeat, Math.round(o.sizeCheckMs ?? heartbeat));
+  const napMax = Math.max(poll, Math.round(o.idlePollMaxMs ?? poll));
+  const rotationCheck = Math.max(poll, Math.round(o.rotationCheckMs));
+  const quiet = `idle=0; quiet=0; w=${poll}; t=${pollSeconds(o)}; next_full=1; next_beat=${heartbeat}; next_size=${sizeCheck}; next_rot=${rotationCheck}; held=-1`;
   return (
     [
       ...segmentPrelude(o),
-      ...loopFunctions(nap, dataSeconds(o)),
-      'idle=0',
-      'next_full=1',
-      'held=-1',
+      ...loopFunctions(dataSeconds(o), { heartbeat, napMax }),
+      // Rounds and milliseconds of the silence, the next wait, and when each check is due.
+      quiet,
       `n=${BUILTIN_READ_BYTES}`,
       // 1 while the collector's last size may be above the offset (its lag is not zero).
       'behind=0',
@@ -78,19 +90,27 @@ export function buildBuiltinWaitScript(o: SegmentScriptOptions): string {
       // This round reached the end of the file: the collector's lag is zero now.
       '      getpos; say size "$p"; behind=0',
       '    fi',
-      '    idle=0; next_full=1; held=-1',
+      `    ${quiet}`,
       // Wait after data too: each round then copies everything one interval brought, in one read.
       '    nap_data',
       '    continue',
       '  fi',
       `  if [ "$follow" != 1 ]; then full; [ "$size" -gt "$p" ] && continue; exit ${SEGMENT_EXIT.endOfFile}; fi`,
       '  idle=$((idle + 1))',
-      '  if [ "$idle" -ge "$next_full" ]; then',
-      '    full',
-      '    say size "$size"',
-      `    next_full=$((idle * 2)); [ "$next_full" -gt $((idle + ${heartbeat})) ] && next_full=$((idle + ${heartbeat}))`,
+      `  if [ "$quiet" -lt ${heartbeat} ]; then`,
+      // The first heartbeat of a silence: full checks at its rounds 1, 2, 4, 8 ...
+      '    if [ "$idle" -ge "$next_full" ]; then full; say size "$size"; next_full=$((idle * 2)); fi',
+      '  elif [ "$quiet" -ge "$next_beat" ]; then',
+      `    next_beat=$((quiet + ${heartbeat}))`,
+      // The size with `stat` every sizeCheckMs, or at once when the file became empty.
+      '    if [ "$quiet" -ge "$next_size" ] || { [ ! -s /dev/fd/3 ] && [ "$p" != 0 ]; }; then',
+      `      full; say size "$size"; next_size=$((quiet + ${sizeCheck}))`,
+      '    else',
+      '      getpos; say size "$p"',
+      '    fi',
       '  fi',
-      `  if [ $((idle % ${rotationCheck})) = 0 ]; then`,
+      '  if [ "$quiet" -ge "$next_rot" ]; then',
+      `    next_rot=$((quiet + ${rotationCheck}))`,
       '    if maybe_rotated; then',
       '      find_active',
       '      if [ -n "$act_ino" ] && [ "$act_ino" != "$ino" ]; then',
@@ -111,11 +131,19 @@ export function buildBuiltinWaitScript(o: SegmentScriptOptions): string {
 }
 
 /** The loop's shell functions: nap and nap_data, take (read and send), full (the size check) and maybe_rotated. */
-function loopFunctions(nap: string, napData: string): string[] {
+function loopFunctions(napData: string, ms: { heartbeat: number; napMax: number }): string[] {
   return [
     // Waiting without a process; if the pipe cannot be made, `sleep` keeps the loop correct.
     'exec 9<> <(:) || :',
-    `nap() { read -t ${nap} -u 9 z; [ $? -gt 128 ] || sleep ${nap}; }`,
+    // An idle wait of $w ms ($t seconds), counted into the silence; once that lasted a heartbeat, each wait doubles up to the longest.
+    'nap() {',
+    `  if [ "$quiet" -ge ${ms.heartbeat} ] && [ "$w" -lt ${ms.napMax} ]; then`,
+    `    w=$((w * 2)); [ "$w" -gt ${ms.napMax} ] && w=${ms.napMax}`,
+    "    printf -v t '%d.%03d' $((w / 1000)) $((w % 1000))",
+    '  fi',
+    '  read -t "$t" -u 9 z; [ $? -gt 128 ] || sleep "$t"',
+    '  quiet=$((quiet + w))',
+    '}',
     `nap_data() { read -t ${napData} -u 9 z; [ $? -gt 128 ] || sleep ${napData}; }`,
     // Up to $n bytes, sent; status 1 when there were none. more=1: the round may have more
     // (n bytes read, or a NUL, which `read` consumed without storing and is sent here).

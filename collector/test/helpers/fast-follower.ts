@@ -1,5 +1,6 @@
 // Follower options for the local-shell follow tests (follow-local, follow-builtin-wait): db1/main
-// logging stderr, with polls, idle, rotation checks and heartbeats short enough for a test.
+// logging stderr, with polls, idle, rotation checks, heartbeats and a long silence's waits and
+// size checks short enough for a test.
 import type { LogFollowerOptions } from '../../src/follow/follower.ts';
 
 /** Options for the instance in `dirs`; `extra` replaces any. */
@@ -14,6 +15,8 @@ export function fastFollowerOptions(dirs: { data: string; log: string }, extra: 
     idleMs: 200,
     rotationCheckMs: 150,
     heartbeatMs: 400,
+    idlePollMaxMs: 200,
+    sizeCheckMs: 1600,
     waitMs: 100,
     ...extra,
   };

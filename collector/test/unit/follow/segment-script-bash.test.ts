@@ -32,14 +32,26 @@ describe('segment script idle wait', () => {
     assert.ok(script.includes('read -t 0.200 -u 9 z'));
     // bytes, not characters: the C locale, local to the function that reads and counts them
     assert.ok(script.includes(`take() {\n  local LC_ALL=C\n  IFS= read -r -d '' -n "$n" -u 3 c; r=$?`));
-    // the full check backs off to one per heartbeat (10 rounds of 200 ms)
-    assert.ok(script.includes('next_full=$((idle + 10))'));
+    // the first heartbeat of a silence: full checks at its rounds 1, 2, 4, 8 ...; then heartbeats by time
+    assert.ok(script.includes('if [ "$idle" -ge "$next_full" ]; then full; say size "$size"; next_full=$((idle * 2)); fi'));
+    assert.ok(script.includes('next_beat=$((quiet + 2000))'));
+  });
+
+  it('waits longer once a silence lasted a heartbeat, up to idlePollMaxMs, and takes the size with stat every sizeCheckMs', () => {
+    const script = buildBuiltinWaitScript({ ...options, idlePollMaxMs: 1000, sizeCheckMs: 10_000 });
+    assert.ok(script.includes('  if [ "$quiet" -ge 2000 ] && [ "$w" -lt 1000 ]; then\n    w=$((w * 2)); [ "$w" -gt 1000 ] && w=1000'));
+    assert.ok(script.includes('if [ "$quiet" -ge "$next_size" ] || { [ ! -s /dev/fd/3 ] && [ "$p" != 0 ]; }; then'));
+    assert.ok(script.includes('next_size=$((quiet + 10000))'));
+    // Without them: the poll throughout, and the size at every heartbeat (the loop of ADR 0014).
+    const plain = buildBuiltinWaitScript(options);
+    assert.ok(plain.includes('next_beat=2000; next_size=2000;'));
+    assert.ok(plain.includes('if [ "$quiet" -ge 2000 ] && [ "$w" -lt 200 ]; then'));
   });
 
   it('waits the data interval after a round that read data, the poll after an idle one', () => {
     const script = buildBuiltinWaitScript({ ...options, dataIntervalMs: 400 });
     assert.ok(script.includes('nap_data() { read -t 0.400 -u 9 z; [ $? -gt 128 ] || sleep 0.400; }'));
-    assert.match(script, /idle=0; next_full=1; held=-1\n +nap_data\n +continue/);
+    assert.match(script, /idle=0; quiet=0; w=200; t=0\.200; next_full=1; next_beat=2000; next_size=2000; next_rot=1000; held=-1\n +nap_data\n +continue/);
     assert.ok(buildSegmentScript({ ...options, dataIntervalMs: 400, idleWait: 'polling' }).includes('    idle=0\n    sleep 0.400\n'));
     // without one, it is the poll
     assert.ok(buildBuiltinWaitScript(options).includes('nap_data() { read -t 0.200 -u 9 z;'));
