@@ -5,7 +5,7 @@
  */
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
-import { appendFileSync, closeSync, ftruncateSync, mkdirSync, mkdtempSync, openSync, readFileSync, renameSync, rmSync, writeFileSync, writeSync } from 'node:fs';
+import { appendFileSync, closeSync, mkdirSync, mkdtempSync, openSync, readFileSync, renameSync, rmSync, writeFileSync, writeSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, afterEach, before, describe, it } from 'node:test';
@@ -132,18 +132,6 @@ function assertExact(rec: Recorder, path: string, content: Buffer): void {
   assert.equal(parts.length, 1, `${path} announced more than once`);
   const part = parts[0]!;
   assert.equal(Buffer.concat(part.chunks).toString('latin1'), content.subarray(part.offset).toString('latin1'), `${path} from ${part.offset}`);
-}
-
-const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
-
-/** Truncates `path` in place (same inode) to `size` bytes. */
-function truncateTo(path: string, size: number): void {
-  const fd = openSync(path, 'r+');
-  try {
-    ftruncateSync(fd, size);
-  } finally {
-    closeSync(fd);
-  }
 }
 
 function lines(prefix: string, from: number, count: number): string {
@@ -381,26 +369,6 @@ describe('LogFollower on real files', () => {
     assert.equal(rec.gaps.length, 1);
     assert.match(rec.gaps[0]!.reason, /truncated or rewritten/);
     assert.equal(Buffer.concat(rec.files[1]!.chunks).toString(), readFileSync(live).toString());
-  });
-
-  it('after a long silence (waits grown, heartbeats without stat), a truncation to empty or to a shorter size is still reported', async () => {
-    const { live, rec } = await followNewFile(lines('s', 0, 30));
-    // Long enough for the waits to grow and the heartbeats to stop taking the size (fast options: a heartbeat of 400 ms, the size every 1.6 s).
-    await sleep(1200);
-    truncateTo(live, 0);
-    await sleep(1000);
-    appendFileSync(live, lines('t', 0, 2));
-    await rec.until(() => rec.files.length === 2 && rec.files[1]!.bytes === readFileSync(live).length, 'the file read again from 0 after being emptied');
-    await sleep(1200);
-    // Shorter, not empty: only a size check (stat) can tell; nothing more is written meanwhile.
-    truncateTo(live, 100);
-    await rec.until(() => rec.files.length === 3 && rec.files[2]!.bytes === 100, 'the file read again after being shortened');
-    await rec.stop();
-    assert.equal(rec.files[1]!.offset, 0);
-    assert.equal(rec.files[2]!.offset, 0);
-    assert.equal(Buffer.concat(rec.files[1]!.chunks).toString(), lines('t', 0, 2));
-    assert.equal(Buffer.concat(rec.files[2]!.chunks).toString(), readFileSync(live).toString());
-    assert.equal(rec.gaps.length, 2);
   });
 
   it('streams a 200 MB line without a newline in bounded memory', async () => {
