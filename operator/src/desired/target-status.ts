@@ -2,7 +2,10 @@
  * A PostgresTarget's status as the operator writes it: the shard and transport from the
  * assignment, the rates, lag and health its collector reported in the shard's status, and
  * conditions: `Ready`, and for a target that takes snapshots `Snapshots` and `SqlRole`. Pure;
- * the reconciler writes it only when it differs from what is there.
+ * the reconciler writes it only when it differs from what is there: exactly for shard,
+ * transport, conditions and generation, beyond a band for the numbers that move with every
+ * collector report (rates, lag, the newest entry's time), which ride along with any other
+ * write (ADR 0030).
  */
 import type { ShardTargetStatus } from '@pglog/common/api/collector-shard.ts';
 import type { Condition } from '@pglog/common/api/common.ts';
@@ -49,9 +52,56 @@ export function desiredTargetStatus(
   return status;
 }
 
-/** Whether a write is needed. */
-export function targetStatusChanged(target: TargetObject, next: PostgresTargetStatus): boolean {
-  return !semanticEqual(target.status ?? {}, next);
+/**
+ * How far the numbers of a written status may be from the newest report before they are
+ * written again on their own (ADR 0030): a rate or lag counts as moved beyond `relative` of
+ * the larger value and beyond its absolute floor (small numbers wobble most), the newest
+ * entry's time beyond `lastEntryMs`. The collector's own rule for its shard status
+ * (collector/src/cluster/shard-status.ts) uses the same floors.
+ */
+export interface StatusBands {
+  relative: number;
+  bytesPerSecond: number;
+  linesPerSecond: number;
+  lagBytes: number;
+  lastEntryMs: number;
+}
+
+export const STATUS_BANDS: Readonly<StatusBands> = Object.freeze({
+  relative: 0.1,
+  bytesPerSecond: 1024,
+  linesPerSecond: 10,
+  lagBytes: 1024 * 1024,
+  lastEntryMs: 10 * 60_000,
+});
+
+/**
+ * Whether a write is needed: anything but the numbers differs, or a number moved beyond its
+ * band. A collector report that only moves rates a few per cent and the newest entry's time a
+ * few seconds writes nothing; 10,000 targets would otherwise cost 10,000 writes per report.
+ */
+export function targetStatusChanged(target: TargetObject, next: PostgresTargetStatus, bands: StatusBands = STATUS_BANDS): boolean {
+  const { rates: writtenRates, lag: writtenLag, lastEntryTime: writtenEntry, ...written } = target.status ?? {};
+  const { rates, lag, lastEntryTime, ...wanted } = next;
+  if (!semanticEqual(written, wanted)) return true;
+  const beyond = (a: number, b: number, floor: number): boolean => !(Math.abs(a - b) <= Math.max(floor, bands.relative * Math.max(Math.abs(a), Math.abs(b))));
+  if (writtenRates === undefined || rates === undefined) {
+    if (writtenRates !== rates) return true;
+  } else if (
+    beyond(writtenRates.bytesPerSecond, rates.bytesPerSecond, bands.bytesPerSecond) ||
+    beyond(writtenRates.linesPerSecond, rates.linesPerSecond, bands.linesPerSecond)
+  ) {
+    return true;
+  }
+  if (writtenLag === undefined || lag === undefined) {
+    if (writtenLag !== lag) return true;
+  } else if (writtenLag.seconds !== lag.seconds || beyond(writtenLag.bytes, lag.bytes, bands.lagBytes)) {
+    return true;
+  }
+  if (writtenEntry === undefined || lastEntryTime === undefined) return writtenEntry !== lastEntryTime;
+  const moved = Math.abs(Date.parse(lastEntryTime) - Date.parse(writtenEntry));
+  // An unreadable time counts as moved when the text differs.
+  return Number.isNaN(moved) ? writtenEntry !== lastEntryTime : moved > bands.lastEntryMs;
 }
 
 /** What a reason means where the code alone does not say what to do. */
