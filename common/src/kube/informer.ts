@@ -14,7 +14,7 @@ export type { InformerEvent } from './informer-cache.ts';
 
 export type InformerLog = (level: 'debug' | 'info' | 'warn' | 'error', msg: string, fields: Record<string, unknown>) => void;
 
-export interface InformerOptions {
+export interface InformerOptions<T extends KubeObject = KubeObject> {
   namespace?: string | undefined;
   labelSelector?: string | undefined;
   fieldSelector?: string | undefined;
@@ -25,19 +25,33 @@ export interface InformerOptions {
   backoffCapMs?: number;
   /** Server-side timeout of one watch request. Default 300 s. */
   watchTimeoutSeconds?: number;
+  /**
+   * Applied to every object before it is cached and handed to handlers, as client-go's
+   * SetTransform: e.g. dropping `metadata.managedFields`, which nothing here reads and which
+   * is about half of a small object (stripManagedFields).
+   */
+  transform?: ((object: T) => T) | undefined;
+}
+
+/** An informer transform: the object without `metadata.managedFields` (a write with the object keeps the server's). */
+export function stripManagedFields<T extends KubeObject>(object: T): T {
+  if (!Object.hasOwn(object.metadata, 'managedFields')) return object;
+  const metadata: Record<string, unknown> = { ...object.metadata };
+  delete metadata['managedFields'];
+  return { ...object, metadata: metadata as unknown as T['metadata'] };
 }
 
 export class Informer<T extends KubeObject> {
   private readonly client: KubeClient;
   private readonly type: ResourceType;
-  private readonly options: InformerOptions;
+  private readonly options: InformerOptions<T>;
   private readonly log: InformerLog;
   private readonly handlers: Array<(event: InformerEvent<T>) => void> = [];
   private cache = new Map<string, T>();
   private synced = false;
   private failure: string | undefined;
 
-  constructor(client: KubeClient, type: ResourceType, options: InformerOptions = {}) {
+  constructor(client: KubeClient, type: ResourceType, options: InformerOptions<T> = {}) {
     this.client = client;
     this.type = type;
     this.options = options;
@@ -79,7 +93,8 @@ export class Informer<T extends KubeObject> {
       try {
         if (resourceVersion === undefined) {
           const listed = await this.client.list<T>(this.type, namespace, selectors);
-          const { next, events } = diffRelist(this.cache, listed.items);
+          const transform = this.options.transform;
+          const { next, events } = diffRelist(this.cache, transform === undefined ? listed.items : listed.items.map(transform));
           this.cache = next;
           resourceVersion = listed.resourceVersion;
           this.synced = true;
@@ -101,7 +116,8 @@ export class Informer<T extends KubeObject> {
             continue;
           }
           resourceVersion = event.object.metadata.resourceVersion ?? resourceVersion;
-          const change = applyWatchEvent(this.cache, event.type, event.object);
+          const object = this.options.transform === undefined ? event.object : this.options.transform(event.object);
+          const change = applyWatchEvent(this.cache, event.type, object);
           if (change !== undefined) this.emit(change);
         }
         // The server ended the watch (its timeout): watch again from where it stopped.

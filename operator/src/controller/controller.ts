@@ -9,7 +9,7 @@ import type { CollectorShard } from '@pglog/common/api/collector-shard.ts';
 import type { TargetObject } from '@pglog/common/api/target-object.ts';
 import type { KubeClient, KubeObject } from '@pglog/common/kube/client-types.ts';
 import { runControllerLoop } from '@pglog/common/kube/controller-loop.ts';
-import { Informer } from '@pglog/common/kube/informer.ts';
+import { Informer, stripManagedFields } from '@pglog/common/kube/informer.ts';
 import { COLLECTOR_POOLS, COLLECTOR_SHARDS, POD_DISRUPTION_BUDGETS, POSTGRES_TARGETS, SERVICES, STATEFUL_SETS } from '@pglog/common/kube/resources.ts';
 import { WorkQueue } from '@pglog/common/kube/workqueue.ts';
 import type { Logger } from '@pglog/common/observability/logger.ts';
@@ -83,7 +83,8 @@ export class Controller {
         else o.log.debug(line, msg);
       };
     const informer = <T extends KubeObject>(type: typeof COLLECTOR_POOLS, labelSelector?: string): Informer<T> => {
-      const i = new Informer<T>(o.client, type, { namespace: o.namespace, labelSelector, log: logFor(type.plural) });
+      // Nothing reads managedFields, about half of a small object: 10,000 targets hold less memory.
+      const i = new Informer<T>(o.client, type, { namespace: o.namespace, labelSelector, log: logFor(type.plural), transform: stripManagedFields });
       this.informers.push(i as unknown as Informer<KubeObject>);
       return i;
     };

@@ -9,7 +9,7 @@ import { describe, test } from 'node:test';
 import { createKubeClient } from '@pglog/common/kube/client.ts';
 import type { KubeClient, KubeObject, ResourceType, WatchEvent, WatchOptions } from '@pglog/common/kube/client-types.ts';
 import { isKubeError } from '@pglog/common/kube/errors.ts';
-import { Informer, type InformerEvent } from '@pglog/common/kube/informer.ts';
+import { Informer, type InformerEvent, stripManagedFields } from '@pglog/common/kube/informer.ts';
 import { sleep } from '@pglog/test-support/wait.ts';
 
 import { adminConfig, useSharedKube } from '../helpers/shared-control-plane.ts';
@@ -136,6 +136,33 @@ describe('Informer on a real kube-apiserver', { timeout: 240_000 }, () => {
     assert.equal(informer.get(NS, 'pre-1'), undefined);
     assert.equal(informer.get(NS, 'live')?.data?.['v'], '2');
     assert.ok(logs.filter((l) => l === 'error an informer event handler threw').length >= 5, logs.join('\n'));
+    abort.abort();
+    await running;
+  });
+
+  test("a transform (stripManagedFields) applies to listed and watched objects; a replace from the cache keeps the server's managedFields", async () => {
+    await kube.client.create(CONFIG_MAPS, configMap('strip-1', 'strip', '1'));
+    const informer = new Informer<ConfigMap>(kube.client, CONFIG_MAPS, { namespace: NS, labelSelector: 'suite=strip', transform: stripManagedFields });
+    const seen: ConfigMap[] = [];
+    informer.onChange((e) => seen.push(e.object));
+    const abort = new AbortController();
+    const running = informer.run(abort.signal);
+    await until('synced', () => informer.hasSynced());
+    const managed = (o: KubeObject | null | undefined): unknown => (o?.metadata as { managedFields?: unknown } | undefined)?.managedFields;
+    assert.ok(managed(await kube.client.get<ConfigMap>(CONFIG_MAPS, NS, 'strip-1')) !== undefined, 'the server keeps managedFields');
+    assert.equal(managed(informer.get(NS, 'strip-1')), undefined, 'listed: stripped');
+    await kube.client.create(CONFIG_MAPS, configMap('strip-2', 'strip', '1'));
+    await until('the watched add', () => informer.get(NS, 'strip-2') !== undefined);
+    assert.equal(managed(informer.get(NS, 'strip-2')), undefined, 'watched: stripped');
+    assert.ok(
+      seen.every((o) => managed(o) === undefined),
+      'handlers see the transformed objects',
+    );
+    // The operator replaces objects it read from the cache (CollectorShards): the server keeps their managedFields.
+    await kube.client.replace(CONFIG_MAPS, { ...informer.get(NS, 'strip-1')!, data: { v: '2' } });
+    const after = await kube.client.get<ConfigMap>(CONFIG_MAPS, NS, 'strip-1');
+    assert.equal(after?.data?.['v'], '2');
+    assert.ok(Array.isArray(managed(after)) && (managed(after) as unknown[]).length > 0, 'managedFields kept');
     abort.abort();
     await running;
   });
