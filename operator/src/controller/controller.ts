@@ -98,6 +98,12 @@ export class Controller {
     };
   }
 
+  /** The unassigned targets of a namespace; skipped ones are looked at again soon. */
+  private async unassigned(namespace: string, { pools, targets }: Caches): Promise<PoolOutcome> {
+    const { writes, skipped } = await reconcileUnassignedTargets(namespace, { client: this.o.client, pools, targets, now: Date.now });
+    return skipped > 0 ? { writes, requeueAfterMs: SKIPPED_RECHECK_MS } : { writes };
+  }
+
   /** Runs until `signal` aborts (leadership lost or shutdown). */
   async run(signal: AbortSignal): Promise<void> {
     const { o } = this;
@@ -155,10 +161,7 @@ export class Controller {
         queueDepth: (depth) => o.metrics.queue(depth),
         reconcile: async (key) => {
           const { kind, namespace, name } = parseKey(key);
-          const outcome: PoolOutcome =
-            kind === 'pool'
-              ? await reconciler.reconcile(namespace, name)
-              : { writes: await reconcileUnassignedTargets(namespace, { client: o.client, pools, targets, now: Date.now }) };
+          const outcome: PoolOutcome = kind === 'pool' ? await reconciler.reconcile(namespace, name) : await this.unassigned(namespace, caches);
           if (outcome.writes > 0) o.log.debug({ key, writes: outcome.writes }, 'reconciled');
           return outcome.requeueAfterMs === undefined ? {} : { requeueAfterMs: outcome.requeueAfterMs };
         },
@@ -168,6 +171,9 @@ export class Controller {
     await Promise.all(running);
   }
 }
+
+/** A target left alone because it changed after the pass looked is looked at again this soon. */
+const SKIPPED_RECHECK_MS = 1000;
 
 /** What the operator watches. */
 interface Caches {

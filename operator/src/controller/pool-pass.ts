@@ -80,4 +80,6 @@ export interface PoolPass {
   /** Problems found so far; the status phase reports them. */
   problems: PoolProblem[];
   writes: number;
+  /** Writes left out because their object changed after the pass read it (the pass is repeated soon). */
+  skipped: number;
 }

@@ -28,6 +28,9 @@ export type PoolOutcome = Result & { writes: number };
 /** Looked at again this often while `auto` targets may cross a threshold or finish a dwell. */
 const TRANSPORT_RECHECK_MS = 10_000;
 
+/** A pass that left writes out (their objects changed after it read them) is repeated this soon. */
+const SKIPPED_RECHECK_MS = 1000;
+
 /** A pass, in order: each phase reads the pass and adds its writes and problems. */
 const PHASES: ReadonlyArray<(pass: PoolPass) => Promise<void>> = [
   ownedObjectsPhase, // StatefulSet, Service, PodDisruptionBudget
@@ -63,6 +66,7 @@ export class PoolReconciler {
       };
     }
     for (const phase of PHASES) await phase(pass);
+    if (pass.skipped > 0) return { writes: pass.writes, requeueAfterMs: SKIPPED_RECHECK_MS };
     const hasAuto = pass.selected.some((t) => t.spec.transport === 'auto');
     return { writes: pass.writes, ...(hasAuto ? { requeueAfterMs: TRANSPORT_RECHECK_MS } : {}) };
   }
@@ -97,6 +101,7 @@ export class PoolReconciler {
       refusal,
       problems: refusal === undefined ? [] : [refusal],
       writes: 0,
+      skipped: 0,
     };
   }
 }

@@ -20,15 +20,21 @@ export async function targetStatusPhase(pass: PoolPass): Promise<void> {
     const next = desiredTargetStatus(target, assignment, reported.get(target.metadata.name), pass.nowIso);
     return targetStatusChanged(target, next) ? [{ target, next }] : [];
   });
+  let writes = 0;
   await mapLimit(statusWrites, o.statusConcurrency ?? 16, async ({ target, next }) => {
+    // Decided from the cache when the pass began; a target that changed since (deleted, moved to
+    // another pool, its status rewritten) is left to the next pass, which reads it again.
+    if (o.targets.get(namespace, target.metadata.name)?.metadata.resourceVersion !== target.metadata.resourceVersion) return;
     try {
       await o.client.mergePatch(POSTGRES_TARGETS, namespace, target.metadata.name, { status: next }, 'status');
+      writes++;
     } catch (e) {
       // Deleted since the cache was read: nothing to write.
       if (!isKubeError(e, 'KUBE_NOT_FOUND')) throw e;
     }
   });
-  pass.writes += statusWrites.length;
+  pass.writes += writes;
+  pass.skipped += statusWrites.length - writes;
 }
 
 type ReportedTarget = NonNullable<NonNullable<CollectorShard['status']>['targets']>[number];

@@ -37,25 +37,43 @@ export function unassignedStatusPatch(target: TargetObject, nowIso: string): { s
   return { status: { shard: null, transport: null, rates: null, lag: null, conditions } };
 }
 
+/** What one pass over a namespace's unassigned targets did. */
+export interface UnassignedOutcome {
+  writes: number;
+  /** Targets left alone because they changed, or a pool took them, after the pass looked (the next pass decides). */
+  skipped: number;
+}
+
 export async function reconcileUnassignedTargets(
   namespace: string,
   o: { client: KubeClient; pools: CacheReader<CollectorPool>; targets: CacheReader<TargetObject>; now: () => number },
-): Promise<number> {
-  const pools = o.pools.list().filter((p) => p.metadata.namespace === namespace && p.metadata.deletionTimestamp === undefined);
+): Promise<UnassignedOutcome> {
   const targets = o.targets.list().filter((t) => t.metadata.namespace === namespace);
-  const selected = new Set([...selectPoolTargets(pools, targets).values()].flat().map((t) => t.metadata.name));
+  const selected = selectedNames(o.pools, namespace, targets);
   const nowIso = new Date(o.now()).toISOString();
   const patches = targets.flatMap((t) => {
     if (selected.has(t.metadata.name)) return [];
     const patch = unassignedStatusPatch(t, nowIso);
-    return patch === null ? [] : [{ name: t.metadata.name, patch }];
+    return patch === null ? [] : [{ target: t, patch }];
   });
-  await mapLimit(patches, 16, async ({ name, patch }) => {
+  let writes = 0;
+  await mapLimit(patches, 16, async ({ target, patch }) => {
+    // Decided from the caches when the pass began; a write seconds later (10,000 targets take a
+    // while) must not overwrite what a pool created meanwhile wrote, nor a target that changed.
+    const now = o.targets.get(namespace, target.metadata.name);
+    if (now === undefined || now.metadata.resourceVersion !== target.metadata.resourceVersion || selectedNames(o.pools, namespace, [now]).size > 0) return;
     try {
-      await o.client.mergePatch(POSTGRES_TARGETS, namespace, name, patch, 'status');
+      await o.client.mergePatch(POSTGRES_TARGETS, namespace, target.metadata.name, patch, 'status');
+      writes++;
     } catch (e) {
       if (!isKubeError(e, 'KUBE_NOT_FOUND')) throw e;
     }
   });
-  return patches.length;
+  return { writes, skipped: patches.length - writes };
+}
+
+/** Names of the `targets` that a pool of the namespace (not being deleted) selects now. */
+function selectedNames(pools: CacheReader<CollectorPool>, namespace: string, targets: readonly TargetObject[]): Set<string> {
+  const live = pools.list().filter((p) => p.metadata.namespace === namespace && p.metadata.deletionTimestamp === undefined);
+  return new Set([...selectPoolTargets(live, targets).values()].flat().map((t) => t.metadata.name));
 }
