@@ -25,10 +25,12 @@ export async function startOperator(options: {
   leaseSeconds?: number;
   allNamespaces?: boolean;
   extraArgs?: string[];
+  /** Another `pglog` launcher (a checkout of another commit, for a benchmark's baseline). */
+  pglog?: string;
 }): Promise<OperatorProcess> {
   const port = await freePort();
   const child = spawn(
-    PGLOG,
+    options.pglog ?? PGLOG,
     [
       'operator',
       '--kubeconfig',
