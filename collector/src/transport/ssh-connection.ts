@@ -4,7 +4,8 @@
  *
  * - Connects lazily on the first spawn and again on demand after a loss, never before the
  *   jittered backoff has passed (a refused host key or key goes straight to the cap).
- * - Handshakes are paced process-wide by a shared ConnectLimiter.
+ * - Handshakes are paced process-wide by a shared ConnectLimiter; a handshake slot is taken only
+ *   once the server has identified itself on the TCP connection (ssh-socket.ts).
  * - The host key is checked against known_hosts inside key exchange (fail closed), so no
  *   command is ever sent to, and no byte read from, a server that was not recognized.
  * - Keepalives detect a dead or hung server; every command of the lost connection then fails
@@ -12,6 +13,8 @@
  * - At most maxSessions channels are open at once (OpenSSH's MaxSessions refuses more);
  *   further spawns wait in order for a slot.
  */
+import type { Socket } from 'node:net';
+
 import { isLastingSshFailure, PglogError } from '@pglog/common/errors.ts';
 import { Backoff, type BackoffOptions } from '@pglog/common/time/backoff.ts';
 import { type Clock, realClock } from '@pglog/common/time/clock.ts';
@@ -24,6 +27,7 @@ import { Semaphore } from './semaphore.ts';
 import { clientAlgorithms, PREFERRED_CIPHERS } from './ssh-algorithms.ts';
 import { describeEndpoint, isChannelOpenRefusal, type SshEndpoint, toSshError } from './ssh-errors.ts';
 import { SshRemoteProcess, watchExit } from './ssh-process.ts';
+import { openSshSocket } from './ssh-socket.ts';
 import { DEFAULT_CHANNEL_WINDOW_BYTES, holdWindow, openSessionsWithWindow } from './ssh-window.ts';
 
 export type SshConnectionState = 'idle' | 'connecting' | 'ready' | 'backoff' | 'closed';
@@ -52,7 +56,9 @@ export interface SshConnectionOptions {
   keepaliveIntervalMs?: number;
   /** Unanswered keepalives before the connection counts as lost. Default 3. */
   keepaliveCountMax?: number;
-  /** TCP connect, key exchange and authentication together. Default 20000 ms. */
+  /** TCP connect until the server identifies itself (ssh-socket.ts). Default 10000 ms. */
+  connectTimeoutMs?: number;
+  /** Key exchange and authentication. Default 20000 ms. */
   readyTimeoutMs?: number;
   backoff?: BackoffOptions;
   /**
@@ -100,6 +106,8 @@ export class SshConnection implements RemoteShell {
   private error: PglogError | null = null;
   private cipher: string | null = null;
   private connectCount = 0;
+  /** The socket of the attempt in progress, between its TCP connect and ssh2 taking it. */
+  private socket: Socket | null = null;
 
   constructor(options: SshConnectionOptions) {
     const { knownHosts: _text, parsedKnownHosts: _parsed, ...kept } = options;
@@ -277,10 +285,11 @@ export class SshConnection implements RemoteShell {
       const spread = this.o.limiter.initialDelayMs();
       if (spread > 0) await this.clock.sleep(spread, stop);
     }
-    const release = await this.o.limiter.acquire(stop);
     let client: Client;
+    let release: (() => void) | null = null;
     try {
-      client = await this.handshake();
+      release = await this.openAndQueue(stop);
+      client = await this.handshake(this.socket!);
     } catch (e) {
       const error = toSshError(e, this.endpoint, this.keySource);
       this.error = error;
@@ -288,7 +297,8 @@ export class SshConnection implements RemoteShell {
       this.setState('backoff', error);
       throw error;
     } finally {
-      release();
+      this.socket = null;
+      release?.();
     }
     if (this.closed !== null) {
       client.destroy();
@@ -302,8 +312,34 @@ export class SshConnection implements RemoteShell {
     return client;
   }
 
-  /** TCP connect, key exchange with the host key check, authentication. */
-  private handshake(): Promise<Client> {
+  /**
+   * Opens the TCP connection and waits for the server to identify itself, then for a handshake
+   * slot; the connect permit is held until then, so only so many opened connections wait.
+   * Leaves the socket in `this.socket`; resolves with the slot's release.
+   */
+  private async openAndQueue(stop: AbortSignal): Promise<() => void> {
+    const releaseConnect = await this.o.limiter.acquireConnect(stop);
+    try {
+      const socket = await openSshSocket(this.endpoint, this.o.connectTimeoutMs ?? 10_000, stop);
+      this.socket = socket;
+      // Until ssh2 listens: a reset while waiting for the slot must not be an unhandled 'error'.
+      socket.on('error', () => undefined);
+      return await this.o.limiter.acquire(stop);
+    } catch (e) {
+      this.socket?.destroy();
+      throw e;
+    } finally {
+      releaseConnect();
+    }
+  }
+
+  /** Key exchange with the host key check and authentication, on a socket the server spoke on. */
+  private handshake(socket: Socket): Promise<Client> {
+    if (socket.destroyed) {
+      return Promise.reject(
+        new PglogError('SSH_CONNECT_FAILED', `${describeEndpoint(this.endpoint)}: the connection was closed while waiting for a handshake slot`),
+      );
+    }
     const client = new Client();
     let refusal: PglogError | null = null;
     client.on('handshake', (negotiated) => {
@@ -340,6 +376,7 @@ export class SshConnection implements RemoteShell {
       });
       try {
         client.connect({
+          sock: socket,
           host: this.o.host,
           port: this.o.port,
           username: this.o.username,
