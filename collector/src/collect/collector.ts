@@ -446,6 +446,10 @@ export class Collector {
           if (target.transport === 'proxy') metrics.fifoBytes(name, instance.name, delta.bytes);
           hooks.progress?.(delta, tally, where);
         },
+        backlog(deltaBytes) {
+          // With the bytes read, what the server wrote: a catch-up does not look like a hot log.
+          target.meter.add(deltaBytes);
+        },
         failed(error, delayMs, position) {
           if (target.transport === 'proxy') metrics.sidecarStreamRestart(name);
           hooks.failed?.(error, delayMs, position);

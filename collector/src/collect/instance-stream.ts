@@ -80,6 +80,14 @@ export interface StreamHooks {
   progress?(delta: ParseCounters, tally: EventTally, where: { file: string; offset: number }): void;
   /** Bytes between the read position and the end of the file on the server. */
   lag?(bytes: number): void;
+  /**
+   * The change of the bytes written to the log but not yet received, since the last `size`
+   * within the same follow (none at a follow's first: that is the backlog it starts with).
+   * Added to the bytes read, it gives what the server wrote: the log's own rate, which a
+   * catch-up after a restart does not inflate (issue 46: a restarted collector promoted and
+   * demoted its catching-up targets to and from the sidecar).
+   */
+  backlog?(deltaBytes: number): void;
   /** The stream is reading (true) or waiting to retry (false). */
   connected?(up: boolean): void;
   /** A failure the stream recovers from by following again after `delayMs`. */
@@ -140,6 +148,8 @@ export class InstanceStream {
   /** Where reading stands in `file`: its offset plus the bytes received since. */
   private received = 0;
   private parser: LogParser | null = null;
+  /** Bytes written but not received at the last `size` of this follow; null before its first. */
+  private unreceived: number | null = null;
   private reported: ParseCounters = ZERO_COUNTERS;
   /**
    * The events parsed since the last handover; null between handovers. Made by the first event
@@ -188,6 +198,7 @@ export class InstanceStream {
       const stop = (): void => following.abort();
       signal.addEventListener('abort', stop, { once: true });
       this.following = following;
+      this.unreceived = null;
       if (this.nextFollower !== null) following.abort();
       try {
         // Never collected: where it starts is stored before a byte is read.
@@ -343,9 +354,13 @@ export class InstanceStream {
           this.o.batcher.add(this.source(), [], this.storePosition(), this.epoch, this.now());
         }
         return;
-      case 'size':
+      case 'size': {
         this.hooks.lag?.(Math.max(0, item.size - this.position));
+        const unreceived = Math.max(0, item.size - this.received);
+        if (this.unreceived !== null) this.hooks.backlog?.(unreceived - this.unreceived);
+        this.unreceived = unreceived;
         return;
+      }
       case 'gap':
         this.hooks.gap?.(item);
         return;

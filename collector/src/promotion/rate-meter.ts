@@ -62,7 +62,10 @@ export class RateMeter {
     this.smoothedBitsPerS = initial;
   }
 
-  /** Count `bytes` read. Hot path: one addition. */
+  /**
+   * Count `bytes` read; a negative count takes back bytes counted before (a backlog that
+   * shrank: they were written earlier). Hot path: one addition.
+   */
   add(bytes: number): void {
     this.pendingBytes += bytes;
   }
@@ -79,7 +82,9 @@ export class RateMeter {
     if (dt === 0 || !Number.isFinite(nowMs)) return this.smoothedBitsPerS;
     this.lastSampleMs = nowMs;
     if (dt < 0) return this.smoothedBitsPerS;
-    const intervalBitsPerS = (this.pendingBytes * 8000) / dt;
+    // Bytes taken back may outweigh an interval's reads (a backlog's `size` arrives after the
+    // reads that shrank it): an interval never counts below nothing.
+    const intervalBitsPerS = (Math.max(0, this.pendingBytes) * 8000) / dt;
     const alpha = -Math.expm1(-dt / this.timeConstantMs);
     this.smoothedBitsPerS += alpha * (intervalBitsPerS - this.smoothedBitsPerS);
     this.pendingBytes = 0;

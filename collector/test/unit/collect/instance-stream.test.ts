@@ -229,6 +229,48 @@ describe('InstanceStream', () => {
     assert.deepEqual(queriesOf(recorder), selects(40, 70));
   });
 
+  test("read bytes plus the backlog's change are what the server wrote: a catch-up adds nothing, new bytes do, a new follow starts from its own backlog", async () => {
+    const text = Buffer.from(logText(0, 20));
+    const file = { path: '/log/a.log', identity: '1:1024:1' };
+    const scripts: FollowItem[][] = [
+      // A follow that starts behind: 1,000 bytes unread at its first size (its backlog, not counted).
+      // Then the server wrote 300 more: of the next 700 read, 300 are new.
+      [
+        { kind: 'file', file, offset: 0 },
+        { kind: 'size', size: 1000 },
+        { kind: 'data', chunk: text.subarray(0, 600) },
+        { kind: 'size', size: 1000 },
+        { kind: 'data', chunk: text.subarray(600, 1300) },
+        { kind: 'size', size: 1300 },
+      ],
+      // After a loss, the next follow's first size is its own backlog again (no delta), as after a restart.
+      [{ kind: 'size', size: 5000 }],
+    ];
+    let step = 0;
+    const follower: Follower = {
+      currentFile: () => file,
+      chooseStart: () => Promise.resolve({ file, offset: 0 }),
+      async *follow(_start, signal) {
+        // Each follow plays the next script, then fails (a lost connection): the next follow starts over.
+        for (const item of scripts[Math.min(step++, scripts.length - 1)]!) yield item;
+        if (step > scripts.length) return await new Promise<void>((resolve) => signal.addEventListener('abort', () => resolve(), { once: true }));
+        throw new PglogError('SSH_TIMEOUT', 'scripted loss');
+      },
+    };
+    const deltas: number[] = [];
+    const batcher = new Batcher(new Recorder(), { maxDelayMs: 5, retryBaseMs: 1 });
+    const stream = new InstanceStream(streamOptions(follower, batcher, { hooks: { backlog: (d) => deltas.push(d) } }));
+    const abort = new AbortController();
+    const running = stream.run(abort.signal);
+    for (const deadline = Date.now() + 10_000; step <= scripts.length && Date.now() < deadline;) await new Promise((r) => setTimeout(r, 5));
+    abort.abort();
+    await running;
+    await batcher.stop(Date.now() + 1000);
+    // 1000 unread, 600 read, 400 unread: -600 with the 600 read is nothing written; then 700 read
+    // and 0 unread: -400 with the 700 read is the 300 written meanwhile. The second follow adds nothing.
+    assert.deepEqual(deltas, [-600, -400]);
+  });
+
   test('a start the store fences ends the stream with STORE_FENCED, nothing read', async () => {
     const batcher = new Batcher(new Recorder(), { maxDelayMs: 5, retryBaseMs: 1 });
     const follower = new ScriptedFollower([a], 500);
