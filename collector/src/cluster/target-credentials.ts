@@ -87,10 +87,13 @@ export function credentialsFromSecret(secret: SecretObject, target: string): Tar
     throw new PglogError('CONFIG_INVALID', `${where}: no ${KNOWN_HOSTS_KEY}: the server's host key is always checked; it has ${describeKeys(data)}`);
   const knownHosts = decode(hosts, where, KNOWN_HOSTS_KEY).toString('utf8');
   if (knownHosts.trim() === '') throw new PglogError('CONFIG_INVALID', `${where}: ${KNOWN_HOSTS_KEY} is empty`);
+  // Where the credentials came from, without the target: every target naming this Secret
+  // shares them (target-resolver.ts), and SSH messages name the target themselves.
+  const source = `Secret ${secret.metadata.namespace === undefined ? '' : `${secret.metadata.namespace}/`}${secret.metadata.name}`;
   return {
     privateKey,
-    privateKeySource: `${where} key ${keyName}`,
-    knownHosts: { text: knownHosts, source: `${where} key ${KNOWN_HOSTS_KEY}` },
+    privateKeySource: `${source} key ${keyName}`,
+    knownHosts: { text: knownHosts, source: `${source} key ${KNOWN_HOSTS_KEY}` },
   };
 }
 

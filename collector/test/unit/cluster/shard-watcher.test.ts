@@ -130,6 +130,28 @@ describe('TargetResolver', () => {
     );
   });
 
+  test("a fleet's targets that name one Secret: one GET of it a round, one parse of each version, shared by all of them", async () => {
+    const kube = new FakeKube();
+    const names = Array.from({ length: 40 }, (_, i) => `db${i}`);
+    for (const name of names) kube.put(TARGETS, targetObject(name, 'fleet-ssh'));
+    kube.put(SECRETS, secretObject('fleet-ssh'));
+    const resolver = new TargetResolver(kube, 'ns');
+    const assigned = names.map((name) => ({ name, transport: 'inproc' as const, epoch: 1 }));
+    const first = await resolver.resolve(assigned);
+    assert.ok(first.every((r) => r.ok));
+    const credentials = new Set(first.map((r) => (r.ok ? r.assignment.credentials : null)));
+    assert.equal(credentials.size, 1, 'one credentials object for every target of the Secret');
+    assert.equal(kube.calls.filter((c) => c === 'get secrets/fleet-ssh').length, 1);
+    // A rotated Secret: one GET again, one new parse, shared again.
+    kube.put(SECRETS, secretObject('fleet-ssh', 'two'));
+    const second = await resolver.resolve(assigned);
+    assert.equal(kube.calls.filter((c) => c === 'get secrets/fleet-ssh').length, 2);
+    const rotated = new Set(second.map((r) => (r.ok ? r.assignment.credentials : null)));
+    assert.equal(rotated.size, 1);
+    assert.ok(!rotated.has([...credentials][0]!));
+    assert.equal([...rotated][0]!.privateKeySource, 'Secret fleet-ssh key id_ed25519');
+  });
+
   test('a Secret serves only with the label pglog.io/ssh-credentials: "true"; without it, the same answer as no Secret', async () => {
     const kube = new FakeKube();
     kube.put(TARGETS, targetObject('borrower', 'team-x-ssh'));

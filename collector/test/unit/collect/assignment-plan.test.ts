@@ -98,7 +98,7 @@ describe('credentialsFromSecret', () => {
     );
     assert.equal(c.privateKey.toString(), KEY);
     assert.equal(c.knownHosts.text, 'host ssh-ed25519 AAAA\n');
-    assert.equal(c.privateKeySource, 'Secret ns/db1-ssh (of PostgresTarget db1) key id_ed25519');
+    assert.equal(c.privateKeySource, 'Secret ns/db1-ssh key id_ed25519');
     assert.equal(credentialsFromSecret(secret({ id_rsa: b64(KEY), known_hosts: b64('h k\n') }), 'db1').privateKeySource.endsWith('key id_rsa'), true);
   });
 
