@@ -70,10 +70,23 @@ export function targetFingerprint(target: PostgresTarget, credentials: Fingerpri
   const hash = createHash('sha256');
   hash.update(JSON.stringify({ name: target.metadata.name, spec }));
   hash.update('\0');
-  hash.update(credentials.privateKey);
-  hash.update('\0');
-  hash.update(credentials.knownHosts.text);
+  hash.update(credentialsDigest(credentials));
   return hash.digest('hex');
+}
+
+/**
+ * The credentials' own digest, once per credentials object: a fleet's targets share one (a
+ * Secret's parse, target-resolver.ts) whose known_hosts lists every server, and every new
+ * assignment fingerprints every target (issue 46: thousands of hashes of the same text).
+ */
+const credentialDigests = new WeakMap<FingerprintCredentials, string>();
+function credentialsDigest(credentials: FingerprintCredentials): string {
+  let digest = credentialDigests.get(credentials);
+  if (digest === undefined) {
+    digest = createHash('sha256').update(credentials.privateKey).update('\0').update(credentials.knownHosts.text).digest('hex');
+    credentialDigests.set(credentials, digest);
+  }
+  return digest;
 }
 
 /** One target of an assignment given to the collector at run time. */
