@@ -51,7 +51,13 @@ export interface LogFollowerOptions {
    * written steadily does not look idle between two reads.
    */
   dataIntervalMs?: number;
-  /** Silence after which an `idle` item is yielded while following. Default 1000 ms (above dataIntervalMs, ADR 0025). */
+  /**
+   * The builtin wait: the longest wait after a round with data, for a log whose rounds are
+   * small (segment-script-bash.ts SMALL_ROUND_BYTES). Default 3200 ms: a quiet log is read in
+   * fewer, fuller rounds (ADR 0025's amendment).
+   */
+  dataIntervalMaxMs?: number;
+  /** Silence after which an `idle` item is yielded while following. Default 4000 ms (above dataIntervalMaxMs, ADR 0025). */
   idleMs?: number;
   /** How often an idle segment checks whether another file became active. Default 1000 ms. */
   rotationCheckMs?: number;
@@ -89,7 +95,8 @@ type SegmentEnd = 'replan' | 'gone' | 'aborted';
 /** LogFollowerOptions' intervals when not given (ADR 0014, ADR 0025). */
 export const FOLLOW_DEFAULTS = {
   pollIntervalMs: 200,
-  idleMs: 1000,
+  dataIntervalMaxMs: 3200,
+  idleMs: 4000,
   rotationCheckMs: 1000,
   heartbeatMs: 2000,
   idlePollMaxMs: 1000,
@@ -248,6 +255,7 @@ export class LogFollower {
       format: this.o.logFormat,
       pollIntervalMs: this.o.pollIntervalMs,
       dataIntervalMs: this.o.dataIntervalMs,
+      dataIntervalMaxMs: Math.max(this.o.dataIntervalMs, Math.min(this.o.dataIntervalMaxMs, Math.floor(0.8 * this.o.idleMs))),
       rotationCheckMs: this.o.rotationCheckMs,
       heartbeatMs: this.o.heartbeatMs,
       idlePollMaxMs: this.o.idlePollMaxMs,

@@ -44,6 +44,12 @@ export interface SegmentScriptOptions {
    * Default: pollIntervalMs.
    */
   dataIntervalMs?: number;
+  /**
+   * The builtin wait only: the longest wait after a round with data. A round that read less
+   * than SMALL_ROUND_BYTES doubles the next wait up to this; a bigger round (or one that needed
+   * `cat`) brings it back to dataIntervalMs. Default: dataIntervalMs (no growth).
+   */
+  dataIntervalMaxMs?: number;
   rotationCheckMs: number;
   heartbeatMs: number;
   /**

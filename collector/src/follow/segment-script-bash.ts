@@ -60,17 +60,27 @@ import { dataSeconds, pollSeconds, SEGMENT_EXIT, segmentPrelude, type SegmentScr
  */
 export const BUILTIN_READ_BYTES = 65536;
 
+/**
+ * A round with data that read less than this lets the next one wait longer (up to
+ * dataIntervalMaxMs): a quiet log is read in fewer, fuller rounds, and a round costs the
+ * collector about the same whatever it carries (ADR 0025's amendment).
+ */
+export const SMALL_ROUND_BYTES = 16384;
+
 export function buildBuiltinWaitScript(o: SegmentScriptOptions): string {
   const poll = Math.max(1, Math.round(o.pollIntervalMs));
   const heartbeat = Math.max(poll, Math.round(o.heartbeatMs));
   const sizeCheck = Math.max(heartbeat, Math.round(o.sizeCheckMs ?? heartbeat));
   const napMax = Math.max(poll, Math.round(o.idlePollMaxMs ?? poll));
   const rotationCheck = Math.max(poll, Math.round(o.rotationCheckMs));
+  const dataMin = Math.max(1, Math.round(o.dataIntervalMs ?? poll));
+  const dataMax = Math.max(dataMin, Math.round(o.dataIntervalMaxMs ?? dataMin));
   const quiet = `idle=0; quiet=0; w=${poll}; t=${pollSeconds(o)}; next_full=1; next_beat=${heartbeat}; next_size=${sizeCheck}; next_rot=${rotationCheck}; held=-1`;
   return (
     [
       ...segmentPrelude(o),
-      ...loopFunctions(dataSeconds(o), { heartbeat, napMax }),
+      ...loopFunctions({ heartbeat, napMax, dataMin, dataMax }),
+      `dw=${dataMin}; td=${dataSeconds(o)}`,
       // Rounds and milliseconds of the silence, the next wait, and when each check is due.
       quiet,
       `n=${BUILTIN_READ_BYTES}`,
@@ -91,7 +101,9 @@ export function buildBuiltinWaitScript(o: SegmentScriptOptions): string {
       '      getpos; say size "$p"; behind=0',
       '    fi',
       `    ${quiet}`,
-      // Wait after data too: each round then copies everything one interval brought, in one read.
+      // Wait after data too: each round then copies everything one interval brought, in one
+      // read; after a small round longer, so that a quiet log comes in fewer, fuller rounds.
+      `    if [ "$more" = 1 ] || [ "$got" -ge ${SMALL_ROUND_BYTES} ]; then next_dw=${dataMin}; else next_dw=$((dw * 2)); [ "$next_dw" -gt ${dataMax} ] && next_dw=${dataMax}; fi`,
       '    nap_data',
       '    continue',
       '  fi',
@@ -131,7 +143,7 @@ export function buildBuiltinWaitScript(o: SegmentScriptOptions): string {
 }
 
 /** The loop's shell functions: nap and nap_data, take (read and send), full (the size check) and maybe_rotated. */
-function loopFunctions(napData: string, ms: { heartbeat: number; napMax: number }): string[] {
+function loopFunctions(ms: { heartbeat: number; napMax: number; dataMin: number; dataMax: number }): string[] {
   return [
     // Waiting without a process; if the pipe cannot be made, `sleep` keeps the loop correct.
     'exec 9<> <(:) || :',
@@ -144,13 +156,17 @@ function loopFunctions(napData: string, ms: { heartbeat: number; napMax: number 
     '  read -t "$t" -u 9 z; [ $? -gt 128 ] || sleep "$t"',
     '  quiet=$((quiet + w))',
     '}',
-    `nap_data() { read -t ${napData} -u 9 z; [ $? -gt 128 ] || sleep ${napData}; }`,
+    // The wait after data: $dw ms ($td seconds), changed to $next_dw first when the round asked.
+    'nap_data() {',
+    `  [ "$next_dw" = "$dw" ] || { dw=$next_dw; printf -v td '%d.%03d' $((dw / 1000)) $((dw % 1000)); }`,
+    '  read -t "$td" -u 9 z; [ $? -gt 128 ] || sleep "$td"',
+    '}',
     // Up to $n bytes, sent; status 1 when there were none. more=1: the round may have more
     // (n bytes read, or a NUL, which `read` consumed without storing and is sent here).
     // In the C locale (local to the function): bytes, not characters, for `-n` and `\${#c}`.
     'take() {',
     '  local LC_ALL=C',
-    `  IFS= read -r -d '' -n "$n" -u 3 c; r=$?`,
+    `  IFS= read -r -d '' -n "$n" -u 3 c; r=$?; got=\${#c}`,
     '  [ "$r" != 0 ] && [ -z "$c" ] && return 1',
     '  more=0',
     '  if [ -n "$c" ]; then printf %s "$c" || exit 85; fi',

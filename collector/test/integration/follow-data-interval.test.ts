@@ -3,7 +3,8 @@
  * files through a real shell (LocalShell), for both loops: a log written steadily is read once
  * per data interval, not once per poll, and the first bytes after a silence still come within
  * a poll. The intervals are far apart (50 ms against 600 ms), so the counts differ by several
- * times, not by a margin a slow machine could cross.
+ * times, not by a margin a slow machine could cross. The builtins loop also lets a log written
+ * in small pieces wait longer between rounds (dataIntervalMaxMs), and is checked to.
  */
 import assert from 'node:assert/strict';
 import { appendFileSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -31,14 +32,14 @@ interface Reads {
   afterSilenceMs: number;
 }
 
-async function reads(idleWait: IdleWait, dataIntervalMs: number): Promise<Reads> {
-  const data = join(root, `${idleWait}-${dataIntervalMs}`);
+async function reads(idleWait: IdleWait, dataIntervalMs: number, dataIntervalMaxMs = dataIntervalMs): Promise<Reads> {
+  const data = join(root, `${idleWait}-${dataIntervalMs}-${dataIntervalMaxMs}`);
   const log = join(data, 'log');
   mkdirSync(log, { recursive: true });
   writeFileSync(join(data, 'current_logfiles'), 'stderr log/postgresql.log\n');
   const file = join(log, 'postgresql.log');
   writeFileSync(file, 'first line\n');
-  const options = fastFollowerOptions({ data, log }, { idleWait, pollIntervalMs: POLL_MS, dataIntervalMs, idleMs: 2_000 });
+  const options = fastFollowerOptions({ data, log }, { idleWait, pollIntervalMs: POLL_MS, dataIntervalMs, dataIntervalMaxMs, idleMs: 2_000 });
   const follower = new LogFollower(new LocalShell(), options);
   const controller = new AbortController();
   const arrivals: number[] = [];
@@ -62,7 +63,8 @@ async function reads(idleWait: IdleWait, dataIntervalMs: number): Promise<Reads>
     await sleep(1_500);
     const before = arrivals.length;
     for (const end = Date.now() + WRITING_MS; Date.now() < end; await sleep(20)) appendFileSync(file, 'a line written steadily\n');
-    await sleep(1_500);
+    // A silence longer than the longest wait after data: the loop is in its idle rounds again.
+    await sleep(Math.max(1_500, dataIntervalMaxMs + 500));
     const whileWriting = arrivals.length - before;
     const appended = Date.now();
     appendFileSync(file, 'one line after a silence\n');
@@ -89,3 +91,14 @@ for (const idleWait of ['builtins', 'polling'] as const) {
     });
   });
 }
+
+describe("the builtins loop's longer wait after small rounds (dataIntervalMaxMs)", () => {
+  it('reads a log written in small pieces in fewer rounds, and the first bytes after a silence without a data wait', async () => {
+    // Every round of this log is small (a line every 20 ms): the wait doubles from 50 ms up to 1600 ms.
+    const growing = await reads('builtins', POLL_MS, 1_600);
+    const fixed = await reads('builtins', POLL_MS);
+    assert.ok(fixed.whileWriting >= 3 * growing.whileWriting, `${growing.whileWriting} reads growing to 1600 ms, ${fixed.whileWriting} at 50 ms`);
+    // After the silence the loop polls again: the line is not held for a longest wait after data.
+    assert.ok(growing.afterSilenceMs < 1_600, `the first line after a silence took ${growing.afterSilenceMs} ms`);
+  });
+});

@@ -29,7 +29,8 @@ describe('segment script idle wait', () => {
   it('waits and looks for data without a process in an idle round', () => {
     const script = buildBuiltinWaitScript(options);
     assert.ok(script.includes('exec 9<> <(:)'));
-    assert.ok(script.includes('read -t 0.200 -u 9 z'));
+    assert.ok(script.includes('  read -t "$t" -u 9 z; [ $? -gt 128 ] || sleep "$t"'));
+    assert.ok(script.includes('w=200; t=0.200;'));
     // bytes, not characters: the C locale, local to the function that reads and counts them
     assert.ok(script.includes(`take() {\n  local LC_ALL=C\n  IFS= read -r -d '' -n "$n" -u 3 c; r=$?`));
     // the first heartbeat of a silence: full checks at its rounds 1, 2, 4, 8 ...; then heartbeats by time
@@ -50,10 +51,21 @@ describe('segment script idle wait', () => {
 
   it('waits the data interval after a round that read data, the poll after an idle one', () => {
     const script = buildBuiltinWaitScript({ ...options, dataIntervalMs: 400 });
-    assert.ok(script.includes('nap_data() { read -t 0.400 -u 9 z; [ $? -gt 128 ] || sleep 0.400; }'));
-    assert.match(script, /idle=0; quiet=0; w=200; t=0\.200; next_full=1; next_beat=2000; next_size=2000; next_rot=1000; held=-1\n +nap_data\n +continue/);
+    assert.ok(script.includes('dw=400; td=0.400'));
+    assert.ok(script.includes('  read -t "$td" -u 9 z; [ $? -gt 128 ] || sleep "$td"'));
+    // Without dataIntervalMaxMs the wait never grows; with it, a small round doubles it up to the max.
+    assert.ok(script.includes('next_dw=$((dw * 2)); [ "$next_dw" -gt 400 ] && next_dw=400'));
+    assert.ok(
+      buildBuiltinWaitScript({ ...options, dataIntervalMs: 400, dataIntervalMaxMs: 3200 }).includes(
+        '[ "$got" -ge 16384 ]; then next_dw=400; else next_dw=$((dw * 2)); [ "$next_dw" -gt 3200 ] && next_dw=3200',
+      ),
+    );
+    assert.match(
+      script,
+      /idle=0; quiet=0; w=200; t=0\.200; next_full=1; next_beat=2000; next_size=2000; next_rot=1000; held=-1\n.*next_dw.*\n +nap_data\n +continue/,
+    );
     assert.ok(buildSegmentScript({ ...options, dataIntervalMs: 400, idleWait: 'polling' }).includes('    idle=0\n    sleep 0.400\n'));
     // without one, it is the poll
-    assert.ok(buildBuiltinWaitScript(options).includes('nap_data() { read -t 0.200 -u 9 z;'));
+    assert.ok(buildBuiltinWaitScript(options).includes('dw=200; td=0.200'));
   });
 });
