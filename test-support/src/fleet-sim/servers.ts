@@ -62,6 +62,8 @@ export interface FleetServers {
   kill(indices: readonly number[]): Promise<void>;
   /** Starts these servers' sshd again (after kill). */
   start(indices: readonly number[]): Promise<void>;
+  /** The running sshd listeners' pids (their connections and sessions are their descendants). */
+  pids(): number[];
   /** sshd's own lines of every server that match `pattern`, counted (e.g. refused handshakes). */
   countLogLines(pattern: RegExp): number;
   /** Stops every server; safe to call twice; also runs on process 'exit'. */
@@ -131,7 +133,7 @@ function sshdConfig(o: { host: string; port: number; hostKey: string; authorized
 }
 
 /** Each server's directory, host key and sshd_config, and the fleet's client key, authorized_keys and known_hosts. */
-async function prepareServers(o: FleetServersOptions, user: SystemUser): Promise<Omit<FleetServers, 'kill' | 'start' | 'countLogLines' | 'dispose'>> {
+async function prepareServers(o: FleetServersOptions, user: SystemUser): Promise<Omit<FleetServers, 'kill' | 'start' | 'pids' | 'countLogLines' | 'dispose'>> {
   const base = o.addressBase ?? '127.77';
   const port = o.port ?? 2222;
   mkdirSync(o.dir, { recursive: true });
@@ -194,9 +196,13 @@ class SshdProcesses {
     await Promise.all(exits);
   }
 
+  pids(): number[] {
+    return [...this.children.values()].flatMap((c) => (c.pid === undefined ? [] : [c.pid]));
+  }
+
   /** Synchronous, for the process 'exit' hook. */
   killAll(): void {
-    killTrees([...this.children.values()].flatMap((c) => (c.pid === undefined ? [] : [c.pid])));
+    killTrees(this.pids());
   }
 
   private async startOne(s: FleetServer): Promise<void> {
@@ -238,6 +244,7 @@ export async function startFleetServers(o: FleetServersOptions): Promise<FleetSe
     ...prepared,
     kill: (indices) => processes.kill(indices),
     start: (indices) => processes.start(indices),
+    pids: () => processes.pids(),
     countLogLines: (pattern) =>
       prepared.servers.reduce(
         (sum, s) =>
