@@ -41,6 +41,8 @@ function rows(v: readonly VariantResult[], plain: PlainLogins): Array<[string, .
     ['collector CPU per MB above idle, ms', ...ratio((r) => r.load.cpuMsPerMb)],
     ['SSH connections (one process)', ...cell(() => String(n))],
     ['store connections', ...cell((r) => String(r.load.storeConnections))],
+    ['store: statement rows a second', ...ratio((r) => r.load.rowsPerSecond)],
+    ['store: database growth per MB of log, MB', ...ratio((r) => r.load.storeBytesPerLogMb / 1e6)],
     [`after a SIGKILL, until every server's next line is stored, s (plain OpenSSH logins: ${plain.seconds.toFixed(0)})`, ...cell((r) => seconds(r.recovery))],
     ['handshakes refused by sshd (MaxStartups)', ...cell((r) => String(r.refusedHandshakes))],
     [

@@ -64,7 +64,16 @@ export interface VariantResult {
   /** From the collector's start until every server's first marker is stored. */
   start: StreamingTimes;
   idle: { cpuMsPerSecondPerTarget: number; rssBytes: number; serverCpuMsPerSecondPerLog: number; serverProcessesPerLog: Map<string, number> };
-  load: { mbPerSecond: number; cpuMsPerMb: number; rssBytes: number; peakRssBytes: number; storeConnections: number };
+  load: {
+    mbPerSecond: number;
+    cpuMsPerMb: number;
+    rssBytes: number;
+    peakRssBytes: number;
+    storeConnections: number;
+    /** Statement rows the store took a second, and its database's growth per MB of log. */
+    rowsPerSecond: number;
+    storeBytesPerLogMb: number;
+  };
   /** After a SIGKILL, from the new process's start until every server's next marker is stored. */
   recovery: StreamingTimes;
   check: FleetCheck;
@@ -131,10 +140,18 @@ export async function runVariant(fleet: SimulatedFleet, o: VariantOptions): Prom
 
     fleet.startWriting();
     await sleep(30_000);
+    const storeNow = async (): Promise<{ rows: number; bytes: number }> => {
+      const { rows } = await store.query<{ rows: string; bytes: string }>(
+        'SELECT (SELECT count(*) FROM pglog.statements) AS rows, pg_database_size(current_database()) AS bytes',
+      );
+      return { rows: Number(rows[0]!.rows), bytes: Number(rows[0]!.bytes) };
+    };
+    const store0 = await storeNow();
     const load0 = { cpu: collectorCpu(collector), written: await fleet.snapshot(), at: performance.now() };
     await sleep(o.loadSeconds * 1000);
     const written1 = await fleet.snapshot();
     const loadS = (performance.now() - load0.at) / 1000;
+    const store1 = await storeNow();
     const mb = (written1.bytes - load0.written.bytes) / 1e6;
     const loadCpu = collectorCpu(collector) - load0.cpu - idleCpu * loadS;
     const { rows } = await store.query<{ n: string }>(
@@ -147,6 +164,8 @@ export async function runVariant(fleet: SimulatedFleet, o: VariantOptions): Prom
       rssBytes: mem?.rss ?? 0,
       peakRssBytes: mem?.peakRss ?? 0,
       storeConnections: Number(rows[0]?.n),
+      rowsPerSecond: (store1.rows - store0.rows) / loadS,
+      storeBytesPerLogMb: (store1.bytes - store0.bytes) / mb,
     };
     o.say(`${o.name}: at ${load.mbPerSecond.toFixed(2)} MB/s ${load.cpuMsPerMb.toFixed(1)} ms per MB above idle, RSS ${(load.rssBytes / 1e6).toFixed(0)} MB`);
 
