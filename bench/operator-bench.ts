@@ -16,7 +16,10 @@
  *      the total weight on another shard afterwards (movedWeight / total), against the ideal:
  *      1/(N+1) up (the new shard's fair share), the removed shard's share down (only its
  *      targets have to move). A StatefulSet scale-down removes the highest ordinal.
- * 2. End to end (unless --skip-e2e): for each of --e2e-sizes (--e2e-targets N is one size) a
+ * 2. One pool pass alone, for each of the sizes below (bench/operator/pass-cost.ts): the real
+ *    PoolReconciler over in-memory caches and a client that answers at once: the first pass,
+ *    idle passes, and passes after collector reports that only move numbers, with their writes.
+ * 3. End to end (unless --skip-e2e): for each of --e2e-sizes (--e2e-targets N is one size) a
  *    fresh kube-apiserver and etcd (test-support/src/control-plane.ts; binaries in
  *    PGLOG_KUBE_BIN or ~/.cache/pglog/kube/v1.37.2/bin), the CRDs, the real `pglog operator`
  *    CLI; that many PostgresTargets created through the API (timed on their own), then a
@@ -48,6 +51,7 @@ import {
 import { emitReport } from './lib/emit-report.ts';
 import { e2e } from './operator/e2e.ts';
 import { e2eSection } from './operator/e2e-report.ts';
+import { type PassCost, passCost, passCostSection } from './operator/pass-cost.ts';
 
 const { values } = parseArgs({
   options: {
@@ -268,6 +272,9 @@ function pureSection(): string {
 
 const started = Date.now();
 const parts = [pureSection()];
+const passCosts: PassCost[] = [];
+for (const size of e2eSizes()) passCosts.push(await passCost(size, positiveInt('e2e-replicas')));
+parts.push(passCostSection(passCosts, positiveInt('e2e-replicas')));
 let failed = false;
 if (values['skip-e2e']) {
   parts.push('*End to end part skipped (--skip-e2e).*\n');

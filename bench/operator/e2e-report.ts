@@ -113,17 +113,17 @@ function sizeRow(r: SizeResult): string {
   );
 }
 
-/** Target status writes per report round, and the seconds the later rounds kept the API server busy. */
+/** Target status writes per report round, how long until the last of them, and the API server's CPU meanwhile. */
 function reportCell(r: SizeResult): string {
   if (r.reports.length === 0) return '—';
-  return r.reports.map((x) => `${x.writes.toLocaleString('en-US')} (${s1(x.seconds)} s)`).join(' / ');
+  return r.reports.map((x) => `${x.writes.toLocaleString('en-US')} (${s1(x.seconds)} s, ${s1(x.apiserverCpu)} s CPU)`).join(' / ');
 }
 
 function runTable(run: E2eRun): string[] {
   return [
     `**${run.label}**`,
     '',
-    '| targets | pool → all in shards (s) | pool → every status (s) | status writes | writes/s | pool passes meanwhile (n × ms) | no-op passes after (n × ms) | writes in those | CPU s meanwhile: API server / etcd / operator / bench / other processes | API server ms per write | collector report rounds: target status writes (s) |',
+    '| targets | pool → all in shards (s) | pool → every status (s) | status writes | writes/s | pool passes meanwhile (n × ms) | no-op passes after (n × ms) | writes in those | CPU s meanwhile: API server / etcd / operator / bench / other processes | API server ms per write | collector report rounds: target status writes (s, API server CPU s) |',
     '|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
     ...run.sizes.map(sizeRow),
     '',
@@ -175,7 +175,7 @@ function scaleText(run: E2eRun): string[] {
       `${s1(r.scaleShardsSeconds)} s, every status.shard updated after ${s1(r.scaleStatusSeconds)} s; **${r.moved.toLocaleString('en-US')} targets moved, ` +
       `${(fraction * 100).toFixed(2)} %** (ideal 1/${r.replicas + 1} = ${(ideal * 100).toFixed(2)} %, ratio ${(fraction / ideal).toFixed(2)}); the new shard holds ${r.newShardTargets}. ` +
       `${r.stableAfterScale ? 'The assignment was unchanged 3 s later.' : '**The assignment changed again within 3 s after the scale step.**'}` +
-      `${run.end?.cpuSeconds == null ? '' : ` The operator used ${run.end.cpuSeconds.toFixed(1)} s of CPU in that run`}${run.end?.rssMB == null ? '' : `, ${run.end.rssMB.toFixed(0)} MiB RSS at the end`}.`,
+      `${run.end?.cpuSeconds == null ? '' : ` The operator used ${run.end.cpuSeconds.toFixed(1)} s of CPU in that run`}${run.end?.rssMB == null ? '' : `, ${run.end.rssMB.toFixed(0)} MiB RSS at the end`}${run.end?.heapMB == null ? '' : ` (${run.end.heapMB.toFixed(0)} MiB of JavaScript heap in use)`}.`,
     '',
   ];
 }
