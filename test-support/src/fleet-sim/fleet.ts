@@ -40,6 +40,8 @@ export interface SimulatedFleetOptions {
   tickMs?: number;
   /** Bytes every log holds before writing starts (PostgreSQL's start-up lines). Default 200. */
   prefillBytes?: number;
+  /** Servers whose sshd lets clients forward to Unix sockets (SQL snapshots of a real PostgreSQL behind them), by index. */
+  forwarding?: ReadonlySet<number>;
 }
 
 export interface SimulatedFleet {
@@ -73,6 +75,7 @@ export async function startSimulatedFleet(o: SimulatedFleetOptions): Promise<Sim
     keyCache: o.keyCache,
     ...(o.addressBase === undefined ? {} : { addressBase: o.addressBase }),
     ...(o.port === undefined ? {} : { port: o.port }),
+    ...(o.forwarding === undefined ? {} : { forwarding: o.forwarding }),
   });
   let writer: LogWriter | null = null;
   try {
