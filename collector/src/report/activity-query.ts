@@ -2,6 +2,7 @@
  * The SQL of `pglog report activity` and the decoding of its rows. Pure. Reads the stable
  * view pglog.activity at each server's current snapshot (snapshot-runs-query.ts).
  */
+import { numberKey, orderBySql, type SortKey, textKey } from './order.ts';
 import { date, num, numOrNull, QUERY_TEXT_CHARS, type Row, type SqlQuery, text, textOrNull } from './query.ts';
 import { inCurrentSnapshot, serverKey, snapshotCtes } from './snapshot-runs-query.ts';
 import type { LongSession, SnapshotFilter } from './snapshot-types.ts';
@@ -32,6 +33,14 @@ SELECT a.target, a.instance, coalesce(a.state, '') AS state, count(*) AS session
   return { text, values };
 }
 
+/** The order of long-running sessions: longest first (SQL and the merge of several stores, merge.ts). */
+export const LONG_SESSION_ORDER: readonly SortKey<LongSession>[] = [
+  numberKey((l) => l.durationMs, 'duration_ms', { desc: true }),
+  textKey((l) => l.target, 'target'),
+  textKey((l) => l.instance, 'instance'),
+  numberKey((l) => l.pid, 'pid'),
+];
+
 /**
  * Sessions of the current snapshots in a running state whose transaction is at least
  * --min-duration old (outside a transaction: the statement), longest first.
@@ -58,7 +67,7 @@ export function longRunningQuery(filter: SnapshotFilter): SqlQuery {
 SELECT *, coalesce(xact_ms, query_ms) AS duration_ms, count(*) OVER () AS groups
   FROM running
  WHERE coalesce(xact_ms, query_ms) >= ${min}
- ORDER BY duration_ms DESC, target, instance, pid
+ ${orderBySql(LONG_SESSION_ORDER)}
  LIMIT ${limit}`;
   return { text, values };
 }

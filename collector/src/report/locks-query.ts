@@ -5,6 +5,7 @@
  * are computed in SQL from the snapshot's own ts (the monitored server's clock, microseconds).
  */
 import type { EdgeInput, SessionInput } from './blocking-tree.ts';
+import { numberKey, orderBySql, type SortKey, textKey, timeKey } from './order.ts';
 import { date, num, numOrNull, QUERY_TEXT_CHARS, type Row, type SqlQuery, text, textOrNull } from './query.ts';
 import { inCurrentSnapshot, snapshotCtes } from './snapshot-runs-query.ts';
 import type { BlockingEpisode, SnapshotFilter } from './snapshot-types.ts';
@@ -67,6 +68,16 @@ export function blockingRootsCtes(edgesWhere: string, inDatabase: string): strin
      GROUP BY r.ts, r.target, r.instance, r.root)`;
 }
 
+/** The order of episodes: newest first (SQL and the merge of several stores, merge.ts). */
+export const EPISODE_ORDER: readonly SortKey<BlockingEpisode>[] = [
+  timeKey((e) => e.lastSeen, 'last_seen', { desc: true }),
+  numberKey((e) => e.maxWaitMs, 'max_wait_ms', { desc: true, nulls: 'last' }),
+  textKey((e) => e.target, 'target'),
+  textKey((e) => e.instance, 'instance'),
+  numberKey((e) => e.rootPid, 'root'),
+  timeKey((e) => e.xactStart, 'xact_start', { nulls: 'first' }),
+];
+
 /**
  * Blocking episodes in the window: per snapshot, each root (a blocker that waits for nobody
  * in that snapshot) with the sessions reachable below it (recursive; UNION, not UNION ALL,
@@ -107,7 +118,7 @@ export function episodesQuery(filter: SnapshotFilter): SqlQuery {
      ${having})
 SELECT *, count(*) OVER () AS groups
   FROM episodes
- ORDER BY last_seen DESC, max_wait_ms DESC NULLS LAST, target, instance, root, xact_start NULLS FIRST
+ ${orderBySql(EPISODE_ORDER)}
  LIMIT $${values.length}`;
   return { text, values };
 }

@@ -6,6 +6,7 @@
  * tables change. Every value is a bind parameter. `count(*) OVER ()` is evaluated after GROUP
  * BY and before LIMIT: it is the number of groups in the window, for "20 of 153".
  */
+import { numberKey, orderBySql, type SortKey, textKey, timeKey } from './order.ts';
 import type { ErrorStats, LockWaitStats, ReportFilter, StatementStats } from './types.ts';
 
 export interface SqlQuery {
@@ -33,6 +34,34 @@ function whereClause(filter: ReportFilter): { sql: string; values: unknown[] } {
   return { sql: `WHERE ${conditions.join(' AND ')}`, values };
 }
 
+/** Each section's order: the SQL's ORDER BY and the merge of several stores' rows (merge.ts) both read it. */
+export const STATEMENT_ORDER: readonly SortKey<StatementStats>[] = [
+  numberKey((r) => r.total_ms, 'total_ms', { desc: true }),
+  numberKey((r) => r.calls, 'calls', { desc: true }),
+  textKey((r) => r.target, 'target'),
+  textKey((r) => r.database, 'database', { nulls: 'first' }),
+  textKey((r) => r.fingerprint, 'fingerprint', { nulls: 'first' }),
+];
+
+export const ERROR_ORDER: readonly SortKey<ErrorStats>[] = [
+  numberKey((r) => r.count, 'count', { desc: true }),
+  timeKey((r) => r.last_seen, 'max(ts)', { desc: true }),
+  textKey((r) => r.target, 'target'),
+  textKey((r) => r.database, 'database', { nulls: 'first' }),
+  textKey((r) => r.severity, 'severity'),
+  textKey((r) => r.sqlstate, 'sqlstate', { nulls: 'first' }),
+  textKey((r) => r.message, `left(message, ${MESSAGE_CHARS})`),
+];
+
+export const LOCK_WAIT_ORDER: readonly SortKey<LockWaitStats>[] = [
+  numberKey((r) => r.total_wait_ms, 'total_wait_ms', { desc: true }),
+  numberKey((r) => r.max_wait_ms, 'max_wait_ms', { desc: true, nulls: 'last' }),
+  numberKey((r) => r.count, 'count', { desc: true }),
+  textKey((r) => r.target, 'target'),
+  textKey((r) => r.database, 'database', { nulls: 'first' }),
+  textKey((r) => r.lock_type, 'lock_type', { nulls: 'first' }),
+];
+
 function withLimit(where: { sql: string; values: unknown[] }, limit: number): { where: string; limit: string; values: unknown[] } {
   const values = [...where.values, limit];
   return { where: where.sql, limit: `LIMIT $${values.length}`, values };
@@ -58,7 +87,7 @@ export function statementsQuery(filter: ReportFilter): SqlQuery {
   FROM pglog.statements
   ${q.where} AND duration_ms IS NOT NULL
   GROUP BY target, database, fingerprint
-  ORDER BY total_ms DESC, calls DESC, target, database NULLS FIRST, fingerprint NULLS FIRST
+  ${orderBySql(STATEMENT_ORDER)}
   ${q.limit}`;
   return { text, values: q.values };
 }
@@ -75,7 +104,7 @@ export function errorsQuery(filter: ReportFilter): SqlQuery {
   FROM pglog.errors
   ${q.where}
   GROUP BY target, database, severity, sqlstate, left(message, ${MESSAGE_CHARS})
-  ORDER BY count DESC, last_seen DESC, target, database NULLS FIRST, severity, sqlstate NULLS FIRST, message
+  ${orderBySql(ERROR_ORDER)}
   ${q.limit}`;
   return { text, values: q.values };
 }
@@ -97,7 +126,7 @@ export function lockWaitsQuery(filter: ReportFilter): SqlQuery {
   FROM pglog.lock_waits
   ${q.where}
   GROUP BY target, database, lock_type
-  ORDER BY total_wait_ms DESC, max_wait_ms DESC NULLS LAST, count DESC, target, database NULLS FIRST, lock_type NULLS FIRST
+  ${orderBySql(LOCK_WAIT_ORDER)}
   ${q.limit}`;
   return { text, values: q.values };
 }

@@ -10,6 +10,7 @@
  * a round trip through the client to select rows. A newest run that failed is reported with
  * its error, so a server that could not be read is visible, not just empty.
  */
+import { orderBySql, type SortKey, textKey } from './order.ts';
 import { date, num, numOrNull, type Row, type SqlQuery, text, textOrNull } from './query.ts';
 import type { ServerRuns, SnapshotFilter } from './snapshot-types.ts';
 
@@ -43,6 +44,9 @@ export function inCurrentSnapshot(alias: string): string {
    WHERE ${alias}.ts >= $1 AND ${alias}.ts < $2`;
 }
 
+/** The order of servers: by target and instance (SQL and the merge of several stores, merge.ts). */
+export const SERVER_ORDER: readonly SortKey<ServerRuns>[] = [textKey((s) => s.target, 'n.target'), textKey((s) => s.instance, 'n.instance')];
+
 /** One row per server instance with an activity run in the window. */
 export function serverRunsQuery(filter: SnapshotFilter): SqlQuery {
   const ctes = snapshotCtes(filter);
@@ -55,7 +59,7 @@ SELECT n.target, n.instance, s.ts AS snapshot_at, s.sessions, s.blocked,
   FROM newest n
   JOIN counts c ON c.target = n.target AND c.instance = n.instance
   LEFT JOIN snap s ON s.target = n.target AND s.instance = n.instance
- ORDER BY n.target, n.instance`;
+ ${orderBySql(SERVER_ORDER)}`;
   return { text, values: ctes.values };
 }
 
