@@ -280,9 +280,19 @@ test('a wrong database or a database without the pglog views: exit 1 with the re
 
 test('arguments: defaults, PGLOG_STORE_URL, and usage errors before any connection', BOUNDED, () => {
   const a = parseReportArgs(['--store', 'postgres://h/db']);
-  assert.deepEqual(a, { storeUrl: 'postgres://h/db', since: { agoMs: 3_600_000 }, until: { agoMs: 0 }, target: null, database: null, limit: 20, json: false });
-  assert.equal(parseReportArgs([], { PGLOG_STORE_URL: 'postgres://env/db' }).storeUrl, 'postgres://env/db');
-  assert.equal(parseReportArgs(['--store', 'postgres://flag/db'], { PGLOG_STORE_URL: 'postgres://env/db' }).storeUrl, 'postgres://flag/db');
+  assert.deepEqual(a, {
+    stores: [{ url: 'postgres://h/db', name: 'h:5432/db' }],
+    partial: false,
+    since: { agoMs: 3_600_000 },
+    until: { agoMs: 0 },
+    target: null,
+    database: null,
+    limit: 20,
+    json: false,
+  });
+  const urls = (args: ReturnType<typeof parseReportArgs>): string[] => args.stores.map((s) => s.url);
+  assert.deepEqual(urls(parseReportArgs([], { PGLOG_STORE_URL: 'postgres://env/db' })), ['postgres://env/db']);
+  assert.deepEqual(urls(parseReportArgs(['--store', 'postgres://flag/db'], { PGLOG_STORE_URL: 'postgres://env/db' })), ['postgres://flag/db']);
   const usage =
     (re: RegExp) =>
     (e: unknown): boolean =>

@@ -2,10 +2,10 @@
  * `pglog report activity` as text (a table of servers, a table of long-running sessions) or
  * as one JSON document. Pure: an ActivityReport in, a string out.
  */
-import { formatCount, formatMs, formatTime, jsonText, linesText, NONE, reportHeader, sectionTitle } from './format.ts';
+import { formatCount, formatMs, formatTime, jsonText, linesText, NONE, reportHeader, sectionTitle, storesLines, storeTable } from './format.ts';
 import { iso, lastRunFailure, NO_RUNS, serverName, snapshotReportJson } from './snapshot-format.ts';
 import type { ActivityReport, LongSession, ServerActivity } from './snapshot-types.ts';
-import { type Column, DATABASE_COLUMN, flexColumn, INSTANCE_COLUMN, numberColumns, oneLine, renderTable, TARGET_COLUMN, textColumns } from './text-table.ts';
+import { type Column, DATABASE_COLUMN, flexColumn, INSTANCE_COLUMN, numberColumns, oneLine, TARGET_COLUMN, textColumns } from './text-table.ts';
 
 /** Sessions of the current snapshot: by state, summed (with --database, of that database only). */
 export function sessionCount(s: ServerActivity): number {
@@ -76,12 +76,12 @@ function longCells(l: LongSession): string[] {
 
 export function formatActivityText(report: ActivityReport, width: number): string {
   const f = report.filter;
-  const out = [reportHeader('pglog report activity', f, [`min duration ${formatMs(f.minDurationMs)}`]), ''];
+  const out = [reportHeader('pglog report activity', f, [`min duration ${formatMs(f.minDurationMs)}`]), ...storesLines(report.stores), ''];
   if (report.servers.length === 0) {
     out.push(NO_RUNS);
   } else {
     out.push('Servers: newest snapshot in the window');
-    out.push(renderTable(SERVER_COLUMNS, report.servers.map(serverCells), width));
+    out.push(storeTable(SERVER_COLUMNS, report.servers, serverCells, width));
     // The reason in full below the table: a column would cut it to the terminal's width.
     for (const s of report.servers) {
       const failure = lastRunFailure(s);
@@ -91,7 +91,7 @@ export function formatActivityText(report: ActivityReport, width: number): strin
   out.push('');
   const what = `Long-running sessions: transaction (or statement) of at least ${formatMs(f.minDurationMs)}`;
   out.push(sectionTitle(what, report.longRunning.length, report.longRunningTotal, { order: ', longest first', none: 'none' }));
-  if (report.longRunningTotal > 0) out.push(renderTable(LONG_COLUMNS, report.longRunning.map(longCells), width));
+  if (report.longRunningTotal > 0) out.push(storeTable(LONG_COLUMNS, report.longRunning, longCells, width));
   return linesText(out);
 }
 

@@ -3,7 +3,7 @@
  * Pure: a Report in, a string out.
  */
 import { type Column, DATABASE_COLUMN, flexColumn, numberColumns, oneLine, renderTable, TARGET_COLUMN, textColumns } from './text-table.ts';
-import type { ErrorStats, LockWaitStats, Report, ReportSection, StatementStats } from './types.ts';
+import type { ErrorStats, FromStore, LockWaitStats, Report, ReportSection, StatementStats, StoresRead } from './types.ts';
 
 /** A duration in milliseconds for people: `0.250 ms`, `12.3 ms`, `4.57 s`, `12m 05s`, `3h 07m`. */
 export function formatMs(ms: number | null): string {
@@ -47,6 +47,38 @@ export function reportHeader(
   if (f.target !== null) parts.push(`target ${f.target}`);
   if (f.database !== null) parts.push(`database ${f.database}`);
   return [...parts, ...extra].join('  ');
+}
+
+/**
+ * With several stores, the lines under the header: the stores read, then each store that could
+ * not be read (--partial) and why. Nothing for one store.
+ */
+export function storesLines(stores: StoresRead | undefined): string[] {
+  if (stores === undefined) return [];
+  const out = [`stores  ${stores.names.map(oneLine).join('  ')}`];
+  for (const f of stores.failed) out.push(`!  store ${oneLine(f.store)} not read (--partial): ${oneLine(f.error)}`);
+  return out;
+}
+
+/** The column naming a row's store (several stores, the same group from two of them): never cut, names often differ only at their end. */
+const STORE_COLUMN: Readonly<Column> = { header: 'store', align: 'left' };
+
+/**
+ * A table of `rows`: with a first column naming each row's store when a row has one (the other
+ * rows show `-` there), else just the columns.
+ */
+export function storeTable<T extends FromStore>(columns: readonly Column[], rows: readonly T[], cells: (r: T) => string[], width: number): string {
+  if (!rows.some((r) => r.store !== undefined)) return renderTable(columns, rows.map(cells), width);
+  return renderTable(
+    [STORE_COLUMN, ...columns],
+    rows.map((r) => [r.store === undefined ? NONE : oneLine(r.store), ...cells(r)]),
+    width,
+  );
+}
+
+/** The JSON fields of several stores (none for one): every store's name, and those not read with why. */
+export function storesJson(stores: StoresRead | undefined, failedName: 'failed_stores' | 'failedStores'): object {
+  return stores === undefined ? {} : { stores: stores.names, [failedName]: stores.failed };
 }
 
 /**
@@ -109,9 +141,9 @@ function lockCells(r: LockWaitStats): string[] {
 }
 
 /** A section's title, then its table unless it has no rows. */
-function sectionLines<T>(name: string, section: ReportSection<T>, columns: Column[], cells: (r: T) => string[], width: number): string[] {
+function sectionLines<T extends FromStore>(name: string, section: ReportSection<T>, columns: Column[], cells: (r: T) => string[], width: number): string[] {
   const out = [title(name, section)];
-  if (section.rows.length > 0) out.push(renderTable(columns, section.rows.map(cells), width));
+  if (section.rows.length > 0) out.push(storeTable(columns, section.rows, cells, width));
   return out;
 }
 
@@ -119,6 +151,7 @@ function sectionLines<T>(name: string, section: ReportSection<T>, columns: Colum
 export function formatReportText(report: Report, width: number): string {
   return linesText([
     reportHeader('pglog report', report.filter),
+    ...storesLines(report.stores),
     '',
     ...sectionLines('Top query templates by total time', report.statements, STATEMENT_COLUMNS, statementCells, width),
     '',
@@ -148,6 +181,7 @@ export function reportToJson(report: Report): object {
     errors: report.errors.rows.map((r) => ({ ...r, first_seen: r.first_seen.toISOString(), last_seen: r.last_seen.toISOString() })),
     lock_waits: report.lockWaits.rows,
     groups: { statements: report.statements.groups, errors: report.errors.groups, lock_waits: report.lockWaits.groups },
+    ...storesJson(report.stores, 'failed_stores'),
   };
 }
 

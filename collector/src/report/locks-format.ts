@@ -3,10 +3,10 @@
  * document. Pure: a LocksReport in, a string out.
  */
 import type { BlockingNode } from './blocking-tree.ts';
-import { formatCount, formatMs, formatTime, jsonText, linesText, NONE, reportHeader, sectionTitle } from './format.ts';
+import { formatCount, formatMs, formatTime, jsonText, linesText, NONE, reportHeader, sectionTitle, storesLines, storeTable } from './format.ts';
 import { iso, lastRunFailure, NO_RUNS, serverName, snapshotReportJson } from './snapshot-format.ts';
 import type { BlockingEpisode, LocksReport, ServerLocks } from './snapshot-types.ts';
-import { type Column, cut, flexColumn, INSTANCE_COLUMN, numberColumns, oneLine, renderTable, TARGET_COLUMN, textColumns } from './text-table.ts';
+import { type Column, cut, flexColumn, INSTANCE_COLUMN, numberColumns, oneLine, TARGET_COLUMN, textColumns } from './text-table.ts';
 
 /** The query of a tree line never gets fewer characters than this, even past the width. */
 const MIN_QUERY_CHARS = 20;
@@ -115,7 +115,7 @@ function episodeCells(e: BlockingEpisode): string[] {
 }
 
 export function formatLocksText(report: LocksReport, width: number): string {
-  const out = [reportHeader('pglog report locks', report.filter), ''];
+  const out = [reportHeader('pglog report locks', report.filter), ...storesLines(report.stores), ''];
   if (report.servers.length === 0) out.push(NO_RUNS);
   const quiet = report.servers.filter(isQuiet);
   for (const s of report.servers) {
@@ -124,7 +124,7 @@ export function formatLocksText(report: LocksReport, width: number): string {
   if (quiet.length > QUIET_SERVERS_LISTED) out.push(`${formatCount(quiet.length)} more server instances: no blocked sessions in their newest snapshot`);
   out.push('');
   out.push(sectionTitle('Blocking episodes', report.episodes.length, report.episodesTotal, { order: ', newest first' }));
-  if (report.episodesTotal > 0) out.push(renderTable(EPISODE_COLUMNS, report.episodes.map(episodeCells), width));
+  if (report.episodesTotal > 0) out.push(storeTable(EPISODE_COLUMNS, report.episodes, episodeCells, width));
   return linesText(out);
 }
 

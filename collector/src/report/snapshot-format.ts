@@ -2,9 +2,10 @@
  * What the text and JSON of `report locks` and `report activity` share: a server's run
  * status, timestamps. Pure.
  */
-import { formatMs, formatTime } from './format.ts';
+import { formatMs, formatTime, storesJson } from './format.ts';
 import type { ServerRuns, SnapshotFilter } from './snapshot-types.ts';
 import { oneLine } from './text-table.ts';
+import type { StoresRead } from './types.ts';
 
 export function iso(d: Date | null): string | null {
   return d === null ? null : d.toISOString();
@@ -13,9 +14,9 @@ export function iso(d: Date | null): string | null {
 /** What both reports say when no server has a snapshot run in the window. */
 export const NO_RUNS = 'No snapshot runs in this window (is collect.activity or collect.locks on for these targets?)';
 
-/** `db1/main`. */
-export function serverName(s: { target: string; instance: string }): string {
-  return `${s.target}/${s.instance}`;
+/** `db1/main`; `db1/main (store NAME)` when the server instance is in several stores' rows. */
+export function serverName(s: { target: string; instance: string; store?: string }): string {
+  return s.store === undefined ? `${s.target}/${s.instance}` : `${s.target}/${s.instance} (store ${oneLine(s.store)})`;
 }
 
 /** Why the newest run failed, on one line; null when it did not. */
@@ -40,6 +41,7 @@ function serverRunsJson(s: ServerRuns): Record<string, unknown> {
     },
     runs: s.runs,
     failedRuns: s.failedRuns,
+    ...(s.store === undefined ? {} : { store: s.store }),
   };
 }
 
@@ -49,7 +51,7 @@ function serverRunsJson(s: ServerRuns): Record<string, unknown> {
  */
 export function snapshotReportJson<S extends ServerRuns>(
   name: string,
-  report: { filter: SnapshotFilter; servers: readonly S[] },
+  report: { filter: SnapshotFilter; servers: readonly S[]; stores?: StoresRead },
   serverFields: (s: S) => object,
   moreFilters: object = {},
 ): { report: string; window: { since: string; until: string }; filters: object; servers: object[] } {
@@ -58,6 +60,7 @@ export function snapshotReportJson<S extends ServerRuns>(
     report: name,
     window: { since: f.since.toISOString(), until: f.until.toISOString() },
     filters: { target: f.target, database: f.database, limit: f.limit, ...moreFilters },
+    ...storesJson(report.stores, 'failedStores'),
     servers: report.servers.map((s) => ({ ...serverRunsJson(s), ...serverFields(s) })),
   };
 }

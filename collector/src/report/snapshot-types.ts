@@ -1,5 +1,6 @@
 /** What `pglog report locks` and `pglog report activity` ask the store for, and get back. */
 import type { BlockingForest } from './blocking-tree.ts';
+import type { FromStore, StoresRead } from './types.ts';
 
 export interface SnapshotFilter {
   /** Window [since, until): the newest snapshot in it is "current"; episodes are looked for in it. */
@@ -14,7 +15,7 @@ export interface SnapshotFilter {
 }
 
 /** A server instance's activity snapshot runs in the window (pglog.snapshot_runs, kind `activity`). */
-export interface ServerRuns {
+export interface ServerRuns extends FromStore {
   target: string;
   instance: string;
   /** The newest successful snapshot in the window: the "current" one; null when every run failed. */
@@ -33,7 +34,7 @@ export interface ServerRuns {
 }
 
 /** One root's blocking over consecutive snapshots: the same root pid in the same transaction. */
-export interface BlockingEpisode {
+export interface BlockingEpisode extends FromStore {
   target: string;
   instance: string;
   rootPid: number;
@@ -65,6 +66,8 @@ export interface LocksReport {
   episodes: BlockingEpisode[];
   /** Episodes in the window before --limit. */
   episodesTotal: number;
+  /** Set when several stores were read. */
+  stores?: StoresRead;
 }
 
 export interface ServerActivity extends ServerRuns {
@@ -75,7 +78,7 @@ export interface ServerActivity extends ServerRuns {
 }
 
 /** A session of a current snapshot with an old transaction or statement. */
-export interface LongSession {
+export interface LongSession extends FromStore {
   target: string;
   instance: string;
   snapshotAt: Date;
@@ -102,4 +105,6 @@ export interface ActivityReport {
   longRunning: LongSession[];
   /** Long-running sessions before --limit. */
   longRunningTotal: number;
+  /** Set when several stores were read. */
+  stores?: StoresRead;
 }

@@ -12,8 +12,25 @@ export interface ReportFilter {
   limit: number;
 }
 
+/**
+ * Where a row came from, with several stores: set only when the same group (the same key) came
+ * from more than one store (a target that moved between pools has rows in both), so each of the
+ * rows says which store it is from; otherwise absent (merge.ts).
+ */
+export interface FromStore {
+  store?: string;
+}
+
+/** With several stores (`--store` more than once): the stores read, and those that failed. */
+export interface StoresRead {
+  /** Every store asked, in the order given, by name (`user@host:port/database`, never a password). */
+  names: string[];
+  /** Stores that could not be read and why (only with --partial; otherwise the command fails). */
+  failed: Array<{ store: string; error: string }>;
+}
+
 /** One query template on one server and database, over the window (p95: percentile_cont). */
-export interface StatementStats extends DurationSummary {
+export interface StatementStats extends DurationSummary, FromStore {
   target: string;
   database: string | null;
   fingerprint: string | null;
@@ -22,7 +39,7 @@ export interface StatementStats extends DurationSummary {
 }
 
 /** One error message (by SQLSTATE and text) on one server and database. */
-export interface ErrorStats {
+export interface ErrorStats extends FromStore {
   target: string;
   database: string | null;
   severity: string;
@@ -34,7 +51,7 @@ export interface ErrorStats {
 }
 
 /** Lock waits on one server and database by lock type. */
-export interface LockWaitStats {
+export interface LockWaitStats extends FromStore {
   target: string;
   database: string | null;
   lock_type: string | null;
@@ -59,4 +76,6 @@ export interface Report {
   statements: ReportSection<StatementStats>;
   errors: ReportSection<ErrorStats>;
   lockWaits: ReportSection<LockWaitStats>;
+  /** Set when several stores were read. */
+  stores?: StoresRead;
 }
