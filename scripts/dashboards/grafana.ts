@@ -3,7 +3,7 @@
 //
 // Every panel queries the PostgreSQL data source the user picks in the `datasource` variable
 // (plugin id `grafana-postgresql-datasource`, Grafana 10.2.3 and later; `postgres` before),
-// with raw SQL in code mode. Time series queries return a `time` column first and are sorted
+// with raw SQL in code mode; a row repeated by that variable runs its panels once per store. Time series queries return a `time` column first and are sorted
 // by it, as Grafana's SQL data sources require; a text column `metric` names the series.
 
 export const DATASOURCE_TYPE = 'grafana-postgresql-datasource';
@@ -110,13 +110,29 @@ export interface Section {
   panels: Array<Omit<Panel, 'id' | 'gridPos'>>;
 }
 
-/** Rows of panels, laid out on Grafana's 24-column grid, numbered from 1. */
-export function layout(sections: readonly Section[]): Panel[] {
+/**
+ * A row repeated for each value of a multi-value variable: Grafana clones the row and the
+ * panels under it once per value chosen, each clone with the variable set to its one value
+ * (so `${datasource}` in a clone's panels is that clone's data source), `title` after the
+ * section's title naming the value.
+ */
+export interface RowRepeat {
+  variable: string;
+  title: string;
+}
+
+/**
+ * Rows of panels, laid out on Grafana's 24-column grid, numbered from 1; each row expanded,
+ * its panels the ones after it until the next row (Grafana's model of an expanded row), and
+ * repeated by `repeat` when given.
+ */
+export function layout(sections: readonly Section[], repeat?: RowRepeat): Panel[] {
   const out: Panel[] = [];
   let id = 1;
   let y = 0;
   for (const section of sections) {
-    out.push({ id: id++, type: 'row', title: section.title, collapsed: false, panels: [], gridPos: { x: 0, y, w: 24, h: 1 } });
+    const row = { id: id++, type: 'row', title: section.title, collapsed: false, panels: [], gridPos: { x: 0, y, w: 24, h: 1 } };
+    out.push(repeat === undefined ? row : { ...row, title: `${section.title}${repeat.title}`, repeat: repeat.variable });
     y += 1;
     let x = 0;
     let rowHeight = 0;

@@ -1,5 +1,6 @@
 // The chart's store dashboard (charts/pglog/dashboards/pglog-store.json): what a DBA reads in
-// `pglog report`, over any window of the store, on a PostgreSQL data source connected to it.
+// `pglog report`, over any window of the store, on a PostgreSQL data source connected to it;
+// with several stores chosen (pools writing different stores), each row once per store.
 // Pure; scripts/gen-dashboards.ts writes it. See docs/install.md ("The store dashboard").
 import { DATASOURCE_TYPE, layout, queryVariable, type Section, textboxVariable } from './grafana.ts';
 import { ALL, byTarget } from './store-filters.ts';
@@ -29,6 +30,9 @@ SELECT DISTINCT database FROM pglog.statements
    AND database IS NOT NULL AND ${byTarget()}
 ORDER BY 1`;
 
+/** Each row once per store chosen in the Store variable, its title naming the store (the data source's name). */
+export const STORE_REPEAT = { variable: 'datasource', title: ' · ${datasource:text}' } as const;
+
 export function storeDashboard(): Record<string, unknown> {
   return {
     title: 'pglog store',
@@ -48,14 +52,19 @@ export function storeDashboard(): Record<string, unknown> {
           label: 'Store',
           type: 'datasource',
           query: DATASOURCE_TYPE,
-          description: 'A PostgreSQL data source connected to the pglog store, as a role that may read schema pglog.',
+          // Several stores (pools writing different stores): every row is repeated per store chosen.
+          multi: true,
+          includeAll: false,
+          description:
+            'One or more PostgreSQL data sources, each connected to a pglog store as a role that may read schema pglog. ' +
+            'Every row of panels is repeated for each store chosen. The Target and Database lists come from the first store chosen.',
         },
         queryVariable('target', 'Target', 'PostgresTarget names.', TARGETS_SQL, ALL),
         queryVariable('database', 'Database', 'Databases of the selected targets.', DATABASES_SQL, ALL),
         textboxVariable('fingerprint', 'Template', "A query template's fingerprint, for the selected-template panel: click one in a top-templates table."),
       ],
     },
-    panels: layout(sections),
+    panels: layout(sections, STORE_REPEAT),
   };
 }
 

@@ -86,10 +86,14 @@ SELECT t.fingerprint, t.calls, t.total_ms, t.mean_ms, t.p95_ms, t.max_ms, t.targ
   });
 }
 
-/** A fingerprint cell opens the same dashboard, same range and filters, with that template selected. */
+/**
+ * A fingerprint cell opens the same dashboard, same range and filters, with that template
+ * selected, on the store of the row it is in (in a row repeated per store, ${datasource} is
+ * that row's store).
+ */
 const TEMPLATE_LINK = {
   title: 'This template over time',
-  url: '/d/pglog-store/pglog-store?${__url_time_range}&${target:queryparam}&${database:queryparam}&var-fingerprint=${__value.raw}',
+  url: '/d/pglog-store/pglog-store?${__url_time_range}&${datasource:queryparam}&${target:queryparam}&${database:queryparam}&var-fingerprint=${__value.raw}',
 };
 
 /** The template chosen in the `fingerprint` variable (a fingerprint cell's link sets it). */

@@ -5,12 +5,16 @@
 // returns rows with All selected, with one target and database, with two targets; a target
 // that does not exist leaves every panel empty (so each one applies the filter). The queries
 // run as the read-only role docs/install.md ("The store dashboard") tells users to create for
-// Grafana's data source, with exactly the grants it lists.
+// Grafana's data source, with exactly the grants it lists. Several stores: every row is
+// repeated per store chosen, each copy's panels on its store, and the Target list comes from
+// the first store; so every panel also runs on a second, empty store beside it, with All and
+// with the first store's target chosen (nothing there), as Grafana runs a repeated row.
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 
+import { migrate } from '@pglog/collector/store/migrate.ts';
 import pg from 'pg';
 
 import { type GrafanaQueryContext, grafanaSql, type GrafanaVariable } from '../helpers/grafana-sql.ts';
@@ -34,6 +38,8 @@ type Selection = readonly string[] | 'all';
 describe('the store dashboard on a store filled by pglog collect', { timeout: 400_000 }, () => {
   let workload: StoreWorkload;
   let store: pg.Client;
+  /** A second store chosen beside the first: migrated, empty, read as the same role. */
+  let second: pg.Client;
   const dashboard = readStoreDashboard();
   const panels = dashboard.panels.filter((p) => p.targets !== undefined);
   const queryVariables = dashboard.templating.list.filter((v) => v.type === 'query');
@@ -59,12 +65,12 @@ describe('the store dashboard on a store filled by pglog collect', { timeout: 40
       .concat(textVariables.map((v) => ({ name: v.name, multi: false, includeAll: false, allValue: null, options: [], current: [typed.get(v.name) ?? ''] }))),
   });
 
-  const run = async (rawSql: string, ctx: GrafanaQueryContext): Promise<{ sql: string; rows: Array<Record<string, unknown>> }> => {
+  const run = async (rawSql: string, ctx: GrafanaQueryContext, on: pg.Client = store): Promise<{ sql: string; rows: Array<Record<string, unknown>> }> => {
     const sql = grafanaSql(rawSql, ctx);
     // Nothing of Grafana's syntax is left for PostgreSQL.
     assert.doesNotMatch(sql, /\$__|\$target|\$database|\$\{|\[\[/, sql);
     try {
-      return { sql, rows: (await store.query(sql)).rows as Array<Record<string, unknown>> };
+      return { sql, rows: (await on.query(sql)).rows as Array<Record<string, unknown>> };
     } catch (e) {
       throw new Error(`${(e as Error).message}\n${sql}`, { cause: e });
     }
@@ -75,13 +81,32 @@ describe('the store dashboard on a store filled by pglog collect', { timeout: 40
     const { sql, role } = documentedRoleSql();
     const admin = new pg.Client({ connectionString: workload.storeUrl });
     await admin.connect();
-    await admin.query(sql).finally(() => admin.end());
+    const secondUrl = workload.storeUrl.replace('/postgres?', '/pglog_second?');
+    try {
+      await admin.query(sql);
+      await admin.query('CREATE DATABASE pglog_second');
+    } finally {
+      await admin.end();
+    }
+    // The second store: the schema, and the documented grants (the role exists already).
+    const secondAdmin = new pg.Client({ connectionString: secondUrl });
+    await secondAdmin.connect();
+    try {
+      await migrate(secondAdmin);
+      await secondAdmin.query(sql.replace(/CREATE ROLE [^;]*;/, ''));
+    } finally {
+      await secondAdmin.end();
+    }
     // The test cluster trusts local connections: the role logs in without its password.
-    store = new pg.Client({ connectionString: workload.storeUrl.replace('postgresql://postgres@', `postgresql://${role}@`) });
+    const asRole = (url: string): string => url.replace('postgresql://postgres@', `postgresql://${role}@`);
+    store = new pg.Client({ connectionString: asRole(workload.storeUrl) });
     await store.connect();
+    second = new pg.Client({ connectionString: asRole(secondUrl) });
+    await second.connect();
     assert.equal((await store.query<{ u: string }>('SELECT current_user AS u')).rows[0]!.u, role);
   });
   after(async () => {
+    await second?.end().catch(() => undefined);
     await store?.end().catch(() => undefined);
     await workload?.dispose();
   });
@@ -142,6 +167,21 @@ describe('the store dashboard on a store filled by pglog collect', { timeout: 40
       if (rows.some((r) => Object.values(r).some((v) => v !== null && Number(v) !== 0))) leaked.push(`${panel.title}: ${JSON.stringify(rows[0])}`);
     }
     assert.deepEqual(leaked, []);
+  });
+
+  test('two stores chosen: every panel also runs on the second store (empty), with All and with a target of the first', async () => {
+    for (const v of queryVariables) {
+      const { rows } = await run(v.query, context({}), second);
+      assert.deepEqual(rows, [], `${v.name} lists nothing of an empty store`);
+    }
+    for (const selected of [{}, { target: [WORKLOAD_TARGET] }] as Array<Record<string, Selection>>) {
+      const leaked: string[] = [];
+      for (const panel of panels) {
+        const { rows } = await run(panel.targets![0]!.rawSql!, context(selected), second);
+        if (rows.some((r) => Object.values(r).some((v) => v !== null && Number(v) !== 0))) leaked.push(`${panel.title}: ${JSON.stringify(rows[0])}`);
+      }
+      assert.deepEqual(leaked, [], JSON.stringify(selected));
+    }
   });
 
   test('the totals agree with the store', async () => {
