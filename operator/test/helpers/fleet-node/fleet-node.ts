@@ -113,7 +113,7 @@ function stepper(steps: FleetNode['steps'], say: (line: string) => void) {
     const value = await fn();
     const seconds = (Date.now() - t0) / 1000;
     steps.push({ step, seconds });
-    say(`${step}: ${seconds.toFixed(1)} s`);
+    say(`set-up: ${step}: ${seconds.toFixed(1)} s`);
     return value;
   };
 }

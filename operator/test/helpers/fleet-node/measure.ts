@@ -10,7 +10,7 @@ import { MAX_STARTUPS_REFUSAL } from '@pglog/test-support/fleet-sim/servers.ts';
 import { isStoreAway, MarkerFingerprint, newestMarkersOf, type StreamingTimes, untilEveryServerStreams } from '@pglog/test-support/fleet-sim/streaming.ts';
 
 import type { FleetNode } from './fleet-node.ts';
-import { FLEET_PORT } from './objects.ts';
+import { FLEET_ADDRESS_BASE, FLEET_PORT } from './objects.ts';
 import { connectionsToPort, type PodObject, type PodUsage, podUsage, storeConnections } from './observe.ts';
 import { checkRealServers, type RealCheck } from './real-postgres.ts';
 
@@ -60,7 +60,7 @@ export interface Holdings {
 
 /** Each pod's SSH and store connections, memory and CPU, now. */
 export async function holdings(node: FleetNode): Promise<Holdings> {
-  const [pods, ssh, store] = await Promise.all([node.pods(), connectionsToPort(FLEET_PORT), storeConnections(node.storePool)]);
+  const [pods, ssh, store] = await Promise.all([node.pods(), connectionsToPort(FLEET_PORT, `${FLEET_ADDRESS_BASE}.`), storeConnections(node.storePool)]);
   const views = pods.map((p) => {
     const ip = p.status?.podIP ?? '';
     return { pod: p.metadata.name, ip, sshConnections: ssh.get(ip) ?? 0, storeConnections: store.byAddress.get(ip) ?? 0, usage: podUsage(p) };

@@ -51,14 +51,19 @@ export async function collectorPods(client: KubeClient, namespace: string, pool:
     .sort((a, b) => a.metadata.name.localeCompare(b.metadata.name, 'en', { numeric: true }));
 }
 
-/** Established TCP connections to local `port`, counted by the peer's address (a pod's IP), from `ss` on the host. */
-export async function connectionsToPort(port: number): Promise<Map<string, number>> {
+/**
+ * Established TCP connections to local `port` on addresses starting with `localPrefix` (the
+ * fleet's: other fleets on this machine may use the same port), counted by the peer's address
+ * (a pod's IP), from `ss` on the host.
+ */
+export async function connectionsToPort(port: number, localPrefix: string): Promise<Map<string, number>> {
   const { stdout } = await run('ss', ['-Htn', 'state', 'established', `( sport = :${port} )`], { maxBuffer: 64 * 1024 * 1024 });
   const byPeer = new Map<string, number>();
   for (const line of stdout.split('\n')) {
     const fields = line.trim().split(/\s+/);
+    const local = fields[fields.length - 2];
     const peer = fields[fields.length - 1];
-    if (peer === undefined || peer === '') continue;
+    if (peer === undefined || peer === '' || local?.replace(/^\[?(?:::ffff:)?/, '').startsWith(localPrefix) !== true) continue;
     const address = peer
       .slice(0, peer.lastIndexOf(':'))
       .replace(/^\[|\]$/g, '')
