@@ -51,7 +51,7 @@ DOCKER       := /usr/bin/docker
 sbom          = dist/$(subst :,-,$(subst /,-,$(1))).sbom.cdx.json
 
 .DEFAULT_GOAL := help
-.PHONY: help node deps system-deps kube-tools promtool typecheck format format-check lint shellcheck headers import-cycles check logs bench-logs test test-unit test-collector test-operator demo demo-parse bench crds dashboards docker image image-base test-image image-test e2e fuzz clean distclean
+.PHONY: help node deps system-deps kube-tools promtool typecheck format format-check lint shellcheck headers import-cycles check logs bench-logs test test-unit test-collector test-operator demo demo-parse bench crds dashboards docker image image-base test-image image-test e2e fleet fuzz clean distclean
 
 help: ## Show this help
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  \033[36m%-14s\033[0m %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -163,6 +163,20 @@ test-operator: deps system-deps logs kube-tools promtool ## Tier 3: the operator
 # Each file starts its own node; they take turns (a machine-wide lock). Root only.
 e2e: deps system-deps kube-tools test-image ## Tier 4: the end-to-end suite on a real node (kubelet, containerd, CNI) running TEST_IMAGE: helm install/upgrade/uninstall, scaling, leader kill, HPA
 	$(call node_test,e2e,900000) $(E2E_TESTS)
+
+# A simulated fleet of N servers behind the real operator and collectors on the real node (issue 46,
+# docs/scale.md): every server streaming after helm install, a collector pod killed, with SOAK=M
+# M minutes of random faults, then every marker checked once; the report, the samples (CSV) and
+# their chart (SVG) go to FLEET_OUT. More options of bench/fleet-node.ts in FLEET_ARGS (e.g.
+# FLEET_ARGS='--hpa-min 4 --hpa-max 8 --seed 7'). Root only, like e2e; it takes the machine-wide
+# locks of the real node and of the fleet's address range.
+N         ?= 100
+SOAK      ?= 0
+FLEET_OUT ?= $(BENCH_OUT)/fleet-$(N)$(if $(filter-out 0,$(SOAK)),-soak-$(SOAK)).md
+fleet: deps system-deps kube-tools test-image ## A simulated fleet of N servers (100) behind the operator and collectors on the real node, measured and checked once; SOAK=minutes of random faults; root only (docs/scale.md)
+	@[ "$$(id -u)" = 0 ] || { echo 'make fleet runs as root (the real node, a local route for the fleet, iptables)' >&2; exit 1; }
+	@mkdir -p $(dir $(FLEET_OUT))
+	PGLOG_KUBE_BIN=$(KUBE_BIN) PGLOG_TEST_IMAGE=$(TEST_IMAGE) PGLOG_TEST_DOCKER=$(DOCKER) node bench/fleet-node.ts --servers $(N) --soak-minutes $(SOAK) --out $(FLEET_OUT) $(FLEET_ARGS)
 
 docker: ## Install and start Debian's Docker engine and mmdebstrap (idempotent; apt only when missing)
 	@scripts/install-docker.sh >/dev/null
