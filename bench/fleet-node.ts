@@ -41,6 +41,7 @@ import { type FleetNode, NAMESPACE, startFleetNode } from '../operator/test/help
 import { finalCheck, type Holdings, holdings, killAndRecover, type KillResult, untilStreaming } from '../operator/test/helpers/fleet-node/measure.ts';
 import { fleetTransport, POOL } from '../operator/test/helpers/fleet-node/objects.ts';
 import { collectorRecords, problemCounts } from '../operator/test/helpers/fleet-node/observe.ts';
+import { untilRealStreaming } from '../operator/test/helpers/fleet-node/real-postgres.ts';
 import { drawChart } from './fleet-node/chart.ts';
 import { type FaultRecord, parseFaultKinds, soak } from './fleet-node/faults.ts';
 import { markdown, type RunReport } from './fleet-node/report.ts';
@@ -124,11 +125,16 @@ async function measure(
   node: FleetNode,
   installedAt: number,
   sampler: Sampler,
-): Promise<{ streaming: StreamingTimes; at: Holdings | null; kill: KillResult | null; faults: FaultRecord[] }> {
-  const streaming = await untilStreaming(node, installedAt, waitMs, { progress: progress('install') });
+): Promise<{ streaming: StreamingTimes; real: Map<string, number | null>; at: Holdings | null; kill: KillResult | null; faults: FaultRecord[] }> {
+  const [streaming, real] = await Promise.all([
+    untilStreaming(node, installedAt, waitMs, { progress: progress('install') }),
+    untilRealStreaming(node.storePool, node.real, installedAt, waitMs),
+  ]);
   say(
     `every server streaming: ${streaming.all === null ? `NO, ${streaming.missing.length} missing after ${waitMs / 60_000} min` : `${streaming.all.toFixed(1)} s after helm install`} (half at ${streaming.half?.toFixed(1) ?? '-'} s)`,
   );
+  if (real.size > 0)
+    say(`real servers streaming: ${[...real].map(([n, t]) => `${n} ${t === null ? 'NOT' : `${t.toFixed(1)} s`}`).join(', ')} after helm install`);
   const at = await holdings(node);
   sayHoldings(at);
   let kill: KillResult | null = null;
@@ -163,7 +169,7 @@ async function measure(
   }
   const last = sampler.latest();
   if (last !== undefined) say(`lag now: p95 ${last.lagP95.toFixed(1)} s, max ${last.lagMax.toFixed(1)} s`);
-  return { streaming, at, kill, faults };
+  return { streaming, real, at, kill, faults };
 }
 
 async function main(): Promise<boolean> {
@@ -214,7 +220,12 @@ async function main(): Promise<boolean> {
   const unexpected = restarts.filter((r) => !expected.has(r.split('/')[0]));
   say(`restarts: ${restarts.join('; ') || 'none'}; OOM kills: ${node.restarts.oomKills()}`);
   const ok =
-    check.ok && m.streaming.all !== null && (m.kill === null || m.kill.times.all !== null) && node.restarts.oomKills() === 0 && unexpected.length === 0;
+    check.ok &&
+    m.streaming.all !== null &&
+    [...m.real.values()].every((t) => t !== null) &&
+    (m.kill === null || m.kill.times.all !== null) &&
+    node.restarts.oomKills() === 0 &&
+    unexpected.length === 0;
   report(node, { installedAt, helmSeconds, m, check, problems, restarts, ok }, sampler);
   if (values.keep) {
     say(`--keep: everything runs on; kubeconfig ${node.cluster.cp.kubeconfig}, namespace ${NAMESPACE}. Ctrl-C ends it.`);
@@ -256,6 +267,7 @@ function report(
     steps: node.steps,
     helmSeconds: r.helmSeconds,
     streaming: r.m.streaming,
+    realStreaming: [...r.m.real],
     atStreaming: r.m.at,
     kill: r.m.kill,
     faults: r.m.faults,

@@ -17,6 +17,8 @@ export interface RunReport {
   steps: Array<{ step: string; seconds: number }>;
   helmSeconds: number;
   streaming: StreamingTimes;
+  /** Each real server's seconds from the install until its statements streamed (null: not within the wait). */
+  realStreaming: Array<[string, number | null]>;
   atStreaming: Holdings | null;
   kill: KillResult | null;
   faults: FaultRecord[];
@@ -98,6 +100,8 @@ export function markdown(r: RunReport): string {
   out.push(
     `Half of the servers streamed ${s1(t.half)} s after \`helm install\`, every one ${t.all === null ? `not within the wait (${t.missing.length} missing)` : `${s1(t.all)} s after`}.`,
   );
+  if (r.realStreaming.length > 0)
+    out.push('', `The real PostgreSQL servers: ${r.realStreaming.map(([n, t]) => `${n} ${t === null ? 'not within the wait' : `${s1(t)} s`}`).join(', ')}.`);
   if (r.atStreaming !== null) out.push('', 'Then:', '', ...holdingsLines(r.atStreaming));
   if (r.kill !== null) {
     const k = r.kill;

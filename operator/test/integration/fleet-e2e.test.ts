@@ -30,6 +30,7 @@ import { type FleetNode, NAMESPACE, startFleetNode } from '../helpers/fleet-node
 import { finalCheck, holdings, killAndRecover, untilStreaming } from '../helpers/fleet-node/measure.ts';
 import { POOL } from '../helpers/fleet-node/objects.ts';
 import { collectorRecords, isReady, problemCounts } from '../helpers/fleet-node/observe.ts';
+import { untilRealStreaming } from '../helpers/fleet-node/real-postgres.ts';
 
 const FLEET_SERVERS = 100;
 const REAL_SERVERS = 2;
@@ -85,14 +86,19 @@ describe(
     test(
       'every simulated server streams after helm install: its first marker written after the install is stored',
       scenario(async () => {
-        const t = await untilStreaming(node, installedAt, 480_000);
+        const [t, real] = await Promise.all([untilStreaming(node, installedAt, 480_000), untilRealStreaming(node.storePool, node.real, installedAt, 480_000)]);
+        assert.deepEqual(
+          [...real].filter(([, s]) => s === null),
+          [],
+          'real servers not streaming',
+        );
         assert.deepEqual(t.missing, [], `servers not streaming ${((Date.now() - installedAt) / 1000).toFixed(0)} s after helm install`);
         const h = await holdings(node);
         assert.equal(h.pods.length, REPLICAS, `the pool's pods: ${h.pods.map((p) => p.pod).join(', ')}`);
         // Readiness (its targets collecting) is probed every few seconds: it may trail the first rows.
         await eventually('every collector pod Ready', 120_000, async () => ((await node.pods()).every(isReady) ? true : undefined));
         say(
-          `every server streaming ${t.all!.toFixed(1)} s after helm install (half at ${t.half!.toFixed(1)} s); ` +
+          `every server streaming ${t.all!.toFixed(1)} s after helm install (half at ${t.half!.toFixed(1)} s), the real ones at ${[...real.values()].map((s) => s!.toFixed(1)).join(', ')} s; ` +
             `per pod SSH/store connections: ${h.pods.map((p) => `${p.pod} ${p.sshConnections}/${p.storeConnections}`).join(', ')}; store connections in all ${h.storeTotal}`,
         );
       }),

@@ -109,3 +109,38 @@ export async function checkRealServers(store: pg.Pool, servers: readonly RealSer
     };
   });
 }
+
+/**
+ * Seconds from `since` until each real server's first statement completed after `since` is in
+ * the store (null: not within `timeoutMs`): when the real servers stream. Call it at `since`.
+ */
+export async function untilRealStreaming(
+  store: pg.Pool,
+  servers: readonly RealServer[],
+  since: number,
+  timeoutMs: number,
+): Promise<Map<string, number | null>> {
+  const before = new Map(servers.map((s) => [s.name, s.load?.completed().at(-1) ?? 0]));
+  const runs = new Map(servers.map((s) => [s.name, s.load?.run ?? '']));
+  const at = new Map<string, number | null>(servers.map((s) => [s.name, null]));
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const missing = [...at].filter(([, t]) => t === null).map(([n]) => n);
+    if (missing.length === 0 || Date.now() > deadline) return at;
+    const asked = Date.now();
+    try {
+      const { rows } = await store.query<{ target: string; query: string }>(
+        `SELECT DISTINCT ON (target) target, query FROM pglog.statements
+         WHERE ts >= $1 AND target = ANY($2) AND query LIKE 'SELECT ''${DEFAULT_TAG_PREFIX}:%' ORDER BY target, ts DESC`,
+        [new Date(since - 2000), missing],
+      );
+      for (const r of rows) {
+        const n = parseSeqTags(r.query, runs.get(r.target) ?? '')[0] ?? 0;
+        if (n > (before.get(r.target) ?? 0)) at.set(r.target, (Date.now() - since) / 1000);
+      }
+    } catch {
+      /* the store away or without its schema yet: asked again */
+    }
+    await new Promise((r) => setTimeout(r, Math.max(1000, 2 * (Date.now() - asked))));
+  }
+}
