@@ -336,8 +336,10 @@ async function runKind<R>(args: ReportArgs, io: ReportIO, kind: ReportKind<R>): 
       return;
     }
     if (!isPglogError(result.reason)) throw result.reason;
-    failed.push({ store, error: result.reason.message });
-    io.stderr.write(`${kind.name}: ${result.reason.message}\n`);
+    // Scrubbed once more as a whole: the store's description is part of it too.
+    const message = scrubText(result.reason.message, secrets);
+    failed.push({ store, error: message });
+    io.stderr.write(`${kind.name}: ${message}\n`);
   });
   if (failed.length > 0 && (!args.partial || parts.length === 0)) return 1;
   const only = args.stores.length === 1 ? parts[0] : undefined;
