@@ -176,7 +176,7 @@ export class Controller {
 const SKIPPED_RECHECK_MS = 1000;
 
 /** What the operator watches. */
-interface Caches {
+export interface Caches {
   pools: Informer<CollectorPool>;
   targets: Informer<TargetObject>;
   shards: Informer<CollectorShard>;
@@ -185,8 +185,8 @@ interface Caches {
   pdbs: Informer<KubeObject>;
 }
 
-/** Which keys a change of each watched object queues. */
-function enqueueOnChange({ pools, targets, shards, statefulSets, services, pdbs }: Caches, queue: WorkQueue): void {
+/** Which keys a change of each watched object queues. Exported for its unit test. */
+export function enqueueOnChange({ pools, targets, shards, statefulSets, services, pdbs }: Caches, queue: WorkQueue): void {
   // Bursts (10,000 targets created, 100 collectors reporting) are coalesced into one
   // reconcile per key per COALESCE_MS: every pass reads the whole namespace anyway.
   const enqueueNamespace = (namespace: string | undefined): void => {
@@ -194,6 +194,9 @@ function enqueueOnChange({ pools, targets, shards, statefulSets, services, pdbs 
     queue.addAfter(unassignedKey(namespace), COALESCE_MS);
   };
   pools.onChange((e) => {
+    // The pool's own status, written at the end of a pass, needs no pass of its own (a status
+    // someone else overwrote is repaired by the resync); spec, labels and deletion do.
+    if (e.type === 'update' && e.old !== undefined && onlyStatusChanged(e.old, e.object)) return;
     queue.add(poolKey(e.object.metadata.namespace, e.object.metadata.name));
     // A new or deleted pool changes which targets are unassigned.
     if (e.type !== 'update') queue.add(unassignedKey(e.object.metadata.namespace));
