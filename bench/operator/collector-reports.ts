@@ -47,15 +47,26 @@ export function reportedStatus(shard: CollectorShard, round: number, now: Date):
   };
 }
 
-/** Writes one round of reports to every shard of the pool (at most 8 at a time). */
-export async function writeReports(client: KubeClient, shards: readonly CollectorShard[], round: number): Promise<void> {
+/** The sharding floor: a target weighs at least this (operator/src/sharding, minWeightBytesPerSecond). */
+const FLOOR_BYTES_PER_SECOND = 1024;
+
+/**
+ * Writes one round of reports to every shard of the pool (at most 8 at a time). Returns the
+ * pool's total weight these reports make (the sum of every target's rate, at least the
+ * floor): once the pool's status shows it, a pass has read the whole round.
+ */
+export async function writeReports(client: KubeClient, shards: readonly CollectorShard[], round: number): Promise<number> {
   const now = new Date();
   let next = 0;
+  let total = 0;
   const worker = async (): Promise<void> => {
     while (next < shards.length) {
       const s = shards[next++]!;
-      await client.mergePatch(COLLECTOR_SHARDS, s.metadata.namespace, s.metadata.name, { status: reportedStatus(s, round, now) }, 'status');
+      const status = reportedStatus(s, round, now);
+      for (const t of status.targets ?? []) total += Math.max(t.bytesPerSecond, FLOOR_BYTES_PER_SECOND);
+      await client.mergePatch(COLLECTOR_SHARDS, s.metadata.namespace, s.metadata.name, { status }, 'status');
     }
   };
   await Promise.all(Array.from({ length: Math.min(8, shards.length) }, worker));
+  return total;
 }

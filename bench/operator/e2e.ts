@@ -6,11 +6,12 @@
  * largest size is then scaled by one replica. What each step cost is read from /proc (API
  * server, etcd, operator, the bench) and from the operator's own metrics.
  */
+import type { CollectorPool } from '@pglog/common/api/collector-pool.ts';
 import type { KubeObject } from '@pglog/common/kube/client-types.ts';
 
 import { createCleanup } from '../lib/cleanup.ts';
 import { writeReports } from './collector-reports.ts';
-import { type E2eRun, type OperatorSnapshot, parseOperatorMetrics, passes, type ReportRound, type ScaleResult, type SizeResult } from './e2e-report.ts';
+import { type E2eRun, type OperatorSnapshot, parseOperatorMetrics, type ReportRound, type ScaleResult, type SizeResult } from './e2e-report.ts';
 import { type Assignment, FleetWatch, until } from './fleet-watch.ts';
 import { controlPlanePids, cpuBetween, readCpu } from './proc-cpu.ts';
 
@@ -211,14 +212,15 @@ async function runSize(o: SizeRun): Promise<{ size: SizeResult; leaderSeconds: n
       watch.transitions.clear();
       const cpuBefore = readCpu(pids);
       const started = performance.now();
-      await writeReports(client, watch.assignment(POOL).shards, round);
+      const weight = await writeReports(client, watch.assignment(POOL).shards, round);
       const written = performance.now();
-      // Two passes that ended after the reports (the first may have begun before them), then quiet.
-      const passesBefore = passes({ before: metrics0, after: await snapshot() }).count;
+      // A pass has read the whole round once the pool's status shows its weight (the pool's
+      // status is written after the targets'); then the target writes it caused have arrived.
       for (;;) {
-        const seen = passes({ before: metrics0, after: await snapshot() }).count - passesBefore;
-        if (seen >= 2 && performance.now() - Math.max(written, watch.lastStatusChangeAt) > QUIET_MS) break;
-        if (performance.now() - written > timeoutMs) throw new Error(`report round ${round}: not settled within ${timeoutMs} ms\n${describe()}`);
+        const p = await client.get<CollectorPool>(COLLECTOR_POOLS, NS, POOL);
+        const shown = (p?.status?.shards ?? []).reduce((a, l) => a + l.bytesPerSecond, 0);
+        if (shown === weight && performance.now() - Math.max(written, watch.lastStatusChangeAt) > QUIET_MS) break;
+        if (performance.now() - written > timeoutMs) throw new Error(`report round ${round}: not read within ${timeoutMs} ms\n${describe()}`);
         await guard(new Promise((r) => setTimeout(r, 250)));
       }
       const last = Math.max(written, watch.lastStatusChangeAt);
