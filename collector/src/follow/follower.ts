@@ -313,12 +313,18 @@ export class LogFollower {
           nextRequested = true;
           out.next();
         }
-        if (step.follow && !quiet && !stdoutDone) {
+        // The silence is counted from the last data: a status line (a heartbeat every 2 s while
+        // idle) neither ends it nor starts it again, or an idle silence longer than the
+        // heartbeat would never be noticed.
+        if (step.follow && !quiet && !stdoutDone && idleTimer === undefined) {
           const seq = ++idleSeq;
           idleTimer = setTimeout(() => box.post({ kind: 'idle', seq }), this.o.idleMs);
         }
         const wake = await box.take();
-        clearTimeout(idleTimer);
+        if (wake.kind !== 'status') {
+          clearTimeout(idleTimer);
+          idleTimer = undefined;
+        }
         yield* emit();
         switch (wake.kind) {
           case 'abort':

@@ -71,3 +71,32 @@ test('after a long silence (waits grown, heartbeats without stat), truncation to
   assert.equal(Buffer.concat(files[1]!.chunks).toString(), line(100) + line(101));
   assert.equal(gaps, 2);
 });
+
+test('an idle silence longer than the heartbeat is still noticed: the heartbeats in it do not start it again', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'pglog-silence-'));
+  const dirs = { data: dir, log: join(dir, 'log') };
+  mkdirSync(dirs.log);
+  writeFileSync(join(dirs.log, 'postgresql.log'), line(1));
+  // Heartbeats every 400 ms, the idle silence 1.2 s: three heartbeats fall within it.
+  const follower = new LogFollower(new LocalShell(), fastFollowerOptions(dirs, { idleMs: 1200 }));
+  const controller = new AbortController();
+  const kinds: string[] = [];
+  let idleAt = 0;
+  let dataAt = 0;
+  try {
+    for await (const item of follower.follow(null, controller.signal)) {
+      kinds.push(item.kind);
+      if (item.kind === 'data') dataAt = performance.now();
+      if (item.kind === 'idle') {
+        idleAt = performance.now();
+        break;
+      }
+      if (dataAt > 0 && performance.now() - dataAt > 30_000) assert.fail(`no idle item within 30 s of the data: ${kinds.join(',')}`);
+    }
+  } finally {
+    controller.abort();
+    rmSync(dir, { recursive: true, force: true });
+  }
+  assert.ok(kinds.includes('size'), `heartbeats came meanwhile: ${kinds.join(',')}`);
+  assert.ok(idleAt - dataAt >= 1000, `idle ${Math.round(idleAt - dataAt)} ms after the data`);
+});
