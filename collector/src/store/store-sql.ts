@@ -45,61 +45,59 @@ export async function insertMissingClaims(client: pg.ClientBase, streams: readon
   );
 }
 
-/** Standalone claim: the stored epoch + 1 (1 for a new stream), atomically. */
-export async function claimNext(client: pg.ClientBase, target: string, instance: string): Promise<number> {
-  const res = await client.query<{ epoch: string }>(
-    `INSERT INTO pglog.stream_claims AS c (target, instance, epoch) VALUES ($1, $2, 1)
+/** Standalone claims: each stream's stored epoch + 1 (1 for a new stream), atomically; the rows in key order. */
+export async function claimNextAll(client: pg.ClientBase, streams: readonly { target: string; instance: string }[]): Promise<StreamEpoch[]> {
+  if (streams.length === 0) return [];
+  const res = await client.query<{ target: string; instance: string; epoch: string }>(
+    `INSERT INTO pglog.stream_claims AS c (target, instance, epoch)
+     SELECT t, i, 1 FROM unnest($1::text[], $2::text[]) AS k(t, i) ORDER BY 1, 2
      ON CONFLICT (target, instance) DO UPDATE SET epoch = c.epoch + 1, claimed_at = now()
-     RETURNING epoch::text AS epoch`,
-    [target, instance],
+     RETURNING c.target, c.instance, c.epoch::text AS epoch`,
+    unnestArrays(streams, ['target', 'instance']),
   );
-  return Number(res.rows[0]?.epoch);
+  return res.rows.map((r) => ({ target: r.target, instance: r.instance, epoch: Number(r.epoch) }));
 }
 
 /**
- * Cluster claim: store `epoch` unless a higher one is stored. Returns the epoch stored
- * afterwards: `epoch` itself, or the higher one that fences this owner.
+ * Cluster claims: each stream's epoch stored unless a higher one is. Returns the streams whose
+ * epoch was stored; the others (fenced by a higher one) are not in the result.
  */
-export async function claimEpoch(client: pg.ClientBase, target: string, instance: string, epoch: number): Promise<number> {
-  const res = await client.query<{ epoch: string }>(
-    `INSERT INTO pglog.stream_claims AS c (target, instance, epoch) VALUES ($1, $2, $3)
+export async function claimEpochAll(client: pg.ClientBase, streams: readonly StreamEpoch[]): Promise<StreamEpoch[]> {
+  if (streams.length === 0) return [];
+  const res = await client.query<{ target: string; instance: string; epoch: string }>(
+    `INSERT INTO pglog.stream_claims AS c (target, instance, epoch)
+     SELECT * FROM unnest($1::text[], $2::text[], $3::int8[]) ORDER BY 1, 2
      ON CONFLICT (target, instance) DO UPDATE SET epoch = EXCLUDED.epoch, claimed_at = now()
        WHERE c.epoch <= EXCLUDED.epoch
-     RETURNING epoch::text AS epoch`,
-    [target, instance, epoch],
+     RETURNING c.target, c.instance, c.epoch::text AS epoch`,
+    unnestArrays(streams, ['target', 'instance', 'epoch']),
   );
-  const stored = res.rows[0]?.epoch;
-  if (stored !== undefined) return Number(stored);
-  const now = await client.query<{ epoch: string }>('SELECT epoch::text AS epoch FROM pglog.stream_claims WHERE target = $1 AND instance = $2', [
-    target,
-    instance,
-  ]);
-  return Number(now.rows[0]?.epoch ?? epoch);
+  return res.rows.map((r) => ({ target: r.target, instance: r.instance, epoch: Number(r.epoch) }));
 }
 
-export async function readPosition(client: pg.ClientBase, target: string, instance: string): Promise<StorePosition | null> {
-  const res = await client.query<{ file: string; file_identity: string | null; byte_offset: string }>(
-    `SELECT file, file_identity, byte_offset::text AS byte_offset
-       FROM pglog.read_position_state WHERE target = $1 AND instance = $2`,
-    [target, instance],
+/** The committed positions of the streams that have one. */
+export async function readPositions(client: pg.ClientBase, streams: readonly { target: string; instance: string }[]): Promise<StorePosition[]> {
+  if (streams.length === 0) return [];
+  const res = await client.query<{ target: string; instance: string; file: string; file_identity: string | null; byte_offset: string }>(
+    `SELECT p.target, p.instance, p.file, p.file_identity, p.byte_offset::text AS byte_offset
+       FROM pglog.read_position_state p
+       JOIN unnest($1::text[], $2::text[]) AS k(target, instance) USING (target, instance)`,
+    unnestArrays(streams, ['target', 'instance']),
   );
-  const r = res.rows[0];
-  if (r === undefined) return null;
-  return { target, instance, file: r.file, identity: r.file_identity ?? '', offset: Number(r.byte_offset) };
+  return res.rows.map((r) => ({ target: r.target, instance: r.instance, file: r.file, identity: r.file_identity ?? '', offset: Number(r.byte_offset) }));
 }
 
-/**
- * A stream's first position (where its log starts), unless one is stored already: a stored
- * position is never replaced by a start. Returns the position stored afterwards.
- */
-export async function insertStartPosition(client: pg.ClientBase, start: StorePosition, epoch: number): Promise<StorePosition> {
+/** Streams' first positions (where they start), under their epochs, unless one is stored: a stored position is never replaced by a start. */
+export async function insertStartPositions(client: pg.ClientBase, starts: readonly { start: StorePosition; epoch: number }[]): Promise<void> {
+  if (starts.length === 0) return;
+  const rows = starts.map(({ start, epoch }) => ({ ...start, epoch }));
   await client.query(
     `INSERT INTO pglog.read_position_state (target, instance, file, file_identity, byte_offset, epoch, updated_at)
-     VALUES ($1, $2, $3, $4, $5, $6, now())
+     SELECT t, i, f, fi, o, e, now() FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::int8[], $6::int8[]) AS k(t, i, f, fi, o, e)
+     ORDER BY 1, 2
      ON CONFLICT (target, instance) DO NOTHING`,
-    [start.target, start.instance, start.file, start.identity, start.offset, epoch],
+    unnestArrays(rows, ['target', 'instance', 'file', 'identity', 'offset', 'epoch']),
   );
-  return (await readPosition(client, start.target, start.instance)) ?? start;
 }
 
 export interface QuarantineRecord {

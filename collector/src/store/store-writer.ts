@@ -42,6 +42,7 @@ import pg from 'pg';
 
 import type { PglogEvent } from '../logformat/events.ts';
 import type { Snapshot, SnapshotFailure } from '../snapshot/types.ts';
+import { ClaimQueue } from './claims.ts';
 import { ConnectionPool, type PoolSlot } from './connection-pool.ts';
 import { CopyBinaryEncoder } from './copy-binary.ts';
 import { copyEncoded, RowsRefused, type TablePart } from './copy-encoded.ts';
@@ -54,19 +55,7 @@ import { ROLLUP_TABLE, RollupIdentities, StatementRollup } from './rollup.ts';
 import { SnapshotEncoders, writeEncodedSnapshot, writeSnapshotGroup } from './snapshot-writer.ts';
 import { describeServerError } from './sqlstate.ts';
 import type { QuarantineRecord, StreamEpoch } from './store-sql.ts';
-import {
-  claimEpoch,
-  claimNext,
-  compactRollup,
-  compareKeys,
-  dropPartitionsBefore,
-  ensurePartitions,
-  finishBatch,
-  insertMissingClaims,
-  insertStartPosition,
-  lockClaims,
-  readPosition,
-} from './store-sql.ts';
+import { compactRollup, compareKeys, dropPartitionsBefore, ensurePartitions, finishBatch, insertMissingClaims, lockClaims } from './store-sql.ts';
 import type { BatchItem, CommitResult, SourceRef, StorePosition } from './store-types.ts';
 import { streamKeyOf } from './store-types.ts';
 import { describeStore, withoutPassword } from './store-url.ts';
@@ -116,6 +105,8 @@ export class StoreWriter {
   private readonly rollupIdentities = new RollupIdentities();
   private readonly snapshots = new SnapshotEncoders();
   private readonly pool: ConnectionPool;
+  /** Claims and first positions of the streams, gathered into one transaction at a time. */
+  private readonly claims = new ClaimQueue((what, fn) => this.exclusive(what, fn));
   private closed = false;
 
   private constructor(options: StoreWriterOptions) {
@@ -177,26 +168,8 @@ export class StoreWriter {
     if (epoch !== undefined && (!Number.isSafeInteger(epoch) || epoch < 0)) {
       throw new PglogError('CONFIG_INVALID', `${target}/${instance}: an assignment epoch must be a whole number >= 0, got ${epoch}`);
     }
-    return this.exclusive(`claiming ${target}/${instance}`, async (client) => {
-      await client.query('BEGIN');
-      try {
-        const stored = epoch === undefined ? await claimNext(client, target, instance) : await claimEpoch(client, target, instance, epoch);
-        if (epoch !== undefined && stored !== epoch) {
-          throw new PglogError(
-            'STORE_FENCED',
-            `${target}/${instance}: the store holds assignment epoch ${stored}, newer than this owner's ${epoch}; another collector owns this stream`,
-          );
-        }
-        // Read after the claim: a commit of an older owner that held the claim's lock has
-        // finished by now, and its position is the one to resume from.
-        const position = await readPosition(client, target, instance);
-        await client.query('COMMIT');
-        return { epoch: stored, position };
-      } catch (e) {
-        await rollback(client);
-        throw e;
-      }
-    });
+    // Gathered with the other streams' claims into one transaction (claims.ts).
+    return (await this.claims.ask({ kind: 'claim', target, instance, epoch: epoch ?? null })) as { epoch: number; position: StorePosition | null };
   }
 
   /**
@@ -206,25 +179,7 @@ export class StoreWriter {
    * position already stored is kept and returned instead: every later start resumes there.
    */
   async storeStart(start: StorePosition, epoch: number): Promise<StorePosition> {
-    const stream = `${start.target}/${start.instance}`;
-    return this.exclusive(`storing where ${stream} starts`, async (client) => {
-      await client.query('BEGIN');
-      try {
-        const [claim] = await lockClaims(client, [start]);
-        if (claim === undefined || claim.epoch !== epoch) {
-          throw new PglogError(
-            'STORE_FENCED',
-            `${stream}: the store holds ${claim === undefined ? 'no claim' : `assignment epoch ${claim.epoch}`} for this stream, not this owner's ${epoch}; another collector owns it`,
-          );
-        }
-        const stored = await insertStartPosition(client, start, epoch);
-        await client.query('COMMIT');
-        return stored;
-      } catch (e) {
-        await rollback(client);
-        throw e;
-      }
-    });
+    return (await this.claims.ask({ kind: 'start', target: start.target, instance: start.instance, epoch, start })) as StorePosition;
   }
 
   /**
