@@ -18,6 +18,7 @@ import { promisify } from 'node:util';
 import type { KubeObject } from '@pglog/common/kube/client-types.ts';
 import { COLLECTOR_POOLS } from '@pglog/common/kube/resources.ts';
 import { onProcessExit } from '@pglog/test-support/exit-cleanup.ts';
+import type { StreamingTimes } from '@pglog/test-support/fleet-sim/streaming.ts';
 import { Rng } from '@pglog/test-support/statement-log.ts';
 
 import { type FleetNode, NAMESPACE } from '../../operator/test/helpers/fleet-node/fleet-node.ts';
@@ -121,8 +122,16 @@ async function poolReplicas(node: FleetNode): Promise<number> {
   return (await node.cluster.client.get<KubeObject & { spec: { replicas: number } }>(COLLECTOR_POOLS, NAMESPACE, POOL))?.spec.replicas ?? 0;
 }
 
-/** Runs one fault; `end` is when its last step was undone, from where recovery is measured. */
-async function inject(kind: FaultKind, o: SoakOptions, pick: Picker): Promise<{ detail: string; names: readonly string[]; end: number }> {
+/** A fault done: what it was, the servers it touched, when its last step was undone (recovery is measured from there), or its recovery when measured already. */
+interface Injected {
+  detail: string;
+  names: readonly string[];
+  end: number;
+  times?: StreamingTimes;
+}
+
+/** Runs one fault. */
+async function inject(kind: FaultKind, o: SoakOptions, pick: Picker): Promise<Injected> {
   const { node } = o;
   const servers = node.fleet.servers.servers;
   const all = node.names;
@@ -167,7 +176,7 @@ async function inject(kind: FaultKind, o: SoakOptions, pick: Picker): Promise<{ 
 }
 
 /** One pod more (or less, at the HPA's maximum) for 2 minutes (the HPA held at that size), then the bounds (or the size) as they were. */
-async function scaleStep(o: SoakOptions): Promise<{ detail: string; names: readonly string[]; end: number }> {
+async function scaleStep(o: SoakOptions): Promise<Injected> {
   const { node, hpa } = o;
   const now = await poolReplicas(node);
   const to = hpa === null || now < hpa.max ? now + 1 : now - 1;
@@ -175,13 +184,19 @@ async function scaleStep(o: SoakOptions): Promise<{ detail: string; names: reado
     if (hpa === null) await node.cluster.kubectl(['scale', `collectorpool/${POOL}`, '--replicas', String(n)]);
     else await setHpaBounds(node.cluster.client, NAMESPACE, POOL, bounds!.min, bounds!.max);
   };
-  await set(to, { min: to, max: to });
   const t0 = Date.now();
+  await set(to, { min: to, max: to });
   const first = await untilStreaming(node, t0, o.recoveryTimeoutMs);
   o.say(`  scale ${now} -> ${to}: every server streaming ${first.all?.toFixed(1) ?? 'not'} s after the change`);
   await sleep(Math.max(0, 120_000 - (Date.now() - t0)));
+  const t1 = Date.now();
   await set(now, hpa);
-  return { detail: `${now} -> ${to} pods for 2 min, then back${hpa === null ? '' : ' (the HPA decides when)'}`, names: node.names, end: Date.now() };
+  if (hpa === null) {
+    const back = await untilStreaming(node, t1, o.recoveryTimeoutMs);
+    o.say(`  scale ${to} -> ${now}: every server streaming ${back.all?.toFixed(1) ?? 'not'} s after the change`);
+  }
+  // Its recovery is the first change's (measured then: a baseline taken now would be 2 minutes late).
+  return { detail: `${now} -> ${to} pods for 2 min, then back${hpa === null ? '' : ' (the HPA decides when)'}`, names: node.names, end: t0, times: first };
 }
 
 /** Fault kinds from a comma-separated list (`all`: every kind). */
@@ -207,7 +222,7 @@ export async function soak(o: SoakOptions): Promise<FaultRecord[]> {
     const t = at();
     o.say(`fault: ${kind} (${t.toFixed(0)} s after the install)`);
     const f = await inject(kind, o, pick);
-    const times = await untilStreaming(o.node, f.end, o.recoveryTimeoutMs, { names: f.names });
+    const times = f.times ?? (await untilStreaming(o.node, f.end, o.recoveryTimeoutMs, { names: f.names }));
     records.push({ kind, t, detail: f.detail, servers: f.names.length, recovery: times.all });
     o.say(
       `${kind}: ${f.detail}; ${f.names.length} servers streaming again ${times.all === null ? `NOT within ${o.recoveryTimeoutMs / 1000} s (${times.missing.length} missing)` : `${times.all.toFixed(1)} s after`}`,
