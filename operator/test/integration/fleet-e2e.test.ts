@@ -84,7 +84,7 @@ describe(
     });
 
     test(
-      'every simulated server streams after helm install: its first marker written after the install is stored',
+      'every server streams after helm install: its first marker (a real server: its first statement) written after the install is stored',
       scenario(async () => {
         const [t, real] = await Promise.all([untilStreaming(node, installedAt, 480_000), untilRealStreaming(node.storePool, node.real, installedAt, 480_000)]);
         assert.deepEqual(
