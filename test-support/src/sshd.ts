@@ -93,6 +93,20 @@ function generateKey(file: string, comment: string): void {
 }
 
 /** Resolves once something on host:port sends an SSH identification line. */
+/** sshd_config lines that let `user` in with the keys of `authorizedKeysFile` and nothing else. */
+export function keyLoginOnly(authorizedKeysFile: string, user: string): string[] {
+  return [
+    `AuthorizedKeysFile ${authorizedKeysFile}`,
+    `AllowUsers ${user}`,
+    'PubkeyAuthentication yes',
+    'PasswordAuthentication no',
+    'KbdInteractiveAuthentication no',
+    'UsePAM no',
+    'StrictModes no',
+    'PermitRootLogin no',
+  ];
+}
+
 export function readBanner(host: string, port: number): Promise<void> {
   return new Promise((resolve, reject) => {
     const socket = createConnection({ host, port });
@@ -153,14 +167,7 @@ export async function startSshServer(options: SshServerOptions = {}): Promise<Te
         `ListenAddress ${host}:${port}`,
         `HostKey ${hostKeyFile}`,
         ...(caPublicKey === null ? [] : [`HostCertificate ${hostKeyFile}-cert.pub`]),
-        `AuthorizedKeysFile ${authorizedKeysFile}`,
-        `AllowUsers ${user.name}`,
-        'PubkeyAuthentication yes',
-        'PasswordAuthentication no',
-        'KbdInteractiveAuthentication no',
-        'UsePAM no',
-        'StrictModes no',
-        'PermitRootLogin no',
+        ...keyLoginOnly(authorizedKeysFile, user.name),
         'PermitUserEnvironment no',
         `PidFile ${join(dir, 'sshd.pid')}`,
         `MaxSessions ${options.maxSessions ?? 10}`,

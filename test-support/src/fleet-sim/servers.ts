@@ -20,7 +20,7 @@ import { promisify } from 'node:util';
 import { onProcessExit } from '../exit-cleanup.ts';
 import { killTrees } from '../process-tree.ts';
 import { allowKeyLogin, currentUser, isRoot, serverUser, type SystemUser } from '../server-user.ts';
-import { readBanner } from '../sshd.ts';
+import { keyLoginOnly, readBanner } from '../sshd.ts';
 import { sleep } from '../wait.ts';
 
 const run = promisify(execFile);
@@ -108,14 +108,7 @@ function sshdConfig(o: { host: string; port: number; hostKey: string; authorized
   return [
     `ListenAddress ${o.host}:${o.port}`,
     `HostKey ${o.hostKey}`,
-    `AuthorizedKeysFile ${o.authorizedKeys}`,
-    `AllowUsers ${o.user}`,
-    'PubkeyAuthentication yes',
-    'PasswordAuthentication no',
-    'KbdInteractiveAuthentication no',
-    'UsePAM no',
-    'StrictModes no',
-    'PermitRootLogin no',
+    ...keyLoginOnly(o.authorizedKeys, o.user),
     `PidFile ${join(o.dir, 'sshd.pid')}`,
     // A real server's defaults: the limits a collector must live with.
     'MaxSessions 10',
