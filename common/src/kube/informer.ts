@@ -26,6 +26,12 @@ export interface InformerOptions<T extends KubeObject = KubeObject> {
   /** Server-side timeout of one watch request. Default 300 s. */
   watchTimeoutSeconds?: number;
   /**
+   * Objects per page of a list (as client-go's reflector: 500). A list of 10,000 objects in one
+   * answer is encoded whole before its first byte is sent: on a busy API server that took more
+   * than the client's 30 s idle timeout, again at every retry.
+   */
+  pageSize?: number;
+  /**
    * Applied to every object before it is cached and handed to handlers, as client-go's
    * SetTransform: e.g. dropping `metadata.managedFields`, which nothing here reads and which
    * is about half of a small object (stripManagedFields).
@@ -92,7 +98,7 @@ export class Informer<T extends KubeObject> {
     while (!signal.aborted) {
       try {
         if (resourceVersion === undefined) {
-          const listed = await this.client.list<T>(this.type, namespace, selectors);
+          const listed = await this.client.list<T>(this.type, namespace, { ...selectors, limit: this.options.pageSize ?? 500 });
           const transform = this.options.transform;
           const { next, events } = diffRelist(this.cache, transform === undefined ? listed.items : listed.items.map(transform));
           this.cache = next;

@@ -167,6 +167,19 @@ describe('Informer on a real kube-apiserver', { timeout: 240_000 }, () => {
     await running;
   });
 
+  test('a list in pages (pageSize 3 over 7 objects) syncs every object, then watches from where the list ended', async () => {
+    for (let i = 0; i < 7; i++) await kube.client.create(CONFIG_MAPS, configMap(`page-${i}`, 'pages', '1'));
+    const informer = new Informer<ConfigMap>(kube.client, CONFIG_MAPS, { namespace: NS, labelSelector: 'suite=pages', pageSize: 3 });
+    const abort = new AbortController();
+    const running = informer.run(abort.signal);
+    await until('synced', () => informer.hasSynced());
+    assert.deepEqual(cachedNames(informer), ['page-0', 'page-1', 'page-2', 'page-3', 'page-4', 'page-5', 'page-6']);
+    await kube.client.create(CONFIG_MAPS, configMap('page-7', 'pages', '1'));
+    await until('the watched add', () => informer.get(NS, 'page-7') !== undefined);
+    abort.abort();
+    await running;
+  });
+
   test('a watch resumed from a compacted resourceVersion gets 410: the relist emits the delete it missed', async () => {
     await kube.client.create(CONFIG_MAPS, configMap('kept', 'gone', '1'));
     await kube.client.create(CONFIG_MAPS, configMap('deleted-meanwhile', 'gone', '1'));
