@@ -40,7 +40,7 @@ import { Rng } from '@pglog/test-support/statement-log.ts';
 import { type FleetNode, NAMESPACE, startFleetNode } from '../operator/test/helpers/fleet-node/fleet-node.ts';
 import { finalCheck, type Holdings, holdings, killAndRecover, type KillResult, untilStreaming } from '../operator/test/helpers/fleet-node/measure.ts';
 import { fleetTransport, POOL } from '../operator/test/helpers/fleet-node/objects.ts';
-import { collectorRecords, problemCounts } from '../operator/test/helpers/fleet-node/observe.ts';
+import { collectorRecords, operatorCounters, problemCounts, tuningRestarts } from '../operator/test/helpers/fleet-node/observe.ts';
 import { untilRealStreaming } from '../operator/test/helpers/fleet-node/real-postgres.ts';
 import { drawChart } from './fleet-node/chart.ts';
 import { type FaultRecord, parseFaultKinds, soak } from './fleet-node/faults.ts';
@@ -213,8 +213,13 @@ async function main(): Promise<boolean> {
   for (const r of check.real) say(`check: ${r.line}`);
   say(`check: ${check.refusedHandshakes} handshakes refused by sshd`);
   await node.pods();
-  const problems = problemCounts(collectorRecords(node.cluster.node.podLogs, NAMESPACE, POOL));
+  const records = collectorRecords(node.cluster.node.podLogs, NAMESPACE, POOL);
+  const problems = problemCounts(records);
   for (const p of problems.slice(0, 10)) say(`collector ${p.count} × ${p.line}`);
+  const activity = { ...(await operatorCounters(node.cluster.client, NAMESPACE, POOL)), tuningRestarts: tuningRestarts(records) };
+  say(
+    `operator: ${activity.moves} target moves, ${activity.promotions} promotions, ${activity.demotions} demotions; collector processes restarted for a new tuning: ${activity.tuningRestarts}`,
+  );
   const restarts = node.restarts.restarts();
   const expected = new Set([m.kill?.pod, ...m.faults.filter((f) => f.kind === 'pod-kill').map((f) => f.detail.split(' ')[0])]);
   const unexpected = restarts.filter((r) => !expected.has(r.split('/')[0]));
@@ -226,7 +231,7 @@ async function main(): Promise<boolean> {
     (m.kill === null || m.kill.times.all !== null) &&
     node.restarts.oomKills() === 0 &&
     unexpected.length === 0;
-  report(node, { installedAt, helmSeconds, m, check, problems, restarts, ok }, sampler);
+  report(node, { installedAt, helmSeconds, m, check, problems, activity, restarts, ok }, sampler);
   if (values.keep) {
     say(`--keep: everything runs on; kubeconfig ${node.cluster.cp.kubeconfig}, namespace ${NAMESPACE}. Ctrl-C ends it.`);
     await new Promise(() => undefined);
@@ -242,6 +247,7 @@ function report(
     m: Awaited<ReturnType<typeof measure>>;
     check: Awaited<ReturnType<typeof finalCheck>>;
     problems: RunReport['problems'];
+    activity: RunReport['activity'];
     restarts: string[];
     ok: boolean;
   },
@@ -276,6 +282,7 @@ function report(
     restarts: r.restarts,
     oomKills: node.restarts.oomKills(),
     problems: r.problems,
+    activity: r.activity,
     files: { csv: files.csv?.split('/').pop() ?? null, svg: files.svg?.split('/').pop() ?? null },
     ok: r.ok,
   };

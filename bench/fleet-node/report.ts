@@ -27,6 +27,8 @@ export interface RunReport {
   restarts: string[];
   oomKills: number;
   problems: Array<{ line: string; count: number; level: number }>;
+  /** The operator's target moves and transport changes (its counters), and the collectors' restarts for a new tuning (their logs). */
+  activity: { moves: number; promotions: number; demotions: number; tuningRestarts: number };
   files: { csv: string | null; svg: string | null };
   ok: boolean;
 }
@@ -84,6 +86,7 @@ function checkLines(r: RunReport): string[] {
     ...(c?.real ?? []).map((x) => `- ${x.line}`),
     `- handshakes refused by sshd (MaxStartups): ${c?.refusedHandshakes ?? '-'}`,
     `- restarts: ${r.restarts.length === 0 ? 'none' : r.restarts.join('; ')}; OOM kills: ${r.oomKills}`,
+    `- the operator moved targets to another shard ${r.activity.moves} times, to the sidecar ${r.activity.promotions} and back ${r.activity.demotions}; collector processes restarted for a new tuning: ${r.activity.tuningRestarts}`,
     `- collector warnings and errors: ${r.problems.length === 0 ? 'none' : ''}`,
     ...r.problems.slice(0, 15).map((p) => `  - ${p.count} × ${p.line}`),
     '',

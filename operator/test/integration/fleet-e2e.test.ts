@@ -29,7 +29,7 @@ import { eventually } from '@pglog/test-support/fleet.ts';
 import { type FleetNode, NAMESPACE, startFleetNode } from '../helpers/fleet-node/fleet-node.ts';
 import { finalCheck, holdings, killAndRecover, untilStreaming } from '../helpers/fleet-node/measure.ts';
 import { POOL } from '../helpers/fleet-node/objects.ts';
-import { collectorRecords, isReady, problemCounts } from '../helpers/fleet-node/observe.ts';
+import { collectorRecords, isReady, operatorCounters, problemCounts, tuningRestarts } from '../helpers/fleet-node/observe.ts';
 import { untilRealStreaming } from '../helpers/fleet-node/real-postgres.ts';
 
 const FLEET_SERVERS = 100;
@@ -140,7 +140,12 @@ describe(
           restarts.every((r) => r.startsWith(`${killedPod}/`)),
           `only the killed pod's containers restarted: ${restarts.join('; ')}`,
         );
-        const errors = problemCounts(collectorRecords(node.cluster.node.podLogs, NAMESPACE, POOL), 50).filter((p) => !p.line.includes('STORE_FENCED'));
+        const records = collectorRecords(node.cluster.node.podLogs, NAMESPACE, POOL);
+        const moves = await operatorCounters(node.cluster.client, NAMESPACE, POOL);
+        say(
+          `the operator moved targets ${moves.moves} times, promoted ${moves.promotions}, demoted ${moves.demotions}; collector processes restarted for a new tuning: ${tuningRestarts(records)}`,
+        );
+        const errors = problemCounts(records, 50).filter((p) => !p.line.includes('STORE_FENCED'));
         assert.deepEqual(errors, [], 'no errors logged by the collectors');
         const password = decodeURIComponent(new URL(node.store.tcpUrl!).password);
         assert.deepEqual(

@@ -224,3 +224,34 @@ export function problemCounts(records: ReadonlyArray<Record<string, unknown>>, m
   }
   return [...counts].map(([line, e]) => ({ line, count: e.count, level: e.level })).sort((a, b) => b.count - a.count);
 }
+
+/** The operator's counters of a pool, summed over its pods (the standby's are 0): target moves, promotions, demotions. */
+export async function operatorCounters(
+  client: KubeClient,
+  namespace: string,
+  pool: string,
+  port = 8080,
+): Promise<{ moves: number; promotions: number; demotions: number }> {
+  const { items } = await client.list<PodObject>(PODS, namespace, { labelSelector: 'app.kubernetes.io/component=operator' });
+  const sum = { moves: 0, promotions: 0, demotions: 0 };
+  const names = { moves: 'target_moves', promotions: 'transport_promotions', demotions: 'transport_demotions' } as const;
+  for (const p of items) {
+    if (p.status?.podIP === undefined) continue;
+    let text = '';
+    try {
+      text = await (await fetch(`http://${p.status.podIP}:${port}/metrics`, { signal: AbortSignal.timeout(3000) })).text();
+    } catch {
+      continue;
+    }
+    for (const key of Object.keys(names) as Array<keyof typeof names>) {
+      const m = new RegExp(`^pglog_operator_${names[key]}_total\\{[^}]*pool="${pool}"[^}]*\\} (\\S+)$`, 'm').exec(text);
+      if (m !== null) sum[key] += Number(m[1]);
+    }
+  }
+  return sum;
+}
+
+/** How often the collectors' processes stopped to start again with a new tuning (their launcher's log line). */
+export function tuningRestarts(records: ReadonlyArray<Record<string, unknown>>): number {
+  return records.filter((r) => typeof r['msg'] === 'string' && /tuning changed; stopping cleanly/.test(r['msg'])).length;
+}
