@@ -204,6 +204,7 @@ export function levelOf(level: unknown): number {
 /** A message with what varies by server (target names, addresses, numbers) replaced, so that like messages count together. */
 export function messageShape(msg: string): string {
   return msg
+    .replace(/\bstream [0-9a-f]+-\S+/g, 'stream <id>')
     .replace(/\b(?:db\d{5}|pg\d+)\b/g, '<target>')
     .replace(/\b\d{1,3}(?:\.\d{1,3}){3}(?::\d+)?\b/g, '<address>')
     .replace(/\/[^\s:()]*\/[^\s:()]*/g, '<path>')
