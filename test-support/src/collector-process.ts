@@ -155,6 +155,15 @@ export function jsonRecords(output: string): Array<Record<string, unknown>> {
   });
 }
 
+/**
+ * Whether a JSON log record is at error level or above. pglog writes the level's name
+ * (`"level":"error"`, logger.ts); a number (pino's default, 50 and up) is taken too.
+ */
+export function isErrorRecord(record: Record<string, unknown>): boolean {
+  const level = record['level'];
+  return level === 'error' || level === 'fatal' || (typeof level === 'number' && level >= 50);
+}
+
 /** Starts `pglog collect`; the store URL goes through PGLOG_STORE_URL, as users should pass a password. */
 export function startCollector(options: StartCollectorOptions): CollectorProcess {
   const outputFile = options.outputFile ?? join(mkdtempSync(join(tmpdir(), 'pglog-collect-')), 'output.log');

@@ -22,7 +22,7 @@ import { after, before, describe, test } from 'node:test';
 
 import type { CollectorShard, ShardTarget, ShardTuning } from '@pglog/common/api/collector-shard.ts';
 import { checkStore, formatCheck } from '@pglog/test-support/checker.ts';
-import { waitFor } from '@pglog/test-support/collector-process.ts';
+import { isErrorRecord, waitFor } from '@pglog/test-support/collector-process.ts';
 import { type ControlPlane, startControlPlane } from '@pglog/test-support/control-plane.ts';
 import { type LogServer, startLogServer } from '@pglog/test-support/log-server.ts';
 import { startPostgres, type TestPostgres } from '@pglog/test-support/postgres.ts';
@@ -403,7 +403,7 @@ describe('pglog collect --shard: cluster mode against a real API server', { time
     for (const c of collectors) for (const line of keyBody) assert.ok(!c.output().includes(line), 'a line of the private key appears in the output');
     const fenced = collectors[0]!.records().filter((r) => r['code'] === 'STORE_FENCED' && r['target'] === 'db1');
     assert.ok(fenced.length > 0, 's-0 was fenced on db1 once s-1 claimed it with epoch 2');
-    const errors = collectors.flatMap((c) => c.records()).filter((r) => Number(r['level']) >= 50 && r['code'] !== 'STORE_FENCED');
+    const errors = collectors.flatMap((c) => c.records()).filter((r) => isErrorRecord(r) && r['code'] !== 'STORE_FENCED');
     assert.deepEqual(
       errors.map((r) => r['msg']),
       [],

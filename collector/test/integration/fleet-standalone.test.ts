@@ -18,7 +18,7 @@ import { homedir, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 
-import { type CollectorProcess, startCollector, writeTargetsFile } from '@pglog/test-support/collector-process.ts';
+import { type CollectorProcess, isErrorRecord, startCollector, writeTargetsFile } from '@pglog/test-support/collector-process.ts';
 import { compareFleet, formatFleetCheck, newestMarkers, storedByTarget } from '@pglog/test-support/fleet-sim/check.ts';
 import { type SimulatedFleet, startSimulatedFleet } from '@pglog/test-support/fleet-sim/fleet.ts';
 import { DEFAULT_RATE_SHAPE, promotionThreshold } from '@pglog/test-support/fleet-sim/rates.ts';
@@ -102,7 +102,7 @@ describe(`a fleet of ${SERVERS} servers into one standalone collector`, { timeou
     assert.equal(check.whole, SERVERS, formatFleetCheck(check));
     assert.equal(check.duplicatedMarkers, 0, formatFleetCheck(check));
     assert.equal(fleet.servers.countLogLines(MAX_STARTUPS_REFUSAL), 0, 'no handshake refused by sshd');
-    const errors = collector!.logRecords().filter((r) => r['level'] === 'error' || r['level'] === 50);
+    const errors = collector!.logRecords().filter(isErrorRecord);
     assert.deepEqual(
       errors.map((r) => r['msg']),
       [],

@@ -45,6 +45,7 @@ import { after, before, describe, test } from 'node:test';
 import type { DeleteOptions, KubeClient, KubeObject } from '@pglog/common/kube/client-types.ts';
 import { COLLECTOR_POOLS, CUSTOM_RESOURCE_DEFINITIONS as CRDS, LEASES, PODS } from '@pglog/common/kube/resources.ts';
 import { expectStoredOnce, storedRows } from '@pglog/test-support/checker.ts';
+import { isErrorRecord } from '@pglog/test-support/collector-process.ts';
 import { type E2eCluster, POD_SECURITY_WARNING, startE2eCluster } from '@pglog/test-support/e2e-cluster.ts';
 import { assignmentOf, eventually } from '@pglog/test-support/fleet.ts';
 import { type LogServer, startLogServer } from '@pglog/test-support/log-server.ts';
@@ -570,7 +571,7 @@ describe(
           }
         });
         assert.ok(records.length > 0, "collector records in the pods' output");
-        const errors = records.filter((r) => Number(r['level']) >= 50 && r['code'] !== 'STORE_FENCED');
+        const errors = records.filter((r) => isErrorRecord(r) && r['code'] !== 'STORE_FENCED');
         assert.deepEqual(
           errors.map((r) => `${String(r['msg'])} ${String(r['code'])}`),
           [],

@@ -26,6 +26,7 @@ import type { KubeClient, KubeObject } from '@pglog/common/kube/client-types.ts'
 import { loadKubeconfigFile } from '@pglog/common/kube/config.ts';
 import { COLLECTOR_POOLS, COLLECTOR_SHARDS, POSTGRES_TARGETS, SECRETS, STATEFUL_SETS } from '@pglog/common/kube/resources.ts';
 import { expectStoredOnce, storedRows } from '@pglog/test-support/checker.ts';
+import { isErrorRecord } from '@pglog/test-support/collector-process.ts';
 import { type ControlPlane, startControlPlane } from '@pglog/test-support/control-plane.ts';
 import { assignmentOf, eventually } from '@pglog/test-support/fleet.ts';
 import { type LogServer, startLogServer } from '@pglog/test-support/log-server.ts';
@@ -321,7 +322,7 @@ describe('pglog operator with real collectors: the loop closed', { timeout: 300_
       for (const name of TARGETS) {
         console.log(`# ${await expectStoredOnce(store.url, name, loads.get(name)!.run, servers[name].logDirectory)}`);
       }
-      const errors = collectors.flatMap((c) => c.records()).filter((r) => Number(r['level']) >= 50 && r['code'] !== 'STORE_FENCED');
+      const errors = collectors.flatMap((c) => c.records()).filter((r) => isErrorRecord(r) && r['code'] !== 'STORE_FENCED');
       assert.deepEqual(
         errors.map((r) => r['msg']),
         [],

@@ -26,6 +26,7 @@ import { loadKubeconfigFile } from '@pglog/common/kube/config.ts';
 import { COLLECTOR_SHARDS } from '@pglog/common/kube/resources.ts';
 import { expectStoredOnce, storedRows } from '@pglog/test-support/checker.ts';
 import { runPglog } from '@pglog/test-support/cli.ts';
+import { isErrorRecord } from '@pglog/test-support/collector-process.ts';
 import { type ControlPlane, startControlPlane } from '@pglog/test-support/control-plane.ts';
 import { eventually } from '@pglog/test-support/fleet.ts';
 import { type LogServer, startLogServer } from '@pglog/test-support/log-server.ts';
@@ -211,7 +212,7 @@ describe('two CollectorPools writing two stores, and one report of both', { time
           `snapshot runs in the store of ${pool}`,
         );
       }
-      const errors = collectors.flatMap((c) => c.records()).filter((r) => Number(r['level']) >= 50);
+      const errors = collectors.flatMap((c) => c.records()).filter(isErrorRecord);
       assert.deepEqual(
         errors.map((r) => r['msg']),
         [],
