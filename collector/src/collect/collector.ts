@@ -460,12 +460,12 @@ export class Collector {
     const log = this.o.log;
     const signal = AbortSignal.any([this.abort.signal, running.abort.signal, controller.signal]);
     const run = stream.run(signal).catch((e: unknown) => {
-      // Only a fence ends a stream: another collector owns it now.
+      // Only a fence ends a stream: another collector owns it now. In cluster mode that is the
+      // operator moving the target (not an error); standalone, another process took it over.
       observed.failed(instance.name, e);
-      log.error(
-        { target: name, instance: instance.name, err: e, code: isPglogError(e) ? e.code : undefined },
-        `${name}/${instance.name}: stream stopped: ${(e as Error).message}`,
-      );
+      const code = isPglogError(e) ? e.code : undefined;
+      const level = code === 'STORE_FENCED' ? (epoch === null ? 'warn' : 'info') : 'error';
+      log[level]({ target: name, instance: instance.name, err: e, code }, `${name}/${instance.name}: stream stopped: ${(e as Error).message}`);
     });
     running.runs.push(run);
     this.runs.add(run);

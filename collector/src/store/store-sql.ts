@@ -168,6 +168,28 @@ export async function finishBatch(
   );
 }
 
+/**
+ * `pg_advisory_xact_lock` key of partition maintenance: the ASCII bytes of "pglogprt" as a
+ * big-endian int64. Every collector of a fleet maintains the partitions; two that found the same
+ * partition missing at once both created it, and one failed with 42P07 (issue 46, after a store
+ * restart). Under this lock the second finds the first's partition.
+ */
+const MAINTENANCE_LOCK_KEY = 0x70676c6f67707274n;
+
+/** Runs `work` in one transaction that holds the partition maintenance lock of the whole store. */
+export async function underMaintenanceLock<T>(client: pg.ClientBase, work: () => Promise<T>): Promise<T> {
+  await client.query('BEGIN');
+  try {
+    await client.query('SELECT pg_advisory_xact_lock($1::int8)', [MAINTENANCE_LOCK_KEY.toString()]);
+    const result = await work();
+    await client.query('COMMIT');
+    return result;
+  } catch (e) {
+    await client.query('ROLLBACK').catch(() => undefined);
+    throw e;
+  }
+}
+
 /** Partitions from the day before `day` to three days after it; returns the names created. */
 export async function ensurePartitions(client: pg.ClientBase, day: string): Promise<string[]> {
   const res = await client.query<{ name: string }>('SELECT pglog.ensure_partitions($1::date - 1, 5) AS name', [day]);

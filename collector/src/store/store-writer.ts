@@ -55,7 +55,16 @@ import { ROLLUP_TABLE, RollupIdentities, StatementRollup } from './rollup.ts';
 import { SnapshotEncoders, writeEncodedSnapshot, writeSnapshotGroup } from './snapshot-writer.ts';
 import { describeServerError } from './sqlstate.ts';
 import type { QuarantineRecord, StreamEpoch } from './store-sql.ts';
-import { compactRollup, compareKeys, dropPartitionsBefore, ensurePartitions, finishBatch, insertMissingClaims, lockClaims } from './store-sql.ts';
+import {
+  compactRollup,
+  compareKeys,
+  dropPartitionsBefore,
+  ensurePartitions,
+  finishBatch,
+  insertMissingClaims,
+  lockClaims,
+  underMaintenanceLock,
+} from './store-sql.ts';
 import type { BatchItem, CommitResult, SourceRef, StorePosition } from './store-types.ts';
 import { streamKeyOf } from './store-types.ts';
 import { describeStore, withoutPassword } from './store-url.ts';
@@ -365,11 +374,12 @@ export class StoreWriter {
     const day = utcDay(now, 0);
     const partitions = await this.exclusive(
       'maintaining partitions',
-      async (client) => {
-        const created = await ensurePartitions(client, day);
-        const dropped = this.retentionDays === null ? [] : await dropPartitionsBefore(client, utcDay(now, -this.retentionDays));
-        return { created, dropped };
-      },
+      (client) =>
+        underMaintenanceLock(client, async () => {
+          const created = await ensurePartitions(client, day);
+          const dropped = this.retentionDays === null ? [] : await dropPartitionsBefore(client, utcDay(now, -this.retentionDays));
+          return { created, dropped };
+        }),
       true,
     );
     const { removed } = await this.exclusive('compacting the statement rollup', (client) =>
