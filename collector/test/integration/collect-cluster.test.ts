@@ -403,7 +403,10 @@ describe('pglog collect --shard: cluster mode against a real API server', { time
     for (const c of collectors) for (const line of keyBody) assert.ok(!c.output().includes(line), 'a line of the private key appears in the output');
     const fenced = collectors[0]!.records().filter((r) => r['code'] === 'STORE_FENCED' && r['target'] === 'db1');
     assert.ok(fenced.length > 0, 's-0 was fenced on db1 once s-1 claimed it with epoch 2');
-    const errors = collectors.flatMap((c) => c.records()).filter((r) => isErrorRecord(r) && r['code'] !== 'STORE_FENCED');
+    // Expected: db4's snapshots with the role that does not exist (until fixed above), and the crash caused here.
+    const expected = (r: Record<string, unknown>): boolean =>
+      (r['target'] === 'db4' && /role "[^"]+" does not exist/.test(String(r['msg']))) || r['msg'] === 'the collector ended (exit status 137)';
+    const errors = collectors.flatMap((c) => c.records()).filter((r) => isErrorRecord(r) && r['code'] !== 'STORE_FENCED' && !expected(r));
     assert.deepEqual(
       errors.map((r) => r['msg']),
       [],
