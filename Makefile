@@ -54,7 +54,7 @@ sbom          = dist/$(subst :,-,$(subst /,-,$(1))).sbom.cdx.json
 .PHONY: help node deps system-deps kube-tools promtool typecheck format format-check lint shellcheck headers import-cycles check logs bench-logs test test-unit test-collector test-operator demo demo-parse bench crds dashboards docker image image-base test-image image-test e2e fleet fuzz clean distclean
 
 help: ## Show this help
-	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  \033[36m%-14s\033[0m %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z0-9_-]+:.*## / {printf "  \033[36m%-14s\033[0m %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
 node: $(NODE) ## Install the pinned Node.js (NODE_VERSION in this Makefile) into .tools/
 
