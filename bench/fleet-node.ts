@@ -62,6 +62,7 @@ const { values } = parseArgs({
     faults: { type: 'string', default: 'all' },
     seed: { type: 'string', default: '1' },
     'wait-minutes': { type: 'string', default: '30' },
+    'keep-rotated-minutes': { type: 'string' },
     out: { type: 'string' },
     keep: { type: 'boolean', default: false },
   },
@@ -83,6 +84,8 @@ const faultEvery = Number(values['fault-every-minutes']);
 const seed = count('seed', values.seed, 0);
 const faultKinds = parseFaultKinds(values.faults);
 const waitMs = Number(values['wait-minutes']) * 60_000;
+// A soak deletes rotated logs after 20 minutes (far beyond any fault's outage) unless told otherwise: an hour at 2,000 servers writes some 24 GB.
+const keepRotatedMinutes = values['keep-rotated-minutes'] === undefined ? (soakMinutes > 0 ? 20 : null) : Number(values['keep-rotated-minutes']);
 if (!(soakMinutes >= 0) || !(faultEvery > 0) || !(waitMs > 0))
   throw new Error('--soak-minutes, --fault-every-minutes and --wait-minutes must be positive numbers');
 if (process.getuid?.() !== 0) throw new Error('make fleet runs as root (the real node, a local route for the fleet, iptables)');
@@ -186,6 +189,7 @@ async function main(): Promise<boolean> {
     keyCache: join(process.env['PGLOG_CACHE'] ?? join(homedir(), '.cache/pglog'), 'fleet-node-keys'),
     dir: join(dir, 'fleet'),
     seed,
+    ...(keepRotatedMinutes === null ? {} : { keepRotatedMs: keepRotatedMinutes * 60_000 }),
     say,
   });
   cleanup.push(() => node.dispose());

@@ -36,6 +36,8 @@ export interface SimulatedFleetOptions {
   seed?: number;
   /** Rotate each log after this many bytes. Default 4 MiB. */
   rotateEveryBytes?: number;
+  /** Delete rotated files this long after their rotation (log-writer.ts keepRotatedMs). Default: keep them all. */
+  keepRotatedMs?: number;
   /** The writer's tick. Default 250 ms. */
   tickMs?: number;
   /** Bytes every log holds before writing starts (PostgreSQL's start-up lines). Default 200. */
@@ -87,6 +89,7 @@ export async function startSimulatedFleet(o: SimulatedFleetOptions): Promise<Sim
       tickMs: o.tickMs ?? 250,
       markers: { tagPrefix: FLEET_TAG_PREFIX, runs: logs.map((l) => l.name) },
       rotateEveryBytes: o.rotateEveryBytes ?? 4 * 1024 * 1024,
+      ...(o.keepRotatedMs === undefined ? {} : { keepRotatedMs: o.keepRotatedMs }),
     });
     await writer.prefill(o.prefillBytes ?? 200);
     const w = writer;

@@ -25,7 +25,7 @@
  * next file is created, then `current_logfiles` is replaced (written aside, renamed), then
  * writing goes on there; the old file stays.
  */
-import { closeSync, openSync, renameSync, writeFileSync, writeSync } from 'node:fs';
+import { closeSync, openSync, renameSync, rmSync, writeFileSync, writeSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 
 import { formatLogTime, StatementLog } from '../statement-log.ts';
@@ -46,6 +46,13 @@ export interface WriterConfig {
    * directory). Files must then be named as rotatedLogName names them.
    */
   rotateEveryBytes?: number;
+  /**
+   * Rotated files older than this (since their rotation) are deleted at the next rotation of
+   * their log, as a retention job would: a long run at a fleet's rate fills the disk otherwise.
+   * Without it every rotated file stays. A collector that has not read a file by then loses it
+   * (a gap the checker sees as lost markers): keep it well above any outage a run causes.
+   */
+  keepRotatedMs?: number;
 }
 
 export interface WriterTotals {
@@ -101,6 +108,8 @@ interface Log {
   statements: number;
   markers: number;
   marker: ((ts: string, n: number) => Buffer) | null;
+  /** Files rotated away, oldest first, with when. */
+  rotated: Array<{ path: string; at: number }>;
 }
 
 function openLogs(config: WriterConfig): Log[] {
@@ -121,12 +130,18 @@ function openLogs(config: WriterConfig): Log[] {
       statements: 0,
       markers: 0,
       marker: run === undefined || tagPrefix === undefined ? null : (ts, n) => markerEntry(ts, tagPrefix, run, n),
+      rotated: [],
     };
   });
 }
 
-/** PostgreSQL's rotation: the next file exists before current_logfiles names it; the old one stays. */
-function rotate(l: Log): void {
+/** PostgreSQL's rotation: the next file exists before current_logfiles names it; the old one stays (for keepRotatedMs, when given). */
+function rotate(l: Log, keepRotatedMs: number | undefined): void {
+  const now = Date.now();
+  if (keepRotatedMs !== undefined) {
+    while (l.rotated.length > 0 && now - l.rotated[0]!.at > keepRotatedMs) rmSync(l.rotated.shift()!.path, { force: true });
+  }
+  l.rotated.push({ path: l.path, at: now });
   const logDirectory = dirname(l.path);
   const dataDirectory = dirname(logDirectory);
   l.generation++;
@@ -202,7 +217,7 @@ class Writer {
     for (const i of indices ?? this.logs.map((_, k) => k)) {
       const l = this.logs[i];
       if (l === undefined) continue;
-      rotate(l);
+      rotate(l, this.config.keepRotatedMs);
       this.rotations[i]!++;
     }
   }

@@ -75,6 +75,8 @@ export interface FleetNodeOptions {
   shape?: RateShape;
   /** Rotate each simulated log after this many bytes (default 1 MiB: many rotations in a run). */
   rotateEveryBytes?: number;
+  /** Delete rotated logs this long after their rotation (a long soak fills the disk otherwise); default: keep them. */
+  keepRotatedMs?: number;
   say: (line: string) => void;
 }
 
@@ -175,6 +177,7 @@ async function startServers(o: FleetNodeOptions, parts: Parts): Promise<void> {
       port: FLEET_PORT,
       shape: o.shape ?? DEFAULT_RATE_SHAPE,
       rotateEveryBytes: o.rotateEveryBytes ?? 1024 * 1024,
+      ...(o.keepRotatedMs === undefined ? {} : { keepRotatedMs: o.keepRotatedMs }),
       // The real servers' sshd: SQL sessions are forwarded to their Unix sockets.
       forwarding: new Set(Array.from({ length: o.realPostgres }, (_, k) => o.servers + k)),
       ...(o.seed === undefined ? {} : { seed: o.seed }),
