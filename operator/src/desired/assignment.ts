@@ -14,7 +14,7 @@
  * outrank. Time only sets the floor; the count keeps epochs rising within one second.
  */
 import type { CollectorPool, ShardLoad } from '@pglog/common/api/collector-pool.ts';
-import type { CollectorShard, CollectorShardSpec, ShardTarget } from '@pglog/common/api/collector-shard.ts';
+import type { CollectorShard, CollectorShardSpec, ShardTarget, ShardTuning } from '@pglog/common/api/collector-shard.ts';
 import type { ActiveTransport, PostgresTarget } from '@pglog/common/api/postgres-target.ts';
 import { PglogError } from '@pglog/common/errors.ts';
 
@@ -22,7 +22,7 @@ import { planBoundedAssignment, type ShardingOptions, type ShardingTarget, targe
 import { collectorResources } from './pool-resources.ts';
 import { parseQuantity } from './quantity.ts';
 import { chooseTransports, type TransportCandidate } from './transport-choice.ts';
-import { computeTuning } from './tuning.ts';
+import { computeTuning, type TuningInput } from './tuning.ts';
 
 export { matchesLabelSelector, selectPoolTargets } from './selection.ts';
 
@@ -271,10 +271,16 @@ function planShard(ctx: ShardContext, shardNameOf: string, index: number, member
     instances,
     sqlSessions,
     ingestBytesPerSecond: ingest,
-    previousSemiSpaceMiB: input.shards.find((s) => s.spec.index === index)?.spec.tuning?.maxSemiSpaceSizeMiB,
+    ...previousTuning(input.shards.find((s) => s.spec.index === index)?.spec.tuning),
   });
   return {
     shard: { name: shardNameOf, index, spec: { pool: poolName, index, targets: entries, tuning } },
     load: { index, targets: members.length, bytesPerSecond: weight, proxied },
   };
+}
+
+/** The tuning a shard runs with now, as computeTuning takes it (kept while its needs stay near it). */
+function previousTuning(t: ShardTuning | undefined): Pick<TuningInput, 'previousSemiSpaceMiB' | 'previousThreadpoolSize' | 'previousOldSpaceMiB'> {
+  if (t === undefined) return {};
+  return { previousSemiSpaceMiB: t.maxSemiSpaceSizeMiB, previousThreadpoolSize: t.uvThreadpoolSize, previousOldSpaceMiB: t.maxOldSpaceSizeMiB };
 }

@@ -41,6 +41,9 @@ export interface TuningInput {
   ingestBytesPerSecond: number;
   /** The semi-space the shard runs with now (its spec), kept while the rate stays near a step. */
   previousSemiSpaceMiB?: number;
+  /** The threadpool and old space the shard runs with now, kept while what it needs stays near them. */
+  previousThreadpoolSize?: number;
+  previousOldSpaceMiB?: number;
 }
 
 /** libuv's own default: never fewer. */
@@ -116,11 +119,21 @@ function floorPowerOfTwo(n: number): number {
   return n < 1 ? 1 : 2 ** Math.floor(Math.log2(n));
 }
 
-/** Threadpool size, in powers of two (a pod restarts only when its target count roughly doubles or halves). */
-export function autoThreadpoolSize(inprocTargets: number, proxyTargets: number): number {
+/**
+ * Threadpool size, in powers of two. With the size the shard runs with now, that size stays
+ * while the one wanted is within a factor of two of it: a target moved in or out at a power of
+ * two's edge must not restart the pod (issue 46: at 250 servers over 4 pods, targets moving and
+ * switching transports restarted collectors again and again).
+ */
+export function autoThreadpoolSize(inprocTargets: number, proxyTargets: number, previous?: number): number {
   const wanted = BASE_THREADS + Math.ceil(inprocTargets / INPROC_TARGETS_PER_THREAD) + Math.ceil(proxyTargets / PROXY_TARGETS_PER_THREAD);
-  return Math.min(MAX_THREADPOOL, Math.max(MIN_THREADPOOL, nextPowerOfTwo(wanted)));
+  const chosen = Math.min(MAX_THREADPOOL, Math.max(MIN_THREADPOOL, nextPowerOfTwo(wanted)));
+  if (previous !== undefined && previous >= MIN_THREADPOOL && previous <= MAX_THREADPOOL && chosen >= previous / 2 && chosen <= previous * 2) return previous;
+  return chosen;
 }
+
+/** How far (MiB) the old space needed may move from the one a shard runs with before it changes: two of its 64 MiB steps. */
+const OLD_SPACE_HYSTERESIS_MIB = 128;
 
 /** Semi-space size from the ingest rate, capped by the memory limit. */
 export function autoSemiSpaceMiB(ingestBytesPerSecond: number, memoryLimitBytes: number | null, previousMiB?: number): number {
@@ -151,11 +164,21 @@ export function autoSemiSpaceMiB(ingestBytesPerSecond: number, memoryLimitBytes:
  * generation grows between mark-compacts is `--heap-growing-percent` (autoHeapGrowingPercent:
  * 1.5 or 2 times the live set, ADR 0018): this limit is the ceiling.
  */
-export function autoOldSpaceMiB(memoryLimitBytes: number | null, semiSpaceMiB: number, instances: number, sqlSessions: number): number {
+export function autoOldSpaceMiB(memoryLimitBytes: number | null, semiSpaceMiB: number, instances: number, sqlSessions: number, previous?: number): number {
   const need = Math.ceil((2 * NON_HEAP_RESERVE_MIB + HEAP_PER_STREAM_MIB * instances + HEAP_PER_SQL_SESSION_MIB * sqlSessions) / 64) * 64;
-  if (memoryLimitBytes === null) return Math.max(DEFAULT_OLD_SPACE_MIB, need);
-  const share = Math.floor((memoryLimitBytes / MiB) * HEAP_SHARE) - NON_HEAP_RESERVE_MIB - 3 * semiSpaceMiB;
-  return Math.max(MIN_OLD_SPACE_MIB, Math.min(share, Math.max(WORKING_OLD_SPACE_MIB, need)));
+  const ceiling = memoryLimitBytes === null ? Infinity : Math.floor((memoryLimitBytes / MiB) * HEAP_SHARE) - NON_HEAP_RESERVE_MIB - 3 * semiSpaceMiB;
+  const chosen =
+    memoryLimitBytes === null ? Math.max(DEFAULT_OLD_SPACE_MIB, need) : Math.max(MIN_OLD_SPACE_MIB, Math.min(ceiling, Math.max(WORKING_OLD_SPACE_MIB, need)));
+  // As the threadpool: the size a shard runs with stays while it is near what it needs (and
+  // within the limit's share), so a few targets moving do not restart the pod.
+  if (
+    previous !== undefined &&
+    previous >= MIN_OLD_SPACE_MIB &&
+    previous <= Math.max(ceiling, MIN_OLD_SPACE_MIB) &&
+    Math.abs(chosen - previous) <= OLD_SPACE_HYSTERESIS_MIB
+  )
+    return previous;
+  return chosen;
 }
 
 /**
@@ -211,8 +234,8 @@ export function computeTuning(input: TuningInput): ShardTuning {
       : { uv: undefined, old: undefined, semi: undefined, growing: undefined };
   const semi = given.semi ?? autoSemiSpaceMiB(ingest, limit, input.previousSemiSpaceMiB);
   return {
-    uvThreadpoolSize: given.uv ?? autoThreadpoolSize(inproc, proxy),
-    maxOldSpaceSizeMiB: given.old ?? autoOldSpaceMiB(limit, semi, instances, sqlSessions),
+    uvThreadpoolSize: given.uv ?? autoThreadpoolSize(inproc, proxy, input.previousThreadpoolSize),
+    maxOldSpaceSizeMiB: given.old ?? autoOldSpaceMiB(limit, semi, instances, sqlSessions, input.previousOldSpaceMiB),
     maxSemiSpaceSizeMiB: semi,
     heapGrowingPercent: given.growing ?? autoHeapGrowingPercent(semi),
   };

@@ -41,6 +41,42 @@ describe('computeTuning, auto', () => {
     const b = computeTuning({ ...base, inprocTargets: 59, proxyTargets: 1 });
     assert.deepEqual(a, b);
   });
+  it('targets moving in and out at an edge keep the threadpool and old space the shard runs with (no restart); a clear change moves them', () => {
+    // 50 inproc targets want 2 + 2 = 4 threads, 51 want 5 -> 8: an edge a single move crosses.
+    const at50 = computeTuning({ ...base, inprocTargets: 50, instances: 64 });
+    const at51 = computeTuning({
+      ...base,
+      inprocTargets: 51,
+      instances: 65,
+      previousThreadpoolSize: at50.uvThreadpoolSize,
+      previousOldSpaceMiB: at50.maxOldSpaceSizeMiB,
+    });
+    assert.equal(at51.uvThreadpoolSize, at50.uvThreadpoolSize);
+    assert.equal(at51.maxOldSpaceSizeMiB, at50.maxOldSpaceSizeMiB);
+    // Without the shard's present values the edge would have moved both.
+    const fresh = computeTuning({ ...base, inprocTargets: 51, instances: 65 });
+    assert.notEqual(fresh.uvThreadpoolSize, at50.uvThreadpoolSize);
+    assert.notEqual(fresh.maxOldSpaceSizeMiB, at50.maxOldSpaceSizeMiB);
+    // Four times the targets: the threadpool moves; far more streams: the old space moves.
+    const grown = computeTuning({ ...base, inprocTargets: 200, instances: 200, previousThreadpoolSize: 4, previousOldSpaceMiB: 256 });
+    assert.equal(grown.uvThreadpoolSize, 16);
+    assert.equal(grown.maxOldSpaceSizeMiB, computeTuning({ ...base, inprocTargets: 200, instances: 200 }).maxOldSpaceSizeMiB);
+    // A limit lowered under the old space the shard runs with: that one is not kept.
+    const squeezed = computeTuning({ ...base, memoryLimitBytes: 256 * MiB, previousOldSpaceMiB: 256 });
+    assert.ok(squeezed.maxOldSpaceSizeMiB < 256);
+  });
+  it('property: with the values a shard runs with, one target more or less never changes its tuning twice in a row', () => {
+    fc.assert(
+      fc.property(fc.integer({ min: 0, max: 2000 }), fc.integer({ min: 1, max: 3 }), fc.integer({ min: 512, max: 4096 }), (targets, perTarget, limitMiB) => {
+        const input = (n: number): TuningInput => ({ ...base, memoryLimitBytes: limitMiB * MiB, inprocTargets: n, instances: n * perTarget });
+        const first = computeTuning(input(targets));
+        const next = computeTuning({ ...input(targets + 1), previousThreadpoolSize: first.uvThreadpoolSize, previousOldSpaceMiB: first.maxOldSpaceSizeMiB });
+        const back = computeTuning({ ...input(targets), previousThreadpoolSize: next.uvThreadpoolSize, previousOldSpaceMiB: next.maxOldSpaceSizeMiB });
+        // Back and forth over any edge: the second step keeps what the first chose.
+        assert.deepEqual(back, next);
+      }),
+    );
+  });
   it('semi-space: small (memory), a step up above 8 and above 20 MB/s, capped by the limit', () => {
     assert.equal(computeTuning({ ...base, ingestBytesPerSecond: 5e6 }).maxSemiSpaceSizeMiB, 4);
     assert.equal(computeTuning({ ...base, ingestBytesPerSecond: 8e6 }).maxSemiSpaceSizeMiB, 4);
