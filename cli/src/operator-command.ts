@@ -130,16 +130,20 @@ export interface OperatorIO {
 
 export async function runOperatorCommand(config: OperatorCommandConfig, io: OperatorIO): Promise<number> {
   const log = createLogger({ level: config.logLevel, destination: io.stdout });
-  const client = createKubeClient(await loadKubeAccess(config.kube), { userAgent: 'pglog-operator' });
+  const access = await loadKubeAccess(config.kube);
+  const client = createKubeClient(access, { userAgent: 'pglog-operator' });
+  // Leader election on sockets of its own: a renewal must not queue behind thousands of status writes.
+  const leaseClient = createKubeClient(access, { userAgent: 'pglog-operator-lease', maxSockets: 2 });
   const stop = new AbortController();
   io.onStopRequest(() => {
     log.info('stopping: giving up the Lease');
     stop.abort();
   });
   try {
-    await runOperator(config.operator, client, log, stop.signal);
+    await runOperator(config.operator, client, log, stop.signal, leaseClient);
   } finally {
     client.close();
+    leaseClient.close();
   }
   return 0;
 }

@@ -36,7 +36,18 @@ export interface OperatorConfig {
   listen: { host: string; port: number };
 }
 
-export async function runOperator(config: OperatorConfig, client: KubeClient, log: Logger, signal: AbortSignal): Promise<void> {
+/**
+ * `leaseClient` renews the Lease: a client of its own (its own sockets), so that a renewal never
+ * waits behind a burst of status writes and watches on `client`'s (issue 46: at 10,000 targets
+ * on a busy machine the operator lost its Lease in the middle of its writes).
+ */
+export async function runOperator(
+  config: OperatorConfig,
+  client: KubeClient,
+  log: Logger,
+  signal: AbortSignal,
+  leaseClient: KubeClient = client,
+): Promise<void> {
   const metrics = new OperatorMetrics();
   const events = new EventRecorder(client, { component: 'pglog-operator', instance: config.identity });
   let controller: Controller | null = null;
@@ -53,7 +64,7 @@ export async function runOperator(config: OperatorConfig, client: KubeClient, lo
     },
   });
   log.info({ listen: http.address, identity: config.identity }, `pglog operator listening on ${http.address.host}:${http.address.port}`);
-  const elector = new LeaderElector(client, {
+  const elector = new LeaderElector(leaseClient, {
     namespace: config.leaseNamespace,
     name: config.leaseName,
     identity: config.identity,
