@@ -24,13 +24,17 @@ export async function targetStatusPhase(pass: PoolPass): Promise<void> {
   await mapLimit(statusWrites, o.statusConcurrency ?? 16, async ({ target, next }) => {
     // Decided from the cache when the pass began; a target that changed since (deleted, moved to
     // another pool, its status rewritten) is left to the next pass, which reads it again.
+    // The cache can lag behind the API server (the event of a write made by the previous pass may
+    // not have arrived yet), so the write carries the resourceVersion it was decided on: the API
+    // server refuses it (409) if the target changed meanwhile.
     if (o.targets.get(namespace, target.metadata.name)?.metadata.resourceVersion !== target.metadata.resourceVersion) return;
+    const patch = { metadata: { resourceVersion: target.metadata.resourceVersion }, status: next };
     try {
-      await o.client.mergePatch(POSTGRES_TARGETS, namespace, target.metadata.name, { status: next }, 'status');
+      await o.client.mergePatch(POSTGRES_TARGETS, namespace, target.metadata.name, patch, 'status');
       writes++;
     } catch (e) {
-      // Deleted since the cache was read: nothing to write.
-      if (!isKubeError(e, 'KUBE_NOT_FOUND')) throw e;
+      // Deleted, or changed, since the cache was read: nothing to write now.
+      if (!isKubeError(e, 'KUBE_NOT_FOUND') && !isKubeError(e, 'KUBE_CONFLICT')) throw e;
     }
   });
   pass.writes += writes;

@@ -62,11 +62,19 @@ export async function reconcileUnassignedTargets(
     // while) must not overwrite what a pool created meanwhile wrote, nor a target that changed.
     const now = o.targets.get(namespace, target.metadata.name);
     if (now === undefined || now.metadata.resourceVersion !== target.metadata.resourceVersion || selectedNames(o.pools, namespace, [now]).size > 0) return;
+    // The resourceVersion decided on goes with the write: the API server refuses it (409) if the
+    // target changed after the cache saw it (a pool's write whose event has not arrived yet).
     try {
-      await o.client.mergePatch(POSTGRES_TARGETS, namespace, target.metadata.name, patch, 'status');
+      await o.client.mergePatch(
+        POSTGRES_TARGETS,
+        namespace,
+        target.metadata.name,
+        { metadata: { resourceVersion: target.metadata.resourceVersion }, ...patch },
+        'status',
+      );
       writes++;
     } catch (e) {
-      if (!isKubeError(e, 'KUBE_NOT_FOUND')) throw e;
+      if (!isKubeError(e, 'KUBE_NOT_FOUND') && !isKubeError(e, 'KUBE_CONFLICT')) throw e;
     }
   });
   return { writes, skipped: patches.length - writes };

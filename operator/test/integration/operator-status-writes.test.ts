@@ -34,6 +34,13 @@ describe('target status writes on a real API server', { timeout: 240_000 }, () =
   let shards: Informer<CollectorShard>;
   /** Status changes per target name since the last reset. */
   const writes = new Map<string, number>();
+  /** The status of each write per target since the last reset, for the failure message. */
+  const history = new Map<string, string[]>();
+  const twice = (): string =>
+    [...history]
+      .filter(([, h]) => h.length > 1)
+      .map(([name, h]) => `${name}:\n  ${h.join('\n  ')}`)
+      .join('\n');
   const total = (): number => [...writes.values()].reduce((a, n) => a + n, 0);
   const output = (): string => `--- operator\n${operator.output().slice(-6000)}`;
 
@@ -45,8 +52,10 @@ describe('target status writes on a real API server', { timeout: 240_000 }, () =
     targets = new Informer<TargetObject>(client, POSTGRES_TARGETS, { namespace: NS });
     shards = new Informer<CollectorShard>(client, COLLECTOR_SHARDS, { namespace: NS });
     targets.onChange((e) => {
-      if (e.type === 'update' && JSON.stringify(e.old?.status ?? {}) !== JSON.stringify(e.object.status ?? {}))
+      if (e.type === 'update' && JSON.stringify(e.old?.status ?? {}) !== JSON.stringify(e.object.status ?? {})) {
         writes.set(e.object.metadata.name, (writes.get(e.object.metadata.name) ?? 0) + 1);
+        history.set(e.object.metadata.name, [...(history.get(e.object.metadata.name) ?? []), JSON.stringify(e.object.status)]);
+      }
     });
     void targets.run(stop.signal);
     void shards.run(stop.signal);
@@ -102,6 +111,7 @@ describe('target status writes on a real API server', { timeout: 240_000 }, () =
       Promise.resolve(targets.list().every((t) => ready(t.metadata.name) === 'NoPool') ? true : undefined),
     );
     writes.clear();
+    history.clear();
     await client.create(COLLECTOR_POOLS, poolObject(NS, 'main', REPLICAS));
     await eventually(
       'every target assigned',
@@ -111,7 +121,7 @@ describe('target status writes on a real API server', { timeout: 240_000 }, () =
     );
     await twoPassesLater();
     assert.equal(shards.list().length, REPLICAS);
-    assert.equal(total(), TARGETS, 'one status write per target');
+    assert.equal(total(), TARGETS, `one status write per target; written more than once:\n${twice()}`);
     assert.ok([...writes.values()].every((n) => n === 1));
   });
 

@@ -8,6 +8,7 @@ import { describe, test } from 'node:test';
 import type { CollectorPool } from '@pglog/common/api/collector-pool.ts';
 import type { TargetObject } from '@pglog/common/api/target-object.ts';
 import type { KubeClient, KubeObject, ResourceType } from '@pglog/common/kube/client-types.ts';
+import { KubeError } from '@pglog/common/kube/errors.ts';
 
 import { OperatorMetrics } from '../../../src/controller/operator-metrics.ts';
 import { PoolReconciler } from '../../../src/controller/pool-reconciler.ts';
@@ -30,18 +31,32 @@ class Cache<T extends KubeObject> {
 let rv = 100;
 const nextRv = (): string => String(rv++);
 
-/** A client that writes into the caches as the informers would, and calls `afterWrite` after each status patch. */
-function fakeClient(caches: Record<string, Cache<KubeObject>>, afterWrite: (name: string) => void = () => undefined): KubeClient & { statusWrites: string[] } {
+/**
+ * A client that writes into the caches as the informers would, and calls `afterWrite` after each
+ * status patch. With `lagging` (target names), a write to one of them reaches the API server
+ * (`server`) but not the cache, as when its watch event has not arrived yet; a patch carrying a
+ * resourceVersion other than the server's is refused with 409, as the API server does.
+ */
+function fakeClient(
+  caches: Record<string, Cache<KubeObject>>,
+  afterWrite: (name: string) => void = () => undefined,
+  lagging: ReadonlySet<string> = new Set(),
+): KubeClient & { statusWrites: string[] } {
   const statusWrites: string[] = [];
+  const server = new Map<string, KubeObject>();
   const store = (type: ResourceType, o: KubeObject): KubeObject => {
     const stored = { ...o, metadata: { ...o.metadata, uid: o.metadata.uid ?? `uid-${o.metadata.name}`, resourceVersion: nextRv() } };
-    caches[type.plural]?.put(stored);
+    server.set(`${type.plural}/${o.metadata.name}`, stored);
+    if (!lagging.has(o.metadata.name)) caches[type.plural]?.put(stored);
     return stored;
   };
   const client = {
     statusWrites,
-    mergePatch(type: ResourceType, namespace: string, name: string, patch: { status?: unknown }): Promise<KubeObject> {
-      const current = caches[type.plural]!.get(namespace, name)!;
+    mergePatch(type: ResourceType, namespace: string, name: string, patch: { metadata?: { resourceVersion?: string }; status?: unknown }): Promise<KubeObject> {
+      const current = server.get(`${type.plural}/${name}`) ?? caches[type.plural]!.get(namespace, name)!;
+      const precondition = patch.metadata?.resourceVersion;
+      if (precondition !== undefined && precondition !== current.metadata.resourceVersion)
+        return Promise.reject(new KubeError('KUBE_CONFLICT', `${name}: the object has been modified`, 409, 'Conflict'));
       const written = store(type, { ...current, status: patch.status } as KubeObject);
       if (type.plural === 'postgrestargets') {
         statusWrites.push(name);
@@ -127,5 +142,20 @@ describe('status writes from a pass that has become stale', () => {
     assert.equal(second.requeueAfterMs, 10_000, 'auto targets: the usual look again');
     const third = await reconciler.reconcile('pglog', 'main');
     assert.equal(third.writes, 0, 'a pass with nothing new writes nothing');
+  });
+
+  test("a cache behind the API server: a second pass's writes decided on the old status are refused, none made twice", async () => {
+    const pools = new Cache<CollectorPool>();
+    const targets = new Cache<TargetObject>();
+    const all = targetsOf(10, 'main');
+    for (const t of all) targets.put(t);
+    // The events of the first pass's writes have not reached the cache when the second pass runs.
+    const client = fakeClient({ postgrestargets: targets }, () => undefined, new Set(all.map((t) => t.metadata.name)));
+    const now = (): number => Date.parse('2026-12-07T10:00:00Z');
+    const first = await reconcileUnassignedTargets('pglog', { client, pools, targets, now });
+    assert.deepEqual(first, { writes: 10, skipped: 0 });
+    const second = await reconcileUnassignedTargets('pglog', { client, pools, targets, now });
+    assert.deepEqual(second, { writes: 0, skipped: 10 }, 'refused by the API server (409), left to the next pass');
+    assert.equal(client.statusWrites.length, 10);
   });
 });
