@@ -46,7 +46,7 @@ function rows(v: readonly VariantResult[], plain: PlainLogins): Array<[string, .
     [`after a SIGKILL, until every server's next line is stored, s (plain OpenSSH logins: ${plain.seconds.toFixed(0)})`, ...cell((r) => seconds(r.recovery))],
     ['handshakes refused by sshd (MaxStartups)', ...cell((r) => String(r.refusedHandshakes))],
     [
-      'markers: targets whole / lost / duplicated',
+      'markers: targets whole / missing 5 min after writing stopped / duplicated',
       ...cell(
         (r) =>
           `${r.check.whole} of ${r.check.targets} / ${r.check.lostMarkers} / ${r.check.duplicatedMarkers} (rows ${r.check.rowDifference >= 0 ? '+' : ''}${r.check.rowDifference})`,

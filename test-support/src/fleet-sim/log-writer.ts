@@ -5,9 +5,9 @@
  * the wall-clock time of its write (`%m`, milliseconds). The ingest and transport benchmarks
  * and the fleet simulator (fleet.ts) drive it.
  *
- *   node test-support/src/fleet-sim/log-writer.ts '{"files":[...],"bytesPerSec":N,"tickMs":10}'
- *
- * Driven over IPC (spawned with an 'ipc' stdio channel) by writer-client.ts:
+ * Driven over IPC (forked with an 'ipc' stdio channel) by writer-client.ts:
+ *   parent → { type: 'configure', config }  first and once: the files, rates, tick, markers,
+ *                                   rotation (not argv: a fleet's paths exceed one argument's limit)
  *   parent → { type: 'prefill', bytes }  append about `bytes` to every file now, answer totals
  *                                   (PostgreSQL never leaves a log empty: its first line is
  *                                   written at start-up; the collector waits for a non-empty file)
@@ -78,8 +78,14 @@ export interface WriterTotals {
   fileRotations: number[];
 }
 
+/** `configure` comes first, once: the config goes over IPC, not argv (2,000 paths exceed the kernel's 128 KiB limit on one argument). */
 export type WriterCommand =
-  { type: 'prefill'; bytes: number } | { type: 'start' } | { type: 'snapshot' } | { type: 'rotate'; files?: number[] } | { type: 'stop' };
+  | { type: 'configure'; config: WriterConfig }
+  | { type: 'prefill'; bytes: number }
+  | { type: 'start' }
+  | { type: 'snapshot' }
+  | { type: 'rotate'; files?: number[] }
+  | { type: 'stop' };
 
 /** Per-file rates of a config: its own `rates`, or the combined rate spread evenly. */
 export function fileRates(config: WriterConfig): number[] {
@@ -253,12 +259,19 @@ class Writer {
 }
 
 function main(): void {
-  const config = JSON.parse(process.argv[2] ?? '') as WriterConfig;
   if (process.send === undefined) throw new Error('log-writer: must be spawned with an IPC channel');
   const send = process.send.bind(process);
-  const writer = new Writer(config);
+  let config: WriterConfig | null = null;
+  let writer: Writer | null = null;
   let timer: NodeJS.Timeout | null = null;
   process.on('message', (m: WriterCommand) => {
+    if (m.type === 'configure') {
+      if (writer !== null) throw new Error('log-writer: configured twice');
+      config = m.config;
+      writer = new Writer(config);
+      return;
+    }
+    if (writer === null || config === null) throw new Error(`log-writer: ${m.type} before configure`);
     switch (m.type) {
       case 'prefill':
         writer.prefill(m.bytes);
@@ -267,7 +280,7 @@ function main(): void {
       case 'start':
         if (writer.startedAt !== null) return;
         writer.startedAt = Date.now();
-        timer = setInterval(() => writer.tick(), config.tickMs);
+        timer = setInterval(() => writer!.tick(), config.tickMs);
         return;
       case 'snapshot':
         send(writer.totals());
@@ -288,5 +301,5 @@ function main(): void {
   process.on('disconnect', () => process.exit(0));
 }
 
-// Run as the child (node log-writer.ts CONFIG); imported for its types, it does nothing.
+// Run as the child (forked by writer-client.ts, configured over IPC); imported for its types, it does nothing.
 if (process.argv[1] === import.meta.filename) main();

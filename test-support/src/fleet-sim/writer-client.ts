@@ -20,10 +20,12 @@ export interface LogWriter {
 }
 
 export function spawnLogWriter(config: WriterConfig): LogWriter {
-  const child: ChildProcess = fork(new URL('./log-writer.ts', import.meta.url).pathname, [JSON.stringify(config)], {
+  const child: ChildProcess = fork(new URL('./log-writer.ts', import.meta.url).pathname, [], {
     stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
     execArgv: ['--disable-warning=ExperimentalWarning'],
   });
+  // Over IPC, not argv: a fleet's file list is more than one argument may hold (E2BIG at 2,000).
+  child.send({ type: 'configure', config } satisfies WriterCommand);
   let exited = false;
   const exit = new Promise<void>((resolve) =>
     child.once('exit', () => {
