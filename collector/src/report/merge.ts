@@ -21,7 +21,7 @@ import { EPISODE_ORDER } from './locks-query.ts';
 import { comparator, type SortKey } from './order.ts';
 import { ERROR_ORDER, LOCK_WAIT_ORDER, STATEMENT_ORDER } from './query.ts';
 import { SERVER_ORDER } from './snapshot-runs-query.ts';
-import type { ActivityReport, LocksReport } from './snapshot-types.ts';
+import type { ActivityReport, LocksReport, ServerRuns } from './snapshot-types.ts';
 import type { FromStore, Report, ReportFilter, ReportSection, StoresRead } from './types.ts';
 
 /** One store's report and the store's name. */
@@ -123,20 +123,7 @@ function snapshotRows<T extends FromStore & { target: string; instance: string }
 
 /** `report locks` of several stores: every server instance of each, the episodes merged and cut to --limit. */
 export function mergeLocksReports(filter: LocksReport['filter'], parts: ReadonlyArray<StorePart<LocksReport>>, stores: StoresRead): LocksReport {
-  const shared = keysInSeveralStores(
-    parts.map((p) => p.report.servers),
-    serverInstanceKey,
-  );
-  const servers = snapshotRows(
-    parts.map((p) => ({ store: p.store, rows: p.report.servers })),
-    SERVER_ORDER,
-    shared,
-  );
-  const episodes = snapshotRows(
-    parts.map((p) => ({ store: p.store, rows: p.report.episodes })),
-    EPISODE_ORDER,
-    shared,
-  );
+  const { servers, rows: episodes } = serversAndRows(parts, (r) => r.episodes, EPISODE_ORDER);
   return {
     filter,
     servers,
@@ -148,25 +135,38 @@ export function mergeLocksReports(filter: LocksReport['filter'], parts: Readonly
 
 /** `report activity` of several stores: every server instance of each, the long-running sessions merged and cut to --limit. */
 export function mergeActivityReports(filter: ActivityReport['filter'], parts: ReadonlyArray<StorePart<ActivityReport>>, stores: StoresRead): ActivityReport {
-  const shared = keysInSeveralStores(
-    parts.map((p) => p.report.servers),
-    serverInstanceKey,
-  );
-  const servers = snapshotRows(
-    parts.map((p) => ({ store: p.store, rows: p.report.servers })),
-    SERVER_ORDER,
-    shared,
-  );
-  const longRunning = snapshotRows(
-    parts.map((p) => ({ store: p.store, rows: p.report.longRunning })),
-    LONG_SESSION_ORDER,
-    shared,
-  );
+  const { servers, rows: longRunning } = serversAndRows(parts, (r) => r.longRunning, LONG_SESSION_ORDER);
   return {
     filter,
     servers,
     longRunning: longRunning.slice(0, filter.limit),
     longRunningTotal: parts.reduce((n, p) => n + p.report.longRunningTotal, 0),
     stores,
+  };
+}
+
+type InstanceRow = FromStore & { target: string; instance: string };
+
+/** A snapshot report's servers and one list of its rows, each merged over the stores (a server instance in several stores labelled with its store). */
+function serversAndRows<R extends { servers: Array<InstanceRow & ServerRuns> }, T extends InstanceRow>(
+  parts: ReadonlyArray<StorePart<R>>,
+  rowsOf: (report: R) => readonly T[],
+  order: readonly SortKey<T>[],
+): { servers: Array<R['servers'][number]>; rows: T[] } {
+  const shared = keysInSeveralStores(
+    parts.map((p) => p.report.servers),
+    serverInstanceKey,
+  );
+  return {
+    servers: snapshotRows<R['servers'][number]>(
+      parts.map((p) => ({ store: p.store, rows: p.report.servers })),
+      SERVER_ORDER,
+      shared,
+    ),
+    rows: snapshotRows(
+      parts.map((p) => ({ store: p.store, rows: rowsOf(p.report) })),
+      order,
+      shared,
+    ),
   };
 }
