@@ -12,8 +12,14 @@ import type { CollectorMetrics } from '../observability/metrics.ts';
 import { StoreWriter } from '../store/store-writer.ts';
 import type { CollectConfig } from './collect-types.ts';
 
-/** Maintenance (partitions ahead, retention) once an hour; it also runs at start (open). */
+/** Maintenance (partitions ahead, retention, the rollup's compaction) once an hour; partitions also at start (open). */
 const MAINTENANCE_INTERVAL_MS = 60 * 60 * 1000;
+/**
+ * The first round, which compacts the rollup, comes this long after start: not at start, where
+ * it held a restarted collector's first reads back (fleet scale), and not an hour later, which a
+ * collector restarted more often than hourly would never reach.
+ */
+const FIRST_MAINTENANCE_MS = 5 * 60 * 1000;
 
 /** The store writer, once the store answers; null when `signal` aborts first. */
 export async function openStoreWhenUp(config: CollectConfig, log: Logger, metrics: CollectorMetrics, signal: AbortSignal): Promise<StoreWriter | null> {
@@ -38,14 +44,15 @@ export async function openStoreWhenUp(config: CollectConfig, log: Logger, metric
   return null;
 }
 
-/** Maintains the store once an hour until `signal` aborts; a failed round is logged and the next one tried. */
+/** Maintains the store 5 minutes after start, then once an hour until `signal` aborts; a failed round is logged and the next one tried. */
 export async function maintainStore(writer: StoreWriter, log: Logger, signal: AbortSignal): Promise<void> {
-  while (!signal.aborted) {
-    await pause(MAINTENANCE_INTERVAL_MS, signal);
+  for (let round = 0; !signal.aborted; round++) {
+    await pause(round === 0 ? FIRST_MAINTENANCE_MS : MAINTENANCE_INTERVAL_MS, signal);
     if (signal.aborted) return;
     try {
-      const { created, dropped } = await writer.maintain();
+      const { created, dropped, compacted, compaction } = await writer.maintain();
       if (created.length + dropped.length > 0) log.info({ created, dropped }, 'store partitions maintained');
+      log.debug({ compacted, compaction }, compaction === 'done' ? 'statement rollup compacted' : 'statement rollup compaction left to another collector');
     } catch (e) {
       log.warn({ err: e }, `store partition maintenance failed: ${(e as Error).message}`);
     }

@@ -118,9 +118,19 @@ export interface TemplateRow {
 }
 
 /**
- * The end of a batch, in one statement (one round trip): the query templates (first and last
- * seen widened; sorted by fingerprint, so collectors sharing templates lock them in the same
- * order), the quarantined rows, and the read positions, each with its owner's epoch. The epoch
+ * How far behind a batch's newest use a template's last_seen may stay. Every server of a fleet
+ * runs the same application's templates, so every commit of every collector wanted the same
+ * rows: upserting them locked each until the commit ended and serialized the store's lanes
+ * behind one another (issue 46's soak: most commits of six collectors waiting on tuple locks).
+ */
+const TEMPLATE_LAST_SEEN_STEP = "interval '1 minute'";
+
+/**
+ * The end of a batch, in one statement (one round trip): the query templates (new ones
+ * inserted, never waiting for an existing one; first_seen widened exactly, locking in
+ * fingerprint order, so collectors sharing templates lock them in the same order; last_seen
+ * moved forward once it is a minute behind, skipping a row another commit holds: that commit
+ * moves it), the quarantined rows, and the read positions, each with its owner's epoch. The epoch
  * guard repeats the claim check (the claims are locked by this transaction): a position is
  * never taken back by an owner older than the one that wrote it. Timestamps travel as int8
  * microseconds since 1970 (exact) and become timestamptz in the server.
@@ -134,13 +144,26 @@ export async function finishBatch(
   if (templates.length + quarantine.length + positions.length === 0) return;
   const sortedPositions = [...positions].sort((a, b) => compareKeys(a, b));
   await client.query(
-    `WITH templates AS (
-       INSERT INTO pglog.query_templates AS q (fingerprint, normalized, first_seen, last_seen)
-       SELECT f, n, timestamptz 'epoch' + a * interval '1 microsecond', timestamptz 'epoch' + b * interval '1 microsecond'
+    `WITH seen AS (
+       SELECT f, n, timestamptz 'epoch' + a * interval '1 microsecond' AS a, timestamptz 'epoch' + b * interval '1 microsecond' AS b
          FROM unnest($1::text[], $2::text[], $3::int8[], $4::int8[]) AS u(f, n, a, b)
-       ON CONFLICT (fingerprint) DO UPDATE
-         SET first_seen = LEAST(q.first_seen, EXCLUDED.first_seen), last_seen = GREATEST(q.last_seen, EXCLUDED.last_seen)
-         WHERE EXCLUDED.first_seen < q.first_seen OR EXCLUDED.last_seen > q.last_seen
+     ), inserted AS (
+       INSERT INTO pglog.query_templates (fingerprint, normalized, first_seen, last_seen)
+       SELECT f, n, a, b FROM seen
+       ON CONFLICT (fingerprint) DO NOTHING
+       RETURNING 1
+     ), earlier AS (
+       UPDATE pglog.query_templates q SET first_seen = seen.a, last_seen = GREATEST(q.last_seen, seen.b)
+         FROM seen, (SELECT t.fingerprint FROM pglog.query_templates t JOIN seen ON t.fingerprint = seen.f
+                      WHERE seen.a < t.first_seen ORDER BY t.fingerprint FOR UPDATE OF t) l
+        WHERE q.fingerprint = seen.f AND q.fingerprint = l.fingerprint AND seen.a < q.first_seen
+       RETURNING 1
+     ), later AS (
+       UPDATE pglog.query_templates q SET last_seen = GREATEST(q.last_seen, seen.b)
+         FROM seen, (SELECT t.fingerprint FROM pglog.query_templates t JOIN seen ON t.fingerprint = seen.f
+                      WHERE seen.a >= t.first_seen AND seen.b > t.last_seen + ${TEMPLATE_LAST_SEEN_STEP}
+                      ORDER BY t.fingerprint FOR UPDATE OF t SKIP LOCKED) l
+        WHERE q.fingerprint = seen.f AND q.fingerprint = l.fingerprint
        RETURNING 1
      ), quarantined AS (
        INSERT INTO pglog.quarantine (target, instance, file, file_offset, reason, "row")
@@ -155,7 +178,8 @@ export async function finishBatch(
          WHERE p.epoch <= EXCLUDED.epoch
        RETURNING 1
      )
-     SELECT (SELECT count(*) FROM templates) AS templates, (SELECT count(*) FROM quarantined) AS quarantined,
+     SELECT (SELECT count(*) FROM inserted) + (SELECT count(*) FROM earlier) + (SELECT count(*) FROM later) AS templates,
+            (SELECT count(*) FROM quarantined) AS quarantined,
             (SELECT count(*) FROM positions) AS positions`,
     [
       templates.map((t) => t.fingerprint),
@@ -208,6 +232,39 @@ export function compareKeys(a: { target: string; instance: string }, b: { target
   if (a.target !== b.target) return a.target < b.target ? -1 : 1;
   if (a.instance !== b.instance) return a.instance < b.instance ? -1 : 1;
   return 0;
+}
+
+/**
+ * `pg_try_advisory_xact_lock` key of the rollup's compaction: "pglogcmp". One compaction at a
+ * time in the whole store: at fleet scale every collector compacting the same two days at once
+ * made each wait on the others' row locks for tens of seconds, holding a store connection each,
+ * and a killed collector's compaction ran on in the server (issue 46's soak).
+ */
+export const COMPACTION_LOCK_KEY = 0x70676c6f67636d70n;
+
+/** How long one compaction may run before the server cancels it (it is redone by the next round). */
+const COMPACTION_TIMEOUT = '5min';
+
+/**
+ * compactRollup in a transaction of its own under the store's compaction lock; null (nothing
+ * done) when another collector holds the lock: its compaction covers the same parts.
+ */
+export async function compactRollupAlone(client: pg.ClientBase, from: Date, to: Date): Promise<{ removed: number; inserted: number } | null> {
+  await client.query('BEGIN');
+  try {
+    const { rows } = await client.query<{ locked: boolean }>('SELECT pg_try_advisory_xact_lock($1::int8) AS locked', [COMPACTION_LOCK_KEY.toString()]);
+    if (rows[0]?.locked !== true) {
+      await client.query('ROLLBACK');
+      return null;
+    }
+    await client.query(`SET LOCAL statement_timeout = '${COMPACTION_TIMEOUT}'`);
+    const result = await compactRollup(client, from, to);
+    await client.query('COMMIT');
+    return result;
+  } catch (e) {
+    await client.query('ROLLBACK').catch(() => undefined);
+    throw e;
+  }
 }
 
 /**

@@ -56,7 +56,7 @@ import { SnapshotEncoders, writeEncodedSnapshot, writeSnapshotGroup } from './sn
 import { describeServerError } from './sqlstate.ts';
 import type { QuarantineRecord, StreamEpoch } from './store-sql.ts';
 import {
-  compactRollup,
+  compactRollupAlone,
   compareKeys,
   dropPartitionsBefore,
   ensurePartitions,
@@ -159,7 +159,9 @@ export class StoreWriter {
         },
         true,
       );
-      await writer.maintain();
+      // Partitions now; the rollup's compaction waits for the maintenance rounds, so that a
+      // restarted collector starts collecting at once (at fleet scale a compaction takes a while).
+      await writer.maintainPartitions();
     } catch (e) {
       await writer.close();
       throw e;
@@ -367,12 +369,22 @@ export class StoreWriter {
   /**
    * Makes the daily partitions from yesterday to three days ahead (UTC), and with a retention
    * drops those older than `retentionDays` before today; then compacts the statement rollup's
-   * parts of the last two days up to ROLLUP_SETTLE_MS ago (store-sql.ts compactRollup), on one
-   * connection: commits only append newer parts, so they go on beside it.
+   * parts of the last two days up to ROLLUP_SETTLE_MS ago (store-sql.ts compactRollupAlone), on
+   * one connection: commits only append newer parts, so they go on beside it. `compaction` is
+   * 'skipped' when another collector of the store was compacting (at most one at a time).
    */
-  async maintain(now: Date = new Date()): Promise<{ created: string[]; dropped: string[]; compacted: number }> {
+  async maintain(now: Date = new Date()): Promise<{ created: string[]; dropped: string[]; compacted: number; compaction: 'done' | 'skipped' }> {
+    const partitions = await this.maintainPartitions(now);
+    const compacted = await this.exclusive('compacting the statement rollup', (client) =>
+      compactRollupAlone(client, new Date(now.getTime() - 2 * 86_400_000), new Date(now.getTime() - ROLLUP_SETTLE_MS)),
+    );
+    return { ...partitions, compacted: compacted?.removed ?? 0, compaction: compacted === null ? 'skipped' : 'done' };
+  }
+
+  /** The partitions of maintain() alone, under the store's maintenance lock, on every connection. */
+  async maintainPartitions(now: Date = new Date()): Promise<{ created: string[]; dropped: string[] }> {
     const day = utcDay(now, 0);
-    const partitions = await this.exclusive(
+    return this.exclusive(
       'maintaining partitions',
       (client) =>
         underMaintenanceLock(client, async () => {
@@ -382,10 +394,6 @@ export class StoreWriter {
         }),
       true,
     );
-    const { removed } = await this.exclusive('compacting the statement rollup', (client) =>
-      compactRollup(client, new Date(now.getTime() - 2 * 86_400_000), new Date(now.getTime() - ROLLUP_SETTLE_MS)),
-    );
-    return { ...partitions, compacted: removed };
   }
 
   /** Connections the writer may use side by side. */
