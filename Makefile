@@ -208,7 +208,7 @@ bench_section = node bench/$(1)-bench.ts $(2) --out $(BENCH_OUT)/$(1).md && node
 PIN_OTHERS = taskset -c 1-$$(($$(nproc) - 1))
 comma := ,
 
-bench: bench-logs ## Benchmarks (parse vs pgbadger, COPY BINARY vs text vs INSERT, one store connection vs a pool, ssh2 ciphers, 50-server ingest, the /metrics exposition vs prom-client's, the HTML report over 10M rows vs pgbadger, our kube client vs client-node); writes docs/benchmarks.md
+bench: bench-logs ## Benchmarks (parse vs pgbadger, COPY BINARY vs text vs INSERT, one store connection vs a pool, ssh2 ciphers, 50-server ingest, the /metrics exposition vs prom-client's, the HTML report over 10M rows vs pgbadger, our kube client vs client-node, a fleet of 250 to 2,000 servers); writes docs/benchmarks.md
 	node bench/parse-bench.ts --log $(LOGS_DIR)/bench/stderr/postgresql.log --out docs/benchmarks.md
 	node bench/row-path-bench.ts --out docs/benchmarks.md
 	@mkdir -p $(BENCH_OUT)
@@ -232,6 +232,9 @@ bench: bench-logs ## Benchmarks (parse vs pgbadger, COPY BINARY vs text vs INSER
 	$(call bench_section,transport-micro)
 	PGLOG_KUBE_BIN=$(KUBE_BIN) $(call bench_section,operator)
 	PGLOG_KUBE_BIN=$(KUBE_BIN) $(call bench_section,kube-client)
+	@# A simulated fleet of 250 to 2,000 servers into one standalone collector (issue 46, docs/scale.md),
+	@# beside BENCH_BASELINE's collector when given; `make fleet` runs one through the operator.
+	$(call bench_section,fleet,$(if $(BENCH_BASELINE),--baseline $(BENCH_BASELINE)))
 
 clean: ## Remove local build state (keeps the download cache)
 	rm -rf node_modules */node_modules
