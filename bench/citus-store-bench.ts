@@ -50,6 +50,7 @@ import pg from 'pg';
 
 import { cpuDelta, descendantsNamed, processCpuSeconds } from './ingest/proc-stats.ts';
 import { createCleanup } from './lib/cleanup.ts';
+import { emitReport } from './lib/emit-report.ts';
 import { generateLog, parseEvents } from './lib/statement-events.ts';
 
 const execFileP = promisify(execFile);
@@ -475,8 +476,7 @@ try {
           '',
         ]),
   ].join('\n');
-  process.stdout.write(md);
-  if (values.out !== undefined) writeFileSync(values.out, md);
+  emitReport(md, values.out);
 } finally {
   await cleanup.run();
 }
