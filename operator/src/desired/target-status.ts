@@ -85,11 +85,15 @@ export function targetStatusChanged(target: TargetObject, next: PostgresTargetSt
   const { rates, lag, lastEntryTime, ...wanted } = next;
   if (!semanticEqual(written, wanted)) return true;
   const beyond = (a: number, b: number, floor: number): boolean => !(Math.abs(a - b) <= Math.max(floor, bands.relative * Math.max(Math.abs(a), Math.abs(b))));
+  // A written rate of 0 reads as "nothing arrives": the first bytes after it are always
+  // written. The way back to 0 stays within the floor (a quiet server's rate that flickers
+  // between 0 and a few bytes would otherwise be written at every report).
+  const rateMoved = (a: number, b: number, floor: number): boolean => (a === 0 && b > 0) || beyond(a, b, floor);
   if (writtenRates === undefined || rates === undefined) {
     if (writtenRates !== rates) return true;
   } else if (
-    beyond(writtenRates.bytesPerSecond, rates.bytesPerSecond, bands.bytesPerSecond) ||
-    beyond(writtenRates.linesPerSecond, rates.linesPerSecond, bands.linesPerSecond)
+    rateMoved(writtenRates.bytesPerSecond, rates.bytesPerSecond, bands.bytesPerSecond) ||
+    rateMoved(writtenRates.linesPerSecond, rates.linesPerSecond, bands.linesPerSecond)
   ) {
     return true;
   }
