@@ -1,7 +1,10 @@
 /**
  * The report as text for a terminal (fixed-width tables) or as one JSON object for machines.
- * Pure: a Report in, a string out.
+ * Pure: a Report in, a string out. Text from the store reaches a terminal escaped
+ * (terminal-safe.ts): in cells by renderTable, in lines where they are built, and once more
+ * over every line in linesText; JSON escapes control characters itself.
  */
+import { escapeControls, escapeLines } from './terminal-safe.ts';
 import { type Column, DATABASE_COLUMN, flexColumn, numberColumns, oneLine, renderTable, TARGET_COLUMN, textColumns } from './text-table.ts';
 import type { ErrorStats, FromStore, LockWaitStats, Report, ReportSection, StatementStats, StoresRead } from './types.ts';
 
@@ -44,8 +47,8 @@ export function reportHeader(
   extra: readonly string[] = [],
 ): string {
   const parts = [`${title}  ${formatTime(f.since)} .. ${formatTime(f.until)} UTC`];
-  if (f.target !== null) parts.push(`target ${f.target}`);
-  if (f.database !== null) parts.push(`database ${f.database}`);
+  if (f.target !== null) parts.push(`target ${escapeControls(f.target)}`);
+  if (f.database !== null) parts.push(`database ${escapeControls(f.database)}`);
   return [...parts, ...extra].join('  ');
 }
 
@@ -161,9 +164,15 @@ export function formatReportText(report: Report, width: number): string {
   ]);
 }
 
-/** A text report's lines as one string, each line ended. */
+/**
+ * A text report's lines as one string, each line ended. Every text report ends here, so the
+ * whole text is escaped once more (idempotent on what its builders escaped): a field a line
+ * builder missed still cannot send a terminal a control sequence. Only the newlines are kept,
+ * since a line may be a whole table; line builders escape their fields, so no raw newline of
+ * a field reaches this point to fake a line.
+ */
 export function linesText(lines: readonly string[]): string {
-  return `${lines.join('\n')}\n`;
+  return `${escapeLines(lines.join('\n'))}\n`;
 }
 
 /** A JSON document as the reports print it: indented, ended by a newline. */

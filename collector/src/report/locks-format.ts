@@ -6,6 +6,7 @@ import type { BlockingNode } from './blocking-tree.ts';
 import { formatCount, formatMs, formatTime, jsonText, linesText, NONE, reportHeader, sectionTitle, storesLines, storeTable } from './format.ts';
 import { iso, lastRunFailure, NO_RUNS, serverName, snapshotReportJson } from './snapshot-format.ts';
 import type { BlockingEpisode, LocksReport, ServerLocks } from './snapshot-types.ts';
+import { escapeControls } from './terminal-safe.ts';
 import { type Column, cut, flexColumn, INSTANCE_COLUMN, numberColumns, oneLine, TARGET_COLUMN, textColumns } from './text-table.ts';
 
 /** The query of a tree line never gets fewer characters than this, even past the width. */
@@ -46,7 +47,9 @@ export function nodeLine(n: BlockingNode, parent: BlockingNode | null, width: nu
   }
   if (n.xactMs !== null) parts.push(`xact ${formatMs(n.xactMs)}`);
   if (n.application !== null && n.application !== '') parts.push(`[${oneLine(n.application)}]`);
-  const line = parts.join('  ');
+  // User, database, relation and state names are the server's text: escaped (a newline in one
+  // would fake a tree line) before the query's budget is measured against the line.
+  const line = escapeControls(parts.join('  '));
   if (n.query === null || n.query === '' || n.repeat || n.cycle) return line;
   const budget = Math.max(MIN_QUERY_CHARS, width - codePoints(line) - 4);
   return `${line}  "${cut(oneLine(n.query), budget)}"`;

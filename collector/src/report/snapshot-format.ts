@@ -4,6 +4,7 @@
  */
 import { formatMs, formatTime, storesJson } from './format.ts';
 import type { ServerRuns, SnapshotFilter } from './snapshot-types.ts';
+import { escapeControls } from './terminal-safe.ts';
 import { oneLine } from './text-table.ts';
 import type { StoresRead } from './types.ts';
 
@@ -14,15 +15,18 @@ export function iso(d: Date | null): string | null {
 /** What both reports say when no server has a snapshot run in the window. */
 export const NO_RUNS = 'No snapshot runs in this window (is collect.activity or collect.locks on for these targets?)';
 
-/** `db1/main`; `db1/main (store NAME)` when the server instance is in several stores' rows. */
+/** `db1/main`; `db1/main (store NAME)` when the server instance is in several stores' rows. Escaped for a terminal. */
 export function serverName(s: { target: string; instance: string; store?: string }): string {
-  return s.store === undefined ? `${s.target}/${s.instance}` : `${s.target}/${s.instance} (store ${oneLine(s.store)})`;
+  const name = escapeControls(`${s.target}/${s.instance}`);
+  return s.store === undefined ? name : `${name} (store ${oneLine(s.store)})`;
 }
 
-/** Why the newest run failed, on one line; null when it did not. */
+/** Why the newest run failed, on one line, escaped for a terminal; null when it did not. */
 export function lastRunFailure(s: ServerRuns): string | null {
   if (s.lastErrorCode === null && s.lastError === null) return null;
-  const why = [s.lastErrorCode, s.lastError === null ? null : oneLine(s.lastError)].filter((p) => p !== null && p !== '').join(': ');
+  const why = [s.lastErrorCode === null ? null : escapeControls(s.lastErrorCode), s.lastError === null ? null : oneLine(s.lastError)]
+    .filter((p) => p !== null && p !== '')
+    .join(': ');
   return `newest snapshot run failed at ${formatTime(s.lastRunAt)}Z after ${formatMs(s.lastRunMs)}: ${why}`;
 }
 

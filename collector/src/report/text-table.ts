@@ -1,8 +1,12 @@
 /**
  * Fixed-width text tables for a terminal: a header, a rule, aligned columns. One column may
  * be flexible: it takes the width the others leave, and text longer than its column is cut
- * with "…". Widths count code points (no attempt at East Asian double-width glyphs). Pure.
+ * with "…". Widths count code points (no attempt at East Asian double-width glyphs). Every
+ * cell is passed through escapeControls first (terminal-safe.ts): cells hold names and texts
+ * from monitored servers, and a control character in one would reach the terminal; widths
+ * are those of the escaped text. Pure.
  */
+import { escapeControls } from './terminal-safe.ts';
 
 export interface Column {
   header: string;
@@ -52,11 +56,12 @@ export function cut(s: string, width: number): string {
     .join('')}…`;
 }
 
-/** Text on one line: runs of whitespace (newlines, tabs) become one space, control characters go. */
+/**
+ * Text on one line: runs of whitespace (newlines, tabs) become one space; the other control
+ * characters and bidi overrides become visible escapes (an ESC in a query is shown as `\x1b`).
+ */
 export function oneLine(s: string): string {
-  const spaced = s.replace(/\s+/g, ' ');
-  // eslint-disable-next-line no-control-regex -- removing control characters is the point
-  return spaced.replace(/[\u0000-\u001f\u007f-\u009f]/g, '').trim();
+  return escapeControls(s.replace(/\s+/g, ' ').trim());
 }
 
 function pad(s: string, width: number, align: 'left' | 'right'): string {
@@ -65,7 +70,9 @@ function pad(s: string, width: number, align: 'left' | 'right'): string {
 }
 
 /** Renders rows of cells (already formatted text) into lines no wider than `width` where possible. */
-export function renderTable(columns: readonly Column[], rows: readonly (readonly string[])[], width: number): string {
+export function renderTable(columns: readonly Column[], rowsIn: readonly (readonly string[])[], width: number): string {
+  // Escaped before any width is measured, so the columns line up with what is printed.
+  const rows = rowsIn.map((r) => r.map(escapeControls));
   const natural = columns.map((c, i) => {
     const widest = Math.max(length(c.header), ...rows.map((r) => length(r[i] ?? '')));
     return c.maxWidth === undefined ? widest : Math.min(widest, Math.max(c.maxWidth, length(c.header)));

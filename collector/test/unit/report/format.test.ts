@@ -39,7 +39,8 @@ test('cut and oneLine', () => {
   assert.equal(cut('abcdef', 4), 'abc…');
   assert.equal(cut('äöüß€x', 3), 'äö…');
   assert.equal(cut('abc', 0), '');
-  assert.equal(oneLine('SELECT *\n  FROM\tt\r\n WHERE\u0007 x = 1 '), 'SELECT * FROM t WHERE x = 1');
+  // Whitespace runs become one space; any other control character stays, visibly escaped.
+  assert.equal(oneLine('SELECT *\n  FROM\tt\r\n WHERE\u0007 x = 1 '), 'SELECT * FROM t WHERE\\x07 x = 1');
 });
 
 test('renderTable aligns columns, fills the width with the flexible column and cuts it with …', () => {
