@@ -3,8 +3,7 @@
  * passed in as `assets`), the model embedded as JSON for the charts, tables rendered here.
  * Pure: a model and the assets in, a string out. The event sections are in sections.ts.
  */
-import { PglogError } from '@pglog/common/errors.ts';
-
+import { contentSecurityPolicy, inline } from './csp.ts';
 import { anyPoint, bytes, chart, type Column, count, esc, jsonForScript, ms, NONE_HTML, orNone, shownOf, table, timeCell } from './markup.ts';
 import type { HtmlReport, Template } from './model.ts';
 import { blockingSection, checkpointSection, errorSection, lockSection, maintenanceSection, sessionSection, tempFileSection } from './sections.ts';
@@ -14,12 +13,6 @@ export interface Assets {
   uplotCss: string;
   clientJs: string;
   css: string;
-}
-
-/** `</script` or `</style` inside an inlined asset would end its element early: refuse it. */
-function inline(tag: 'script' | 'style', body: string): string {
-  if (new RegExp(`</${tag}`, 'i').test(body)) throw new PglogError('INPUT_UNREADABLE', `an inlined ${tag} contains </${tag}`);
-  return `<${tag}>${body}</${tag}>`;
 }
 
 export function renderHtml(r: HtmlReport, assets: Assets): string {
@@ -40,13 +33,15 @@ export function renderHtml(r: HtmlReport, assets: Assets): string {
   ]
     .map(([id, t]) => `<a href="#${id}">${esc(t)}</a>`)
     .join('');
+  // The CSP allows exactly these elements, by hash (csp.ts); the page has no other script or style.
+  const styles = [inline('style', assets.uplotCss), inline('style', assets.css)];
+  const scripts = [inline('script', assets.uplotJs), inline('script', assets.clientJs)];
   return `<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
-<meta http-equiv="Content-Security-Policy" content="default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; img-src data:">
+<meta http-equiv="Content-Security-Policy" content="${contentSecurityPolicy(scripts, styles)}">
 <title>pglog report ${esc(scope)}</title>
-${inline('style', assets.uplotCss)}
-${inline('style', assets.css)}
+${styles.map((e) => e.element).join('\n')}
 </head><body>
 <header><h1>pglog report</h1>
 <p class="window">${timeCell(r.meta.since)} .. ${timeCell(r.meta.until)} · ${esc(scope)} · bins of ${ms(r.meta.binMs)}
@@ -66,8 +61,7 @@ ${sessionSection(r)}
 </main>
 <footer>Generated ${timeCell(r.meta.generatedAt)} by pglog from the store's stable views (docs/report.md).</footer>
 <script type="application/json" id="report-data">${jsonForScript(r)}</script>
-${inline('script', assets.uplotJs)}
-${inline('script', assets.clientJs)}
+${scripts.map((e) => e.element).join('\n')}
 </body></html>
 `;
 }
