@@ -24,6 +24,7 @@ import { mergeActivityReports, mergeLocksReports, mergeReports, type StorePart }
 import { parseDuration, parseTimeBound, resolveWindow, type TimeBound } from '@pglog/collector/report/since.ts';
 import { fetchActivityReport, fetchLocksReport } from '@pglog/collector/report/snapshot-fetch.ts';
 import type { SnapshotFilter } from '@pglog/collector/report/snapshot-types.ts';
+import { escapeControls } from '@pglog/collector/report/terminal-safe.ts';
 import type { ReportFilter, StoresRead } from '@pglog/collector/report/types.ts';
 import { describeStore, storeUrlPasswords } from '@pglog/collector/store/store-url.ts';
 import { isPglogError, PglogError } from '@pglog/common/errors.ts';
@@ -336,8 +337,9 @@ async function runKind<R>(args: ReportArgs, io: ReportIO, kind: ReportKind<R>): 
       return;
     }
     if (!isPglogError(result.reason)) throw result.reason;
-    // Scrubbed once more as a whole: the store's description is part of it too.
-    const message = scrubText(result.reason.message, secrets);
+    // Scrubbed once more as a whole: the store's description is part of it too. A store's
+    // error can quote names a monitored server chose: escaped like the report's own text.
+    const message = escapeControls(scrubText(result.reason.message, secrets));
     failed.push({ store, error: message });
     io.stderr.write(`${kind.name}: ${message}\n`);
   });

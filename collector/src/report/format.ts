@@ -175,9 +175,15 @@ export function linesText(lines: readonly string[]): string {
   return `${escapeLines(lines.join('\n'))}\n`;
 }
 
-/** A JSON document as the reports print it: indented, ended by a newline. */
+const JSON_UNSAFE = /[\u007f-\u009f\u202a-\u202e\u2066-\u2069]/g;
+
+/**
+ * A JSON document as the reports print it: indented, ended by a newline. JSON.stringify escapes
+ * only C0; DEL, C1 (U+009B is CSI) and bidi controls are written as `\uXXXX` too, which parses
+ * back to the same text, so `--json` printed on a terminal sends it no control either.
+ */
 export function jsonText(doc: object): string {
-  return `${JSON.stringify(doc, null, 2)}\n`;
+  return `${JSON.stringify(doc, null, 2).replace(JSON_UNSAFE, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`)}\n`;
 }
 
 /** The report as one JSON document (`--json`): the window, the filters, the three sections. */

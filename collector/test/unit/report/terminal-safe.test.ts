@@ -179,10 +179,11 @@ test('renderTable: widths are those of the escaped cells, so columns stay aligne
   assert.deepEqual(text.split('\n'), ['database   n  query', '────────  ──  ──────────', '\\x1b[2J    1  a\\x09b', 'shop      22  \\u202eevil']);
 });
 
-test('--json keeps the exact text; JSON escapes the C0 controls itself', () => {
+test('--json keeps the exact text, every control written as an escape JSON reads back', () => {
   const json = formatReportJson(poison(report()));
   // eslint-disable-next-line no-control-regex -- finding control characters is the point
-  assert.doesNotMatch(json, /[\u0000-\u0009\u000b-\u001f]/u);
+  assert.doesNotMatch(json, /[\u0000-\u0009\u000b-\u001f\u007f-\u009f\u202a-\u202e\u2066-\u2069]/u);
+  assert.match(json, /\\u009b/u);
   const parsed = JSON.parse(json) as { statements: Array<{ query: string }> };
   assert.equal(parsed.statements[0]?.query, `${HOSTILE}SELECT 1`);
 });
