@@ -1,7 +1,8 @@
 /**
  * Metrics of the SQL snapshots (issue 7; docs/metrics.md): latency and failures per target,
  * instance and kind, sessions by state, blocked sessions, the longest blocking wait, and
- * whether the SQL role is more powerful than monitoring needs (issue 13). Part
+ * whether the SQL role is more powerful than monitoring needs (issue 13), and the
+ * pg_stat_statements texts cut or dropped to their bounds (security review R2). Part
  * of the collector's registry (CollectorMetrics.snapshots). Every label set used for a target
  * is remembered, so forgetTarget removes all of that target's series.
  */
@@ -9,6 +10,7 @@ import type { ErrorLabel } from '@pglog/common/errors.ts';
 import type { Counter, Gauge, Histogram, Registry } from 'prom-client';
 
 import { SQL_ROLE_PRIVILEGES, type SqlRolePrivilege } from '../snapshot/server-info.ts';
+import type { TextCounts } from '../snapshot/statement-texts.ts';
 import type { SnapshotKind } from '../snapshot/types.ts';
 import { MetricFactory } from './metric-factory.ts';
 
@@ -42,6 +44,8 @@ export class SnapshotMetrics {
   private readonly blocked: Gauge<'target' | 'instance'>;
   private readonly longestWait: Gauge<'target' | 'instance'>;
   private readonly rolePrivileged: Gauge<'target' | 'instance' | 'reason'>;
+  private readonly textsCut: Counter<'target' | 'instance'>;
+  private readonly textsDropped: Counter<'target' | 'instance'>;
   /** Per target, per metric: every label set written (by its values joined), for forgetTarget. */
   private readonly used = new Map<string, Map<Removable, Map<string, Labels>>>();
 
@@ -77,6 +81,16 @@ export class SnapshotMetrics {
       'sql_role_privileged',
       "1 when the SQL role of the instance is more powerful than monitoring needs, by reason: SQL_ROLE_SUPERUSER (planted SQL would run with every right, up to the server's OS account) or SQL_ROLE_CAN_WRITE; else 0. Checked at each session start. Use a role with only pg_monitor (docs/snapshots.md).",
       ['target', 'instance', 'reason'],
+    );
+    this.textsCut = m.counter(
+      'pgss_texts_cut_total',
+      'pg_stat_statements texts longer than the bound on one text, of which only the beginning was read and stored (with a cut marker), at statistics samples.',
+      ['target', 'instance'],
+    );
+    this.textsDropped = m.counter(
+      'pgss_texts_dropped_total',
+      "pg_stat_statements texts beyond the bound on a sample's texts (the longest go first), not read: the entry's counters are stored with only a cut marker as text.",
+      ['target', 'instance'],
     );
   }
 
@@ -117,6 +131,12 @@ export class SnapshotMetrics {
   sqlRole(target: string, instance: string, privilege: SqlRolePrivilege | null): void {
     for (const reason of SQL_ROLE_PRIVILEGES)
       this.rolePrivileged.set(this.note(target, this.rolePrivileged, { target, instance, reason }), reason === privilege ? 1 : 0);
+  }
+
+  /** The pg_stat_statements texts a statistics sample cut and dropped (counted even when 0, so the series exist). */
+  statementTexts(target: string, instance: string, counts: TextCounts): void {
+    this.textsCut.inc(this.note(target, this.textsCut, { target, instance }), counts.cut);
+    this.textsDropped.inc(this.note(target, this.textsDropped, { target, instance }), counts.dropped);
   }
 
   /** Removes every series of the target (it left the shard). */

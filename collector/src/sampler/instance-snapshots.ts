@@ -163,6 +163,7 @@ export class InstanceSnapshots {
 
   private async readStatistics(started: number): Promise<Snapshot> {
     const sample = await this.o.source.statistics();
+    if (sample.statementTexts !== undefined) this.o.metrics.statementTexts(this.o.target, this.o.instance, sample.statementTexts);
     const deltas = statisticsDeltas(this.baseline, sample);
     this.baseline = withoutQueryTexts(sample);
     return {

@@ -23,8 +23,12 @@
  *   makes the counters fall far below the previous totals (the collector's own transactions
  *   alone keep xact_commit moving), so it shows as a counter that went down.
  * - Deltas are never negative.
+ * - A text cut to its bound (statement-texts.ts) is fingerprinted as cut, the part that was
+ *   read, and carries the store's cut marker; a dropped one has only the marker and no
+ *   fingerprint.
  */
 import { queryFingerprint } from './query-fingerprint.ts';
+import { markedText } from './statement-texts.ts';
 import { DATABASE_COUNTERS, type DatabaseCounters, STATEMENT_COUNTERS, type StatementCounters, type StatisticsSample } from './statistics-sample.ts';
 import type { DatabaseDelta, StatementDelta } from './types.ts';
 
@@ -60,7 +64,7 @@ function statementDelta(prev: StatementCounters | null, cur: StatementCounters):
     username: cur.username,
     queryId: cur.queryId,
     toplevel: cur.toplevel,
-    query: cur.query,
+    query: markedText(cur.query, cur.textCut),
     fingerprint: '',
     // Not below zero by the "went down" check; the float subtraction itself cannot go negative then.
     totalExecMs: prev === null ? cur.totalExecMs : cur.totalExecMs - prev.totalExecMs,
@@ -81,6 +85,7 @@ function statementDeltas(previous: StatisticsSample, current: StatisticsSample):
     if (prev !== null && statementWentDown(prev, cur)) prev = null;
     const delta = statementDelta(prev, cur);
     if (delta.calls <= 0n) continue;
+    // A dropped text is '' (no fingerprint); a cut one is fingerprinted without its marker.
     let fingerprint = fingerprints.get(cur.query);
     if (fingerprint === undefined) {
       fingerprint = queryFingerprint(cur.query);

@@ -2,6 +2,7 @@
  * One sample of the cumulative statistics (pg_stat_statements, pg_stat_database) as read, before
  * deltas (deltas.ts) turn two samples into what changed. Kept in memory between samples only.
  */
+import type { TextCounts, TextCut } from './statement-texts.ts';
 import type { DatabaseCounterValues, StatementCounterValues } from './types.ts';
 
 /** One pg_stat_statements entry, keyed by (userId, dbId, queryId, toplevel). */
@@ -14,8 +15,10 @@ export interface StatementCounters extends StatementCounterValues {
   /** Role and database names; null when they were dropped since the entry was made. */
   username: string | null;
   database: string | null;
-  /** The normalized text pg_stat_statements keeps. */
+  /** The normalized text pg_stat_statements keeps, or its beginning when `textCut` says so ('' when dropped). */
   query: string;
+  /** Set when the text was not kept whole (statement-texts.ts); absent when it was. */
+  textCut?: TextCut;
 }
 
 /** One database's pg_stat_database row. */
@@ -62,4 +65,6 @@ export interface StatisticsSample {
   statementsReset: Date | null;
   /** pg_stat_database rows of the databases (not the shared-objects row); null when not read. */
   databases: DatabaseCounters[] | null;
+  /** With statements: how many of their texts were cut, and how many dropped, to the bounds. */
+  statementTexts?: TextCounts;
 }
