@@ -78,6 +78,9 @@ export interface SidecarServer extends Omit<DesiredServer, 'identityFile' | 'kno
 
 type Listener = () => void;
 
+/** A status this many staleMs old by the clock is stale even if no read has ended since (reads stuck). */
+const READ_STALL_FACTOR = 4;
+
 export class SidecarClient {
   readonly dir: string;
   private readonly pollMs: number;
@@ -113,6 +116,8 @@ export class SidecarClient {
   private watcher: FSWatcher | null = null;
   private poller: NodeJS.Timeout | null = null;
   private reading = false;
+  /** When the newest read of status.json ended (read or not): staleness is judged as of then. */
+  private readAt = Number.NEGATIVE_INFINITY;
   private closed = false;
 
   private constructor(options: SidecarClientOptions) {
@@ -141,11 +146,18 @@ export class SidecarClient {
     return this.current;
   }
 
-  /** True while the sidecar's status is fresh and it was not reported gone. */
+  /**
+   * True while the sidecar's status is fresh and it was not reported gone. Fresh is judged as
+   * of the newest read of status.json, not of now: a collector whose own event loop was held
+   * (a CPU-starved pod) found the status "older than 5000 ms" before it had read the newer one
+   * waiting on disk, failed every proxied stream of its pod and had them all demoted (`make
+   * fleet N=1000`, load 50). A read happens at least once a heartbeat; should none complete,
+   * the status still counts as stale past READ_STALL_FACTOR × staleMs by the clock.
+   */
   available(): boolean {
     if (this.current === null || this.current.instance === this.goneInstance) return false;
     const at = Date.parse(this.current.updatedAt);
-    return Number.isFinite(at) && this.now() - at <= this.staleMs;
+    return Number.isFinite(at) && this.readAt - at <= this.staleMs && this.now() - at <= READ_STALL_FACTOR * this.staleMs;
   }
 
   /** Why the sidecar counts as unavailable, for messages. */
@@ -393,6 +405,7 @@ export class SidecarClient {
       )
       .finally(() => {
         this.reading = false;
+        this.readAt = this.now();
         this.notify();
       });
   }

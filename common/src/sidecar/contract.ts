@@ -42,9 +42,14 @@ export const KEYS_DIR = 'keys';
 export const STREAMS_DIR = 'streams';
 export const CONTROL_DIR = 'ctl';
 export const FORWARDS_DIR = 'sql';
-/** The sidecar rewrites status.json at least this often; a status older than 5 heartbeats means it is gone. */
+/**
+ * The sidecar rewrites status.json at least this often; a status older than 15 heartbeats means
+ * it is gone. Not 5: on a node at load 50 (`make fleet N=1000`) a CPU-starved sidecar missed
+ * five heartbeats while its OpenSSH streams went on delivering, and being called gone failed
+ * them all. A killed sidecar is seen at once anyway (a new `instance`, or its exit standalone).
+ */
 export const HEARTBEAT_MS = 1000;
-export const STALE_STATUS_MS = 5 * HEARTBEAT_MS;
+export const STALE_STATUS_MS = 15 * HEARTBEAT_MS;
 
 /** One SSH server as the sidecar reaches it. */
 export interface DesiredServer {

@@ -4,7 +4,7 @@
 // streams and the copies only it used are deleted; a desired.json the sidecar refused whole
 // fails what it holds at once.
 import assert from 'node:assert/strict';
-import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
@@ -149,6 +149,53 @@ test('a desired.json the sidecar refused whole fails the spawns and forwards it 
     const id = client.addStream('a', 'tail b');
     await client.flushed();
     assert.equal(client.desiredRefusal('stream', id), null);
+  } finally {
+    await client.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test('staleness is judged as of the newest read: a collector held past the stale age does not call a fresh sidecar gone before reading again', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'pglog-sc-'));
+  const T0 = Date.parse('2026-12-07T23:00:00.000Z');
+  let now = T0;
+  const heartbeat = (ms: number): void => {
+    const at = new Date(ms).toISOString();
+    const status = { version: 1, instance: 'i1', pid: 1, startedAt: at, updatedAt: at, appliedGeneration: 0, masters: [], streams: {}, forwards: {} };
+    writeFileSync(join(dir, 'status.json.tmp'), JSON.stringify(status));
+    renameSync(join(dir, 'status.json.tmp'), join(dir, 'status.json'));
+  };
+  /** Resolves after the client's next read of status.json (a change notice or the poll). */
+  const nextRead = (client: SidecarClient): Promise<void> =>
+    new Promise((resolve) => {
+      const off = client.onChange(() => {
+        off();
+        resolve();
+      });
+    });
+  heartbeat(T0);
+  const client = await SidecarClient.open({ dir, pollMs: 20, staleMs: 5000, now: () => now });
+  try {
+    await nextRead(client);
+    assert.equal(client.available(), true);
+    // The collector's event loop was held 8 s (a starved pod); meanwhile the sidecar wrote a
+    // heartbeat the collector has not read yet: not gone.
+    heartbeat(T0 + 7000);
+    now = T0 + 8000;
+    assert.equal(client.available(), true, 'not read since: judged as of the last read');
+    await nextRead(client);
+    assert.equal(client.available(), true, 'the newer heartbeat read');
+    // A sidecar that stopped writing: stale once a read 5 s after its last heartbeat shows no newer one.
+    now = T0 + 12_001;
+    await nextRead(client);
+    assert.equal(client.available(), false);
+    assert.match(client.unavailableReason(), /older than 5000 ms \(last 2026-12-07T23:00:07\.000Z\)/);
+    // Reads that never end cannot keep a sidecar alive: past 4 × staleMs by the clock it is gone.
+    heartbeat(T0 + 12_500);
+    await nextRead(client);
+    assert.equal(client.available(), true);
+    now = T0 + 12_500 + 20_001;
+    assert.equal(client.available(), false, 'no read needed past 4 × staleMs');
   } finally {
     await client.close();
     rmSync(dir, { recursive: true, force: true });
