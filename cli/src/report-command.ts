@@ -26,10 +26,11 @@ import { fetchActivityReport, fetchLocksReport } from '@pglog/collector/report/s
 import type { SnapshotFilter } from '@pglog/collector/report/snapshot-types.ts';
 import { escapeControls } from '@pglog/collector/report/terminal-safe.ts';
 import type { ReportFilter, StoresRead } from '@pglog/collector/report/types.ts';
+import { connectStore, storeClient } from '@pglog/collector/store/store-connection.ts';
 import { describeStore, storeUrlPasswords } from '@pglog/collector/store/store-url.ts';
 import { isPglogError, PglogError } from '@pglog/common/errors.ts';
 import { describePostgresUrl, scrubText, SecretScrubber } from '@pglog/common/observability/redact.ts';
-import pg from 'pg';
+import type pg from 'pg';
 
 import { parseCommandArgs } from './command-args.ts';
 import { BufferedOutput } from './output.ts';
@@ -371,15 +372,21 @@ function terminalWidth(stdout: Writable): number {
 /** Runs `fetch` on a connection to the store; a failure is STORE_UNAVAILABLE naming the store, `secrets` scrubbed from it. */
 async function queryStore<T>(storeUrl: string, fetch: (client: pg.Client) => Promise<T>, secrets: SecretScrubber): Promise<T> {
   const where = describePostgresUrl(storeUrl);
-  const client = new pg.Client({ connectionString: storeUrl, connectionTimeoutMillis: CONNECT_TIMEOUT_MS, application_name: 'pglog report' });
+  // On the store's pinned search_path (store-connection.ts): a function or operator another role
+  // planted in schema public never runs as the reader.
+  const client = storeClient(storeUrl, { connectionTimeoutMillis: CONNECT_TIMEOUT_MS, application_name: 'pglog report' });
   // A connection lost between queries is reported through the failing query; this keeps it
   // from also surfacing as an unhandled 'error' event.
   client.on('error', () => {
     /* reported by the query in flight */
   });
   try {
-    await client.connect();
+    await connectStore(client);
   } catch (e) {
+    // Connected but the path could not be checked: the session must not stay open.
+    await client.end().catch(() => {
+      /* never connected, or already gone */
+    });
     throw new PglogError('STORE_UNAVAILABLE', `cannot connect to the store (${where}): ${scrubText(messageOf(e), secrets)}`, { cause: e });
   }
   try {

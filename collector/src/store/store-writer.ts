@@ -38,7 +38,7 @@
  * scratch buffer grows to the largest handover and is reused (docs/decisions/0004).
  */
 import { isPglogError, PglogError } from '@pglog/common/errors.ts';
-import pg from 'pg';
+import type pg from 'pg';
 
 import type { PglogEvent } from '../logformat/events.ts';
 import type { Snapshot, SnapshotFailure } from '../snapshot/types.ts';
@@ -54,6 +54,7 @@ import { migrate } from './migrate.ts';
 import { ROLLUP_TABLE, RollupIdentities, StatementRollup } from './rollup.ts';
 import { SnapshotEncoders, writeEncodedSnapshot, writeSnapshotGroup } from './snapshot-writer.ts';
 import { describeServerError } from './sqlstate.ts';
+import { connectStore, publicCreateWarning, storeClient } from './store-connection.ts';
 import type { QuarantineRecord, StreamEpoch } from './store-sql.ts';
 import {
   compactRollupAlone,
@@ -156,6 +157,8 @@ export class StoreWriter {
         'migrating the store schema',
         async (client) => {
           await migrate(client);
+          const warning = await publicCreateWarning(client);
+          if (warning !== null) writer.log('warn', warning.message, warning.fields);
         },
         true,
       );
@@ -467,8 +470,8 @@ export class StoreWriter {
 
   private async connection(slot: PoolSlot): Promise<pg.Client> {
     if (slot.client !== null) return slot.client;
-    const client = new pg.Client({
-      connectionString: this.url,
+    // On the store's pinned search_path (store-connection.ts), migrations and maintenance included.
+    const client = storeClient(this.url, {
       application_name: this.applicationName,
       connectionTimeoutMillis: this.connectTimeoutMs,
       statement_timeout: this.statementTimeoutMs,
@@ -485,7 +488,7 @@ export class StoreWriter {
       if (slot.client === client) slot.client = null;
     });
     try {
-      await client.connect();
+      await connectStore(client);
     } catch (e) {
       await client.end().catch(() => {
         /* never connected */

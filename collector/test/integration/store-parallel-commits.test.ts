@@ -65,8 +65,10 @@ function counting(writer: StoreWriter): BatchCommitter & { most: number } {
  */
 async function recordPositions(db: pg.Client): Promise<void> {
   await db.query(`CREATE TABLE position_log (id bigserial PRIMARY KEY, target text, byte_offset int8, backend int)`);
+  // public.position_log qualified: the trigger runs in the writer's sessions, whose
+  // search_path is pg_catalog, pg_temp (store-connection.ts).
   await db.query(`CREATE FUNCTION log_position() RETURNS trigger LANGUAGE plpgsql AS $$
-    BEGIN INSERT INTO position_log (target, byte_offset, backend) VALUES (NEW.target, NEW.byte_offset, pg_backend_pid()); RETURN NEW; END $$`);
+    BEGIN INSERT INTO public.position_log (target, byte_offset, backend) VALUES (NEW.target, NEW.byte_offset, pg_backend_pid()); RETURN NEW; END $$`);
   await db.query('CREATE TRIGGER log_position AFTER INSERT OR UPDATE ON pglog.read_position_state FOR EACH ROW EXECUTE FUNCTION log_position()');
 }
 
