@@ -64,7 +64,7 @@ export class RateMeter {
 
   /**
    * Count `bytes` read; a negative count takes back bytes counted before (a backlog that
-   * shrank: they were written earlier). Hot path: one addition.
+   * shrank: they were written earlier), in full. Hot path: one addition.
    */
   add(bytes: number): void {
     this.pendingBytes += bytes;
@@ -81,23 +81,26 @@ export class RateMeter {
     const dt = nowMs - this.lastSampleMs;
     if (dt === 0 || !Number.isFinite(nowMs)) return this.smoothedBitsPerS;
     this.lastSampleMs = nowMs;
-    if (dt < 0) return this.smoothedBitsPerS;
+    if (dt < 0) return this.bitsPerS;
     // Bytes taken back may outweigh an interval's reads (a backlog's `size` arrives after the
-    // reads that shrank it): an interval never counts below nothing.
-    const intervalBitsPerS = (Math.max(0, this.pendingBytes) * 8000) / dt;
+    // reads that shrank it, up to 10 s later): that interval counts below nothing, so the
+    // average, being linear, takes back what those reads added. Cut at 0 here, it kept them:
+    // a restarted collector reading a 600 kB backlog of a 2 kB/s log showed 16 kB/s (the fleet
+    // soak: catching-up shards looked twice as loaded and shed their targets to the others).
+    const intervalBitsPerS = (this.pendingBytes * 8000) / dt;
     const alpha = -Math.expm1(-dt / this.timeConstantMs);
     this.smoothedBitsPerS += alpha * (intervalBitsPerS - this.smoothedBitsPerS);
     this.pendingBytes = 0;
-    return this.smoothedBitsPerS;
+    return this.bitsPerS;
   }
 
-  /** The smoothed rate in bits per second as of the last sample (0 before the first). */
+  /** The smoothed rate in bits per second as of the last sample (0 before the first; never below 0). */
   get bitsPerS(): number {
-    return this.smoothedBitsPerS;
+    return Math.max(0, this.smoothedBitsPerS);
   }
 
   /** The smoothed rate in bytes per second as of the last sample (for `status.rates`). */
   get bytesPerS(): number {
-    return this.smoothedBitsPerS / 8;
+    return this.bitsPerS / 8;
   }
 }

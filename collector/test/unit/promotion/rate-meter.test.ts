@@ -168,6 +168,37 @@ describe('RateMeter', () => {
     assert.throws(() => new RateMeter(0, { initialBitsPerS: Number.NaN }), /initial rate/);
   });
 
+  it('a catch-up is not a rate: bytes taken back (the backlog shrinking) cancel the reads they were, in full', () => {
+    // A server writing 2 kB/s; its collector restarts 600 kB behind and reads 64 kB a second
+    // until caught up; it learns the backlog every 5 s. Before, an interval could not count
+    // below nothing and the backlog's reads stayed in the rate: 9 kB/s after 30 s, 4.6 after 60
+    // (the fleet soak: catching-up shards looked twice as loaded and shed targets).
+    const written = 2000;
+    const m = new RateMeter(0, { initialBitsPerS: written * 8 });
+    let unreceived = 600_000;
+    let known = unreceived;
+    let sum = 0;
+    const at: number[] = [];
+    for (let t = 1; t <= 600; t++) {
+      unreceived += written;
+      const read = Math.min(64_000, unreceived);
+      unreceived -= read;
+      m.add(read);
+      if (t % 5 === 0) {
+        m.add(unreceived - known);
+        known = unreceived;
+      }
+      const rate = m.sample(t * 1000) / 8;
+      assert.ok(rate >= 0);
+      sum += rate;
+      at[t] = rate;
+    }
+    assert.ok(at[30]! < 1.5 * written && at[60]! < 1.5 * written, `${at[30]} and ${at[60]} B/s at 30 and 60 s`);
+    close(at[300]!, written, 0.01, 'after 10 tau');
+    // Over the whole run the meter averages what the server wrote, not what was read.
+    close(sum / 600, written, 0.05, 'the mean over 10 minutes');
+  });
+
   it('rejects a time constant that is not positive and a start that is not finite', () => {
     assert.throws(() => new RateMeter(0, { timeConstantMs: 0 }), /time constant must be a positive number/);
     assert.throws(() => new RateMeter(0, { timeConstantMs: -1 }), /time constant/);
