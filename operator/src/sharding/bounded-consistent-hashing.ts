@@ -1,36 +1,45 @@
 /**
  * Weighted consistent hashing with bounded loads (Mirrokni, Thorup, Zadimoghaddam, "Consistent
  * Hashing with Bounded Loads", 2018), made sticky: a target stays on its current shard unless
- * that shard is gone, over the bound, or taken by a target too heavy to share one, or unless
- * its ring home is a fresh (empty) shard. Everything else walks the ring.
+ * that shard is gone, over the keep bound, or taken by a target too heavy to share one, or
+ * unless its ring home is a fresh (empty) shard. Everything else walks the ring.
  *
- *   capacity C = loadFactor × total weight / shards
+ *   capacity C = loadFactor × total weight / shards           (where targets are placed)
+ *   keep bound K = (2 × loadFactor - 1) × total weight / shards (where they may stay)
+ *
+ * The keep bound is hysteresis: measured rates move with every report (a fleet's simulated
+ * servers under faults moved the total by a third within minutes), and a shard whose load
+ * crossed C by a few per cent shed its lightest targets at once, which raised other shards
+ * over C in turn (`make fleet N=1000`: 159 moves a minute at 6 shards, each a reconnect and a
+ * new epoch). Staying is allowed as far above the mean as placing is (1.5 × mean for the
+ * default 1.25); loadFactor 1 keeps it strict.
  *
  * 1. Dedicated: a target heavier than C cannot share any shard within the bound; each gets a
  *    shard of its own (its current one when it can, else the first unclaimed one on the ring).
  * 2. Keep (heaviest first): a target stays on its current shard if that shard exists, is not
- *    dedicated to another target, still has room for it (load + weight <= C), and the target's
+ *    dedicated to another target, still has room for it (load + weight <= K), and the target's
  *    ring home is not a fresh shard. A fresh shard is one that holds none of the current
  *    targets in `previous` (a shard just added by a scale-up, or one emptied out): the targets
  *    whose ring home it is go there, which is what moves about 1/(N+1) of the load to a new
  *    shard instead of nothing.
  * 3. Place (heaviest first): every other target walks the ring from its hash to the first
- *    non-dedicated shard with room (a target released towards a fresh home that turns out to
- *    be full tries its current shard before walking on). If none has room (possible only when some target weighs
+ *    non-dedicated shard with room within C (a target released towards a fresh home that turns
+ *    out to be full stays on its current shard within K before walking on). If none has room (possible only when some target weighs
  *    more than (loadFactor - 1) × mean, see below), the strict placement is dropped and steps
  *    2-3 run again with the room of a shared shard rounded up by one target, C + the heaviest
  *    shared target (the weighted form of the paper's ceil(C)); the shards above C are reported
  *    in `overBound`.
  *
  * Bound: if every target weighs either at most (loadFactor - 1) × mean or more than C, then
- * every shard's load is at most C = loadFactor × mean, except a dedicated shard, whose load is
- * its single target's weight. (If a target w <= (loadFactor - 1) × W/N found no room, every
+ * every shard's load is at most C = loadFactor × mean from scratch and at most K from any
+ * previous assignment, except a dedicated shard, whose load is its single target's weight. (If a target w <= (loadFactor - 1) × W/N found no room, every
  * non-dedicated shard would hold more than C - w, so W >= d·C + (N - d)·(C - w) + w > W.)
- * In general: max load <= max(C, heaviest target) unless `overBound` is non-empty, and then
- * at most C + the heaviest shared target.
+ * In general: max load <= max(K, heaviest target) unless `overBound` is non-empty, and then
+ * at most max(K, C + the heaviest shared target).
  *
  * Stability: a no-op recompute (same shards and weights, `previous` within the bound and no
- * fresh or dedicated shards) keeps every target. Removing a shard moves only its targets (the
+ * fresh or dedicated shards) keeps every target, and so does one whose rates moved as long as
+ * no shard went over K. Removing a shard moves only its targets (the
  * others' loads were within a smaller capacity), unless a dedicated target was on the removed
  * shard and claims another one. Adding a shard moves the targets whose ring home it becomes
  * (about 1/(N+1) of the load, the ring's share) and the lightest targets of shards that are now
@@ -60,12 +69,14 @@ const MAX_SHARDS = 1 << 21;
 export interface BoundedAssignment {
   /** Target name -> shard name, every target, in the order of the sorted target names. */
   readonly assignment: Map<string, string>;
-  /** The bound C = loadFactor × total weight / shards (0 when there are no shards). */
+  /** The bound C = loadFactor × total weight / shards (0 when there are no shards): where targets are placed. */
   readonly capacity: number;
+  /** The keep bound K = (2 × loadFactor - 1) × total weight / shards: how full a shard may get by keeping its targets. */
+  readonly keepCapacity: number;
   readonly totalWeight: number;
   /** Targets heavier than C, each alone on its shard. */
   readonly dedicated: readonly string[];
-  /** Shards pushed over C because no shard had room (empty when the bound holds). */
+  /** Shards over K because no shard had room (empty when the bound holds). */
   readonly overBound: readonly string[];
 }
 
@@ -130,9 +141,10 @@ export function planBoundedAssignment(input: ShardingInput, options: ShardingOpt
   let totalWeight = 0;
   for (const t of order) totalWeight += t.weight;
 
-  if (shardCount === 0) return { assignment: new Map(), capacity: 0, totalWeight, dedicated: [], overBound: [] };
+  if (shardCount === 0) return { assignment: new Map(), capacity: 0, keepCapacity: 0, totalWeight, dedicated: [], overBound: [] };
 
   const capacity = (opts.loadFactor * totalWeight) / shardCount;
+  const keepCapacity = ((2 * opts.loadFactor - 1) * totalWeight) / shardCount;
   const ring = buildRing(shards, opts.virtualNodes);
   const ringSize = ring.owners.length;
   const shardIndex = new Map(shards.map((name, i) => [name, i]));
@@ -173,8 +185,9 @@ export function planBoundedAssignment(input: ShardingInput, options: ShardingOpt
     return best;
   };
 
-  // One placement with `shareCapacity` as the room of every shared shard (steps 1-3 below).
-  const place = (shareCapacity: number): { result: Int32Array; load: Float64Array; over: Set<number> } => {
+  // One placement with `shareCapacity` as the room of every shared shard for a target placed,
+  // `keepRoom` for one staying (steps 1-3 below).
+  const place = (shareCapacity: number, keepRoom: number): { result: Int32Array; load: Float64Array; over: Set<number> } => {
     const load = new Float64Array(shardCount);
     const claimed = new Uint8Array(shardCount); // 1: dedicated to one heavy target
     const result = new Int32Array(count).fill(-1);
@@ -206,7 +219,7 @@ export function planBoundedAssignment(input: ShardingInput, options: ShardingOpt
       const home = ring.owners[start[i]!]!;
       if (home !== p && hasPrevious[home] === 0 && claimed[home] === 0) continue;
       const weight = order[i]!.weight;
-      if (load[p]! + weight <= shareCapacity) {
+      if (load[p]! + weight <= keepRoom) {
         result[i] = p;
         load[p] = load[p]! + weight;
       }
@@ -221,7 +234,8 @@ export function planBoundedAssignment(input: ShardingInput, options: ShardingOpt
       // A target released towards a fresh home that has no room after all stays where it was.
       const home = ring.owners[start[i]!]!;
       const p = previousOf[i]!;
-      let s = fits(home) ? home : p >= 0 && fits(p) ? p : walk(start[i]!, fits);
+      const stays = p >= 0 && claimed[p] === 0 && load[p]! + weight <= keepRoom;
+      let s = fits(home) ? home : stays ? p : walk(start[i]!, fits);
       if (s < 0) {
         s = leastLoaded(load, claimed, false);
         if (s < 0) s = leastLoaded(load, claimed, true);
@@ -241,10 +255,10 @@ export function planBoundedAssignment(input: ShardingInput, options: ShardingOpt
   // flapping), and the shards above C are still reported in `overBound`.
   const dedicated: number[] = [];
   for (let i = 0; i < count && order[i]!.weight > capacity; i++) dedicated.push(i);
-  let placed = place(capacity);
+  let placed = place(capacity, keepCapacity);
   if (placed.over.size > 0) {
     const heaviestShared = dedicated.length < count ? order[dedicated.length]!.weight : 0;
-    placed = place(capacity + heaviestShared);
+    placed = place(capacity + heaviestShared, Math.max(keepCapacity, capacity + heaviestShared));
   }
   const { result, load } = placed;
 
@@ -253,9 +267,10 @@ export function planBoundedAssignment(input: ShardingInput, options: ShardingOpt
   return {
     assignment: new Map(byName.map((e) => [e.name, e.shard])),
     capacity,
+    keepCapacity,
     totalWeight,
     dedicated: dedicated.map((i) => order[i]!.name).sort(compareStrings),
-    overBound: shardsOverBound(load, capacity, new Set(dedicated.map((i) => result[i]!)))
+    overBound: shardsOverBound(load, keepCapacity, new Set(dedicated.map((i) => result[i]!)))
       .map((s) => shards[s]!)
       .sort(compareStrings),
   };
@@ -266,7 +281,7 @@ export const boundedConsistentHashing: ShardingStrategy = Object.freeze({
   assign: (input: ShardingInput, options?: ShardingOptions) => planBoundedAssignment(input, options).assignment,
 });
 
-/** Shared shards (not dedicated to one heavy target) whose load is above the capacity. */
+/** Shared shards (not dedicated to one heavy target) whose load is above `capacity`. */
 function shardsOverBound(load: Float64Array, capacity: number, dedicatedShards: ReadonlySet<number>): number[] {
   const over: number[] = [];
   for (let s = 0; s < load.length; s++) if (!dedicatedShards.has(s) && load[s]! > capacity) over.push(s);

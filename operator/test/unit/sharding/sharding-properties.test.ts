@@ -150,24 +150,27 @@ function forFleets<T>(more: fc.Arbitrary<T>, check: (targets: ShardingTarget[], 
 }
 
 describe('bounded consistent hashing: 10,000 skewed targets', () => {
-  it('over 15 shards, no shard is above 1.25 × the mean load, from scratch or from any previous assignment', () => {
+  it('over 15 shards, no shard is above 1.25 × the mean load from scratch, nor above 1.5 × (the keep bound) from any previous assignment', () => {
     forFleets(fc.integer(), (targets, weights, prevSeed) => {
       const shards = shardNames(15);
       const random = prng(prevSeed);
       // A previous assignment from another world: random shards, some gone, loads unbounded.
       const previous = new Map(targets.map((t) => [t.name, `pool-${Math.floor(random() * 18)}`]));
-      for (const prev of [new Map<string, string>(), previous]) {
+      for (const [prev, bound] of [
+        [new Map<string, string>(), 1.25],
+        [previous, 1.5],
+      ] as const) {
         const result = plan(shards, targets, prev);
         assertComplete({ shards, targets, previous: prev }, result.assignment);
         const mean = result.totalWeight / 15;
         assert.deepEqual(result.dedicated, []);
         assert.deepEqual(result.overBound, []);
-        assert.ok(maxLoad(result.assignment, weights, shards) <= 1.25 * mean * TOLERANCE);
+        assert.ok(maxLoad(result.assignment, weights, shards) <= bound * mean * TOLERANCE);
       }
     });
   });
 
-  it('15 → 16 shards moves at most 1/16 of the load + 5 %, into the new shard or out of shards over the tighter bound', () => {
+  it('15 → 16 shards moves at most 1/16 of the load + 5 %, into the new shard or out of shards over the tighter keep bound', () => {
     forFleets(fc.boolean(), (targets, weights, settled) => {
       let before = plan(shardNames(15), targets).assignment;
       if (settled) before = plan(shardNames(15), targets, before).assignment;
@@ -175,7 +178,8 @@ describe('bounded consistent hashing: 10,000 skewed targets', () => {
       const after = plan(shards, targets, before);
       const total = after.totalWeight;
       assert.ok(movedWeight(before, after.assignment, weights) <= total / 16 + 0.05 * total);
-      assert.ok(maxLoad(after.assignment, weights, shards) <= 1.25 * (total / 16) * TOLERANCE);
+      // Placed within 1.25 × the new mean, kept within 1.5 ×.
+      assert.ok(maxLoad(after.assignment, weights, shards) <= 1.5 * (total / 16) * TOLERANCE);
       // The new shard gets about its share (not only the overflow of the others).
       const loads = shardLoads(after.assignment, weights, shards);
       assert.ok(loads.get('pool-15')! >= 0.4 * (total / 16), `new shard load ${loads.get('pool-15')! / (total / 16)} × mean`);
@@ -183,7 +187,7 @@ describe('bounded consistent hashing: 10,000 skewed targets', () => {
       for (const [name, shard] of after.assignment) {
         const prev = before.get(name)!;
         if (shard === prev || shard === 'pool-15') continue;
-        assert.ok(loads.get(prev)! + weights.get(name)! > after.capacity, `${name} left ${prev} that had room`);
+        assert.ok(loads.get(prev)! + weights.get(name)! > after.keepCapacity, `${name} left ${prev} that had room`);
       }
     });
   });
@@ -221,6 +225,28 @@ describe('bounded consistent hashing: 10,000 skewed targets', () => {
       // And the assignment of a scale-up, recomputed, stays as it is.
       const grown = plan(shardNames(16), targets, plan(shards, targets).assignment).assignment;
       assert.deepEqual([...plan(shardNames(16), targets, grown).assignment], [...grown]);
+    });
+  });
+
+  it('rates that wobble ±30 % between recomputes move under 1 % of the load (the keep bound is hysteresis)', () => {
+    // Measured rates move with every collector report; the fleet soak on the real node moved
+    // 159 targets a minute over 6 shards while every shard stayed below C by the new rates.
+    forFleets(fc.integer(), (targets, _weights, wobbleSeed) => {
+      const shards = shardNames(15);
+      const random = prng(wobbleSeed);
+      let current = plan(shards, targets).assignment;
+      let moved = 0;
+      let total = 0;
+      for (let round = 0; round < 10; round++) {
+        const wobbled = targets.map((t) => ({ name: t.name, bytesPerSecond: t.bytesPerSecond === null ? null : t.bytesPerSecond * (0.7 + 0.6 * random()) }));
+        const weights = targetWeights(wobbled);
+        const next = plan(shards, wobbled, current);
+        moved += movedWeight(current, next.assignment, weights);
+        total += next.totalWeight;
+        assert.ok(maxLoad(next.assignment, weights, shards) <= next.keepCapacity * TOLERANCE);
+        current = next.assignment;
+      }
+      assert.ok(moved <= 0.01 * total, `moved ${((100 * moved) / total).toFixed(2)} % of the load over 10 recomputes`);
     });
   });
 
@@ -274,9 +300,9 @@ describe('bounded consistent hashing: arbitrary small fleets', () => {
         const heaviest = Math.max(0, ...weights.values());
         const mean = result.totalWeight / shards.length;
         for (const [shard, load] of loads) {
-          if (!result.overBound.includes(shard)) assert.ok(load <= Math.max(result.capacity, heaviest) * TOLERANCE, `${shard} at ${load} > ${result.capacity}`);
+          if (!result.overBound.includes(shard)) assert.ok(load <= Math.max(result.keepCapacity, heaviest) * TOLERANCE, `${shard} at ${load} > ${result.keepCapacity}`);
           // A target that fits nowhere goes to the least loaded shard, which is never above the bound.
-          else assert.ok(load <= (result.capacity + heaviest) * TOLERANCE, `${shard} at ${load}: over by more than one target`);
+          else assert.ok(load <= Math.max(result.keepCapacity, result.capacity + heaviest) * TOLERANCE, `${shard} at ${load}: over by more than one target`);
         }
         // Dedicated targets are alone on their shard, and are exactly those heavier than the bound.
         assert.deepEqual(
@@ -319,7 +345,7 @@ describe('bounded consistent hashing: arbitrary small fleets', () => {
           // Released towards a fresh home: fine if it got there; if not, its shard had no room either.
           const home = sorted[ring.owners[targetRingPosition(ring, name)]!]!;
           if (!used.has(home) && shard === home) continue;
-          assert.ok(loads.get(prev)! + weights.get(name)! > result.capacity, `${name} left ${prev}, which had room`);
+          assert.ok(loads.get(prev)! + weights.get(name)! > result.keepCapacity, `${name} left ${prev}, which had room`);
         }
       }),
       { numRuns: 300 },
