@@ -300,7 +300,8 @@ describe('bounded consistent hashing: arbitrary small fleets', () => {
         const heaviest = Math.max(0, ...weights.values());
         const mean = result.totalWeight / shards.length;
         for (const [shard, load] of loads) {
-          if (!result.overBound.includes(shard)) assert.ok(load <= Math.max(result.keepCapacity, heaviest) * TOLERANCE, `${shard} at ${load} > ${result.keepCapacity}`);
+          if (!result.overBound.includes(shard))
+            assert.ok(load <= Math.max(result.keepCapacity, heaviest) * TOLERANCE, `${shard} at ${load} > ${result.keepCapacity}`);
           // A target that fits nowhere goes to the least loaded shard, which is never above the bound.
           else assert.ok(load <= Math.max(result.keepCapacity, result.capacity + heaviest) * TOLERANCE, `${shard} at ${load}: over by more than one target`);
         }
