@@ -10,65 +10,10 @@ import { isPglogError } from '@pglog/common/errors.ts';
 
 import { loadAssets } from '../../../src/report/html/assets.ts';
 import { contentSecurityPolicy, inline } from '../../../src/report/html/csp.ts';
-import type { HtmlReport } from '../../../src/report/html/model.ts';
 import { renderHtml } from '../../../src/report/html/render.ts';
+import { hostileHtmlReport } from '../../helpers/html-report-model.ts';
 
 const HOSTILE = `</script><script>alert(1)</script><style>*{}</style><img src=x style="x" onerror=alert(2)>`;
-
-/** A small report: every section, hostile text where the store's text goes. */
-function model(): HtmlReport {
-  const none = { rows: [], groups: 0 };
-  return {
-    meta: { since: 0, until: 2000, binMs: 1000, bins: 2, target: HOSTILE, database: HOSTILE, limit: 20, generatedAt: 0, percentiles: 'exact' },
-    overview: {
-      ...{ statements: 1, timed: 1, totalMs: 1, meanMs: 1, errors: 1, lockWaits: 0, deadlocks: 0, connections: 0, disconnections: 0 },
-      ...{ tempFiles: 0, tempBytes: 0, checkpoints: 0, autovacuum: 0, autoanalyze: 0, peakQps: 1, peakQpsAt: 0, peakErrorsPerS: 1 },
-    },
-    targets: [{ target: HOSTILE, statements: 1, totalMs: 1, counts: {} }],
-    series: { qps: [1, 0], statements: [1, 0], p50: [1, null], p95: [1, null], p99: [1, null], errors: [1, 0] },
-    targetSeries: { targets: [HOSTILE], qps: [[1, 0]] },
-    templates: {
-      rows: [
-        {
-          ...{ id: 't1', target: HOSTILE, database: HOSTILE, fingerprint: 'f', normalized: HOSTILE, query: HOSTILE },
-          ...{ calls: 1, totalMs: 1, meanMs: 1, maxMs: 1, p95Ms: 1, rank: { total: 1, calls: 1, mean: 1, p95: 1 } },
-          example: { ts: 0, user: HOSTILE, application: HOSTILE, durationMs: 1, query: HOSTILE, parameters: HOSTILE },
-          plan: { ts: 0, durationMs: 1, format: 'text', plan: HOSTILE },
-          series: { calls: [1, 0], meanMs: [1, null] },
-        },
-      ],
-      groups: 1,
-    },
-    errors: {
-      sqlstates: [{ sqlstate: HOSTILE, count: 1 }],
-      series: { sqlstates: [HOSTILE], counts: [[1, 0]] },
-      messages: {
-        rows: [
-          {
-            target: HOSTILE,
-            database: null,
-            severity: 'ERROR',
-            sqlstate: HOSTILE,
-            message: HOSTILE,
-            count: 1,
-            first_seen: new Date(0),
-            last_seen: new Date(0),
-          },
-        ],
-        groups: 1,
-      },
-    },
-    locks: {
-      byType: none,
-      deadlocks: {
-        rows: [{ ts: 0, target: HOSTILE, instance: 'm', database: null, pid: 1, message: HOSTILE, processes: [{ pid: 1, query: HOSTILE }] }],
-        groups: 1,
-      },
-    },
-    ...{ blocking: none, checkpoints: none, maintenance: none, sessions: none },
-    tempFiles: { ...none, sizeClasses: [0, 0] },
-  };
-}
 
 const sha256 = (text: string): string => `'sha256-${createHash('sha256').update(text, 'utf8').digest('base64')}'`;
 
@@ -91,7 +36,7 @@ function elements(html: string, tag: 'script' | 'style'): Array<{ attrs: string;
 }
 
 test('the CSP allows exactly the inline scripts and styles of the page, by sha256, and restricts base-uri and form-action', async () => {
-  const html = renderHtml(model(), await loadAssets());
+  const html = renderHtml(hostileHtmlReport(HOSTILE), await loadAssets());
   const csp = policy(html);
   assert.deepEqual(csp.get('default-src'), ["'none'"]);
   assert.deepEqual(csp.get('img-src'), ['data:']);
