@@ -82,8 +82,9 @@ export interface PoolStore {
 /** Sharding parameters (consistent hashing with bounded loads). */
 export interface PoolSharding {
   /**
-   * No shard carries more than this factor times the mean load. Lower spreads load more evenly
-   * but moves more targets when rates change.
+   * Targets are placed on shards within this factor times the mean load, and stay on theirs up
+   * to `2 × loadFactor − 1` times it (1.5 by default). Lower spreads load more evenly but moves
+   * more targets when rates change; 1 is strict.
    * @type number
    * @default 1.25
    * @minimum 1
