@@ -124,10 +124,18 @@ function sayHoldings(h: Holdings): void {
   say(`  store connections in all: ${h.storeTotal}; SSH connections from no collector pod: ${h.otherSsh}`);
 }
 
+/** What a run has seen so far: an interrupted run charts it (its samples and faults). */
+interface SoFar {
+  kill: KillResult | null;
+  faults: FaultRecord[];
+  reported: boolean;
+}
+
 async function measure(
   node: FleetNode,
   installedAt: number,
   sampler: Sampler,
+  soFar: SoFar,
 ): Promise<{ streaming: StreamingTimes; real: Map<string, number | null>; at: Holdings | null; kill: KillResult | null; faults: FaultRecord[] }> {
   const [streaming, real] = await Promise.all([
     untilStreaming(node, installedAt, waitMs, { progress: progress('install') }),
@@ -146,6 +154,7 @@ async function measure(
     const pod = pods[new Rng(seed + 1).int(pods.length)]!;
     say(`killing ${pod.metadata.name} (collector and sidecar SIGKILLed through containerd)`);
     kill = await killAndRecover(node, pod, waitMs, progress(`${pod.metadata.name}'s servers`));
+    soFar.kill = kill;
     say(
       `${kill.pod}: its ${kill.targets} servers streaming again ${kill.times.all?.toFixed(1) ?? 'NOT'} s after the kill (half at ${kill.times.half?.toFixed(1) ?? '-'} s)`,
     );
@@ -168,6 +177,7 @@ async function measure(
       hpa,
       recoveryTimeoutMs: 10 * 60_000,
       say,
+      onRecord: (r) => soFar.faults.push(r),
     }).finally(() => clearInterval(ticker));
   }
   const last = sampler.latest();
@@ -202,9 +212,14 @@ async function main(): Promise<boolean> {
   say(`helm install and the pool's patch: ${helmSeconds.toFixed(1)} s`);
   const sampler = new Sampler(node, installedAt);
   sampler.start();
+  const soFar: SoFar = { kill: null, faults: [], reported: false };
+  // Runs before the node is taken down (clean-up steps run last-registered first), also on Ctrl-C.
+  cleanup.push(() => {
+    if (!soFar.reported) writePartial(installedAt, sampler, soFar);
+  });
   let m: Awaited<ReturnType<typeof measure>> | null = null;
   try {
-    m = await measure(node, installedAt, sampler);
+    m = await measure(node, installedAt, sampler, soFar);
   } finally {
     await sampler.stop();
   }
@@ -236,11 +251,34 @@ async function main(): Promise<boolean> {
     node.restarts.oomKills() === 0 &&
     unexpected.length === 0;
   report(node, { installedAt, helmSeconds, m, check, problems, activity, restarts, ok }, sampler);
+  soFar.reported = true;
   if (values.keep) {
     say(`--keep: everything runs on; kubeconfig ${node.cluster.cp.kubeconfig}, namespace ${NAMESPACE}. Ctrl-C ends it.`);
     await new Promise(() => undefined);
   }
   return ok;
+}
+
+function outFiles(): { md: string; csv: string; svg: string } | null {
+  const base = values.out?.replace(/\.md$/, '');
+  return base === undefined ? null : { md: `${base}.md`, csv: `${base}.csv`, svg: `${base}.svg` };
+}
+
+function chartMarks(installedAt: number, kill: KillResult | null, faults: readonly FaultRecord[]): Array<{ t: number; label: string }> {
+  return [
+    ...(kill === null ? [] : [{ t: (kill.killedAt - installedAt) / 1000, label: `${kill.pod} killed` }]),
+    ...faults.map((f) => ({ t: f.t, label: f.kind })),
+  ];
+}
+
+/** A run stopped or failed before its report: its samples and their chart, marked as partial. */
+function writePartial(installedAt: number, sampler: Sampler, soFar: SoFar): void {
+  const files = outFiles();
+  if (files === null || sampler.samples.length === 0) return;
+  const title = `Fleet on the real node: ${servers} servers (stopped after ${((Date.now() - installedAt) / 60_000).toFixed(0)} min, no final check)`;
+  writeFileSync(files.csv, samplesCsv(sampler.samples));
+  writeFileSync(files.svg, drawChart(title, sampler.samples, chartMarks(installedAt, soFar.kill, soFar.faults)));
+  say(`written (partial: the run did not reach its final check): ${files.csv}, ${files.svg}`);
 }
 
 function report(
@@ -258,8 +296,8 @@ function report(
   sampler: Sampler,
 ): void {
   const out = values.out;
-  const base = out?.replace(/\.md$/, '');
-  const files = { csv: base === undefined ? null : `${base}.csv`, svg: base === undefined ? null : `${base}.svg` };
+  const named = outFiles();
+  const files = { csv: named?.csv ?? null, svg: named?.svg ?? null };
   const title = `Fleet on the real node: ${servers} servers${soakMinutes > 0 ? `, ${soakMinutes}-minute soak` : ''}`;
   const rr: RunReport = {
     title,
@@ -290,10 +328,7 @@ function report(
     files: { csv: files.csv?.split('/').pop() ?? null, svg: files.svg?.split('/').pop() ?? null },
     ok: r.ok,
   };
-  const marks = [
-    ...(r.m.kill === null ? [] : [{ t: (r.m.kill.killedAt - r.installedAt) / 1000, label: `${r.m.kill.pod} killed` }]),
-    ...r.m.faults.map((f) => ({ t: f.t, label: f.kind })),
-  ];
+  const marks = chartMarks(r.installedAt, r.m.kill, r.m.faults);
   if (out !== undefined) {
     writeFileSync(out, markdown(rr));
     writeFileSync(files.csv!, samplesCsv(sampler.samples));

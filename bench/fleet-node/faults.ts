@@ -56,6 +56,8 @@ export interface SoakOptions {
   /** How long a recovery may take before it is recorded as not recovered. */
   recoveryTimeoutMs: number;
   say: (line: string) => void;
+  /** Receives each fault's record as it completes (an interrupted run still charts them). */
+  onRecord?: (record: FaultRecord) => void;
 }
 
 /** Random picks from a seeded generator. */
@@ -223,7 +225,9 @@ export async function soak(o: SoakOptions): Promise<FaultRecord[]> {
     o.say(`fault: ${kind} (${t.toFixed(0)} s after the install)`);
     const f = await inject(kind, o, pick);
     const times = f.times ?? (await untilStreaming(o.node, f.end, o.recoveryTimeoutMs, { names: f.names }));
-    records.push({ kind, t, detail: f.detail, servers: f.names.length, recovery: times.all });
+    const record: FaultRecord = { kind, t, detail: f.detail, servers: f.names.length, recovery: times.all };
+    records.push(record);
+    o.onRecord?.(record);
     o.say(
       `${kind}: ${f.detail}; ${f.names.length} servers streaming again ${times.all === null ? `NOT within ${o.recoveryTimeoutMs / 1000} s (${times.missing.length} missing)` : `${times.all.toFixed(1)} s after`}`,
     );
