@@ -56,6 +56,8 @@ export const SERVICE_ACCOUNT_VOLUME = 'kube-api-access';
 /** The kubelet refreshes the token at 80 % of this; an hour is what it uses for automounted tokens. */
 const TOKEN_EXPIRATION_SECONDS = 3607;
 const TMP_DIR_SIZE = '64Mi';
+/** The sidecar's scratch space: ssh and a small Node.js process, no compile cache worth keeping. */
+const SIDECAR_TMP_DIR_SIZE = '16Mi';
 
 export interface StatefulSetOptions {
   /** Image used when the pool names none: the operator's own image. */
@@ -133,10 +135,16 @@ const CONTAINER_SECURITY: SecurityContext = {
   capabilities: { drop: ['ALL'] },
 };
 
-const SHARED_MOUNTS = [
-  { name: 'sshproxy', mountPath: SSHPROXY_DIR },
-  { name: 'tmp', mountPath: '/tmp' },
-];
+/** The one volume both containers mount: the FIFOs, keys and desired/status files it exists for. */
+const SHARED_MOUNT = { name: 'sshproxy', mountPath: SSHPROXY_DIR };
+/**
+ * Each container's own /tmp, which the image makes HOME. Never shared: Node's resolver tries
+ * $HOME/.node_modules for a bare require that misses and pglog keeps its compile cache under
+ * $HOME/.cache, so a /tmp the sidecar could write would let it plant code that the collector,
+ * the container holding the API token and the store URL, loads.
+ */
+const COLLECTOR_TMP = { name: 'tmp', mountPath: '/tmp' };
+const SIDECAR_TMP = { name: 'sidecar-tmp', mountPath: '/tmp' };
 
 function resourcesOr(given: ResourceRequirements | undefined, fallback: ResourceRequirements): ResourceRequirements {
   const source = given !== undefined && (given.limits !== undefined || given.requests !== undefined) ? given : fallback;
@@ -190,7 +198,7 @@ function collectorContainer(pool: CollectorPool, image: string): Container {
     livenessProbe: { httpGet: { path: '/healthz', port: METRICS_PORT_NAME }, periodSeconds: 20, timeoutSeconds: 5, failureThreshold: 6 },
     resources: collectorResources(pool),
     securityContext: { ...CONTAINER_SECURITY, capabilities: { drop: ['ALL'] } },
-    volumeMounts: [...SHARED_MOUNTS.map((m) => ({ ...m })), { name: SERVICE_ACCOUNT_VOLUME, mountPath: SERVICE_ACCOUNT_DIR, readOnly: true }],
+    volumeMounts: [{ ...SHARED_MOUNT }, { ...COLLECTOR_TMP }, { name: SERVICE_ACCOUNT_VOLUME, mountPath: SERVICE_ACCOUNT_DIR, readOnly: true }],
   };
 }
 
@@ -232,7 +240,7 @@ function sidecarContainer(pool: CollectorPool, image: string): Container {
     startupProbe: { exec: { command: ['test', '-s', `${SSHPROXY_DIR}/${SIDECAR_STATUS_FILE}`] }, periodSeconds: 1, timeoutSeconds: 5, failureThreshold: 120 },
     resources: resourcesOr(pool.spec.sidecar.resources, DEFAULT_SIDECAR_RESOURCES),
     securityContext: { ...CONTAINER_SECURITY, capabilities: { drop: ['ALL'] } },
-    volumeMounts: SHARED_MOUNTS.map((m) => ({ ...m })),
+    volumeMounts: [{ ...SHARED_MOUNT }, { ...SIDECAR_TMP }],
   };
 }
 
@@ -269,8 +277,9 @@ export function desiredStatefulSet(pool: CollectorPool, options: StatefulSetOpti
           volumes: [
             // Memory-backed: private keys never touch a node's disk, and FIFOs need a local filesystem.
             { name: 'sshproxy', emptyDir: { medium: 'Memory', sizeLimit: SSHPROXY_DIR_SIZE } },
-            // The root filesystem is read-only; Node.js and ssh may need a scratch directory.
-            { name: 'tmp', emptyDir: { sizeLimit: TMP_DIR_SIZE } },
+            // The root filesystem is read-only; Node.js and ssh may need a scratch directory, one per container.
+            { name: COLLECTOR_TMP.name, emptyDir: { sizeLimit: TMP_DIR_SIZE } },
+            { name: SIDECAR_TMP.name, emptyDir: { sizeLimit: SIDECAR_TMP_DIR_SIZE } },
             serviceAccountVolume(),
           ],
         },

@@ -134,6 +134,22 @@ describe('desiredStatefulSet', () => {
     assert.ok(volumes.find((v) => v.name === 'sshproxy')!.emptyDir!.sizeLimit !== undefined);
     assert.ok(volumes.some((v) => v.name === 'tmp'));
   });
+  it('each container has a /tmp of its own: the only volume both mount is the sidecar directory', () => {
+    // HOME is /tmp in the image: Node's resolver tries $HOME/.node_modules for a bare require
+    // that misses, and pglog keeps its compile cache under $HOME/.cache. A /tmp the sidecar
+    // could write would let it plant code the collector, which holds the API token, loads.
+    const { collector, sidecar } = containers();
+    const volumes = desiredStatefulSet(samplePool(), OPTIONS).spec.template.spec.volumes!;
+    const tmpOf = (c: Container): string | undefined => c.volumeMounts!.find((m) => m.mountPath === '/tmp')?.name;
+    assert.ok(tmpOf(collector) !== undefined && tmpOf(sidecar) !== undefined, 'both have a writable /tmp');
+    assert.notEqual(tmpOf(collector), tmpOf(sidecar));
+    for (const c of [collector, sidecar]) assert.ok(volumes.find((v) => v.name === tmpOf(c))?.emptyDir?.sizeLimit !== undefined, c.name);
+    const shared = collector.volumeMounts!.filter((m) => sidecar.volumeMounts!.some((n) => n.name === m.name));
+    assert.deepEqual(
+      shared.map((m) => m.name),
+      ['sshproxy'],
+    );
+  });
   it('the API token, CA and namespace only in the collector container; the sidecar has no token and no store URL', () => {
     const spec = desiredStatefulSet(samplePool(), OPTIONS).spec.template.spec;
     const { collector, sidecar } = containers();
