@@ -1,17 +1,22 @@
-// A PostgreSQL 15 that logs like a monitored production server: the logging collector writes
-// every statement (log_min_duration_statement = 0) into files under <data>/log, rotated by
-// PostgreSQL itself by size, age or `pg_ctl logrotate`. As root it runs as the same user the
+// A PostgreSQL (Debian's 15, or any major 10 to 18 of `make pg-matrix`) that logs like a
+// monitored production server: the logging collector writes every statement
+// (log_min_duration_statement = 0) into files under <data>/log, rotated by PostgreSQL itself by
+// size, age or `pg_ctl logrotate`. As root it runs as the same user the
 // test sshd logs in as (sshd.ts), so a remote command reads its logs like a monitoring account.
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 
 import pg from 'pg';
 
-import { startCluster } from './pg-cluster.ts';
+import { type PgMajor, startCluster } from './pg-cluster.ts';
 
 export interface LogServerOptions {
-  /** log_destination; default stderr. */
-  logFormat?: 'stderr' | 'csvlog' | 'jsonlog';
+  /** The server's major, 10 to 18 (pg-binaries.ts); default: Debian's PostgreSQL 15. */
+  major?: PgMajor;
+  /** log_destination; default stderr (jsonlog: 15+). */
+  logFormat?: LogFormat;
+  /** Several destinations at once instead (one file each, same events): the version matrix. */
+  logFormats?: LogFormat[];
   /** Default '%m [%p] %q%u@%d '. */
   logLinePrefix?: string;
   /** Default 'postgresql-%Y-%m-%d_%H%M%S.log'; a fixed name such as 'postgresql.log' for logrotate tests. */
@@ -28,7 +33,11 @@ export interface LogServerOptions {
   settings?: string[];
 }
 
+export type LogFormat = 'stderr' | 'csvlog' | 'jsonlog';
+
 export interface LogServer {
+  /** The server's major. */
+  readonly major: PgMajor;
   /** Absolute. */
   readonly dataDirectory: string;
   /** Absolute: log_directory 'log' inside the data directory. */
@@ -63,12 +72,17 @@ function quoteIdent(name: string): string {
 
 export async function startLogServer(options: LogServerOptions = {}): Promise<LogServer> {
   const logFilename = options.logFilename ?? 'postgresql-%Y-%m-%d_%H%M%S.log';
+  const formats = options.logFormats ?? [options.logFormat ?? 'stderr'];
+  if (formats.includes('jsonlog') && (options.major ?? 15) < 15) {
+    throw new Error(`startLogServer: jsonlog is PostgreSQL 15+, asked of PostgreSQL ${options.major}`);
+  }
   const cluster = await startCluster({
     dirPrefix: 'pglog-logpg-',
+    ...(options.major !== undefined ? { major: options.major } : {}),
     ...(options.owner !== undefined ? { owner: options.owner } : {}),
     settings: [
       'logging_collector = on',
-      `log_destination = ${confString(options.logFormat ?? 'stderr')}`,
+      `log_destination = ${confString(formats.join(','))}`,
       "log_directory = 'log'",
       `log_filename = ${confString(logFilename)}`,
       // Group-readable like a packaged server's logs (the monitoring account may be in the group).
@@ -126,13 +140,24 @@ export async function startLogServer(options: LogServerOptions = {}): Promise<Lo
     }
   };
 
+  // pg_ctl logrotate is 12+; before it the superuser asks with pg_rotate_logfile().
+  const signalRotate = async (): Promise<void> => {
+    if (cluster.major >= 12) return cluster.pgCtl(['logrotate']);
+    const client = new pg.Client({ connectionString: cluster.url });
+    await client.connect();
+    try {
+      await client.query('SELECT pg_rotate_logfile()');
+    } finally {
+      await client.end();
+    }
+  };
   const rotate = async (): Promise<void> => {
     const timeNamed = logFilename.includes('%');
     const before = currentLogfiles();
     // A name with second resolution repeats within a second (PostgreSQL then appends to the
     // same file): signal again until the name changes, bounded.
     for (let attempt = 0; attempt < 10; attempt++) {
-      await cluster.pgCtl(['logrotate']);
+      await signalRotate();
       for (let waited = 0; waited < 1500; waited += 50) {
         const now = currentLogfiles();
         const reopened =
@@ -150,6 +175,7 @@ export async function startLogServer(options: LogServerOptions = {}): Promise<Lo
   };
 
   return {
+    major: cluster.major,
     dataDirectory,
     logDirectory,
     socketDir: cluster.socketDir,

@@ -1,5 +1,6 @@
-// A throwaway PostgreSQL 15 cluster in a temporary directory, listening only on a Unix socket
-// there (no TCP port, so parallel test files never collide). PostgreSQL refuses to run as
+// A throwaway PostgreSQL cluster (Debian's 15, or any major 10 to 18: pg-binaries.ts) in a
+// temporary directory, listening only on a Unix socket there (no TCP port, so parallel test
+// files never collide). PostgreSQL refuses to run as
 // root, so as root (here and in CI) it runs as the unprivileged server user (server-user.ts).
 // postgres.ts (a plain server for store tests) and log-server.ts (a monitored server that logs
 // like production) are both built on this.
@@ -9,11 +10,14 @@ import { appendFileSync, chmodSync, chownSync, mkdirSync, mkdtempSync, readFileS
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
+import pg from 'pg';
+
 import { onProcessExit } from './exit-cleanup.ts';
+import { pgBinaries,type PgMajor } from './pg-binaries.ts';
 import { isRoot, serverUser } from './server-user.ts';
 import { freePort } from './wait.ts';
 
-export const PG_BIN = '/usr/lib/postgresql/15/bin';
+export { PG_BIN, PG_MAJORS, type PgMajor } from './pg-binaries.ts';
 
 export interface ClusterSpec {
   /** Name prefix of the temporary directory. */
@@ -22,6 +26,8 @@ export interface ClusterSpec {
   owner?: { uid: number; gid: number } | null;
   /** Lines appended to postgresql.conf. */
   settings?: string[];
+  /** The server's major, 10 to 18, from `make pg-matrix`; default: Debian's PostgreSQL 15. */
+  major?: PgMajor;
   /**
    * Also listen on TCP at this address (a free port of it) for clients of `clientRange` (a
    * CIDR), who log in as `postgres` with a password (scram-sha-256): the store that a real
@@ -36,6 +42,9 @@ export interface Cluster {
   readonly dataDir: string;
   readonly socketDir: string;
   readonly port: number;
+  /** The server's major and the directory of its initdb, pg_ctl and postgres. */
+  readonly major: PgMajor;
+  readonly bin: string;
   /** A libpq connection URL for the superuser `postgres`, database `postgres`. */
   readonly url: string;
   urlFor(database: string): string;
@@ -73,6 +82,7 @@ function run(argv: readonly string[], cwd: string, owner: Owner | null, timeoutM
 /** Creates a fresh cluster (initdb, UTF8, locale C, trust) and starts it. */
 export async function startCluster(spec: ClusterSpec): Promise<Cluster> {
   const owner: Owner | null = spec.owner !== undefined ? spec.owner : isRoot() ? serverUser() : null;
+  const { bin, major } = pgBinaries(spec.major, owner);
   const dir = mkdtempSync(join(tmpdir(), spec.dirPrefix));
   const dataDir = join(dir, 'data');
   const socketDir = join(dir, 'socket');
@@ -91,7 +101,7 @@ export async function startCluster(spec: ClusterSpec): Promise<Cluster> {
   let initialized = false; // from then on a failed start may still have left a postmaster running
   let running = false;
   let disposed = false;
-  const pgCtlArgv = (args: string[]): string[] => [`${PG_BIN}/pg_ctl`, '-D', dataDir, ...args];
+  const pgCtlArgv = (args: string[]): string[] => [`${bin}/pg_ctl`, '-D', dataDir, ...args];
   const pgCtl = (args: string[]): Promise<void> => run(pgCtlArgv(args), dir, owner);
 
   // Should the test process exit without running `after` hooks, do not leave a server behind.
@@ -140,7 +150,9 @@ export async function startCluster(spec: ClusterSpec): Promise<Cluster> {
   };
 
   try {
-    await run([`${PG_BIN}/initdb`, '-D', dataDir, '-U', 'postgres', '--auth=trust', '-E', 'UTF8', '--locale=C', '--no-sync', '--no-instructions'], dir, owner);
+    // --no-instructions is 14+; before it initdb only prints more.
+    const quiet = major >= 14 ? ['--no-instructions'] : [];
+    await run([`${bin}/initdb`, '-D', dataDir, '-U', 'postgres', '--auth=trust', '-E', 'UTF8', '--locale=C', '--no-sync', ...quiet], dir, owner);
     if (spec.tcp !== undefined) {
       appendFileSync(join(dataDir, 'pg_hba.conf'), `host all postgres ${spec.tcp.clientRange} scram-sha-256\n`);
     }
@@ -157,6 +169,8 @@ export async function startCluster(spec: ClusterSpec): Promise<Cluster> {
         'full_page_writes = off',
         'max_connections = 20',
         'shared_buffers = 16MB',
+        // The default before 14 is md5, which a scram-sha-256 pg_hba line refuses.
+        ...(spec.tcp !== undefined ? ["password_encryption = 'scram-sha-256'"] : []),
         ...(spec.settings ?? []),
         '',
       ].join('\n'),
@@ -164,25 +178,14 @@ export async function startCluster(spec: ClusterSpec): Promise<Cluster> {
     initialized = true;
     await start();
     if (spec.tcp !== undefined) {
-      await run(
-        [
-          `${PG_BIN}/psql`,
-          '-X',
-          '-q',
-          '-h',
-          socketDir,
-          '-p',
-          String(port),
-          '-U',
-          'postgres',
-          '-d',
-          'postgres',
-          '-c',
-          `ALTER ROLE postgres PASSWORD '${password}'`,
-        ],
-        dir,
-        owner,
-      );
+      // Through the socket with the pg client: the matrix's servers come without psql.
+      const client = new pg.Client({ host: socketDir, port, user: 'postgres', database: 'postgres' });
+      await client.connect();
+      try {
+        await client.query(`ALTER ROLE postgres PASSWORD '${password}'`);
+      } finally {
+        await client.end();
+      }
     }
   } catch (e) {
     await dispose().catch(() => {
@@ -193,5 +196,5 @@ export async function startCluster(spec: ClusterSpec): Promise<Cluster> {
 
   const urlFor = (database: string): string => `postgresql://postgres@/${encodeURIComponent(database)}?host=${encodeURIComponent(socketDir)}&port=${port}`;
   const tcpUrl = spec.tcp === undefined ? undefined : `postgresql://postgres:${password}@${spec.tcp.address}:${port}/postgres`;
-  return { dir, dataDir, socketDir, port, url: urlFor('postgres'), urlFor, tcpUrl, start, stop, pgCtl, dispose };
+  return { dir, dataDir, socketDir, port, major, bin, url: urlFor('postgres'), urlFor, tcpUrl, start, stop, pgCtl, dispose };
 }
