@@ -14,14 +14,17 @@ import { createKubeClient } from '@pglog/common/kube/client.ts';
 import type { KubeClient, KubeObject } from '@pglog/common/kube/client-types.ts';
 import { type KubeAccess, loadKubeAccess, parseKubeAccess } from '@pglog/common/kube/kube-access.ts';
 import { CUSTOM_RESOURCE_DEFINITIONS as CRDS } from '@pglog/common/kube/resources.ts';
+import { BUILT_IN_CRD_DIGESTS } from '@pglog/operator/crd/built-in-crds.ts';
+import { crdDigest } from '@pglog/operator/crd/crd-digest.ts';
 import { parseAllDocuments } from 'yaml';
 
 import { parseCommandArgs, stringOptions } from './command-args.ts';
 
 export const CRDS_USAGE = `usage: pglog crds apply --dir DIR [OPTIONS]
-  Applies the CustomResourceDefinitions in DIR's *.yaml files (pglog's own, *.pglog.io, and
-  no others) with server-side apply, then waits until each is Established. The chart's
-  pre-install/pre-upgrade hook runs it, so \`helm upgrade\` brings the CRDs of the new chart.
+  Applies the CustomResourceDefinitions in DIR's *.yaml files (pglog's own, *.pglog.io, each
+  exactly as this version of pglog generates it, and no others) with server-side apply, then
+  waits until each is Established. The chart's pre-install/pre-upgrade hook runs it, so
+  \`helm upgrade\` brings the CRDs of the new chart.
   --dir DIR                 the CRD files (the chart mounts its crds/ there from a ConfigMap)
   --kubeconfig PATH         kubeconfig file (default: the files of KUBECONFIG, merged; else in a
                             pod its service account; else ~/.kube/config)
@@ -50,12 +53,44 @@ export function parseCrdsArgs(argv: string[], env: NodeJS.ProcessEnv): CrdsComma
   return { dir: values.dir, kube: parseKubeAccess('crds', values.kubeconfig, values.context, env) };
 }
 
-type Crd = KubeObject & { spec: { group: string } };
+type Crd = KubeObject & { spec: { group: string; conversion?: { strategy?: string; webhook?: unknown } } };
+
+/**
+ * Refuses a pglog CRD that is not the one this version generates (security review R9). The
+ * files come from a ConfigMap in the release namespace, which whoever may edit ConfigMaps
+ * there could change before the hook's pod mounts it; the hook's account may patch the CRDs
+ * cluster-wide. A `spec.conversion` webhook would have the API server send every pool and
+ * target, as it is read and written, to a server of the editor's choosing and store what it
+ * answers; a changed schema could default a field (`sql.allowSuperuser`) or drop a
+ * validation. So a CRD is applied only when its digest is the one built into the image.
+ */
+function assertBuiltIn(crd: Crd, file: string): void {
+  const name = crd.metadata.name;
+  const conversion = crd.spec.conversion;
+  if (conversion !== undefined && (conversion.strategy !== 'None' || conversion.webhook !== undefined)) {
+    throw new PglogError(
+      'USAGE',
+      `crds apply: ${file}: ${name} has spec.conversion (strategy ${conversion.strategy ?? '?'}${conversion.webhook === undefined ? '' : ', a webhook'}): ` +
+        "pglog's CRDs have none; refused (the ConfigMap the chart mounts may have been edited)",
+    );
+  }
+  const wanted = Object.hasOwn(BUILT_IN_CRD_DIGESTS, name) ? BUILT_IN_CRD_DIGESTS[name] : undefined;
+  if (wanted === undefined) throw new PglogError('USAGE', `crds apply: ${file}: ${name} is not one of pglog's CustomResourceDefinitions; refused`);
+  if (crdDigest(crd) !== wanted) {
+    throw new PglogError(
+      'USAGE',
+      `crds apply: ${file}: ${name} differs from the CustomResourceDefinition this version of pglog generates; refused. ` +
+        'Use the chart of the same version as the image (the hook applies only the CRDs built into its image); ' +
+        'if the chart is that version, the ConfigMap it mounts may have been edited',
+    );
+  }
+}
 
 /**
  * The CRDs of the files in `dir`, in file-name order. Names starting with '.' are skipped (a
- * mounted ConfigMap's `..data` links). Anything but a pglog.io CRD is refused: the hook may
- * change pglog's CRDs and nothing else in the cluster.
+ * mounted ConfigMap's `..data` links). Anything but a pglog.io CRD is refused, and so is a
+ * pglog CRD other than this version's (assertBuiltIn): the hook may change pglog's CRDs, to
+ * what this version defines, and nothing else in the cluster.
  */
 export function readCrds(dir: string): Crd[] {
   const files = readdirSync(dir)
@@ -79,6 +114,7 @@ export function readCrds(dir: string): Crd[] {
           `crds apply: ${file}: only pglog.io CustomResourceDefinitions (apiextensions.k8s.io/v1) are applied, found ${obj.kind ?? '?'} ${name}`,
         );
       }
+      assertBuiltIn(obj, file);
       crds.push(obj);
     }
   }
