@@ -23,6 +23,7 @@ export const ERROR_CODES = [
   'SSH_KEY_INVALID', // the private key file cannot be read or parsed
   'SSH_TIMEOUT', // the server stopped answering (keepalive or connect timeout)
   'SSH_CHANNEL_FAILED', // the server refused to open a session channel or to run a command
+  'SSH_WINDOW_EXCEEDED', // the server sent more than the SSH window allowed on a channel (broken or hostile): the connection was cut
   'REMOTE_COMMAND_FAILED', // a command on the server exited with an error (e.g. the log directory cannot be read)
   'SIDECAR_UNAVAILABLE', // the sshproxy sidecar is not running, its status is stale, or it restarted under a stream
   'SQL_CONNECT_FAILED', // the SQL session could not be opened: the socket forward was refused (PostgreSQL down, wrong socket) or the session was lost

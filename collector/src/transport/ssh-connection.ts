@@ -12,6 +12,9 @@
  *   with the cause (SSH_TIMEOUT, SSH_CONNECT_FAILED) so its stream can resume elsewhere.
  * - At most maxSessions channels are open at once (OpenSSH's MaxSessions refuses more);
  *   further spawns wait in order for a slot.
+ * - A server that sends past a channel's SSH window is cut off (SSH_WINDOW_EXCEEDED,
+ *   ssh-window-guard.ts): one broken or hostile server cannot fill the heap that every other
+ *   target of the process shares.
  */
 import type { Socket } from 'node:net';
 
@@ -25,7 +28,7 @@ import { type KnownHosts, knownHostsFor, knownKeyTypes, parseKnownHosts, sshKeyT
 import type { RemoteProcess, RemoteShell } from './remote-shell.ts';
 import { Semaphore } from './semaphore.ts';
 import { clientAlgorithms, PREFERRED_CIPHERS } from './ssh-algorithms.ts';
-import { describeEndpoint, isChannelOpenRefusal, type SshEndpoint, toSshError } from './ssh-errors.ts';
+import { describeEndpoint, isChannelOpenRefusal, type SshEndpoint, toSshError, windowExceededError } from './ssh-errors.ts';
 import { SshRemoteProcess, watchExit } from './ssh-process.ts';
 import { openSshSocket } from './ssh-socket.ts';
 import { DEFAULT_CHANNEL_WINDOW_BYTES, holdWindow, openSessionsWithWindow } from './ssh-window.ts';
@@ -366,7 +369,13 @@ export class SshConnection implements RemoteShell {
         // out at once instead of waiting behind an unacknowledged one (Nagle + delayed ACK).
         client.setNoDelay(true);
         try {
-          openSessionsWithWindow(client, this.windowBytes);
+          // A server that ignores the window is cut off with its own error: reported through
+          // the client's error event, where watch() keeps the first cause, so every command on
+          // the connection fails with it, and the socket destroyed, so nothing more is read.
+          openSessionsWithWindow(client, this.windowBytes, (overrun) => {
+            client.emit('error', windowExceededError(this.endpoint, overrun));
+            client.destroy();
+          });
         } catch (e) {
           client.destroy();
           reject(e instanceof PglogError ? e : new PglogError('SSH_CONNECT_FAILED', String(e), { cause: e }));

@@ -7,6 +7,8 @@
  */
 import { type ErrorCode, isPglogError, PglogError } from '@pglog/common/errors.ts';
 
+import type { WindowOverrun } from './ssh-window-guard.ts';
+
 export interface SshEndpoint {
   target: string;
   host: string;
@@ -49,6 +51,19 @@ export function isKeyParseError(e: unknown): boolean {
 export function isChannelOpenRefusal(e: unknown): boolean {
   const err = asSsh2Error(e);
   return typeof err.reason === 'number' || err.message.startsWith('(SSH) Channel open failure');
+}
+
+/**
+ * A server that sent past the SSH window on a channel (ssh-window-guard.ts): sizes only, the
+ * data itself is never shown.
+ */
+export function windowExceededError(where: SshEndpoint, o: WindowOverrun): PglogError {
+  const stream = o.stream === 'stderr' ? ' (its stderr)' : '';
+  return new PglogError(
+    'SSH_WINDOW_EXCEEDED',
+    `${describeEndpoint(where)}: the server sent ${o.excessBytes} bytes beyond the SSH window on a ${o.channelType} channel${stream} ` +
+      `(window ${o.windowBytes} bytes): it ignores flow control, so the connection was cut instead of buffering its output without limit`,
+  );
 }
 
 /** Maps an error from ssh2's Client (connect, keepalive, exec) to a PglogError. */

@@ -2,7 +2,8 @@
  * The ssh2 internals the bounded SSH window relies on (collector/src/transport/ssh-window.ts,
  * ADR 0016), checked against the installed ssh2 so that an upgrade that changes them fails
  * here, by name, rather than as stalled or unbounded streams. The behaviour itself is tested
- * against OpenSSH in collector/test/integration/ssh-transport.test.ts.
+ * against OpenSSH in collector/test/integration/ssh-transport.test.ts, the cut-off of a server
+ * that ignores it in ssh-window-guard.test.ts and ssh-hostile-window.test.ts.
  */
 import { strict as assert } from 'node:assert';
 import { readFileSync } from 'node:fs';
@@ -40,12 +41,19 @@ test("ssh2's window constants and protocol methods are where ssh-window.ts expec
   const client = readFileSync(`${ssh2Root}/lib/client.js`, 'utf8');
   assert.match(client, /if \(channel\.incoming\.window === 0\)\s+return;\s+channel\.incoming\.window -= data\.length;/);
   assert.match(client, /const initWindow = MAX_WINDOW;/);
+  // The handlers decrement the window before they push (ssh-window-guard.ts checks at push).
+  assert.match(client, /channel\.incoming\.window -= data\.length;\s+if \(channel\.push\(data\) === false\)/);
+  assert.match(client, /channel\.incoming\.window -= data\.length;\s+if \(!channel\.stderr\.push\(data\)\)/);
+  // A channel the client opened is filed with _chanMgr.update before anything else sees it.
+  assert.match(client, /this\._chanMgr\.update\(info\.recipient, instance\);\s+channel\(undefined, instance\);/);
+  const utils = require(`${ssh2Root}/lib/utils.js`) as { ChannelManager: { prototype: Record<string, unknown> } };
+  assert.equal(typeof utils.ChannelManager.prototype.update, 'function');
 });
 
 test('the adapter refuses, with a stable code, a client or channel whose internals it does not recognise', () => {
   const client = new Client(); // never connected: no _protocol yet
   assert.throws(
-    () => openSessionsWithWindow(client, 512 * 1024),
+    () => openSessionsWithWindow(client, 512 * 1024, () => undefined),
     (e: unknown) => isPglogError(e) && e.code === 'SSH_CHANNEL_FAILED',
   );
   assert.throws(
