@@ -1,5 +1,5 @@
 /**
- * csvlog: one RFC 4180 row per entry (PostgreSQL 13: 24 columns, 14+: 26). Quoted fields may
+ * csvlog: one RFC 4180 row per entry (PostgreSQL 9.0 to 12: 23 columns, 13: 24, 14+: 26). Quoted fields may
  * hold newlines, so an entry may span many lines: the quote state is carried from line to
  * line (each `"` toggles it; an escaped `""` toggles twice). A row that lies in one line is
  * read in place; a row over several lines is joined once when it is complete.
@@ -14,10 +14,11 @@
  * the open one can no longer be a row PostgreSQL wrote (CsvRowShape, csv-row.ts: signals no
  * role can produce, since its text only lands in quoted fields with `"` doubled). A row-like
  * line alone is never enough: a role can log one inside its message. Read with the wrong
- * parity, the row after the damage always shows such a signal by its quoted backend_type
- * column, so the entry is ended at the next row-like line after that one row, and the rows
- * after it are emitted as they arrive. The same happens after a line cut at the entry cap by
- * the line splitter, whose quote state is unknown.
+ * parity, the row after the damage always shows such a signal at a quoted column whose text
+ * the server chose: backend_type (13+), else the command tag of a session's row or the
+ * message of a background process's, so the entry is ended at the next row-like line after
+ * that one row, and the rows after it are emitted as they arrive. The same happens after a
+ * line cut at the entry cap by the line splitter, whose quote state is unknown.
  *
  * Rows that cannot be read still give a record, counted in stats.malformed: an entry ended
  * that way, and a row that is not shaped like a row PostgreSQL writes (too few or too many

@@ -3,8 +3,9 @@
  * for a line that starts a row, and the shape check that tells a damaged entry from a genuine
  * one.
  *
- * What PostgreSQL writes (csvlog.c, one row per entry): the log time first, then 23 more
- * columns (PostgreSQL 13) or 25 (14+). Every column a role can put text into (user, database,
+ * What PostgreSQL writes (csvlog.c, elog.c before 15; one row per entry): the log time first,
+ * then 22 more columns (9.0 to 12: up to application_name), 23 (13: backend_type) or 25 (14+:
+ * leader_pid, query_id). Every column a role can put text into (user, database,
  * message, detail, hint, statement, context, application_name, ...) is a quoted field with
  * each `"` of the text doubled; the other columns are numbers, times and words without `"`,
  * `,` or newlines. So whatever a role writes, a genuine row (and every prefix of one) reads
@@ -23,11 +24,12 @@ export const QUOTE = 0x22;
 export const COMMA = 0x2c;
 
 /**
- * Most columns PostgreSQL writes (14 to 17: 26; 13: 24). More means two rows ran together;
- * raise it when a new PostgreSQL version adds a column.
+ * Most columns PostgreSQL writes (14 to 18: 26). More means two rows ran together; raise it
+ * when a new PostgreSQL version adds a column.
  */
 export const MAX_WRITTEN_COLUMNS = 26;
-/** Column counts of a complete row: PostgreSQL 13, and 14+. */
+/** Column counts of a complete row of older majors: 9.0 to 12 (no backend_type), 13 (no leader_pid, query_id). */
+const ROW_COLUMNS_PG12 = 23;
 const ROW_COLUMNS_PG13 = 24;
 /** Columns the reader keeps (the rest of an overlong row is not read). */
 export const MAX_COLUMNS = 32;
@@ -60,9 +62,39 @@ export function looksLikeCsvRow(b: Buffer, s: number, e: number): boolean {
   return false;
 }
 
-/** A complete row (not open) read by CsvRowReader has the shape PostgreSQL writes. */
+/** Column k of the row read is empty or quoted (user_name, database_name: PostgreSQL always quotes them). */
+function emptyOrQuoted(r: CsvRowReader, b: Buffer, k: number): boolean {
+  const s = r.fs[k]!;
+  return r.fe[k] === s || b[s - 1] === QUOTE;
+}
+
+/** Column k of the row read is a number (process_id: always written). */
+function digits(r: CsvRowReader, b: Buffer, k: number): boolean {
+  const s = r.fs[k]!,
+    e = r.fe[k]!;
+  if (e <= s) return false;
+  for (let i = s; i < e; i++) if (!isDigit(b[i])) return false;
+  return true;
+}
+
+/**
+ * A complete row (not open) read by CsvRowReader has the shape PostgreSQL writes: one of the
+ * column counts, and user, database and process id as PostgreSQL writes them. The counts of
+ * the majors differ by 1 to 3, so a row whose write stopped after its first columns, run
+ * together with the next row, can have a valid count (the log time and a 23-column row: 24);
+ * the next row's log time then lands, unquoted, in one of the columns 1 to 3, which this check
+ * refuses.
+ */
 export function isWrittenRow(r: CsvRowReader, b: Buffer, s: number, e: number): boolean {
-  return r.strict && (r.count === MAX_WRITTEN_COLUMNS || r.count === ROW_COLUMNS_PG13) && looksLikeCsvRow(b, s, e);
+  const n = r.count;
+  return (
+    r.strict &&
+    (n === MAX_WRITTEN_COLUMNS || n === ROW_COLUMNS_PG13 || n === ROW_COLUMNS_PG12) &&
+    looksLikeCsvRow(b, s, e) &&
+    emptyOrQuoted(r, b, 1) &&
+    emptyOrQuoted(r, b, 2) &&
+    digits(r, b, 3)
+  );
 }
 
 /**

@@ -70,8 +70,14 @@ function entry(format: LogFormat, forged: boolean): fc.Arbitrary<Entry> {
 
 const csvq = (s: string): string => `"${s.replaceAll('"', '""')}"`;
 
-/** One entry as PostgreSQL 15 writes it in `format` (i: its place in the log). */
-function render(format: LogFormat, e: Entry, i: number): string {
+/**
+ * csvlog's columns by major: 9.0 to 12 end with application_name (23), 13 adds backend_type
+ * (24), 14+ leader_pid and query_id (26).
+ */
+type CsvColumns = 23 | 24 | 26;
+
+/** One entry as PostgreSQL 15 writes it in `format` (i: its place in the log; csvlog: as a major with `columns` writes it). */
+function render(format: LogFormat, e: Entry, i: number, columns: CsvColumns): string {
   const who = e.background ? '' : `${e.user}@${e.db} `;
   switch (format) {
     case 'stderr': {
@@ -83,7 +89,8 @@ function render(format: LogFormat, e: Entry, i: number): string {
         ? `${ts(i)},,,${e.pid},,6630.${e.pid},${i},,2024-05-01 09:59:00 UTC,,0`
         : `${ts(i)},${csvq(e.user)},${csvq(e.db)},${e.pid},"[local]",6630.${e.pid},${i},"SELECT",2024-05-01 09:59:00 UTC,3/${i},0`;
       const opt = (s: string | null): string => (s === null ? '' : csvq(s));
-      return `${head},${e.severity},00000,${csvq(e.message)},${opt(e.detail)},,,,,${opt(e.statement)},,,${csvq(e.background ? '' : e.app)},${csvq(e.background ? 'checkpointer' : 'client backend')},,0\n`;
+      const tail = columns === 23 ? '' : `,${csvq(e.background ? 'checkpointer' : 'client backend')}${columns === 26 ? ',,0' : ''}`;
+      return `${head},${e.severity},00000,${csvq(e.message)},${opt(e.detail)},,,,,${opt(e.statement)},,,${csvq(e.background ? '' : e.app)}${tail}\n`;
     }
     case 'jsonlog':
       return `${JSON.stringify({
@@ -123,8 +130,8 @@ interface Log {
   bounds: number[];
 }
 
-function build(format: LogFormat, entries: Entry[]): Log {
-  const parts = entries.map((e, i) => Buffer.from(render(format, e, i), 'latin1'));
+function build(format: LogFormat, entries: Entry[], columns: CsvColumns = 26): Log {
+  const parts = entries.map((e, i) => Buffer.from(render(format, e, i, columns), 'latin1'));
   const bounds = [0];
   for (const p of parts) bounds.push(bounds[bounds.length - 1]! + p.length);
   return { bytes: Buffer.concat(parts), bounds };
@@ -209,9 +216,9 @@ function mustCount(format: LogFormat, forged: boolean, kind: DamageKind, fewer: 
   return !forged && kind !== 'partial' && !fewer;
 }
 
-function checkDamage(format: LogFormat, entries: Entry[], forged: boolean, d: Damage, cuts: number[]): void {
+function checkDamage(format: LogFormat, columns: CsvColumns, entries: Entry[], forged: boolean, d: Damage, cuts: number[]): void {
   const options = optionsOf(format);
-  const log = build(format, entries);
+  const log = build(format, entries, columns);
   const whole = assemble(format, log.bytes, options);
   // The undamaged log reads back entry by entry, whatever lines its text holds.
   assert.deepEqual(
@@ -255,19 +262,27 @@ function checkDamage(format: LogFormat, entries: Entry[], forged: boolean, d: Da
   }
 }
 
-const formats: LogFormat[] = ['stderr', 'csvlog', 'jsonlog', 'syslog'];
+/** Each format; csvlog also with the columns of PostgreSQL 9.0 to 12 and of 13. */
+const variants: { format: LogFormat; columns: CsvColumns; label: string; runs: number }[] = [
+  { format: 'stderr', columns: 26, label: 'stderr', runs: 600 },
+  { format: 'csvlog', columns: 26, label: 'csvlog', runs: 600 },
+  { format: 'csvlog', columns: 24, label: 'csvlog of PostgreSQL 13 (24 columns)', runs: 600 },
+  { format: 'csvlog', columns: 23, label: 'csvlog of PostgreSQL 9.0 to 12 (23 columns)', runs: 600 },
+  { format: 'jsonlog', columns: 26, label: 'jsonlog', runs: 600 },
+  { format: 'syslog', columns: 26, label: 'syslog', runs: 600 },
+];
 
 void describe('damaged input loses only itself', () => {
-  for (const format of formats) {
-    void it(`${format}: any damage at any position, any chunking: only the damaged entry and one neighbour`, () => {
+  for (const { format, columns, label, runs } of variants) {
+    void it(`${label}: any damage at any position, any chunking: only the damaged entry and one neighbour`, () => {
       fc.assert(
         fc.property(
           fc.boolean().chain((forged) => fc.tuple(fc.constant(forged), fc.array(entry(format, forged), { minLength: 3, maxLength: 10 }))),
           damage,
           fc.array(fc.nat(), { maxLength: 8 }),
-          ([forged, entries], d, cuts) => checkDamage(format, entries, forged, d, cuts),
+          ([forged, entries], d, cuts) => checkDamage(format, columns, entries, forged, d, cuts),
         ),
-        { numRuns: 600 },
+        { numRuns: runs },
       );
     });
   }
