@@ -13,6 +13,7 @@ export const ERROR_CODES = [
   'CONFIG_INVALID', // a targets file (or other configuration) that fails validation
   'STORE_ENCODING', // a value the COPY BINARY encoder cannot encode for its column type
   'STORE_MIGRATION', // a store schema migration that cannot be applied, was edited after release, or is older than the store
+  'STORE_VERSION_UNSUPPORTED', // the store's PostgreSQL is older than the store's minimum (14): refused before any migration, not retried
   'STORE_UNAVAILABLE', // the store cannot be reached or a transaction failed for a reason other than the rows (retried)
   'STORE_FENCED', // a newer owner (higher assignment epoch) holds the read position: this collector must stop that stream
   'STORE_REJECTED', // the store refused a row (quarantined with the reason; the rest of the batch commits)

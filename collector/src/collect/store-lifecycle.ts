@@ -1,7 +1,8 @@
 /**
  * The collector's store over its life: opened with retries until it answers (a store that is
- * down at start-up delays collecting, it does not fail it), then maintained once an hour
- * (partitions ahead, retention) until the collector stops.
+ * down at start-up delays collecting, it does not fail it; a store of an unsupported PostgreSQL
+ * version is refused once, not retried), then maintained once an hour (partitions ahead,
+ * retention) until the collector stops.
  */
 import { isPglogError } from '@pglog/common/errors.ts';
 import type { Logger } from '@pglog/common/observability/logger.ts';
@@ -35,9 +36,16 @@ export async function openStoreWhenUp(config: CollectConfig, log: Logger, metric
         },
       });
     } catch (e) {
+      const code = isPglogError(e) ? e.code : undefined;
+      metrics.storeError(code ?? 'UNKNOWN');
+      if (code === 'STORE_VERSION_UNSUPPORTED') {
+        // Another try cannot fix the store's version: said once, then nothing is collected until stopped.
+        log.error({ err: e, code }, `store refused, not retried: ${(e as Error).message}`);
+        while (!signal.aborted) await pause(60 * 60 * 1000, signal);
+        return null;
+      }
       const delay = backoffDelay(attempt, 500, 15_000);
-      metrics.storeError(isPglogError(e) ? e.code : 'UNKNOWN');
-      log.warn({ err: e, code: isPglogError(e) ? e.code : undefined, retryInMs: delay }, `store not available: ${(e as Error).message}`);
+      log.warn({ err: e, code, retryInMs: delay }, `store not available: ${(e as Error).message}`);
       await pause(delay, signal);
     }
   }

@@ -8,7 +8,8 @@
  * checksum of the file. It refuses to run (PglogError STORE_MIGRATION, nothing changed) when an
  * applied migration's file was edited, when the files are not numbered 1..N, or when the database is at a version newer
  * than the files (a newer pglog has migrated it). A migration whose SQL fails rolls back the
- * whole run; the error names the file, the line and the server's message.
+ * whole run; the error names the file, the line and the server's message. A store older than
+ * PostgreSQL 14 is refused first (STORE_VERSION_UNSUPPORTED, store-version.ts).
  *
  * Reading the files (`readMigrations`) is kept apart from deciding what to do (`planMigrations`,
  * pure) and from talking to the server (`migrate`).
@@ -20,6 +21,8 @@ import { fileURLToPath } from 'node:url';
 
 import { PglogError } from '@pglog/common/errors.ts';
 import type pg from 'pg';
+
+import { assertStoreVersion } from './store-version.ts';
 
 /** `pg_advisory_xact_lock` key: the ASCII bytes of "pglogmig" as a big-endian int64 (0x70676c6f676d6967). */
 export const MIGRATION_LOCK_KEY = 8099561680581519719n;
@@ -158,6 +161,8 @@ function describeServerError(e: unknown, sql: string): string {
  */
 export async function migrate(client: pg.ClientBase, options?: { migrationsDir?: string }): Promise<MigrateResult> {
   const files = await readMigrations(options?.migrationsDir ?? DEFAULT_MIGRATIONS_DIR);
+  // Before anything is written: an older store fails a migration halfway (date_bin, 14+).
+  await assertStoreVersion(client);
   await client.query('BEGIN');
   try {
     await client.query('SELECT pg_advisory_xact_lock($1::int8)', [MIGRATION_LOCK_KEY.toString()]);
