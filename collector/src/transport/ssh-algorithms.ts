@@ -49,8 +49,16 @@ export function hostKeyAlgorithms(knownTypes: readonly string[]): ServerHostKeyA
   return [...first, ...ALL_HOST_KEY_ALGORITHMS.filter((a) => !first.includes(a))];
 }
 
+/**
+ * No compression is offered: a server that insists on zlib is refused at key exchange. Logs are
+ * read on the server's network and compression would cost the collector CPU per byte; and a
+ * hostile server's single zlib packet can inflate to tens of MB before the window guard
+ * (ssh-window-guard.ts) sees it. OpenSSH servers already chose `none` when it was offered first.
+ */
+const COMPRESSION: Algorithms['compress'] = ['none'];
+
 export function clientAlgorithms(knownTypes: readonly string[], ciphers: readonly CipherAlgorithm[] = PREFERRED_CIPHERS): Algorithms {
-  return { cipher: [...ciphers], serverHostKey: hostKeyAlgorithms(knownTypes) };
+  return { cipher: [...ciphers], serverHostKey: hostKeyAlgorithms(knownTypes), compress: COMPRESSION };
 }
 
 let bindingAvailable: boolean | undefined;

@@ -7,7 +7,7 @@ import { describe, test } from 'node:test';
 import { PglogError } from '@pglog/common/errors.ts';
 import { isLastingSshFailure } from '@pglog/common/errors.ts';
 
-import { hostKeyAlgorithms } from '../../../src/transport/ssh-algorithms.ts';
+import { clientAlgorithms, hostKeyAlgorithms } from '../../../src/transport/ssh-algorithms.ts';
 import { toSshError } from '../../../src/transport/ssh-errors.ts';
 import { type ErrorCase, errorMappingTests } from '../../helpers/error-mapping.ts';
 
@@ -63,5 +63,12 @@ describe('host key algorithm order', () => {
     assert.ok(algos.includes('ssh-ed25519'));
     assert.equal(new Set(algos).size, algos.length);
     assert.equal(hostKeyAlgorithms([])[0], 'ssh-ed25519');
+  });
+});
+
+describe('compression', () => {
+  test('only none is offered, so a server insisting on zlib is refused at key exchange', () => {
+    // ssh2's default list offers zlib too; a hostile server's one zlib packet inflates before any window check.
+    assert.deepEqual(clientAlgorithms([]).compress, ['none']);
   });
 });
