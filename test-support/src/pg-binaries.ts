@@ -69,7 +69,12 @@ function sharedView(installed: string, version: string): string {
       execFileSync('cp', ['-a', `${installed}/.`, staging], { stdio: 'ignore' });
     }
     chmodSync(staging, 0o755);
-    rmSync(view, { recursive: true, force: true });
+    if (stamp(view) === version) {
+      // Another test process made it meanwhile (and may be using it): keep that one.
+      rmSync(staging, { recursive: true, force: true });
+      return view;
+    }
+    rmSync(view, { recursive: true, force: true }); // a stale one (another version's files)
     renameSync(staging, view);
   } catch (e) {
     rmSync(staging, { recursive: true, force: true });
