@@ -1,11 +1,13 @@
 // The monitoring set-up docs/snapshots.md recommends, on a test PostgreSQL: a role with only
 // pg_monitor, logging in over the Unix socket by peer authentication mapped from the OS users
-// given (over SSH the peer is the SSH login user).
+// given (over SSH the peer is the SSH login user). SQL snapshots refuse a superuser unless a
+// target allows it (ADR 0032): the tests take them as this role.
 import { appendFileSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 
-import type { LogServer } from '@pglog/test-support/log-server.ts';
 import pg from 'pg';
+
+import type { LogServer } from './log-server.ts';
 
 export const MONITOR_ROLE = 'pglog_monitor';
 
