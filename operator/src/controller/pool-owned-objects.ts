@@ -1,14 +1,16 @@
 /**
  * The owned-objects phase of a pool reconcile: the StatefulSet, the headless Service and the
- * PodDisruptionBudget, server-side applied when they differ from the desired ones. An object of
- * the same name that the pool does not control is left untouched and reported as a problem; a
- * refused image leaves the StatefulSet as it is (the pods running keep theirs).
+ * PodDisruptionBudget, created with POST when absent and server-side applied when they differ
+ * from the desired ones. An object of the same name that the pool does not control is left
+ * untouched and reported as a problem, also one created between the read that found none and
+ * the create (ADR 0031); a refused image leaves the StatefulSet as it is (the pods running
+ * keep theirs).
  */
 import type { KubeObject } from '@pglog/common/kube/client-types.ts';
 import { POD_DISRUPTION_BUDGETS, SERVICES, STATEFUL_SETS } from '@pglog/common/kube/resources.ts';
 
 import { desiredHeadlessService, desiredPodDisruptionBudget, desiredStatefulSet } from '../desired/pool-resources.ts';
-import { applyOwned, controlledBy, currentObject } from './owned-objects.ts';
+import { applyOwned, controlledBy, createOwned, currentObject } from './owned-objects.ts';
 import type { PoolPass } from './pool-pass.ts';
 import { orInvalidSpec } from './pool-status-writer.ts';
 
@@ -38,7 +40,14 @@ export async function ownedObjectsPhase(pass: PoolPass): Promise<void> {
       conflicts.push(`${type.kind} ${objectName}`);
       continue;
     }
-    const result = await applyOwned(o.client, type, desired as KubeObject, current ?? undefined, apply);
+    const result =
+      current === null
+        ? await createOwned(o.client, type, desired as KubeObject, apply)
+        : await applyOwned(o.client, type, desired as KubeObject, current, apply);
+    if (result === 'conflict') {
+      conflicts.push(`${type.kind} ${objectName}`);
+      continue;
+    }
     if (result !== 'unchanged') pass.writes++;
     if (result === 'created') await o.events.record(pool, 'Normal', 'Created', `created ${type.kind} ${objectName}`);
   }
