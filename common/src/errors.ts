@@ -31,6 +31,7 @@ export const ERROR_CODES = [
   'SQL_AUTH_FAILED', // PostgreSQL refused the role or database of spec.instances[].sql
   'SQL_TIMEOUT', // opening the SQL session or a snapshot query took longer than sql.timeoutSeconds
   'SQL_QUERY_FAILED', // a snapshot query failed for another reason (e.g. pg_stat_statements not installed, permission denied)
+  'SQL_ROLE_SUPERUSER', // the SQL role is a superuser and the instance does not set sql.allowSuperuser: refused before any snapshot query
   'LOG_POSITION_LOST', // the committed log file is gone and no copy of it was found: bytes were skipped
   'KUBE_UNAVAILABLE', // the Kubernetes API server cannot be reached, timed out or answered 5xx (retried)
   'KUBE_FORBIDDEN', // the API server refused the credentials or RBAC denies the request (401/403)

@@ -15,7 +15,7 @@ export interface TargetInstanceSpec {
   logLinePrefix?: string;
   encodings?: { default?: string; databases?: Record<string, string> };
   /** spec.instances[].sql, written as given (SQL snapshot tests). */
-  sql?: { socketDirectory?: string; port?: number; database?: string; user?: string; timeoutSeconds?: number };
+  sql?: { socketDirectory?: string; port?: number; database?: string; user?: string; timeoutSeconds?: number; allowSuperuser?: boolean };
 }
 
 export interface TargetSpec {

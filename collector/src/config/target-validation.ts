@@ -41,7 +41,7 @@ const SSH_FIELDS = ['privateKeyFile', 'knownHostsFile', 'secretRef'] as const;
 const SECRET_REF_FIELDS = ['name'] as const;
 const INSTANCE_FIELDS = ['name', 'dataDirectory', 'logDirectory', 'logFormat', 'logLinePrefix', 'startAt', 'encodings', 'sql'] as const;
 const ENCODINGS_FIELDS = ['default', 'databases'] as const;
-const SQL_FIELDS = ['socketDirectory', 'port', 'database', 'user', 'timeoutSeconds'] as const;
+const SQL_FIELDS = ['socketDirectory', 'port', 'database', 'user', 'timeoutSeconds', 'allowSuperuser'] as const;
 const COLLECT_FIELDS = ['logs', 'activity', 'locks', 'statements', 'databases', 'intervalSeconds', 'statisticsIntervalSeconds'] as const;
 
 /** The optional fields that were given: an absent one stays absent rather than undefined. */
@@ -227,6 +227,7 @@ export class DocumentValidator extends FieldChecks {
       database: TARGET_DEFAULTS.sqlDatabase,
       user,
       timeoutSeconds: TARGET_DEFAULTS.sqlTimeoutSeconds,
+      allowSuperuser: TARGET_DEFAULTS.sqlAllowSuperuser,
     };
   }
 
@@ -241,9 +242,17 @@ export class DocumentValidator extends FieldChecks {
     const timeoutSeconds = this.defaulted(o, 'timeoutSeconds', p, d.timeoutSeconds, (v, q) =>
       this.wholeNumber(v, q, SQL_TIMEOUT_BOUNDS.min, SQL_TIMEOUT_BOUNDS.max),
     );
-    if (socketDirectory === undefined || port === undefined || database === undefined || sqlUser === undefined || timeoutSeconds === undefined)
+    const allowSuperuser = this.defaulted(o, 'allowSuperuser', p, d.allowSuperuser, (v, q) => this.boolean(v, q));
+    if (
+      socketDirectory === undefined ||
+      port === undefined ||
+      database === undefined ||
+      sqlUser === undefined ||
+      timeoutSeconds === undefined ||
+      allowSuperuser === undefined
+    )
       return undefined;
-    return { socketDirectory, port, database, user: sqlUser, timeoutSeconds };
+    return { socketDirectory, port, database, user: sqlUser, timeoutSeconds, allowSuperuser };
   }
 
   private collect(value: unknown, p: FieldPath): TargetCollect | undefined {

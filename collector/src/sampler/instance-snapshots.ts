@@ -14,7 +14,8 @@
  *   streaming of the server is not touched by any of it.
  * - A SQL role more powerful than monitoring needs (a superuser, or one that can write) is
  *   reported as found at each session start: pglog_sql_role_privileged, and the target's
- *   status (its SqlRole condition in cluster mode).
+ *   status (its SqlRole condition in cluster mode). A superuser's session is refused unless
+ *   the instance allows it (SQL_ROLE_SUPERUSER, a failed run like any other).
  */
 import type { TargetCollect } from '@pglog/common/api/postgres-target.ts';
 import type { ErrorLabel } from '@pglog/common/errors.ts';
@@ -189,7 +190,7 @@ export class InstanceSnapshots {
     const streak = this.failing.get(kind);
     if (streak === undefined || streak.code !== code) {
       // A refused role, host key or key will not heal by itself: an error, not a blip.
-      const lasting = code === 'SQL_AUTH_FAILED' || (code !== 'UNKNOWN' && isLastingSshFailure(code));
+      const lasting = code === 'SQL_AUTH_FAILED' || code === 'SQL_ROLE_SUPERUSER' || (code !== 'UNKNOWN' && isLastingSshFailure(code));
       log[lasting ? 'error' : 'warn']({ target, instance, kind, code, err: e }, `${target}/${instance}: ${kind} snapshot failed: ${message}`);
       this.failing.set(kind, { code, count: 1 });
     } else {

@@ -64,6 +64,7 @@ export class SqlSnapshotSource implements SnapshotSource {
       prepare: async (client) => {
         this.info = await readServerInfo(client);
         this.privilege = rolePrivilegeOf(this.info);
+        this.refuseSuperuser(this.info);
         this.warnAboutPrivileges(this.info, this.privilege);
       },
     });
@@ -110,6 +111,25 @@ export class SqlSnapshotSource implements SnapshotSource {
     );
   }
 
+  /**
+   * Ends a session whose role is a superuser before any snapshot query runs, unless the
+   * instance sets `sql.allowSuperuser` (ADR 0032): a superuser reaches the server's OS account
+   * (COPY ... TO PROGRAM runs even in a read-only transaction), so a slip that let a role of
+   * the monitored server run SQL in the session would hand it the OS account. The server-info
+   * query, which found out, is the only statement the session ran. Each snapshot tries again,
+   * so a role made NOSUPERUSER is taken at the next one.
+   */
+  private refuseSuperuser(info: ServerInfo): void {
+    const { target, instance } = this.o;
+    if (!info.superuser || instance.sql.allowSuperuser) return;
+    throw new PglogError(
+      'SQL_ROLE_SUPERUSER',
+      `${target.metadata.name}/${instance.name}: the SQL role ${info.username} is a superuser: refused, no snapshot runs as it ` +
+        `(any SQL a role of the monitored server got it to run would run with every right, up to the server's OS account). ` +
+        'Use a role with only pg_monitor (docs/snapshots.md), or set spec.instances[].sql.allowSuperuser: true to take snapshots as it anyway',
+    );
+  }
+
   /** Warns when the role is more powerful than monitoring needs: once per privilege found, again when it changes. */
   private warnAboutPrivileges(info: ServerInfo, privilege: SqlRolePrivilege | null): void {
     if (privilege === this.warnedPrivilege) return;
@@ -119,7 +139,7 @@ export class SqlSnapshotSource implements SnapshotSource {
     const where = `${target.metadata.name}/${instance.name}`;
     const risk =
       privilege === 'SQL_ROLE_SUPERUSER'
-        ? `is a superuser (${privilege}): any SQL a role of the monitored server gets it to run would run with every right, up to the server's OS account`
+        ? `is a superuser (${privilege}), taken because sql.allowSuperuser is set: any SQL a role of the monitored server gets it to run would run with every right, up to the server's OS account`
         : `can write data (${privilege}, a member of pg_write_all_data): any SQL a role of the monitored server gets it to run could write`;
     this.o.log.warn(
       { target: target.metadata.name, instance: instance.name, role: info.username, superuser: info.superuser, code: privilege },

@@ -3,8 +3,9 @@
 // `pglog collect --shard` launcher and its collector child; a real store, sshd and two
 // PostgreSQL servers logging every statement; the checker compares logs and store.
 //   - rows arrive; the shard status shows both targets with rates, offsets, connected;
-//   - a target with SQL snapshots only reports a refused role as snapshotError, then recovers
-//     as the superuser postgres, reported as sqlRoleWarning SQL_ROLE_SUPERUSER;
+//   - a target with SQL snapshots only reports a refused role as snapshotError; as the
+//     superuser postgres it is refused too (SQL_ROLE_SUPERUSER, ADR 0032) until its spec sets
+//     sql.allowSuperuser, then recovers, reported as sqlRoleWarning SQL_ROLE_SUPERUSER;
 //   - a target removed from the spec stops (no new rows) and leaves the status;
 //   - handed to a second collector (another shard) with epoch + 1: 0 lost, 0 duplicated;
 //   - a new spec.tuning restarts the collector child (new pid, status.tuning) losing nothing;
@@ -146,9 +147,9 @@ describe('pglog collect --shard: cluster mode against a real API server', { time
     assert.equal(childPids(c).length, 1);
   });
 
-  test('a target with SQL snapshots only: a refused role is its snapshotError (SQL_AUTH_FAILED) in the shard status, cleared once the role is fixed', async () => {
+  test('a target with SQL snapshots only: a refused role is its snapshotError (SQL_AUTH_FAILED), a superuser SQL_ROLE_SUPERUSER until allowed, then cleared', async () => {
     const server = servers[1]!;
-    const sqlTarget = (user?: string): unknown => {
+    const sqlTarget = (user?: string, allowSuperuser?: boolean): unknown => {
       // Without sql.user the role is the SSH user's, which this PostgreSQL does not have.
       return logServerTarget(
         'db4',
@@ -156,7 +157,14 @@ describe('pglog collect --shard: cluster mode against a real API server', { time
         ssh,
         server,
         { collect: { logs: false, activity: true, locks: true, intervalSeconds: 1 } },
-        { sql: { socketDirectory: server.socketDir, port: server.port, ...(user === undefined ? {} : { user }) } },
+        {
+          sql: {
+            socketDirectory: server.socketDir,
+            port: server.port,
+            ...(user === undefined ? {} : { user }),
+            ...(allowSuperuser === undefined ? {} : { allowSuperuser }),
+          },
+        },
       );
     };
     await apply(sqlTarget());
@@ -169,15 +177,27 @@ describe('pglog collect --shard: cluster mode against a real API server', { time
       30_000,
       async () => `${JSON.stringify(await targetStatus('s-0', 'db4'))}\n${tail(c)}`,
     );
+    // The superuser postgres: refused before any snapshot query, and said why (ADR 0032).
     await apply(sqlTarget('postgres'));
+    await waitFor(
+      async () => {
+        const t = await targetStatus('s-0', 'db4');
+        return t?.['snapshotError'] === 'SQL_ROLE_SUPERUSER' && t['sqlRoleWarning'] === 'SQL_ROLE_SUPERUSER';
+      },
+      'db4 reported with snapshotError and sqlRoleWarning SQL_ROLE_SUPERUSER',
+      30_000,
+      async () => `${JSON.stringify(await targetStatus('s-0', 'db4'))}\n${tail(c)}`,
+    );
+    // The target opts out in its spec: the field reaches the collector through the CRD.
+    await apply(sqlTarget('postgres', true));
     const db = new pg.Client({ connectionString: store.url });
     await db.connect();
     try {
-      const runs = async (): Promise<{ ok: number; failed: number }> => {
-        const r = await db.query<{ ok: string; failed: string }>(
-          "SELECT count(*) FILTER (WHERE error_code IS NULL) AS ok, count(*) FILTER (WHERE error_code = 'SQL_AUTH_FAILED') AS failed FROM pglog.snapshot_runs WHERE target = 'db4'",
+      const runs = async (): Promise<{ ok: number; failed: number; refused: number }> => {
+        const r = await db.query<{ ok: string; failed: string; refused: string }>(
+          "SELECT count(*) FILTER (WHERE error_code IS NULL) AS ok, count(*) FILTER (WHERE error_code = 'SQL_AUTH_FAILED') AS failed, count(*) FILTER (WHERE error_code = 'SQL_ROLE_SUPERUSER') AS refused FROM pglog.snapshot_runs WHERE target = 'db4'",
         );
-        return { ok: Number(r.rows[0]!.ok), failed: Number(r.rows[0]!.failed) };
+        return { ok: Number(r.rows[0]!.ok), failed: Number(r.rows[0]!.failed), refused: Number(r.rows[0]!.refused) };
       };
       await waitFor(
         async () => (await runs()).ok > 0,
@@ -186,6 +206,7 @@ describe('pglog collect --shard: cluster mode against a real API server', { time
         async () => `${JSON.stringify(await runs())}\n${tail(c)}`,
       );
       assert.ok((await runs()).failed > 0);
+      assert.ok((await runs()).refused > 0, 'the refused runs are in the store with their code');
       await waitFor(
         async () => {
           const t = await targetStatus('s-0', 'db4');
@@ -195,7 +216,7 @@ describe('pglog collect --shard: cluster mode against a real API server', { time
         30_000,
         async () => `${JSON.stringify(await targetStatus('s-0', 'db4'))}\n${tail(c)}`,
       );
-      // The fixed role is the superuser postgres: reported as such (issue 13, review F2).
+      // The role allowed is the superuser postgres: still reported as such (issue 13, review F2).
       await waitFor(
         async () => (await targetStatus('s-0', 'db4'))?.['sqlRoleWarning'] === 'SQL_ROLE_SUPERUSER',
         'db4 reported with sqlRoleWarning SQL_ROLE_SUPERUSER',
@@ -403,9 +424,10 @@ describe('pglog collect --shard: cluster mode against a real API server', { time
     for (const c of collectors) for (const line of keyBody) assert.ok(!c.output().includes(line), 'a line of the private key appears in the output');
     const fenced = collectors[0]!.records().filter((r) => r['code'] === 'STORE_FENCED' && r['target'] === 'db1');
     assert.ok(fenced.length > 0, 's-0 was fenced on db1 once s-1 claimed it with epoch 2');
-    // Expected: db4's snapshots with the role that does not exist (until fixed above), and the crash caused here.
+    // Expected: db4's snapshots with the role that does not exist and as a superuser not allowed (until fixed above), and the crash caused here.
     const expected = (r: Record<string, unknown>): boolean =>
-      (r['target'] === 'db4' && /role "[^"]+" does not exist/.test(String(r['msg']))) || r['msg'] === 'the collector ended (exit status 137)';
+      (r['target'] === 'db4' && (/role "[^"]+" does not exist/.test(String(r['msg'])) || r['code'] === 'SQL_ROLE_SUPERUSER')) ||
+      r['msg'] === 'the collector ended (exit status 137)';
     const errors = collectors.flatMap((c) => c.records()).filter((r) => isErrorRecord(r) && r['code'] !== 'STORE_FENCED' && !expected(r));
     assert.deepEqual(
       errors.map((r) => r['msg']),

@@ -1,6 +1,8 @@
 // The SQL role, end to end (issue 13 point 5, security review F2): the real `pglog collect`
 // with its sidecar, a real sshd and a logging PostgreSQL 15, with targets whose SQL role is a
-// superuser (through both transports), a member of pg_write_all_data, or pglog_monitor.
+// superuser (through both transports, allowed by sql.allowSuperuser: what is tested here is
+// what a superuser session does; its refusal without it: collect-sql-superuser.test.ts), a
+// member of pg_write_all_data, or pglog_monitor.
 //   - pglog_sql_role_privileged says which is which (SQL_ROLE_SUPERUSER, SQL_ROLE_CAN_WRITE),
 //     the log warns once per role and says why, and a role that loses its privilege reads 0
 //     from its next session on;
@@ -79,7 +81,14 @@ describe('the SQL role: privilege metric and warning, and no planted operator ru
           name: 'main',
           dataDirectory: server.dataDirectory,
           logDirectory: server.logDirectory,
-          sql: { socketDirectory: server.socketDir, port: server.port, user: ROLES[name], database: 'postgres', timeoutSeconds: 5 },
+          sql: {
+            socketDirectory: server.socketDir,
+            port: server.port,
+            user: ROLES[name],
+            database: 'postgres',
+            timeoutSeconds: 5,
+            ...(ROLES[name] === 'postgres' ? { allowSuperuser: true } : {}),
+          },
         },
       ],
       collect: { logs: false, activity: true, locks: true, intervalSeconds: 1 },
@@ -120,7 +129,7 @@ describe('the SQL role: privilege metric and warning, and no planted operator ru
     assert.equal(byTarget('su-inproc').length, 1, 'one warning, not one per snapshot');
     assert.match(
       byTarget('su-inproc')[0]!,
-      /^su-inproc\/main: the SQL role postgres is a superuser \(SQL_ROLE_SUPERUSER\): .*OS account.*pg_monitor \(docs\/snapshots\.md\)$/,
+      /^su-inproc\/main: the SQL role postgres is a superuser \(SQL_ROLE_SUPERUSER\), taken because sql\.allowSuperuser is set: .*OS account.*pg_monitor \(docs\/snapshots\.md\)$/,
     );
     assert.match(byTarget('writer')[0] ?? '', /the SQL role writer can write data \(SQL_ROLE_CAN_WRITE/);
     assert.deepEqual(byTarget('monitor'), []);

@@ -52,6 +52,7 @@ export const TARGET_DEFAULTS = {
   sqlPort: 5432,
   sqlDatabase: 'postgres',
   sqlTimeoutSeconds: 5,
+  sqlAllowSuperuser: false,
   collect: { logs: true, activity: false, locks: false, statements: false, databases: false, intervalSeconds: 15, statisticsIntervalSeconds: 15 },
 } as const satisfies {
   port: number;
@@ -64,6 +65,7 @@ export const TARGET_DEFAULTS = {
   sqlPort: number;
   sqlDatabase: string;
   sqlTimeoutSeconds: number;
+  sqlAllowSuperuser: boolean;
   collect: TargetCollect;
 };
 
@@ -304,6 +306,15 @@ export interface InstanceSql {
    * @maximum 300
    */
   timeoutSeconds: number;
+  /**
+   * Take snapshots even when `user` is a superuser. Without it a session whose role is a
+   * superuser is refused right after it opens (SQL_ROLE_SUPERUSER): a superuser reaches the
+   * server's OS account (`COPY ... TO PROGRAM`), so any SQL a role of the monitored server got
+   * it to run would too. Use a role with only `pg_monitor` instead (docs/snapshots.md); true
+   * keeps the warnings (the SqlRole condition, `pglog_sql_role_privileged`). Default: false.
+   * @default false
+   */
+  allowSuperuser: boolean;
 }
 
 /** What to collect. */

@@ -4,7 +4,7 @@
  * applies a CRD only when its digest is the one here (security review R9).
  */
 export const BUILT_IN_CRD_DIGESTS: Readonly<Record<string, string>> = {
-  'postgrestargets.pglog.io': 'a3d65dfde9df73c1ed82843490ddf5a8e38ece8c241e96ed3e3d2354914e3424',
+  'postgrestargets.pglog.io': '4b97141d6f23f8587bd8dc3fd86a55f4780956c29437dfadf32c1a3826537b8f',
   'collectorpools.pglog.io': 'bea9e023feb7445d616b58745a53a733d2654558679a2839250519887ae57e21',
   'collectorshards.pglog.io': 'b305b6d1172a61ca405ca2210ea00cf21a7626c61e62ae2d20ec70696808ce22',
 };

@@ -52,7 +52,7 @@ export function sampleTarget(t: TargetFixture): PostgresTarget {
         logFormat: 'stderr' as const,
         logLinePrefix: '%m [%p] ',
         encodings: { default: 'UTF8', databases: {} },
-        sql: { socketDirectory: '/var/run/postgresql', port: 5432 + i, database: 'postgres', user: 'postgres', timeoutSeconds: 5 },
+        sql: { socketDirectory: '/var/run/postgresql', port: 5432 + i, database: 'postgres', user: 'postgres', timeoutSeconds: 5, allowSuperuser: false },
       })),
       collect: { logs: true, activity: t.sql === true, locks: false, statements: false, databases: false, intervalSeconds: 15, statisticsIntervalSeconds: 15 },
     },

@@ -97,7 +97,7 @@ describe('the generated CRDs on a real kube-apiserver', { timeout: 180_000 }, ()
         logFormat: 'stderr',
         logLinePrefix: '%m [%p] ',
         encodings: { default: 'UTF8', databases: {} },
-        sql: { socketDirectory: '/var/run/postgresql', port: 5432, database: 'postgres', timeoutSeconds: 5 },
+        sql: { socketDirectory: '/var/run/postgresql', port: 5432, database: 'postgres', timeoutSeconds: 5, allowSuperuser: false },
       },
     ]);
 

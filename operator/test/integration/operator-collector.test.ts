@@ -9,7 +9,8 @@
 //     PostgresTarget's status shows shard 0, a rate and Ready; the busy target is promoted by
 //     the operator on its measured rate and moves to the sidecar, the quiet one stays inproc;
 //     the busy one's SQL snapshots go on through the sidecar's forward (Snapshots True), and
-//     its superuser SQL role shows as SqlRole False, SQL_ROLE_SUPERUSER;
+//     its superuser SQL role (allowed by sql.allowSuperuser, ADR 0032) shows as SqlRole False,
+//     SQL_ROLE_SUPERUSER;
 //   - `kubectl scale --replicas 2`: one target moves to shard 1 with a higher epoch, its rows
 //     keep arriving from the new owner;
 //   - with the load stopped the checker finds every statement of both servers exactly once.
@@ -151,7 +152,7 @@ describe('pglog operator with real collectors: the loop closed', { timeout: 300_
         name === 'busy'
           ? ([
               { pool: POOL, collect: { logs: true, activity: true, locks: true, intervalSeconds: 2 } },
-              { sql: { socketDirectory: servers[name].socketDir, port: servers[name].port, user: 'postgres' } },
+              { sql: { socketDirectory: servers[name].socketDir, port: servers[name].port, user: 'postgres', allowSuperuser: true } },
             ] as const)
           : ([{ pool: POOL }, {}] as const);
       await apply(logServerTarget(name, `${name}-ssh`, ssh, servers[name], sql[0], sql[1]));

@@ -30,6 +30,7 @@ import { isErrorRecord } from '@pglog/test-support/collector-process.ts';
 import { type ControlPlane, startControlPlane } from '@pglog/test-support/control-plane.ts';
 import { eventually } from '@pglog/test-support/fleet.ts';
 import { type LogServer, startLogServer } from '@pglog/test-support/log-server.ts';
+import { MONITOR_ROLE, setUpMonitoringRole } from '@pglog/test-support/monitoring-role.ts';
 import { startPostgres, type TestPostgres } from '@pglog/test-support/postgres.ts';
 import { killTree } from '@pglog/test-support/process-tree.ts';
 import { type SeqLoad, startSeqLoad } from '@pglog/test-support/seq-load.ts';
@@ -126,7 +127,9 @@ describe('two CollectorPools writing two stores, and one report of both', { time
         ...(poolOf(name) === 'east' ? { pool: 'east' } : {}),
         ...(snapshots ? { collect: { logs: true, activity: true, locks: true, intervalSeconds: 2 } } : {}),
       };
-      const instance = snapshots ? { sql: { socketDirectory: server.socketDir, port: server.port, user: 'postgres' } } : {};
+      // Snapshots as a role with only pg_monitor (a superuser is refused, ADR 0032).
+      if (snapshots) await setUpMonitoringRole(server, [ssh.user]);
+      const instance = snapshots ? { sql: { socketDirectory: server.socketDir, port: server.port, user: MONITOR_ROLE } } : {};
       const target = logServerTarget(name, `${name}-ssh`, ssh, server, spec, instance);
       // West's targets name no pool: pool west selects them by this label.
       if (poolOf(name) === 'west') target['metadata'] = { name, labels: { region: 'west' } };

@@ -59,7 +59,7 @@ const target = (over: Partial<PostgresTarget['spec']> = {}): PostgresTarget => (
         logFormat: 'stderr',
         logLinePrefix: '%m ',
         encodings: { default: 'UTF8', databases: {} },
-        sql: { socketDirectory: '/run', port: 5432, database: 'postgres', user: 'postgres', timeoutSeconds: 5 },
+        sql: { socketDirectory: '/run', port: 5432, database: 'postgres', user: 'postgres', timeoutSeconds: 5, allowSuperuser: false },
       },
     ],
     collect: { logs: true, activity: false, locks: false, statements: false, databases: false, intervalSeconds: 15, statisticsIntervalSeconds: 15 },

@@ -178,6 +178,7 @@ void describe('parseTargetsFile: every rule has a failing case naming file, docu
     assertProblem(brokenField('spec.instances.0.sql', { socketDirectory: 'run' }), 'spec.instances[0].sql.socketDirectory', /absolute path/);
     assertProblem(brokenField('spec.instances.0.sql', { database: '' }), 'spec.instances[0].sql.database', /must not be empty/);
     assertProblem(brokenField('spec.instances.0.sql', { user: 'a b' }), 'spec.instances[0].sql.user', /whitespace/);
+    assertProblem(brokenField('spec.instances.0.sql', { allowSuperuser: 'yes' }), 'spec.instances[0].sql.allowSuperuser', /expected true or false/);
   });
 
   void test('collect: booleans, something to collect', () => {

@@ -39,7 +39,7 @@ void describe('parseTargetsFile: valid files', () => {
             logFormat: 'stderr',
             logLinePrefix: '%m [%p] %q%u@%d ',
             encodings: { default: 'UTF8', databases: { legacy: 'WIN1251' } },
-            sql: { socketDirectory: '/var/run/postgresql', port: 5432, database: 'postgres', user: 'postgres', timeoutSeconds: 5 },
+            sql: { socketDirectory: '/var/run/postgresql', port: 5432, database: 'postgres', user: 'postgres', timeoutSeconds: 5, allowSuperuser: false },
           },
         ],
         collect: { logs: true, activity: false, locks: false, statements: false, databases: false, intervalSeconds: 15, statisticsIntervalSeconds: 15 },
@@ -68,7 +68,7 @@ void describe('parseTargetsFile: valid files', () => {
       logFormat: 'stderr',
       logLinePrefix: '%m [%p] ',
       encodings: { default: 'UTF8', databases: {} },
-      sql: { socketDirectory: '/var/run/postgresql', port: 5432, database: 'postgres', user: 'postgres', timeoutSeconds: 5 },
+      sql: { socketDirectory: '/var/run/postgresql', port: 5432, database: 'postgres', user: 'postgres', timeoutSeconds: 5, allowSuperuser: false },
     });
 
     assert.deepEqual(db2.metadata, { name: 'db2', namespace: 'billing', labels: { env: 'prod', 'app.kubernetes.io/part-of': 'billing' } });
@@ -91,7 +91,7 @@ void describe('parseTargetsFile: valid files', () => {
     assert.equal(m15.logDirectory, '/var/log/postgresql');
     assert.equal(m15.logFormat, 'csvlog');
     assert.deepEqual(m15.encodings, { default: 'WIN1251', databases: { reports: 'UTF8', 'old db': 'KOI8R' } });
-    assert.deepEqual(m15.sql, { socketDirectory: '/tmp', port: 5433, database: 'postgres', user: 'pgmon', timeoutSeconds: 5 });
+    assert.deepEqual(m15.sql, { socketDirectory: '/tmp', port: 5433, database: 'postgres', user: 'pgmon', timeoutSeconds: 5, allowSuperuser: false });
     assert.equal(m16.logDirectory, '/srv/pg/16/main/logs');
     assert.equal(m16.logFormat, 'jsonlog');
   });
@@ -220,6 +220,7 @@ const instanceArb = (user: string): fc.Arbitrary<PostgresInstance> =>
       database: roleName,
       user: fc.oneof(fc.constant(user), roleName),
       timeoutSeconds: fc.integer({ min: 1, max: 300 }),
+      allowSuperuser: fc.boolean(),
     }),
   });
 
