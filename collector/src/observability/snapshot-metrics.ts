@@ -59,7 +59,7 @@ export class SnapshotMetrics {
     );
     this.failures = m.counter(
       'snapshot_failures_total',
-      'SQL snapshots that failed, by PglogError code (SQL_CONNECT_FAILED, SQL_TIMEOUT, SQL_AUTH_FAILED, SQL_QUERY_FAILED, SSH_*, STORE_*).',
+      'SQL snapshots that failed, by PglogError code (SQL_CONNECT_FAILED, SQL_TIMEOUT, SQL_AUTH_FAILED, SQL_QUERY_FAILED, SQL_ROLE_SUPERUSER: a superuser role refused, SSH_*, STORE_*).',
       ['target', 'instance', 'kind', 'code'],
     );
     this.lastSuccess = m.gauge('snapshot_last_success_timestamp_seconds', 'When the last SQL snapshot of this kind succeeded (Unix time).', [
@@ -79,7 +79,7 @@ export class SnapshotMetrics {
     );
     this.rolePrivileged = m.gauge(
       'sql_role_privileged',
-      "1 when the SQL role of the instance is more powerful than monitoring needs, by reason: SQL_ROLE_SUPERUSER (planted SQL would run with every right, up to the server's OS account) or SQL_ROLE_CAN_WRITE; else 0. Checked at each session start. Use a role with only pg_monitor (docs/snapshots.md).",
+      "1 when the SQL role of the instance is more powerful than monitoring needs, by reason: SQL_ROLE_SUPERUSER (planted SQL would run with every right, up to the server's OS account; refused unless sql.allowSuperuser) or SQL_ROLE_CAN_WRITE; else 0. Checked at each session start. Use a role with only pg_monitor (docs/snapshots.md).",
       ['target', 'instance', 'reason'],
     );
     this.textsCut = m.counter(

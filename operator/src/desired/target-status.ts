@@ -162,7 +162,9 @@ function snapshotsCondition(assignment: TargetAssignment, reported: ShardTargetS
 function sqlRoleCondition(assignment: TargetAssignment, reported: ShardTargetStatus | undefined): ConditionHead {
   if (reported === undefined) return notReportedYet('SqlRole', assignment);
   if (reported.sqlRoleWarning !== undefined) {
-    const what = reported.sqlRoleWarning === 'SQL_ROLE_SUPERUSER' ? 'is a superuser' : 'can write data';
+    // A superuser is refused (no snapshot runs) unless sql.allowSuperuser opts out (ADR 0032).
+    const what =
+      reported.sqlRoleWarning === 'SQL_ROLE_SUPERUSER' ? 'is a superuser (snapshots are refused unless sql.allowSuperuser is true)' : 'can write data';
     return {
       type: 'SqlRole',
       status: 'False',

@@ -98,7 +98,7 @@ describe('target status', () => {
     assert.deepEqual(role({ sqlRoleWarning: 'SQL_ROLE_SUPERUSER' }), [
       'False',
       'SQL_ROLE_SUPERUSER',
-      'the SQL role (spec.instances[].sql.user) is a superuser: use a role with only pg_monitor (docs/snapshots.md)',
+      'the SQL role (spec.instances[].sql.user) is a superuser (snapshots are refused unless sql.allowSuperuser is true): use a role with only pg_monitor (docs/snapshots.md)',
     ]);
     assert.deepEqual(role({ sqlRoleWarning: 'SQL_ROLE_CAN_WRITE', snapshotError: 'SQL_TIMEOUT' })?.slice(0, 2), ['False', 'SQL_ROLE_CAN_WRITE']);
     assert.deepEqual(role({})?.slice(0, 2), ['True', 'NotPrivileged']);
