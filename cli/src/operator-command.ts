@@ -10,7 +10,9 @@ import { createKubeClient } from '@pglog/common/kube/client.ts';
 import { type KubeAccess, loadKubeAccess, parseKubeAccess } from '@pglog/common/kube/kube-access.ts';
 import { createLogger, type OptionLogLevel, parseLogLevelOption } from '@pglog/common/observability/logger.ts';
 import { type OperatorConfig, runOperator } from '@pglog/operator/controller/run-operator.ts';
-import { imageAllowed, imageRepository, parseAllowedImages, parseNamespaceList } from '@pglog/operator/desired/pool-policy.ts';
+import { imageAllowed, imageRepository, parseAllowedImages } from '@pglog/operator/desired/image-allow-list.ts';
+import { parseImageReference } from '@pglog/operator/desired/image-reference.ts';
+import { parseNamespaceList, parseStoreSecretList } from '@pglog/operator/desired/pool-policy.ts';
 
 import { parseCommandArgs, stringOptions } from './command-args.ts';
 import { wholeNumberOption } from './whole-number-option.ts';
@@ -30,9 +32,15 @@ export const OPERATOR_USAGE = `usage: pglog operator [OPTIONS]
                             Deployment (helm uninstall) deletes the Lease too
   --identity ID             this replica's name in the Lease (default: POD_NAME, else the host name)
   --image IMAGE             collector and sidecar image of pools that name none (default: PGLOG_IMAGE)
-  --allowed-images REPO,... the only images pools may run: repositories (any tag or digest)
-                            or prefixes ending in / (default: the repository of --image); a
-                            pool naming another gets Ready False, reason ImageNotAllowed
+  --allowed-images IMAGE,... the only images pools may run, each naming its registry: a
+                            repository (any tag or digest), a prefix ending in /, REPO:PATTERN
+                            (tags matching, * any run) or REPO@sha256:HEX (default: the
+                            repository of --image); a pool naming another gets Ready False,
+                            reason ImageNotAllowed
+  --allowed-store-secrets NAME,...
+                            the only Secrets pools may name as their store (spec.store.secretRef),
+                            each NAME or NAMESPACE/NAME (default pglog-store); a pool naming
+                            another gets Ready False, reason StoreSecretNotAllowed
   --collector-namespaces NS,...
                             namespaces whose pools get workloads (default: every watched
                             one); a pool elsewhere gets Ready False, reason NamespaceNotAllowed
@@ -42,6 +50,9 @@ export const OPERATOR_USAGE = `usage: pglog operator [OPTIONS]
   --resync SECONDS          reconcile every pool at least this often (default 60)
   --lease-duration SECONDS  leader Lease duration (default 15; renew deadline 2/3 of it)
   --log-level LEVEL         trace|debug|info|warn|error (default info)`;
+
+/** The store Secret of the chart's pool and of the docs' examples. */
+const DEFAULT_STORE_SECRET = 'pglog-store';
 
 export interface OperatorCommandConfig {
   operator: OperatorConfig;
@@ -65,6 +76,7 @@ export function parseOperatorArgs(argv: string[], env: NodeJS.ProcessEnv): Opera
         'identity',
         'image',
         'allowed-images',
+        'allowed-store-secrets',
         'collector-namespaces',
         'service-account',
         'listen',
@@ -81,6 +93,11 @@ export function parseOperatorArgs(argv: string[], env: NodeJS.ProcessEnv): Opera
   const image = values.image ?? env['PGLOG_IMAGE'];
   if (image === undefined || image === '')
     throw new PglogError('USAGE', 'operator: --image IMAGE (or PGLOG_IMAGE) is required: the collector image of pools that name none');
+  const reference = parseImageReference(image);
+  if (!reference.ok) throw new PglogError('USAGE', `operator: --image ${image} is not an image reference: ${reference.problem}`);
+  if (reference.reference.domain === undefined) {
+    throw new PglogError('USAGE', `operator: --image ${image} names no registry host: write it as pulled, e.g. docker.io/library/${image}`);
+  }
   const allowedImages = parseAllowedImages(values['allowed-images'] ?? imageRepository(image));
   if (!imageAllowed(image, allowedImages)) {
     throw new PglogError(
@@ -88,6 +105,7 @@ export function parseOperatorArgs(argv: string[], env: NodeJS.ProcessEnv): Opera
       `operator: --image ${image} is not in --allowed-images (${allowedImages.join(', ')}): pools that name no image would all be refused`,
     );
   }
+  const allowedStoreSecrets = parseStoreSecretList(values['allowed-store-secrets'] ?? DEFAULT_STORE_SECRET);
   const collectorNamespaces = values['collector-namespaces'] === undefined ? undefined : parseNamespaceList(values['collector-namespaces']);
   const leaseSeconds = wholeNumberOption('operator', '--lease-duration', values['lease-duration'], 15, 2);
   return {
@@ -104,7 +122,7 @@ export function parseOperatorArgs(argv: string[], env: NodeJS.ProcessEnv): Opera
       retryPeriodMs: Math.max(500, Math.round((leaseSeconds * 1000) / 7.5)),
       defaultImage: image,
       serviceAccountName: values['service-account'] ?? 'pglog-collector',
-      policy: { allowedImages, ...(collectorNamespaces === undefined ? {} : { collectorNamespaces }) },
+      policy: { allowedImages, allowedStoreSecrets, ...(collectorNamespaces === undefined ? {} : { collectorNamespaces }) },
       workers: wholeNumberOption('operator', '--workers', values.workers, 2, 1),
       resyncMs: wholeNumberOption('operator', '--resync', values.resync, 60, 1) * 1000,
       listen: parseListen(values.listen ?? '0.0.0.0:8080'),

@@ -62,9 +62,12 @@ export async function startE2eCluster(options: E2eOptions): Promise<E2eCluster> 
   if (options.image === undefined || options.image === '')
     throw new Error('PGLOG_TEST_IMAGE names the built image (make test and make e2e build it: make test-image)');
   const colon = options.image.lastIndexOf(':');
-  const repository = colon > 0 ? options.image.slice(0, colon) : options.image;
+  const local = colon > 0 ? options.image.slice(0, colon) : options.image;
   const tag = colon > 0 ? options.image.slice(colon + 1) : 'latest';
-  const refs = [options.image, ...(options.extraTags ?? []).map((t) => `${repository}:${t}`)];
+  const refs = [options.image, ...(options.extraTags ?? []).map((t) => `${local}:${t}`)];
+  // The chart and the operator take only images that name their registry; `ctr import` stores
+  // a Docker image `pglog:test` under the name the runtime resolves it to, docker.io/library/pglog:test.
+  const repository = qualifiedRepository(local);
   for (const ref of refs.slice(1)) await run(options.docker, ['tag', options.image, ref]);
   const work = mkdtempSync(join(tmpdir(), 'pglog-e2e-'));
   const helmEnv = privateHelmEnv(join(work, 'helm'));
@@ -137,4 +140,12 @@ export async function startE2eCluster(options: E2eOptions): Promise<E2eCluster> 
     await stop();
     throw e;
   }
+}
+
+/** `pglog` → `docker.io/library/pglog`, `team/pglog` → `docker.io/team/pglog`; one naming its registry as it is. */
+export function qualifiedRepository(repository: string): string {
+  const slash = repository.indexOf('/');
+  const first = slash < 0 ? '' : repository.slice(0, slash);
+  if (first.includes('.') || first.includes(':') || first === 'localhost') return repository;
+  return slash < 0 ? `docker.io/library/${repository}` : `docker.io/${repository}`;
 }

@@ -2,7 +2,8 @@
 // lint` is clean (also --strict, and with the HPA, its custom metric and the ServiceMonitor on);
 // the values schema refuses unknown keys; the chart's CRDs are those of crds/; what renders with
 // each option; both Grafana dashboards (the store dashboard byte for byte the chart's
-// dashboards/pglog-store.json); the operator Deployment and its rendered arguments, which parse.
+// dashboards/pglog-store.json); the operator Deployment and its rendered arguments, which parse;
+// the admission policy's patterns, which admit what the operator's allow-list admits.
 // What the rendered objects do on a real kube-apiserver: helm-chart.test.ts.
 import assert from 'node:assert/strict';
 import { readdirSync, readFileSync, rmSync } from 'node:fs';
@@ -10,6 +11,7 @@ import { join } from 'node:path';
 import { after, describe, test } from 'node:test';
 
 import { parseOperatorArgs } from '@pglog/cli/operator-command.ts';
+import { imageAllowed } from '@pglog/operator/desired/image-allow-list.ts';
 
 import { ALL_ON, CHART, helm, HELM_HOME, NAMESPACE, OTHER, OUTSIDE, type PodTemplate, render, ROOT } from '../helpers/helm-chart.ts';
 
@@ -44,6 +46,10 @@ describe('charts/pglog rendered', { timeout: 240_000 }, () => {
       'prometheusRule.alerts.PglogNoSuchAlert.enabled=true',
       'prometheusRule.alerts.PglogLagGrowing.window=soon',
       'prometheusRule.alerts.PglogTargetDown.severity=page',
+      'admissionPolicy.enabled=yes',
+      'admissionPolicy.extra=1',
+      'operator.allowedStoreSecrets={*}',
+      'operator.allowedImages={ghcr.io/pglog/pglog;rm}',
     ]) {
       const r = await helm(['template', 'pglog', CHART, '--set', bad]);
       assert.notEqual(r.code, 0, `--set ${bad} was accepted`);
@@ -206,11 +212,15 @@ describe('charts/pglog rendered', { timeout: 240_000 }, () => {
     assert.equal(parsed.operator.identity, 'pglog-operator-abc');
     assert.deepEqual(parsed.operator.listen, { host: '0.0.0.0', port: 8080 });
     // Pools may run only the chart's own image repository, and only in the collector namespaces.
-    assert.deepEqual(parsed.operator.policy, { allowedImages: ['registry.example/pglog'], collectorNamespaces: [NAMESPACE] });
+    assert.deepEqual(parsed.operator.policy, {
+      allowedImages: ['registry.example/pglog'],
+      allowedStoreSecrets: ['pglog-store'],
+      collectorNamespaces: [NAMESPACE],
+    });
     const widened = (
       await render([
         '--set',
-        `image.repository=registry.example/pglog,operator.allowedImages={registry.example/pglog,registry.example/team/},collectorNamespaces={${NAMESPACE},${OTHER}}`,
+        `image.repository=registry.example/pglog,operator.allowedImages={registry.example/pglog,registry.example/team/},collectorNamespaces={${NAMESPACE},${OTHER}},operator.allowedStoreSecrets={pglog-store,${OTHER}/store-b}`,
       ])
     ).objects;
     const widenedArgs = (widened.find((o) => o.kind === 'Deployment') as unknown as { spec: { template: PodTemplate } }).spec.template.spec.containers[0]!
@@ -221,7 +231,97 @@ describe('charts/pglog rendered', { timeout: 240_000 }, () => {
     );
     assert.deepEqual(reparsed.operator.policy, {
       allowedImages: ['registry.example/pglog', 'registry.example/team/'],
+      allowedStoreSecrets: ['pglog-store', `${OTHER}/store-b`],
       collectorNamespaces: [NAMESPACE, OTHER],
     });
+  });
+
+  test("allow-lists the operator would refuse stop the render: a host-less image, a store list without the chart pool's Secret", async () => {
+    for (const [values, message] of [
+      ['image.repository=pglog', /operator\.allowedImages \(or image\.repository\) entry pglog names no registry host/],
+      ['operator.allowedImages={ghcr.io/pglog/pglog,team/pglog}', /entry team\/pglog names no registry host/],
+      ['operator.allowedStoreSecrets={other}', /pool\.store\.secretName pglog-store is not in operator\.allowedStoreSecrets/],
+    ] as const) {
+      const r = await helm(['template', 'pglog', CHART, '--namespace', NAMESPACE, '--set', values]);
+      assert.notEqual(r.code, 0, values);
+      assert.match(r.stderr, message, r.stderr);
+    }
+    const own = await render(['--set', `operator.allowedStoreSecrets={${NAMESPACE}/pglog-store}`]);
+    assert.ok(
+      own.objects.some((o) => o.kind === 'CollectorPool'),
+      "NAMESPACE/NAME naming the chart pool's Secret",
+    );
+  });
+
+  test("the admission policy admits exactly what the operator's allow-list admits, bound to the collector namespaces", async () => {
+    const digest = `sha256:${'ab'.repeat(32)}`;
+    const entries = [
+      'ghcr.io/pglog/pglog',
+      'registry.example:5000/team/',
+      'registry.example/pinned:1.4.*',
+      `registry.example/exact@${digest}`,
+      'registry.example/l:late*',
+    ];
+    const { objects } = await render([
+      '--set',
+      `operator.allowedImages={${entries.join(',')}},operator.allowedStoreSecrets={pglog-store,${OTHER}/store-b},collectorNamespaces={${NAMESPACE},${OTHER}}`,
+    ]);
+    const policy = objects.find((o) => o.kind === 'ValidatingAdmissionPolicy') as unknown as {
+      spec: { variables: Array<{ name: string; expression: string }> };
+    };
+    const variable = (name: string): unknown => JSON.parse(policy.spec.variables.find((v) => v.name === name)!.expression);
+    assert.deepEqual(variable('images'), entries);
+    assert.deepEqual(variable('storeSecrets'), ['pglog-store', `${OTHER}/store-b`]);
+    // RE2 as CEL runs it; these patterns use nothing JavaScript reads differently.
+    const reference = new RegExp(variable('reference') as string);
+    const patterns = (variable('imagePatterns') as string[]).map((p) => new RegExp(p));
+    const admitted = (image: string): boolean => reference.test(image) && patterns.some((p) => p.test(image));
+    const images = [
+      'ghcr.io/pglog/pglog',
+      'ghcr.io/pglog/pglog:1.0',
+      `ghcr.io/pglog/pglog@${digest}`,
+      `ghcr.io/pglog/pglog:1@${digest}`,
+      'ghcr.io/pglog/pglog@evil.com/x',
+      'ghcr.io/pglog/pglog@sha256:abcd',
+      'ghcr.io/pglog/pglog-evil:1',
+      'ghcr.io/pglog/pglogx',
+      'ghcr.io/pglog:1',
+      'GHCR.io/pglog/pglog:1',
+      'pglog/pglog:1',
+      'pglog',
+      'registry.example:5000/team/x:2',
+      'registry.example:5000/team/a/b',
+      'registry.example:5000/team',
+      'registry.example:5000/team-evil/x',
+      'registry.example:5000/team/../x',
+      'registry.example/pinned:1.4.7',
+      'registry.example/pinned:1.4.10-rc1',
+      'registry.example/pinned:1.3.9',
+      'registry.example/pinned:1.40',
+      'registry.example/pinned',
+      `registry.example/pinned:1.4.7@${digest}`,
+      `registry.example/exact@${digest}`,
+      `registry.example/exact:any@${digest}`,
+      `registry.example/exact@sha256:${'cd'.repeat(32)}`,
+      'registry.example/exact:1',
+      'registry.example/l',
+      'registry.example/l:latest',
+      'registry.example/l:later',
+      'registry.example/l:1',
+      `ghcr.io/pglog/pglog:${'x'.repeat(129)}`,
+    ];
+    const differ = images.filter((image) => admitted(image) !== imageAllowed(image, entries));
+    assert.deepEqual(differ, [], 'the policy and the operator disagree on these');
+    assert.ok(images.filter((image) => imageAllowed(image, entries)).length >= 12, 'the table has admitted images too');
+    const binding = objects.find((o) => o.kind === 'ValidatingAdmissionPolicyBinding') as unknown as {
+      spec: { policyName: string; validationActions: string[]; matchResources: unknown };
+    };
+    assert.equal(binding.spec.policyName, 'pglog-collectorpools');
+    assert.deepEqual(binding.spec.validationActions, ['Deny']);
+    assert.deepEqual(binding.spec.matchResources, {
+      namespaceSelector: { matchExpressions: [{ key: 'kubernetes.io/metadata.name', operator: 'In', values: [NAMESPACE, OTHER] }] },
+    });
+    const off = (await render(['--set', 'admissionPolicy.enabled=false'])).objects;
+    assert.ok(!off.some((o) => o.kind.startsWith('ValidatingAdmissionPolicy')));
   });
 });

@@ -93,6 +93,8 @@ describe('charts/pglog', { timeout: 240_000 }, () => {
       'prometheusrule.monitoring.coreos.com/pglog',
       'clusterrole.rbac.authorization.k8s.io/pglog-collector',
       'networkpolicy.networking.k8s.io/pglog-collector',
+      'validatingadmissionpolicy.admissionregistration.k8s.io/pglog-collectorpools',
+      'validatingadmissionpolicybinding.admissionregistration.k8s.io/pglog-collectorpools',
     ]) {
       assert.ok(r.stdout.includes(name), `${name} not in:\n${r.stdout}`);
     }
@@ -175,17 +177,20 @@ describe('charts/pglog', { timeout: 240_000 }, () => {
       assert.ok(notes.includes(step), `NOTES lack "${step}":\n${notes}`);
     }
     const selector = `app.kubernetes.io/instance=${release}`;
-    const listed = await cp.kubectl(['get', 'clusterroles,clusterrolebindings', '-l', selector, '-o', 'name']);
+    const clusterWide = 'clusterroles,clusterrolebindings,validatingadmissionpolicies,validatingadmissionpolicybindings';
+    const listed = await cp.kubectl(['get', clusterWide, '-l', selector, '-o', 'name']);
     assert.deepEqual(listed.trim().split('\n').sort(), [
       `clusterrole.rbac.authorization.k8s.io/${release}-collector`,
       `clusterrole.rbac.authorization.k8s.io/${release}-operator`,
       `clusterrole.rbac.authorization.k8s.io/${release}-operator-workloads`,
       `clusterrolebinding.rbac.authorization.k8s.io/${release}-operator`,
+      `validatingadmissionpolicy.admissionregistration.k8s.io/${release}-collectorpools`,
+      `validatingadmissionpolicybinding.admissionregistration.k8s.io/${release}-collectorpools`,
     ]);
     assert.match(await cp.kubectl(['-n', namespace, 'get', 'cpool', 'main', '-o', 'name']), /collectorpool\.pglog\.io\/main/);
     const uninstalled = await helm(['uninstall', release, '--kubeconfig', cp.kubeconfig, '--namespace', namespace]);
     assert.equal(uninstalled.code, 0, uninstalled.stderr);
-    const left = await cp.kubectl(['get', 'clusterroles,clusterrolebindings', '-l', selector, '-o', 'name']);
+    const left = await cp.kubectl(['get', clusterWide, '-l', selector, '-o', 'name']);
     assert.equal(left.trim(), '');
     const leftInNamespace = await cp.kubectl([
       '-n',

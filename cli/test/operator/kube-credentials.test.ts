@@ -231,7 +231,7 @@ describe('credentials users have, on a real kube-apiserver', { timeout: 300_000 
     );
     const env = { KUBECONFIG: `${users}:${join(dir, 'absent')}:${clusters}`, HOME: dir };
     const as = async (argv: string[]): Promise<string> => {
-      const config = parseOperatorArgs([...argv, '--image', 'reg/pglog:1'], env);
+      const config = parseOperatorArgs([...argv, '--image', 'reg.example/pglog:1'], env);
       const client = createKubeClient(await loadKubeAccess(config.kube));
       try {
         return await whoami(client);

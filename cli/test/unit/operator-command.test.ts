@@ -11,7 +11,7 @@ const inPod = {
   KUBERNETES_SERVICE_PORT: '443',
   POD_NAME: 'pglog-operator-7d9',
   POD_NAMESPACE: 'pglog',
-  PGLOG_IMAGE: 'reg/pglog:1',
+  PGLOG_IMAGE: 'reg.example/pglog:1',
 };
 
 test('in a pod: service account access, identity and Lease namespace from the downward API', () => {
@@ -19,7 +19,7 @@ test('in a pod: service account access, identity and Lease namespace from the do
   assert.equal(c.kube.kind, 'in-cluster');
   assert.deepEqual(
     [c.operator.identity, c.operator.leaseNamespace, c.operator.leaseName, c.operator.defaultImage],
-    ['pglog-operator-7d9', 'pglog', 'pglog-operator', 'reg/pglog:1'],
+    ['pglog-operator-7d9', 'pglog', 'pglog-operator', 'reg.example/pglog:1'],
   );
   assert.deepEqual([c.operator.leaseDurationMs, c.operator.renewDeadlineMs, c.operator.retryPeriodMs], [15_000, 10_000, 2_000]);
   assert.equal(c.operator.namespace, undefined, 'all namespaces');
@@ -42,12 +42,12 @@ test('flags override: kubeconfig and context, namespace, lease, listen, workers'
       '--workers',
       '3',
       '--image',
-      'x/y:z',
+      'x.example/y:z',
     ],
     {},
   );
   assert.deepEqual(c.kube, { kind: 'kubeconfig', paths: ['/k'], context: 'ctx', from: '--kubeconfig', env: {} });
-  assert.deepEqual(parseOperatorArgs(['--kubeconfig', '/k', '--context', 'other', '--image', 'x/y:z'], {}).kube, {
+  assert.deepEqual(parseOperatorArgs(['--kubeconfig', '/k', '--context', 'other', '--image', 'x.example/y:z'], {}).kube, {
     kind: 'kubeconfig',
     paths: ['/k'],
     context: 'other',
@@ -60,11 +60,28 @@ test('flags override: kubeconfig and context, namespace, lease, listen, workers'
   assert.equal(c.operator.workers, 3);
 });
 
-test('allowed images default to the repository of --image; collector namespaces to every watched one', () => {
-  const c = parseOperatorArgs(['--image', 'registry.example:5000/pglog/pglog:1.2@sha256:abc'], inPod);
-  assert.deepEqual(c.operator.policy, { allowedImages: ['registry.example:5000/pglog/pglog'] });
-  const d = parseOperatorArgs(['--allowed-images', 'reg/pglog, ghcr.io/team/', '--collector-namespaces', 'db,pglog'], inPod);
-  assert.deepEqual(d.operator.policy, { allowedImages: ['reg/pglog', 'ghcr.io/team/'], collectorNamespaces: ['db', 'pglog'] });
+test('allowed images default to the repository of --image, store Secrets to pglog-store; collector namespaces to every watched one', () => {
+  const digest = `sha256:${'ab'.repeat(32)}`;
+  const c = parseOperatorArgs(['--image', `registry.example:5000/pglog/pglog:1.2@${digest}`], inPod);
+  assert.deepEqual(c.operator.policy, { allowedImages: ['registry.example:5000/pglog/pglog'], allowedStoreSecrets: ['pglog-store'] });
+  const d = parseOperatorArgs(
+    [
+      '--image',
+      'reg.example/pglog:1.4.2',
+      '--allowed-images',
+      `reg.example/pglog:1.*, ghcr.io/team/, reg.example/pglog@${digest}`,
+      '--allowed-store-secrets',
+      'store, team-b/store-b',
+      '--collector-namespaces',
+      'db,pglog',
+    ],
+    inPod,
+  );
+  assert.deepEqual(d.operator.policy, {
+    allowedImages: ['reg.example/pglog:1.*', 'ghcr.io/team/', `reg.example/pglog@${digest}`],
+    allowedStoreSecrets: ['store', 'team-b/store-b'],
+    collectorNamespaces: ['db', 'pglog'],
+  });
 });
 
 test('bad input is a USAGE error naming the option', () => {
@@ -83,15 +100,18 @@ test('bad input is a USAGE error naming the option', () => {
   assert.match(usage(['--lease-duration', '1']), /--lease-duration must be a whole number of at least 2/);
   assert.match(usage([], { PGLOG_IMAGE: 'i' }), /outside a pod it needs --kubeconfig PATH, KUBECONFIG or ~\/\.kube\/config/);
   assert.match(usage(['--context', 'c']), /--context needs a kubeconfig/);
-  assert.match(usage(['--allowed-images', 'reg/pglog:1']), /--allowed-images entry 'reg\/pglog:1' has a tag or digest/);
-  assert.match(usage(['--allowed-images', 'reg/*']), /--allowed-images entry 'reg\/\*' is not an image repository/);
-  assert.match(usage(['--allowed-images', 'reg/pglog,']), /has an empty entry/);
-  assert.match(usage(['--allowed-images', 'other/pglog']), /--image reg\/pglog:1 is not in --allowed-images \(other\/pglog\)/);
+  assert.match(usage(['--allowed-images', 'reg/pglog:1']), /--allowed-images entry 'reg\/pglog:1' names no registry host/);
+  assert.match(usage(['--allowed-images', 'reg.example/*']), /--allowed-images entry 'reg\.example\/\*' is not an image repository .*path component '\*'/);
+  assert.match(usage(['--allowed-images', 'reg.example/pglog,']), /has an empty entry/);
+  assert.match(usage(['--allowed-images', 'other.example/pglog']), /--image reg\.example\/pglog:1 is not in --allowed-images \(other\.example\/pglog\)/);
+  assert.match(usage(['--image', 'pglog:dev']), /--image pglog:dev names no registry host: write it as pulled, e\.g\. docker\.io\/library\/pglog:dev/);
+  assert.match(usage(['--image', 'ghcr.io/pglog/pglog@evil.com/x']), /--image ghcr\.io\/pglog\/pglog@evil\.com\/x is not an image reference: its digest/);
+  assert.match(usage(['--allowed-store-secrets', 'store,*']), /--allowed-store-secrets entry '\*' is not a Secret name or NAMESPACE\/NAME/);
   assert.match(usage(['--collector-namespaces', 'db,Bad_NS']), /--collector-namespaces entry 'Bad_NS' is not a namespace name/);
 });
 
 test('the cluster is found as kubectl finds it: --kubeconfig, else KUBECONFIG (every file), else in a pod, else ~/.kube/config', () => {
-  const kube = (argv: string[], env: Record<string, string>): unknown => parseOperatorArgs([...argv, '--image', 'x/y:z'], env).kube;
+  const kube = (argv: string[], env: Record<string, string>): unknown => parseOperatorArgs([...argv, '--image', 'x.example/y:z'], env).kube;
   const everything = { ...inPod, KUBECONFIG: '/a:/b::/c', HOME: '/home/u' };
   assert.deepEqual(kube(['--kubeconfig', '/k'], everything), { kind: 'kubeconfig', paths: ['/k'], context: null, from: '--kubeconfig', env: everything });
   assert.deepEqual(kube(['--context', 'ctx'], everything), {

@@ -4,7 +4,13 @@
  *
  * - its images: a pool's pods run with the collector's service account, which may read the
  *   Secrets of its namespace, so a pool that could name any image could run any code with
- *   that account. Images must match the operator's allow-list (`--allowed-images`);
+ *   that account. Images must match the operator's allow-list (`--allowed-images`,
+ *   image-allow-list.ts);
+ * - its store: the collector migrates schema `pglog` into the database its Secret's URL names
+ *   and writes there the logs and query texts of every target the pool selects. A pool that
+ *   could name any Secret could aim that at another application's database (with that
+ *   application's credentials) or at a server of its own author's. The Secret must be one of
+ *   the operator's allow-list (`--allowed-store-secrets`);
  * - its namespace: the operator writes workloads only where the collector's account and RBAC
  *   exist (`--collector-namespaces`).
  *
@@ -14,46 +20,24 @@
 import type { CollectorPool } from '@pglog/common/api/collector-pool.ts';
 import { PglogError } from '@pglog/common/errors.ts';
 
+import { imageAllowed } from './image-allow-list.ts';
+
 export interface PoolPolicy {
-  /** Repositories (`registry.example/pglog`) and repository prefixes ending in `/` (`registry.example/team/`). */
+  /** Entries of `--allowed-images` (image-allow-list.ts). */
   allowedImages: readonly string[];
+  /**
+   * Secrets pools may name as their store: `NAME` (in any collector namespace) or
+   * `NAMESPACE/NAME`; undefined: any (tests of the reconcile alone; the command always sets it).
+   */
+  allowedStoreSecrets?: readonly string[];
   /** Namespaces whose pools are reconciled; undefined: every namespace the operator watches. */
   collectorNamespaces?: readonly string[];
 }
 
 /** A pool the policy refuses: the condition reason and a message naming what and why. */
 export interface PolicyRefusal {
-  reason: 'ImageNotAllowed' | 'NamespaceNotAllowed';
+  reason: 'ImageNotAllowed' | 'NamespaceNotAllowed' | 'StoreSecretNotAllowed';
   message: string;
-}
-
-/**
- * Lowercase registry host (with an optional port) and path components, as image references
- * spell repositories; no tag, no digest. Linear: every quantifier is over a distinct class.
- */
-const REPOSITORY = /^[a-z0-9][a-z0-9.-]*(?::\d+)?(?:\/[a-z0-9][a-z0-9._-]*)*\/?$/;
-
-/**
- * `--allowed-images A,B`: each entry a repository (any tag or digest of it) or a prefix ending
- * in `/` (any repository under it). An entry with a tag, a digest, a wildcard or upper case is
- * refused rather than guessed at: a too-wide allow-list is the hole it exists to close.
- */
-export function parseAllowedImages(text: string, flag = '--allowed-images'): string[] {
-  const entries = text.split(',').map((e) => e.trim());
-  if (entries.every((e) => e === '')) throw new PglogError('USAGE', `operator: ${flag} is empty: give at least one image repository`);
-  for (const entry of entries) {
-    if (entry === '') throw new PglogError('USAGE', `operator: ${flag} '${text}' has an empty entry`);
-    if (entry.includes('@') || imageRepository(entry) !== entry) {
-      throw new PglogError('USAGE', `operator: ${flag} entry '${entry}' has a tag or digest: give the repository (every tag of it is allowed)`);
-    }
-    if (!REPOSITORY.test(entry)) {
-      throw new PglogError(
-        'USAGE',
-        `operator: ${flag} entry '${entry}' is not an image repository like registry.example/pglog or a prefix like registry.example/team/ (lower case, no wildcards)`,
-      );
-    }
-  }
-  return [...new Set(entries)];
 }
 
 /** `--collector-namespaces A,B`: Kubernetes namespace names. */
@@ -67,18 +51,35 @@ export function parseNamespaceList(text: string, flag = '--collector-namespaces'
   return [...new Set(entries)];
 }
 
-/** The repository of an image reference: without `@digest` and without `:tag` (a port's colon stays). */
-export function imageRepository(image: string): string {
-  const at = image.indexOf('@');
-  const named = at < 0 ? image : image.slice(0, at);
-  const colon = named.lastIndexOf(':');
-  return colon > named.lastIndexOf('/') ? named.slice(0, colon) : named;
+const SECRET_NAME = /^[a-z0-9](?:[a-z0-9.-]{0,251}[a-z0-9])?$/;
+const NAMESPACE_NAME = /^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$/;
+
+/**
+ * `--allowed-store-secrets A,B`: Secret names (DNS-1123 subdomains), each alone (that name in
+ * any collector namespace) or as NAMESPACE/NAME (in that namespace only). No wildcard: each
+ * entry is a store the administrator knows of.
+ */
+export function parseStoreSecretList(text: string, flag = '--allowed-store-secrets'): string[] {
+  const entries = text.split(',').map((e) => e.trim());
+  if (entries.every((e) => e === '')) throw new PglogError('USAGE', `operator: ${flag} is empty: give at least one Secret name`);
+  for (const entry of entries) {
+    const slash = entry.indexOf('/');
+    const namespace = slash < 0 ? undefined : entry.slice(0, slash);
+    const name = slash < 0 ? entry : entry.slice(slash + 1);
+    if ((namespace !== undefined && !NAMESPACE_NAME.test(namespace)) || !SECRET_NAME.test(name)) {
+      throw new PglogError(
+        'USAGE',
+        `operator: ${flag} entry '${entry}' is not a Secret name or NAMESPACE/NAME (lower-case letters, digits, '-' and '.'; no wildcards)`,
+      );
+    }
+  }
+  return [...new Set(entries)];
 }
 
-/** Whether `image` is one of `allowed`'s repositories or under one of its prefixes. Exact text: no registry or case normalization. */
-export function imageAllowed(image: string, allowed: readonly string[]): boolean {
-  const repository = imageRepository(image);
-  return allowed.some((entry) => (entry.endsWith('/') ? repository.startsWith(entry) && repository.length > entry.length : repository === entry));
+/** Whether the pool in `namespace` may use Secret `name` as its store. */
+export function storeSecretAllowed(namespace: string, name: string, allowed: readonly string[]): boolean {
+  // A name with a slash is no Secret's (the API server refuses it); it must not pass as NAMESPACE/NAME.
+  return !name.includes('/') && (allowed.includes(name) || allowed.includes(`${namespace}/${name}`));
 }
 
 /** The first rule `pool` breaks, or undefined. `defaultImage` is what the pool's pods run when it names none. */
@@ -90,6 +91,15 @@ export function policyRefusal(pool: CollectorPool, policy: PoolPolicy, defaultIm
       message:
         `namespace ${namespace} is not a collector namespace of this operator (${policy.collectorNamespaces.join(', ')}): no workload is created; ` +
         'add it to collectorNamespaces (--collector-namespaces) or move the pool',
+    };
+  }
+  const secret = pool.spec.store.secretRef.name;
+  if (policy.allowedStoreSecrets !== undefined && !storeSecretAllowed(namespace, secret, policy.allowedStoreSecrets)) {
+    return {
+      reason: 'StoreSecretNotAllowed',
+      message:
+        `spec.store.secretRef.name ${secret} is not a store Secret this operator allows (${policy.allowedStoreSecrets.join(', ')}): ` +
+        "the StatefulSet is left as it was; name an allowed Secret or ask the operator's administrator (--allowed-store-secrets)",
     };
   }
   const collectorImage = pool.spec.collector.image ?? defaultImage;

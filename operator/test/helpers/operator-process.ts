@@ -25,6 +25,8 @@ export async function startOperator(options: {
   leaseSeconds?: number;
   allNamespaces?: boolean;
   extraArgs?: string[];
+  /** `--allowed-store-secrets`: the store Secrets the test's pools name (default `store`, test-support/src/fleet.ts's). */
+  storeSecrets?: readonly string[];
   /** Another `pglog` launcher (a checkout of another commit, for a benchmark's baseline). */
   pglog?: string;
 }): Promise<OperatorProcess> {
@@ -42,6 +44,8 @@ export async function startOperator(options: {
       options.identity,
       '--image',
       'registry.invalid/pglog:test',
+      '--allowed-store-secrets',
+      (options.storeSecrets ?? ['store']).join(','),
       '--listen',
       `127.0.0.1:${port}`,
       '--lease-duration',

@@ -1,10 +1,13 @@
-// Tenants stay apart (security review F3, F4, F11): the real `pglog operator` against a real
-// kube-apiserver with kube-controller-manager (garbage collection), watching every namespace,
-// with `--collector-namespaces team-a` and the default image allow-list (the repository of
-// its --image):
+// Tenants stay apart (security review F3, F4, F11, R3): the real `pglog operator` against a
+// real kube-apiserver with kube-controller-manager (garbage collection), watching every
+// namespace, with `--collector-namespaces team-a`, `--allowed-store-secrets store` and the
+// default image allow-list (the repository of its --image):
 //   - a pool naming an image outside the allow-list gets no StatefulSet, Ready False with
 //     reason ImageNotAllowed and a Warning Event; a pool already running keeps its StatefulSet
 //     unchanged when its image is changed to a refused one;
+//   - a pool naming a store Secret outside the allow-list gets no StatefulSet, Ready False
+//     with reason StoreSecretNotAllowed and a Warning Event; a running pool changed to one keeps
+//     its StatefulSet (and the Secret it had) unchanged;
 //   - an application's own PDB `postgres` and Service `postgres-metrics`, created first, are
 //     left untouched by a pool named `postgres` (selector, no owner reference), which reports
 //     OwnedObjectConflict naming both; deleting the pool leaves them;
@@ -33,11 +36,12 @@ const FOREIGN_IMAGE = 'ghcr.io/attacker/anything:latest';
 
 type Condition = { type: string; status: string; reason: string; message: string };
 type Pool = KubeObject & { status?: { conditions?: Condition[] } };
+type Container = { name: string; image: string; env?: Array<{ name: string; valueFrom?: { secretKeyRef?: unknown } }> };
 type Workload = KubeObject & {
-  spec: { selector?: unknown; template?: { spec: { containers: Array<{ image: string }>; initContainers?: Array<{ image: string }> } } };
+  spec: { selector?: unknown; template?: { spec: { containers: Container[]; initContainers?: Container[] } } };
 };
 
-describe('tenants stay apart: allowed images, owned objects, collector namespaces', { timeout: 300_000 }, () => {
+describe('tenants stay apart: allowed images and store Secrets, owned objects, collector namespaces', { timeout: 300_000 }, () => {
   let cp: ControlPlane;
   let client: KubeClient & { close(): void };
   let operator: OperatorProcess;
@@ -78,6 +82,8 @@ describe('tenants stay apart: allowed images, owned objects, collector namespace
     (await client.list<CoreEvent>(CORE_EVENTS, namespace, { fieldSelector: `involvedObject.name=${name}` })).items.filter(
       (e) => e.type === 'Warning' && e.reason === reason,
     );
+  const storeRef = (sts: Workload): unknown =>
+    sts.spec.template!.spec.containers.find((c) => c.name === 'collector')?.env?.find((e) => e.name === 'PGLOG_STORE_URL')?.valueFrom?.secretKeyRef;
   const images = (sts: Workload): string[] => [...(sts.spec.template!.spec.initContainers ?? []), ...sts.spec.template!.spec.containers].map((c) => c.image);
 
   test('a pool naming an image outside the allow-list: no StatefulSet, Ready False ImageNotAllowed, a Warning Event', async () => {
@@ -103,6 +109,33 @@ describe('tenants stay apart: allowed images, owned objects, collector namespace
       [1],
       'announced once, not at every reconcile',
     );
+  });
+
+  test('a pool naming a store Secret outside the allow-list: no StatefulSet, Ready False StoreSecretNotAllowed, a Warning Event', async () => {
+    await client.create(COLLECTOR_POOLS, poolObject(TEAM, 'borrower', 1, { store: { secretRef: { name: 'billing-db', key: 'url' } } }));
+    const ready = await readyFalse(TEAM, 'borrower', 'StoreSecretNotAllowed');
+    assert.match(ready.message, /^spec\.store\.secretRef\.name billing-db is not a store Secret this operator allows \(store\)/);
+    await eventually(
+      'a Warning Event StoreSecretNotAllowed',
+      20_000,
+      async () => ((await warnings(TEAM, 'borrower', 'StoreSecretNotAllowed')).length > 0 ? true : undefined),
+      output,
+    );
+    // Give the operator a few resyncs (5 s) to do the wrong thing.
+    await new Promise((r) => setTimeout(r, 6_000));
+    assert.equal(await client.get(STATEFUL_SETS, TEAM, 'borrower'), null, "no pod gets that Secret's URL");
+  });
+
+  test('a running pool changed to a refused store Secret: its StatefulSet stays as it was', async () => {
+    await client.create(COLLECTOR_POOLS, poolObject(TEAM, 'moving', 1));
+    const before = await eventually('StatefulSet moving', 30_000, async () => (await client.get<Workload>(STATEFUL_SETS, TEAM, 'moving')) ?? undefined, output);
+    await client.mergePatch(COLLECTOR_POOLS, TEAM, 'moving', { spec: { store: { secretRef: { name: 'billing-db' } } } });
+    await readyFalse(TEAM, 'moving', 'StoreSecretNotAllowed');
+    await new Promise((r) => setTimeout(r, 6_000));
+    const kept = (await client.get<Workload>(STATEFUL_SETS, TEAM, 'moving'))!;
+    // The generation moves with every change of the spec, and only then.
+    assert.equal(kept.metadata.generation, before.metadata.generation, 'its spec not written');
+    assert.deepEqual(storeRef(kept), { name: 'store', key: 'url' });
   });
 
   test('a running pool changed to a refused sidecar image: its StatefulSet stays as it was; back to an allowed one, it follows', async () => {

@@ -117,7 +117,7 @@ describe('two CollectorPools writing two stores, and one report of both', { time
     client = createKubeClient(await loadKubeconfigFile(cp.kubeconfig));
     await installCrds(cp);
     await cp.kubectl(['create', 'namespace', NS]);
-    operator = await startOperator({ kubeconfig: cp.kubeconfig, namespace: NS, identity: 'operator' });
+    operator = await startOperator({ kubeconfig: cp.kubeconfig, namespace: NS, identity: 'operator', storeSecrets: ['store-east', 'store-west'] });
     for (const pool of ['east', 'west'] as const) await kubectl(['create', 'secret', 'generic', `store-${pool}`, `--from-literal=url=${storeUrl(pool)}`]);
     for (const name of TARGETS) {
       const server = servers.get(name)!;
