@@ -170,6 +170,7 @@ describe('charts/pglog', { timeout: 240_000 }, () => {
       `kubectl -n ${namespace} create secret generic pglog-store`,
       '--from-literal=url=',
       `kubectl -n ${namespace} label secret db1-ssh pglog.io/ssh-credentials=true`,
+      `kubectl -n ${namespace} annotate secret db1-ssh pglog.io/allowed-targets=db1`,
       `kubectl -n ${namespace} apply -f targets.yaml`,
       `kubectl -n ${namespace} get pgt`,
       `kubectl -n ${namespace} scale cpool main --replicas=4`,

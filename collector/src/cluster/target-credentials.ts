@@ -23,15 +23,35 @@ export const KNOWN_HOSTS_KEY = 'known_hosts';
  */
 export const SSH_CREDENTIALS_LABEL = 'pglog.io/ssh-credentials';
 
+/**
+ * The annotation by which a Secret names the PostgresTargets (of its namespace) that may use it:
+ * `db1,db2`, or `*` for every target of the namespace. The label alone let any target author of
+ * the namespace borrow another team's key with a host, user and log directory of their own
+ * (docs/decisions/0034-secrets-name-their-users.md).
+ */
+export const ALLOWED_TARGETS_ANNOTATION = 'pglog.io/allowed-targets';
+
 /** A core/v1 Secret, reduced to what is read here. */
 export interface SecretObject {
-  metadata: { name: string; namespace?: string; resourceVersion?: string; labels?: Record<string, string> };
+  metadata: { name: string; namespace?: string; resourceVersion?: string; labels?: Record<string, string>; annotations?: Record<string, string> };
   data?: Record<string, string>;
 }
 
 /** Whether the Secret carries `pglog.io/ssh-credentials: "true"`. */
 export function optsInAsSshCredentials(secret: SecretObject): boolean {
   return secret.metadata.labels?.[SSH_CREDENTIALS_LABEL] === 'true';
+}
+
+/**
+ * Whether the Secret serves PostgresTarget `target`: it opts in, and its annotation lists the
+ * target or is `*`. Names are compared exactly; `*` is the only pattern, as a prefix (`db-*`)
+ * would look narrower than it is: whoever may create targets picks their names. A Secret
+ * without the annotation serves no target.
+ */
+export function servesTarget(secret: SecretObject, target: string): boolean {
+  if (!optsInAsSshCredentials(secret)) return false;
+  const names = (secret.metadata.annotations?.[ALLOWED_TARGETS_ANNOTATION] ?? '').split(',').map((n) => n.trim());
+  return names.includes(target) || (names.length === 1 && names[0] === '*');
 }
 
 /**

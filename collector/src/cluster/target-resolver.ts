@@ -1,8 +1,9 @@
 /**
  * Cluster mode: the shard's assigned target names → targets the collector can run. For each
  * one, GET its PostgresTarget and the Secret it names (by name: the collector may read only
- * the Secrets it is pointed at, never list them), check that the Secret opts in
- * (`pglog.io/ssh-credentials: "true"`), validate, and parse the credentials.
+ * the Secrets it is pointed at, never list them), check that the Secret serves it (the label
+ * `pglog.io/ssh-credentials: "true"` and the target in its annotation `pglog.io/allowed-targets`),
+ * validate, and parse the credentials.
  *
  * A target that cannot be resolved (missing object or Secret, invalid spec, bad Secret) is
  * reported with its error code and left out; the others are not held up by it. Called again
@@ -28,10 +29,11 @@ import type { TargetAssignment } from '../collect/assignment-plan.ts';
 import type { TargetCredentials } from '../collect/credentials.ts';
 import type { RateHint } from '../collect/target-transports.ts';
 import {
+  ALLOWED_TARGETS_ANNOTATION,
   credentialsFromSecret,
-  optsInAsSshCredentials,
   secretNameOf,
   type SecretObject,
+  servesTarget,
   SSH_CREDENTIALS_LABEL,
   targetFromObject,
 } from './target-credentials.ts';
@@ -110,13 +112,14 @@ export class TargetResolver {
     let read = round.get(secretName);
     if (read === undefined) round.set(secretName, (read = this.kube.get<KubeObject & SecretObject>(SECRETS, this.namespace, secretName)));
     const secret = await read;
-    // One answer for "absent" and "not opted in": a target's author learns nothing about
-    // Secrets they could not use anyway.
-    if (secret === null || !optsInAsSshCredentials(secret)) {
+    // One answer for "absent", "not opted in" and "not for this target": a target's author
+    // learns nothing about Secrets they could not use anyway, not even that they exist.
+    if (secret === null || !servesTarget(secret, name)) {
       throw new PglogError(
         'KUBE_NOT_FOUND',
         `Secret ${this.namespace}/${secretName} (spec.ssh.secretRef of PostgresTarget ${name}) does not exist ` +
-          `or does not opt in with the label ${SSH_CREDENTIALS_LABEL}: "true" (docs/targets.md)`,
+          `or does not opt in with the label ${SSH_CREDENTIALS_LABEL}: "true" and the annotation ${ALLOWED_TARGETS_ANNOTATION} ` +
+          'listing the target (docs/targets.md)',
       );
     }
     const secretVersion = secret.metadata.resourceVersion ?? '';

@@ -91,7 +91,8 @@ describe('pglog collect --shard: cluster mode against a real API server', { time
     await cp.kubectl(['wait', '--for', 'condition=Established', '--timeout=60s', 'crd/collectorshards.pglog.io', 'crd/postgrestargets.pglog.io']);
     await cp.kubectl(['create', 'namespace', NS]);
     for (const [k, name] of ['db1', 'db2'].entries()) {
-      await createSshSecret(kubectl, name, ssh);
+      // db2's key serves db4 too (its SQL-only target on the same server): the Secret names both.
+      await createSshSecret(kubectl, name, ssh, { targets: name === 'db2' ? ['db2', 'db4'] : [name] });
       await apply(postgresTarget(name, `${name}-ssh`, servers[k]!));
     }
     await apply(postgresTarget('db3', 'missing-ssh', servers[0]!));

@@ -110,10 +110,11 @@ export function targetStatusChanged(target: TargetObject, next: PostgresTargetSt
 
 /** What a reason means where the code alone does not say what to do. */
 const ERROR_HINTS: Readonly<Record<string, string>> = {
-  // Absent and not opted in are one answer on purpose (existence is not revealed), so both are named.
+  // Absent, not opted in and not for this target are one answer on purpose (existence is not
+  // revealed), so all are named.
   KUBE_NOT_FOUND:
-    ': the Secret of spec.ssh.secretRef does not exist or does not carry the label pglog.io/ssh-credentials: "true", ' +
-    'which a Secret needs to serve pglog (docs/targets.md)',
+    ': the Secret of spec.ssh.secretRef does not exist or does not carry the label pglog.io/ssh-credentials: "true" ' +
+    'and the annotation pglog.io/allowed-targets listing this target, which a Secret needs to serve it (docs/targets.md)',
 };
 
 type ConditionHead = Pick<Condition, 'type' | 'status' | 'reason' | 'message'>;

@@ -91,11 +91,16 @@ function targetObject(name: string, secret: string): KubeObject {
     spec: { host: 'h', user: 'u', ssh: { secretRef: { name: secret } }, instances: [{ name: 'main', dataDirectory: '/d' }] },
   } as KubeObject;
 }
-function secretObject(name: string, key = 'one', labels: Record<string, string> = { 'pglog.io/ssh-credentials': 'true' }): KubeObject {
+function secretObject(
+  name: string,
+  key = 'one',
+  labels: Record<string, string> = { 'pglog.io/ssh-credentials': 'true' },
+  annotations: Record<string, string> = { 'pglog.io/allowed-targets': '*' },
+): KubeObject {
   return {
     apiVersion: 'v1',
     kind: 'Secret',
-    metadata: { name, labels },
+    metadata: { name, labels, annotations },
     data: { id_ed25519: b64(`-----BEGIN OPENSSH PRIVATE KEY-----\n${key}\n-----END OPENSSH PRIVATE KEY-----\n`), known_hosts: b64('h ssh-ed25519 AAAA\n') },
   } as KubeObject;
 }
@@ -175,6 +180,43 @@ describe('TargetResolver', () => {
     kube.put(SECRETS, secretObject('team-x-ssh'));
     const after = (await new TargetResolver(kube, 'ns').resolve([{ name: 'borrower', transport: 'inproc', epoch: 1 }]))[0]!;
     assert.ok(after.ok);
+  });
+
+  test('a labelled Secret serves only the targets its annotation pglog.io/allowed-targets lists; to another, the same answer as no Secret', async () => {
+    const kube = new FakeKube();
+    const labelled = { 'pglog.io/ssh-credentials': 'true' };
+    kube.put(SECRETS, secretObject('team-a-ssh', 'one', labelled, { 'pglog.io/allowed-targets': 'a, a2' }));
+    kube.put(SECRETS, secretObject('unlisted-ssh', 'one', labelled, {}));
+    kube.put(SECRETS, secretObject('everyone-ssh', 'one', labelled, { 'pglog.io/allowed-targets': '*' }));
+    kube.put(SECRETS, secretObject('prefix-ssh', 'one', labelled, { 'pglog.io/allowed-targets': 'b*' }));
+    kube.put(SECRETS, secretObject('unlabelled-ssh', 'one', {}, { 'pglog.io/allowed-targets': 'b5' }));
+    const uses = [
+      ['a', 'team-a-ssh', 'ok'],
+      ['a2', 'team-a-ssh', 'ok'],
+      // Team b's target names team a's key with a host, user and log directory of its own.
+      ['b', 'team-a-ssh', 'KUBE_NOT_FOUND'],
+      // Labelled but naming no target: serves none (an install from before the annotation).
+      ['b2', 'unlisted-ssh', 'KUBE_NOT_FOUND'],
+      ['b3', 'everyone-ssh', 'ok'],
+      // `*` alone is the only pattern.
+      ['b4', 'prefix-ssh', 'KUBE_NOT_FOUND'],
+      ['b5', 'unlabelled-ssh', 'KUBE_NOT_FOUND'],
+      ['c', 'absent-ssh', 'KUBE_NOT_FOUND'],
+    ] as const;
+    for (const [target, secret] of uses) kube.put(TARGETS, targetObject(target, secret));
+    const r = await new TargetResolver(kube, 'ns').resolve(uses.map(([name]) => ({ name, transport: 'inproc' as const, epoch: 1 })));
+    assert.deepEqual(
+      r.map((x) => (x.ok ? 'ok' : x.code)),
+      uses.map(([, , outcome]) => outcome),
+    );
+    // Target b naming team a's Secret reads exactly as a Secret that does not exist.
+    const message = (i: number): string => (r[i]!.ok ? '' : r[i]!.message);
+    const shape = (i: number): string => message(i).replace(uses[i]![1], 'S').replace(`PostgresTarget ${uses[i]![0]}`, 'T');
+    assert.equal(shape(2), shape(7));
+    assert.match(
+      message(2),
+      /does not exist or does not opt in with the label pglog\.io\/ssh-credentials: "true" and the annotation pglog\.io\/allowed-targets listing the target/,
+    );
   });
 
   test('unchanged objects are not parsed again; a rotated Secret is; an API outage keeps the last good resolution', async () => {

@@ -208,7 +208,8 @@ async function createObjects(o: FleetNodeOptions, parts: Parts): Promise<void> {
     ['apply', '-f', '-'],
     JSON.stringify({ apiVersion: 'v1', kind: 'Secret', metadata: { name: STORE_SECRET }, type: 'Opaque', stringData: { url: store.tcpUrl! } }),
   );
-  await createSshSecret((args) => cluster.kubectl(args), SSH_SECRET_PREFIX, fleet.servers);
+  // One key for the whole fleet, as issue 46's users have it: it serves every target of the namespace.
+  await createSshSecret((args) => cluster.kubectl(args), SSH_SECRET_PREFIX, fleet.servers, { targets: ['*'] });
   const user = fleet.servers.user;
   const simulated = fleet.logs.slice(0, o.servers).map((l, i) => simulatedTargetObject(POOL, l.name, fleet.servers.servers[i]!, user, l.dataDirectory));
   const real = (parts.real ?? []).map((r, k) => realTargetObject(POOL, r.name, fleet.servers.servers[o.servers + k]!, user, r.server));

@@ -123,7 +123,10 @@ describe('target status', () => {
     );
     const ready = s.conditions!.find((c) => c.type === 'Ready')!;
     assert.deepEqual([ready.status, ready.reason], ['False', 'KUBE_NOT_FOUND']);
-    assert.match(ready.message, /does not exist or does not carry the label pglog\.io\/ssh-credentials: "true"/);
+    assert.match(
+      ready.message,
+      /does not exist or does not carry the label pglog\.io\/ssh-credentials: "true" and the annotation pglog\.io\/allowed-targets listing this target/,
+    );
   });
 
   test('no write when only the time or the fourth digit of a rate moved', () => {
