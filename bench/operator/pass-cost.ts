@@ -13,21 +13,8 @@ import type { KubeClient, KubeObject, ResourceType } from '@pglog/common/kube/cl
 import { OperatorMetrics } from '@pglog/operator/controller/operator-metrics.ts';
 import { PoolReconciler } from '@pglog/operator/controller/pool-reconciler.ts';
 
-import { samplePool, sampleTarget } from '../../operator/test/helpers/pool-fixtures.ts';
+import { Cache, samplePool, sampleTarget } from '../../operator/test/helpers/pool-fixtures.ts';
 import { reportedStatus } from './collector-reports.ts';
-
-class Cache<T extends KubeObject> {
-  readonly items = new Map<string, T>();
-  get(namespace: string | undefined, name: string): T | undefined {
-    return this.items.get(`${namespace ?? ''}/${name}`);
-  }
-  list(): T[] {
-    return [...this.items.values()];
-  }
-  put(o: T): void {
-    this.items.set(`${o.metadata.namespace ?? ''}/${o.metadata.name}`, o);
-  }
-}
 
 export interface PassCost {
   targets: number;

@@ -2,6 +2,7 @@
 import type { CollectorPool, CollectorPoolSpec } from '@pglog/common/api/collector-pool.ts';
 import type { CollectorShard, ShardTarget } from '@pglog/common/api/collector-shard.ts';
 import type { PostgresTarget, Transport } from '@pglog/common/api/postgres-target.ts';
+import type { KubeObject } from '@pglog/common/kube/client-types.ts';
 
 /** A CollectorPool's spec as the API server defaults it (crds/), all but the store it must name. */
 export const POOL_SPEC_DEFAULTS: Omit<CollectorPoolSpec, 'store'> = {
@@ -83,4 +84,18 @@ export function sampleShard(
       })),
     },
   };
+}
+
+/** An informer cache stand-in for the reconcilers' tests: objects by namespace and name. */
+export class Cache<T extends KubeObject> {
+  readonly items = new Map<string, T>();
+  get(namespace: string | undefined, name: string): T | undefined {
+    return this.items.get(`${namespace ?? ''}/${name}`);
+  }
+  list(): T[] {
+    return [...this.items.values()];
+  }
+  put(o: T): void {
+    this.items.set(`${o.metadata.namespace ?? ''}/${o.metadata.name}`, o);
+  }
 }

@@ -17,20 +17,7 @@ import { SERVICES } from '@pglog/common/kube/resources.ts';
 import { OperatorMetrics } from '../../../src/controller/operator-metrics.ts';
 import { applyOwned, createOwned } from '../../../src/controller/owned-objects.ts';
 import { PoolReconciler } from '../../../src/controller/pool-reconciler.ts';
-import { samplePool, sampleTarget } from '../../helpers/pool-fixtures.ts';
-
-class Cache<T extends KubeObject> {
-  readonly items = new Map<string, T>();
-  get(namespace: string | undefined, name: string): T | undefined {
-    return this.items.get(`${namespace ?? ''}/${name}`);
-  }
-  list(): T[] {
-    return [...this.items.values()];
-  }
-  put(o: T): void {
-    this.items.set(`${o.metadata.namespace ?? ''}/${o.metadata.name}`, o);
-  }
-}
+import { Cache, samplePool, sampleTarget } from '../../helpers/pool-fixtures.ts';
 
 type Entry = { manager: string; operation: string; subresource?: string };
 type Managed = KubeObject & { metadata: { managedFields?: Entry[] } };

@@ -13,20 +13,7 @@ import { KubeError } from '@pglog/common/kube/errors.ts';
 import { OperatorMetrics } from '../../../src/controller/operator-metrics.ts';
 import { PoolReconciler } from '../../../src/controller/pool-reconciler.ts';
 import { reconcileUnassignedTargets } from '../../../src/controller/unassigned-targets.ts';
-import { samplePool, sampleTarget } from '../../helpers/pool-fixtures.ts';
-
-class Cache<T extends KubeObject> {
-  readonly items = new Map<string, T>();
-  get(namespace: string | undefined, name: string): T | undefined {
-    return this.items.get(`${namespace ?? ''}/${name}`);
-  }
-  list(): T[] {
-    return [...this.items.values()];
-  }
-  put(o: T): void {
-    this.items.set(`${o.metadata.namespace ?? ''}/${o.metadata.name}`, o);
-  }
-}
+import { Cache, samplePool, sampleTarget } from '../../helpers/pool-fixtures.ts';
 
 let rv = 100;
 const nextRv = (): string => String(rv++);

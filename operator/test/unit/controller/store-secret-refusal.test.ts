@@ -12,20 +12,7 @@ import type { KubeClient, KubeObject, ResourceType } from '@pglog/common/kube/cl
 import { OperatorMetrics } from '../../../src/controller/operator-metrics.ts';
 import { PoolReconciler } from '../../../src/controller/pool-reconciler.ts';
 import type { PoolPolicy } from '../../../src/desired/pool-policy.ts';
-import { samplePool, sampleTarget } from '../../helpers/pool-fixtures.ts';
-
-class Cache<T extends KubeObject> {
-  readonly items = new Map<string, T>();
-  get(namespace: string | undefined, name: string): T | undefined {
-    return this.items.get(`${namespace ?? ''}/${name}`);
-  }
-  list(): T[] {
-    return [...this.items.values()];
-  }
-  put(o: T): void {
-    this.items.set(`${o.metadata.namespace ?? ''}/${o.metadata.name}`, o);
-  }
-}
+import { Cache, samplePool, sampleTarget } from '../../helpers/pool-fixtures.ts';
 
 interface Recorded {
   writes: string[];
