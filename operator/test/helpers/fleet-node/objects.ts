@@ -8,6 +8,7 @@
 import type { KubeObject } from '@pglog/common/kube/client-types.ts';
 import { FLEET_LOG_LINE_PREFIX } from '@pglog/test-support/fleet-sim/log-files.ts';
 import { promotionThreshold, type RateShape } from '@pglog/test-support/fleet-sim/rates.ts';
+import { MONITOR_ROLE } from '@pglog/test-support/monitoring-role.ts';
 
 import { autoOldSpaceMiB, autoSemiSpaceMiB } from '../../../src/desired/tuning.ts';
 
@@ -22,8 +23,6 @@ export const STORE_SECRET = 'pglog-store';
 export const POOL = 'main';
 /** The share of the fleet's servers above the sidecar threshold: "a few percent". */
 export const PROMOTED_SHARE = 0.05;
-/** The monitoring role of the real PostgreSQL servers (pg_monitor only, peer over the socket). */
-export const MONITOR_ROLE = 'pglog_monitor';
 
 export interface ServerAddress {
   host: string;

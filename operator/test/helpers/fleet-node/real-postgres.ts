@@ -5,15 +5,11 @@
  * the SSH login user, as docs/snapshots.md recommends) for the SQL snapshots, and a seq-load
  * whose numbered statements the check finds in the store exactly once.
  */
-import { appendFileSync, readFileSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
-
 import { compareNumbers, loggedNumbers } from '@pglog/test-support/checker.ts';
 import { type LogServer, startLogServer } from '@pglog/test-support/log-server.ts';
+import { setUpMonitoringRole } from '@pglog/test-support/monitoring-role.ts';
 import { DEFAULT_TAG_PREFIX, parseSeqTags, type SeqLoad, startSeqLoad } from '@pglog/test-support/seq-load.ts';
-import pg from 'pg';
-
-import { MONITOR_ROLE } from './objects.ts';
+import type pg from 'pg';
 
 export interface RealServer {
   readonly name: string;
@@ -32,21 +28,6 @@ export interface RealCheck {
   line: string;
 }
 
-/** The monitoring role, peer-mapped from `osUser` (the SSH login user). */
-async function monitoringRole(server: LogServer, osUser: string): Promise<void> {
-  const hba = join(server.dataDirectory, 'pg_hba.conf');
-  writeFileSync(hba, `local all ${MONITOR_ROLE} peer map=pglog\n${readFileSync(hba, 'utf8')}`);
-  appendFileSync(join(server.dataDirectory, 'pg_ident.conf'), `pglog ${osUser} ${MONITOR_ROLE}\n`);
-  const c = new pg.Client({ connectionString: server.url });
-  await c.connect();
-  try {
-    await c.query(`CREATE ROLE ${MONITOR_ROLE} LOGIN IN ROLE pg_monitor`);
-    await c.query('SELECT pg_reload_conf()');
-  } finally {
-    await c.end();
-  }
-}
-
 /** `count` real servers named pg0, pg1, ...; the SSH login user reads their logs and is mapped to the monitoring role. */
 export async function startRealServers(count: number, osUser: string): Promise<RealServer[]> {
   const started = await Promise.allSettled(Array.from({ length: count }, () => startLogServer({ logRotationSizeKb: 1024 })));
@@ -57,7 +38,7 @@ export async function startRealServers(count: number, osUser: string): Promise<R
     throw failed.reason;
   }
   try {
-    for (const s of servers) await monitoringRole(s, osUser);
+    for (const s of servers) await setUpMonitoringRole(s, [osUser]);
   } catch (e) {
     await Promise.allSettled(servers.map((s) => s.dispose()));
     throw e;
