@@ -13,7 +13,7 @@ import { join } from 'node:path';
 import pg from 'pg';
 
 import { onProcessExit } from './exit-cleanup.ts';
-import { pgBinaries,type PgMajor } from './pg-binaries.ts';
+import { pgBinaries, type PgMajor } from './pg-binaries.ts';
 import { isRoot, serverUser } from './server-user.ts';
 import { freePort } from './wait.ts';
 
