@@ -15,6 +15,19 @@ export const PG_BIN = '/usr/lib/postgresql/15/bin';
 export const PG_MAJORS = [10, 11, 12, 13, 14, 15, 16, 17, 18] as const;
 export type PgMajor = (typeof PG_MAJORS)[number];
 
+/** pg_stat_statements' version as CREATE EXTENSION makes it on each major (its default_version). */
+export const PG_STAT_STATEMENTS_VERSION: Record<PgMajor, string> = {
+  10: '1.6',
+  11: '1.6',
+  12: '1.7',
+  13: '1.8',
+  14: '1.9',
+  15: '1.10',
+  16: '1.10',
+  17: '1.11',
+  18: '1.12',
+};
+
 export interface PgBinaries {
   /** The directory holding initdb, pg_ctl and postgres (psql and pgbench only in Debian's). */
   bin: string;

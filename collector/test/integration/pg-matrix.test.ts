@@ -11,7 +11,7 @@ import { readFileSync } from 'node:fs';
 import { after, before, describe, test } from 'node:test';
 
 import { type LogFormat, type LogServer, startLogServer } from '@pglog/test-support/log-server.ts';
-import { PG_MAJORS, type PgMajor } from '@pglog/test-support/pg-binaries.ts';
+import { PG_MAJORS, PG_STAT_STATEMENTS_VERSION as PGSS_VERSION } from '@pglog/test-support/pg-binaries.ts';
 import { countEvents, expectedEvents, runWorkload, WORKLOAD_TABLE, type WorkloadCounts, workloadSettings } from '@pglog/test-support/pg-workload.ts';
 import pg from 'pg';
 
@@ -24,8 +24,6 @@ import { parseChunks } from '../helpers/parse.ts';
 
 const PREFIX = '%m [%p] %q%u@%d ';
 const TIMEOUT = { timeout: 120_000 };
-/** pg_stat_statements' version as each major creates it. */
-const PGSS_VERSION: Record<PgMajor, string> = { 10: '1.6', 11: '1.6', 12: '1.7', 13: '1.8', 14: '1.9', 15: '1.10', 16: '1.10', 17: '1.11', 18: '1.12' };
 const EXTENSION: Record<LogFormat, string> = { stderr: '.log', csvlog: '.csv', jsonlog: '.json' };
 
 interface Snapshots {
