@@ -176,7 +176,10 @@ describe('the version matrix through pglog collect over sshd: one collector, a t
       test(`${name}: statements once, activity, a blocking chain, pg_stat_statements ${PG_STAT_STATEMENTS_VERSION[major]}, pg_stat_database`, async () => {
         const s = fleet.servers.find((x) => x.major === major)!;
         assert.equal(s.statStatementsVersion, PG_STAT_STATEMENTS_VERSION[s.major]);
-        const version = await withClient(s.server.url, async (c) => (await c.query<{ v: string }>('SHOW server_version_num')).rows[0]!.v);
+        const version = await withClient(
+          s.server.url,
+          async (c) => (await c.query<{ v: string }>("SELECT current_setting('server_version_num') AS v")).rows[0]!.v,
+        );
         assert.equal(Math.floor(Number(version) / 10000), major);
         await numberedSet(s);
         await statistics(s);
