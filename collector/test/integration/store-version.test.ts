@@ -98,7 +98,7 @@ for (const major of [14, 18] as const) {
       cleanups.push(() => db.end());
       assert.deepEqual(await versions(db), [1, 2, 3, 4, 5, 6, 7]);
 
-      const csv = readFileSync(new URL(`../fixtures/csvlog-majors/pg${major}.csv`, import.meta.url));
+      const csv = readFileSync(new URL(`../fixtures/log-majors/pg${major}.csv`, import.meta.url));
       const events = parseChunks({ format: 'csvlog' }, csv).events;
       const source = { target: 'db1', instance: 'main', file: 'log/postgresql.csv' };
       const { epoch } = await writer.claim(source.target, source.instance);
